@@ -1,0 +1,30 @@
+// A read-only memory map of a whole file. Weights are used in place, never copied into RAM.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace folio {
+
+class MappedFile {
+ public:
+  explicit MappedFile(const std::string& path);  // throws Error FILE_OPEN / FILE_MAP
+  ~MappedFile();
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+
+  const uint8_t* data() const { return data_; }
+  size_t size() const { return size_; }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  const uint8_t* data_ = nullptr;
+  size_t size_ = 0;
+#ifdef _WIN32
+  void* file_ = nullptr;
+  void* mapping_ = nullptr;
+#endif
+};
+
+}  // namespace folio

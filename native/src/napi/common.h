@@ -1,0 +1,37 @@
+// Shared pieces of the Node-API binding: module registration and error conversion.
+#pragma once
+#include <napi.h>
+
+#include "core/error.h"
+
+namespace folio::napi {
+
+// Each binding file registers its functions on the exports object.
+void init_ops(Napi::Env env, Napi::Object exports);    // ops.cc: kernel-level entry points for tests
+void init_vocab(Napi::Env env, Napi::Object exports);  // vocab.cc: tokenizers from GGUF vocabularies
+void init_model(Napi::Env env, Napi::Object exports);  // model.cc: models, prefill, generation
+
+// A JS Error with `code` set; folio::Error keeps its code, anything else becomes INTERNAL.
+Napi::Error js_error(Napi::Env env, const std::string& code, const std::string& message);
+
+// Runs fn and converts C++ exceptions into JS exceptions (thrown in env).
+template <typename F>
+auto guard(Napi::Env env, F&& fn) -> decltype(fn()) {
+  try {
+    return fn();
+  } catch (const folio::Error& e) {
+    throw js_error(env, e.code(), e.what());
+  } catch (const Napi::Error&) {
+    throw;
+  } catch (const std::bad_alloc&) {
+    throw js_error(env, "OUT_OF_MEMORY", "out of memory");
+  } catch (const std::exception& e) {
+    throw js_error(env, "INTERNAL", e.what());
+  }
+}
+
+// Copies bytes into a fresh JS-owned buffer (Electron forbids external buffers pointing at native memory).
+Napi::Uint8Array copy_bytes(Napi::Env env, const void* data, size_t n);
+Napi::Float32Array copy_floats(Napi::Env env, const float* data, size_t n);
+
+}  // namespace folio::napi

@@ -1,0 +1,41 @@
+// Kernels on quantized blocks: dequantize a row, quantize a row, dot product of a weight row with an
+// activation row. Every type has a scalar reference; AVX2 / AVX-512 (x86) and NEON (arm64) versions are
+// compiled per function with target attributes and chosen at run time. Tests compare each ISA's kernels
+// with the scalar reference on random blocks (test/quant.test.ts through the binding's `ops`).
+#pragma once
+#include <cstdint>
+
+#include "quant/types.h"
+
+namespace folio::quant {
+
+enum class Isa : int { Scalar = 0, AVX2 = 1, AVX512 = 2, NEON = 3 };
+constexpr int kIsaCount = 4;
+const char* isa_name(Isa isa);
+// Compiled in and supported by this CPU (AVX2 also requires FMA and F16C).
+bool isa_available(Isa isa);
+// The fastest available ISA; the environment variable FOLIO_ISA (scalar, avx2, avx512, neon) can force a
+// slower one for debugging.
+Isa best_isa();
+
+// The activation format that a weight type's dot product consumes (ggml's vec_dot_type):
+// F32->F32, F16->F16, BF16->BF16, Q4_0/Q5_0/Q8_0->Q8_0, Q4_1/Q5_1->Q8_1, Q4_K/Q5_K/Q6_K->Q8_K.
+TensorType vec_dot_type(TensorType weight);
+
+struct Kernels {
+  // dst[0, n) = the values of n elements at src; n is a multiple of the block size.
+  void (*dequantize_row)(const void* src, float* dst, int64_t n) = nullptr;
+  // Quantizes n floats into this type (round-to-nearest reference quantization, as ggml's
+  // quantize_row_*_ref); for the activation types F16, BF16, Q8_0, Q8_1 and Q8_K these are the fast paths
+  // of every matrix product.
+  void (*quantize_row)(const float* src, void* dst, int64_t n) = nullptr;
+  // Σ w[i]·x[i] over n elements: w in this type, x in vec_dot_type(this type).
+  float (*vec_dot)(int64_t n, const void* w, const void* x) = nullptr;
+};
+
+// The kernels of one type for one ISA; entries the ISA does not specialise fall back to the scalar ones.
+// Throws Error UNSUPPORTED_TYPE for types without kernels.
+const Kernels& kernels(TensorType type, Isa isa);
+inline const Kernels& kernels(TensorType type) { return kernels(type, best_isa()); }
+
+}  // namespace folio::quant

@@ -1,0 +1,37 @@
+// The ggml tensor types as GGUF files number them (ggml.h, enum ggml_type), with their block layouts.
+// Every type is known to the GGUF reader so that it can validate sizes; `supported` marks the ones the
+// engine computes with.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+namespace folio {
+
+enum class TensorType : uint32_t {
+  F32 = 0, F16 = 1, Q4_0 = 2, Q4_1 = 3,
+  Q5_0 = 6, Q5_1 = 7, Q8_0 = 8, Q8_1 = 9,
+  Q2_K = 10, Q3_K = 11, Q4_K = 12, Q5_K = 13, Q6_K = 14, Q8_K = 15,
+  IQ2_XXS = 16, IQ2_XS = 17, IQ3_XXS = 18, IQ1_S = 19, IQ4_NL = 20, IQ3_S = 21, IQ2_S = 22, IQ4_XS = 23,
+  I8 = 24, I16 = 25, I32 = 26, I64 = 27, F64 = 28, IQ1_M = 29, BF16 = 30,
+  TQ1_0 = 34, TQ2_0 = 35, MXFP4 = 39,
+};
+
+struct TypeInfo {
+  const char* name;
+  uint32_t block_size;  // elements per block
+  uint32_t type_size;   // bytes per block
+  bool supported;       // the engine has kernels for it
+};
+
+// nullptr for ids that are not ggml types.
+const TypeInfo* type_info(uint32_t id);
+inline const TypeInfo& type_info(TensorType t) { return *type_info(uint32_t(t)); }
+inline const char* type_name(TensorType t) { return type_info(t).name; }
+
+// Bytes of a row of n elements; n must be a multiple of the block size.
+inline size_t row_bytes(TensorType t, int64_t n) {
+  const TypeInfo& ti = type_info(t);
+  return size_t(n / ti.block_size) * ti.type_size;
+}
+
+}  // namespace folio
