@@ -85,17 +85,18 @@ export class ByteWriter {
     this.length += n;
     return at;
   }
-  u8(v: number) { this.view.setUint8(this.reserve(1), v); }
-  i8(v: number) { this.view.setInt8(this.reserve(1), v); }
-  u16(v: number) { this.view.setUint16(this.reserve(2), v, true); }
-  i16(v: number) { this.view.setInt16(this.reserve(2), v, true); }
-  u32(v: number) { this.view.setUint32(this.reserve(4), v, true); }
-  i32(v: number) { this.view.setInt32(this.reserve(4), v, true); }
-  u64(v: number | bigint) { this.view.setBigUint64(this.reserve(8), BigInt(v), true); }
-  i64(v: number | bigint) { this.view.setBigInt64(this.reserve(8), BigInt(v), true); }
-  f32(v: number) { this.view.setFloat32(this.reserve(4), v, true); }
-  f64(v: number) { this.view.setFloat64(this.reserve(8), v, true); }
-  bytes(b: Uint8Array) { this.buf.set(b, this.reserve(b.length)); }
+  // reserve() may replace buf/view with larger ones, so take the offset before touching either
+  u8(v: number) { const at = this.reserve(1); this.view.setUint8(at, v); }
+  i8(v: number) { const at = this.reserve(1); this.view.setInt8(at, v); }
+  u16(v: number) { const at = this.reserve(2); this.view.setUint16(at, v, true); }
+  i16(v: number) { const at = this.reserve(2); this.view.setInt16(at, v, true); }
+  u32(v: number) { const at = this.reserve(4); this.view.setUint32(at, v, true); }
+  i32(v: number) { const at = this.reserve(4); this.view.setInt32(at, v, true); }
+  u64(v: number | bigint) { const at = this.reserve(8); this.view.setBigUint64(at, BigInt(v), true); }
+  i64(v: number | bigint) { const at = this.reserve(8); this.view.setBigInt64(at, BigInt(v), true); }
+  f32(v: number) { const at = this.reserve(4); this.view.setFloat32(at, v, true); }
+  f64(v: number) { const at = this.reserve(8); this.view.setFloat64(at, v, true); }
+  bytes(b: Uint8Array) { const at = this.reserve(b.length); this.buf.set(b, at); }
   str(s: string) {
     const b = Buffer.from(s, 'utf8');
     this.u64(b.length);

@@ -1,0 +1,229 @@
+// A slow, obviously correct float64 forward pass for GGUF models of the llama, qwen2 and qwen3
+// architectures: the oracle the engine's logits are checked against. One token at a time with a plain
+// KV cache, like llama2.c; every weight is dequantized to float64 once (quant-ref.ts) and every
+// operation is done in float64.
+//
+// Conventions are llama.cpp's:
+//   - a weight W in ggml order [n_in, n_out] is n_out rows of n_in values; y = W x is y[o] = sum_i W[o][i] x[i]
+//   - RoPE: llama rotates adjacent pairs (2i, 2i+1) ("normal"); qwen2/qwen3 rotate (i, i + rope_dim/2)
+//     ("neox"). Pair i turns by pos * base^(-2i/rope_dim), divided by rope_freqs[i] when the file has
+//     a rope_freqs.weight tensor (Llama 3.1 rope scaling).
+//   - GQA: query head h reads KV head floor(h / (n_head / n_head_kv)).
+import { readGguf, metaNumber, metaString, type GgufFile } from './gguf-reader.ts';
+import { dequantize } from './quant-ref.ts';
+
+export type Arch = 'llama' | 'qwen2' | 'qwen3';
+
+export interface HyperParams {
+  arch: Arch;
+  nVocab: number;
+  nCtx: number;
+  nEmbd: number;
+  nLayer: number;
+  nHead: number;
+  nHeadKv: number;
+  /** Per-head dimension of queries and keys ({arch}.attention.key_length, else n_embd / n_head). */
+  headDim: number;
+  nFf: number;
+  eps: number;
+  ropeBase: number;
+  /** Number of leading dimensions of each head that RoPE rotates. */
+  ropeDim: number;
+  ropeStyle: 'normal' | 'neox';
+  /** True when there is no output.weight and token_embd.weight is the output projection. */
+  tiedEmbeddings: boolean;
+}
+
+/** A model ready for the reference forward: hyperparameters and every tensor as float64. */
+export interface ReferenceModel {
+  hp: HyperParams;
+  tensors: Map<string, Float64Array>;
+}
+
+/** The hyperparameters of a llama/qwen2/qwen3 GGUF file, with llama.cpp's defaults for absent keys. */
+export function readHyperParams(file: GgufFile): HyperParams {
+  const arch = metaString(file, 'general.architecture');
+  if (arch !== 'llama' && arch !== 'qwen2' && arch !== 'qwen3') throw new Error(`unsupported architecture ${arch}`);
+  const key = (k: string) => `${arch}.${k}`;
+  const scaling = file.metadata.get(key('rope.scaling.type'));
+  if (scaling !== undefined && scaling !== 'none') throw new Error(`rope scaling type ${String(scaling)} is not supported`);
+
+  const tokenEmbd = file.tensorsByName.get('token_embd.weight');
+  if (!tokenEmbd) throw new Error('missing tensor token_embd.weight');
+  const nEmbd = metaNumber(file, key('embedding_length'));
+  const nHead = metaNumber(file, key('attention.head_count'));
+  const headDim = metaNumber(file, key('attention.key_length'), nEmbd / nHead);
+  const valueDim = metaNumber(file, key('attention.value_length'), headDim);
+  if (valueDim !== headDim) throw new Error('key_length != value_length is not supported');
+  return {
+    arch,
+    nVocab: tokenEmbd.dims[1],
+    nCtx: metaNumber(file, key('context_length')),
+    nEmbd,
+    nLayer: metaNumber(file, key('block_count')),
+    nHead,
+    nHeadKv: metaNumber(file, key('attention.head_count_kv'), nHead),
+    headDim,
+    nFf: metaNumber(file, key('feed_forward_length')),
+    eps: metaNumber(file, key('attention.layer_norm_rms_epsilon')),
+    ropeBase: metaNumber(file, key('rope.freq_base'), 10000),
+    ropeDim: metaNumber(file, key('rope.dimension_count'), headDim),
+    ropeStyle: arch === 'llama' ? 'normal' : 'neox',
+    tiedEmbeddings: !file.tensorsByName.has('output.weight'),
+  };
+}
+
+/** Reads a model (a path or a parsed file) and dequantizes all its tensors. */
+export function loadReferenceModel(model: string | GgufFile): ReferenceModel {
+  const file = typeof model === 'string' ? readGguf(model) : model;
+  const tensors = new Map<string, Float64Array>();
+  for (const t of file.tensors) tensors.set(t.name, dequantize(t.type, t.data, t.nElements));
+  return { hp: readHyperParams(file), tensors };
+}
+
+// ---------------------------------------------------------------------------------------------------
+// building blocks
+
+/** out[o] = sum_i W[o * nIn + i] * x[i]: W is nOut rows of nIn values (ggml dims [nIn, nOut]). */
+function matvec(W: Float64Array, x: Float64Array, nIn: number, nOut: number): Float64Array {
+  if (W.length !== nIn * nOut || x.length !== nIn) throw new Error(`matvec: shape mismatch ${W.length} vs ${nIn}x${nOut}`);
+  const out = new Float64Array(nOut);
+  for (let o = 0; o < nOut; o++) {
+    let sum = 0;
+    const row = o * nIn;
+    for (let i = 0; i < nIn; i++) sum += W[row + i] * x[i];
+    out[o] = sum;
+  }
+  return out;
+}
+
+/** x / sqrt(mean(x^2) + eps) * weight */
+function rmsnorm(x: Float64Array, weight: Float64Array, eps: number): Float64Array {
+  let ss = 0;
+  for (const v of x) ss += v * v;
+  const scale = 1 / Math.sqrt(ss / x.length + eps);
+  return x.map((v, i) => v * scale * weight[i]);
+}
+
+/** In place: x[i] += y[i] */
+function addInPlace(x: Float64Array, y: Float64Array) {
+  for (let i = 0; i < x.length; i++) x[i] += y[i];
+}
+
+/** Rotates one head vector (headDim values starting at `at` in v) in place for position pos. */
+function rope(v: Float64Array, at: number, pos: number, hp: HyperParams, freqFactors: Float64Array | undefined) {
+  const half = hp.ropeDim / 2;
+  for (let i = 0; i < half; i++) {
+    let theta = pos * Math.pow(hp.ropeBase, (-2 * i) / hp.ropeDim);
+    if (freqFactors) theta /= freqFactors[i];
+    const cos = Math.cos(theta), sin = Math.sin(theta);
+    // the two components of pair i
+    const a = hp.ropeStyle === 'normal' ? at + 2 * i : at + i;
+    const b = hp.ropeStyle === 'normal' ? at + 2 * i + 1 : at + i + half;
+    const x0 = v[a], x1 = v[b];
+    v[a] = x0 * cos - x1 * sin;
+    v[b] = x0 * sin + x1 * cos;
+  }
+}
+
+const silu = (x: number) => x / (1 + Math.exp(-x));
+
+// ---------------------------------------------------------------------------------------------------
+
+/**
+ * Runs the model over `tokens` from position 0 and returns the logits after every position:
+ * result[p] is the n_vocab logits predicting the token after tokens[0..p].
+ */
+export function referenceForward(model: string | GgufFile | ReferenceModel, tokens: number[]): Float64Array[] {
+  const m = typeof model === 'object' && 'hp' in model ? model : loadReferenceModel(model);
+  const { hp } = m;
+  const { nEmbd, nHead, nHeadKv, headDim, nFf, nVocab, eps } = hp;
+  const qDim = nHead * headDim; //          all query heads side by side
+  const kvDim = nHeadKv * headDim; //       all key (or value) heads side by side
+  const group = nHead / nHeadKv; //         query heads per KV head
+  const W = (name: string) => {
+    const t = m.tensors.get(name);
+    if (!t) throw new Error(`missing tensor ${name}`);
+    return t;
+  };
+  const maybe = (name: string) => m.tensors.get(name);
+
+  const tokenEmbd = W('token_embd.weight'); //                           [n_vocab][n_embd]
+  const output = hp.tiedEmbeddings ? tokenEmbd : W('output.weight'); //   [n_vocab][n_embd]
+  const freqFactors = maybe('rope_freqs.weight'); //                      [rope_dim/2] or none
+  if (tokens.length > hp.nCtx) throw new Error(`${tokens.length} tokens exceed the context of ${hp.nCtx}`);
+
+  // KV cache: per layer, one key and one value vector of kvDim per position
+  const keyCache: Float64Array[][] = Array.from({ length: hp.nLayer }, () => []); //   [layer][pos][kv_dim]
+  const valueCache: Float64Array[][] = Array.from({ length: hp.nLayer }, () => []); // [layer][pos][kv_dim]
+  const allLogits: Float64Array[] = [];
+
+  for (let pos = 0; pos < tokens.length; pos++) {
+    const token = tokens[pos];
+    if (!(token >= 0 && token < nVocab)) throw new Error(`token ${token} out of range`);
+    const x = tokenEmbd.slice(token * nEmbd, (token + 1) * nEmbd); //    [n_embd] residual stream
+
+    for (let l = 0; l < hp.nLayer; l++) {
+      const p = `blk.${l}.`;
+
+      // ---- attention ----
+      const xb = rmsnorm(x, W(p + 'attn_norm.weight'), eps); //          [n_embd]
+      const q = matvec(W(p + 'attn_q.weight'), xb, nEmbd, qDim); //      [n_head * head_dim]
+      const k = matvec(W(p + 'attn_k.weight'), xb, nEmbd, kvDim); //     [n_kv * head_dim]
+      const v = matvec(W(p + 'attn_v.weight'), xb, nEmbd, kvDim); //     [n_kv * head_dim]
+      const qBias = maybe(p + 'attn_q.bias'); // qwen2
+      if (qBias) {
+        addInPlace(q, qBias);
+        addInPlace(k, W(p + 'attn_k.bias'));
+        addInPlace(v, W(p + 'attn_v.bias'));
+      }
+      const qNorm = maybe(p + 'attn_q_norm.weight'); // qwen3: RMSNorm of each head, before RoPE
+      if (qNorm) {
+        const kNorm = W(p + 'attn_k_norm.weight'); //                    [head_dim]
+        for (let h = 0; h < nHead; h++) q.set(rmsnorm(q.subarray(h * headDim, (h + 1) * headDim), qNorm, eps), h * headDim);
+        for (let h = 0; h < nHeadKv; h++) k.set(rmsnorm(k.subarray(h * headDim, (h + 1) * headDim), kNorm, eps), h * headDim);
+      }
+      for (let h = 0; h < nHead; h++) rope(q, h * headDim, pos, hp, freqFactors);
+      for (let h = 0; h < nHeadKv; h++) rope(k, h * headDim, pos, hp, freqFactors);
+      keyCache[l].push(k);
+      valueCache[l].push(v);
+
+      const attnOut = new Float64Array(qDim); //                          [n_head * head_dim]
+      for (let h = 0; h < nHead; h++) {
+        const kvh = Math.floor(h / group); // the KV head this query head reads
+        const qh = q.subarray(h * headDim, (h + 1) * headDim); //         [head_dim]
+        // scores over positions 0..pos (causal)
+        const scores = new Float64Array(pos + 1); //                      [pos + 1]
+        for (let t = 0; t <= pos; t++) {
+          const kt = keyCache[l][t].subarray(kvh * headDim, (kvh + 1) * headDim);
+          let dot = 0;
+          for (let i = 0; i < headDim; i++) dot += qh[i] * kt[i];
+          scores[t] = dot / Math.sqrt(headDim);
+        }
+        // softmax
+        const max = Math.max(...scores);
+        let sum = 0;
+        for (let t = 0; t <= pos; t++) { scores[t] = Math.exp(scores[t] - max); sum += scores[t]; }
+        // weighted sum of values
+        const out = attnOut.subarray(h * headDim, (h + 1) * headDim); //  [head_dim]
+        for (let t = 0; t <= pos; t++) {
+          const vt = valueCache[l][t].subarray(kvh * headDim, (kvh + 1) * headDim);
+          const a = scores[t] / sum;
+          for (let i = 0; i < headDim; i++) out[i] += a * vt[i];
+        }
+      }
+      addInPlace(x, matvec(W(p + 'attn_output.weight'), attnOut, qDim, nEmbd)); // x += Wo · attn
+
+      // ---- feed-forward (SwiGLU) ----
+      const xf = rmsnorm(x, W(p + 'ffn_norm.weight'), eps); //            [n_embd]
+      const gate = matvec(W(p + 'ffn_gate.weight'), xf, nEmbd, nFf); //    [n_ff]
+      const up = matvec(W(p + 'ffn_up.weight'), xf, nEmbd, nFf); //        [n_ff]
+      const hidden = gate.map((g, i) => silu(g) * up[i]); //               [n_ff]
+      addInPlace(x, matvec(W(p + 'ffn_down.weight'), hidden, nFf, nEmbd)); // x += Wdown · hidden
+    }
+
+    const final = rmsnorm(x, W('output_norm.weight'), eps); //           [n_embd]
+    allLogits.push(matvec(output, final, nEmbd, nVocab)); //              [n_vocab]
+  }
+  return allLogits;
+}
