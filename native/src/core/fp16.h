@@ -13,7 +13,7 @@ inline float fp16_to_f32(uint16_t h) {
   const uint32_t sign = uint32_t(h & 0x8000) << 16;
   const uint32_t exp = (h >> 10) & 0x1f;
   uint32_t mant = h & 0x3ff;
-  if (exp == 0x1f) return f32_from_bits(sign | 0x7f800000u | (mant << 13));  // inf / NaN
+  if (exp == 0x1f) return f32_from_bits(sign | 0x7f800000u | (mant ? 0x400000u | (mant << 13) : 0));  // inf / quiet NaN, as F16C
   if (exp != 0) return f32_from_bits(sign | ((exp + 112) << 23) | (mant << 13));
   if (mant == 0) return f32_from_bits(sign);
   // subnormal: normalise

@@ -26,15 +26,20 @@ struct Kernels {
   // dst[0, n) = the values of n elements at src; n is a multiple of the block size.
   void (*dequantize_row)(const void* src, float* dst, int64_t n) = nullptr;
   // Quantizes n floats into this type (round-to-nearest reference quantization, as ggml's
-  // quantize_row_*_ref); for the activation types F16, BF16, Q8_0, Q8_1 and Q8_K these are the fast paths
-  // of every matrix product.
+  // quantize_row_*_ref; the K-quants use their own simple scale search); for the activation types F16,
+  // BF16, Q8_0, Q8_1 and Q8_K these are the fast paths of every matrix product and give the same bytes
+  // on every ISA.
   void (*quantize_row)(const float* src, void* dst, int64_t n) = nullptr;
-  // Σ w[i]·x[i] over n elements: w in this type, x in vec_dot_type(this type).
+  // Σ w[i]·x[i] over n elements: w in this type, x in vec_dot_type(this type), as the quantizers above
+  // produce it: Q8_0 activation quants in -127..127 (the x86 Q8_0·Q8_0 kernels use the sign trick, which
+  // cannot negate -128), Q8_1's s and Q8_K's bsums consistent with the quants (the kernels use them for
+  // the offset terms). Integer sums per block are exact; ISAs differ only by float rounding.
   float (*vec_dot)(int64_t n, const void* w, const void* x) = nullptr;
 };
 
-// The kernels of one type for one ISA; entries the ISA does not specialise fall back to the scalar ones.
-// Throws Error UNSUPPORTED_TYPE for types without kernels.
+// The kernels of one type for one ISA; entries the ISA does not specialise fall back to the next lower
+// ISA's (AVX-512 -> AVX2 -> scalar, NEON -> scalar). Q8_1 and Q8_K (activations only) have no vec_dot.
+// Throws Error UNSUPPORTED_TYPE for types without kernels, INVALID_ARGUMENT for an unavailable ISA.
 const Kernels& kernels(TensorType type, Isa isa);
 inline const Kernels& kernels(TensorType type) { return kernels(type, best_isa()); }
 

@@ -1,0 +1,148 @@
+// Block layouts of the quantized tensor types, bit for bit as ggml defines them (ggml-common.h: the
+// block_* structs; ggml-quants.c: their reference (de)quantization). Every struct is plain bytes and
+// 2-byte fp16 words, so a row of blocks can be read in place from a GGUF memory map. Only the internal
+// kernel files include this header.
+#pragma once
+#include <cstdint>
+#include <cstring>
+
+#include "core/fp16.h"
+
+namespace folio::quant {
+
+constexpr int QK = 32;     // elements per block of the simple formats (Q4_0 ... Q8_1)
+constexpr int QK_K = 256;  // elements per super-block of the K-quants
+
+// Q4_0, 18 bytes, 32 elements: x[i] = d * (q[i] - 8), q in 0..15.
+//   d       fp16
+//   qs[16]  byte j: low nibble = q[j], high nibble = q[j + 16]
+struct BlockQ4_0 {
+  uint16_t d;
+  uint8_t qs[QK / 2];
+};
+
+// Q4_1, 20 bytes, 32 elements: x[i] = d * q[i] + m, q in 0..15.
+//   d, m    fp16, fp16
+//   qs[16]  as Q4_0
+struct BlockQ4_1 {
+  uint16_t d, m;
+  uint8_t qs[QK / 2];
+};
+
+// Q5_0, 22 bytes, 32 elements: x[i] = d * (q[i] - 16), q in 0..31.
+//   d       fp16
+//   qh[4]   little-endian u32, bit i = bit 4 of q[i]
+//   qs[16]  low 4 bits, nibbles as Q4_0
+struct BlockQ5_0 {
+  uint16_t d;
+  uint8_t qh[4];
+  uint8_t qs[QK / 2];
+};
+
+// Q5_1, 24 bytes, 32 elements: x[i] = d * q[i] + m, q in 0..31.
+//   d, m    fp16, fp16
+//   qh[4], qs[16] as Q5_0
+struct BlockQ5_1 {
+  uint16_t d, m;
+  uint8_t qh[4];
+  uint8_t qs[QK / 2];
+};
+
+// Q8_0, 34 bytes, 32 elements: x[i] = d * q[i], q int8 (the quantizer produces -127..127).
+struct BlockQ8_0 {
+  uint16_t d;
+  int8_t qs[QK];
+};
+
+// Q8_1 (activations only), 36 bytes, 32 elements: x[i] = d * q[i]; s = d * Σ q[i] (fp16), which the
+// Q4_1/Q5_1 dot products use for the offset term.
+struct BlockQ8_1 {
+  uint16_t d, s;
+  int8_t qs[QK];
+};
+
+// Q4_K, 144 bytes, 256 elements in 8 sub-blocks of 32:
+//   x = d * sc[j] * q - dmin * m[j], q in 0..15, sc and m 6-bit (see unpack_scales_k4).
+//   d, dmin     fp16, fp16
+//   scales[12]  8 scales + 8 mins, 6 bits each
+//   qs[128]     4 chunks of 32 bytes; chunk c holds sub-block 2c in the low nibbles and sub-block
+//               2c+1 in the high nibbles (element 64c + l is qs[32c + l] & 15, 64c + 32 + l is >> 4)
+struct BlockQ4_K {
+  uint16_t d, dmin;
+  uint8_t scales[12];
+  uint8_t qs[QK_K / 2];
+};
+
+// Q5_K, 176 bytes, 256 elements: as Q4_K with q in 0..31, the fifth bit in qh:
+//   d, dmin, scales[12]  as Q4_K
+//   qh[32]      bit 2c of qh[l] is the high bit of element 64c + l, bit 2c+1 that of 64c + 32 + l
+//   qs[128]     low 4 bits, as Q4_K
+struct BlockQ5_K {
+  uint16_t d, dmin;
+  uint8_t scales[12];
+  uint8_t qh[QK_K / 8];
+  uint8_t qs[QK_K / 2];
+};
+
+// Q6_K, 210 bytes, 256 elements in 16 groups of 16: x = d * sc[g] * (q - 32), q in 0..63, sc int8.
+//   ql[128]     low 4 bits; two halves of 64 bytes, each covering 128 elements. In half h, element
+//               128h + l (l < 32) is ql[64h + l] & 15, +32 is ql[64h + 32 + l] & 15, +64 is
+//               ql[64h + l] >> 4, +96 is ql[64h + 32 + l] >> 4
+//   qh[64]      high 2 bits; qh[32h + l] holds those of elements 128h + l, +32, +64, +96 in bits
+//               0-1, 2-3, 4-5, 6-7
+//   scales[16]  int8, one per group of 16 elements
+//   d           fp16 (at the end)
+struct BlockQ6_K {
+  uint8_t ql[QK_K / 2];
+  uint8_t qh[QK_K / 4];
+  int8_t scales[QK_K / 16];
+  uint16_t d;
+};
+
+// Q8_K (activations only), 292 bytes, 256 elements: x = d * q, d float32, q int8 (-127..127 from the
+// quantizer); bsums[g] = Σ q over the 16 elements of group g (the K-quant dots use them for the
+// min/offset terms).
+struct BlockQ8_K {
+  float d;
+  int8_t qs[QK_K];
+  int16_t bsums[QK_K / 16];
+};
+
+static_assert(sizeof(BlockQ4_0) == 18, "Q4_0 block");
+static_assert(sizeof(BlockQ4_1) == 20, "Q4_1 block");
+static_assert(sizeof(BlockQ5_0) == 22, "Q5_0 block");
+static_assert(sizeof(BlockQ5_1) == 24, "Q5_1 block");
+static_assert(sizeof(BlockQ8_0) == 34, "Q8_0 block");
+static_assert(sizeof(BlockQ8_1) == 36, "Q8_1 block");
+static_assert(sizeof(BlockQ4_K) == 144, "Q4_K block");
+static_assert(sizeof(BlockQ5_K) == 176, "Q5_K block");
+static_assert(sizeof(BlockQ6_K) == 210, "Q6_K block");
+static_assert(sizeof(BlockQ8_K) == 292, "Q8_K block");
+
+// The 12 scale bytes of Q4_K/Q5_K hold 8 six-bit scales and 8 six-bit mins:
+//   bytes 0-3   bits 0-5: scale 0-3;  bits 6-7: bits 4-5 of scale 4-7
+//   bytes 4-7   bits 0-5: min 0-3;    bits 6-7: bits 4-5 of min 4-7
+//   bytes 8-11  bits 0-3: bits 0-3 of scale 4-7;  bits 4-7: bits 0-3 of min 4-7
+inline void unpack_scales_k4(const uint8_t* s, uint8_t sc[8], uint8_t mn[8]) {
+  for (int j = 0; j < 4; ++j) {
+    sc[j] = s[j] & 63;
+    mn[j] = s[j + 4] & 63;
+    sc[j + 4] = uint8_t((s[j + 8] & 15) | ((s[j] >> 6) << 4));
+    mn[j + 4] = uint8_t((s[j + 8] >> 4) | ((s[j + 4] >> 6) << 4));
+  }
+}
+
+// The same on whole 32-bit words (little-endian), for the SIMD kernels: out bytes 0-7 are the scales,
+// bytes 8-15 the mins.
+inline void unpack_scales_k4_words(const uint8_t* s, uint32_t out[4]) {
+  uint32_t a, b, c;
+  std::memcpy(&a, s, 4);
+  std::memcpy(&b, s + 4, 4);
+  std::memcpy(&c, s + 8, 4);
+  out[0] = a & 0x3f3f3f3fu;
+  out[1] = (c & 0x0f0f0f0fu) | ((a >> 2) & 0x30303030u);
+  out[2] = b & 0x3f3f3f3fu;
+  out[3] = ((c >> 4) & 0x0f0f0f0fu) | ((b >> 2) & 0x30303030u);
+}
+
+}  // namespace folio::quant

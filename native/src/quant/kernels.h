@@ -1,0 +1,47 @@
+// Internal to the quant module: how the per-ISA kernel files hand their kernels to the dispatcher
+// (quant.cc). Each ISA file fills the entries it specialises in a table indexed by ggml type id; the
+// dispatcher starts every ISA's table from the next lower ISA's, so unspecialised entries fall back.
+#pragma once
+#include <array>
+
+#include "quant/quant.h"
+
+// x86 SIMD kernels are compiled per function with target attributes (GCC and Clang); other compilers
+// get the scalar kernels only.
+#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
+#define FOLIO_QUANT_X86 1
+#else
+#define FOLIO_QUANT_X86 0
+#endif
+#if defined(__aarch64__) && defined(__ARM_NEON)
+#define FOLIO_QUANT_NEON 1
+#else
+#define FOLIO_QUANT_NEON 0
+#endif
+
+namespace folio::quant {
+
+constexpr int kTypeSlots = 40;  // ggml type ids 0..39
+using KernelTable = std::array<Kernels, kTypeSlots>;
+
+inline Kernels& slot(KernelTable& t, TensorType type) { return t[size_t(type)]; }
+
+void add_scalar_kernels(KernelTable& t);
+#if FOLIO_QUANT_X86
+void add_avx2_kernels(KernelTable& t);
+// vnni: the CPU has AVX512-VNNI (vpdpbusd); without it the integer dots use vpmaddubsw.
+void add_avx512_kernels(KernelTable& t, bool vnni);
+bool cpu_has_avx512_vnni();
+#endif
+#if FOLIO_QUANT_NEON
+// dotprod: the CPU has the Armv8.2 SDOT instructions.
+void add_neon_kernels(KernelTable& t, bool dotprod);
+bool cpu_has_neon_dotprod();
+#endif
+
+// A full table for one ISA with its optional extensions chosen explicitly, so that the self-test can
+// check the variants this CPU does not pick by default (e.g. AVX-512 without VNNI). isa must be
+// available.
+KernelTable build_kernel_table(Isa isa, bool use_extension);
+
+}  // namespace folio::quant
