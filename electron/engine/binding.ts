@@ -38,22 +38,151 @@ export interface VocabInfo {
   pad: number;
   addBos: boolean;
   addEos: boolean;
+  /** End-of-generation tokens (EOS, EOT, <|im_end|>, ...). */
+  eog: number[];
 }
 
 export interface Vocab {
   info(): VocabInfo;
-  tokenize(text: string, opts?: { addSpecial?: boolean; parseSpecial?: boolean }): Int32Array;
+  /** Text as a string, or raw bytes (which may be invalid UTF-8). Defaults: addSpecial true, parseSpecial false. */
+  tokenize(text: string | Uint8Array, opts?: { addSpecial?: boolean; parseSpecial?: boolean }): Int32Array;
   /** The bytes of one token (special tokens rendered only when `special`). */
   tokenToPiece(id: number, special?: boolean): Uint8Array;
-  /** Text of a token sequence; bytes that do not form valid UTF-8 become U+FFFD. */
+  /** Text of a token sequence (llama_detokenize: SentencePiece's leading space dropped); bytes that do not
+   * form valid UTF-8 become U+FFFD. */
   detokenize(ids: ArrayLike<number>, opts?: { special?: boolean }): string;
+  /** What a streaming decoder releases after each token (complete UTF-8 only), for streaming checks. */
+  detokenizeSteps(ids: ArrayLike<number>, opts?: { special?: boolean }): string[];
+}
+
+export interface ModelInfo {
+  path: string;
+  fileBytes: number;
+  ggufVersion: number;
+  architecture: string;
+  name: string;
+  nParams: number;
+  /** Bytes of the tensors the model uses (memory-mapped, not copied). */
+  weightBytes: number;
+  nVocab: number;
+  /** The context length the model was trained for. */
+  contextLength: number;
+  nEmbd: number;
+  nLayer: number;
+  nHead: number;
+  nHeadKv: number;
+  headDim: number;
+  headDimV: number;
+  nFf: number;
+  ropeBase: number;
+  ropeDim: number;
+  ropeScaling: 'none' | 'linear' | 'llama3';
+  rmsEps: number;
+  /** Tensor count per type name, e.g. { F32: 11, Q4_K: 96, Q6_K: 17 }. */
+  tensorTypes: Record<string, number>;
+  /** general.file_type, -1 when absent. */
+  fileType: number;
+  tokenizer: { model: string; pre: string; nTokens: number; bos: number; eos: number; addBos: boolean; addEos: boolean };
+  chatTemplate: string;
+  /** The kernel ISA in use: scalar, avx2, avx512 or neon. */
+  isa: string;
+}
+
+export interface SessionOptions {
+  /** Context length in tokens (default: the model's, capped at 4096). */
+  nCtx?: number;
+  /** Tokens per forward step during prefill (default 512). */
+  nBatch?: number;
+  /** Threads (default: all hardware threads). */
+  nThreads?: number;
+}
+
+export interface PrefillResult {
+  /** Logits of the last position ([nVocab]), or of every position ([n × nVocab]) with allLogits. */
+  logits: Float32Array;
+  nPast: number;
+  seconds: number;
+  tokensPerSecond: number;
+}
+
+export interface SamplingOptions {
+  /** 0 = greedy (the lowest id wins ties). Default 0.8. */
+  temperature?: number;
+  topK?: number;
+  topP?: number;
+  minP?: number;
+  repeatPenalty?: number;
+  repeatLastN?: number;
+  seed?: number;
+}
+
+export interface GenerateOptions extends SamplingOptions {
+  /** Exactly this many tokens unless stopped earlier (default 128). */
+  n?: number;
+  /** Stop at an end-of-generation token (EOS, EOT, ...). Default false. */
+  stopAtEog?: boolean;
+  /** Called for every token, with the complete UTF-8 text it finished; return false to stop. */
+  onToken?: (t: { id: number; text: string }) => boolean | void;
+}
+
+export interface GenerateResult {
+  tokens: number[];
+  text: string;
+  stopReason: 'length' | 'eog' | 'cancelled' | 'context';
+  seconds: number;
+  tokensPerSecond: number;
+  nPast: number;
+}
+
+/** A KV cache over a model. One prefill or generation runs at a time (else BUSY). */
+export interface Session {
+  readonly nPast: number;
+  readonly nCtx: number;
+  readonly nThreads: number;
+  readonly busy: boolean;
+  prefill(tokens: Int32Array | number[], opts?: { allLogits?: boolean; onProgress?: (done: number, total: number) => void }): Promise<PrefillResult>;
+  generate(opts?: GenerateOptions): Promise<GenerateResult>;
+  /** Makes the running prefill reject with CANCELLED, or the running generation stop ('cancelled'). */
+  cancel(): void;
+  /** Forgets every position from n on. */
+  truncate(n: number): void;
+  /** The tokens the cache holds. */
+  tokens(): Int32Array;
+  lastLogits(): Float32Array;
+  dispose(): void;
+}
+
+export interface Model {
+  info(): ModelInfo;
+  tokenize(text: string, opts?: { addSpecial?: boolean; parseSpecial?: boolean }): Int32Array;
+  tokenToPiece(id: number, special?: boolean): Uint8Array;
+  detokenize(ids: ArrayLike<number>, opts?: { special?: boolean }): string;
+  createSession(opts?: SessionOptions): Session;
+  /** Releases the model; sessions still open keep it alive until they are disposed. */
+  dispose(): void;
+}
+
+export interface GgufHeader {
+  version: number;
+  alignment: number;
+  dataOffset: number;
+  fileBytes: number;
+  /** Metadata by key; arrays are summarised as { arrayOf, length } unless read with arrays: 'full'. */
+  metadata: Record<string, unknown>;
+  /** GGUF value type of each key: 'uint32', 'string', 'array', ... */
+  metadataTypes: Record<string, string>;
+  tensors: { name: string; dims: number[]; type: string; typeId: number; offset: number; bytes: number }[];
 }
 
 export interface FolioAddon {
   napiVersion: number;
+  /** Reads and checks a GGUF file's header without loading tensor data. */
+  readGguf(path: string, opts?: { arrays?: 'summary' | 'full' }): GgufHeader;
   ops: OpsBinding;
   /** Opens the tokenizer of a GGUF file (a model or a vocabulary-only file) without loading weights. */
   openVocab(path: string): Vocab;
+  /** Maps a GGUF model and checks it; weights stay memory-mapped. */
+  loadModel(path: string): Promise<Model>;
 }
 
 const require = createRequire(import.meta.url);

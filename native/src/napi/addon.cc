@@ -25,6 +25,7 @@ Napi::Float32Array copy_floats(Napi::Env env, const float* data, size_t n) {
 
 static Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("napiVersion", Napi::Number::New(env, NAPI_VERSION));
+  init_gguf(env, exports);
   init_ops(env, exports);
   init_vocab(env, exports);
   init_model(env, exports);

@@ -7,6 +7,7 @@
 namespace folio::napi {
 
 // Each binding file registers its functions on the exports object.
+void init_gguf(Napi::Env env, Napi::Object exports);   // gguf.cc: GGUF headers
 void init_ops(Napi::Env env, Napi::Object exports);    // ops.cc: kernel-level entry points for tests
 void init_vocab(Napi::Env env, Napi::Object exports);  // vocab.cc: tokenizers from GGUF vocabularies
 void init_model(Napi::Env env, Napi::Object exports);  // model.cc: models, prefill, generation

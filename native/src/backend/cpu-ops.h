@@ -1,0 +1,44 @@
+// The CPU compute operations of a forward pass. Each works on row-major float activations
+// ([n tokens, width] unless stated) and splits its work over the thread pool.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "core/thread-pool.h"
+#include "model/hparams.h"
+#include "model/weights.h"
+
+namespace folio::cpu {
+
+// Per-thread and per-call working memory, grown on demand and reused across calls.
+struct Scratch {
+  std::vector<uint8_t> act;                 // activations converted to a weight's vec_dot_type
+  std::vector<std::vector<float>> per_thread;  // e.g. attention score rows
+  float* thread_buffer(int thread, size_t n);
+};
+
+// y[t, :] = x[t, :] / rms(x[t, :]) * w     x, y: [n, width]; w: [width] (F32); y may alias x.
+void rms_norm(ThreadPool& pool, const float* x, const Weight& w, float* y, int64_t n, int64_t width, float eps);
+
+// Y[t, r] = Σ_c W[r, c] · X[t, c]          W: [rows, cols]; X: [n, cols]; Y: [n, rows].
+// X is first converted to the weight type's vec_dot_type (8-bit blocks for quantized weights, F16 for F16).
+void matmul(ThreadPool& pool, Scratch& s, const Weight& W, const float* X, int64_t n, float* Y);
+
+// x[t, :] += b                              x: [n, width]; b: [width] (F32).
+void add_bias(float* x, const Weight& b, int64_t n, int64_t width);
+
+// Rotary position embedding of the first rope_dim dims of every head, in place.
+// x: [n, n_heads · head_dim]; pos: [n] absolute positions; freq_factors: [rope_dim/2] divisors or null.
+void rope(ThreadPool& pool, float* x, int64_t n, int n_heads, int head_dim, const int32_t* pos, const HParams& hp,
+          const float* freq_factors);
+
+// h[t, :] = silu(g[t, :]) · u[t, :]         g, u, h: [n, width]; h may alias g.
+void swiglu(ThreadPool& pool, const float* g, const float* u, float* h, int64_t n, int64_t width);
+
+// Causal attention over a plain cache. Query t (absolute position p0 + t) attends to keys [0, p0 + t].
+// q: [n, n_head · head_dim]; K: [p0 + n, n_kv · head_dim]; V: [p0 + n, n_kv · head_dim_v];
+// out: [n, n_head · head_dim_v]. Query head h reads KV head h / (n_head / n_kv).
+void attention(ThreadPool& pool, Scratch& s, const float* q, const float* K, const float* V, float* out, int64_t n,
+               int32_t p0, const HParams& hp);
+
+}  // namespace folio::cpu

@@ -1,0 +1,79 @@
+#include "model/hparams.h"
+
+#include <cmath>
+
+#include "core/error.h"
+
+namespace folio {
+
+const char* arch_name(Arch arch) {
+  switch (arch) {
+    case Arch::Llama: return "llama";
+    case Arch::Qwen2: return "qwen2";
+    case Arch::Qwen3: return "qwen3";
+  }
+  return "?";
+}
+
+static int32_t positive(const gguf::File& f, const std::string& key, int64_t v, int64_t max) {
+  if (v <= 0 || v > max)
+    fail("MODEL_BAD_HPARAMS", strfmt("%s: %s = %lld is out of range (1 to %lld)", f.path().c_str(), key.c_str(),
+                                     (long long)v, (long long)max));
+  return int32_t(v);
+}
+
+HParams read_hparams(const gguf::File& f) {
+  HParams hp;
+  hp.arch_name = f.get_string("general.architecture");
+  if (hp.arch_name == "llama") hp.arch = Arch::Llama;
+  else if (hp.arch_name == "qwen2") hp.arch = Arch::Qwen2;
+  else if (hp.arch_name == "qwen3") hp.arch = Arch::Qwen3;
+  else
+    fail("UNSUPPORTED_ARCH", "unsupported model architecture '" + hp.arch_name +
+                                 "': Folio runs llama (Llama 2/3, Mistral), qwen2 and qwen3 models");
+  hp.name = f.get_string_or("general.name", "");
+  const std::string a = hp.arch_name + ".";
+  auto req = [&](const char* k, int64_t max) { return positive(f, a + k, f.get_int(a + k), max); };
+  auto opt = [&](const char* k, int64_t def, int64_t max) { return positive(f, a + k, f.get_int_or(a + k, def), max); };
+
+  hp.n_ctx_train = req("context_length", int64_t(1) << 31);
+  hp.n_embd = req("embedding_length", 1 << 20);
+  hp.n_layer = req("block_count", 4096);
+  hp.n_ff = req("feed_forward_length", 1 << 22);
+  // head_count may be an array (per-layer counts) in some files; Folio needs it uniform.
+  if (const gguf::Value* v = f.find(a + "attention.head_count"); v && v->type == gguf::ValueType::ARRAY)
+    fail("MODEL_BAD_HPARAMS", f.path() + ": per-layer head counts are not supported");
+  hp.n_head = req("attention.head_count", 1 << 16);
+  hp.n_head_kv = opt("attention.head_count_kv", hp.n_head, 1 << 16);
+  if (hp.n_head % hp.n_head_kv != 0)
+    fail("MODEL_BAD_HPARAMS", strfmt("%s: %d query heads are not a multiple of %d KV heads", f.path().c_str(),
+                                     hp.n_head, hp.n_head_kv));
+  const int64_t default_head_dim = hp.n_embd % hp.n_head == 0 ? hp.n_embd / hp.n_head : 0;
+  hp.head_dim = positive(f, a + "attention.key_length", f.get_int_or(a + "attention.key_length", default_head_dim), 1 << 10);
+  hp.head_dim_v = positive(f, a + "attention.value_length", f.get_int_or(a + "attention.value_length", hp.head_dim), 1 << 10);
+  hp.rope_dim = opt("rope.dimension_count", hp.head_dim, hp.head_dim);
+  if (hp.rope_dim % 2 != 0)
+    fail("MODEL_BAD_HPARAMS", strfmt("%s: rope.dimension_count %d is odd", f.path().c_str(), hp.rope_dim));
+  hp.rms_eps = float(f.get_float_or(a + "attention.layer_norm_rms_epsilon", 1e-5));
+  hp.rope_base = float(f.get_float_or(a + "rope.freq_base", 10000.0));
+  if (!(hp.rms_eps > 0) || !(hp.rope_base > 1) || !std::isfinite(hp.rope_base))
+    fail("MODEL_BAD_HPARAMS", f.path() + ": invalid RMS epsilon or rope.freq_base");
+
+  const std::string scaling = f.get_string_or(a + "rope.scaling.type", "none");
+  if (scaling == "linear") {
+    double factor = f.get_float_or(a + "rope.scaling.factor", 1.0);
+    if (!(factor >= 1.0) || !std::isfinite(factor))
+      fail("MODEL_BAD_HPARAMS", f.path() + ": invalid rope.scaling.factor");
+    hp.rope_freq_scale = float(1.0 / factor);
+  } else if (scaling != "none" && scaling != "") {
+    // Llama 3's scheme needs no key: the converter stores it as the rope_freqs.weight tensor.
+    fail("UNSUPPORTED_ROPE_SCALING", f.path() + ": rope scaling type '" + scaling + "' is not supported");
+  }
+
+  hp.rope_type = hp.arch == Arch::Llama ? RopeType::Norm : RopeType::Neox;
+  hp.has_qkv_bias = hp.arch == Arch::Qwen2;
+  hp.has_qk_norm = hp.arch == Arch::Qwen3;
+  return hp;
+}
+
+}  // namespace folio

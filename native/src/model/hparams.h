@@ -1,0 +1,45 @@
+// Hyperparameters of the supported architectures, read from GGUF metadata ({arch}.* keys).
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "gguf/gguf.h"
+
+namespace folio {
+
+enum class Arch { Llama, Qwen2, Qwen3 };
+enum class RopeType { Norm, Neox };  // Norm rotates adjacent pairs (2i, 2i+1); Neox rotates (i, i + dim/2)
+
+struct HParams {
+  Arch arch = Arch::Llama;
+  std::string arch_name;   // general.architecture
+  std::string name;        // general.name
+  int32_t n_vocab = 0;
+  int32_t n_ctx_train = 0;
+  int32_t n_embd = 0;
+  int32_t n_layer = 0;
+  int32_t n_head = 0;      // query heads
+  int32_t n_head_kv = 0;   // key/value heads (GQA: n_head is a multiple)
+  int32_t head_dim = 0;    // per-head width of queries and keys
+  int32_t head_dim_v = 0;  // per-head width of values
+  int32_t n_ff = 0;
+  float rms_eps = 1e-5f;
+  float rope_base = 10000.0f;
+  float rope_freq_scale = 1.0f;  // linear rope scaling: positions are multiplied by this
+  int32_t rope_dim = 0;          // leading dims of each head that are rotated
+  RopeType rope_type = RopeType::Norm;
+  bool has_qkv_bias = false;     // qwen2
+  bool has_qk_norm = false;      // qwen3
+
+  int32_t n_gqa() const { return n_head / n_head_kv; }
+  int64_t q_width() const { return int64_t(n_head) * head_dim; }
+  int64_t k_width() const { return int64_t(n_head_kv) * head_dim; }
+  int64_t v_width() const { return int64_t(n_head_kv) * head_dim_v; }
+};
+
+// Throws Error UNSUPPORTED_ARCH (naming the architecture) or MODEL_BAD_HPARAMS.
+HParams read_hparams(const gguf::File& file);
+
+const char* arch_name(Arch arch);
+
+}  // namespace folio

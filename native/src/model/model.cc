@@ -1,0 +1,25 @@
+#include "model/model.h"
+
+#include "core/error.h"
+
+namespace folio {
+
+std::unique_ptr<Model> Model::load(const std::string& path) {
+  std::unique_ptr<Model> m(new Model());
+  m->file_ = gguf::File::open(path);
+  m->hp_ = read_hparams(*m->file_);
+  m->w_ = bind_weights(*m->file_, m->hp_);
+  m->vocab_ = Vocab::from_gguf(*m->file_);
+  if (m->vocab_->n_tokens() > m->hp_.n_vocab)
+    fail("MODEL_BAD_TENSOR", strfmt("%s: the tokenizer has %d tokens but token_embd.weight only %d rows", path.c_str(),
+                                    m->vocab_->n_tokens(), m->hp_.n_vocab));
+  return m;
+}
+
+int64_t Model::n_params() const {
+  int64_t n = 0;
+  for (const auto& t : file_->tensors()) n += t.n_elements;
+  return n;
+}
+
+}  // namespace folio

@@ -1,0 +1,97 @@
+#include "model/weights.h"
+
+#include <map>
+
+#include "core/error.h"
+
+namespace folio {
+
+namespace {
+
+struct Binder {
+  const gguf::File& file;
+  ModelWeights& mw;
+  std::map<TensorType, int> counts;
+
+  std::string shape_str(const gguf::TensorInfo& t) const {
+    std::string s = "[";
+    for (uint32_t d = 0; d < t.n_dims; d++) s += (d ? ", " : "") + std::to_string(t.ne[d]);
+    return s + "]";
+  }
+
+  // Binds tensor `name` of shape [cols] (rows == 0) or [cols, rows]; optional tensors may be absent.
+  Weight get(const std::string& name, int64_t cols, int64_t rows, bool required = true, bool f32_only = false) {
+    const gguf::TensorInfo* t = file.find_tensor(name);
+    if (!t) {
+      if (required) fail("MODEL_MISSING_TENSOR", file.path() + ": the model has no tensor '" + name + "'");
+      return Weight{};
+    }
+    const bool is_vec = rows == 0;
+    const bool ok = is_vec ? (t->ne[0] == cols && t->n_elements == cols)
+                           : (t->ne[0] == cols && t->ne[1] == rows && t->n_elements == cols * rows);
+    if (!ok)
+      fail("MODEL_BAD_TENSOR", strfmt("%s: tensor '%s' has shape %s, expected [%lld%s]", file.path().c_str(), name.c_str(),
+                                      shape_str(*t).c_str(), (long long)cols,
+                                      is_vec ? "" : (", " + std::to_string(rows)).c_str()));
+    const TypeInfo& ti = type_info(t->type);
+    if (!ti.supported || (f32_only && t->type != TensorType::F32))
+      fail("UNSUPPORTED_TYPE", strfmt("%s: tensor '%s' has type %s, which Folio does not support%s", file.path().c_str(),
+                                      name.c_str(), ti.name, f32_only ? " here (F32 expected)" : ""));
+    counts[t->type]++;
+    mw.total_bytes += t->n_bytes;
+    Weight w;
+    w.data = t->data;
+    w.type = t->type;
+    w.cols = t->ne[0];
+    w.rows = is_vec ? 1 : t->ne[1];
+    w.row_bytes = row_bytes(t->type, t->ne[0]);
+    return w;
+  }
+};
+
+}  // namespace
+
+ModelWeights bind_weights(const gguf::File& file, HParams& hp) {
+  ModelWeights mw;
+  Binder b{file, mw, {}};
+  const gguf::TensorInfo* embd = file.find_tensor("token_embd.weight");
+  if (!embd) fail("MODEL_MISSING_TENSOR", file.path() + ": the model has no tensor 'token_embd.weight'");
+  if (embd->n_dims != 2 || embd->ne[1] <= 0 || embd->ne[1] > (int64_t(1) << 31))
+    fail("MODEL_BAD_TENSOR", file.path() + ": token_embd.weight must be a 2-D [n_embd, n_vocab] tensor");
+  hp.n_vocab = int32_t(embd->ne[1]);
+
+  const int64_t E = hp.n_embd;
+  mw.tok_embd = b.get("token_embd.weight", E, hp.n_vocab);
+  mw.output_norm = b.get("output_norm.weight", E, 0, true, true);
+  mw.output = b.get("output.weight", E, hp.n_vocab, false);
+  if (!mw.output) mw.output = mw.tok_embd;  // tied embeddings
+  mw.rope_freqs = b.get("rope_freqs.weight", hp.rope_dim / 2, 0, false, true);
+
+  mw.layers.resize(size_t(hp.n_layer));
+  for (int l = 0; l < hp.n_layer; l++) {
+    LayerWeights& L = mw.layers[size_t(l)];
+    const std::string p = "blk." + std::to_string(l) + ".";
+    L.attn_norm = b.get(p + "attn_norm.weight", E, 0, true, true);
+    L.wq = b.get(p + "attn_q.weight", E, hp.q_width());
+    L.wk = b.get(p + "attn_k.weight", E, hp.k_width());
+    L.wv = b.get(p + "attn_v.weight", E, hp.v_width());
+    L.wo = b.get(p + "attn_output.weight", int64_t(hp.n_head) * hp.head_dim_v, E);
+    if (hp.has_qkv_bias) {
+      L.bq = b.get(p + "attn_q.bias", hp.q_width(), 0, true, true);
+      L.bk = b.get(p + "attn_k.bias", hp.k_width(), 0, true, true);
+      L.bv = b.get(p + "attn_v.bias", hp.v_width(), 0, true, true);
+    }
+    if (hp.has_qk_norm) {
+      L.q_norm = b.get(p + "attn_q_norm.weight", hp.head_dim, 0, true, true);
+      L.k_norm = b.get(p + "attn_k_norm.weight", hp.head_dim, 0, true, true);
+    }
+    L.ffn_norm = b.get(p + "ffn_norm.weight", E, 0, true, true);
+    L.w_gate = b.get(p + "ffn_gate.weight", E, hp.n_ff);
+    L.w_up = b.get(p + "ffn_up.weight", E, hp.n_ff);
+    L.w_down = b.get(p + "ffn_down.weight", hp.n_ff, E);
+  }
+  for (auto& [t, n] : b.counts) mw.type_counts.emplace_back(t, n);
+  return mw;
+}
+
+}  // namespace folio

@@ -1,0 +1,48 @@
+// The model's tensors, used in place from the memory-mapped GGUF file.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "gguf/gguf.h"
+#include "model/hparams.h"
+#include "quant/types.h"
+
+namespace folio {
+
+// A 2-D (or 1-D) weight: `rows` rows of `cols` elements of `type`, row-major, rows `row_bytes` apart.
+struct Weight {
+  const uint8_t* data = nullptr;
+  TensorType type = TensorType::F32;
+  int64_t cols = 0;  // ne[0]: the input width of a matrix
+  int64_t rows = 0;  // ne[1]: the output width of a matrix
+  size_t row_bytes = 0;
+  explicit operator bool() const { return data != nullptr; }
+  const uint8_t* row(int64_t r) const { return data + size_t(r) * row_bytes; }
+};
+
+struct LayerWeights {
+  Weight attn_norm;            // [n_embd]
+  Weight wq, wk, wv;           // [n_embd] -> [n_head·head_dim], [n_kv·head_dim], [n_kv·head_dim_v]
+  Weight bq, bk, bv;           // qwen2 biases, F32
+  Weight q_norm, k_norm;       // qwen3 per-head RMSNorm weights [head_dim]
+  Weight wo;                   // [n_head·head_dim_v] -> [n_embd]
+  Weight ffn_norm;             // [n_embd]
+  Weight w_gate, w_up;         // [n_embd] -> [n_ff]
+  Weight w_down;               // [n_ff] -> [n_embd]
+};
+
+struct ModelWeights {
+  Weight tok_embd;     // [n_vocab rows of n_embd]
+  Weight output_norm;  // [n_embd]
+  Weight output;       // [n_embd] -> [n_vocab]; token_embd when the file ties them
+  Weight rope_freqs;   // [rope_dim/2] frequency divisors (Llama 3.1 rope scaling), F32, optional
+  std::vector<LayerWeights> layers;
+  size_t total_bytes = 0;  // bytes of all tensors the model uses
+  std::vector<std::pair<TensorType, int>> type_counts;  // how many tensors of each type
+};
+
+// Finds and checks every tensor against the hyperparameters; sets hp.n_vocab. Throws MODEL_MISSING_TENSOR,
+// MODEL_BAD_TENSOR (wrong shape) or UNSUPPORTED_TYPE, each naming the tensor.
+ModelWeights bind_weights(const gguf::File& file, HParams& hp);
+
+}  // namespace folio

@@ -1,0 +1,88 @@
+// The `folio` command line, run as a user would run it.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+import { missing, repoRoot, sharedModel, sharedReference } from './helpers/shared.ts';
+
+const stories = sharedModel('stories260K.gguf');
+const skip = missing(stories, sharedReference('stories260K/p1_once.json'));
+
+function folio(...args: string[]) {
+  const r = spawnSync(process.execPath, [join(repoRoot, 'electron/cli/folio.mjs'), ...args], { encoding: 'utf8' });
+  return { code: r.status, out: r.stdout, err: r.stderr };
+}
+
+test('generate --json prints llama.cpp\'s greedy continuation', { skip }, () => {
+  const ref = JSON.parse(readFileSync(sharedReference('stories260K/p1_once.json'), 'utf8'));
+  const r = folio('generate', '--model', stories, '--prompt', 'Once upon a time', '--n', '64', '--temp', '0', '--json');
+  assert.equal(r.code, 0, r.err);
+  const j = JSON.parse(r.out);
+  assert.deepEqual(j.tokens, ref.greedy.tokens);
+  assert.equal(j.text, ref.greedy.text);
+  assert.equal(j.prompt_tokens, 5);
+  assert.ok(j.prefill_tokens_per_s > 0 && j.decode_tokens_per_s > 0);
+  assert.equal(j.stop_reason, 'length');
+});
+
+test('generate without --json streams the text', { skip }, () => {
+  const r = folio('generate', '--model', stories, '--prompt', 'Once upon a time', '--n', '16', '--temp', '0');
+  assert.equal(r.code, 0, r.err);
+  assert.ok(r.out.startsWith(', there was a little girl named Lily.'), r.out);
+  assert.match(r.err, /5 prompt tokens/);
+});
+
+test('generate samples reproducibly with a seed', { skip }, () => {
+  const run = (seed: string) =>
+    JSON.parse(folio('generate', '--model', stories, '--prompt', 'Lily', '--n', '24', '--temp', '1', '--seed', seed, '--json').out).tokens;
+  assert.deepEqual(run('42'), run('42'));
+  assert.notDeepEqual(run('42'), run('43'));
+});
+
+test('tokenize, logits and info', { skip }, () => {
+  const t = JSON.parse(folio('tokenize', '--model', stories, '--text', 'Once upon a time', '--json').out);
+  assert.deepEqual(t.tokens, [1, 403, 407, 261, 378]);
+  assert.deepEqual(JSON.parse(folio('tokenize', '--model', stories, '--text', 'Once', '--no-bos', '--json').out).tokens, [403]);
+
+  const ref = JSON.parse(readFileSync(sharedReference('stories260K/p1_once.json'), 'utf8'));
+  const l = JSON.parse(folio('logits', '--model', stories, '--prompt', 'Once upon a time', '--json').out);
+  assert.equal(l.logits.length, 512);
+  assert.ok(l.logits.every((x: number, i: number) => Math.abs(x - ref.last_logits[i]) < 1e-4));
+  assert.equal(l.top[0][0], ref.greedy.tokens[0]);
+  const all = JSON.parse(folio('logits', '--model', stories, '--prompt', 'Once upon a time', '--all', '--json').out);
+  assert.equal(all.logits.length, 5);
+
+  const info = JSON.parse(folio('info', '--model', stories, '--json').out);
+  assert.equal(info.architecture, 'llama');
+  assert.equal(info.nLayer, 5);
+  assert.equal(info.memory.nCtx, 512);
+  assert.equal(info.memory.kvBytes, 5 * 512 * 4 * (8 + 8) * 4);
+  const text = folio('info', '--model', stories).out;
+  assert.match(text, /5 layers, embedding 64, 8 query heads, 4 KV heads/);
+});
+
+test('errors: unknown command, bad flags, missing model, broken file', () => {
+  let r = folio('frobnicate');
+  assert.equal(r.code, 2);
+  assert.match(r.err, /unknown command 'frobnicate'/);
+  r = folio('generate', '--model', stories, '--bogus');
+  assert.equal(r.code, 2);
+  assert.match(r.err, /--bogus/);
+  r = folio('generate', '--model', stories, '--n', 'many');
+  assert.equal(r.code, 2);
+  assert.match(r.err, /--n must be an integer/);
+  r = folio('generate', '--prompt', 'x');
+  assert.equal(r.code, 2);
+  assert.match(r.err, /--model is required/);
+  r = folio('info', '--model', '/nonexistent/model.gguf', '--json');
+  assert.equal(r.code, 1);
+  assert.equal(JSON.parse(r.out).error.code, 'FILE_OPEN');
+  r = folio('info', '--model', join(repoRoot, 'package.json'));
+  assert.equal(r.code, 1);
+  assert.match(r.err, /not a GGUF file.*GGUF_BAD_MAGIC/);
+  r = folio();
+  assert.equal(r.code, 2);
+  assert.match(r.out, /Commands:/);
+});
