@@ -132,21 +132,26 @@ const commands: Record<string, Command> = {
       'stop-eos': { type: 'boolean' },
     },
     async run(v) {
-      const model = await openModel(v);
-      const tokens = promptTokens(model, promptText(v));
-      const session = model.createSession(sessionOptions(v));
-      const pre = await session.prefill(tokens);
+      // Every flag is checked before the model is loaded.
       const seed = v.seed !== undefined ? int(v, 'seed', 0) : Math.floor(Math.random() * 2 ** 32);
-      const gen = await session.generate({
+      const sampling = {
         n: int(v, 'n', 64),
         temperature: float(v, 'temp', 0.8),
         topK: int(v, 'top-k', 40),
         topP: float(v, 'top-p', 0.95),
         minP: float(v, 'min-p', 0.05),
         repeatPenalty: float(v, 'repeat-penalty', 1),
-        repeatLastN: int(v, 'repeat-last-n', 64),
+        repeatLastN: int(v, 'repeat-last-n', 64, -1),
         seed,
         stopAtEog: !!v['stop-eos'],
+      };
+      const sessionOpts = sessionOptions(v);
+      const model = await openModel(v);
+      const tokens = promptTokens(model, promptText(v));
+      const session = model.createSession(sessionOpts);
+      const pre = await session.prefill(tokens);
+      const gen = await session.generate({
+        ...sampling,
         onToken: v.json ? undefined : (t) => void process.stdout.write(t.text),
       });
       const threads = session.nThreads;
