@@ -24,6 +24,25 @@ struct Constructors {
 
 Constructors& ctors(Napi::Env env) { return *env.GetInstanceData<Constructors>(); }
 
+// Runs fn on a worker thread; a thrown error is kept as (code, message) for the promise's rejection.
+template <typename F>
+bool capture_errors(F&& fn, std::string& code, std::string& message) {
+  try {
+    fn();
+    return true;
+  } catch (const folio::Error& e) {
+    code = e.code();
+    message = e.what();
+  } catch (const std::bad_alloc&) {
+    code = "OUT_OF_MEMORY";
+    message = "out of memory";
+  } catch (const std::exception& e) {
+    code = "INTERNAL";
+    message = e.what();
+  }
+  return false;
+}
+
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -225,7 +244,8 @@ class PrefillWorker : public Napi::AsyncProgressQueueWorker<Progress> {
 
   void Execute(const ExecutionProgress& progress) override {
     SessionState& s = *lease_.s;
-    try {
+    std::string message;
+    if (!capture_errors([&] {
       auto t0 = std::chrono::steady_clock::now();
       s.ctx->eval(tokens_, all_logits_, logits_, [&](int64_t d, int64_t t) { progress.Send(new Progress{d, t}, 1); },
                   &s.cancel);
@@ -233,16 +253,8 @@ class PrefillWorker : public Napi::AsyncProgressQueueWorker<Progress> {
       s.tokens.insert(s.tokens.end(), tokens_.begin(), tokens_.end());
       const size_t nv = size_t(s.model->hparams().n_vocab);
       s.last_logits.assign(logits_.end() - std::ptrdiff_t(nv), logits_.end());
-    } catch (const folio::Error& e) {
-      code_ = e.code();
-      SetError(e.what());
-    } catch (const std::bad_alloc&) {
-      code_ = "OUT_OF_MEMORY";
-      SetError("out of memory");
-    } catch (const std::exception& e) {
-      code_ = "INTERNAL";
-      SetError(e.what());
-    }
+    }, code_, message))
+      SetError(message);
   }
 
   void OnProgress(const Progress* p, size_t count) override {
@@ -295,7 +307,8 @@ class GenerateWorker : public Napi::AsyncProgressQueueWorker<TokenEvent> {
 
   void Execute(const ExecutionProgress& progress) override {
     SessionState& s = *lease_.s;
-    try {
+    std::string message;
+    if (!capture_errors([&] {
       const Vocab& vocab = s.model->vocab();
       Sampler sampler(sp_, s.model->hparams().n_vocab);
       Utf8Stream utf8;
@@ -325,16 +338,8 @@ class GenerateWorker : public Napi::AsyncProgressQueueWorker<TokenEvent> {
       std::string tail = utf8.flush();
       text_ += tail;
       seconds_ = seconds_since(t0);
-    } catch (const folio::Error& e) {
-      code_ = e.code();
-      SetError(e.what());
-    } catch (const std::bad_alloc&) {
-      code_ = "OUT_OF_MEMORY";
-      SetError("out of memory");
-    } catch (const std::exception& e) {
-      code_ = "INTERNAL";
-      SetError(e.what());
-    }
+    }, code_, message))
+      SetError(message);
   }
 
   void OnProgress(const TokenEvent* ev, size_t count) override {
@@ -523,18 +528,8 @@ class LoadWorker : public Napi::AsyncWorker {
       : Napi::AsyncWorker(env), deferred_(Napi::Promise::Deferred::New(env)), path_(std::move(path)) {}
   Napi::Promise promise() { return deferred_.Promise(); }
   void Execute() override {
-    try {
-      model_ = Model::load(path_);
-    } catch (const folio::Error& e) {
-      code_ = e.code();
-      SetError(e.what());
-    } catch (const std::bad_alloc&) {
-      code_ = "OUT_OF_MEMORY";
-      SetError("out of memory while loading " + path_);
-    } catch (const std::exception& e) {
-      code_ = "INTERNAL";
-      SetError(e.what());
-    }
+    std::string message;
+    if (!capture_errors([&] { model_ = Model::load(path_); }, code_, message)) SetError(message);
   }
   void OnOK() override {
     Napi::Env env = Env();
