@@ -1,0 +1,31 @@
+// folio info
+import { type Command, common, int, openModel, print } from '../args.ts';
+
+export const info: Command = {
+  summary: 'architecture, sizes, tensor types, tokenizer and memory of a model',
+  usage: 'folio info --model M.gguf [--ctx N] [--json]',
+  options: { ...common },
+  async run(v) {
+    const model = await openModel(v);
+    const info = model.info();
+    const nCtx = int(v, 'ctx', Math.min(info.contextLength, 4096), 1);
+    const kvBytes = info.nLayer * nCtx * info.nHeadKv * (info.headDim + info.headDimV) * 4; // F32 K and V
+    const memory = { weightBytes: info.weightBytes, kvBytes, nCtx, totalBytes: info.weightBytes + kvBytes };
+    const gib = (b: number) => (b / 2 ** 30).toFixed(2) + ' GiB';
+    const types = Object.entries(info.tensorTypes).map(([t, n]) => `${t}×${n}`).join(' ');
+    print(
+      v,
+      { ...info, chatTemplate: info.chatTemplate || null, memory },
+      [
+        `${info.name || info.path}`,
+        `  architecture  ${info.architecture}, ${(info.nParams / 1e6).toFixed(2)}M parameters, ${types}`,
+        `  shape         ${info.nLayer} layers, embedding ${info.nEmbd}, ${info.nHead} query heads, ${info.nHeadKv} KV heads, head ${info.headDim}, FFN ${info.nFf}`,
+        `  context       ${info.contextLength} tokens, rope base ${info.ropeBase}, scaling ${info.ropeScaling}`,
+        `  tokenizer     ${info.tokenizer.model}/${info.tokenizer.pre}, ${info.tokenizer.nTokens} tokens, BOS ${info.tokenizer.bos}${info.tokenizer.addBos ? ' (added)' : ''}, EOS ${info.tokenizer.eos}`,
+        `  memory        weights ${gib(info.weightBytes)} (mapped) + KV cache ${gib(kvBytes)} at ${nCtx} tokens (F32)`,
+        `  kernels       ${info.isa}`,
+        '',
+      ].join('\n'),
+    );
+  },
+};
