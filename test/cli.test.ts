@@ -47,7 +47,7 @@ test('tokenize, logits and info', { skip }, () => {
   assert.deepEqual(JSON.parse(folio('tokenize', '--model', stories, '--text', 'Once', '--no-bos', '--json').out).tokens, [403]);
 
   const ref = JSON.parse(readFileSync(sharedReference('stories260K/p1_once.json'), 'utf8'));
-  const l = JSON.parse(folio('logits', '--model', stories, '--prompt', 'Once upon a time', '--json').out);
+  const l = JSON.parse(folio('logits', '--model', stories, '--prompt', 'Once upon a time', '--kv-type', 'f32', '--json').out);
   assert.equal(l.logits.length, 512);
   assert.ok(l.logits.every((x: number, i: number) => Math.abs(x - ref.last_logits[i]) < 1e-4));
   assert.equal(l.top[0][0], ref.greedy.tokens[0]);
@@ -58,7 +58,7 @@ test('tokenize, logits and info', { skip }, () => {
   assert.equal(info.architecture, 'llama');
   assert.equal(info.nLayer, 5);
   assert.equal(info.memory.nCtx, 512);
-  assert.equal(info.memory.kvBytes, 5 * 512 * 4 * (8 + 8) * 4);
+  assert.equal(info.memory.kvBytes, 5 * 512 * 4 * (8 + 8) * 2); // F16 keys and values
   const text = folio('info', '--model', stories).out;
   assert.match(text, /5 layers, embedding 64, 8 query heads, 4 KV heads/);
 });

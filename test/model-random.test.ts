@@ -49,7 +49,7 @@ async function compare(name: string, opts: RandomModelOptions) {
   const path = join(dir, `${name}.gguf`);
   writeRandomModel(path, opts);
   const model = await loadAddon().loadModel(path);
-  const session = model.createSession({ nCtx: 256, nBatch: 16, nThreads: 2 });
+  const session = model.createSession({ nCtx: 256, nBatch: 16, nThreads: 2, kvType: 'f32' });
   const { logits } = await session.prefill(prompt, { allLogits: true });
   const ref = referenceForward(path, prompt);
   const V = model.info().nVocab;

@@ -53,7 +53,7 @@ function suite(folder: string, modelFile: string) {
       const tokens = model.tokenize(prompt.toString('utf8'), { addSpecial: true, parseSpecial: false });
       assert.deepEqual(Array.from(tokens), ref.tokens, 'prompt tokens');
 
-      const session = model.createSession({ nCtx: 512, nThreads: 2 });
+      const session = model.createSession({ nCtx: 512, nThreads: 2, kvType: 'f32' });
       const { logits } = await session.prefill(tokens, { allLogits: true });
       const V = ref.n_vocab;
       assert.equal(logits.length, tokens.length * V);
@@ -84,7 +84,7 @@ function suite(folder: string, modelFile: string) {
       test(`${folder}/${ref.name}: logits of every decode step`, async () => {
         const expected = readF32(greedyFile);
         const V = ref.n_vocab;
-        const session = model.createSession({ nCtx: 512, nThreads: 2 });
+        const session = model.createSession({ nCtx: 512, nThreads: 2, kvType: 'f32' });
         let { logits } = await session.prefill(ref.tokens);
         for (let i = 0; i < ref.greedy.tokens.length; i++) {
           const d = maxAbsDiff(logits, expected.subarray(i * V, (i + 1) * V));

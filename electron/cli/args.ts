@@ -19,6 +19,7 @@ export const common = {
   json: { type: 'boolean' },
   threads: { type: 'string' },
   ctx: { type: 'string' },
+  'kv-type': { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -61,7 +62,9 @@ export async function openModel(v: Values): Promise<Model> {
 }
 
 export function sessionOptions(v: Values) {
-  return { nThreads: int(v, 'threads', 0), nCtx: int(v, 'ctx', 0) };
+  const kvType = str(v, 'kv-type') ?? 'f16';
+  if (kvType !== 'f16' && kvType !== 'f32') throw new UsageError(`--kv-type must be f16 or f32, not '${kvType}'`);
+  return { nThreads: int(v, 'threads', 0), nCtx: int(v, 'ctx', 0), kvType: kvType as 'f16' | 'f32' };
 }
 
 export function print(v: Values, json: unknown, text: string) {

@@ -95,6 +95,10 @@ export interface SessionOptions {
   nBatch?: number;
   /** Threads (default: all hardware threads). */
   nThreads?: number;
+  /** Element type of the cached keys and values (default 'f16'). */
+  kvType?: 'f16' | 'f32';
+  /** 'reference': the slow, obviously correct attention the fast one is tested against. */
+  attention?: 'fast' | 'reference';
 }
 
 export interface PrefillResult {

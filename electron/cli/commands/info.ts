@@ -1,5 +1,5 @@
 // folio info
-import { type Command, common, int, openModel, print } from '../args.ts';
+import { type Command, common, int, openModel, print, sessionOptions } from '../args.ts';
 
 export const info: Command = {
   summary: 'architecture, sizes, tensor types, tokenizer and memory of a model',
@@ -9,8 +9,9 @@ export const info: Command = {
     const model = await openModel(v);
     const info = model.info();
     const nCtx = int(v, 'ctx', Math.min(info.contextLength, 4096), 1);
-    const kvBytes = info.nLayer * nCtx * info.nHeadKv * (info.headDim + info.headDimV) * 4; // F32 K and V
-    const memory = { weightBytes: info.weightBytes, kvBytes, nCtx, totalBytes: info.weightBytes + kvBytes };
+    const kvType = sessionOptions(v).kvType;
+    const kvBytes = info.nLayer * nCtx * info.nHeadKv * (info.headDim + info.headDimV) * (kvType === 'f32' ? 4 : 2);
+    const memory = { weightBytes: info.weightBytes, kvBytes, kvType, nCtx, totalBytes: info.weightBytes + kvBytes };
     const gib = (b: number) => (b / 2 ** 30).toFixed(2) + ' GiB';
     const types = Object.entries(info.tensorTypes).map(([t, n]) => `${t}×${n}`).join(' ');
     print(
@@ -22,7 +23,7 @@ export const info: Command = {
         `  shape         ${info.nLayer} layers, embedding ${info.nEmbd}, ${info.nHead} query heads, ${info.nHeadKv} KV heads, head ${info.headDim}, FFN ${info.nFf}`,
         `  context       ${info.contextLength} tokens, rope base ${info.ropeBase}, scaling ${info.ropeScaling}`,
         `  tokenizer     ${info.tokenizer.model}/${info.tokenizer.pre}, ${info.tokenizer.nTokens} tokens, BOS ${info.tokenizer.bos}${info.tokenizer.addBos ? ' (added)' : ''}, EOS ${info.tokenizer.eos}`,
-        `  memory        weights ${gib(info.weightBytes)} (mapped) + KV cache ${gib(kvBytes)} at ${nCtx} tokens (F32)`,
+        `  memory        weights ${gib(info.weightBytes)} (mapped) + KV cache ${gib(kvBytes)} at ${nCtx} tokens (${kvType}, uncompressed)`,
         `  kernels       ${info.isa}`,
         '',
       ].join('\n'),

@@ -3,7 +3,7 @@ import { type Command, common, int, promptText, openModel, sessionOptions, print
 
 export const logits: Command = {
   summary: 'logits after a prompt (the last position, or every position with --all)',
-  usage: 'folio logits --model M --prompt "..." [--all] [--top 10] [--json]',
+  usage: 'folio logits --model M --prompt "..." [--all] [--top 10] [--kv-type f16|f32] [--json]',
   options: { ...common, prompt: { type: 'string' }, 'prompt-file': { type: 'string' }, all: { type: 'boolean' }, top: { type: 'string' } },
   async run(v) {
     const model = await openModel(v);

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "core/thread-pool.h"
+#include "kv/flat-cache.h"
 #include "model/hparams.h"
 #include "model/weights.h"
 
@@ -35,10 +36,15 @@ void rope(ThreadPool& pool, float* x, int64_t n, int n_heads, int head_dim, cons
 // h[t, :] = silu(g[t, :]) · u[t, :]         g, u, h: [n, width]; h may alias g.
 void swiglu(ThreadPool& pool, const float* g, const float* u, float* h, int64_t n, int64_t width);
 
-// Causal attention over a plain cache. Query t (absolute position p0 + t) attends to keys [0, p0 + t].
-// q: [n, n_head · head_dim]; K: [p0 + n, n_kv · head_dim]; V: [p0 + n, n_kv · head_dim_v];
-// out: [n, n_head · head_dim_v]. Query head h reads KV head h / (n_head / n_kv).
-void attention(ThreadPool& pool, Scratch& s, const float* q, const float* K, const float* V, float* out, int64_t n,
-               int32_t p0, const HParams& hp);
+// Attention of the m newest tokens over layer l of the flat cache, whose heads all end with those m
+// tokens' entries: query t (0 <= t < m) of KV head g sees the head's entries [0, len_g − m + t + 1).
+// q: [m, n_head · head_dim]; out: [m, n_head · head_dim_v]. Query head h reads KV head h / (H / Hk).
+// `attention` walks the keys in blocks with an online softmax, a tile of queries and all G query heads
+// of a KV head at once; `attention_reference` is the slow, obviously correct two-pass version it is
+// tested against.
+void attention(ThreadPool& pool, Scratch& s, const float* q, const FlatKvCache& cache, int l, int64_t m, float* out,
+               const HParams& hp);
+void attention_reference(ThreadPool& pool, Scratch& s, const float* q, const FlatKvCache& cache, int l, int64_t m,
+                         float* out, const HParams& hp);
 
 }  // namespace folio::cpu

@@ -1,6 +1,9 @@
 #include "model/model.h"
 
+#include <algorithm>
+
 #include "core/error.h"
+#include "core/hash.h"
 
 namespace folio {
 
@@ -13,6 +16,15 @@ std::unique_ptr<Model> Model::load(const std::string& path) {
   if (m->vocab_->n_tokens() > m->hp_.n_vocab)
     fail("MODEL_BAD_TENSOR", strfmt("%s: the tokenizer has %d tokens but token_embd.weight only %d rows", path.c_str(),
                                     m->vocab_->n_tokens(), m->hp_.n_vocab));
+  Hash64 h;
+  h.update_value(m->file_->file_size());
+  h.update(m->file_->base(), m->file_->data_offset());
+  for (const auto& t : m->file_->tensors()) {
+    const size_t n = std::min<size_t>(t.n_bytes, 256);
+    h.update(t.data, n);
+    h.update(t.data + t.n_bytes - n, n);
+  }
+  m->fingerprint_ = h.digest();
   return m;
 }
 

@@ -20,12 +20,16 @@ class Model {
   const ModelWeights& weights() const { return w_; }
   const Vocab& vocab() const { return *vocab_; }
   int64_t n_params() const;
+  // Identifies the model file: its size, header (metadata and tensor table) and samples of every
+  // tensor's data. Saved sessions are tied to it.
+  uint64_t fingerprint() const { return fingerprint_; }
 
  private:
   std::unique_ptr<gguf::File> file_;
   HParams hp_;
   ModelWeights w_;
   std::unique_ptr<Vocab> vocab_;
+  uint64_t fingerprint_ = 0;
 };
 
 }  // namespace folio

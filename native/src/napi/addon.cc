@@ -23,7 +23,10 @@ Napi::Float32Array copy_floats(Napi::Env env, const float* data, size_t n) {
   return a;
 }
 
+Registry& registry(Napi::Env env) { return *env.GetInstanceData<Registry>(); }
+
 static Napi::Object Init(Napi::Env env, Napi::Object exports) {
+  env.SetInstanceData<Registry>(new Registry());
   exports.Set("napiVersion", Napi::Number::New(env, NAPI_VERSION));
   init_gguf(env, exports);
   init_ops(env, exports);

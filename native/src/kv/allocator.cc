@@ -1,0 +1,68 @@
+#include "kv/allocator.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "core/error.h"
+#include "kv/schedule.h"
+
+namespace folio::kv {
+
+std::vector<int32_t> uniform_caps(int n_heads, int32_t b) { return std::vector<int32_t>(size_t(n_heads), b); }
+
+std::vector<int32_t> ada_caps(const std::vector<std::vector<float>>& scores, int32_t b, double alpha) {
+  const int H = int(scores.size());
+  if (H == 0) return {};
+  const int64_t n = int64_t(scores[0].size());
+  if (b > n) fail("INTERNAL", "ada: budget larger than the selectable tokens");
+  // Global top Hk·b: the (Hk·b)-th best score is the threshold; ties break to the lower token index,
+  // then the lower head, as everywhere in Folio.
+  const int64_t k = int64_t(H) * b;
+  std::vector<int64_t> order(size_t(H * n));
+  std::iota(order.begin(), order.end(), int64_t(0));
+  auto score = [&](int64_t i) { return scores[size_t(i / n)][size_t(i % n)]; };
+  auto better = [&](int64_t a, int64_t c) {
+    const float sa = score(a), sc = score(c);
+    if (sa != sc) return sa > sc;
+    if (a % n != c % n) return a % n < c % n;
+    return a < c;
+  };
+  std::vector<int32_t> won(size_t(H), 0);
+  if (k > 0) {
+    std::nth_element(order.begin(), order.begin() + (k - 1), order.end(), better);
+    for (int64_t i = 0; i < k; i++) won[size_t(order[size_t(i)] / n)]++;
+  }
+  // floor(alpha·b) for every head, then the rest in proportion to what each head won.
+  const int64_t floor_share = std::min<int64_t>(b, int64_t(std::floor(alpha * double(b) + 1e-9)));
+  const int64_t rest = int64_t(H) * (b - floor_share);
+  std::vector<int64_t> num(static_cast<size_t>(H));
+  for (int h = 0; h < H; h++) num[size_t(h)] = rest * won[size_t(h)];
+  std::vector<int64_t> share = k > 0 ? largest_remainder(num, k, rest) : std::vector<int64_t>(size_t(H), 0);
+  std::vector<int32_t> caps(static_cast<size_t>(H));
+  for (int h = 0; h < H; h++) caps[size_t(h)] = int32_t(floor_share + share[size_t(h)]);
+  // A head cannot keep more than it has; hand any excess to the heads with room, in head order.
+  int64_t excess = 0;
+  for (auto& c : caps)
+    if (c > n) excess += c - n, c = int32_t(n);
+  for (auto& c : caps) {
+    const int64_t add = std::min<int64_t>(excess, n - c);
+    c += int32_t(add);
+    excess -= add;
+  }
+  return caps;
+}
+
+std::vector<int32_t> top_tokens(const std::vector<float>& scores, int32_t cap) {
+  const int32_t n = int32_t(scores.size());
+  cap = std::clamp(cap, 0, n);
+  std::vector<int32_t> idx(static_cast<size_t>(n));
+  std::iota(idx.begin(), idx.end(), 0);
+  auto better = [&](int32_t a, int32_t c) { return scores[size_t(a)] != scores[size_t(c)] ? scores[size_t(a)] > scores[size_t(c)] : a < c; };
+  if (cap < n) std::nth_element(idx.begin(), idx.begin() + cap, idx.end(), better);
+  idx.resize(size_t(cap));
+  std::sort(idx.begin(), idx.end());
+  return idx;
+}
+
+}  // namespace folio::kv

@@ -1,0 +1,21 @@
+// Head allocators: how many of a layer's selectable budget Hk·b each KV head keeps, and which tokens.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+namespace folio::kv {
+
+// uniform (SnapKV): every head keeps b.
+std::vector<int32_t> uniform_caps(int n_heads, int32_t b);
+
+// ada (Ada-KV): the global top Hk·b of the layer's scores decides c_h, how many each head won; then
+// cap_h = floor(alpha·b) + a share of the rest Hk·(b − floor(alpha·b)) proportional to c_h, rounded by
+// largest remainder so that Σ cap_h = Hk·b exactly (the paper's (1 − alpha)·c_h + floor(alpha·b), with
+// the rounding the official code leaves under budget made exact). alpha = 1 gives uniform, alpha = 0
+// gives c_h. scores: [n_heads][n] with n = L − w selectable tokens per head, b <= n.
+std::vector<int32_t> ada_caps(const std::vector<std::vector<float>>& scores, int32_t b, double alpha);
+
+// The `cap` best tokens of one head by score, ties to the lower index, returned in ascending order.
+std::vector<int32_t> top_tokens(const std::vector<float>& scores, int32_t cap);
+
+}  // namespace folio::kv

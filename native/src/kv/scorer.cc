@@ -1,0 +1,103 @@
+#include "kv/scorer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace folio::kv {
+
+namespace {
+
+// Softmax probabilities of window query i (absolute index L − w + i) of query head h over the keys
+// K [L, D] of its KV head: p [L], zero past the causal limit.
+void window_probs(const WindowShape& s, const float* qw, int h, int i, const float* K, float* p) {
+  const int D = s.head_dim;
+  const int32_t visible = s.L - s.w + i + 1;
+  const float* q = qw + (int64_t(i) * s.n_head + h) * D;
+  const float scale = 1.0f / std::sqrt(float(D));
+  float mx = -std::numeric_limits<float>::infinity();
+  for (int32_t j = 0; j < visible; j++) {
+    const float* k = K + int64_t(j) * D;
+    float dot = 0;
+    for (int d = 0; d < D; d++) dot += q[d] * k[d];
+    p[j] = dot * scale;
+    mx = std::max(mx, p[j]);
+  }
+  double sum = 0;
+  for (int32_t j = 0; j < visible; j++) sum += p[j] = std::exp(p[j] - mx);
+  const float inv = float(1.0 / sum);
+  for (int32_t j = 0; j < visible; j++) p[j] *= inv;
+  std::fill(p + visible, p + s.L, 0.0f);
+}
+
+}  // namespace
+
+std::vector<float> max_pool(const std::vector<float>& x, int kernel) {
+  const int64_t n = int64_t(x.size()), r = kernel / 2;
+  std::vector<float> out(x.size());
+  for (int64_t j = 0; j < n; j++) {
+    float m = -std::numeric_limits<float>::infinity();
+    for (int64_t t = std::max<int64_t>(0, j - r); t <= std::min(n - 1, j + r); t++) m = std::max(m, x[size_t(t)]);
+    out[size_t(j)] = m;
+  }
+  return out;
+}
+
+WindowScores snapkv_scores(ThreadPool& pool, const WindowShape& s, const float* qw, const EntryReader& keys, int kernel) {
+  const int G = s.n_head / s.n_head_kv;
+  WindowScores out;
+  out.attn.assign(size_t(s.n_head_kv), std::vector<float>(size_t(s.L), 0.0f));
+  out.score.resize(size_t(s.n_head_kv));
+  pool.parallel_for(s.n_head_kv, [&](int64_t g, int) {
+    std::vector<float> K(size_t(s.L) * size_t(s.head_dim)), p(size_t(s.L));
+    keys(int(g), K.data());
+    std::vector<double> acc(size_t(s.L), 0.0);
+    for (int hh = 0; hh < G; hh++)
+      for (int i = 0; i < s.w; i++) {
+        window_probs(s, qw, int(g) * G + hh, i, K.data(), p.data());
+        for (int32_t j = 0; j < s.L; j++) acc[size_t(j)] += p[size_t(j)];
+      }
+    std::vector<float>& a = out.attn[size_t(g)];
+    const double norm = 1.0 / (double(G) * double(s.w));  // mean over the window, then over the group
+    for (int32_t j = 0; j < s.L; j++) a[size_t(j)] = float(acc[size_t(j)] * norm);
+    out.score[size_t(g)] = max_pool(std::vector<float>(a.begin(), a.begin() + (s.L - s.w)), kernel);
+  });
+  return out;
+}
+
+double attention_l1_loss(ThreadPool& pool, const WindowShape& s, const float* qw, const EntryReader& keys,
+                         const EntryReader& values, const std::vector<std::vector<uint8_t>>& keep) {
+  const int G = s.n_head / s.n_head_kv, Dv = s.head_dim_v;
+  std::vector<double> loss(size_t(s.n_head_kv), 0.0);
+  pool.parallel_for(s.n_head_kv, [&](int64_t g, int) {
+    std::vector<float> K(size_t(s.L) * size_t(s.head_dim)), V(size_t(s.L) * size_t(Dv)), p(size_t(s.L));
+    keys(int(g), K.data());
+    values(int(g), V.data());
+    std::vector<double> full(static_cast<size_t>(Dv)), kept(static_cast<size_t>(Dv));
+    for (int hh = 0; hh < G; hh++)
+      for (int i = 0; i < s.w; i++) {
+        window_probs(s, qw, int(g) * G + hh, i, K.data(), p.data());
+        std::fill(full.begin(), full.end(), 0.0);
+        std::fill(kept.begin(), kept.end(), 0.0);
+        double kept_mass = 0;
+        for (int32_t j = 0; j < s.L; j++) {
+          if (p[size_t(j)] == 0) continue;
+          const float* v = V.data() + int64_t(j) * Dv;
+          const bool k = keep[size_t(g)][size_t(j)] != 0;
+          if (k) kept_mass += p[size_t(j)];
+          for (int d = 0; d < Dv; d++) {
+            full[size_t(d)] += double(p[size_t(j)]) * v[d];
+            if (k) kept[size_t(d)] += double(p[size_t(j)]) * v[d];
+          }
+        }
+        double l1 = 0;
+        for (int d = 0; d < Dv; d++) l1 += std::fabs(full[size_t(d)] - (kept_mass > 0 ? kept[size_t(d)] / kept_mass : 0.0));
+        loss[size_t(g)] += l1;
+      }
+  });
+  double total = 0;
+  for (double l : loss) total += l;
+  return total / (double(s.n_head) * double(s.w));
+}
+
+}  // namespace folio::kv

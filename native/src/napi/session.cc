@@ -1,0 +1,346 @@
+// Binding of sessions: prefill, compress, generate, truncate, fork, save; long operations run off the JS
+// thread, one at a time per session, with progress and token streams and cancellation.
+#include "napi/session.h"
+
+#include <atomic>
+#include <cmath>
+
+#include "napi/common.h"
+#include "napi/job.h"
+
+namespace folio::napi {
+
+namespace {
+
+struct SessionState {
+  std::unique_ptr<Session> session;
+  std::atomic<bool> busy{false};
+  std::atomic<bool> cancel{false};
+};
+
+Napi::Object stats_to_js(Napi::Env env, const kv::CompressionStats& s) {
+  Napi::Object o = Napi::Object::New(env);
+  o.Set("method", s.method);
+  o.Set("prefix_tokens", s.prefix_tokens);
+  o.Set("window", s.window);
+  o.Set("kernel", s.kernel);
+  o.Set("alpha", s.alpha);
+  o.Set("kv_type", s.kv_type);
+  o.Set("compressed", s.budget.compress);
+  o.Set("reason", s.budget.compress ? env.Null() : Napi::String::New(env, s.budget.reason));
+  o.Set("budget", s.budget.B);
+  o.Set("budget_selectable", s.budget.b);
+  o.Set("budget_clamped", s.budget.clamped);
+  o.Set("kv_bytes_full", double(s.kv_bytes_full));
+  o.Set("kv_bytes_kept", double(s.kv_bytes_kept));
+  o.Set("ms_prefill", s.ms_prefill);
+  o.Set("ms_compress", s.ms_compress);
+  Napi::Array layers = Napi::Array::New(env, s.layers.size());
+  for (size_t l = 0; l < s.layers.size(); l++) {
+    const kv::LayerStats& ls = s.layers[l];
+    Napi::Object lo = Napi::Object::New(env);
+    lo.Set("budget", ls.budget);
+    lo.Set("bytes_full", double(ls.bytes_full));
+    lo.Set("bytes_kept", double(ls.bytes_kept));
+    lo.Set("eps_over_c", ls.eps_over_c);
+    lo.Set("attn_l1", ls.attn_l1 < 0 ? env.Null() : Napi::Number::New(env, ls.attn_l1));
+    lo.Set("ms_score", ls.ms_score);
+    lo.Set("ms_select", ls.ms_select);
+    lo.Set("ms_compact", ls.ms_compact);
+    Napi::Array heads = Napi::Array::New(env, ls.heads.size());
+    for (size_t h = 0; h < ls.heads.size(); h++) {
+      Napi::Object ho = Napi::Object::New(env);
+      ho.Set("kept", ls.heads[h].kept);
+      ho.Set("retained_mass", ls.heads[h].retained_mass);
+      ho.Set("concentration", ls.heads[h].concentration);
+      heads.Set(uint32_t(h), ho);
+    }
+    lo.Set("heads", heads);
+    layers.Set(uint32_t(l), lo);
+  }
+  o.Set("layers", layers);
+  Napi::Int32Array tr = Napi::Int32Array::New(env, s.token_retention.size());
+  std::copy(s.token_retention.begin(), s.token_retention.end(), tr.Data());
+  o.Set("token_retention", tr);
+  return o;
+}
+
+kv::CompressOptions compress_options(Napi::Env env, const Napi::Object& o) {
+  kv::CompressOptions c;
+  c.method = guard(env, [&] { return kv::parse_method(str_opt(env, o, "method", "ada-snapkv")); });
+  const double budget = num_opt(env, o, "budget", c.method.selection == kv::Selection::Full ? 1 : NAN, 0, 1 << 30);
+  if (std::isnan(budget)) throw js_error(env, "INVALID_ARGUMENT", "give a budget: a kept ratio such as 0.2 or tokens per head such as 512");
+  if (budget > 1) {
+    if (budget != std::floor(budget)) throw js_error(env, "INVALID_ARGUMENT", "a budget above 1 is tokens per head and must be whole");
+    c.budget_tokens = int32_t(budget);
+  } else {
+    c.budget_ratio = budget;
+  }
+  c.alpha = num_opt(env, o, "alpha", c.alpha, 0, 1);
+  c.window = int32_t(num_opt(env, o, "window", c.window, 1, 1 << 20));
+  c.kernel = int32_t(num_opt(env, o, "kernel", c.kernel, 1, 1 << 10));
+  c.beta = int32_t(num_opt(env, o, "beta", c.beta, 1, 1 << 20));
+  c.measure_loss = bool_opt(env, o, "measureLoss", false);
+  guard(env, [&] { kv::validate(c); });
+  return c;
+}
+
+class SessionWrap : public Napi::ObjectWrap<SessionWrap> {
+ public:
+  static Napi::Function Define(Napi::Env env) {
+    return DefineClass(env, "Session",
+                       {InstanceMethod("prefill", &SessionWrap::Prefill),
+                        InstanceMethod("compress", &SessionWrap::Compress),
+                        InstanceMethod("generate", &SessionWrap::Generate),
+                        InstanceMethod("cancel", &SessionWrap::Cancel),
+                        InstanceMethod("truncate", &SessionWrap::Truncate),
+                        InstanceMethod("fork", &SessionWrap::Fork),
+                        InstanceMethod("save", &SessionWrap::Save),
+                        InstanceMethod("tokens", &SessionWrap::Tokens),
+                        InstanceMethod("lastLogits", &SessionWrap::LastLogits),
+                        InstanceMethod("memory", &SessionWrap::Memory),
+                        InstanceMethod("dispose", &SessionWrap::Dispose),
+                        InstanceAccessor("nPast", &SessionWrap::NPast, nullptr),
+                        InstanceAccessor("nCtx", &SessionWrap::NCtx, nullptr),
+                        InstanceAccessor("nThreads", &SessionWrap::NThreads, nullptr),
+                        InstanceAccessor("busy", &SessionWrap::Busy, nullptr)});
+  }
+
+  explicit SessionWrap(const Napi::CallbackInfo& info) : Napi::ObjectWrap<SessionWrap>(info) {
+    if (info.Length() != 1 || !info[0].IsExternal())
+      throw js_error(info.Env(), "INVALID_ARGUMENT", "use model.createSession() to create a session");
+    state_ = *info[0].As<Napi::External<std::shared_ptr<SessionState>>>().Data();
+  }
+
+ private:
+  // The session, idle; throws DISPOSED or BUSY.
+  SessionState& idle(Napi::Env env) {
+    if (!state_) throw js_error(env, "DISPOSED", "the session has been disposed");
+    if (state_->busy) throw js_error(env, "BUSY", "the session is running a prefill, a compression or a generation");
+    return *state_;
+  }
+
+  // Starts an async job holding the session busy until it settles.
+  Napi::Promise run(Napi::Env env, Job::Work work, Job::Result result, Job::OnEvent on_event = nullptr) {
+    SessionState& s = idle(env);
+    s.busy = true;
+    s.cancel = false;
+    auto st = state_;  // the job keeps the session alive even if JS disposes of it
+    return Job::start(env, std::move(work), std::move(result), std::move(on_event), [st] { st->busy = false; });
+  }
+
+  static Job::OnEvent progress_events(Napi::Env env, const Napi::Object& o) {
+    Napi::Value cb = o.Get("onProgress");
+    if (cb.IsUndefined()) return nullptr;
+    if (!cb.IsFunction()) throw js_error(env, "INVALID_ARGUMENT", "onProgress must be a function");
+    auto ref = std::make_shared<Napi::FunctionReference>(Napi::Persistent(cb.As<Napi::Function>()));
+    return [ref](Napi::Env env, const Event& e) {
+      ref->Call({Napi::Number::New(env, double(e.a)), Napi::Number::New(env, double(e.b))});
+    };
+  }
+
+  Napi::Value Prefill(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    std::vector<int32_t> tokens = token_array(env, info.Length() ? info[0] : env.Undefined(), "tokens");
+    Napi::Object o = opts_arg(info, 1);
+    const bool all = bool_opt(env, o, "allLogits", false);
+    auto on_progress = progress_events(env, o);
+    auto st = state_;
+    struct Out { std::vector<float> logits; double seconds = 0; };
+    auto out = std::make_shared<Out>();
+    return run(
+        env,
+        [st, tokens, all, out](const Job::Emit& emit) {
+          const auto t0 = std::chrono::steady_clock::now();
+          st->session->prefill(tokens, all, out->logits, [&](int64_t d, int64_t t) { emit({d, t, {}}); }, &st->cancel);
+          out->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        },
+        [st, out, n = tokens.size()](Napi::Env env) {
+          Napi::Object r = Napi::Object::New(env);
+          r.Set("logits", copy_floats(env, out->logits.data(), out->logits.size()));
+          r.Set("nPast", st->session->context().n_past());
+          r.Set("seconds", out->seconds);
+          r.Set("tokensPerSecond", out->seconds > 0 ? double(n) / out->seconds : 0.0);
+          return r;
+        },
+        on_progress);
+  }
+
+  Napi::Value Compress(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    std::vector<int32_t> tokens = token_array(env, info.Length() ? info[0] : env.Undefined(), "tokens");
+    Napi::Object o = opts_arg(info, 1);
+    const kv::CompressOptions opts = compress_options(env, o);
+    auto on_progress = progress_events(env, o);
+    auto st = state_;
+    auto stats = std::make_shared<kv::CompressionStats>();
+    return run(
+        env,
+        [st, tokens, opts, stats](const Job::Emit& emit) {
+          *stats = st->session->compress(tokens, opts, [&](int64_t d, int64_t t) { emit({d, t, {}}); }, &st->cancel);
+        },
+        [st, stats](Napi::Env env) {
+          Napi::Object r = Napi::Object::New(env);
+          r.Set("stats", stats_to_js(env, *stats));
+          const auto& lg = st->session->last_logits();
+          r.Set("logits", copy_floats(env, lg.data(), lg.size()));
+          r.Set("nPast", st->session->context().n_past());
+          return r;
+        },
+        on_progress);
+  }
+
+  Napi::Value Generate(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    Napi::Object o = opts_arg(info, 0);
+    GenerateParams gp;
+    gp.n = int32_t(num_opt(env, o, "n", 128, 0, 1 << 24));
+    SamplingParams& sp = gp.sampling;
+    sp.temperature = float(num_opt(env, o, "temperature", sp.temperature, 0, 100));
+    sp.top_k = int32_t(num_opt(env, o, "topK", sp.top_k, 0, 1 << 30));
+    sp.top_p = float(num_opt(env, o, "topP", sp.top_p, 1e-9, 1));
+    sp.min_p = float(num_opt(env, o, "minP", sp.min_p, 0, 1));
+    sp.repeat_penalty = float(num_opt(env, o, "repeatPenalty", sp.repeat_penalty, 1e-3, 100));
+    sp.repeat_last_n = int32_t(num_opt(env, o, "repeatLastN", sp.repeat_last_n, -1, 1 << 30));
+    sp.seed = uint64_t(num_opt(env, o, "seed", 0, 0, 9007199254740991.0));
+    gp.stop_at_eog = bool_opt(env, o, "stopAtEog", false);
+    if (idle(env).session->last_logits().empty())
+      throw js_error(env, "NO_PROMPT", "generate() needs a prefill first: there are no logits to sample from");
+    Job::OnEvent on_event;
+    Napi::Value cb = o.Get("onToken");
+    if (!cb.IsUndefined()) {
+      if (!cb.IsFunction()) throw js_error(env, "INVALID_ARGUMENT", "onToken must be a function");
+      auto ref = std::make_shared<Napi::FunctionReference>(Napi::Persistent(cb.As<Napi::Function>()));
+      auto st = state_;
+      on_event = [ref, st](Napi::Env env, const Event& e) {
+        Napi::Object t = Napi::Object::New(env);
+        t.Set("id", double(e.a));
+        t.Set("text", e.text);
+        Napi::Value r = ref->Call({t});
+        if (r.IsBoolean() && !r.As<Napi::Boolean>().Value()) st->cancel = true;  // the callback asked to stop
+      };
+    }
+    auto st = state_;
+    auto out = std::make_shared<GenerateResult>();
+    return run(
+        env,
+        [st, gp, out](const Job::Emit& emit) {
+          *out = st->session->generate(gp, [&](int32_t id, const std::string& text) { emit({id, 0, text}); }, &st->cancel);
+        },
+        [st, out](Napi::Env env) {
+          Napi::Object r = Napi::Object::New(env);
+          Napi::Array ids = Napi::Array::New(env, out->tokens.size());
+          for (size_t i = 0; i < out->tokens.size(); i++) ids.Set(uint32_t(i), out->tokens[i]);
+          r.Set("tokens", ids);
+          r.Set("text", out->text);
+          r.Set("stopReason", out->stop_reason);
+          r.Set("seconds", out->seconds);
+          r.Set("tokensPerSecond", out->seconds > 0 ? double(out->tokens.size()) / out->seconds : 0.0);
+          r.Set("nPast", st->session->context().n_past());
+          return r;
+        },
+        on_event);
+  }
+
+  Napi::Value Save(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    if (info.Length() < 1 || !info[0].IsString()) throw js_error(env, "INVALID_ARGUMENT", "save(path) needs a path");
+    const std::string path = info[0].As<Napi::String>().Utf8Value();
+    const std::string meta = info.Length() > 1 && info[1].IsString() ? info[1].As<Napi::String>().Utf8Value() : "";
+    auto st = state_;
+    return run(env, [st, path, meta](const Job::Emit&) { st->session->save(path, meta); }, nullptr);
+  }
+
+  Napi::Value Fork(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    SessionState& s = idle(env);
+    return wrap_session(env, guard(env, [&] { return s.session->fork(); }));
+  }
+
+  Napi::Value Cancel(const Napi::CallbackInfo& info) {
+    if (state_) state_->cancel = true;
+    return info.Env().Undefined();
+  }
+
+  Napi::Value Truncate(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    if (info.Length() < 1 || !info[0].IsNumber()) throw js_error(env, "INVALID_ARGUMENT", "truncate(n) needs a number");
+    SessionState& s = idle(env);
+    guard(env, [&] { s.session->truncate(info[0].As<Napi::Number>().Int32Value()); });
+    return env.Undefined();
+  }
+
+  Napi::Value Tokens(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    const auto& t = idle(env).session->tokens();
+    Napi::Int32Array a = Napi::Int32Array::New(env, t.size());
+    std::copy(t.begin(), t.end(), a.Data());
+    return a;
+  }
+
+  Napi::Value LastLogits(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    const auto& lg = idle(env).session->last_logits();
+    return copy_floats(env, lg.data(), lg.size());
+  }
+
+  // What the cache holds: bytes in use and reserved, element type, and every head's length per layer.
+  Napi::Value Memory(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    const FlatKvCache& c = idle(env).session->context().cache();
+    Napi::Object o = Napi::Object::New(env);
+    o.Set("kvType", kv_type_name(c.type()));
+    o.Set("bytesUsed", double(c.bytes_used()));
+    o.Set("bytesReserved", double(c.bytes_reserved()));
+    o.Set("entryBytes", double(c.k_entry_bytes() + c.v_entry_bytes()));
+    Napi::Array layers = Napi::Array::New(env, size_t(c.n_layer()));
+    for (int l = 0; l < c.n_layer(); l++) {
+      Napi::Array heads = Napi::Array::New(env, size_t(c.n_head_kv()));
+      for (int h = 0; h < c.n_head_kv(); h++) heads.Set(uint32_t(h), c.len(l, h));
+      layers.Set(uint32_t(l), heads);
+    }
+    o.Set("headLengths", layers);
+    return o;
+  }
+
+  Napi::Value Dispose(const Napi::CallbackInfo& info) {
+    if (state_ && state_->busy) throw js_error(info.Env(), "BUSY", "cancel the running operation before disposing");
+    state_.reset();
+    return info.Env().Undefined();
+  }
+
+  Napi::Value NPast(const Napi::CallbackInfo& info) { return Napi::Number::New(info.Env(), state_ ? state_->session->context().n_past() : 0); }
+  Napi::Value NCtx(const Napi::CallbackInfo& info) { return Napi::Number::New(info.Env(), state_ ? state_->session->context().n_ctx() : 0); }
+  Napi::Value NThreads(const Napi::CallbackInfo& info) { return Napi::Number::New(info.Env(), state_ ? state_->session->context().n_threads() : 0); }
+  Napi::Value Busy(const Napi::CallbackInfo& info) { return Napi::Boolean::New(info.Env(), state_ && state_->busy); }
+
+  std::shared_ptr<SessionState> state_;
+};
+
+}  // namespace
+
+ContextParams context_params(Napi::Env env, const Napi::Object& o) {
+  ContextParams cp;
+  cp.n_ctx = int32_t(num_opt(env, o, "nCtx", 0, 0, 1 << 30));
+  cp.n_batch = int32_t(num_opt(env, o, "nBatch", 512, 1, 1 << 20));
+  cp.n_threads = int(num_opt(env, o, "nThreads", 0, 0, 1024));
+  const std::string kv = str_opt(env, o, "kvType", "f16");
+  if (kv != "f16" && kv != "f32") throw js_error(env, "INVALID_ARGUMENT", "kvType must be 'f16' or 'f32'");
+  cp.kv_type = kv == "f32" ? KvType::F32 : KvType::F16;
+  const std::string att = str_opt(env, o, "attention", "fast");
+  if (att != "fast" && att != "reference") throw js_error(env, "INVALID_ARGUMENT", "attention must be 'fast' or 'reference'");
+  cp.reference_attention = att == "reference";
+  return cp;
+}
+
+Napi::Value wrap_session(Napi::Env env, std::unique_ptr<Session> s) {
+  auto st = std::make_shared<SessionState>();
+  st->session = std::move(s);
+  auto ext = Napi::External<std::shared_ptr<SessionState>>::New(env, new std::shared_ptr<SessionState>(st),
+                                                                [](Napi::Env, std::shared_ptr<SessionState>* p) { delete p; });
+  return registry(env).session.New({ext});
+}
+
+void init_session(Napi::Env env, Napi::Object) { registry(env).session = Napi::Persistent(SessionWrap::Define(env)); }
+
+}  // namespace folio::napi

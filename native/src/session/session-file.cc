@@ -1,0 +1,246 @@
+// Saved sessions. Layout (little-endian), every section counted so a reader can check it against the file:
+//   "FOLIOKV\0"  u32 version  u64 model fingerprint  u64 model file size
+//   u32 kv type  u32 n_layer  u32 n_head_kv  u32 head_dim  u32 head_dim_v  i32 n_past
+//   u32 n_tokens  i32 tokens[n_tokens]
+//   u32 n_logits  f32 logits[n_logits]
+//   u32 meta_len  meta bytes
+//   per layer, per KV head: i32 len, i32 pos[len], K entries [len], V entries [len]
+//   u64 checksum of every byte before it
+// The file is written to a temporary name, flushed to disk, then renamed over the target, so a crash
+// leaves either the old file or the new one.
+#include <cerrno>
+#include <cstdio>
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "core/hash.h"
+#include "core/mapped-file.h"
+#include "session/session.h"
+
+#ifdef _WIN32
+#define WIN32_LEAN_AND_MEAN
+#include <io.h>
+#include <process.h>
+#include <windows.h>
+#else
+#include <fcntl.h>
+#include <unistd.h>
+#endif
+
+namespace folio {
+
+namespace {
+
+constexpr char kMagic[8] = {'F', 'O', 'L', 'I', 'O', 'K', 'V', '\0'};
+constexpr uint32_t kVersion = 1;
+
+class Writer {
+ public:
+  explicit Writer(const std::string& path) : path_(path) {
+    f_ = std::fopen(path.c_str(), "wb");
+    if (!f_) fail("SESSION_FILE_WRITE", strfmt("cannot write %s: %s", path.c_str(), std::strerror(errno)));
+  }
+  ~Writer() {
+    if (f_) std::fclose(f_);
+  }
+  void bytes(const void* p, size_t n) {
+    if (n == 0) return;
+    hash_.update(p, n);
+    if (std::fwrite(p, 1, n, f_) != n) fail("SESSION_FILE_WRITE", strfmt("cannot write %s: %s", path_.c_str(), std::strerror(errno)));
+  }
+  template <typename T>
+  void value(T v) { bytes(&v, sizeof v); }
+  // Appends the checksum and makes the file durable.
+  void finish() {
+    const uint64_t sum = hash_.digest();
+    if (std::fwrite(&sum, 1, 8, f_) != 8 || std::fflush(f_) != 0)
+      fail("SESSION_FILE_WRITE", strfmt("cannot write %s: %s", path_.c_str(), std::strerror(errno)));
+#ifdef _WIN32
+    _commit(_fileno(f_));
+#else
+    fsync(fileno(f_));
+#endif
+    std::fclose(f_);
+    f_ = nullptr;
+  }
+
+ private:
+  std::string path_;
+  std::FILE* f_ = nullptr;
+  Hash64 hash_;
+};
+
+class Reader {
+ public:
+  Reader(const uint8_t* p, size_t n, const std::string& path) : p_(p), n_(n), path_(path) {}
+  const uint8_t* take(size_t n, const char* what) {
+    if (n > n_ - pos_)
+      fail("SESSION_FILE_CORRUPT", strfmt("%s is damaged: it ends inside %s", path_.c_str(), what));
+    const uint8_t* p = p_ + pos_;
+    pos_ += n;
+    return p;
+  }
+  template <typename T>
+  T value(const char* what) {
+    T v;
+    std::memcpy(&v, take(sizeof v, what), sizeof v);
+    return v;
+  }
+  // A count of elements of `elem` bytes each that must fit in what is left of the file.
+  uint32_t count(size_t elem, const char* what) {
+    const uint32_t c = value<uint32_t>(what);
+    if (size_t(c) * elem > n_ - pos_) fail("SESSION_FILE_CORRUPT", strfmt("%s is damaged: %s is larger than the file", path_.c_str(), what));
+    return c;
+  }
+  size_t pos() const { return pos_; }
+
+ private:
+  const uint8_t* p_;
+  size_t n_, pos_ = 0;
+  const std::string& path_;
+};
+
+void replace_file(const std::string& from, const std::string& to) {
+#ifdef _WIN32
+  if (!MoveFileExA(from.c_str(), to.c_str(), MOVEFILE_REPLACE_EXISTING | MOVEFILE_WRITE_THROUGH))
+    fail("SESSION_FILE_WRITE", strfmt("cannot move %s into place (Windows error %lu)", to.c_str(), GetLastError()));
+#else
+  if (std::rename(from.c_str(), to.c_str()) != 0)
+    fail("SESSION_FILE_WRITE", strfmt("cannot move %s into place: %s", to.c_str(), std::strerror(errno)));
+#endif
+}
+
+}  // namespace
+
+void Session::save(const std::string& path, const std::string& meta) const {
+#ifdef _WIN32
+  const std::string tmp = path + ".tmp-" + std::to_string(_getpid());
+#else
+  const std::string tmp = path + ".tmp-" + std::to_string(getpid());
+#endif
+  try {
+    Writer w(tmp);
+    const FlatKvCache& c = ctx_->cache();
+    w.bytes(kMagic, 8);
+    w.value<uint32_t>(kVersion);
+    w.value<uint64_t>(model_->fingerprint());
+    w.value<uint64_t>(model_->file().file_size());
+    w.value<uint32_t>(uint32_t(c.type()));
+    w.value<uint32_t>(uint32_t(c.n_layer()));
+    w.value<uint32_t>(uint32_t(c.n_head_kv()));
+    w.value<uint32_t>(uint32_t(c.head_dim()));
+    w.value<uint32_t>(uint32_t(c.head_dim_v()));
+    w.value<int32_t>(ctx_->n_past());
+    w.value<uint32_t>(uint32_t(tokens_.size()));
+    w.bytes(tokens_.data(), tokens_.size() * 4);
+    w.value<uint32_t>(uint32_t(last_logits_.size()));
+    w.bytes(last_logits_.data(), last_logits_.size() * 4);
+    w.value<uint32_t>(uint32_t(meta.size()));
+    w.bytes(meta.data(), meta.size());
+    for (int l = 0; l < c.n_layer(); l++) {
+      const LayerKv& L = c.layer(l);
+      for (int h = 0; h < c.n_head_kv(); h++) {
+        const HeadSegment& s = L.heads[size_t(h)];
+        w.value<int32_t>(s.len);
+        w.bytes(L.positions(h), size_t(s.len) * 4);
+        w.bytes(L.k.data() + size_t(s.offset) * c.k_entry_bytes(), size_t(s.len) * c.k_entry_bytes());
+        w.bytes(L.v.data() + size_t(s.offset) * c.v_entry_bytes(), size_t(s.len) * c.v_entry_bytes());
+      }
+    }
+    w.finish();
+    replace_file(tmp, path);
+  } catch (...) {
+    std::remove(tmp.c_str());  // whatever was there before stays untouched
+    throw;
+  }
+}
+
+std::unique_ptr<Session> Session::load(std::shared_ptr<const Model> model, const std::string& path,
+                                       const ContextParams& params, std::string* meta) {
+  MappedFile file(path);
+  const uint8_t* data = file.data();
+  const size_t size = file.size();
+  if (size < 8 || std::memcmp(data, kMagic, 8) != 0)
+    fail("SESSION_FILE_FORMAT", path + " is not a Folio session file");
+  if (size < 8 + 4 + 8) fail("SESSION_FILE_CORRUPT", path + " is damaged: it is truncated");
+  uint64_t stored;
+  std::memcpy(&stored, data + size - 8, 8);
+  Hash64 h;
+  h.update(data, size - 8);
+  Reader r(data, size - 8, path);
+  r.take(8, "the magic");
+  const uint32_t version = r.value<uint32_t>("the version");
+  if (version != kVersion)
+    fail("SESSION_FILE_VERSION", strfmt("%s was written by another version of Folio (format %u, this one reads %u)",
+                                        path.c_str(), version, kVersion));
+  if (h.digest() != stored) fail("SESSION_FILE_CORRUPT", path + " is damaged: its checksum does not match its contents");
+
+  const uint64_t fingerprint = r.value<uint64_t>("the model fingerprint");
+  r.value<uint64_t>("the model size");
+  if (fingerprint != model->fingerprint())
+    fail("SESSION_FILE_MODEL", path + " was saved with another model file: it has to be rebuilt for this one");
+  const HParams& hp = model->hparams();
+  const uint32_t type = r.value<uint32_t>("the cache type");
+  const uint32_t n_layer = r.value<uint32_t>("the layer count");
+  const uint32_t n_head_kv = r.value<uint32_t>("the head count");
+  const uint32_t head_dim = r.value<uint32_t>("the head size");
+  const uint32_t head_dim_v = r.value<uint32_t>("the value head size");
+  if ((type != uint32_t(KvType::F16) && type != uint32_t(KvType::F32)) || n_layer != uint32_t(hp.n_layer) ||
+      n_head_kv != uint32_t(hp.n_head_kv) || head_dim != uint32_t(hp.head_dim) || head_dim_v != uint32_t(hp.head_dim_v))
+    fail("SESSION_FILE_MODEL", path + " does not match the model's cache layout");
+  const int32_t n_past = r.value<int32_t>("the position");
+
+  ContextParams cp = params;
+  cp.kv_type = KvType(type);  // the saved cache decides its element type
+  auto s = std::make_unique<Session>(model, cp);
+  if (n_past < 0 || n_past > s->ctx_->n_ctx())
+    fail("SESSION_FILE_CONTEXT", strfmt("%s holds %d positions, more than this context's %d", path.c_str(), n_past,
+                                        s->ctx_->n_ctx()));
+  const uint32_t n_tokens = r.count(4, "the token list");
+  s->tokens_.resize(n_tokens);
+  std::memcpy(s->tokens_.data(), r.take(size_t(n_tokens) * 4, "the token list"), size_t(n_tokens) * 4);
+  const uint32_t n_logits = r.count(4, "the logits");
+  if (n_tokens != uint32_t(n_past) || (n_logits != 0 && n_logits != uint32_t(hp.n_vocab)))
+    fail("SESSION_FILE_CORRUPT", path + " is damaged: its token list, position and logits disagree");
+  s->last_logits_.resize(n_logits);
+  std::memcpy(s->last_logits_.data(), r.take(size_t(n_logits) * 4, "the logits"), size_t(n_logits) * 4);
+  const uint32_t meta_len = r.count(1, "the metadata");
+  const uint8_t* m = r.take(meta_len, "the metadata");
+  if (meta) meta->assign(reinterpret_cast<const char*>(m), meta_len);
+
+  FlatKvCache cache{int(n_layer), int(n_head_kv), int(head_dim), int(head_dim_v), KvType(type)};
+  const size_t kb = cache.k_entry_bytes(), vb = cache.v_entry_bytes();
+  for (int l = 0; l < int(n_layer); l++) {
+    // Read the head lengths and data positions first, then lay the layer out once.
+    std::vector<int32_t> lens(n_head_kv);
+    std::vector<const uint8_t*> at(n_head_kv);
+    for (uint32_t g = 0; g < n_head_kv; g++) {
+      const int32_t len = r.value<int32_t>("a head length");
+      if (len < 0 || len > n_past) fail("SESSION_FILE_CORRUPT", path + " is damaged: a head holds more entries than positions");
+      lens[g] = len;
+      at[g] = r.take(size_t(len) * (4 + kb + vb), "the cache entries");
+    }
+    for (uint32_t g = 0; g < n_head_kv; g++) {
+      const int32_t* pos = reinterpret_cast<const int32_t*>(at[g]);
+      for (int32_t j = 0; j < lens[g]; j++)
+        if (pos[j] < 0 || pos[j] >= n_past || (j && pos[j] <= pos[j - 1]))
+          fail("SESSION_FILE_CORRUPT", path + " is damaged: cache positions out of order");
+    }
+    std::vector<int32_t> caps(n_head_kv);
+    for (uint32_t g = 0; g < n_head_kv; g++) caps[g] = lens[g] + std::min(FlatKvCache::kSpare, s->ctx_->n_ctx() - n_past);
+    cache.reserve_heads(l, caps);
+    for (uint32_t g = 0; g < n_head_kv; g++) {
+      const uint8_t* p = at[g];
+      const int32_t len = lens[g];
+      cache.append_raw(l, int(g), reinterpret_cast<const int32_t*>(p), p + size_t(len) * 4, p + size_t(len) * (4 + kb), len);
+    }
+  }
+  if (r.pos() != size - 8) fail("SESSION_FILE_CORRUPT", path + " is damaged: it has trailing bytes");
+  s->ctx_->restore(std::move(cache), n_past);
+  return s;
+}
+
+}  // namespace folio

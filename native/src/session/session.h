@@ -1,0 +1,73 @@
+// A session: a context over a model plus what a conversation needs around it: the tokens the cache
+// holds, the logits to sample the next token from, prefill, compression, generation, truncate, fork and
+// save/load.
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kv/stats.h"
+#include "model/context.h"
+#include "model/model.h"
+#include "sampling/sampler.h"
+
+namespace folio {
+
+struct GenerateParams {
+  int32_t n = 128;           // exactly this many tokens unless stopped
+  SamplingParams sampling;
+  bool stop_at_eog = false;  // stop at an end-of-generation token
+};
+
+struct GenerateResult {
+  std::vector<int32_t> tokens;
+  std::string text;
+  std::string stop_reason;  // length, eog, cancelled, context
+  double seconds = 0;
+};
+
+// Called for every generated token with the complete UTF-8 text it finished (may be empty).
+using TokenFn = std::function<void(int32_t id, const std::string& text)>;
+
+class Session {
+ public:
+  Session(std::shared_ptr<const Model> model, const ContextParams& params);
+
+  const Model& model() const { return *model_; }
+  std::shared_ptr<const Model> model_ptr() const { return model_; }
+  Context& context() { return *ctx_; }
+  const Context& context() const { return *ctx_; }
+  const std::vector<int32_t>& tokens() const { return tokens_; }
+  const std::vector<float>& last_logits() const { return last_logits_; }
+
+  // A copy sharing nothing mutable: a new chat from the same compressed document.
+  std::unique_ptr<Session> fork() const;
+
+  void prefill(const std::vector<int32_t>& tokens, bool all_logits, std::vector<float>& logits,
+               const ProgressFn& progress, const std::atomic<bool>* cancel);
+  kv::CompressionStats compress(const std::vector<int32_t>& tokens, const kv::CompressOptions& opts,
+                                const ProgressFn& progress, const std::atomic<bool>* cancel);
+  // Samples from the last logits, feeds each token back; needs a prefill first (NO_PROMPT).
+  GenerateResult generate(const GenerateParams& params, const TokenFn& on_token, const std::atomic<bool>* cancel);
+  // Forgets every position from n on; the logits to sample from are gone until the next prefill.
+  void truncate(int32_t n);
+
+  // Writes the session to `path` atomically (a temporary file renamed into place), with a checksum;
+  // `meta` is kept as given (the app stores the compression statistics there).
+  void save(const std::string& path, const std::string& meta) const;
+  // Reads a saved session. Throws SESSION_FILE_* errors for damaged files, files of another model or
+  // another cache layout; `meta` receives what was saved with it.
+  static std::unique_ptr<Session> load(std::shared_ptr<const Model> model, const std::string& path,
+                                       const ContextParams& params, std::string* meta);
+
+ private:
+  std::shared_ptr<const Model> model_;
+  std::unique_ptr<Context> ctx_;
+  std::vector<int32_t> tokens_;
+  std::vector<float> last_logits_;
+};
+
+}  // namespace folio
