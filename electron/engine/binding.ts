@@ -138,13 +138,91 @@ export interface GenerateResult {
   nPast: number;
 }
 
-/** A KV cache over a model. One prefill or generation runs at a time (else BUSY). */
+export type CompressionMethod = 'full' | 'streaming' | 'snapkv' | 'pyramidkv' | 'ada-snapkv' | 'ada-pyramidkv';
+
+export interface CompressOptions {
+  method: CompressionMethod;
+  /** Per-head budget: a kept ratio of the prefix (<= 1, e.g. 0.2) or tokens per head (> 1, e.g. 512), the
+   * observation window included. Not needed for 'full'. */
+  budget?: number;
+  /** Ada safeguard (default 0.2). */
+  alpha?: number;
+  /** Observation window (default 32). */
+  window?: number;
+  /** Max-pool kernel, odd (default 7). */
+  kernel?: number;
+  /** Pyramid steepness (default 20). */
+  beta?: number;
+  /** Measure the L1 change of the window queries' attention output per layer (slower). */
+  measureLoss?: boolean;
+  onProgress?: (done: number, total: number) => void;
+}
+
+/** What a compression did (ADAKV.md, "Statistics"); snake_case as in `folio compress --json`. */
+export interface CompressionStats {
+  method: CompressionMethod;
+  prefix_tokens: number;
+  window: number;
+  kernel: number;
+  alpha: number;
+  kv_type: 'f16' | 'f32';
+  /** False when everything was kept; `reason` says why ('full', 'prefix within the window', 'budget covers the prefix'). */
+  compressed: boolean;
+  reason: string | null;
+  /** Per-head budget B (window included) and its selectable part b = B − window. */
+  budget: number;
+  budget_selectable: number;
+  /** A ratio gave a budget within the window and was raised to window + 1. */
+  budget_clamped: boolean;
+  kv_bytes_full: number;
+  kv_bytes_kept: number;
+  ms_prefill: number;
+  ms_compress: number;
+  layers: {
+    budget: number;
+    bytes_full: number;
+    bytes_kept: number;
+    /** The paper's normalised bound eps/C = 2 · (Hk − Σ retained_mass). */
+    eps_over_c: number;
+    /** L1 change of the window queries' attention output, when measured. */
+    attn_l1: number | null;
+    ms_score: number;
+    ms_select: number;
+    ms_compact: number;
+    heads: { kept: number; retained_mass: number; concentration: number }[];
+  }[];
+  /** Per prefix token: how many (layer, KV head) slots kept it. */
+  token_retention: Int32Array;
+}
+
+export interface CompressResult {
+  stats: CompressionStats;
+  /** Logits after the prefix. */
+  logits: Float32Array;
+  nPast: number;
+}
+
+export interface SessionMemory {
+  kvType: 'f16' | 'f32';
+  /** Bytes of the keys and values the cache holds. */
+  bytesUsed: number;
+  /** Bytes the cache has allocated (spare room and positions included). */
+  bytesReserved: number;
+  /** Bytes of one entry (a key and a value of one head). */
+  entryBytes: number;
+  /** [layer][KV head] entries. */
+  headLengths: number[][];
+}
+
+/** A KV cache over a model. One prefill, compression or generation runs at a time (else BUSY). */
 export interface Session {
   readonly nPast: number;
   readonly nCtx: number;
   readonly nThreads: number;
   readonly busy: boolean;
   prefill(tokens: Int32Array | number[], opts?: { allLogits?: boolean; onProgress?: (done: number, total: number) => void }): Promise<PrefillResult>;
+  /** Prefills `tokens` into an empty session, compressing the cache layer by layer as it goes. */
+  compress(tokens: Int32Array | number[], opts: CompressOptions): Promise<CompressResult>;
   generate(opts?: GenerateOptions): Promise<GenerateResult>;
   /** Makes the running prefill reject with CANCELLED, or the running generation stop ('cancelled'). */
   cancel(): void;
@@ -153,6 +231,11 @@ export interface Session {
   /** The tokens the cache holds. */
   tokens(): Int32Array;
   lastLogits(): Float32Array;
+  /** A new session with a copy of this one's cache (a new chat over the same compressed document). */
+  fork(): Session;
+  /** Writes the session atomically with a checksum; `meta` is stored as given. */
+  save(path: string, meta?: string): Promise<void>;
+  memory(): SessionMemory;
   dispose(): void;
 }
 
@@ -162,6 +245,8 @@ export interface Model {
   tokenToPiece(id: number, special?: boolean): Uint8Array;
   detokenize(ids: ArrayLike<number>, opts?: { special?: boolean }): string;
   createSession(opts?: SessionOptions): Session;
+  /** Reads a saved session (SESSION_FILE_* errors for damaged files or files of another model). */
+  loadSession(path: string, opts?: SessionOptions): Promise<{ session: Session; meta: string }>;
   /** Releases the model; sessions still open keep it alive until they are disposed. */
   dispose(): void;
 }
@@ -178,7 +263,19 @@ export interface GgufHeader {
   tensors: { name: string; dims: number[]; type: string; typeId: number; offset: number; bytes: number }[];
 }
 
+/** The pieces of KV compression as plain functions (for tests). */
+export interface KvOps {
+  /** SnapKV window scores: attn [Hk][L] (window mean, GQA mean), score [Hk][L − w] (max-pooled). */
+  windowScores(qw: Float32Array, keys: Float32Array[], shape: { nHead: number; nHeadKv: number; headDim: number; L: number; w: number; kernel?: number }): { attn: Float32Array[]; score: Float32Array[] };
+  maxPool(x: Float32Array, kernel: number): Float32Array;
+  adaCaps(scores: Float32Array[], b: number, alpha: number): number[];
+  topTokens(scores: Float32Array, cap: number): number[];
+  pyramidSchedule(b: number, selectable: number, layers: number, beta: number): number[];
+  resolveBudget(opts: { method: CompressionMethod; budget: number; window?: number }, L: number): { compress: boolean; reason: string; B: number; b: number; clamped: boolean };
+}
+
 export interface FolioAddon {
+  kv: KvOps;
   napiVersion: number;
   /** Reads and checks a GGUF file's header without loading tensor data. */
   readGguf(path: string, opts?: { arrays?: 'summary' | 'full' }): GgufHeader;

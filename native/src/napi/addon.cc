@@ -32,6 +32,7 @@ static Napi::Object Init(Napi::Env env, Napi::Object exports) {
   init_ops(env, exports);
   init_vocab(env, exports);
   init_model(env, exports);
+  init_kv_ops(env, exports);
   return exports;
 }
 

@@ -13,7 +13,8 @@ namespace folio::napi {
 void init_gguf(Napi::Env env, Napi::Object exports);   // gguf.cc: GGUF headers
 void init_ops(Napi::Env env, Napi::Object exports);    // ops.cc: kernel-level entry points for tests
 void init_vocab(Napi::Env env, Napi::Object exports);  // vocab.cc: tokenizers from GGUF vocabularies
-void init_model(Napi::Env env, Napi::Object exports);  // model.cc: models, prefill, generation
+void init_model(Napi::Env env, Napi::Object exports);  // model.cc: models and their sessions
+void init_kv_ops(Napi::Env env, Napi::Object exports); // kv-ops.cc: the pieces of KV compression, for tests
 
 // Constructors of the binding's classes, kept per environment.
 struct Registry {
