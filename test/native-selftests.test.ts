@@ -7,9 +7,10 @@ import { existsSync, readdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 
 import { addonPath } from '../electron/engine/binding.ts';
+import { repoRoot } from './helpers/shared.ts';
 
 const buildDir = dirname(dirname(addonPath())); // native/build (the addon is in native/build/Release)
-const selftests = readdirSync(join(dirname(buildDir), 'tests'))
+const selftests = readdirSync(join(repoRoot, 'native', 'tests'))
   .filter((f) => f.endsWith('-selftest.cc'))
   .map((f) => f.replace(/\.cc$/, ''));
 
