@@ -2,7 +2,7 @@
 import { readFileSync } from 'node:fs';
 import type { ParseArgsConfig } from 'node:util';
 
-import { loadAddon, type Model } from '../engine/binding.ts';
+import { loadAddon, type CompressionMethod, type CompressOptions, type Model } from '../engine/binding.ts';
 
 export type Values = Record<string, string | boolean | undefined>;
 export interface Command {
@@ -78,3 +78,75 @@ export function promptTokens(model: Model, text: string): Int32Array {
   return tokens;
 }
 
+
+/** Flags of the commands that compress a document. */
+export const compressFlags = {
+  doc: { type: 'string' },
+  method: { type: 'string' },
+  budget: { type: 'string' },
+  alpha: { type: 'string' },
+  window: { type: 'string' },
+  kernel: { type: 'string' },
+  question: { type: 'string' },
+} as const;
+
+const methods: CompressionMethod[] = ['full', 'streaming', 'snapkv', 'pyramidkv', 'ada-snapkv', 'ada-pyramidkv'];
+
+export function compressionMethod(name: string): CompressionMethod {
+  if (!methods.includes(name as CompressionMethod)) throw new UsageError(`unknown method '${name}': use ${methods.join(', ')}`);
+  return name as CompressionMethod;
+}
+
+/** A budget as given on the command line: a kept ratio (0.2) or tokens per head (512). */
+export function budgetValue(s: string, flag = 'budget'): number {
+  const n = Number(s);
+  if (!Number.isFinite(n) || n <= 0 || (n > 1 && !Number.isInteger(n)))
+    throw new UsageError(`--${flag} must be a kept ratio in (0, 1] or a whole number of tokens per head, not '${s}'`);
+  return n;
+}
+
+/** Compression options from --method, --budget, --alpha, --window, --kernel. */
+export function compressOptions(v: Values): CompressOptions {
+  const method = compressionMethod(str(v, 'method') ?? 'ada-snapkv');
+  const budget = str(v, 'budget');
+  if (budget === undefined && method !== 'full') throw new UsageError('--budget is required: a kept ratio such as 0.2 or tokens per head such as 512');
+  return {
+    method,
+    budget: budget === undefined ? undefined : budgetValue(budget),
+    alpha: float(v, 'alpha', 0.2),
+    window: int(v, 'window', 32, 1),
+    kernel: int(v, 'kernel', 7, 1),
+  };
+}
+
+/**
+ * The tokens of a document to compress: BOS as the model says, the document's text, and with a question
+ * (question-aware compression) the question after a blank line, so the observation window holds it.
+ */
+export function documentTokens(model: Model, docPath: string, question?: string): { tokens: Int32Array; questionTokens: number } {
+  let text: string;
+  try {
+    text = readFileSync(docPath, 'utf8');
+  } catch (e) {
+    throw Object.assign(new Error(`cannot read the document ${docPath}: ${(e as Error).message}`), { code: 'DOC_READ' });
+  }
+  if (text.trim() === '') throw Object.assign(new Error(`the document ${docPath} is empty`), { code: 'DOC_EMPTY' });
+  const doc = model.tokenize(text, { addSpecial: true, parseSpecial: false });
+  if (question === undefined) return { tokens: doc, questionTokens: 0 };
+  const q = model.tokenize('\n\n' + question, { addSpecial: false, parseSpecial: false });
+  const tokens = new Int32Array(doc.length + q.length);
+  tokens.set(doc);
+  tokens.set(q, doc.length);
+  return { tokens, questionTokens: q.length };
+}
+
+/** Refuses a document longer than the context, saying so plainly. */
+export function checkFits(tokens: number, nCtx: number, reserve: number) {
+  if (tokens + reserve > nCtx)
+    throw Object.assign(
+      new Error(`the document is ${tokens} tokens long, but the context holds ${nCtx}` +
+        (reserve ? ` (${reserve} kept free for questions and answers)` : '') +
+        ': use a shorter document or a larger --ctx if the model allows it'),
+      { code: 'DOC_TOO_LONG' },
+    );
+}

@@ -8,8 +8,9 @@ import { info } from './commands/info.ts';
 import { tokenize } from './commands/tokenize.ts';
 import { generate } from './commands/generate.ts';
 import { logits } from './commands/logits.ts';
+import { compress } from './commands/compress.ts';
 
-const commands: Record<string, Command> = { info, tokenize, generate, logits };
+const commands: Record<string, Command> = { info, tokenize, generate, logits, compress };
 
 function help(): string {
   return (
