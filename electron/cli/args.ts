@@ -67,6 +67,9 @@ export function sessionOptions(v: Values) {
   return { nThreads: int(v, 'threads', 0), nCtx: int(v, 'ctx', 0), kvType: kvType as 'f16' | 'f32' };
 }
 
+/** Bytes in MiB for people. */
+export const mib = (b: number) => (b / 2 ** 20).toFixed(2) + ' MiB';
+
 export function print(v: Values, json: unknown, text: string) {
   process.stdout.write(v.json ? JSON.stringify(json) + '\n' : text);
 }

@@ -9,8 +9,10 @@ import { tokenize } from './commands/tokenize.ts';
 import { generate } from './commands/generate.ts';
 import { logits } from './commands/logits.ts';
 import { compress } from './commands/compress.ts';
+import { evalCommand } from './commands/eval.ts';
+import { chat } from './commands/chat.ts';
 
-const commands: Record<string, Command> = { info, tokenize, generate, logits, compress };
+const commands: Record<string, Command> = { info, tokenize, generate, logits, compress, eval: evalCommand, chat };
 
 function help(): string {
   return (

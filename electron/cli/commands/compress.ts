@@ -1,18 +1,17 @@
 // folio compress: prefill a document, compress its KV cache, print what the compression did.
 import {
-  type Command, common, compressFlags, compressOptions, documentTokens, checkFits, need, openModel, print,
+  type Command, common, compressFlags, compressOptions, documentTokens, checkFits, mib, need, openModel, print,
   sessionOptions, str,
 } from '../args.ts';
 import type { CompressionStats } from '../../engine/binding.ts';
-
-const mib = (b: number) => (b / 2 ** 20).toFixed(2) + ' MiB';
 
 /** The statistics as a plain JSON value (the retention map as an array). */
 export function statsJson(stats: CompressionStats) {
   return { ...stats, token_retention: Array.from(stats.token_retention) };
 }
 
-function table(stats: CompressionStats): string {
+/** The statistics as a table for people (also `/stats` in folio chat). */
+export function table(stats: CompressionStats): string {
   const lines = [
     `${stats.method}: ${stats.prefix_tokens} prefix tokens, ` +
       (stats.compressed

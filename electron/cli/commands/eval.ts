@@ -1,0 +1,406 @@
+// folio eval --suite fidelity: how far each compression method moves the model's predictions from the
+// full cache (ADAKV.md, "Quality measures"). For every document: compress its first part question-
+// agnostically, teacher-force the rest through the compressed cache and through the full cache, and compare
+// the next-token distributions position by position (KL, top-1 agreement, perplexity of the true tokens),
+// next to the engine's own measure of the window queries' attention-output change per layer.
+import { readdirSync, statSync, writeFileSync } from 'node:fs';
+import { basename, extname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+import type { CompressionMethod, CompressionStats, Model, Session } from '../../engine/binding.ts';
+import {
+  type Command, UsageError, budgetValue, checkFits, common, compressionMethod, documentTokens, float, int, openModel,
+  print, sessionOptions, str,
+} from '../args.ts';
+import { fidelitySvg } from '../eval-plot.ts';
+
+const defaultMethods: CompressionMethod[] = ['full', 'streaming', 'snapkv', 'pyramidkv', 'ada-snapkv', 'ada-pyramidkv'];
+const defaultBudgets = [0.2, 0.4, 0.6, 0.8];
+/** The project's own documents: test/docs/ (short stories written for the project). */
+export const defaultDocsDir = fileURLToPath(new URL('../../../test/docs/', import.meta.url));
+
+/** The documents of a folder: every .txt and .md file except README.md, by name. */
+export function documentFiles(dir: string): string[] {
+  let names: string[];
+  try {
+    names = readdirSync(dir);
+  } catch (e) {
+    throw new UsageError(`--docs: cannot read the folder ${dir}: ${(e as Error).message}`);
+  }
+  const files = names
+    .filter((n) => ['.txt', '.md'].includes(extname(n).toLowerCase()) && n.toLowerCase() !== 'readme.md')
+    .sort()
+    .map((n) => join(dir, n))
+    .filter((p) => statSync(p).isFile());
+  if (files.length === 0) throw new UsageError(`--docs: no .txt or .md documents in ${dir}`);
+  return files;
+}
+
+/** Per-position log-probabilities of a logits matrix, in float64 (rows × nVocab). */
+function logSoftmaxRows(rows: Float32Array[], nVocab: number): Float64Array {
+  const out = new Float64Array(rows.length * nVocab);
+  rows.forEach((row, r) => {
+    let max = -Infinity;
+    for (let i = 0; i < nVocab; i++) if (row[i] > max) max = row[i];
+    let sum = 0;
+    for (let i = 0; i < nVocab; i++) sum += Math.exp(row[i] - max);
+    const lse = max + Math.log(sum);
+    for (let i = 0; i < nVocab; i++) out[r * nVocab + i] = row[i] - lse;
+  });
+  return out;
+}
+
+/** Index of the largest value (the lowest index wins ties, as in greedy sampling). */
+function argmax(x: ArrayLike<number>, from: number, n: number): number {
+  let best = 0;
+  for (let i = 1; i < n; i++) if (x[from + i] > x[from + best]) best = i;
+  return best;
+}
+
+/** The predictions for the continuation: the logits after the prefix, then those after each continuation
+ * token but the last (row i predicts continuation token i). */
+async function continuationRows(session: Session, afterPrefix: Float32Array, rest: Int32Array, nVocab: number): Promise<Float32Array[]> {
+  const rows = [afterPrefix];
+  if (rest.length > 1) {
+    const { logits } = await session.prefill(rest.subarray(0, rest.length - 1), { allLogits: true });
+    for (let r = 0; r < rest.length - 1; r++) rows.push(logits.subarray(r * nVocab, (r + 1) * nVocab));
+  }
+  return rows;
+}
+
+interface Reference {
+  logp: Float64Array;
+  top: number[];
+}
+
+/** Sums over the positions of one document (one method × budget). */
+interface PositionSums {
+  positions: number;
+  kl: number;
+  agree: number;
+  nll: number;
+}
+
+function compare(ref: Reference, rows: Float32Array[], rest: Int32Array, nVocab: number): PositionSums {
+  const logq = logSoftmaxRows(rows, nVocab);
+  let kl = 0, agree = 0, nll = 0;
+  for (let r = 0; r < rows.length; r++) {
+    const o = r * nVocab;
+    let k = 0;
+    for (let i = 0; i < nVocab; i++) {
+      const lp = ref.logp[o + i];
+      const p = Math.exp(lp);
+      if (p > 0) k += p * (lp - logq[o + i]);
+    }
+    kl += Math.max(0, k); // KL >= 0; clamp the last-bit rounding of identical distributions
+    if (argmax(rows[r], 0, nVocab) === ref.top[r]) agree++;
+    nll -= logq[o + rest[r]];
+  }
+  return { positions: rows.length, kl, agree, nll };
+}
+
+export interface FidelityDocRow {
+  document: string;
+  method: CompressionMethod;
+  budget: number;
+  /** Per-head budget in tokens (window included), as the engine resolved it; the prefix length when nothing was compressed. */
+  budget_tokens: number;
+  compressed: boolean;
+  positions: number;
+  kl: number;
+  top1: number;
+  perplexity: number;
+  attn_l1_layers: (number | null)[];
+  attn_l1_mean: number | null;
+  kv_bytes_full: number;
+  kv_bytes_kept: number;
+}
+
+export interface FidelityRow {
+  method: CompressionMethod;
+  budget: number;
+  documents: number;
+  positions: number;
+  /** Mean KL(full ‖ method) in nats over every continuation position of every document. */
+  kl: number;
+  /** Fraction of positions where the method's most likely next token is the full cache's. */
+  top1: number;
+  /** exp(mean negative log-likelihood of the true next tokens). */
+  perplexity: number;
+  /** Per layer: the L1 change of the window queries' attention output, mean over documents. */
+  attn_l1_layers: (number | null)[];
+  /** Mean of attn_l1_layers. */
+  attn_l1_mean: number | null;
+  /** Key/value bytes of the prefixes, summed over documents: the full cache and what the method kept. */
+  kv_bytes_full: number;
+  kv_bytes_kept: number;
+  /** kv_bytes_kept / kv_bytes_full. */
+  kept_ratio: number;
+}
+
+export interface FidelityDoc {
+  document: string;
+  path: string;
+  tokens: number;
+  prefix_tokens: number;
+  continuation_tokens: number;
+  /** Perplexity of the continuation under the full cache. */
+  full_perplexity: number;
+}
+
+export interface FidelityReport {
+  suite: 'fidelity';
+  model: { path: string; name: string; architecture: string; layers: number; heads: number; kv_heads: number; context: number };
+  settings: {
+    methods: CompressionMethod[];
+    budgets: number[];
+    split: number;
+    alpha: number;
+    window: number;
+    kernel: number;
+    kv_type: 'f32';
+    n_ctx: number;
+    threads: number;
+    docs: string;
+    note: string;
+  };
+  documents: FidelityDoc[];
+  rows: FidelityRow[];
+  per_document: FidelityDocRow[];
+  seconds: number;
+}
+
+const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+
+function layerLosses(stats: CompressionStats): (number | null)[] {
+  return stats.layers.map((l) => (l.attn_l1 === null || !Number.isFinite(l.attn_l1) ? null : l.attn_l1));
+}
+
+function meanOrNull(xs: (number | null)[]): number | null {
+  const v = xs.filter((x): x is number => x !== null);
+  return v.length === xs.length && v.length > 0 ? mean(v) : null;
+}
+
+export interface FidelityOptions {
+  methods: CompressionMethod[];
+  budgets: number[];
+  split: number;
+  alpha: number;
+  window: number;
+  kernel: number;
+  docsDir: string;
+  sessionOpts: { nThreads: number; nCtx: number };
+  progress?: (line: string) => void;
+}
+
+/** Runs the fidelity suite over every document of a folder. */
+export async function runFidelity(model: Model, modelPath: string, o: FidelityOptions): Promise<FidelityReport> {
+  const t0 = performance.now();
+  const info = model.info();
+  const nVocab = info.nVocab;
+  const files = documentFiles(o.docsDir);
+  const sessionOpts = { ...o.sessionOpts, kvType: 'f32' as const };
+  const documents: FidelityDoc[] = [];
+  const perDoc: FidelityDocRow[] = [];
+  const sums = new Map<string, PositionSums>();
+  const key = (m: string, b: number) => `${m}@${b}`;
+  let nCtx = 0, threads = 0;
+
+  // Every document is tokenized and checked first: a document that does not fit stops the run before any work.
+  const docs = files.map((path) => ({ path, name: basename(path), tokens: documentTokens(model, path).tokens }));
+  {
+    const probe = model.createSession(sessionOpts);
+    nCtx = probe.nCtx;
+    threads = probe.nThreads;
+    probe.dispose();
+  }
+  for (const d of docs) {
+    try {
+      checkFits(d.tokens.length, nCtx, 0);
+    } catch (e) {
+      throw Object.assign(new Error(`${d.path}: ${(e as Error).message}`), { code: (e as { code?: string }).code });
+    }
+    const P = Math.round(o.split * d.tokens.length);
+    if (P < 1 || d.tokens.length - P < 1)
+      throw Object.assign(new Error(`${d.path}: ${d.tokens.length} tokens is too short to split at ${o.split} into a prefix and a continuation`), { code: 'DOC_TOO_SHORT' });
+  }
+
+  for (const d of docs) {
+    const P = Math.round(o.split * d.tokens.length);
+    const prefix = d.tokens.subarray(0, P);
+    const rest = d.tokens.subarray(P);
+    o.progress?.(`${d.name}: ${d.tokens.length} tokens, ${P} compressed, ${rest.length} teacher-forced`);
+
+    // The full-cache reference, computed once per document.
+    const refSession = model.createSession(sessionOpts);
+    const pre = await refSession.prefill(prefix);
+    const refRows = await continuationRows(refSession, pre.logits, rest, nVocab);
+    const ref: Reference = { logp: logSoftmaxRows(refRows, nVocab), top: refRows.map((r) => argmax(r, 0, nVocab)) };
+    refSession.dispose();
+    let fullNll = 0;
+    for (let r = 0; r < rest.length; r++) fullNll -= ref.logp[r * nVocab + rest[r]];
+    documents.push({
+      document: d.name, path: d.path, tokens: d.tokens.length, prefix_tokens: P, continuation_tokens: rest.length,
+      full_perplexity: Math.exp(fullNll / rest.length),
+    });
+
+    for (const method of o.methods) {
+      // 'full' keeps everything whatever the budget: run it once and report it under every budget.
+      let fullRun: { stats: CompressionStats; s: PositionSums } | undefined;
+      for (const budget of o.budgets) {
+        let run = fullRun;
+        if (!run) {
+          const session = model.createSession(sessionOpts);
+          const c = await session.compress(prefix, {
+            method, budget: method === 'full' ? undefined : budget, alpha: o.alpha, window: o.window, kernel: o.kernel, measureLoss: true,
+          });
+          const rows = await continuationRows(session, c.logits, rest, nVocab);
+          run = { stats: c.stats, s: compare(ref, rows, rest, nVocab) };
+          session.dispose();
+          if (method === 'full') fullRun = run;
+        }
+        const { stats, s } = run;
+        const l1 = layerLosses(stats);
+        perDoc.push({
+          document: d.name, method, budget,
+          budget_tokens: stats.compressed ? stats.budget : stats.prefix_tokens,
+          compressed: stats.compressed,
+          positions: s.positions,
+          kl: s.kl / s.positions,
+          top1: s.agree / s.positions,
+          perplexity: Math.exp(s.nll / s.positions),
+          attn_l1_layers: l1,
+          attn_l1_mean: meanOrNull(l1),
+          kv_bytes_full: stats.kv_bytes_full,
+          kv_bytes_kept: stats.kv_bytes_kept,
+        });
+        const k = key(method, budget);
+        const acc = sums.get(k) ?? { positions: 0, kl: 0, agree: 0, nll: 0 };
+        sums.set(k, { positions: acc.positions + s.positions, kl: acc.kl + s.kl, agree: acc.agree + s.agree, nll: acc.nll + s.nll });
+      }
+    }
+  }
+
+  const rows: FidelityRow[] = [];
+  for (const method of o.methods) {
+    for (const budget of o.budgets) {
+      const s = sums.get(key(method, budget))!;
+      const mine = perDoc.filter((r) => r.method === method && r.budget === budget);
+      const layers = info.nLayer;
+      const l1: (number | null)[] = [];
+      for (let l = 0; l < layers; l++) l1.push(meanOrNull(mine.map((r) => r.attn_l1_layers[l] ?? null)));
+      const full = mine.reduce((a, r) => a + r.kv_bytes_full, 0);
+      const kept = mine.reduce((a, r) => a + r.kv_bytes_kept, 0);
+      rows.push({
+        method, budget, documents: mine.length, positions: s.positions,
+        kl: s.kl / s.positions,
+        top1: s.agree / s.positions,
+        perplexity: Math.exp(s.nll / s.positions),
+        attn_l1_layers: l1,
+        attn_l1_mean: meanOrNull(l1),
+        kv_bytes_full: full,
+        kv_bytes_kept: kept,
+        kept_ratio: kept / full,
+      });
+    }
+  }
+
+  return {
+    suite: 'fidelity',
+    model: {
+      path: modelPath, name: info.name, architecture: info.architecture, layers: info.nLayer, heads: info.nHead,
+      kv_heads: info.nHeadKv, context: info.contextLength,
+    },
+    settings: {
+      methods: o.methods, budgets: o.budgets, split: o.split, alpha: o.alpha, window: o.window, kernel: o.kernel,
+      kv_type: 'f32', n_ctx: nCtx, threads, docs: o.docsDir,
+      note: 'F32 key/value caches for every run, so the differences come from compression and not from F16 rounding',
+    },
+    documents,
+    rows,
+    per_document: perDoc,
+    seconds: (performance.now() - t0) / 1000,
+  };
+}
+
+const fmtBudget = (b: number) => (b <= 1 ? b.toFixed(2) : `${b} tok`);
+const fmtNum = (x: number | null, d = 4) => (x === null ? '-' : x.toFixed(d));
+const fmtKl = (x: number) => (x === 0 ? '0' : x < 1e-3 ? x.toExponential(2) : x.toFixed(4));
+
+/** The report as a table for people. */
+export function fidelityTable(r: FidelityReport): string {
+  const out: string[] = [];
+  out.push(
+    `fidelity of compressed caches: ${r.model.name || basename(r.model.path)} (${r.model.layers} layers, ${r.model.heads} query heads, ${r.model.kv_heads} KV heads)`,
+    `${r.documents.length} documents from ${r.settings.docs}; the first ${Math.round(r.settings.split * 100)}% of each compressed question-agnostically ` +
+      `(window ${r.settings.window}, kernel ${r.settings.kernel}, alpha ${r.settings.alpha}), the rest teacher-forced`,
+    `F32 KV caches throughout, so the differences come from compression, not from F16 rounding`,
+    '',
+    'method          budget   KL(full||m)   top-1   perplexity   attn L1 (mean)   KV kept',
+  );
+  for (const row of r.rows) {
+    out.push(
+      `${row.method.padEnd(14)}  ${fmtBudget(row.budget).padStart(6)}  ${fmtKl(row.kl).padStart(12)}  ${row.top1.toFixed(3).padStart(6)}  ` +
+        `${row.perplexity.toFixed(3).padStart(11)}  ${fmtNum(row.attn_l1_mean).padStart(15)}  ${(100 * row.kept_ratio).toFixed(1).padStart(6)}%`,
+    );
+  }
+  const smallest = r.settings.budgets[0];
+  out.push('', `attention L1 loss per layer at budget ${fmtBudget(smallest)} (mean over documents)`);
+  out.push('method         ' + r.rows[0].attn_l1_layers.map((_, l) => `   layer ${l}`.padStart(10)).join(''));
+  for (const row of r.rows.filter((x) => x.budget === smallest)) {
+    out.push(row.method.padEnd(14) + ' ' + row.attn_l1_layers.map((x) => fmtNum(x).padStart(10)).join(''));
+  }
+  out.push('', 'documents');
+  for (const d of r.documents) {
+    out.push(`  ${d.document.padEnd(40)} ${String(d.tokens).padStart(4)} tokens: ${d.prefix_tokens} compressed, ${d.continuation_tokens} teacher-forced, ` +
+      `full-cache perplexity ${d.full_perplexity.toFixed(3)}`);
+  }
+  out.push(`(${r.seconds.toFixed(1)} s)`);
+  return out.join('\n') + '\n';
+}
+
+function list<T>(s: string | undefined, def: T[], parse: (x: string) => T, flag: string): T[] {
+  if (s === undefined) return def;
+  const items = s.split(',').map((x) => x.trim()).filter((x) => x !== '');
+  if (items.length === 0) throw new UsageError(`--${flag} is empty`);
+  return items.map(parse);
+}
+
+export const evalCommand: Command = {
+  summary: 'measure how compression changes the model\'s predictions (--suite fidelity)',
+  usage:
+    'folio eval --model M --suite fidelity [--methods full,streaming,snapkv,pyramidkv,ada-snapkv,ada-pyramidkv]\n' +
+    '           [--budgets 0.2,0.4,0.6,0.8] [--docs DIR] [--split 0.75] [--alpha 0.2] [--window 32] [--kernel 7]\n' +
+    '           [--svg FILE] [--threads N] [--ctx N] [--json]\n' +
+    '      documents: every .txt/.md in DIR but README.md (default test/docs); KV caches are F32',
+  options: {
+    model: common.model, json: common.json, threads: common.threads, ctx: common.ctx, help: common.help,
+    suite: { type: 'string' }, methods: { type: 'string' }, budgets: { type: 'string' }, docs: { type: 'string' },
+    split: { type: 'string' }, alpha: { type: 'string' }, window: { type: 'string' }, kernel: { type: 'string' },
+    svg: { type: 'string' },
+  },
+  async run(v) {
+    const suite = str(v, 'suite') ?? 'fidelity';
+    if (suite !== 'fidelity') throw new UsageError(`unknown suite '${suite}': the suite is fidelity`);
+    const methods = [...new Set(list(str(v, 'methods'), defaultMethods, compressionMethod, 'methods'))];
+    const budgets = [...new Set(list(str(v, 'budgets'), defaultBudgets, (x) => budgetValue(x, 'budgets'), 'budgets'))].sort((a, b) => a - b);
+    const split = float(v, 'split', 0.75);
+    if (!(split > 0 && split < 1)) throw new UsageError(`--split must be between 0 and 1, not '${v.split}'`);
+    const alpha = float(v, 'alpha', 0.2);
+    if (!(alpha >= 0 && alpha <= 1)) throw new UsageError(`--alpha must be between 0 and 1, not '${v.alpha}'`);
+    const window = int(v, 'window', 32, 1);
+    const kernel = int(v, 'kernel', 7, 1);
+    const docsDir = resolve(str(v, 'docs') ?? defaultDocsDir);
+    const { nThreads, nCtx } = sessionOptions(v);
+    const svg = str(v, 'svg');
+    const modelPath = str(v, 'model');
+    const model = await openModel(v);
+    const report = await runFidelity(model, modelPath!, {
+      methods, budgets, split, alpha, window, kernel, docsDir, sessionOpts: { nThreads, nCtx },
+      progress: v.json ? undefined : (line) => process.stderr.write(line + '\n'),
+    });
+    model.dispose();
+    if (svg !== undefined) writeFileSync(svg, fidelitySvg(report));
+    print(v, { ...report, ...(svg !== undefined ? { svg } : {}) }, fidelityTable(report) + (svg !== undefined ? `plot: ${svg}\n` : ''));
+  },
+};

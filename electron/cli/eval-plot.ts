@@ -1,0 +1,186 @@
+// The plot of `folio eval --suite fidelity --svg FILE`: a self-contained SVG written by hand (no dependency).
+// Left: KL(full ‖ method) on a log scale against the budget, one line per method. Right: the attention-
+// output L1 loss per layer at the smallest budget. Each method has its own colour, lightness, dash pattern
+// and marker, so the lines stay apart in grayscale too.
+import type { CompressionMethod } from '../engine/binding.ts';
+
+/** What the plot needs of a fidelity report (see commands/eval.ts). */
+export interface PlotInput {
+  model: { name: string; path: string };
+  settings: { methods: CompressionMethod[]; budgets: number[]; split: number; window: number; alpha: number };
+  rows: { method: CompressionMethod; budget: number; kl: number; attn_l1_layers: (number | null)[] }[];
+  documents: unknown[];
+}
+
+type Marker = 'none' | 'circle' | 'square' | 'triangle' | 'diamond' | 'cross';
+interface Style { colour: string; dash: string; marker: Marker; width: number }
+
+// Lightness goes from black to light orange; dashes and markers tell the rest apart.
+const styles: Record<CompressionMethod, Style> = {
+  full: { colour: '#000000', dash: '', marker: 'none', width: 1.5 },
+  streaming: { colour: '#8c8c8c', dash: '2 3', marker: 'cross', width: 2 },
+  snapkv: { colour: '#1b3f8b', dash: '7 4', marker: 'square', width: 2 },
+  pyramidkv: { colour: '#6fa8dc', dash: '3 2 8 2', marker: 'triangle', width: 2 },
+  'ada-snapkv': { colour: '#b22222', dash: '', marker: 'circle', width: 2.5 },
+  'ada-pyramidkv': { colour: '#f2a33a', dash: '', marker: 'diamond', width: 2.5 },
+};
+
+const esc = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
+const n = (x: number) => (Math.round(x * 100) / 100).toString();
+
+function marker(m: Marker, x: number, y: number, colour: string): string {
+  const r = 4;
+  switch (m) {
+    case 'circle': return `<circle cx="${n(x)}" cy="${n(y)}" r="${r}" fill="${colour}"/>`;
+    case 'square': return `<rect x="${n(x - r)}" y="${n(y - r)}" width="${2 * r}" height="${2 * r}" fill="${colour}"/>`;
+    case 'triangle': return `<path d="M${n(x)} ${n(y - r - 1)}L${n(x + r + 1)} ${n(y + r)}L${n(x - r - 1)} ${n(y + r)}Z" fill="${colour}"/>`;
+    case 'diamond': return `<path d="M${n(x)} ${n(y - r - 1)}L${n(x + r + 1)} ${n(y)}L${n(x)} ${n(y + r + 1)}L${n(x - r - 1)} ${n(y)}Z" fill="white" stroke="${colour}" stroke-width="2"/>`;
+    case 'cross': return `<path d="M${n(x - r)} ${n(y - r)}L${n(x + r)} ${n(y + r)}M${n(x - r)} ${n(y + r)}L${n(x + r)} ${n(y - r)}" stroke="${colour}" stroke-width="2"/>`;
+    default: return '';
+  }
+}
+
+/** Round tick values covering [lo, hi] (about five of them). */
+function niceTicks(lo: number, hi: number): number[] {
+  if (hi <= lo) hi = lo + 1;
+  const raw = (hi - lo) / 5;
+  const p = 10 ** Math.floor(Math.log10(raw));
+  const step = [1, 2, 5, 10].map((m) => m * p).find((s) => s >= raw)!;
+  const ticks: number[] = [];
+  const first = Math.floor(lo / step + 1e-9), last = Math.ceil(hi / step - 1e-9);
+  for (let i = first; i <= last; i++) ticks.push(Number((i * step).toPrecision(12)));
+  return ticks;
+}
+
+const fmtTick = (t: number) => (Math.abs(t) >= 1e4 || (t !== 0 && Math.abs(t) < 1e-3) ? t.toExponential(0) : String(Number(t.toPrecision(6))));
+
+interface Panel { x: number; y: number; w: number; h: number }
+
+function frame(p: Panel, title: string, xLabel: string, yLabel: string): string {
+  return (
+    `<rect x="${p.x}" y="${p.y}" width="${p.w}" height="${p.h}" fill="none" stroke="#000" stroke-width="1"/>` +
+    `<text x="${p.x + p.w / 2}" y="${p.y - 12}" text-anchor="middle" font-size="14" font-weight="bold">${esc(title)}</text>` +
+    `<text x="${p.x + p.w / 2}" y="${p.y + p.h + 40}" text-anchor="middle" font-size="12">${esc(xLabel)}</text>` +
+    `<text transform="translate(${p.x - 52} ${p.y + p.h / 2}) rotate(-90)" text-anchor="middle" font-size="12">${esc(yLabel)}</text>`
+  );
+}
+
+function series(points: [number, number][], s: Style): string {
+  if (points.length === 0) return '';
+  const d = points.map(([x, y], i) => `${i ? 'L' : 'M'}${n(x)} ${n(y)}`).join('');
+  return (
+    `<path d="${d}" fill="none" stroke="${s.colour}" stroke-width="${s.width}"${s.dash ? ` stroke-dasharray="${s.dash}"` : ''} stroke-linejoin="round"/>` +
+    points.map(([x, y]) => marker(s.marker, x, y, s.colour)).join('')
+  );
+}
+
+/** The two-panel plot of a fidelity report, as SVG text. */
+export function fidelitySvg(r: PlotInput): string {
+  const W = 980, H = 500;
+  const left: Panel = { x: 80, y: 60, w: 380, h: 320 };
+  const right: Panel = { x: 570, y: 60, w: 380, h: 320 };
+  const methods = r.settings.methods;
+  const budgets = [...r.settings.budgets].sort((a, b) => a - b);
+  const parts: string[] = [];
+  parts.push(
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" font-family="Helvetica, Arial, sans-serif">`,
+    `<rect width="${W}" height="${H}" fill="white"/>`,
+    `<text x="${W / 2}" y="22" text-anchor="middle" font-size="15">${esc(
+      `Compression fidelity: ${r.model.name || r.model.path}, ${r.documents.length} documents, split ${r.settings.split}, ` +
+        `window ${r.settings.window}, alpha ${r.settings.alpha}, F32 caches`,
+    )}</text>`,
+  );
+
+  // Left panel: KL against the budget, log scale.
+  const bx0 = budgets[0], bx1 = budgets[budgets.length - 1];
+  const pad = bx1 > bx0 ? (bx1 - bx0) * 0.06 : Math.max(bx0 * 0.1, 0.05);
+  const xOf = (b: number) => left.x + ((b - (bx0 - pad)) / (bx1 + pad - (bx0 - pad))) * left.w;
+  const kls = r.rows.filter((x) => x.kl > 0 && Number.isFinite(x.kl)).map((x) => x.kl);
+  let lo = kls.length ? Math.floor(Math.log10(Math.min(...kls))) : -3;
+  let hi = kls.length ? Math.ceil(Math.log10(Math.max(...kls))) : 0;
+  if (hi <= lo) hi = lo + 1;
+  const yKl = (k: number) => left.y + left.h - ((Math.log10(k) - lo) / (hi - lo)) * left.h;
+  parts.push(`<g font-size="11">`);
+  for (let e = lo; e <= hi; e++) {
+    const y = yKl(10 ** e);
+    parts.push(
+      `<line x1="${left.x}" x2="${left.x + left.w}" y1="${n(y)}" y2="${n(y)}" stroke="#d0d0d0"/>`,
+      `<line x1="${left.x - 5}" x2="${left.x}" y1="${n(y)}" y2="${n(y)}" stroke="#000"/>`,
+      `<text x="${left.x - 8}" y="${n(y + 4)}" text-anchor="end">1e${e}</text>`,
+    );
+    if (e < hi) for (let m = 2; m <= 9; m++) {
+      const ym = yKl(m * 10 ** e);
+      parts.push(`<line x1="${left.x}" x2="${left.x + 3}" y1="${n(ym)}" y2="${n(ym)}" stroke="#000"/>`);
+      if (hi - lo <= 2 && (m === 2 || m === 5)) parts.push(`<text x="${left.x - 8}" y="${n(ym + 4)}" text-anchor="end" fill="#555">${m}e${e}</text>`);
+    }
+  }
+  for (const b of budgets) {
+    const x = xOf(b);
+    parts.push(
+      `<line x1="${n(x)}" x2="${n(x)}" y1="${left.y}" y2="${left.y + left.h}" stroke="#eeeeee"/>`,
+      `<line x1="${n(x)}" x2="${n(x)}" y1="${left.y + left.h}" y2="${left.y + left.h + 5}" stroke="#000"/>`,
+      `<text x="${n(x)}" y="${left.y + left.h + 18}" text-anchor="middle">${b <= 1 ? b : `${b} tok`}</text>`,
+    );
+  }
+  parts.push(`</g>`);
+  parts.push(frame(left, 'KL(full ‖ method) of the next-token distributions', 'budget (kept fraction of the prefix per head)', 'mean KL, nats (log scale)'));
+  const notDrawn: string[] = [];
+  for (const m of methods) {
+    const pts = budgets
+      .map((b) => r.rows.find((x) => x.method === m && x.budget === b))
+      .filter((x): x is NonNullable<typeof x> => !!x && x.kl > 0 && Number.isFinite(x.kl))
+      .map((x) => [xOf(x.budget), yKl(x.kl)] as [number, number]);
+    if (pts.length === 0) notDrawn.push(m);
+    parts.push(series(pts, styles[m]));
+  }
+  if (notDrawn.length)
+    parts.push(`<text x="${left.x + 6}" y="${left.y + left.h - 8}" font-size="11" fill="#333">${esc(`KL = 0, not drawn on a log scale: ${notDrawn.join(', ')}`)}</text>`);
+
+  // Right panel: attention L1 per layer at the smallest budget.
+  const smallest = budgets[0];
+  const lrows = methods.map((m) => r.rows.find((x) => x.method === m && x.budget === smallest)).filter((x): x is NonNullable<typeof x> => !!x);
+  const layers = Math.max(1, ...lrows.map((x) => x.attn_l1_layers.length));
+  const l1s = lrows.flatMap((x) => x.attn_l1_layers.filter((v): v is number => v !== null && Number.isFinite(v)));
+  const yTicks = niceTicks(0, Math.max(1e-6, ...l1s) * 1.05);
+  const yMax = yTicks[yTicks.length - 1];
+  const xl = (l: number) => right.x + (layers === 1 ? right.w / 2 : 20 + (l / (layers - 1)) * (right.w - 40));
+  const yl = (v: number) => right.y + right.h - (v / yMax) * right.h;
+  parts.push(`<g font-size="11">`);
+  for (const t of yTicks) {
+    const y = yl(t);
+    parts.push(
+      `<line x1="${right.x}" x2="${right.x + right.w}" y1="${n(y)}" y2="${n(y)}" stroke="#d0d0d0"/>`,
+      `<line x1="${right.x - 5}" x2="${right.x}" y1="${n(y)}" y2="${n(y)}" stroke="#000"/>`,
+      `<text x="${right.x - 8}" y="${n(y + 4)}" text-anchor="end">${fmtTick(t)}</text>`,
+    );
+  }
+  for (let l = 0; l < layers; l++) {
+    const x = xl(l);
+    parts.push(
+      `<line x1="${n(x)}" x2="${n(x)}" y1="${right.y + right.h}" y2="${right.y + right.h + 5}" stroke="#000"/>`,
+      `<text x="${n(x)}" y="${right.y + right.h + 18}" text-anchor="middle">${l}</text>`,
+    );
+  }
+  parts.push(`</g>`);
+  parts.push(frame(right, `Attention L1 loss per layer at budget ${smallest}`, 'layer', 'L1 change of the window\'s attention output'));
+  for (const row of lrows) {
+    const pts = row.attn_l1_layers
+      .map((v, l) => (v === null || !Number.isFinite(v) ? null : ([xl(l), yl(v)] as [number, number])))
+      .filter((p): p is [number, number] => p !== null);
+    parts.push(series(pts, styles[row.method]));
+  }
+
+  // Legend, one row under both panels.
+  const lx0 = 80, ly = H - 40, step = (W - 2 * lx0) / Math.max(1, methods.length);
+  methods.forEach((m, i) => {
+    const s = styles[m];
+    const x = lx0 + i * step;
+    parts.push(
+      `<line x1="${x}" x2="${x + 36}" y1="${ly}" y2="${ly}" stroke="${s.colour}" stroke-width="${s.width}"${s.dash ? ` stroke-dasharray="${s.dash}"` : ''}/>`,
+      marker(s.marker, x + 18, ly, s.colour),
+      `<text x="${x + 44}" y="${ly + 4}" font-size="12">${esc(m)}</text>`,
+    );
+  });
+  parts.push('</svg>');
+  return parts.join('\n') + '\n';
+}
