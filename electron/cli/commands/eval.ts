@@ -13,6 +13,7 @@ import {
   print, sessionOptions, str,
 } from '../args.ts';
 import { fidelitySvg } from '../eval-plot.ts';
+import { niahTable, readNiahCases, runNiah } from '../eval-niah.ts';
 
 const defaultMethods: CompressionMethod[] = ['full', 'streaming', 'snapkv', 'pyramidkv', 'ada-snapkv', 'ada-pyramidkv'];
 const defaultBudgets = [0.2, 0.4, 0.6, 0.8];
@@ -367,21 +368,25 @@ function list<T>(s: string | undefined, def: T[], parse: (x: string) => T, flag:
 }
 
 export const evalCommand: Command = {
-  summary: 'measure how compression changes the model\'s predictions (--suite fidelity)',
+  summary: 'measure what compression does to the model: its predictions (fidelity) or its retrieval (niah)',
   usage:
     'folio eval --model M --suite fidelity [--methods full,streaming,snapkv,pyramidkv,ada-snapkv,ada-pyramidkv]\n' +
     '           [--budgets 0.2,0.4,0.6,0.8] [--docs DIR] [--split 0.75] [--alpha 0.2] [--window 32] [--kernel 7]\n' +
     '           [--svg FILE] [--threads N] [--ctx N] [--json]\n' +
-    '      documents: every .txt/.md in DIR but README.md (default test/docs); KV caches are F32',
+    '      documents: every .txt/.md in DIR but README.md (default test/docs); KV caches are F32\n' +
+    'folio eval --model M --suite niah --cases FILE.jsonl [--tasks passkey] [--lengths 256,512] [--question-aware]\n' +
+    '           [--methods ...] [--budgets ...] [--alpha 0.2] [--window 32] [--kernel 7] [--json]\n' +
+    '      cases in the needle-eval format (../shared/models/needle-eval); budgets as ratios or tokens per head',
   options: {
     model: common.model, json: common.json, threads: common.threads, ctx: common.ctx, help: common.help,
     suite: { type: 'string' }, methods: { type: 'string' }, budgets: { type: 'string' }, docs: { type: 'string' },
     split: { type: 'string' }, alpha: { type: 'string' }, window: { type: 'string' }, kernel: { type: 'string' },
-    svg: { type: 'string' },
+    svg: { type: 'string' }, cases: { type: 'string' }, tasks: { type: 'string' }, lengths: { type: 'string' },
+    'question-aware': { type: 'boolean' }, 'kv-type': common['kv-type'],
   },
   async run(v) {
     const suite = str(v, 'suite') ?? 'fidelity';
-    if (suite !== 'fidelity') throw new UsageError(`unknown suite '${suite}': the suite is fidelity`);
+    if (suite !== 'fidelity' && suite !== 'niah') throw new UsageError(`unknown suite '${suite}': use fidelity or niah`);
     const methods = [...new Set(list(str(v, 'methods'), defaultMethods, compressionMethod, 'methods'))];
     const budgets = [...new Set(list(str(v, 'budgets'), defaultBudgets, (x) => budgetValue(x, 'budgets'), 'budgets'))].sort((a, b) => a - b);
     const split = float(v, 'split', 0.75);
@@ -394,6 +399,27 @@ export const evalCommand: Command = {
     const { nThreads, nCtx } = sessionOptions(v);
     const svg = str(v, 'svg');
     const modelPath = str(v, 'model');
+    if (suite === 'niah') {
+      const casesPath = str(v, 'cases');
+      if (casesPath === undefined) throw new UsageError('--cases is required for the niah suite');
+      const tasks = str(v, 'tasks')?.split(',');
+      const lengths = list(str(v, 'lengths'), [] as number[], (x) => {
+        const n = Number(x);
+        if (!Number.isInteger(n) || n < 1) throw new UsageError(`--lengths: '${x}' is not a length`);
+        return n;
+      }, 'lengths');
+      const questionAware = !!v['question-aware'];
+      const model = await openModel(v);
+      const cases = readNiahCases(casesPath, tasks, lengths.length ? lengths : undefined);
+      if (cases.length === 0) throw new UsageError(`--cases: no case of ${casesPath} matches --tasks and --lengths`);
+      const rows = await runNiah(model, cases, { methods, budgets, alpha, window, kernel, questionAware, sessionOpts: sessionOptions(v) });
+      model.dispose();
+      print(v, {
+        suite: 'niah', model: modelPath, cases: casesPath, settings: { methods, budgets, alpha, window, kernel, question_aware: questionAware, tasks, lengths },
+        rows,
+      }, niahTable(rows, questionAware));
+      return;
+    }
     const model = await openModel(v);
     const report = await runFidelity(model, modelPath!, {
       methods, budgets, split, alpha, window, kernel, docsDir, sessionOpts: { nThreads, nCtx },

@@ -1,0 +1,123 @@
+// folio eval --suite niah: needle-in-a-haystack retrieval through a compressed cache (ADAKV.md, "Quality
+// measures": retrieval, question-agnostic). Each case is a haystack with a planted needle and a question at
+// the end. Question-agnostic (the app's normal case): the haystack alone is compressed, with the window at
+// its own end, and the question is appended afterwards; question-aware: haystack and question are
+// compressed together. Then the answer is greedy-decoded and must match exactly.
+import { readFileSync } from 'node:fs';
+
+import type { CompressionMethod, Model } from '../engine/binding.ts';
+import { UsageError } from './args.ts';
+
+/** One case of a needle-eval set (JSON lines: ../shared/models/needle-eval/README.md). */
+export interface NiahCase {
+  id: string;
+  task: string;
+  prompt: string;
+  answer: string;
+  answer_tokens: number[];
+  length: number;
+  depth: number;
+}
+
+export function readNiahCases(path: string, tasks?: string[], lengths?: number[]): NiahCase[] {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (e) {
+    throw new UsageError(`--cases: cannot read ${path}: ${(e as Error).message}`);
+  }
+  const cases = text.split('\n').filter((l) => l.trim() !== '').map((l, i) => {
+    try {
+      return JSON.parse(l) as NiahCase;
+    } catch {
+      throw new UsageError(`--cases: line ${i + 1} of ${path} is not JSON`);
+    }
+  });
+  return cases.filter((c) => (!tasks || tasks.includes(c.task)) && (!lengths || lengths.includes(c.length)));
+}
+
+/** Splits a case's tokens into the haystack and the question ("What is ..." at the end of the prompt). */
+export function splitQuestion(model: Model, c: NiahCase): { tokens: Int32Array; questionStart: number } {
+  const tokens = model.tokenize(c.prompt, { addSpecial: true, parseSpecial: false });
+  const at = c.prompt.lastIndexOf(' What is');
+  if (at < 0) throw new UsageError(`case ${c.id}: no question ("What is ...") at the end of the prompt`);
+  const haystack = model.tokenize(c.prompt.slice(0, at), { addSpecial: true, parseSpecial: false });
+  // The haystack's tokens must be a prefix of the whole prompt's (SentencePiece splits at the space).
+  if (!haystack.every((t, i) => t === tokens[i])) throw new UsageError(`case ${c.id}: the question does not start at a token boundary`);
+  return { tokens, questionStart: haystack.length };
+}
+
+export interface NiahRow {
+  method: CompressionMethod;
+  budget: number;
+  cases: number;
+  correct: number;
+  accuracy: number;
+  /** Accuracy per length bucket and per depth. */
+  by_length: Record<string, number>;
+  by_depth: Record<string, number>;
+  kept_ratio: number;
+}
+
+export interface NiahOptions {
+  methods: CompressionMethod[];
+  budgets: number[];
+  alpha: number;
+  window: number;
+  kernel: number;
+  questionAware: boolean;
+  sessionOpts: { nThreads: number; nCtx: number; kvType: 'f16' | 'f32' };
+}
+
+export async function runNiah(model: Model, cases: NiahCase[], o: NiahOptions): Promise<NiahRow[]> {
+  const split = cases.map((c) => ({ c, ...splitQuestion(model, c) }));
+  const rows: NiahRow[] = [];
+  for (const method of o.methods) {
+    for (const budget of method === 'full' ? [1] : o.budgets) {
+      let correct = 0, full = 0, kept = 0;
+      const tally = (m: Map<string, [number, number]>, k: string, ok: boolean) => {
+        const [a, n] = m.get(k) ?? [0, 0];
+        m.set(k, [a + (ok ? 1 : 0), n + 1]);
+      };
+      const byLength = new Map<string, [number, number]>(), byDepth = new Map<string, [number, number]>();
+      for (const { c, tokens, questionStart } of split) {
+        const cut = o.questionAware ? tokens.length : questionStart;
+        const session = model.createSession(o.sessionOpts);
+        const r = await session.compress(tokens.subarray(0, cut), {
+          method, budget: method === 'full' ? undefined : budget, alpha: o.alpha, window: o.window, kernel: o.kernel,
+        });
+        if (cut < tokens.length) await session.prefill(tokens.subarray(cut));
+        const g = await session.generate({ n: c.answer_tokens.length, temperature: 0 });
+        session.dispose();
+        const ok = g.tokens.length === c.answer_tokens.length && g.tokens.every((t, i) => t === c.answer_tokens[i]);
+        if (ok) correct++;
+        full += r.stats.kv_bytes_full;
+        kept += r.stats.kv_bytes_kept;
+        tally(byLength, String(c.length), ok);
+        tally(byDepth, String(c.depth), ok);
+      }
+      const ratio = (m: Map<string, [number, number]>) => Object.fromEntries([...m].map(([k, [a, n]]) => [k, a / n]));
+      rows.push({
+        method, budget, cases: cases.length, correct, accuracy: correct / cases.length,
+        by_length: ratio(byLength), by_depth: ratio(byDepth), kept_ratio: kept / full,
+      });
+    }
+  }
+  return rows;
+}
+
+export function niahTable(rows: NiahRow[], questionAware: boolean): string {
+  const lengths = Object.keys(rows[0]?.by_length ?? {});
+  const out = [
+    `needle in a haystack, ${questionAware ? 'question-aware (the question is compressed with the haystack)' : 'question-agnostic (the haystack is compressed before the question is seen)'}`,
+    '',
+    'method          budget   accuracy  ' + lengths.map((l) => `len ${l}`.padStart(9)).join('') + '   KV kept',
+  ];
+  for (const r of rows) {
+    out.push(
+      `${r.method.padEnd(14)}  ${(r.budget <= 1 ? r.budget.toFixed(2) : `${r.budget} tok`).padStart(6)}   ` +
+        `${r.accuracy.toFixed(3).padStart(8)}  ${lengths.map((l) => r.by_length[l].toFixed(2).padStart(9)).join('')}  ${(100 * r.kept_ratio).toFixed(1).padStart(7)}%`,
+    );
+  }
+  return out.join('\n') + '\n';
+}
