@@ -1,0 +1,391 @@
+// The one API contract between the UI and the app core: every method with its parameter and result
+// schemas, every event the core pushes, and the error shape. Defined once; the Electron IPC bridge and the
+// web host (HTTP/WebSocket) both carry exactly this, and both validate with these schemas at run time.
+import { z } from 'zod';
+
+// ---------------------------------------------------------------------------------------------------------
+// Shared shapes
+
+export const Id = z.string().min(1).max(128);
+
+export const CompressionMethod = z.enum(['full', 'streaming', 'snapkv', 'pyramidkv', 'ada-snapkv', 'ada-pyramidkv']);
+export type CompressionMethod = z.infer<typeof CompressionMethod>;
+
+/** How a document's KV cache is compressed. budget: a kept ratio (<= 1) or tokens per KV head (> 1). */
+export const CompressionSettings = z.object({
+  method: CompressionMethod,
+  budget: z.number().positive().max(1 << 24),
+  alpha: z.number().min(0).max(1),
+  window: z.number().int().min(1).max(4096),
+  kernel: z.number().int().min(1).max(255).refine((k) => k % 2 === 1, 'the pooling kernel must be odd'),
+});
+export type CompressionSettings = z.infer<typeof CompressionSettings>;
+
+export const SamplingSettings = z.object({
+  temperature: z.number().min(0).max(10),
+  topK: z.number().int().min(0),
+  topP: z.number().gt(0).max(1),
+  minP: z.number().min(0).max(1),
+  repeatPenalty: z.number().gt(0).max(10),
+  /** Most tokens one answer may have. */
+  maxTokens: z.number().int().min(1).max(1 << 20),
+  seed: z.number().int().min(0).nullable(),
+});
+export type SamplingSettings = z.infer<typeof SamplingSettings>;
+
+export const Theme = z.enum(['system', 'light', 'dark']);
+
+export const Settings = z.object({
+  /** The model chats run on (an id from models.list). */
+  modelId: Id.nullable(),
+  compression: CompressionSettings,
+  sampling: SamplingSettings,
+  systemPrompt: z.string().max(100_000),
+  /** Context length; null: the model's own, capped by memory. */
+  nCtx: z.number().int().min(64).nullable(),
+  /** Engine threads; null: all cores. */
+  threads: z.number().int().min(1).max(1024).nullable(),
+  kvType: z.enum(['f16', 'f32']),
+  theme: Theme,
+  /** Folders searched for GGUF models besides the known places. */
+  modelFolders: z.array(z.string().min(1)),
+});
+export type Settings = z.infer<typeof Settings>;
+
+export const SettingsPatch = Settings.partial().extend({
+  compression: CompressionSettings.partial().optional(),
+  sampling: SamplingSettings.partial().optional(),
+});
+export type SettingsPatch = z.infer<typeof SettingsPatch>;
+
+// ---------------------------------------------------------------------------------------------------------
+// Models
+
+export const ModelSource = z.enum(['lmstudio', 'ollama', 'huggingface', 'folder', 'download', 'added']);
+
+export const ModelEntry = z.object({
+  id: Id,
+  path: z.string(),
+  name: z.string(),
+  source: ModelSource,
+  fileBytes: z.number(),
+  /** From the GGUF header, without loading weights. Null when the file could not be read (see error). */
+  architecture: z.string().nullable(),
+  /** e.g. Q4_K_M, Q8_0, F16 (general.file_type), or the dominant tensor type. */
+  quantization: z.string().nullable(),
+  contextLength: z.number().nullable(),
+  parameters: z.number().nullable(),
+  layers: z.number().nullable(),
+  kvHeads: z.number().nullable(),
+  /** False for architectures the engine does not run (the UI greys them out, with the reason). */
+  supported: z.boolean(),
+  error: z.string().nullable(),
+});
+export type ModelEntry = z.infer<typeof ModelEntry>;
+
+export const CatalogEntry = z.object({
+  id: Id,
+  name: z.string(),
+  url: z.string().url(),
+  fileBytes: z.number(),
+  sha256: z.string().regex(/^[0-9a-f]{64}$/).nullable(),
+  description: z.string(),
+});
+export type CatalogEntry = z.infer<typeof CatalogEntry>;
+
+export const MemoryEstimate = z.object({
+  weightBytes: z.number(),
+  /** The KV cache of a full context without compression, and with the given compression. */
+  kvBytesFull: z.number(),
+  kvBytesCompressed: z.number(),
+  workingBytes: z.number(),
+  totalBytes: z.number(),
+  availableBytes: z.number(),
+  fits: z.boolean(),
+  /** What the numbers mean for the user, e.g. why it does not fit. */
+  message: z.string(),
+});
+export type MemoryEstimate = z.infer<typeof MemoryEstimate>;
+
+export const EngineStatus = z.object({
+  state: z.enum(['stopped', 'starting', 'ready', 'busy', 'crashed']),
+  modelId: Id.nullable(),
+  /** The compute backend in use and why (e.g. "cpu (avx2)", "cuda: no NVIDIA driver, using cpu"). */
+  backend: z.string(),
+  message: z.string().nullable(),
+  /** How many times the engine process was restarted after dying. */
+  restarts: z.number().int(),
+});
+export type EngineStatus = z.infer<typeof EngineStatus>;
+
+// ---------------------------------------------------------------------------------------------------------
+// Documents
+
+export const DocumentKind = z.enum(['pdf', 'docx', 'markdown', 'text']);
+export const DocumentStatus = z.enum(['importing', 'compressing', 'ready', 'failed', 'stale']);
+
+export const DocumentSummary = z.object({
+  id: Id,
+  title: z.string(),
+  kind: DocumentKind,
+  fileName: z.string(),
+  pages: z.number().int(),
+  tokens: z.number().int(),
+  /** stale: the saved cache was made with another model or other compression settings. */
+  status: DocumentStatus,
+  error: z.string().nullable(),
+  createdAt: z.string(),
+  modelId: Id.nullable(),
+  compression: CompressionSettings.nullable(),
+  kvBytesFull: z.number().nullable(),
+  kvBytesKept: z.number().nullable(),
+});
+export type DocumentSummary = z.infer<typeof DocumentSummary>;
+
+/** A page (PDF) or paragraph group (other formats) with the token range it became. */
+export const DocumentPage = z.object({
+  page: z.number().int().min(1),
+  text: z.string(),
+  tokenStart: z.number().int(),
+  tokenEnd: z.number().int(),
+});
+
+export const HeadStats = z.object({ kept: z.number(), retained_mass: z.number(), concentration: z.number() });
+export const LayerStats = z.object({
+  budget: z.number(),
+  bytes_full: z.number(),
+  bytes_kept: z.number(),
+  eps_over_c: z.number(),
+  attn_l1: z.number().nullable(),
+  ms_score: z.number(),
+  ms_select: z.number(),
+  ms_compact: z.number(),
+  heads: z.array(HeadStats),
+});
+/** The engine's compression statistics (ADAKV.md), the retention map as a plain array. */
+export const CompressionStats = z.object({
+  method: CompressionMethod,
+  prefix_tokens: z.number(),
+  window: z.number(),
+  kernel: z.number(),
+  alpha: z.number(),
+  kv_type: z.enum(['f16', 'f32']),
+  compressed: z.boolean(),
+  reason: z.string().nullable(),
+  budget: z.number(),
+  budget_selectable: z.number(),
+  budget_clamped: z.boolean(),
+  kv_bytes_full: z.number(),
+  kv_bytes_kept: z.number(),
+  ms_prefill: z.number(),
+  ms_compress: z.number(),
+  layers: z.array(LayerStats),
+  token_retention: z.array(z.number()),
+});
+export type CompressionStats = z.infer<typeof CompressionStats>;
+
+/** A passage of a page and how much of the model's cache kept it: the retention map folded onto text. */
+export const RetainedPassage = z.object({
+  page: z.number().int(),
+  /** Character range in the page's text. */
+  start: z.number().int(),
+  end: z.number().int(),
+  /** Mean over the passage's tokens of the fraction of (layer, KV head) slots that kept the token. */
+  retention: z.number().min(0).max(1),
+});
+
+export const DocumentDetail = DocumentSummary.extend({
+  pageList: z.array(DocumentPage),
+  stats: CompressionStats.nullable(),
+  passages: z.array(RetainedPassage),
+});
+export type DocumentDetail = z.infer<typeof DocumentDetail>;
+
+// ---------------------------------------------------------------------------------------------------------
+// Chats
+
+export const MessageStatus = z.enum(['complete', 'streaming', 'interrupted', 'cancelled', 'failed']);
+
+export const Message = z.object({
+  id: Id,
+  chatId: Id,
+  role: z.enum(['user', 'assistant']),
+  text: z.string(),
+  status: MessageStatus,
+  createdAt: z.string(),
+  /** Answer tokens and their speed (assistant messages). */
+  tokens: z.number().int().nullable(),
+  tokensPerSecond: z.number().nullable(),
+  /** Pages where the answer's evidence was found. */
+  pageRefs: z.array(z.number().int()),
+  error: z.string().nullable(),
+});
+export type Message = z.infer<typeof Message>;
+
+export const ChatSummary = z.object({
+  id: Id,
+  documentId: Id,
+  title: z.string(),
+  createdAt: z.string(),
+  updatedAt: z.string(),
+  messageCount: z.number().int(),
+});
+export type ChatSummary = z.infer<typeof ChatSummary>;
+
+/** How full the context is: the compressed document plus the conversation, against the model's context. */
+export const ContextUsage = z.object({
+  documentTokens: z.number().int(),
+  conversationTokens: z.number().int(),
+  contextTokens: z.number().int(),
+});
+
+// ---------------------------------------------------------------------------------------------------------
+// Tasks (long operations: import, prefill, compression, model load, downloads)
+
+export const TaskKind = z.enum(['import', 'prefill', 'compress', 'save', 'load-model', 'download', 'compare']);
+
+export const TaskProgress = z.object({
+  taskId: Id,
+  kind: TaskKind,
+  documentId: Id.nullable(),
+  done: z.number(),
+  total: z.number(),
+  /** Estimated milliseconds left; null when not yet known. */
+  etaMs: z.number().nullable(),
+  message: z.string(),
+});
+export type TaskProgress = z.infer<typeof TaskProgress>;
+
+export const TaskDone = z.object({
+  taskId: Id,
+  kind: TaskKind,
+  documentId: Id.nullable(),
+  ok: z.boolean(),
+  cancelled: z.boolean(),
+  error: z.string().nullable(),
+});
+
+// ---------------------------------------------------------------------------------------------------------
+// Methods: name -> { params, result }
+
+const Empty = z.object({}).strict();
+const Ok = z.object({ ok: z.literal(true) });
+
+export const methods = {
+  'settings.get': { params: Empty, result: Settings },
+  'settings.update': { params: SettingsPatch, result: Settings },
+
+  'engine.status': { params: Empty, result: EngineStatus },
+
+  'models.list': { params: Empty, result: z.array(ModelEntry) },
+  'models.rescan': { params: Empty, result: z.array(ModelEntry) },
+  'models.add': { params: z.object({ path: z.string().min(1) }), result: ModelEntry },
+  'models.catalog': { params: Empty, result: z.array(CatalogEntry) },
+  'models.download': {
+    params: z.union([z.object({ url: z.string().url() }), z.object({ catalogId: Id })]),
+    result: z.object({ taskId: Id }),
+  },
+  'models.estimate': {
+    params: z.object({ modelId: Id, nCtx: z.number().int().min(64).optional(), compression: CompressionSettings.optional() }),
+    result: MemoryEstimate,
+  },
+  /** Loads the model into the engine (after the memory check) and makes it the chat model. */
+  'models.select': { params: z.object({ modelId: Id }), result: EngineStatus },
+
+  'documents.list': { params: Empty, result: z.array(DocumentSummary) },
+  'documents.get': { params: z.object({ documentId: Id }), result: DocumentDetail },
+  /** Imports a file by path (desktop) or by content (browser upload), then compresses it. */
+  'documents.import': {
+    params: z.union([
+      z.object({ path: z.string().min(1) }),
+      z.object({ fileName: z.string().min(1).max(1024), dataBase64: z.string() }),
+    ]),
+    result: z.object({ documentId: Id, taskId: Id }),
+  },
+  'documents.delete': { params: z.object({ documentId: Id }), result: Ok },
+  /** Compresses again with other settings (or the current ones). */
+  'documents.recompress': {
+    params: z.object({ documentId: Id, compression: CompressionSettings.optional(), pages: z.tuple([z.number().int().min(1), z.number().int().min(1)]).optional() }),
+    result: z.object({ taskId: Id }),
+  },
+  /** Uniform (SnapKV) against Ada for the same document and budget, computed on demand. */
+  'documents.compare': {
+    params: z.object({ documentId: Id, budget: z.number().positive().optional() }),
+    result: z.object({ uniform: CompressionStats, ada: CompressionStats }),
+  },
+
+  'tasks.cancel': { params: z.object({ taskId: Id }), result: Ok },
+
+  'chats.list': { params: z.object({ documentId: Id }), result: z.array(ChatSummary) },
+  'chats.create': { params: z.object({ documentId: Id, title: z.string().max(200).optional() }), result: ChatSummary },
+  'chats.get': { params: z.object({ chatId: Id }), result: z.object({ chat: ChatSummary, messages: z.array(Message), usage: ContextUsage }) },
+  'chats.rename': { params: z.object({ chatId: Id, title: z.string().min(1).max(200) }), result: ChatSummary },
+  'chats.delete': { params: z.object({ chatId: Id }), result: Ok },
+  /** Asks a question; the answer streams as chat.token events and ends with a chat.message event. */
+  'chats.send': { params: z.object({ chatId: Id, text: z.string().min(1).max(100_000) }), result: z.object({ user: Message, assistant: Message }) },
+  'chats.stop': { params: z.object({ chatId: Id }), result: Ok },
+  /** Drops the last answer and answers the last question again. */
+  'chats.regenerate': { params: z.object({ chatId: Id }), result: z.object({ assistant: Message }) },
+  /** Replaces a question, drops everything after it and answers again. */
+  'chats.edit': { params: z.object({ chatId: Id, messageId: Id, text: z.string().min(1).max(100_000) }), result: z.object({ user: Message, assistant: Message }) },
+} as const;
+
+export type Methods = typeof methods;
+export type MethodName = keyof Methods;
+export type Params<M extends MethodName> = z.input<Methods[M]['params']>;
+export type Result<M extends MethodName> = z.infer<Methods[M]['result']>;
+
+// ---------------------------------------------------------------------------------------------------------
+// Events the core pushes: name -> payload
+
+export const events = {
+  'engine.status': EngineStatus,
+  'task.progress': TaskProgress,
+  'task.done': TaskDone,
+  'documents.changed': DocumentSummary,
+  'documents.deleted': z.object({ documentId: Id }),
+  'models.changed': z.array(ModelEntry),
+  /** A piece of a streaming answer. */
+  'chat.token': z.object({ chatId: Id, messageId: Id, text: z.string() }),
+  /** A message was created or changed (e.g. an answer finished, was stopped or interrupted). */
+  'chat.message': Message,
+  'settings.changed': Settings,
+} as const;
+
+export type Events = typeof events;
+export type EventName = keyof Events;
+export type EventPayload<E extends EventName> = z.infer<Events[E]>;
+
+// ---------------------------------------------------------------------------------------------------------
+// Errors
+
+/** Every failed call carries a stable code and a message for people. */
+export const ApiErrorShape = z.object({ code: z.string(), message: z.string(), details: z.unknown().optional() });
+export type ApiErrorShape = z.infer<typeof ApiErrorShape>;
+
+export class ApiError extends Error {
+  constructor(readonly code: string, message: string, readonly details?: unknown) {
+    super(message);
+    this.name = 'ApiError';
+  }
+  toJSON(): ApiErrorShape {
+    return { code: this.code, message: this.message, ...(this.details === undefined ? {} : { details: this.details }) };
+  }
+}
+
+/** Checks a method call's parameters; throws ApiError BAD_REQUEST naming the problem. */
+export function parseParams<M extends MethodName>(method: string, params: unknown): z.infer<Methods[M]['params']> {
+  if (!Object.hasOwn(methods, method)) throw new ApiError('UNKNOWN_METHOD', `unknown method '${method}'`);
+  const r = methods[method as M].params.safeParse(params ?? {});
+  if (!r.success) {
+    const issue = r.error.issues[0];
+    throw new ApiError('BAD_REQUEST', `${method}: ${issue.path.length ? issue.path.join('.') + ': ' : ''}${issue.message}`, r.error.issues);
+  }
+  return r.data as z.infer<Methods[M]['params']>;
+}
+
+/** The typed client every UI uses, whatever carries it (Electron preload or the web host). */
+export interface FolioApi {
+  call<M extends MethodName>(method: M, params: Params<M>): Promise<Result<M>>;
+  on<E extends EventName>(event: E, listener: (payload: EventPayload<E>) => void): () => void;
+}
