@@ -131,11 +131,15 @@ void Context::forward(const int32_t* tokens, int64_t n, bool all_logits, float* 
   const float* rope_ff = w.rope_freqs ? reinterpret_cast<const float*>(w.rope_freqs.data) : nullptr;
   const int32_t w_first = comp ? int32_t(n) - comp->window() : int32_t(n);  // first window token
   int64_t reported = 0;
+  // Cancellation is checked between the operations of a chunk, so it takes effect within one matrix product.
+  auto check_cancel = [cancel] {
+    if (cancel && cancel->load(std::memory_order_relaxed)) fail("CANCELLED", "cancelled");
+  };
   for (int l = 0; l < hp.n_layer; l++) {
     const LayerWeights& L = w.layers[size_t(l)];
     cache_.reserve(l, int32_t(n), slack);
     for (int64_t c0 = 0; c0 < n; c0 += C) {
-      if (cancel && cancel->load(std::memory_order_relaxed)) fail("CANCELLED", "cancelled");
+      check_cancel();
       const int64_t m = std::min(C, n - c0);
       float* xc = x + c0 * E;  // [m, E] this chunk's residual stream
 
@@ -144,6 +148,7 @@ void Context::forward(const int32_t* tokens, int64_t n, bool all_logits, float* 
       cpu::matmul(pool_, scratch_, L.wq, xb, m, q_.data());  // [m, n_head·head_dim]
       cpu::matmul(pool_, scratch_, L.wk, xb, m, k_.data());  // [m, n_kv·head_dim]
       cpu::matmul(pool_, scratch_, L.wv, xb, m, v_.data());  // [m, n_kv·head_dim_v]
+      check_cancel();
       if (hp.has_qkv_bias) {
         cpu::add_bias(q_.data(), L.bq, m, hp.q_width());
         cpu::add_bias(k_.data(), L.bk, m, hp.k_width());
@@ -161,6 +166,7 @@ void Context::forward(const int32_t* tokens, int64_t n, bool all_logits, float* 
                     size_t(hp.q_width()) * sizeof(float));
       if (params_.reference_attention) cpu::attention_reference(pool_, scratch_, q_.data(), cache_, l, m, att_.data(), hp);
       else cpu::attention(pool_, scratch_, q_.data(), cache_, l, m, att_.data(), hp);
+      check_cancel();
       cpu::matmul(pool_, scratch_, L.wo, att_.data(), m, xb);  // [m, E]
       for (int64_t i = 0; i < m * E; i++) xc[i] += xb[i];
 
@@ -168,6 +174,7 @@ void Context::forward(const int32_t* tokens, int64_t n, bool all_logits, float* 
       cpu::rms_norm(pool_, xc, L.ffn_norm, xb, m, E, hp.rms_eps);
       cpu::matmul(pool_, scratch_, L.w_gate, xb, m, ffa_.data());  // [m, F]
       cpu::matmul(pool_, scratch_, L.w_up, xb, m, ffb_.data());    // [m, F]
+      check_cancel();
       cpu::swiglu(pool_, ffa_.data(), ffb_.data(), ffa_.data(), m, F);
       cpu::matmul(pool_, scratch_, L.w_down, ffa_.data(), m, xb);  // [m, E]
       for (int64_t i = 0; i < m * E; i++) xc[i] += xb[i];
