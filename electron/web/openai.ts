@@ -1,0 +1,128 @@
+// The OpenAI-compatible endpoints of the web host: GET /v1/models and POST /v1/chat/completions
+// (streaming with server-sent events, or not). The app core answers them (OpenAiBackend); this file only
+// speaks the protocol: request validation, the response and chunk shapes, OpenAI-style error bodies.
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { randomUUID } from 'node:crypto';
+import { z } from 'zod';
+
+const ContentPart = z.object({ type: z.string(), text: z.string().optional() }).passthrough();
+const ChatMessage = z.object({
+  role: z.enum(['system', 'developer', 'user', 'assistant']),
+  content: z.union([z.string(), z.array(ContentPart), z.null()]),
+}).passthrough();
+
+export const ChatCompletionRequest = z.object({
+  model: z.string().min(1),
+  messages: z.array(ChatMessage).min(1),
+  stream: z.boolean().optional(),
+  temperature: z.number().min(0).max(2).optional(),
+  top_p: z.number().gt(0).max(1).optional(),
+  max_tokens: z.number().int().min(1).optional(),
+  max_completion_tokens: z.number().int().min(1).optional(),
+  seed: z.number().int().optional(),
+  stop: z.union([z.string(), z.array(z.string()).max(4)]).optional(),
+  /** Folio's extension: answer over a stored, compressed document (an id from the documents API). */
+  document_id: z.string().min(1).optional(),
+}).passthrough();
+export type ChatCompletionRequest = z.infer<typeof ChatCompletionRequest>;
+
+/** The text of a message's content (string or text parts). */
+export function contentText(content: z.infer<typeof ChatMessage>['content']): string {
+  if (content === null) return '';
+  if (typeof content === 'string') return content;
+  return content.map((p) => (p.type === 'text' ? p.text ?? '' : '')).join('');
+}
+
+export interface CompletionResult {
+  model: string;
+  text: string;
+  finishReason: 'stop' | 'length';
+  promptTokens: number;
+  completionTokens: number;
+}
+
+export interface OpenAiBackend {
+  listModels(): Promise<{ id: string; created: number; owned_by: string }[]>;
+  complete(req: ChatCompletionRequest, onDelta: (text: string) => void, signal: AbortSignal): Promise<CompletionResult>;
+}
+
+/** An error in OpenAI's shape: { error: { message, type, param, code } }. */
+export class OpenAiError extends Error {
+  constructor(readonly status: number, message: string, readonly type = 'invalid_request_error', readonly param: string | null = null, readonly code: string | null = null) {
+    super(message);
+  }
+  body() {
+    return { error: { message: this.message, type: this.type, param: this.param, code: this.code } };
+  }
+}
+
+function sendJson(res: ServerResponse, status: number, body: unknown) {
+  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8' });
+  res.end(JSON.stringify(body));
+}
+
+export function sendOpenAiError(res: ServerResponse, e: unknown) {
+  if (e instanceof OpenAiError) return sendJson(res, e.status, e.body());
+  const err = e as { code?: string; message?: string };
+  // Errors from the core keep their code; a model that cannot be found is the caller's mistake.
+  const notFound = err.code === 'NOT_FOUND' || err.code === 'MODEL_NOT_FOUND' || err.code === 'DOCUMENT_NOT_FOUND';
+  const status = notFound ? 404 : err.code === 'BAD_REQUEST' ? 400 : err.code === 'CONTEXT_FULL' || err.code === 'DOC_TOO_LONG' ? 400 : 500;
+  sendJson(res, status, new OpenAiError(status, err.message ?? String(e), status === 500 ? 'server_error' : 'invalid_request_error', null, err.code ?? null).body());
+}
+
+export async function handleModels(res: ServerResponse, backend: OpenAiBackend) {
+  const data = await backend.listModels();
+  sendJson(res, 200, { object: 'list', data: data.map((m) => ({ object: 'model', ...m })) });
+}
+
+export async function handleChatCompletions(req: IncomingMessage, res: ServerResponse, body: unknown, backend: OpenAiBackend) {
+  const parsed = ChatCompletionRequest.safeParse(body);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    throw new OpenAiError(400, `invalid request: ${issue.path.join('.') || 'body'}: ${issue.message}`, 'invalid_request_error', issue.path.join('.') || null);
+  }
+  const request = parsed.data;
+  const id = `chatcmpl-${randomUUID()}`;
+  const created = Math.floor(Date.now() / 1000);
+  const abort = new AbortController();
+  // A client that goes away stops the generation.
+  res.on('close', () => {
+    if (!res.writableFinished) abort.abort();
+  });
+
+  if (!request.stream) {
+    const r = await backend.complete(request, () => {}, abort.signal);
+    sendJson(res, 200, {
+      id, object: 'chat.completion', created, model: r.model,
+      choices: [{ index: 0, message: { role: 'assistant', content: r.text }, finish_reason: r.finishReason, logprobs: null }],
+      usage: { prompt_tokens: r.promptTokens, completion_tokens: r.completionTokens, total_tokens: r.promptTokens + r.completionTokens },
+    });
+    return;
+  }
+
+  let started = false;
+  const chunk = (delta: object, finish: string | null, model: string) =>
+    `data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model, choices: [{ index: 0, delta, finish_reason: finish, logprobs: null }] })}\n\n`;
+  const start = () => {
+    if (started) return;
+    started = true;
+    res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', connection: 'keep-alive' });
+    res.write(chunk({ role: 'assistant', content: '' }, null, request.model));
+  };
+  try {
+    const r = await backend.complete(request, (text) => {
+      start();
+      if (text) res.write(chunk({ content: text }, null, request.model));
+    }, abort.signal);
+    start();
+    res.write(chunk({}, r.finishReason, r.model));
+    res.write('data: [DONE]\n\n');
+    res.end();
+  } catch (e) {
+    if (!started) throw e; // nothing sent yet: a normal error response
+    // Mid-stream: report in the stream, as OpenAI's servers do, then end it.
+    const err = e as { message?: string; code?: string };
+    res.write(`data: ${JSON.stringify({ error: { message: err.message ?? String(e), type: 'server_error', param: null, code: err.code ?? null } })}\n\n`);
+    res.end();
+  }
+}
