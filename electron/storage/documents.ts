@@ -1,0 +1,320 @@
+// Documents: what was imported (title, kind, file, sha256), its pages with their token ranges, its token
+// ids and per-token character map (int32 BLOBs), its status, and the saved compressed KV cache it has
+// (model, model file fingerprint, compression settings, file path, bytes). Deleting a document deletes its
+// pages, statistics, chats and messages through foreign-key cascades, and hands back the files to remove.
+import type Database from 'better-sqlite3';
+import { z } from 'zod';
+
+import {
+  CompressionSettings, DocumentKind, DocumentPage, DocumentStatus, type DocumentSummary,
+} from '../api/contract.ts';
+import { decodeInt32, encodeInt32 } from './blob.ts';
+import { isoTime, newId, type Scheduler } from './clock.ts';
+import { StorageError } from './errors.ts';
+import type { StatsInput, StatsRepo } from './stats.ts';
+
+export type DocumentKind = z.infer<typeof DocumentKind>;
+export type DocumentStatus = z.infer<typeof DocumentStatus>;
+export type DocumentPage = z.infer<typeof DocumentPage>;
+
+export interface NewDocument {
+  title: string;
+  kind: DocumentKind;
+  fileName: string;
+  /** Hex sha256 of the imported file. */
+  sha256?: string | null;
+  /** Default 'importing'. */
+  status?: DocumentStatus;
+}
+
+/** A document's row: the contract's summary plus what only the core needs. */
+export interface DocumentRecord extends DocumentSummary {
+  sha256: string | null;
+  modelFingerprint: string | null;
+  /** The saved KV cache file, or null when there is none. */
+  kvPath: string | null;
+  updatedAt: string;
+}
+
+export interface DocumentPatch {
+  title?: string;
+  status?: DocumentStatus;
+  error?: string | null;
+}
+
+export interface DocumentContent {
+  pages: readonly DocumentPage[];
+  tokens: Int32Array | readonly number[];
+  /** Per token, where it is in the text (the document service's layout); null: not stored. */
+  charMap?: Int32Array | readonly number[] | null;
+}
+
+/** A compressed cache that was saved to disk, with what it was made from. */
+export interface SavedCache {
+  kvPath: string;
+  modelId: string;
+  modelFingerprint: string;
+  compression: CompressionSettings;
+  kvBytesFull: number;
+  kvBytesKept: number;
+  stats?: StatsInput | null;
+  /** Default 'ready'. */
+  status?: DocumentStatus;
+}
+
+interface Row {
+  id: string;
+  title: string;
+  kind: DocumentKind;
+  file_name: string;
+  file_sha256: string | null;
+  status: DocumentStatus;
+  error: string | null;
+  created_at: string;
+  updated_at: string;
+  page_count: number;
+  token_count: number;
+  model_id: string | null;
+  model_fingerprint: string | null;
+  compression: string | null;
+  kv_path: string | null;
+  kv_bytes_full: number | null;
+  kv_bytes_kept: number | null;
+}
+
+const COLUMNS = `id, title, kind, file_name, file_sha256, status, error, created_at, updated_at, page_count, token_count,
+  model_id, model_fingerprint, compression, kv_path, kv_bytes_full, kv_bytes_kept`;
+
+function toRecord(r: Row): DocumentRecord {
+  return {
+    id: r.id,
+    title: r.title,
+    kind: r.kind,
+    fileName: r.file_name,
+    pages: r.page_count,
+    tokens: r.token_count,
+    status: r.status,
+    error: r.error,
+    createdAt: r.created_at,
+    modelId: r.model_id,
+    compression: r.compression === null ? null : (JSON.parse(r.compression) as CompressionSettings),
+    kvBytesFull: r.kv_bytes_full,
+    kvBytesKept: r.kv_bytes_kept,
+    sha256: r.file_sha256,
+    modelFingerprint: r.model_fingerprint,
+    kvPath: r.kv_path,
+    updatedAt: r.updated_at,
+  };
+}
+
+/** The contract's DocumentSummary of a record (no extra fields). */
+export function toSummary(d: DocumentRecord): DocumentSummary {
+  const { id, title, kind, fileName, pages, tokens, status, error, createdAt, modelId, compression, kvBytesFull, kvBytesKept } = d;
+  return { id, title, kind, fileName, pages, tokens, status, error, createdAt, modelId, compression, kvBytesFull, kvBytesKept };
+}
+
+const Pages = z.array(DocumentPage);
+
+export const INTERRUPTED_IMPORT = 'Folio closed before this document was ready. Import it again.';
+
+export class DocumentsRepo {
+  private readonly insert;
+  private readonly selectOne;
+  private readonly selectAll;
+  private readonly selectBySha;
+  private readonly updateFields;
+  private readonly deletePages;
+  private readonly insertPage;
+  private readonly setTokens;
+  private readonly selectPages;
+  private readonly selectTokens;
+  private readonly selectCharMap;
+  private readonly setCache;
+  private readonly unsetCache;
+  private readonly remove;
+  private readonly recoverNoCache;
+  private readonly recoverWithCache;
+
+  constructor(
+    private readonly db: Database.Database,
+    private readonly scheduler: Scheduler,
+    private readonly stats: StatsRepo,
+  ) {
+    this.insert = db.prepare(
+      `INSERT INTO documents (id, title, kind, file_name, file_sha256, status, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+    );
+    this.selectOne = db.prepare(`SELECT ${COLUMNS} FROM documents WHERE id = ?`);
+    this.selectAll = db.prepare(`SELECT ${COLUMNS} FROM documents ORDER BY created_at DESC, rowid DESC`);
+    this.selectBySha = db.prepare(`SELECT ${COLUMNS} FROM documents WHERE file_sha256 = ? ORDER BY created_at DESC`);
+    this.updateFields = db.prepare(
+      `UPDATE documents SET title = @title, status = @status, error = @error, updated_at = @now WHERE id = @id`,
+    );
+    this.deletePages = db.prepare(`DELETE FROM document_pages WHERE document_id = ?`);
+    this.insertPage = db.prepare(
+      `INSERT INTO document_pages (document_id, page, text, token_start, token_end) VALUES (?, ?, ?, ?, ?)`,
+    );
+    this.setTokens = db.prepare(
+      `UPDATE documents SET tokens = ?, char_map = ?, token_count = ?, page_count = ?, updated_at = ? WHERE id = ?`,
+    );
+    this.selectPages = db.prepare(
+      `SELECT page, text, token_start AS tokenStart, token_end AS tokenEnd FROM document_pages WHERE document_id = ? ORDER BY page`,
+    );
+    this.selectTokens = db.prepare(`SELECT tokens FROM documents WHERE id = ?`).pluck();
+    this.selectCharMap = db.prepare(`SELECT char_map FROM documents WHERE id = ?`).pluck();
+    this.setCache = db.prepare(
+      `UPDATE documents SET kv_path = @kvPath, model_id = @modelId, model_fingerprint = @modelFingerprint,
+         compression = @compression, kv_bytes_full = @kvBytesFull, kv_bytes_kept = @kvBytesKept, status = @status,
+         error = NULL, updated_at = @now WHERE id = @id`,
+    );
+    this.unsetCache = db.prepare(
+      `UPDATE documents SET kv_path = NULL, kv_bytes_full = NULL, kv_bytes_kept = NULL, status = @status, updated_at = @now WHERE id = @id`,
+    );
+    this.remove = db.prepare(`DELETE FROM documents WHERE id = ?`);
+    this.recoverNoCache = db.prepare(
+      `UPDATE documents SET status = 'failed', error = ?, updated_at = ? WHERE status IN ('importing', 'compressing') AND kv_path IS NULL`,
+    );
+    this.recoverWithCache = db.prepare(
+      `UPDATE documents SET status = 'stale', updated_at = ? WHERE status IN ('importing', 'compressing') AND kv_path IS NOT NULL`,
+    );
+  }
+
+  create(input: NewDocument): DocumentRecord {
+    const id = newId();
+    const now = isoTime(this.scheduler);
+    this.insert.run(id, input.title, input.kind, input.fileName, input.sha256 ?? null, input.status ?? 'importing', now, now);
+    return this.require(id);
+  }
+
+  get(id: string): DocumentRecord | null {
+    const row = this.selectOne.get(id) as Row | undefined;
+    return row ? toRecord(row) : null;
+  }
+
+  require(id: string): DocumentRecord {
+    const d = this.get(id);
+    if (!d) throw new StorageError('NOT_FOUND', `no document ${id}`);
+    return d;
+  }
+
+  /** Newest first. */
+  list(): DocumentSummary[] {
+    return (this.selectAll.all() as Row[]).map((r) => toSummary(toRecord(r)));
+  }
+
+  /** Documents imported from a file with this content (to offer the existing one instead of a re-import). */
+  findBySha256(sha256: string): DocumentRecord[] {
+    return (this.selectBySha.all(sha256) as Row[]).map(toRecord);
+  }
+
+  update(id: string, patch: DocumentPatch): DocumentRecord {
+    return this.db.transaction(() => {
+      const d = this.require(id);
+      this.updateFields.run({
+        id,
+        title: patch.title ?? d.title,
+        status: patch.status ?? d.status,
+        error: patch.error === undefined ? d.error : patch.error,
+        now: isoTime(this.scheduler),
+      });
+      return this.require(id);
+    })();
+  }
+
+  /** Replaces the pages, token ids and character map, in one transaction. */
+  setContent(id: string, content: DocumentContent): DocumentRecord {
+    const pages = Pages.safeParse(content.pages);
+    if (!pages.success) {
+      const issue = pages.error.issues[0];
+      throw new StorageError('BAD_REQUEST', `pages.${issue.path.join('.')}: ${issue.message}`, pages.error.issues);
+    }
+    const tokens = encodeInt32(content.tokens, 'tokens');
+    const charMap = content.charMap == null ? null : encodeInt32(content.charMap, 'charMap');
+    return this.db.transaction(() => {
+      this.require(id);
+      this.deletePages.run(id);
+      for (const p of pages.data) this.insertPage.run(id, p.page, p.text, p.tokenStart, p.tokenEnd);
+      this.setTokens.run(tokens, charMap, content.tokens.length, pages.data.length, isoTime(this.scheduler), id);
+      return this.require(id);
+    })();
+  }
+
+  pages(id: string): DocumentPage[] {
+    return this.selectPages.all(id) as DocumentPage[];
+  }
+
+  /** The token ids; null when the document has none yet (or does not exist). */
+  tokens(id: string): Int32Array | null {
+    const blob = this.selectTokens.get(id) as Buffer | null | undefined;
+    return blob == null ? null : decodeInt32(blob, `tokens of document ${id}`);
+  }
+
+  charMap(id: string): Int32Array | null {
+    const blob = this.selectCharMap.get(id) as Buffer | null | undefined;
+    return blob == null ? null : decodeInt32(blob, `character map of document ${id}`);
+  }
+
+  /**
+   * Records a cache saved to disk, with its statistics, in one transaction. Returns the previous cache
+   * file when it was another file: the caller removes it (after this returns, so a crash in between leaves
+   * an unreferenced file rather than a dangling reference).
+   */
+  saveCache(id: string, cache: SavedCache): { replacedKvPath: string | null } {
+    const compression = CompressionSettings.safeParse(cache.compression);
+    if (!compression.success) {
+      const issue = compression.error.issues[0];
+      throw new StorageError('BAD_REQUEST', `compression.${issue.path.join('.')}: ${issue.message}`, compression.error.issues);
+    }
+    return this.db.transaction(() => {
+      const before = this.require(id);
+      this.setCache.run({
+        id,
+        kvPath: cache.kvPath,
+        modelId: cache.modelId,
+        modelFingerprint: cache.modelFingerprint,
+        compression: JSON.stringify(compression.data),
+        kvBytesFull: cache.kvBytesFull,
+        kvBytesKept: cache.kvBytesKept,
+        status: cache.status ?? 'ready',
+        now: isoTime(this.scheduler),
+      });
+      if (cache.stats) this.stats.put(id, cache.stats);
+      else this.stats.delete(id);
+      return { replacedKvPath: before.kvPath !== null && before.kvPath !== cache.kvPath ? before.kvPath : null };
+    })();
+  }
+
+  /** Forgets the saved cache and its statistics (the model and settings it was made with stay recorded). */
+  clearCache(id: string, status: DocumentStatus = 'stale'): { removedKvPath: string | null } {
+    return this.db.transaction(() => {
+      const before = this.require(id);
+      this.unsetCache.run({ id, status, now: isoTime(this.scheduler) });
+      this.stats.delete(id);
+      return { removedKvPath: before.kvPath };
+    })();
+  }
+
+  /**
+   * Deletes the document with its pages, statistics, chats and messages (cascades), in one transaction.
+   * Returns the files the caller must remove (the saved KV cache).
+   */
+  delete(id: string): { deleted: boolean; files: string[] } {
+    return this.db.transaction(() => {
+      const d = this.get(id);
+      if (!d) return { deleted: false, files: [] };
+      this.remove.run(id);
+      return { deleted: true, files: d.kvPath ? [d.kvPath] : [] };
+    })();
+  }
+
+  /**
+   * Startup recovery: a document still importing or compressing was cut off by a crash. Without a saved
+   * cache it becomes failed (with a message saying so); with one (an interrupted recompression) it becomes
+   * stale, so that it is checked against the current model and settings before a chat uses it.
+   */
+  recoverInterrupted(): number {
+    return this.db.transaction(() => {
+      const now = isoTime(this.scheduler);
+      return this.recoverNoCache.run(INTERRUPTED_IMPORT, now).changes + this.recoverWithCache.run(now).changes;
+    })();
+  }
+}

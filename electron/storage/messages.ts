@@ -1,0 +1,267 @@
+// Messages of a chat, in order (seq), each with the number of tokens it occupies in the session's KV
+// cache, so that regenerate and edit can cut the cache back exactly. Answers stream through
+// StreamingAnswer (streaming.ts), which writes at a bounded rate.
+import type Database from 'better-sqlite3';
+import type { z } from 'zod';
+
+import type { Message, MessageStatus as MessageStatusSchema } from '../api/contract.ts';
+import type { ChatsRepo } from './chats.ts';
+import { isoTime, newId, type Scheduler } from './clock.ts';
+import { StorageError } from './errors.ts';
+import { DEFAULT_FLUSH_INTERVAL_MS, StreamingAnswer, type FinalStatus, type FinishDetails, type StreamHost } from './streaming.ts';
+
+export type MessageStatus = z.infer<typeof MessageStatusSchema>;
+export type MessageRole = Message['role'];
+
+export interface NewMessage {
+  role: MessageRole;
+  text: string;
+  /** Default 'complete'. */
+  status?: MessageStatus;
+  tokens?: number | null;
+  tokensPerSecond?: number | null;
+  pageRefs?: number[];
+  error?: string | null;
+  cacheTokens?: number | null;
+}
+
+export type MessagePatch = Partial<Omit<NewMessage, 'role'>>;
+
+/** What truncateFrom removed, and how many cache tokens the caller cuts from the session. */
+export interface Truncation {
+  removed: string[];
+  cacheTokens: number;
+  /** False when a removed message's cache tokens were unknown: cut by rebuilding, not by a count. */
+  exact: boolean;
+}
+
+interface Row {
+  id: string;
+  chat_id: string;
+  seq: number;
+  role: MessageRole;
+  text: string;
+  status: MessageStatus;
+  created_at: string;
+  tokens: number | null;
+  tokens_per_second: number | null;
+  page_refs: string;
+  error: string | null;
+  cache_tokens: number | null;
+}
+
+function toMessage(r: Row): Message {
+  return {
+    id: r.id,
+    chatId: r.chat_id,
+    role: r.role,
+    text: r.text,
+    status: r.status,
+    createdAt: r.created_at,
+    tokens: r.tokens,
+    tokensPerSecond: r.tokens_per_second,
+    pageRefs: JSON.parse(r.page_refs) as number[],
+    error: r.error,
+  };
+}
+
+export interface MessagesOptions {
+  flushIntervalMs?: number;
+  /** Errors of timed writes of streaming answers (they cannot throw to anyone). Default: console.error. */
+  onError?: (e: unknown) => void;
+}
+
+export class MessagesRepo {
+  private readonly nextSeq;
+  private readonly insert;
+  private readonly selectOne;
+  private readonly selectByChat;
+  private readonly updateAll;
+  private readonly writeStreamingText;
+  private readonly selectFrom;
+  private readonly deleteFrom;
+  private readonly sumCache;
+  private readonly recover;
+  private readonly streams = new Map<string, StreamingAnswer>();
+  private readonly flushIntervalMs: number;
+  private readonly onError: (e: unknown) => void;
+
+  constructor(
+    private readonly db: Database.Database,
+    private readonly scheduler: Scheduler,
+    private readonly chats: ChatsRepo,
+    options: MessagesOptions = {},
+  ) {
+    this.flushIntervalMs = options.flushIntervalMs ?? DEFAULT_FLUSH_INTERVAL_MS;
+    this.onError = options.onError ?? ((e) => console.error('folio storage: writing a streaming answer failed:', e));
+    this.nextSeq = db.prepare(`SELECT COALESCE(MAX(seq), 0) + 1 FROM messages WHERE chat_id = ?`).pluck();
+    this.insert = db.prepare(
+      `INSERT INTO messages (id, chat_id, seq, role, text, status, created_at, updated_at, tokens, tokens_per_second, page_refs, error, cache_tokens)
+       VALUES (@id, @chatId, @seq, @role, @text, @status, @now, @now, @tokens, @tokensPerSecond, @pageRefs, @error, @cacheTokens)`,
+    );
+    this.selectOne = db.prepare(`SELECT * FROM messages WHERE id = ?`);
+    this.selectByChat = db.prepare(`SELECT * FROM messages WHERE chat_id = ? ORDER BY seq`);
+    this.updateAll = db.prepare(
+      `UPDATE messages SET text = @text, status = @status, tokens = @tokens, tokens_per_second = @tokensPerSecond,
+         page_refs = @pageRefs, error = @error, cache_tokens = @cacheTokens, updated_at = @now WHERE id = @id`,
+    );
+    this.writeStreamingText = db.prepare(`UPDATE messages SET text = ?, updated_at = ? WHERE id = ? AND status = 'streaming'`);
+    this.selectFrom = db.prepare(`SELECT id, cache_tokens AS cacheTokens FROM messages WHERE chat_id = ? AND seq >= ? ORDER BY seq`);
+    this.deleteFrom = db.prepare(`DELETE FROM messages WHERE chat_id = ? AND seq >= ?`);
+    this.sumCache = db.prepare(
+      `SELECT COALESCE(SUM(cache_tokens), 0) AS tokens, COUNT(*) - COUNT(cache_tokens) AS unknown FROM messages WHERE chat_id = ?`,
+    );
+    this.recover = db.prepare(
+      `UPDATE messages SET status = 'interrupted', updated_at = ?
+       WHERE status = 'streaming' AND id NOT IN (SELECT value FROM json_each(?))`,
+    );
+  }
+
+  /** Appends a message to the chat (and marks the chat active), in one transaction. */
+  add(chatId: string, m: NewMessage): Message {
+    const id = newId();
+    this.db.transaction(() => {
+      this.chats.require(chatId);
+      this.insert.run({
+        id,
+        chatId,
+        seq: this.nextSeq.get(chatId) as number,
+        role: m.role,
+        text: m.text,
+        status: m.status ?? 'complete',
+        now: isoTime(this.scheduler),
+        tokens: m.tokens ?? null,
+        tokensPerSecond: m.tokensPerSecond ?? null,
+        pageRefs: JSON.stringify(m.pageRefs ?? []),
+        error: m.error ?? null,
+        cacheTokens: m.cacheTokens ?? null,
+      });
+      this.chats.touch(chatId);
+    }).immediate();
+    return this.require(id);
+  }
+
+  get(id: string): Message | null {
+    const row = this.selectOne.get(id) as Row | undefined;
+    return row ? toMessage(row) : null;
+  }
+
+  require(id: string): Message {
+    const m = this.get(id);
+    if (!m) throw new StorageError('NOT_FOUND', `no message ${id}`);
+    return m;
+  }
+
+  /** The chat's messages in order. */
+  list(chatId: string): Message[] {
+    return (this.selectByChat.all(chatId) as Row[]).map(toMessage);
+  }
+
+  update(id: string, patch: MessagePatch): Message {
+    this.db.transaction(() => {
+      const row = this.selectOne.get(id) as Row | undefined;
+      if (!row) throw new StorageError('NOT_FOUND', `no message ${id}`);
+      this.updateAll.run({
+        id,
+        text: patch.text ?? row.text,
+        status: patch.status ?? row.status,
+        tokens: patch.tokens === undefined ? row.tokens : patch.tokens,
+        tokensPerSecond: patch.tokensPerSecond === undefined ? row.tokens_per_second : patch.tokensPerSecond,
+        pageRefs: patch.pageRefs === undefined ? row.page_refs : JSON.stringify(patch.pageRefs),
+        error: patch.error === undefined ? row.error : patch.error,
+        cacheTokens: patch.cacheTokens === undefined ? row.cache_tokens : patch.cacheTokens,
+        now: isoTime(this.scheduler),
+      });
+      this.chats.touch(row.chat_id);
+    })();
+    return this.require(id);
+  }
+
+  /** Tokens a message occupies in the KV cache; null when unknown. */
+  cacheTokens(id: string): number | null {
+    const row = this.selectOne.get(id) as Row | undefined;
+    if (!row) throw new StorageError('NOT_FOUND', `no message ${id}`);
+    return row.cache_tokens;
+  }
+
+  /** The conversation's share of the context: the sum of its messages' cache tokens. */
+  conversationTokens(chatId: string): { tokens: number; exact: boolean } {
+    const r = this.sumCache.get(chatId) as { tokens: number; unknown: number };
+    return { tokens: r.tokens, exact: r.unknown === 0 };
+  }
+
+  /**
+   * Removes the message and every later one of its chat, in one transaction (regenerate drops the last
+   * answer; edit drops a question and what follows). Streaming answers among them are dropped.
+   */
+  truncateFrom(chatId: string, messageId: string): Truncation {
+    return this.db.transaction(() => {
+      const row = this.selectOne.get(messageId) as Row | undefined;
+      if (!row || row.chat_id !== chatId) throw new StorageError('NOT_FOUND', `no message ${messageId} in chat ${chatId}`);
+      const removed = this.selectFrom.all(chatId, row.seq) as { id: string; cacheTokens: number | null }[];
+      this.deleteFrom.run(chatId, row.seq);
+      this.chats.touch(chatId);
+      for (const r of removed) this.streams.get(r.id)?.drop();
+      return {
+        removed: removed.map((r) => r.id),
+        cacheTokens: removed.reduce((s, r) => s + (r.cacheTokens ?? 0), 0),
+        exact: removed.every((r) => r.cacheTokens !== null),
+      };
+    })();
+  }
+
+  /** Starts an assistant answer: a message marked 'streaming' whose text arrives through append(). */
+  beginAnswer(chatId: string, options: { text?: string } = {}): StreamingAnswer {
+    const m = this.add(chatId, { role: 'assistant', text: options.text ?? '', status: 'streaming' });
+    const answer = new StreamingAnswer(this.host, m.id, chatId, m.text, this.scheduler, this.flushIntervalMs, this.onError);
+    this.streams.set(m.id, answer);
+    return answer;
+  }
+
+  /** The open streaming answer with this id (e.g. for chats.stop), if any. */
+  stream(messageId: string): StreamingAnswer | undefined {
+    return this.streams.get(messageId);
+  }
+
+  /** All open streaming answers of this connection. */
+  openStreams(): StreamingAnswer[] {
+    return [...this.streams.values()];
+  }
+
+  /**
+   * Startup recovery: messages still marked 'streaming' belong to answers cut off when the app died; they
+   * become 'interrupted' with the text of their last write. Run it once at startup, before answering
+   * anything (answers streaming in this process are left alone). Returns how many changed.
+   */
+  recoverInterrupted(): number {
+    return this.recover.run(isoTime(this.scheduler), JSON.stringify([...this.streams.keys()])).changes;
+  }
+
+  private readonly host: StreamHost = {
+    writeText: (id, text) => {
+      this.writeStreamingText.run(text, isoTime(this.scheduler), id);
+    },
+    finish: (id, text, status, details: FinishDetails) => {
+      return this.db.transaction(() => {
+        const row = this.selectOne.get(id) as Row | undefined;
+        if (!row) return null;
+        this.updateAll.run({
+          id,
+          text,
+          status: status satisfies FinalStatus,
+          tokens: details.tokens ?? row.tokens,
+          tokensPerSecond: details.tokensPerSecond ?? row.tokens_per_second,
+          pageRefs: details.pageRefs ? JSON.stringify(details.pageRefs) : row.page_refs,
+          error: details.error ?? row.error,
+          cacheTokens: details.cacheTokens ?? row.cache_tokens,
+          now: isoTime(this.scheduler),
+        });
+        this.chats.touch(row.chat_id);
+        return toMessage(this.selectOne.get(id) as Row);
+      })();
+    },
+    release: (answer) => {
+      if (this.streams.get(answer.id) === answer) this.streams.delete(answer.id);
+    },
+  };
+}

@@ -1,0 +1,200 @@
+// Versioned schema migrations. Each migration is a small named step; the table schema_migrations records
+// the ones applied. Every step runs in its own transaction together with its row in that table, so a step
+// is applied completely or not at all. Append new steps at the end; never edit or renumber a released one.
+//
+// A step that has to rebuild a table (SQLite's ALTER TABLE cannot change a column) must turn foreign keys
+// off around the transaction, following https://sqlite.org/lang_altertable.html#otheralter; none does yet.
+import type Database from 'better-sqlite3';
+
+import { isoTime, type Scheduler } from './clock.ts';
+
+export interface Migration {
+  version: number;
+  name: string;
+  up(db: Database.Database): void;
+}
+
+/** 'Foli' in ASCII: the SQLite header's application id of a Folio database. */
+export const APPLICATION_ID = 0x466f6c69;
+
+export const migrations: readonly Migration[] = [
+  {
+    version: 1,
+    name: 'settings',
+    up(db) {
+      db.pragma(`application_id = ${APPLICATION_ID}`);
+      db.exec(`
+        -- One row: the settings document as JSON, without modelFolders (in model_folders).
+        CREATE TABLE settings (
+          id         INTEGER PRIMARY KEY CHECK (id = 1),
+          json       TEXT NOT NULL,
+          updated_at TEXT NOT NULL
+        );
+      `);
+    },
+  },
+  {
+    version: 2,
+    name: 'documents',
+    up(db) {
+      db.exec(`
+        CREATE TABLE documents (
+          id                TEXT PRIMARY KEY,
+          title             TEXT NOT NULL,
+          kind              TEXT NOT NULL CHECK (kind IN ('pdf', 'docx', 'markdown', 'text')),
+          file_name         TEXT NOT NULL,
+          file_sha256       TEXT,
+          status            TEXT NOT NULL CHECK (status IN ('importing', 'compressing', 'ready', 'failed', 'stale')),
+          error             TEXT,
+          created_at        TEXT NOT NULL,
+          updated_at        TEXT NOT NULL,
+          page_count        INTEGER NOT NULL DEFAULT 0,
+          token_count       INTEGER NOT NULL DEFAULT 0,
+          tokens            BLOB,     -- int32 little-endian token ids
+          char_map          BLOB,     -- int32 little-endian, per token (the document service's layout)
+          model_id          TEXT,
+          model_fingerprint TEXT,
+          compression       TEXT,     -- CompressionSettings as JSON
+          kv_path           TEXT,     -- the saved KV cache file
+          kv_bytes_full     INTEGER,
+          kv_bytes_kept     INTEGER
+        );
+        CREATE INDEX documents_by_created ON documents (created_at);
+        CREATE INDEX documents_by_sha256 ON documents (file_sha256);
+
+        CREATE TABLE document_pages (
+          document_id TEXT NOT NULL REFERENCES documents (id) ON DELETE CASCADE,
+          page        INTEGER NOT NULL CHECK (page >= 1),
+          text        TEXT NOT NULL,
+          token_start INTEGER NOT NULL,
+          token_end   INTEGER NOT NULL,
+          PRIMARY KEY (document_id, page)
+        );
+
+        -- The engine's statistics of the saved cache; the retention map apart, as a BLOB.
+        CREATE TABLE compression_stats (
+          document_id      TEXT PRIMARY KEY REFERENCES documents (id) ON DELETE CASCADE,
+          json             TEXT NOT NULL,  -- CompressionStats without token_retention
+          retention        BLOB NOT NULL,
+          retention_format TEXT NOT NULL CHECK (retention_format IN ('i32', 'f64')),
+          created_at       TEXT NOT NULL
+        );
+      `);
+    },
+  },
+  {
+    version: 3,
+    name: 'chats and messages',
+    up(db) {
+      db.exec(`
+        CREATE TABLE chats (
+          id          TEXT PRIMARY KEY,
+          document_id TEXT NOT NULL REFERENCES documents (id) ON DELETE CASCADE,
+          title       TEXT NOT NULL,
+          created_at  TEXT NOT NULL,
+          updated_at  TEXT NOT NULL
+        );
+        CREATE INDEX chats_by_document ON chats (document_id, updated_at);
+
+        CREATE TABLE messages (
+          id                TEXT PRIMARY KEY,
+          chat_id           TEXT NOT NULL REFERENCES chats (id) ON DELETE CASCADE,
+          seq               INTEGER NOT NULL,  -- order in the chat
+          role              TEXT NOT NULL CHECK (role IN ('user', 'assistant')),
+          text              TEXT NOT NULL,
+          status            TEXT NOT NULL CHECK (status IN ('complete', 'streaming', 'interrupted', 'cancelled', 'failed')),
+          created_at        TEXT NOT NULL,
+          updated_at        TEXT NOT NULL,
+          tokens            INTEGER,
+          tokens_per_second REAL,
+          page_refs         TEXT NOT NULL DEFAULT '[]',  -- JSON array of page numbers
+          error             TEXT,
+          cache_tokens      INTEGER,  -- tokens the message occupies in the session's KV cache; NULL: unknown
+          UNIQUE (chat_id, seq)
+        );
+        CREATE INDEX messages_streaming ON messages (status) WHERE status = 'streaming';
+      `);
+    },
+  },
+  {
+    version: 4,
+    name: 'models and downloads',
+    up(db) {
+      db.exec(`
+        -- Folders the user added to the model search (Settings.modelFolders), in the user's order.
+        CREATE TABLE model_folders (
+          path     TEXT PRIMARY KEY,
+          position INTEGER NOT NULL,
+          added_at TEXT NOT NULL
+        );
+        -- Model files added one by one, or downloaded.
+        CREATE TABLE model_files (
+          path     TEXT PRIMARY KEY,
+          source   TEXT NOT NULL CHECK (source IN ('added', 'download')),
+          added_at TEXT NOT NULL
+        );
+        CREATE TABLE downloads (
+          id              TEXT PRIMARY KEY,
+          url             TEXT NOT NULL,
+          destination     TEXT NOT NULL,
+          catalog_id      TEXT,
+          expected_sha256 TEXT,
+          total_bytes     INTEGER,
+          bytes_done      INTEGER NOT NULL DEFAULT 0,
+          etag            TEXT,  -- the server's validator, for a Range request with If-Range on resume
+          status          TEXT NOT NULL CHECK (status IN ('queued', 'running', 'paused', 'done', 'failed', 'cancelled')),
+          error           TEXT,
+          created_at      TEXT NOT NULL,
+          updated_at      TEXT NOT NULL
+        );
+      `);
+    },
+  },
+];
+
+export const LATEST_VERSION = migrations[migrations.length - 1].version;
+
+export interface AppliedMigration {
+  version: number;
+  name: string;
+  appliedAt: string;
+}
+
+export function hasMigrationTable(db: Database.Database): boolean {
+  return db.prepare(`SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'`).get() !== undefined;
+}
+
+export function appliedMigrations(db: Database.Database): AppliedMigration[] {
+  if (!hasMigrationTable(db)) return [];
+  return db
+    .prepare(`SELECT version, name, applied_at AS appliedAt FROM schema_migrations ORDER BY version`)
+    .all() as AppliedMigration[];
+}
+
+/**
+ * Applies the steps not applied yet, each in an IMMEDIATE transaction (so two processes opening the same
+ * database cannot both apply a step). Returns the versions applied now. The caller has checked beforehand
+ * that the database is not newer than this build.
+ */
+export function migrate(db: Database.Database, scheduler: Scheduler, list: readonly Migration[] = migrations): number[] {
+  db.exec(`
+    CREATE TABLE IF NOT EXISTS schema_migrations (
+      version    INTEGER PRIMARY KEY,
+      name       TEXT NOT NULL,
+      applied_at TEXT NOT NULL
+    )
+  `);
+  const isApplied = db.prepare(`SELECT 1 FROM schema_migrations WHERE version = ?`);
+  const record = db.prepare(`INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`);
+  const done: number[] = [];
+  for (const m of list) {
+    const step = db.transaction(() => {
+      if (isApplied.get(m.version) !== undefined) return false;
+      m.up(db);
+      record.run(m.version, m.name, isoTime(scheduler));
+      return true;
+    });
+    if (step.immediate()) done.push(m.version);
+  }
+  return done;
+}

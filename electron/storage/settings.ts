@@ -1,0 +1,150 @@
+// Settings: one JSON document (the contract's Settings) in a one-row table, over defaults. The model
+// folders live in model_folders (one source of truth, shared with the models repository); the settings
+// document shows them as Settings.modelFolders.
+import type Database from 'better-sqlite3';
+import type { z } from 'zod';
+
+import { CompressionSettings, SamplingSettings, Settings, type SettingsPatch } from '../api/contract.ts';
+import { isoTime, type Scheduler } from './clock.ts';
+import { StorageError } from './errors.ts';
+import type { ModelsRepo } from './models.ts';
+
+export const DEFAULT_SYSTEM_PROMPT =
+  'You are Folio, a careful assistant. Answer questions about the document using what it says, ' +
+  'mention the page numbers your answer comes from, and say plainly when the document does not answer the question.';
+
+export const DEFAULT_SETTINGS: Settings = Object.freeze({
+  modelId: null,
+  compression: Object.freeze({ method: 'ada-snapkv', budget: 0.2, alpha: 0.2, window: 32, kernel: 7 }),
+  sampling: Object.freeze({ temperature: 0.7, topK: 40, topP: 0.95, minP: 0.05, repeatPenalty: 1.1, maxTokens: 512, seed: null }),
+  systemPrompt: DEFAULT_SYSTEM_PROMPT,
+  nCtx: null,
+  threads: null,
+  kvType: 'f16',
+  theme: 'system',
+  modelFolders: Object.freeze([]) as unknown as string[],
+}) as Settings;
+
+/** The patch the repository accepts: the contract's SettingsPatch, refusing unknown keys at every level. */
+export const StrictSettingsPatch = Settings.partial()
+  .extend({
+    compression: CompressionSettings.partial().strict().optional(),
+    sampling: SamplingSettings.partial().strict().optional(),
+  })
+  .strict();
+
+type Stored = Omit<Settings, 'modelFolders'>;
+const NESTED = { compression: CompressionSettings, sampling: SamplingSettings } as const;
+
+function copyDefaults(): Settings {
+  return { ...DEFAULT_SETTINGS, compression: { ...DEFAULT_SETTINGS.compression }, sampling: { ...DEFAULT_SETTINGS.sampling }, modelFolders: [] };
+}
+
+function issueText(error: z.ZodError, prefix: string): string {
+  const issue = error.issues[0];
+  const path = [prefix, ...issue.path.map(String)].filter(Boolean).join('.');
+  return `${path ? path + ': ' : ''}${issue.message}`;
+}
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+export interface SettingsRead {
+  settings: Settings;
+  /** Stored fields that no longer validate (e.g. written by another version) and were read as defaults. */
+  ignored: string[];
+}
+
+export class SettingsRepo {
+  private readonly selectRow;
+  private readonly upsertRow;
+
+  constructor(
+    private readonly db: Database.Database,
+    private readonly scheduler: Scheduler,
+    private readonly models: ModelsRepo,
+  ) {
+    this.selectRow = db.prepare(`SELECT json FROM settings WHERE id = 1`);
+    this.upsertRow = db.prepare(
+      `INSERT INTO settings (id, json, updated_at) VALUES (1, ?, ?) ON CONFLICT (id) DO UPDATE SET json = excluded.json, updated_at = excluded.updated_at`,
+    );
+  }
+
+  get(): Settings {
+    return this.read().settings;
+  }
+
+  /** The stored settings over the defaults, field by field: a field that fails validation reads as its default. */
+  read(): SettingsRead {
+    const out = copyDefaults();
+    const ignored: string[] = [];
+    const row = this.selectRow.get() as { json: string } | undefined;
+    if (row) {
+      let stored: unknown;
+      try {
+        stored = JSON.parse(row.json);
+      } catch {
+        stored = null;
+      }
+      if (!isRecord(stored)) {
+        ignored.push('(all: the stored settings are not a JSON object)');
+      } else {
+        const target = out as unknown as Record<string, unknown>;
+        for (const key of Object.keys(Settings.shape) as (keyof Settings)[]) {
+          if (key === 'modelFolders' || !(key in stored)) continue;
+          if (key === 'compression' || key === 'sampling') {
+            const value = stored[key];
+            if (!isRecord(value)) {
+              ignored.push(key);
+              continue;
+            }
+            const shape = NESTED[key].shape as Record<string, z.ZodType>;
+            const nested = target[key] as Record<string, unknown>;
+            for (const sub of Object.keys(shape)) {
+              if (!(sub in value)) continue;
+              const r = shape[sub].safeParse(value[sub]);
+              if (r.success) nested[sub] = r.data;
+              else ignored.push(`${key}.${sub}`);
+            }
+          } else {
+            const r = (Settings.shape[key] as z.ZodType).safeParse(stored[key]);
+            if (r.success) target[key] = r.data;
+            else ignored.push(key);
+          }
+        }
+      }
+    }
+    out.modelFolders = this.models.folders();
+    return { settings: Settings.parse(out), ignored };
+  }
+
+  /**
+   * Applies a partial update (nested objects merge field by field) and returns the new settings. A patch
+   * that fails validation, alone or merged, throws StorageError BAD_REQUEST and changes nothing.
+   */
+  update(patch: SettingsPatch | unknown): Settings {
+    const parsed = StrictSettingsPatch.safeParse(patch);
+    if (!parsed.success) throw new StorageError('BAD_REQUEST', `settings: ${issueText(parsed.error, '')}`, parsed.error.issues);
+    const p = parsed.data;
+    const current = this.get();
+    const merged: Record<string, unknown> = { ...current };
+    for (const [key, value] of Object.entries(p)) {
+      if (value === undefined) continue;
+      merged[key] = key === 'compression' || key === 'sampling' ? { ...(current[key] as object), ...dropUndefined(value as object) } : value;
+    }
+    const checked = Settings.safeParse(merged);
+    if (!checked.success) throw new StorageError('BAD_REQUEST', `settings: ${issueText(checked.error, '')}`, checked.error.issues);
+    const next = checked.data;
+    this.db.transaction(() => {
+      const { modelFolders, ...stored } = next;
+      this.upsertRow.run(JSON.stringify(stored satisfies Stored), isoTime(this.scheduler));
+      if (p.modelFolders !== undefined) this.models.setFolders(modelFolders);
+    })();
+    return this.get();
+  }
+}
+
+function dropUndefined(o: object): object {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined));
+}

@@ -1,0 +1,921 @@
+// Storage (electron/storage/): migrations and the checks on open (newer schema, damaged file, someone
+// else's database), settings, documents, statistics, chats and messages, cascades, the throttled writes of
+// streaming answers on a fake clock, recovery of answers cut off by a crash (in process, and by killing a
+// child process), downloads, and readers working while another connection writes (WAL).
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync, writeSync, closeSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { pathToFileURL, fileURLToPath } from 'node:url';
+import { Worker } from 'node:worker_threads';
+
+import Database from 'better-sqlite3';
+
+import { ChatSummary, DocumentSummary, Message, Settings, type CompressionStats } from '../electron/api/contract.ts';
+import {
+  DATABASE_FILE, DEFAULT_SETTINGS, LATEST_VERSION, openStorage, StorageError, migrations,
+  type Scheduler, type Storage, type StorageOptions,
+} from '../electron/storage/index.ts';
+import { migrate, type Migration } from '../electron/storage/migrations.ts';
+
+const repoRoot = resolve(fileURLToPath(new URL('..', import.meta.url)));
+
+// ---------------------------------------------------------------------------------------------------------
+// Helpers
+
+const dirs: string[] = [];
+function tempDir(): string {
+  const d = mkdtempSync(join(tmpdir(), 'folio-storage-'));
+  dirs.push(d);
+  return d;
+}
+after(() => {
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
+
+/** A clock whose time moves only when the test says so; timers fire in order during advance(). */
+class FakeClock implements Scheduler {
+  t = Date.parse('2025-03-01T12:00:00.000Z');
+  private readonly timers = new Map<number, { at: number; fn: () => void }>();
+  private nextId = 1;
+
+  now(): number {
+    return this.t;
+  }
+  setTimeout(fn: () => void, ms: number): unknown {
+    const id = this.nextId++;
+    this.timers.set(id, { at: this.t + Math.max(0, ms), fn });
+    return id;
+  }
+  clearTimeout(handle: unknown): void {
+    this.timers.delete(handle as number);
+  }
+  get pendingTimers(): number {
+    return this.timers.size;
+  }
+  advance(ms: number): void {
+    const end = this.t + ms;
+    for (;;) {
+      let next: [number, { at: number; fn: () => void }] | null = null;
+      for (const e of this.timers) if (e[1].at <= end && (!next || e[1].at < next[1].at)) next = e;
+      if (!next) break;
+      this.timers.delete(next[0]);
+      this.t = next[1].at;
+      next[1].fn();
+    }
+    this.t = end;
+  }
+}
+
+function open(dir: string, options: StorageOptions = {}): Storage {
+  return openStorage(dir, options);
+}
+
+function sha(file: string): string {
+  return createHash('sha256').update(readFileSync(file)).digest('hex');
+}
+
+function expectStorageError(fn: () => unknown, code: string, messagePart?: RegExp): StorageError {
+  let caught: unknown;
+  try {
+    fn();
+  } catch (e) {
+    caught = e;
+  }
+  assert.ok(caught instanceof StorageError, `expected StorageError ${code}, got ${String(caught)}`);
+  assert.equal(caught.code, code, caught.message);
+  if (messagePart) assert.match(caught.message, messagePart);
+  return caught;
+}
+
+function count(s: Storage, sql: string, ...params: unknown[]): number {
+  return s.db.prepare(sql).pluck().get(...params) as number;
+}
+
+function sampleStats(prefixTokens: number, retention: Int32Array | number[]): CompressionStats & { token_retention: never } {
+  return {
+    method: 'ada-snapkv',
+    prefix_tokens: prefixTokens,
+    window: 32,
+    kernel: 7,
+    alpha: 0.2,
+    kv_type: 'f16',
+    compressed: true,
+    reason: null,
+    budget: 64,
+    budget_selectable: 32,
+    budget_clamped: false,
+    kv_bytes_full: 1_000_000,
+    kv_bytes_kept: 200_000,
+    ms_prefill: 12.5,
+    ms_compress: 1.25,
+    layers: [
+      {
+        budget: 128, bytes_full: 500_000, bytes_kept: 100_000, eps_over_c: 0.5, attn_l1: null,
+        ms_score: 0.1, ms_select: 0.2, ms_compact: 0.3,
+        heads: [{ kept: 70, retained_mass: 0.9, concentration: 0.1 }, { kept: 58, retained_mass: 0.85, concentration: 0.2 }],
+      },
+    ],
+    token_retention: retention as never,
+  };
+}
+
+/** A document with pages, tokens, a saved cache and statistics. */
+function makeDocument(s: Storage, title = 'Report', kvPath = `/cache/${title}.kv`) {
+  const d = s.documents.create({ title, kind: 'pdf', fileName: `${title}.pdf`, sha256: 'ab'.repeat(32) });
+  const tokens = Int32Array.from({ length: 300 }, (_, i) => (i * 7919) % 32000);
+  s.documents.setContent(d.id, {
+    pages: [
+      { page: 1, text: 'First page.', tokenStart: 0, tokenEnd: 120 },
+      { page: 2, text: 'Second page.', tokenStart: 120, tokenEnd: 300 },
+    ],
+    tokens,
+    charMap: Int32Array.from({ length: 300 }, (_, i) => i * 3),
+  });
+  s.documents.saveCache(d.id, {
+    kvPath,
+    modelId: 'model-1',
+    modelFingerprint: 'size:123;mtime:456',
+    compression: { ...DEFAULT_SETTINGS.compression },
+    kvBytesFull: 1_000_000,
+    kvBytesKept: 200_000,
+    stats: sampleStats(300, Int32Array.from({ length: 300 }, (_, i) => i % 11)),
+  });
+  return { id: d.id, tokens };
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Opening and migrations
+
+test('a new data folder gets every migration, WAL mode and foreign keys; reopening applies nothing', () => {
+  const dir = join(tempDir(), 'nested', 'data');
+  const s = open(dir);
+  assert.deepEqual(s.migrated, migrations.map((m) => m.version));
+  assert.equal(s.journalMode, 'wal');
+  assert.equal(s.file, join(dir, DATABASE_FILE));
+  assert.equal(s.db.pragma('foreign_keys', { simple: true }), 1);
+  const applied = s.db.prepare('SELECT version, name FROM schema_migrations ORDER BY version').all();
+  assert.deepEqual(applied, migrations.map((m) => ({ version: m.version, name: m.name })));
+  assert.equal(Math.max(...migrations.map((m) => m.version)), LATEST_VERSION);
+  for (const t of ['settings', 'documents', 'document_pages', 'compression_stats', 'chats', 'messages', 'model_folders', 'model_files', 'downloads']) {
+    assert.equal(count(s, `SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = ?`, t), 1, t);
+  }
+  const doc = s.documents.create({ title: 'Kept', kind: 'text', fileName: 'kept.txt' });
+  s.close();
+
+  const again = open(dir);
+  assert.deepEqual(again.migrated, []);
+  assert.equal(again.documents.get(doc.id)?.title, 'Kept');
+  again.close();
+});
+
+test('a migration step is applied in a transaction: a failing step leaves no trace', () => {
+  const db = new Database(':memory:');
+  const steps: Migration[] = [
+    { version: 1, name: 'one', up: (d) => d.exec('CREATE TABLE a (x)') },
+    {
+      version: 2,
+      name: 'two fails',
+      up: (d) => {
+        d.exec('CREATE TABLE b (x)');
+        throw new Error('step two broke');
+      },
+    },
+  ];
+  const clock = new FakeClock();
+  assert.throws(() => migrate(db, clock, steps), /step two broke/);
+  const tables = db.prepare(`SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name`).pluck().all();
+  assert.deepEqual(tables, ['a', 'schema_migrations']);
+  assert.deepEqual(db.prepare('SELECT version, name, applied_at FROM schema_migrations').all(), [
+    { version: 1, name: 'one', applied_at: new Date(clock.t).toISOString() },
+  ]);
+  // Fixed, the step applies on the next run; the first is not applied twice.
+  steps[1] = { version: 2, name: 'two fails', up: (d) => d.exec('CREATE TABLE b (x)') };
+  assert.deepEqual(migrate(db, clock, steps), [2]);
+  assert.deepEqual(migrate(db, clock, steps), []);
+  db.close();
+});
+
+test('a database written by a newer Folio is refused with a clear error and left unchanged', () => {
+  const dir = tempDir();
+  const s = open(dir);
+  s.db.prepare(`INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, 'from the future', '2030-01-01T00:00:00.000Z')`)
+    .run(LATEST_VERSION + 5);
+  s.close();
+  const file = join(dir, DATABASE_FILE);
+  const before = sha(file);
+  const e = expectStorageError(() => open(dir), 'STORAGE_NEWER_SCHEMA', /newer version of Folio/);
+  assert.match(e.message, new RegExp(`version ${LATEST_VERSION + 5}`));
+  assert.match(e.message, new RegExp(`up to ${LATEST_VERSION}`));
+  assert.equal(sha(file), before);
+  assert.equal(existsSync(file + '-wal') && statSync(file + '-wal').size > 0, false);
+});
+
+test('a database whose applied step has another name (another build) is refused', () => {
+  const dir = tempDir();
+  const s = open(dir);
+  s.db.prepare(`UPDATE schema_migrations SET name = 'something else' WHERE version = 2`).run();
+  s.close();
+  expectStorageError(() => open(dir), 'STORAGE_SCHEMA_MISMATCH', /something else/);
+});
+
+test('a file that is not a database is reported as damaged, and left as it was', () => {
+  const dir = tempDir();
+  const file = join(dir, DATABASE_FILE);
+  writeFileSync(file, Buffer.concat([Buffer.from('this is not SQLite at all\n'), Buffer.alloc(8192, 0x5a)]));
+  const before = sha(file);
+  const e = expectStorageError(() => open(dir), 'STORAGE_CORRUPT', /damaged or is not a database/);
+  assert.ok(e.message.includes(file), 'the message names the file');
+  assert.match(e.message, /untouched/);
+  assert.equal(sha(file), before);
+  // Still refused the second time: nothing was recreated in its place.
+  expectStorageError(() => open(dir), 'STORAGE_CORRUPT');
+  assert.equal(sha(file), before);
+});
+
+test('a database with damaged pages is reported as damaged on open', () => {
+  const dir = tempDir();
+  const s = open(dir);
+  for (let i = 0; i < 4; i++) {
+    const d = s.documents.create({ title: `doc${i}`, kind: 'text', fileName: 'x.txt' });
+    s.documents.setContent(d.id, { pages: [{ page: 1, text: 'x'.repeat(12_000), tokenStart: 0, tokenEnd: 3000 }], tokens: new Int32Array(3000) });
+  }
+  s.close();
+  const file = join(dir, DATABASE_FILE);
+  const pageSize = 4096;
+  const pages = statSync(file).size / pageSize;
+  assert.ok(pages > 10, `${pages} pages`);
+  // Overwrite the headers of every page but the first (the schema) with garbage.
+  const fd = openSync(file, 'r+');
+  for (let p = 1; p < pages; p++) writeSync(fd, Buffer.alloc(24, 0xee), 0, 24, p * pageSize);
+  closeSync(fd);
+  const before = sha(file);
+  expectStorageError(() => open(dir), 'STORAGE_CORRUPT', /damaged/);
+  assert.equal(sha(file), before);
+});
+
+test('damage in a table that opening does not read is found by the integrity check on open', () => {
+  const dir = tempDir();
+  const s = open(dir);
+  const d = s.documents.create({ title: 'long', kind: 'text', fileName: 'long.txt' });
+  const pages = Array.from({ length: 40 }, (_, i) => ({ page: i + 1, text: 'y'.repeat(2000), tokenStart: i, tokenEnd: i + 1 }));
+  s.documents.setContent(d.id, { pages, tokens: [1, 2, 3] });
+  const root = count(s, `SELECT rootpage FROM sqlite_master WHERE name = 'document_pages'`);
+  const pageSize = Number(s.db.pragma('page_size', { simple: true }));
+  s.close();
+  const file = join(dir, DATABASE_FILE);
+  const fd = openSync(file, 'r+');
+  writeSync(fd, Buffer.alloc(12, 0xee), 0, 12, (root - 1) * pageSize);
+  closeSync(fd);
+  const before = sha(file);
+  const e = expectStorageError(() => open(dir), 'STORAGE_CORRUPT', /integrity check: .*Tree \d+ page \d+/);
+  assert.ok(!e.message.includes('\n'), 'one line');
+  assert.equal(sha(file), before);
+  // Without the check the file opens, and the damage shows only when the table is read.
+  const unchecked = open(dir, { integrityCheck: false });
+  assert.equal(unchecked.documents.list().length, 1);
+  assert.throws(() => unchecked.documents.pages(d.id), /malformed/);
+  unchecked.db.close();
+});
+
+test("someone else's SQLite database is refused, not adopted", () => {
+  const dir = tempDir();
+  const other = new Database(join(dir, DATABASE_FILE));
+  other.exec(`CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT); INSERT INTO customers (name) VALUES ('Ada')`);
+  other.close();
+  expectStorageError(() => open(dir), 'STORAGE_NOT_FOLIO', /not Folio's/);
+  const check = new Database(join(dir, DATABASE_FILE), { readonly: true });
+  assert.equal(check.prepare('SELECT name FROM customers').pluck().get(), 'Ada');
+  assert.equal(check.prepare(`SELECT COUNT(*) FROM sqlite_master WHERE name = 'schema_migrations'`).pluck().get(), 0);
+  check.close();
+});
+
+// ---------------------------------------------------------------------------------------------------------
+// Settings
+
+test('settings: the defaults', () => {
+  const s = open(tempDir());
+  const v = s.settings.get();
+  assert.deepEqual(Settings.parse(v), v);
+  assert.equal(v.modelId, null);
+  assert.deepEqual(v.compression, { method: 'ada-snapkv', budget: 0.2, alpha: 0.2, window: 32, kernel: 7 });
+  assert.deepEqual(v.sampling, { temperature: 0.7, topK: 40, topP: 0.95, minP: 0.05, repeatPenalty: 1.1, maxTokens: 512, seed: null });
+  assert.ok(v.systemPrompt.length > 20 && v.systemPrompt.length < 500);
+  assert.equal(v.nCtx, null);
+  assert.equal(v.threads, null);
+  assert.equal(v.kvType, 'f16');
+  assert.equal(v.theme, 'system');
+  assert.deepEqual(v.modelFolders, []);
+  // Reading writes nothing.
+  assert.equal(count(s, 'SELECT COUNT(*) FROM settings'), 0);
+  s.close();
+});
+
+test('settings: updates merge nested fields and persist', () => {
+  const dir = tempDir();
+  const s = open(dir);
+  const a = s.settings.update({ sampling: { temperature: 0 }, theme: 'dark', modelId: 'm1' });
+  assert.equal(a.sampling.temperature, 0);
+  assert.equal(a.sampling.topK, 40, 'other sampling fields kept');
+  assert.equal(a.theme, 'dark');
+  assert.equal(a.modelId, 'm1');
+  const b = s.settings.update({ compression: { budget: 0.5, method: 'snapkv' }, nCtx: 8192, modelFolders: ['/models/a', '/models/b', '/models/a'] });
+  assert.deepEqual(b.compression, { method: 'snapkv', budget: 0.5, alpha: 0.2, window: 32, kernel: 7 });
+  assert.equal(b.sampling.temperature, 0, 'earlier update kept');
+  assert.deepEqual(b.modelFolders, ['/models/a', '/models/b']);
+  assert.deepEqual(s.models.folders(), ['/models/a', '/models/b']);
+  // Folders added through the models repository show in the settings.
+  assert.equal(s.models.addFolder('/models/c'), true);
+  assert.equal(s.models.addFolder('/models/c'), false);
+  assert.deepEqual(s.settings.get().modelFolders, ['/models/a', '/models/b', '/models/c']);
+  const c = s.settings.update({ modelId: null, modelFolders: ['/models/c', '/models/a'] });
+  assert.equal(c.modelId, null);
+  assert.deepEqual(c.modelFolders, ['/models/c', '/models/a']);
+  s.close();
+
+  const again = open(dir);
+  assert.deepEqual(again.settings.get(), c);
+  again.close();
+});
+
+test('settings: a bad patch is refused and nothing changes', () => {
+  const s = open(tempDir());
+  s.settings.update({ theme: 'light', modelFolders: ['/m'] });
+  const before = s.settings.get();
+  const row = s.db.prepare('SELECT json, updated_at FROM settings').get();
+  const bad: unknown[] = [
+    { sampling: { temperature: 'hot' } },
+    { sampling: { temperature: 11 } },
+    { compression: { kernel: 8 } },
+    { compression: { method: 'magic' } },
+    { compression: { budget: 0 } },
+    { theme: 'purple' },
+    { nCtx: 10 },
+    { colour: 'red' },
+    { sampling: { temprature: 0.5 } },
+    { modelFolders: [''] },
+    // A good field with a bad one: neither is applied.
+    { theme: 'dark', modelFolders: ['/x'], sampling: { topP: 0 } },
+    'not an object',
+    null,
+  ];
+  for (const patch of bad) {
+    const e = expectStorageError(() => s.settings.update(patch), 'BAD_REQUEST', /^settings: /);
+    assert.ok(e.message.length > 'settings: '.length);
+  }
+  assert.deepEqual(s.settings.get(), before);
+  assert.deepEqual(s.db.prepare('SELECT json, updated_at FROM settings').get(), row);
+  assert.deepEqual(s.models.folders(), ['/m']);
+  // The message names the field.
+  expectStorageError(() => s.settings.update({ compression: { kernel: 8 } }), 'BAD_REQUEST', /compression\.kernel/);
+  s.close();
+});
+
+test('settings: a stored field that no longer validates reads as its default; the rest is kept', () => {
+  const s = open(tempDir());
+  s.settings.update({ theme: 'dark', sampling: { topK: 5 } });
+  const stored = JSON.parse(s.db.prepare('SELECT json FROM settings').pluck().get() as string);
+  stored.sampling.temperature = 'warm';
+  stored.kvType = 'q4';
+  s.db.prepare('UPDATE settings SET json = ?').run(JSON.stringify(stored));
+  const r = s.settings.read();
+  assert.deepEqual(r.ignored.sort(), ['kvType', 'sampling.temperature']);
+  assert.equal(r.settings.theme, 'dark');
+  assert.equal(r.settings.sampling.topK, 5);
+  assert.equal(r.settings.sampling.temperature, DEFAULT_SETTINGS.sampling.temperature);
+  assert.equal(r.settings.kvType, 'f16');
+  s.close();
+});
+
+// ---------------------------------------------------------------------------------------------------------
+// Documents and statistics
+
+test('documents: create, content, cache and statistics round trip', () => {
+  const clock = new FakeClock();
+  const dir = tempDir();
+  const s = open(dir, { scheduler: clock });
+  const created = s.documents.create({ title: 'Annual report', kind: 'pdf', fileName: 'report.pdf', sha256: 'cd'.repeat(32) });
+  assert.match(created.id, /^[A-Za-z0-9_-]{16,}$/);
+  assert.equal(created.status, 'importing');
+  assert.equal(created.createdAt, new Date(clock.t).toISOString());
+  assert.equal(created.kvPath, null);
+  assert.equal(created.compression, null);
+  assert.equal(s.documents.tokens(created.id), null);
+
+  const tokens = Int32Array.from({ length: 10_000 }, (_, i) => (i * 2654435761) % 150_000);
+  const charMap = Int32Array.from({ length: 10_000 }, (_, i) => i * 4);
+  const pages = [
+    { page: 1, text: 'Alpha ✓ — first', tokenStart: 0, tokenEnd: 4000 },
+    { page: 2, text: 'Beta', tokenStart: 4000, tokenEnd: 10_000 },
+  ];
+  clock.advance(1000);
+  s.documents.setContent(created.id, { pages, tokens, charMap });
+  s.documents.update(created.id, { status: 'compressing' });
+
+  const retention = Int32Array.from({ length: 10_000 }, (_, i) => (i * 31) % 21);
+  const stats = sampleStats(10_000, retention);
+  const first = s.documents.saveCache(created.id, {
+    kvPath: '/cache/a.kv', modelId: 'qwen', modelFingerprint: 'fp1',
+    compression: { method: 'ada-snapkv', budget: 0.2, alpha: 0.2, window: 32, kernel: 7 },
+    kvBytesFull: 5_000_000_000, kvBytesKept: 1_000_000_000, stats,
+  });
+  assert.deepEqual(first, { replacedKvPath: null });
+  s.close();
+
+  const r = open(dir, { scheduler: clock });
+  const d = r.documents.require(created.id);
+  assert.equal(d.status, 'ready');
+  assert.equal(d.pages, 2);
+  assert.equal(d.tokens, 10_000);
+  assert.equal(d.kvPath, '/cache/a.kv');
+  assert.equal(d.modelId, 'qwen');
+  assert.equal(d.modelFingerprint, 'fp1');
+  assert.equal(d.sha256, 'cd'.repeat(32));
+  assert.equal(d.kvBytesFull, 5_000_000_000);
+  assert.deepEqual(d.compression, { method: 'ada-snapkv', budget: 0.2, alpha: 0.2, window: 32, kernel: 7 });
+  assert.deepEqual(r.documents.pages(created.id), pages);
+  assert.deepEqual(r.documents.tokens(created.id), tokens);
+  assert.deepEqual(r.documents.charMap(created.id), charMap);
+  // Big arrays are 4 bytes a value.
+  assert.equal(count(r, 'SELECT length(tokens) FROM documents WHERE id = ?', created.id), 40_000);
+  assert.equal(count(r, 'SELECT length(retention) FROM compression_stats WHERE document_id = ?', created.id), 40_000);
+
+  // list() gives the contract's summaries, exactly.
+  const list = r.documents.list();
+  assert.equal(list.length, 1);
+  assert.deepEqual(DocumentSummary.strict().parse(list[0]), list[0]);
+  assert.equal(list[0].kvBytesKept, 1_000_000_000);
+
+  const back = r.stats.get(created.id)!;
+  assert.deepEqual(back, { ...stats, token_retention: Array.from(retention) });
+  assert.deepEqual(r.stats.retention(created.id), retention);
+  assert.deepEqual(r.documents.findBySha256('cd'.repeat(32)).map((x) => x.id), [created.id]);
+
+  // Recompressing records the new file and hands back the old one to remove.
+  const second = r.documents.saveCache(created.id, {
+    kvPath: '/cache/b.kv', modelId: 'qwen', modelFingerprint: 'fp1',
+    compression: { method: 'snapkv', budget: 0.1, alpha: 1, window: 16, kernel: 5 },
+    kvBytesFull: 5, kvBytesKept: 1, stats: sampleStats(4, [0.5, 1.25, 2, 3]),
+  });
+  assert.deepEqual(second, { replacedKvPath: '/cache/a.kv' });
+  assert.deepEqual(r.stats.get(created.id)!.token_retention, [0.5, 1.25, 2, 3]);
+  assert.deepEqual(r.stats.retention(created.id), Float64Array.from([0.5, 1.25, 2, 3]));
+
+  assert.deepEqual(r.documents.clearCache(created.id), { removedKvPath: '/cache/b.kv' });
+  assert.equal(r.documents.get(created.id)!.status, 'stale');
+  assert.equal(r.stats.get(created.id), null);
+  r.close();
+});
+
+test('documents: invalid input is refused without partial writes; unknown ids are NOT_FOUND', () => {
+  const s = open(tempDir());
+  const { id, tokens } = makeDocument(s);
+  expectStorageError(
+    () => s.documents.setContent(id, { pages: [{ page: 1, text: 'x', tokenStart: 0, tokenEnd: 2 }], tokens: [1, 2.5] }),
+    'BAD_REQUEST', /tokens\[1\]/,
+  );
+  expectStorageError(
+    () => s.documents.setContent(id, { pages: [{ page: 0, text: 'x', tokenStart: 0, tokenEnd: 1 }], tokens: [1] }),
+    'BAD_REQUEST', /pages\.0\.page/,
+  );
+  assert.deepEqual(s.documents.tokens(id), tokens);
+  assert.equal(s.documents.pages(id).length, 2);
+  const bad = { ...sampleStats(3, [1, 2, 3]), method: 'zip' } as unknown as CompressionStats;
+  expectStorageError(() => s.stats.put(id, bad), 'BAD_REQUEST', /method/);
+  expectStorageError(
+    () => s.documents.saveCache(id, { kvPath: '/x', modelId: 'm', modelFingerprint: 'f', compression: { ...DEFAULT_SETTINGS.compression, kernel: 4 }, kvBytesFull: 1, kvBytesKept: 1 }),
+    'BAD_REQUEST', /kernel/,
+  );
+  assert.equal(s.documents.get(id)!.kvPath, '/cache/Report.kv');
+  expectStorageError(() => s.documents.update('nope', { title: 'x' }), 'NOT_FOUND');
+  expectStorageError(() => s.documents.setContent('nope', { pages: [], tokens: [] }), 'NOT_FOUND');
+  expectStorageError(() => s.stats.put('nope', sampleStats(1, [1])), 'NOT_FOUND');
+  expectStorageError(() => s.chats.create('nope'), 'NOT_FOUND');
+  assert.equal(s.documents.get('nope'), null);
+  assert.deepEqual(s.documents.delete('nope'), { deleted: false, files: [] });
+  s.close();
+});
+
+// ---------------------------------------------------------------------------------------------------------
+// Chats and messages
+
+test('chats and messages round trip, in order, with the contract shapes', () => {
+  const clock = new FakeClock();
+  const s = open(tempDir(), { scheduler: clock });
+  const { id: docId } = makeDocument(s);
+  const chat = s.chats.create(docId);
+  assert.deepEqual(ChatSummary.strict().parse(chat), chat);
+  assert.equal(chat.title, 'New chat');
+  assert.equal(chat.messageCount, 0);
+  clock.advance(10);
+  const other = s.chats.create(docId, 'Second');
+
+  clock.advance(10);
+  const q = s.messages.add(chat.id, { role: 'user', text: 'What is on page 2?', cacheTokens: 12 });
+  clock.advance(10);
+  const a = s.messages.add(chat.id, {
+    role: 'assistant', text: 'Beta.', tokens: 3, tokensPerSecond: 41.5, pageRefs: [2], cacheTokens: 5,
+  });
+  assert.deepEqual(Message.strict().parse(a), a);
+  assert.equal(a.status, 'complete');
+  assert.deepEqual(s.messages.list(chat.id).map((m) => m.id), [q.id, a.id]);
+  assert.deepEqual(s.messages.get(a.id), a);
+  assert.equal(a.createdAt, new Date(clock.t).toISOString());
+
+  // The chat with the latest message comes first, with its count.
+  const list = s.chats.list(docId);
+  assert.deepEqual(list.map((c) => [c.id, c.messageCount]), [[chat.id, 2], [other.id, 0]]);
+  assert.equal(list[0].updatedAt, a.createdAt);
+
+  clock.advance(10);
+  const renamed = s.chats.rename(other.id, 'Renamed');
+  assert.equal(renamed.title, 'Renamed');
+  assert.equal(s.chats.list(docId)[0].id, other.id);
+  expectStorageError(() => s.chats.rename('nope', 'x'), 'NOT_FOUND');
+  expectStorageError(() => s.messages.add('nope', { role: 'user', text: 'x' }), 'NOT_FOUND');
+
+  const edited = s.messages.update(a.id, { pageRefs: [1, 2], error: null });
+  assert.deepEqual(edited.pageRefs, [1, 2]);
+  assert.equal(edited.text, 'Beta.');
+  assert.deepEqual(s.messages.conversationTokens(chat.id), { tokens: 17, exact: true });
+
+  assert.equal(s.chats.delete(other.id), true);
+  assert.equal(s.chats.delete(other.id), false);
+  assert.equal(s.chats.get(other.id), null);
+  s.close();
+});
+
+test('truncateFrom gives the cache tokens to cut for regenerate and edit', () => {
+  const s = open(tempDir());
+  const { id: docId } = makeDocument(s);
+  const chat = s.chats.create(docId);
+  const q1 = s.messages.add(chat.id, { role: 'user', text: 'q1', cacheTokens: 10 });
+  s.messages.add(chat.id, { role: 'assistant', text: 'a1', cacheTokens: 20 });
+  const q2 = s.messages.add(chat.id, { role: 'user', text: 'q2', cacheTokens: 7 });
+  const a2 = s.messages.add(chat.id, { role: 'assistant', text: 'a2', cacheTokens: 30 });
+  assert.deepEqual(s.messages.conversationTokens(chat.id), { tokens: 67, exact: true });
+
+  // Regenerate: drop the last answer.
+  assert.deepEqual(s.messages.truncateFrom(chat.id, a2.id), { removed: [a2.id], cacheTokens: 30, exact: true });
+  const again = s.messages.add(chat.id, { role: 'assistant', text: 'a2 again', cacheTokens: null });
+  assert.deepEqual(s.messages.list(chat.id).map((m) => m.text), ['q1', 'a1', 'q2', 'a2 again']);
+  assert.deepEqual(s.messages.conversationTokens(chat.id), { tokens: 37, exact: false });
+
+  // Edit: drop a question and everything after it.
+  const cut = s.messages.truncateFrom(chat.id, q2.id);
+  assert.deepEqual(cut, { removed: [q2.id, again.id], cacheTokens: 7, exact: false });
+  const q2b = s.messages.add(chat.id, { role: 'user', text: 'q2 edited', cacheTokens: 9 });
+  assert.deepEqual(s.messages.list(chat.id).map((m) => m.id).slice(-1), [q2b.id]);
+  expectStorageError(() => s.messages.truncateFrom('other-chat', q1.id), 'NOT_FOUND');
+  s.close();
+});
+
+test('deleting a document cascades to pages, statistics, chats and messages, and returns the files to remove', () => {
+  const s = open(tempDir());
+  const keep = makeDocument(s, 'Keep');
+  const gone = makeDocument(s, 'Gone', '/cache/gone.kv');
+  for (const d of [keep.id, gone.id]) {
+    for (let c = 0; c < 2; c++) {
+      const chat = s.chats.create(d);
+      s.messages.add(chat.id, { role: 'user', text: 'q' });
+      s.messages.add(chat.id, { role: 'assistant', text: 'a' });
+    }
+  }
+  const answer = s.messages.beginAnswer(s.chats.list(gone.id)[0].id);
+  answer.append('partial');
+  const tables = () => [
+    count(s, 'SELECT COUNT(*) FROM documents'),
+    count(s, 'SELECT COUNT(*) FROM document_pages'),
+    count(s, 'SELECT COUNT(*) FROM compression_stats'),
+    count(s, 'SELECT COUNT(*) FROM chats'),
+    count(s, 'SELECT COUNT(*) FROM messages'),
+  ];
+  assert.deepEqual(tables(), [2, 4, 2, 4, 9]);
+  assert.deepEqual(s.documents.delete(gone.id), { deleted: true, files: ['/cache/gone.kv'] });
+  assert.deepEqual(tables(), [1, 2, 1, 2, 4]);
+  assert.equal(s.documents.get(gone.id), null);
+  assert.deepEqual(s.chats.list(gone.id), []);
+  assert.equal(s.stats.get(gone.id), null);
+  // The kept document is whole.
+  assert.equal(s.documents.pages(keep.id).length, 2);
+  assert.deepEqual(s.documents.tokens(keep.id), keep.tokens);
+  assert.equal(s.chats.list(keep.id).length, 2);
+  // The answer that was streaming into a deleted chat finishes harmlessly.
+  answer.append(' more');
+  assert.equal(answer.finish('complete'), null);
+
+  // Deleting a chat deletes its messages.
+  const chat = s.chats.list(keep.id)[0];
+  s.chats.delete(chat.id);
+  assert.equal(count(s, 'SELECT COUNT(*) FROM messages WHERE chat_id = ?', chat.id), 0);
+  assert.equal(count(s, 'SELECT COUNT(*) FROM messages'), 2);
+  s.close();
+});
+
+// ---------------------------------------------------------------------------------------------------------
+// Streaming answers
+
+test('a streaming answer is written at most once per interval, and in full when it finishes', () => {
+  const clock = new FakeClock();
+  const s = open(tempDir(), { scheduler: clock });
+  const { id: docId } = makeDocument(s);
+  const chat = s.chats.create(docId);
+  s.messages.add(chat.id, { role: 'user', text: 'Tell me a story.', cacheTokens: 8 });
+  // Count the writes of the message's text with a trigger, independently of the writer.
+  s.db.exec(`CREATE TEMP TABLE text_writes (n INTEGER); INSERT INTO text_writes VALUES (0);
+    CREATE TEMP TRIGGER count_text_writes AFTER UPDATE OF text ON main.messages BEGIN UPDATE text_writes SET n = n + 1; END;`);
+  const writes = () => count(s, 'SELECT n FROM text_writes');
+  const stored = (id: string) => s.db.prepare('SELECT text, status FROM messages WHERE id = ?').get(id) as { text: string; status: string };
+
+  const answer = s.messages.beginAnswer(chat.id);
+  assert.equal(s.messages.stream(answer.id), answer);
+  assert.deepEqual(stored(answer.id), { text: '', status: 'streaming' });
+
+  answer.append('Once');
+  clock.advance(100);
+  answer.append(' upon');
+  assert.deepEqual(stored(answer.id), { text: '', status: 'streaming' }, 'nothing written within the first interval');
+  assert.equal(writes(), 0);
+  assert.equal(clock.pendingTimers, 1, 'one timer for the pending text');
+  clock.advance(150); // t = 250: the timer writes
+  assert.deepEqual(stored(answer.id), { text: 'Once upon', status: 'streaming' });
+  assert.equal(writes(), 1);
+  assert.equal(answer.pending, false);
+
+  // A burst of 1000 tokens over one second: about four writes, not a thousand.
+  for (let i = 0; i < 1000; i++) {
+    answer.append(` t${i}`);
+    clock.advance(1);
+  }
+  assert.ok(writes() >= 4 && writes() <= 6, `${writes()} writes`);
+  assert.equal(answer.writes, writes());
+  // What is stored is never more than one interval behind.
+  clock.advance(250);
+  assert.equal(stored(answer.id).text, answer.text);
+  assert.equal(clock.pendingTimers, 0);
+
+  // After a quiet interval, the next token is written at once.
+  clock.advance(1000);
+  const before = writes();
+  answer.append(' end');
+  assert.equal(writes(), before + 1);
+  assert.equal(stored(answer.id).text, answer.text);
+
+  answer.append('.');
+  const final = answer.finish('complete', { tokens: 1003, tokensPerSecond: 900.5, pageRefs: [1, 2], cacheTokens: 1010 })!;
+  assert.equal(final.status, 'complete');
+  assert.equal(final.text, answer.text);
+  assert.ok(final.text.endsWith(' t999 end.'));
+  assert.equal(final.tokens, 1003);
+  assert.deepEqual(final.pageRefs, [1, 2]);
+  assert.deepEqual(s.messages.get(answer.id), final);
+  assert.equal(s.messages.cacheTokens(answer.id), 1010);
+  assert.equal(clock.pendingTimers, 0, 'finishing cancels the timer');
+  assert.equal(s.messages.stream(answer.id), undefined);
+  assert.throws(() => answer.append('late'), StorageError);
+  assert.throws(() => answer.finish('complete'), StorageError);
+  s.close();
+});
+
+test('stopping and failing an answer keep its text; a truncated answer stops writing', () => {
+  const clock = new FakeClock();
+  const s = open(tempDir(), { scheduler: clock });
+  const chat = s.chats.create(makeDocument(s).id);
+  const stopped = s.messages.beginAnswer(chat.id);
+  stopped.append('Half an');
+  assert.equal(stopped.finish('cancelled')!.text, 'Half an');
+  const failed = s.messages.beginAnswer(chat.id);
+  failed.append('Oops');
+  const f = failed.finish('failed', { error: 'engine crashed' })!;
+  assert.deepEqual([f.status, f.text, f.error], ['failed', 'Oops', 'engine crashed']);
+
+  const dropped = s.messages.beginAnswer(chat.id);
+  dropped.append('to be regenerated');
+  s.messages.truncateFrom(chat.id, dropped.id);
+  assert.equal(dropped.closed, true);
+  assert.equal(clock.pendingTimers, 0);
+  assert.equal(s.messages.get(dropped.id), null);
+  s.close();
+});
+
+test('a crash mid-answer: on reopen the answer is interrupted, with the text of its last write', () => {
+  const clock = new FakeClock();
+  const dir = tempDir();
+  const a = open(dir, { scheduler: clock });
+  const chat = a.chats.create(makeDocument(a).id);
+  const q = a.messages.add(chat.id, { role: 'user', text: 'Question?' });
+  const answer = a.messages.beginAnswer(chat.id);
+  answer.append('Written part');
+  clock.advance(250);
+  answer.append(', lost part');
+  const done = a.messages.add(chat.id, { role: 'assistant', text: 'an older complete answer' });
+  // The crash: the connection goes away without finishing (or closing) anything.
+  a.db.close();
+
+  const b = open(dir, { scheduler: clock });
+  assert.equal(b.messages.get(answer.id)!.status, 'streaming');
+  assert.deepEqual(b.recover(), { messages: 1, documents: 0, downloads: 0 });
+  const m = b.messages.get(answer.id)!;
+  assert.equal(m.status, 'interrupted');
+  assert.equal(m.text, 'Written part');
+  assert.equal(b.messages.get(q.id)!.status, 'complete');
+  assert.equal(b.messages.get(done.id)!.status, 'complete');
+  assert.deepEqual(b.recover(), { messages: 0, documents: 0, downloads: 0 }, 'recovery is idempotent');
+
+  // Recovery leaves answers streaming in this process alone.
+  const live = b.messages.beginAnswer(chat.id);
+  assert.equal(b.messages.recoverInterrupted(), 0);
+  assert.equal(b.messages.get(live.id)!.status, 'streaming');
+  b.close();
+});
+
+test('closing the storage finishes open answers as interrupted, with all their text', () => {
+  const clock = new FakeClock();
+  const dir = tempDir();
+  const s = open(dir, { scheduler: clock });
+  const chat = s.chats.create(makeDocument(s).id);
+  const answer = s.messages.beginAnswer(chat.id);
+  answer.append('All of it');
+  s.close();
+  assert.equal(clock.pendingTimers, 0);
+  s.close(); // twice is harmless
+  const r = open(dir);
+  assert.deepEqual([r.messages.get(answer.id)!.status, r.messages.get(answer.id)!.text], ['interrupted', 'All of it']);
+  r.close();
+});
+
+test('a process killed mid-answer leaves the answer to recover as interrupted', async () => {
+  const dir = tempDir();
+  const s = open(dir);
+  const chat = s.chats.create(makeDocument(s).id);
+  s.close();
+  const child = join(dir, 'child.ts');
+  const storageUrl = pathToFileURL(join(repoRoot, 'electron/storage/index.ts')).href;
+  writeFileSync(
+    child,
+    `import { openStorage } from ${JSON.stringify(storageUrl)};
+     const s = openStorage(${JSON.stringify(dir)}, { flushIntervalMs: 60_000 });
+     const a = s.messages.beginAnswer(${JSON.stringify(chat.id)});
+     a.append('flushed before the crash');
+     a.flush();
+     a.append(' and never written');
+     process.stdout.write(JSON.stringify({ id: a.id }) + '\\n');
+     setInterval(() => {}, 1000);
+    `,
+  );
+  const proc = spawn(process.execPath, ['--import', 'tsx', child], { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  proc.stderr.on('data', (d) => (err += d));
+  const id = await new Promise<string>((resolveId, reject) => {
+    proc.stdout.on('data', (d) => {
+      out += d;
+      const nl = out.indexOf('\n');
+      if (nl >= 0) resolveId((JSON.parse(out.slice(0, nl)) as { id: string }).id);
+    });
+    proc.on('exit', (code) => reject(new Error(`child exited (${code}) before answering: ${err}`)));
+  });
+  const exited = new Promise((r) => proc.on('exit', r));
+  proc.kill('SIGKILL');
+  await exited;
+  assert.ok(existsSync(join(dir, DATABASE_FILE + '-wal')), 'the killed process left its WAL behind');
+
+  const r = open(dir);
+  assert.deepEqual(r.recover(), { messages: 1, documents: 0, downloads: 0 });
+  const m = r.messages.get(id)!;
+  assert.deepEqual([m.status, m.text, m.role], ['interrupted', 'flushed before the crash', 'assistant']);
+  r.close();
+});
+
+// ---------------------------------------------------------------------------------------------------------
+// Startup recovery of documents and downloads; models
+
+test('recovery: documents cut off become failed (or stale with a cache); running downloads become paused', () => {
+  const s = open(tempDir());
+  const importing = s.documents.create({ title: 'a', kind: 'text', fileName: 'a.txt' });
+  const recompressing = makeDocument(s, 'b');
+  s.documents.update(recompressing.id, { status: 'compressing' });
+  const ready = makeDocument(s, 'c');
+  const failed = s.documents.create({ title: 'd', kind: 'docx', fileName: 'd.docx', status: 'failed' });
+  s.documents.update(failed.id, { error: 'bad zip' });
+
+  const dl = s.downloads.create({ url: 'https://example.com/m.gguf', destination: '/models/m.gguf', expectedSha256: 'ef'.repeat(32), totalBytes: 1000 });
+  assert.equal(dl.status, 'queued');
+  s.downloads.update(dl.id, { status: 'running', bytesDone: 400, etag: '"v1"' });
+  const finished = s.downloads.create({ url: 'https://example.com/n.gguf', destination: '/models/n.gguf' });
+  s.downloads.update(finished.id, { status: 'done', bytesDone: 10, totalBytes: 10 });
+
+  assert.deepEqual(s.recover(), { messages: 0, documents: 2, downloads: 1 });
+  const i = s.documents.get(importing.id)!;
+  assert.equal(i.status, 'failed');
+  assert.match(i.error!, /closed before/);
+  assert.equal(s.documents.get(recompressing.id)!.status, 'stale');
+  assert.equal(s.documents.get(recompressing.id)!.kvPath, '/cache/b.kv');
+  assert.equal(s.documents.get(ready.id)!.status, 'ready');
+  assert.equal(s.documents.get(failed.id)!.error, 'bad zip');
+
+  const resumed = s.downloads.get(dl.id)!;
+  assert.deepEqual(
+    [resumed.status, resumed.bytesDone, resumed.totalBytes, resumed.etag, resumed.expectedSha256],
+    ['paused', 400, 1000, '"v1"', 'ef'.repeat(32)],
+  );
+  assert.deepEqual(s.downloads.unfinished().map((d) => d.id), [dl.id]);
+  assert.equal(s.downloads.list().length, 2);
+  assert.equal(s.downloads.delete(finished.id), true);
+  s.close();
+});
+
+test('model files and folders', () => {
+  const s = open(tempDir());
+  assert.deepEqual(s.models.files(), []);
+  s.models.addFile('/x/a.gguf');
+  s.models.addFile('/x/b.gguf', 'download');
+  s.models.addFile('/x/a.gguf', 'added');
+  assert.deepEqual(s.models.files().map((f) => [f.path, f.source]), [['/x/a.gguf', 'added'], ['/x/b.gguf', 'download']]);
+  assert.equal(s.models.removeFile('/x/a.gguf'), true);
+  assert.equal(s.models.removeFile('/x/a.gguf'), false);
+  s.models.addFolder('/f1');
+  s.models.addFolder('/f2');
+  assert.equal(s.models.removeFolder('/f1'), true);
+  assert.deepEqual(s.models.folders(), ['/f2']);
+  assert.deepEqual(s.settings.get().modelFolders, ['/f2']);
+  s.close();
+});
+
+// ---------------------------------------------------------------------------------------------------------
+// Concurrency (WAL)
+
+test('readers are not blocked by a writer and see only committed data (WAL)', () => {
+  const dir = tempDir();
+  const writer = open(dir, { busyTimeoutMs: 100 });
+  const reader = open(dir, { busyTimeoutMs: 100 });
+  const raw = new Database(join(dir, DATABASE_FILE), { readonly: true, timeout: 100 });
+  const docs = () => raw.prepare('SELECT COUNT(*) FROM documents').pluck().get() as number;
+
+  // A write transaction in progress: readers read, and see the state before it.
+  writer.db.transaction(() => {
+    makeDocument(writer, 'in flight');
+    assert.equal(reader.documents.list().length, 0);
+    assert.equal(docs(), 0);
+  }).immediate();
+  assert.equal(reader.documents.list().length, 1);
+  assert.equal(docs(), 1);
+
+  // A reader holding a snapshot does not stop the writer from committing, and keeps its snapshot.
+  raw.exec('BEGIN');
+  assert.equal(docs(), 1);
+  // (With a rollback journal this write would fail with SQLITE_BUSY after the 100 ms busy timeout.)
+  makeDocument(writer, 'second');
+  assert.equal(docs(), 1, 'the snapshot is stable');
+  raw.exec('COMMIT');
+  assert.equal(docs(), 2);
+  assert.equal(reader.documents.list().length, 2);
+
+  raw.close();
+  reader.close();
+  writer.close();
+});
+
+test('a reader keeps reading while another thread writes', async () => {
+  const dir = tempDir();
+  const s = open(dir);
+  const chat = s.chats.create(makeDocument(s).id);
+  const worker = new Worker(
+    `const { workerData, parentPort } = require('node:worker_threads');
+     const Database = require(workerData.sqlite);
+     const db = new Database(workerData.file, { timeout: 5000 });
+     db.pragma('foreign_keys = ON');
+     const insert = db.prepare("INSERT INTO messages (id, chat_id, seq, role, text, status, created_at, updated_at) VALUES (?, ?, ?, 'user', ?, 'complete', '', '')");
+     for (let i = 1; i <= 300; i++) insert.run('w' + i, workerData.chat, i, 'message ' + i);
+     db.close();
+     parentPort.postMessage('done');`,
+    {
+      eval: true,
+      workerData: { sqlite: resolve(repoRoot, 'node_modules/better-sqlite3'), file: join(dir, DATABASE_FILE), chat: chat.id },
+    },
+  );
+  const done = new Promise<void>((r, reject) => {
+    worker.on('message', () => r());
+    worker.on('error', reject);
+  });
+  let finished = false;
+  void done.then(() => (finished = true));
+  let last = 0;
+  let reads = 0;
+  while (!finished) {
+    const list = s.messages.list(chat.id);
+    assert.ok(list.length >= last, 'counts never go back');
+    // Every read is a consistent prefix of the writer's sequence.
+    list.forEach((m, i) => assert.equal(m.text, `message ${i + 1}`));
+    last = list.length;
+    reads++;
+    await new Promise((r) => setImmediate(r));
+  }
+  await done;
+  assert.equal(s.messages.list(chat.id).length, 300);
+  assert.ok(reads > 1);
+  s.close();
+});
