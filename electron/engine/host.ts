@@ -1,0 +1,454 @@
+// The engine process: loads the native addon and serves protocol.ts's requests. It runs as a Node child
+// process (child_process.fork with an IPC channel: process.on('message') / process.send) or as an Electron
+// utilityProcess (process.parentPort: on('message', e => e.data) / postMessage); which one is detected at
+// start, without importing 'electron'.
+//
+// Models and sessions live in maps under ids handed out here. Operations on one session run one at a time,
+// in arrival order (a per-session queue; the addon's own BUSY, should it ever fire, is passed through).
+// Long work runs off this thread (in the addon's jobs, or in the tokenizer worker for long texts), so the
+// event loop stays free for cancellations and for the progress and token events it forwards.
+import { Worker } from 'node:worker_threads';
+
+import { addonPath, loadAddon, type FolioAddon, type Model, type Session } from './binding.ts';
+import {
+  describeIssue, EngineRequestError, ErrorCodes, methods, PROTOCOL_VERSION, RequestMessage, TEST_HOOKS_ENV,
+  type EngineMethod, type EngineResult, type HostMessage, type Methods, type SessionHandle,
+} from './protocol.ts';
+import { PieceLengths, specialIdsOfModel, tokenizeWithPieces } from './tokenize.ts';
+import type { WorkerCall, WorkerReply } from './tokenizer-worker.ts';
+import type { z } from 'zod';
+
+/** Texts up to this many UTF-16 units are tokenized on the main thread (a few ms at most), longer ones in the worker. */
+const INLINE_TOKENIZE_CHARS = 16 * 1024;
+/** Token sequences up to this length are detokenized on the main thread. */
+const INLINE_DETOKENIZE_TOKENS = 32 * 1024;
+
+// ---------------------------------------------------------------------------------------------------------
+// Transport
+
+interface Transport {
+  kind: 'node-ipc' | 'electron-parent-port';
+  send(message: HostMessage, then?: () => void): void;
+  onMessage(listener: (message: unknown) => void): void;
+}
+
+interface ParentPortLike {
+  on(event: 'message', listener: (e: { data: unknown }) => void): unknown;
+  postMessage(message: unknown): void;
+  start?(): void;
+}
+
+function detectTransport(): Transport {
+  const parentPort = (process as unknown as { parentPort?: ParentPortLike }).parentPort;
+  if (parentPort && typeof parentPort.postMessage === 'function') {
+    return {
+      kind: 'electron-parent-port',
+      send(message, then) {
+        parentPort.postMessage(message);
+        if (then) setTimeout(then, 50); // no delivery callback on a MessagePort: give it a moment to flush
+      },
+      onMessage(listener) {
+        parentPort.on('message', (e) => listener(e.data));
+        parentPort.start?.();
+      },
+    };
+  }
+  if (typeof process.send === 'function') {
+    // The parent is gone: nothing will ever ask again, so do not linger holding gigabytes.
+    process.on('disconnect', () => process.exit(0));
+    return {
+      kind: 'node-ipc',
+      send(message, then) {
+        if (!process.connected) return then?.();
+        try {
+          process.send!(message, undefined, undefined, () => then?.());
+        } catch {
+          then?.();
+        }
+      },
+      onMessage(listener) { process.on('message', listener); },
+    };
+  }
+  process.stderr.write('folio engine host: start me with child_process.fork (an IPC channel) or as an Electron utilityProcess\n');
+  process.exit(2);
+}
+
+const transport = detectTransport();
+const startedAt = Date.now();
+const testHooks = process.env[TEST_HOOKS_ENV] === '1';
+
+// ---------------------------------------------------------------------------------------------------------
+// The tokenizer worker (long texts)
+
+class TokenizerWorker {
+  private worker: Worker | null = null;
+  private next = 1;
+  private readonly pending = new Map<number, { resolve: (r: WorkerReply & { ok: true }) => void; reject: (e: Error) => void }>();
+
+  private start(): Worker {
+    if (this.worker) return this.worker;
+    let w: Worker;
+    if (import.meta.url.endsWith('.ts')) {
+      // Under tsx: a worker does not inherit the --import'ed loader on Node 20, so register it first.
+      const api = JSON.stringify(import.meta.resolve('tsx/esm/api'));
+      const entry = JSON.stringify(new URL('./tokenizer-worker.ts', import.meta.url).href);
+      w = new Worker(`import(${api}).then((tsx) => { tsx.register(); return import(${entry}); });`, { eval: true });
+    } else {
+      w = new Worker(new URL('./tokenizer-worker.js', import.meta.url));
+    }
+    w.unref();
+    w.on('message', (r: WorkerReply) => {
+      const p = this.pending.get(r.id);
+      if (!p) return;
+      this.pending.delete(r.id);
+      if (r.ok) p.resolve(r);
+      else p.reject(new EngineRequestError(r.code, r.message));
+    });
+    const fail = (why: string) => {
+      if (this.worker !== w) return;
+      this.worker = null;
+      for (const p of this.pending.values()) p.reject(new EngineRequestError(ErrorCodes.INTERNAL, `the tokenizer worker ${why}`));
+      this.pending.clear();
+    };
+    w.on('error', (e) => fail(`failed: ${e.message}`));
+    w.on('exit', (code) => fail(`exited (${code})`));
+    this.worker = w;
+    return w;
+  }
+
+  call(req: WorkerCall): Promise<WorkerReply & { ok: true }> {
+    const w = this.start();
+    const id = this.next++;
+    return new Promise((resolve, reject) => {
+      this.pending.set(id, { resolve, reject });
+      w.postMessage({ ...req, id });
+    });
+  }
+
+  forget(path: string): void {
+    if (this.worker) void this.call({ op: 'forget', path }).catch(() => {});
+  }
+
+  async stop(): Promise<void> {
+    const w = this.worker;
+    this.worker = null;
+    if (w) await w.terminate();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// State
+
+interface ModelEntry {
+  id: string;
+  path: string;
+  model: Model;
+  sessions: Set<string>;
+  pieces: PieceLengths;
+}
+
+interface Job {
+  requestId: number;
+  /** Whether session.cancel() stops it (prefill, compress, generate). */
+  cancellable: boolean;
+  run(): Promise<void>;
+  /** Rejects it with CANCELLED without running it. */
+  drop(why: string): void;
+}
+
+interface SessionEntry {
+  id: string;
+  modelId: string;
+  session: Session;
+  queue: Job[];
+  running: Job | null;
+}
+
+const models = new Map<string, ModelEntry>();
+const sessions = new Map<string, SessionEntry>();
+/** Request id → the session whose queue holds it or which runs it. */
+const jobsByRequest = new Map<number, SessionEntry>();
+const inFlight = new Set<number>();
+const tokenizer = new TokenizerWorker();
+let nextHandle = 1;
+const handlePrefix = process.pid.toString(36);
+let shuttingDown = false;
+
+function modelEntry(id: string): ModelEntry {
+  const m = models.get(id);
+  if (!m) throw new EngineRequestError(ErrorCodes.UNKNOWN_MODEL, `no model '${id}' in this engine process (unloaded, or lost in a restart)`);
+  return m;
+}
+
+function sessionEntry(id: string): SessionEntry {
+  const s = sessions.get(id);
+  if (!s) throw new EngineRequestError(ErrorCodes.UNKNOWN_SESSION, `no session '${id}' in this engine process (disposed, or lost in a restart)`);
+  return s;
+}
+
+function addSession(modelId: string, session: Session): SessionHandle {
+  const id = `s${handlePrefix}-${nextHandle++}`;
+  sessions.set(id, { id, modelId, session, queue: [], running: null });
+  modelEntry(modelId).sessions.add(id);
+  return { sessionId: id, modelId, nCtx: session.nCtx, nThreads: session.nThreads, nPast: session.nPast };
+}
+
+function pump(entry: SessionEntry): void {
+  if (entry.running) return;
+  const job = entry.queue.shift();
+  if (!job) return;
+  entry.running = job;
+  void job.run().finally(() => {
+    entry.running = null;
+    if (jobsByRequest.get(job.requestId) === entry) jobsByRequest.delete(job.requestId);
+    pump(entry);
+  });
+}
+
+/** Runs `fn` on the session when its earlier operations are done. */
+function onSession<T>(entry: SessionEntry, requestId: number, cancellable: boolean, fn: (s: Session) => T | Promise<T>): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const job: Job = {
+      requestId,
+      cancellable,
+      run: async () => {
+        try {
+          resolve(await fn(entry.session));
+        } catch (e) {
+          reject(e);
+        }
+      },
+      drop: (why) => {
+        if (jobsByRequest.get(requestId) === entry) jobsByRequest.delete(requestId);
+        reject(new EngineRequestError(ErrorCodes.CANCELLED, why));
+      },
+    };
+    if (requestId >= 0) jobsByRequest.set(requestId, entry);
+    entry.queue.push(job);
+    pump(entry);
+  });
+}
+
+/** Forgets the session at once (new requests get UNKNOWN_SESSION), cancels its work, disposes it once idle. */
+function disposeSessionEntry(entry: SessionEntry): Promise<void> {
+  sessions.delete(entry.id);
+  models.get(entry.modelId)?.sessions.delete(entry.id);
+  for (const job of entry.queue.splice(0)) job.drop('cancelled: the session was disposed');
+  if (entry.running?.cancellable) entry.session.cancel();
+  return onSession(entry, -1, false, (s) => s.dispose());
+}
+
+async function disposeModelEntry(entry: ModelEntry): Promise<string[]> {
+  const ids = [...entry.sessions];
+  await Promise.all(ids.map((id) => disposeSessionEntry(sessionEntry(id))));
+  models.delete(entry.id);
+  entry.model.dispose();
+  tokenizer.forget(entry.path);
+  return ids;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Handlers
+
+interface Ctx {
+  id: number;
+  progress(done: number, total: number): void;
+  token(t: { id: number; text: string }): void;
+}
+
+type Handlers = {
+  [M in EngineMethod]: (params: z.output<Methods[M]['params']>, ctx: Ctx) => Promise<EngineResult<M>> | EngineResult<M>;
+};
+
+function makeHandlers(addon: FolioAddon): Handlers {
+  return {
+    ping: () => ({ pid: process.pid, uptimeMs: Date.now() - startedAt, models: models.size, sessions: sessions.size, running: inFlight.size }),
+
+    loadModel: async ({ path }) => {
+      const model = await addon.loadModel(path);
+      const id = `m${handlePrefix}-${nextHandle++}`;
+      models.set(id, { id, path, model, sessions: new Set(), pieces: new PieceLengths(model, specialIdsOfModel(model)) });
+      return { modelId: id, info: model.info() };
+    },
+
+    unloadModel: async ({ modelId }) => ({ disposedSessions: await disposeModelEntry(modelEntry(modelId)) }),
+
+    modelInfo: ({ modelId }) => modelEntry(modelId).model.info(),
+
+    tokenize: async ({ modelId, text, addSpecial, parseSpecial }) => {
+      const m = modelEntry(modelId);
+      const opts = { addSpecial: addSpecial ?? true, parseSpecial: parseSpecial ?? false };
+      const textBytes = Buffer.byteLength(text, 'utf8');
+      if (text.length <= INLINE_TOKENIZE_CHARS) return { ...tokenizeWithPieces(m.model, m.pieces, text, opts), textBytes };
+      const r = await tokenizer.call({ op: 'tokenize', path: m.path, text, ...opts });
+      return { tokens: r.tokens!, pieceBytes: r.pieceBytes!, textBytes };
+    },
+
+    detokenize: async ({ modelId, tokens, special }) => {
+      const m = modelEntry(modelId);
+      if (tokens.length <= INLINE_DETOKENIZE_TOKENS) return { text: m.model.detokenize(tokens, { special: special ?? false }) };
+      const r = await tokenizer.call({ op: 'detokenize', path: m.path, tokens, special });
+      return { text: r.text! };
+    },
+
+    createSession: ({ modelId, options }) => addSession(modelId, modelEntry(modelId).model.createSession(options ?? {})),
+
+    compress: ({ sessionId, tokens, options, logits }, ctx) =>
+      onSession(sessionEntry(sessionId), ctx.id, true, async (s) => {
+        const r = await s.compress(tokens, { ...options, onProgress: ctx.progress });
+        return { stats: r.stats, nPast: r.nPast, logits: logits ? r.logits : null };
+      }),
+
+    prefill: ({ sessionId, tokens, logits }, ctx) =>
+      onSession(sessionEntry(sessionId), ctx.id, true, async (s) => {
+        const want = logits ?? 'none';
+        const r = await s.prefill(tokens, { allLogits: want === 'all', onProgress: ctx.progress });
+        return { nPast: r.nPast, seconds: r.seconds, tokensPerSecond: r.tokensPerSecond, logits: want === 'none' ? null : r.logits };
+      }),
+
+    generate: ({ sessionId, ...opts }, ctx) =>
+      onSession(sessionEntry(sessionId), ctx.id, true, (s) => s.generate({ ...opts, onToken: (t) => void ctx.token(t) })),
+
+    cancel: ({ requestId }) => {
+      const entry = jobsByRequest.get(requestId);
+      if (!entry) return { found: 'none' as const };
+      if (entry.running?.requestId === requestId) {
+        if (entry.running.cancellable) entry.session.cancel();
+        return { found: 'running' as const };
+      }
+      const i = entry.queue.findIndex((j) => j.requestId === requestId);
+      if (i < 0) return { found: 'none' as const };
+      const [job] = entry.queue.splice(i, 1);
+      job.drop('cancelled before it started');
+      return { found: 'queued' as const };
+    },
+
+    truncate: ({ sessionId, n }, ctx) =>
+      onSession(sessionEntry(sessionId), ctx.id, false, (s) => {
+        s.truncate(n);
+        return { nPast: s.nPast };
+      }),
+
+    fork: ({ sessionId }, ctx) => {
+      const entry = sessionEntry(sessionId);
+      return onSession(entry, ctx.id, false, (s) => {
+        if (!models.has(entry.modelId)) throw new EngineRequestError(ErrorCodes.UNKNOWN_MODEL, 'the model was unloaded');
+        return addSession(entry.modelId, s.fork());
+      });
+    },
+
+    save: ({ sessionId, path, meta }, ctx) =>
+      onSession(sessionEntry(sessionId), ctx.id, false, async (s) => {
+        await s.save(path, meta);
+        return { ok: true as const };
+      }),
+
+    loadSession: async ({ modelId, path, options }) => {
+      const { session, meta } = await modelEntry(modelId).model.loadSession(path, options ?? {});
+      if (!models.has(modelId)) {
+        session.dispose();
+        throw new EngineRequestError(ErrorCodes.UNKNOWN_MODEL, 'the model was unloaded while the session loaded');
+      }
+      return { ...addSession(modelId, session), meta };
+    },
+
+    sessionMemory: ({ sessionId }, ctx) => onSession(sessionEntry(sessionId), ctx.id, false, (s) => s.memory()),
+
+    sessionTokens: ({ sessionId }, ctx) => onSession(sessionEntry(sessionId), ctx.id, false, (s) => ({ tokens: s.tokens() })),
+
+    disposeSession: async ({ sessionId }) => {
+      await disposeSessionEntry(sessionEntry(sessionId));
+      return { ok: true as const };
+    },
+
+    readGguf: ({ path, arrays }) => addon.readGguf(path, { arrays: arrays ?? 'summary' }),
+
+    shutdown: async () => {
+      shuttingDown = true;
+      const nSessions = sessions.size, nModels = models.size;
+      await Promise.all([...models.values()].map(disposeModelEntry));
+      await tokenizer.stop();
+      return { disposedSessions: nSessions, disposedModels: nModels };
+    },
+
+    testCrash: () => {
+      if (!testHooks) throw new EngineRequestError(ErrorCodes.TEST_HOOKS_DISABLED, `testCrash needs ${TEST_HOOKS_ENV}=1 in the host's environment`);
+      process.abort();
+    },
+
+    testHang: ({ ms }) => {
+      if (!testHooks) throw new EngineRequestError(ErrorCodes.TEST_HOOKS_DISABLED, `testHang needs ${TEST_HOOKS_ENV}=1 in the host's environment`);
+      const end = Date.now() + ms;
+      while (Date.now() < end) { /* a hung host */ }
+      return { ok: true as const };
+    },
+  };
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Serving
+
+function errorShape(e: unknown): { code: string; message: string } {
+  const err = e as { code?: unknown; message?: unknown } | null;
+  const code = err && typeof err.code === 'string' && err.code ? err.code : ErrorCodes.INTERNAL;
+  const message = err && typeof err.message === 'string' ? err.message : String(e);
+  return { code, message };
+}
+
+function serve(handlers: Handlers | null, loadError: { code: string; message: string } | null): void {
+  transport.onMessage((raw) => {
+    const env = RequestMessage.safeParse(raw);
+    if (!env.success) {
+      const id = (raw as { id?: unknown } | null)?.id;
+      const error = { code: ErrorCodes.BAD_REQUEST, message: `malformed request: ${describeIssue(env.error)}` };
+      if (typeof id === 'number' && Number.isInteger(id) && id >= 0) transport.send({ type: 'response', id, ok: false, error });
+      else transport.send({ type: 'notice', ...error });
+      return;
+    }
+    const { id, method, params } = env.data;
+    const fail = (code: string, message: string) => transport.send({ type: 'response', id, ok: false, error: { code, message } });
+    if (inFlight.has(id)) return fail(ErrorCodes.BAD_REQUEST, `request id ${id} is already in flight`);
+    if (!Object.hasOwn(methods, method)) return fail(ErrorCodes.UNKNOWN_METHOD, `unknown method '${method}'`);
+    if (!handlers) return fail(ErrorCodes.ENGINE_UNAVAILABLE, loadError!.message);
+    if (shuttingDown && method !== 'ping') return fail(ErrorCodes.ENGINE_STOPPED, 'the engine is shutting down');
+    const m = method as EngineMethod;
+    const parsed = methods[m].params.safeParse(params ?? {});
+    if (!parsed.success) return fail(ErrorCodes.BAD_REQUEST, `${method}: ${describeIssue(parsed.error)}`);
+    const ctx: Ctx = {
+      id,
+      progress: (done, total) => transport.send({ type: 'event', id, event: 'progress', done, total }),
+      token: (t) => transport.send({ type: 'event', id, event: 'token', token: { id: t.id, text: t.text } }),
+    };
+    inFlight.add(id);
+    const handler = handlers[m] as (p: unknown, c: Ctx) => unknown;
+    void (async () => {
+      try {
+        const result = await handler(parsed.data, ctx);
+        inFlight.delete(id);
+        if (m === 'shutdown') transport.send({ type: 'response', id, ok: true, result }, () => process.exit(0));
+        else transport.send({ type: 'response', id, ok: true, result });
+      } catch (e) {
+        inFlight.delete(id);
+        const error = errorShape(e);
+        transport.send({ type: 'response', id, ok: false, error });
+      }
+    })();
+  });
+}
+
+let addon: FolioAddon | null = null;
+let loadError: { code: string; message: string } | null = null;
+try {
+  addon = loadAddon();
+} catch (e) {
+  loadError = { code: ErrorCodes.ENGINE_UNAVAILABLE, message: `the native engine did not load (${addonPath()}): ${errorShape(e).message}` };
+}
+serve(addon ? makeHandlers(addon) : null, loadError);
+if (addon) {
+  transport.send({
+    type: 'hello', ok: true, protocol: PROTOCOL_VERSION, pid: process.pid, transport: transport.kind,
+    addonPath: addonPath(), napiVersion: addon.napiVersion, backend: `cpu (${addon.ops.bestIsa()})`, testHooks,
+  });
+} else {
+  transport.send({ type: 'hello', ok: false, protocol: PROTOCOL_VERSION, pid: process.pid, error: loadError! });
+}

@@ -1,0 +1,417 @@
+// The message protocol between the app core (EngineClient, client.ts) and the engine process (host.ts).
+// Every message is a plain structured-clonable object: it travels over Node's child-process IPC channel
+// (serialization: 'advanced') or an Electron utilityProcess MessagePort, both of which carry typed arrays
+// (token ids as Int32Array, logits as Float32Array) and BigInt (GGUF metadata) as they are.
+//
+//   core → host   { type: 'request', id, method, params }         id: a number the client picks, unique per process
+//   host → core   { type: 'response', id, ok: true, result }
+//                 { type: 'response', id, ok: false, error: { code, message } }
+//                 { type: 'event', id, event: 'progress', done, total }      tied to the request `id`
+//                 { type: 'event', id, event: 'token', token: { id, text } } tied to the request `id`
+//                 { type: 'hello', ... }    once, when the host is up (or could not load the addon)
+//                 { type: 'notice', ... }   a message the host could not tie to a request (malformed)
+//
+// Both sides validate with the schemas below: the host every request's envelope and parameters (a bad one
+// is answered with BAD_REQUEST, never a crash), the client every message and every result. Models and
+// sessions are named by ids the host hands out; the ids carry the host's pid, so an id from a process that
+// died is never mistaken for one of its successor (it answers UNKNOWN_SESSION / UNKNOWN_MODEL).
+import { z } from 'zod';
+
+import type * as B from './binding.ts';
+
+export const PROTOCOL_VERSION = 1;
+
+// ---------------------------------------------------------------------------------------------------------
+// Error codes that the protocol adds to the addon's own (FILE_OPEN, GGUF_*, BUSY, CANCELLED, INVALID_ARGUMENT,
+// NO_PROMPT, SESSION_FILE_*, ...; those pass through unchanged).
+
+export const ErrorCodes = {
+  /** The request's envelope or parameters do not match the protocol. */
+  BAD_REQUEST: 'BAD_REQUEST',
+  UNKNOWN_METHOD: 'UNKNOWN_METHOD',
+  UNKNOWN_MODEL: 'UNKNOWN_MODEL',
+  UNKNOWN_SESSION: 'UNKNOWN_SESSION',
+  /** Cancelled (through an AbortSignal, a cancel request, or disposal of the session it waited for). */
+  CANCELLED: 'CANCELLED',
+  /** The engine process died while the request was pending. */
+  ENGINE_CRASHED: 'ENGINE_CRASHED',
+  /** The engine was stopped (client.stop()) while the request was pending. */
+  ENGINE_STOPPED: 'ENGINE_STOPPED',
+  /** The engine cannot run: the addon did not load, it did not start in time, or it crashed too often. */
+  ENGINE_UNAVAILABLE: 'ENGINE_UNAVAILABLE',
+  /** The other side sent something that does not match the protocol. */
+  PROTOCOL_ERROR: 'PROTOCOL_ERROR',
+  /** A test-only request while the host was started without FOLIO_ENGINE_TEST_HOOKS=1. */
+  TEST_HOOKS_DISABLED: 'TEST_HOOKS_DISABLED',
+  /** A thrown error without a code. */
+  INTERNAL: 'INTERNAL',
+} as const;
+
+/** The host honours the test-only requests (testCrash, testHang) only when this is set to 1 in its environment. */
+export const TEST_HOOKS_ENV = 'FOLIO_ENGINE_TEST_HOOKS';
+
+/** An error that crossed (or concerns) the process boundary; `code` is stable. Fits binding.ts's EngineError. */
+export class EngineRequestError extends Error implements B.EngineError {
+  constructor(readonly code: string, message: string, readonly method?: string) {
+    super(message);
+    this.name = 'EngineRequestError';
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Shared shapes
+
+export const HandleId = z.string().min(1).max(128);
+const Int = z.number().int();
+const Num = z.number();
+// Typed arrays as the addon makes them (typed over ArrayBufferLike, as binding.ts declares them).
+const Int32s = z.custom<Int32Array>((v) => v instanceof Int32Array, 'expected an Int32Array');
+const Float32s = z.custom<Float32Array>((v) => v instanceof Float32Array, 'expected a Float32Array');
+
+/** Token ids: an Int32Array, or an array of non-negative whole numbers. */
+export const Tokens = z.union([Int32s, z.array(Int.min(0).max(0x7fffffff))]);
+
+export const SessionOptions = z.strictObject({
+  nCtx: Int.min(1).optional(),
+  nBatch: Int.min(1).optional(),
+  nThreads: Int.min(0).max(1024).optional(),
+  kvType: z.enum(['f16', 'f32']).optional(),
+  attention: z.enum(['fast', 'reference']).optional(),
+});
+
+export const CompressionMethod = z.enum(['full', 'streaming', 'snapkv', 'pyramidkv', 'ada-snapkv', 'ada-pyramidkv']);
+
+/** binding.ts's CompressOptions without the callback (progress comes as events). Ranges: the addon checks. */
+export const CompressOptions = z.strictObject({
+  method: CompressionMethod,
+  budget: Num.positive().optional(),
+  alpha: Num.optional(),
+  window: Int.optional(),
+  kernel: Int.optional(),
+  beta: Num.optional(),
+  measureLoss: z.boolean().optional(),
+});
+
+export const SamplingOptions = z.strictObject({
+  temperature: Num.min(0).optional(),
+  topK: Int.min(0).optional(),
+  topP: Num.optional(),
+  minP: Num.optional(),
+  repeatPenalty: Num.optional(),
+  repeatLastN: Int.optional(),
+  seed: Int.min(0).optional(),
+});
+
+export const ModelInfo = z.object({
+  path: z.string(),
+  fileBytes: Num,
+  ggufVersion: Num,
+  architecture: z.string(),
+  name: z.string(),
+  nParams: Num,
+  weightBytes: Num,
+  nVocab: Int,
+  contextLength: Num,
+  nEmbd: Int,
+  nLayer: Int,
+  nHead: Int,
+  nHeadKv: Int,
+  headDim: Int,
+  headDimV: Int,
+  nFf: Int,
+  ropeBase: Num,
+  ropeDim: Int,
+  ropeScaling: z.enum(['none', 'linear', 'llama3']),
+  rmsEps: Num,
+  tensorTypes: z.record(z.string(), Num),
+  fileType: Num,
+  tokenizer: z.object({
+    model: z.string(), pre: z.string(), nTokens: Int, bos: Int, eos: Int, addBos: z.boolean(), addEos: z.boolean(),
+  }),
+  chatTemplate: z.string(),
+  isa: z.string(),
+});
+
+export const CompressionStats = z.object({
+  method: CompressionMethod,
+  prefix_tokens: Num,
+  window: Num,
+  kernel: Num,
+  alpha: Num,
+  kv_type: z.enum(['f16', 'f32']),
+  compressed: z.boolean(),
+  reason: z.string().nullable(),
+  budget: Num,
+  budget_selectable: Num,
+  budget_clamped: z.boolean(),
+  kv_bytes_full: Num,
+  kv_bytes_kept: Num,
+  ms_prefill: Num,
+  ms_compress: Num,
+  layers: z.array(z.object({
+    budget: Num,
+    bytes_full: Num,
+    bytes_kept: Num,
+    eps_over_c: Num,
+    attn_l1: Num.nullable(),
+    ms_score: Num,
+    ms_select: Num,
+    ms_compact: Num,
+    heads: z.array(z.object({ kept: Num, retained_mass: Num, concentration: Num })),
+  })),
+  token_retention: Int32s,
+});
+
+export const SessionMemory = z.object({
+  kvType: z.enum(['f16', 'f32']),
+  bytesUsed: Num,
+  bytesReserved: Num,
+  entryBytes: Num,
+  headLengths: z.array(z.array(Int)),
+});
+
+export const GgufHeader = z.object({
+  version: Num,
+  alignment: Num,
+  dataOffset: Num,
+  fileBytes: Num,
+  metadata: z.record(z.string(), z.unknown()),
+  metadataTypes: z.record(z.string(), z.string()),
+  tensors: z.array(z.object({ name: z.string(), dims: z.array(Num), type: z.string(), typeId: Num, offset: Num, bytes: Num })),
+});
+
+/** What a new, forked or loaded session looks like. */
+export const SessionHandle = z.object({ sessionId: HandleId, modelId: HandleId, nCtx: Int, nThreads: Int, nPast: Int });
+
+const Logits = Float32s.nullable();
+const Ok = z.object({ ok: z.literal(true) });
+const Empty = z.strictObject({});
+
+// ---------------------------------------------------------------------------------------------------------
+// Methods: name → params, result, and which events the request streams.
+
+export const methods = {
+  /** Liveness and what the host holds. */
+  ping: {
+    params: Empty,
+    result: z.object({ pid: Int, uptimeMs: Num, models: Int, sessions: Int, running: Int }),
+    events: 'none',
+  },
+  /** Maps a GGUF model (weights stay memory-mapped). */
+  loadModel: {
+    params: z.strictObject({ path: z.string().min(1) }),
+    result: z.object({ modelId: HandleId, info: ModelInfo }),
+    events: 'none',
+  },
+  /** Disposes a model and every session over it (their running and queued operations are cancelled). */
+  unloadModel: {
+    params: z.strictObject({ modelId: HandleId }),
+    result: z.object({ disposedSessions: z.array(HandleId) }),
+    events: 'none',
+  },
+  modelInfo: { params: z.strictObject({ modelId: HandleId }), result: ModelInfo, events: 'none' },
+  /**
+   * Text → token ids, with the byte length of each token's piece (special tokens the tokenizer added, such
+   * as BOS, count 0) and the text's own UTF-8 byte length. Σ pieceBytes − textBytes is what the tokenizer
+   * added to the text, e.g. the SentencePiece dummy-prefix space at the start (see tokenCharOffsets).
+   * Long texts are tokenized off the host's main thread.
+   */
+  tokenize: {
+    params: z.strictObject({ modelId: HandleId, text: z.string(), addSpecial: z.boolean().optional(), parseSpecial: z.boolean().optional() }),
+    result: z.object({ tokens: Int32s, pieceBytes: Int32s, textBytes: Int }),
+    events: 'none',
+  },
+  detokenize: {
+    params: z.strictObject({ modelId: HandleId, tokens: Tokens, special: z.boolean().optional() }),
+    result: z.object({ text: z.string() }),
+    events: 'none',
+  },
+  createSession: {
+    params: z.strictObject({ modelId: HandleId, options: SessionOptions.optional() }),
+    result: SessionHandle,
+    events: 'none',
+  },
+  /** Prefills `tokens` into an empty session, compressing the cache as it goes. Cancellable. */
+  compress: {
+    params: z.strictObject({ sessionId: HandleId, tokens: Tokens, options: CompressOptions, logits: z.boolean().optional() }),
+    result: z.object({ stats: CompressionStats, nPast: Int, logits: Logits }),
+    events: 'progress',
+  },
+  /** Appends tokens. logits: 'none' (default), 'last' ([nVocab]) or 'all' ([n × nVocab]). Cancellable. */
+  prefill: {
+    params: z.strictObject({ sessionId: HandleId, tokens: Tokens, logits: z.enum(['none', 'last', 'all']).optional() }),
+    result: z.object({ nPast: Int, seconds: Num, tokensPerSecond: Num, logits: Logits }),
+    events: 'progress',
+  },
+  /** Samples up to n tokens (default 128), streamed as token events. Cancelling stops it: stopReason 'cancelled'. */
+  generate: {
+    params: SamplingOptions.extend({ sessionId: HandleId, n: Int.min(0).optional(), stopAtEog: z.boolean().optional() }),
+    result: z.object({
+      tokens: z.array(Int),
+      text: z.string(),
+      stopReason: z.enum(['length', 'eog', 'cancelled', 'context']),
+      seconds: Num,
+      tokensPerSecond: Num,
+      nPast: Int,
+    }),
+    events: 'token',
+  },
+  /** Cancels the request `requestId`: removed if it waits in its session's queue, stopped if it runs. */
+  cancel: {
+    params: z.strictObject({ requestId: Int.min(0) }),
+    result: z.object({ found: z.enum(['queued', 'running', 'none']) }),
+    events: 'none',
+  },
+  truncate: { params: z.strictObject({ sessionId: HandleId, n: Int.min(0) }), result: z.object({ nPast: Int }), events: 'none' },
+  /** A new session with a copy of this one's cache. */
+  fork: { params: z.strictObject({ sessionId: HandleId }), result: SessionHandle, events: 'none' },
+  save: { params: z.strictObject({ sessionId: HandleId, path: z.string().min(1), meta: z.string().optional() }), result: Ok, events: 'none' },
+  loadSession: {
+    params: z.strictObject({ modelId: HandleId, path: z.string().min(1), options: SessionOptions.optional() }),
+    result: SessionHandle.extend({ meta: z.string() }),
+    events: 'none',
+  },
+  sessionMemory: { params: z.strictObject({ sessionId: HandleId }), result: SessionMemory, events: 'none' },
+  sessionTokens: { params: z.strictObject({ sessionId: HandleId }), result: z.object({ tokens: Int32s }), events: 'none' },
+  /** Cancels what runs or waits on the session, then disposes it. */
+  disposeSession: { params: z.strictObject({ sessionId: HandleId }), result: Ok, events: 'none' },
+  /** Reads and checks a GGUF file's header without loading tensor data. */
+  readGguf: {
+    params: z.strictObject({ path: z.string().min(1), arrays: z.enum(['summary', 'full']).optional() }),
+    result: GgufHeader,
+    events: 'none',
+  },
+  /** Disposes every session and model (cancelling what runs), answers, then the host exits. */
+  shutdown: {
+    params: Empty,
+    result: z.object({ disposedSessions: Int, disposedModels: Int }),
+    events: 'none',
+  },
+  /** Test only (FOLIO_ENGINE_TEST_HOOKS=1): the host aborts (process.abort()), as a native crash would. */
+  testCrash: { params: Empty, result: Ok, events: 'none' },
+  /** Test only: the host blocks its event loop for `ms` (a hung host). */
+  testHang: { params: z.strictObject({ ms: Int.min(0).max(600_000) }), result: Ok, events: 'none' },
+} as const;
+
+export type Methods = typeof methods;
+export type EngineMethod = keyof Methods;
+export type EngineParams<M extends EngineMethod> = z.input<Methods[M]['params']>;
+export type EngineResult<M extends EngineMethod> = z.output<Methods[M]['result']>;
+
+export type ModelInfo = z.infer<typeof ModelInfo>;
+export type CompressOptions = z.infer<typeof CompressOptions>;
+export type SamplingOptions = z.infer<typeof SamplingOptions>;
+export type SessionOptions = z.infer<typeof SessionOptions>;
+export type CompressionStats = z.infer<typeof CompressionStats>;
+export type SessionHandle = z.infer<typeof SessionHandle>;
+
+// The schemas mirror binding.ts: these lines stop compiling if the two drift apart.
+const _modelInfo: ModelInfo = {} as B.ModelInfo;
+const _stats: CompressionStats = {} as B.CompressionStats;
+const _memory: z.infer<typeof SessionMemory> = {} as B.SessionMemory;
+const _sessionOpts: B.SessionOptions = {} as SessionOptions;
+const _compressOpts: B.CompressOptions = {} as CompressOptions;
+const _sampling: B.SamplingOptions = {} as SamplingOptions;
+const _generated: EngineResult<'generate'> = {} as B.GenerateResult;
+const _header: z.infer<typeof GgufHeader> = {} as B.GgufHeader;
+void [_modelInfo, _stats, _memory, _sessionOpts, _compressOpts, _sampling, _generated, _header];
+
+// ---------------------------------------------------------------------------------------------------------
+// Envelopes
+
+const RequestId = Int.min(0);
+
+export const RequestMessage = z.object({
+  type: z.literal('request'),
+  id: RequestId,
+  method: z.string(),
+  params: z.unknown(),
+});
+export type RequestMessage = z.infer<typeof RequestMessage>;
+
+export const ErrorShape = z.object({ code: z.string(), message: z.string() });
+
+export const ResponseMessage = z.discriminatedUnion('ok', [
+  z.object({ type: z.literal('response'), id: RequestId, ok: z.literal(true), result: z.unknown() }),
+  z.object({ type: z.literal('response'), id: RequestId, ok: z.literal(false), error: ErrorShape }),
+]);
+export type ResponseMessage = z.infer<typeof ResponseMessage>;
+
+export const ProgressEvent = z.object({ type: z.literal('event'), id: RequestId, event: z.literal('progress'), done: Num, total: Num });
+export const TokenEvent = z.object({
+  type: z.literal('event'), id: RequestId, event: z.literal('token'), token: z.object({ id: Int, text: z.string() }),
+});
+export const EventMessage = z.discriminatedUnion('event', [ProgressEvent, TokenEvent]);
+export type EventMessage = z.infer<typeof EventMessage>;
+
+/** The host's first message: it is ready (ok), or it cannot serve (the addon did not load). */
+export const HelloMessage = z.discriminatedUnion('ok', [
+  z.object({
+    type: z.literal('hello'),
+    ok: z.literal(true),
+    protocol: Int,
+    pid: Int,
+    /** The transport the host detected. */
+    transport: z.enum(['node-ipc', 'electron-parent-port']),
+    addonPath: z.string(),
+    napiVersion: Num,
+    /** The compute backend, e.g. "cpu (avx2)". */
+    backend: z.string(),
+    testHooks: z.boolean(),
+  }),
+  z.object({ type: z.literal('hello'), ok: z.literal(false), protocol: Int, pid: Int, error: ErrorShape }),
+]);
+export type HelloMessage = z.infer<typeof HelloMessage>;
+
+/** Something the host could not answer as a response (a message without a usable id). */
+export const NoticeMessage = z.object({ type: z.literal('notice'), code: z.string(), message: z.string() });
+export type NoticeMessage = z.infer<typeof NoticeMessage>;
+
+export const HostMessage = z.union([ResponseMessage, EventMessage, HelloMessage, NoticeMessage]);
+export type HostMessage = z.infer<typeof HostMessage>;
+
+/** "path: message" of a zod error's first issue. */
+export function describeIssue(error: z.ZodError): string {
+  const issue = error.issues[0];
+  if (!issue) return 'invalid';
+  return `${issue.path.length ? issue.path.join('.') + ': ' : ''}${issue.message}`;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Helpers for callers
+
+/**
+ * UTF-16 offset in `text` where each token starts, from tokenize's pieceBytes: token i covers
+ * text.slice(start[i], start[i + 1]) (the last one up to text.length). Bytes the tokenizer added (the
+ * SentencePiece dummy-prefix space; Σ pieceBytes − UTF-8 length of text) are taken off the first tokens.
+ * A token that ends inside a multi-byte character starts the next one at that character's end.
+ */
+export function tokenCharOffsets(text: string, pieceBytes: ArrayLike<number>): Int32Array {
+  const bytes = Buffer.from(text, 'utf8');
+  let total = 0;
+  for (let i = 0; i < pieceBytes.length; i++) total += pieceBytes[i];
+  let surplus = Math.max(0, total - bytes.length);
+  // Byte offset → UTF-16 offset, for every byte boundary (a byte inside a character maps to its end).
+  const charAt = new Int32Array(bytes.length + 1);
+  let c = 0;
+  for (let b = 0; b < bytes.length; ) {
+    const lead = bytes[b];
+    const len = lead < 0x80 ? 1 : lead < 0xe0 ? 2 : lead < 0xf0 ? 3 : 4;
+    const units = len === 4 ? 2 : 1;
+    for (let k = 0; k < len && b + k <= bytes.length; k++) charAt[b + k] = k === 0 ? c : c + units;
+    b += len;
+    c += units;
+  }
+  charAt[bytes.length] = text.length;
+  const starts = new Int32Array(pieceBytes.length);
+  let pos = 0;
+  for (let i = 0; i < pieceBytes.length; i++) {
+    starts[i] = charAt[Math.min(pos, bytes.length)];
+    let n = pieceBytes[i];
+    const skip = Math.min(surplus, n);
+    surplus -= skip;
+    n -= skip;
+    pos += n;
+  }
+  return starts;
+}

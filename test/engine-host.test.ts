@@ -1,0 +1,464 @@
+// The engine process and its client: the real addon in a child process behind protocol.ts, with
+// stories260K (the shared model) and random-weight models. Load, tokenize, compress, prefill, generate with
+// streamed tokens, fork, save / load; errors keep their codes across the process boundary; cancellation of a
+// long prefill; a host killed mid-generation (and one that aborts itself) is reported and replaced; stop()
+// ends a healthy host gracefully and a hung one by force; the host also speaks Electron's parentPort.
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+import { loadAddon } from '../electron/engine/binding.ts';
+import {
+  EngineClient, type CrashEvent, type EngineClientStatus, type EngineState, type RestartEvent,
+} from '../electron/engine/client.ts';
+import { EngineRequestError, tokenCharOffsets, TEST_HOOKS_ENV } from '../electron/engine/protocol.ts';
+import { spawnNodeHost } from '../electron/engine/spawn.ts';
+import { missing, sharedModel, sharedReference } from './helpers/shared.ts';
+import { writeRandomModel } from './helpers/random-model.ts';
+
+const stories = sharedModel('stories260K.gguf');
+const longCase = sharedReference('stories260K/p4_long.json');
+const skip = missing(stories, longCase);
+const dir = mkdtempSync(join(tmpdir(), 'folio-host-'));
+process.on('exit', () => rmSync(dir, { recursive: true, force: true }));
+
+/** A random model large enough that a 2048-token prefill takes seconds on two cores (~50 MB, F32). */
+const bigModel = join(dir, 'big-random.gguf');
+/** A small random model for the crash tests. */
+const smallModel = join(dir, 'small-random.gguf');
+
+const hooks = { [TEST_HOOKS_ENV]: '1' };
+const clients: EngineClient[] = [];
+function newClient(opts: ConstructorParameters<typeof EngineClient>[0] = {}): EngineClient {
+  const c = new EngineClient({ restartDelayMs: 0, ...opts, env: { ...hooks, ...opts.env } });
+  clients.push(c);
+  return c;
+}
+
+/** Resolves with the error a promise rejects with (fails if it resolves). */
+async function rejection(p: Promise<unknown>): Promise<EngineRequestError> {
+  try {
+    await p;
+  } catch (e) {
+    assert.ok(e instanceof EngineRequestError, `an EngineRequestError, got ${e}`);
+    return e;
+  }
+  assert.fail('expected a rejection');
+}
+
+function waitFor(c: EngineClient, state: EngineState, ms = 20_000): Promise<void> {
+  if (c.status().state === state) return Promise.resolve();
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => { off(); reject(new Error(`no '${state}' within ${ms} ms (now ${c.status().state})`)); }, ms);
+    const off = c.on('status', (s) => {
+      if (s.state === state) { clearTimeout(timer); off(); resolve(); }
+    });
+  });
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+let client: EngineClient;
+
+before(async () => {
+  writeRandomModel(bigModel, { nEmbd: 512, nHead: 8, nHeadKv: 4, nFf: 1536, nLayer: 4, nCtx: 4096, nVocab: 320, seed: 7 });
+  writeRandomModel(smallModel, { nCtx: 2048, seed: 3 });
+  client = newClient();
+  await client.start();
+});
+
+after(async () => {
+  await Promise.all(clients.map((c) => c.stop()));
+});
+
+test('the host starts, says hello and answers pings', async () => {
+  const s = client.status();
+  assert.equal(s.state, 'ready');
+  assert.match(s.backend, /^cpu \(/);
+  assert.equal(s.restarts, 0);
+  const info = client.hostInfo()!;
+  assert.equal(info.transport, 'node-ipc');
+  assert.equal(info.testHooks, true);
+  assert.equal(info.addonPath, process.env.FOLIO_ADDON ?? info.addonPath, 'FOLIO_ADDON is inherited');
+  const pong = await client.ping();
+  assert.equal(pong.pid, s.pid);
+  assert.notEqual(pong.pid, process.pid);
+  const header = await client.readGguf(smallModel);
+  assert.equal(header.metadata['general.architecture'], 'llama');
+});
+
+// ---------------------------------------------------------------------------------------------------------
+// stories260K: the whole path of a chat over a compressed document
+
+let modelId = '';
+let docSession = '';
+const ref = skip ? null : JSON.parse(readFileSync(longCase, 'utf8')) as { prompt: string; tokens: number[]; token_pieces_hex: string[] };
+const question = [13, 13, 319, 411, 261, 376, 298];
+
+test('load and tokenize: llama.cpp\'s tokens, piece lengths, character offsets, long texts off the main thread', { skip }, async () => {
+  const loaded = await client.loadModel(stories);
+  modelId = loaded.modelId;
+  assert.equal(loaded.info.architecture, 'llama');
+  assert.equal(loaded.info.path, stories);
+  assert.deepEqual(await client.modelInfo(modelId), loaded.info);
+
+  const t = await client.tokenize(modelId, ref!.prompt);
+  assert.ok(t.tokens instanceof Int32Array);
+  assert.deepEqual([...t.tokens], ref!.tokens);
+  // Piece lengths are llama.cpp's pieces, the BOS the tokenizer added counting 0.
+  assert.deepEqual([...t.pieceBytes], ref!.token_pieces_hex.map((h, i) => (i === 0 ? 0 : h.length / 2)));
+  assert.equal(t.textBytes, Buffer.byteLength(ref!.prompt));
+  const starts = tokenCharOffsets(ref!.prompt, t.pieceBytes);
+  assert.equal(ref!.prompt.slice(starts[1], starts[2]), 'Once', 'the dummy-prefix space is not in the text');
+  assert.equal(ref!.prompt.slice(starts[2], starts[3]), ' upon');
+  const back = (await client.detokenize(modelId, t.tokens)).text;
+  assert.equal(back.trimStart(), ref!.prompt);
+
+  // Texts and token lists above the inline limits go through the host's tokenizer worker: the same answers
+  // as the addon in-process.
+  const long = (ref!.prompt + ' Ünïcödé — 東京 ✓\n').repeat(100);
+  const direct = await loadAddon().loadModel(stories);
+  const w = await client.tokenize(modelId, long);
+  assert.deepEqual([...w.tokens], [...direct.tokenize(long)]);
+  assert.deepEqual([...w.pieceBytes.slice(1)], [...w.tokens.slice(1)].map((id) => direct.tokenToPiece(id).length));
+  assert.ok(w.tokens.length > 32 * 1024);
+  assert.equal((await client.detokenize(modelId, [...w.tokens])).text, direct.detokenize(w.tokens));
+  assert.equal((await client.detokenize(modelId, w.tokens.slice(0, 1000))).text, direct.detokenize(w.tokens.slice(0, 1000)));
+  direct.dispose();
+});
+
+test('compress a document with ada-snapkv, prefill a question, generate with streamed tokens', { skip }, async () => {
+  const s = await client.createSession(modelId, { nCtx: 512, nThreads: 2, kvType: 'f32' });
+  docSession = s.sessionId;
+  assert.equal(s.nCtx, 512);
+  const progress: [number, number][] = [];
+  const c = await client.compress(docSession, ref!.tokens, { method: 'ada-snapkv', budget: 0.3 }, { onProgress: (d, t) => progress.push([d, t]) });
+  assert.equal(c.stats.method, 'ada-snapkv');
+  assert.equal(c.stats.compressed, true);
+  assert.equal(c.stats.prefix_tokens, 415);
+  assert.ok(c.stats.token_retention instanceof Int32Array && c.stats.token_retention.length === 415);
+  assert.ok(c.stats.kv_bytes_kept < c.stats.kv_bytes_full);
+  assert.equal(c.nPast, 415);
+  assert.equal(c.logits, null, 'no logits unless asked');
+  assert.ok(progress.length > 0 && progress.every(([d, t], i) => d <= t && (i === 0 || d >= progress[i - 1][0])), 'progress climbs');
+
+  const p = await client.prefill(docSession, question, { logits: 'last' });
+  assert.equal(p.nPast, 415 + question.length);
+  assert.ok(p.logits instanceof Float32Array && p.logits.length === 512);
+
+  const streamed: { id: number; text: string }[] = [];
+  let resolved = false;
+  const gen = client.generate(docSession, { n: 24, temperature: 0 }, {
+    onToken: (t) => {
+      assert.equal(resolved, false, 'a token after the promise resolved');
+      streamed.push(t);
+    },
+  });
+  const g = await gen.then((r) => { resolved = true; return r; });
+  assert.equal(g.stopReason, 'length');
+  assert.deepEqual(streamed.map((t) => t.id), g.tokens, 'every token streamed, in order');
+  assert.equal(streamed.map((t) => t.text).join(''), g.text);
+
+  // The same steps in this process give the same tokens: the protocol changes nothing.
+  const direct = await loadAddon().loadModel(stories);
+  const ds = direct.createSession({ nCtx: 512, nThreads: 2, kvType: 'f32' });
+  await ds.compress(ref!.tokens, { method: 'ada-snapkv', budget: 0.3 });
+  const dp = await ds.prefill(question);
+  assert.deepEqual([...p.logits!], [...dp.logits]);
+  assert.deepEqual((await ds.generate({ n: 24, temperature: 0 })).tokens, g.tokens);
+  ds.dispose();
+  direct.dispose();
+});
+
+test('fork, truncate, tokens, memory, save and loadSession', { skip }, async () => {
+  const before = (await client.sessionTokens(docSession)).tokens;
+  assert.equal(before.length, 415 + question.length + 24);
+  const f = await client.fork(docSession);
+  assert.notEqual(f.sessionId, docSession);
+  assert.equal(f.nPast, before.length);
+  assert.deepEqual([...(await client.sessionTokens(f.sessionId)).tokens], [...before]);
+  // The fork goes on as the original does.
+  const fromFork = await client.generate(f.sessionId, { n: 8, temperature: 0 });
+  const fromOriginal = await client.generate(docSession, { n: 8, temperature: 0 });
+  assert.deepEqual(fromFork.tokens, fromOriginal.tokens);
+  const t = await client.truncate(f.sessionId, 415 + question.length);
+  assert.equal(t.nPast, 415 + question.length);
+  assert.equal((await client.sessionTokens(f.sessionId)).tokens.length, 415 + question.length);
+  assert.equal((await client.sessionTokens(docSession)).tokens.length, before.length + 8, 'the original is untouched');
+  const mem = await client.sessionMemory(f.sessionId);
+  assert.equal(mem.kvType, 'f32');
+  assert.ok(mem.bytesUsed > 0 && mem.headLengths.length === 5);
+
+  const file = join(dir, 'doc.session');
+  assert.deepEqual(await client.save(docSession, file, '{"doc":1}'), { ok: true });
+  const loaded = await client.loadSession(modelId, file, { nCtx: 512, nThreads: 2, kvType: 'f32' });
+  assert.equal(loaded.meta, '{"doc":1}');
+  const saved = (await client.sessionTokens(docSession)).tokens;
+  assert.deepEqual([...(await client.sessionTokens(loaded.sessionId)).tokens], [...saved]);
+  await client.prefill(loaded.sessionId, [13]);
+  await client.prefill(docSession, [13]);
+  const a = await client.generate(loaded.sessionId, { n: 8, temperature: 0 });
+  const b = await client.generate(docSession, { n: 8, temperature: 0 });
+  assert.deepEqual(a.tokens, b.tokens);
+  await client.disposeSession(f.sessionId);
+  await client.disposeSession(loaded.sessionId);
+  assert.equal((await rejection(client.sessionTokens(f.sessionId))).code, 'UNKNOWN_SESSION');
+  assert.deepEqual(client.handles().sessions.map((s) => s.sessionId), [docSession]);
+});
+
+test('errors keep their codes across the process boundary; malformed requests do not hurt the host', async () => {
+  const pid = client.status().pid;
+  const notFound = await rejection(client.loadModel(join(dir, 'missing.gguf')));
+  assert.equal(notFound.code, 'FILE_OPEN');
+  assert.equal(notFound.method, 'loadModel');
+  assert.match(notFound.message, /missing\.gguf/);
+  writeFileSync(join(dir, 'junk.gguf'), 'not a gguf file at all, not at all');
+  assert.match((await rejection(client.loadModel(join(dir, 'junk.gguf')))).code, /^GGUF_/);
+
+  const { modelId: small } = await client.loadModel(smallModel);
+  const { sessionId } = await client.createSession(small, { nCtx: 256, nThreads: 1 });
+  assert.equal((await rejection(client.generate(sessionId, { n: 4 }))).code, 'NO_PROMPT');
+  assert.equal((await rejection(client.compress(sessionId, [1, 5, 6], { method: 'ada-snapkv' }))).code, 'INVALID_ARGUMENT');
+  writeFileSync(join(dir, 'junk.session'), 'not a session');
+  assert.match((await rejection(client.loadSession(small, join(dir, 'junk.session')))).code, /^SESSION_FILE_/);
+  assert.equal((await rejection(client.prefill('s-nope', [1]))).code, 'UNKNOWN_SESSION');
+  assert.equal((await rejection(client.tokenize('m-nope', 'x'))).code, 'UNKNOWN_MODEL');
+
+  // The client checks what it sends...
+  const local = await rejection(client.truncate(sessionId, -1));
+  assert.equal(local.code, 'BAD_REQUEST');
+  // ...and the host checks what it gets.
+  const bad = await rejection(client.requestUnchecked('prefill', { sessionId: 42, tokens: 'abc' }));
+  assert.equal(bad.code, 'BAD_REQUEST');
+  assert.match(bad.message, /^prefill: sessionId/);
+  assert.equal((await rejection(client.requestUnchecked('prefill', { sessionId, tokens: [1.5] }))).code, 'BAD_REQUEST');
+  assert.equal((await rejection(client.requestUnchecked('generate', { sessionId, temprature: 0 }))).code, 'BAD_REQUEST');
+  assert.equal((await rejection(client.requestUnchecked('formatDisk', {}))).code, 'UNKNOWN_METHOD');
+  const notices: string[] = [];
+  const off = client.on('notice', (n) => notices.push(n.code));
+  client.postRaw('garbage');
+  client.postRaw({ type: 'request', id: -3, method: 'ping' });
+  client.postRaw(null);
+  const pong = await client.ping();
+  off();
+  assert.deepEqual(notices, ['BAD_REQUEST', 'BAD_REQUEST', 'BAD_REQUEST']);
+  assert.equal(pong.pid, pid, 'the same host');
+
+  // Test hooks are off unless the host's environment turns them on.
+  const plain = new EngineClient();
+  clients.push(plain);
+  assert.equal((await rejection(plain.testCrash())).code, 'TEST_HOOKS_DISABLED');
+  await plain.stop();
+  await client.unloadModel(small);
+});
+
+test('cancellation: a long prefill stops well within a second (the latency is printed); a queued one is dropped', async () => {
+  const { modelId: big } = await client.loadModel(bigModel);
+  const { sessionId } = await client.createSession(big, { nCtx: 4096, nThreads: 2 });
+  const tokens = Array.from({ length: 2048 }, (_, i) => 3 + ((i * 37) % 300));
+  const latencies: number[] = [];
+  let dropLatency = 0;
+  for (const delay of [250, 500, 750]) {
+    // Abort at an arbitrary point of a running prefill: `delay` ms after its first progress event.
+    const ac = new AbortController();
+    let abortedAt = 0;
+    let timer: NodeJS.Timeout | undefined;
+    const running = client.prefill(sessionId, tokens, {
+      signal: ac.signal,
+      onProgress: () => {
+        timer ??= setTimeout(() => { abortedAt = performance.now(); ac.abort(); }, delay);
+      },
+    });
+    assert.equal(client.status().state, 'busy');
+    if (delay === 250) {
+      // A second prefill on the same session waits in its queue; aborting it drops it at once.
+      const queuedAbort = new AbortController();
+      const queued = client.prefill(sessionId, [5, 6, 7], { signal: queuedAbort.signal });
+      let droppedAt = 0;
+      setTimeout(() => { droppedAt = performance.now(); queuedAbort.abort(); }, 50);
+      assert.equal((await rejection(queued)).code, 'CANCELLED');
+      dropLatency = performance.now() - droppedAt;
+      assert.equal(abortedAt, 0, 'dropped while the first one still ran');
+    }
+    const err = await rejection(running);
+    const latency = performance.now() - abortedAt;
+    assert.equal(err.code, 'CANCELLED');
+    assert.ok(abortedAt > 0, 'aborted while running');
+    latencies.push(latency);
+  }
+  console.log(`# cancellation latency of a running 2048-token prefill (abort → rejection): ${latencies.map((l) => l.toFixed(1)).join(', ')} ms;` +
+    ` of a queued one (the protocol's round trip alone, engine busy): ${dropLatency.toFixed(1)} ms`);
+  for (const l of latencies) assert.ok(l < 1000, `cancellation took ${l.toFixed(0)} ms`);
+  // An abort before sending never reaches the host.
+  const pre = new AbortController();
+  pre.abort();
+  assert.equal((await rejection(client.prefill(sessionId, tokens, { signal: pre.signal }))).code, 'CANCELLED');
+
+  // The session still works, and a cancelled generation resolves with what it made.
+  assert.equal((await client.sessionTokens(sessionId)).tokens.length, 0, 'nothing of the cancelled prefill is kept');
+  await client.prefill(sessionId, [1, 5, 6]);
+  const genAbort = new AbortController();
+  let n = 0;
+  const g = await client.generate(sessionId, { n: 2000, temperature: 0 }, { signal: genAbort.signal, onToken: () => void (++n === 3 && genAbort.abort()) });
+  assert.equal(g.stopReason, 'cancelled');
+  assert.ok(g.tokens.length >= 3 && g.tokens.length < 2000);
+  await client.unloadModel(big);
+  assert.equal(client.status().state, 'ready');
+});
+
+test('a host killed mid-generation: ENGINE_CRASHED, crashed → starting → ready, the caller reloads', async () => {
+  const { modelId: m } = await client.loadModel(bigModel);
+  const { sessionId } = await client.createSession(m, { nCtx: 4096, nThreads: 2 });
+  await client.prefill(sessionId, [1, 5, 6, 7]);
+  const states: EngineClientStatus[] = [];
+  const offStatus = client.on('status', (s) => states.push(s));
+  const crashes: CrashEvent[] = [];
+  client.on('crash', (c) => crashes.push(c));
+  const restarted = new Promise<RestartEvent>((resolve) => { const off = client.on('restart', (r) => { off(); resolve(r); }); });
+  const pid = client.status().pid!;
+  let killedAfter = -1;
+  const streamed: number[] = [];
+  const gen = client.generate(sessionId, { n: 2000, temperature: 0 }, {
+    onToken: (t) => {
+      streamed.push(t.id);
+      if (killedAfter < 0) {
+        killedAfter = streamed.length;
+        process.kill(pid, 'SIGKILL');
+      }
+    },
+  });
+  const err = await rejection(gen);
+  assert.equal(err.code, 'ENGINE_CRASHED');
+  assert.match(err.message, /SIGKILL/);
+  const r = await restarted;
+  await waitFor(client, 'ready');
+  offStatus();
+  assert.equal(isAlive(pid), false);
+  const seq = states.map((s) => s.state);
+  const i = seq.indexOf('crashed');
+  assert.ok(i >= 0 && seq.indexOf('starting', i) > i && seq.indexOf('ready', i) > seq.indexOf('starting', i), `states: ${seq.join(' → ')}`);
+  assert.equal(crashes.length, 1);
+  assert.equal(crashes[0].signal, 'SIGKILL');
+  assert.equal(crashes[0].willRestart, true);
+  assert.deepEqual(r.lost.models.map((x) => x.path).sort(), [bigModel, ...(skip ? [] : [stories])].sort());
+  assert.ok(r.lost.sessions.some((s) => s.sessionId === sessionId));
+  assert.equal(r.restarts, 1);
+  assert.equal(client.status().restarts, 1);
+  assert.notEqual(client.status().pid, pid);
+  assert.deepEqual(client.handles(), { models: [], sessions: [] });
+
+  // Old ids are gone with the old process; reloading brings the engine back.
+  assert.equal((await rejection(client.generate(sessionId, { n: 1 }))).code, 'UNKNOWN_SESSION');
+  const again = await client.loadModel(smallModel);
+  const s2 = await client.createSession(again.modelId, { nCtx: 256, nThreads: 1 });
+  await client.prefill(s2.sessionId, [1, 5, 6, 7]);
+  assert.equal((await client.generate(s2.sessionId, { n: 5, temperature: 0 })).tokens.length, 5);
+});
+
+test('the test-only crash request aborts the host: same recovery; the restart cap stops a crash loop', async () => {
+  const c = newClient({ maxRestarts: 1, restartWindowMs: 60_000 });
+  await c.start();
+  const states: EngineState[] = [];
+  c.on('status', (s) => states.push(s.state));
+  await c.loadModel(smallModel);
+  const first = await rejection(c.testCrash());
+  assert.equal(first.code, 'ENGINE_CRASHED');
+  await waitFor(c, 'ready');
+  assert.deepEqual(states.slice(states.indexOf('crashed')), ['crashed', 'starting', 'ready']);
+  assert.equal(c.status().restarts, 1);
+  const { modelId: m } = await c.loadModel(smallModel);
+  assert.equal((await c.tokenize(m, 'ab')).tokens.length > 0, true);
+
+  // A second crash within the window exceeds maxRestarts = 1: no restart, requests fail until start().
+  assert.equal((await rejection(c.testCrash())).code, 'ENGINE_CRASHED');
+  assert.equal(c.status().state, 'crashed');
+  assert.match(c.status().message!, /not restarted/);
+  assert.equal((await rejection(c.ping())).code, 'ENGINE_UNAVAILABLE');
+  await c.start();
+  assert.equal(c.status().state, 'ready');
+  assert.ok((await c.ping()).pid > 0);
+});
+
+test('an addon that does not load: the client reports it and does not loop', async () => {
+  const c = newClient({ env: { FOLIO_ADDON: join(dir, 'no-such-addon.node') } });
+  const e = await rejection(c.start());
+  assert.equal(e.code, 'ENGINE_UNAVAILABLE');
+  assert.match(e.message, /no-such-addon\.node/);
+  assert.equal(c.status().state, 'crashed');
+  assert.equal(c.status().restarts, 0);
+  assert.equal((await rejection(c.ping())).code, 'ENGINE_UNAVAILABLE');
+  await c.stop();
+  assert.equal(c.status().state, 'stopped');
+});
+
+test('stop(): a healthy host disposes everything and exits; a hung one is killed after the timeout', async () => {
+  const c = newClient({ stopTimeoutMs: 1000 });
+  const { modelId: m } = await c.loadModel(smallModel); // a request starts the host
+  await c.createSession(m, { nCtx: 128, nThreads: 1 });
+  await c.createSession(m, { nCtx: 128, nThreads: 1 });
+  const pid = c.status().pid!;
+  const r = await c.stop();
+  assert.deepEqual(r, { graceful: true, disposedSessions: 2, disposedModels: 1 });
+  assert.equal(c.status().state, 'stopped');
+  assert.equal(isAlive(pid), false);
+
+  await c.start();
+  const pid2 = c.status().pid!;
+  const hung = c.testHang(60_000);
+  await new Promise((res) => setTimeout(res, 100));
+  const t0 = performance.now();
+  const r2 = await c.stop();
+  const took = performance.now() - t0;
+  assert.equal(r2.graceful, false);
+  assert.ok(took >= 900 && took < 5000, `stop took ${took.toFixed(0)} ms`);
+  assert.equal((await rejection(hung)).code, 'ENGINE_STOPPED');
+  assert.equal(isAlive(pid2), false);
+  assert.equal(c.status().state, 'stopped');
+});
+
+test('the host speaks Electron\'s parentPort (MessagePort-style) when it finds one', async () => {
+  // A stand-in for utilityProcess: a child process whose IPC channel is presented as process.parentPort.
+  const shim = join(dir, 'parent-port-shim.mjs');
+  writeFileSync(shim, [
+    "import { EventEmitter } from 'node:events';",
+    "import { pathToFileURL } from 'node:url';",
+    'const send = process.send.bind(process);',
+    'const port = new EventEmitter();',
+    'port.postMessage = (m) => send(m);',
+    "process.on('message', (m) => port.emit('message', { data: m, ports: [] }));",
+    'process.parentPort = port;',
+    'process.send = undefined;',
+    'await import(pathToFileURL(process.env.FOLIO_SHIM_HOST).href);',
+  ].join('\n'));
+  const c = newClient({
+    spawn: (req) => spawnNodeHost({ ...req, entry: shim, env: { ...req.env, FOLIO_SHIM_HOST: req.entry } }),
+  });
+  await c.start();
+  assert.equal(c.hostInfo()!.transport, 'electron-parent-port');
+  const { modelId: m } = await c.loadModel(smallModel);
+  const { sessionId } = await c.createSession(m, { nCtx: 256, nThreads: 1 });
+  const progress: number[] = [];
+  await c.prefill(sessionId, [1, 5, 6, 7, 8], { onProgress: (d) => progress.push(d) });
+  assert.ok(progress.length > 0);
+  const tokens: number[] = [];
+  const g = await c.generate(sessionId, { n: 6, temperature: 0 }, { onToken: (t) => tokens.push(t.id) });
+  assert.deepEqual(tokens, g.tokens);
+  assert.equal((await c.stop()).graceful, true);
+});
+
+test('tokenCharOffsets maps pieces to UTF-16 offsets, absorbing a dummy-prefix space', () => {
+  const text = 'Hé 東京';
+  // Pieces as SentencePiece makes them: " Hé" (4 bytes, a space added), " " ... here: " H", "é", " 東", "京".
+  const starts = tokenCharOffsets(text, [0, 2, 2, 4, 3]);
+  assert.deepEqual([...starts], [0, 0, 1, 2, 4]);
+  assert.equal(text.slice(starts[3], starts[4]), ' 東');
+});
