@@ -12,7 +12,7 @@ import {
 } from '../args.ts';
 import {
   ChatFormatError, Conversation, formatTokens, plainRenderer, systemContent, templateRenderer, type TurnPlan,
-} from '../chat-format.ts';
+} from '../../core/chat-format.ts';
 import { table as statsTable } from './compress.ts';
 
 /** Tokens the context must keep free after the document for a question and its answer. */
