@@ -1,0 +1,63 @@
+// Errors of document import: a stable code the services and the UI can branch on, and a message for people
+// that names the file and says what to do. They are ApiErrors, so the API layer carries them as they are.
+import { ApiError } from '../api/contract.ts';
+
+export type ImportErrorCode =
+  /** The file could not be read (missing, a folder, no permission). */
+  | 'READ_FAILED'
+  /** No content at all: an empty file, or a document with no text and nothing drawn. */
+  | 'EMPTY'
+  /** A format Folio does not read (an image, a spreadsheet, an old .doc, binary data). */
+  | 'UNSUPPORTED'
+  /** The extension says one format and the content another. */
+  | 'MISMATCH'
+  /** Text that is neither valid UTF-8/UTF-16 nor plainly a single-byte (Windows-1252) file. */
+  | 'BAD_ENCODING'
+  /** A password-protected PDF (or an encryption scheme pdf.js cannot open). */
+  | 'ENCRYPTED'
+  /** The file claims a format but cannot be parsed (truncated, damaged). */
+  | 'CORRUPT'
+  /** A PDF whose pages carry no text, only images or drawings (a scan): OCR is not supported. */
+  | 'NO_TEXT_LAYER'
+  /** Bigger than the limits (bytes, pages, memory while parsing). */
+  | 'TOO_LARGE'
+  /** Parsing made no progress for too long (hostile or pathological input). */
+  | 'TIMEOUT'
+  /** Cancelled through the AbortSignal. */
+  | 'ABORTED';
+
+export class ImportError extends ApiError {
+  declare readonly code: ImportErrorCode;
+  constructor(code: ImportErrorCode, message: string, options?: { cause?: unknown; details?: unknown }) {
+    super(code, message, options?.details);
+    this.name = 'ImportError';
+    if (options && 'cause' in options) (this as { cause?: unknown }).cause = options.cause;
+  }
+}
+
+export function isImportError(e: unknown, code?: ImportErrorCode): e is ImportError {
+  return e instanceof ImportError && (code === undefined || e.code === code);
+}
+
+/** Throws ABORTED when the signal has fired. */
+export function throwIfAborted(signal: AbortSignal | undefined, fileName: string): void {
+  if (signal?.aborted) throw aborted(signal, fileName);
+}
+
+export function aborted(signal: AbortSignal | undefined, fileName: string): ImportError {
+  return new ImportError('ABORTED', `the import of ${fileName} was cancelled`, { cause: signal?.reason });
+}
+
+/** Runs a promise that cannot itself be cancelled, but stops waiting for it when the signal fires. */
+export function abortable<T>(p: Promise<T>, signal: AbortSignal | undefined, fileName: string): Promise<T> {
+  if (!signal) return p;
+  throwIfAborted(signal, fileName);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(aborted(signal, fileName));
+    signal.addEventListener('abort', onAbort, { once: true });
+    p.then(
+      (v) => { signal.removeEventListener('abort', onAbort); resolve(v); },
+      (e) => { signal.removeEventListener('abort', onAbort); reject(e); },
+    );
+  });
+}
