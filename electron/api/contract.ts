@@ -149,6 +149,7 @@ export const DocumentPage = z.object({
   tokenStart: z.number().int(),
   tokenEnd: z.number().int(),
 });
+export type DocumentPage = z.infer<typeof DocumentPage>;
 
 export const HeadStats = z.object({ kept: z.number(), retained_mass: z.number(), concentration: z.number() });
 export const LayerStats = z.object({
@@ -193,6 +194,7 @@ export const RetainedPassage = z.object({
   /** Mean over the passage's tokens of the fraction of (layer, KV head) slots that kept the token. */
   retention: z.number().min(0).max(1),
 });
+export type RetainedPassage = z.infer<typeof RetainedPassage>;
 
 export const DocumentDetail = DocumentSummary.extend({
   pageList: z.array(DocumentPage),

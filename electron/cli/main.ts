@@ -11,8 +11,9 @@ import { logits } from './commands/logits.ts';
 import { compress } from './commands/compress.ts';
 import { evalCommand } from './commands/eval.ts';
 import { chat } from './commands/chat.ts';
+import { serve } from './commands/serve.ts';
 
-const commands: Record<string, Command> = { info, tokenize, generate, logits, compress, eval: evalCommand, chat };
+const commands: Record<string, Command> = { info, tokenize, generate, logits, compress, eval: evalCommand, chat, serve };
 
 function help(): string {
   return (

@@ -15,7 +15,7 @@ import type { StatsInput, StatsRepo } from './stats.ts';
 
 export type DocumentKind = z.infer<typeof DocumentKind>;
 export type DocumentStatus = z.infer<typeof DocumentStatus>;
-export type DocumentPage = z.infer<typeof DocumentPage>;
+export type { DocumentPage } from '../api/contract.ts';
 
 export interface NewDocument {
   title: string;

@@ -1,0 +1,114 @@
+// The app core: storage, the engine process and the services, wired to the API contract. The Electron
+// shell and the web host both serve `dispatcher`; nothing here imports 'electron'.
+import { ApiError, type EngineStatus, type Settings } from '../api/contract.ts';
+import { Dispatcher, EventBus, type Handlers } from '../api/dispatcher.ts';
+import { EngineClient, type EngineClientOptions } from '../engine/client.ts';
+import { openStorage, type Storage, type StorageOptions } from '../storage/index.ts';
+import { ChatsService } from './chats-service.ts';
+import { DocumentsService } from './documents-service.ts';
+import { EngineManager } from './engine-manager.ts';
+import { ModelsService, type ModelsServiceOptions } from './models-service.ts';
+import { OpenAiService } from './openai-service.ts';
+import { dataPaths } from './paths.ts';
+import { Tasks } from './tasks.ts';
+
+export interface AppCoreOptions {
+  /** The library: database, saved caches, downloaded models. */
+  dataDir: string;
+  engine?: EngineClientOptions;
+  storage?: StorageOptions;
+  models?: Omit<ModelsServiceOptions, 'downloadDir'>;
+  /** A model file to use when none is chosen yet (folio serve --model). */
+  model?: string;
+}
+
+export interface AppCore {
+  dispatcher: Dispatcher;
+  bus: EventBus;
+  storage: Storage;
+  engine: EngineManager;
+  openai: OpenAiService;
+  documents: DocumentsService;
+  chats: ChatsService;
+  models: ModelsService;
+  /** Stops answers, the engine process and the database, in that order. */
+  close(): Promise<void>;
+}
+
+export async function createAppCore(o: AppCoreOptions): Promise<AppCore> {
+  const paths = dataPaths(o.dataDir);
+  const storage = openStorage(paths.root, o.storage);
+  // Answers that were streaming when the app last stopped become 'interrupted'.
+  storage.recover();
+  const bus = new EventBus();
+  const tasks = new Tasks(bus);
+  const client = new EngineClient(o.engine);
+  const engine = new EngineManager(client, bus, () => storage.settings.get());
+  const models = new ModelsService(storage, engine, tasks, bus, { ...o.models, downloadDir: paths.models });
+  const documents = new DocumentsService(storage, engine, models, tasks, bus, paths.caches);
+  const chats = new ChatsService(storage, engine, documents, bus);
+  const openai = new OpenAiService(storage, engine, models, documents);
+
+  if (o.model) {
+    const entry = await models.add(o.model);
+    storage.settings.update({ modelId: entry.id });
+    openai.preferred = entry.id;
+  }
+
+  const ok = { ok: true as const };
+  const handlers: Handlers = {
+    'settings.get': () => storage.settings.get(),
+    'settings.update': (p) => {
+      const before = storage.settings.get();
+      const s: Settings = storage.settings.update(p);
+      bus.emit('settings.changed', s);
+      // Documents compressed with other settings show as stale now.
+      if (before.modelId !== s.modelId || JSON.stringify(before.compression) !== JSON.stringify(s.compression))
+        for (const d of storage.documents.list()) documents.changed(d.id);
+      return s;
+    },
+    'engine.status': (): EngineStatus => engine.status(),
+    'models.list': () => models.list(),
+    'models.rescan': () => models.rescan(),
+    'models.add': (p) => models.add(p.path),
+    'models.catalog': () => models.catalog(),
+    'models.download': (p) => models.download(p),
+    'models.estimate': (p) => models.estimate(p),
+    'models.select': (p) => models.select(p.modelId),
+    'documents.list': () => documents.list(),
+    'documents.get': (p) => documents.get(p.documentId),
+    'documents.import': (p) => documents.import(p),
+    'documents.delete': async (p) => (await documents.delete(p.documentId), ok),
+    'documents.recompress': (p) => documents.recompress(p),
+    'documents.compare': (p) => documents.compare(p),
+    'tasks.cancel': (p) => (tasks.cancel(p.taskId), ok),
+    'chats.list': (p) => chats.list(p.documentId),
+    'chats.create': (p) => chats.create(p),
+    'chats.get': (p) => chats.get(p.chatId),
+    'chats.rename': (p) => chats.rename(p),
+    'chats.delete': async (p) => (await chats.delete(p.chatId), ok),
+    'chats.send': (p) => chats.send(p),
+    'chats.stop': async (p) => {
+      storage.chats.require(p.chatId);
+      await chats.stop(p.chatId);
+      return ok;
+    },
+    'chats.regenerate': (p) => chats.regenerate(p.chatId),
+    'chats.edit': (p) => chats.edit(p),
+  };
+  const dispatcher = new Dispatcher(handlers, bus);
+
+  let closed = false;
+  return {
+    dispatcher, bus, storage, engine, openai, documents, chats, models,
+    async close() {
+      if (closed) return;
+      closed = true;
+      await chats.stopAll();
+      await client.stop().catch(() => {});
+      storage.close();
+    },
+  };
+}
+
+export { ApiError };

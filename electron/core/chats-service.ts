@@ -1,0 +1,261 @@
+// Chats over a compressed document. Each chat forks the document's compressed session, so a new chat costs
+// no prefill; its conversation lives in that fork. Answers stream as chat.token events and are written to
+// the database as they grow; stop, regenerate and edit truncate the conversation. When the engine dies
+// mid-answer the answer is kept as interrupted, and the chat's session is rebuilt on the next question
+// from the document's saved cache plus the stored conversation.
+import { ApiError, type ChatSummary, type Message, type Params, type Result } from '../api/contract.ts';
+import type { EventBus } from '../api/dispatcher.ts';
+import type { Storage } from '../storage/index.ts';
+import type { StreamingAnswer } from '../storage/streaming.ts';
+import type { Conversation } from './chat-format.ts';
+import type { DocumentsService } from './documents-service.ts';
+import type { EngineManager } from './engine-manager.ts';
+import { evidencePages } from './evidence.ts';
+import { conversationFor, tokenizeFormatted, type ChatFormat } from './prefix.ts';
+
+interface LiveChat {
+  sessionId: string;
+  conversation: Conversation;
+  format: ChatFormat;
+  nPast: number;
+  nCtx: number;
+  /** Where the last answer begins in the session (-1: none). */
+  answerStart: number;
+}
+
+/** Tokens kept free at the end of the context for the answer's first words. */
+const ANSWER_ROOM = 16;
+
+export class ChatsService {
+  private live = new Map<string, Promise<LiveChat>>();
+  private running = new Map<string, { controller: AbortController; done: Promise<void> }>();
+
+  constructor(
+    private readonly storage: Storage,
+    private readonly engine: EngineManager,
+    private readonly documents: DocumentsService,
+    private readonly bus: EventBus,
+  ) {}
+
+  list(documentId: string): ChatSummary[] {
+    this.storage.documents.require(documentId);
+    return this.storage.chats.list(documentId);
+  }
+
+  create(params: Params<'chats.create'>): ChatSummary {
+    const doc = this.storage.documents.require(params.documentId);
+    const n = this.storage.chats.list(doc.id).length + 1;
+    return this.storage.chats.create(doc.id, params.title ?? `Chat ${n}`);
+  }
+
+  get(chatId: string): Result<'chats.get'> {
+    const chat = this.storage.chats.require(chatId);
+    const doc = this.storage.documents.require(chat.documentId);
+    const messages = this.storage.messages.list(chatId);
+    return {
+      chat,
+      messages,
+      usage: {
+        documentTokens: doc.tokens,
+        conversationTokens: this.storage.messages.conversationTokens(chatId).tokens,
+        contextTokens: this.engine.sessionOptions().nCtx ?? 4096,
+      },
+    };
+  }
+
+  rename(params: Params<'chats.rename'>): ChatSummary {
+    return this.storage.chats.rename(params.chatId, params.title);
+  }
+
+  async delete(chatId: string): Promise<void> {
+    const chat = this.storage.chats.require(chatId);
+    await this.stop(chatId);
+    await this.forget(chat);
+    this.storage.chats.delete(chatId);
+  }
+
+  private key(chat: ChatSummary): string {
+    return `chat:${chat.documentId}:${chat.id}`;
+  }
+
+  private async forget(chat: ChatSummary): Promise<void> {
+    this.live.delete(chat.id);
+    await this.engine.dropSession(this.key(chat));
+  }
+
+  /** The chat's session: alive, or forked from the document's session with the stored conversation replayed. */
+  private liveChat(chat: ChatSummary, upTo?: string): Promise<LiveChat> {
+    const existing = this.live.get(chat.id);
+    if (existing && this.engine.session(this.key(chat))) return existing;
+    const p = this.build(chat, upTo);
+    this.live.set(chat.id, p);
+    p.catch(() => this.live.delete(chat.id));
+    return p;
+  }
+
+  private async build(chat: ChatSummary, upTo?: string): Promise<LiveChat> {
+    const docSession = await this.documents.session(chat.documentId);
+    const model = this.engine.requireModel();
+    const format = await this.documents.format(model);
+    const pages = this.storage.documents.pages(chat.documentId);
+    const { conversation } = conversationFor(format, this.storage.settings.get().systemPrompt, pages);
+    const h = await this.engine.client.fork(docSession);
+    this.engine.setSession(this.key(chat), h.sessionId);
+    const live: LiveChat = { sessionId: h.sessionId, conversation, format, nPast: h.nPast, nCtx: h.nCtx, answerStart: -1 };
+    // Replay what was said (finished answers only; an interrupted one is replayed as far as it got).
+    for (const m of this.storage.messages.list(chat.id)) {
+      if (m.id === upTo) break;
+      if (m.role === 'user') await this.appendQuestion(live, m.text);
+      else if (m.text) {
+        const start = live.nPast;
+        await this.appendText(live, m.text, () => live.conversation.answered(m.text));
+        live.answerStart = start;
+      }
+    }
+    return live;
+  }
+
+  private tokenize(live: LiveChat, text: string) {
+    const model = this.engine.requireModel();
+    return tokenizeFormatted((t, o) => this.engine.client.tokenize(model.engineId, t, o), live.format, text, false);
+  }
+
+  private async appendText(live: LiveChat, text: string, accept: () => void, signal?: AbortSignal): Promise<number> {
+    const { tokens } = await this.tokenize(live, text);
+    if (tokens.length === 0) return 0;
+    if (live.nPast + tokens.length + ANSWER_ROOM > live.nCtx)
+      throw new ApiError('CONTEXT_FULL', `the conversation has filled the model's context (${live.nCtx} tokens): start a new chat over this document`);
+    const r = await this.engine.client.prefill(live.sessionId, tokens, { signal });
+    live.nPast = r.nPast;
+    accept();
+    return tokens.length;
+  }
+
+  /** Appends a question (and the answer header of the format); returns the tokens it took. */
+  private async appendQuestion(live: LiveChat, text: string, signal?: AbortSignal): Promise<number> {
+    const plan = live.conversation.plan(text);
+    if (plan.dropLastAnswer && live.answerStart >= 0) {
+      // The template renders the last answer differently from how it was generated (it trims it, say): the
+      // session goes back to where that answer began and the plan re-sends it as rendered.
+      await this.engine.client.truncate(live.sessionId, live.answerStart);
+      live.nPast = live.answerStart;
+    }
+    live.answerStart = -1;
+    return this.appendText(live, plan.text, () => live.conversation.accept(plan), signal);
+  }
+
+  /** Asks a question; the answer streams in the background. */
+  send(params: Params<'chats.send'>): Result<'chats.send'> {
+    const chat = this.storage.chats.require(params.chatId);
+    if (this.running.has(chat.id)) throw new ApiError('BUSY', 'an answer is still being written in this chat: stop it first');
+    const user = this.storage.messages.add(chat.id, { role: 'user', text: params.text, status: 'complete' });
+    const answer = this.storage.messages.beginAnswer(chat.id);
+    this.start(chat, answer, async (live, signal) => {
+      const tokens = await this.appendQuestion(live, params.text, signal);
+      this.storage.messages.update(user.id, { cacheTokens: tokens });
+    }, user.id);
+    this.storage.chats.touch(chat.id);
+    return { user, assistant: this.storage.messages.require(answer.id) };
+  }
+
+  /** Answers the last question again. */
+  regenerate(chatId: string): Result<'chats.regenerate'> {
+    const chat = this.storage.chats.require(chatId);
+    if (this.running.has(chat.id)) throw new ApiError('BUSY', 'an answer is still being written in this chat: stop it first');
+    const messages = this.storage.messages.list(chatId);
+    const last = messages[messages.length - 1];
+    if (!last) throw new ApiError('NOTHING_TO_REGENERATE', 'the chat has no question yet');
+    if (last.role === 'assistant') this.storage.messages.truncateFrom(chatId, last.id);
+    // The conversation changed under the session: rebuild it (the document's cache is reused, not re-read).
+    void this.forget(chat);
+    const answer = this.storage.messages.beginAnswer(chat.id);
+    this.start(chat, answer, async () => {}, answer.id);
+    return { assistant: this.storage.messages.require(answer.id) };
+  }
+
+  /** Replaces a question, drops what followed it and answers again. */
+  edit(params: Params<'chats.edit'>): Result<'chats.edit'> {
+    const chat = this.storage.chats.require(params.chatId);
+    if (this.running.has(chat.id)) throw new ApiError('BUSY', 'an answer is still being written in this chat: stop it first');
+    const m = this.storage.messages.require(params.messageId);
+    if (m.chatId !== chat.id || m.role !== 'user') throw new ApiError('BAD_REQUEST', 'only a question of this chat can be edited');
+    this.storage.messages.truncateFrom(chat.id, m.id);
+    void this.forget(chat);
+    return this.send({ chatId: chat.id, text: params.text });
+  }
+
+  async stop(chatId: string): Promise<void> {
+    const r = this.running.get(chatId);
+    if (!r) return;
+    r.controller.abort();
+    await r.done;
+  }
+
+  /** Runs the answer in the background: prepare (append the question), then generate into `answer`. */
+  private start(chat: ChatSummary, answer: StreamingAnswer, prepare: (live: LiveChat, signal: AbortSignal) => Promise<void>, upTo: string) {
+    const controller = new AbortController();
+    const done = (async () => {
+      let live: LiveChat | undefined;
+      try {
+        live = await this.liveChat(chat, upTo);
+        await prepare(live, controller.signal);
+        const s = this.storage.settings.get().sampling;
+        const before = live.nPast;
+        const room = live.nCtx - live.nPast - 1;
+        const r = await this.engine.client.generate(live.sessionId, {
+          n: Math.max(0, Math.min(s.maxTokens, room)),
+          temperature: s.temperature, topK: s.topK, topP: s.topP, minP: s.minP, repeatPenalty: s.repeatPenalty,
+          seed: s.seed ?? Math.floor(Math.random() * 2 ** 32), stopAtEog: true,
+        }, {
+          signal: controller.signal,
+          onToken: (t) => {
+            if (!t.text) return;
+            answer.append(t.text);
+            this.bus.emit('chat.token', { chatId: chat.id, messageId: answer.id, text: t.text });
+          },
+        });
+        live.nPast = r.nPast;
+        live.answerStart = before;
+        live.conversation.answered(r.text);
+        const pages = this.storage.documents.pages(chat.documentId);
+        const status = r.stopReason === 'cancelled' ? 'cancelled' : 'complete';
+        const error = r.stopReason === 'context' ? 'the answer stopped because the context is full' : null;
+        this.finish(answer, status, {
+          text: r.text, tokens: r.tokens.length, tokensPerSecond: r.tokensPerSecond,
+          pageRefs: evidencePages(r.text, pages), cacheTokens: r.nPast - before, error,
+        });
+      } catch (e) {
+        const code = (e as { code?: string }).code;
+        if (code === 'CANCELLED' || controller.signal.aborted) this.finish(answer, 'cancelled', {});
+        else if (code === 'ENGINE_CRASHED' || code === 'ENGINE_STOPPED' || code === 'UNKNOWN_SESSION') {
+          // The engine process died: what was said so far is kept; the chat is rebuilt on the next question.
+          this.live.delete(chat.id);
+          this.finish(answer, 'interrupted', { error: 'the engine stopped while answering; the answer was interrupted' });
+        } else {
+          this.live.delete(chat.id);
+          await this.engine.dropSession(this.key(chat));
+          this.finish(answer, 'failed', { error: (e as Error).message });
+        }
+      } finally {
+        this.running.delete(chat.id);
+        this.storage.chats.touch(chat.id);
+      }
+    })();
+    this.running.set(chat.id, { controller, done });
+  }
+
+  private finish(answer: StreamingAnswer, status: 'complete' | 'cancelled' | 'interrupted' | 'failed', details: Parameters<StreamingAnswer['finish']>[1]) {
+    const m: Message | null = answer.finish(status, details);
+    if (m) this.bus.emit('chat.message', m);
+  }
+
+  /** For a clean shutdown: stop every answer. */
+  async stopAll(): Promise<void> {
+    await Promise.all([...this.running.keys()].map((id) => this.stop(id)));
+  }
+
+  /** Waits until the chat's answer (if any) is finished (tests, shutdown). */
+  async idle(chatId: string): Promise<void> {
+    await this.running.get(chatId)?.done;
+  }
+}

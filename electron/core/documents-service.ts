@@ -1,0 +1,296 @@
+// Documents: import a file, compress it into a document session (prefill + Ada-KV, cancellable, with
+// progress), save the compressed cache so reopening needs no prefill, rebuild it when the model or the
+// compression settings change or the file is damaged; the document view with the retention map.
+import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+
+import {
+  ApiError, type CompressionSettings, type CompressionStats, type DocumentDetail, type DocumentPage, type DocumentSummary,
+  type Params, type Result,
+} from '../api/contract.ts';
+import type { EventBus } from '../api/dispatcher.ts';
+import { importDocument, detectKind, passages as splitPassages } from '../documents/index.ts';
+import { toSummary, type Storage } from '../storage/index.ts';
+import type { EngineManager, LoadedModel } from './engine-manager.ts';
+import { chatFormat, conversationFor, mapPrefix, pagesThatFit, tokenizeFormatted, type ChatFormat } from './prefix.ts';
+import type { ModelsService } from './models-service.ts';
+import type { Task, Tasks } from './tasks.ts';
+
+/** Room kept free after the document for a conversation (a question and its answer). */
+export const CONVERSATION_ROOM = 512;
+
+export class DocumentsService {
+  private building = new Map<string, Promise<string>>();
+
+  constructor(
+    private readonly storage: Storage,
+    private readonly engine: EngineManager,
+    private readonly models: ModelsService,
+    private readonly tasks: Tasks,
+    private readonly bus: EventBus,
+    private readonly cacheDir: string,
+  ) {
+    mkdirSync(cacheDir, { recursive: true });
+  }
+
+  list(): DocumentSummary[] {
+    return this.storage.documents.list().map((d) => this.withStaleness(d));
+  }
+
+  /** A document whose cache was made with another model or other settings shows as stale. */
+  private withStaleness<T extends DocumentSummary>(d: T): T {
+    if (d.status !== 'ready') return d;
+    const s = this.storage.settings.get();
+    const same = d.modelId === s.modelId && sameCompression(d.compression, s.compression);
+    return same ? d : { ...d, status: 'stale' };
+  }
+
+  get(documentId: string): DocumentDetail {
+    const doc = this.storage.documents.require(documentId);
+    const pages = this.storage.documents.pages(documentId);
+    const stats = this.storage.stats.get(documentId);
+    return { ...toSummary(this.withStaleness(doc)), pageList: pages, stats, passages: this.passages(documentId, pages, stats) };
+  }
+
+  /** The retention map folded onto sentences of each page. */
+  private passages(documentId: string, pages: DocumentPage[], stats: CompressionStats | null): DocumentDetail['passages'] {
+    const map = this.storage.documents.charMap(documentId);
+    if (!stats || !map) return [];
+    const slots = stats.layers.length * (stats.layers[0]?.heads.length ?? 1);
+    const retention = stats.token_retention;
+    const out: DocumentDetail['passages'] = [];
+    for (const p of pages) {
+      const ps = splitPassages(p.text, 'sentences');
+      const sum = new Float64Array(ps.length), count = new Int32Array(ps.length);
+      let k = 0;
+      for (let t = p.tokenStart; t < p.tokenEnd && t < retention.length; t++) {
+        if (map[t * 3] !== p.page) continue;
+        const c = map[t * 3 + 1];
+        while (k + 1 < ps.length && c >= ps[k].end) k++;
+        sum[k] += retention[t] / slots;
+        count[k]++;
+      }
+      ps.forEach((x, i) => {
+        if (count[i] > 0) out.push({ page: p.page, start: x.start, end: x.end, retention: Math.min(1, sum[i] / count[i]) });
+      });
+    }
+    return out;
+  }
+
+  /** Imports a file and compresses it; returns at once with the task that does the work. */
+  import(params: Params<'documents.import'>): Result<'documents.import'> {
+    const settings = this.storage.settings.get();
+    if (!settings.modelId) throw new ApiError('NO_MODEL', 'choose a model first: documents are compressed for the model they are read with');
+    const input: { path: string } | { fileName: string; bytes: Uint8Array } = 'path' in params
+      ? { path: params.path }
+      : { fileName: params.fileName, bytes: new Uint8Array(Buffer.from(params.dataBase64, 'base64')) };
+    const fileName = 'path' in input ? input.path.split(/[\\/]/).pop()! : input.fileName;
+    let kind: DocumentSummary['kind'];
+    try {
+      const bytes = 'bytes' in input ? input.bytes : new Uint8Array(readFileSync(input.path));
+      kind = detectKind(bytes, fileName);
+    } catch (e) {
+      if (e instanceof ApiError) throw e;
+      throw new ApiError('READ_FAILED', `cannot read ${fileName}: ${(e as Error).message}`);
+    }
+    const doc = this.storage.documents.create({ title: fileName, kind, fileName, status: 'importing' });
+    this.changed(doc.id);
+    const { taskId } = this.tasks.start('import', doc.id, async (task) => {
+      try {
+        const imported = await importDocument(input, { signal: task.signal, onProgress: (d, t) => task.progress('import', d, t, `reading ${fileName}`) });
+        this.storage.documents.update(doc.id, { title: imported.title || fileName });
+        this.storage.documents.setContent(doc.id, { pages: imported.pages.map((p) => ({ ...p, tokenStart: 0, tokenEnd: 0 })), tokens: [] });
+        await this.build(doc.id, task, undefined);
+      } catch (e) {
+        this.fail(doc.id, e, task);
+        throw e;
+      }
+    });
+    return { documentId: doc.id, taskId };
+  }
+
+  /** Compresses the document again (other settings, a range of pages, or a damaged cache). */
+  recompress(params: Params<'documents.recompress'>): Result<'documents.recompress'> {
+    const doc = this.storage.documents.require(params.documentId);
+    if (params.compression) this.storage.settings.update({ compression: params.compression });
+    const { taskId } = this.tasks.start('compress', doc.id, async (task) => {
+      try {
+        await this.build(doc.id, task, params.pages);
+      } catch (e) {
+        this.fail(doc.id, e, task);
+        throw e;
+      }
+    });
+    return { taskId };
+  }
+
+  private fail(documentId: string, e: unknown, task: Task) {
+    if (!this.storage.documents.get(documentId)) return; // deleted meanwhile
+    const cancelled = task.signal.aborted || (e as { code?: string }).code === 'CANCELLED';
+    this.storage.documents.update(documentId, { status: 'failed', error: cancelled ? 'cancelled' : (e as Error).message });
+    this.changed(documentId);
+  }
+
+  /** The model the documents are compressed for, loaded. */
+  private async model(): Promise<LoadedModel> {
+    const s = this.storage.settings.get();
+    if (!s.modelId) throw new ApiError('NO_MODEL', 'choose a model first');
+    const entry = await this.models.get(s.modelId);
+    return this.engine.ensureModel(entry.id, entry.path);
+  }
+
+  async format(model: LoadedModel): Promise<ChatFormat> {
+    const special = async (id: number) =>
+      id < 0 ? '' : (await this.engine.client.detokenize(model.engineId, [id], { special: true })).text;
+    return chatFormat(model.info, await special(model.info.tokenizer.bos), await special(model.info.tokenizer.eos));
+  }
+
+  /**
+   * Tokenizes the system prompt and the document (or a range of its pages), checks that it fits the
+   * context, compresses it in a new session, saves the cache and the statistics. The new session becomes
+   * the document's pristine session; chats fork it.
+   */
+  private async build(documentId: string, task: Task, range?: [number, number]): Promise<void> {
+    const settings = this.storage.settings.get();
+    const model = await this.model();
+    task.progress('prefill', 0, 1, 'reading the document into the model');
+    let pages = this.storage.documents.pages(documentId).map((p) => ({ page: p.page, text: p.text }));
+    if (range) {
+      const [a, b] = range;
+      pages = pages.filter((p) => p.page >= a && p.page <= b);
+      if (pages.length === 0) throw new ApiError('BAD_REQUEST', `the document has no pages ${a} to ${b}`);
+    }
+    const format = await this.format(model);
+    const { conversation, documentStart } = conversationFor(format, settings.systemPrompt, pages);
+    const tokenized = await tokenizeFormatted(
+      async (text, o) => this.engine.client.tokenize(model.engineId, text, { ...o, signal: task.signal }),
+      format, conversation.prefixText, true,
+    );
+    const map = mapPrefix(conversation.prefixText, tokenized, documentStart, pages);
+    const opts = this.engine.sessionOptions();
+    const nCtx = opts.nCtx ?? 4096;
+    const room = Math.min(CONVERSATION_ROOM, Math.floor(nCtx / 4));
+    if (tokenized.tokens.length + room > nCtx) {
+      const fit = pagesThatFit(map.pages, nCtx - room);
+      const first = pages[0]?.page ?? 1;
+      throw new ApiError(
+        'DOC_TOO_LONG',
+        `the document is ${tokenized.tokens.length} tokens long, but the model's context holds ${nCtx} with ${room} kept free for the conversation` +
+          (fit > 0
+            ? `: compress pages ${first} to ${pages[fit - 1].page} instead (they fit), or choose a model with a longer context`
+            : ': even its first page does not fit; choose a model with a longer context'),
+        { tokens: tokenized.tokens.length, nCtx, fittingPages: fit > 0 ? [first, pages[fit - 1].page] : null },
+      );
+    }
+    this.storage.documents.update(documentId, { status: 'compressing', error: null });
+    this.storage.documents.setContent(documentId, { pages: map.pages, tokens: tokenized.tokens, charMap: map.charMap });
+    this.changed(documentId);
+
+    const compression = settings.compression;
+    const handle = await this.engine.client.createSession(model.engineId, opts);
+    let kept = false;
+    try {
+      const r = await this.engine.client.compress(handle.sessionId, tokenized.tokens, {
+        method: compression.method,
+        budget: compression.method === 'full' ? undefined : compression.budget,
+        alpha: compression.alpha, window: compression.window, kernel: compression.kernel,
+      }, { signal: task.signal, onProgress: (d, t) => task.progress('prefill', d, t, `reading ${t} tokens into the model`) });
+      task.progress('save', 0, 1, 'saving the compressed cache');
+      const kvPath = join(this.cacheDir, `${documentId}.folio-kv`);
+      await this.engine.client.save(handle.sessionId, kvPath, JSON.stringify({ documentId, modelId: model.entryId }));
+      const { replacedKvPath } = this.storage.documents.saveCache(documentId, {
+        kvPath, modelId: model.entryId, modelFingerprint: model.entryId, compression,
+        kvBytesFull: r.stats.kv_bytes_full, kvBytesKept: r.stats.kv_bytes_kept, stats: r.stats, status: 'ready',
+      });
+      if (replacedKvPath && replacedKvPath !== kvPath) rmSync(replacedKvPath, { force: true });
+      task.progress('save', 1, 1, 'ready');
+      // The new cache replaces the document's session; chats made from the old one are rebuilt on next use.
+      await this.engine.dropSessions(`chat:${documentId}:`);
+      await this.engine.dropSession(`doc:${documentId}`);
+      this.engine.setSession(`doc:${documentId}`, handle.sessionId);
+      kept = true;
+      this.changed(documentId);
+    } finally {
+      if (!kept) await this.engine.client.disposeSession(handle.sessionId).catch(() => {});
+    }
+  }
+
+  /**
+   * The document's pristine compressed session, ready to fork: in the engine already, or loaded from the
+   * saved cache (no prefill), or rebuilt when there is no usable cache for the current model.
+   */
+  async session(documentId: string): Promise<string> {
+    const pending = this.building.get(documentId);
+    if (pending) return pending;
+    const p = this.openSession(documentId).finally(() => this.building.delete(documentId));
+    this.building.set(documentId, p);
+    return p;
+  }
+
+  private async openSession(documentId: string): Promise<string> {
+    const model = await this.model();
+    const existing = this.engine.session(`doc:${documentId}`);
+    if (existing) return existing;
+    const doc = this.storage.documents.require(documentId);
+    const settings = this.storage.settings.get();
+    const usable = doc.kvPath && existsSync(doc.kvPath) && doc.modelId === model.entryId && sameCompression(doc.compression, settings.compression);
+    if (usable) {
+      try {
+        const h = await this.engine.client.loadSession(model.engineId, doc.kvPath!, this.engine.sessionOptions());
+        this.engine.setSession(`doc:${documentId}`, h.sessionId);
+        return h.sessionId;
+      } catch (e) {
+        const code = (e as { code?: string }).code ?? '';
+        if (!code.startsWith('SESSION_FILE')) throw e;
+        // A damaged cache, or one of another model file: rebuild it (the message says why).
+        this.storage.documents.update(documentId, { status: 'stale', error: `the saved cache was refused (${(e as Error).message}); it is being rebuilt` });
+        this.changed(documentId);
+      }
+    }
+    await this.tasks.start('compress', documentId, (task) => this.build(documentId, task)).settled;
+    const id = this.engine.session(`doc:${documentId}`);
+    if (!id) throw new ApiError('DOCUMENT_NOT_READY', this.storage.documents.get(documentId)?.error ?? 'the document could not be compressed');
+    return id;
+  }
+
+  /** Uniform SnapKV against Ada-SnapKV at the same budget, on fresh sessions (nothing is saved). */
+  async compare(params: Params<'documents.compare'>): Promise<Result<'documents.compare'>> {
+    const doc = this.storage.documents.require(params.documentId);
+    const tokens = this.storage.documents.tokens(doc.id);
+    if (!tokens || tokens.length === 0) throw new ApiError('DOCUMENT_NOT_READY', 'the document has not been read yet');
+    const model = await this.model();
+    const c = this.storage.settings.get().compression;
+    const budget = params.budget ?? c.budget;
+    const run = async (method: 'snapkv' | 'ada-snapkv', task: Task) => {
+      const h = await this.engine.client.createSession(model.engineId, this.engine.sessionOptions());
+      try {
+        const r = await this.engine.client.compress(h.sessionId, tokens, { method, budget, alpha: c.alpha, window: c.window, kernel: c.kernel }, {
+          signal: task.signal, onProgress: (d, t) => task.progress('compare', d, t, `${method} at ${budget}`),
+        });
+        return { ...r.stats, token_retention: Array.from(r.stats.token_retention) } as CompressionStats;
+      } finally {
+        await this.engine.client.disposeSession(h.sessionId).catch(() => {});
+      }
+    };
+    return this.tasks.run('compare', doc.id, async (task) => ({ uniform: await run('snapkv', task), ada: await run('ada-snapkv', task) }));
+  }
+
+  async delete(documentId: string): Promise<void> {
+    this.storage.documents.require(documentId);
+    this.tasks.cancelDocument(documentId);
+    await this.engine.dropSessions(`chat:${documentId}:`);
+    await this.engine.dropSession(`doc:${documentId}`);
+    const { files } = this.storage.documents.delete(documentId);
+    for (const f of files) rmSync(f, { force: true });
+    this.bus.emit('documents.deleted', { documentId });
+  }
+
+  changed(documentId: string): void {
+    const d = this.storage.documents.get(documentId);
+    if (d) this.bus.emit('documents.changed', toSummary(this.withStaleness(d)));
+  }
+}
+
+function sameCompression(a: CompressionSettings | null, b: CompressionSettings): boolean {
+  return !!a && a.method === b.method && (a.method === 'full' || (a.budget === b.budget && a.alpha === b.alpha && a.window === b.window && a.kernel === b.kernel));
+}

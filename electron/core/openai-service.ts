@@ -1,0 +1,150 @@
+// The app core behind the OpenAI-compatible endpoints: a chat completion on one of the library's models,
+// or, with Folio's `document_id`, over a stored compressed document (its saved cache is forked: no prefill
+// of the document).
+import { ApiError } from '../api/contract.ts';
+import type { Storage } from '../storage/index.ts';
+import { contentText, type ChatCompletionRequest, type CompletionResult, type OpenAiBackend } from '../web/openai.ts';
+import type { Message } from './chat-format.ts';
+import type { DocumentsService } from './documents-service.ts';
+import type { EngineManager, LoadedModel } from './engine-manager.ts';
+import type { ModelsService } from './models-service.ts';
+import { conversationFor, tokenizeFormatted } from './prefix.ts';
+
+export class OpenAiService implements OpenAiBackend {
+  /** The model `folio serve --model` was given: listed first. */
+  preferred: string | null = null;
+
+  constructor(
+    private readonly storage: Storage,
+    private readonly engine: EngineManager,
+    private readonly models: ModelsService,
+    private readonly documents: DocumentsService,
+  ) {}
+
+  async listModels() {
+    const list = (await this.models.list()).filter((m) => m.supported);
+    list.sort((a, b) => Number(b.id === this.preferred) - Number(a.id === this.preferred));
+    return list.map((m) => ({ id: m.name, created: 0, owned_by: m.source }));
+  }
+
+  /** The model a request names (by name, id or file name); 'folio' or 'default' means the chat model. */
+  private async model(name: string): Promise<LoadedModel> {
+    const list = await this.models.list();
+    const chosen = this.storage.settings.get().modelId ?? this.preferred;
+    const m = name === 'folio' || name === 'default'
+      ? list.find((x) => x.id === chosen)
+      : list.find((x) => x.name === name || x.id === name || x.path.endsWith('/' + name) || x.path.endsWith('\\' + name));
+    if (!m) throw new ApiError('MODEL_NOT_FOUND', `the model '${name}' does not exist here: GET /v1/models lists the models`);
+    if (!m.supported) throw new ApiError('UNSUPPORTED_MODEL', `${m.name}: ${m.error ?? 'its architecture is not supported'}`);
+    return this.engine.ensureModel(m.id, m.path);
+  }
+
+  async complete(req: ChatCompletionRequest, onDelta: (text: string) => void, signal: AbortSignal): Promise<CompletionResult> {
+    const s = this.storage.settings.get();
+    const messages: Message[] = req.messages.map((m) => ({
+      role: m.role === 'developer' ? 'system' : m.role,
+      content: contentText(m.content),
+    }));
+    if (messages[messages.length - 1].role !== 'user') throw new ApiError('BAD_REQUEST', 'the last message must be from the user');
+
+    let model: LoadedModel;
+    let sessionId: string;
+    let promptTokens = 0;
+    if (req.document_id) {
+      const doc = this.storage.documents.get(req.document_id);
+      if (!doc) throw new ApiError('DOCUMENT_NOT_FOUND', `no stored document has the id '${req.document_id}'`);
+      const docSession = await this.documents.session(doc.id);
+      model = this.engine.requireModel();
+      if (req.model !== 'folio' && req.model !== 'default' && (await this.model(req.model)).entryId !== model.entryId)
+        throw new ApiError('BAD_REQUEST', `the document '${doc.title}' is compressed for another model: use model 'folio'`);
+      const format = await this.documents.format(model);
+      const system = [s.systemPrompt, ...messages.filter((m) => m.role === 'system').map((m) => m.content)].filter(Boolean).join('\n\n');
+      const { conversation } = conversationFor(format, system, this.storage.documents.pages(doc.id));
+      sessionId = (await this.engine.client.fork(docSession)).sessionId;
+      promptTokens = doc.tokens;
+      try {
+        // Replay the conversation; the last user message gets the answer.
+        for (const m of messages.filter((x) => x.role !== 'system')) {
+          let text: string;
+          if (m.role === 'user') {
+            const plan = conversation.plan(m.content);
+            conversation.accept(plan);
+            text = plan.text;
+          } else {
+            conversation.answered(m.content);
+            text = m.content;
+          }
+          const t = await tokenizeFormatted((x, o) => this.engine.client.tokenize(model.engineId, x, o), format, text, false);
+          if (t.tokens.length) await this.engine.client.prefill(sessionId, t.tokens, { signal });
+          promptTokens += t.tokens.length;
+        }
+      } catch (e) {
+        await this.engine.client.disposeSession(sessionId).catch(() => {});
+        throw e;
+      }
+    } else {
+      model = await this.model(req.model);
+      const format = await this.documents.format(model);
+      const text = format.renderer(messages, true);
+      const t = await tokenizeFormatted((x, o) => this.engine.client.tokenize(model.engineId, x, o), format, text, true);
+      const h = await this.engine.client.createSession(model.engineId, this.engine.sessionOptions());
+      sessionId = h.sessionId;
+      if (t.tokens.length + 1 > h.nCtx) {
+        await this.engine.client.disposeSession(sessionId).catch(() => {});
+        throw new ApiError('CONTEXT_FULL', `the messages are ${t.tokens.length} tokens long; the context holds ${h.nCtx}`);
+      }
+      await this.engine.client.prefill(sessionId, t.tokens, { signal });
+      promptTokens = t.tokens.length;
+    }
+
+    // Stop sequences: generation stops once one appears; the text is cut before it.
+    const stops = req.stop === undefined ? [] : Array.isArray(req.stop) ? req.stop : [req.stop];
+    const stopper = new AbortController();
+    const abort = () => stopper.abort();
+    signal.addEventListener('abort', abort);
+    let text = '', sent = 0, stopped = false;
+    const flush = (upTo: number) => {
+      if (upTo > sent) onDelta(text.slice(sent, upTo));
+      sent = Math.max(sent, upTo);
+    };
+    try {
+      const r = await this.engine.client.generate(sessionId, {
+        n: req.max_completion_tokens ?? req.max_tokens ?? s.sampling.maxTokens,
+        temperature: req.temperature ?? s.sampling.temperature,
+        topP: req.top_p ?? s.sampling.topP,
+        topK: s.sampling.topK, minP: s.sampling.minP, repeatPenalty: s.sampling.repeatPenalty,
+        seed: req.seed ?? s.sampling.seed ?? Math.floor(Math.random() * 2 ** 32),
+        stopAtEog: true,
+      }, {
+        signal: stopper.signal,
+        onToken: (t) => {
+          if (stopped) return;
+          text += t.text;
+          const hit = stops.map((x) => text.indexOf(x)).filter((i) => i >= 0).sort((a, b) => a - b)[0];
+          if (hit !== undefined) {
+            stopped = true;
+            text = text.slice(0, hit);
+            flush(hit);
+            stopper.abort();
+            return;
+          }
+          // Hold back what could be the start of a stop sequence.
+          const hold = Math.max(0, ...stops.map((x) => x.length - 1));
+          flush(text.length - hold);
+        },
+      });
+      if (signal.aborted) throw new ApiError('CANCELLED', 'the client went away');
+      flush(text.length);
+      return {
+        model: req.model,
+        text,
+        finishReason: stopped || r.stopReason === 'eog' ? 'stop' : 'length',
+        promptTokens,
+        completionTokens: r.tokens.length,
+      };
+    } finally {
+      signal.removeEventListener('abort', abort);
+      await this.engine.client.disposeSession(sessionId).catch(() => {});
+    }
+  }
+}

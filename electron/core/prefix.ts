@@ -1,0 +1,106 @@
+// The compressed prefix of a document: the system prompt and the document's pages rendered as the system
+// message of the model's chat format, tokenized, with every token mapped back to the page and characters
+// it came from (so the retention map and the answers can point at pages).
+import type { DocumentPage } from '../api/contract.ts';
+import { Conversation, plainRenderer, systemContent, templateRenderer, type Renderer } from './chat-format.ts';
+import { tokenCharOffsets, type ModelInfo } from '../engine/protocol.ts';
+
+/** Pages are joined with a blank line between them. */
+export const PAGE_SEPARATOR = '\n\n';
+
+export interface ChatFormat {
+  renderer: Renderer;
+  /** A chat template renders special tokens as text: they are parsed when tokenizing. */
+  template: boolean;
+  bos: { id: number; add: boolean };
+}
+
+export function chatFormat(info: ModelInfo, bosText: string, eosText: string): ChatFormat {
+  const template = info.chatTemplate.trim() !== '';
+  return {
+    renderer: template ? templateRenderer(info.chatTemplate, { bos: bosText, eos: eosText }) : plainRenderer,
+    template,
+    bos: { id: info.tokenizer.bos, add: info.tokenizer.addBos },
+  };
+}
+
+/** A conversation over a document: the rendered prefix holds the system prompt and the document. */
+export function conversationFor(format: ChatFormat, systemPrompt: string, pages: readonly { text: string }[]): { conversation: Conversation; documentStart: number } {
+  const document = pages.map((p) => p.text).join(PAGE_SEPARATOR);
+  const conversation = new Conversation(format.renderer, systemContent(document, systemPrompt));
+  const documentStart = conversation.prefixText.indexOf(document);
+  return { conversation, documentStart };
+}
+
+export interface Tokenized {
+  tokens: Int32Array;
+  pieceBytes: Int32Array;
+}
+
+/** Tokenizes rendered text the way the chat format wants it (see chat-format.ts formatTokens). */
+export async function tokenizeFormatted(
+  tokenize: (text: string, o: { addSpecial: boolean; parseSpecial: boolean }) => Promise<Tokenized>,
+  format: ChatFormat,
+  text: string,
+  first: boolean,
+): Promise<Tokenized> {
+  if (!format.template) return tokenize(text, { addSpecial: first, parseSpecial: false });
+  const t = await tokenize(text, { addSpecial: false, parseSpecial: true });
+  if (!first || !format.bos.add || format.bos.id < 0 || t.tokens[0] === format.bos.id) return t;
+  const tokens = new Int32Array(t.tokens.length + 1);
+  const pieceBytes = new Int32Array(t.tokens.length + 1);
+  tokens[0] = format.bos.id; // BOS covers no text
+  tokens.set(t.tokens, 1);
+  pieceBytes.set(t.pieceBytes, 1);
+  return { tokens, pieceBytes };
+}
+
+export interface PrefixMap {
+  /** Per token: [page, charStart, charEnd] (page 0: not document text), 3 ints a token. */
+  charMap: Int32Array;
+  /** Pages with the token range each became. */
+  pages: DocumentPage[];
+}
+
+/**
+ * Maps the prefix's tokens to pages. `documentStart` is where the document's text begins in the rendered
+ * prefix; the pages follow each other there, joined by PAGE_SEPARATOR.
+ */
+export function mapPrefix(rendered: string, t: Tokenized, documentStart: number, pages: readonly { page: number; text: string }[]): PrefixMap {
+  const n = t.tokens.length;
+  const starts = tokenCharOffsets(rendered, t.pieceBytes);
+  const charMap = new Int32Array(n * 3);
+  // Page p covers [pageStart[p], pageStart[p] + text.length) of the rendered text.
+  const pageStart: number[] = [];
+  let at = documentStart;
+  for (const p of pages) {
+    pageStart.push(at);
+    at += p.text.length + PAGE_SEPARATOR.length;
+  }
+  const out: DocumentPage[] = pages.map((p) => ({ page: p.page, text: p.text, tokenStart: -1, tokenEnd: -1 }));
+  let k = 0; // pages are in order, and so are the tokens
+  for (let i = 0; i < n; i++) {
+    const s = starts[i], e = i + 1 < n ? starts[i + 1] : rendered.length;
+    if (documentStart < 0 || e <= s) continue;
+    while (k < pages.length && s >= pageStart[k] + pages[k].text.length) k++;
+    if (k >= pages.length || e <= pageStart[k]) continue; // template text, a separator, or past the document
+    const page = out[k];
+    charMap[i * 3] = page.page;
+    charMap[i * 3 + 1] = Math.max(0, s - pageStart[k]);
+    charMap[i * 3 + 2] = Math.min(page.text.length, e - pageStart[k]);
+    if (page.tokenStart < 0) page.tokenStart = i;
+    page.tokenEnd = i + 1;
+  }
+  for (const p of out) if (p.tokenStart < 0) p.tokenStart = p.tokenEnd = 0;
+  return { charMap, pages: out };
+}
+
+/** The largest number of pages from the first that fit in `budget` tokens, given each page's token range. */
+export function pagesThatFit(pages: readonly DocumentPage[], budget: number): number {
+  let n = 0;
+  for (const p of pages) {
+    if (p.tokenEnd > budget) break;
+    n++;
+  }
+  return n;
+}
