@@ -79,6 +79,9 @@ export const ModelEntry = z.object({
   kvHeads: z.number().nullable(),
   /** False for architectures the engine does not run (the UI greys them out, with the reason). */
   supported: z.boolean(),
+  /** Why the engine cannot run it (architecture, split file...); null when supported. */
+  unsupportedReason: z.string().nullable(),
+  /** The file could not be read as a GGUF model. */
   error: z.string().nullable(),
 });
 export type ModelEntry = z.infer<typeof ModelEntry>;

@@ -118,7 +118,7 @@ export class ModelsService {
   /** Makes a model the chat model: checks that it fits in memory, then loads it in the engine. */
   async select(modelId: string): Promise<EngineStatus> {
     const m = await this.get(modelId);
-    if (!m.supported) throw new ApiError('UNSUPPORTED_MODEL', `${m.name}: ${m.error ?? `Folio does not run the ${m.architecture ?? 'unknown'} architecture`}`);
+    if (!m.supported) throw new ApiError('UNSUPPORTED_MODEL', `${m.name}: ${m.unsupportedReason}`);
     const e = await this.estimate({ modelId });
     if (!e.fits) throw new ApiError('MODEL_TOO_LARGE', e.message, e);
     await this.tasks.run('load-model', null, async (task) => {
@@ -133,7 +133,8 @@ export class ModelsService {
 }
 
 /** A discovered model reduced to the contract's fields. */
-function ModelEntryOnly(m: ModelEntry): ModelEntry {
+function ModelEntryOnly(m: Omit<ModelEntry, 'unsupportedReason'> & { unsupportedReason?: string | null }): ModelEntry {
   const { id, path, name, source, fileBytes, architecture, quantization, contextLength, parameters, layers, kvHeads, supported, error } = m;
-  return { id, path, name, source, fileBytes, architecture, quantization, contextLength, parameters, layers, kvHeads, supported, error };
+  const unsupportedReason = supported ? null : m.unsupportedReason ?? error ?? 'Folio cannot run this model';
+  return { id, path, name, source, fileBytes, architecture, quantization, contextLength, parameters, layers, kvHeads, supported, unsupportedReason, error };
 }

@@ -35,7 +35,7 @@ export class OpenAiService implements OpenAiBackend {
       ? list.find((x) => x.id === chosen)
       : list.find((x) => x.name === name || x.id === name || x.path.endsWith('/' + name) || x.path.endsWith('\\' + name));
     if (!m) throw new ApiError('MODEL_NOT_FOUND', `the model '${name}' does not exist here: GET /v1/models lists the models`);
-    if (!m.supported) throw new ApiError('UNSUPPORTED_MODEL', `${m.name}: ${m.error ?? 'its architecture is not supported'}`);
+    if (!m.supported) throw new ApiError('UNSUPPORTED_MODEL', `${m.name}: ${m.unsupportedReason}`);
     return this.engine.ensureModel(m.id, m.path);
   }
 

@@ -1,0 +1,218 @@
+// Memory estimate before a model is loaded: what the weights, the KV cache and the working buffers
+// take, against the memory available now.
+//
+// weights  = the bytes of the tensor data (the engine maps the file; every mapped page is touched).
+// KV cache = layers × KV heads × (key head size + value head size) × element bytes × tokens
+//            (F16: 2 bytes; Llama-3.2-1B: 16 × 8 × (64 + 64) × 2 = 32 KiB per token).
+//   full:       tokens = the context length n_ctx.
+//   compressed: the prefix (system prompt + document, L = n_ctx − conversation room) keeps B tokens
+//               per KV head, with B = round(r·L) for a kept ratio r ≤ 1 or B tokens when budget > 1
+//               (ADAKV.md: B includes the observation window w; B ≤ w is clamped to w + 1; L ≤ w or
+//               B ≥ L means no compression), and the conversation's room is kept whole:
+//               tokens = B + conversation room. Ada allocation moves slots between heads but keeps
+//               the layer's total, so the bytes are the same as uniform SnapKV.
+// working  = activations of one prefill step of n = min(512, n_ctx) tokens, in F32 (4 bytes):
+//               4 · n · (2·E + H·dk + Hk·(dk + dv) + H·dv + 3·F + V)
+//            E: embedding length (the residual stream and its normed copy), H·dk: queries,
+//            Hk·(dk+dv): keys and values, H·dv: attention output, 3·F: FFN gate, up and their
+//            product, V: logits over the vocabulary;
+//          + while compressing (a layer is compressed right after its prefill, ADAKV.md), that layer's
+//            full K/V of the prefix, L · Hk · (dk + dv) · element bytes, and the window's attention
+//            scores, 4 · H · w · L.
+// Not counted: the flat cache's int32 source position per kept entry (under 1% at head size 128) and
+// allocator slack; the engine's real numbers come back in the compression statistics.
+import { freemem, totalmem } from 'node:os';
+
+import { ApiError, type CompressionSettings, type MemoryEstimate } from '../api/contract.ts';
+import { inspectGguf, type GgufSummary } from './gguf-header.ts';
+
+/** The numbers of a model that the estimate needs. */
+export interface ModelShape {
+  layers: number;
+  heads: number;
+  kvHeads: number;
+  /** Key head size. */
+  headSize: number;
+  /** Value head size. */
+  valueHeadSize: number;
+  embeddingLength: number;
+  feedForwardLength: number;
+  vocabSize: number;
+  /** The model's own context length, if known. */
+  contextLength: number | null;
+  /** Bytes of tensor data. */
+  weightBytes: number;
+}
+
+/** The shape from a GGUF header summary; throws ApiError MODEL_SHAPE_UNKNOWN naming a missing key. */
+export function shapeFromSummary(s: GgufSummary): ModelShape {
+  const need = (v: number | null, what: string): number => {
+    if (v === null || !Number.isFinite(v) || v <= 0) {
+      throw new ApiError('MODEL_SHAPE_UNKNOWN', `cannot estimate memory: the file does not give the ${what}`);
+    }
+    return v;
+  };
+  const embeddingLength = need(s.embeddingLength, 'embedding length');
+  return {
+    layers: need(s.layers, 'layer count (block_count)'),
+    heads: need(s.heads, 'attention head count'),
+    kvHeads: need(s.kvHeads, 'KV head count'),
+    headSize: need(s.headSize, 'head size'),
+    valueHeadSize: need(s.valueHeadSize, 'value head size'),
+    embeddingLength,
+    feedForwardLength: s.feedForwardLength ?? 4 * embeddingLength,
+    vocabSize: need(s.vocabSize, 'vocabulary size'),
+    contextLength: s.contextLength,
+    weightBytes: s.tensorBytes,
+  };
+}
+
+export type KvType = 'f16' | 'f32';
+const KV_ELEMENT_BYTES: Record<KvType, number> = { f16: 2, f32: 4 };
+const F32 = 4;
+
+/** KV cache bytes per token: layers × KV heads × (key + value head size) × element bytes. */
+export function kvBytesPerToken(shape: Pick<ModelShape, 'layers' | 'kvHeads' | 'headSize' | 'valueHeadSize'>, kvType: KvType = 'f16'): number {
+  return shape.layers * shape.kvHeads * (shape.headSize + shape.valueHeadSize) * KV_ELEMENT_BYTES[kvType];
+}
+
+export type CompressionInput = Pick<CompressionSettings, 'method' | 'budget'> & Partial<Pick<CompressionSettings, 'window'>>;
+
+/** Tokens each KV head keeps of an L-token prefix under a compression budget (ADAKV.md). */
+export function keptPrefixTokens(prefixTokens: number, c: CompressionInput | undefined): { kept: number; compressed: boolean; clamped: boolean } {
+  const L = Math.max(0, Math.floor(prefixTokens));
+  if (!c || c.method === 'full') return { kept: L, compressed: false, clamped: false };
+  const w = c.window ?? 32;
+  let B = c.budget <= 1 ? Math.round(c.budget * L) : Math.floor(c.budget);
+  if (L <= w || B >= L) return { kept: L, compressed: false, clamped: false };
+  let clamped = false;
+  if (B <= w) {
+    B = w + 1;
+    clamped = true;
+  }
+  return { kept: B, compressed: true, clamped };
+}
+
+export interface EstimateOptions {
+  /** Context tokens (document + conversation); default the model's own context length (else 4096). */
+  nCtx?: number;
+  compression?: CompressionInput;
+  /** Room kept whole for the conversation after the document; default min(2048, n_ctx / 4). */
+  conversationTokens?: number;
+  kvType?: KvType;
+  /** Tokens per prefill step; default 512. */
+  batchTokens?: number;
+  /** Where free and total memory come from; default node:os. */
+  memory?: { free(): number; total(): number };
+}
+
+export interface MemoryBreakdown extends MemoryEstimate {
+  nCtx: number;
+  prefixTokens: number;
+  conversationTokens: number;
+  keptPrefixTokens: number;
+  kvBytesPerToken: number;
+  activationBytes: number;
+  compressionBytes: number;
+  machineBytes: number;
+}
+
+/** Memory needed to run a model with a context and compression, against the memory available now. */
+export function estimateMemory(shape: ModelShape, o: EstimateOptions = {}): MemoryBreakdown {
+  const nCtx = Math.max(1, Math.floor(o.nCtx ?? shape.contextLength ?? 4096));
+  const kvType = o.kvType ?? 'f16';
+  const conversationTokens = Math.min(nCtx, Math.max(0, Math.floor(o.conversationTokens ?? Math.min(2048, nCtx / 4))));
+  const prefixTokens = nCtx - conversationTokens;
+  const perToken = kvBytesPerToken(shape, kvType);
+  const { kept, compressed, clamped } = keptPrefixTokens(prefixTokens, o.compression);
+
+  const kvBytesFull = perToken * nCtx;
+  const kvBytesCompressed = perToken * (kept + conversationTokens);
+
+  const { embeddingLength: E, heads: H, kvHeads: Hk, headSize: dk, valueHeadSize: dv, feedForwardLength: F, vocabSize: V } = shape;
+  const n = Math.min(o.batchTokens ?? 512, nCtx);
+  const activationBytes = F32 * n * (2 * E + H * dk + Hk * (dk + dv) + H * dv + 3 * F + V);
+  const w = o.compression?.window ?? 32;
+  // while a layer is compressed: its full K/V of the prefix, and the window's attention scores
+  const compressionBytes = compressed
+    ? prefixTokens * Hk * (dk + dv) * KV_ELEMENT_BYTES[kvType] + F32 * H * w * prefixTokens
+    : 0;
+  const workingBytes = activationBytes + compressionBytes;
+
+  const totalBytes = shape.weightBytes + kvBytesCompressed + workingBytes;
+  const memory = o.memory ?? { free: freemem, total: totalmem };
+  const availableBytes = memory.free();
+  const machineBytes = memory.total();
+  const fits = totalBytes <= availableBytes;
+
+  const kvPart = compressed
+    ? `KV cache ${formatBytes(kvBytesCompressed)} (${count(nCtx)} tokens, ${count(kept)} of the ${count(prefixTokens)}-token document kept per head; ${formatBytes(kvBytesFull)} uncompressed${clamped ? '; the budget was raised to the observation window + 1' : ''})`
+    : `KV cache ${formatBytes(kvBytesFull)} (${count(nCtx)} tokens × ${formatBytes(perToken)})`;
+  const parts = `weights ${formatBytes(shape.weightBytes)} + ${kvPart} + working buffers ${formatBytes(workingBytes)}`;
+  let message = `needs ${formatBytes(totalBytes)}, ${formatBytes(availableBytes)} available: ${parts}`;
+  if (!fits) {
+    message += totalBytes > machineBytes
+      ? `. That is more than this machine's ${formatBytes(machineBytes)} of memory: choose a shorter context, a smaller compression budget or a smaller model`
+      : `. Close other programs, or choose a shorter context, a smaller compression budget or a smaller model`;
+  }
+
+  return {
+    weightBytes: shape.weightBytes,
+    kvBytesFull,
+    kvBytesCompressed,
+    workingBytes,
+    totalBytes,
+    availableBytes,
+    fits,
+    message,
+    nCtx,
+    prefixTokens,
+    conversationTokens,
+    keptPrefixTokens: kept,
+    kvBytesPerToken: perToken,
+    activationBytes,
+    compressionBytes,
+    machineBytes,
+  };
+}
+
+/**
+ * The longest context (a multiple of 256, at least 256, at most the model's own) whose estimate
+ * fits the available memory; null when not even 256 tokens fit.
+ */
+export function largestFittingContext(shape: ModelShape, o: Omit<EstimateOptions, 'nCtx'> = {}): number | null {
+  const step = 256;
+  const max = Math.max(step, Math.floor((shape.contextLength ?? 4096) / step) * step);
+  const fitsAt = (n: number) => estimateMemory(shape, { ...o, nCtx: n }).fits;
+  if (!fitsAt(step)) return null;
+  let lo = 1; // in steps; fits
+  let hi = max / step;
+  if (fitsAt(hi * step)) return hi * step;
+  while (hi - lo > 1) {
+    const mid = (lo + hi) >> 1;
+    if (fitsAt(mid * step)) lo = mid;
+    else hi = mid;
+  }
+  return lo * step;
+}
+
+/** Reads a GGUF header and estimates it. */
+export async function estimateForFile(path: string, o: EstimateOptions = {}): Promise<MemoryBreakdown> {
+  return estimateMemory(shapeFromSummary(await inspectGguf(path)), o);
+}
+
+const KiB = 1024;
+const MiB = 1024 * KiB;
+const GiB = 1024 * MiB;
+
+/** 5.2 GiB, 310.4 MiB, 32 KiB, 100 B. */
+export function formatBytes(n: number): string {
+  if (n >= GiB) return `${(n / GiB).toFixed(1)} GiB`;
+  if (n >= MiB) return `${(n / MiB).toFixed(1)} MiB`;
+  if (n >= KiB) return `${Number((n / KiB).toFixed(1))} KiB`;
+  return `${Math.round(n)} B`;
+}
+
+function count(n: number): string {
+  return n.toLocaleString('en-US');
+}
