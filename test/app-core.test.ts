@@ -6,6 +6,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import { createHash } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import WebSocket from 'ws';
@@ -35,7 +37,7 @@ let api: WsApi;
 const seen: { event: string; payload: unknown }[] = [];
 
 async function open() {
-  core = await createAppCore({ dataDir, model, engine: { env: { FOLIO_ENGINE_TEST_HOOKS: '1' } } });
+  core = await createAppCore({ dataDir, model, engine: { env: { FOLIO_ENGINE_TEST_HOOKS: '1' } }, models: { allowedHosts: ['127.0.0.1'], discovery: { knownPlaces: false, systemWide: false } } });
   host = await startWebHost({ dispatcher: core.dispatcher, openai: core.openai });
   api = connectApi(`ws://127.0.0.1:${host.port}/api/ws`, WebSocket as never);
   for (const e of ['task.progress', 'task.done', 'chat.token', 'chat.message', 'engine.status', 'documents.changed'] as EventName[])
@@ -264,6 +266,40 @@ test('the OpenAI-compatible endpoint answers a standard request, plain and over 
   assert.equal(JSON.parse(missingDoc.text).error.code, 'DOCUMENT_NOT_FOUND');
   const unknown = await post({ model: 'gpt-9', messages: [{ role: 'user', content: 'hi' }] });
   assert.equal(unknown.status, 404);
+});
+
+test('a download interrupted halfway resumes with a Range request and the model appears in the library', { skip }, async () => {
+  const bytes = readFileSync(model);
+  const requests: (string | undefined)[] = [];
+  const server = createServer((req, res) => {
+    requests.push(req.headers.range);
+    const range = /bytes=(\d+)-/.exec(req.headers.range ?? '');
+    if (!range) {
+      // The first attempt: the connection drops halfway.
+      res.writeHead(200, { 'content-length': bytes.length, etag: '"v1"', 'accept-ranges': 'bytes' });
+      res.write(bytes.subarray(0, bytes.length >> 1), () => res.destroy());
+      return;
+    }
+    const from = Number(range[1]);
+    res.writeHead(206, { 'content-length': bytes.length - from, 'content-range': `bytes ${from}-${bytes.length - 1}/${bytes.length}`, etag: '"v1"' });
+    res.end(bytes.subarray(from));
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  try {
+    const port = (server.address() as { port: number }).port;
+    const { taskId } = await api.call('models.download', { url: `http://127.0.0.1:${port}/models/story-copy.gguf` });
+    const done = await next('task.done', (t) => t.taskId === taskId);
+    assert.equal(done.ok, true, done.error ?? '');
+    assert.ok(seen.some((e) => e.event === 'task.progress' && (e.payload as { taskId: string }).taskId === taskId));
+    assert.equal(requests[0], undefined);
+    assert.match(requests[1] ?? '', /^bytes=\d+-$/, 'the second request resumed');
+    const list = await api.call('models.list', {});
+    const got = list.find((m) => m.source === 'download' && m.path.endsWith('story-copy.gguf'));
+    assert.ok(got && got.architecture === 'llama', 'the downloaded model is in the library');
+    assert.equal(createHash('sha256').update(readFileSync(got!.path)).digest('hex'), createHash('sha256').update(bytes).digest('hex'));
+  } finally {
+    server.close();
+  }
 });
 
 test('teardown', { skip }, async () => {
