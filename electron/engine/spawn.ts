@@ -35,7 +35,7 @@ export interface SpawnRequest {
 export type SpawnEngine = (request: SpawnRequest) => EngineProcess;
 
 /*
- * The Electron adapter (electron/main.ts; not part of the core) is expected to look like this:
+ * The Electron adapter (electron/shell/engine-process.ts; not part of the core) looks like this:
  *
  *   import { utilityProcess } from 'electron';
  *   const spawnUtility: SpawnEngine = ({ entry, execArgv, env }) => {

@@ -1,0 +1,99 @@
+// The app:// protocol: the built renderer (dist/renderer) served as app://folio/..., each response with
+// the Content-Security-Policy header (security.ts). A path that leaves the renderer folder (.., encoded
+// separators, absolute paths, NUL bytes) is refused; a path without an extension that names no file is a
+// client-side route and gets index.html.
+import { readFile, realpath, stat } from 'node:fs/promises';
+import { extname, isAbsolute, join, relative, resolve, sep } from 'node:path';
+
+import type { ElectronApi } from './electron-api.ts';
+import { APP_HOST, APP_SCHEME, securityHeaders } from './security.ts';
+
+const TYPES: Record<string, string> = {
+  '.html': 'text/html; charset=utf-8', '.js': 'text/javascript; charset=utf-8', '.mjs': 'text/javascript; charset=utf-8',
+  '.css': 'text/css; charset=utf-8', '.json': 'application/json', '.map': 'application/json', '.svg': 'image/svg+xml',
+  '.png': 'image/png', '.jpg': 'image/jpeg', '.jpeg': 'image/jpeg', '.gif': 'image/gif', '.webp': 'image/webp',
+  '.ico': 'image/x-icon', '.woff': 'font/woff', '.woff2': 'font/woff2', '.ttf': 'font/ttf', '.wasm': 'application/wasm',
+  '.txt': 'text/plain; charset=utf-8',
+};
+
+/**
+ * Must run before the app is ready: app:// is a standard, secure scheme (so it has an origin, 'self' in the
+ * CSP means it, and fetch works), with a code cache. It does not bypass the CSP and has no CORS.
+ */
+export function registerAppScheme(protocol: ElectronApi['protocol']): void {
+  protocol.registerSchemesAsPrivileged([
+    { scheme: APP_SCHEME, privileges: { standard: true, secure: true, supportFetchAPI: true, codeCache: true } },
+  ]);
+}
+
+/**
+ * The file under `root` that a URL path names, or null when the path tries to leave `root` or is not a
+ * plain relative path. `pathname` is the URL's (still percent-encoded) path.
+ */
+export function resolveAppPath(root: string, pathname: string): string | null {
+  let decoded: string;
+  try {
+    decoded = decodeURIComponent(pathname);
+  } catch {
+    return null;
+  }
+  if (decoded.includes('\0') || decoded.includes('\\')) return null;
+  const rel = decoded.replace(/^\/+/, '');
+  if (rel === '') return join(root, 'index.html');
+  if (rel.split('/').some((part) => part === '..')) return null;
+  if (isAbsolute(rel) || /^[a-zA-Z]:/.test(rel)) return null;
+  const full = resolve(root, rel);
+  const back = relative(root, full);
+  if (back === '' || back.startsWith('..') || isAbsolute(back)) return null;
+  return full;
+}
+
+function text(status: number, body: string): Response {
+  return new Response(body, { status, headers: { ...securityHeaders(), 'content-type': 'text/plain; charset=utf-8' } });
+}
+
+async function isFile(path: string): Promise<boolean> {
+  try {
+    return (await stat(path)).isFile();
+  } catch {
+    return false;
+  }
+}
+
+/** The protocol handler: a Request for app://folio/... → the file, with the security headers. */
+export function createAppProtocolHandler(rendererDir: string): (request: Request) => Promise<Response> {
+  const root = resolve(rendererDir);
+  return async (request) => {
+    let url: URL;
+    try {
+      url = new URL(request.url);
+    } catch {
+      return text(400, 'bad request');
+    }
+    if (url.protocol !== `${APP_SCHEME}:` || url.host !== APP_HOST) return text(404, 'not found');
+    if (request.method !== 'GET' && request.method !== 'HEAD') return text(405, 'method not allowed');
+    let file = resolveAppPath(root, url.pathname);
+    if (!file) return text(403, 'forbidden');
+    if (!(await isFile(file))) {
+      // Client-side routes (no extension) get the app; missing assets are 404.
+      if (extname(file) !== '') return text(404, 'not found');
+      file = join(root, 'index.html');
+      if (!(await isFile(file))) return text(404, 'the renderer is not built: run `npm run build`');
+    }
+    try {
+      // A symbolic link inside the renderer folder must not lead outside it.
+      const real = await realpath(file);
+      const realRoot = await realpath(root);
+      if (real !== realRoot && !real.startsWith(realRoot + sep)) return text(403, 'forbidden');
+      const body = request.method === 'HEAD' ? null : await readFile(real);
+      const headers = {
+        ...securityHeaders(),
+        'content-type': TYPES[extname(real).toLowerCase()] ?? 'application/octet-stream',
+        'cache-control': 'no-cache',
+      };
+      return new Response(body, { status: 200, headers });
+    } catch {
+      return text(404, 'not found');
+    }
+  };
+}
