@@ -1,0 +1,175 @@
+import { act, fireEvent, screen, waitFor, within } from '@testing-library/react';
+import userEvent from '@testing-library/user-event';
+import { describe, expect, it } from 'vitest';
+
+import type { WsApi } from '../../../electron/api/ws-client.ts';
+import { chat, createFakeApi, detail, doc, engine } from '../test/fake-api.ts';
+import { renderApp } from '../test/render-app.tsx';
+import { useUi } from '../stores/ui.ts';
+
+function libraryApi() {
+  return createFakeApi({
+    'documents.list': () => [
+      doc({ id: 'd1', title: 'Lily and the kite', createdAt: '2026-02-01T00:00:00Z' }),
+      doc({ id: 'd2', title: 'Broken scan', status: 'failed', error: 'the PDF has no text layer', kvBytesFull: null, kvBytesKept: null, createdAt: '2026-01-01T00:00:00Z' }),
+      doc({ id: 'd3', title: 'Old settings', status: 'stale', createdAt: '2025-12-01T00:00:00Z' }),
+    ],
+    'documents.get': (p) => detail({ id: p.documentId }),
+    'documents.delete': () => ({ ok: true }),
+    'documents.import': () => ({ documentId: 'd9', taskId: 't9' }),
+    'chats.list': () => [chat()],
+    'chats.get': () => ({ chat: chat(), messages: [], usage: { documentTokens: 375, conversationTokens: 0, contextTokens: 512 } }),
+    'chats.create': () => chat({ id: 'c2', title: 'Chat 2' }),
+  });
+}
+
+describe('the library', () => {
+  it('shows each document with its size, status, method, budget and memory saved; errors in words', async () => {
+    await renderApp(libraryApi());
+    const items = await screen.findAllByTestId('document');
+    expect(items).toHaveLength(3);
+    expect(items[0].textContent).toMatch(/Lily and the kite1 page · 375 tokensReady Ada-SnapKV · 30%saves 70% of the cache/);
+    expect(items[1].textContent).toMatch(/Failed/);
+    expect(items[1].textContent).toMatch(/the PDF has no text layer/);
+    expect(items[2].textContent).toMatch(/Stale/);
+    expect(items[2].textContent).toMatch(/rebuilt when you next ask/);
+  });
+
+  it('deletes only after a confirmation', async () => {
+    const api = libraryApi();
+    await renderApp(api);
+    await userEvent.click(await screen.findByRole('button', { name: 'Delete Broken scan' }));
+    const dialog = screen.getByRole('dialog', { name: 'Delete “Broken scan”?' });
+    await userEvent.click(within(dialog).getByRole('button', { name: 'Keep it' }));
+    expect(api.callsOf('documents.delete')).toEqual([]);
+    await userEvent.click(screen.getByRole('button', { name: 'Delete Broken scan' }));
+    await userEvent.click(within(screen.getByRole('dialog')).getByRole('button', { name: 'Delete' }));
+    expect(api.callsOf('documents.delete')).toEqual([{ documentId: 'd2' }]);
+    await waitFor(() => expect(screen.getAllByTestId('document')).toHaveLength(2));
+  });
+
+  it('imports files dropped on the window', async () => {
+    const api = libraryApi();
+    const { container } = await renderApp(api);
+    const file = new File(['Once upon a time'], 'dropped.md');
+    const dataTransfer = { types: ['Files'], files: [file], dropEffect: 'none' };
+    fireEvent.dragOver(container.firstElementChild!, { dataTransfer });
+    expect(screen.getByText('Drop to import into the library')).toBeTruthy();
+    fireEvent.drop(container.firstElementChild!, { dataTransfer });
+    await waitFor(() => expect(api.callsOf('documents.import')).toEqual([{ fileName: 'dropped.md', dataBase64: btoa('Once upon a time') }]));
+  });
+
+  it('shows an import’s progress on its document', async () => {
+    const api = libraryApi();
+    await renderApp(api);
+    await screen.findAllByTestId('document');
+    act(() => api.emit('task.progress', { taskId: 't1', kind: 'prefill', documentId: 'd1', done: 50, total: 200, etaMs: 4000, message: 'reading' }));
+    const bars = screen.getAllByRole('progressbar', { name: 'Reading into the model' });
+    expect(bars.length).toBeGreaterThan(0);
+    expect(bars[0].getAttribute('aria-valuetext')).toBe('50 of 200 tokens · 25% · 4 s left');
+    expect(screen.getAllByRole('button', { name: 'Cancel: Reading into the model' }).length).toBeGreaterThan(0);
+  });
+});
+
+describe('keyboard shortcuts', () => {
+  it('new chat, tabs, focus, settings and the help overlay', async () => {
+    const api = libraryApi();
+    await renderApp(api);
+    await screen.findAllByTestId('document');
+    fireEvent.keyDown(window, { key: '#', code: 'Digit3', ctrlKey: true, shiftKey: true });
+    expect(useUi.getState().tab).toBe('inspector');
+    expect(screen.getByRole('tab', { name: 'Inspector' }).getAttribute('aria-selected')).toBe('true');
+    fireEvent.keyDown(window, { key: '@', code: 'Digit2', ctrlKey: true, shiftKey: true });
+    expect(useUi.getState().tab).toBe('document');
+    fireEvent.keyDown(window, { key: 'O', ctrlKey: true, shiftKey: true });
+    await waitFor(() => expect(api.callsOf('chats.create')).toEqual([{ documentId: 'd1' }]));
+    fireEvent.keyDown(window, { key: '/' });
+    await waitFor(() => expect(document.activeElement?.id).toBe('question'));
+    fireEvent.keyDown(window, { key: '/', ctrlKey: true });
+    const help = screen.getByRole('dialog', { name: 'Keyboard shortcuts' });
+    expect(help.textContent).toMatch(/New chat over the selected document/);
+    fireEvent.keyDown(help, { key: 'Escape' });
+    expect(screen.queryByRole('dialog')).toBeNull();
+    fireEvent.keyDown(window, { key: ',', ctrlKey: true });
+    expect(useUi.getState().route).toBe('settings');
+  });
+});
+
+describe('engine and connection', () => {
+  it('says when the engine crashed and is restarting', async () => {
+    const api = libraryApi();
+    await renderApp(api);
+    act(() => api.emit('engine.status', engine({ state: 'crashed', message: 'killed by signal SIGKILL' })));
+    expect(screen.getByTestId('engine-crashed').textContent).toMatch(/stopped unexpectedly \(killed by signal SIGKILL\)/);
+    act(() => api.emit('engine.status', engine({ state: 'starting', restarts: 1 })));
+    expect(screen.getByText('Restarting the engine (restart 1)…')).toBeTruthy();
+    act(() => api.emit('engine.status', engine({ state: 'ready', restarts: 1 })));
+    expect(screen.queryByText(/Restarting/)).toBeNull();
+  });
+
+  it('in a browser: connection lost, then restored (and everything loaded again)', async () => {
+    const api = libraryApi();
+    const listeners = new Set<(c: boolean) => void>();
+    const ws = { ...api, connected: false, onConnection: (l: (c: boolean) => void) => (listeners.add(l), () => listeners.delete(l)), close() {} } as unknown as WsApi;
+    await renderApp(api, ws);
+    const set = (c: boolean) => act(() => listeners.forEach((l) => l(c)));
+    set(true);
+    expect(screen.queryByTestId('connection-lost')).toBeNull(); // the first connection is not a restore
+    const before = api.callsOf('documents.list').length;
+    set(false);
+    expect(screen.getByTestId('connection-lost').textContent).toMatch(/connection to Folio was lost/);
+    set(true);
+    expect(screen.queryByTestId('connection-lost')).toBeNull();
+    expect(screen.getByText('Connected again.')).toBeTruthy();
+    await waitFor(() => expect(api.callsOf('documents.list').length).toBe(before + 1));
+  });
+});
+
+describe('accessibility basics', () => {
+  it('every control has a name, tabs are a tab list, the sidebar and main are landmarks', async () => {
+    await renderApp(libraryApi());
+    await screen.findAllByTestId('document');
+    for (const b of screen.getAllByRole('button')) expect(b.textContent?.trim() || b.getAttribute('aria-label'), b.outerHTML).toBeTruthy();
+    for (const t of screen.getAllByRole('textbox')) expect(t.id && document.querySelector(`label[for="${t.id}"]`), t.outerHTML).toBeTruthy();
+    expect(screen.getByRole('complementary', { name: 'Library' })).toBeTruthy();
+    expect(screen.getByRole('main')).toBeTruthy();
+    const tabs = within(screen.getByRole('tablist', { name: 'Views of the document' })).getAllByRole('tab');
+    expect(tabs.map((t) => t.textContent)).toEqual(['Chat', 'Document', 'Inspector']);
+    expect(tabs.filter((t) => t.tabIndex === 0)).toHaveLength(1); // one tab stop; arrows move between tabs
+    tabs[0].focus();
+    fireEvent.keyDown(tabs[0], { key: 'ArrowRight' });
+    expect(useUi.getState().tab).toBe('document');
+    expect(document.activeElement?.textContent).toBe('Document');
+    expect(screen.getByRole('tabpanel').getAttribute('aria-labelledby')).toBe('tab-document');
+    expect(screen.getByText('Skip to the main content').getAttribute('href')).toBe('#main');
+  });
+});
+
+describe('the desktop shell', () => {
+  it('menu commands, documents opened from the OS, and the native open dialog', async () => {
+    const { fakeShell } = await import('../test/fake-api.ts');
+    const shell = fakeShell({ openFileDialog: async () => ['/home/me/paper.pdf'] });
+    const api = libraryApi();
+    api.shell = shell;
+    await renderApp(api);
+    await screen.findAllByTestId('document');
+    act(() => shell.menu('inspector'));
+    expect(useUi.getState().tab).toBe('inspector');
+    act(() => shell.menu('settings'));
+    expect(useUi.getState().route).toBe('settings');
+    act(() => shell.menu('new-chat'));
+    await waitFor(() => expect(api.callsOf('chats.create')).toHaveLength(1));
+    act(() => shell.menu('open-document'));
+    await waitFor(() => expect(api.callsOf('documents.import')).toEqual([{ path: '/home/me/paper.pdf' }]));
+    act(() => shell.opened({ path: '/home/me/notes.md', ok: true, documentId: 'd7', taskId: 't7' }));
+    expect(useUi.getState().documentId).toBe('d7');
+    act(() => shell.opened({ path: '/home/me/x.exe', ok: false, error: { code: 'UNSUPPORTED', message: 'not a document' } }));
+    expect(screen.getByText('x.exe was not imported: not a document')).toBeTruthy();
+    // The Import button uses the native dialog, not the page's file input.
+    act(() => useUi.setState({ route: 'main' }));
+    await userEvent.click(screen.getByRole('button', { name: 'Import…' }));
+    await waitFor(() => expect(api.callsOf('documents.import')).toHaveLength(2));
+    fireEvent.keyDown(window, { key: '/', ctrlKey: true });
+    expect(screen.getByRole('dialog', { name: 'Keyboard shortcuts' }).textContent).toMatch(/Import a document/);
+  });
+});

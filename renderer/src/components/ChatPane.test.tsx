@@ -1,0 +1,128 @@
+import { act, fireEvent, screen, waitFor, within } from '@testing-library/react';
+import userEvent from '@testing-library/user-event';
+import { describe, expect, it } from 'vitest';
+
+import type { Message } from '../../../electron/api/contract.ts';
+import { chat, createFakeApi, detail, doc, type FakeApi } from '../test/fake-api.ts';
+import { renderApp } from '../test/render-app.tsx';
+import { useUi } from '../stores/ui.ts';
+
+const m = (over: Partial<Message>): Message => ({
+  id: 'x', chatId: 'c1', role: 'assistant', text: '', status: 'complete', createdAt: '2026-01-01T00:00:00.000Z', tokens: null, tokensPerSecond: null, pageRefs: [], error: null, ...over,
+});
+
+/** A chat whose stored messages follow what the fake core does, as the real one's would. */
+function chatApi(messages: Message[] = []): FakeApi & { finish(message: Message): void } {
+  let stored = [...messages];
+  const base = createFakeApi({
+    'documents.list': () => [doc()],
+    'documents.get': () => detail(),
+    'chats.list': () => [chat({ messageCount: stored.length })],
+    'chats.get': () => ({ chat: chat(), messages: stored, usage: { documentTokens: 375, conversationTokens: 12, contextTokens: 512 } }),
+    'chats.send': (p) => {
+      const user = m({ id: `u${stored.length}`, role: 'user', text: p.text });
+      const assistant = m({ id: `a${stored.length}`, status: 'streaming' });
+      stored = [...stored, user, assistant];
+      return { user, assistant };
+    },
+    'chats.stop': () => ({ ok: true }),
+    'chats.regenerate': () => {
+      const assistant = m({ id: 'a-re', status: 'streaming' });
+      stored = [...stored.slice(0, stored.at(-1)?.role === 'assistant' ? -1 : undefined), assistant];
+      return { assistant };
+    },
+    'chats.edit': (p) => {
+      const at = stored.findIndex((x) => x.id === p.messageId);
+      const user = m({ id: 'u-ed', role: 'user', text: p.text });
+      const assistant = m({ id: 'a-ed', status: 'streaming' });
+      stored = [...stored.slice(0, at), user, assistant];
+      return { user, assistant };
+    },
+  });
+  return Object.assign(base, {
+    finish(message: Message) {
+      stored = stored.map((x) => (x.id === message.id ? message : x));
+      base.emit('chat.message', message);
+    },
+  });
+}
+
+describe('the chat', () => {
+  it('sends a question with Enter and streams the answer into its message as Markdown', async () => {
+    const api = chatApi();
+    await renderApp(api);
+    const box = await screen.findByRole('textbox', { name: 'Ask about Lily and the kite' });
+    await waitFor(() => expect(box.hasAttribute('disabled')).toBe(false));
+    await userEvent.type(box, 'Who had a kite?{Enter}');
+    await waitFor(() => expect(api.callsOf('chats.send')).toEqual([{ chatId: 'c1', text: 'Who had a kite?' }]));
+    expect((box as HTMLTextAreaElement).value).toBe('');
+    const answer = await screen.findByRole('article', { name: 'Answer' });
+    expect(answer.getAttribute('aria-busy')).toBe('true');
+    expect(screen.getByRole('button', { name: 'Stop' })).toBeTruthy();
+    act(() => {
+      api.emit('chat.token', { chatId: 'c1', messageId: 'a0', text: '**Lily**' });
+      api.emit('chat.token', { chatId: 'c1', messageId: 'a0', text: ' had it.' });
+    });
+    await waitFor(() => expect(answer.querySelector('strong')?.textContent).toBe('Lily'));
+    expect(answer.textContent).toMatch(/Lily had it\./);
+    // The stored answer replaces the streamed one: speed and the pages with the evidence.
+    act(() => api.finish(m({ id: 'a0', text: '**Lily** had it.', tokens: 4, tokensPerSecond: 20, pageRefs: [2] })));
+    await waitFor(() => expect(screen.getByText('4 tokens · 20.0 tokens/s')).toBeTruthy());
+    expect(screen.queryByRole('button', { name: 'Stop' })).toBeNull();
+    await userEvent.click(screen.getByRole('button', { name: 'Open page 2' }));
+    expect(useUi.getState()).toMatchObject({ tab: 'document', docPage: 2 });
+    expect(await screen.findByRole('article', { name: 'Page 2' })).toBeTruthy();
+  });
+
+  it('stop (button and Esc), regenerate, edit and copy', async () => {
+    const api = chatApi([m({ id: 'u1', role: 'user', text: 'Q1' }), m({ id: 'a1', text: 'A1' }), m({ id: 'u2', role: 'user', text: 'Q2' }), m({ id: 'a2', status: 'streaming', text: 'partial' })]);
+    await renderApp(api);
+    await screen.findByText('partial');
+    await userEvent.click(screen.getByRole('button', { name: 'Stop' }));
+    expect(api.callsOf('chats.stop')).toEqual([{ chatId: 'c1' }]);
+    fireEvent.keyDown(window, { key: 'Escape' });
+    expect(api.callsOf('chats.stop')).toHaveLength(2);
+    act(() => api.finish(m({ id: 'a2', text: 'partial', status: 'cancelled' })));
+    expect(await screen.findByText('Stopped')).toBeTruthy();
+    await userEvent.click(screen.getByRole('button', { name: 'Regenerate answer' }));
+    expect(api.callsOf('chats.regenerate')).toEqual([{ chatId: 'c1' }]);
+    act(() => api.finish(m({ id: 'a-re', text: 'again' })));
+    await screen.findByText('again');
+    await userEvent.click(screen.getAllByRole('button', { name: 'Copy answer' })[0]);
+    expect(navigator.clipboard.writeText).toHaveBeenCalledWith('A1');
+    await userEvent.click(screen.getAllByRole('button', { name: 'Edit question' })[0]);
+    const edit = screen.getByRole('textbox', { name: 'Edit your question' });
+    await userEvent.clear(edit);
+    await userEvent.type(edit, 'Where did Lily go?');
+    await userEvent.click(screen.getByRole('button', { name: 'Ask again' }));
+    expect(api.callsOf('chats.edit')).toEqual([{ chatId: 'c1', messageId: 'u1', text: 'Where did Lily go?' }]);
+  });
+
+  it('shows interrupted and failed answers as such', async () => {
+    await renderApp(chatApi([
+      m({ id: 'u1', role: 'user', text: 'Q' }), m({ id: 'a1', text: 'half', status: 'interrupted', error: 'the engine stopped while answering; the answer was interrupted' }),
+      m({ id: 'u2', role: 'user', text: 'Q' }), m({ id: 'a2', status: 'failed', error: 'out of memory' }),
+    ]));
+    const answers = await screen.findAllByRole('article', { name: 'Answer' });
+    expect(within(answers[0]).getByText('Interrupted')).toBeTruthy();
+    expect(within(answers[0]).getByText(/engine stopped/)).toBeTruthy();
+    expect(within(answers[1]).getByText('Failed')).toBeTruthy();
+    expect(within(answers[1]).getByRole('alert').textContent).toBe('out of memory');
+  });
+
+  it('shows how full the context is', async () => {
+    await renderApp(chatApi([m({ id: 'u1', role: 'user', text: 'Q' })]));
+    const meter = await screen.findByRole('meter', { name: 'Context used' });
+    expect(meter.getAttribute('aria-valuetext')).toBe('387 of 512 tokens (76%): document 375, conversation 12');
+    expect(meter.getAttribute('aria-valuenow')).toBe('387');
+  });
+
+  it('the question box waits while the document is still being read', async () => {
+    const api = chatApi();
+    api.handlers['documents.list'] = () => [doc({ status: 'compressing' })];
+    await renderApp(api);
+    const box = await screen.findByRole('textbox', { name: /Ask about/ });
+    await waitFor(() => expect(box.getAttribute('placeholder')).toBe('The document is being compressed.'));
+    expect(box.hasAttribute('disabled')).toBe(true);
+  });
+});

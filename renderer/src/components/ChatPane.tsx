@@ -1,0 +1,318 @@
+// The chat over a document: the conversation (virtualised), each answer rendered as sanitised Markdown
+// while it streams, with stop / regenerate / edit / copy, tokens per second, the pages where the answer's
+// evidence was found, and how full the context is.
+import { memo, useDeferredValue, useEffect, useMemo, useRef, useState, type FormEvent, type KeyboardEvent } from 'react';
+import { useShallow } from 'zustand/react/shallow';
+
+import type { Message } from '../../../electron/api/contract.ts';
+import {
+  createChat, editQuestion, EMPTY, liveRate, liveUsage, refreshChat, regenerateAnswer, renameChat, sendQuestion, stopAnswer, streamingMessage, useChats,
+  type ContextUsage,
+} from '../stores/chats.ts';
+import { recompressDocument, useDocuments } from '../stores/documents.ts';
+import { useModels } from '../stores/models.ts';
+import { useSettings } from '../stores/settings.ts';
+import { notify, openPage, useUi } from '../stores/ui.ts';
+import { formatCount, formatPercent, formatRate } from '../lib/format.ts';
+import { renderMarkdown } from '../lib/markdown.ts';
+import { VirtualList } from './VirtualList.tsx';
+
+export function Markdown({ text, streaming }: { text: string; streaming?: boolean }) {
+  // While an answer streams, rendering may lag a token or two behind rather than block typing.
+  const deferred = useDeferredValue(text);
+  const html = useMemo(() => renderMarkdown(deferred), [deferred]);
+  return <div className={`markdown${streaming ? ' streaming' : ''}`} dangerouslySetInnerHTML={{ __html: html }} />;
+}
+
+async function copyText(text: string) {
+  try {
+    await navigator.clipboard.writeText(text);
+    notify('Copied to the clipboard', 'info');
+  } catch {
+    const ta = document.createElement('textarea');
+    ta.value = text;
+    document.body.appendChild(ta);
+    ta.select();
+    const ok = document.execCommand?.('copy');
+    ta.remove();
+    notify(ok ? 'Copied to the clipboard' : 'Could not copy: the clipboard is not available', ok ? 'info' : 'error');
+  }
+}
+
+const STATUS_NOTE: Partial<Record<Message['status'], string>> = {
+  cancelled: 'Stopped',
+  interrupted: 'Interrupted',
+  failed: 'Failed',
+};
+
+export const MessageRow = memo(function MessageRow({ id, isLast }: { id: string; isLast: boolean }) {
+  const m = useChats((s) => s.messages[id]);
+  const live = useChats((s) => s.live[id]);
+  const [editing, setEditing] = useState(false);
+  const [draft, setDraft] = useState('');
+  const chatBusy = useChats((s) => !!streamingMessage(s, m?.chatId ?? null));
+  if (!m) return null;
+  const streaming = m.status === 'streaming';
+  const who = m.role === 'user' ? 'You' : 'Folio';
+  const rate = streaming ? liveRate(live) : m.tokensPerSecond;
+  const tokens = streaming ? live?.tokens ?? 0 : m.tokens;
+  const saveEdit = async (e: FormEvent) => {
+    e.preventDefault();
+    if (!draft.trim()) return;
+    if (await editQuestion(m.chatId, m.id, draft.trim())) setEditing(false);
+  };
+  return (
+    <article className={`msg msg-${m.role} msg-${m.status}`} aria-label={m.role === 'user' ? 'Your question' : 'Answer'} aria-busy={streaming || undefined} data-testid={`msg-${m.role}`} data-status={m.status} data-message-id={m.id}>
+      <div className="msg-head">
+        <span className="msg-who">{who}</span>
+        {streaming && <span className="badge status-compressing">Writing…</span>}
+        {STATUS_NOTE[m.status] && <span className={`badge msg-status-${m.status}`}>{STATUS_NOTE[m.status]}</span>}
+      </div>
+      {m.role === 'user' ? (
+        editing ? (
+          <form className="msg-edit" onSubmit={saveEdit}>
+            <label className="sr-only" htmlFor={`edit-${m.id}`}>
+              Edit your question
+            </label>
+            <textarea id={`edit-${m.id}`} value={draft} onChange={(e) => setDraft(e.target.value)} rows={Math.min(8, draft.split('\n').length + 1)} autoFocus />
+            <div className="msg-edit-actions">
+              <button type="button" className="button small" onClick={() => setEditing(false)}>
+                Cancel
+              </button>
+              <button type="submit" className="button small primary">
+                Ask again
+              </button>
+            </div>
+          </form>
+        ) : (
+          <p className="msg-text">{m.text}</p>
+        )
+      ) : m.text ? (
+        <Markdown text={m.text} streaming={streaming} />
+      ) : streaming ? (
+        <p className="muted">Reading your question…</p>
+      ) : null}
+      {m.error && (
+        <p className="msg-error" role={m.status === 'failed' ? 'alert' : undefined}>
+          {m.error}
+        </p>
+      )}
+      {m.status === 'interrupted' && !m.error && <p className="msg-error">The engine stopped while answering.</p>}
+      <div className="msg-foot">
+        {m.role === 'assistant' && (tokens || rate) ? (
+          <span className="msg-stats">
+            {tokens ? `${formatCount(tokens)} tokens` : ''}
+            {rate ? ` · ${formatRate(rate)}` : ''}
+          </span>
+        ) : null}
+        {m.pageRefs.length > 0 && (
+          <span className="page-refs">
+            Evidence on
+            {m.pageRefs.map((p) => (
+              <button key={p} type="button" className="page-ref" onClick={() => openPage(p)} aria-label={`Open page ${p}`}>
+                p. {p}
+              </button>
+            ))}
+          </span>
+        )}
+        {!streaming && !editing && (
+          <span className="msg-actions">
+            {m.text && (
+              <button type="button" className="link-button" onClick={() => void copyText(m.text)} aria-label={m.role === 'user' ? 'Copy question' : 'Copy answer'}>
+                Copy
+              </button>
+            )}
+            {m.role === 'user' && !chatBusy && (
+              <button type="button" className="link-button" onClick={() => { setDraft(m.text); setEditing(true); }} aria-label="Edit question">
+                Edit
+              </button>
+            )}
+            {m.role === 'assistant' && isLast && !chatBusy && (
+              <button type="button" className="link-button" onClick={() => void regenerateAnswer(m.chatId)} aria-label="Regenerate answer">
+                Regenerate
+              </button>
+            )}
+          </span>
+        )}
+      </div>
+    </article>
+  );
+});
+
+export function ContextMeter({ usage }: { usage: ContextUsage | null }) {
+  if (!usage) return <div className="context-meter muted small">Context: –</div>;
+  const used = usage.documentTokens + usage.conversationTokens;
+  const ctx = Math.max(1, usage.contextTokens);
+  const f = used / ctx;
+  const level = f >= 0.9 ? 'full' : f >= 0.75 ? 'high' : 'ok';
+  const text = `${formatCount(used)} of ${formatCount(usage.contextTokens)} tokens (${formatPercent(f)}): document ${formatCount(usage.documentTokens)}, conversation ${formatCount(usage.conversationTokens)}`;
+  return (
+    <div className={`context-meter level-${level}`} title={text}>
+      <span className="context-label">Context</span>
+      <div className="meter" role="meter" aria-label="Context used" aria-valuemin={0} aria-valuemax={usage.contextTokens} aria-valuenow={Math.min(used, usage.contextTokens)} aria-valuetext={text}>
+        <span className="meter-doc" style={{ width: `${Math.min(100, (100 * usage.documentTokens) / ctx)}%` }} />
+        <span className="meter-conv" style={{ width: `${Math.min(100 - Math.min(100, (100 * usage.documentTokens) / ctx), (100 * usage.conversationTokens) / ctx)}%` }} />
+      </div>
+      <span className="context-numbers">
+        {formatCount(used)} / {formatCount(usage.contextTokens)}
+      </span>
+      {level === 'full' && <span className="context-warning">nearly full: start a new chat</span>}
+    </div>
+  );
+}
+
+function ChatTitle({ chatId }: { chatId: string | null }) {
+  const title = useChats((s) => (chatId ? s.chats[chatId]?.title : undefined));
+  const [editing, setEditing] = useState(false);
+  const [draft, setDraft] = useState('');
+  if (!chatId) return <h2 className="chat-heading">New chat</h2>;
+  if (editing)
+    return (
+      <form
+        className="rename"
+        onSubmit={(e) => {
+          e.preventDefault();
+          if (draft.trim()) void renameChat(chatId, draft.trim());
+          setEditing(false);
+        }}
+      >
+        <label className="sr-only" htmlFor="rename-chat">
+          Chat name
+        </label>
+        <input id="rename-chat" value={draft} onChange={(e) => setDraft(e.target.value)} autoFocus onBlur={() => setEditing(false)} onKeyDown={(e) => e.key === 'Escape' && setEditing(false)} maxLength={200} />
+      </form>
+    );
+  return (
+    <h2 className="chat-heading">
+      <button type="button" className="title-button" onClick={() => { setDraft(title ?? ''); setEditing(true); }} title="Rename this chat">
+        {title ?? 'Chat'}
+      </button>
+    </h2>
+  );
+}
+
+function Composer({ documentId, chatId }: { documentId: string; chatId: string | null }) {
+  const [text, setText] = useState('');
+  const [sending, setSending] = useState(false);
+  const doc = useDocuments((s) => s.byId[documentId]);
+  const streaming = useChats((s) => !!streamingMessage(s, chatId));
+  const ref = useRef<HTMLTextAreaElement>(null);
+  const blocked = !doc ? 'The document is gone.' : doc.status === 'importing' ? 'The document is still being read.' : doc.status === 'compressing' ? 'The document is being compressed.' : doc.status === 'failed' ? 'The document could not be read: see the error above.' : null;
+  const submit = async (e?: FormEvent) => {
+    e?.preventDefault();
+    const q = text.trim();
+    if (!q || blocked || streaming || sending) return;
+    setSending(true);
+    try {
+      const cid = chatId ?? (await createChat(documentId));
+      if (cid && (await sendQuestion(cid, q))) setText('');
+    } finally {
+      setSending(false);
+      ref.current?.focus();
+    }
+  };
+  const onKeyDown = (e: KeyboardEvent<HTMLTextAreaElement>) => {
+    if (e.key === 'Enter' && !e.shiftKey && !e.nativeEvent.isComposing) {
+      e.preventDefault();
+      void submit();
+    }
+  };
+  return (
+    <form className="composer" onSubmit={submit}>
+      <label htmlFor="question" className="sr-only">
+        Ask about {doc?.title ?? 'the document'}
+      </label>
+      <textarea
+        id="question"
+        ref={ref}
+        value={text}
+        onChange={(e) => setText(e.target.value)}
+        onKeyDown={onKeyDown}
+        placeholder={blocked ?? `Ask about ${doc?.title ?? 'this document'}…`}
+        rows={Math.min(8, Math.max(2, text.split('\n').length))}
+        disabled={!!blocked}
+        aria-describedby="composer-hint"
+      />
+      <div className="composer-side">
+        {streaming && chatId ? (
+          <button type="button" className="button danger" onClick={() => void stopAnswer(chatId)} title="Stop (Esc)">
+            Stop
+          </button>
+        ) : (
+          <button type="submit" className="button primary" disabled={!!blocked || !text.trim() || sending}>
+            Send
+          </button>
+        )}
+      </div>
+      <p id="composer-hint" className="composer-hint muted small">
+        {doc?.status === 'stale' ? 'The saved cache was made with other settings; it is rebuilt before the first answer. ' : ''}
+        Enter to send · Shift + Enter for a new line · Esc stops
+        {doc?.status === 'failed' && (
+          <>
+            {' · '}
+            <button type="button" className="link-button" onClick={() => void recompressDocument(documentId)}>
+              Try reading it again
+            </button>
+          </>
+        )}
+      </p>
+    </form>
+  );
+}
+
+/**
+ * Before a chat exists the API reports no usage: the document's tokens against the context the engine will
+ * use (the settings' context length, else the model's own capped at 8192, as the core chooses it).
+ */
+function useDocumentOnlyUsage(documentId: string): ContextUsage | null {
+  const tokens = useDocuments((s) => s.byId[documentId]?.tokens ?? 0);
+  const nCtx = useSettings((s) => s.settings?.nCtx ?? null);
+  const modelId = useSettings((s) => s.settings?.modelId ?? null);
+  const modelCtx = useModels((s) => s.list.find((m) => m.id === modelId)?.contextLength ?? null);
+  const ctx = nCtx ?? (modelCtx ? Math.min(modelCtx, 8192) : null);
+  return tokens > 0 && ctx ? { documentTokens: tokens, conversationTokens: 0, contextTokens: modelCtx ? Math.min(ctx, modelCtx) : ctx } : null;
+}
+
+export function ChatPane({ documentId }: { documentId: string }) {
+  const chatId = useUi((s) => s.chatId);
+  const ids = useChats((s) => (chatId ? s.order[chatId] ?? EMPTY : EMPTY));
+  const chatUsage = useChats(useShallow((s) => liveUsage(s, chatId)));
+  const docUsage = useDocumentOnlyUsage(documentId);
+  const usage = chatUsage ?? docUsage;
+  const streaming = useChats((s) => streamingMessage(s, chatId)?.id ?? null);
+  const rate = useChats((s) => (streaming ? liveRate(s.live[streaming]) : null));
+  const lastUser = useChats((s) => {
+    const o = chatId ? s.order[chatId] : undefined;
+    if (!o) return null;
+    for (let i = o.length - 1; i >= 0; i--) if (s.messages[o[i]]?.role === 'user') return o[i];
+    return null;
+  });
+  useEffect(() => {
+    if (chatId) void refreshChat(chatId);
+  }, [chatId]);
+  const lastId = ids[ids.length - 1];
+  return (
+    <div className="chat-pane">
+      <div className="chat-bar">
+        <ChatTitle chatId={chatId} />
+        {streaming && rate ? <span className="live-rate muted small">{formatRate(rate)}</span> : null}
+        <ContextMeter usage={usage} />
+      </div>
+      {ids.length ? (
+        <VirtualList
+          keys={ids}
+          label="Conversation"
+          busy={!!streaming}
+          bottomKey={lastUser}
+          renderItem={(id) => <MessageRow id={id} isLast={id === lastId} />}
+          estimate={140}
+        />
+      ) : (
+        <div className="chat-empty">
+          <p className="muted">Ask anything about this document. Answers name the pages their evidence came from.</p>
+        </div>
+      )}
+      <Composer documentId={documentId} chatId={chatId} />
+    </div>
+  );
+}

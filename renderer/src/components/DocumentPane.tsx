@@ -1,0 +1,176 @@
+// The document view: a page's text with the retention map folded onto it. Each passage is shaded by how
+// much of the model's cache kept it (the share of (layer, KV head) slots that kept its tokens), so the
+// user sees what the model remembers of the document. Pages are navigated with buttons, a page number,
+// and a strip of all pages shaded by their mean retention.
+import { useEffect, useMemo, useState, type ReactNode } from 'react';
+
+import type { DocumentDetail, RetainedPassage } from '../../../electron/api/contract.ts';
+import { loadDetail, useDocuments } from '../stores/documents.ts';
+import { setDocPage, useUi } from '../stores/ui.ts';
+import { formatPercent } from '../lib/format.ts';
+
+/** Background alpha of a passage kept by `retention` of the cache (0: barely tinted, 1: strong). */
+export function retentionAlpha(retention: number): number {
+  return 0.06 + 0.64 * Math.min(1, Math.max(0, retention));
+}
+
+export interface Segment {
+  start: number;
+  end: number;
+  retention: number | null;
+}
+
+/** Splits a page's text into runs: passages with their retention, and the text between them (null). */
+export function segmentsOf(text: string, passages: RetainedPassage[]): Segment[] {
+  const sorted = [...passages].filter((p) => p.end > p.start).sort((a, b) => a.start - b.start);
+  const out: Segment[] = [];
+  let at = 0;
+  for (const p of sorted) {
+    const start = Math.max(p.start, at);
+    const end = Math.min(p.end, text.length);
+    if (end <= start) continue;
+    if (start > at) out.push({ start: at, end: start, retention: null });
+    out.push({ start, end, retention: p.retention });
+    at = end;
+  }
+  if (at < text.length) out.push({ start: at, end: text.length, retention: null });
+  return out;
+}
+
+/** Mean retention of each page, weighted by passage length (null: nothing known). */
+export function pageRetention(detail: DocumentDetail): Map<number, number> {
+  const sum = new Map<number, number>(), len = new Map<number, number>();
+  for (const p of detail.passages) {
+    const n = p.end - p.start;
+    sum.set(p.page, (sum.get(p.page) ?? 0) + p.retention * n);
+    len.set(p.page, (len.get(p.page) ?? 0) + n);
+  }
+  const out = new Map<number, number>();
+  for (const [page, s] of sum) out.set(page, s / Math.max(1, len.get(page) ?? 1));
+  return out;
+}
+
+export function RetentionLegend() {
+  return (
+    <div className="retention-legend" aria-label="Legend: shading shows the share of the model's cache that kept a passage">
+      <span className="muted small">Kept by</span>
+      <span className="retention-scale" aria-hidden="true" />
+      <span className="small">
+        0% <span className="muted">→</span> 100%
+      </span>
+      <span className="muted small">of the cache’s heads</span>
+    </div>
+  );
+}
+
+function PageText({ text, passages, shade }: { text: string; passages: RetainedPassage[]; shade: boolean }) {
+  const parts: ReactNode[] = useMemo(
+    () =>
+      segmentsOf(text, passages).map((s, i) =>
+        s.retention === null || !shade ? (
+          <span key={i}>{text.slice(s.start, s.end)}</span>
+        ) : (
+          <span
+            key={i}
+            className="passage"
+            data-retention={s.retention.toFixed(3)}
+            style={{ backgroundColor: `rgb(var(--keep-rgb) / ${retentionAlpha(s.retention).toFixed(3)})` }}
+            title={`Kept by ${formatPercent(s.retention)} of the cache’s heads`}
+          >
+            {text.slice(s.start, s.end)}
+          </span>
+        ),
+      ),
+    [text, passages, shade],
+  );
+  return <div className="page-text">{parts}</div>;
+}
+
+export function DocumentPane({ documentId }: { documentId: string }) {
+  const detail = useDocuments((s) => s.details[documentId]);
+  const error = useDocuments((s) => s.detailError[documentId]);
+  const page = useUi((s) => s.docPage);
+  const [shade, setShade] = useState(true);
+  useEffect(() => {
+    if (!detail) void loadDetail(documentId);
+  }, [documentId, detail]);
+  const perPage = useMemo(() => (detail ? pageRetention(detail) : new Map<number, number>()), [detail]);
+  if (!detail) return <div className="pane-pad muted">{error ? `Could not open the document: ${error}` : 'Opening the document…'}</div>;
+  const pages = detail.pageList;
+  if (pages.length === 0) return <div className="pane-pad muted">The document has no text yet.</div>;
+  const index = Math.min(pages.length, Math.max(1, page)) - 1;
+  const current = pages[index];
+  const passages = detail.passages.filter((p) => p.page === current.page);
+  const go = (i: number) => setDocPage(Math.min(pages.length, Math.max(1, i + 1)));
+  const mean = perPage.get(current.page);
+  return (
+    <div className="document-pane">
+      <div className="doc-toolbar">
+        <nav className="pager" aria-label="Pages">
+          <button type="button" className="button small" onClick={() => go(index - 1)} disabled={index === 0} aria-label="Previous page">
+            ←
+          </button>
+          <label className="page-input">
+            <span>Page</span>
+            <input
+              type="number"
+              min={1}
+              max={pages.length}
+              value={index + 1}
+              onChange={(e) => {
+                const v = Number(e.target.value);
+                if (Number.isFinite(v) && v >= 1) go(v - 1);
+              }}
+              aria-label={`Page number, 1 to ${pages.length}`}
+            />
+            <span>of {pages.length}</span>
+          </label>
+          <button type="button" className="button small" onClick={() => go(index + 1)} disabled={index === pages.length - 1} aria-label="Next page">
+            →
+          </button>
+        </nav>
+        <label className="checkbox">
+          <input type="checkbox" checked={shade} onChange={(e) => setShade(e.target.checked)} />
+          Show what the model kept
+        </label>
+        {detail.passages.length > 0 && shade && <RetentionLegend />}
+      </div>
+      {pages.length > 1 && (
+        <div className="page-strip" role="group" aria-label="All pages, shaded by how much of each the model kept">
+          {pages.map((p, i) => {
+            const r = perPage.get(p.page);
+            return (
+              <button
+                key={p.page}
+                type="button"
+                className={`page-chip${i === index ? ' current' : ''}`}
+                style={r !== undefined && shade ? { backgroundColor: `rgb(var(--keep-rgb) / ${retentionAlpha(r).toFixed(3)})` } : undefined}
+                onClick={() => go(i)}
+                aria-label={`Page ${p.page}${r !== undefined ? `, ${formatPercent(r)} kept` : ''}`}
+                aria-current={i === index ? 'page' : undefined}
+              >
+                {p.page}
+              </button>
+            );
+          })}
+        </div>
+      )}
+      {detail.passages.length === 0 ? (
+        <p className="notice small">
+          {detail.status === 'ready' || detail.status === 'stale'
+            ? 'This cache keeps every token (no compression), so there is nothing to shade.'
+            : 'The retention map appears once the document is compressed.'}
+        </p>
+      ) : (
+        detail.status === 'stale' && <p className="notice small">The shading shows the saved cache, made with other settings than the current ones.</p>
+      )}
+      <article className="page" aria-label={`Page ${current.page}`} data-testid="page">
+        <header className="page-head muted small">
+          Page {current.page}
+          {mean !== undefined && ` · on average kept by ${formatPercent(mean)} of the cache’s heads`}
+        </header>
+        <PageText text={current.text} passages={passages} shade={shade} />
+      </article>
+    </div>
+  );
+}

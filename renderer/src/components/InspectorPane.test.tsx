@@ -1,0 +1,44 @@
+import { act, screen, waitFor } from '@testing-library/react';
+import userEvent from '@testing-library/user-event';
+import { describe, expect, it } from 'vitest';
+
+import type { Result } from '../../../electron/api/contract.ts';
+import { createFakeApi, detail, doc, stats } from '../test/fake-api.ts';
+import { renderApp } from '../test/render-app.tsx';
+import { setTab } from '../stores/ui.ts';
+
+describe('the inspector', () => {
+  it('switches metrics, shows memory saved, and compares uniform with Ada on demand with progress', async () => {
+    let finish: (r: Result<'documents.compare'>) => void = () => {};
+    const api = createFakeApi({
+      'documents.list': () => [doc()],
+      'documents.get': () => detail(),
+      'documents.compare': () => new Promise((resolve) => (finish = resolve)),
+    });
+    await renderApp(api);
+    await screen.findAllByTestId('document');
+    act(() => setTab('inspector'));
+    const heatmap = await screen.findByTestId('heatmap');
+    expect(heatmap.dataset.metric).toBe('budget');
+    expect(screen.getByTestId('memory-saved').textContent).toBe('saves 70%');
+    await userEvent.click(screen.getByRole('radio', { name: 'Retained attention' }));
+    expect(screen.getByTestId('heatmap').dataset.metric).toBe('mass');
+    await userEvent.click(screen.getByRole('radio', { name: 'Budget' }));
+    expect((screen.getByRole('radio', { name: 'Uniform' }) as HTMLButtonElement).disabled).toBe(true);
+    await userEvent.click(screen.getByRole('button', { name: 'Compare' }));
+    expect(api.callsOf('documents.compare')).toEqual([{ documentId: 'd1', budget: 0.3 }]);
+    act(() => api.emit('task.progress', { taskId: 'cmp', kind: 'compare', documentId: 'd1', done: 100, total: 375, etaMs: 500, message: 'snapkv at 0.3' }));
+    expect(screen.getByRole('progressbar', { name: 'Comparing uniform and Ada' }).getAttribute('aria-valuetext')).toBe('100 of 375 tokens · 27% · 1 s left');
+    const uniform = stats([[113, 113, 113, 113], [113, 113, 113, 113], [113, 113, 113, 113]]);
+    act(() => finish({ uniform: { ...uniform, method: 'snapkv' }, ada: stats() }));
+    await screen.findByTestId('heatmap-uniform');
+    expect(screen.getByTestId('heatmap-ada')).toBeTruthy();
+    expect(screen.getByRole('radio', { name: 'Ada' }).getAttribute('aria-checked')).toBe('true');
+    await userEvent.click(screen.getByRole('radio', { name: 'Uniform' }));
+    await waitFor(() => expect(screen.getByRole('heading', { name: /Budget by layer and KV head · Uniform \(SnapKV\)/ })).toBeTruthy());
+    // One colour domain for the three grids, so colours compare across them.
+    const domains = ['heatmap', 'heatmap-uniform', 'heatmap-ada'].map((id) => screen.getByTestId(id).dataset.domain);
+    expect(new Set(domains).size).toBe(1);
+    expect(JSON.parse(domains[0]!)).toEqual([61, 186]);
+  });
+});

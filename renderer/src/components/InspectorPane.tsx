@@ -1,0 +1,292 @@
+// The inspector: what Ada-KV compression did to this document's cache. A layer x KV-head heatmap of the
+// allocated budgets (or of retained attention mass, or concentration), a locked head's detail, per-layer
+// memory, the memory saved, and uniform SnapKV against Ada-SnapKV for the same document and budget.
+import { useEffect, useMemo } from 'react';
+import { useShallow } from 'zustand/react/shallow';
+
+import type { CompressionStats } from '../../../electron/api/contract.ts';
+import { loadDetail, useDocuments } from '../stores/documents.ts';
+import { lockHead, runCompare, setMetric, setSource, useInspector, type Source } from '../stores/inspector.ts';
+import { documentTask, useTasks } from '../stores/tasks.ts';
+import { formatBytes, formatCount, formatDuration, formatPercent } from '../lib/format.ts';
+import { formatMetric, metricDomain, metricGrid, METRICS, type Metric } from '../lib/heatmap.ts';
+import { Heatmap, HeatmapLegend } from './Heatmap.tsx';
+import { TaskProgress } from './Progress.tsx';
+import { Segmented } from './Segmented.tsx';
+import { methodLabel } from './Sidebar.tsx';
+
+function mean(xs: number[]): number {
+  return xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : NaN;
+}
+
+export function meanMass(stats: CompressionStats): number {
+  return mean(stats.layers.flatMap((l) => l.heads.map((h) => h.retained_mass)));
+}
+
+function MemorySummary({ stats }: { stats: CompressionStats }) {
+  const saved = stats.kv_bytes_full - stats.kv_bytes_kept;
+  const f = stats.kv_bytes_full > 0 ? saved / stats.kv_bytes_full : 0;
+  return (
+    <section className="card memory-summary" aria-labelledby="memory-heading">
+      <h3 id="memory-heading">Memory</h3>
+      <p className="big-number" data-testid="memory-saved">
+        saves {formatPercent(f)}
+      </p>
+      <p className="small">
+        The cache of this document takes <strong>{formatBytes(stats.kv_bytes_kept)}</strong> instead of {formatBytes(stats.kv_bytes_full)}: {formatBytes(saved)} less.
+      </p>
+      <div className="stack-bar" aria-hidden="true">
+        <span style={{ width: `${100 - 100 * f}%` }} />
+      </div>
+      <dl className="facts side-facts small">
+        <dt>Method</dt>
+        <dd>{methodLabel(stats.method)}</dd>
+        <dt>Document</dt>
+        <dd>{formatCount(stats.prefix_tokens)} tokens</dd>
+        {stats.compressed && (
+          <>
+            <dt>Budget per head</dt>
+            <dd>
+              {formatCount(stats.budget)} tokens ({formatCount(stats.budget_selectable)} chosen + {formatCount(stats.window)} window)
+            </dd>
+            <dt>Safeguard α</dt>
+            <dd>{stats.alpha}</dd>
+          </>
+        )}
+        <dt>Time</dt>
+        <dd>
+          read {formatDuration(stats.ms_prefill)} · compressed {formatDuration(stats.ms_compress)}
+        </dd>
+      </dl>
+      {stats.budget_clamped && <p className="notice small">The budget was too small for the observation window and was raised to window + 1.</p>}
+      {!stats.compressed && <p className="notice small">Not compressed{stats.reason ? `: ${stats.reason}` : ''}.</p>}
+    </section>
+  );
+}
+
+function LayerMemory({ stats }: { stats: CompressionStats }) {
+  const max = Math.max(1, ...stats.layers.map((l) => l.bytes_full));
+  return (
+    <section className="card layer-memory" aria-labelledby="layer-memory-heading">
+      <h3 id="layer-memory-heading">Memory per layer</h3>
+      <p className="muted small">
+        <span className="swatch full" aria-hidden="true" /> full cache <span className="swatch kept" aria-hidden="true" /> kept
+      </p>
+      <ul className="layer-bars">
+        {stats.layers.map((l, i) => (
+          <li key={i} className="layer-bar" aria-label={`Layer ${i}: ${formatBytes(l.bytes_kept)} kept of ${formatBytes(l.bytes_full)}`}>
+            <span className="layer-name">L{i}</span>
+            <span className="bar-track" style={{ width: `${(100 * l.bytes_full) / max}%` }}>
+              <span className="bar-kept" style={{ width: `${(100 * l.bytes_kept) / Math.max(1, l.bytes_full)}%` }} />
+            </span>
+            <span className="layer-bytes small">
+              {formatBytes(l.bytes_kept)} / {formatBytes(l.bytes_full)}
+            </span>
+          </li>
+        ))}
+      </ul>
+    </section>
+  );
+}
+
+function HeadDetail({ stats, cell }: { stats: CompressionStats; cell: { row: number; col: number } }) {
+  const layer = stats.layers[cell.row];
+  const head = layer?.heads[cell.col];
+  if (!layer || !head) return null;
+  const layerKept = layer.heads.reduce((a, h) => a + h.kept, 0);
+  const even = layerKept / layer.heads.length;
+  const vsEven = even > 0 ? head.kept / even - 1 : 0;
+  return (
+    <section className="card head-detail" aria-labelledby="head-heading" data-testid="head-detail">
+      <div className="section-head">
+        <h3 id="head-heading">
+          Layer {cell.row} · KV head {cell.col}
+        </h3>
+        <button type="button" className="link-button" onClick={() => lockHead(null)}>
+          Unlock
+        </button>
+      </div>
+      <dl className="facts side-facts">
+        <dt>Kept tokens</dt>
+        <dd>
+          {formatCount(head.kept)}{' '}
+          <span className="muted small">
+            ({vsEven >= 0 ? '+' : '−'}
+            {formatPercent(Math.abs(vsEven))} vs. an even {formatCount(Math.round(even))})
+          </span>
+        </dd>
+        <dt>Share of the layer’s budget</dt>
+        <dd>{formatPercent(layerKept > 0 ? head.kept / layerKept : 0, 1)}</dd>
+        <dt>Attention retained</dt>
+        <dd>{formatPercent(head.retained_mass, 1)}</dd>
+        <dt>Concentration</dt>
+        <dd title="Share of the document's tokens that hold 90% of this head's attention">{formatPercent(head.concentration, 1)} of tokens hold 90%</dd>
+        <dt>Layer budget</dt>
+        <dd>{formatCount(layer.budget)} per head</dd>
+        <dt>Layer bound ε/C</dt>
+        <dd title="2·(heads − Σ retained mass): lower is better">{layer.eps_over_c.toFixed(3)}</dd>
+        <dt>Layer memory</dt>
+        <dd>
+          {formatBytes(layer.bytes_kept)} of {formatBytes(layer.bytes_full)}
+        </dd>
+        {layer.attn_l1 !== null && (
+          <>
+            <dt>Attention L1 loss</dt>
+            <dd>{layer.attn_l1.toFixed(4)}</dd>
+          </>
+        )}
+        <dt>Layer time</dt>
+        <dd className="small">{formatDuration(layer.ms_score + layer.ms_select + layer.ms_compact)} (score, select, compact)</dd>
+      </dl>
+    </section>
+  );
+}
+
+function CompareSection({ documentId, budget }: { documentId: string; budget: number | undefined }) {
+  const comparison = useInspector((s) => s.compare[documentId]);
+  const comparing = useInspector((s) => !!s.comparing[documentId]);
+  const error = useInspector((s) => s.compareError[documentId]);
+  const task = useTasks((s) => documentTask(s, documentId, 'compare'));
+  const metric = useInspector((s) => s.metric);
+  const domain = useMemo(
+    () => (comparison ? metricDomain([metricGrid(comparison.uniform, metric), metricGrid(comparison.ada, metric)], metric) : ([0, 1] as const)),
+    [comparison, metric],
+  );
+  return (
+    <section className="card compare" aria-labelledby="compare-heading">
+      <div className="section-head">
+        <h3 id="compare-heading">Uniform (SnapKV) and Ada-SnapKV, side by side</h3>
+        <button type="button" className="button small" onClick={() => void runCompare(documentId, budget)} disabled={comparing}>
+          {comparison ? 'Compute again' : 'Compare'}
+        </button>
+      </div>
+      <p className="muted small">
+        Compresses this document twice at the same budget{budget !== undefined ? ` (${budget <= 1 ? formatPercent(budget) : `${budget} tokens`})` : ''}: every head the same share, and
+        Ada’s share by need. Nothing is saved.
+      </p>
+      {comparing && task && <TaskProgress task={task} title="Comparing uniform and Ada" />}
+      {comparing && !task && <p className="muted small">Starting…</p>}
+      {error && (
+        <p className="msg-error" role="alert">
+          {error}
+        </p>
+      )}
+      {comparison && (
+        <>
+          <div className="compare-grids">
+            {(['uniform', 'ada'] as const).map((k) => (
+              <figure key={k}>
+                <figcaption>
+                  {k === 'uniform' ? 'Uniform (SnapKV)' : 'Ada-SnapKV'} · mean attention retained {formatPercent(meanMass(comparison[k]), 1)}
+                </figcaption>
+                <Heatmap stats={comparison[k]} metric={metric} domain={domain} label={k === 'uniform' ? 'Uniform SnapKV' : 'Ada-SnapKV'} testId={`heatmap-${k}`} maxCell={28} maxHeight={320} fallbackWidth={260} />
+              </figure>
+            ))}
+          </div>
+          <HeatmapLegend metric={metric} domain={domain} />
+          <table className="compare-table small">
+            <caption className="sr-only">Per layer: attention retained and error bound, uniform against Ada</caption>
+            <thead>
+              <tr>
+                <th scope="col">Layer</th>
+                <th scope="col">Retained, uniform</th>
+                <th scope="col">Retained, Ada</th>
+                <th scope="col">ε/C uniform</th>
+                <th scope="col">ε/C Ada</th>
+              </tr>
+            </thead>
+            <tbody>
+              {comparison.ada.layers.map((l, i) => {
+                const u = comparison.uniform.layers[i];
+                const mu = mean(u?.heads.map((h) => h.retained_mass) ?? []);
+                const ma = mean(l.heads.map((h) => h.retained_mass));
+                return (
+                  <tr key={i}>
+                    <th scope="row">L{i}</th>
+                    <td>{formatPercent(mu, 1)}</td>
+                    <td className={ma > mu + 1e-9 ? 'better' : ''}>{formatPercent(ma, 1)}</td>
+                    <td>{u ? u.eps_over_c.toFixed(3) : '–'}</td>
+                    <td className={u && l.eps_over_c < u.eps_over_c - 1e-9 ? 'better' : ''}>{l.eps_over_c.toFixed(3)}</td>
+                  </tr>
+                );
+              })}
+            </tbody>
+          </table>
+        </>
+      )}
+    </section>
+  );
+}
+
+export function InspectorPane({ documentId }: { documentId: string }) {
+  const detail = useDocuments((s) => s.details[documentId]);
+  const error = useDocuments((s) => s.detailError[documentId]);
+  const { metric, source, selected } = useInspector(useShallow((s) => ({ metric: s.metric, source: s.source, selected: s.selected })));
+  const comparison = useInspector((s) => s.compare[documentId]);
+  useEffect(() => {
+    if (!detail) void loadDetail(documentId);
+  }, [documentId, detail]);
+  const cache = detail?.stats ?? null;
+  const shown: CompressionStats | null = source === 'uniform' ? comparison?.uniform ?? cache : source === 'ada' ? comparison?.ada ?? cache : cache;
+  const domain = useMemo(() => {
+    const all = [cache, comparison?.uniform, comparison?.ada].filter((x): x is CompressionStats => !!x);
+    return metricDomain(all.map((s) => metricGrid(s, metric)), metric);
+  }, [cache, comparison, metric]);
+  if (!detail) return <div className="pane-pad muted">{error ? `Could not open the document: ${error}` : 'Opening the statistics…'}</div>;
+  if (!shown) {
+    return (
+      <div className="pane-pad">
+        <p className="muted">The inspector shows what compression did once the document has been compressed{detail.status === 'failed' ? '; this one failed' : ''}.</p>
+      </div>
+    );
+  }
+  const info = METRICS.find((m) => m.id === metric)!;
+  const sourceLabel = source === 'uniform' && comparison ? 'Uniform (SnapKV)' : source === 'ada' && comparison ? 'Ada-SnapKV' : `Saved cache (${methodLabel(shown.method)})`;
+  const valid = selected && selected.row < shown.layers.length && selected.col < (shown.layers[selected.row]?.heads.length ?? 0) ? selected : null;
+  return (
+    <div className="inspector">
+      <div className="inspector-controls">
+        <Segmented<Metric> label="Show" value={metric} onChange={setMetric} options={METRICS.map((m) => ({ value: m.id, label: m.label, title: m.explain }))} name="metric" />
+        <Segmented<Source>
+          label="Cache"
+          value={comparison ? source : 'cache'}
+          onChange={setSource}
+          name="source"
+          options={[
+            { value: 'cache', label: 'Saved cache' },
+            { value: 'uniform', label: 'Uniform', disabled: !comparison, title: comparison ? 'SnapKV: every head the same budget' : 'Run the comparison first' },
+            { value: 'ada', label: 'Ada', disabled: !comparison, title: comparison ? 'Ada-SnapKV: budgets by need' : 'Run the comparison first' },
+          ]}
+        />
+      </div>
+      <div className="inspector-grid">
+        <section className="card heatmap-card" aria-labelledby="heatmap-heading">
+          <h3 id="heatmap-heading">
+            {info.label} by layer and KV head <span className="muted small">· {sourceLabel}</span>
+          </h3>
+          <p className="muted small">{info.explain} Hover a cell for its numbers; click to lock a head.</p>
+          <Heatmap stats={shown} metric={metric} domain={domain} selected={valid} onSelect={lockHead} label={sourceLabel} testId="heatmap" />
+          <HeatmapLegend metric={metric} domain={domain} />
+        </section>
+        <div className="inspector-side">
+          <MemorySummary stats={shown} />
+          {valid ? (
+            <HeadDetail stats={shown} cell={valid} />
+          ) : (
+            <section className="card hint">
+              <h3>A head’s detail</h3>
+              <p className="muted small">Click a cell (or focus the grid and press Enter) to lock a head and see its numbers here.</p>
+              <p className="small">
+                Mean attention retained: <strong>{formatPercent(meanMass(shown), 1)}</strong>
+                <br />
+                Range of the grid: {formatMetric(metric, domain[0])} to {formatMetric(metric, domain[1])}
+              </p>
+            </section>
+          )}
+        </div>
+      </div>
+      <LayerMemory stats={shown} />
+      <CompareSection documentId={documentId} budget={detail.compression?.method === 'full' ? undefined : detail.compression?.budget} />
+    </div>
+  );
+}

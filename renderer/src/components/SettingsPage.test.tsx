@@ -1,0 +1,62 @@
+import { act, screen, waitFor } from '@testing-library/react';
+import userEvent from '@testing-library/user-event';
+import { describe, expect, it } from 'vitest';
+
+import type { Settings, SettingsPatch } from '../../../electron/api/contract.ts';
+import { createFakeApi, settings } from '../test/fake-api.ts';
+import { renderApp } from '../test/render-app.tsx';
+import { go } from '../stores/ui.ts';
+
+function settingsApi() {
+  let s: Settings = settings({ theme: 'system' });
+  const api = createFakeApi({
+    'settings.get': () => s,
+    'settings.update': (p: SettingsPatch) => {
+      s = { ...s, ...p, compression: { ...s.compression, ...p.compression }, sampling: { ...s.sampling, ...p.sampling } } as Settings;
+      return s;
+    },
+  });
+  return api;
+}
+
+describe('settings', () => {
+  it('switches the theme at once: light and dark, or the system’s', async () => {
+    const api = settingsApi();
+    await renderApp(api);
+    act(() => go('settings'));
+    expect(document.documentElement.dataset.theme).toBe('light'); // system, and jsdom's system is light
+    await userEvent.click(await screen.findByRole('radio', { name: 'Dark' }));
+    await waitFor(() => expect(document.documentElement.dataset.theme).toBe('dark'));
+    expect(api.callsOf('settings.update')).toEqual([{ theme: 'dark' }]);
+    await userEvent.click(screen.getByRole('radio', { name: 'Light' }));
+    await waitFor(() => expect(document.documentElement.dataset.theme).toBe('light'));
+  });
+
+  it('edits compression and sampling, checks the numbers, and saves one patch', async () => {
+    const api = settingsApi();
+    await renderApp(api);
+    act(() => go('settings'));
+    await userEvent.selectOptions(await screen.findByRole('combobox', { name: 'Method' }), 'snapkv');
+    const budget = screen.getByRole('textbox', { name: 'Budget' });
+    await userEvent.clear(budget);
+    await userEvent.type(budget, '0.5');
+    const kernel = screen.getByRole('textbox', { name: 'Pooling kernel' });
+    await userEvent.clear(kernel);
+    await userEvent.type(kernel, '8');
+    expect(screen.getByText(/become stale/)).toBeTruthy();
+    await userEvent.click(screen.getByRole('button', { name: 'Save settings' }));
+    expect(screen.getByText('Expected an odd number')).toBeTruthy();
+    expect(kernel.getAttribute('aria-invalid')).toBe('true');
+    expect(api.callsOf('settings.update')).toEqual([]);
+    await userEvent.clear(kernel);
+    await userEvent.type(kernel, '9');
+    await userEvent.type(screen.getByRole('textbox', { name: 'System prompt' }), 'Be brief.');
+    await userEvent.click(screen.getByRole('button', { name: 'Save settings' }));
+    await waitFor(() => expect(api.callsOf('settings.update')).toHaveLength(1));
+    const patch = api.callsOf('settings.update')[0] as SettingsPatch;
+    expect(patch.compression).toEqual({ method: 'snapkv', budget: 0.5, alpha: 0.2, window: 32, kernel: 9 });
+    expect(patch.systemPrompt).toBe('Be brief.');
+    expect(patch.sampling?.seed).toBeNull();
+    expect(await screen.findByText('Saved.')).toBeTruthy();
+  });
+});

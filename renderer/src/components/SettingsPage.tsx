@@ -1,0 +1,275 @@
+// Settings: compression (method, budget, alpha, window, pooling kernel), sampling, the system prompt,
+// context and engine, appearance (the theme applies at once), and extra model folders. Edits are a draft
+// until saved; what would make compressed documents stale says so.
+import { useEffect, useState, type FormEvent, type ReactNode } from 'react';
+
+import type { CompressionMethod, Settings, SettingsPatch } from '../../../electron/api/contract.ts';
+import { updateSettings, useSettings } from '../stores/settings.ts';
+import { Segmented } from './Segmented.tsx';
+import { methodLabel } from './Sidebar.tsx';
+
+const METHODS: { value: CompressionMethod; hint: string }[] = [
+  { value: 'ada-snapkv', hint: 'Recommended: each layer’s budget shared among its heads by need.' },
+  { value: 'ada-pyramidkv', hint: 'Ada’s sharing with more budget for early layers.' },
+  { value: 'snapkv', hint: 'Every head keeps the same number of tokens.' },
+  { value: 'pyramidkv', hint: 'Uniform heads, more budget for early layers.' },
+  { value: 'streaming', hint: 'Keeps the first tokens and the most recent ones only.' },
+  { value: 'full', hint: 'No compression: the whole cache (most memory).' },
+];
+
+/** The draft of the form: numbers as the user types them. */
+interface Draft {
+  method: CompressionMethod;
+  budget: string;
+  alpha: string;
+  window: string;
+  kernel: string;
+  temperature: string;
+  topK: string;
+  topP: string;
+  minP: string;
+  repeatPenalty: string;
+  maxTokens: string;
+  seed: string;
+  systemPrompt: string;
+  nCtx: string;
+  threads: string;
+  kvType: Settings['kvType'];
+}
+
+function draftOf(s: Settings): Draft {
+  const c = s.compression, p = s.sampling;
+  return {
+    method: c.method, budget: String(c.budget), alpha: String(c.alpha), window: String(c.window), kernel: String(c.kernel),
+    temperature: String(p.temperature), topK: String(p.topK), topP: String(p.topP), minP: String(p.minP), repeatPenalty: String(p.repeatPenalty),
+    maxTokens: String(p.maxTokens), seed: p.seed === null ? '' : String(p.seed), systemPrompt: s.systemPrompt,
+    nCtx: s.nCtx === null ? '' : String(s.nCtx), threads: s.threads === null ? '' : String(s.threads), kvType: s.kvType,
+  };
+}
+
+/** Checks a draft; returns the patch or the problems by field. */
+export function patchOf(d: Draft): { patch: SettingsPatch; errors: Partial<Record<keyof Draft, string>> } {
+  const errors: Partial<Record<keyof Draft, string>> = {};
+  const num = (k: keyof Draft, min: number, max: number, int = false, optional = false): number | null => {
+    const raw = String(d[k]).trim();
+    if (raw === '' && optional) return null;
+    const v = Number(raw);
+    if (raw === '' || !Number.isFinite(v) || v < min || v > max || (int && !Number.isInteger(v))) {
+      errors[k] = `${int ? 'a whole number' : 'a number'} from ${min} to ${max}`;
+      return null;
+    }
+    return v;
+  };
+  const budget = num('budget', 0.01, 1 << 24);
+  const alpha = num('alpha', 0, 1);
+  const window = num('window', 1, 4096, true);
+  const kernel = num('kernel', 1, 255, true);
+  if (kernel !== null && kernel % 2 === 0) errors.kernel = 'an odd number';
+  if (budget !== null && budget > 1 && !Number.isInteger(budget)) errors.budget = 'a ratio up to 1, or a whole number of tokens';
+  const patch: SettingsPatch = {
+    compression: { method: d.method, budget: budget ?? undefined, alpha: alpha ?? undefined, window: window ?? undefined, kernel: kernel ?? undefined },
+    sampling: {
+      temperature: num('temperature', 0, 10) ?? undefined,
+      topK: num('topK', 0, 1_000_000, true) ?? undefined,
+      topP: num('topP', 0.001, 1) ?? undefined,
+      minP: num('minP', 0, 1) ?? undefined,
+      repeatPenalty: num('repeatPenalty', 0.01, 10) ?? undefined,
+      maxTokens: num('maxTokens', 1, 1 << 20, true) ?? undefined,
+      seed: num('seed', 0, 2 ** 32 - 1, true, true),
+    },
+    systemPrompt: d.systemPrompt,
+    nCtx: num('nCtx', 64, 1 << 22, true, true),
+    threads: num('threads', 1, 1024, true, true),
+    kvType: d.kvType,
+  };
+  return { patch, errors };
+}
+
+function Field({ id, label, hint, error, children }: { id: string; label: string; hint?: string; error?: string; children: ReactNode }) {
+  return (
+    <div className={`field${error ? ' invalid' : ''}`}>
+      <label htmlFor={id}>{label}</label>
+      {children}
+      {error ? (
+        <span id={`${id}-msg`} className="field-error small" role="alert">
+          Expected {error}
+        </span>
+      ) : hint ? (
+        <span id={`${id}-msg`} className="field-hint small muted">
+          {hint}
+        </span>
+      ) : null}
+    </div>
+  );
+}
+
+export function ThemePicker() {
+  const theme = useSettings((s) => s.settings?.theme ?? 'system');
+  return (
+    <Segmented
+      label="Theme"
+      name="theme"
+      value={theme}
+      onChange={(t) => void updateSettings({ theme: t })}
+      options={[
+        { value: 'system', label: 'System' },
+        { value: 'light', label: 'Light' },
+        { value: 'dark', label: 'Dark' },
+      ]}
+    />
+  );
+}
+
+function ModelFolders() {
+  const folders = useSettings((s) => s.settings?.modelFolders ?? []);
+  const [path, setPath] = useState('');
+  return (
+    <div>
+      <ul className="folder-list">
+        {folders.map((f) => (
+          <li key={f}>
+            <code>{f}</code>
+            <button type="button" className="link-button" aria-label={`Remove ${f}`} onClick={() => void updateSettings({ modelFolders: folders.filter((x) => x !== f) })}>
+              Remove
+            </button>
+          </li>
+        ))}
+      </ul>
+      <form
+        className="inline-row"
+        onSubmit={(e) => {
+          e.preventDefault();
+          if (path.trim() && !folders.includes(path.trim())) void updateSettings({ modelFolders: [...folders, path.trim()] }).then((ok) => ok && setPath(''));
+        }}
+      >
+        <label htmlFor="folder-path" className="sr-only">
+          Folder to search for models
+        </label>
+        <input id="folder-path" type="text" placeholder="/path/to/models" value={path} onChange={(e) => setPath(e.target.value)} spellCheck={false} />
+        <button type="submit" className="button" disabled={!path.trim()}>
+          Add folder
+        </button>
+      </form>
+    </div>
+  );
+}
+
+export function SettingsPage() {
+  const settings = useSettings((s) => s.settings);
+  const saving = useSettings((s) => s.saving);
+  const [draft, setDraft] = useState<Draft | null>(settings ? draftOf(settings) : null);
+  const [errors, setErrors] = useState<Partial<Record<keyof Draft, string>>>({});
+  const [saved, setSaved] = useState(false);
+  useEffect(() => {
+    if (settings && !draft) setDraft(draftOf(settings));
+  }, [settings, draft]);
+  if (!settings || !draft) return <div className="pane-pad muted">Loading the settings…</div>;
+  const set = <K extends keyof Draft>(k: K, v: Draft[K]) => {
+    setDraft({ ...draft, [k]: v });
+    setSaved(false);
+  };
+  const text = (k: keyof Draft, label: string, hint?: string, o: { inputMode?: 'decimal' | 'numeric'; placeholder?: string } = {}) => (
+    <Field id={`set-${k}`} label={label} hint={hint} error={errors[k]}>
+      <input
+        id={`set-${k}`}
+        type="text"
+        inputMode={o.inputMode ?? 'decimal'}
+        placeholder={o.placeholder}
+        value={String(draft[k])}
+        onChange={(e) => set(k, e.target.value as never)}
+        aria-invalid={!!errors[k] || undefined}
+        aria-describedby={`set-${k}-msg`}
+      />
+    </Field>
+  );
+  const dirty = JSON.stringify(draft) !== JSON.stringify(draftOf(settings));
+  const compressionChanged = (['method', 'budget', 'alpha', 'window', 'kernel'] as const).some((k) => String(draft[k]) !== String(draftOf(settings)[k]));
+  const submit = async (e: FormEvent) => {
+    e.preventDefault();
+    const r = patchOf(draft);
+    setErrors(r.errors);
+    if (Object.keys(r.errors).length) return;
+    if (await updateSettings(r.patch)) {
+      setSaved(true);
+      const s = useSettings.getState().settings;
+      if (s) setDraft(draftOf(s));
+    }
+  };
+  return (
+    <form className="settings-page" onSubmit={submit} noValidate>
+      <section className="card" aria-labelledby="appearance-heading">
+        <h3 id="appearance-heading">Appearance</h3>
+        <div className="field">
+          <span className="label-like" id="theme-label">
+            Theme
+          </span>
+          <ThemePicker />
+          <span className="field-hint small muted">System follows your computer’s light or dark setting.</span>
+        </div>
+      </section>
+      <section className="card" aria-labelledby="compression-heading">
+        <h3 id="compression-heading">Compression</h3>
+        <Field id="set-method" label="Method" hint={METHODS.find((m) => m.value === draft.method)?.hint}>
+          <select id="set-method" value={draft.method} onChange={(e) => set('method', e.target.value as CompressionMethod)} aria-describedby="set-method-msg">
+            {METHODS.map((m) => (
+              <option key={m.value} value={m.value}>
+                {methodLabel(m.value)}
+              </option>
+            ))}
+          </select>
+        </Field>
+        <div className="field-row">
+          {text('budget', 'Budget', 'A share of the document (0.2 = 20%) or tokens per KV head (e.g. 512)')}
+          {text('alpha', 'Safeguard α', '0 to 1: the share every head gets regardless of need')}
+          {text('window', 'Observation window', 'The last tokens whose attention scores the rest', { inputMode: 'numeric' })}
+          {text('kernel', 'Pooling kernel', 'Odd; smooths scores over neighbouring tokens', { inputMode: 'numeric' })}
+        </div>
+        {compressionChanged && <p className="notice small">Documents compressed with the old settings become stale and are compressed again when you next use them.</p>}
+      </section>
+      <section className="card" aria-labelledby="sampling-heading">
+        <h3 id="sampling-heading">Answers</h3>
+        <div className="field-row">
+          {text('temperature', 'Temperature', '0 = always the most likely word')}
+          {text('topK', 'Top-k', '0 = off', { inputMode: 'numeric' })}
+          {text('topP', 'Top-p')}
+          {text('minP', 'Min-p')}
+          {text('repeatPenalty', 'Repeat penalty')}
+          {text('maxTokens', 'Longest answer (tokens)', undefined, { inputMode: 'numeric' })}
+          {text('seed', 'Seed', 'Empty = random', { inputMode: 'numeric', placeholder: 'random' })}
+        </div>
+        <Field id="set-systemPrompt" label="System prompt" hint="Sent before the document; changing it means reading documents again.">
+          <textarea id="set-systemPrompt" rows={4} value={draft.systemPrompt} onChange={(e) => set('systemPrompt', e.target.value)} aria-describedby="set-systemPrompt-msg" />
+        </Field>
+      </section>
+      <section className="card" aria-labelledby="engine-heading">
+        <h3 id="engine-heading">Engine</h3>
+        <div className="field-row">
+          {text('nCtx', 'Context length', 'Empty = the model’s own (capped by memory)', { inputMode: 'numeric', placeholder: 'model default' })}
+          {text('threads', 'Threads', 'Empty = all cores', { inputMode: 'numeric', placeholder: 'all cores' })}
+          <Field id="set-kvType" label="Cache precision" hint="f16 halves the cache’s memory">
+            <select id="set-kvType" value={draft.kvType} onChange={(e) => set('kvType', e.target.value as Settings['kvType'])} aria-describedby="set-kvType-msg">
+              <option value="f16">f16</option>
+              <option value="f32">f32</option>
+            </select>
+          </Field>
+        </div>
+        <div className="field">
+          <span className="label-like">Model folders</span>
+          <ModelFolders />
+          <span className="field-hint small muted">Searched for GGUF files besides LM Studio, Ollama and the Hugging Face cache.</span>
+        </div>
+      </section>
+      <div className="settings-actions">
+        <button type="button" className="button" disabled={!dirty || saving} onClick={() => { setDraft(draftOf(settings)); setErrors({}); }}>
+          Discard changes
+        </button>
+        <button type="submit" className="button primary" disabled={!dirty || saving}>
+          {saving ? 'Saving…' : 'Save settings'}
+        </button>
+        <span className="small muted" role="status">
+          {saved && !dirty ? 'Saved.' : Object.keys(errors).length ? 'Some values need fixing.' : ''}
+        </span>
+      </div>
+    </form>
+  );
+}

@@ -1,0 +1,260 @@
+// The left sidebar: the library (documents with their status, size and memory saved; import; delete), the
+// chats of the selected document, the tasks that are running, and the engine's status.
+import { useEffect, useRef } from 'react';
+import { useShallow } from 'zustand/react/shallow';
+
+import type { DocumentSummary } from '../../../electron/api/contract.ts';
+import { api } from '../api/client.ts';
+import { createChat, deleteChat, EMPTY, loadChats, useChats } from '../stores/chats.ts';
+import { ACCEPTED_EXTENSIONS, deleteDocument, importFiles, openImportDialog, useDocuments } from '../stores/documents.ts';
+import { useEngine } from '../stores/engine.ts';
+import { useModels } from '../stores/models.ts';
+import { useSettings } from '../stores/settings.ts';
+import { documentTask, runningTasks, useTasks } from '../stores/tasks.ts';
+import { askConfirm, go, selectChat, selectDocument, setHelp, useUi } from '../stores/ui.ts';
+import { formatCount, formatPercent, saving } from '../lib/format.ts';
+import { TaskProgress } from './Progress.tsx';
+
+export function methodLabel(method: string): string {
+  return { full: 'Full cache', streaming: 'StreamingLLM', snapkv: 'SnapKV', pyramidkv: 'PyramidKV', 'ada-snapkv': 'Ada-SnapKV', 'ada-pyramidkv': 'Ada-PyramidKV' }[method] ?? method;
+}
+
+export function budgetLabel(budget: number): string {
+  return budget <= 1 ? `${formatPercent(budget)} budget` : `${formatCount(budget)} tokens/head`;
+}
+
+export const STATUS_TEXT: Record<DocumentSummary['status'], string> = {
+  importing: 'Reading the file',
+  compressing: 'Compressing',
+  ready: 'Ready',
+  stale: 'Stale',
+  failed: 'Failed',
+};
+
+export function StatusBadge({ status }: { status: DocumentSummary['status'] }) {
+  return <span className={`badge status-${status}`}>{STATUS_TEXT[status]}</span>;
+}
+
+/** Opens the platform's file picker: the desktop shell's own dialog, or the page's file input. */
+export function useImportPicker(): { open: () => void; input: React.ReactNode } {
+  const ref = useRef<HTMLInputElement>(null);
+  const open = () => {
+    if (api().shell) void openImportDialog();
+    else ref.current?.click();
+  };
+  const input = (
+    <input
+      ref={ref}
+      type="file"
+      multiple
+      accept={ACCEPTED_EXTENSIONS.join(',')}
+      className="sr-only"
+      tabIndex={-1}
+      aria-hidden="true"
+      data-testid="import-input"
+      onChange={(e) => {
+        const files = [...(e.currentTarget.files ?? [])];
+        e.currentTarget.value = '';
+        if (files.length) void importFiles(files);
+      }}
+    />
+  );
+  return { open, input };
+}
+
+function DocumentRow({ id, selected }: { id: string; selected: boolean }) {
+  const d = useDocuments((s) => s.byId[id]);
+  const task = useTasks((s) => documentTask(s, id));
+  if (!d) return null;
+  const saved = saving(d.kvBytesFull, d.kvBytesKept);
+  const askDelete = () =>
+    askConfirm({
+      title: `Delete “${d.title}”?`,
+      body: 'The document, its compressed cache and all its chats are removed from the library. The original file is not touched.',
+      confirmLabel: 'Delete',
+      danger: true,
+      onConfirm: () => void deleteDocument(id),
+    });
+  return (
+    <li className={`doc-item${selected ? ' selected' : ''}`} data-testid="document" data-status={d.status}>
+      <button type="button" className="doc-select" aria-current={selected ? 'true' : undefined} onClick={() => selectDocument(id)}>
+        <span className="doc-title">{d.title}</span>
+        <span className="doc-meta">
+          {d.pages > 0 && `${d.pages} ${d.pages === 1 ? 'page' : 'pages'} · `}
+          {d.tokens > 0 ? `${formatCount(d.tokens)} tokens` : d.kind.toUpperCase()}
+        </span>
+        <span className="doc-meta">
+          <StatusBadge status={d.status} />
+          {d.compression && d.status !== 'failed' && (
+            <span>
+              {' '}
+              {methodLabel(d.compression.method)}
+              {d.compression.method !== 'full' && ` · ${d.compression.budget <= 1 ? formatPercent(d.compression.budget) : `${formatCount(d.compression.budget)}/head`}`}
+            </span>
+          )}
+        </span>
+        {saved && d.status !== 'failed' && (
+          <span className="doc-meta saved">
+            saves {formatPercent(saved.fraction)} of the cache
+          </span>
+        )}
+        {d.status === 'stale' && <span className="doc-note">Compressed for another model or settings; rebuilt when you next ask.</span>}
+        {d.status === 'failed' && d.error && <span className="doc-error">{d.error}</span>}
+      </button>
+      <button type="button" className="icon-button doc-delete" aria-label={`Delete ${d.title}`} title="Delete" onClick={askDelete}>
+        <TrashIcon />
+      </button>
+      {task && (
+        <div className="doc-task">
+          <TaskProgress task={task} compact />
+        </div>
+      )}
+    </li>
+  );
+}
+
+function ChatList({ documentId }: { documentId: string }) {
+  const ids = useChats((s) => s.byDoc[documentId] ?? EMPTY);
+  const chatId = useUi((s) => s.chatId);
+  const chats = useChats(useShallow((s) => ids.map((id) => s.chats[id])));
+  useEffect(() => {
+    void loadChats(documentId);
+  }, [documentId]);
+  // The most recent chat opens with its document.
+  useEffect(() => {
+    if (!chatId && ids.length) useUi.setState({ chatId: ids[0] });
+  }, [chatId, ids]);
+  return (
+    <section className="chat-list" aria-labelledby="chats-heading">
+      <div className="section-head">
+        <h2 id="chats-heading">Chats</h2>
+        <button type="button" className="button small" onClick={() => void createChat(documentId)} title="New chat (Ctrl/⌘ + Shift + O)">
+          New chat
+        </button>
+      </div>
+      {chats.length === 0 ? (
+        <p className="muted small">No chats yet: ask a question to start one.</p>
+      ) : (
+        <ul>
+          {chats.map((c) =>
+            c ? (
+              <li key={c.id} className={c.id === chatId ? 'selected' : ''}>
+                <button type="button" className="chat-select" aria-current={c.id === chatId ? 'true' : undefined} onClick={() => selectChat(c.id)}>
+                  <span className="chat-title">{c.title}</span>
+                  <span className="chat-count">{c.messageCount}</span>
+                </button>
+                <button
+                  type="button"
+                  className="icon-button"
+                  aria-label={`Delete chat ${c.title}`}
+                  title="Delete chat"
+                  onClick={() =>
+                    askConfirm({ title: `Delete “${c.title}”?`, body: 'Its messages are removed. The document stays.', confirmLabel: 'Delete chat', danger: true, onConfirm: () => void deleteChat(c.id) })
+                  }
+                >
+                  <TrashIcon />
+                </button>
+              </li>
+            ) : null,
+          )}
+        </ul>
+      )}
+    </section>
+  );
+}
+
+function OtherTasks() {
+  // Tasks not shown on a document row: model loads, downloads.
+  const tasks = useTasks(useShallow((s) => runningTasks(s).filter((t) => !t.documentId)));
+  if (!tasks.length) return null;
+  return (
+    <section className="task-list" aria-label="Running tasks">
+      {tasks.map((t) => (
+        <TaskProgress key={t.taskId} task={t} compact />
+      ))}
+    </section>
+  );
+}
+
+export function EngineBadge() {
+  const status = useEngine((s) => s.status);
+  const modelId = useSettings((s) => s.settings?.modelId ?? null);
+  const model = useModels((s) => s.list.find((m) => m.id === modelId));
+  const state = status?.state ?? 'stopped';
+  const text = { stopped: 'idle', starting: 'starting', ready: 'ready', busy: 'working', crashed: 'stopped unexpectedly' }[state];
+  return (
+    <div className="engine-badge" role="status" aria-label={`Engine ${text}`}>
+      <span className={`dot engine-${state}`} aria-hidden="true" />
+      <span className="engine-text">
+        <span>{model ? model.name : modelId ? 'model' : 'No model chosen'}</span>
+        <span className="muted small">
+          Engine {text}
+          {status?.backend ? ` · ${status.backend}` : ''}
+        </span>
+      </span>
+    </div>
+  );
+}
+
+export function Sidebar() {
+  const order = useDocuments((s) => s.order);
+  const loaded = useDocuments((s) => s.loaded);
+  const { documentId, route } = useUi(useShallow((s) => ({ documentId: s.documentId, route: s.route })));
+  const hasModel = useSettings((s) => !!s.settings?.modelId);
+  const picker = useImportPicker();
+  return (
+    <aside className="sidebar" aria-label="Library">
+      <div className="brand">
+        <span className="logo" aria-hidden="true">F</span>
+        <span className="brand-name">Folio</span>
+      </div>
+      <section className="library" aria-labelledby="library-heading">
+        <div className="section-head">
+          <h2 id="library-heading">Library</h2>
+          <button type="button" className="button small primary" onClick={picker.open}>
+            Import…
+          </button>
+          {picker.input}
+        </div>
+        {!hasModel && loaded && (
+          <p className="callout small">
+            Choose a model first.{' '}
+            <button type="button" className="link-button" onClick={() => go('models')}>
+              Models
+            </button>
+          </p>
+        )}
+        {loaded && order.length === 0 ? (
+          <p className="muted small">No documents yet. Import a PDF, Word, Markdown or text file, or drop one anywhere in the window.</p>
+        ) : (
+          <ul className="doc-list">
+            {order.map((id) => (
+              <DocumentRow key={id} id={id} selected={id === documentId && route === 'main'} />
+            ))}
+          </ul>
+        )}
+      </section>
+      {documentId && <ChatList documentId={documentId} />}
+      <div className="sidebar-foot">
+        <OtherTasks />
+        <EngineBadge />
+        <nav className="foot-nav" aria-label="App">
+          <button type="button" className={`nav-button${route !== 'main' ? ' active' : ''}`} aria-current={route !== 'main' ? 'page' : undefined} onClick={() => go(route === 'main' ? 'models' : 'main')} title="Models and settings (Ctrl/⌘ + ,)">
+            {route === 'main' ? 'Models & settings' : '← Back to library'}
+          </button>
+          <button type="button" className="icon-button" aria-label="Keyboard shortcuts" title="Keyboard shortcuts (Ctrl/⌘ + /)" onClick={() => setHelp(true)}>
+            ?
+          </button>
+        </nav>
+      </div>
+    </aside>
+  );
+}
+
+export function TrashIcon() {
+  return (
+    <svg width="14" height="14" viewBox="0 0 16 16" aria-hidden="true" focusable="false">
+      <path d="M6 2h4l.5 1H13v1.5H3V3h2.5L6 2zm-1.5 4h7l-.6 8H5.1l-.6-8z" fill="currentColor" />
+    </svg>
+  );
+}

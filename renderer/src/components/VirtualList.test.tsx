@@ -1,0 +1,37 @@
+import { act, fireEvent, render, screen } from '@testing-library/react';
+import { describe, expect, it } from 'vitest';
+
+import { VirtualList } from './VirtualList.tsx';
+
+const keys = Array.from({ length: 1000 }, (_, i) => `m${i}`);
+
+describe('the virtualised message list', () => {
+  it('puts only the messages near the viewport in the DOM, out of 1,000', () => {
+    render(<VirtualList keys={keys} label="Conversation" estimate={100} overscan={200} renderItem={(k) => <p>{k}</p>} />);
+    const list = screen.getByRole('log', { name: 'Conversation' });
+    const rendered = list.querySelectorAll('.vlist-item');
+    expect(rendered.length).toBeGreaterThan(5);
+    expect(rendered.length).toBeLessThan(40);
+    // The full height is kept so the scrollbar is right.
+    expect((list.firstElementChild as HTMLElement).style.height).toBe('100000px');
+  });
+
+  it('renders other messages when scrolled', () => {
+    render(<VirtualList keys={keys} label="Conversation" estimate={100} overscan={0} renderItem={(k) => <p>{k}</p>} />);
+    const list = screen.getByRole('log');
+    act(() => {
+      list.scrollTop = 50_000;
+      fireEvent.scroll(list);
+    });
+    expect(screen.queryByText('m0')).toBeNull();
+    expect(screen.getByText('m500')).toBeTruthy();
+    const window = list.querySelector('.vlist-window') as HTMLElement;
+    expect(window.style.transform).toBe('translateY(50000px)');
+  });
+
+  it('shows new items as they are added', () => {
+    const { rerender } = render(<VirtualList keys={['a']} label="Conversation" renderItem={(k) => <p>{k}</p>} />);
+    rerender(<VirtualList keys={['a', 'b']} label="Conversation" renderItem={(k) => <p>{k}</p>} />);
+    expect(screen.getByText('b')).toBeTruthy();
+  });
+});

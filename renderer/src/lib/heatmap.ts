@@ -1,0 +1,191 @@
+// The inspector's layer x KV-head grid: which number each cell shows, the colour domain, the cell geometry
+// (canvas pixels <-> cells) and the drawing itself. Everything but `drawHeatmap` is pure; `drawHeatmap`
+// only needs the few canvas calls it makes, so tests hand it a recording context.
+import type { CompressionStats } from '../../../electron/api/contract.ts';
+import { colorTable } from './colormap.ts';
+
+export type Metric = 'budget' | 'mass' | 'concentration';
+
+export const METRICS: { id: Metric; label: string; unit: string; explain: string }[] = [
+  { id: 'budget', label: 'Budget', unit: 'kept tokens', explain: 'Tokens of the document each KV head kept (its share of the layer budget).' },
+  { id: 'mass', label: 'Retained attention', unit: 'of attention mass', explain: 'Share of the observation window’s attention that falls on the tokens the head kept.' },
+  { id: 'concentration', label: 'Concentration', unit: 'of tokens hold 90%', explain: 'Share of the document’s tokens that hold 90% of the head’s attention: low means focused, high means spread.' },
+];
+
+export interface Grid {
+  rows: number; // layers
+  cols: number; // KV heads
+  /** Row-major values; NaN where the engine reported nothing. */
+  values: Float64Array;
+}
+
+export function metricGrid(stats: CompressionStats, metric: Metric): Grid {
+  const rows = stats.layers.length;
+  const cols = rows ? Math.max(...stats.layers.map((l) => l.heads.length)) : 0;
+  const values = new Float64Array(rows * cols).fill(NaN);
+  stats.layers.forEach((layer, r) =>
+    layer.heads.forEach((h, c) => {
+      values[r * cols + c] = metric === 'budget' ? h.kept : metric === 'mass' ? h.retained_mass : h.concentration;
+    }),
+  );
+  return { rows, cols, values };
+}
+
+export type Domain = readonly [number, number];
+
+/**
+ * The colour domain shared by the grids shown together (a comparison uses one domain, so equal colours
+ * mean equal values in both). The data's range; when every value is equal, [0, max] for budgets and
+ * [0, 1] for fractions.
+ */
+export function metricDomain(grids: Grid[], metric: Metric): Domain {
+  let lo = Infinity, hi = -Infinity;
+  for (const g of grids) for (const v of g.values) if (Number.isFinite(v)) {
+    if (v < lo) lo = v;
+    if (v > hi) hi = v;
+  }
+  if (!Number.isFinite(lo)) return metric === 'budget' ? [0, 1] : [0, 1];
+  if (hi > lo) return [lo, hi];
+  return metric === 'budget' ? [0, Math.max(hi, 1)] : [0, 1];
+}
+
+/** Position of a value in the domain, in [0, 1]. */
+export function normalize(v: number, [lo, hi]: Domain): number {
+  if (!Number.isFinite(v)) return NaN;
+  return hi > lo ? Math.min(1, Math.max(0, (v - lo) / (hi - lo))) : 1;
+}
+
+export function formatMetric(metric: Metric, v: number): string {
+  if (!Number.isFinite(v)) return '–';
+  if (metric === 'budget') return `${Math.round(v).toLocaleString('en-US')}`;
+  return `${(v * 100).toFixed(v >= 0.995 || v < 0.1 ? 1 : 0)}%`;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Geometry (CSS pixels)
+
+export interface Layout {
+  rows: number;
+  cols: number;
+  /** Cell edge and the gap between cells. */
+  cell: number;
+  gap: number;
+  /** Top-left corner of cell (0, 0); room for the labels is left and above. */
+  x0: number;
+  y0: number;
+  width: number;
+  height: number;
+  /** Label every n-th row / column (all of them when cells are large). */
+  labelEvery: number;
+}
+
+export interface LayoutOptions {
+  maxCell?: number;
+  minCell?: number;
+  maxHeight?: number;
+  gap?: number;
+  labelLeft?: number;
+  labelTop?: number;
+  pad?: number;
+}
+
+export function computeLayout(rows: number, cols: number, availableWidth: number, o: LayoutOptions = {}): Layout {
+  const { maxCell = 44, minCell = 4, maxHeight = 560, gap = 1, labelLeft = 34, labelTop = 20, pad = 2 } = o;
+  const byWidth = (availableWidth - labelLeft - pad - (cols - 1) * gap) / Math.max(1, cols);
+  const byHeight = (maxHeight - labelTop - pad - (rows - 1) * gap) / Math.max(1, rows);
+  const cell = Math.max(minCell, Math.min(maxCell, Math.floor(Math.min(byWidth, byHeight))));
+  const labelEvery = cell >= 14 ? 1 : cell >= 7 ? 4 : 8;
+  return {
+    rows, cols, cell, gap, x0: labelLeft, y0: labelTop, labelEvery,
+    width: labelLeft + cols * cell + Math.max(0, cols - 1) * gap + pad,
+    height: labelTop + rows * cell + Math.max(0, rows - 1) * gap + pad,
+  };
+}
+
+export function cellRect(l: Layout, row: number, col: number): { x: number; y: number; w: number; h: number } {
+  return { x: l.x0 + col * (l.cell + l.gap), y: l.y0 + row * (l.cell + l.gap), w: l.cell, h: l.cell };
+}
+
+export function cellCenter(l: Layout, row: number, col: number): { x: number; y: number } {
+  const r = cellRect(l, row, col);
+  return { x: r.x + r.w / 2, y: r.y + r.h / 2 };
+}
+
+/** The cell under a point (CSS pixels relative to the canvas), or null outside the grid. */
+export function cellAt(l: Layout, x: number, y: number): { row: number; col: number } | null {
+  if (x < l.x0 || y < l.y0) return null;
+  const pitch = l.cell + l.gap;
+  const col = Math.floor((x - l.x0) / pitch);
+  const row = Math.floor((y - l.y0) / pitch);
+  if (col >= l.cols || row >= l.rows) return null;
+  // A point in the gap after a cell belongs to that cell: hovering never flickers between cells.
+  return { row, col };
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Drawing
+
+/** The subset of CanvasRenderingContext2D the heatmap uses. */
+export interface Ctx2D {
+  setTransform(a: number, b: number, c: number, d: number, e: number, f: number): void;
+  clearRect(x: number, y: number, w: number, h: number): void;
+  fillRect(x: number, y: number, w: number, h: number): void;
+  strokeRect(x: number, y: number, w: number, h: number): void;
+  fillText(text: string, x: number, y: number): void;
+  fillStyle: string | CanvasGradient | CanvasPattern;
+  strokeStyle: string | CanvasGradient | CanvasPattern;
+  lineWidth: number;
+  font: string;
+  textAlign: CanvasTextAlign;
+  textBaseline: CanvasTextBaseline;
+}
+
+export interface DrawOptions {
+  dpr?: number;
+  selected?: { row: number; col: number } | null;
+  hover?: { row: number; col: number } | null;
+  labelColor?: string;
+  missingColor?: string;
+  font?: string;
+}
+
+const TABLE = colorTable(256);
+
+/** The colour of a value (the one `drawHeatmap` fills its cell with). */
+export function cellColor(v: number, domain: Domain, missing = '#888888'): string {
+  const t = normalize(v, domain);
+  return Number.isNaN(t) ? missing : TABLE[Math.round(t * 255)];
+}
+
+export function drawHeatmap(ctx: Ctx2D, l: Layout, grid: Grid, domain: Domain, o: DrawOptions = {}): void {
+  const dpr = o.dpr ?? 1;
+  ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+  ctx.clearRect(0, 0, l.width, l.height);
+  const pitch = l.cell + l.gap;
+  for (let r = 0; r < grid.rows; r++) {
+    for (let c = 0; c < grid.cols; c++) {
+      ctx.fillStyle = cellColor(grid.values[r * grid.cols + c], domain, o.missingColor);
+      ctx.fillRect(l.x0 + c * pitch, l.y0 + r * pitch, l.cell, l.cell);
+    }
+  }
+  // Labels: layers down the left, KV heads across the top.
+  ctx.fillStyle = o.labelColor ?? '#555';
+  ctx.font = o.font ?? '11px system-ui, sans-serif';
+  ctx.textAlign = 'right';
+  ctx.textBaseline = 'middle';
+  for (let r = 0; r < grid.rows; r += l.labelEvery) ctx.fillText(`L${r}`, l.x0 - 5, l.y0 + r * pitch + l.cell / 2);
+  ctx.textAlign = 'center';
+  ctx.textBaseline = 'alphabetic';
+  for (let c = 0; c < grid.cols; c += l.labelEvery) ctx.fillText(`H${c}`, l.x0 + c * pitch + l.cell / 2, l.y0 - 6);
+  // Hover and the locked head: a dark and a light ring, visible on every colour of the scale.
+  for (const [cell, width] of [[o.hover, 1.5], [o.selected, 2.5]] as const) {
+    if (!cell) continue;
+    const { x, y, w, h } = cellRect(l, cell.row, cell.col);
+    ctx.lineWidth = width;
+    ctx.strokeStyle = '#000000';
+    ctx.strokeRect(x + width / 2, y + width / 2, w - width, h - width);
+    ctx.lineWidth = 1;
+    ctx.strokeStyle = '#ffffff';
+    ctx.strokeRect(x + width + 0.5, y + width + 0.5, w - 2 * width - 1, h - 2 * width - 1);
+  }
+}

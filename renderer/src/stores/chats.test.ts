@@ -1,0 +1,99 @@
+import { describe, expect, it } from 'vitest';
+
+import type { Message } from '../../../electron/api/contract.ts';
+import { setApi } from '../api/client.ts';
+import { chat, createFakeApi } from '../test/fake-api.ts';
+import {
+  editQuestion, liveRate, liveUsage, onChatMessage, onChatToken, refreshChat, regenerateAnswer, sendQuestion, streamingMessage, useChats,
+} from './chats.ts';
+
+const msg = (over: Partial<Message>): Message => ({
+  id: 'x', chatId: 'c1', role: 'assistant', text: '', status: 'complete', createdAt: '2026-01-01T00:00:00.000Z', tokens: null, tokensPerSecond: null, pageRefs: [], error: null, ...over,
+});
+
+function openChat(messages: Message[] = []) {
+  useChats.setState({ order: { c1: messages.map((m) => m.id) }, messages: Object.fromEntries(messages.map((m) => [m.id, m])), usage: { c1: { documentTokens: 300, conversationTokens: 10, contextTokens: 512 } } });
+}
+
+describe('streaming answers, by message id', () => {
+  it('grows the message a token names, and only that message', () => {
+    openChat([msg({ id: 'u1', role: 'user', text: 'Q' }), msg({ id: 'a1', status: 'streaming' })]);
+    const before = useChats.getState().messages.u1;
+    onChatToken({ chatId: 'c1', messageId: 'a1', text: 'Once' });
+    onChatToken({ chatId: 'c1', messageId: 'a1', text: ' upon' });
+    const s = useChats.getState();
+    expect(s.messages.a1.text).toBe('Once upon');
+    expect(s.messages.u1).toBe(before); // untouched object: its row does not re-render
+    expect(s.live.a1.tokens).toBe(2);
+    expect(streamingMessage(s, 'c1')?.id).toBe('a1');
+    expect(liveUsage(s, 'c1')).toEqual({ documentTokens: 300, conversationTokens: 12, contextTokens: 512 });
+  });
+
+  it('keeps two chats streaming at once apart', () => {
+    useChats.setState({ order: { c1: ['a1'], c2: ['b1'] }, messages: { a1: msg({ id: 'a1', status: 'streaming' }), b1: msg({ id: 'b1', chatId: 'c2', status: 'streaming' }) } });
+    onChatToken({ chatId: 'c1', messageId: 'a1', text: 'A' });
+    onChatToken({ chatId: 'c2', messageId: 'b1', text: 'B' });
+    onChatToken({ chatId: 'c1', messageId: 'a1', text: 'A' });
+    expect(useChats.getState().messages.a1.text).toBe('AA');
+    expect(useChats.getState().messages.b1.text).toBe('B');
+  });
+
+  it('tokens that arrive before the send call returns are kept, in order after the question', async () => {
+    openChat();
+    const user = msg({ id: 'u1', role: 'user', text: 'Who?' });
+    const assistant = msg({ id: 'a1', status: 'streaming' });
+    const api = createFakeApi({
+      'chats.send': () => {
+        // The core streams the first tokens before the answer to the call reaches the UI.
+        onChatToken({ chatId: 'c1', messageId: 'a1', text: 'Lily' });
+        onChatToken({ chatId: 'c1', messageId: 'a1', text: ' did' });
+        return { user, assistant };
+      },
+      'chats.get': () => ({ chat: chat(), messages: [user, { ...assistant, text: 'Lily did.', status: 'complete' }], usage: { documentTokens: 300, conversationTokens: 20, contextTokens: 512 } }),
+    });
+    setApi(api);
+    expect(await sendQuestion('c1', 'Who?')).toBe(true);
+    let s = useChats.getState();
+    expect(s.order.c1).toEqual(['u1', 'a1']);
+    expect(s.messages.a1.text).toBe('Lily did');
+    // The final message replaces the streamed one (final text, status, speed, pages).
+    onChatMessage({ ...assistant, text: 'Lily did.', status: 'complete', tokens: 3, tokensPerSecond: 42, pageRefs: [1] });
+    s = useChats.getState();
+    expect(s.messages.a1).toMatchObject({ text: 'Lily did.', status: 'complete', tokensPerSecond: 42, pageRefs: [1] });
+    expect(s.live.a1).toBeUndefined();
+    await new Promise((r) => setTimeout(r, 0));
+    expect(api.callsOf('chats.get')).toEqual([{ chatId: 'c1' }]); // usage refreshed after the answer
+    expect(useChats.getState().usage.c1.conversationTokens).toBe(20);
+  });
+
+  it('ignores tokens of chats this window has not opened', () => {
+    onChatToken({ chatId: 'other', messageId: 'z', text: 'x' });
+    expect(useChats.getState().messages.z).toBeUndefined();
+  });
+
+  it('regenerate drops the last answer; edit drops the question and what followed', async () => {
+    openChat([msg({ id: 'u1', role: 'user' }), msg({ id: 'a1' }), msg({ id: 'u2', role: 'user' }), msg({ id: 'a2' })]);
+    setApi(createFakeApi({
+      'chats.regenerate': () => ({ assistant: msg({ id: 'a3', status: 'streaming' }) }),
+      'chats.edit': () => ({ user: msg({ id: 'u4', role: 'user', text: 'new' }), assistant: msg({ id: 'a4', status: 'streaming' }) }),
+    }));
+    await regenerateAnswer('c1');
+    expect(useChats.getState().order.c1).toEqual(['u1', 'a1', 'u2', 'a3']);
+    expect(await editQuestion('c1', 'u2', 'new')).toBe(true);
+    expect(useChats.getState().order.c1).toEqual(['u1', 'a1', 'u4', 'a4']);
+  });
+
+  it('a refresh keeps unchanged messages as they were (no re-render) and adopts changed ones', async () => {
+    const m1 = msg({ id: 'u1', role: 'user', text: 'Q' });
+    openChat([m1, msg({ id: 'a1', text: 'old' })]);
+    setApi(createFakeApi({ 'chats.get': () => ({ chat: chat(), messages: [{ ...m1 }, msg({ id: 'a1', text: 'new' })], usage: { documentTokens: 1, conversationTokens: 2, contextTokens: 3 } }) }));
+    await refreshChat('c1');
+    expect(useChats.getState().messages.u1).toBe(m1);
+    expect(useChats.getState().messages.a1.text).toBe('new');
+  });
+
+  it('measures tokens per second while streaming', () => {
+    expect(liveRate({ firstAt: 0, lastAt: 1000, tokens: 11 })).toBe(10);
+    expect(liveRate({ firstAt: 0, lastAt: 0, tokens: 1 })).toBeNull();
+  });
+});

@@ -1,0 +1,276 @@
+// Chats and their messages. Answers stream as chat.token events that grow one message, found by id; the
+// chat.message event then replaces it with the stored version (final text, status, speed, page
+// references). Each message row reads only its own message, so a token re-renders one row.
+import { create } from 'zustand';
+
+import type { ChatSummary, EventPayload, Message, Result } from '../../../electron/api/contract.ts';
+import { api, errorMessage } from '../api/client.ts';
+import { notify, selectChat, useUi } from './ui.ts';
+
+export type ContextUsage = Result<'chats.get'>['usage'];
+
+/** Client-side measurements of an answer being written (for tokens/s before the final number comes). */
+export interface LiveStream {
+  firstAt: number;
+  lastAt: number;
+  tokens: number;
+}
+
+export interface ChatsState {
+  /** Chat ids of each document, most recently used first. */
+  byDoc: Record<string, string[]>;
+  chats: Record<string, ChatSummary>;
+  messages: Record<string, Message>;
+  /** Message ids of each loaded chat, in conversation order. */
+  order: Record<string, string[]>;
+  usage: Record<string, ContextUsage>;
+  live: Record<string, LiveStream>;
+}
+
+const initial: ChatsState = { byDoc: {}, chats: {}, messages: {}, order: {}, usage: {}, live: {} };
+export const useChats = create<ChatsState>()(() => ({ ...initial }));
+
+export function resetChats(): void {
+  useChats.setState({ ...initial }, true);
+}
+
+const now = () => (typeof performance !== 'undefined' ? performance.now() : Date.now());
+
+function sameMessage(a: Message, b: Message): boolean {
+  return a.text === b.text && a.status === b.status && a.tokens === b.tokens && a.tokensPerSecond === b.tokensPerSecond &&
+    a.error === b.error && a.pageRefs.length === b.pageRefs.length && a.pageRefs.every((p, i) => p === b.pageRefs[i]);
+}
+
+/** A message as stored, but keeping text already streamed when the stored copy is behind it. */
+function merged(existing: Message | undefined, incoming: Message): Message {
+  if (!existing) return incoming;
+  // A finished message never streams again (regenerating makes a new one): a stale copy cannot undo it.
+  if (incoming.status === 'streaming' && existing.status !== 'streaming') return existing;
+  if (incoming.status === 'streaming' && existing.status === 'streaming' && existing.text.length > incoming.text.length)
+    return { ...incoming, text: existing.text };
+  return sameMessage(existing, incoming) ? existing : incoming;
+}
+
+function sortChats(ids: string[], chats: Record<string, ChatSummary>): string[] {
+  return [...ids].sort((a, b) => (chats[b]?.updatedAt ?? '').localeCompare(chats[a]?.updatedAt ?? ''));
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Events
+
+export function onChatToken(t: EventPayload<'chat.token'>): void {
+  useChats.setState((s) => {
+    const order = s.order[t.chatId];
+    const existing = s.messages[t.messageId];
+    if (!existing && !order) return s; // a chat this window has not opened
+    const base: Message = existing ?? {
+      id: t.messageId, chatId: t.chatId, role: 'assistant', text: '', status: 'streaming', createdAt: new Date().toISOString(),
+      tokens: null, tokensPerSecond: null, pageRefs: [], error: null,
+    };
+    const at = now();
+    const live = s.live[t.messageId];
+    return {
+      messages: { ...s.messages, [t.messageId]: { ...base, text: base.text + t.text } },
+      order: order && !order.includes(t.messageId) ? { ...s.order, [t.chatId]: [...order, t.messageId] } : s.order,
+      live: { ...s.live, [t.messageId]: live ? { ...live, lastAt: at, tokens: live.tokens + 1 } : { firstAt: at, lastAt: at, tokens: 1 } },
+    };
+  });
+}
+
+export function onChatMessage(m: Message): void {
+  const loaded = !!useChats.getState().order[m.chatId];
+  useChats.setState((s) => {
+    const order = s.order[m.chatId];
+    if (!order && !s.messages[m.id]) return s;
+    const live = { ...s.live };
+    if (m.status !== 'streaming') delete live[m.id];
+    return {
+      messages: { ...s.messages, [m.id]: merged(s.messages[m.id], m) },
+      order: order && !order.includes(m.id) ? { ...s.order, [m.chatId]: [...order, m.id] } : s.order,
+      live,
+    };
+  });
+  // A finished answer changes the context usage and the chat's place in the list.
+  if (loaded && m.status !== 'streaming') void refreshChat(m.chatId);
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Actions
+
+export async function loadChats(documentId: string): Promise<void> {
+  try {
+    const list = await api().call('chats.list', { documentId });
+    useChats.setState((s) => {
+      const chats = { ...s.chats };
+      for (const c of list) chats[c.id] = c;
+      return { chats, byDoc: { ...s.byDoc, [documentId]: sortChats(list.map((c) => c.id), chats) } };
+    });
+  } catch (e) {
+    notify(`Could not list the chats: ${errorMessage(e)}`);
+  }
+}
+
+/** Fetches a chat with its messages and context usage; keeps unchanged message objects (no re-render). */
+export async function refreshChat(chatId: string): Promise<void> {
+  let r: Result<'chats.get'>;
+  try {
+    r = await api().call('chats.get', { chatId });
+  } catch (e) {
+    if ((e as { code?: string }).code !== 'DISCONNECTED') notify(`Could not open the chat: ${errorMessage(e)}`);
+    return;
+  }
+  useChats.setState((s) => {
+    const messages = { ...s.messages };
+    const ids = r.messages.map((m) => {
+      messages[m.id] = merged(s.messages[m.id], m);
+      return m.id;
+    });
+    // An answer that started after the server read the list stays at the end.
+    for (const id of s.order[chatId] ?? []) if (!ids.includes(id) && messages[id]?.status === 'streaming') ids.push(id);
+    const chats = { ...s.chats, [chatId]: r.chat };
+    const docChats = s.byDoc[r.chat.documentId] ?? [];
+    return {
+      messages, chats,
+      order: { ...s.order, [chatId]: ids },
+      usage: { ...s.usage, [chatId]: r.usage },
+      byDoc: { ...s.byDoc, [r.chat.documentId]: sortChats(docChats.includes(chatId) ? docChats : [chatId, ...docChats], chats) },
+    };
+  });
+}
+
+export async function createChat(documentId: string): Promise<string | null> {
+  try {
+    const chat = await api().call('chats.create', { documentId });
+    useChats.setState((s) => ({
+      chats: { ...s.chats, [chat.id]: chat },
+      byDoc: { ...s.byDoc, [documentId]: [chat.id, ...(s.byDoc[documentId] ?? []).filter((id) => id !== chat.id)] },
+      order: { ...s.order, [chat.id]: [] },
+    }));
+    selectChat(chat.id);
+    void refreshChat(chat.id);
+    return chat.id;
+  } catch (e) {
+    notify(`Could not start a chat: ${errorMessage(e)}`);
+    return null;
+  }
+}
+
+export async function deleteChat(chatId: string): Promise<void> {
+  const chat = useChats.getState().chats[chatId];
+  try {
+    await api().call('chats.delete', { chatId });
+  } catch (e) {
+    notify(`The chat was not deleted: ${errorMessage(e)}`);
+    return;
+  }
+  useChats.setState((s) => {
+    const chats = { ...s.chats };
+    delete chats[chatId];
+    const order = { ...s.order };
+    delete order[chatId];
+    const byDoc = chat ? { ...s.byDoc, [chat.documentId]: (s.byDoc[chat.documentId] ?? []).filter((id) => id !== chatId) } : s.byDoc;
+    return { chats, order, byDoc };
+  });
+  if (useUi.getState().chatId === chatId) {
+    const next = chat ? useChats.getState().byDoc[chat.documentId]?.[0] ?? null : null;
+    useUi.setState({ chatId: next });
+  }
+}
+
+export async function renameChat(chatId: string, title: string): Promise<void> {
+  try {
+    const chat = await api().call('chats.rename', { chatId, title });
+    useChats.setState((s) => ({ chats: { ...s.chats, [chatId]: chat } }));
+  } catch (e) {
+    notify(`The chat was not renamed: ${errorMessage(e)}`);
+  }
+}
+
+/** Puts a question and its (streaming) answer at the end of the chat, dropping `cutFrom` and what followed. */
+function placeExchange(chatId: string, user: Message | null, assistant: Message, cutFrom?: string): void {
+  useChats.setState((s) => {
+    let ids = (s.order[chatId] ?? []).filter((id) => id !== user?.id && id !== assistant.id);
+    if (cutFrom) {
+      const at = ids.indexOf(cutFrom);
+      if (at >= 0) ids = ids.slice(0, at);
+    }
+    const messages = { ...s.messages, [assistant.id]: merged(s.messages[assistant.id], assistant) };
+    if (user) messages[user.id] = merged(s.messages[user.id], user);
+    return { messages, order: { ...s.order, [chatId]: [...ids, ...(user ? [user.id] : []), assistant.id] } };
+  });
+}
+
+/** Asks a question; returns false when it was not accepted (the question box keeps the text then). */
+export async function sendQuestion(chatId: string, text: string): Promise<boolean> {
+  try {
+    const r = await api().call('chats.send', { chatId, text });
+    placeExchange(chatId, r.user, r.assistant);
+    return true;
+  } catch (e) {
+    notify(`The question was not sent: ${errorMessage(e)}`);
+    return false;
+  }
+}
+
+export async function stopAnswer(chatId: string): Promise<void> {
+  try {
+    await api().call('chats.stop', { chatId });
+  } catch (e) {
+    notify(`Could not stop the answer: ${errorMessage(e)}`);
+  }
+}
+
+export async function regenerateAnswer(chatId: string): Promise<void> {
+  try {
+    const r = await api().call('chats.regenerate', { chatId });
+    useChats.setState((s) => {
+      const ids = s.order[chatId] ?? [];
+      const last = ids[ids.length - 1];
+      const drop = last && last !== r.assistant.id && s.messages[last]?.role === 'assistant';
+      return { order: { ...s.order, [chatId]: drop ? ids.slice(0, -1) : ids } };
+    });
+    placeExchange(chatId, null, r.assistant);
+  } catch (e) {
+    notify(`Could not answer again: ${errorMessage(e)}`);
+  }
+}
+
+export async function editQuestion(chatId: string, messageId: string, text: string): Promise<boolean> {
+  try {
+    const r = await api().call('chats.edit', { chatId, messageId, text });
+    placeExchange(chatId, r.user, r.assistant, messageId);
+    return true;
+  } catch (e) {
+    notify(`The question was not changed: ${errorMessage(e)}`);
+    return false;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Selectors
+
+export const EMPTY: readonly string[] = Object.freeze([]);
+
+/** The answer being written in a chat (always its last message), or null. */
+export function streamingMessage(s: ChatsState, chatId: string | null): Message | null {
+  if (!chatId) return null;
+  const ids = s.order[chatId];
+  const last = ids && ids.length ? s.messages[ids[ids.length - 1]] : undefined;
+  return last && last.status === 'streaming' ? last : null;
+}
+
+/** Tokens per second of a streaming answer, measured here. */
+export function liveRate(l: LiveStream | undefined): number | null {
+  if (!l || l.tokens < 2 || l.lastAt <= l.firstAt) return null;
+  return ((l.tokens - 1) * 1000) / (l.lastAt - l.firstAt);
+}
+
+/** Context usage including the tokens of an answer still being written. */
+export function liveUsage(s: ChatsState, chatId: string | null): ContextUsage | null {
+  if (!chatId) return null;
+  const u = s.usage[chatId];
+  if (!u) return null;
+  const m = streamingMessage(s, chatId);
+  const extra = m ? s.live[m.id]?.tokens ?? 0 : 0;
+  return extra ? { ...u, conversationTokens: u.conversationTokens + extra } : u;
+}

@@ -1,0 +1,94 @@
+// Where the user is: the page, the selected document and chat, the main pane's tab, the page shown in
+// the document view, overlays, and notices (errors and confirmations for people).
+import { create } from 'zustand';
+
+export type Tab = 'chat' | 'document' | 'inspector';
+export type Route = 'main' | 'models' | 'settings';
+
+export interface Notice {
+  id: number;
+  kind: 'error' | 'info';
+  text: string;
+  action?: { label: string; route: Route };
+}
+
+export interface ConfirmRequest {
+  title: string;
+  body: string;
+  confirmLabel: string;
+  danger?: boolean;
+  onConfirm: () => void;
+}
+
+export interface UiState {
+  route: Route;
+  tab: Tab;
+  documentId: string | null;
+  chatId: string | null;
+  /** The page the document view shows (1-based). */
+  docPage: number;
+  helpOpen: boolean;
+  confirm: ConfirmRequest | null;
+  notices: Notice[];
+}
+
+const initial: UiState = {
+  route: 'main', tab: 'chat', documentId: null, chatId: null, docPage: 1, helpOpen: false, confirm: null, notices: [],
+};
+
+export const useUi = create<UiState>()(() => ({ ...initial }));
+
+export function resetUi(): void {
+  useUi.setState({ ...initial }, true);
+}
+
+export function go(route: Route): void {
+  useUi.setState({ route });
+}
+
+export function setTab(tab: Tab): void {
+  useUi.setState({ tab, route: 'main' });
+}
+
+export function selectDocument(documentId: string | null): void {
+  const s = useUi.getState();
+  if (s.documentId === documentId) return useUi.setState({ route: 'main' });
+  useUi.setState({ documentId, chatId: null, docPage: 1, route: 'main' });
+}
+
+export function selectChat(chatId: string | null): void {
+  useUi.setState({ chatId, route: 'main', tab: 'chat' });
+}
+
+/** Opens the document view at a page (page references in answers link here). */
+export function openPage(page: number): void {
+  useUi.setState({ docPage: Math.max(1, Math.floor(page)), tab: 'document', route: 'main' });
+}
+
+export function setDocPage(page: number): void {
+  useUi.setState({ docPage: Math.max(1, Math.floor(page)) });
+}
+
+export function setHelp(open: boolean): void {
+  useUi.setState({ helpOpen: open });
+}
+
+export function askConfirm(req: ConfirmRequest): void {
+  useUi.setState({ confirm: req });
+}
+
+export function closeConfirm(): void {
+  useUi.setState({ confirm: null });
+}
+
+let nextNotice = 1;
+export function notify(text: string, kind: Notice['kind'] = 'error', action?: Notice['action']): number {
+  const id = nextNotice++;
+  useUi.setState((s) => ({ notices: [...s.notices.filter((n) => n.text !== text), { id, kind, text, action }].slice(-4) }));
+  if (kind === 'info') setTimeout(() => dismiss(id), 5000);
+  return id;
+}
+
+export function dismiss(id: number): void {
+  useUi.setState((s) => ({ notices: s.notices.filter((n) => n.id !== id) }));
+}

@@ -1,0 +1,121 @@
+// An in-memory FolioApi for component tests: calls go to handlers (a test replaces the ones it needs),
+// every call is recorded, and the test pushes events as the core would.
+import type { ChatSummary, CompressionStats, DocumentDetail, DocumentSummary, EngineStatus, EventName, EventPayload, MethodName, ModelEntry, Params, Result, Settings } from '../../../electron/api/contract.ts';
+import { ApiError } from '../../../electron/api/contract.ts';
+import type { FolioShell, MenuAction, OpenedDocument } from '../../../electron/shell/bridge.ts';
+import type { FolioBridge } from '../api/client.ts';
+
+type Handler<M extends MethodName> = (params: Params<M>) => Result<M> | Promise<Result<M>>;
+export type Handlers = { [M in MethodName]?: Handler<M> };
+
+export interface FakeApi extends FolioBridge {
+  calls: { method: MethodName; params: unknown }[];
+  handlers: Handlers;
+  emit<E extends EventName>(event: E, payload: EventPayload<E>): void;
+  callsOf(method: MethodName): unknown[];
+}
+
+export const settings = (over: Partial<Settings> = {}): Settings => ({
+  modelId: 'm1',
+  compression: { method: 'ada-snapkv', budget: 0.3, alpha: 0.2, window: 32, kernel: 7 },
+  sampling: { temperature: 0, topK: 40, topP: 0.95, minP: 0.05, repeatPenalty: 1.1, maxTokens: 64, seed: null },
+  systemPrompt: '', nCtx: null, threads: null, kvType: 'f16', theme: 'light', modelFolders: [],
+  ...over,
+});
+
+export const engine = (over: Partial<EngineStatus> = {}): EngineStatus => ({ state: 'ready', modelId: 'm1', backend: 'cpu (avx2)', message: null, restarts: 0, ...over });
+
+export const model = (over: Partial<ModelEntry> = {}): ModelEntry => ({
+  id: 'm1', path: '/models/tiny.gguf', name: 'tiny', source: 'added', fileBytes: 1_200_000, architecture: 'llama', quantization: 'Q8_0',
+  contextLength: 512, parameters: 260_000, layers: 5, kvHeads: 4, supported: true, unsupportedReason: null, error: null, ...over,
+});
+
+export const doc = (over: Partial<DocumentSummary> = {}): DocumentSummary => ({
+  id: 'd1', title: 'Lily and the kite', kind: 'text', fileName: 'lily.txt', pages: 1, tokens: 375, status: 'ready', error: null,
+  createdAt: '2026-01-01T00:00:00.000Z', modelId: 'm1', compression: settings().compression, kvBytesFull: 240_000, kvBytesKept: 72_000, ...over,
+});
+
+/** Statistics of a small model: `kept[layer][head]` tokens kept. */
+export function stats(kept: number[][] = [[183, 108, 76, 85], [102, 133, 121, 96], [61, 73, 132, 186]]): CompressionStats {
+  return {
+    method: 'ada-snapkv', prefix_tokens: 375, window: 32, kernel: 7, alpha: 0.2, kv_type: 'f16', compressed: true, reason: null,
+    budget: 113, budget_selectable: 81, budget_clamped: false, kv_bytes_full: 240_000, kv_bytes_kept: 72_000, ms_prefill: 30, ms_compress: 3,
+    layers: kept.map((heads, l) => ({
+      budget: 113, bytes_full: 48_000, bytes_kept: 14_400, eps_over_c: 0.1 * (l + 1), attn_l1: null, ms_score: 0.5, ms_select: 0.04, ms_compact: 0.05,
+      heads: heads.map((k, h) => ({ kept: k, retained_mass: 0.9 + 0.02 * h - 0.01 * l, concentration: 0.05 + 0.05 * h + 0.02 * l })),
+    })),
+    token_retention: [],
+  };
+}
+
+export const detail = (over: Partial<DocumentDetail> = {}): DocumentDetail => ({
+  ...doc(),
+  pageList: [
+    { page: 1, text: 'Once upon a time, there was a girl. She had a kite. The end.', tokenStart: 0, tokenEnd: 20 },
+    { page: 2, text: 'Page two has more words.', tokenStart: 20, tokenEnd: 30 },
+  ],
+  stats: stats(),
+  passages: [
+    { page: 1, start: 0, end: 35, retention: 0.2 },
+    { page: 1, start: 36, end: 51, retention: 0.9 },
+    { page: 2, start: 0, end: 24, retention: 0.5 },
+  ],
+  ...over,
+});
+
+export const chat = (over: Partial<ChatSummary> = {}): ChatSummary => ({
+  id: 'c1', documentId: 'd1', title: 'Chat 1', createdAt: '2026-01-01T00:00:00.000Z', updatedAt: '2026-01-01T00:00:00.000Z', messageCount: 0, ...over,
+});
+
+export function createFakeApi(handlers: Handlers = {}, extras: Partial<FolioBridge> = {}): FakeApi {
+  const listeners = new Map<string, Set<(p: unknown) => void>>();
+  const defaults: Handlers = {
+    'settings.get': () => settings(),
+    'engine.status': () => engine(),
+    'documents.list': () => [],
+    'models.list': () => [model()],
+    'models.catalog': () => [],
+    'chats.list': () => [],
+    'tasks.cancel': () => ({ ok: true }),
+  };
+  const api: FakeApi = {
+    calls: [],
+    handlers: { ...defaults, ...handlers },
+    async call<M extends MethodName>(method: M, params: Params<M>): Promise<Result<M>> {
+      api.calls.push({ method, params });
+      const h = api.handlers[method] as Handler<M> | undefined;
+      if (!h) throw new ApiError('UNKNOWN_METHOD', `the fake API has no handler for ${method}`);
+      return h(params);
+    },
+    on<E extends EventName>(event: E, listener: (payload: EventPayload<E>) => void) {
+      const set = listeners.get(event) ?? new Set();
+      listeners.set(event, set);
+      set.add(listener as (p: unknown) => void);
+      return () => set.delete(listener as (p: unknown) => void);
+    },
+    emit(event, payload) {
+      for (const l of listeners.get(event) ?? []) l(payload);
+    },
+    callsOf(method) {
+      return api.calls.filter((c) => c.method === method).map((c) => c.params);
+    },
+    ...extras,
+  };
+  return api;
+}
+
+/** The desktop shell's part of window.folio, with hooks for a test to fire menu actions and opened documents. */
+export function fakeShell(over: Partial<FolioShell> = {}): FolioShell & { menu(action: MenuAction): void; opened(d: OpenedDocument): void } {
+  const menu = new Set<(a: MenuAction) => void>();
+  const opened = new Set<(d: OpenedDocument) => void>();
+  return {
+    platform: 'linux',
+    openFileDialog: async () => [],
+    pathForFile: () => '',
+    onMenu: (l) => (menu.add(l), () => void menu.delete(l)),
+    onDocumentOpened: (l) => (opened.add(l), () => void opened.delete(l)),
+    menu: (a) => menu.forEach((l) => l(a)),
+    opened: (d) => opened.forEach((l) => l(d)),
+    ...over,
+  };
+}
