@@ -125,7 +125,8 @@ export interface GenerateOptions extends SamplingOptions {
   n?: number;
   /** Stop at an end-of-generation token (EOS, EOT, ...). Default false. */
   stopAtEog?: boolean;
-  /** Called for every token, with the complete UTF-8 text it finished; return false to stop. */
+  /** Called for every token, with the complete UTF-8 text it finished; return false to stop. Generation
+   * waits for the callback of each token before the next (at most a second), so a stop is exact. */
   onToken?: (t: { id: number; text: string }) => boolean | void;
 }
 

@@ -3,7 +3,10 @@
 #include "napi/session.h"
 
 #include <atomic>
+#include <chrono>
 #include <cmath>
+#include <condition_variable>
+#include <mutex>
 
 #include "napi/common.h"
 #include "napi/job.h"
@@ -16,6 +19,11 @@ struct SessionState {
   std::unique_ptr<Session> session;
   std::atomic<bool> busy{false};
   std::atomic<bool> cancel{false};
+  // Tokens the JS callback has seen: generation waits for the callback of each token before the next, so
+  // a callback returning false stops it right there (bounded, so a stalled JS thread cannot hang it).
+  std::mutex ack_mu;
+  std::condition_variable ack_cv;
+  uint64_t acked = 0;
 };
 
 Napi::Object stats_to_js(Napi::Env env, const kv::CompressionStats& s) {
@@ -216,16 +224,36 @@ class SessionWrap : public Napi::ObjectWrap<SessionWrap> {
         Napi::Object t = Napi::Object::New(env);
         t.Set("id", double(e.a));
         t.Set("text", e.text);
-        Napi::Value r = ref->Call({t});
-        if (r.IsBoolean() && !r.As<Napi::Boolean>().Value()) st->cancel = true;  // the callback asked to stop
+        Napi::Value r;
+        try {
+          r = ref->Call({t});
+        } catch (...) {
+          st->cancel = true;  // a throwing callback stops generation too
+        }
+        if (!r.IsEmpty() && r.IsBoolean() && !r.As<Napi::Boolean>().Value()) st->cancel = true;  // asked to stop
+        {
+          std::lock_guard<std::mutex> lock(st->ack_mu);
+          st->acked = uint64_t(e.b);
+        }
+        st->ack_cv.notify_all();
       };
     }
     auto st = state_;
     auto out = std::make_shared<GenerateResult>();
     return run(
         env,
-        [st, gp, out](const Job::Emit& emit) {
-          *out = st->session->generate(gp, [&](int32_t id, const std::string& text) { emit({id, 0, text}); }, &st->cancel);
+        [st, gp, out, has_callback = bool(on_event)](const Job::Emit& emit) {
+          uint64_t sent = 0;
+          {
+            std::lock_guard<std::mutex> lock(st->ack_mu);
+            st->acked = 0;
+          }
+          *out = st->session->generate(gp, [&](int32_t id, const std::string& text) {
+            emit({id, int64_t(++sent), text});
+            if (!has_callback) return;
+            std::unique_lock<std::mutex> lock(st->ack_mu);
+            st->ack_cv.wait_for(lock, std::chrono::seconds(1), [&] { return st->acked >= sent; });
+          }, &st->cancel);
         },
         [st, out](Napi::Env env) {
           Napi::Object r = Napi::Object::New(env);
