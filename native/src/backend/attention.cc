@@ -1,16 +1,148 @@
 // Attention over the flat variable-length KV cache: one sequence per KV head with its G query heads.
+//
+// The fast path works like flash attention: for a tile of queries of one KV head (all G query heads of
+// each), it walks the keys in blocks of kKeyBlock, computes the block's scores as a small matrix product
+// (queries × transposed keys, vectorised over the keys), keeps a running max and sum per query (online
+// softmax) and accumulates the values; no score matrix over the whole sequence ever exists. The loops are
+// written so the compiler vectorises them without reassociating sums it must not (every inner loop runs
+// over independent outputs), and on x86-64 Linux they are compiled for AVX-512 and AVX2 as well, picked at
+// load time.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "backend/cpu-ops.h"
+#include "quant/quant.h"
+
+#if defined(__x86_64__) && defined(__linux__) && defined(__GNUC__) && !defined(__clang__)
+#define FOLIO_VECTOR_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define FOLIO_VECTOR_CLONES
+#endif
 
 namespace folio::cpu {
 
 namespace {
 
-constexpr int32_t kKeyBlock = 64;     // keys converted to float per step
-constexpr int64_t kQueryTile = 8;     // queries of one KV head handled together
+constexpr int kKeyBlock = 64;  // keys per block
+constexpr int kTileRows = 64;  // query rows (queries × G heads) per work item
+constexpr int kTransposeRows = 16;  // from this many rows on, transposing the key block pays off
+
+// exp(x) for x <= 0 (scores minus their running max), to about 2e-7 relative: 2^n · p(r) with
+// r = x − n·ln 2 in [−ln2/2, ln2/2] and p a degree-6 Taylor polynomial; below −87 it is 0. Written
+// element-wise over an array so that it vectorises (std::exp does not).
+inline void exp_below_zero(float* __restrict x, int n) {
+  for (int i = 0; i < n; i++) {
+    float v = x[i];
+    const bool tiny = v < -87.0f;
+    v = tiny ? -87.0f : v;
+    const float fn = std::nearbyint(v * 1.44269504088896341f);
+    const float r = (v - fn * 0.693145751953125f) - fn * 1.42860682030941723212e-6f;
+    float p = 1.0f / 720.0f;
+    p = p * r + 1.0f / 120.0f;
+    p = p * r + 1.0f / 24.0f;
+    p = p * r + 1.0f / 6.0f;
+    p = p * r + 0.5f;
+    p = p * r + 1.0f;
+    p = p * r + 1.0f;
+    const int32_t bits = (int32_t(fn) + 127) << 23;
+    float scale;
+    std::memcpy(&scale, &bits, 4);
+    x[i] = tiny ? 0.0f : p * scale;
+  }
+}
+
+struct TileBuffers {
+  float* q;      // [rows, D]     the tile's queries, contiguous
+  float* kraw;   // [kKeyBlock, D] a block of keys as floats
+  float* kt;     // [D, kKeyBlock] the same, transposed
+  float* v;      // [kKeyBlock, Dv]
+  float* s;      // [rows, kKeyBlock] scores, then probabilities
+  float* o;      // [rows, Dv]    accumulated outputs
+  float* mx;     // [rows]        running max of each row's scores
+  float* sum;    // [rows]        running sum of each row's exp-scores
+  int32_t* visible;  // [rows]    keys each row may see
+};
+
+size_t tile_floats(int D, int Dv) {
+  return size_t(kTileRows) * size_t(D) + size_t(kKeyBlock) * size_t(2 * D + Dv) + size_t(kTileRows) * (size_t(kKeyBlock) + size_t(Dv) + 3);
+}
+
+TileBuffers carve(float* base, int D, int Dv) {
+  TileBuffers b;
+  b.q = base;
+  b.kraw = b.q + size_t(kTileRows) * size_t(D);
+  b.kt = b.kraw + size_t(kKeyBlock) * size_t(D);
+  b.v = b.kt + size_t(kKeyBlock) * size_t(D);
+  b.s = b.v + size_t(kKeyBlock) * size_t(Dv);
+  b.o = b.s + size_t(kTileRows) * size_t(kKeyBlock);
+  b.mx = b.o + size_t(kTileRows) * size_t(Dv);
+  b.sum = b.mx + kTileRows;
+  b.visible = reinterpret_cast<int32_t*>(b.sum + kTileRows);
+  return b;
+}
+
+// Scores of a key block for many rows: s[r][j] = Σ_d q[r][d] · kt[d][j], vectorised over the keys.
+FOLIO_VECTOR_CLONES
+void block_scores_transposed(const TileBuffers& b, int rows, int D) {
+  for (int r = 0; r < rows; r++) {
+    float acc[kKeyBlock] = {};
+    const float* qr = b.q + size_t(r) * size_t(D);
+    for (int d = 0; d < D; d++) {
+      const float qd = qr[d];
+      const float* kd = b.kt + size_t(d) * kKeyBlock;
+      for (int j = 0; j < kKeyBlock; j++) acc[j] += qd * kd[j];
+    }
+    std::memcpy(b.s + size_t(r) * kKeyBlock, acc, sizeof acc);
+  }
+}
+
+// The same for a few rows (decode): one dot product per (row, key), no transpose.
+void block_scores_dot(const TileBuffers& b, int rows, int D, int nb, const quant::Kernels& f32) {
+  for (int r = 0; r < rows; r++) {
+    const float* qr = b.q + size_t(r) * size_t(D);
+    float* sr = b.s + size_t(r) * kKeyBlock;
+    for (int j = 0; j < nb; j++) sr[j] = f32.vec_dot(D, b.kraw + size_t(j) * size_t(D), qr);
+  }
+}
+
+// The online-softmax update of each row with the block's scores (masked to what the row may see), and the
+// accumulation of the block's values.
+FOLIO_VECTOR_CLONES
+void block_softmax_accumulate(const TileBuffers& b, int rows, int Dv, int nb, int32_t j0, float scale) {
+  for (int r = 0; r < rows; r++) {
+    float* sr = b.s + size_t(r) * kKeyBlock;
+    const int lim = std::min(nb, b.visible[r] - j0);  // keys of this block the row may see
+    if (lim <= 0) continue;
+    float bmax = -std::numeric_limits<float>::infinity();
+    for (int j = 0; j < kKeyBlock; j++) {
+      sr[j] = j < lim ? sr[j] * scale : -std::numeric_limits<float>::infinity();
+      bmax = std::max(bmax, sr[j]);
+    }
+    const float new_max = std::max(b.mx[r], bmax);
+    const float carry = std::exp(b.mx[r] - new_max);
+    b.mx[r] = new_max;
+    for (int j = 0; j < kKeyBlock; j++) sr[j] -= new_max;
+    exp_below_zero(sr, kKeyBlock);
+    float bsum = 0;
+    for (int j = 0; j < kKeyBlock; j++) bsum += sr[j];
+    b.sum[r] = b.sum[r] * carry + bsum;
+    float* o = b.o + size_t(r) * size_t(Dv);
+    if (carry != 1.0f)
+      for (int d = 0; d < Dv; d++) o[d] *= carry;
+    for (int j = 0; j < lim; j++) {
+      const float p = sr[j];
+      const float* vj = b.v + size_t(j) * size_t(Dv);
+      for (int d = 0; d < Dv; d++) o[d] += p * vj[d];
+    }
+  }
+}
+
+void transpose_block(const float* __restrict src, float* __restrict dst, int nb, int D) {
+  for (int j = 0; j < kKeyBlock; j++)
+    for (int d = 0; d < D; d++) dst[size_t(d) * kKeyBlock + size_t(j)] = j < nb ? src[size_t(j) * size_t(D) + size_t(d)] : 0.0f;
+}
 
 }  // namespace
 
@@ -19,71 +151,49 @@ void attention(ThreadPool& pool, Scratch& s, const float* q, const FlatKvCache& 
   const int H = hp.n_head, Hk = hp.n_head_kv, G = hp.n_gqa(), D = hp.head_dim, Dv = hp.head_dim_v;
   const int64_t qw = hp.q_width(), ow = int64_t(H) * Dv;
   const float scale = 1.0f / std::sqrt(float(D));
-  const int64_t tiles = (m + kQueryTile - 1) / kQueryTile;
-  // Per thread: a block of keys, a block of values, and per (query, head) the running max, sum and output.
-  const size_t rows = size_t(kQueryTile) * size_t(G);
-  const size_t per_thread = size_t(kKeyBlock) * size_t(D + Dv) + rows * (2 + size_t(Dv)) + size_t(kKeyBlock);
+  // A tile holds whole queries (all G heads of each): as many as fit in kTileRows rows.
+  const int64_t tile_q = std::max<int64_t>(1, kTileRows / G);
+  const int64_t tiles = (m + tile_q - 1) / tile_q;
+  const size_t per_thread = tile_floats(D, Dv);
   for (int th = 0; th < pool.size(); th++) s.thread_buffer(th, per_thread);
+  const quant::Kernels& f32 = quant::kernels(TensorType::F32);
 
   pool.parallel_for(int64_t(Hk) * tiles, [&](int64_t item, int thread) {
     const int g = int(item / tiles);
-    const int64_t t0 = (item % tiles) * kQueryTile, t1 = std::min(m, t0 + kQueryTile);
-    const int32_t len = cache.len(l, g);
-    const int32_t before = len - int32_t(m);  // entries older than this call's tokens
-    float* K = s.per_thread[size_t(thread)].data();
-    float* V = K + size_t(kKeyBlock) * size_t(D);
-    float* mx = V + size_t(kKeyBlock) * size_t(Dv);
-    float* sum = mx + rows;
-    float* acc = sum + rows;
-    float* sc = acc + rows * size_t(Dv);
-    std::fill(mx, mx + rows, -std::numeric_limits<float>::infinity());
-    std::fill(sum, sum + rows, 0.0f);
-    std::fill(acc, acc + rows * size_t(Dv), 0.0f);
-
-    const int32_t n_keys = before + int32_t(t1);  // the last query of the tile sees this many
-    for (int32_t j0 = 0; j0 < n_keys; j0 += kKeyBlock) {
-      const int32_t nb = std::min(kKeyBlock, n_keys - j0);
-      cache.read_k(l, g, j0, nb, K);
-      cache.read_v(l, g, j0, nb, V);
-      for (int64_t t = t0; t < t1; t++) {
-        const int32_t visible = std::min(nb, before + int32_t(t) + 1 - j0);
-        if (visible <= 0) continue;
-        for (int hh = 0; hh < G; hh++) {
-          const int h = g * G + hh;
-          const size_t r = size_t(t - t0) * size_t(G) + size_t(hh);
-          const float* qr = q + t * qw + int64_t(h) * D;
-          float bmax = -std::numeric_limits<float>::infinity();
-          for (int32_t j = 0; j < visible; j++) {
-            const float* kr = K + size_t(j) * size_t(D);
-            float dot = 0;
-            for (int d = 0; d < D; d++) dot += qr[d] * kr[d];
-            sc[j] = dot * scale;
-            bmax = std::max(bmax, sc[j]);
-          }
-          // Online softmax: rescale what was accumulated when the running max grows.
-          const float new_max = std::max(mx[r], bmax);
-          const float carry = std::exp(mx[r] - new_max);
-          float* o = acc + r * size_t(Dv);
-          if (carry != 1.0f) {
-            sum[r] *= carry;
-            for (int d = 0; d < Dv; d++) o[d] *= carry;
-          }
-          for (int32_t j = 0; j < visible; j++) {
-            const float p = std::exp(sc[j] - new_max);
-            sum[r] += p;
-            const float* vr = V + size_t(j) * size_t(Dv);
-            for (int d = 0; d < Dv; d++) o[d] += p * vr[d];
-          }
-          mx[r] = new_max;
-        }
+    const int64_t t0 = (item % tiles) * tile_q, t1 = std::min(m, t0 + tile_q);
+    const int32_t before = cache.len(l, g) - int32_t(m);  // entries older than this call's tokens
+    TileBuffers b = carve(s.per_thread[size_t(thread)].data(), D, Dv);
+    // Rows in order (query, head): the tile's queries and how far each may look.
+    const int rows = int((t1 - t0) * G);
+    for (int64_t t = t0; t < t1; t++)
+      for (int hh = 0; hh < G; hh++) {
+        const int r = int((t - t0) * G + hh);
+        std::memcpy(b.q + size_t(r) * size_t(D), q + t * qw + int64_t(g * G + hh) * D, size_t(D) * sizeof(float));
+        b.visible[r] = before + int32_t(t) + 1;
       }
+    std::fill(b.mx, b.mx + rows, -std::numeric_limits<float>::infinity());
+    std::fill(b.sum, b.sum + rows, 0.0f);
+    std::fill(b.o, b.o + size_t(rows) * size_t(Dv), 0.0f);
+
+    const int32_t n_keys = before + int32_t(t1);  // the tile's last query sees this many
+    for (int32_t j0 = 0; j0 < n_keys; j0 += kKeyBlock) {
+      const int nb = std::min<int32_t>(kKeyBlock, n_keys - j0);
+      cache.read_k(l, g, j0, nb, b.kraw);
+      cache.read_v(l, g, j0, nb, b.v);
+      if (rows >= kTransposeRows) {
+        transpose_block(b.kraw, b.kt, nb, D);
+        block_scores_transposed(b, rows, D);
+      } else {
+        block_scores_dot(b, rows, D, nb, f32);
+      }
+      block_softmax_accumulate(b, rows, Dv, nb, j0, scale);
     }
     for (int64_t t = t0; t < t1; t++)
       for (int hh = 0; hh < G; hh++) {
-        const size_t r = size_t(t - t0) * size_t(G) + size_t(hh);
-        const float inv = 1.0f / sum[r];
+        const int r = int((t - t0) * G + hh);
+        const float inv = 1.0f / b.sum[r];
         float* o = out + t * ow + int64_t(g * G + hh) * Dv;
-        for (int d = 0; d < Dv; d++) o[d] = acc[r * size_t(Dv) + size_t(d)] * inv;
+        for (int d = 0; d < Dv; d++) o[d] = b.o[size_t(r) * size_t(Dv) + size_t(d)] * inv;
       }
   });
 }
