@@ -153,3 +153,27 @@ export function checkFits(tokens: number, nCtx: number, reserve: number) {
       { code: 'DOC_TOO_LONG' },
     );
 }
+
+/** Flags of the commands that sample text. */
+export const samplingFlags = {
+  temp: { type: 'string' },
+  'top-k': { type: 'string' },
+  'top-p': { type: 'string' },
+  'min-p': { type: 'string' },
+  'repeat-penalty': { type: 'string' },
+  'repeat-last-n': { type: 'string' },
+  seed: { type: 'string' },
+} as const;
+
+/** Sampling options from --temp, --top-k, --top-p, --min-p, --repeat-penalty, --repeat-last-n, --seed (a random seed when none). */
+export function samplingOptions(v: Values) {
+  return {
+    temperature: float(v, 'temp', 0.8),
+    topK: int(v, 'top-k', 40),
+    topP: float(v, 'top-p', 0.95),
+    minP: float(v, 'min-p', 0.05),
+    repeatPenalty: float(v, 'repeat-penalty', 1),
+    repeatLastN: int(v, 'repeat-last-n', 64, -1),
+    seed: v.seed !== undefined ? int(v, 'seed', 0) : Math.floor(Math.random() * 2 ** 32),
+  };
+}

@@ -8,7 +8,7 @@ import { createInterface } from 'node:readline';
 
 import type { Model, Session } from '../../engine/binding.ts';
 import {
-  type Command, checkFits, common, compressFlags, compressOptions, float, int, mib, need, openModel, sessionOptions, str,
+  type Command, checkFits, common, compressFlags, compressOptions, int, mib, need, openModel, samplingFlags, samplingOptions, sessionOptions, str,
 } from '../args.ts';
 import {
   ChatFormatError, Conversation, formatTokens, plainRenderer, systemContent, templateRenderer, type TurnPlan,
@@ -36,23 +36,15 @@ export const chat: Command = {
     model: common.model, threads: common.threads, ctx: common.ctx, 'kv-type': common['kv-type'], help: common.help,
     doc: compressFlags.doc, method: compressFlags.method, budget: compressFlags.budget, alpha: compressFlags.alpha,
     window: compressFlags.window, kernel: compressFlags.kernel,
-    system: { type: 'string' }, n: { type: 'string' }, temp: { type: 'string' },
-    'top-k': { type: 'string' }, 'top-p': { type: 'string' }, 'min-p': { type: 'string' },
-    'repeat-penalty': { type: 'string' }, 'repeat-last-n': { type: 'string' }, seed: { type: 'string' },
+    system: { type: 'string' }, n: { type: 'string' },
+    ...samplingFlags,
   },
   async run(v) {
     // Every flag is checked before the model is loaded.
     const copts = compressOptions(v);
-    const seed = v.seed !== undefined ? int(v, 'seed', 0) : Math.floor(Math.random() * 2 ** 32);
     const nMax = int(v, 'n', 256, 1);
     const sampling = {
-      temperature: float(v, 'temp', 0.8),
-      topK: int(v, 'top-k', 40),
-      topP: float(v, 'top-p', 0.95),
-      minP: float(v, 'min-p', 0.05),
-      repeatPenalty: float(v, 'repeat-penalty', 1),
-      repeatLastN: int(v, 'repeat-last-n', 64, -1),
-      seed,
+      ...samplingOptions(v),
     };
     const sessionOpts = sessionOptions(v);
     const docPath = need(v, 'doc');

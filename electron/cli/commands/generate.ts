@@ -1,5 +1,5 @@
 // folio generate
-import { type Command, common, int, float, promptText, openModel, sessionOptions, print, promptTokens } from '../args.ts';
+import { type Command, common, int, promptText, openModel, sessionOptions, print, promptTokens, samplingFlags, samplingOptions } from '../args.ts';
 
 export const generate: Command = {
   summary: 'continue a prompt',
@@ -8,23 +8,15 @@ export const generate: Command = {
     '               [--repeat-penalty 1] [--repeat-last-n 64] [--seed S] [--stop-eos] [--threads N] [--ctx N] [--json]',
   options: {
     ...common,
-    prompt: { type: 'string' }, 'prompt-file': { type: 'string' }, n: { type: 'string' }, temp: { type: 'string' },
-    'top-k': { type: 'string' }, 'top-p': { type: 'string' }, 'min-p': { type: 'string' },
-    'repeat-penalty': { type: 'string' }, 'repeat-last-n': { type: 'string' }, seed: { type: 'string' },
+    prompt: { type: 'string' }, 'prompt-file': { type: 'string' }, n: { type: 'string' },
+    ...samplingFlags,
     'stop-eos': { type: 'boolean' },
   },
   async run(v) {
     // Every flag is checked before the model is loaded.
-    const seed = v.seed !== undefined ? int(v, 'seed', 0) : Math.floor(Math.random() * 2 ** 32);
     const sampling = {
       n: int(v, 'n', 64),
-      temperature: float(v, 'temp', 0.8),
-      topK: int(v, 'top-k', 40),
-      topP: float(v, 'top-p', 0.95),
-      minP: float(v, 'min-p', 0.05),
-      repeatPenalty: float(v, 'repeat-penalty', 1),
-      repeatLastN: int(v, 'repeat-last-n', 64, -1),
-      seed,
+      ...samplingOptions(v),
       stopAtEog: !!v['stop-eos'],
     };
     const sessionOpts = sessionOptions(v);
@@ -47,7 +39,7 @@ export const generate: Command = {
         prefill_tokens_per_s: pre.tokensPerSecond,
         decode_tokens_per_s: gen.tokensPerSecond,
         stop_reason: gen.stopReason,
-        seed,
+        seed: sampling.seed,
         threads,
       }, '');
     } else {
