@@ -9,11 +9,12 @@ import { tokenize } from './commands/tokenize.ts';
 import { generate } from './commands/generate.ts';
 import { logits } from './commands/logits.ts';
 import { compress } from './commands/compress.ts';
+import { bench } from './commands/bench.ts';
 import { evalCommand } from './commands/eval.ts';
 import { chat } from './commands/chat.ts';
 import { serve } from './commands/serve.ts';
 
-const commands: Record<string, Command> = { info, tokenize, generate, logits, compress, eval: evalCommand, chat, serve };
+const commands: Record<string, Command> = { info, tokenize, generate, logits, compress, bench, eval: evalCommand, chat, serve };
 
 function help(): string {
   return (

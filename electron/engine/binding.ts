@@ -22,6 +22,20 @@ export interface OpsBinding {
   quantize(type: number, x: Float32Array, isa?: string): Uint8Array;
   /** Σ w·x: `w` holds n elements of `type`, `x` n elements of vecDotType(type) (already quantized). */
   vecDot(type: number, w: Uint8Array, x: Uint8Array, n: number, isa?: string): number;
+  /**
+   * The engine's matrix product Y [n × rows] = X [n × cols] · Wᵀ, W `rows` rows of `type` (packed), X floats
+   * (converted to vecDotType(type) first, as the engine does). `path`: 'auto' (what the engine does),
+   * 'blocked' (the blocked kernel for any n) or 'vecdot' (vecDot per row and token). Threads default 1.
+   */
+  matmul(type: number, w: Uint8Array, rows: number, cols: number, x: Float32Array, n: number, isa?: string,
+    threads?: number, path?: 'auto' | 'blocked' | 'vecdot'): Float32Array;
+  /**
+   * The machine's memory read bandwidth as `threads` threads see it (default: all hardware threads),
+   * reading a buffer of `mib` MiB (default 512); the best of `passes` (default 5) timed passes.
+   */
+  readBandwidth(threads?: number, mib?: number, passes?: number): {
+    bytesPerSecond: number; bytes: number; threads: number; passes: number; seconds: number;
+  };
 }
 
 export interface VocabInfo {

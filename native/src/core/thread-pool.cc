@@ -1,8 +1,27 @@
 #include "core/thread-pool.h"
 
 #include <algorithm>
+#include <chrono>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
 
 namespace folio {
+
+namespace {
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  _mm_pause();
+#elif defined(__aarch64__)
+  __asm__ __volatile__("yield");
+#endif
+}
+
+using Clock = std::chrono::steady_clock;
+
+}  // namespace
 
 int ThreadPool::default_threads() {
   unsigned n = std::thread::hardware_concurrency();
@@ -16,57 +35,111 @@ ThreadPool::ThreadPool(int n_threads) : n_threads_(n_threads > 0 ? n_threads : d
 ThreadPool::~ThreadPool() {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    stop_ = true;
+    stop_.store(true);
   }
   wake_.notify_all();
   for (auto& t : workers_) t.join();
 }
 
 void ThreadPool::run_items(int thread) {
+  const FnRef& fn = *fn_;
+  const int64_t n = n_, chunk = chunk_;
   for (;;) {
-    const int64_t start = next_.fetch_add(chunk_, std::memory_order_relaxed);
-    if (start >= n_) break;
-    const int64_t end = std::min(n_, start + chunk_);
-    for (int64_t i = start; i < end; i++) (*fn_)(i, thread);
+    const int64_t start = next_.fetch_add(chunk, std::memory_order_relaxed);
+    if (start >= n) break;
+    const int64_t end = std::min(n, start + chunk);
+    for (int64_t i = start; i < end; i++) fn(i, thread);
+  }
+}
+
+void ThreadPool::wait_for(const std::atomic<int>& count) {
+  // Spin, yielding now and then in case the thread waited for lost its core.
+  for (int spins = 1; count.load(std::memory_order_acquire) != 0; ++spins) {
+    cpu_relax();
+    if ((spins & 63) == 0) std::this_thread::yield();
   }
 }
 
 void ThreadPool::worker(int index) {
+  // Generation 0 is the pool's state before any loop; a worker that starts late must still run the
+  // loops dispatched before it got going.
   uint64_t seen = 0;
   for (;;) {
-    {
-      std::unique_lock<std::mutex> lock(mu_);
-      wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
-      if (stop_) return;
-      seen = generation_;
+    // Spin for a while: the next loop of a forward pass usually comes within microseconds.
+    uint64_t g = generation_.load(std::memory_order_acquire);
+    if (g == seen) {
+      const Clock::time_point t0 = Clock::now();
+      for (int spins = 1;; ++spins) {
+        cpu_relax();
+        g = generation_.load(std::memory_order_acquire);
+        if (g != seen || stop_.load(std::memory_order_relaxed)) break;
+        if ((spins & 63) != 0) continue;
+        // Let another thread have this core now and then: when the machine has more runnable threads
+        // than cores, the one we wait for may be queued behind us.
+        std::this_thread::yield();
+        if (Clock::now() - t0 > std::chrono::microseconds(kSpinMicros)) {
+          // Nothing came: sleep until the next dispatch. The caller checks sleepers_ after bumping the
+          // generation (both sequentially consistent), so either it sees us and notifies under the
+          // mutex, or we see the new generation in the predicate.
+          std::unique_lock<std::mutex> lock(mu_);
+          sleepers_.fetch_add(1);
+          wake_.wait(lock, [&] { return stop_.load() || generation_.load() != seen; });
+          sleepers_.fetch_sub(1);
+          g = generation_.load(std::memory_order_acquire);
+          break;
+        }
+      }
     }
-    run_items(index);
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (--busy_ == 0) done_.notify_one();
+    if (stop_.load()) return;
+    seen = g;
+    if (g & 1) {  // run_on_all: this thread's own item
+      if (index < n_) (*fn_)(index, index);
+      pending_.fetch_sub(1, std::memory_order_release);
+      continue;
     }
+    // Join the loop unless the caller has closed it already (both sequentially consistent: either the
+    // caller sees us in running_ and waits, or we see the loop closed).
+    running_.fetch_add(1);
+    if (closed_.load() < g) run_items(index);
+    running_.fetch_sub(1, std::memory_order_release);
   }
 }
 
-void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t, int)>& fn, int64_t chunk) {
+void ThreadPool::parallel_for(int64_t n, FnRef fn, int64_t chunk) {
   if (n <= 0) return;
+  chunk = std::max<int64_t>(1, chunk);
   if (workers_.empty() || n <= chunk) {
     for (int64_t i = 0; i < n; i++) fn(i, 0);
     return;
   }
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    fn_ = &fn;
-    n_ = n;
-    chunk_ = std::max<int64_t>(1, chunk);
-    next_.store(0, std::memory_order_relaxed);
-    busy_ = int(workers_.size());
-    generation_++;
+  dispatch(n, fn, chunk, false);
+}
+
+void ThreadPool::dispatch(int64_t n, FnRef fn, int64_t chunk, bool one_each) {
+  if (workers_.empty()) {
+    for (int64_t i = 0; i < n; i++) fn(i, 0);
+    return;
   }
-  wake_.notify_all();
-  run_items(0);
-  std::unique_lock<std::mutex> lock(mu_);
-  done_.wait(lock, [&] { return busy_ == 0; });
+  fn_ = &fn;
+  n_ = n;
+  chunk_ = chunk;
+  next_.store(0, std::memory_order_relaxed);
+  if (one_each) pending_.store(int(workers_.size()), std::memory_order_relaxed);
+  // Publishes the loop (sequentially consistent, see worker()): the next even value, +1 for run_on_all.
+  const uint64_t g = (generation_.load(std::memory_order_relaxed) | 1) + 1 + (one_each ? 1 : 0);
+  generation_.store(g);
+  if (sleepers_.load() > 0) {
+    { std::lock_guard<std::mutex> lock(mu_); }
+    wake_.notify_all();
+  }
+  if (one_each) {
+    fn(0, 0);
+    wait_for(pending_);
+  } else {
+    run_items(0);
+    closed_.store(g);
+    wait_for(running_);
+  }
   fn_ = nullptr;
 }
 

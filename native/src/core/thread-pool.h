@@ -1,4 +1,12 @@
 // A fixed pool of worker threads that run parallel loops; threads are created once, not per operation.
+//
+// Dispatch is built for the many short loops of a decode step (a few microseconds each): the caller
+// publishes the loop and bumps a generation counter, workers that are spinning see it at once; a worker
+// that found nothing to do for a while (kSpinMicros) goes to sleep on a condition variable and is woken
+// by the next dispatch. Spinning threads yield their core every few microseconds, so that on a machine
+// with more runnable threads than cores the thread being waited for is not starved by the waiters. The loop body is passed by reference (FnRef: a pointer and a trampoline), so
+// nothing is allocated per call. The caller runs items too and then waits, spinning, for the workers to
+// finish theirs.
 #pragma once
 #include <atomic>
 #include <condition_variable>
@@ -6,6 +14,8 @@
 #include <functional>
 #include <mutex>
 #include <thread>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace folio {
@@ -19,26 +29,64 @@ class ThreadPool {
 
   int size() const { return n_threads_; }
 
+  // A non-owning reference to a callable fn(int64_t i, int thread); valid while the callable lives.
+  class FnRef {
+   public:
+    template <typename F, typename = std::enable_if_t<!std::is_same_v<std::decay_t<F>, FnRef>>>
+    FnRef(F&& f)  // NOLINT: implicit on purpose, so that lambdas convert
+        : obj_(const_cast<void*>(static_cast<const void*>(&f))),
+          call_([](void* o, int64_t i, int t) { (*static_cast<std::remove_reference_t<F>*>(o))(i, t); }) {}
+    void operator()(int64_t i, int t) const { call_(obj_, i, t); }
+
+   private:
+    void* obj_;
+    void (*call_)(void*, int64_t, int);
+  };
+
   // Runs fn(i, thread) for every i in [0, n) and returns when all are done. Items are handed out in
-  // chunks from a shared counter; `thread` is in [0, size()) and can index per-thread scratch space.
-  void parallel_for(int64_t n, const std::function<void(int64_t i, int thread)>& fn, int64_t chunk = 1);
+  // chunks of `chunk` from a shared counter; `thread` is in [0, size()) and can index per-thread scratch
+  // space. Any callable works (a lambda, a std::function); none is copied.
+  void parallel_for(int64_t n, FnRef fn, int64_t chunk = 1);
+
+  // Runs fn(thread, size()) once on every thread of the pool (the caller is thread 0), for work that
+  // splits itself statically.
+  template <typename F>
+  void run_on_all(F&& fn) {
+    const int nt = n_threads_;
+    auto body = [&](int64_t i, int) { fn(int(i), nt); };
+    dispatch(nt, FnRef(body), 1, /*one_each=*/true);
+  }
 
   static int default_threads();
 
  private:
+  void dispatch(int64_t n, FnRef fn, int64_t chunk, bool one_each);
   void worker(int index);
   void run_items(int thread);
+  void wait_for(const std::atomic<int>& count);
+
+  static constexpr int kSpinMicros = 500;
 
   int n_threads_;
   std::vector<std::thread> workers_;
-  std::mutex mu_;
-  std::condition_variable wake_, done_;
-  uint64_t generation_ = 0;
-  int busy_ = 0;
-  bool stop_ = false;
-  const std::function<void(int64_t, int)>* fn_ = nullptr;
+
+  // The published loop; written by the caller before the generation bump, read by workers after.
+  const FnRef* fn_ = nullptr;
   int64_t n_ = 0, chunk_ = 1;
-  std::atomic<int64_t> next_{0};
+  alignas(64) std::atomic<int64_t> next_{0};
+  // 2·(loops dispatched) + 1 for a run_on_all loop: a worker knows a loop's kind from the value it saw.
+  alignas(64) std::atomic<uint64_t> generation_{0};
+  // parallel_for: once every item is taken the caller closes the loop (closed_ = its generation) and
+  // waits only for the workers that joined it (running_); a worker that comes later sees it closed and
+  // leaves fn_ alone. So a worker that is not scheduled (a busy machine) never holds the caller up.
+  alignas(64) std::atomic<uint64_t> closed_{0};
+  std::atomic<int> running_{0};
+  // run_on_all: every worker must run its item; the caller waits for all of them.
+  alignas(64) std::atomic<int> pending_{0};
+  std::atomic<int> sleepers_{0};
+  std::atomic<bool> stop_{false};
+  std::mutex mu_;
+  std::condition_variable wake_;
 };
 
 }  // namespace folio

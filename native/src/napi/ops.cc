@@ -1,12 +1,18 @@
 // exports.ops: the quant kernels one call at a time, for the tests (OpsBinding in electron/engine/binding.ts).
 // Every argument is checked before a kernel runs; inputs are copied into aligned native buffers and
 // results copied into fresh JS arrays.
+#include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "core/thread-pool.h"
 #include "napi/common.h"
+#include "quant/matmul.h"
 #include "quant/quant.h"
 
 namespace folio::napi {
@@ -143,6 +149,123 @@ Napi::Value vec_dot(const Napi::CallbackInfo& info) {
   });
 }
 
+// A positive integer argument (or `def` when absent / undefined), at most `max`.
+int64_t arg_int(const Napi::CallbackInfo& info, size_t i, const char* what, int64_t def, int64_t min, int64_t max) {
+  if (info.Length() <= i || info[i].IsUndefined()) return def;
+  if (!info[i].IsNumber()) invalid(strfmt("%s must be a number", what));
+  const double v = info[i].As<Napi::Number>().DoubleValue();
+  if (!(v >= double(min) && v <= double(max) && v == std::floor(v))) {
+    invalid(strfmt("%s must be an integer from %lld to %lld", what, (long long)min, (long long)max));
+  }
+  return int64_t(v);
+}
+
+// matmul(type, w, rows, cols, x, n, isa?, threads?, path?): Y [n, rows] = X [n, cols] · W [rows, cols]ᵀ,
+// W as `rows` rows of `type` (row_bytes apart, packed), X floats. path: 'auto' (what the engine does),
+// 'blocked' (the blocked kernel whatever n is) or 'vecdot' (vec_dot per row and token).
+Napi::Value matmul(const Napi::CallbackInfo& info) {
+  return guard(info.Env(), [&]() -> Napi::Value {
+    const TensorType type = arg_type(info, 0);
+    quant::vec_dot_type(type);  // throws UNSUPPORTED_TYPE for activation types
+    const int64_t rows = arg_int(info, 2, "rows", -1, 0, int64_t(1) << 30);
+    const int64_t cols = arg_count(info, 3, type);
+    const int64_t n = arg_int(info, 5, "n", -1, 0, int64_t(1) << 30);
+    if (rows < 0 || n < 0) invalid("rows and n are required");
+    const Isa isa = arg_isa(info, 6);
+    const int threads = int(arg_int(info, 7, "threads", 1, 1, 256));
+    quant::MatmulPath path = quant::MatmulPath::Auto;
+    if (info.Length() > 8 && !info[8].IsUndefined()) {
+      const std::string p = info[8].IsString() ? info[8].As<Napi::String>().Utf8Value() : std::string();
+      if (p == "blocked") path = quant::MatmulPath::Blocked;
+      else if (p == "vecdot") path = quant::MatmulPath::VecDot;
+      else if (p != "auto") invalid("path must be 'auto', 'blocked' or 'vecdot'");
+    }
+    const size_t rb = row_bytes(type, cols);
+    const std::vector<uint8_t> w = arg_bytes(info, 1, "w", rb * size_t(rows));
+    if (info.Length() <= 4 || !info[4].IsTypedArray() ||
+        info[4].As<Napi::TypedArray>().TypedArrayType() != napi_float32_array) {
+      invalid("x must be a Float32Array");
+    }
+    const Napi::Float32Array xa = info[4].As<Napi::Float32Array>();
+    if (int64_t(xa.ElementLength()) != n * cols) {
+      invalid(strfmt("x holds %zu floats, expected n · cols = %lld", size_t(xa.ElementLength()), (long long)(n * cols)));
+    }
+    std::vector<float> x(size_t(n * cols)), y(size_t(n * rows));
+    if (!x.empty()) std::memcpy(x.data(), xa.Data(), x.size() * sizeof(float));
+    quant::MatrixRef m;
+    m.data = w.data();
+    m.type = type;
+    m.rows = rows;
+    m.cols = cols;
+    m.ldw = rb;
+    ThreadPool pool(threads);
+    std::vector<uint8_t> act;
+    quant::matmul(pool, m, x.data(), n, y.data(), act, isa, path);
+    return copy_floats(info.Env(), y.data(), y.size());
+  });
+}
+
+// readBandwidth(threads?, mib?, passes?): the machine's memory read bandwidth as `threads` threads see it,
+// reading a buffer of `mib` MiB (default 512, far beyond any cache) from start to end, each thread a
+// contiguous slice; the best of `passes` timed passes (default 5) after one untimed one.
+// Returns { bytesPerSecond, bytes, threads, passes, seconds }.
+uint64_t read_slice(const uint64_t* p, size_t n) {
+  uint64_t a0 = 0, a1 = 0, a2 = 0, a3 = 0, a4 = 0, a5 = 0, a6 = 0, a7 = 0;
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    a0 ^= p[i], a1 ^= p[i + 1], a2 ^= p[i + 2], a3 ^= p[i + 3];
+    a4 ^= p[i + 4], a5 ^= p[i + 5], a6 ^= p[i + 6], a7 ^= p[i + 7];
+  }
+  for (; i < n; i++) a0 ^= p[i];
+  return a0 ^ a1 ^ a2 ^ a3 ^ a4 ^ a5 ^ a6 ^ a7;
+}
+
+Napi::Value read_bandwidth(const Napi::CallbackInfo& info) {
+  return guard(info.Env(), [&]() -> Napi::Value {
+    const int threads = int(arg_int(info, 0, "threads", ThreadPool::default_threads(), 1, 256));
+    const int64_t mib = arg_int(info, 1, "mib", 512, 16, 1 << 16);
+    const int passes = int(arg_int(info, 2, "passes", 5, 1, 100));
+    const size_t words = size_t(mib) << 17;  // 8-byte words
+    std::unique_ptr<uint64_t[]> buf(new uint64_t[words]);
+    ThreadPool pool(threads);
+    auto slice = [&](int t, int nt, size_t* begin, size_t* count) {
+      // cache-line aligned slices
+      const size_t lines = words / 8, per = (lines + size_t(nt) - 1) / size_t(nt);
+      const size_t b = std::min(lines, per * size_t(t)), e = std::min(lines, b + per);
+      *begin = b * 8;
+      *count = (e - b) * 8;
+    };
+    // Each thread first writes its own slice, so that its pages are local to it.
+    pool.run_on_all([&](int t, int nt) {
+      size_t b, c;
+      slice(t, nt, &b, &c);
+      for (size_t i = 0; i < c; i++) buf[b + i] = uint64_t(b + i) * 0x9e3779b97f4a7c15ull;
+    });
+    std::vector<uint64_t> sink(size_t(threads), 0);
+    double best = 0;
+    for (int p = 0; p <= passes; p++) {
+      const auto t0 = std::chrono::steady_clock::now();
+      pool.run_on_all([&](int t, int nt) {
+        size_t b, c;
+        slice(t, nt, &b, &c);
+        sink[size_t(t)] ^= read_slice(buf.get() + b, c);
+      });
+      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      if (p > 0 && (best == 0 || s < best)) best = s;
+    }
+    uint64_t all = 0;
+    for (uint64_t v : sink) all ^= v;
+    Napi::Object r = Napi::Object::New(info.Env());
+    r.Set("bytesPerSecond", double(words * 8) / best);
+    r.Set("bytes", double(words * 8));
+    r.Set("threads", threads);
+    r.Set("passes", passes);
+    r.Set("seconds", best);
+    r.Set("checksum", double(all & 0xffff));  // keeps the reads observable
+    return r;
+  });
+}
+
 }  // namespace
 
 void init_ops(Napi::Env env, Napi::Object exports) {
@@ -153,6 +276,8 @@ void init_ops(Napi::Env env, Napi::Object exports) {
   ops.Set("dequantize", Napi::Function::New(env, dequantize, "dequantize"));
   ops.Set("quantize", Napi::Function::New(env, quantize, "quantize"));
   ops.Set("vecDot", Napi::Function::New(env, vec_dot, "vecDot"));
+  ops.Set("matmul", Napi::Function::New(env, matmul, "matmul"));
+  ops.Set("readBandwidth", Napi::Function::New(env, read_bandwidth, "readBandwidth"));
   exports.Set("ops", ops);
 }
 

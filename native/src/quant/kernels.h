@@ -32,6 +32,9 @@ void add_avx2_kernels(KernelTable& t);
 // vnni: the CPU has AVX512-VNNI (vpdpbusd); without it the integer dots use vpmaddubsw.
 void add_avx512_kernels(KernelTable& t, bool vnni);
 bool cpu_has_avx512_vnni();
+// AVX-VNNI (the VEX-encoded 256-bit vpdpbusd, e.g. Intel since Alder Lake): the AVX2 table's extension,
+// used by its blocked kernels. FOLIO_AVX_VNNI=0 in the environment turns it off (to measure plain AVX2).
+bool cpu_has_avx_vnni();
 #endif
 #if FOLIO_QUANT_NEON
 // dotprod: the CPU has the Armv8.2 SDOT instructions.

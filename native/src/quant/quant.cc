@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "quant/blocks.h"
+#include "quant/gemm.h"
 #include "quant/kernels.h"
 
 #if FOLIO_QUANT_NEON && defined(__linux__)
@@ -36,6 +37,11 @@ static bool cpu_has_avx512() {
          __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
 }
 bool cpu_has_avx512_vnni() { return cpu_has_avx512() && __builtin_cpu_supports("avx512vnni"); }
+bool cpu_has_avx_vnni() {
+  const char* env = std::getenv("FOLIO_AVX_VNNI");
+  if (env && std::strcmp(env, "0") == 0) return false;
+  return cpu_has_avx2() && __builtin_cpu_supports("avxvnni");
+}
 #endif
 
 #if FOLIO_QUANT_NEON
@@ -122,9 +128,13 @@ KernelTable build_kernel_table(Isa isa, bool use_extension) {
 #if FOLIO_QUANT_X86
   if (isa == Isa::AVX2 || isa == Isa::AVX512) add_avx2_kernels(t);
   if (isa == Isa::AVX512) add_avx512_kernels(t, use_extension);
+  // The blocked kernels last: the tables above assign whole entries.
+  if (isa == Isa::AVX2 || isa == Isa::AVX512) add_avx2_gemm(t, isa == Isa::AVX2 && use_extension);
+  if (isa == Isa::AVX512) add_avx512_gemm(t, use_extension);
 #endif
 #if FOLIO_QUANT_NEON
   if (isa == Isa::NEON) add_neon_kernels(t, use_extension);
+  if (isa == Isa::NEON) add_neon_gemm(t, use_extension);
 #endif
   return t;
 }
@@ -145,6 +155,7 @@ const Tables& tables() {
       bool ext = false;
 #if FOLIO_QUANT_X86
       if (isa == Isa::AVX512) ext = cpu_has_avx512_vnni();
+      if (isa == Isa::AVX2) ext = cpu_has_avx_vnni();
 #endif
 #if FOLIO_QUANT_NEON
       if (isa == Isa::NEON) ext = cpu_has_neon_dotprod();

@@ -3,6 +3,7 @@
 // compiled per function with target attributes and chosen at run time. Tests compare each ISA's kernels
 // with the scalar reference on random blocks (test/quant.test.ts through the binding's `ops`).
 #pragma once
+#include <cstddef>
 #include <cstdint>
 
 #include "quant/types.h"
@@ -35,6 +36,19 @@ struct Kernels {
   // cannot negate -128), Q8_1's s and Q8_K's bsums consistent with the quants (the kernels use them for
   // the offset terms). Integer sums per block are exact; ISAs differ only by float rounding.
   float (*vec_dot)(int64_t n, const void* w, const void* x) = nullptr;
+  // The blocked matrix product (gemm-*.cc) of m weight rows with n activation rows, nullptr where an ISA
+  // has none (the matrix product then calls vec_dot per row and token):
+  //   y[t·ldy + r] = Σ_c w_r[c]·x_t[c]   for r < m, t < n,
+  // weight row r at w + r·ldw, activation row t at x + t·ldx in vec_dot_type (as quantize_row writes it),
+  // k elements each. Tiles of several rows × several tokens share their loads. Integer sums per block
+  // are exact and equal to vec_dot's, float scaling and accumulation may round differently: results
+  // agree with vec_dot's within float rounding (test/matmul.test.ts states the bound).
+  void (*gemm)(int64_t k, const void* w, size_t ldw, const void* x, size_t ldx, float* y, int64_t ldy, int64_t m,
+               int64_t n) = nullptr;
+  // The same product for a few tokens (decode), reading the weights in place (nullptr: vec_dot per row
+  // and token). Same arguments and guarantees as gemm.
+  void (*gemv)(int64_t k, const void* w, size_t ldw, const void* x, size_t ldx, float* y, int64_t ldy, int64_t m,
+               int64_t n) = nullptr;
 };
 
 // The kernels of one type for one ISA; entries the ISA does not specialise fall back to the next lower

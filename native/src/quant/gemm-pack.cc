@@ -1,0 +1,149 @@
+// Portable panel packers and activation-scale preparation for the blocked kernels (gemm.h): what the
+// NEON kernels use (the x86 kernels have SIMD packers of their own). Plain loops over the block layouts.
+#include <cstring>
+
+#include "core/fp16.h"
+#include "quant/gemm.h"
+
+namespace folio::quant {
+
+size_t pack_q8_0_portable(int64_t k, const uint8_t* w, size_t ldw, int rm, uint8_t* dst) {
+  const int64_t nb = k / QK;
+  for (int i = 0; i < rm; ++i) {
+    const BlockQ8_0* src = reinterpret_cast<const BlockQ8_0*>(w + i * ldw);
+    PanelQ8* out = reinterpret_cast<PanelQ8*>(dst) + i * nb;
+    for (int64_t b = 0; b < nb; ++b) {
+      out[b].d = fp16_to_f32(src[b].d);
+      std::memcpy(out[b].qs, src[b].qs, QK);
+    }
+  }
+  return size_t(nb) * sizeof(PanelQ8);
+}
+
+size_t pack_q4_0_portable(int64_t k, const uint8_t* w, size_t ldw, int rm, uint8_t* dst) {
+  const int64_t nb = k / QK;
+  for (int i = 0; i < rm; ++i) {
+    const BlockQ4_0* src = reinterpret_cast<const BlockQ4_0*>(w + i * ldw);
+    PanelQ8* out = reinterpret_cast<PanelQ8*>(dst) + i * nb;
+    for (int64_t b = 0; b < nb; ++b) {
+      out[b].d = fp16_to_f32(src[b].d);
+      for (int l = 0; l < QK / 2; ++l) {
+        out[b].qs[l] = int8_t((src[b].qs[l] & 15) - 8);
+        out[b].qs[l + QK / 2] = int8_t((src[b].qs[l] >> 4) - 8);
+      }
+    }
+  }
+  return size_t(nb) * sizeof(PanelQ8);
+}
+
+size_t pack_q5_0_portable(int64_t k, const uint8_t* w, size_t ldw, int rm, uint8_t* dst) {
+  const int64_t nb = k / QK;
+  for (int i = 0; i < rm; ++i) {
+    const BlockQ5_0* src = reinterpret_cast<const BlockQ5_0*>(w + i * ldw);
+    PanelQ8* out = reinterpret_cast<PanelQ8*>(dst) + i * nb;
+    for (int64_t b = 0; b < nb; ++b) {
+      uint32_t qh;
+      std::memcpy(&qh, src[b].qh, 4);
+      out[b].d = fp16_to_f32(src[b].d);
+      for (int l = 0; l < QK / 2; ++l) {
+        out[b].qs[l] = int8_t(((src[b].qs[l] & 15) | (((qh >> l) & 1) << 4)) - 16);
+        out[b].qs[l + QK / 2] = int8_t(((src[b].qs[l] >> 4) | (((qh >> (l + 16)) & 1) << 4)) - 16);
+      }
+    }
+  }
+  return size_t(nb) * sizeof(PanelQ8);
+}
+
+namespace {
+
+void k4_scales(const uint8_t* scales, uint16_t d, uint16_t dmin, PanelK& p) {
+  uint8_t sc[8], mn[8];
+  unpack_scales_k4(scales, sc, mn);
+  for (int s = 0; s < 8; ++s) {
+    for (int l = 0; l < 16; ++l) p.sc[s][l] = sc[s];
+    p.off[2 * s] = p.off[2 * s + 1] = mn[s];
+  }
+  p.d = fp16_to_f32(d);
+  p.dmin = fp16_to_f32(dmin);
+}
+
+}  // namespace
+
+size_t pack_q4_k_portable(int64_t k, const uint8_t* w, size_t ldw, int rm, uint8_t* dst) {
+  const int64_t nb = k / QK_K;
+  for (int i = 0; i < rm; ++i) {
+    const BlockQ4_K* src = reinterpret_cast<const BlockQ4_K*>(w + i * ldw);
+    PanelK* out = reinterpret_cast<PanelK*>(dst) + i * nb;
+    for (int64_t b = 0; b < nb; ++b) {
+      for (int c = 0; c < 4; ++c) {
+        for (int l = 0; l < 32; ++l) {
+          out[b].q[64 * c + l] = src[b].qs[32 * c + l] & 15;
+          out[b].q[64 * c + 32 + l] = src[b].qs[32 * c + l] >> 4;
+        }
+      }
+      k4_scales(src[b].scales, src[b].d, src[b].dmin, out[b]);
+    }
+  }
+  return size_t(nb) * sizeof(PanelK);
+}
+
+size_t pack_q5_k_portable(int64_t k, const uint8_t* w, size_t ldw, int rm, uint8_t* dst) {
+  const int64_t nb = k / QK_K;
+  for (int i = 0; i < rm; ++i) {
+    const BlockQ5_K* src = reinterpret_cast<const BlockQ5_K*>(w + i * ldw);
+    PanelK* out = reinterpret_cast<PanelK*>(dst) + i * nb;
+    for (int64_t b = 0; b < nb; ++b) {
+      for (int c = 0; c < 4; ++c) {
+        for (int l = 0; l < 32; ++l) {
+          const uint8_t h = src[b].qh[l];
+          out[b].q[64 * c + l] = uint8_t((src[b].qs[32 * c + l] & 15) | (((h >> (2 * c)) & 1) << 4));
+          out[b].q[64 * c + 32 + l] = uint8_t((src[b].qs[32 * c + l] >> 4) | (((h >> (2 * c + 1)) & 1) << 4));
+        }
+      }
+      k4_scales(src[b].scales, src[b].d, src[b].dmin, out[b]);
+    }
+  }
+  return size_t(nb) * sizeof(PanelK);
+}
+
+size_t pack_q6_k_portable(int64_t k, const uint8_t* w, size_t ldw, int rm, uint8_t* dst) {
+  const int64_t nb = k / QK_K;
+  for (int i = 0; i < rm; ++i) {
+    const BlockQ6_K* src = reinterpret_cast<const BlockQ6_K*>(w + i * ldw);
+    PanelK* out = reinterpret_cast<PanelK*>(dst) + i * nb;
+    for (int64_t b = 0; b < nb; ++b) {
+      const BlockQ6_K& q6 = src[b];
+      for (int h = 0; h < 2; ++h) {
+        const uint8_t* ql = q6.ql + 64 * h;
+        const uint8_t* qh = q6.qh + 32 * h;
+        uint8_t* q = out[b].q + 128 * h;
+        for (int l = 0; l < 32; ++l) {
+          q[l] = uint8_t((ql[l] & 15) | ((qh[l] & 3) << 4));
+          q[l + 32] = uint8_t((ql[l + 32] & 15) | (((qh[l] >> 2) & 3) << 4));
+          q[l + 64] = uint8_t((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4));
+          q[l + 96] = uint8_t((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4));
+        }
+      }
+      for (int s = 0; s < 8; ++s) {
+        for (int l = 0; l < 8; ++l) {
+          out[b].sc[s][l] = q6.scales[2 * s];
+          out[b].sc[s][l + 8] = q6.scales[2 * s + 1];
+        }
+      }
+      for (int g = 0; g < 16; ++g) out[b].off[g] = int16_t(32 * q6.scales[g]);
+      out[b].d = out[b].dmin = fp16_to_f32(q6.d);
+    }
+  }
+  return size_t(nb) * sizeof(PanelK);
+}
+
+int64_t prep_q8_0_portable(int64_t k, const uint8_t* x, size_t ldx, int64_t n, float* dst) {
+  const int64_t nb = k / QK;
+  for (int64_t j = 0; j < n; ++j) {
+    const BlockQ8_0* xb = reinterpret_cast<const BlockQ8_0*>(x + j * ldx);
+    for (int64_t b = 0; b < nb; ++b) dst[j * nb + b] = fp16_to_f32(xb[b].d);
+  }
+  return nb;
+}
+
+}  // namespace folio::quant

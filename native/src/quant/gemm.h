@@ -1,0 +1,155 @@
+// Internal to the quant module: what the blocked matrix-product kernels (gemm-*.cc) share.
+//
+// A kernel computes a block of m weight rows × n tokens (see Kernels::gemm) tile by tile: RM rows × RN
+// tokens at a time, each tile walking the whole row length with RM·RN accumulators, so that every weight
+// block loaded serves RN tokens and every activation block RM rows. Formats whose blocks are costly to
+// unpack (all but the float formats) are first unpacked RM rows at a time into a "panel" in a per-thread
+// buffer, which then serves all n tokens of the block; the activations' fp16 scales are likewise
+// converted to floats once per block of tokens (TileArgs::xs):
+//   Q8_0, Q4_0, Q5_0 -> PanelQ8 (d as a float, q − offset as int8): exact, the dot is the Q8_0 one
+//                       (AVX-512 with VNNI uses pairs of blocks with the quants biased to unsigned);
+//   Q4_1, Q5_1 -> PanelU8_1 (d, m as floats, q as uint8);
+//   Q4_K, Q5_K, Q6_K -> PanelK (q as uint8 in element order, each sub-block's int16 scales laid out
+//                       as the multipliers of vpmaddwd / the pairs of products, the offsets against
+//                       the activation group sums, and d, dmin as floats).
+#pragma once
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "quant/blocks.h"
+#include "quant/kernels.h"
+
+namespace folio::quant {
+
+// Q8_0, Q4_0, Q5_0 unpacked: x = d·q, q int8 (Q4_0: nibble − 8, Q5_0: five bits − 16), d as a float.
+struct PanelQ8 {
+  float d;
+  int8_t qs[QK];
+};
+static_assert(sizeof(PanelQ8) == 36, "PanelQ8");
+
+// Q4_1 / Q5_1 unpacked: x = d·q + m with q in 0..31, d and m as floats.
+struct PanelU8_1 {
+  float d, m;
+  uint8_t qs[QK];
+};
+static_assert(sizeof(PanelU8_1) == 40, "PanelU8_1");
+
+// A K-quant super-block unpacked: x = d·sc·q − dmin·off-term, i.e. for activations y (Q8_K: d_y, q_y,
+// bsums) the dot product is
+//   d·d_y·Σ_s Σ_{i in s} sc_s(i)·q_i·q_y,i  −  dmin·d_y·Σ_g off_g·bsums_g,
+// where sc[s] holds, for sub-block s of 32 elements, the int16 multiplier of each pair of elements
+// (lane l covers elements 2l and 2l+1 of the sub-block: Q4_K/Q5_K repeat the sub-block scale, Q6_K has
+// the scale of elements 0-15 in lanes 0-7 and of 16-31 in lanes 8-15), off[g] the offset of group g of
+// 16 (Q4_K/Q5_K: the sub-block min; Q6_K: 32·sc_g, with dmin = d).
+struct alignas(32) PanelK {
+  uint8_t q[QK_K];
+  int16_t sc[QK_K / 32][16];
+  int16_t off[QK_K / 16];
+  float d, dmin;
+  uint8_t pad[24];
+};
+static_assert(sizeof(PanelK) == 576, "PanelK");
+
+// One tile's arguments: RM weight rows at w (ldw bytes apart), RN activation rows at x (ldx apart),
+// outputs y[j·ldy + i].
+struct TileArgs {
+  int64_t k;
+  const uint8_t* w;
+  size_t ldw;
+  const uint8_t* x;
+  size_t ldx;
+  float* y;
+  int64_t ldy;
+  const float* xs;  // per-block activation scales of the RN rows (PrepFn), ldxs floats apart
+  int64_t ldxs;
+};
+using TileFn = void (*)(const TileArgs&);
+
+// Packs rows [0, rm) of w (ldw apart, k elements) into dst, one panel row after the other (returns the
+// panel's row stride).
+using PackFn = size_t (*)(int64_t k, const uint8_t* w, size_t ldw, int rm, uint8_t* dst);
+
+// Writes the per-block scales of n activation rows (x, ldx apart, k elements) as floats into dst, row
+// after row; returns the row stride in floats.
+using PrepFn = int64_t (*)(int64_t k, const uint8_t* x, size_t ldx, int64_t n, float* dst);
+
+// Per-thread buffers (for panels, for activation scales), grown on demand, 64-byte aligned.
+template <int Which>
+inline uint8_t* thread_buffer(size_t bytes) {
+  static thread_local std::vector<uint8_t> buf;
+  if (buf.size() < bytes + 64) buf.resize(bytes + 64);
+  const uintptr_t p = reinterpret_cast<uintptr_t>(buf.data());
+  return buf.data() + ((64 - (p & 63)) & 63);
+}
+
+// Walks a block of m rows × n tokens in tiles of at most RM × RN, using table[rm - 1][rn - 1] for a tile
+// of rm rows and rn tokens; with a packer, each group of rm rows is unpacked into a panel first.
+template <int RM, int RN>
+inline void run_tiles(const TileFn (&table)[RM][RN], PackFn pack, size_t panel_row_bytes, PrepFn prep,
+                      int64_t prep_floats_per_row, int64_t k, const uint8_t* w, size_t ldw, const uint8_t* x,
+                      size_t ldx, float* y, int64_t ldy, int64_t m, int64_t n) {
+  uint8_t* panel = pack ? thread_buffer<0>(panel_row_bytes * RM) : nullptr;
+  float* xs = nullptr;
+  int64_t ldxs = 0;
+  if (prep) {
+    xs = reinterpret_cast<float*>(thread_buffer<1>(size_t(prep_floats_per_row * n) * sizeof(float)));
+    ldxs = prep(k, x, ldx, n, xs);
+  }
+  for (int64_t i0 = 0; i0 < m; i0 += RM) {
+    const int rm = int(std::min<int64_t>(RM, m - i0));
+    TileArgs a{k, w + size_t(i0) * ldw, ldw, x, ldx, y + i0, ldy, xs, ldxs};
+    if (pack) {
+      a.ldw = pack(k, a.w, ldw, rm, panel);
+      a.w = panel;
+    }
+    for (int64_t j0 = 0; j0 < n; j0 += RN) {
+      const int rn = int(std::min<int64_t>(RN, n - j0));
+      TileArgs t = a;
+      t.x = x + size_t(j0) * ldx;
+      t.y = a.y + j0 * ldy;
+      t.xs = xs + j0 * ldxs;
+      table[rm - 1][rn - 1](t);
+    }
+  }
+}
+
+// The table of tile functions F<rm, rn> for every rm <= RM, rn <= RN.
+template <template <int, int> class F, int RM, int RN>
+struct TileTable {
+  TileFn t[RM][RN];
+  constexpr TileTable() : t{} { fill<0>(); }
+
+ private:
+  template <int I>
+  constexpr void fill() {
+    if constexpr (I < RM * RN) {
+      t[I / RN][I % RN] = &F<I / RN + 1, I % RN + 1>::run;
+      fill<I + 1>();
+    }
+  }
+};
+
+// Portable packers (gemm-pack.cc): the same panels as the x86 SIMD packers, by plain loops.
+size_t pack_q8_0_portable(int64_t k, const uint8_t* w, size_t ldw, int rm, uint8_t* dst);
+size_t pack_q4_0_portable(int64_t k, const uint8_t* w, size_t ldw, int rm, uint8_t* dst);
+size_t pack_q5_0_portable(int64_t k, const uint8_t* w, size_t ldw, int rm, uint8_t* dst);
+size_t pack_q4_k_portable(int64_t k, const uint8_t* w, size_t ldw, int rm, uint8_t* dst);
+size_t pack_q5_k_portable(int64_t k, const uint8_t* w, size_t ldw, int rm, uint8_t* dst);
+size_t pack_q6_k_portable(int64_t k, const uint8_t* w, size_t ldw, int rm, uint8_t* dst);
+int64_t prep_q8_0_portable(int64_t k, const uint8_t* x, size_t ldx, int64_t n, float* dst);
+
+#if FOLIO_QUANT_X86
+// avx_vnni: the CPU has AVX-VNNI (vpdpbusd / vpdpwssd on 256-bit vectors, VEX-encoded).
+void add_avx2_gemm(KernelTable& t, bool avx_vnni);
+// The AVX2 packer of a K-quant type into PanelK (the AVX-512 kernels share the panels).
+PackFn avx2_k_packer(TensorType type);
+void add_avx512_gemm(KernelTable& t, bool vnni);
+#endif
+#if FOLIO_QUANT_NEON
+void add_neon_gemm(KernelTable& t, bool dotprod);
+#endif
+
+}  // namespace folio::quant

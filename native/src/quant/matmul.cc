@@ -1,0 +1,112 @@
+// The matrix-product driver: activation conversion, blocking and the split over threads. The kernels
+// themselves are per ISA (gemm-*.cc, and the vec_dot kernels).
+#include "quant/matmul.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+
+namespace folio::quant {
+
+namespace {
+
+// Converts X [n, cols] into vec_dot_type rows; returns the row stride. F32 activations are used in place.
+const uint8_t* convert_activations(ThreadPool& pool, const MatrixRef& W, const float* X, int64_t n,
+                                   std::vector<uint8_t>& act, Isa isa, size_t* ldx) {
+  const TensorType at = vec_dot_type(W.type);
+  if (at == TensorType::F32) {
+    *ldx = size_t(W.cols) * sizeof(float);
+    return reinterpret_cast<const uint8_t*>(X);
+  }
+  const Kernels& ak = kernels(at, isa);
+  *ldx = row_bytes(at, W.cols);
+  const size_t need = *ldx * size_t(n);
+  if (act.size() < need) act.resize(need);
+  uint8_t* dst = act.data();
+  const size_t ld = *ldx;
+  const int64_t cols = W.cols;
+  pool.parallel_for(n, [&](int64_t t, int) { ak.quantize_row(X + t * cols, dst + size_t(t) * ld, cols); });
+  return dst;
+}
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// Below this many tokens the blocked kernels do not pay for unpacking weights into tiles: vec_dot reads
+// every weight block once per token straight from the matrix.
+constexpr int64_t kGemmMinTokens = 4;
+
+// Rows per task of a matrix-vector product: a few tasks per thread so that a thread slowed down by
+// something else on the machine does not hold up the rest, each still long enough (at least 16 rows and
+// 64 KiB of weights) to stream well.
+int64_t gemv_rows_per_task(const MatrixRef& W, int threads) {
+  const int64_t min_rows = std::max<int64_t>(8, int64_t((32u << 10) / std::max<size_t>(1, W.ldw)));
+  const int64_t per = ceil_div(W.rows, int64_t(threads) * 8);
+  return std::min(W.rows, std::max(min_rows, per));
+}
+
+}  // namespace
+
+void matmul_reference(ThreadPool& pool, const MatrixRef& W, const float* X, int64_t n, float* Y,
+                      std::vector<uint8_t>& act, Isa isa) {
+  if (n <= 0 || W.rows <= 0) return;
+  const Kernels& wk = kernels(W.type, isa);
+  if (!wk.vec_dot) fail("UNSUPPORTED_TYPE", strfmt("no dot product for %s", type_name(W.type)));
+  size_t ldx = 0;
+  const uint8_t* a = convert_activations(pool, W, X, n, act, isa, &ldx);
+  pool.parallel_for(W.rows, [&](int64_t r, int) {
+    for (int64_t t = 0; t < n; t++) Y[t * W.rows + r] = wk.vec_dot(W.cols, W.data + size_t(r) * W.ldw, a + size_t(t) * ldx);
+  }, 16);
+}
+
+void matmul(ThreadPool& pool, const MatrixRef& W, const float* X, int64_t n, float* Y, std::vector<uint8_t>& act,
+            Isa isa, MatmulPath path) {
+  if (n <= 0 || W.rows <= 0) return;
+  const Kernels& wk = kernels(W.type, isa);
+  if (!wk.vec_dot) fail("UNSUPPORTED_TYPE", strfmt("no dot product for %s", type_name(W.type)));
+  size_t ldx = 0;
+  const uint8_t* a = convert_activations(pool, W, X, n, act, isa, &ldx);
+  const int64_t rows = W.rows, cols = W.cols;
+  const int threads = pool.size();
+
+  if (!wk.gemm || path == MatmulPath::VecDot || (path == MatmulPath::Auto && n < kGemmMinTokens)) {
+    // Matrix-vector products (decode) and ISAs without a blocked kernel: each task a contiguous range of
+    // rows streamed once, every token reusing a row while it is in L1; the ISA's matrix-vector kernel
+    // where it has one (not for path VecDot), else vec_dot per (row, token).
+    const int64_t per = gemv_rows_per_task(W, threads);
+    const bool gemv = wk.gemv && path != MatmulPath::VecDot;
+    pool.parallel_for(ceil_div(rows, per), [&](int64_t task, int) {
+      const int64_t r0 = task * per, r1 = std::min(rows, r0 + per);
+      if (gemv) {
+        wk.gemv(cols, W.data + size_t(r0) * W.ldw, W.ldw, a, ldx, Y + r0, rows, r1 - r0, n);
+        return;
+      }
+      for (int64_t r = r0; r < r1; r++) {
+        const uint8_t* wr = W.data + size_t(r) * W.ldw;
+        for (int64_t t = 0; t < n; t++) Y[t * rows + r] = wk.vec_dot(cols, wr, a + size_t(t) * ldx);
+      }
+    });
+    return;
+  }
+
+  // Blocks of rows × tokens. A token block's activations (tb · ldx bytes) should stay in L2 while the
+  // row blocks stream past them, and be long, since every row block unpacks its weights once per token
+  // block. Row blocks are large enough to amortise a kernel call and small enough to give every thread
+  // several blocks. Both are multiples of 12, so that the kernels' tiles (3 or 4 rows × 2, 3, 4 or 6
+  // tokens) divide them.
+  constexpr int64_t kUnit = 12;
+  const int64_t tb = std::clamp<int64_t>(int64_t((448u << 10) / std::max<size_t>(1, ldx)) / kUnit * kUnit, kUnit, 192);
+  const int64_t tb_even = std::min(n, ceil_div(ceil_div(n, ceil_div(n, tb)), kUnit) * kUnit);
+  const int64_t n_tb = ceil_div(n, tb_even);
+  int64_t rb = 96;
+  while (rb > kUnit && ceil_div(rows, rb) * n_tb < int64_t(threads) * 6) rb /= 2;
+  const int64_t n_rb = ceil_div(rows, rb);
+  pool.parallel_for(n_rb * n_tb, [&](int64_t item, int) {
+    const int64_t jb = item / n_rb, ib = item % n_rb;
+    const int64_t r0 = ib * rb, r1 = std::min(rows, r0 + rb);
+    const int64_t t0 = jb * tb_even, t1 = std::min(n, t0 + tb_even);
+    wk.gemm(cols, W.data + size_t(r0) * W.ldw, W.ldw, a + size_t(t0) * ldx, ldx, Y + t0 * rows + r0, rows, r1 - r0,
+            t1 - t0);
+  });
+}
+
+}  // namespace folio::quant

@@ -1,0 +1,40 @@
+// Matrix products of weights in any supported type with float activations, split over a thread pool:
+// the engine's cpu::matmul (backend/matmul.cc) and the binding's ops.matmul both come here.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "core/thread-pool.h"
+#include "quant/quant.h"
+#include "quant/types.h"
+
+namespace folio::quant {
+
+// `rows` rows of `cols` elements of `type`, row r at data + r·ldw.
+struct MatrixRef {
+  const uint8_t* data = nullptr;
+  TensorType type = TensorType::F32;
+  int64_t rows = 0, cols = 0;
+  size_t ldw = 0;
+};
+
+// Y[t·rows + r] = Σ_c W[r, c]·X[t, c] for X [n, cols], Y [n, rows]. X is first converted to the weight
+// type's vec_dot_type (into `act`, grown as needed and reused across calls); then
+//  - fewer than 4 tokens (decode): the rows are split into contiguous ranges handed out to the threads,
+//    each streamed once through the ISA's matrix-vector kernel (Kernels::gemv) or vec_dot;
+//  - more tokens (prefill): the product is cut into blocks of rows × tokens (sized so that a block's
+//    activations stay in the L2 cache while its weights stream through), handed out to the threads
+//    token block by token block, each computed by the ISA's blocked kernel.
+// `path` forces one way for tests: Blocked runs the blocked kernel for any n (where the ISA has one),
+// VecDot the vec_dot loop (never gemv).
+enum class MatmulPath { Auto, Blocked, VecDot };
+void matmul(ThreadPool& pool, const MatrixRef& W, const float* X, int64_t n, float* Y, std::vector<uint8_t>& act,
+            Isa isa, MatmulPath path = MatmulPath::Auto);
+
+// The same product with vec_dot alone, one (row, token) at a time: what the blocked kernels are checked
+// against.
+void matmul_reference(ThreadPool& pool, const MatrixRef& W, const float* X, int64_t n, float* Y,
+                      std::vector<uint8_t>& act, Isa isa);
+
+}  // namespace folio::quant

@@ -1,0 +1,178 @@
+// Self-test of the blocked matrix-product kernels (Kernels::gemm) without Node: every ISA variant this
+// CPU can run (AVX-512 with and without VNNI, NEON with and without dotprod), every weight type, against
+// the scalar vec_dot one (row, token) at a time, on random inputs of awkward sizes: one row, one token,
+// row and token counts that are no multiple of any tile. Also the driver (quant::matmul) with threads.
+// Runs anywhere the engine builds, including arm64 under qemu-user. Exit status 1 on any mismatch.
+//
+// Tolerance: both results are float sums of T rounded terms (T = blocks, or elements for the float
+// types) whose integer parts agree exactly, so they differ by at most 2·(T + 16)·2^-24·M, where M bounds
+// the sum of the terms' magnitudes: M = Σ_k |x_k|·(|w_k| + max over k's block of |w|) on dequantized
+// values (test/matmul.test.ts states the same bound).
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/thread-pool.h"
+#include "quant/kernels.h"
+#include "quant/matmul.h"
+
+using namespace folio;
+using namespace folio::quant;
+
+namespace {
+
+int g_checks = 0, g_failures = 0;
+std::mt19937_64 rng(20250101);
+
+struct Variant {
+  std::string name;
+  Isa isa;
+  KernelTable table;
+};
+
+const TensorType kTypes[] = {TensorType::F32,  TensorType::F16,  TensorType::BF16, TensorType::Q8_0,
+                             TensorType::Q4_0, TensorType::Q4_1, TensorType::Q5_0, TensorType::Q5_1,
+                             TensorType::Q4_K, TensorType::Q5_K, TensorType::Q6_K};
+
+std::vector<float> normals(int64_t n, float scale) {
+  std::normal_distribution<float> nd(0.0f, scale);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (auto& x : v) x = nd(rng);
+  return v;
+}
+
+void check_case(const std::vector<Variant>& variants, TensorType type, int64_t m, int64_t blocks, int64_t n) {
+  const Kernels& ref = variants[0].table[size_t(type)];
+  const TypeInfo& ti = type_info(type);
+  const int64_t block = ti.block_size == 1 ? 1 : ti.block_size;
+  const int64_t k = ti.block_size == 1 ? blocks : blocks * ti.block_size;
+  const TensorType xt = vec_dot_type(type);
+  const Kernels& xref = variants[0].table[size_t(xt)];
+  const size_t ldw = row_bytes(type, k), ldx = row_bytes(xt, k);
+  std::vector<uint8_t> w(ldw * size_t(m)), x(ldx * size_t(n));
+  std::vector<float> wd(size_t(m * k)), xd(size_t(n * k));
+  for (int64_t r = 0; r < m; ++r) {
+    const std::vector<float> f = normals(k, 0.05f * float(1 + r % 5));
+    ref.quantize_row(f.data(), w.data() + size_t(r) * ldw, k);
+    ref.dequantize_row(w.data() + size_t(r) * ldw, wd.data() + r * k, k);
+  }
+  for (int64_t t = 0; t < n; ++t) {
+    const std::vector<float> f = normals(k, 2.0f);
+    xref.quantize_row(f.data(), x.data() + size_t(t) * ldx, k);
+    xref.dequantize_row(x.data() + size_t(t) * ldx, xd.data() + t * k, k);
+  }
+  std::vector<float> want(size_t(m * n)), bound(size_t(m * n));
+  const int64_t terms = ti.block_size == 1 ? k : blocks;
+  for (int64_t t = 0; t < n; ++t) {
+    for (int64_t r = 0; r < m; ++r) {
+      want[size_t(t * m + r)] = ref.vec_dot(k, w.data() + size_t(r) * ldw, x.data() + size_t(t) * ldx);
+      double mag = 0;
+      for (int64_t b = 0; b < k; b += block) {
+        double big = 0;
+        for (int64_t i = b; i < b + block; ++i) big = std::max(big, double(std::fabs(wd[size_t(r * k + i)])));
+        for (int64_t i = b; i < b + block; ++i) {
+          mag += (std::fabs(double(wd[size_t(r * k + i)])) + big) * std::fabs(double(xd[size_t(t * k + i)]));
+        }
+      }
+      bound[size_t(t * m + r)] = float(2.0 * double(terms + 16) * std::ldexp(1.0, -24) * mag);
+    }
+  }
+  for (const Variant& v : variants) {
+    const Kernels& kk = v.table[size_t(type)];
+    if (!kk.gemm) continue;
+    std::vector<float> got(size_t(m * n), NAN);
+    kk.gemm(k, w.data(), ldw, x.data(), ldx, got.data(), m, m, n);
+    int bad = 0;
+    for (size_t i = 0; i < got.size(); ++i) {
+      ++g_checks;
+      if (!(std::fabs(got[i] - want[i]) <= bound[i])) {
+        ++g_failures;
+        if (++bad <= 3 && g_failures <= 50) {
+          std::printf("FAIL %s gemm %s m=%lld k=%lld n=%lld: out %zu = %.9g, reference %.9g, bound %.3g\n",
+                      v.name.c_str(), type_name(type), (long long)m, (long long)k, (long long)n, i, got[i], want[i],
+                      bound[i]);
+        }
+      }
+    }
+  }
+}
+
+// The driver with threads: blocked and vec_dot paths against the scalar reference.
+void check_driver(TensorType type) {
+  const TypeInfo& ti = type_info(type);
+  const int64_t rows = 45, k = ti.block_size == 1 ? 96 : (ti.block_size == 32 ? 8 : 2) * int64_t(ti.block_size), n = 21;
+  const Kernels& ref = kernels(type, Isa::Scalar);
+  const size_t ldw = row_bytes(type, k);
+  std::vector<uint8_t> w(ldw * rows);
+  for (int64_t r = 0; r < rows; ++r) ref.quantize_row(normals(k, 0.1f).data(), w.data() + size_t(r) * ldw, k);
+  const std::vector<float> x = normals(n * k, 1.0f);
+  MatrixRef mr;
+  mr.data = w.data(), mr.type = type, mr.rows = rows, mr.cols = k, mr.ldw = ldw;
+  ThreadPool one(1), three(3);
+  std::vector<uint8_t> act;
+  std::vector<float> want(size_t(rows * n));
+  matmul_reference(one, mr, x.data(), n, want.data(), act, Isa::Scalar);
+  for (int i = 0; i < kIsaCount; ++i) {
+    if (!isa_available(Isa(i))) continue;
+    for (MatmulPath path : {MatmulPath::Auto, MatmulPath::Blocked, MatmulPath::VecDot}) {
+      std::vector<float> got(want.size(), NAN);
+      matmul(three, mr, x.data(), n, got.data(), act, Isa(i), path);
+      for (size_t j = 0; j < got.size(); ++j) {
+        ++g_checks;
+        // loose here: the exact bound is checked per kernel above; this catches indexing mistakes
+        if (!(std::fabs(got[j] - want[j]) <= 1e-4f * (1.0f + std::fabs(want[j])))) {
+          if (++g_failures <= 50) {
+            std::printf("FAIL driver %s %s path %d: out %zu = %.9g, reference %.9g\n", isa_name(Isa(i)),
+                        type_name(type), int(path), j, got[j], want[j]);
+          }
+          break;
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+int main() {
+  std::vector<Variant> variants;
+  variants.push_back({"scalar", Isa::Scalar, build_kernel_table(Isa::Scalar, false)});
+  for (Isa isa : {Isa::AVX2, Isa::AVX512, Isa::NEON}) {
+    if (!isa_available(isa)) continue;
+    variants.push_back({isa_name(isa), isa, build_kernel_table(isa, false)});
+    bool has_ext = false;
+#if FOLIO_QUANT_X86
+    if (isa == Isa::AVX512) has_ext = cpu_has_avx512_vnni();
+    if (isa == Isa::AVX2) has_ext = cpu_has_avx_vnni();
+#endif
+#if FOLIO_QUANT_NEON
+    if (isa == Isa::NEON) has_ext = cpu_has_neon_dotprod();
+#endif
+    if (has_ext) variants.push_back({std::string(isa_name(isa)) + "+ext", isa, build_kernel_table(isa, true)});
+  }
+  std::printf("matmul self-test; variants:");
+  for (const auto& v : variants) {
+    int with = 0;
+    for (TensorType t : kTypes) with += v.table[size_t(t)].gemm != nullptr;
+    std::printf(" %s (%d blocked)", v.name.c_str(), with);
+  }
+  std::printf("\n");
+  // rows × blocks (elements for float types) × tokens
+  const int64_t shapes[][3] = {{1, 1, 1}, {1, 3, 5}, {5, 1, 2}, {3, 2, 7}, {7, 2, 4}, {13, 3, 9}, {10, 5, 13}};
+  const int64_t float_k[] = {1, 7, 33, 100, 16, 45, 64};
+  for (TensorType type : kTypes) {
+    int s = 0;
+    for (const auto& sh : shapes) {
+      const bool flt = type_info(type).block_size == 1;
+      check_case(variants, type, sh[0], flt ? float_k[s] : sh[1], sh[2]);
+      ++s;
+    }
+    check_driver(type);
+  }
+  std::printf("%d checks, %d failures\n", g_checks, g_failures);
+  return g_failures ? 1 : 0;
+}

@@ -1,0 +1,103 @@
+// matmul-bench: times one matrix product of random weights, for work on the kernels without a model.
+//
+//   matmul-bench [--type q8_0] [--rows 2048] [--cols 2048] [--tokens 512] [--threads N] [--isa avx2]
+//                [--path auto|blocked|vecdot] [--reps 5]
+//
+// Prints the median time, the arithmetic rate (2·rows·cols·tokens per second) and the weight bytes read
+// per second (what bounds a matrix-vector product). The weights are 256 MiB or more worth of copies of
+// the matrix, used in turn, so that a matrix-vector product reads from memory and not from the cache.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/thread-pool.h"
+#include "quant/matmul.h"
+#include "quant/quant.h"
+
+using namespace folio;
+
+int main(int argc, char** argv) {
+  std::string type_name_arg = "q8_0", isa_name_arg, path_arg = "auto";
+  int64_t rows = 2048, cols = 2048, n = 512;
+  int threads = ThreadPool::default_threads(), reps = 5;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string a = argv[i], v = argv[i + 1];
+    if (a == "--type") type_name_arg = v;
+    else if (a == "--rows") rows = std::atoll(v.c_str());
+    else if (a == "--cols") cols = std::atoll(v.c_str());
+    else if (a == "--tokens") n = std::atoll(v.c_str());
+    else if (a == "--threads") threads = std::atoi(v.c_str());
+    else if (a == "--isa") isa_name_arg = v;
+    else if (a == "--path") path_arg = v;
+    else if (a == "--reps") reps = std::atoi(v.c_str());
+    else {
+      std::fprintf(stderr, "unknown argument %s\n", a.c_str());
+      return 2;
+    }
+  }
+  TensorType type = TensorType::F32;
+  bool found = false;
+  for (uint32_t id = 0; id < 40; ++id) {
+    const TypeInfo* ti = type_info(id);
+    if (!ti || !ti->supported) continue;
+    std::string lower = ti->name;
+    for (char& c : lower) c = char(std::tolower(c));
+    if (lower == type_name_arg) type = TensorType(id), found = true;
+  }
+  if (!found) {
+    std::fprintf(stderr, "unknown type %s\n", type_name_arg.c_str());
+    return 2;
+  }
+  quant::Isa isa = quant::best_isa();
+  for (int k = 0; k < quant::kIsaCount; ++k)
+    if (isa_name_arg == quant::isa_name(quant::Isa(k))) isa = quant::Isa(k);
+  const quant::MatmulPath path = path_arg == "blocked" ? quant::MatmulPath::Blocked
+                                 : path_arg == "vecdot" ? quant::MatmulPath::VecDot
+                                                        : quant::MatmulPath::Auto;
+  try {
+    const quant::Kernels& k = quant::kernels(type, isa);
+    const size_t rb = row_bytes(type, cols), matrix = rb * size_t(rows);
+    const int copies = int(std::max<size_t>(1, ((256u << 20) + matrix - 1) / matrix));
+    std::vector<uint8_t> w(matrix * size_t(copies));
+    std::mt19937 rng(1);
+    std::normal_distribution<float> nd(0, 1);
+    std::vector<float> row(static_cast<size_t>(cols));
+    for (int64_t r = 0; r < rows; ++r) {
+      for (auto& v : row) v = nd(rng);
+      k.quantize_row(row.data(), w.data() + size_t(r) * rb, cols);
+    }
+    for (int c = 1; c < copies; ++c) std::memcpy(w.data() + size_t(c) * matrix, w.data(), matrix);
+    std::vector<float> x(static_cast<size_t>(n * cols)), y(static_cast<size_t>(n * rows));
+    for (auto& v : x) v = nd(rng);
+    ThreadPool pool(threads);
+    std::vector<uint8_t> act;
+    std::vector<double> times;
+    const int runs = std::max(reps, n == 1 ? copies * 4 : reps);
+    for (int r = 0; r <= runs; ++r) {
+      quant::MatrixRef m;
+      m.data = w.data() + size_t(r % copies) * matrix;
+      m.type = type;
+      m.rows = rows;
+      m.cols = cols;
+      m.ldw = rb;
+      const auto t0 = std::chrono::steady_clock::now();
+      quant::matmul(pool, m, x.data(), n, y.data(), act, isa, path);
+      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      if (r > 0) times.push_back(s);
+    }
+    std::sort(times.begin(), times.end());
+    const double med = times[times.size() / 2];
+    std::printf("%s %s %s rows=%lld cols=%lld tokens=%lld threads=%d: %.3f ms, %.1f GFLOP/s, %.1f GB/s of weights\n",
+                type_name(type), quant::isa_name(isa), path_arg.c_str(), (long long)rows, (long long)cols, (long long)n,
+                threads, med * 1e3, 2.0 * double(rows) * double(cols) * double(n) / med / 1e9, double(matrix) / med / 1e9);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "matmul-bench: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
