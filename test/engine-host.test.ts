@@ -263,39 +263,53 @@ test('errors keep their codes across the process boundary; malformed requests do
 
 test('cancellation: a long prefill stops well within a second (the latency is printed); a queued one is dropped', async () => {
   const { modelId: big } = await client.loadModel(bigModel);
-  const { sessionId } = await client.createSession(big, { nCtx: 4096, nThreads: 2 });
-  const tokens = Array.from({ length: 2048 }, (_, i) => 3 + ((i * 37) % 300));
+  const { sessionId } = await client.createSession(big, { nCtx: 4096, nBatch: 128, nThreads: 2 });
+  const tokens = Array.from({ length: 4000 }, (_, i) => 3 + ((i * 37) % 300));
   const latencies: number[] = [];
   let dropLatency = 0;
-  for (const delay of [250, 500, 750]) {
-    // Abort at an arbitrary point of a running prefill: `delay` ms after its first progress event.
+  for (const after of [2, 8, 16]) {
+    // Abort at an arbitrary point of a running prefill: at its `after`-th progress event (progress comes per
+    // chunk of 128 tokens and layer, so the prefill is well under way and far from done).
     const ac = new AbortController();
     let abortedAt = 0;
-    let timer: NodeJS.Timeout | undefined;
+    let events = 0;
     const running = client.prefill(sessionId, tokens, {
       signal: ac.signal,
       onProgress: () => {
-        timer ??= setTimeout(() => { abortedAt = performance.now(); ac.abort(); }, delay);
+        if (++events === after) {
+          abortedAt = performance.now();
+          ac.abort();
+        }
       },
     });
+    const settled = rejection(running); // handled from the start: it may reject before it is awaited
     assert.equal(client.status().state, 'busy');
-    if (delay === 250) {
-      // A second prefill on the same session waits in its queue; aborting it drops it at once.
-      const queuedAbort = new AbortController();
-      const queued = client.prefill(sessionId, [5, 6, 7], { signal: queuedAbort.signal });
-      let droppedAt = 0;
-      setTimeout(() => { droppedAt = performance.now(); queuedAbort.abort(); }, 50);
-      assert.equal((await rejection(queued)).code, 'CANCELLED');
-      dropLatency = performance.now() - droppedAt;
-      assert.equal(abortedAt, 0, 'dropped while the first one still ran');
-    }
-    const err = await rejection(running);
+    const err = await settled;
     const latency = performance.now() - abortedAt;
     assert.equal(err.code, 'CANCELLED');
     assert.ok(abortedAt > 0, 'aborted while running');
     latencies.push(latency);
   }
-  console.log(`# cancellation latency of a running 2048-token prefill (abort → rejection): ${latencies.map((l) => l.toFixed(1)).join(', ')} ms;` +
+  {
+    // A second prefill on the same session waits in its queue; aborting it drops it at once, while the
+    // first one still runs.
+    const first = new AbortController();
+    let started!: () => void;
+    const running = new Promise<void>((r) => (started = r));
+    let firstDone = false;
+    const firstErr = rejection(client.prefill(sessionId, tokens, { signal: first.signal, onProgress: () => started() })).finally(() => (firstDone = true));
+    await running;
+    const queuedAbort = new AbortController();
+    const queued = rejection(client.prefill(sessionId, [5, 6, 7], { signal: queuedAbort.signal }));
+    const droppedAt = performance.now();
+    queuedAbort.abort();
+    assert.equal((await queued).code, 'CANCELLED');
+    dropLatency = performance.now() - droppedAt;
+    assert.equal(firstDone, false, 'dropped while the first one still ran');
+    first.abort();
+    assert.equal((await firstErr).code, 'CANCELLED');
+  }
+  console.log(`# cancellation latency of a running 4000-token prefill (abort → rejection): ${latencies.map((l) => l.toFixed(1)).join(', ')} ms;` +
     ` of a queued one (the protocol's round trip alone, engine busy): ${dropLatency.toFixed(1)} ms`);
   for (const l of latencies) assert.ok(l < 1000, `cancellation took ${l.toFixed(0)} ms`);
   // An abort before sending never reaches the host.
