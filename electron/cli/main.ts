@@ -10,11 +10,12 @@ import { generate } from './commands/generate.ts';
 import { logits } from './commands/logits.ts';
 import { compress } from './commands/compress.ts';
 import { bench } from './commands/bench.ts';
+import { benchKv } from './commands/bench-kv.ts';
 import { evalCommand } from './commands/eval.ts';
 import { chat } from './commands/chat.ts';
 import { serve } from './commands/serve.ts';
 
-const commands: Record<string, Command> = { info, tokenize, generate, logits, compress, bench, eval: evalCommand, chat, serve };
+const commands: Record<string, Command> = { info, tokenize, generate, logits, compress, bench, 'bench-kv': benchKv, eval: evalCommand, chat, serve };
 
 function help(): string {
   return (

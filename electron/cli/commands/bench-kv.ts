@@ -1,0 +1,178 @@
+// folio bench-kv: what compression costs and saves, measured (a benchmark, never a test).
+//   - prefill of a document with and without compression: full, snapkv, ada-snapkv (Ada's overhead over
+//     SnapKV is the cost of its global top-k; the goal is within 2%);
+//   - peak resident memory of a full and of a compressed prefill (each in a child process of its own, so
+//     each peak is that prefill's);
+//   - decode tokens/s over a full and over a compressed cache at growing context lengths;
+//   - with --long N: one prefill of an N-token document (16K on the 1B shape) with progress, its time and
+//     peak memory.
+// Without --model it uses the 1B Q4_K_M file of `folio bench` (bench-models/, made if missing).
+import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+import { loadAddon, type CompressionMethod, type Model } from '../../engine/binding.ts';
+import { type Command, type Values, common, int, mib, print, str, UsageError } from '../args.ts';
+
+const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
+const median = (a: number[]) => [...a].sort((x, y) => x - y)[Math.floor((a.length - 1) / 2)];
+
+/** A document of n tokens: BOS, then fixed pseudo-random ids from the ordinary part of the vocabulary. */
+function document(model: Model, n: number): Int32Array {
+  const info = model.info();
+  const t = new Int32Array(n);
+  const span = Math.min(info.nVocab, info.tokenizer.nTokens) - 300;
+  t[0] = info.tokenizer.bos >= 0 ? info.tokenizer.bos : 0;
+  for (let i = 1; i < n; i++) t[i] = 256 + ((i * 7919 + 104729) % span);
+  return t;
+}
+
+function budgetFor(method: CompressionMethod, ratio: number) {
+  return method === 'full' ? { method } : { method, budget: ratio };
+}
+
+/** One prefill in this process (the child of a peak-memory measurement, or a timing). */
+async function prefillOnce(model: Model, tokens: Int32Array, method: CompressionMethod, ratio: number, threads: number, onProgress?: (d: number, t: number) => void) {
+  const s = model.createSession({ nCtx: tokens.length + 64, nThreads: threads });
+  const t0 = performance.now();
+  let kvBytes: number;
+  if (method === 'full') {
+    await s.prefill(tokens, { onProgress });
+    kvBytes = s.memory().bytesUsed;
+  } else {
+    const r = await s.compress(tokens, { ...budgetFor(method, ratio), onProgress });
+    kvBytes = r.stats.kv_bytes_kept;
+  }
+  const ms = performance.now() - t0;
+  return { s, ms, kvBytes };
+}
+
+async function decodeRate(model: Model, tokens: Int32Array, method: CompressionMethod, ratio: number, threads: number, n: number) {
+  const { s, kvBytes } = await prefillOnce(model, tokens, method, ratio, threads);
+  const g = await s.generate({ n, temperature: 0 });
+  s.dispose();
+  return { tokensPerSecond: g.tokensPerSecond, kvBytes };
+}
+
+function defaultModel(): string {
+  const path = join(repoRoot, 'bench-models', 'llama-1b-q4_k_m.gguf');
+  if (!existsSync(path)) {
+    const r = spawnSync(process.execPath, [join(repoRoot, 'electron/cli/folio.mjs'), 'bench', '--make-models', '--types', 'q4_k_m'], { stdio: 'inherit' });
+    if (r.status !== 0) throw new UsageError('could not make the benchmark model: run `folio bench --make-models --types q4_k_m`');
+  }
+  return path;
+}
+
+export const benchKv: Command = {
+  summary: 'what KV compression costs and saves: prefill time, peak memory, decode speed over full and compressed caches',
+  usage:
+    'folio bench-kv [--model M] [--doc-tokens 2048] [--contexts 512,1024,2048] [--budget 0.2] [--gen-tokens 32]\n' +
+    '               [--repeats 3] [--threads N] [--long 16384] [--json]',
+  options: {
+    model: common.model, json: common.json, threads: common.threads, help: common.help,
+    'doc-tokens': { type: 'string' }, contexts: { type: 'string' }, budget: { type: 'string' }, 'gen-tokens': { type: 'string' },
+    repeats: { type: 'string' }, long: { type: 'string' },
+    // internal: one measured prefill in a child process
+    child: { type: 'string' },
+  },
+  async run(v: Values) {
+    const threads = int(v, 'threads', 0);
+    const docTokens = int(v, 'doc-tokens', 2048, 64);
+    const ratio = Number(str(v, 'budget') ?? '0.2');
+    if (!(ratio > 0 && ratio < 1)) throw new UsageError('--budget must be a kept ratio between 0 and 1');
+    const genTokens = int(v, 'gen-tokens', 32, 1);
+    const repeats = int(v, 'repeats', 3, 1);
+    const contexts = (str(v, 'contexts') ?? '512,1024,2048').split(',').map((x) => {
+      const n = Number(x);
+      if (!Number.isInteger(n) || n < 64) throw new UsageError(`--contexts: '${x}' is not a context length of at least 64`);
+      return n;
+    });
+    const path = str(v, 'model') ?? defaultModel();
+    const model = await loadAddon().loadModel(path);
+
+    if (v.child) {
+      // A child: one prefill, then its peak resident memory.
+      const { ms, kvBytes } = await prefillOnce(model, document(model, docTokens), v.child as CompressionMethod, ratio, threads);
+      process.stdout.write(JSON.stringify({ ms, kvBytes, peak: process.resourceUsage().maxRSS * 1024 }) + '\n');
+      return;
+    }
+
+    const tokens = document(model, docTokens);
+    const log = (s: string) => { if (!v.json) process.stderr.write(s + '\n'); };
+    log(`${path}: ${docTokens}-token document, budget ${ratio}, ${repeats} repeats`);
+
+    // Prefill time: full, snapkv, ada-snapkv, interleaved so that the machine's noise hits all alike.
+    const methods: CompressionMethod[] = ['full', 'snapkv', 'ada-snapkv'];
+    const times: Record<string, number[]> = { full: [], snapkv: [], 'ada-snapkv': [] };
+    const compressMs: Record<string, number[]> = { snapkv: [], 'ada-snapkv': [] };
+    await (await prefillOnce(model, tokens.subarray(0, 256), 'full', ratio, threads)).s.dispose(); // warm-up
+    for (let r = 0; r < repeats; r++)
+      for (const m of methods) {
+        const s = model.createSession({ nCtx: docTokens + 64, nThreads: threads });
+        const t0 = performance.now();
+        if (m === 'full') await s.prefill(tokens);
+        else compressMs[m].push((await s.compress(tokens, budgetFor(m, ratio))).stats.ms_compress);
+        times[m].push(performance.now() - t0);
+        s.dispose();
+        log(`  prefill ${m}: ${(times[m].at(-1)! / 1000).toFixed(2)} s`);
+      }
+    const prefill = Object.fromEntries(methods.map((m) => [m, { median_ms: median(times[m]), runs_ms: times[m] }]));
+    const adaOverhead = median(times['ada-snapkv']) / median(times.snapkv) - 1;
+
+    // Peak resident memory of a full and a compressed prefill, each in a fresh process.
+    const child = (m: string) => {
+      const r = spawnSync(process.execPath, [join(repoRoot, 'electron/cli/folio.mjs'), 'bench-kv', '--model', path, '--child', m,
+        '--doc-tokens', String(docTokens), '--budget', String(ratio), ...(threads ? ['--threads', String(threads)] : [])], { encoding: 'utf8' });
+      if (r.status !== 0) throw new Error(`the ${m} child failed: ${r.stderr}`);
+      return JSON.parse(r.stdout) as { ms: number; kvBytes: number; peak: number };
+    };
+    const peakFull = child('full'), peakAda = child('ada-snapkv');
+    log(`  peak memory: full ${mib(peakFull.peak)}, ada-snapkv ${mib(peakAda.peak)}`);
+
+    // Decode over full and compressed caches at growing contexts.
+    const decode = [];
+    for (const L of contexts) {
+      const doc = document(model, L);
+      const full = await decodeRate(model, doc, 'full', ratio, threads, genTokens);
+      const ada = await decodeRate(model, doc, 'ada-snapkv', ratio, threads, genTokens);
+      decode.push({ context: L, full_tokens_per_s: full.tokensPerSecond, compressed_tokens_per_s: ada.tokensPerSecond,
+        full_kv_bytes: full.kvBytes, compressed_kv_bytes: ada.kvBytes });
+      log(`  decode at ${L}: full ${full.tokensPerSecond.toFixed(1)} t/s (${mib(full.kvBytes)} cache), ada-snapkv ${ada.tokensPerSecond.toFixed(1)} t/s (${mib(ada.kvBytes)})`);
+    }
+
+    // One long prefill, with progress.
+    let long = null;
+    const longTokens = int(v, 'long', 0, 0);
+    if (longTokens > 0) {
+      const doc = document(model, longTokens);
+      let last = 0;
+      const { s, ms, kvBytes } = await prefillOnce(model, doc, 'ada-snapkv', ratio, threads, (d, t) => {
+        if (performance.now() - last > 2000) {
+          last = performance.now();
+          log(`  long prefill: ${d} / ${t} tokens`);
+        }
+      });
+      s.dispose();
+      long = { tokens: longTokens, seconds: ms / 1000, tokens_per_s: longTokens / (ms / 1000), kv_bytes_kept: kvBytes, peak_rss_bytes: process.resourceUsage().maxRSS * 1024 };
+      log(`  long prefill of ${longTokens} tokens: ${(ms / 1000).toFixed(1)} s, peak ${mib(long.peak_rss_bytes)}`);
+    }
+
+    const info = model.info();
+    model.dispose();
+    const result = {
+      model: path, name: info.name, threads, document_tokens: docTokens, budget: ratio,
+      prefill, ada_overhead_vs_snapkv: adaOverhead,
+      compress_ms: { snapkv: median(compressMs.snapkv), 'ada-snapkv': median(compressMs['ada-snapkv']) },
+      peak_rss: { full: peakFull.peak, 'ada-snapkv': peakAda.peak, kv_bytes_full: peakFull.kvBytes, kv_bytes_kept: peakAda.kvBytes },
+      decode, long,
+    };
+    print(v, result,
+      `prefill of ${docTokens} tokens (median of ${repeats}): full ${(prefill.full.median_ms / 1000).toFixed(2)} s, ` +
+      `snapkv ${(prefill.snapkv.median_ms / 1000).toFixed(2)} s, ada-snapkv ${(prefill['ada-snapkv'].median_ms / 1000).toFixed(2)} s ` +
+      `(Ada over SnapKV: ${(adaOverhead * 100).toFixed(1)}%; the selection itself: ${result.compress_ms['ada-snapkv'].toFixed(0)} vs ${result.compress_ms.snapkv.toFixed(0)} ms)\n` +
+      `peak memory: full ${mib(peakFull.peak)} vs ada-snapkv ${mib(peakAda.peak)} (KV cache ${mib(peakFull.kvBytes)} -> ${mib(peakAda.kvBytes)})\n` +
+      decode.map((d) => `decode at ${d.context} tokens: full ${d.full_tokens_per_s.toFixed(1)} t/s, compressed ${d.compressed_tokens_per_s.toFixed(1)} t/s`).join('\n') + '\n' +
+      (long ? `long prefill: ${long.tokens} tokens in ${long.seconds.toFixed(1)} s (${long.tokens_per_s.toFixed(1)} t/s), peak ${mib(long.peak_rss_bytes)}\n` : ''));
+  },
+};
