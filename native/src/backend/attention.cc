@@ -147,7 +147,7 @@ void transpose_block(const float* __restrict src, float* __restrict dst, int nb,
 }  // namespace
 
 void attention(ThreadPool& pool, Scratch& s, const float* q, const FlatKvCache& cache, int l, int64_t m, float* out,
-               const HParams& hp) {
+               const HParams& hp, const std::atomic<bool>* stop) {
   const int H = hp.n_head, Hk = hp.n_head_kv, G = hp.n_gqa(), D = hp.head_dim, Dv = hp.head_dim_v;
   const int64_t qw = hp.q_width(), ow = int64_t(H) * Dv;
   const float scale = 1.0f / std::sqrt(float(D));
@@ -159,6 +159,7 @@ void attention(ThreadPool& pool, Scratch& s, const float* q, const FlatKvCache& 
   const quant::Kernels& f32 = quant::kernels(TensorType::F32);
 
   pool.parallel_for(int64_t(Hk) * tiles, [&](int64_t item, int thread) {
+    if (stop && stop->load(std::memory_order_relaxed)) return;  // cancelled: the output is thrown away
     const int g = int(item / tiles);
     const int64_t t0 = (item % tiles) * tile_q, t1 = std::min(m, t0 + tile_q);
     const int32_t before = cache.len(l, g) - int32_t(m);  // entries older than this call's tokens

@@ -1,6 +1,7 @@
 // The CPU compute operations of a forward pass. Each works on row-major float activations
 // ([n tokens, width] unless stated) and splits its work over the thread pool.
 #pragma once
+#include <atomic>
 #include <cstdint>
 #include <vector>
 
@@ -23,7 +24,9 @@ void rms_norm(ThreadPool& pool, const float* x, const Weight& w, float* y, int64
 
 // Y[t, r] = Σ_c W[r, c] · X[t, c]          W: [rows, cols]; X: [n, cols]; Y: [n, rows].
 // X is first converted to the weight type's vec_dot_type (8-bit blocks for quantized weights, F16 for F16).
-void matmul(ThreadPool& pool, Scratch& s, const Weight& W, const float* X, int64_t n, float* Y);
+// `stop` (optional): set to cancel; the remaining blocks are skipped and the output must be discarded.
+void matmul(ThreadPool& pool, Scratch& s, const Weight& W, const float* X, int64_t n, float* Y,
+            const std::atomic<bool>* stop = nullptr);
 
 // x[t, :] += b                              x: [n, width]; b: [width] (F32).
 void add_bias(float* x, const Weight& b, int64_t n, int64_t width);
@@ -43,7 +46,7 @@ void swiglu(ThreadPool& pool, const float* g, const float* u, float* h, int64_t 
 // of a KV head at once; `attention_reference` is the slow, obviously correct two-pass version it is
 // tested against.
 void attention(ThreadPool& pool, Scratch& s, const float* q, const FlatKvCache& cache, int l, int64_t m, float* out,
-               const HParams& hp);
+               const HParams& hp, const std::atomic<bool>* stop = nullptr);
 void attention_reference(ThreadPool& pool, Scratch& s, const float* q, const FlatKvCache& cache, int l, int64_t m,
                          float* out, const HParams& hp);
 

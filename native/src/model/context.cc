@@ -131,7 +131,8 @@ void Context::forward(const int32_t* tokens, int64_t n, bool all_logits, float* 
   const float* rope_ff = w.rope_freqs ? reinterpret_cast<const float*>(w.rope_freqs.data) : nullptr;
   const int32_t w_first = comp ? int32_t(n) - comp->window() : int32_t(n);  // first window token
   int64_t reported = 0;
-  // Cancellation is checked between the operations of a chunk, so it takes effect within one matrix product.
+  // Cancellation is checked between the operations of a chunk; the matrix products and the attention skip
+  // their remaining blocks once it is set, so it takes effect within one block of work.
   auto check_cancel = [cancel] {
     if (cancel && cancel->load(std::memory_order_relaxed)) fail("CANCELLED", "cancelled");
   };
@@ -145,9 +146,9 @@ void Context::forward(const int32_t* tokens, int64_t n, bool all_logits, float* 
 
       // attention block
       cpu::rms_norm(pool_, xc, L.attn_norm, xb, m, E, hp.rms_eps);
-      cpu::matmul(pool_, scratch_, L.wq, xb, m, q_.data());  // [m, n_head·head_dim]
-      cpu::matmul(pool_, scratch_, L.wk, xb, m, k_.data());  // [m, n_kv·head_dim]
-      cpu::matmul(pool_, scratch_, L.wv, xb, m, v_.data());  // [m, n_kv·head_dim_v]
+      cpu::matmul(pool_, scratch_, L.wq, xb, m, q_.data(), cancel);  // [m, n_head·head_dim]
+      cpu::matmul(pool_, scratch_, L.wk, xb, m, k_.data(), cancel);  // [m, n_kv·head_dim]
+      cpu::matmul(pool_, scratch_, L.wv, xb, m, v_.data(), cancel);  // [m, n_kv·head_dim_v]
       check_cancel();
       if (hp.has_qkv_bias) {
         cpu::add_bias(q_.data(), L.bq, m, hp.q_width());
@@ -165,18 +166,20 @@ void Context::forward(const int32_t* tokens, int64_t n, bool all_logits, float* 
         std::memcpy(comp->window_queries() + (t - w_first) * hp.q_width(), q_.data() + (t - c0) * hp.q_width(),
                     size_t(hp.q_width()) * sizeof(float));
       if (params_.reference_attention) cpu::attention_reference(pool_, scratch_, q_.data(), cache_, l, m, att_.data(), hp);
-      else cpu::attention(pool_, scratch_, q_.data(), cache_, l, m, att_.data(), hp);
+      else cpu::attention(pool_, scratch_, q_.data(), cache_, l, m, att_.data(), hp, cancel);
       check_cancel();
-      cpu::matmul(pool_, scratch_, L.wo, att_.data(), m, xb);  // [m, E]
+      cpu::matmul(pool_, scratch_, L.wo, att_.data(), m, xb, cancel);  // [m, E]
+      check_cancel();
       for (int64_t i = 0; i < m * E; i++) xc[i] += xb[i];
 
       // feed-forward block
       cpu::rms_norm(pool_, xc, L.ffn_norm, xb, m, E, hp.rms_eps);
-      cpu::matmul(pool_, scratch_, L.w_gate, xb, m, ffa_.data());  // [m, F]
-      cpu::matmul(pool_, scratch_, L.w_up, xb, m, ffb_.data());    // [m, F]
+      cpu::matmul(pool_, scratch_, L.w_gate, xb, m, ffa_.data(), cancel);  // [m, F]
+      cpu::matmul(pool_, scratch_, L.w_up, xb, m, ffb_.data(), cancel);    // [m, F]
       check_cancel();
       cpu::swiglu(pool_, ffa_.data(), ffb_.data(), ffa_.data(), m, F);
-      cpu::matmul(pool_, scratch_, L.w_down, ffa_.data(), m, xb);  // [m, E]
+      cpu::matmul(pool_, scratch_, L.w_down, ffa_.data(), m, xb, cancel);  // [m, E]
+      check_cancel();
       for (int64_t i = 0; i < m * E; i++) xc[i] += xb[i];
 
       // Progress in tokens: a token is done when it has passed every layer.
@@ -192,7 +195,8 @@ void Context::forward(const int32_t* tokens, int64_t n, bool all_logits, float* 
   for (int64_t c0 = all_logits ? 0 : n - 1; c0 < n; c0 += C) {
     const int64_t m = std::min(C, n - c0);
     cpu::rms_norm(pool_, x + c0 * E, w.output_norm, xb, m, E, hp.rms_eps);
-    cpu::matmul(pool_, scratch_, w.output, xb, m, logits + (all_logits ? c0 : 0) * hp.n_vocab);
+    cpu::matmul(pool_, scratch_, w.output, xb, m, logits + (all_logits ? c0 : 0) * hp.n_vocab, cancel);
+    check_cancel();
   }
 }
 

@@ -59,7 +59,8 @@ void matmul_reference(ThreadPool& pool, const MatrixRef& W, const float* X, int6
 }
 
 void matmul(ThreadPool& pool, const MatrixRef& W, const float* X, int64_t n, float* Y, std::vector<uint8_t>& act,
-            Isa isa, MatmulPath path) {
+            Isa isa, MatmulPath path, const std::atomic<bool>* stop) {
+  auto stopped = [stop] { return stop && stop->load(std::memory_order_relaxed); };
   if (n <= 0 || W.rows <= 0) return;
   const Kernels& wk = kernels(W.type, isa);
   if (!wk.vec_dot) fail("UNSUPPORTED_TYPE", strfmt("no dot product for %s", type_name(W.type)));
@@ -75,6 +76,7 @@ void matmul(ThreadPool& pool, const MatrixRef& W, const float* X, int64_t n, flo
     const int64_t per = gemv_rows_per_task(W, threads);
     const bool gemv = wk.gemv && path != MatmulPath::VecDot;
     pool.parallel_for(ceil_div(rows, per), [&](int64_t task, int) {
+      if (stopped()) return;
       const int64_t r0 = task * per, r1 = std::min(rows, r0 + per);
       if (gemv) {
         wk.gemv(cols, W.data + size_t(r0) * W.ldw, W.ldw, a, ldx, Y + r0, rows, r1 - r0, n);
@@ -101,6 +103,7 @@ void matmul(ThreadPool& pool, const MatrixRef& W, const float* X, int64_t n, flo
   while (rb > kUnit && ceil_div(rows, rb) * n_tb < int64_t(threads) * 6) rb /= 2;
   const int64_t n_rb = ceil_div(rows, rb);
   pool.parallel_for(n_rb * n_tb, [&](int64_t item, int) {
+    if (stopped()) return;
     const int64_t jb = item / n_rb, ib = item % n_rb;
     const int64_t r0 = ib * rb, r1 = std::min(rows, r0 + rb);
     const int64_t t0 = jb * tb_even, t1 = std::min(n, t0 + tb_even);

@@ -1,6 +1,7 @@
 // Matrix products of weights in any supported type with float activations, split over a thread pool:
 // the engine's cpu::matmul (backend/matmul.cc) and the binding's ops.matmul both come here.
 #pragma once
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -28,9 +29,11 @@ struct MatrixRef {
 //    token block by token block, each computed by the ISA's blocked kernel.
 // `path` forces one way for tests: Blocked runs the blocked kernel for any n (where the ISA has one),
 // VecDot the vec_dot loop (never gemv).
+// `stop`, when set during the product, makes the remaining blocks be skipped (the output is then
+// incomplete: the caller, which set it to cancel, throws it away).
 enum class MatmulPath { Auto, Blocked, VecDot };
 void matmul(ThreadPool& pool, const MatrixRef& W, const float* X, int64_t n, float* Y, std::vector<uint8_t>& act,
-            Isa isa, MatmulPath path = MatmulPath::Auto);
+            Isa isa, MatmulPath path = MatmulPath::Auto, const std::atomic<bool>* stop = nullptr);
 
 // The same product with vec_dot alone, one (row, token) at a time: what the blocked kernels are checked
 // against.
