@@ -20,6 +20,7 @@ export const common = {
   threads: { type: 'string' },
   ctx: { type: 'string' },
   'kv-type': { type: 'string' },
+  backend: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -64,7 +65,9 @@ export async function openModel(v: Values): Promise<Model> {
 export function sessionOptions(v: Values) {
   const kvType = str(v, 'kv-type') ?? 'f16';
   if (kvType !== 'f16' && kvType !== 'f32') throw new UsageError(`--kv-type must be f16 or f32, not '${kvType}'`);
-  return { nThreads: int(v, 'threads', 0), nCtx: int(v, 'ctx', 0), kvType: kvType as 'f16' | 'f32' };
+  const backend = str(v, 'backend') ?? 'auto';
+  if (backend !== 'auto' && backend !== 'cpu' && backend !== 'cuda') throw new UsageError(`--backend must be auto, cpu or cuda, not '${backend}'`);
+  return { nThreads: int(v, 'threads', 0), nCtx: int(v, 'ctx', 0), kvType: kvType as 'f16' | 'f32', backend: backend as 'auto' | 'cpu' | 'cuda' };
 }
 
 /** Bytes in MiB for people. */

@@ -36,6 +36,11 @@ export interface OpsBinding {
   readBandwidth(threads?: number, mib?: number, passes?: number): {
     bytesPerSecond: number; bytes: number; threads: number; passes: number; seconds: number;
   };
+  /**
+   * The GPU's memory bandwidth as a device-to-device copy of `mib` MiB (default 1024) sees it, bytes read
+   * plus written; the best of `passes` (default 5). Throws GPU_UNAVAILABLE without a GPU.
+   */
+  gpuCopyBandwidth(mib?: number, passes?: number): { bytesPerSecond: number; bytes: number; passes: number; seconds: number };
 }
 
 export interface VocabInfo {
@@ -100,6 +105,9 @@ export interface ModelInfo {
   chatTemplate: string;
   /** The kernel ISA in use: scalar, avx2, avx512 or neon. */
   isa: string;
+  /** The backend sessions get by default, and why (see FolioAddon.backendInfo). */
+  backend: 'cpu' | 'cuda';
+  backendReason: string;
 }
 
 export interface SessionOptions {
@@ -111,8 +119,10 @@ export interface SessionOptions {
   nThreads?: number;
   /** Element type of the cached keys and values (default 'f16'). */
   kvType?: 'f16' | 'f32';
-  /** 'reference': the slow, obviously correct attention the fast one is tested against. */
+  /** 'reference': the slow, obviously correct attention the fast one is tested against (CPU only). */
   attention?: 'fast' | 'reference';
+  /** Where the forward pass runs: 'auto' (default: the GPU when backendInfo() has one), 'cpu' or 'cuda'. */
+  backend?: 'auto' | 'cpu' | 'cuda';
 }
 
 export interface PrefillResult {
@@ -234,6 +244,8 @@ export interface Session {
   readonly nPast: number;
   readonly nCtx: number;
   readonly nThreads: number;
+  /** Where this session's forward pass runs. */
+  readonly backend: 'cpu' | 'cuda';
   readonly busy: boolean;
   prefill(tokens: Int32Array | number[], opts?: { allLogits?: boolean; onProgress?: (done: number, total: number) => void }): Promise<PrefillResult>;
   /** Prefills `tokens` into an empty session, compressing the cache layer by layer as it goes. */
@@ -289,9 +301,21 @@ export interface KvOps {
   resolveBudget(opts: { method: CompressionMethod; budget: number; window?: number }, L: number): { compress: boolean; reason: string; B: number; b: number; clamped: boolean };
 }
 
+/** The compute backend sessions get by default, and why. */
+export interface BackendInfo {
+  backend: 'cpu' | 'cuda';
+  gpuAvailable: boolean;
+  /** The libfolio-cuda path tried ('' when none: GPU turned off, macOS). */
+  library: string;
+  /** Why the GPU is not used (library missing, no driver, no device), or which device is. */
+  reason: string;
+  device?: { name: string; runtime: string; computeCapability: string; multiprocessors: number; totalBytes: number; freeBytes: number };
+}
+
 export interface FolioAddon {
   kv: KvOps;
   napiVersion: number;
+  backendInfo(): BackendInfo;
   /** Reads and checks a GGUF file's header without loading tensor data. */
   readGguf(path: string, opts?: { arrays?: 'summary' | 'full' }): GgufHeader;
   ops: OpsBinding;

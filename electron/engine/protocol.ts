@@ -130,6 +130,8 @@ export const ModelInfo = z.object({
   }),
   chatTemplate: z.string(),
   isa: z.string(),
+  backend: z.enum(['cpu', 'cuda']),
+  backendReason: z.string(),
 });
 
 export const CompressionStats = z.object({

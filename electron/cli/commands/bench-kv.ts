@@ -100,7 +100,7 @@ export const benchKv: Command = {
 
     const tokens = document(model, docTokens);
     const log = (s: string) => { if (!v.json) process.stderr.write(s + '\n'); };
-    log(`${path}: ${docTokens}-token document, budget ${ratio}, ${repeats} repeats`);
+    log(`${path}: ${docTokens}-token document, budget ${ratio}, ${repeats} repeats, backend ${model.info().backend}`);
 
     // Prefill time: full, snapkv, ada-snapkv, interleaved so that the machine's noise hits all alike.
     const methods: CompressionMethod[] = ['full', 'snapkv', 'ada-snapkv'];
@@ -161,7 +161,7 @@ export const benchKv: Command = {
     const info = model.info();
     model.dispose();
     const result = {
-      model: path, name: info.name, threads, document_tokens: docTokens, budget: ratio,
+      model: path, name: info.name, backend: info.backend, threads, document_tokens: docTokens, budget: ratio,
       prefill, ada_overhead_vs_snapkv: adaOverhead,
       compress_ms: { snapkv: median(compressMs.snapkv), 'ada-snapkv': median(compressMs['ada-snapkv']) },
       peak_rss: { full: peakFull.peak, 'ada-snapkv': peakAda.peak, kv_bytes_full: peakFull.kvBytes, kv_bytes_kept: peakAda.kvBytes },

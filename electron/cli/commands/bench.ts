@@ -34,6 +34,8 @@ export interface BenchResult {
   weight_bytes: number;
   tensor_types: Record<string, number>;
   isa: string;
+  /** Where the forward pass ran; on 'cuda' the bandwidth is the GPU's device-to-device copy rate. */
+  backend: 'cpu' | 'cuda';
   threads: number;
   prompt_tokens: number;
   gen_tokens: number;
@@ -158,7 +160,11 @@ async function benchModel(path: string, v: Values): Promise<BenchResult> {
   const R = int(v, 'repeats', 3, 1);
   const addon = loadAddon();
   const ops = addon.ops as Partial<typeof addon.ops>; // an older engine may lack the probe
-  const probe = (threads: number) => (ops.readBandwidth ? ops.readBandwidth(threads, 256, 3).bytesPerSecond : null);
+  // The memory the weights are read from: the machine's RAM, or the GPU's (a device-to-device copy).
+  let backend: 'cpu' | 'cuda' = 'cpu';
+  const probe = (threads: number) =>
+    backend === 'cuda' ? ops.gpuCopyBandwidth!(1024, 3).bytesPerSecond
+      : ops.readBandwidth ? ops.readBandwidth(threads, 256, 3).bytesPerSecond : null;
   const memory = peakMemory();
   const header = addon.readGguf(path);
   const model = await addon.loadModel(path);
@@ -176,6 +182,7 @@ async function benchModel(path: string, v: Values): Promise<BenchResult> {
   {
     const s = model.createSession(opts);
     threads = s.nThreads;
+    backend = s.backend ?? 'cpu';
     await s.prefill(prompt.subarray(0, Math.min(P, 32)));
     await s.generate({ n: 4, temperature: 0 });
     s.dispose();
@@ -237,6 +244,7 @@ async function benchModel(path: string, v: Values): Promise<BenchResult> {
     weight_bytes: info.weightBytes,
     tensor_types: info.tensorTypes,
     isa: info.isa,
+    backend,
     threads,
     prompt_tokens: P,
     gen_tokens: G,
@@ -262,7 +270,7 @@ function table(results: BenchResult[]): string {
     rows.push([
       basename(r.model),
       gib(r.weight_bytes),
-      r.isa,
+      r.backend === 'cuda' ? 'cuda' : r.isa,
       String(r.threads),
       `${r.prefill_tokens_per_s.toFixed(1)} (pp${r.prompt_tokens})`,
       `${r.decode_tokens_per_s.toFixed(1)} (tg${r.gen_tokens})`,
@@ -283,7 +291,7 @@ function table(results: BenchResult[]): string {
 }
 
 // Flags a suite passes on to each model's run.
-const PASS_ON = ['prompt-tokens', 'gen-tokens', 'threads', 'repeats', 'kv-type'];
+const PASS_ON = ['prompt-tokens', 'gen-tokens', 'threads', 'repeats', 'kv-type', 'backend'];
 
 export const bench: Command = {
   summary: 'prefill and decode tokens/s, peak memory, fraction of the memory-bandwidth bound',

@@ -25,6 +25,7 @@ export const info: Command = {
         `  tokenizer     ${info.tokenizer.model}/${info.tokenizer.pre}, ${info.tokenizer.nTokens} tokens, BOS ${info.tokenizer.bos}${info.tokenizer.addBos ? ' (added)' : ''}, EOS ${info.tokenizer.eos}`,
         `  memory        weights ${gib(info.weightBytes)} (mapped) + KV cache ${gib(kvBytes)} at ${nCtx} tokens (${kvType}, uncompressed)`,
         `  kernels       ${info.isa}`,
+        `  backend       ${info.backend}: ${info.backendReason}`,
         '',
       ].join('\n'),
     );

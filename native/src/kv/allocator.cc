@@ -11,14 +11,14 @@ namespace folio::kv {
 
 std::vector<int32_t> uniform_caps(int n_heads, int32_t b) { return std::vector<int32_t>(size_t(n_heads), b); }
 
-std::vector<int32_t> ada_caps(const std::vector<std::vector<float>>& scores, int32_t b, double alpha) {
+std::vector<int32_t> global_topk_counts(const std::vector<std::vector<float>>& scores, int64_t k) {
   const int H = int(scores.size());
-  if (H == 0) return {};
+  std::vector<int32_t> won(size_t(H), 0);
+  if (H == 0 || k <= 0) return won;
   const int64_t n = int64_t(scores[0].size());
-  if (b > n) fail("INTERNAL", "ada: budget larger than the selectable tokens");
-  // Global top Hk·b: the (Hk·b)-th best score is the threshold; ties break to the lower token index,
-  // then the lower head, as everywhere in Folio.
-  const int64_t k = int64_t(H) * b;
+  if (k > int64_t(H) * n) fail("INTERNAL", "global top-k: k larger than the scores");
+  // The k-th best score is the threshold; ties break to the lower token index, then the lower head, as
+  // everywhere in Folio.
   std::vector<int64_t> order(size_t(H * n));
   std::iota(order.begin(), order.end(), int64_t(0));
   auto score = [&](int64_t i) { return scores[size_t(i / n)][size_t(i % n)]; };
@@ -28,11 +28,21 @@ std::vector<int32_t> ada_caps(const std::vector<std::vector<float>>& scores, int
     if (a % n != c % n) return a % n < c % n;
     return a < c;
   };
-  std::vector<int32_t> won(size_t(H), 0);
-  if (k > 0) {
-    std::nth_element(order.begin(), order.begin() + (k - 1), order.end(), better);
-    for (int64_t i = 0; i < k; i++) won[size_t(order[size_t(i)] / n)]++;
-  }
+  std::nth_element(order.begin(), order.begin() + (k - 1), order.end(), better);
+  for (int64_t i = 0; i < k; i++) won[size_t(order[size_t(i)] / n)]++;
+  return won;
+}
+
+std::vector<int32_t> ada_caps(const std::vector<std::vector<float>>& scores, int32_t b, double alpha) {
+  if (scores.empty()) return {};
+  const int64_t n = int64_t(scores[0].size());
+  if (b > n) fail("INTERNAL", "ada: budget larger than the selectable tokens");
+  return ada_caps_from_won(global_topk_counts(scores, int64_t(scores.size()) * b), n, b, alpha);
+}
+
+std::vector<int32_t> ada_caps_from_won(const std::vector<int32_t>& won, int64_t n, int32_t b, double alpha) {
+  const int H = int(won.size());
+  const int64_t k = int64_t(H) * b;
   // floor(alpha·b) for every head, then the rest in proportion to what each head won.
   const int64_t floor_share = std::min<int64_t>(b, int64_t(std::floor(alpha * double(b) + 1e-9)));
   const int64_t rest = int64_t(H) * (b - floor_share);

@@ -14,6 +14,11 @@ std::vector<int32_t> uniform_caps(int n_heads, int32_t b);
 // the rounding the official code leaves under budget made exact). alpha = 1 gives uniform, alpha = 0
 // gives c_h. scores: [n_heads][n] with n = L − w selectable tokens per head, b <= n.
 std::vector<int32_t> ada_caps(const std::vector<std::vector<float>>& scores, int32_t b, double alpha);
+// Its two steps: the global top k of scores [n_heads][n] counted per head (ties to the lower token index,
+// then the lower head), and the caps from those counts (won: [n_heads], Σ won = n_heads·b; a GPU can
+// count them on the device).
+std::vector<int32_t> global_topk_counts(const std::vector<std::vector<float>>& scores, int64_t k);
+std::vector<int32_t> ada_caps_from_won(const std::vector<int32_t>& won, int64_t n, int32_t b, double alpha);
 
 // The `cap` best tokens of one head by score, ties to the lower index, returned in ascending order.
 std::vector<int32_t> top_tokens(const std::vector<float>& scores, int32_t cap);

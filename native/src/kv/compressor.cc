@@ -78,18 +78,28 @@ std::vector<std::vector<int32_t>> Compressor::select(int l, const WindowScores& 
 }
 
 void Compressor::compress_layer(ThreadPool& pool, FlatKvCache& cache, int l, int32_t spare) {
+  const int32_t L = shape_.L;
+  EntryReader keys = [&](int g, float* out) { cache.read_k(l, g, 0, L, out); };
+  EntryReader values = [&](int g, float* out) { cache.read_v(l, g, 0, L, out); };
+  const auto t0 = std::chrono::steady_clock::now();
+  const WindowScores ws = snapkv_scores(pool, shape_, qw_.data(), keys, opts_.kernel);
+  const double ms_score = ms_since(t0);
+  const std::vector<std::vector<int32_t>> keep = plan_layer(pool, l, ws, ms_score, cache.k_entry_bytes() + cache.v_entry_bytes(), keys, values);
+  const auto t1 = std::chrono::steady_clock::now();
+  if (stats_.budget.compress) cache.compact(l, keep, spare);
+  add_compact_time(l, ms_since(t1));
+}
+
+std::vector<std::vector<int32_t>> Compressor::plan_layer(ThreadPool& pool, int l, const WindowScores& ws, double ms_score,
+                                                         size_t entry_bytes, const EntryReader& keys,
+                                                         const EntryReader& values) {
   LayerStats& ls = stats_.layers[size_t(l)];
   const int Hk = shape_.n_head_kv;
   const int32_t L = shape_.L;
-  auto keys = [&](int g, float* out) { cache.read_k(l, g, 0, L, out); };
-  auto values = [&](int g, float* out) { cache.read_v(l, g, 0, L, out); };
+  ls.ms_score = ms_score;
 
   auto t0 = std::chrono::steady_clock::now();
-  const WindowScores ws = snapkv_scores(pool, shape_, qw_.data(), keys, opts_.kernel);
-  ls.ms_score = ms_since(t0);
-
-  t0 = std::chrono::steady_clock::now();
-  const std::vector<std::vector<int32_t>> keep = select(l, ws);
+  std::vector<std::vector<int32_t>> keep = select(l, ws);
   ls.ms_select = ms_since(t0);
 
   ls.budget = stats_.budget.compress && opts_.method.selection == Selection::Scored ? layer_b_[size_t(l)] + shape_.w
@@ -108,15 +118,16 @@ void Compressor::compress_layer(ThreadPool& pool, FlatKvCache& cache, int l, int
     hs.concentration = concentration(a);
     mass_sum += hs.retained_mass;
     for (int32_t j : keep[size_t(g)]) stats_.token_retention[size_t(j)]++;
-    ls.bytes_kept += size_t(hs.kept) * (cache.k_entry_bytes() + cache.v_entry_bytes());
+    ls.bytes_kept += size_t(hs.kept) * entry_bytes;
   }
   ls.eps_over_c = 2.0 * (double(Hk) - mass_sum);
   if (opts_.measure_loss) ls.attn_l1 = attention_l1_loss(pool, shape_, qw_.data(), keys, values, mask);
+  return keep;
+}
 
-  t0 = std::chrono::steady_clock::now();
-  if (stats_.budget.compress) cache.compact(l, keep, spare);
-  ls.ms_compact = ms_since(t0);
-
+void Compressor::add_compact_time(int l, double ms_compact) {
+  LayerStats& ls = stats_.layers[size_t(l)];
+  ls.ms_compact = ms_compact;
   stats_.kv_bytes_full += ls.bytes_full;
   stats_.kv_bytes_kept += ls.bytes_kept;
   stats_.ms_compress += ls.ms_score + ls.ms_select + ls.ms_compact;

@@ -19,11 +19,21 @@ class Compressor {
   Compressor(const CompressOptions& opts, const WindowShape& shape, int n_layers, size_t k_entry_bytes,
              size_t v_entry_bytes, const std::string& kv_type);
 
-  int32_t window() const { return shape_.w; }  // how many of the last prefix tokens' queries to keep
+  int32_t window() const { return shape_.w; }
+  int32_t prefix_tokens() const { return shape_.L; }  // how many of the last prefix tokens' queries to keep
   // Where the forward pass writes the window queries of the current layer: [w, H · head_dim].
   float* window_queries() { return qw_.data(); }
   // Scores, selects and compacts layer l; `spare` free entries per head remain for the conversation.
   void compress_layer(ThreadPool& pool, FlatKvCache& cache, int l, int32_t spare);
+  // The same in steps, for a cache that lives elsewhere (a GPU): given layer l's window scores (and how
+  // long they took), chooses what each head keeps ([Hk] ascending indices) and records the statistics;
+  // keys/values read the layer's first L entries (only for the attention-loss measurement). The caller
+  // compacts (when budget().compress) and reports the time with add_compact_time.
+  std::vector<std::vector<int32_t>> plan_layer(ThreadPool& pool, int l, const WindowScores& ws, double ms_score,
+                                               size_t entry_bytes, const EntryReader& keys, const EntryReader& values);
+  void add_compact_time(int l, double ms_compact);
+  const Budget& budget() const { return stats_.budget; }
+  const CompressOptions& options() const { return opts_; }
   CompressionStats& stats() { return stats_; }
 
  private:

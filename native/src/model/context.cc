@@ -18,11 +18,18 @@ Context::Context(const Model& model, const ContextParams& params) : model_(model
                                     params_.n_ctx, hp.n_ctx_train));
   if (params_.n_batch <= 0) params_.n_batch = 512;
   cache_ = FlatKvCache(hp.n_layer, hp.n_head_kv, hp.head_dim, hp.head_dim_v, params_.kv_type);
+  if (params_.backend == Backend::Cuda) {
+    if (params_.reference_attention) fail("INVALID_ARGUMENT", "the reference attention runs on the CPU backend only");
+    gpu_init();
+  }
 }
+
+const char* backend_name(Backend b) { return b == Backend::Cuda ? "cuda" : "cpu"; }
 
 std::unique_ptr<Context> Context::fork() const {
   auto c = std::make_unique<Context>(model_, params_);
-  c->cache_ = cache_.clone();
+  if (gpu_) c->gpu_copy_from(*this);
+  else c->cache_ = cache_.clone();
   c->n_past_ = n_past_;
   return c;
 }
@@ -30,6 +37,7 @@ std::unique_ptr<Context> Context::fork() const {
 void Context::restore(FlatKvCache cache, int32_t n_past) {
   cache_ = std::move(cache);
   n_past_ = n_past;
+  if (gpu_) gpu_restore();
 }
 
 void Context::reserve(int64_t n_tokens, int64_t chunk) {
@@ -50,7 +58,8 @@ void Context::reserve(int64_t n_tokens, int64_t chunk) {
 
 void Context::truncate(int32_t n) {
   if (n < 0 || n > n_past_) fail("INVALID_ARGUMENT", strfmt("cannot truncate to %d tokens: the context holds %d", n, n_past_));
-  cache_.truncate(n);
+  if (gpu_) gpu_truncate(n);
+  else cache_.truncate(n);
   n_past_ = n;
 }
 
@@ -113,6 +122,7 @@ kv::CompressionStats Context::compress(const std::vector<int32_t>& tokens, const
 // compressed as soon as all tokens have passed it.
 void Context::forward(const int32_t* tokens, int64_t n, bool all_logits, float* logits, const ProgressFn& progress,
                       const std::atomic<bool>* cancel, kv::Compressor* comp) {
+  if (gpu_) return forward_gpu(tokens, n, all_logits, logits, progress, cancel, comp);
   const HParams& hp = model_.hparams();
   const ModelWeights& w = model_.weights();
   const int64_t E = hp.n_embd, F = hp.n_ff, C = std::min<int64_t>(params_.n_batch, n);

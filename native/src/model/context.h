@@ -19,12 +19,17 @@ namespace kv {
 class Compressor;
 }
 
+// Where the forward pass runs. The CUDA backend needs libfolio-cuda and a device (backend/gpu-loader.h).
+enum class Backend { Cpu, Cuda };
+const char* backend_name(Backend b);
+
 struct ContextParams {
   int32_t n_ctx = 0;                // positions the context can hold; 0: the model's, capped at 4096
   int32_t n_batch = 512;            // tokens per step of a prefill
   int n_threads = 0;                // 0: all hardware threads
   KvType kv_type = KvType::F16;     // element type of the cached keys and values
-  bool reference_attention = false; // use the slow reference attention (tests)
+  bool reference_attention = false; // use the slow reference attention (tests; CPU only)
+  Backend backend = Backend::Cpu;
 };
 
 // Called during a prefill with (tokens done, tokens total).
@@ -43,7 +48,9 @@ class Context {
   // tokens still continue the prefix's positions.
   int32_t n_past() const { return n_past_; }
   int n_threads() const { return pool_.size(); }
-  const FlatKvCache& cache() const { return cache_; }
+  Backend backend() const { return params_.backend; }
+  // The cache (on the GPU backend, a host copy made when asked for).
+  const FlatKvCache& cache() const;
   // Replaces the cache (loading a saved session); n_past is the next position.
   void restore(FlatKvCache cache, int32_t n_past);
 
@@ -68,11 +75,25 @@ class Context {
   void forward(const int32_t* tokens, int64_t n, bool all_logits, float* logits, const ProgressFn& progress,
                const std::atomic<bool>* cancel, kv::Compressor* comp);
   void reserve(int64_t n_tokens, int64_t chunk);
+  // The same forward pass on the GPU (model/context-gpu.cc).
+  struct Gpu;
+  void forward_gpu(const int32_t* tokens, int64_t n, bool all_logits, float* logits, const ProgressFn& progress,
+                   const std::atomic<bool>* cancel, kv::Compressor* comp);
+  void compress_layer_gpu(kv::Compressor* comp, int l, const float* qwin, int32_t spare);
+  void gpu_init();
+  void gpu_copy_from(const Context& other);
+  void gpu_restore();  // uploads cache_
+  void gpu_truncate(int32_t n);
 
   const Model& model_;
   ContextParams params_;
   ThreadPool pool_;
-  FlatKvCache cache_;
+  mutable FlatKvCache cache_;  // on the GPU backend: the host copy, refreshed by cache() when stale
+  struct GpuDeleter {
+    void operator()(Gpu* g) const;  // where Gpu is complete
+  };
+  std::unique_ptr<Gpu, GpuDeleter> gpu_;
+  mutable bool host_stale_ = false;
   int32_t n_past_ = 0;
   cpu::Scratch scratch_;
   std::vector<float> x_;  // [n, n_embd] the residual stream of every token of the call

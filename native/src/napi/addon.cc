@@ -1,6 +1,7 @@
 // Entry point of folio.node.
 #include <cstring>
 
+#include "backend/gpu-loader.h"
 #include "napi/common.h"
 
 namespace folio::napi {
@@ -25,9 +26,32 @@ Napi::Float32Array copy_floats(Napi::Env env, const float* data, size_t n) {
 
 Registry& registry(Napi::Env env) { return *env.GetInstanceData<Registry>(); }
 
+// Which compute backend sessions get by default, and why (libfolio-cuda missing, no driver, the device).
+static Napi::Value BackendInfo(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const gpu::Status& st = gpu::status();
+  Napi::Object o = Napi::Object::New(env);
+  o.Set("backend", st.backend);
+  o.Set("gpuAvailable", st.available);
+  o.Set("library", st.library);
+  o.Set("reason", st.reason);
+  if (st.available) {
+    Napi::Object d = Napi::Object::New(env);
+    d.Set("name", std::string(st.device.name));
+    d.Set("runtime", std::string(st.device.runtime));
+    d.Set("computeCapability", std::to_string(st.device.compute_major) + "." + std::to_string(st.device.compute_minor));
+    d.Set("multiprocessors", st.device.multiprocessors);
+    d.Set("totalBytes", double(st.device.total_bytes));
+    d.Set("freeBytes", double(st.device.free_bytes));
+    o.Set("device", d);
+  }
+  return o;
+}
+
 static Napi::Object Init(Napi::Env env, Napi::Object exports) {
   env.SetInstanceData<Registry>(new Registry());
   exports.Set("napiVersion", Napi::Number::New(env, NAPI_VERSION));
+  exports.Set("backendInfo", Napi::Function::New(env, BackendInfo, "backendInfo"));
   init_gguf(env, exports);
   init_ops(env, exports);
   init_vocab(env, exports);

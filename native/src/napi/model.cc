@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "model/model.h"
+#include "backend/gpu-loader.h"
 #include "napi/common.h"
 #include "napi/job.h"
 #include "napi/session.h"
@@ -82,6 +83,8 @@ class ModelWrap : public Napi::ObjectWrap<ModelWrap> {
     o.Set("tokenizer", tok);
     o.Set("chatTemplate", m->file().get_string_or("tokenizer.chat_template", ""));
     o.Set("isa", quant::isa_name(quant::best_isa()));
+    o.Set("backend", gpu::status().backend);
+    o.Set("backendReason", gpu::status().reason);
     return o;
   }
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/thread-pool.h"
+#include "backend/gpu-buffer.h"
 #include "napi/common.h"
 #include "quant/matmul.h"
 #include "quant/quant.h"
@@ -205,6 +206,36 @@ Napi::Value matmul(const Napi::CallbackInfo& info) {
   });
 }
 
+// gpuCopyBandwidth(mib?, passes?): the GPU's memory bandwidth as a device-to-device copy of `mib` MiB
+// (default 1024) sees it, counting the bytes read and written; the best of `passes` (default 5) timed
+// copies after an untimed one. Throws GPU_UNAVAILABLE without a GPU. Returns { bytesPerSecond, bytes,
+// passes, seconds }.
+Napi::Value gpu_copy_bandwidth(const Napi::CallbackInfo& info) {
+  return guard(info.Env(), [&]() -> Napi::Value {
+    const int64_t mib = arg_int(info, 0, "mib", 1024, 16, 1 << 16);
+    const int passes = int(arg_int(info, 1, "passes", 5, 1, 100));
+    const folio_gpu_api& g = gpu::require();
+    const size_t bytes = size_t(mib) << 20;
+    gpu::Buffer a(bytes), b(bytes);
+    gpu::check(g.zero(a.get(), bytes), "GPU zero");
+    double best = 0;
+    for (int p = 0; p <= passes; p++) {
+      gpu::check(g.synchronize(), "GPU copy");
+      const auto t0 = std::chrono::steady_clock::now();
+      gpu::check(g.copy(b.get(), a.get(), bytes), "GPU copy");
+      gpu::check(g.synchronize(), "GPU copy");
+      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      if (p > 0 && (best == 0 || s < best)) best = s;
+    }
+    Napi::Object r = Napi::Object::New(info.Env());
+    r.Set("bytesPerSecond", double(2 * bytes) / best);
+    r.Set("bytes", double(2 * bytes));
+    r.Set("passes", passes);
+    r.Set("seconds", best);
+    return r;
+  });
+}
+
 // readBandwidth(threads?, mib?, passes?): the machine's memory read bandwidth as `threads` threads see it,
 // reading a buffer of `mib` MiB (default 512, far beyond any cache) from start to end, each thread a
 // contiguous slice; the best of `passes` timed passes (default 5) after one untimed one.
@@ -278,6 +309,7 @@ void init_ops(Napi::Env env, Napi::Object exports) {
   ops.Set("vecDot", Napi::Function::New(env, vec_dot, "vecDot"));
   ops.Set("matmul", Napi::Function::New(env, matmul, "matmul"));
   ops.Set("readBandwidth", Napi::Function::New(env, read_bandwidth, "readBandwidth"));
+  ops.Set("gpuCopyBandwidth", Napi::Function::New(env, gpu_copy_bandwidth, "gpuCopyBandwidth"));
   exports.Set("ops", ops);
 }
 

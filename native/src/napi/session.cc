@@ -2,6 +2,8 @@
 // thread, one at a time per session, with progress and token streams and cancellation.
 #include "napi/session.h"
 
+#include "backend/gpu-loader.h"
+
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -111,6 +113,7 @@ class SessionWrap : public Napi::ObjectWrap<SessionWrap> {
                         InstanceAccessor("nPast", &SessionWrap::NPast, nullptr),
                         InstanceAccessor("nCtx", &SessionWrap::NCtx, nullptr),
                         InstanceAccessor("nThreads", &SessionWrap::NThreads, nullptr),
+                        InstanceAccessor("backend", &SessionWrap::BackendName, nullptr),
                         InstanceAccessor("busy", &SessionWrap::Busy, nullptr)});
   }
 
@@ -339,6 +342,9 @@ class SessionWrap : public Napi::ObjectWrap<SessionWrap> {
 
   Napi::Value NPast(const Napi::CallbackInfo& info) { return Napi::Number::New(info.Env(), state_ ? state_->session->context().n_past() : 0); }
   Napi::Value NCtx(const Napi::CallbackInfo& info) { return Napi::Number::New(info.Env(), state_ ? state_->session->context().n_ctx() : 0); }
+  Napi::Value BackendName(const Napi::CallbackInfo& info) {
+    return Napi::String::New(info.Env(), state_ ? backend_name(state_->session->context().backend()) : "cpu");
+  }
   Napi::Value NThreads(const Napi::CallbackInfo& info) { return Napi::Number::New(info.Env(), state_ ? state_->session->context().n_threads() : 0); }
   Napi::Value Busy(const Napi::CallbackInfo& info) { return Napi::Boolean::New(info.Env(), state_ && state_->busy); }
 
@@ -358,6 +364,11 @@ ContextParams context_params(Napi::Env env, const Napi::Object& o) {
   const std::string att = str_opt(env, o, "attention", "fast");
   if (att != "fast" && att != "reference") throw js_error(env, "INVALID_ARGUMENT", "attention must be 'fast' or 'reference'");
   cp.reference_attention = att == "reference";
+  // 'auto': the GPU when libfolio-cuda found one, else the CPU (the reference attention is CPU-only).
+  const std::string be = str_opt(env, o, "backend", "auto");
+  if (be != "auto" && be != "cpu" && be != "cuda") throw js_error(env, "INVALID_ARGUMENT", "backend must be 'auto', 'cpu' or 'cuda'");
+  if (be == "cuda" && !gpu::status().available) throw js_error(env, "GPU_UNAVAILABLE", gpu::status().reason);
+  cp.backend = be == "cuda" || (be == "auto" && gpu::status().available && !cp.reference_attention) ? Backend::Cuda : Backend::Cpu;
   return cp;
 }
 

@@ -1,0 +1,129 @@
+/* The C interface between the engine and a GPU backend library (libfolio-cuda), which the addon loads
+ * with dlopen when it is present (backend/gpu-loader.h). Plain C so that the two sides share no C++ ABI:
+ * the library is built by nvcc with its own static runtime.
+ *
+ * The library exports one function, `folio_gpu_open`, which fills a table of operations. All pointers
+ * the operations take are device pointers unless stated (names ending in `_host` are host memory).
+ * Operations are queued in order on the library's one stream and return at once; `synchronize` waits for
+ * them. Every function returns 0 on success, or a nonzero code with `last_error` describing the failure
+ * (an asynchronous kernel failure is reported by the next call that notices it, at the latest by
+ * `synchronize`).
+ *
+ * Layouts are the CPU engine's (backend/cpu-ops.h, kv/flat-cache.h): activations row-major float32,
+ * [n tokens, width]; weights in their GGUF types, `rows` rows of `cols` elements, `ldw` bytes apart.
+ */
+#ifndef FOLIO_GPU_ABI_H
+#define FOLIO_GPU_ABI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define FOLIO_GPU_ABI_VERSION 1
+
+typedef struct {
+  char name[256];             /* e.g. "NVIDIA H200" */
+  char runtime[64];           /* e.g. "CUDA runtime 13.0, driver 13.0" */
+  int32_t compute_major, compute_minor;
+  int32_t multiprocessors;
+  uint64_t total_bytes, free_bytes;
+} folio_gpu_device_info;
+
+/* One layer of the flat per-head KV cache on the device (kv/flat-cache.h): KV head g's entries are
+ * k[offset[g] .. offset[g] + len[g]) (rows of head_dim elements), the same rows of v (head_dim_v) and
+ * pos (the source position of each entry). `offset` and `len` are device arrays of n_head_kv. */
+typedef struct {
+  void* k;                 /* [capacity, head_dim] of kv_type */
+  void* v;                 /* [capacity, head_dim_v] of kv_type */
+  int32_t* pos;            /* [capacity] */
+  const int64_t* offset;   /* [n_head_kv] */
+  int32_t* len;            /* [n_head_kv] */
+  int32_t n_head_kv, head_dim, head_dim_v;
+  int32_t kv_type;         /* 0: F32, 1: F16 (the ggml type ids, as KvType) */
+} folio_gpu_kv_layer;
+
+typedef struct {
+  int32_t rope_dim;        /* leading dims of each head that rotate */
+  int32_t neox;            /* 0: pairs (2i, 2i+1); 1: pairs (i, i + rope_dim/2) */
+  float base;              /* angle of pair i = freq_scale · pos · base^(−2i/rope_dim) / freq_factors[i] */
+  float freq_scale;
+} folio_gpu_rope;
+
+typedef struct {
+  uint32_t abi_version; /* FOLIO_GPU_ABI_VERSION */
+  const char* backend;  /* "cuda" */
+
+  const char* (*last_error)(void);
+  int (*device_info)(folio_gpu_device_info* out_host);
+  void (*close)(void);
+
+  /* memory */
+  int (*alloc)(size_t bytes, void** out_host);  /* *out_host = a device pointer, 256-byte aligned */
+  int (*free)(void* p);
+  int (*upload)(void* dst, const void* src_host, size_t bytes);    /* returns when the copy is done */
+  int (*download)(void* dst_host, const void* src, size_t bytes);  /* waits for the queued work first */
+  int (*copy)(void* dst, const void* src, size_t bytes);
+  int (*zero)(void* dst, size_t bytes);
+  int (*synchronize)(void);
+
+  /* y[t, r] = Σ_c W[r, c] · x[t, c]     W: rows × cols of `type` (ggml type id), ldw bytes per row;
+   * x: [n, cols]; y: [n, rows]. */
+  int (*matmul)(const void* w, int32_t type, int64_t rows, int64_t cols, size_t ldw, const float* x, int64_t n,
+                float* y);
+  /* out[t, :] = the cols values of row ids[t] of W    ids: [n] (device); out: [n, cols]. */
+  int (*get_rows)(const void* w, int32_t type, int64_t cols, size_t ldw, const int32_t* ids, int64_t n, float* out);
+  /* y[t, i] = x[t, i] / sqrt(mean_i x[t, i]² + eps) · g[i]     x, y: [n, width] (may alias); g: [width]. */
+  int (*rms_norm)(const float* x, const float* g, float* y, int64_t n, int64_t width, float eps);
+  /* Rotates x [n, n_heads, head_dim] in place; pos: [n]; freq_factors: [rope_dim/2] or NULL. */
+  int (*rope)(float* x, int64_t n, int32_t n_heads, int32_t head_dim, const int32_t* pos, const folio_gpu_rope* p_host,
+              const float* freq_factors);
+  /* h[i] = silu(g[i]) · u[i] for i < count (h may alias g). */
+  int (*swiglu)(const float* g, const float* u, float* h, int64_t count);
+  /* x[i] += y[i] for i < count. */
+  int (*add)(float* x, const float* y, int64_t count);
+  /* x[t, i] += b[i]     x: [n, width]. */
+  int (*add_bias)(float* x, const float* b, int64_t n, int64_t width);
+
+  /* Appends n tokens to every head of the layer, after each head's current len entries: head g takes
+   * k[t, g·head_dim ..], v[t, g·head_dim_v ..] and pos[t] for t < n (k: [n, Hk·head_dim], v: [n, Hk·head_dim_v],
+   * float32, converted to kv_type), then adds n to every len[g] on the device (so that a decode step
+   * needs no upload of the lengths; the caller keeps its host copy in step). The caller has made room. */
+  int (*kv_append)(const folio_gpu_kv_layer* layer_host, const float* k, const float* v, const int32_t* pos, int32_t n);
+  /* Causal attention of m new queries over the layer, whose len already includes their m entries:
+   * query t (0 ≤ t < m) of head h reads KV head g = h / (n_head / Hk) entries [0, len[g] − m + t];
+   * softmax(q·k / sqrt(head_dim)) in float32, weighted sum of v.   q: [m, n_head·head_dim];
+   * out: [m, n_head·head_dim_v]. */
+  int (*attention)(const float* q, const folio_gpu_kv_layer* layer_host, int32_t m, int32_t n_head, float* out);
+  /* SnapKV window scores (kv/scorer.h) over each head's first L entries: the last w of them are the window,
+   * whose queries qw [w, n_head·head_dim] attend causally to all L keys (window query i sees entries
+   * [0, L − w + i]); softmax in float32; attn[g, j] = mean over the w queries and the G query heads of g;
+   * score[g, :] = max_pool(attn[g, 0 .. L − w), kernel) (stride 1, window [j − kernel/2, j + kernel/2]
+   * clipped to the row).     attn: [Hk, L]; score: [Hk, L − w]. */
+  int (*window_scores)(const float* qw, const folio_gpu_kv_layer* layer_host, int32_t n_head, int32_t L, int32_t w,
+                       int32_t kernel, float* attn, float* score);
+  /* The global top k of score [Hk, n] (ties: lower token index first, then lower head), counted per head:
+   * won_host[g] = how many of the k are head g's. 0 ≤ k ≤ Hk·n. */
+  int (*topk_per_head)(const float* score, int32_t n_head_kv, int32_t n, int64_t k, int32_t* won_host);
+  /* Per head g, the caps_host[g] best tokens of score[g, :] (ties: lower index), ascending, written to
+   * out[start_host[g] ..] where start_host[g] = Σ_{g' < g} caps_host[g']. */
+  int (*top_tokens)(const float* score, int32_t n_head_kv, int32_t n, const int32_t* caps_host, int32_t* out);
+  /* Compaction: dst head g's entries [0, cnt) become src head g's entries keep[start[g] .. start[g] + cnt)
+   * (k, v and pos), cnt = start[g + 1] − start[g]; keep: device, start_host: host [Hk + 1]. src and dst
+   * are different buffers with the same shapes and kv_type. */
+  int (*kv_gather)(const folio_gpu_kv_layer* src_host, const folio_gpu_kv_layer* dst_host, const int32_t* keep,
+                   const int64_t* start_host);
+} folio_gpu_api;
+
+/* The library's one export. Fills *api for device `device` (0: the first). Returns 0, or nonzero with a
+ * message in err (no driver, no device, an ABI version it does not speak). */
+typedef int (*folio_gpu_open_fn)(uint32_t abi_version, int32_t device, folio_gpu_api* api, char* err, size_t err_len);
+#define FOLIO_GPU_OPEN_SYMBOL "folio_gpu_open"
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* FOLIO_GPU_ABI_H */

@@ -1,0 +1,253 @@
+#include "backend/gpu-kv-cache.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/error.h"
+#include "quant/quant.h"
+
+namespace folio::gpu {
+
+KvCache::KvCache(int n_layer, int n_head_kv, int head_dim, int head_dim_v, KvType type)
+    : layers_(size_t(n_layer)), n_head_kv_(n_head_kv), head_dim_(head_dim), head_dim_v_(head_dim_v), type_(type) {
+  for (int l = 0; l < n_layer; l++) {
+    Layer& L = layers_[size_t(l)];
+    L.heads.resize(size_t(n_head_kv));
+    L.offset = Buffer(size_t(n_head_kv) * 8);
+    L.len = Buffer(size_t(n_head_kv) * 4);
+    upload_segments(l);
+  }
+}
+
+folio_gpu_kv_layer KvCache::layer(int l) const {
+  const Layer& L = layers_[size_t(l)];
+  folio_gpu_kv_layer d{};
+  d.k = L.k.get();
+  d.v = L.v.get();
+  d.pos = L.pos.as<int32_t>();
+  d.offset = L.offset.as<const int64_t>();
+  d.len = L.len.as<int32_t>();
+  d.n_head_kv = n_head_kv_;
+  d.head_dim = head_dim_;
+  d.head_dim_v = head_dim_v_;
+  d.kv_type = int32_t(type_);
+  return d;
+}
+
+void KvCache::upload_segments(int l) {
+  Layer& L = layers_[size_t(l)];
+  std::vector<int64_t> off(L.heads.size());
+  std::vector<int32_t> len(L.heads.size());
+  for (size_t h = 0; h < L.heads.size(); h++) off[h] = L.heads[h].offset, len[h] = L.heads[h].len;
+  L.offset.upload(off.data(), off.size() * 8);
+  L.len.upload(len.data(), len.size() * 4);
+}
+
+KvCache KvCache::clone() const {
+  KvCache c(n_layer(), n_head_kv_, head_dim_, head_dim_v_, type_);
+  const folio_gpu_api& g = require();
+  for (size_t l = 0; l < layers_.size(); l++) {
+    const Layer& s = layers_[l];
+    Layer& d = c.layers_[l];
+    d.heads = s.heads;
+    d.pos_host = s.pos_host;
+    d.capacity = s.capacity;
+    if (s.capacity) {
+      d.k = Buffer(s.k.bytes());
+      d.v = Buffer(s.v.bytes());
+      d.pos = Buffer(s.pos.bytes());
+      check(g.copy(d.k.get(), s.k.get(), s.k.bytes()), "GPU copy");
+      check(g.copy(d.v.get(), s.v.get(), s.v.bytes()), "GPU copy");
+      check(g.copy(d.pos.get(), s.pos.get(), s.pos.bytes()), "GPU copy");
+    }
+    c.upload_segments(int(l));
+  }
+  return c;
+}
+
+void KvCache::relayout(int l, const std::vector<int32_t>& caps) {
+  Layer& L = layers_[size_t(l)];
+  const folio_gpu_api& g = require();
+  int64_t total = 0;
+  for (int32_t c : caps) total += c;
+  Layer next;
+  next.k = Buffer(size_t(total) * k_entry_bytes());
+  next.v = Buffer(size_t(total) * v_entry_bytes());
+  next.pos = Buffer(size_t(total) * 4);
+  next.offset = std::move(L.offset);
+  next.len = std::move(L.len);
+  next.heads.resize(L.heads.size());
+  next.pos_host.assign(size_t(total), 0);
+  next.capacity = total;
+  int64_t off = 0;
+  for (size_t h = 0; h < L.heads.size(); h++) {
+    const HeadSegment& s = L.heads[h];
+    HeadSegment& d = next.heads[h];
+    d.offset = off;
+    d.len = s.len;
+    d.cap = caps[h];
+    if (s.len) {
+      check(g.copy(next.k.as<char>() + size_t(off) * k_entry_bytes(), L.k.as<char>() + size_t(s.offset) * k_entry_bytes(),
+                   size_t(s.len) * k_entry_bytes()), "GPU copy");
+      check(g.copy(next.v.as<char>() + size_t(off) * v_entry_bytes(), L.v.as<char>() + size_t(s.offset) * v_entry_bytes(),
+                   size_t(s.len) * v_entry_bytes()), "GPU copy");
+      check(g.copy(next.pos.as<char>() + size_t(off) * 4, L.pos.as<char>() + size_t(s.offset) * 4, size_t(s.len) * 4),
+            "GPU copy");
+      std::memcpy(next.pos_host.data() + off, L.pos_host.data() + s.offset, size_t(s.len) * 4);
+    }
+    off += caps[h];
+  }
+  // The copies read the old buffers, which are freed here: wait for them first.
+  check(g.synchronize(), "GPU KV re-layout");
+  L = std::move(next);
+  upload_segments(l);
+}
+
+void KvCache::reserve(int l, int32_t n, int32_t slack) {
+  Layer& L = layers_[size_t(l)];
+  bool fits = true;
+  for (const HeadSegment& s : L.heads) fits = fits && s.len + n <= s.cap;
+  if (fits) return;
+  std::vector<int32_t> caps(L.heads.size());
+  for (size_t h = 0; h < caps.size(); h++) caps[h] = std::max(L.heads[h].cap, L.heads[h].len + n + std::max(slack, 0));
+  relayout(l, caps);
+}
+
+void KvCache::append(int l, const float* k, const float* v, const int32_t* pos, const int32_t* pos_host, int32_t n) {
+  Layer& L = layers_[size_t(l)];
+  for (const HeadSegment& s : L.heads)
+    if (s.len + n > s.cap) fail("INTERNAL", "KV cache append without reserved room");
+  const folio_gpu_kv_layer d = layer(l);
+  check(require().kv_append(&d, k, v, pos, n), "GPU KV append");
+  for (HeadSegment& s : L.heads) {  // the device lengths were advanced by kv_append
+    std::memcpy(L.pos_host.data() + s.offset + s.len, pos_host, size_t(n) * 4);
+    s.len += n;
+  }
+}
+
+void KvCache::compact(int l, const std::vector<std::vector<int32_t>>& keep, int32_t spare) {
+  Layer& L = layers_[size_t(l)];
+  const size_t Hk = L.heads.size();
+  std::vector<int64_t> start(Hk + 1, 0);
+  std::vector<int32_t> flat;
+  for (size_t h = 0; h < Hk; h++) {
+    int32_t prev = -1;
+    for (int32_t j : keep[h]) {
+      if (j <= prev || j >= L.heads[h].len) fail("INTERNAL", "compaction indices must ascend within the head");
+      prev = j;
+    }
+    flat.insert(flat.end(), keep[h].begin(), keep[h].end());
+    start[h + 1] = start[h] + int64_t(keep[h].size());
+  }
+  // The new layout: each head's kept entries, then `spare` free ones.
+  Layer next;
+  next.heads.resize(Hk);
+  int64_t total = 0;
+  for (size_t h = 0; h < Hk; h++) {
+    next.heads[h].offset = total;
+    next.heads[h].len = int32_t(keep[h].size());
+    next.heads[h].cap = next.heads[h].len + std::max(spare, 0);
+    total += next.heads[h].cap;
+  }
+  next.capacity = total;
+  next.k = Buffer(size_t(total) * k_entry_bytes());
+  next.v = Buffer(size_t(total) * v_entry_bytes());
+  next.pos = Buffer(size_t(total) * 4);
+  next.offset = Buffer(Hk * 8);
+  next.len = Buffer(Hk * 4);
+  next.pos_host.assign(size_t(total), 0);
+  for (size_t h = 0; h < Hk; h++)
+    for (size_t i = 0; i < keep[h].size(); i++)
+      next.pos_host[size_t(next.heads[h].offset) + i] = L.pos_host[size_t(L.heads[h].offset + keep[h][i])];
+  Buffer idx(std::max<size_t>(flat.size(), 1) * 4);
+  idx.upload(flat.data(), flat.size() * 4);
+  std::swap(layers_[size_t(l)], next);  // `next` now holds the old layer
+  upload_segments(l);
+  const folio_gpu_kv_layer src = [&] {
+    folio_gpu_kv_layer d = layer(l);
+    d.k = next.k.get();
+    d.v = next.v.get();
+    d.pos = next.pos.as<int32_t>();
+    d.offset = next.offset.as<const int64_t>();
+    d.len = next.len.as<int32_t>();
+    return d;
+  }();
+  const folio_gpu_kv_layer dst = layer(l);
+  check(require().kv_gather(&src, &dst, idx.as<int32_t>(), start.data()), "GPU KV compaction");
+  // The gather reads the old buffers: wait for it before they are freed (when `next` goes out of scope).
+  check(require().synchronize(), "GPU KV compaction");
+}
+
+void KvCache::truncate(int32_t p) {
+  for (int l = 0; l < n_layer(); l++) {
+    Layer& L = layers_[size_t(l)];
+    bool changed = false;
+    for (HeadSegment& s : L.heads) {
+      const int32_t* pos = L.pos_host.data() + s.offset;
+      while (s.len > 0 && pos[s.len - 1] >= p) s.len--, changed = true;
+    }
+    if (changed) upload_segments(l);
+  }
+}
+
+void KvCache::read(int l, int h, int32_t n, float* out, bool values) const {
+  const Layer& L = layers_[size_t(l)];
+  const int dim = values ? head_dim_v_ : head_dim_;
+  const size_t eb = values ? v_entry_bytes() : k_entry_bytes();
+  const Buffer& b = values ? L.v : L.k;
+  const size_t off = size_t(L.heads[size_t(h)].offset) * eb;
+  if (type_ == KvType::F32) {
+    b.download(out, size_t(n) * eb, off);
+    return;
+  }
+  std::vector<uint8_t> raw(size_t(n) * eb);
+  b.download(raw.data(), raw.size(), off);
+  quant::kernels(TensorType::F16).dequantize_row(raw.data(), out, int64_t(n) * dim);
+}
+
+void KvCache::read_k(int l, int h, int32_t n, float* out) const { read(l, h, n, out, false); }
+void KvCache::read_v(int l, int h, int32_t n, float* out) const { read(l, h, n, out, true); }
+
+FlatKvCache KvCache::to_host() const {
+  FlatKvCache c(n_layer(), n_head_kv_, head_dim_, head_dim_v_, type_);
+  std::vector<uint8_t> k, v;
+  for (int l = 0; l < n_layer(); l++) {
+    const Layer& L = layers_[size_t(l)];
+    std::vector<int32_t> caps(L.heads.size());
+    for (size_t h = 0; h < caps.size(); h++) caps[h] = L.heads[h].cap;
+    c.reserve_heads(l, caps);
+    for (size_t h = 0; h < L.heads.size(); h++) {
+      const HeadSegment& s = L.heads[h];
+      k.resize(size_t(s.len) * k_entry_bytes());
+      v.resize(size_t(s.len) * v_entry_bytes());
+      L.k.download(k.data(), k.size(), size_t(s.offset) * k_entry_bytes());
+      L.v.download(v.data(), v.size(), size_t(s.offset) * v_entry_bytes());
+      c.append_raw(l, int(h), L.pos_host.data() + s.offset, k.data(), v.data(), s.len);
+    }
+  }
+  return c;
+}
+
+KvCache KvCache::from_host(const FlatKvCache& c) {
+  KvCache d(c.n_layer(), c.n_head_kv(), c.head_dim(), c.head_dim_v(), c.type());
+  for (int l = 0; l < c.n_layer(); l++) {
+    const LayerKv& src = c.layer(l);
+    Layer& L = d.layers_[size_t(l)];
+    L.heads = src.heads;
+    L.capacity = src.capacity;
+    L.k = Buffer(size_t(src.capacity) * d.k_entry_bytes());
+    L.v = Buffer(size_t(src.capacity) * d.v_entry_bytes());
+    L.pos = Buffer(size_t(src.capacity) * 4);
+    L.pos_host.assign(size_t(src.capacity), 0);
+    for (const HeadSegment& s : src.heads) {
+      L.k.upload(src.k.data() + size_t(s.offset) * d.k_entry_bytes(), size_t(s.len) * d.k_entry_bytes(), size_t(s.offset) * d.k_entry_bytes());
+      L.v.upload(src.v.data() + size_t(s.offset) * d.v_entry_bytes(), size_t(s.len) * d.v_entry_bytes(), size_t(s.offset) * d.v_entry_bytes());
+      L.pos.upload(src.pos.data() + size_t(s.offset) * 4, size_t(s.len) * 4, size_t(s.offset) * 4);
+      std::memcpy(L.pos_host.data() + s.offset, src.pos.data() + size_t(s.offset) * 4, size_t(s.len) * 4);
+    }
+    d.upload_segments(l);
+  }
+  return d;
+}
+
+}  // namespace folio::gpu

@@ -1,0 +1,275 @@
+// libfolio-reference-gpu: the GPU table of backend/gpu-abi.h implemented on the host, each operation in
+// the plainest way (from the engine's scalar and reference code), "device" memory being host memory. It
+// is no backend for users: it lets the engine's GPU path (the device cache, the forward pass, compression
+// on the device, save/load across backends) run and be tested on machines without a GPU, so that a real
+// GPU run has only the kernels left to prove. Load it with FOLIO_GPU_LIBRARY=.../libfolio-reference-gpu.so.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "backend/cpu-ops.h"
+#include "backend/gpu-abi.h"
+#include "kv/allocator.h"
+#include "kv/scorer.h"
+#include "quant/quant.h"
+
+using namespace folio;
+
+namespace {
+
+std::string g_error;
+ThreadPool& pool() {
+  static ThreadPool p(1);
+  return p;
+}
+const quant::Kernels& scalar(int32_t type) { return quant::kernels(TensorType(type), quant::Isa::Scalar); }
+
+int guarded(const char* what, const std::function<void()>& f) {
+  try {
+    f();
+    return 0;
+  } catch (const std::exception& e) {
+    g_error = std::string(what) + ": " + e.what();
+    return 1;
+  }
+}
+
+// Entry j of KV head g as floats.
+void read_entry(const folio_gpu_kv_layer& L, bool values, int g, int64_t j, float* out) {
+  const int dim = values ? L.head_dim_v : L.head_dim;
+  const size_t es = L.kv_type == 1 ? 2 : 4;
+  const uint8_t* base = static_cast<const uint8_t*>(values ? L.v : L.k) + size_t(L.offset[g] + j) * size_t(dim) * es;
+  if (L.kv_type == 1) scalar(int32_t(TensorType::F16)).dequantize_row(base, out, dim);
+  else std::memcpy(out, base, size_t(dim) * 4);
+}
+
+const char* last_error() { return g_error.c_str(); }
+int device_info(folio_gpu_device_info* o) {
+  std::memset(o, 0, sizeof *o);
+  std::snprintf(o->name, sizeof o->name, "host reference backend (no GPU)");
+  std::snprintf(o->runtime, sizeof o->runtime, "none");
+  o->compute_major = 0;
+  o->total_bytes = o->free_bytes = uint64_t(1) << 34;
+  return 0;
+}
+void close_() {}
+int alloc(size_t bytes, void** out) {
+  *out = std::calloc(1, bytes ? bytes : 1);
+  if (!*out) g_error = "alloc: out of memory";
+  return *out ? 0 : 1;
+}
+int free_(void* p) {
+  std::free(p);
+  return 0;
+}
+int move(void* dst, const void* src, size_t bytes) {
+  if (bytes) std::memmove(dst, src, bytes);
+  return 0;
+}
+int zero(void* dst, size_t bytes) {
+  if (bytes) std::memset(dst, 0, bytes);
+  return 0;
+}
+int sync() { return 0; }
+
+int matmul(const void* w, int32_t type, int64_t rows, int64_t cols, size_t ldw, const float* x, int64_t n, float* y) {
+  return guarded("matmul", [&] {
+    std::vector<float> row(static_cast<size_t>(cols));
+    for (int64_t r = 0; r < rows; r++) {
+      scalar(type).dequantize_row(static_cast<const uint8_t*>(w) + size_t(r) * ldw, row.data(), cols);
+      for (int64_t t = 0; t < n; t++) {
+        double s = 0;
+        for (int64_t c = 0; c < cols; c++) s += double(row[size_t(c)]) * double(x[t * cols + c]);
+        y[t * rows + r] = float(s);
+      }
+    }
+  });
+}
+
+int get_rows(const void* w, int32_t type, int64_t cols, size_t ldw, const int32_t* ids, int64_t n, float* out) {
+  return guarded("get_rows", [&] {
+    for (int64_t t = 0; t < n; t++)
+      scalar(type).dequantize_row(static_cast<const uint8_t*>(w) + size_t(ids[t]) * ldw, out + t * cols, cols);
+  });
+}
+
+int rms_norm(const float* x, const float* g, float* y, int64_t n, int64_t width, float eps) {
+  Weight w;
+  w.data = reinterpret_cast<const uint8_t*>(g);
+  return guarded("rms_norm", [&] { cpu::rms_norm(pool(), x, w, y, n, width, eps); });
+}
+
+int rope(float* x, int64_t n, int32_t n_heads, int32_t head_dim, const int32_t* pos, const folio_gpu_rope* p,
+         const float* ff) {
+  HParams hp;
+  hp.rope_dim = p->rope_dim;
+  hp.rope_type = p->neox ? RopeType::Neox : RopeType::Norm;
+  hp.rope_base = p->base;
+  hp.rope_freq_scale = p->freq_scale;
+  return guarded("rope", [&] { cpu::rope(pool(), x, n, n_heads, head_dim, pos, hp, ff); });
+}
+
+int swiglu(const float* g, const float* u, float* h, int64_t count) {
+  return guarded("swiglu", [&] { cpu::swiglu(pool(), g, u, h, 1, count); });
+}
+int add(float* x, const float* y, int64_t count) {
+  for (int64_t i = 0; i < count; i++) x[i] += y[i];
+  return 0;
+}
+int add_bias(float* x, const float* b, int64_t n, int64_t width) {
+  for (int64_t t = 0; t < n; t++)
+    for (int64_t i = 0; i < width; i++) x[t * width + i] += b[i];
+  return 0;
+}
+
+int kv_append(const folio_gpu_kv_layer* L, const float* k, const float* v, const int32_t* pos, int32_t n) {
+  const size_t es = L->kv_type == 1 ? 2 : 4;
+  for (int g = 0; g < L->n_head_kv; g++) {
+    for (int32_t t = 0; t < n; t++) {
+      const int64_t e = L->offset[g] + L->len[g] + t;
+      const float* kr = k + (int64_t(t) * L->n_head_kv + g) * L->head_dim;
+      const float* vr = v + (int64_t(t) * L->n_head_kv + g) * L->head_dim_v;
+      uint8_t* kd = static_cast<uint8_t*>(L->k) + size_t(e) * size_t(L->head_dim) * es;
+      uint8_t* vd = static_cast<uint8_t*>(L->v) + size_t(e) * size_t(L->head_dim_v) * es;
+      if (es == 2) {
+        scalar(int32_t(TensorType::F16)).quantize_row(kr, kd, L->head_dim);
+        scalar(int32_t(TensorType::F16)).quantize_row(vr, vd, L->head_dim_v);
+      } else {
+        std::memcpy(kd, kr, size_t(L->head_dim) * 4);
+        std::memcpy(vd, vr, size_t(L->head_dim_v) * 4);
+      }
+      L->pos[e] = pos[t];
+    }
+    L->len[g] += n;
+  }
+  return 0;
+}
+
+int attention(const float* q, const folio_gpu_kv_layer* L, int32_t m, int32_t n_head, float* out) {
+  const int G = n_head / L->n_head_kv, D = L->head_dim, Dv = L->head_dim_v;
+  std::vector<float> kk(static_cast<size_t>(D)), vv(static_cast<size_t>(Dv));
+  for (int h = 0; h < n_head; h++) {
+    const int g = h / G;
+    for (int32_t t = 0; t < m; t++) {
+      const int32_t visible = L->len[g] - m + t + 1;
+      const float* qr = q + (int64_t(t) * n_head + h) * D;
+      std::vector<double> p(static_cast<size_t>(std::max(visible, 0)));
+      double mx = -INFINITY;
+      for (int32_t j = 0; j < visible; j++) {
+        read_entry(*L, false, g, j, kk.data());
+        double s = 0;
+        for (int d = 0; d < D; d++) s += double(qr[d]) * kk[size_t(d)];
+        p[size_t(j)] = s / std::sqrt(double(D));
+        mx = std::max(mx, p[size_t(j)]);
+      }
+      double sum = 0;
+      for (double& x : p) sum += x = std::exp(x - mx);
+      std::vector<double> o(static_cast<size_t>(Dv), 0.0);
+      for (int32_t j = 0; j < visible; j++) {
+        read_entry(*L, true, g, j, vv.data());
+        for (int d = 0; d < Dv; d++) o[size_t(d)] += p[size_t(j)] / sum * vv[size_t(d)];
+      }
+      for (int d = 0; d < Dv; d++) out[(int64_t(t) * n_head + h) * Dv + d] = float(o[size_t(d)]);
+    }
+  }
+  return 0;
+}
+
+int window_scores(const float* qw, const folio_gpu_kv_layer* L, int32_t n_head, int32_t Ln, int32_t w, int32_t kernel,
+                  float* attn, float* score) {
+  return guarded("window_scores", [&] {
+    kv::WindowShape s;
+    s.n_head = n_head;
+    s.n_head_kv = L->n_head_kv;
+    s.head_dim = L->head_dim;
+    s.head_dim_v = L->head_dim_v;
+    s.L = Ln;
+    s.w = w;
+    kv::EntryReader keys = [&](int g, float* o) {
+      for (int32_t j = 0; j < Ln; j++) read_entry(*L, false, g, j, o + int64_t(j) * L->head_dim);
+    };
+    const kv::WindowScores ws = kv::snapkv_scores(pool(), s, qw, keys, kernel);
+    for (int g = 0; g < L->n_head_kv; g++) {
+      std::copy(ws.attn[size_t(g)].begin(), ws.attn[size_t(g)].end(), attn + int64_t(g) * Ln);
+      std::copy(ws.score[size_t(g)].begin(), ws.score[size_t(g)].end(), score + int64_t(g) * (Ln - w));
+    }
+  });
+}
+
+std::vector<std::vector<float>> rows_of(const float* score, int32_t H, int32_t n) {
+  std::vector<std::vector<float>> s(static_cast<size_t>(H));
+  for (int g = 0; g < H; g++) s[size_t(g)].assign(score + int64_t(g) * n, score + int64_t(g + 1) * n);
+  return s;
+}
+
+int topk_per_head(const float* score, int32_t H, int32_t n, int64_t k, int32_t* won) {
+  return guarded("topk_per_head", [&] {
+    const std::vector<int32_t> c = kv::global_topk_counts(rows_of(score, H, n), k);
+    std::copy(c.begin(), c.end(), won);
+  });
+}
+
+int top_tokens(const float* score, int32_t H, int32_t n, const int32_t* caps, int32_t* out) {
+  return guarded("top_tokens", [&] {
+    const auto rows = rows_of(score, H, n);
+    for (int g = 0; g < H; g++) {
+      const std::vector<int32_t> t = kv::top_tokens(rows[size_t(g)], caps[g]);
+      out = std::copy(t.begin(), t.end(), out);
+    }
+  });
+}
+
+int kv_gather(const folio_gpu_kv_layer* src, const folio_gpu_kv_layer* dst, const int32_t* keep, const int64_t* start) {
+  const size_t es = src->kv_type == 1 ? 2 : 4, kb = size_t(src->head_dim) * es, vb = size_t(src->head_dim_v) * es;
+  for (int g = 0; g < src->n_head_kv; g++)
+    for (int64_t i = 0; i < start[g + 1] - start[g]; i++) {
+      const int64_t from = src->offset[g] + keep[start[g] + i], to = dst->offset[g] + i;
+      std::memcpy(static_cast<uint8_t*>(dst->k) + size_t(to) * kb, static_cast<const uint8_t*>(src->k) + size_t(from) * kb, kb);
+      std::memcpy(static_cast<uint8_t*>(dst->v) + size_t(to) * vb, static_cast<const uint8_t*>(src->v) + size_t(from) * vb, vb);
+      dst->pos[to] = src->pos[from];
+    }
+  return 0;
+}
+
+}  // namespace
+
+extern "C" __attribute__((visibility("default"))) int folio_gpu_open(uint32_t abi_version, int32_t, folio_gpu_api* api,
+                                                                      char* err, size_t err_len) {
+  if (abi_version != FOLIO_GPU_ABI_VERSION) {
+    std::snprintf(err, err_len, "reference backend speaks GPU ABI %d, the engine %u", FOLIO_GPU_ABI_VERSION, abi_version);
+    return 1;
+  }
+  std::memset(api, 0, sizeof *api);
+  api->abi_version = FOLIO_GPU_ABI_VERSION;
+  api->backend = "cuda";  // it stands in for the CUDA backend, through the same engine path
+  api->last_error = last_error;
+  api->device_info = device_info;
+  api->close = close_;
+  api->alloc = alloc;
+  api->free = free_;
+  api->upload = move;
+  api->download = move;
+  api->copy = move;
+  api->zero = zero;
+  api->synchronize = sync;
+  api->matmul = matmul;
+  api->get_rows = get_rows;
+  api->rms_norm = rms_norm;
+  api->rope = rope;
+  api->swiglu = swiglu;
+  api->add = add;
+  api->add_bias = add_bias;
+  api->kv_append = kv_append;
+  api->attention = attention;
+  api->window_scores = window_scores;
+  api->topk_per_head = topk_per_head;
+  api->top_tokens = top_tokens;
+  api->kv_gather = kv_gather;
+  return 0;
+}
