@@ -83,7 +83,9 @@ after(async () => {
 test('the host starts, says hello and answers pings', async () => {
   const s = client.status();
   assert.equal(s.state, 'ready');
-  assert.match(s.backend, /^cpu \(/);
+  // The CPU here, or the GPU where libfolio-cuda found one, with the reason either way.
+  assert.match(s.backend, /^(cpu|cuda) \(/);
+  assert.ok(s.backendReason.length > 0);
   assert.equal(s.restarts, 0);
   const info = client.hostInfo()!;
   assert.equal(info.transport, 'node-ipc');

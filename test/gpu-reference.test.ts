@@ -33,3 +33,13 @@ test('engine tests on the GPU path (reference backend)', { skip: existsSync(libr
   // On this path the GPU checks must run, not skip.
   assert.doesNotMatch(out, /# SKIP no usable GPU/, 'gpu.test.ts skipped its GPU checks');
 });
+
+// The op suite's harness, kept honest: on the reference backend every case must pass (the slow matrix
+// products and attention are left out here; the engine tests above run them through whole forward passes).
+const opsBin = join(dirname(dirname(addonPath())), process.platform === 'win32' ? 'backend-ops.exe' : 'backend-ops');
+test('backend-ops on the reference backend', { skip: existsSync(library) && existsSync(opsBin) ? false : 'backend-ops or the reference backend is not built' }, () => {
+  const ops = 'get_rows,rms_norm,rope,swiglu,add,add_bias,kv,window_scores,topk_per_head,top_tokens';
+  const r = spawnSync(opsBin, ['--op', ops], { env: { ...process.env, FOLIO_GPU_LIBRARY: library }, encoding: 'utf8', timeout: 300_000 });
+  assert.equal(r.status, 0, `${r.stdout}\n${r.stderr}`);
+  assert.match(r.stdout, /backend-ops: [1-9]\d* passed, 0 failed/);
+});

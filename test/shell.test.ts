@@ -686,7 +686,7 @@ describe('preload', () => {
 
 describe('engine host: the utilityProcess adapter', () => {
   const hello = (pid: number) => ({
-    type: 'hello', ok: true, protocol: PROTOCOL_VERSION, pid, transport: 'electron-parent-port', addonPath: '/x/folio.node', napiVersion: 8, backend: 'cpu (test)', testHooks: false,
+    type: 'hello', ok: true, protocol: PROTOCOL_VERSION, pid, transport: 'electron-parent-port', addonPath: '/x/folio.node', napiVersion: 8, backend: 'cpu (test)', backendReason: 'no GPU in this test', testHooks: false,
   });
 
   test('forks the compiled host with the environment, relays messages and stderr, and kills hard', () => {
@@ -1148,7 +1148,7 @@ describe('packaging: build/electron-builder.yml', () => {
     assert.equal(cfg.productName, 'Folio');
     assert.match(cfg.appId, /^[a-z][a-z0-9-]*(\.[a-z0-9-]+)+$/);
     assert.equal(cfg.asar, true);
-    for (const p of ['native/build/Release/folio.node', 'node_modules/pdfjs-dist/**/*', 'dist/electron/documents/pdf-worker.mjs'])
+    for (const p of ['native/build/Release/folio.node', 'native/build/Release/*folio-cuda.{so,dll}', 'node_modules/pdfjs-dist/**/*', 'dist/electron/documents/pdf-worker.mjs'])
       assert.ok(cfg.asarUnpack.includes(p), `asarUnpack: ${p}`);
     assert.equal(cfg.npmRebuild, false);
     assert.deepEqual(cfg.electronFuses, {
@@ -1177,6 +1177,7 @@ describe('packaging: build/electron-builder.yml', () => {
       'dist/electron/**/*': () => existsSync(join(out, 'main.js')) && existsSync(join(out, 'preload.cjs')), // tsc, checked above on the same config
       'dist/renderer/**/*': () => /vite build/.test(readFileSync(join(repoRoot, 'package.json'), 'utf8')),
       'native/build/Release/folio.node': () => /cmake-js compile -d native -O native\/build/.test(readFileSync(join(repoRoot, 'package.json'), 'utf8')) && existsSync(join(repoRoot, 'native/CMakeLists.txt')),
+      'native/build/Release/*folio-cuda.{so,dll}': () => /add_library\(folio-cuda SHARED/.test(readFileSync(join(repoRoot, 'native/CMakeLists.txt'), 'utf8')),
     };
     for (const f of cfg.files.filter((f) => !f.startsWith('!'))) {
       if (made[f]) assert.ok(made[f](), `${f} is made by the build`);

@@ -113,8 +113,10 @@ export type MemoryEstimate = z.infer<typeof MemoryEstimate>;
 export const EngineStatus = z.object({
   state: z.enum(['stopped', 'starting', 'ready', 'busy', 'crashed']),
   modelId: Id.nullable(),
-  /** The compute backend in use and why (e.g. "cpu (avx2)", "cuda: no NVIDIA driver, using cpu"). */
+  /** The compute backend in use, e.g. "cpu (avx2)" or "cuda (NVIDIA H200)". */
   backend: z.string(),
+  /** Why that one: the GPU found, or why there is none (no CUDA library in this build, no driver). */
+  backendReason: z.string(),
   message: z.string().nullable(),
   /** How many times the engine process was restarted after dying. */
   restarts: z.number().int(),

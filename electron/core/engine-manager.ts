@@ -38,6 +38,7 @@ export class EngineManager {
       state: s.state,
       modelId: this.model?.entryId ?? null,
       backend: s.backend || 'cpu',
+      backendReason: s.backendReason,
       message: s.message,
       restarts: s.restarts,
     };

@@ -32,6 +32,8 @@ export interface EngineClientStatus {
   restarts: number;
   /** The compute backend the host reported, e.g. "cpu (avx2)"; '' before the first start. */
   backend: string;
+  /** Why that backend (no CUDA library, no driver, which GPU); '' before the first start. */
+  backendReason: string;
   pid: number | null;
 }
 
@@ -151,7 +153,7 @@ export class EngineClient {
   private readonly opts: Required<Omit<EngineClientOptions, 'spawn' | 'env' | 'entry'>> & Pick<EngineClientOptions, 'env' | 'entry'>;
   private readonly listeners = new Map<keyof EngineClientEvents, Set<Listener<never>>>();
 
-  private st: EngineClientStatus = { state: 'stopped', message: null, restarts: 0, backend: '', pid: null };
+  private st: EngineClientStatus = { state: 'stopped', message: null, restarts: 0, backend: '', backendReason: '', pid: null };
   private proc: EngineProcess | null = null;
   /** Bumped for every process; messages and exits of older ones are ignored. */
   private gen = 0;
@@ -214,7 +216,7 @@ export class EngineClient {
   private setStatus(patch: Partial<EngineClientStatus>): void {
     const next = { ...this.st, ...patch };
     if (next.state === this.st.state && next.message === this.st.message && next.restarts === this.st.restarts &&
-        next.backend === this.st.backend && next.pid === this.st.pid) return;
+        next.backend === this.st.backend && next.backendReason === this.st.backendReason && next.pid === this.st.pid) return;
     this.st = next;
     this.emit('status', this.status());
   }
@@ -317,7 +319,7 @@ export class EngineClient {
           return;
         }
         this.hello = { pid: m.pid, transport: m.transport, addonPath: m.addonPath, napiVersion: m.napiVersion, backend: m.backend, testHooks: m.testHooks };
-        this.setStatus({ state: 'ready', message: null, backend: m.backend, pid: m.pid });
+        this.setStatus({ state: 'ready', message: null, backend: m.backend, backendReason: m.backendReason, pid: m.pid });
         this.ready?.resolve();
         this.ready = null;
         if (this.lostOnCrash) {

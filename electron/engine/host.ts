@@ -174,6 +174,13 @@ let nextHandle = 1;
 const handlePrefix = process.pid.toString(36);
 let shuttingDown = false;
 
+/** What the engine computes on, for the status line, and why (the GPU found, or why there is none). */
+function backendLabel(addon: FolioAddon): { backend: string; backendReason: string } {
+  const b = typeof addon.backendInfo === 'function' ? addon.backendInfo() : null; // an older engine has no GPU report
+  if (b?.gpuAvailable) return { backend: `cuda (${b.device?.name ?? 'GPU'})`, backendReason: b.reason };
+  return { backend: `cpu (${addon.ops.bestIsa()})`, backendReason: b ? b.reason : 'this engine has no GPU backend' };
+}
+
 function modelEntry(id: string): ModelEntry {
   const m = models.get(id);
   if (!m) throw new EngineRequestError(ErrorCodes.UNKNOWN_MODEL, `no model '${id}' in this engine process (unloaded, or lost in a restart)`);
@@ -447,7 +454,7 @@ serve(addon ? makeHandlers(addon) : null, loadError);
 if (addon) {
   transport.send({
     type: 'hello', ok: true, protocol: PROTOCOL_VERSION, pid: process.pid, transport: transport.kind,
-    addonPath: addonPath(), napiVersion: addon.napiVersion, backend: `cpu (${addon.ops.bestIsa()})`, testHooks,
+    addonPath: addonPath(), napiVersion: addon.napiVersion, ...backendLabel(addon), testHooks,
   });
 } else {
   transport.send({ type: 'hello', ok: false, protocol: PROTOCOL_VERSION, pid: process.pid, error: loadError! });

@@ -357,8 +357,9 @@ export const HelloMessage = z.discriminatedUnion('ok', [
     transport: z.enum(['node-ipc', 'electron-parent-port']),
     addonPath: z.string(),
     napiVersion: Num,
-    /** The compute backend, e.g. "cpu (avx2)". */
+    /** The compute backend, e.g. "cpu (avx2)" or "cuda (NVIDIA H200)", and why it is that one. */
     backend: z.string(),
+    backendReason: z.string(),
     testHooks: z.boolean(),
   }),
   z.object({ type: z.literal('hello'), ok: z.literal(false), protocol: Int, pid: Int, error: ErrorShape }),

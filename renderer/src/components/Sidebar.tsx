@@ -187,7 +187,7 @@ export function EngineBadge() {
       <span className={`dot engine-${state}`} aria-hidden="true" />
       <span className="engine-text">
         <span>{model ? model.name : modelId ? 'model' : 'No model chosen'}</span>
-        <span className="muted small">
+        <span className="muted small" title={status?.backendReason || undefined}>
           Engine {text}
           {status?.backend ? ` · ${status.backend}` : ''}
         </span>

@@ -1,0 +1,354 @@
+// Device dequantization of the GGUF weight types, eight consecutive elements at a time: the unit that
+// the matrix kernels (matmul.cu) hand to one thread. Every quantized type's block is 32 or 256 elements,
+// so eight never straddle a block, a Q4_K/Q5_K sub-block of 32 or a Q6_K group of 16.
+//
+// Each type is a struct with
+//   kBlock   elements per block (F32/F16/BF16: 8, a "block" of eight plain values)
+//   kBytes   bytes per block
+//   kAlign   the alignment its loads need of the weights' start and of their row stride (bytes): 8 where
+//            the block size allows 8-byte loads (Q4_K, Q5_K; F32, F16, BF16 in their 8-byte variants),
+//            else 2 (the fp16 words; every block size is even) or the element size. GGUF aligns tensor
+//            data to at least 8.
+//   kTail    rows may end inside a group of 8 (the plain types, whose rows have any length); then
+//            dequant_part(blk, count, out) gives the count < 8 values left and zeros after them
+//   dequant8(blk, q, out)   out[0, 8) = elements 8q .. 8q + 7 of the block at blk, 0 ≤ q < kBlock / 8
+// The values are bit for bit those of the scalar reference (quant/quant-scalar.cc, dequantize_row_*):
+// the same operations in the same order, and products that are added are rounded separately (mul_rn),
+// never contracted into an FMA, as the reference (built without FMA) rounds them.
+//
+// Everything is __host__ __device__ so that a CPU program can check it against the reference. Loads are
+// as wide as the alignment allows (few load instructions matter to the matrix-vector kernel, which
+// would otherwise be bound by them rather than by memory bandwidth); bytes are taken out of little-endian
+// words, as GGUF stores them.
+#pragma once
+#include <cuda_fp16.h>
+
+#include <cassert>
+#include <cstdint>
+#include <cstring>
+
+namespace folio::cuda::dq {
+
+#define FOLIO_HD __host__ __device__ __forceinline__
+// "#pragma unroll" in __host__ __device__ code, silent in the host compiler's pass (-Wunknown-pragmas).
+#ifndef FOLIO_UNROLL
+#ifdef __CUDA_ARCH__
+#define FOLIO_UNROLL _Pragma("unroll")
+#else
+#define FOLIO_UNROLL  // the host copies are only for tests
+#endif
+#endif
+
+// Aligned loads of 2, 4 and 8 bytes (p a multiple of the width).
+FOLIO_HD uint32_t ld16(const uint8_t* p) {
+#ifdef __CUDA_ARCH__
+  return *reinterpret_cast<const uint16_t*>(p);
+#else
+  assert(reinterpret_cast<uintptr_t>(p) % 2 == 0);  // what the device load would require
+  uint16_t v;
+  std::memcpy(&v, p, 2);
+  return v;
+#endif
+}
+FOLIO_HD uint32_t ld32(const uint8_t* p) {
+#ifdef __CUDA_ARCH__
+  return *reinterpret_cast<const uint32_t*>(p);
+#else
+  assert(reinterpret_cast<uintptr_t>(p) % 4 == 0);  // what the device load would require
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+#endif
+}
+FOLIO_HD uint2 ld64(const uint8_t* p) {
+#ifdef __CUDA_ARCH__
+  return *reinterpret_cast<const uint2*>(p);
+#else
+  assert(reinterpret_cast<uintptr_t>(p) % 8 == 0);  // what the device load would require
+  uint2 v;
+  std::memcpy(&v, p, 8);
+  return v;
+#endif
+}
+
+// Eight bytes p[0, 8) as two little-endian words {bytes 0-3, bytes 4-7}, p 2-byte aligned.
+FOLIO_HD uint2 ld64_a2(const uint8_t* p) {
+  return make_uint2(ld16(p) | ld16(p + 2) << 16, ld16(p + 4) | ld16(p + 6) << 16);
+}
+// Byte i (0..7, a constant after unrolling) of such a pair.
+FOLIO_HD uint32_t byte_of(uint2 v, int i) { return ((i < 4 ? v.x : v.y) >> (8 * (i & 3))) & 255; }
+
+FOLIO_HD float bits_to_float(uint32_t u) {
+#ifdef __CUDA_ARCH__
+  return __uint_as_float(u);
+#else
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+#endif
+}
+
+// IEEE binary16 → float32 (exact; the hardware conversion on the device).
+FOLIO_HD float half_to_float(uint32_t h) {
+  __half_raw r;
+  r.x = uint16_t(h);
+  return __half2float(__half(r));
+}
+
+// a·b rounded on its own, so that a following addition is not fused with it (the reference's rounding).
+FOLIO_HD float mul_rn(float a, float b) {
+#ifdef __CUDA_ARCH__
+  return __fmul_rn(a, b);
+#else
+  return a * b;
+#endif
+}
+
+// F32, F16, BF16: "blocks" of 8 plain values. Their rows may have any length (kTail): the last group
+// of a row can be partial, dequant_part reads only its first `count` values. A: the alignment of the rows
+// (w and ldw), 8 for 8-byte loads, else the element size (one load per value).
+template <int A>
+struct F32 {
+  static_assert(A == 8 || A == 4, "alignment");
+  static constexpr int kBlock = 8, kBytes = 32, kAlign = A;
+  static constexpr bool kTail = true;
+  FOLIO_HD static void dequant8(const uint8_t* blk, int, float out[8]) {
+    if constexpr (A == 8) {
+      FOLIO_UNROLL
+      for (int i = 0; i < 4; ++i) {
+        const uint2 v = ld64(blk + 8 * i);
+        out[2 * i] = bits_to_float(v.x);
+        out[2 * i + 1] = bits_to_float(v.y);
+      }
+    } else {
+      FOLIO_UNROLL
+      for (int i = 0; i < 8; ++i) out[i] = bits_to_float(ld32(blk + 4 * i));
+    }
+  }
+  // out[0, count) = the first count (< 8) values at blk, zeros after.
+  FOLIO_HD static void dequant_part(const uint8_t* blk, int count, float out[8]) {
+    FOLIO_UNROLL
+    for (int i = 0; i < 8; ++i) out[i] = i < count ? bits_to_float(ld32(blk + 4 * i)) : 0.0f;
+  }
+};
+
+template <int A>
+struct F16 {
+  static_assert(A == 8 || A == 2, "alignment");
+  static constexpr int kBlock = 8, kBytes = 16, kAlign = A;
+  static constexpr bool kTail = true;
+  FOLIO_HD static void dequant8(const uint8_t* blk, int, float out[8]) {
+    if constexpr (A == 8) {
+      FOLIO_UNROLL
+      for (int i = 0; i < 2; ++i) {
+        const uint2 v = ld64(blk + 8 * i);
+        out[4 * i] = half_to_float(v.x & 0xffff);
+        out[4 * i + 1] = half_to_float(v.x >> 16);
+        out[4 * i + 2] = half_to_float(v.y & 0xffff);
+        out[4 * i + 3] = half_to_float(v.y >> 16);
+      }
+    } else {
+      FOLIO_UNROLL
+      for (int i = 0; i < 8; ++i) out[i] = half_to_float(ld16(blk + 2 * i));
+    }
+  }
+  FOLIO_HD static void dequant_part(const uint8_t* blk, int count, float out[8]) {
+    FOLIO_UNROLL
+    for (int i = 0; i < 8; ++i) out[i] = i < count ? half_to_float(ld16(blk + 2 * i)) : 0.0f;
+  }
+};
+
+// bfloat16 → float32: the upper 16 bits of a float32.
+template <int A>
+struct BF16 {
+  static_assert(A == 8 || A == 2, "alignment");
+  static constexpr int kBlock = 8, kBytes = 16, kAlign = A;
+  static constexpr bool kTail = true;
+  FOLIO_HD static void dequant8(const uint8_t* blk, int, float out[8]) {
+    if constexpr (A == 8) {
+      FOLIO_UNROLL
+      for (int i = 0; i < 2; ++i) {
+        const uint2 v = ld64(blk + 8 * i);
+        out[4 * i] = bits_to_float(v.x << 16);
+        out[4 * i + 1] = bits_to_float(v.x & 0xffff0000u);
+        out[4 * i + 2] = bits_to_float(v.y << 16);
+        out[4 * i + 3] = bits_to_float(v.y & 0xffff0000u);
+      }
+    } else {
+      FOLIO_UNROLL
+      for (int i = 0; i < 8; ++i) out[i] = bits_to_float(ld16(blk + 2 * i) << 16);
+    }
+  }
+  FOLIO_HD static void dequant_part(const uint8_t* blk, int count, float out[8]) {
+    FOLIO_UNROLL
+    for (int i = 0; i < 8; ++i) out[i] = i < count ? bits_to_float(ld16(blk + 2 * i) << 16) : 0.0f;
+  }
+};
+
+// The quantized types: rows are whole blocks (kTail false), so groups of 8 are never partial.
+
+// Q8_0 { fp16 d; int8 qs[32] }: x = qs[i] · d.
+struct Q8_0 {
+  static constexpr int kBlock = 32, kBytes = 34, kAlign = 2;
+  static constexpr bool kTail = false;
+  FOLIO_HD static void dequant8(const uint8_t* blk, int q, float out[8]) {
+    const float d = half_to_float(ld16(blk));
+    const uint2 qs = ld64_a2(blk + 2 + 8 * q);  // qs[8q .. 8q + 8)
+    FOLIO_UNROLL
+    for (int i = 0; i < 8; ++i) out[i] = float(int8_t(byte_of(qs, i))) * d;
+  }
+};
+
+// Q4_0 { fp16 d; u8 qs[16] }: element j < 16 is the low nibble of qs[j], j ≥ 16 the high nibble of
+// qs[j − 16]; x = (nibble − 8) · d. Groups 0, 1 are low nibbles, 2, 3 high ones.
+struct Q4_0 {
+  static constexpr int kBlock = 32, kBytes = 18, kAlign = 2;
+  static constexpr bool kTail = false;
+  FOLIO_HD static void dequant8(const uint8_t* blk, int q, float out[8]) {
+    const float d = half_to_float(ld16(blk));
+    const uint2 qs = ld64_a2(blk + 2 + 8 * (q & 1));
+    const int shift = 4 * (q >> 1);
+    FOLIO_UNROLL
+    for (int i = 0; i < 8; ++i) out[i] = float(int((byte_of(qs, i) >> shift) & 15) - 8) * d;
+  }
+};
+
+// Q4_1 { fp16 d, m; u8 qs[16] }: nibbles as Q4_0, x = nibble · d + m.
+struct Q4_1 {
+  static constexpr int kBlock = 32, kBytes = 20, kAlign = 2;
+  static constexpr bool kTail = false;
+  FOLIO_HD static void dequant8(const uint8_t* blk, int q, float out[8]) {
+    const float d = half_to_float(ld16(blk)), m = half_to_float(ld16(blk + 2));
+    const uint2 qs = ld64_a2(blk + 4 + 8 * (q & 1));
+    const int shift = 4 * (q >> 1);
+    FOLIO_UNROLL
+    for (int i = 0; i < 8; ++i) out[i] = mul_rn(float((byte_of(qs, i) >> shift) & 15), d) + m;
+  }
+};
+
+// The 5-bit values of elements 8q .. 8q + 7 of a Q5 block: nibble as Q4_0, bit 4 of element e is bit e
+// of the little-endian u32 qh.
+FOLIO_HD void q5_values(const uint8_t* qh_bytes, const uint8_t* qs_block, int q, int v[8]) {
+  const uint32_t qh = (ld16(qh_bytes) | ld16(qh_bytes + 2) << 16) >> (8 * q);  // bit i: element 8q + i
+  const uint2 qs = ld64_a2(qs_block + 8 * (q & 1));
+  const int shift = 4 * (q >> 1);
+  FOLIO_UNROLL
+  for (int i = 0; i < 8; ++i) v[i] = int((byte_of(qs, i) >> shift) & 15) | int((qh >> i) & 1) << 4;
+}
+
+// Q5_0 { fp16 d; u8 qh[4]; u8 qs[16] }: x = (q − 16) · d.
+struct Q5_0 {
+  static constexpr int kBlock = 32, kBytes = 22, kAlign = 2;
+  static constexpr bool kTail = false;
+  FOLIO_HD static void dequant8(const uint8_t* blk, int q, float out[8]) {
+    const float d = half_to_float(ld16(blk));
+    int v[8];
+    q5_values(blk + 2, blk + 6, q, v);
+    FOLIO_UNROLL
+    for (int i = 0; i < 8; ++i) out[i] = float(v[i] - 16) * d;
+  }
+};
+
+// Q5_1 { fp16 d, m; u8 qh[4]; u8 qs[16] }: x = q · d + m.
+struct Q5_1 {
+  static constexpr int kBlock = 32, kBytes = 24, kAlign = 2;
+  static constexpr bool kTail = false;
+  FOLIO_HD static void dequant8(const uint8_t* blk, int q, float out[8]) {
+    const float d = half_to_float(ld16(blk)), m = half_to_float(ld16(blk + 2));
+    int v[8];
+    q5_values(blk + 4, blk + 8, q, v);
+    FOLIO_UNROLL
+    for (int i = 0; i < 8; ++i) out[i] = mul_rn(float(v[i]), d) + m;
+  }
+};
+
+// Scale and min of sub-block j (0..7) of a Q4_K/Q5_K block from its 12 scale bytes s (blocks.h,
+// unpack_scales_k4, on whole words): scale/min j < 4 are the low 6 bits of s[j] / s[j + 4]; j ≥ 4 take
+// their low 4 bits from the nibbles of s[j + 4] and bits 4-5 from the top bits of s[j − 4] / s[j].
+// s is 4-byte aligned.
+FOLIO_HD void k4_scale_min(const uint8_t* s, int j, float* sc, float* mn) {
+  const uint32_t a = ld32(s), b = ld32(s + 4), c = ld32(s + 8);
+  const uint32_t scales = j < 4 ? a & 0x3f3f3f3fu : (c & 0x0f0f0f0fu) | ((a >> 2) & 0x30303030u);
+  const uint32_t mins = j < 4 ? b & 0x3f3f3f3fu : ((c >> 4) & 0x0f0f0f0fu) | ((b >> 2) & 0x30303030u);
+  *sc = float((scales >> (8 * (j & 3))) & 255);
+  *mn = float((mins >> (8 * (j & 3))) & 255);
+}
+
+// Q4_K { fp16 d, dmin; u8 scales[12]; u8 qs[128] }: sub-block j (32 elements) sits in chunk c = j / 2 of
+// qs, low nibbles for even j, high for odd; x = (d·sc[j])·q − (dmin·m[j]).
+struct Q4_K {
+  static constexpr int kBlock = 256, kBytes = 144, kAlign = 8;
+  static constexpr bool kTail = false;
+  FOLIO_HD static void dequant8(const uint8_t* blk, int q, float out[8]) {
+    const int j = q >> 2, l0 = 8 * (q & 3);  // sub-block, first element within it
+    const uint32_t dd = ld32(blk);            // d, dmin
+    float sc, mn;
+    k4_scale_min(blk + 4, j, &sc, &mn);
+    const float dj = mul_rn(half_to_float(dd & 0xffff), sc), mj = mul_rn(half_to_float(dd >> 16), mn);
+    const uint2 qs = ld64(blk + 16 + 32 * (j >> 1) + l0);
+    const int shift = 4 * (j & 1);
+    FOLIO_UNROLL
+    for (int i = 0; i < 8; ++i) out[i] = mul_rn(dj, float((byte_of(qs, i) >> shift) & 15)) - mj;
+  }
+};
+
+// Q5_K { fp16 d, dmin; u8 scales[12]; u8 qh[32]; u8 qs[128] }: as Q4_K, the fifth bit of element l of
+// sub-block j is bit j of qh[l].
+struct Q5_K {
+  static constexpr int kBlock = 256, kBytes = 176, kAlign = 8;
+  static constexpr bool kTail = false;
+  FOLIO_HD static void dequant8(const uint8_t* blk, int q, float out[8]) {
+    const int j = q >> 2, l0 = 8 * (q & 3);
+    const uint32_t dd = ld32(blk);
+    float sc, mn;
+    k4_scale_min(blk + 4, j, &sc, &mn);
+    const float dj = mul_rn(half_to_float(dd & 0xffff), sc), mj = mul_rn(half_to_float(dd >> 16), mn);
+    const uint2 qh = ld64(blk + 16 + l0);
+    const uint2 qs = ld64(blk + 48 + 32 * (j >> 1) + l0);
+    const int shift = 4 * (j & 1);
+    FOLIO_UNROLL
+    for (int i = 0; i < 8; ++i) {
+      const int v = int((byte_of(qs, i) >> shift) & 15) | int((byte_of(qh, i) >> j) & 1) << 4;
+      out[i] = mul_rn(dj, float(v)) - mj;
+    }
+  }
+};
+
+// Q6_K { u8 ql[128]; u8 qh[64]; int8 scales[16]; fp16 d }: element 128h + 32k + l (half h, quarter
+// k < 4, l < 32) has low bits ql[64h + 32(k & 1) + l] >> 4(k >> 1) and high bits qh[32h + l] >> 2k;
+// x = (d·sc[g])·(q − 32) with g = element / 16.
+struct Q6_K {
+  static constexpr int kBlock = 256, kBytes = 210, kAlign = 2;
+  static constexpr bool kTail = false;
+  FOLIO_HD static void dequant8(const uint8_t* blk, int q, float out[8]) {
+    const int h = q >> 4, r = 8 * (q & 15);  // half, first element within it
+    const int k = r >> 5, l0 = r & 31;       // quarter, first element within it
+    const float dg = mul_rn(half_to_float(ld16(blk + 208)), float(int8_t(blk[192 + (q >> 1)])));
+    const uint2 ql = ld64_a2(blk + 64 * h + 32 * (k & 1) + l0);
+    const uint2 qh = ld64_a2(blk + 128 + 32 * h + l0);
+    const int lshift = 4 * (k >> 1), hshift = 2 * k;
+    FOLIO_UNROLL
+    for (int i = 0; i < 8; ++i) {
+      const int v = int((byte_of(ql, i) >> lshift) & 15) | int((byte_of(qh, i) >> hshift) & 3) << 4;
+      out[i] = dg * float(v - 32);
+    }
+  }
+};
+
+// Elements 8g .. 8g + 7 of the row at `row` of cols elements; past cols (a plain type's partial last
+// group) zeros, and nothing is read there.
+template <class T>
+FOLIO_HD void dequant_group(const uint8_t* row, int64_t g, int64_t cols, float out[8]) {
+  constexpr int kGroups = T::kBlock / 8;
+  if constexpr (T::kTail) {
+    if (8 * g + 8 > cols) {
+      T::dequant_part(row + size_t(g) * T::kBytes, int(cols - 8 * g), out);
+      return;
+    }
+  }
+  T::dequant8(row + size_t(g / kGroups) * T::kBytes, int(g % kGroups), out);
+}
+
+#undef FOLIO_HD
+
+}  // namespace folio::cuda::dq

@@ -1,0 +1,556 @@
+// The SnapKV window scores (kv/scorer.cc) and the Ada-KV selections (kv/allocator.cc) on the device.
+//
+// Window scores take three passes over the keys. (1) Per window row (query head, window query) the max
+// and the sum of exp(score − max) over the visible keys, for slices of the keys in parallel (online
+// softmax inside a slice), merged per row into the max and 1/sum. (2) Per key, the probabilities of all
+// G·w rows of its KV head, summed in double (as the CPU does) and scaled by 1/(G·w). (3) Max-pooling.
+//
+// The selections find an exact k-th element by radix select. Every element gets a 64-bit composite that
+// orders it as the CPU's comparison does: the score's order-preserving bit pattern (−0 and +0 alike, since
+// they compare equal) above the complement of its tie-break index. All composites differ, so the k best
+// elements are exactly those whose composite is at least the k-th largest, which eight passes of 8-bit
+// digit histograms find.
+#include <cuda_fp16.h>
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "ops.h"
+
+namespace folio::cuda {
+
+namespace {
+
+// ---- helpers shared by host and device (checked against the CPU functions on the host) ----
+
+// An unsigned key that orders floats as their values: larger value, larger key; −0 maps as +0 (the CPU
+// compares with != and >, under which they are equal). Finite inputs assumed.
+__host__ __device__ inline uint32_t order_key(float x) {
+  if (x == 0.0f) x = 0.0f;  // −0 → +0
+  uint32_t u;
+#ifdef __CUDA_ARCH__
+  u = __float_as_uint(x);
+#else
+  std::memcpy(&u, &x, 4);
+#endif
+  return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+}
+
+// The composite of an element: larger is better. `tie` is the tie-break index, lower winning: the token
+// index for top_tokens, token·Hk + head for the global top k (lower token, then lower head).
+__host__ __device__ inline uint64_t composite(float score, uint32_t tie) {
+  return (uint64_t(order_key(score)) << 32) | uint64_t(~tie);
+}
+
+// Radix-select state of one segment (the whole [Hk, n] matrix, or one head's row).
+struct SelectState {
+  uint64_t prefix;     // the settled digits of the k-th largest composite
+  uint64_t mask;       // which bits of prefix are settled
+  uint64_t remaining;  // its rank (1-based, from the largest) among the elements matching prefix; 0: select none
+};
+
+constexpr int kDigitBits = 8, kBins = 1 << kDigitBits;
+constexpr int kPasses = 64 / kDigitBits;
+
+// One digit: given the histogram of the digit at `shift` of the elements that match the prefix, the bin
+// holding the remaining-th largest; the rank is made relative to that bin.
+__host__ __device__ inline void select_step(const uint32_t* hist, SelectState& s, int shift) {
+  if (s.remaining == 0) return;
+  uint64_t above = 0;  // elements in higher bins
+  for (int b = kBins - 1; b >= 0; b--) {
+    if (above + hist[b] >= s.remaining) {
+      s.remaining -= above;
+      s.prefix |= uint64_t(b) << shift;
+      s.mask |= uint64_t(kBins - 1) << shift;
+      return;
+    }
+    above += hist[b];
+  }
+}
+
+// Whether an element is among the selected, once every digit is settled.
+__host__ __device__ inline bool selected(const SelectState& s, uint64_t c) { return s.remaining > 0 && c >= s.prefix; }
+
+// Max-pooling at j of x [n]: the max over [j − kernel/2, j + kernel/2] ∩ [0, n), as kv::max_pool.
+__host__ __device__ inline float pool_at(const float* x, int64_t n, int64_t j, int kernel) {
+  const int64_t r = kernel / 2;
+  const int64_t lo = j - r > 0 ? j - r : 0, hi = j + r < n - 1 ? j + r : n - 1;
+  float m = -INFINITY;
+  for (int64_t t = lo; t <= hi; t++) m = m < x[t] ? x[t] : m;  // std::max(m, x[t])
+  return m;
+}
+
+// ---- window scores ----
+
+constexpr int kTile = 32;  // keys per tile: one per lane
+constexpr int kWarps = 8;
+constexpr int kThreads = kWarps * 32;
+constexpr int kRowsPerBlock = 64;  // window rows of a pass-1 block
+constexpr int kMaxDim = 256;
+
+struct WsArgs {
+  const float* qw;        // [w, H·D] window queries
+  const void* k;          // the layer's keys: [capacity, D] of T
+  const int64_t* offset;  // [Hk] device
+  int32_t H, Hk, G, D, L, w;
+  int32_t chunks, chunk;  // pass 1: slices of `chunk` keys (a multiple of kTile)
+  float scale;            // 1/sqrt(D), as the CPU computes it
+  double norm;            // 1/(G·w)
+  float* part_m;          // [Hk, R, chunks] each slice's max score of the row (−inf: none visible)
+  float* part_l;          // [Hk, R, chunks] each slice's Σ exp(score − max)
+  float* row_m;           // [Hk, R] the row's max score
+  float* row_inv;         // [Hk, R] 1 / the row's Σ exp(score − max)
+  float* attn;            // [Hk, L]
+};
+// Row r of KV head g (0 ≤ r < R = G·w) is query head g·G + r / w at window query i = r % w, which sees
+// keys [0, L − w + i].
+
+__device__ __forceinline__ float to_float(float x) { return x; }
+__device__ __forceinline__ float to_float(__half x) { return __half2float(x); }
+
+__device__ __forceinline__ float warp_max(float x) {
+  for (int o = 16; o > 0; o /= 2) x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, o));
+  return x;
+}
+
+__device__ __forceinline__ float warp_sum(float x) {
+  for (int o = 16; o > 0; o /= 2) x += __shfl_xor_sync(0xffffffffu, x, o);
+  return x;
+}
+
+// Loads keys [j0, j0 + nb) of the head (kb: [L, D]) into Ks [kTile, D + 1] as floats, zero past nb. The
+// padding makes lane j's reads of row j conflict-free.
+template <typename T>
+__device__ void load_keys(float* Ks, const T* kb, int32_t j0, int nb, int D) {
+  for (int idx = threadIdx.x; idx < kTile * D; idx += blockDim.x) {
+    const int j = idx / D, d = idx - j * D;
+    Ks[j * (D + 1) + d] = j < nb ? to_float(kb[int64_t(j0 + j) * D + d]) : 0.0f;
+  }
+}
+
+// The warp's dot product of its staged query qs [D] with key `lane` of Ks, one lane per key: in index
+// order with rounded, unfused operations, as kv/scorer.cc computes it on a CPU without FMA (the x86-64
+// baseline), so that the scores agree bit for bit and only exp differs.
+__device__ __forceinline__ float key_dot(const float* Ks, const float* qs, int D, int lane) {
+  const float* kr = Ks + lane * (D + 1);
+  float dot = 0.0f;
+  for (int d = 0; d < D; d++) dot = __fadd_rn(dot, __fmul_rn(qs[d], kr[d]));
+  return dot;
+}
+
+// Copies row r's query into the warp's buffer qs [D]. The first __syncwarp: every lane is done with the
+// previous row's query; the second: the new one is complete.
+__device__ __forceinline__ void stage_query(float* qs, const WsArgs& a, int g, int r, int lane) {
+  const int h = g * a.G + r / a.w, i = r % a.w;
+  const float* q = a.qw + (int64_t(i) * a.H + h) * a.D;
+  __syncwarp();
+  for (int d = lane; d < a.D; d += 32) qs[d] = q[d];
+  __syncwarp();
+}
+
+// Pass 1: grid (chunks, ceil(R / kRowsPerBlock), Hk), kThreads threads. Shared: Ks [kTile, D + 1],
+// Qs [kWarps, D] (each warp's current query). Warp w runs the rows rb0 + w, rb0 + w + kWarps, ...
+template <typename T>
+__global__ void __launch_bounds__(kThreads) ws_stats_kernel(WsArgs a) {
+  extern __shared__ float smem[];
+  __shared__ float sm_m[kRowsPerBlock], sm_l[kRowsPerBlock];  // [rows] running max and sum of the block's rows
+  const int D = a.D, R = a.G * a.w;
+  const int c = blockIdx.x, g = blockIdx.z, rb0 = blockIdx.y * kRowsPerBlock;
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  float* Ks = smem;                                 // [kTile, D + 1]
+  float* qs = smem + kTile * (D + 1) + warp * D;   // [D]
+  const T* kb = static_cast<const T*>(a.k) + a.offset[g] * D;  // [L, D] head g's keys
+  const int32_t c0 = c * a.chunk, c1 = min(a.L, c0 + a.chunk);
+  for (int rr = threadIdx.x; rr < kRowsPerBlock; rr += blockDim.x) {
+    sm_m[rr] = -INFINITY;
+    sm_l[rr] = 0.0f;
+  }
+  for (int32_t j0 = c0; j0 < c1; j0 += kTile) {  // the same bounds for the whole block
+    const int nb = min(kTile, c1 - j0);
+    __syncthreads();  // the previous tile has been read (and sm_m / sm_l are initialised)
+    load_keys(Ks, kb, j0, nb, D);
+    __syncthreads();
+    for (int rr = warp; rr < kRowsPerBlock; rr += kWarps) {  // warp-uniform loop
+      const int r = rb0 + rr;
+      if (r >= R) break;
+      const int32_t vis = a.L - a.w + r % a.w + 1;  // keys the row sees
+      if (j0 >= vis) continue;  // none of this tile; key j0 is visible otherwise, so tmax is finite below
+      stage_query(qs, a, g, r, lane);
+      const float dot = key_dot(Ks, qs, D, lane);
+      const float s = lane < nb && j0 + lane < vis ? __fmul_rn(dot, a.scale) : -INFINITY;
+      const float m_old = sm_m[rr];
+      const float m_new = fmaxf(m_old, warp_max(s));
+      const float l = sm_l[rr] * expf(m_old - m_new) + warp_sum(expf(s - m_new));
+      __syncwarp();  // every lane has read sm_m[rr] and sm_l[rr]
+      if (lane == 0) {
+        sm_m[rr] = m_new;
+        sm_l[rr] = l;
+      }
+    }
+  }
+  __syncthreads();
+  for (int rr = threadIdx.x; rr < kRowsPerBlock; rr += blockDim.x) {
+    const int r = rb0 + rr;
+    if (r >= R) break;
+    const int64_t pr = (int64_t(g) * R + r) * a.chunks + c;
+    a.part_m[pr] = sm_m[rr];
+    a.part_l[pr] = sm_l[rr];
+  }
+}
+
+// Pass 1, merge: one thread per (KV head, row), over the slices. The sum in double and 1/sum as the CPU.
+__global__ void __launch_bounds__(kThreads) ws_row_stats_kernel(WsArgs a) {
+  const int64_t R = int64_t(a.G) * a.w;
+  const int64_t gr = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;  // g·R + r
+  if (gr >= int64_t(a.Hk) * R) return;
+  const float* pm = a.part_m + gr * a.chunks;  // [chunks]
+  const float* pl = a.part_l + gr * a.chunks;
+  float M = -INFINITY;
+  for (int c = 0; c < a.chunks; c++) M = fmaxf(M, pm[c]);
+  double sum = 0;
+  for (int c = 0; c < a.chunks; c++)
+    if (pm[c] != -INFINITY) sum += double(pl[c]) * double(expf(pm[c] - M));
+  a.row_m[gr] = M;
+  a.row_inv[gr] = float(1.0 / sum);
+}
+
+// Pass 2: grid (ceil(L / kTile), Hk), kThreads threads: keys j0 .. j0 + 32 of head g, lane j owning key
+// j0 + j; each warp sums in double the probabilities of its rows (w, w + kWarps, ...), then the warps' sums
+// are added. Shared: Ks [kTile, D + 1], Qs [kWarps, D].
+template <typename T>
+__global__ void __launch_bounds__(kThreads) ws_attn_kernel(WsArgs a) {
+  extern __shared__ float smem[];
+  __shared__ double acc_w[kWarps][kTile];  // [warps, keys] each warp's sums
+  const int D = a.D, R = a.G * a.w;
+  const int g = blockIdx.y;
+  const int32_t j0 = blockIdx.x * kTile;
+  const int nb = min(kTile, a.L - j0);
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  float* Ks = smem;
+  float* qs = smem + kTile * (D + 1) + warp * D;
+  const T* kb = static_cast<const T*>(a.k) + a.offset[g] * D;
+  load_keys(Ks, kb, j0, nb, D);
+  __syncthreads();
+  double acc = 0;  // Σ over the warp's rows of p(row, key j0 + lane)
+  for (int r = warp; r < R; r += kWarps) {
+    const int32_t vis = a.L - a.w + r % a.w + 1;
+    if (j0 >= vis) continue;  // warp-uniform
+    stage_query(qs, a, g, r, lane);
+    const float dot = key_dot(Ks, qs, D, lane);
+    if (lane < nb && j0 + lane < vis) {
+      const int64_t gr = int64_t(g) * R + r;
+      // The score rounded before the subtraction (no fused multiply-add), as in pass 1 and on the CPU.
+      acc += double(expf(__fmul_rn(dot, a.scale) - a.row_m[gr]) * a.row_inv[gr]);
+    }
+  }
+  acc_w[warp][lane] = acc;
+  __syncthreads();
+  if (warp == 0 && lane < nb) {
+    double sum = 0;
+    for (int w = 0; w < kWarps; w++) sum += acc_w[w][lane];
+    a.attn[int64_t(g) * a.L + j0 + lane] = float(sum * a.norm);
+  }
+}
+
+// Pass 3: score[g, j] = pool_at(attn[g, 0 .. n)), n = L − w. grid (ceil(n / kThreads), Hk).
+__global__ void __launch_bounds__(kThreads) ws_pool_kernel(const float* attn, float* score, int32_t L, int32_t n,
+                                                           int kernel) {
+  const int g = blockIdx.y;
+  const int64_t j = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (j >= n) return;
+  score[int64_t(g) * n + j] = pool_at(attn + int64_t(g) * L, n, j, kernel);
+}
+
+// ---- selections ----
+
+constexpr int kSelThreads = 256;
+constexpr int kScanTile = 4 * kSelThreads;  // tokens per block of top_tokens' compaction, 4 per thread
+
+// The composite of element (g, j): per head (top_tokens) or across heads (topk_per_head).
+__device__ __forceinline__ uint64_t element(const float* score, int32_t n, int32_t Hk, bool per_head, int g, int32_t j) {
+  const float x = score[int64_t(g) * n + j];
+  return composite(x, per_head ? uint32_t(j) : uint32_t(j) * uint32_t(Hk) + uint32_t(g));
+}
+
+// Histogram of the digit at `shift` of the elements matching their segment's prefix: grid (bx, Hk),
+// segment = the head (per_head) or 0. hist: [segments, kBins], zero before the pass.
+__global__ void __launch_bounds__(kSelThreads) select_hist_kernel(const float* score, int32_t n, int32_t Hk,
+                                                                  bool per_head, const SelectState* st,
+                                                                  uint32_t* hist, int shift) {
+  __shared__ uint32_t h[kBins];  // [bins] this block's counts
+  for (int b = threadIdx.x; b < kBins; b += blockDim.x) h[b] = 0;
+  __syncthreads();
+  const int g = blockIdx.y, seg = per_head ? g : 0;
+  const SelectState s = st[seg];
+  if (s.remaining > 0)
+    for (int64_t j = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; j < n; j += int64_t(gridDim.x) * blockDim.x) {
+      const uint64_t c = element(score, n, Hk, per_head, g, int32_t(j));
+      if ((c & s.mask) == s.prefix) atomicAdd(&h[(c >> shift) & (kBins - 1)], 1u);
+    }
+  __syncthreads();
+  for (int b = threadIdx.x; b < kBins; b += blockDim.x)
+    if (h[b]) atomicAdd(&hist[seg * kBins + b], h[b]);
+}
+
+// Settles the digit at `shift` of each segment (one block each) and clears its histogram for the next pass.
+__global__ void __launch_bounds__(kBins) select_digit_kernel(SelectState* st, uint32_t* hist, int shift) {
+  __shared__ uint32_t h[kBins];
+  const int seg = blockIdx.x;
+  for (int b = threadIdx.x; b < kBins; b += blockDim.x) {
+    h[b] = hist[seg * kBins + b];
+    hist[seg * kBins + b] = 0;
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    SelectState s = st[seg];
+    select_step(h, s, shift);
+    st[seg] = s;
+  }
+}
+
+// topk_per_head: won[g] += the selected elements of head g. grid (bx, Hk).
+__global__ void __launch_bounds__(kSelThreads) select_count_kernel(const float* score, int32_t n, int32_t Hk,
+                                                                   const SelectState* st, uint32_t* won) {
+  __shared__ uint32_t total;
+  if (threadIdx.x == 0) total = 0;
+  __syncthreads();
+  const int g = blockIdx.y;
+  const SelectState s = st[0];
+  uint32_t cnt = 0;
+  for (int64_t j = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; j < n; j += int64_t(gridDim.x) * blockDim.x)
+    cnt += selected(s, element(score, n, Hk, false, g, int32_t(j))) ? 1u : 0u;
+  atomicAdd(&total, cnt);
+  __syncthreads();
+  if (threadIdx.x == 0 && total) atomicAdd(&won[g], total);
+}
+
+// The selected flags of the 4 consecutive tokens of this thread in block tile b: bits 0..3.
+__device__ __forceinline__ unsigned tile_flags(const float* score, int32_t n, int g, const SelectState& s, int32_t j) {
+  unsigned f = 0;
+  for (int e = 0; e < 4; e++)
+    if (j + e < n && selected(s, element(score, n, 0, true, g, j + e))) f |= 1u << e;
+  return f;
+}
+
+// top_tokens, compaction step 1: selected tokens per tile. grid (tiles, Hk); counts: [Hk, tiles].
+__global__ void __launch_bounds__(kSelThreads) tokens_count_kernel(const float* score, int32_t n,
+                                                                   const SelectState* st, int64_t* counts) {
+  __shared__ uint32_t total;
+  if (threadIdx.x == 0) total = 0;
+  __syncthreads();
+  const int g = blockIdx.y;
+  const int32_t j = int32_t(blockIdx.x) * kScanTile + 4 * int32_t(threadIdx.x);
+  atomicAdd(&total, uint32_t(__popc(tile_flags(score, n, g, st[g], j))));
+  __syncthreads();
+  if (threadIdx.x == 0) counts[int64_t(g) * gridDim.x + blockIdx.x] = total;
+}
+
+// Step 2: counts become each tile's first output index, start[g] + the tiles before. One thread per head.
+__global__ void tokens_scan_kernel(int64_t* counts, const int64_t* start, int32_t Hk, int32_t tiles) {
+  const int g = blockIdx.x * blockDim.x + threadIdx.x;
+  if (g >= Hk) return;
+  int64_t at = start[g];
+  for (int32_t b = 0; b < tiles; b++) {
+    const int64_t c = counts[int64_t(g) * tiles + b];
+    counts[int64_t(g) * tiles + b] = at;
+    at += c;
+  }
+}
+
+// Step 3: each tile writes its selected tokens in order from its first index. grid (tiles, Hk).
+__global__ void __launch_bounds__(kSelThreads) tokens_write_kernel(const float* score, int32_t n,
+                                                                   const SelectState* st, const int64_t* first,
+                                                                   int32_t* out) {
+  __shared__ uint32_t warp_total[kSelThreads / 32];
+  const int g = blockIdx.y;
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int32_t j = int32_t(blockIdx.x) * kScanTile + 4 * int32_t(threadIdx.x);
+  const unsigned f = tile_flags(score, n, g, st[g], j);
+  const uint32_t mine = __popc(f);
+  // Exclusive scan of the threads' counts: within the warp, then over the warps.
+  uint32_t incl = mine;
+  for (int o = 1; o < 32; o *= 2) {
+    const uint32_t y = __shfl_up_sync(0xffffffffu, incl, o);
+    if (lane >= o) incl += y;
+  }
+  if (lane == 31) warp_total[warp] = incl;
+  __syncthreads();
+  uint32_t before = incl - mine;
+  for (int w = 0; w < warp; w++) before += warp_total[w];
+  int32_t* o = out + first[int64_t(g) * gridDim.x + blockIdx.x] + before;
+  for (int e = 0; e < 4; e++)
+    if (f & (1u << e)) *o++ = j + e;
+}
+
+// Blocks for a grid-stride pass over n tokens of each head: about 8 tokens per thread.
+unsigned select_blocks(int32_t n) {
+  const int64_t b = (int64_t(n) + 8 * kSelThreads - 1) / (8 * kSelThreads);
+  return unsigned(b < 4096 ? b : 4096);
+}
+
+// The radix select of every segment: states st [segments] hold k in `remaining` on entry and the k-th
+// composite in `prefix` on exit; hist [segments, kBins] must be zero on entry (and is left zero).
+int radix_select(const char* what, const float* score, int32_t n, int32_t Hk, bool per_head, SelectState* st,
+                 uint32_t* hist) {
+  const int segments = per_head ? Hk : 1;
+  const dim3 grid{select_blocks(n), unsigned(Hk)};
+  for (int p = 0; p < kPasses; p++) {
+    const int shift = 64 - kDigitBits * (p + 1);
+    select_hist_kernel<<<grid, kSelThreads, 0, stream()>>>(score, n, Hk, per_head, st, hist, shift);
+    if (int e = check_launch(what)) return e;
+    select_digit_kernel<<<unsigned(segments), kBins, 0, stream()>>>(st, hist, shift);
+    if (int e = check_launch(what)) return e;
+  }
+  return 0;
+}
+
+size_t align_up(size_t x) { return (x + 255) / 256 * 256; }
+
+}  // namespace
+
+int window_scores(const float* qw, const folio_gpu_kv_layer* layer, int32_t n_head, int32_t L, int32_t w, int32_t kernel,
+                  float* attn, float* score) {
+  const folio_gpu_kv_layer Ly = *layer;
+  const int Hk = Ly.n_head_kv, D = Ly.head_dim;
+  if (L <= 0 || w <= 0 || n_head <= 0 || Hk <= 0) return 0;
+  if (w > L) return fail("window_scores", "window longer than the prefix");
+  if (n_head % Hk != 0) return fail("window_scores", "n_head is not a multiple of n_head_kv");
+  if (D <= 0 || D > kMaxDim) return fail("window_scores", "head_dim above 256");
+  if (Ly.kv_type != 0 && Ly.kv_type != 1) return fail("window_scores", "unsupported KV type");
+  if (Hk > 65535) return fail("window_scores", "too many KV heads");
+  const int G = n_head / Hk;
+  const int64_t R = int64_t(G) * w;  // window rows per KV head
+  if (R > (int64_t(1) << 30)) return fail("window_scores", "too many window rows");
+
+  // Pass-1 slices: enough blocks for about four per SM, whole tiles each, none empty.
+  const int64_t row_groups = (R + kRowsPerBlock - 1) / kRowsPerBlock;
+  if (row_groups > 65535) return fail("window_scores", "too many window rows");
+  const int64_t tiles = (int64_t(L) + kTile - 1) / kTile;
+  const int64_t base = row_groups * Hk, want = 4 * int64_t(multiprocessors());
+  int64_t chunks = base >= want ? 1 : (want + base - 1) / base;
+  chunks = chunks < tiles ? chunks : tiles;
+  const int64_t chunk = ((L + chunks - 1) / chunks + kTile - 1) / kTile * kTile;
+  chunks = (L + chunk - 1) / chunk;
+
+  WsArgs a{};
+  a.qw = qw;
+  a.k = Ly.k;
+  a.offset = Ly.offset;
+  a.H = n_head;
+  a.Hk = Hk;
+  a.G = G;
+  a.D = D;
+  a.L = L;
+  a.w = w;
+  a.chunks = int32_t(chunks);
+  a.chunk = int32_t(chunk);
+  a.scale = 1.0f / std::sqrt(float(D));
+  a.norm = 1.0 / (double(G) * double(w));
+  a.attn = attn;
+  const size_t parts = size_t(Hk) * size_t(R) * size_t(chunks), rows = size_t(Hk) * size_t(R);
+  auto* buf = static_cast<float*>(scratch(Scratch::Scores, (2 * parts + 2 * rows) * sizeof(float)));
+  if (!buf) return 1;
+  a.part_m = buf;                // [Hk, R, chunks]
+  a.part_l = a.part_m + parts;   // [Hk, R, chunks]
+  a.row_m = a.part_l + parts;    // [Hk, R]
+  a.row_inv = a.row_m + rows;    // [Hk, R]
+
+  const size_t smem = sizeof(float) * (size_t(kTile) * (D + 1) + size_t(kWarps) * D);  // Ks and Qs
+  const bool f16 = Ly.kv_type == 1;
+  const dim3 grid1{unsigned(chunks), unsigned(row_groups), unsigned(Hk)};
+  if (f16) ws_stats_kernel<__half><<<grid1, kThreads, smem, stream()>>>(a);
+  else ws_stats_kernel<float><<<grid1, kThreads, smem, stream()>>>(a);
+  if (int e = check_launch("window_scores (row stats)")) return e;
+  ws_row_stats_kernel<<<unsigned((rows + kThreads - 1) / kThreads), kThreads, 0, stream()>>>(a);
+  if (int e = check_launch("window_scores (row stats merge)")) return e;
+  const dim3 grid2{unsigned(tiles), unsigned(Hk)};
+  if (f16) ws_attn_kernel<__half><<<grid2, kThreads, smem, stream()>>>(a);
+  else ws_attn_kernel<float><<<grid2, kThreads, smem, stream()>>>(a);
+  if (int e = check_launch("window_scores (attention)")) return e;
+  const int32_t n = L - w;
+  if (n > 0) {
+    const dim3 grid3{unsigned((n + kThreads - 1) / kThreads), unsigned(Hk)};
+    ws_pool_kernel<<<grid3, kThreads, 0, stream()>>>(attn, score, L, n, kernel);
+    if (int e = check_launch("window_scores (max pool)")) return e;
+  }
+  return 0;
+}
+
+int topk_per_head(const float* score, int32_t n_head_kv, int32_t n, int64_t k, int32_t* won) {
+  const int Hk = n_head_kv;
+  if (Hk <= 0) return 0;
+  const int64_t total = int64_t(Hk) * (n > 0 ? n : 0);
+  if (k <= 0 || total == 0 || k >= total) {  // none, or every element: no selection needed
+    for (int g = 0; g < Hk; g++) won[g] = k <= 0 || total == 0 ? 0 : n;
+    return 0;
+  }
+  if (total > 0xffffffffLL) return fail("topk_per_head", "more than 2^32 scores");
+  if (Hk > 65535) return fail("topk_per_head", "too many KV heads");
+  // Scratch: the state [1], the histogram [kBins], the counts [Hk].
+  const size_t hist_at = align_up(sizeof(SelectState)), won_at = hist_at + align_up(kBins * sizeof(uint32_t));
+  char* buf = static_cast<char*>(scratch(Scratch::Select, won_at + size_t(Hk) * sizeof(uint32_t)));
+  if (!buf) return 1;
+  auto* st = reinterpret_cast<SelectState*>(buf);
+  auto* hist = reinterpret_cast<uint32_t*>(buf + hist_at);
+  auto* won_dev = reinterpret_cast<uint32_t*>(buf + won_at);
+  const SelectState init{0, 0, uint64_t(k)};
+  cudaError_t ce = cudaMemcpyAsync(st, &init, sizeof init, cudaMemcpyHostToDevice, stream());
+  if (ce == cudaSuccess) ce = cudaMemsetAsync(buf + hist_at, 0, won_at - hist_at + size_t(Hk) * sizeof(uint32_t), stream());
+  if (ce != cudaSuccess) return fail("topk_per_head", ce);
+  if (int e = radix_select("topk_per_head", score, n, Hk, false, st, hist)) return e;
+  select_count_kernel<<<dim3{select_blocks(n), unsigned(Hk)}, kSelThreads, 0, stream()>>>(score, n, Hk, st, won_dev);
+  if (int e = check_launch("topk_per_head")) return e;
+  // won_dev holds counts below 2^31 (each at most n): the same bits as int32.
+  ce = cudaMemcpyAsync(won, won_dev, size_t(Hk) * sizeof(uint32_t), cudaMemcpyDeviceToHost, stream());
+  if (ce == cudaSuccess) ce = cudaStreamSynchronize(stream());
+  if (ce != cudaSuccess) return fail("topk_per_head", ce);
+  return 0;
+}
+
+int top_tokens(const float* score, int32_t n_head_kv, int32_t n, const int32_t* caps, int32_t* out) {
+  const int Hk = n_head_kv;
+  if (Hk <= 0 || n <= 0) return 0;
+  if (Hk > 65535) return fail("top_tokens", "too many KV heads");
+  // Per head: k = caps[g] clamped to [0, n] (as kv::top_tokens), written from start[g] = Σ_{g' < g} caps[g'].
+  std::vector<SelectState> init(static_cast<size_t>(Hk));
+  std::vector<int64_t> start(static_cast<size_t>(Hk));
+  int64_t at = 0, selecting = 0;
+  for (int g = 0; g < Hk; g++) {
+    const int64_t c = caps[g] < 0 ? 0 : caps[g] > n ? n : caps[g];
+    init[size_t(g)] = SelectState{0, 0, uint64_t(c)};
+    start[size_t(g)] = at;
+    at += caps[g];
+    selecting += c;
+  }
+  if (selecting == 0) return 0;
+  const int32_t tiles = int32_t((int64_t(n) + kScanTile - 1) / kScanTile);
+  // Scratch: states [Hk], histograms [Hk, kBins], start [Hk], tile counts [Hk, tiles].
+  const size_t hist_at = align_up(size_t(Hk) * sizeof(SelectState));
+  const size_t start_at = hist_at + align_up(size_t(Hk) * kBins * sizeof(uint32_t));
+  const size_t counts_at = start_at + align_up(size_t(Hk) * sizeof(int64_t));
+  char* buf = static_cast<char*>(scratch(Scratch::Select, counts_at + size_t(Hk) * size_t(tiles) * sizeof(int64_t)));
+  if (!buf) return 1;
+  auto* st = reinterpret_cast<SelectState*>(buf);
+  auto* hist = reinterpret_cast<uint32_t*>(buf + hist_at);
+  auto* start_dev = reinterpret_cast<int64_t*>(buf + start_at);
+  auto* counts = reinterpret_cast<int64_t*>(buf + counts_at);
+  // From pageable memory: staged before cudaMemcpyAsync returns, so the vectors may go.
+  cudaError_t ce = cudaMemcpyAsync(st, init.data(), size_t(Hk) * sizeof(SelectState), cudaMemcpyHostToDevice, stream());
+  if (ce == cudaSuccess)
+    ce = cudaMemcpyAsync(start_dev, start.data(), size_t(Hk) * sizeof(int64_t), cudaMemcpyHostToDevice, stream());
+  if (ce == cudaSuccess) ce = cudaMemsetAsync(hist, 0, size_t(Hk) * kBins * sizeof(uint32_t), stream());
+  if (ce != cudaSuccess) return fail("top_tokens", ce);
+  if (int e = radix_select("top_tokens", score, n, Hk, true, st, hist)) return e;
+  const dim3 grid{unsigned(tiles), unsigned(Hk)};
+  tokens_count_kernel<<<grid, kSelThreads, 0, stream()>>>(score, n, st, counts);
+  if (int e = check_launch("top_tokens")) return e;
+  tokens_scan_kernel<<<unsigned((Hk + 127) / 128), 128, 0, stream()>>>(counts, start_dev, Hk, tiles);
+  if (int e = check_launch("top_tokens")) return e;
+  tokens_write_kernel<<<grid, kSelThreads, 0, stream()>>>(score, n, st, counts, out);
+  if (int e = check_launch("top_tokens")) return e;
+  // The vectors were staged by the copies above; nothing queued reads host memory.
+  return 0;
+}
+
+}  // namespace folio::cuda
