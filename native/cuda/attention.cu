@@ -17,6 +17,7 @@
 #include <cmath>
 
 #include "ops.h"
+#include "warp.cuh"
 
 namespace folio::cuda {
 
@@ -43,19 +44,6 @@ struct AttnArgs {
   int32_t m, H, Hk, G, D, Dv, splits;
   float scale;            // 1/sqrt(D), computed as the CPU does
 };
-
-__device__ __forceinline__ float to_float(float x) { return x; }
-__device__ __forceinline__ float to_float(__half x) { return __half2float(x); }
-
-__device__ __forceinline__ float warp_max(float x) {
-  for (int o = 16; o > 0; o /= 2) x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, o));
-  return x;
-}
-
-__device__ __forceinline__ float warp_sum(float x) {
-  for (int o = 16; o > 0; o /= 2) x += __shfl_xor_sync(0xffffffffu, x, o);
-  return x;
-}
 
 // grid (ceil(R / (kWarps·RW)), splits, Hk), kThreads threads; warp w owns rows r0 + w·RW .. + RW.
 // Shared memory: Qs [kWarps·RW, D] the rows' queries, then KV [kTile, D + 1] (keys; the padding makes lane j's

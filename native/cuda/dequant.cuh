@@ -39,37 +39,21 @@ namespace folio::cuda::dq {
 #endif
 #endif
 
-// Aligned loads of 2, 4 and 8 bytes (p a multiple of the width).
-FOLIO_HD uint32_t ld16(const uint8_t* p) {
+// An aligned load of a T (2, 4 or 8 bytes) at p, a multiple of sizeof(T).
+template <typename T>
+FOLIO_HD T ld(const uint8_t* p) {
 #ifdef __CUDA_ARCH__
-  return *reinterpret_cast<const uint16_t*>(p);
+  return *reinterpret_cast<const T*>(p);
 #else
-  assert(reinterpret_cast<uintptr_t>(p) % 2 == 0);  // what the device load would require
-  uint16_t v;
-  std::memcpy(&v, p, 2);
+  assert(reinterpret_cast<uintptr_t>(p) % sizeof(T) == 0);  // what the device load would require
+  T v;
+  std::memcpy(&v, p, sizeof(T));
   return v;
 #endif
 }
-FOLIO_HD uint32_t ld32(const uint8_t* p) {
-#ifdef __CUDA_ARCH__
-  return *reinterpret_cast<const uint32_t*>(p);
-#else
-  assert(reinterpret_cast<uintptr_t>(p) % 4 == 0);  // what the device load would require
-  uint32_t v;
-  std::memcpy(&v, p, 4);
-  return v;
-#endif
-}
-FOLIO_HD uint2 ld64(const uint8_t* p) {
-#ifdef __CUDA_ARCH__
-  return *reinterpret_cast<const uint2*>(p);
-#else
-  assert(reinterpret_cast<uintptr_t>(p) % 8 == 0);  // what the device load would require
-  uint2 v;
-  std::memcpy(&v, p, 8);
-  return v;
-#endif
-}
+FOLIO_HD uint32_t ld16(const uint8_t* p) { return ld<uint16_t>(p); }
+FOLIO_HD uint32_t ld32(const uint8_t* p) { return ld<uint32_t>(p); }
+FOLIO_HD uint2 ld64(const uint8_t* p) { return ld<uint2>(p); }
 
 // Eight bytes p[0, 8) as two little-endian words {bytes 0-3, bytes 4-7}, p 2-byte aligned.
 FOLIO_HD uint2 ld64_a2(const uint8_t* p) {
@@ -132,35 +116,17 @@ struct F32 {
   }
 };
 
-template <int A>
-struct F16 {
-  static_assert(A == 8 || A == 2, "alignment");
-  static constexpr int kBlock = 8, kBytes = 16, kAlign = A;
-  static constexpr bool kTail = true;
-  FOLIO_HD static void dequant8(const uint8_t* blk, int, float out[8]) {
-    if constexpr (A == 8) {
-      FOLIO_UNROLL
-      for (int i = 0; i < 2; ++i) {
-        const uint2 v = ld64(blk + 8 * i);
-        out[4 * i] = half_to_float(v.x & 0xffff);
-        out[4 * i + 1] = half_to_float(v.x >> 16);
-        out[4 * i + 2] = half_to_float(v.y & 0xffff);
-        out[4 * i + 3] = half_to_float(v.y >> 16);
-      }
-    } else {
-      FOLIO_UNROLL
-      for (int i = 0; i < 8; ++i) out[i] = half_to_float(ld16(blk + 2 * i));
-    }
-  }
-  FOLIO_HD static void dequant_part(const uint8_t* blk, int count, float out[8]) {
-    FOLIO_UNROLL
-    for (int i = 0; i < 8; ++i) out[i] = i < count ? half_to_float(ld16(blk + 2 * i)) : 0.0f;
-  }
+// The 16-bit float types, one value per 2 bytes; Conv turns the 16 bits (in the low half) into a float.
+struct HalfBits {
+  FOLIO_HD static float to_float(uint32_t h) { return half_to_float(h); }
+};
+// bfloat16 → float32: the upper 16 bits of a float32.
+struct BFloat16Bits {
+  FOLIO_HD static float to_float(uint32_t h) { return bits_to_float(h << 16); }
 };
 
-// bfloat16 → float32: the upper 16 bits of a float32.
-template <int A>
-struct BF16 {
+template <int A, typename Conv>
+struct Float16s {
   static_assert(A == 8 || A == 2, "alignment");
   static constexpr int kBlock = 8, kBytes = 16, kAlign = A;
   static constexpr bool kTail = true;
@@ -169,21 +135,25 @@ struct BF16 {
       FOLIO_UNROLL
       for (int i = 0; i < 2; ++i) {
         const uint2 v = ld64(blk + 8 * i);
-        out[4 * i] = bits_to_float(v.x << 16);
-        out[4 * i + 1] = bits_to_float(v.x & 0xffff0000u);
-        out[4 * i + 2] = bits_to_float(v.y << 16);
-        out[4 * i + 3] = bits_to_float(v.y & 0xffff0000u);
+        out[4 * i] = Conv::to_float(v.x & 0xffff);
+        out[4 * i + 1] = Conv::to_float(v.x >> 16);
+        out[4 * i + 2] = Conv::to_float(v.y & 0xffff);
+        out[4 * i + 3] = Conv::to_float(v.y >> 16);
       }
     } else {
       FOLIO_UNROLL
-      for (int i = 0; i < 8; ++i) out[i] = bits_to_float(ld16(blk + 2 * i) << 16);
+      for (int i = 0; i < 8; ++i) out[i] = Conv::to_float(ld16(blk + 2 * i));
     }
   }
   FOLIO_HD static void dequant_part(const uint8_t* blk, int count, float out[8]) {
     FOLIO_UNROLL
-    for (int i = 0; i < 8; ++i) out[i] = i < count ? bits_to_float(ld16(blk + 2 * i) << 16) : 0.0f;
+    for (int i = 0; i < 8; ++i) out[i] = i < count ? Conv::to_float(ld16(blk + 2 * i)) : 0.0f;
   }
 };
+template <int A>
+using F16 = Float16s<A, HalfBits>;
+template <int A>
+using BF16 = Float16s<A, BFloat16Bits>;
 
 // The quantized types: rows are whole blocks (kTail false), so groups of 8 are never partial.
 

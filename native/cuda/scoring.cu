@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "ops.h"
+#include "warp.cuh"
 
 namespace folio::cuda {
 
@@ -105,19 +106,6 @@ struct WsArgs {
 };
 // Row r of KV head g (0 ≤ r < R = G·w) is query head g·G + r / w at window query i = r % w, which sees
 // keys [0, L − w + i].
-
-__device__ __forceinline__ float to_float(float x) { return x; }
-__device__ __forceinline__ float to_float(__half x) { return __half2float(x); }
-
-__device__ __forceinline__ float warp_max(float x) {
-  for (int o = 16; o > 0; o /= 2) x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, o));
-  return x;
-}
-
-__device__ __forceinline__ float warp_sum(float x) {
-  for (int o = 16; o > 0; o /= 2) x += __shfl_xor_sync(0xffffffffu, x, o);
-  return x;
-}
 
 // Loads keys [j0, j0 + nb) of the head (kb: [L, D]) into Ks [kTile, D + 1] as floats, zero past nb. The
 // padding makes lane j's reads of row j conflict-free.
