@@ -141,6 +141,32 @@ export const benchKv: Command = {
       log(`  decode at ${L}: full ${full.tokensPerSecond.toFixed(1)} t/s (${mib(full.kvBytes)} cache), ada-snapkv ${ada.tokensPerSecond.toFixed(1)} t/s (${mib(ada.kvBytes)})`);
     }
 
+    // How long a cancellation takes to land: a compressing prefill and a generation, each cancelled by a
+    // timer at an arbitrary moment of its work (not from one of its own callbacks, where the engine is
+    // waiting anyway); the time from cancel() to the promise settling.
+    const cancelMs: { compress: number[]; generate: number[] } = { compress: [], generate: [] };
+    const cancelLater = (s: { cancel(): void }, ms: number, at: { t: number }) =>
+      setTimeout(() => { at.t = performance.now(); s.cancel(); }, ms);
+    for (let r = 0; r < repeats; r++) {
+      const s = model.createSession({ nCtx: docTokens + 64, nThreads: threads });
+      const at = { t: 0 };
+      const timer = cancelLater(s, 300 + 700 * r / repeats, at);
+      const code = await s.compress(tokens, budgetFor('ada-snapkv', ratio)).then(() => 'finished', (e: { code?: string }) => e.code);
+      clearTimeout(timer);
+      if (code === 'CANCELLED') cancelMs.compress.push(performance.now() - at.t);
+      const g = model.createSession({ nCtx: docTokens + 64, nThreads: threads });
+      await g.prefill(tokens.subarray(0, Math.min(docTokens, 1024)));
+      const at2 = { t: 0 };
+      const timer2 = cancelLater(g, 150 + 100 * r / repeats, at2);
+      const res = await g.generate({ n: 4096, temperature: 0 });
+      clearTimeout(timer2);
+      if (res.stopReason === 'cancelled') cancelMs.generate.push(performance.now() - at2.t);
+      s.dispose();
+      g.dispose();
+    }
+    if (!cancelMs.compress.length || !cancelMs.generate.length) throw new Error('the work finished before it could be cancelled: use a longer --doc-tokens');
+    log(`  cancellation lands in: compress ${cancelMs.compress.map((x) => x.toFixed(0)).join(', ')} ms; generate ${cancelMs.generate.map((x) => x.toFixed(0)).join(', ')} ms`);
+
     // One long prefill, with progress.
     let long = null;
     const longTokens = int(v, 'long', 0, 0);
@@ -166,6 +192,8 @@ export const benchKv: Command = {
       compress_ms: { snapkv: median(compressMs.snapkv), 'ada-snapkv': median(compressMs['ada-snapkv']) },
       peak_rss: { full: peakFull.peak, 'ada-snapkv': peakAda.peak, kv_bytes_full: peakFull.kvBytes, kv_bytes_kept: peakAda.kvBytes },
       decode, long,
+      cancel_ms: { compress: { median: median(cancelMs.compress), max: Math.max(...cancelMs.compress), runs: cancelMs.compress },
+        generate: { median: median(cancelMs.generate), max: Math.max(...cancelMs.generate), runs: cancelMs.generate } },
     };
     print(v, result,
       `prefill of ${docTokens} tokens (median of ${repeats}): full ${(prefill.full.median_ms / 1000).toFixed(2)} s, ` +
@@ -173,6 +201,8 @@ export const benchKv: Command = {
       `(Ada over SnapKV: ${(adaOverhead * 100).toFixed(1)}%; the selection itself: ${result.compress_ms['ada-snapkv'].toFixed(0)} vs ${result.compress_ms.snapkv.toFixed(0)} ms)\n` +
       `peak memory: full ${mib(peakFull.peak)} vs ada-snapkv ${mib(peakAda.peak)} (KV cache ${mib(peakFull.kvBytes)} -> ${mib(peakAda.kvBytes)})\n` +
       decode.map((d) => `decode at ${d.context} tokens: full ${d.full_tokens_per_s.toFixed(1)} t/s, compressed ${d.compressed_tokens_per_s.toFixed(1)} t/s`).join('\n') + '\n' +
+      `cancellation lands in: compress median ${result.cancel_ms.compress.median.toFixed(0)} ms (max ${result.cancel_ms.compress.max.toFixed(0)}), ` +
+      `generate median ${result.cancel_ms.generate.median.toFixed(0)} ms (max ${result.cancel_ms.generate.max.toFixed(0)})\n` +
       (long ? `long prefill: ${long.tokens} tokens in ${long.seconds.toFixed(1)} s (${long.tokens_per_s.toFixed(1)} t/s), peak ${mib(long.peak_rss_bytes)}\n` : ''));
   },
 };
