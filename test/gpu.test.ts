@@ -5,11 +5,11 @@
 // too where there is one: sessions default to backend 'auto'.)
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 
-import { loadAddon, type Model, type SessionOptions } from '../electron/engine/binding.ts';
+import { addonPath, loadAddon, type Model, type SessionOptions } from '../electron/engine/binding.ts';
 import { missing, sharedModel, sharedReference } from './helpers/shared.ts';
 
 const addon = loadAddon();
@@ -41,6 +41,17 @@ test('the backend report says which backend runs and why', () => {
   assert.equal(info.gpuAvailable, info.backend === 'cuda');
   if (info.gpuAvailable) assert.ok(info.device && info.device.totalBytes > 0);
   else assert.throws(() => addon.ops.gpuCopyBandwidth(16, 1), (e: Error & { code?: string }) => e.code === 'GPU_UNAVAILABLE');
+});
+
+test('libfolio-cuda is built beside the engine wherever CUDA\'s compiler is installed', () => {
+  // CI has nvcc but no GPU: this is what keeps the CUDA build from breaking unnoticed there.
+  const nvcc = ['/usr/local/cuda/bin/nvcc', ...(process.env.CUDACXX ? [process.env.CUDACXX] : [])].find((p) => existsSync(p));
+  const lib = join(dirname(addonPath()), process.platform === 'win32' ? 'folio-cuda.dll' : 'libfolio-cuda.so');
+  if (!nvcc || process.platform === 'darwin') return;
+  assert.ok(existsSync(lib), `${nvcc} is installed but ${lib} was not built`);
+  // And it loads: without a driver it may be unusable, but never unloadable (a missing symbol, a CUDA
+  // library it should not need).
+  if (process.env.FOLIO_GPU !== 'off') assert.doesNotMatch(info.reason, /could not be loaded|not a Folio GPU backend|is not installed/);
 });
 
 test('a session asking for CUDA without a GPU is refused with the reason', { skip: info.gpuAvailable ? 'a GPU is present' : missing(stories) }, async () => {
