@@ -893,6 +893,10 @@ test('estimate: the message when it does not fit', () => {
     '+ working buffers 316.5 MiB. Close other programs, or choose a shorter context, a smaller compression budget or a smaller model');
   const tooBig = estimateMemory({ ...big, weightBytes: 20 * GiB }, { nCtx: 4096, memory: { free: () => 3 * GiB, total: () => 8 * GiB } });
   assert.match(tooBig.message, /more than this machine's 8\.0 GiB/);
+  // On a GPU the model must fit the GPU's memory, and the message says so.
+  const onGpu = estimateMemory({ ...big, weightBytes: 20 * GiB }, { nCtx: 4096, memory: { free: () => 7 * GiB, total: () => 8 * GiB }, memoryName: "the NVIDIA L4's memory" });
+  assert.match(onGpu.message, /^needs 20\.\d GiB, 7\.0 GiB of the NVIDIA L4's memory available/);
+  assert.match(onGpu.message, /more than all 8\.0 GiB of the NVIDIA L4's memory/);
 
   // the longest context that fits 2 GiB free: the KV cache gets what the rest leaves
   const mem = { free: () => 2 * GiB, total: () => 8 * GiB };
@@ -914,4 +918,33 @@ test('estimate: from a GGUF file', async () => {
   assert.equal(e.nCtx, 256);
   assert.equal(e.kvBytesFull, 256 * 2 * 2 * 128 * 2);
   assert.throws(() => shapeFromSummary({ ...s, layers: null }), /layer count/);
+});
+
+test('estimate on a GPU: the model must fit the GPU\'s memory, which the message names', async () => {
+  const { openStorage } = await import('../electron/storage/index.ts');
+  const { ModelsService } = await import('../electron/core/models-service.ts');
+  const { EventBus } = await import('../electron/api/dispatcher.ts');
+  const { Tasks } = await import('../electron/core/tasks.ts');
+  const dir = mkdtempSync(join(tmpdir(), 'folio-gpu-estimate-'));
+  try {
+    const file = join(dir, 'tiny.gguf');
+    writeRandomModel(file, { arch: 'llama' });
+    const storage = openStorage(join(dir, 'data'));
+    let gpu: { name: string; freeBytes: number; totalBytes: number } | null = { name: 'Test GPU', freeBytes: 1e5, totalBytes: 2e5 };
+    const engine = { gpu: () => gpu } as unknown as ConstructorParameters<typeof ModelsService>[1];
+    const bus = new EventBus();
+    const models = new ModelsService(storage, engine, new Tasks(bus), bus, { downloadDir: join(dir, 'downloads'), discovery: { knownPlaces: false, systemWide: false } });
+    const m = await models.add(file);
+    const onGpu = await models.estimate({ modelId: m.id, nCtx: 256 });
+    assert.equal(onGpu.availableBytes, 1e5);
+    assert.equal(onGpu.fits, false);
+    assert.match(onGpu.message, /of the Test GPU's memory available/);
+    gpu = null; // the CPU: the machine's memory
+    const onCpu = await models.estimate({ modelId: m.id, nCtx: 256 });
+    assert.notEqual(onCpu.availableBytes, 1e5);
+    assert.doesNotMatch(onCpu.message, /GPU/);
+    storage.close();
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });

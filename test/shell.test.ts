@@ -686,7 +686,7 @@ describe('preload', () => {
 
 describe('engine host: the utilityProcess adapter', () => {
   const hello = (pid: number) => ({
-    type: 'hello', ok: true, protocol: PROTOCOL_VERSION, pid, transport: 'electron-parent-port', addonPath: '/x/folio.node', napiVersion: 8, backend: 'cpu (test)', backendReason: 'no GPU in this test', testHooks: false,
+    type: 'hello', ok: true, protocol: PROTOCOL_VERSION, pid, transport: 'electron-parent-port', addonPath: '/x/folio.node', napiVersion: 8, backend: 'cpu (test)', backendReason: 'no GPU in this test', gpu: null, testHooks: false,
   });
 
   test('forks the compiled host with the environment, relays messages and stderr, and kills hard', () => {

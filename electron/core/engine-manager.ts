@@ -32,6 +32,11 @@ export class EngineManager {
     });
   }
 
+  /** The GPU the engine computes on (its memory when the engine started), null on the CPU or before a start. */
+  gpu(): { name: string; freeBytes: number; totalBytes: number } | null {
+    return this.client.hostInfo()?.gpu ?? null;
+  }
+
   status(): EngineStatus {
     const s = this.client.status();
     return {

@@ -109,10 +109,18 @@ export class ModelsService {
       nCtx: params.nCtx ?? s.nCtx ?? undefined,
       compression: params.compression ?? s.compression,
       kvType: s.kvType,
-      memory: this.o.memory,
+      ...this.memorySource(),
     });
     const { weightBytes, kvBytesFull, kvBytesCompressed, workingBytes, totalBytes, availableBytes, fits, message } = e;
     return { weightBytes, kvBytesFull, kvBytesCompressed, workingBytes, totalBytes, availableBytes, fits, message };
+  }
+
+  /** What the model must fit in: the GPU's memory where the engine computes on one, else the machine's. */
+  private memorySource(): { memory?: { free(): number; total(): number }; memoryName?: string } {
+    if (this.o.memory) return { memory: this.o.memory };
+    const gpu = this.engine.gpu();
+    if (!gpu) return {};
+    return { memory: { free: () => gpu.freeBytes, total: () => gpu.totalBytes }, memoryName: `the ${gpu.name}'s memory` };
   }
 
   /** Makes a model the chat model: checks that it fits in memory, then loads it in the engine. */

@@ -68,6 +68,8 @@ export interface HostInfo {
   addonPath: string;
   napiVersion: number;
   backend: string;
+  /** The GPU the engine computes on and its memory when the host started; null on the CPU. */
+  gpu: { name: string; freeBytes: number; totalBytes: number } | null;
   testHooks: boolean;
 }
 
@@ -318,7 +320,7 @@ export class EngineClient {
           this.proc?.kill();
           return;
         }
-        this.hello = { pid: m.pid, transport: m.transport, addonPath: m.addonPath, napiVersion: m.napiVersion, backend: m.backend, testHooks: m.testHooks };
+        this.hello = { pid: m.pid, transport: m.transport, addonPath: m.addonPath, napiVersion: m.napiVersion, backend: m.backend, gpu: m.gpu, testHooks: m.testHooks };
         this.setStatus({ state: 'ready', message: null, backend: m.backend, backendReason: m.backendReason, pid: m.pid });
         this.ready?.resolve();
         this.ready = null;

@@ -175,10 +175,13 @@ const handlePrefix = process.pid.toString(36);
 let shuttingDown = false;
 
 /** What the engine computes on, for the status line, and why (the GPU found, or why there is none). */
-function backendLabel(addon: FolioAddon): { backend: string; backendReason: string } {
+function backendLabel(addon: FolioAddon) {
   const b = typeof addon.backendInfo === 'function' ? addon.backendInfo() : null; // an older engine has no GPU report
-  if (b?.gpuAvailable) return { backend: `cuda (${b.device?.name ?? 'GPU'})`, backendReason: b.reason };
-  return { backend: `cpu (${addon.ops.bestIsa()})`, backendReason: b ? b.reason : 'this engine has no GPU backend' };
+  if (b?.gpuAvailable && b.device) {
+    const { name, freeBytes, totalBytes } = b.device;
+    return { backend: `cuda (${name})`, backendReason: b.reason, gpu: { name, freeBytes, totalBytes } };
+  }
+  return { backend: `cpu (${addon.ops.bestIsa()})`, backendReason: b ? b.reason : 'this engine has no GPU backend', gpu: null };
 }
 
 function modelEntry(id: string): ModelEntry {

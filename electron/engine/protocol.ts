@@ -360,6 +360,8 @@ export const HelloMessage = z.discriminatedUnion('ok', [
     /** The compute backend, e.g. "cpu (avx2)" or "cuda (NVIDIA H200)", and why it is that one. */
     backend: z.string(),
     backendReason: z.string(),
+    /** The GPU the engine computes on, with its memory when the host started; null on the CPU. */
+    gpu: z.object({ name: z.string(), freeBytes: Num, totalBytes: Num }).nullable(),
     testHooks: z.boolean(),
   }),
   z.object({ type: z.literal('hello'), ok: z.literal(false), protocol: Int, pid: Int, error: ErrorShape }),

@@ -104,6 +104,8 @@ export interface EstimateOptions {
   batchTokens?: number;
   /** Where free and total memory come from; default node:os. */
   memory?: { free(): number; total(): number };
+  /** What that memory is, for the message (e.g. "the NVIDIA H200's memory"); default this machine's. */
+  memoryName?: string;
 }
 
 export interface MemoryBreakdown extends MemoryEstimate {
@@ -149,10 +151,11 @@ export function estimateMemory(shape: ModelShape, o: EstimateOptions = {}): Memo
     ? `KV cache ${formatBytes(kvBytesCompressed)} (${count(nCtx)} tokens, ${count(kept)} of the ${count(prefixTokens)}-token document kept per head; ${formatBytes(kvBytesFull)} uncompressed${clamped ? '; the budget was raised to the observation window + 1' : ''})`
     : `KV cache ${formatBytes(kvBytesFull)} (${count(nCtx)} tokens × ${formatBytes(perToken)})`;
   const parts = `weights ${formatBytes(shape.weightBytes)} + ${kvPart} + working buffers ${formatBytes(workingBytes)}`;
-  let message = `needs ${formatBytes(totalBytes)}, ${formatBytes(availableBytes)} available: ${parts}`;
+  const where = o.memoryName ? ` of ${o.memoryName}` : '';
+  let message = `needs ${formatBytes(totalBytes)}, ${formatBytes(availableBytes)}${where} available: ${parts}`;
   if (!fits) {
     message += totalBytes > machineBytes
-      ? `. That is more than this machine's ${formatBytes(machineBytes)} of memory: choose a shorter context, a smaller compression budget or a smaller model`
+      ? `. That is more than ${o.memoryName ? `all ${formatBytes(machineBytes)} of ${o.memoryName}` : `this machine's ${formatBytes(machineBytes)} of memory`}: choose a shorter context, a smaller compression budget or a smaller model`
       : `. Close other programs, or choose a shorter context, a smaller compression budget or a smaller model`;
   }
 
