@@ -240,6 +240,30 @@ test('a corrupt saved cache is refused and rebuilt', { skip }, async () => {
   assert.equal(doc.status, 'ready');
 });
 
+test('a new system prompt makes saved caches stale: the next chat reads the document again, or says why it cannot', { skip }, async () => {
+  const short = await importDoc({ fileName: 'short.txt', bytes: Buffer.from('Tom had a red kite. He flew it in the park with his dog Max.\n') });
+  assert.equal((await short.done).ok, true);
+  await api.call('settings.update', { systemPrompt: 'Answer in one short sentence.' });
+  assert.equal((await api.call('documents.get', { documentId: short.documentId })).status, 'stale');
+  assert.equal((await api.call('documents.list', {})).find((d) => d.id === docId)?.status, 'stale');
+  seen.length = 0;
+  const chat = (await api.call('chats.create', { documentId: short.documentId })).id;
+  const r = await answer(chat, 'Who had a kite?');
+  assert.equal(r.final.status, 'complete', r.final.error ?? '');
+  assert.ok(seen.some((e) => e.event === 'task.progress' && (e.payload as { kind: string }).kind === 'prefill'), 'the document was read again');
+  assert.equal((await api.call('documents.get', { documentId: short.documentId })).status, 'ready');
+  // The long story no longer fits the context with the longer system prompt: the answer says so.
+  const chat2 = (await api.call('chats.create', { documentId: docId })).id;
+  const r2 = await answer(chat2, 'Who had a kite?');
+  assert.equal(r2.final.status, 'failed');
+  assert.match(r2.final.error ?? '', /tokens long, but the model's context holds 512/);
+  // Back to the old prompt: the story's saved cache matches again, the short one's does not.
+  await api.call('settings.update', { systemPrompt: '' });
+  const docs = await api.call('documents.list', {});
+  assert.equal(docs.find((d) => d.id === docId)?.status, 'ready');
+  assert.equal(docs.find((d) => d.id === short.documentId)?.status, 'stale');
+});
+
 test('malformed requests get clear errors', { skip }, async () => {
   await assert.rejects(api.call('chats.send', { chatId: '', text: 'x' } as never), (e: { code: string }) => e.code === 'BAD_REQUEST');
   await assert.rejects(api.call('chats.send', { chatId: 'nope', text: 'x' }), (e: { code: string }) => e.code === 'NOT_FOUND');

@@ -1,6 +1,7 @@
 // Documents: import a file, compress it into a document session (prefill + Ada-KV, cancellable, with
 // progress), save the compressed cache so reopening needs no prefill, rebuild it when the model or the
 // compression settings change or the file is damaged; the document view with the retention map.
+import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 
@@ -10,7 +11,7 @@ import {
 } from '../api/contract.ts';
 import type { EventBus } from '../api/dispatcher.ts';
 import { importDocument, detectKind, passages as splitPassages } from '../documents/index.ts';
-import { toSummary, type Storage } from '../storage/index.ts';
+import { toSummary, type DocumentRecord, type Storage } from '../storage/index.ts';
 import type { EngineManager, LoadedModel } from './engine-manager.ts';
 import { chatFormat, conversationFor, mapPrefix, pagesThatFit, tokenizeFormatted, type ChatFormat } from './prefix.ts';
 import type { ModelsService } from './models-service.ts';
@@ -34,15 +35,20 @@ export class DocumentsService {
   }
 
   list(): DocumentSummary[] {
-    return this.storage.documents.list().map((d) => this.withStaleness(d));
+    return this.storage.documents.list().map((d) => toSummary(this.withStaleness(this.storage.documents.require(d.id))));
   }
 
-  /** A document whose cache was made with another model or other settings shows as stale. */
-  private withStaleness<T extends DocumentSummary>(d: T): T {
+  /** A document whose cache was made with another model, other settings or another system prompt shows as stale. */
+  private withStaleness(d: DocumentRecord): DocumentRecord {
     if (d.status !== 'ready') return d;
+    return this.cacheMatches(d, this.storage.settings.get().modelId) ? d : { ...d, status: 'stale' };
+  }
+
+  /** The saved cache was made with this model and the current compression settings and system prompt. */
+  private cacheMatches(d: DocumentRecord, modelId: string | null): boolean {
     const s = this.storage.settings.get();
-    const same = d.modelId === s.modelId && sameCompression(d.compression, s.compression);
-    return same ? d : { ...d, status: 'stale' };
+    return d.modelId === modelId && sameCompression(d.compression, s.compression) &&
+      (d.prefixKey === null || d.prefixKey === prefixKey(s.systemPrompt));
   }
 
   get(documentId: string): DocumentDetail {
@@ -199,7 +205,7 @@ export class DocumentsService {
       const kvPath = join(this.cacheDir, `${documentId}.folio-kv`);
       await this.engine.client.save(handle.sessionId, kvPath, JSON.stringify({ documentId, modelId: model.entryId }));
       const { replacedKvPath } = this.storage.documents.saveCache(documentId, {
-        kvPath, modelId: model.entryId, modelFingerprint: model.entryId, compression,
+        kvPath, modelId: model.entryId, modelFingerprint: model.entryId, prefixKey: prefixKey(settings.systemPrompt), compression,
         kvBytesFull: r.stats.kv_bytes_full, kvBytesKept: r.stats.kv_bytes_kept, stats: r.stats, status: 'ready',
       });
       if (replacedKvPath && replacedKvPath !== kvPath) rmSync(replacedKvPath, { force: true });
@@ -229,11 +235,14 @@ export class DocumentsService {
 
   private async openSession(documentId: string): Promise<string> {
     const model = await this.model();
-    const existing = this.engine.session(`doc:${documentId}`);
-    if (existing) return existing;
     const doc = this.storage.documents.require(documentId);
-    const settings = this.storage.settings.get();
-    const usable = doc.kvPath && existsSync(doc.kvPath) && doc.modelId === model.entryId && sameCompression(doc.compression, settings.compression);
+    const existing = this.engine.session(`doc:${documentId}`);
+    if (existing && this.cacheMatches(doc, model.entryId)) return existing;
+    if (existing) {
+      // Made with other settings or another system prompt: new chats get a rebuilt document.
+      await this.engine.dropSession(`doc:${documentId}`);
+    }
+    const usable = doc.kvPath && existsSync(doc.kvPath) && this.cacheMatches(doc, model.entryId);
     if (usable) {
       try {
         const h = await this.engine.client.loadSession(model.engineId, doc.kvPath!, this.engine.sessionOptions());
@@ -247,7 +256,8 @@ export class DocumentsService {
         this.changed(documentId);
       }
     }
-    await this.tasks.start('compress', documentId, (task) => this.build(documentId, task)).settled;
+    // The build's own error (a document that no longer fits, say) is the answer's.
+    await this.tasks.run('compress', documentId, (task) => this.build(documentId, task));
     const id = this.engine.session(`doc:${documentId}`);
     if (!id) throw new ApiError('DOCUMENT_NOT_READY', this.storage.documents.get(documentId)?.error ?? 'the document could not be compressed');
     return id;
@@ -289,6 +299,11 @@ export class DocumentsService {
     const d = this.storage.documents.get(documentId);
     if (d) this.bus.emit('documents.changed', toSummary(this.withStaleness(d)));
   }
+}
+
+/** What a compressed prefix was made from besides the document and the model: the system prompt. */
+function prefixKey(systemPrompt: string): string {
+  return createHash('sha256').update(systemPrompt).digest('hex').slice(0, 32);
 }
 
 function sameCompression(a: CompressionSettings | null, b: CompressionSettings): boolean {

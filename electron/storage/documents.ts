@@ -31,6 +31,8 @@ export interface NewDocument {
 export interface DocumentRecord extends DocumentSummary {
   sha256: string | null;
   modelFingerprint: string | null;
+  /** What the cache's prefix was made from besides the document (the system prompt's hash); null: unknown. */
+  prefixKey: string | null;
   /** The saved KV cache file, or null when there is none. */
   kvPath: string | null;
   updatedAt: string;
@@ -54,6 +56,8 @@ export interface SavedCache {
   kvPath: string;
   modelId: string;
   modelFingerprint: string;
+  /** What the prefix was made from besides the document (see DocumentRecord.prefixKey). */
+  prefixKey?: string | null;
   compression: CompressionSettings;
   kvBytesFull: number;
   kvBytesKept: number;
@@ -76,6 +80,7 @@ interface Row {
   token_count: number;
   model_id: string | null;
   model_fingerprint: string | null;
+  prefix_key: string | null;
   compression: string | null;
   kv_path: string | null;
   kv_bytes_full: number | null;
@@ -83,7 +88,7 @@ interface Row {
 }
 
 const COLUMNS = `id, title, kind, file_name, file_sha256, status, error, created_at, updated_at, page_count, token_count,
-  model_id, model_fingerprint, compression, kv_path, kv_bytes_full, kv_bytes_kept`;
+  model_id, model_fingerprint, prefix_key, compression, kv_path, kv_bytes_full, kv_bytes_kept`;
 
 function toRecord(r: Row): DocumentRecord {
   return {
@@ -102,6 +107,7 @@ function toRecord(r: Row): DocumentRecord {
     kvBytesKept: r.kv_bytes_kept,
     sha256: r.file_sha256,
     modelFingerprint: r.model_fingerprint,
+    prefixKey: r.prefix_key,
     kvPath: r.kv_path,
     updatedAt: r.updated_at,
   };
@@ -163,7 +169,7 @@ export class DocumentsRepo {
     this.selectCharMap = db.prepare(`SELECT char_map FROM documents WHERE id = ?`).pluck();
     this.setCache = db.prepare(
       `UPDATE documents SET kv_path = @kvPath, model_id = @modelId, model_fingerprint = @modelFingerprint,
-         compression = @compression, kv_bytes_full = @kvBytesFull, kv_bytes_kept = @kvBytesKept, status = @status,
+         prefix_key = @prefixKey, compression = @compression, kv_bytes_full = @kvBytesFull, kv_bytes_kept = @kvBytesKept, status = @status,
          error = NULL, updated_at = @now WHERE id = @id`,
     );
     this.unsetCache = db.prepare(
@@ -271,6 +277,7 @@ export class DocumentsRepo {
         kvPath: cache.kvPath,
         modelId: cache.modelId,
         modelFingerprint: cache.modelFingerprint,
+        prefixKey: cache.prefixKey ?? null,
         compression: JSON.stringify(compression.data),
         kvBytesFull: cache.kvBytesFull,
         kvBytesKept: cache.kvBytesKept,

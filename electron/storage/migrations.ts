@@ -150,6 +150,16 @@ export const migrations: readonly Migration[] = [
       `);
     },
   },
+  {
+    version: 5,
+    name: 'the prefix a saved cache was made from',
+    up(db) {
+      // The compressed cache holds the system prompt along with the document: a key of the prefix's text
+      // besides the document (a hash of the system prompt) ties the cache to it. NULL: made before this
+      // was recorded, taken as matching rather than rebuilding every document after an upgrade.
+      db.exec(`ALTER TABLE documents ADD COLUMN prefix_key TEXT;`);
+    },
+  },
 ];
 
 export const LATEST_VERSION = migrations[migrations.length - 1].version;
