@@ -67,5 +67,15 @@ step "benchmark: 8B shape, Q4_K_M"
 "$build/make-random-model" --out /tmp/llama-8b-q4_k_m.gguf --shape 8b --type q4_k_m --threads "$(nproc)" >>"$out/make-models.log" 2>&1 &&
   timeout 150 "$build/gpu-check" bench --model /tmp/llama-8b-q4_k_m.gguf --long 4096 --repeats 2 2>&1 | tee "$out/bench-8b.log"
 
+step "memory checks: compute-sanitizer over the op suite's non-matmul ops (where the runtime allows it)"
+if command -v compute-sanitizer >/dev/null; then
+  timeout 150 compute-sanitizer --tool memcheck --print-limit 20 "$build/backend-ops" \
+    --op get_rows,rms_norm,rope,swiglu,add,add_bias,kv,attention,window_scores,topk_per_head,top_tokens \
+    >"$out/memcheck.log" 2>&1
+  grep -E 'ERROR SUMMARY|Invalid|out of bounds|backend-ops: [0-9]+ passed' "$out/memcheck.log" | head -20
+else
+  echo "compute-sanitizer is not on the PATH"
+fi
+
 step "done: $([ $status = 0 ] && echo PASSED || echo FAILED)"
 exit $status
