@@ -18,7 +18,12 @@ namespace {
 
 cudaStream_t g_stream = nullptr;
 int g_device = -1;
-char g_error[512] = "";
+thread_local char g_error[512] = "";  // the calling thread's last failure (sessions run on several threads)
+// The engine runs different sessions' jobs on different threads at the same time, and everything here is
+// shared: the one stream, on which an operation's kernels must follow one another with no other
+// operation's kernels in between (they hand intermediate results over in the scratch buffers), and the
+// scratch buffers themselves. So each operation runs under this lock (OnDevice).
+std::mutex g_mutex;
 struct ScratchBuf {
   void* p = nullptr;
   size_t bytes = 0;
@@ -122,12 +127,14 @@ int multiprocessors() {
 namespace {
 
 // The current device is a per-thread setting of the CUDA runtime, and the engine calls from whichever
-// thread runs a session's job: every entry of the table first makes the opened device current.
+// thread runs a session's job: every entry of the table first makes the opened device current, holding
+// the library's lock (g_mutex) for the whole operation.
 template <typename Sig, Sig* F>
 struct OnDevice;
 template <typename R, typename... A, R (*F)(A...)>
 struct OnDevice<R(A...), F> {
   static R call(A... a) {
+    std::lock_guard<std::mutex> lock(g_mutex);
     cudaSetDevice(g_device);
     return F(a...);
   }
