@@ -850,10 +850,10 @@ describe('engine host: the utilityProcess adapter', () => {
 
 describe('opening files', () => {
   test('filesFromArgv: document files only, relative to the working folder, switches skipped', () => {
-    const have = new Set(['/work/a.pdf', '/home/me/notes.md', '/home/me/b.docx', '/home/me/-dash.txt', '/x/README.TXT']);
+    const have = new Set(['/docs/a.pdf', '/home/me/notes.md', '/home/me/b.docx', '/home/me/-dash.txt', '/x/README.TXT']);
     const exists = (p: string) => have.has(p);
-    assert.deepEqual(filesFromArgv(['/opt/Folio/folio', '--no-sandbox', '/work/a.pdf', 'notes.md', '--flag=x.pdf', 'missing.pdf', 'model.gguf', '.', 'b.docx', '--', '-dash.txt'], '/home/me', exists),
-      ['/work/a.pdf', '/home/me/notes.md', '/home/me/b.docx', '/home/me/-dash.txt']);
+    assert.deepEqual(filesFromArgv(['/opt/Folio/folio', '--no-sandbox', '/docs/a.pdf', 'notes.md', '--flag=x.pdf', 'missing.pdf', 'model.gguf', '.', 'b.docx', '--', '-dash.txt'], '/home/me', exists),
+      ['/docs/a.pdf', '/home/me/notes.md', '/home/me/b.docx', '/home/me/-dash.txt']);
     assert.deepEqual(filesFromArgv(['electron', '.', '/x/README.TXT', '/x/README.TXT'], '/', exists), ['/x/README.TXT']);
     assert.deepEqual([...DOCUMENT_EXTENSIONS], ['pdf', 'docx', 'md', 'markdown', 'txt']);
   });

@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -166,7 +167,8 @@ int run_e2e(const std::map<std::string, std::string>& f) {
     o.budget_ratio = 0.25;
     Session g(m, params(Backend::Cuda, 512));
     g.compress(prompt, o, nullptr, nullptr);
-    const std::string a = "/tmp/folio-gpu-check-a.session", b = "/tmp/folio-gpu-check-b.session";
+    const std::filesystem::path tmp = std::filesystem::temp_directory_path();
+    const std::string a = (tmp / "folio-gpu-check-a.session").string(), b = (tmp / "folio-gpu-check-b.session").string();
     g.save(a, "{}");
     auto on_cpu = Session::load(m, a, params(Backend::Cpu, 512), nullptr);
     on_cpu->save(b, "{}");

@@ -32,9 +32,10 @@ if [ "$mode" = prepare ]; then
   exit 0
 fi
 
-out=${OUT:-/tmp/gpu-check-out}
+scratch=$(mktemp -d -t folio-gpu-check.XXXXXX)  # the build and the benchmark models
+out=${OUT:-$scratch/out}
 mkdir -p "$out"
-build=/tmp/folio-gpu-build
+build=$scratch/build
 status=0
 step() { echo; echo "=== $* ($(date +%T))"; }
 
@@ -60,12 +61,12 @@ timeout 120 "$build/gpu-check" e2e --model "$data/stories260K.gguf" --expect "$d
 grep -q 'e2e: 0 failed' "$out/e2e.log" || status=1
 
 step "benchmark: 1B shape, Q4_K_M"
-"$build/make-random-model" --out /tmp/llama-1b-q4_k_m.gguf --shape 1b --type q4_k_m --threads "$(nproc)" >>"$out/make-models.log" 2>&1 &&
-  timeout 150 "$build/gpu-check" bench --model /tmp/llama-1b-q4_k_m.gguf --long 16384 2>&1 | tee "$out/bench-1b.log"
+"$build/make-random-model" --out "$scratch/llama-1b-q4_k_m.gguf" --shape 1b --type q4_k_m --threads "$(nproc)" >>"$out/make-models.log" 2>&1 &&
+  timeout 150 "$build/gpu-check" bench --model "$scratch/llama-1b-q4_k_m.gguf" --long 16384 2>&1 | tee "$out/bench-1b.log"
 
 step "benchmark: 8B shape, Q4_K_M"
-"$build/make-random-model" --out /tmp/llama-8b-q4_k_m.gguf --shape 8b --type q4_k_m --threads "$(nproc)" >>"$out/make-models.log" 2>&1 &&
-  timeout 150 "$build/gpu-check" bench --model /tmp/llama-8b-q4_k_m.gguf --long 4096 --repeats 2 2>&1 | tee "$out/bench-8b.log"
+"$build/make-random-model" --out "$scratch/llama-8b-q4_k_m.gguf" --shape 8b --type q4_k_m --threads "$(nproc)" >>"$out/make-models.log" 2>&1 &&
+  timeout 150 "$build/gpu-check" bench --model "$scratch/llama-8b-q4_k_m.gguf" --long 4096 --repeats 2 2>&1 | tee "$out/bench-8b.log"
 
 step "memory checks: compute-sanitizer over the op suite's non-matmul ops (where the runtime allows it)"
 if command -v compute-sanitizer >/dev/null; then

@@ -68,34 +68,24 @@ KvCache KvCache::clone() const {
 void KvCache::relayout(int l, const std::vector<int32_t>& caps) {
   Layer& L = layers_[size_t(l)];
   const folio_gpu_api& g = require();
-  int64_t total = 0;
-  for (int32_t c : caps) total += c;
   Layer next;
-  next.k = Buffer(size_t(total) * k_entry_bytes());
-  next.v = Buffer(size_t(total) * v_entry_bytes());
-  next.pos = Buffer(size_t(total) * 4);
+  next.heads = lay_out(L.heads, caps, &next.capacity);
+  next.k = Buffer(size_t(next.capacity) * k_entry_bytes());
+  next.v = Buffer(size_t(next.capacity) * v_entry_bytes());
+  next.pos = Buffer(size_t(next.capacity) * 4);
   next.offset = std::move(L.offset);
   next.len = std::move(L.len);
-  next.heads.resize(L.heads.size());
-  next.pos_host.assign(size_t(total), 0);
-  next.capacity = total;
-  int64_t off = 0;
+  next.pos_host.assign(size_t(next.capacity), 0);
   for (size_t h = 0; h < L.heads.size(); h++) {
-    const HeadSegment& s = L.heads[h];
-    HeadSegment& d = next.heads[h];
-    d.offset = off;
-    d.len = s.len;
-    d.cap = caps[h];
-    if (s.len) {
-      check(g.copy(next.k.as<char>() + size_t(off) * k_entry_bytes(), L.k.as<char>() + size_t(s.offset) * k_entry_bytes(),
-                   size_t(s.len) * k_entry_bytes()), "GPU copy");
-      check(g.copy(next.v.as<char>() + size_t(off) * v_entry_bytes(), L.v.as<char>() + size_t(s.offset) * v_entry_bytes(),
-                   size_t(s.len) * v_entry_bytes()), "GPU copy");
-      check(g.copy(next.pos.as<char>() + size_t(off) * 4, L.pos.as<char>() + size_t(s.offset) * 4, size_t(s.len) * 4),
-            "GPU copy");
-      std::memcpy(next.pos_host.data() + off, L.pos_host.data() + s.offset, size_t(s.len) * 4);
-    }
-    off += caps[h];
+    const HeadSegment &s = L.heads[h], &d = next.heads[h];
+    if (s.len == 0) continue;
+    check(g.copy(next.k.as<char>() + size_t(d.offset) * k_entry_bytes(), L.k.as<char>() + size_t(s.offset) * k_entry_bytes(),
+                 size_t(s.len) * k_entry_bytes()), "GPU copy");
+    check(g.copy(next.v.as<char>() + size_t(d.offset) * v_entry_bytes(), L.v.as<char>() + size_t(s.offset) * v_entry_bytes(),
+                 size_t(s.len) * v_entry_bytes()), "GPU copy");
+    check(g.copy(next.pos.as<char>() + size_t(d.offset) * 4, L.pos.as<char>() + size_t(s.offset) * 4, size_t(s.len) * 4),
+          "GPU copy");
+    std::memcpy(next.pos_host.data() + d.offset, L.pos_host.data() + s.offset, size_t(s.len) * 4);
   }
   // The copies read the old buffers, which are freed here: wait for them first.
   check(g.synchronize(), "GPU KV re-layout");
@@ -141,21 +131,16 @@ void KvCache::compact(int l, const std::vector<std::vector<int32_t>>& keep, int3
   }
   // The new layout: each head's kept entries, then `spare` free ones.
   Layer next;
-  next.heads.resize(Hk);
-  int64_t total = 0;
-  for (size_t h = 0; h < Hk; h++) {
-    next.heads[h].offset = total;
-    next.heads[h].len = int32_t(keep[h].size());
-    next.heads[h].cap = next.heads[h].len + std::max(spare, 0);
-    total += next.heads[h].cap;
-  }
-  next.capacity = total;
-  next.k = Buffer(size_t(total) * k_entry_bytes());
-  next.v = Buffer(size_t(total) * v_entry_bytes());
-  next.pos = Buffer(size_t(total) * 4);
+  std::vector<HeadSegment> kept(Hk);
+  std::vector<int32_t> caps(Hk);
+  for (size_t h = 0; h < Hk; h++) kept[h].len = int32_t(keep[h].size()), caps[h] = kept[h].len + std::max(spare, 0);
+  next.heads = lay_out(kept, caps, &next.capacity);
+  next.k = Buffer(size_t(next.capacity) * k_entry_bytes());
+  next.v = Buffer(size_t(next.capacity) * v_entry_bytes());
+  next.pos = Buffer(size_t(next.capacity) * 4);
   next.offset = Buffer(Hk * 8);
   next.len = Buffer(Hk * 4);
-  next.pos_host.assign(size_t(total), 0);
+  next.pos_host.assign(size_t(next.capacity), 0);
   for (size_t h = 0; h < Hk; h++)
     for (size_t i = 0; i < keep[h].size(); i++)
       next.pos_host[size_t(next.heads[h].offset) + i] = L.pos_host[size_t(L.heads[h].offset + keep[h][i])];

@@ -35,31 +35,32 @@ FlatKvCache FlatKvCache::clone() const {
   return c;
 }
 
+std::vector<HeadSegment> lay_out(const std::vector<HeadSegment>& heads, const std::vector<int32_t>& caps, int64_t* total) {
+  std::vector<HeadSegment> out(heads.size());
+  int64_t off = 0;
+  for (size_t h = 0; h < heads.size(); h++) {
+    out[h].offset = off;
+    out[h].len = heads[h].len;
+    out[h].cap = caps[h];
+    off += caps[h];
+  }
+  *total = off;
+  return out;
+}
+
 void FlatKvCache::relayout(int l, const std::vector<int32_t>& caps) {
   LayerKv& L = layers_[size_t(l)];
-  int64_t total = 0;
-  for (int32_t c : caps) total += c;
   LayerKv next;
-  next.k = LargeBuffer(size_t(total) * k_entry_bytes());
-  next.v = LargeBuffer(size_t(total) * v_entry_bytes());
-  next.pos = LargeBuffer(size_t(total) * 4);
-  next.heads.resize(L.heads.size());
-  next.capacity = total;
-  int64_t off = 0;
+  next.heads = lay_out(L.heads, caps, &next.capacity);
+  next.k = LargeBuffer(size_t(next.capacity) * k_entry_bytes());
+  next.v = LargeBuffer(size_t(next.capacity) * v_entry_bytes());
+  next.pos = LargeBuffer(size_t(next.capacity) * 4);
   for (size_t h = 0; h < L.heads.size(); h++) {
-    const HeadSegment& s = L.heads[h];
-    HeadSegment& d = next.heads[h];
-    d.offset = off;
-    d.len = s.len;
-    d.cap = caps[h];
-    if (s.len == 0) {
-      off += caps[h];
-      continue;
-    }
-    std::memcpy(next.k.data() + size_t(off) * k_entry_bytes(), L.k.data() + size_t(s.offset) * k_entry_bytes(), size_t(s.len) * k_entry_bytes());
-    std::memcpy(next.v.data() + size_t(off) * v_entry_bytes(), L.v.data() + size_t(s.offset) * v_entry_bytes(), size_t(s.len) * v_entry_bytes());
-    std::memcpy(next.pos.data() + size_t(off) * 4, L.pos.data() + size_t(s.offset) * 4, size_t(s.len) * 4);
-    off += caps[h];
+    const HeadSegment &s = L.heads[h], &d = next.heads[h];
+    if (s.len == 0) continue;
+    std::memcpy(next.k.data() + size_t(d.offset) * k_entry_bytes(), L.k.data() + size_t(s.offset) * k_entry_bytes(), size_t(s.len) * k_entry_bytes());
+    std::memcpy(next.v.data() + size_t(d.offset) * v_entry_bytes(), L.v.data() + size_t(s.offset) * v_entry_bytes(), size_t(s.len) * v_entry_bytes());
+    std::memcpy(next.pos.data() + size_t(d.offset) * 4, L.pos.data() + size_t(s.offset) * 4, size_t(s.len) * 4);
   }
   L = std::move(next);  // the old buffers go back to the OS here
 }

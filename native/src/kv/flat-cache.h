@@ -20,6 +20,10 @@ struct HeadSegment {
   int32_t cap = 0;     // entries reserved
 };
 
+// A new layout of a layer's heads: head h keeps its len and gets room for caps[h] entries, the heads back to
+// back in order; *total receives Σ caps. (The CPU and the GPU caches lay their layers out alike.)
+std::vector<HeadSegment> lay_out(const std::vector<HeadSegment>& heads, const std::vector<int32_t>& caps, int64_t* total);
+
 struct LayerKv {
   LargeBuffer k;    // [capacity, head_dim] elements
   LargeBuffer v;    // [capacity, head_dim_v] elements
