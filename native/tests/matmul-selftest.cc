@@ -81,30 +81,41 @@ void check_case(const std::vector<Variant>& variants, TensorType type, int64_t m
       bound[size_t(t * m + r)] = float(2.0 * double(terms + 16) * std::ldexp(1.0, -24) * mag);
     }
   }
-  for (const Variant& v : variants) {
-    const Kernels& kk = v.table[size_t(type)];
-    if (!kk.gemm) continue;
-    std::vector<float> got(size_t(m * n), NAN);
-    kk.gemm(k, w.data(), ldw, x.data(), ldx, got.data(), m, m, n);
+  auto compare = [&](const Variant& v, const char* kernel, const std::vector<float>& got) {
     int bad = 0;
     for (size_t i = 0; i < got.size(); ++i) {
       ++g_checks;
       if (!(std::fabs(got[i] - want[i]) <= bound[i])) {
         ++g_failures;
         if (++bad <= 3 && g_failures <= 50) {
-          std::printf("FAIL %s gemm %s m=%lld k=%lld n=%lld: out %zu = %.9g, reference %.9g, bound %.3g\n",
-                      v.name.c_str(), type_name(type), (long long)m, (long long)k, (long long)n, i, got[i], want[i],
-                      bound[i]);
+          std::printf("FAIL %s %s %s m=%lld k=%lld n=%lld: out %zu = %.9g, reference %.9g, bound %.3g\n",
+                      v.name.c_str(), kernel, type_name(type), (long long)m, (long long)k, (long long)n, i, got[i],
+                      want[i], bound[i]);
         }
       }
+    }
+  };
+  for (const Variant& v : variants) {
+    const Kernels& kk = v.table[size_t(type)];
+    if (kk.gemm) {
+      std::vector<float> got(size_t(m * n), NAN);
+      kk.gemm(k, w.data(), ldw, x.data(), ldx, got.data(), m, m, n);
+      compare(v, "gemm", got);
+    }
+    if (kk.gemv) {  // the matrix-vector kernel takes any token count too (in groups of up to three)
+      std::vector<float> got(size_t(m * n), NAN);
+      kk.gemv(k, w.data(), ldw, x.data(), ldx, got.data(), m, m, n);
+      compare(v, "gemv", got);
     }
   }
 }
 
-// The driver with threads: blocked and vec_dot paths against the scalar reference.
-void check_driver(TensorType type) {
+// The driver with threads: blocked and vec_dot paths against the scalar reference; n = 21 tokens takes
+// the blocked kernels, 1–3 the matrix-vector path, whose rows (several steps of parallel_ranges here)
+// the three threads split and steal.
+void check_driver(TensorType type, int64_t rows, int64_t n) {
   const TypeInfo& ti = type_info(type);
-  const int64_t rows = 45, k = ti.block_size == 1 ? 96 : (ti.block_size == 32 ? 8 : 2) * int64_t(ti.block_size), n = 21;
+  const int64_t k = ti.block_size == 1 ? 96 : (ti.block_size == 32 ? 8 : 2) * int64_t(ti.block_size);
   const Kernels& ref = kernels(type, Isa::Scalar);
   const size_t ldw = row_bytes(type, k);
   std::vector<uint8_t> w(ldw * rows);
@@ -126,8 +137,8 @@ void check_driver(TensorType type) {
         // loose here: the exact bound is checked per kernel above; this catches indexing mistakes
         if (!(std::fabs(got[j] - want[j]) <= 1e-4f * (1.0f + std::fabs(want[j])))) {
           if (++g_failures <= 50) {
-            std::printf("FAIL driver %s %s path %d: out %zu = %.9g, reference %.9g\n", isa_name(Isa(i)),
-                        type_name(type), int(path), j, got[j], want[j]);
+            std::printf("FAIL driver %s %s path %d rows %lld n %lld: out %zu = %.9g, reference %.9g\n",
+                        isa_name(Isa(i)), type_name(type), int(path), (long long)rows, (long long)n, j, got[j], want[j]);
           }
           break;
         }
@@ -171,7 +182,8 @@ int main() {
       check_case(variants, type, sh[0], flt ? float_k[s] : sh[1], sh[2]);
       ++s;
     }
-    check_driver(type);
+    check_driver(type, 45, 21);
+    for (int64_t n : {1, 2, 3}) check_driver(type, 1000, n);
   }
   std::printf("%d checks, %d failures\n", g_checks, g_failures);
   return g_failures ? 1 : 0;

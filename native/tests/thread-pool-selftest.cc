@@ -1,5 +1,6 @@
 // Self-test of the thread pool: every item of every loop runs exactly once, on a thread index in range;
-// run_on_all runs each thread's item once; loops back to back (workers spinning), after pauses longer
+// run_on_all runs each thread's item once; parallel_ranges covers [0, n) exactly once with ranges no
+// longer than the step (one worker made slow now and then, so that the others steal from its range); loops back to back (workers spinning), after pauses longer
 // than the spin time (workers asleep), from pools of 1 to 5 threads (more threads than cores included),
 // with item counts below, at and above the chunk size. Exit status 1 on any failure.
 #include <atomic>
@@ -55,6 +56,28 @@ int main() {
             ++failures;
             std::printf("FAIL run_on_all threads=%d: thread %d ran %d times\n", threads, t, each[size_t(t)].load());
           }
+        }
+      }
+      {
+        const int64_t rn = int64_t(rng() % 4000), step = 1 + int64_t(rng() % 50);
+        const bool slow = round % 5 == 0;  // thread 1 sleeps in its ranges: the others take them over
+        for (int64_t i = 0; i < rn; ++i) hits[size_t(i)].store(0);
+        std::atomic<bool> bad{false};
+        pool.parallel_ranges(rn, step, [&](int64_t b, int64_t e, int t) {
+          if (t < 0 || t >= threads || b < 0 || e > rn || b >= e || e - b > step) bad = true;
+          for (int64_t i = b; i < e && i < rn && i >= 0; ++i) hits[size_t(i)].fetch_add(1);
+          if (slow && t == 1) std::this_thread::sleep_for(std::chrono::microseconds(20));
+        });
+        ++loops;
+        for (int64_t i = 0; i < rn; ++i) {
+          if (hits[size_t(i)].load() != 1 && ++failures <= 20)
+            std::printf("FAIL parallel_ranges threads=%d n=%lld step=%lld: item %lld ran %d times\n", threads,
+                        (long long)rn, (long long)step, (long long)i, hits[size_t(i)].load());
+        }
+        if (bad) {
+          ++failures;
+          std::printf("FAIL parallel_ranges threads=%d n=%lld step=%lld: a range out of bounds or too long\n",
+                      threads, (long long)rn, (long long)step);
         }
       }
       // Now and then a pause long enough for the workers to go to sleep.

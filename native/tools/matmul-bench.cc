@@ -1,11 +1,12 @@
 // matmul-bench: times one matrix product of random weights, for work on the kernels without a model.
 //
 //   matmul-bench [--type q8_0] [--rows 2048] [--cols 2048] [--tokens 512] [--threads N] [--isa avx2]
-//                [--path auto|blocked|vecdot] [--reps 5]
+//                [--path auto|blocked|vecdot] [--reps 5] [--hot 1]
 //
 // Prints the median time, the arithmetic rate (2·rows·cols·tokens per second) and the weight bytes read
 // per second (what bounds a matrix-vector product). The weights are 256 MiB or more worth of copies of
-// the matrix, used in turn, so that a matrix-vector product reads from memory and not from the cache.
+// the matrix, used in turn, so that a matrix-vector product reads from memory and not from the cache;
+// --hot 1 keeps one copy, read from the cache when it fits there: the kernel's own speed.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -25,6 +26,7 @@ int main(int argc, char** argv) {
   std::string type_name_arg = "q8_0", isa_name_arg, path_arg = "auto";
   int64_t rows = 2048, cols = 2048, n = 512;
   int threads = ThreadPool::default_threads(), reps = 5;
+  bool hot = false;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i], v = argv[i + 1];
     if (a == "--type") type_name_arg = v;
@@ -35,6 +37,7 @@ int main(int argc, char** argv) {
     else if (a == "--isa") isa_name_arg = v;
     else if (a == "--path") path_arg = v;
     else if (a == "--reps") reps = std::atoi(v.c_str());
+    else if (a == "--hot") hot = v == "1";
     else {
       std::fprintf(stderr, "unknown argument %s\n", a.c_str());
       return 2;
@@ -62,7 +65,7 @@ int main(int argc, char** argv) {
   try {
     const quant::Kernels& k = quant::kernels(type, isa);
     const size_t rb = row_bytes(type, cols), matrix = rb * size_t(rows);
-    const int copies = int(std::max<size_t>(1, ((256u << 20) + matrix - 1) / matrix));
+    const int copies = hot ? 1 : int(std::max<size_t>(1, ((256u << 20) + matrix - 1) / matrix));
     std::vector<uint8_t> w(matrix * size_t(copies));
     std::mt19937 rng(1);
     std::normal_distribution<float> nd(0, 1);
@@ -77,7 +80,7 @@ int main(int argc, char** argv) {
     ThreadPool pool(threads);
     std::vector<uint8_t> act;
     std::vector<double> times;
-    const int runs = std::max(reps, n == 1 ? copies * 4 : reps);
+    const int runs = std::max(reps, n == 1 ? std::max(copies * 4, 20) : reps);
     for (int r = 0; r <= runs; ++r) {
       quant::MatrixRef m;
       m.data = w.data() + size_t(r % copies) * matrix;

@@ -115,6 +115,42 @@ void ThreadPool::parallel_for(int64_t n, FnRef fn, int64_t chunk) {
   dispatch(n, fn, chunk, false);
 }
 
+ThreadPool::RangeSplit::RangeSplit(int64_t n, int64_t step, int parts)
+    : step_(step), parts_(std::min(parts, kMaxParts)) {
+  // Boundaries on multiples of step, so that the owner's steps are whole.
+  const int64_t units = (n + step - 1) / step;
+  for (int p = 0; p < parts_; p++) {
+    const int64_t b = std::min(n, units * p / parts_ * step), e = std::min(n, units * (p + 1) / parts_ * step);
+    cur_[p].v.store(uint64_t(b) | (uint64_t(e) << 32), std::memory_order_relaxed);
+  }
+}
+
+bool ThreadPool::RangeSplit::take_front(int part, int64_t* begin, int64_t* end) {
+  uint64_t v = cur_[part].v.load(std::memory_order_relaxed);
+  for (;;) {
+    const int64_t f = int64_t(v & 0xffffffffu), e = int64_t(v >> 32);
+    if (f >= e) return false;
+    const int64_t nf = std::min(e, f + step_);
+    if (cur_[part].v.compare_exchange_weak(v, uint64_t(nf) | (uint64_t(e) << 32), std::memory_order_relaxed)) {
+      *begin = f, *end = nf;
+      return true;
+    }
+  }
+}
+
+bool ThreadPool::RangeSplit::take_back(int part, int64_t* begin, int64_t* end) {
+  uint64_t v = cur_[part].v.load(std::memory_order_relaxed);
+  for (;;) {
+    const int64_t f = int64_t(v & 0xffffffffu), e = int64_t(v >> 32);
+    if (f >= e) return false;
+    const int64_t nb = std::max(f, e - step_);
+    if (cur_[part].v.compare_exchange_weak(v, uint64_t(f) | (uint64_t(nb) << 32), std::memory_order_relaxed)) {
+      *begin = nb, *end = e;
+      return true;
+    }
+  }
+}
+
 void ThreadPool::dispatch(int64_t n, FnRef fn, int64_t chunk, bool one_each) {
   if (workers_.empty()) {
     for (int64_t i = 0; i < n; i++) fn(i, 0);

@@ -8,6 +8,7 @@
 // nothing is allocated per call. The caller runs items too and then waits, spinning, for the workers to
 // finish theirs.
 #pragma once
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -48,6 +49,35 @@ class ThreadPool {
   // space. Any callable works (a lambda, a std::function); none is copied.
   void parallel_for(int64_t n, FnRef fn, int64_t chunk = 1);
 
+  // Runs fn(begin, end, thread) over ranges of at most `step` items that together cover [0, n) once, for
+  // streaming work such as a matrix-vector product: [0, n) is cut into one contiguous part per thread,
+  // which its thread takes from the front, a step at a time; a thread done with its own part takes steps
+  // from the back of the others'. So each thread reads one long run of memory (the hardware prefetchers
+  // stay ahead of it; many short scattered tasks ran 10–15% slower), and a thread slowed down by the rest
+  // of the machine still has its work taken over.
+  template <typename F>
+  void parallel_ranges(int64_t n, int64_t step, F&& fn) {
+    if (n <= 0) return;
+    step = std::max<int64_t>(1, step);
+    if (workers_.empty() || n <= step) {
+      for (int64_t b = 0; b < n; b += step) fn(b, std::min(n, b + step), 0);
+      return;
+    }
+    if (n >= (int64_t(1) << 31)) {  // beyond the cursors' 32 bits: plain steps
+      parallel_for((n + step - 1) / step, [&](int64_t i, int thread) { fn(i * step, std::min(n, (i + 1) * step), thread); });
+      return;
+    }
+    RangeSplit split(n, step, n_threads_);
+    const int parts = split.parts();
+    auto body = [&](int64_t home, int thread) {
+      int64_t b, e;
+      while (split.take_front(int(home), &b, &e)) fn(b, e, thread);
+      for (int k = 1; k < parts; k++)
+        while (split.take_back(int((home + k) % parts), &b, &e)) fn(b, e, thread);
+    };
+    dispatch(parts, FnRef(body), 1, /*one_each=*/false);
+  }
+
   // Runs fn(thread, size()) once on every thread of the pool (the caller is thread 0), for work that
   // splits itself statically.
   template <typename F>
@@ -60,6 +90,25 @@ class ThreadPool {
   static int default_threads();
 
  private:
+  // parallel_ranges' bookkeeping: per range the next row from the front and the end from the back, both
+  // in one atomic word, so that the owner and a thief never take the same step.
+  class RangeSplit {
+   public:
+    RangeSplit(int64_t n, int64_t step, int parts);
+    int parts() const { return parts_; }
+    bool take_front(int part, int64_t* begin, int64_t* end);
+    bool take_back(int part, int64_t* begin, int64_t* end);
+
+   private:
+    struct alignas(64) Cursor {
+      std::atomic<uint64_t> v{0};  // front in the low 32 bits, end in the high
+    };
+    static constexpr int kMaxParts = 64;  // a larger pool runs 64 ranges
+    int64_t step_;
+    int parts_;
+    Cursor cur_[kMaxParts];
+  };
+
   void dispatch(int64_t n, FnRef fn, int64_t chunk, bool one_each);
   void worker(int index);
   void run_items(int thread);
