@@ -7,6 +7,9 @@
 #include <cstdint>
 
 #define FOLIO_AVX2 __attribute__((target("avx2,fma,f16c")))
+// For helpers called once per block from a kernel's loop: left to itself GCC calls them out of line
+// (with vzeroupper and the quants through the stack), which cost the Q6_K dot product a third of its speed.
+#define FOLIO_AVX2_INLINE __attribute__((target("avx2,fma,f16c"), always_inline)) inline
 
 namespace folio::quant::avx2 {
 

@@ -501,77 +501,78 @@ FOLIO_AVX2 __m256i k4_scales16(const uint8_t* s) {
   return _mm256_cvtepu8_epi16(_mm_or_si128(_mm_or_si128(lo6, hi2), lo4));
 }
 
-template <int R, int NT, bool Q5>
-FOLIO_AVX2 void gemv_k4_rows(int64_t nb, const uint8_t* w, size_t ldw, const uint8_t* x, size_t ldx, float* y,
-                             int64_t ldy) {
-  using Block = std::conditional_t<Q5, BlockQ5_K, BlockQ4_K>;
-  __m256 acc[R][NT], macc[R][NT];
-  for (int r = 0; r < R; ++r)
-    for (int t = 0; t < NT; ++t) acc[r][t] = _mm256_setzero_ps(), macc[r][t] = _mm256_setzero_ps();
-  const __m256i m4 = _mm256_set1_epi8(15);
-  for (int64_t b = 0; b < nb; ++b) {
-    const Block* blk[R];
-    __m256i sc[R], isum[R][NT];
-    for (int r = 0; r < R; ++r) {
-      blk[r] = reinterpret_cast<const Block*>(w + r * ldw) + b;
-      sc[r] = k4_scales16(blk[r]->scales);
-      for (int t = 0; t < NT; ++t) isum[r][t] = _mm256_setzero_si256();
-    }
-    const BlockQ8_K* xb[NT];
-    for (int t = 0; t < NT; ++t) xb[t] = reinterpret_cast<const BlockQ8_K*>(x + t * ldx) + b;
-    __m256i hb[R];
-    if constexpr (Q5) {
-      for (int r = 0; r < R; ++r) hb[r] = load256(reinterpret_cast<const BlockQ5_K*>(blk[r])->qh);
-    }
-    for (int c = 0; c < 4; ++c) {
-      __m256i xa[NT], xc[NT];
-      for (int t = 0; t < NT; ++t) xa[t] = load256(xb[t]->qs + 64 * c), xc[t] = load256(xb[t]->qs + 64 * c + 32);
-      const __m256i pick_a = _mm256_set1_epi16(short((4 * c) | ((4 * c + 1) << 8)));
-      const __m256i pick_b = _mm256_set1_epi16(short((4 * c + 2) | ((4 * c + 3) << 8)));
-      for (int r = 0; r < R; ++r) {
-        const __m256i v = load256(blk[r]->qs + 32 * c);
-        __m256i lo = _mm256_and_si256(v, m4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
-        if constexpr (Q5) {
-          const __m256i one = _mm256_set1_epi8(1);
-          lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(hb[r], one), 4));
-          hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb[r], 1), one), 4));
-          hb[r] = _mm256_srli_epi16(hb[r], 2);
-        }
-        const __m256i scl = _mm256_permute4x64_epi64(sc[r], 0x44);  // the 8 scales in both lanes
-        const __m256i sa = _mm256_shuffle_epi8(scl, pick_a), sb = _mm256_shuffle_epi8(scl, pick_b);
-        for (int t = 0; t < NT; ++t) {
-          const __m256i pa = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, xa[t]), sa);
-          const __m256i pb = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, xc[t]), sb);
-          isum[r][t] = _mm256_add_epi32(isum[r][t], _mm256_add_epi32(pa, pb));
-        }
-      }
-    }
-    for (int r = 0; r < R; ++r) {
-      const __m128i mn = _mm256_extracti128_si256(sc[r], 1);
-      const __m256i mn2 = _mm256_set_m128i(_mm_unpackhi_epi16(mn, mn), _mm_unpacklo_epi16(mn, mn));
-      const float d = h2f(blk[r]->d), dmin = h2f(blk[r]->dmin);
-      for (int t = 0; t < NT; ++t) {
-        const __m256i msum = _mm256_madd_epi16(load256(xb[t]->bsums), mn2);
-        acc[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[r][t]), _mm256_set1_ps(d * xb[t]->d), acc[r][t]);
-        macc[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(msum), _mm256_set1_ps(dmin * xb[t]->d), macc[r][t]);
-      }
-    }
-  }
-  for (int r = 0; r < R; ++r)
-    for (int t = 0; t < NT; ++t) y[t * ldy + r] = hsum(acc[r][t]) - hsum(macc[r][t]);
+// y[t·ldy] = row · x_t for NT tokens, row nb super-blocks of Q4_K (or Q5_K) at w. Per super-block the
+// mins come out of the scale vector with two shuffles, and d and dmin are converted together.
+#define FOLIO_GEMV_K4_BODY(DOT)                                                                              \
+  using Block = std::conditional_t<Q5, BlockQ5_K, BlockQ4_K>;                                               \
+  const Block* blk = reinterpret_cast<const Block*>(w);                                                     \
+  __m256 acc[NT], macc[NT];                                                                                 \
+  for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps(), macc[t] = _mm256_setzero_ps();                 \
+  const __m256i m4 = _mm256_set1_epi8(15);                                                                  \
+  /* with the mins in both lanes: each min twice, mins 0-3 in the low lane and 4-7 in the high one */       \
+  const __m256i min_pairs = _mm256_setr_epi8(0, 1, 0, 1, 2, 3, 2, 3, 4, 5, 4, 5, 6, 7, 6, 7,                 \
+                                             8, 9, 8, 9, 10, 11, 10, 11, 12, 13, 12, 13, 14, 15, 14, 15);   \
+  for (int64_t b = 0; b < nb; ++b) {                                                                        \
+    const __m256i sc = k4_scales16(blk[b].scales);                                                          \
+    const __m256i scl = _mm256_permute4x64_epi64(sc, 0x44); /* the 8 scales in both lanes */                \
+    const BlockQ8_K* xb[NT];                                                                                \
+    __m256i isum[NT];                                                                                       \
+    for (int t = 0; t < NT; ++t) xb[t] = reinterpret_cast<const BlockQ8_K*>(x + t * ldx) + b, isum[t] = _mm256_setzero_si256(); \
+    __m256i hb;                                                                                             \
+    if constexpr (Q5) hb = load256(reinterpret_cast<const BlockQ5_K&>(blk[b]).qh);                           \
+    for (int c = 0; c < 4; ++c) {                                                                           \
+      const __m256i v = load256(blk[b].qs + 32 * c);                                                        \
+      __m256i lo = _mm256_and_si256(v, m4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);             \
+      if constexpr (Q5) {                                                                                   \
+        const __m256i one = _mm256_set1_epi8(1);                                                            \
+        lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(hb, one), 4));                          \
+        hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 1), one), 4));     \
+        hb = _mm256_srli_epi16(hb, 2);                                                                      \
+      }                                                                                                     \
+      const __m256i sa = _mm256_shuffle_epi8(scl, _mm256_set1_epi16(short((4 * c) | ((4 * c + 1) << 8))));   \
+      const __m256i sb = _mm256_shuffle_epi8(scl, _mm256_set1_epi16(short((4 * c + 2) | ((4 * c + 3) << 8)))); \
+      for (int t = 0; t < NT; ++t) {                                                                        \
+        isum[t] = DOT(isum[t], _mm256_maddubs_epi16(lo, load256(xb[t]->qs + 64 * c)), sa);                  \
+        isum[t] = DOT(isum[t], _mm256_maddubs_epi16(hi, load256(xb[t]->qs + 64 * c + 32)), sb);             \
+      }                                                                                                     \
+    }                                                                                                       \
+    const __m256i mn = _mm256_shuffle_epi8(_mm256_permute4x64_epi64(sc, 0xee), min_pairs);                  \
+    int32_t ddm;                                                                                            \
+    std::memcpy(&ddm, &blk[b].d, 4); /* d, dmin: adjacent halves */                                         \
+    const __m128 dd = _mm_cvtph_ps(_mm_cvtsi32_si128(ddm));                                                 \
+    for (int t = 0; t < NT; ++t) {                                                                          \
+      const __m256i msum = _mm256_madd_epi16(load256(xb[t]->bsums), mn);                                    \
+      const __m128 s = _mm_mul_ps(dd, _mm_set1_ps(xb[t]->d)); /* d·xd, dmin·xd */                           \
+      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[t]), _mm256_broadcastss_ps(s), acc[t]);              \
+      macc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(msum), _mm256_broadcastss_ps(_mm_movehdup_ps(s)), macc[t]); \
+    }                                                                                                       \
+  }                                                                                                         \
+  for (int t = 0; t < NT; ++t) y[t * ldy] = hsum(acc[t]) - hsum(macc[t]);
+
+template <int NT, bool Q5>
+FOLIO_AVX2 void gemv_k4_row(int64_t nb, const uint8_t* w, const uint8_t* x, size_t ldx, float* y, int64_t ldy) {
+  FOLIO_GEMV_K4_BODY(dot_madd)
 }
+template <int NT, bool Q5>
+FOLIO_AVX2_VNNI void gemv_k4_row_vnni(int64_t nb, const uint8_t* w, const uint8_t* x, size_t ldx, float* y,
+                                      int64_t ldy) {
+  FOLIO_GEMV_K4_BODY(dot_vnni)
+}
+#undef FOLIO_GEMV_K4_BODY
 
 // One row at a time: with two, the accumulators no longer fit the 16 registers and it runs slower.
-template <bool Q5>
+template <bool Q5, bool VNNI>
 void gemv_k4(int64_t k, const void* w, size_t ldw, const void* x, size_t ldx, float* y, int64_t ldy, int64_t m,
              int64_t n) {
-  using Fn = void (*)(int64_t, const uint8_t*, size_t, const uint8_t*, size_t, float*, int64_t);
-  static constexpr Fn fns[3] = {gemv_k4_rows<1, 1, Q5>, gemv_k4_rows<1, 2, Q5>, gemv_k4_rows<1, 3, Q5>};
+  using Fn = void (*)(int64_t, const uint8_t*, const uint8_t*, size_t, float*, int64_t);
+  static constexpr Fn fns[3] = {VNNI ? gemv_k4_row_vnni<1, Q5> : gemv_k4_row<1, Q5>,
+                                VNNI ? gemv_k4_row_vnni<2, Q5> : gemv_k4_row<2, Q5>,
+                                VNNI ? gemv_k4_row_vnni<3, Q5> : gemv_k4_row<3, Q5>};
   const uint8_t* wb = static_cast<const uint8_t*>(w);
   const uint8_t* xb = static_cast<const uint8_t*>(x);
   for (int64_t t0 = 0; t0 < n; t0 += 3) {
     const int nt = int(std::min<int64_t>(3, n - t0));
-    for (int64_t r = 0; r < m; ++r) fns[nt - 1](k / QK_K, wb + size_t(r) * ldw, ldw, xb + size_t(t0) * ldx, ldx, y + t0 * ldy + r, ldy);
+    for (int64_t r = 0; r < m; ++r) fns[nt - 1](k / QK_K, wb + size_t(r) * ldw, xb + size_t(t0) * ldx, ldx, y + t0 * ldy + r, ldy);
   }
 }
 
@@ -595,8 +596,8 @@ void add_avx2_gemm(KernelTable& t, bool avx_vnni) {
   slot(t, TensorType::Q5_1).gemm = gemm_q5_1;
   slot(t, TensorType::Q4_K).gemm = avx_vnni ? gemm_q4_k_vnni : gemm_q4_k;
   slot(t, TensorType::Q5_K).gemm = avx_vnni ? gemm_q5_k_vnni : gemm_q5_k;
-  slot(t, TensorType::Q4_K).gemv = gemv_k4<false>;
-  slot(t, TensorType::Q5_K).gemv = gemv_k4<true>;
+  slot(t, TensorType::Q4_K).gemv = avx_vnni ? gemv_k4<false, true> : gemv_k4<false, false>;
+  slot(t, TensorType::Q5_K).gemv = avx_vnni ? gemv_k4<true, true> : gemv_k4<true, false>;
   slot(t, TensorType::Q6_K).gemm = avx_vnni ? gemm_q6_k_vnni : gemm_q6_k;
 }
 

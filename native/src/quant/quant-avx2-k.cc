@@ -19,7 +19,7 @@ FOLIO_AVX2 __m128i pick16(int i) { return _mm_set1_epi16(short((2 * i) | ((2 * i
 // Q4_K / Q5_K
 
 // q (32 bytes of unsigned quants) -> y[0..32) = d * q - m; the product is exact (store_affine_u8).
-FOLIO_AVX2 void dequantize_k4(const __m256i (&q)[8], const uint8_t* scales, float d, float dmin, float* y) {
+FOLIO_AVX2_INLINE void dequantize_k4(const __m256i (&q)[8], const uint8_t* scales, float d, float dmin, float* y) {
   uint8_t sc[8], mn[8];
   unpack_scales_k4(scales, sc, mn);
   for (int j = 0; j < 8; ++j) {
@@ -42,7 +42,7 @@ FOLIO_AVX2 void dequantize_q4_k(const void* src, float* dst, int64_t n) {
 }
 
 // The 8 vectors of 32 five-bit quants of a Q5_K block (vector j = sub-block j).
-FOLIO_AVX2 void q5_k_values(const BlockQ5_K& b, __m256i (&q)[8]) {
+FOLIO_AVX2_INLINE void q5_k_values(const BlockQ5_K& b, __m256i (&q)[8]) {
   const __m256i m4 = _mm256_set1_epi8(15), one = _mm256_set1_epi8(1);
   __m256i hb = load256(b.qh);
   for (int c = 0; c < 4; ++c) {
@@ -66,7 +66,7 @@ FOLIO_AVX2 void dequantize_q5_k(const void* src, float* dst, int64_t n) {
 }
 
 // One super-block of a Q4_K/Q5_K dot: acc += d·dx·Σ_j sc_j Σ q·qx - dmin·dx·Σ_j m_j Σ qx.
-FOLIO_AVX2 __m256 step_k4(const __m256i (&q)[8], const uint8_t* scales, uint16_t d, uint16_t dmin,
+FOLIO_AVX2_INLINE __m256 step_k4(const __m256i (&q)[8], const uint8_t* scales, uint16_t d, uint16_t dmin,
                           const BlockQ8_K& x, __m256 acc) {
   uint32_t packed[4];
   unpack_scales_k4_words(scales, packed);
@@ -118,19 +118,20 @@ FOLIO_AVX2 float vec_dot_q5_k(int64_t n, const void* w, const void* x) {
 // ---------------------------------------------------------------------------------------------------
 // Q6_K
 
-// The 8 vectors of 32 unsigned six-bit quants (0..63) of a Q6_K block, in element order.
-FOLIO_AVX2 void q6_k_values(const BlockQ6_K& b, __m256i (&q)[8]) {
-  const __m256i m4 = _mm256_set1_epi8(15), m2 = _mm256_set1_epi8(3);
+// The 8 vectors of 32 unsigned six-bit quants (0..63) of a Q6_K block, in element order. The two high
+// bits of vector 4h + k sit at bits 2k, 2k + 1 of qh's bytes: one 16-bit shift by 4 − 2k moves them to
+// bits 4-5 of their own byte (no bit that reaches bits 4-5 comes from the neighbouring byte), one mask
+// keeps them.
+FOLIO_AVX2_INLINE void q6_k_values(const BlockQ6_K& b, __m256i (&q)[8]) {
+  const __m256i m4 = _mm256_set1_epi8(15), m30 = _mm256_set1_epi8(0x30);
   for (int h = 0; h < 2; ++h) {
     const __m256i l0 = load256(b.ql + 64 * h), l1 = load256(b.ql + 64 * h + 32);
     const __m256i hi = load256(b.qh + 32 * h);
-    q[4 * h + 0] = _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_slli_epi16(_mm256_and_si256(hi, m2), 4));
-    q[4 * h + 1] = _mm256_or_si256(_mm256_and_si256(l1, m4),
-                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hi, 2), m2), 4));
-    q[4 * h + 2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
-                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hi, 4), m2), 4));
+    q[4 * h + 0] = _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_and_si256(_mm256_slli_epi16(hi, 4), m30));
+    q[4 * h + 1] = _mm256_or_si256(_mm256_and_si256(l1, m4), _mm256_and_si256(_mm256_slli_epi16(hi, 2), m30));
+    q[4 * h + 2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4), _mm256_and_si256(hi, m30));
     q[4 * h + 3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
-                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hi, 6), m2), 4));
+                                   _mm256_and_si256(_mm256_srli_epi16(hi, 2), m30));
   }
 }
 
