@@ -41,10 +41,11 @@ int64_t gemv_rows_per_step(const MatrixRef& W) {
   return std::max<int64_t>(4, int64_t((32u << 10) / std::max<size_t>(1, W.ldw)));
 }
 
-// The matrix-vector path asks for the weights kPrefetchBytes ahead of the rows it reads, a group of rows
-// (about kGroupBytes) at a time: the hardware prefetchers stop at every 4 KiB page and ramp up again, and
-// a thread alone does not keep enough reads in flight to stream at the machine's full rate (+3–5% decode
-// here; 16 KiB ahead was slower when the machine was busy).
+// The ISA's matrix-vector kernels (the K-quants) ask for the weights kPrefetchBytes ahead of the rows they
+// read, a group of rows (about kGroupBytes) at a time: they spend so many instructions per byte that the
+// hardware prefetchers alone fall behind (+3–5% decode of Q4_K_M here; 16 KiB ahead was slower when the
+// machine was busy). The lighter vec_dot loops (F16, Q8_0) stream well without it, and F16 decode was 4%
+// slower with it.
 constexpr size_t kPrefetchBytes = 8192, kGroupBytes = 2048;
 
 inline void prefetch(const uint8_t* p, size_t bytes) {
@@ -88,9 +89,9 @@ void matmul(ThreadPool& pool, const MatrixRef& W, const float* X, int64_t n, flo
       for (int64_t g0 = r0; g0 < r1; g0 += group) {
         const int64_t g1 = std::min(r1, g0 + group);
         const size_t at = size_t(g0) * W.ldw, bytes = size_t(g1 - g0) * W.ldw;
-        if (at + kPrefetchBytes < total) prefetch(W.data + at + kPrefetchBytes, std::min(bytes, total - at - kPrefetchBytes));
         const uint8_t* wr = W.data + at;
         if (gemv) {
+          if (at + kPrefetchBytes < total) prefetch(wr + kPrefetchBytes, std::min(bytes, total - at - kPrefetchBytes));
           wk.gemv(cols, wr, W.ldw, a, ldx, Y + g0, rows, g1 - g0, n);
           continue;
         }
