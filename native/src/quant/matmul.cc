@@ -41,17 +41,6 @@ int64_t gemv_rows_per_step(const MatrixRef& W) {
   return std::max<int64_t>(4, int64_t((32u << 10) / std::max<size_t>(1, W.ldw)));
 }
 
-// The ISA's matrix-vector kernels (the K-quants) ask for the weights kPrefetchBytes ahead of the rows they
-// read, a group of rows (about kGroupBytes) at a time: they spend so many instructions per byte that the
-// hardware prefetchers alone fall behind (+3–5% decode of Q4_K_M here; 16 KiB ahead was slower when the
-// machine was busy). The lighter vec_dot loops (F16, Q8_0) stream well without it, and F16 decode was 4%
-// slower with it.
-constexpr size_t kPrefetchBytes = 8192, kGroupBytes = 2048;
-
-inline void prefetch(const uint8_t* p, size_t bytes) {
-  for (size_t o = 0; o < bytes; o += 64) __builtin_prefetch(p + o, 0, 3);
-}
-
 }  // namespace
 
 void matmul_reference(ThreadPool& pool, const MatrixRef& W, const float* X, int64_t n, float* Y,
@@ -81,23 +70,18 @@ void matmul(ThreadPool& pool, const MatrixRef& W, const float* X, int64_t n, flo
     // Matrix-vector products (decode) and ISAs without a blocked kernel: each thread streams one
     // contiguous range of rows (parallel_ranges), every token reusing a row while it is in L1; the ISA's
     // matrix-vector kernel where it has one (not for path VecDot), else vec_dot per (row, token).
+    // (Software prefetching ahead of the rows was tried: no faster when memory limits, and its
+    // instructions cost the compute-bound K-quant kernels 5-15%.)
     const bool gemv = wk.gemv && path != MatmulPath::VecDot;
-    const int64_t group = std::max<int64_t>(1, int64_t(kGroupBytes / W.ldw));
-    const size_t total = size_t(rows) * W.ldw;
     pool.parallel_ranges(rows, gemv_rows_per_step(W), [&](int64_t r0, int64_t r1, int) {
       if (stopped()) return;
-      for (int64_t g0 = r0; g0 < r1; g0 += group) {
-        const int64_t g1 = std::min(r1, g0 + group);
-        const size_t at = size_t(g0) * W.ldw, bytes = size_t(g1 - g0) * W.ldw;
-        const uint8_t* wr = W.data + at;
-        if (gemv) {
-          if (at + kPrefetchBytes < total) prefetch(wr + kPrefetchBytes, std::min(bytes, total - at - kPrefetchBytes));
-          wk.gemv(cols, wr, W.ldw, a, ldx, Y + g0, rows, g1 - g0, n);
-          continue;
-        }
-        for (int64_t r = g0; r < g1; r++, wr += W.ldw)
-          for (int64_t t = 0; t < n; t++) Y[t * rows + r] = wk.vec_dot(cols, wr, a + size_t(t) * ldx);
+      const uint8_t* wr = W.data + size_t(r0) * W.ldw;
+      if (gemv) {
+        wk.gemv(cols, wr, W.ldw, a, ldx, Y + r0, rows, r1 - r0, n);
+        return;
       }
+      for (int64_t r = r0; r < r1; r++, wr += W.ldw)
+        for (int64_t t = 0; t < n; t++) Y[t * rows + r] = wk.vec_dot(cols, wr, a + size_t(t) * ldx);
     });
     return;
   }
