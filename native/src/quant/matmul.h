@@ -22,8 +22,9 @@ struct MatrixRef {
 
 // Y[t·rows + r] = Σ_c W[r, c]·X[t, c] for X [n, cols], Y [n, rows]. X is first converted to the weight
 // type's vec_dot_type (into `act`, grown as needed and reused across calls); then
-//  - fewer than 4 tokens (decode): the rows are split into contiguous ranges handed out to the threads,
-//    each streamed once through the ISA's matrix-vector kernel (Kernels::gemv) or vec_dot;
+//  - fewer than 4 tokens (decode): every thread streams one contiguous part of the rows, a step at a
+//    time, and then helps with the ends of the others' (ThreadPool::parallel_ranges), through the ISA's
+//    matrix-vector kernel (Kernels::gemv) or vec_dot;
 //  - more tokens (prefill): the product is cut into blocks of rows × tokens (sized so that a block's
 //    activations stay in the L2 cache while its weights stream through), handed out to the threads
 //    token block by token block, each computed by the ISA's blocked kernel.
