@@ -8,7 +8,7 @@
 
 #define FOLIO_AVX2 __attribute__((target("avx2,fma,f16c")))
 // For helpers called once per block from a kernel's loop: left to itself GCC calls them out of line
-// (with vzeroupper and the quants through the stack), which cost the Q6_K dot product a third of its speed.
+// (with vzeroupper and the quants through the stack), which cost the K-quant dot products 5–20%.
 #define FOLIO_AVX2_INLINE __attribute__((target("avx2,fma,f16c"), always_inline)) inline
 
 namespace folio::quant::avx2 {
@@ -80,6 +80,19 @@ FOLIO_AVX2 static inline void store_affine_u8(__m256i q, __m256 d, __m256 m, flo
   _mm256_storeu_ps(y + 8, _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(lo, 8))), d, m));
   _mm256_storeu_ps(y + 16, _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(hi)), d, m));
   _mm256_storeu_ps(y + 24, _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(hi, 8))), d, m));
+}
+
+// A K-quant super-block's 12 packed 6-bit scales and mins (layout in blocks.h) as int16: lanes 0-7 the
+// scales, 8-15 the mins, unpacked in registers (no round trip through memory, whose 4-byte stores a
+// 16-byte load could not forward). Reads 16 bytes at s: the 12 and 4 bytes of what follows them.
+FOLIO_AVX2 static inline __m256i k4_scales16(const uint8_t* s) {
+  const __m128i v = load128(s);                                     // words a, b, c (+ junk)
+  const __m128i t = _mm_shuffle_epi32(v, _MM_SHUFFLE(2, 1, 2, 0));  // a c b c
+  const __m128i u = _mm_shuffle_epi32(v, _MM_SHUFFLE(1, 1, 0, 0));  // a a b b
+  const __m128i lo6 = _mm_and_si128(t, _mm_setr_epi32(0x3f3f3f3f, 0, 0x3f3f3f3f, 0));
+  const __m128i hi2 = _mm_and_si128(_mm_srli_epi32(u, 2), _mm_setr_epi32(0, 0x30303030, 0, 0x30303030));
+  const __m128i lo4 = _mm_and_si128(_mm_srlv_epi32(t, _mm_setr_epi32(0, 0, 0, 4)), _mm_setr_epi32(0, 0x0f0f0f0f, 0, 0x0f0f0f0f));
+  return _mm256_cvtepu8_epi16(_mm_or_si128(_mm_or_si128(lo6, hi2), lo4));
 }
 
 }  // namespace folio::quant::avx2

@@ -489,18 +489,6 @@ FOLIO_GEMM(gemm_q6_k_vnni, kTilesKVnni, pack_q6_k, size_t(k / QK_K) * sizeof(Pan
 // three tokens, scales and mins unpacked in registers (no round trip through memory, whose 4-byte stores
 // a 16-byte load could not forward: that stall is most of the difference to vec_dot).
 
-// int16 lanes 0-7: the super-block's scales, 8-15: its mins (layout in blocks.h). Reads 16 bytes at s:
-// the 12 scale bytes and 4 bytes of what follows them in the block.
-FOLIO_AVX2 __m256i k4_scales16(const uint8_t* s) {
-  const __m128i v = load128(s);                                   // words a, b, c (+ junk)
-  const __m128i t = _mm_shuffle_epi32(v, _MM_SHUFFLE(2, 1, 2, 0));  // a c b c
-  const __m128i u = _mm_shuffle_epi32(v, _MM_SHUFFLE(1, 1, 0, 0));  // a a b b
-  const __m128i lo6 = _mm_and_si128(t, _mm_setr_epi32(0x3f3f3f3f, 0, 0x3f3f3f3f, 0));
-  const __m128i hi2 = _mm_and_si128(_mm_srli_epi32(u, 2), _mm_setr_epi32(0, 0x30303030, 0, 0x30303030));
-  const __m128i lo4 = _mm_and_si128(_mm_srlv_epi32(t, _mm_setr_epi32(0, 0, 0, 4)), _mm_setr_epi32(0, 0x0f0f0f0f, 0, 0x0f0f0f0f));
-  return _mm256_cvtepu8_epi16(_mm_or_si128(_mm_or_si128(lo6, hi2), lo4));
-}
-
 // y[t·ldy] = row · x_t for NT tokens, row nb super-blocks of Q4_K (or Q5_K) at w. Per super-block the
 // mins come out of the scale vector with two shuffles, and d and dmin are converted together.
 #define FOLIO_GEMV_K4_BODY(DOT)                                                                              \
@@ -564,16 +552,10 @@ FOLIO_AVX2_VNNI void gemv_k4_row_vnni(int64_t nb, const uint8_t* w, const uint8_
 template <bool Q5, bool VNNI>
 void gemv_k4(int64_t k, const void* w, size_t ldw, const void* x, size_t ldx, float* y, int64_t ldy, int64_t m,
              int64_t n) {
-  using Fn = void (*)(int64_t, const uint8_t*, const uint8_t*, size_t, float*, int64_t);
-  static constexpr Fn fns[3] = {VNNI ? gemv_k4_row_vnni<1, Q5> : gemv_k4_row<1, Q5>,
-                                VNNI ? gemv_k4_row_vnni<2, Q5> : gemv_k4_row<2, Q5>,
-                                VNNI ? gemv_k4_row_vnni<3, Q5> : gemv_k4_row<3, Q5>};
-  const uint8_t* wb = static_cast<const uint8_t*>(w);
-  const uint8_t* xb = static_cast<const uint8_t*>(x);
-  for (int64_t t0 = 0; t0 < n; t0 += 3) {
-    const int nt = int(std::min<int64_t>(3, n - t0));
-    for (int64_t r = 0; r < m; ++r) fns[nt - 1](k / QK_K, wb + size_t(r) * ldw, xb + size_t(t0) * ldx, ldx, y + t0 * ldy + r, ldy);
-  }
+  static constexpr GemvRowFn fns[3] = {VNNI ? gemv_k4_row_vnni<1, Q5> : gemv_k4_row<1, Q5>,
+                                       VNNI ? gemv_k4_row_vnni<2, Q5> : gemv_k4_row<2, Q5>,
+                                       VNNI ? gemv_k4_row_vnni<3, Q5> : gemv_k4_row<3, Q5>};
+  gemv_by_rows(fns, k / QK_K, w, ldw, x, ldx, y, ldy, m, n);
 }
 
 }  // namespace

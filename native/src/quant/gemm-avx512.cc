@@ -32,6 +32,7 @@ namespace {
 
 using avx2::h2f;
 using avx2::load128;
+using avx2::k4_scales16;
 using avx2::load256;
 
 FOLIO_AVX512 float hsum(__m512 v) {
@@ -309,16 +310,6 @@ FOLIO_GEMM(gemm_q6_k_vnni, kTilesKVnni, g_pack_q6_k, K_PANEL, nullptr, 0)
 // min sums together (lanes 0-7 and 8-15 of one vector). A quarter faster than 64 elements per step,
 // which matters because two cores compute this product slower than some machines stream it.
 
-FOLIO_AVX512 __m256i k4_scales16(const uint8_t* s) {
-  const __m128i v = load128(s);
-  const __m128i t = _mm_shuffle_epi32(v, _MM_SHUFFLE(2, 1, 2, 0));
-  const __m128i u = _mm_shuffle_epi32(v, _MM_SHUFFLE(1, 1, 0, 0));
-  const __m128i lo6 = _mm_and_si128(t, _mm_setr_epi32(0x3f3f3f3f, 0, 0x3f3f3f3f, 0));
-  const __m128i hi2 = _mm_and_si128(_mm_srli_epi32(u, 2), _mm_setr_epi32(0, 0x30303030, 0, 0x30303030));
-  const __m128i lo4 = _mm_and_si128(_mm_srlv_epi32(t, _mm_setr_epi32(0, 0, 0, 4)), _mm_setr_epi32(0, 0x0f0f0f0f, 0, 0x0f0f0f0f));
-  return _mm256_cvtepu8_epi16(_mm_or_si128(_mm_or_si128(lo6, hi2), lo4));
-}
-
 FOLIO_AVX512 __m512i k4_dot_madd(__m512i acc, __m512i p, __m512i s) { return _mm512_add_epi32(acc, _mm512_madd_epi16(p, s)); }
 FOLIO_AVX512_VNNI __m512i k4_dot_vnni(__m512i acc, __m512i p, __m512i s) { return _mm512_dpwssd_epi32(acc, p, s); }
 
@@ -391,16 +382,10 @@ FOLIO_AVX512_VNNI void gemv_k4_row_vnni(int64_t nb, const uint8_t* w, const uint
 template <bool Q5, bool VNNI>
 void gemv_k4(int64_t k, const void* w, size_t ldw, const void* x, size_t ldx, float* y, int64_t ldy, int64_t m,
              int64_t n) {
-  using Fn = void (*)(int64_t, const uint8_t*, const uint8_t*, size_t, float*, int64_t);
-  static constexpr Fn fns[3] = {VNNI ? gemv_k4_row_vnni<1, Q5> : gemv_k4_row<1, Q5>,
-                                VNNI ? gemv_k4_row_vnni<2, Q5> : gemv_k4_row<2, Q5>,
-                                VNNI ? gemv_k4_row_vnni<3, Q5> : gemv_k4_row<3, Q5>};
-  const uint8_t* wb = static_cast<const uint8_t*>(w);
-  const uint8_t* xb = static_cast<const uint8_t*>(x);
-  for (int64_t t0 = 0; t0 < n; t0 += 3) {
-    const int nt = int(std::min<int64_t>(3, n - t0));
-    for (int64_t r = 0; r < m; ++r) fns[nt - 1](k / QK_K, wb + size_t(r) * ldw, xb + size_t(t0) * ldx, ldx, y + t0 * ldy + r, ldy);
-  }
+  static constexpr GemvRowFn fns[3] = {VNNI ? gemv_k4_row_vnni<1, Q5> : gemv_k4_row<1, Q5>,
+                                       VNNI ? gemv_k4_row_vnni<2, Q5> : gemv_k4_row<2, Q5>,
+                                       VNNI ? gemv_k4_row_vnni<3, Q5> : gemv_k4_row<3, Q5>};
+  gemv_by_rows(fns, k / QK_K, w, ldw, x, ldx, y, ldy, m, n);
 }
 
 }  // namespace

@@ -76,6 +76,20 @@ using PackFn = size_t (*)(int64_t k, const uint8_t* w, size_t ldw, int rm, uint8
 // after row; returns the row stride in floats.
 using PrepFn = int64_t (*)(int64_t k, const uint8_t* x, size_t ldx, int64_t n, float* dst);
 
+// A matrix-vector kernel's row function: y[t·ldy] = row · x_t for NT tokens (x_t at x + t·ldx), the row
+// nb blocks at w. gemv_by_rows runs fns[NT − 1] over m rows (ldw apart) and n tokens, up to three tokens
+// at a time, so that each row is read from memory once per three tokens.
+using GemvRowFn = void (*)(int64_t nb, const uint8_t* w, const uint8_t* x, size_t ldx, float* y, int64_t ldy);
+inline void gemv_by_rows(const GemvRowFn (&fns)[3], int64_t nb, const void* w, size_t ldw, const void* x,
+                         size_t ldx, float* y, int64_t ldy, int64_t m, int64_t n) {
+  const uint8_t* wb = static_cast<const uint8_t*>(w);
+  const uint8_t* xb = static_cast<const uint8_t*>(x);
+  for (int64_t t0 = 0; t0 < n; t0 += 3) {
+    const int nt = int(std::min<int64_t>(3, n - t0));
+    for (int64_t r = 0; r < m; ++r) fns[nt - 1](nb, wb + size_t(r) * ldw, xb + size_t(t0) * ldx, ldx, y + t0 * ldy + r, ldy);
+  }
+}
+
 // Per-thread buffers (for panels, for activation scales), grown on demand, 64-byte aligned.
 template <int Which>
 inline uint8_t* thread_buffer(size_t bytes) {
