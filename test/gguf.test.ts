@@ -196,6 +196,8 @@ function tensorFile(name: string, dims: (number | bigint)[], type: number, offse
 test('hostile tensor records', () => {
   expectError(tensorFile('t', [4], 99, 0), 'GGUF_BAD_TENSOR_TYPE', /'t'.*unknown tensor type 99/);
   expectError(tensorFile('t', [4], 4, 0), 'GGUF_BAD_TENSOR_TYPE');  // 4 was Q4_2, removed from ggml
+  // 40 is Folio's own Q4_K_R8, a layout made at load time: no file may claim it
+  expectError(tensorFile('t', [256], 40, 0), 'GGUF_BAD_TENSOR_TYPE', /unknown tensor type 40/);
   expectError(tensorFile('t', [], 0, 0), 'GGUF_BAD_TENSOR', /0 dimensions/);
   expectError(tensorFile('t', [1, 1, 1, 1, 1], 0, 0), 'GGUF_BAD_TENSOR', /5 dimensions/);
   expectError(tensorFile('t', [2n ** 62n, 2n ** 62n], 0, 0), 'GGUF_BAD_TENSOR', /overflows/);

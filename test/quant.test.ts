@@ -545,6 +545,7 @@ describe('quant: argument validation', () => {
   test('unknown and unsupported types', () => {
     expectCode(() => ops.dequantize(99, new Uint8Array(4), 1), 'UNSUPPORTED_TYPE');
     expectCode(() => ops.dequantize(4, new Uint8Array(4), 1), 'UNSUPPORTED_TYPE'); // removed Q4_2
+    expectCode(() => ops.dequantize(40, new Uint8Array(148), 256), 'UNSUPPORTED_TYPE'); // Folio's Q4_K_R8: internal
     expectCode(() => ops.dequantize(T.Q2_K, new Uint8Array(84), 256), 'UNSUPPORTED_TYPE');
     expectCode(() => ops.quantize(T.Q2_K, new Float32Array(256)), 'UNSUPPORTED_TYPE');
     expectCode(() => ops.vecDotType(T.Q2_K), 'UNSUPPORTED_TYPE');

@@ -19,6 +19,7 @@
 #include "core/thread-pool.h"
 #include "quant/kernels.h"
 #include "quant/matmul.h"
+#include "quant/repack.h"
 
 using namespace folio;
 using namespace folio::quant;
@@ -36,7 +37,20 @@ struct Variant {
 
 const TensorType kTypes[] = {TensorType::F32,  TensorType::F16,  TensorType::BF16, TensorType::Q8_0,
                              TensorType::Q4_0, TensorType::Q4_1, TensorType::Q5_0, TensorType::Q5_1,
-                             TensorType::Q4_K, TensorType::Q5_K, TensorType::Q6_K};
+                             TensorType::Q4_K, TensorType::Q5_K, TensorType::Q6_K, TensorType::Q4_K_R8};
+
+// A repacked layout is made from its file type's rows (quant/repack.h); the reference is that type's
+// vec_dot on the rows as they were.
+TensorType file_type(TensorType type) { return type == TensorType::Q4_K_R8 ? TensorType::Q4_K : type; }
+
+// The matrix w (m rows of `type`, ldw apart, k elements) in `layout`, rows row_bytes(layout, k) apart.
+std::vector<uint8_t> in_layout(TensorType type, TensorType layout, const std::vector<uint8_t>& w, size_t ldw,
+                               int64_t m, int64_t k) {
+  if (layout == type) return w;
+  std::vector<uint8_t> out(row_bytes(layout, k) * size_t(m));
+  repack_groups(type, layout, w.data(), ldw, k, 0, m / row_group(layout), out.data());
+  return out;
+}
 
 std::vector<float> normals(int64_t n, float scale) {
   std::normal_distribution<float> nd(0.0f, scale);
@@ -45,7 +59,8 @@ std::vector<float> normals(int64_t n, float scale) {
   return v;
 }
 
-void check_case(const std::vector<Variant>& variants, TensorType type, int64_t m, int64_t blocks, int64_t n) {
+void check_case(const std::vector<Variant>& variants, TensorType layout, int64_t m, int64_t blocks, int64_t n) {
+  const TensorType type = file_type(layout);
   const Kernels& ref = variants[0].table[size_t(type)];
   const TypeInfo& ti = type_info(type);
   const int64_t block = ti.block_size == 1 ? 1 : ti.block_size;
@@ -89,22 +104,34 @@ void check_case(const std::vector<Variant>& variants, TensorType type, int64_t m
         ++g_failures;
         if (++bad <= 3 && g_failures <= 50) {
           std::printf("FAIL %s %s %s m=%lld k=%lld n=%lld: out %zu = %.9g, reference %.9g, bound %.3g\n",
-                      v.name.c_str(), kernel, type_name(type), (long long)m, (long long)k, (long long)n, i, got[i],
+                      v.name.c_str(), kernel, type_name(layout), (long long)m, (long long)k, (long long)n, i, got[i],
                       want[i], bound[i]);
         }
       }
     }
   };
+  const std::vector<uint8_t> wl = in_layout(type, layout, w, ldw, m, k);
+  const size_t ldl = row_bytes(layout, k);
+  if (layout != type) {  // repacking keeps every value
+    std::vector<float> row(static_cast<size_t>(k));
+    for (int64_t r = 0; r < m; ++r) {
+      dequantize_q4_k_r8_row(wl.data() + size_t(r / 8) * 8 * ldl, int(r % 8), k, row.data());
+      ++g_checks;
+      if (std::memcmp(row.data(), wd.data() + r * k, size_t(k) * sizeof(float)) != 0 && ++g_failures <= 50)
+        std::printf("FAIL repack %s m=%lld k=%lld: row %lld differs\n", type_name(layout), (long long)m, (long long)k,
+                    (long long)r);
+    }
+  }
   for (const Variant& v : variants) {
-    const Kernels& kk = v.table[size_t(type)];
+    const Kernels& kk = v.table[size_t(layout)];
     if (kk.gemm) {
       std::vector<float> got(size_t(m * n), NAN);
-      kk.gemm(k, w.data(), ldw, x.data(), ldx, got.data(), m, m, n);
+      kk.gemm(k, wl.data(), ldl, x.data(), ldx, got.data(), m, m, n);
       compare(v, "gemm", got);
     }
     if (kk.gemv) {  // the matrix-vector kernel takes any token count too (in groups of up to three)
       std::vector<float> got(size_t(m * n), NAN);
-      kk.gemv(k, w.data(), ldw, x.data(), ldx, got.data(), m, m, n);
+      kk.gemv(k, wl.data(), ldl, x.data(), ldx, got.data(), m, m, n);
       compare(v, "gemv", got);
     }
   }
@@ -113,7 +140,8 @@ void check_case(const std::vector<Variant>& variants, TensorType type, int64_t m
 // The driver with threads: blocked and vec_dot paths against the scalar reference; n = 21 tokens takes
 // the blocked kernels, 1–3 the matrix-vector path, whose rows (several steps of parallel_ranges here)
 // the three threads split and steal.
-void check_driver(TensorType type, int64_t rows, int64_t n) {
+void check_driver(TensorType layout, int64_t rows, int64_t n) {
+  const TensorType type = file_type(layout);
   const TypeInfo& ti = type_info(type);
   const int64_t k = ti.block_size == 1 ? 96 : (ti.block_size == 32 ? 8 : 2) * int64_t(ti.block_size);
   const Kernels& ref = kernels(type, Isa::Scalar);
@@ -127,6 +155,8 @@ void check_driver(TensorType type, int64_t rows, int64_t n) {
   std::vector<uint8_t> act;
   std::vector<float> want(size_t(rows * n));
   matmul_reference(one, mr, x.data(), n, want.data(), act, Isa::Scalar);
+  const std::vector<uint8_t> wl = in_layout(type, layout, w, ldw, rows, k);
+  mr.data = wl.data(), mr.type = layout, mr.ldw = row_bytes(layout, k);
   for (int i = 0; i < kIsaCount; ++i) {
     if (!isa_available(Isa(i))) continue;
     for (MatmulPath path : {MatmulPath::Auto, MatmulPath::Blocked, MatmulPath::VecDot}) {
@@ -176,13 +206,16 @@ int main() {
   const int64_t shapes[][3] = {{1, 1, 1}, {1, 3, 5}, {5, 1, 2}, {3, 2, 7}, {7, 2, 4}, {13, 3, 9}, {10, 5, 13}};
   const int64_t float_k[] = {1, 7, 33, 100, 16, 45, 64};
   for (TensorType type : kTypes) {
+    // a repacked layout has whole groups of rows
+    const int64_t g = row_group(type);
+    auto rows = [g](int64_t m) { return (m + g - 1) / g * g; };
     int s = 0;
     for (const auto& sh : shapes) {
       const bool flt = type_info(type).block_size == 1;
-      check_case(variants, type, sh[0], flt ? float_k[s] : sh[1], sh[2]);
+      check_case(variants, type, rows(sh[0]), flt ? float_k[s] : sh[1], sh[2]);
       ++s;
     }
-    check_driver(type, 45, 21);
+    check_driver(type, rows(45), 21);
     for (int64_t n : {1, 2, 3}) check_driver(type, 1000, n);
   }
   std::printf("%d checks, %d failures\n", g_checks, g_failures);

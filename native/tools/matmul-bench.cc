@@ -1,12 +1,13 @@
 // matmul-bench: times one matrix product of random weights, for work on the kernels without a model.
 //
 //   matmul-bench [--type q8_0] [--rows 2048] [--cols 2048] [--tokens 512] [--threads N] [--isa avx2]
-//                [--path auto|blocked|vecdot] [--reps 5] [--hot 1]
+//                [--path auto|blocked|vecdot] [--reps 5] [--hot 1] [--repack 0]
 //
 // Prints the median time, the arithmetic rate (2·rows·cols·tokens per second) and the weight bytes read
 // per second (what bounds a matrix-vector product). The weights are 256 MiB or more worth of copies of
 // the matrix, used in turn, so that a matrix-vector product reads from memory and not from the cache;
-// --hot 1 keeps one copy, read from the cache when it fits there: the kernel's own speed.
+// --hot 1 keeps one copy, read from the cache when it fits there: the kernel's own speed. The matrix is
+// repacked into the layout the engine gives it on this ISA (quant/repack.h), unless --repack 0.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -19,6 +20,7 @@
 #include "core/thread-pool.h"
 #include "quant/matmul.h"
 #include "quant/quant.h"
+#include "quant/repack.h"
 
 using namespace folio;
 
@@ -26,7 +28,7 @@ int main(int argc, char** argv) {
   std::string type_name_arg = "q8_0", isa_name_arg, path_arg = "auto";
   int64_t rows = 2048, cols = 2048, n = 512;
   int threads = ThreadPool::default_threads(), reps = 5;
-  bool hot = false;
+  bool hot = false, repack = true;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i], v = argv[i + 1];
     if (a == "--type") type_name_arg = v;
@@ -38,6 +40,7 @@ int main(int argc, char** argv) {
     else if (a == "--path") path_arg = v;
     else if (a == "--reps") reps = std::atoi(v.c_str());
     else if (a == "--hot") hot = v == "1";
+    else if (a == "--repack") repack = v != "0";
     else {
       std::fprintf(stderr, "unknown argument %s\n", a.c_str());
       return 2;
@@ -64,16 +67,19 @@ int main(int argc, char** argv) {
                                                         : quant::MatmulPath::Auto;
   try {
     const quant::Kernels& k = quant::kernels(type, isa);
-    const size_t rb = row_bytes(type, cols), matrix = rb * size_t(rows);
+    const TensorType layout = repack ? quant::cpu_layout(type, rows, isa) : type;
+    const size_t rb = row_bytes(type, cols), ldw = row_bytes(layout, cols), matrix = ldw * size_t(rows);
     const int copies = hot ? 1 : int(std::max<size_t>(1, ((256u << 20) + matrix - 1) / matrix));
-    std::vector<uint8_t> w(matrix * size_t(copies));
+    std::vector<uint8_t> w(matrix * size_t(copies)), file(rb * size_t(rows));
     std::mt19937 rng(1);
     std::normal_distribution<float> nd(0, 1);
     std::vector<float> row(static_cast<size_t>(cols));
     for (int64_t r = 0; r < rows; ++r) {
       for (auto& v : row) v = nd(rng);
-      k.quantize_row(row.data(), w.data() + size_t(r) * rb, cols);
+      k.quantize_row(row.data(), file.data() + size_t(r) * rb, cols);
     }
+    if (layout != type) quant::repack_groups(type, layout, file.data(), rb, cols, 0, rows / quant::row_group(layout), w.data());
+    else std::memcpy(w.data(), file.data(), matrix);
     for (int c = 1; c < copies; ++c) std::memcpy(w.data() + size_t(c) * matrix, w.data(), matrix);
     std::vector<float> x(static_cast<size_t>(n * cols)), y(static_cast<size_t>(n * rows));
     for (auto& v : x) v = nd(rng);
@@ -84,10 +90,10 @@ int main(int argc, char** argv) {
     for (int r = 0; r <= runs; ++r) {
       quant::MatrixRef m;
       m.data = w.data() + size_t(r % copies) * matrix;
-      m.type = type;
+      m.type = layout;
       m.rows = rows;
       m.cols = cols;
-      m.ldw = rb;
+      m.ldw = ldw;
       const auto t0 = std::chrono::steady_clock::now();
       quant::matmul(pool, m, x.data(), n, y.data(), act, isa, path);
       const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -96,7 +102,7 @@ int main(int argc, char** argv) {
     std::sort(times.begin(), times.end());
     const double med = times[times.size() / 2];
     std::printf("%s %s %s rows=%lld cols=%lld tokens=%lld threads=%d: %.3f ms, %.1f GFLOP/s, %.1f GB/s of weights\n",
-                type_name(type), quant::isa_name(isa), path_arg.c_str(), (long long)rows, (long long)cols, (long long)n,
+                type_name(layout), quant::isa_name(isa), path_arg.c_str(), (long long)rows, (long long)cols, (long long)n,
                 threads, med * 1e3, 2.0 * double(rows) * double(cols) * double(n) / med / 1e9, double(matrix) / med / 1e9);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "matmul-bench: %s\n", e.what());

@@ -60,4 +60,15 @@ MappedFile::~MappedFile() {
 }
 #endif
 
+void MappedFile::release(const uint8_t* p, size_t n) const {
+#ifndef _WIN32
+  const uintptr_t page = uintptr_t(sysconf(_SC_PAGESIZE));
+  const uintptr_t lo = (uintptr_t(p) + page - 1) / page * page, hi = (uintptr_t(p) + n) / page * page;
+  if (p < data_ || p + n > data_ + size_ || hi <= lo) return;
+  ::madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_DONTNEED);  // a hint: failure changes nothing
+#else
+  (void)p, (void)n;
+#endif
+}
+
 }  // namespace folio

@@ -261,7 +261,7 @@ void File::parse() {
     }
     const uint32_t type = c.u32("the type of " + what);
     const TypeInfo* info = type_info(type);
-    if (!info) fail("GGUF_BAD_TENSOR_TYPE", strfmt("%s: %s has unknown tensor type %u", path.c_str(), what.c_str(), type));
+    if (!info || info->internal) fail("GGUF_BAD_TENSOR_TYPE", strfmt("%s: %s has unknown tensor type %u", path.c_str(), what.c_str(), type));
     ti.type = TensorType(type);
     ti.offset = c.u64("the data offset of " + what);
 

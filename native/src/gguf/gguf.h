@@ -71,6 +71,7 @@ class File {
   size_t file_size() const { return map_->size(); }
   const std::string& path() const { return map_->path(); }
   const uint8_t* base() const { return map_->data(); }
+  const MappedFile& mapping() const { return *map_; }
 
   const std::vector<std::pair<std::string, Value>>& metadata() const { return kv_; }
   const Value* find(std::string_view key) const;

@@ -124,7 +124,7 @@ void Context::forward(const int32_t* tokens, int64_t n, bool all_logits, float* 
                       const std::atomic<bool>* cancel, kv::Compressor* comp) {
   if (gpu_) return forward_gpu(tokens, n, all_logits, logits, progress, cancel, comp);
   const HParams& hp = model_.hparams();
-  const ModelWeights& w = model_.weights();
+  const ModelWeights& w = model_.cpu_weights(pool_);  // the first pass on the CPU repacks (in its job)
   const int64_t E = hp.n_embd, F = hp.n_ff, C = std::min<int64_t>(params_.n_batch, n);
   const int32_t p0 = n_past_;
   reserve(n, C);

@@ -28,6 +28,11 @@ std::unique_ptr<Model> Model::load(const std::string& path) {
   return m;
 }
 
+const ModelWeights& Model::cpu_weights(ThreadPool& pool) const {
+  std::call_once(cpu_once_, [&] { cpu_w_ = repack_for_cpu(w_, *file_, quant::best_isa(), pool, cpu_storage_); });
+  return cpu_w_;
+}
+
 int64_t Model::n_params() const {
   int64_t n = 0;
   for (const auto& t : file_->tensors()) n += t.n_elements;

@@ -3,6 +3,7 @@
 #include <map>
 
 #include "core/error.h"
+#include "quant/repack.h"
 
 namespace folio {
 
@@ -92,6 +93,38 @@ ModelWeights bind_weights(const gguf::File& file, HParams& hp) {
   }
   for (auto& [t, n] : b.counts) mw.type_counts.emplace_back(t, n);
   return mw;
+}
+
+namespace {
+
+// w in the CPU layout of isa, copied into a new buffer of storage when that differs.
+Weight repack_weight(const Weight& w, const gguf::File& file, quant::Isa isa, ThreadPool& pool,
+                     std::vector<LargeBuffer>& storage, bool release) {
+  const TensorType to = quant::cpu_layout(w.type, w.rows, isa);
+  if (!w || to == w.type) return w;
+  Weight out = w;
+  out.type = to;
+  out.row_bytes = row_bytes(to, w.cols);
+  storage.emplace_back(out.row_bytes * size_t(w.rows));
+  uint8_t* dst = storage.back().data();
+  const int64_t groups = w.rows / quant::row_group(to);
+  pool.parallel_for(groups, [&](int64_t g, int) { quant::repack_groups(w.type, to, w.data, w.row_bytes, w.cols, g, g + 1, dst); }, 64);
+  out.data = dst;
+  if (release) file.mapping().release(w.data, w.row_bytes * size_t(w.rows));
+  return out;
+}
+
+}  // namespace
+
+ModelWeights repack_for_cpu(const ModelWeights& mw, const gguf::File& file, quant::Isa isa, ThreadPool& pool,
+                            std::vector<LargeBuffer>& storage) {
+  ModelWeights out = mw;
+  auto repack = [&](Weight& w, bool release = true) { w = repack_weight(w, file, isa, pool, storage, release); };
+  for (LayerWeights& L : out.layers)
+    for (Weight* w : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) repack(*w);
+  // Tied embeddings: the lookup reads a few rows of token_embd per token, so its pages stay.
+  repack(out.output, out.output.data != mw.tok_embd.data);
+  return out;
 }
 
 }  // namespace folio

@@ -3,13 +3,17 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/large-buffer.h"
+#include "core/thread-pool.h"
 #include "gguf/gguf.h"
 #include "model/hparams.h"
+#include "quant/quant.h"
 #include "quant/types.h"
 
 namespace folio {
 
-// A 2-D (or 1-D) weight: `rows` rows of `cols` elements of `type`, row-major, rows `row_bytes` apart.
+// A 2-D (or 1-D) weight: `rows` rows of `cols` elements of `type`, row-major, rows `row_bytes` apart
+// (for a repacked type, groups of rows: quant/repack.h; row() then means nothing).
 struct Weight {
   const uint8_t* data = nullptr;
   TensorType type = TensorType::F32;
@@ -44,5 +48,13 @@ struct ModelWeights {
 // Finds and checks every tensor against the hyperparameters; sets hp.n_vocab. Throws MODEL_MISSING_TENSOR,
 // MODEL_BAD_TENSOR (wrong shape) or UNSUPPORTED_TYPE, each naming the tensor.
 ModelWeights bind_weights(const gguf::File& file, HParams& hp);
+
+// The weights as the CPU kernels of `isa` want them: the matrices that quant::cpu_layout repacks are
+// copied, repacked, into buffers appended to `storage` (the threads of `pool` share the work) and the
+// file's pages of each released once copied; everything else still points into the file. token_embd
+// stays as it is for the embedding lookup, also where the output matrix shares it (which then gets a
+// repacked copy of its own).
+ModelWeights repack_for_cpu(const ModelWeights& mw, const gguf::File& file, quant::Isa isa, ThreadPool& pool,
+                            std::vector<LargeBuffer>& storage);
 
 }  // namespace folio

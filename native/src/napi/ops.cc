@@ -29,6 +29,8 @@ TensorType arg_type(const Napi::CallbackInfo& info, size_t i) {
   const double v = info[i].As<Napi::Number>().DoubleValue();
   if (!(v >= 0 && v < 4294967296.0 && v == std::floor(v))) invalid("type must be a non-negative integer");
   const TensorType type = TensorType(uint32_t(v));
+  const TypeInfo* ti = type_info(uint32_t(v));
+  if (ti && ti->internal) fail("UNSUPPORTED_TYPE", strfmt("%s is Folio's own layout, not a ggml type", ti->name));
   quant::kernels(type, Isa::Scalar);  // throws UNSUPPORTED_TYPE
   return type;
 }

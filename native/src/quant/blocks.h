@@ -108,6 +108,24 @@ struct BlockQ8_K {
   int16_t bsums[QK_K / 16];
 };
 
+// Q4_K_R8 (Folio's own, made at load time: quant/repack.h), 1184 bytes: super-block b of 8 consecutive
+// rows of a Q4_K matrix, laid out so that a 32-byte vector holds 4 elements of each of the 8 rows and a
+// matrix-vector kernel computes the 8 rows in the 32-bit lanes of one register (no horizontal sums, one
+// scale multiply per sub-block for all 8 rows). Values are exactly the Q4_K ones:
+//   d[8], dmin[8]    fp16, row r's d and dmin
+//   scales[8][8]     [sub-block s][row r]: the 6-bit scales unpacked to bytes
+//   mins[4][8][2]    [sub-block pair p][row r][i]: the min of sub-block 2p + i
+//   qs[8][4][8][4]   [sub-block s][quad e][row r][k]: the low nibble is element 4e + k of sub-block s,
+//                    the high nibble element 16 + 4e + k
+// 148 bytes per row and super-block against Q4_K's 144: the scales unpacked cost 4 bytes, and save the
+// kernels their unpacking.
+struct BlockQ4_Kx8 {
+  uint16_t d[8], dmin[8];
+  uint8_t scales[8][8];
+  uint8_t mins[4][8][2];
+  uint8_t qs[8][4][8][4];
+};
+
 static_assert(sizeof(BlockQ4_0) == 18, "Q4_0 block");
 static_assert(sizeof(BlockQ4_1) == 20, "Q4_1 block");
 static_assert(sizeof(BlockQ5_0) == 22, "Q5_0 block");
@@ -118,6 +136,7 @@ static_assert(sizeof(BlockQ4_K) == 144, "Q4_K block");
 static_assert(sizeof(BlockQ5_K) == 176, "Q5_K block");
 static_assert(sizeof(BlockQ6_K) == 210, "Q6_K block");
 static_assert(sizeof(BlockQ8_K) == 292, "Q8_K block");
+static_assert(sizeof(BlockQ4_Kx8) == 8 * 148, "Q4_K_R8 block");
 
 // The 12 scale bytes of Q4_K/Q5_K hold 8 six-bit scales and 8 six-bit mins:
 //   bytes 0-3   bits 0-5: scale 0-3;  bits 6-7: bits 4-5 of scale 4-7

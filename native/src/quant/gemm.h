@@ -77,16 +77,18 @@ using PackFn = size_t (*)(int64_t k, const uint8_t* w, size_t ldw, int rm, uint8
 using PrepFn = int64_t (*)(int64_t k, const uint8_t* x, size_t ldx, int64_t n, float* dst);
 
 // A matrix-vector kernel's row function: y[t·ldy] = row · x_t for NT tokens (x_t at x + t·ldx), the row
-// nb blocks at w. gemv_by_rows runs fns[NT − 1] over m rows (ldw apart) and n tokens, up to three tokens
-// at a time, so that each row is read from memory once per three tokens.
+// nb blocks at w (for a repacked layout: the G rows of a group, into y[t·ldy + 0 .. G)). gemv_by_rows
+// runs fns[NT − 1] over m rows (ldw apart; in groups of G) and n tokens, up to three tokens at a time, so
+// that each row is read from memory once per three tokens.
 using GemvRowFn = void (*)(int64_t nb, const uint8_t* w, const uint8_t* x, size_t ldx, float* y, int64_t ldy);
+template <int G = 1>
 inline void gemv_by_rows(const GemvRowFn (&fns)[3], int64_t nb, const void* w, size_t ldw, const void* x,
                          size_t ldx, float* y, int64_t ldy, int64_t m, int64_t n) {
   const uint8_t* wb = static_cast<const uint8_t*>(w);
   const uint8_t* xb = static_cast<const uint8_t*>(x);
   for (int64_t t0 = 0; t0 < n; t0 += 3) {
     const int nt = int(std::min<int64_t>(3, n - t0));
-    for (int64_t r = 0; r < m; ++r) fns[nt - 1](nb, wb + size_t(r) * ldw, xb + size_t(t0) * ldx, ldx, y + t0 * ldy + r, ldy);
+    for (int64_t r = 0; r < m; r += G) fns[nt - 1](nb, wb + size_t(r) * ldw, xb + size_t(t0) * ldx, ldx, y + t0 * ldy + r, ldy);
   }
 }
 
@@ -161,6 +163,10 @@ void add_avx2_gemm(KernelTable& t, bool avx_vnni);
 // The AVX2 packer of a K-quant type into PanelK (the AVX-512 kernels share the panels).
 PackFn avx2_k_packer(TensorType type);
 void add_avx512_gemm(KernelTable& t, bool vnni);
+// The Q4_K_R8 kernels (gemm-r8-x86.cc) with the integer dot product of vpmaddubsw, of AVX-VNNI, or of
+// AVX512-VNNI on 256-bit vectors.
+enum class R8Dot { Madd, AvxVnni, Avx512Vnni };
+void add_q4_k_r8_kernels(KernelTable& t, R8Dot dot);
 #endif
 #if FOLIO_QUANT_NEON
 void add_neon_gemm(KernelTable& t, bool dotprod);

@@ -21,12 +21,14 @@
 
 namespace folio::quant {
 
-constexpr int kTypeSlots = 40;  // ggml type ids 0..39
+constexpr int kTypeSlots = 41;  // ggml type ids 0..39, then Folio's Q4_K_R8
 using KernelTable = std::array<Kernels, kTypeSlots>;
 
 inline Kernels& slot(KernelTable& t, TensorType type) { return t[size_t(type)]; }
 
 void add_scalar_kernels(KernelTable& t);
+// The repacked layouts' portable kernels (repack.cc): the reference the SIMD ones are checked against.
+void add_repacked_scalar_kernels(KernelTable& t);
 #if FOLIO_QUANT_X86
 void add_avx2_kernels(KernelTable& t);
 // vnni: the CPU has AVX512-VNNI (vpdpbusd); without it the integer dots use vpmaddubsw.

@@ -3,8 +3,10 @@
 #include "quant/matmul.h"
 
 #include <algorithm>
+#include <numeric>
 
 #include "core/error.h"
+#include "quant/repack.h"
 
 namespace folio::quant {
 
@@ -35,10 +37,11 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 // every weight block once per token straight from the matrix.
 constexpr int64_t kGemmMinTokens = 4;
 
-// Rows per step of a matrix-vector product (parallel_ranges): about 32 KiB of weights, so that
-// cancellation and the stealing at the end are fine-grained while a call still does real work.
-int64_t gemv_rows_per_step(const MatrixRef& W) {
-  return std::max<int64_t>(4, int64_t((32u << 10) / std::max<size_t>(1, W.ldw)));
+// Units (rows, or groups of a repacked layout) per step of a matrix-vector product (parallel_ranges):
+// about 32 KiB of weights, so that cancellation and the stealing at the end are fine-grained while a
+// call still does real work.
+int64_t gemv_units_per_step(const MatrixRef& W, int64_t group) {
+  return std::max<int64_t>(std::max<int64_t>(1, 4 / group), int64_t((32u << 10) / std::max<size_t>(1, W.ldw * group)));
 }
 
 }  // namespace
@@ -60,7 +63,12 @@ void matmul(ThreadPool& pool, const MatrixRef& W, const float* X, int64_t n, flo
   auto stopped = [stop] { return stop && stop->load(std::memory_order_relaxed); };
   if (n <= 0 || W.rows <= 0) return;
   const Kernels& wk = kernels(W.type, isa);
-  if (!wk.vec_dot) fail("UNSUPPORTED_TYPE", strfmt("no dot product for %s", type_name(W.type)));
+  if (!wk.vec_dot && !wk.gemv) fail("UNSUPPORTED_TYPE", strfmt("no dot product for %s", type_name(W.type)));
+  // A repacked layout comes in groups of rows, which the split below keeps whole.
+  const int64_t group = row_group(W.type);
+  if (W.rows % group != 0)
+    fail("INVALID_ARGUMENT", strfmt("%s matrices come in groups of %lld rows; this one has %lld", type_name(W.type),
+                                    (long long)group, (long long)W.rows));
   size_t ldx = 0;
   const uint8_t* a = convert_activations(pool, W, X, n, act, isa, &ldx);
   const int64_t rows = W.rows, cols = W.cols;
@@ -69,12 +77,14 @@ void matmul(ThreadPool& pool, const MatrixRef& W, const float* X, int64_t n, flo
   if (!wk.gemm || path == MatmulPath::VecDot || (path == MatmulPath::Auto && n < kGemmMinTokens)) {
     // Matrix-vector products (decode) and ISAs without a blocked kernel: each thread streams one
     // contiguous range of rows (parallel_ranges), every token reusing a row while it is in L1; the ISA's
-    // matrix-vector kernel where it has one (not for path VecDot), else vec_dot per (row, token).
+    // matrix-vector kernel where it has one (not for path VecDot, unless the layout has no vec_dot), else
+    // vec_dot per (row, token).
     // (Software prefetching ahead of the rows was tried: no faster when memory limits, and its
     // instructions cost the compute-bound K-quant kernels 5-15%.)
-    const bool gemv = wk.gemv && path != MatmulPath::VecDot;
-    pool.parallel_ranges(rows, gemv_rows_per_step(W), [&](int64_t r0, int64_t r1, int) {
+    const bool gemv = wk.gemv && (path != MatmulPath::VecDot || !wk.vec_dot);
+    pool.parallel_ranges(rows / group, gemv_units_per_step(W, group), [&](int64_t u0, int64_t u1, int) {
       if (stopped()) return;
+      const int64_t r0 = u0 * group, r1 = u1 * group;
       const uint8_t* wr = W.data + size_t(r0) * W.ldw;
       if (gemv) {
         wk.gemv(cols, wr, W.ldw, a, ldx, Y + r0, rows, r1 - r0, n);
@@ -90,13 +100,14 @@ void matmul(ThreadPool& pool, const MatrixRef& W, const float* X, int64_t n, flo
   // row blocks stream past them, and be long, since every row block unpacks its weights once per token
   // block. Row blocks are large enough to amortise a kernel call and small enough to give every thread
   // several blocks. Both are multiples of 12, so that the kernels' tiles (3 or 4 rows × 2, 3, 4 or 6
-  // tokens) divide them.
+  // tokens) divide them, and row blocks of a repacked layout multiples of its group too.
   constexpr int64_t kUnit = 12;
   const int64_t tb = std::clamp<int64_t>(int64_t((448u << 10) / std::max<size_t>(1, ldx)) / kUnit * kUnit, kUnit, 192);
   const int64_t tb_even = std::min(n, ceil_div(ceil_div(n, ceil_div(n, tb)), kUnit) * kUnit);
   const int64_t n_tb = ceil_div(n, tb_even);
+  const int64_t row_unit = std::lcm(kUnit, group);
   int64_t rb = 96;
-  while (rb > kUnit && ceil_div(rows, rb) * n_tb < int64_t(threads) * 6) rb /= 2;
+  while (rb > row_unit && ceil_div(rows, rb) * n_tb < int64_t(threads) * 6) rb /= 2;
   const int64_t n_rb = ceil_div(rows, rb);
   pool.parallel_for(n_rb * n_tb, [&](int64_t item, int) {
     if (stopped()) return;

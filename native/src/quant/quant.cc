@@ -111,7 +111,8 @@ TensorType vec_dot_type(TensorType weight) {
     case TensorType::Q5_1: return TensorType::Q8_1;
     case TensorType::Q4_K:
     case TensorType::Q5_K:
-    case TensorType::Q6_K: return TensorType::Q8_K;
+    case TensorType::Q6_K:
+    case TensorType::Q4_K_R8: return TensorType::Q8_K;
     default: break;
   }
   const TypeInfo* ti = type_info(uint32_t(weight));
@@ -125,12 +126,15 @@ KernelTable build_kernel_table(Isa isa, bool use_extension) {
   if (!isa_available(isa)) fail("INVALID_ARGUMENT", strfmt("ISA %s is not available on this CPU", isa_name(isa)));
   KernelTable t{};
   add_scalar_kernels(t);
+  add_repacked_scalar_kernels(t);
 #if FOLIO_QUANT_X86
   if (isa == Isa::AVX2 || isa == Isa::AVX512) add_avx2_kernels(t);
   if (isa == Isa::AVX512) add_avx512_kernels(t, use_extension);
   // The blocked kernels last: the tables above assign whole entries.
   if (isa == Isa::AVX2 || isa == Isa::AVX512) add_avx2_gemm(t, isa == Isa::AVX2 && use_extension);
   if (isa == Isa::AVX512) add_avx512_gemm(t, use_extension);
+  if (isa == Isa::AVX2) add_q4_k_r8_kernels(t, use_extension ? R8Dot::AvxVnni : R8Dot::Madd);
+  if (isa == Isa::AVX512) add_q4_k_r8_kernels(t, use_extension ? R8Dot::Avx512Vnni : R8Dot::Madd);
 #endif
 #if FOLIO_QUANT_NEON
   if (isa == Isa::NEON) add_neon_kernels(t, use_extension);
@@ -176,6 +180,7 @@ bool block_sizes_match() {
       {TensorType::Q8_0, sizeof(BlockQ8_0), QK}, {TensorType::Q8_1, sizeof(BlockQ8_1), QK},
       {TensorType::Q4_K, sizeof(BlockQ4_K), QK_K}, {TensorType::Q5_K, sizeof(BlockQ5_K), QK_K},
       {TensorType::Q6_K, sizeof(BlockQ6_K), QK_K}, {TensorType::Q8_K, sizeof(BlockQ8_K), QK_K},
+      {TensorType::Q4_K_R8, sizeof(BlockQ4_Kx8) / 8, QK_K},
       {TensorType::F32, 4, 1}, {TensorType::F16, 2, 1}, {TensorType::BF16, 2, 1},
   };
   for (const auto& e : expect) {
@@ -198,7 +203,8 @@ const Kernels& kernels(TensorType type, Isa isa) {
   const Tables& t = tables();
   if (!t.built[i]) fail("INVALID_ARGUMENT", strfmt("ISA %s is not available on this CPU", isa_name(isa)));
   const Kernels& k = t.by_isa[i][id];
-  if (!k.dequantize_row) fail("UNSUPPORTED_TYPE", strfmt("no kernels for tensor type %s", ti->name));
+  // (A repacked layout has matrix products only: its rows are not contiguous.)
+  if (!k.dequantize_row && !k.gemv) fail("UNSUPPORTED_TYPE", strfmt("no kernels for tensor type %s", ti->name));
   return k;
 }
 

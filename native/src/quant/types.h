@@ -1,6 +1,7 @@
 // The ggml tensor types as GGUF files number them (ggml.h, enum ggml_type), with their block layouts.
 // Every type is known to the GGUF reader so that it can validate sizes; `supported` marks the ones the
-// engine computes with.
+// engine computes with. Past the ggml ids come Folio's own layouts, made at load time and never read from
+// a file (`internal`): Q4_K_R8 is Q4_K with rows interleaved in eights (blocks.h, quant/repack.h).
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -14,6 +15,7 @@ enum class TensorType : uint32_t {
   IQ2_XXS = 16, IQ2_XS = 17, IQ3_XXS = 18, IQ1_S = 19, IQ4_NL = 20, IQ3_S = 21, IQ2_S = 22, IQ4_XS = 23,
   I8 = 24, I16 = 25, I32 = 26, I64 = 27, F64 = 28, IQ1_M = 29, BF16 = 30,
   TQ1_0 = 34, TQ2_0 = 35, MXFP4 = 39,
+  Q4_K_R8 = 40,
 };
 
 struct TypeInfo {
@@ -21,14 +23,16 @@ struct TypeInfo {
   uint32_t block_size;  // elements per block
   uint32_t type_size;   // bytes per block
   bool supported;       // the engine has kernels for it
+  bool internal = false;  // a layout of Folio's own: a GGUF file naming this id is invalid
 };
 
-// nullptr for ids that are not ggml types.
+// nullptr for ids that are neither ggml types nor Folio's own.
 const TypeInfo* type_info(uint32_t id);
 inline const TypeInfo& type_info(TensorType t) { return *type_info(uint32_t(t)); }
 inline const char* type_name(TensorType t) { return type_info(t).name; }
 
-// Bytes of a row of n elements; n must be a multiple of the block size.
+// Bytes of a row of n elements; n must be a multiple of the block size. (For an interleaved layout, a
+// group of rows takes the rows' bytes together.)
 inline size_t row_bytes(TensorType t, int64_t n) {
   const TypeInfo& ti = type_info(t);
   return size_t(n / ti.block_size) * ti.type_size;

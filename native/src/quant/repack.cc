@@ -1,0 +1,120 @@
+// Repacking at load time (repack.h), and the scalar matrix-vector product of the repacked layout, which
+// the SIMD kernels are tested against.
+#include "quant/repack.h"
+
+#include <cstdlib>
+#include <cstring>
+
+#include "core/error.h"
+#include "core/fp16.h"
+#include "quant/blocks.h"
+#include "quant/kernels.h"
+
+namespace folio::quant {
+
+namespace {
+
+constexpr int kR8 = 8;
+
+const BlockQ4_Kx8* r8_blocks(const uint8_t* group) { return reinterpret_cast<const BlockQ4_Kx8*>(group); }
+
+void repack_q4_k_r8(const uint8_t* src, size_t ld_src, int64_t cols, int64_t g0, int64_t g1, uint8_t* dst) {
+  const int64_t nb = cols / QK_K;
+  BlockQ4_Kx8* out = reinterpret_cast<BlockQ4_Kx8*>(dst);
+  for (int64_t g = g0; g < g1; ++g) {
+    for (int64_t b = 0; b < nb; ++b) {
+      BlockQ4_Kx8& o = out[g * nb + b];
+      for (int r = 0; r < kR8; ++r) {
+        const BlockQ4_K& q = reinterpret_cast<const BlockQ4_K*>(src + size_t(g * kR8 + r) * ld_src)[b];
+        o.d[r] = q.d;
+        o.dmin[r] = q.dmin;
+        uint8_t sc[8], mn[8];
+        unpack_scales_k4(q.scales, sc, mn);
+        for (int s = 0; s < 8; ++s) {
+          o.scales[s][r] = sc[s];
+          o.mins[s / 2][r][s % 2] = mn[s];
+          // Sub-block s is in the low (s even) or high (s odd) nibbles of chunk s / 2; a word at a time:
+          // elements 4e.. (a) go to the low nibbles of quad e, elements 16 + 4e.. (c) to its high ones.
+          const uint8_t* chunk = q.qs + 32 * (s / 2);
+          for (int e = 0; e < 4; ++e) {
+            uint32_t a, c;
+            std::memcpy(&a, chunk + 4 * e, 4);
+            std::memcpy(&c, chunk + 16 + 4 * e, 4);
+            const uint32_t v = s % 2 ? ((a >> 4) & 0x0f0f0f0fu) | (c & 0xf0f0f0f0u)
+                                     : (a & 0x0f0f0f0fu) | ((c & 0x0f0f0f0fu) << 4);
+            std::memcpy(o.qs[s][e][r], &v, 4);
+          }
+        }
+      }
+    }
+  }
+}
+
+// Element i (< 32) of sub-block s of row r in a Q4_K_R8 block.
+int r8_quant(const BlockQ4_Kx8& b, int r, int s, int i) {
+  const uint8_t byte = b.qs[s][(i % 16) / 4][r][i % 4];
+  return i < 16 ? byte & 15 : byte >> 4;
+}
+
+// The reference matrix-vector product: y[t·ldy + r] for the m rows (whole groups) at w and n tokens,
+// integer sums per sub-block as Q4_K's vec_dot has them.
+void gemv_q4_k_r8_scalar(int64_t k, const void* w, size_t ldw, const void* x, size_t ldx, float* y, int64_t ldy,
+                         int64_t m, int64_t n) {
+  const int64_t nb = k / QK_K;
+  for (int64_t g = 0; g < m / kR8; ++g) {
+    const BlockQ4_Kx8* blk = r8_blocks(static_cast<const uint8_t*>(w) + size_t(g) * kR8 * ldw);
+    for (int64_t t = 0; t < n; ++t) {
+      const BlockQ8_K* xb = reinterpret_cast<const BlockQ8_K*>(static_cast<const uint8_t*>(x) + size_t(t) * ldx);
+      for (int r = 0; r < kR8; ++r) {
+        float acc = 0;
+        for (int64_t b = 0; b < nb; ++b) {
+          int32_t isum = 0, msum = 0;
+          for (int s = 0; s < 8; ++s) {
+            int32_t ss = 0;
+            for (int i = 0; i < 32; ++i) ss += r8_quant(blk[b], r, s, i) * xb[b].qs[32 * s + i];
+            isum += ss * blk[b].scales[s][r];
+            msum += blk[b].mins[s / 2][r][s % 2] * (xb[b].bsums[2 * s] + xb[b].bsums[2 * s + 1]);
+          }
+          acc += fp16_to_f32(blk[b].d[r]) * xb[b].d * float(isum) - fp16_to_f32(blk[b].dmin[r]) * xb[b].d * float(msum);
+        }
+        y[t * ldy + g * kR8 + r] = acc;
+      }
+    }
+  }
+}
+
+}  // namespace
+
+int64_t row_group(TensorType type) { return type == TensorType::Q4_K_R8 ? kR8 : 1; }
+
+TensorType cpu_layout(TensorType type, int64_t rows, Isa isa) {
+  static const bool off = [] {
+    const char* env = std::getenv("FOLIO_REPACK");
+    return env && std::strcmp(env, "0") == 0;
+  }();
+  // Only where SIMD kernels exist for the repacked layout: the scalar one is a reference, not faster.
+  const bool simd = isa == Isa::AVX2 || isa == Isa::AVX512;
+  if (type == TensorType::Q4_K && rows % kR8 == 0 && simd && !off) return TensorType::Q4_K_R8;
+  return type;
+}
+
+void repack_groups(TensorType type, TensorType to, const uint8_t* src, size_t ld_src, int64_t cols, int64_t g0,
+                   int64_t g1, uint8_t* dst) {
+  if (type == TensorType::Q4_K && to == TensorType::Q4_K_R8) return repack_q4_k_r8(src, ld_src, cols, g0, g1, dst);
+  fail("INTERNAL", strfmt("no repacking of %s into %s", type_name(type), type_name(to)));
+}
+
+void dequantize_q4_k_r8_row(const uint8_t* group, int lane, int64_t cols, float* y) {
+  const BlockQ4_Kx8* blk = r8_blocks(group);
+  for (int64_t b = 0; b < cols / QK_K; ++b) {
+    const float d = fp16_to_f32(blk[b].d[lane]), dmin = fp16_to_f32(blk[b].dmin[lane]);
+    for (int s = 0; s < 8; ++s) {
+      const float ds = d * float(blk[b].scales[s][lane]), m = dmin * float(blk[b].mins[s / 2][lane][s % 2]);
+      for (int i = 0; i < 32; ++i) *y++ = ds * float(r8_quant(blk[b], lane, s, i)) - m;
+    }
+  }
+}
+
+void add_repacked_scalar_kernels(KernelTable& t) { slot(t, TensorType::Q4_K_R8).gemv = gemv_q4_k_r8_scalar; }
+
+}  // namespace folio::quant

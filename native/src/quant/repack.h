@@ -1,0 +1,40 @@
+// Weight layouts of Folio's own, made from a file's matrices at load time for the CPU kernels.
+//
+// Q4_K_R8 (blocks.h: BlockQ4_Kx8) holds 8 rows of a Q4_K matrix interleaved, super-block by super-block,
+// with the scales unpacked to bytes. A matrix-vector kernel then computes 8 rows in the lanes of one
+// register: per 32-byte vector of weights it broadcasts 4 activation bytes instead of loading 32, adds
+// the byte products of a sub-block in 16-bit lanes and multiplies by the 8 rows' scales once per
+// sub-block, and never sums horizontally. With AVX2 that is about half the instructions per weight byte
+// of the Q4_K kernel, which on two cores could not keep up with the memory (docs/benchmarks.md). The
+// values are exactly Q4_K's: only the order of the float accumulation differs.
+//
+// A repacked matrix is addressed by groups: group g (rows 8g .. 8g + 7) starts at 8·g·row_bytes, so the
+// matrix products take the same pointer arithmetic with row counts and offsets that are multiples of 8.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "quant/quant.h"
+#include "quant/types.h"
+
+namespace folio::quant {
+
+// Rows per group of a repacked layout; 1 for the file types.
+int64_t row_group(TensorType type);
+
+// The layout the CPU kernels of `isa` want for a matrix of `rows` rows of `type`: a repacked type where
+// that ISA has kernels for it that are faster, else `type` itself. FOLIO_REPACK=0 in the environment
+// keeps every matrix as the file has it (to measure the difference).
+TensorType cpu_layout(TensorType type, int64_t rows, Isa isa);
+
+// Writes rows [g0·8, g1·8) of the matrix at src (`type`, rows ld_src bytes apart, `cols` elements) in
+// layout `to` (cpu_layout's answer) at dst, the start of the whole repacked matrix. Independent groups,
+// so that callers can split the work over threads.
+void repack_groups(TensorType type, TensorType to, const uint8_t* src, size_t ld_src, int64_t cols, int64_t g0,
+                   int64_t g1, uint8_t* dst);
+
+// Row `lane` (< 8) of the group at `group` in Q4_K_R8, `cols` elements, as floats: the test that
+// repacking keeps every value.
+void dequantize_q4_k_r8_row(const uint8_t* group, int lane, int64_t cols, float* y);
+
+}  // namespace folio::quant
