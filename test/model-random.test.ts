@@ -15,9 +15,11 @@
 // block) gives an NMSE near 1.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 
 import { loadAddon } from '../electron/engine/binding.ts';
 import { writeRandomModel, type RandomModelOptions } from './helpers/random-model.ts';
@@ -90,11 +92,29 @@ const variants: [string, RandomModelOptions][] = [
   ['qwen3-F16', { arch: 'qwen3', type: 'F16', seed: 10 }],
 ];
 
-for (const [name, opts] of variants) {
+// FOLIO_RANDOM_ONLY (comma-separated names) runs some of the variants: the child process below.
+const only = process.env.FOLIO_RANDOM_ONLY?.split(',');
+for (const [name, opts] of variants.filter(([n]) => !only || only.includes(n))) {
   test(`random ${name}: logits agree with the float64 reference`, async () => {
     const r = await compare(name, opts);
     const bound = NMSE_BOUND[opts.type ?? 'F32'];
     assert.ok(r.nmse <= bound, `NMSE ${r.nmse.toExponential(2)} > ${bound} (max |Δ| ${r.maxAbs.toExponential(2)})`);
     if (opts.type === 'F32') assert.equal(r.argmaxAgree, 1, 'argmax at every position');
+  });
+}
+
+// The engine picks its ISA once per process. Where that is AVX-512, the AVX2 kernels, with their own
+// repacked layouts (Q4_K and Q6_K: quant/repack.h), run the K-quant models in a child process.
+if (!process.env.FOLIO_ISA && loadAddon().ops.isas().includes('avx512')) {
+  test('random K-quant models on the AVX2 kernels (repacked Q4_K and Q6_K) agree too', () => {
+    const names = ['llama-Q4_K', 'llama-Q6_K', 'qwen2-Q4_K', 'qwen3-headdim128-Q6_K'];
+    const env: NodeJS.ProcessEnv = { ...process.env, FOLIO_ISA: 'avx2', FOLIO_RANDOM_ONLY: names.join(',') };
+    delete env.NODE_TEST_CONTEXT;  // else the child reports to this runner's protocol instead of stdout
+    const r = spawnSync(process.execPath, ['--import', 'tsx', '--test-reporter', 'tap', fileURLToPath(import.meta.url)], {
+      env,
+      encoding: 'utf8',
+    });
+    assert.equal(r.status, 0, r.stdout + r.stderr);
+    assert.match(r.stdout, new RegExp(`# pass ${names.length}\\b`));
   });
 }

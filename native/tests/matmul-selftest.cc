@@ -37,11 +37,13 @@ struct Variant {
 
 const TensorType kTypes[] = {TensorType::F32,  TensorType::F16,  TensorType::BF16, TensorType::Q8_0,
                              TensorType::Q4_0, TensorType::Q4_1, TensorType::Q5_0, TensorType::Q5_1,
-                             TensorType::Q4_K, TensorType::Q5_K, TensorType::Q6_K, TensorType::Q4_K_R8};
+                             TensorType::Q4_K, TensorType::Q5_K, TensorType::Q6_K, TensorType::Q4_K_R8, TensorType::Q6_K_R8};
 
 // A repacked layout is made from its file type's rows (quant/repack.h); the reference is that type's
 // vec_dot on the rows as they were.
-TensorType file_type(TensorType type) { return type == TensorType::Q4_K_R8 ? TensorType::Q4_K : type; }
+TensorType file_type(TensorType type) {
+  return type == TensorType::Q4_K_R8 ? TensorType::Q4_K : type == TensorType::Q6_K_R8 ? TensorType::Q6_K : type;
+}
 
 // The matrix w (m rows of `type`, ldw apart, k elements) in `layout`, rows row_bytes(layout, k) apart.
 std::vector<uint8_t> in_layout(TensorType type, TensorType layout, const std::vector<uint8_t>& w, size_t ldw,
@@ -115,7 +117,7 @@ void check_case(const std::vector<Variant>& variants, TensorType layout, int64_t
   if (layout != type) {  // repacking keeps every value
     std::vector<float> row(static_cast<size_t>(k));
     for (int64_t r = 0; r < m; ++r) {
-      dequantize_q4_k_r8_row(wl.data() + size_t(r / 8) * 8 * ldl, int(r % 8), k, row.data());
+      dequantize_repacked_row(layout, wl.data() + size_t(r / 8) * 8 * ldl, int(r % 8), k, row.data());
       ++g_checks;
       if (std::memcmp(row.data(), wd.data() + r * k, size_t(k) * sizeof(float)) != 0 && ++g_failures <= 50)
         std::printf("FAIL repack %s m=%lld k=%lld: row %lld differs\n", type_name(layout), (long long)m, (long long)k,

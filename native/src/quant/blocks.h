@@ -126,6 +126,22 @@ struct BlockQ4_Kx8 {
   uint8_t qs[8][4][8][4];
 };
 
+// Q6_K_R8 (Folio's own, like Q4_K_R8), 1680 bytes: super-block b of 8 consecutive rows of a Q6_K matrix,
+// 4 elements of each of the 8 rows per 32-byte vector; exactly Q6_K's values and 210 bytes per row and
+// super-block. Group g holds elements 16g .. 16g + 15, its quad e elements 16g + 4e .. 16g + 4e + 3.
+//   d[8]             fp16, row r's d
+//   scales[16][8]    [group g][row r], int8
+//   ql[8][4][8][4]   [group pair p][quad e][row r][k]: the low nibble holds the low 4 bits of element k of
+//                    quad e of group 2p, the high nibble those of group 2p + 1
+//   qh[4][4][8][4]   [group quartet h][quad e][row r][k]: bits 2i, 2i + 1 hold the high 2 bits of element
+//                    k of quad e of group 4h + i
+struct BlockQ6_Kx8 {
+  uint16_t d[8];
+  int8_t scales[16][8];
+  uint8_t ql[8][4][8][4];
+  uint8_t qh[4][4][8][4];
+};
+
 static_assert(sizeof(BlockQ4_0) == 18, "Q4_0 block");
 static_assert(sizeof(BlockQ4_1) == 20, "Q4_1 block");
 static_assert(sizeof(BlockQ5_0) == 22, "Q5_0 block");
@@ -137,6 +153,7 @@ static_assert(sizeof(BlockQ5_K) == 176, "Q5_K block");
 static_assert(sizeof(BlockQ6_K) == 210, "Q6_K block");
 static_assert(sizeof(BlockQ8_K) == 292, "Q8_K block");
 static_assert(sizeof(BlockQ4_Kx8) == 8 * 148, "Q4_K_R8 block");
+static_assert(sizeof(BlockQ6_Kx8) == 8 * 210, "Q6_K_R8 block");
 
 // The 12 scale bytes of Q4_K/Q5_K hold 8 six-bit scales and 8 six-bit mins:
 //   bytes 0-3   bits 0-5: scale 0-3;  bits 6-7: bits 4-5 of scale 4-7
@@ -162,6 +179,21 @@ inline void unpack_scales_k4_words(const uint8_t* s, uint32_t out[4]) {
   out[1] = (c & 0x0f0f0f0fu) | ((a >> 2) & 0x30303030u);
   out[2] = b & 0x3f3f3f3fu;
   out[3] = ((c >> 4) & 0x0f0f0f0fu) | ((b >> 2) & 0x30303030u);
+}
+
+// The 256 six-bit quants (0..63) of a Q6_K super-block in element order (ql and qh as laid out above).
+inline void unpack_q6_k(const BlockQ6_K& b, int q[QK_K]) {
+  for (int h = 0; h < 2; ++h) {
+    const uint8_t* ql = b.ql + 64 * h;
+    const uint8_t* qh = b.qh + 32 * h;
+    int* y = q + 128 * h;
+    for (int l = 0; l < 32; ++l) {
+      y[l] = (ql[l] & 15) | ((qh[l] & 3) << 4);
+      y[l + 32] = (ql[l + 32] & 15) | (((qh[l] >> 2) & 3) << 4);
+      y[l + 64] = (ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4);
+      y[l + 96] = (ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4);
+    }
+  }
 }
 
 }  // namespace folio::quant

@@ -119,6 +119,92 @@ __attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512vnni"))) void group_
 }
 #undef FOLIO_R8_GROUP_BODY
 
+// ---------------------------------------------------------------------------------------------------
+// Q6_K_R8: per group of 16 elements (4 quads) the products summed per lane and scaled by the 8 rows'
+// int8 scales, the −32 offset taken off once per super-block as −32·Σ_j sc_j·(group j's activation sum),
+// a pair of groups per vpmaddwd against the activations' bsums. With vpmaddubsw the 16-bit lanes take two
+// quads (2·2·63·128 = 32256 fits), so the scale goes in twice per group; with vpdpbusd once.
+
+// Signed scales (bytes at sc) into isum, as scale_madd / scale_i32.
+FOLIO_AVX2_INLINE __m256i scale_madd_i8(__m256i isum, __m256i p, const int8_t* sc) {
+  const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(sc));
+  return _mm256_add_epi32(isum, _mm256_madd_epi16(p, _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(b, b))));
+}
+FOLIO_AVX2_INLINE __m256i scale_i32_i8(__m256i isum, __m256i p, const int8_t* sc) {
+  const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(sc));
+  return _mm256_add_epi32(isum, _mm256_mullo_epi32(p, _mm256_cvtepi8_epi32(b)));
+}
+
+// The 6-bit quants (0..63) of one quad of group 4h + I for the 8 rows: the low 4 bits from a ql vector
+// (nibble I % 2), the high 2 from a qh vector (bits 2I, 2I + 1), moved to bits 4-5.
+template <int I>
+FOLIO_AVX2_INLINE __m256i q6_quad(__m256i ql, __m256i qh) {
+  const __m256i m4 = _mm256_set1_epi8(15), m30 = _mm256_set1_epi8(0x30);
+  const __m256i lo = I % 2 ? _mm256_and_si256(_mm256_srli_epi16(ql, 4), m4) : _mm256_and_si256(ql, m4);
+  const __m256i hi = I == 0 ? _mm256_slli_epi16(qh, 4)
+                     : I == 1 ? _mm256_slli_epi16(qh, 2)
+                     : I == 2 ? qh
+                              : _mm256_srli_epi16(qh, 2);
+  return _mm256_or_si256(lo, _mm256_and_si256(hi, m30));
+}
+
+#define FOLIO_Q6_GROUP(I, DOT, SCALE, FLUSH)                                                                 \
+  {                                                                                                         \
+    const int j = 4 * h + I;                                                                                \
+    __m256i p[NT];                                                                                          \
+    for (int t = 0; t < NT; ++t) p[t] = _mm256_setzero_si256();                                             \
+    for (int e = 0; e < 4; ++e) {                                                                           \
+      const __m256i q = q6_quad<I>(load256(g.ql[j / 2][e]), load256(g.qh[h][e]));                           \
+      for (int t = 0; t < NT; ++t) p[t] = DOT(p[t], q, broadcast4(xb[t]->qs + 16 * j + 4 * e));              \
+      if (e % FLUSH == FLUSH - 1)                                                                           \
+        for (int t = 0; t < NT; ++t) isum[t] = SCALE(isum[t], p[t], g.scales[j]), p[t] = _mm256_setzero_si256(); \
+    }                                                                                                       \
+  }
+
+#define FOLIO_R8_Q6_BODY(DOT, SCALE, FLUSH)                                                                  \
+  const BlockQ6_Kx8* blk = reinterpret_cast<const BlockQ6_Kx8*>(w);                                        \
+  __m256 acc[NT];                                                                                           \
+  for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();                                                \
+  for (int64_t b = 0; b < nb; ++b) {                                                                        \
+    const BlockQ6_Kx8& g = blk[b];                                                                          \
+    const BlockQ8_K* xb[NT];                                                                                \
+    __m256i isum[NT];                                                                                       \
+    for (int t = 0; t < NT; ++t) xb[t] = reinterpret_cast<const BlockQ8_K*>(x + t * ldx) + b, isum[t] = _mm256_setzero_si256(); \
+    for (int pr = 0; pr < 8; ++pr) { /* the offset: pairs of groups' scales against pairs of bsums */      \
+      const __m128i a = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(g.scales[2 * pr]));                \
+      const __m128i c = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(g.scales[2 * pr + 1]));            \
+      const __m256i sp = _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(a, c));                                     \
+      for (int t = 0; t < NT; ++t)                                                                          \
+        isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(sp, broadcast4(reinterpret_cast<const int8_t*>(xb[t]->bsums + 2 * pr)))); \
+    }                                                                                                       \
+    for (int t = 0; t < NT; ++t) isum[t] = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(isum[t], 5)); \
+    for (int h = 0; h < 4; ++h) {                                                                           \
+      FOLIO_Q6_GROUP(0, DOT, SCALE, FLUSH)                                                                  \
+      FOLIO_Q6_GROUP(1, DOT, SCALE, FLUSH)                                                                  \
+      FOLIO_Q6_GROUP(2, DOT, SCALE, FLUSH)                                                                  \
+      FOLIO_Q6_GROUP(3, DOT, SCALE, FLUSH)                                                                  \
+    }                                                                                                       \
+    const __m256 d = _mm256_cvtph_ps(load128(g.d));                                                         \
+    for (int t = 0; t < NT; ++t)                                                                            \
+      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[t]), _mm256_mul_ps(d, _mm256_set1_ps(xb[t]->d)), acc[t]); \
+  }                                                                                                         \
+  for (int t = 0; t < NT; ++t) _mm256_storeu_ps(y + t * ldy, acc[t]);
+
+template <int NT>
+FOLIO_AVX2 void q6_group_madd(int64_t nb, const uint8_t* w, const uint8_t* x, size_t ldx, float* y, int64_t ldy) {
+  FOLIO_R8_Q6_BODY(dot_madd, scale_madd_i8, 2)
+}
+template <int NT>
+__attribute__((target("avx2,fma,f16c,avxvnni"))) void q6_group_avx_vnni(int64_t nb, const uint8_t* w,
+                                                                         const uint8_t* x, size_t ldx, float* y,
+                                                                         int64_t ldy) {
+  FOLIO_R8_Q6_BODY(dot_avx_vnni, scale_i32_i8, 4)
+}
+#undef FOLIO_R8_Q6_BODY
+#undef FOLIO_Q6_GROUP
+
+// ---------------------------------------------------------------------------------------------------
+
 template <GemvRowFn F1, GemvRowFn F2, GemvRowFn F3>
 struct R8 {
   static constexpr GemvRowFn fns[3] = {F1, F2, F3};
@@ -137,17 +223,29 @@ struct R8 {
 using R8Madd = R8<group_madd<1>, group_madd<2>, group_madd<3>>;
 using R8AvxVnni = R8<group_avx_vnni<1>, group_avx_vnni<2>, group_avx_vnni<3>>;
 using R8Avx512Vnni = R8<group_avx512_vnni<1>, group_avx512_vnni<2>, group_avx512_vnni<3>>;
+using Q6R8Madd = R8<q6_group_madd<1>, q6_group_madd<2>, q6_group_madd<3>>;
+using Q6R8AvxVnni = R8<q6_group_avx_vnni<1>, q6_group_avx_vnni<2>, q6_group_avx_vnni<3>>;
 
 }  // namespace
 }  // namespace avx2r8
 
-void add_q4_k_r8_kernels(KernelTable& t, R8Dot dot) {
+void add_r8_kernels(KernelTable& t, R8Dot dot) {
   using namespace avx2r8;
   Kernels& k = slot(t, TensorType::Q4_K_R8);
+  Kernels& k6 = slot(t, TensorType::Q6_K_R8);
   switch (dot) {
-    case R8Dot::Madd: k.gemv = R8Madd::gemv, k.gemm = R8Madd::gemm; break;
-    case R8Dot::AvxVnni: k.gemv = R8AvxVnni::gemv, k.gemm = R8AvxVnni::gemm; break;
-    case R8Dot::Avx512Vnni: k.gemv = R8Avx512Vnni::gemv, k.gemm = R8Avx512Vnni::gemm; break;
+    case R8Dot::Madd:
+      k.gemv = R8Madd::gemv, k.gemm = R8Madd::gemm;
+      k6.gemv = Q6R8Madd::gemv, k6.gemm = Q6R8Madd::gemm;
+      break;
+    case R8Dot::AvxVnni:
+      k.gemv = R8AvxVnni::gemv, k.gemm = R8AvxVnni::gemm;
+      k6.gemv = Q6R8AvxVnni::gemv, k6.gemm = Q6R8AvxVnni::gemm;
+      break;
+    case R8Dot::Avx512Vnni:  // (AVX-512 keeps Q6_K: cpu_layout; these are the plain AVX2 ones, for tests)
+      k.gemv = R8Avx512Vnni::gemv, k.gemm = R8Avx512Vnni::gemm;
+      k6.gemv = Q6R8Madd::gemv, k6.gemm = Q6R8Madd::gemm;
+      break;
   }
 }
 

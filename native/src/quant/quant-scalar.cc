@@ -572,20 +572,6 @@ void quantize_q5_k(const float* src, void* dst, int64_t n) {
 // ql (low 4 bits) and qh (high 2 bits), laid out as in blocks.h.
 // Dot with Q8_K: d dx Σ_g sc[g] Σ (q - 32) qx.
 
-void unpack_q6_k(const BlockQ6_K& b, int q[QK_K]) {
-  for (int h = 0; h < 2; ++h) {
-    const uint8_t* ql = b.ql + 64 * h;
-    const uint8_t* qh = b.qh + 32 * h;
-    int* y = q + 128 * h;
-    for (int l = 0; l < 32; ++l) {
-      y[l] = (ql[l] & 15) | ((qh[l] & 3) << 4);
-      y[l + 32] = (ql[l + 32] & 15) | (((qh[l] >> 2) & 3) << 4);
-      y[l + 64] = (ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4);
-      y[l + 96] = (ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4);
-    }
-  }
-}
-
 void dequantize_q6_k(const void* src, float* dst, int64_t n) {
   const BlockQ6_K* b = static_cast<const BlockQ6_K*>(src);
   for (int64_t ib = 0; ib < n / QK_K; ++ib) {

@@ -112,7 +112,8 @@ TensorType vec_dot_type(TensorType weight) {
     case TensorType::Q4_K:
     case TensorType::Q5_K:
     case TensorType::Q6_K:
-    case TensorType::Q4_K_R8: return TensorType::Q8_K;
+    case TensorType::Q4_K_R8:
+    case TensorType::Q6_K_R8: return TensorType::Q8_K;
     default: break;
   }
   const TypeInfo* ti = type_info(uint32_t(weight));
@@ -133,8 +134,8 @@ KernelTable build_kernel_table(Isa isa, bool use_extension) {
   // The blocked kernels last: the tables above assign whole entries.
   if (isa == Isa::AVX2 || isa == Isa::AVX512) add_avx2_gemm(t, isa == Isa::AVX2 && use_extension);
   if (isa == Isa::AVX512) add_avx512_gemm(t, use_extension);
-  if (isa == Isa::AVX2) add_q4_k_r8_kernels(t, use_extension ? R8Dot::AvxVnni : R8Dot::Madd);
-  if (isa == Isa::AVX512) add_q4_k_r8_kernels(t, use_extension ? R8Dot::Avx512Vnni : R8Dot::Madd);
+  if (isa == Isa::AVX2) add_r8_kernels(t, use_extension ? R8Dot::AvxVnni : R8Dot::Madd);
+  if (isa == Isa::AVX512) add_r8_kernels(t, use_extension ? R8Dot::Avx512Vnni : R8Dot::Madd);
 #endif
 #if FOLIO_QUANT_NEON
   if (isa == Isa::NEON) add_neon_kernels(t, use_extension);
@@ -180,7 +181,7 @@ bool block_sizes_match() {
       {TensorType::Q8_0, sizeof(BlockQ8_0), QK}, {TensorType::Q8_1, sizeof(BlockQ8_1), QK},
       {TensorType::Q4_K, sizeof(BlockQ4_K), QK_K}, {TensorType::Q5_K, sizeof(BlockQ5_K), QK_K},
       {TensorType::Q6_K, sizeof(BlockQ6_K), QK_K}, {TensorType::Q8_K, sizeof(BlockQ8_K), QK_K},
-      {TensorType::Q4_K_R8, sizeof(BlockQ4_Kx8) / 8, QK_K},
+      {TensorType::Q4_K_R8, sizeof(BlockQ4_Kx8) / 8, QK_K}, {TensorType::Q6_K_R8, sizeof(BlockQ6_Kx8) / 8, QK_K},
       {TensorType::F32, 4, 1}, {TensorType::F16, 2, 1}, {TensorType::BF16, 2, 1},
   };
   for (const auto& e : expect) {

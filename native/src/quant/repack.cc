@@ -1,5 +1,5 @@
-// Repacking at load time (repack.h), and the scalar matrix-vector product of the repacked layout, which
-// the SIMD kernels are tested against.
+// Repacking at load time (repack.h), and the scalar matrix-vector products of the repacked layouts,
+// which the SIMD kernels are tested against.
 #include "quant/repack.h"
 
 #include <cstdlib>
@@ -16,7 +16,8 @@ namespace {
 
 constexpr int kR8 = 8;
 
-const BlockQ4_Kx8* r8_blocks(const uint8_t* group) { return reinterpret_cast<const BlockQ4_Kx8*>(group); }
+template <typename Block>
+const Block* r8_blocks(const void* group) { return reinterpret_cast<const Block*>(group); }
 
 void repack_q4_k_r8(const uint8_t* src, size_t ld_src, int64_t cols, int64_t g0, int64_t g1, uint8_t* dst) {
   const int64_t nb = cols / QK_K;
@@ -50,10 +51,41 @@ void repack_q4_k_r8(const uint8_t* src, size_t ld_src, int64_t cols, int64_t g0,
   }
 }
 
-// Element i (< 32) of sub-block s of row r in a Q4_K_R8 block.
+void repack_q6_k_r8(const uint8_t* src, size_t ld_src, int64_t cols, int64_t g0, int64_t g1, uint8_t* dst) {
+  const int64_t nb = cols / QK_K;
+  BlockQ6_Kx8* out = reinterpret_cast<BlockQ6_Kx8*>(dst);
+  for (int64_t g = g0; g < g1; ++g) {
+    for (int64_t b = 0; b < nb; ++b) {
+      BlockQ6_Kx8& o = out[g * nb + b];
+      std::memset(&o, 0, sizeof(o));
+      for (int r = 0; r < kR8; ++r) {
+        const BlockQ6_K& q6 = reinterpret_cast<const BlockQ6_K*>(src + size_t(g * kR8 + r) * ld_src)[b];
+        o.d[r] = q6.d;
+        int q[QK_K];
+        unpack_q6_k(q6, q);
+        for (int j = 0; j < 16; ++j) {
+          o.scales[j][r] = q6.scales[j];
+          for (int i = 0; i < 16; ++i) {
+            const int v = q[16 * j + i], e = i / 4, k = i % 4;
+            o.ql[j / 2][e][r][k] |= uint8_t((v & 15) << (4 * (j % 2)));
+            o.qh[j / 4][e][r][k] |= uint8_t((v >> 4) << (2 * (j % 4)));
+          }
+        }
+      }
+    }
+  }
+}
+
+// Element i (< 32) of sub-block s of row r in a Q4_K_R8 block; element i (< 16) of group j of row r in
+// a Q6_K_R8 one.
 int r8_quant(const BlockQ4_Kx8& b, int r, int s, int i) {
   const uint8_t byte = b.qs[s][(i % 16) / 4][r][i % 4];
   return i < 16 ? byte & 15 : byte >> 4;
+}
+int r8_quant(const BlockQ6_Kx8& b, int r, int j, int i) {
+  const int lo = (b.ql[j / 2][i / 4][r][i % 4] >> (4 * (j % 2))) & 15;
+  const int hi = (b.qh[j / 4][i / 4][r][i % 4] >> (2 * (j % 4))) & 3;
+  return lo | hi << 4;
 }
 
 // The reference matrix-vector product: y[t·ldy + r] for the m rows (whole groups) at w and n tokens,
@@ -62,7 +94,7 @@ void gemv_q4_k_r8_scalar(int64_t k, const void* w, size_t ldw, const void* x, si
                          int64_t m, int64_t n) {
   const int64_t nb = k / QK_K;
   for (int64_t g = 0; g < m / kR8; ++g) {
-    const BlockQ4_Kx8* blk = r8_blocks(static_cast<const uint8_t*>(w) + size_t(g) * kR8 * ldw);
+    const BlockQ4_Kx8* blk = r8_blocks<BlockQ4_Kx8>(static_cast<const uint8_t*>(w) + size_t(g) * kR8 * ldw);
     for (int64_t t = 0; t < n; ++t) {
       const BlockQ8_K* xb = reinterpret_cast<const BlockQ8_K*>(static_cast<const uint8_t*>(x) + size_t(t) * ldx);
       for (int r = 0; r < kR8; ++r) {
@@ -83,38 +115,86 @@ void gemv_q4_k_r8_scalar(int64_t k, const void* w, size_t ldw, const void* x, si
   }
 }
 
+void gemv_q6_k_r8_scalar(int64_t k, const void* w, size_t ldw, const void* x, size_t ldx, float* y, int64_t ldy,
+                         int64_t m, int64_t n) {
+  const int64_t nb = k / QK_K;
+  for (int64_t g = 0; g < m / kR8; ++g) {
+    const BlockQ6_Kx8* blk = r8_blocks<BlockQ6_Kx8>(static_cast<const uint8_t*>(w) + size_t(g) * kR8 * ldw);
+    for (int64_t t = 0; t < n; ++t) {
+      const BlockQ8_K* xb = reinterpret_cast<const BlockQ8_K*>(static_cast<const uint8_t*>(x) + size_t(t) * ldx);
+      for (int r = 0; r < kR8; ++r) {
+        float acc = 0;
+        for (int64_t b = 0; b < nb; ++b) {
+          int32_t isum = 0;
+          for (int j = 0; j < 16; ++j) {
+            int32_t s = 0;
+            for (int i = 0; i < 16; ++i) s += (r8_quant(blk[b], r, j, i) - 32) * xb[b].qs[16 * j + i];
+            isum += s * blk[b].scales[j][r];
+          }
+          acc += fp16_to_f32(blk[b].d[r]) * xb[b].d * float(isum);
+        }
+        y[t * ldy + g * kR8 + r] = acc;
+      }
+    }
+  }
+}
+
 }  // namespace
 
-int64_t row_group(TensorType type) { return type == TensorType::Q4_K_R8 ? kR8 : 1; }
+int64_t row_group(TensorType type) {
+  return type == TensorType::Q4_K_R8 || type == TensorType::Q6_K_R8 ? kR8 : 1;
+}
 
 TensorType cpu_layout(TensorType type, int64_t rows, Isa isa) {
   static const bool off = [] {
     const char* env = std::getenv("FOLIO_REPACK");
     return env && std::strcmp(env, "0") == 0;
   }();
-  // Only where SIMD kernels exist for the repacked layout: the scalar one is a reference, not faster.
-  const bool simd = isa == Isa::AVX2 || isa == Isa::AVX512;
-  if (type == TensorType::Q4_K && rows % kR8 == 0 && simd && !off) return TensorType::Q4_K_R8;
+  if (off || rows % kR8 != 0) return type;
+  // Only where the kernels of the repacked layout are faster (docs/benchmarks.md): the scalar ones are
+  // references; AVX-512 has a Q6_K matrix-vector kernel of its own that reads faster than the
+  // AVX2 one of Q6_K_R8.
+  if (type == TensorType::Q4_K && (isa == Isa::AVX2 || isa == Isa::AVX512)) return TensorType::Q4_K_R8;
+  if (type == TensorType::Q6_K && isa == Isa::AVX2) return TensorType::Q6_K_R8;
   return type;
 }
 
 void repack_groups(TensorType type, TensorType to, const uint8_t* src, size_t ld_src, int64_t cols, int64_t g0,
                    int64_t g1, uint8_t* dst) {
   if (type == TensorType::Q4_K && to == TensorType::Q4_K_R8) return repack_q4_k_r8(src, ld_src, cols, g0, g1, dst);
+  if (type == TensorType::Q6_K && to == TensorType::Q6_K_R8) return repack_q6_k_r8(src, ld_src, cols, g0, g1, dst);
   fail("INTERNAL", strfmt("no repacking of %s into %s", type_name(type), type_name(to)));
 }
 
-void dequantize_q4_k_r8_row(const uint8_t* group, int lane, int64_t cols, float* y) {
-  const BlockQ4_Kx8* blk = r8_blocks(group);
-  for (int64_t b = 0; b < cols / QK_K; ++b) {
-    const float d = fp16_to_f32(blk[b].d[lane]), dmin = fp16_to_f32(blk[b].dmin[lane]);
-    for (int s = 0; s < 8; ++s) {
-      const float ds = d * float(blk[b].scales[s][lane]), m = dmin * float(blk[b].mins[s / 2][lane][s % 2]);
-      for (int i = 0; i < 32; ++i) *y++ = ds * float(r8_quant(blk[b], lane, s, i)) - m;
+void dequantize_repacked_row(TensorType layout, const uint8_t* group, int lane, int64_t cols, float* y) {
+  if (layout == TensorType::Q4_K_R8) {
+    const BlockQ4_Kx8* blk = r8_blocks<BlockQ4_Kx8>(group);
+    for (int64_t b = 0; b < cols / QK_K; ++b) {
+      const float d = fp16_to_f32(blk[b].d[lane]), dmin = fp16_to_f32(blk[b].dmin[lane]);
+      for (int s = 0; s < 8; ++s) {
+        const float ds = d * float(blk[b].scales[s][lane]), m = dmin * float(blk[b].mins[s / 2][lane][s % 2]);
+        for (int i = 0; i < 32; ++i) *y++ = ds * float(r8_quant(blk[b], lane, s, i)) - m;
+      }
     }
+    return;
   }
+  if (layout == TensorType::Q6_K_R8) {
+    const BlockQ6_Kx8* blk = r8_blocks<BlockQ6_Kx8>(group);
+    for (int64_t b = 0; b < cols / QK_K; ++b) {
+      const float d = fp16_to_f32(blk[b].d[lane]);
+      for (int j = 0; j < 16; ++j) {
+        const float dg = d * float(blk[b].scales[j][lane]);
+        for (int i = 0; i < 16; ++i) *y++ = dg * float(r8_quant(blk[b], lane, j, i) - 32);
+      }
+    }
+    return;
+  }
+  fail("INTERNAL", strfmt("%s is not a repacked layout", type_name(layout)));
 }
 
-void add_repacked_scalar_kernels(KernelTable& t) { slot(t, TensorType::Q4_K_R8).gemv = gemv_q4_k_r8_scalar; }
+void add_repacked_scalar_kernels(KernelTable& t) {
+  slot(t, TensorType::Q4_K_R8).gemv = gemv_q4_k_r8_scalar;
+  slot(t, TensorType::Q6_K_R8).gemv = gemv_q6_k_r8_scalar;
+}
 
 }  // namespace folio::quant

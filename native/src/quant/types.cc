@@ -46,6 +46,8 @@ static const TypeInfo kTypes[] = {
     /* 39 */ {"MXFP4", 32, 17, false},
     // Folio's own (blocks.h): 8 rows' Q4_K super-blocks and scales unpacked to bytes, 1184 bytes per 8.
     /* 40 */ {"Q4_K_R8", 256, 148, true, true},
+    // Q6_K's 8 rows interleaved, 1680 bytes per 8: the same bytes as Q6_K.
+    /* 41 */ {"Q6_K_R8", 256, 210, true, true},
 };
 
 const TypeInfo* type_info(uint32_t id) {

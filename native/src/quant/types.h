@@ -1,7 +1,8 @@
 // The ggml tensor types as GGUF files number them (ggml.h, enum ggml_type), with their block layouts.
 // Every type is known to the GGUF reader so that it can validate sizes; `supported` marks the ones the
 // engine computes with. Past the ggml ids come Folio's own layouts, made at load time and never read from
-// a file (`internal`): Q4_K_R8 is Q4_K with rows interleaved in eights (blocks.h, quant/repack.h).
+// a file (`internal`): Q4_K_R8 and Q6_K_R8 are Q4_K and Q6_K with rows interleaved in eights (blocks.h,
+// quant/repack.h).
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -15,7 +16,7 @@ enum class TensorType : uint32_t {
   IQ2_XXS = 16, IQ2_XS = 17, IQ3_XXS = 18, IQ1_S = 19, IQ4_NL = 20, IQ3_S = 21, IQ2_S = 22, IQ4_XS = 23,
   I8 = 24, I16 = 25, I32 = 26, I64 = 27, F64 = 28, IQ1_M = 29, BF16 = 30,
   TQ1_0 = 34, TQ2_0 = 35, MXFP4 = 39,
-  Q4_K_R8 = 40,
+  Q4_K_R8 = 40, Q6_K_R8 = 41,
 };
 
 struct TypeInfo {
