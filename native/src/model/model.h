@@ -22,8 +22,9 @@ class Model {
   // The tensors as the file has them (the GPU backend uploads these).
   const ModelWeights& weights() const { return w_; }
   // The tensors as the CPU kernels want them (repack_for_cpu): made by the first forward pass on the CPU,
-  // with its context's threads (about 0.2 s for 0.45 GB of Q4_K on two cores), then shared by every
-  // context.
+  // with its context's threads, then shared by every context. That first pass takes longer: the 1B
+  // Q4_K_M model, two cores, 0.2 s with AVX-512 (its Q4_K matrices), 0.4 s with AVX2 (Q4_K and Q6_K),
+  // about half of it the OS zeroing the new pages.
   const ModelWeights& cpu_weights(ThreadPool& pool) const;
   const Vocab& vocab() const { return *vocab_; }
   int64_t n_params() const;

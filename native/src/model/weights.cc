@@ -1,5 +1,6 @@
 #include "model/weights.h"
 
+#include <algorithm>
 #include <map>
 
 #include "core/error.h"
@@ -97,9 +98,11 @@ ModelWeights bind_weights(const gguf::File& file, HParams& hp) {
 
 namespace {
 
-// w in the CPU layout of isa, copied into a new buffer of storage when that differs.
+// w in the CPU layout of isa, copied into a new buffer of storage when that differs. The file's pages
+// are then released: no matrix product reads them again (with tied embeddings the lookup brings back
+// the few rows it reads).
 Weight repack_weight(const Weight& w, const gguf::File& file, quant::Isa isa, ThreadPool& pool,
-                     std::vector<LargeBuffer>& storage, bool release) {
+                     std::vector<LargeBuffer>& storage) {
   const TensorType to = quant::cpu_layout(w.type, w.rows, isa);
   if (!w || to == w.type) return w;
   Weight out = w;
@@ -107,10 +110,19 @@ Weight repack_weight(const Weight& w, const gguf::File& file, quant::Isa isa, Th
   out.row_bytes = row_bytes(to, w.cols);
   storage.emplace_back(out.row_bytes * size_t(w.rows));
   uint8_t* dst = storage.back().data();
-  const int64_t groups = w.rows / quant::row_group(to);
-  pool.parallel_for(groups, [&](int64_t g, int) { quant::repack_groups(w.type, to, w.data, w.row_bytes, w.cols, g, g + 1, dst); }, 64);
+  // A few MiB at a time, each released once copied, so that the file's pages and the copy of a large
+  // matrix are never resident together.
+  const int64_t group = quant::row_group(to), groups = w.rows / group;
+  const size_t group_bytes = w.row_bytes * size_t(group);
+  const int64_t chunk = std::max<int64_t>(1, int64_t((8u << 20) / group_bytes));
+  for (int64_t c0 = 0; c0 < groups; c0 += chunk) {
+    const int64_t c1 = std::min(groups, c0 + chunk);
+    pool.parallel_for(c1 - c0, [&](int64_t i, int) {
+      quant::repack_groups(w.type, to, w.data, w.row_bytes, w.cols, c0 + i, c0 + i + 1, dst);
+    }, 8);
+    file.mapping().release(w.data + size_t(c0) * group_bytes, size_t(c1 - c0) * group_bytes);
+  }
   out.data = dst;
-  if (release) file.mapping().release(w.data, w.row_bytes * size_t(w.rows));
   return out;
 }
 
@@ -119,11 +131,10 @@ Weight repack_weight(const Weight& w, const gguf::File& file, quant::Isa isa, Th
 ModelWeights repack_for_cpu(const ModelWeights& mw, const gguf::File& file, quant::Isa isa, ThreadPool& pool,
                             std::vector<LargeBuffer>& storage) {
   ModelWeights out = mw;
-  auto repack = [&](Weight& w, bool release = true) { w = repack_weight(w, file, isa, pool, storage, release); };
   for (LayerWeights& L : out.layers)
-    for (Weight* w : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) repack(*w);
-  // Tied embeddings: the lookup reads a few rows of token_embd per token, so its pages stay.
-  repack(out.output, out.output.data != mw.tok_embd.data);
+    for (Weight* w : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down})
+      *w = repack_weight(*w, file, isa, pool, storage);
+  out.output = repack_weight(out.output, file, isa, pool, storage);
   return out;
 }
 

@@ -51,9 +51,9 @@ ModelWeights bind_weights(const gguf::File& file, HParams& hp);
 
 // The weights as the CPU kernels of `isa` want them: the matrices that quant::cpu_layout repacks are
 // copied, repacked, into buffers appended to `storage` (the threads of `pool` share the work) and the
-// file's pages of each released once copied; everything else still points into the file. token_embd
-// stays as it is for the embedding lookup, also where the output matrix shares it (which then gets a
-// repacked copy of its own).
+// file's pages of each released from the process's memory once copied; everything else still points
+// into the file. token_embd stays as it is for the embedding lookup, also where the output matrix shares
+// it (which then gets a repacked copy of its own).
 ModelWeights repack_for_cpu(const ModelWeights& mw, const gguf::File& file, quant::Isa isa, ThreadPool& pool,
                             std::vector<LargeBuffer>& storage);
 

@@ -108,38 +108,55 @@ struct BlockQ8_K {
   int16_t bsums[QK_K / 16];
 };
 
-// Q4_K_R8 (Folio's own, made at load time: quant/repack.h), 1184 bytes: super-block b of 8 consecutive
+// Q4_K_R8 (Folio's own, made at load time: quant/repack.h), 1152 bytes: super-block b of 8 consecutive
 // rows of a Q4_K matrix, laid out so that a 32-byte vector holds 4 elements of each of the 8 rows and a
 // matrix-vector kernel computes the 8 rows in the 32-bit lanes of one register (no horizontal sums, one
-// scale multiply per sub-block for all 8 rows). Values are exactly the Q4_K ones:
+// scale multiply per sub-block for all 8 rows). Exactly Q4_K's values, in the same 144 bytes per row and
+// super-block:
 //   d[8], dmin[8]    fp16, row r's d and dmin
-//   scales[8][8]     [sub-block s][row r]: the 6-bit scales unpacked to bytes
-//   mins[4][8][2]    [sub-block pair p][row r][i]: the min of sub-block 2p + i
+//   sm_lo[64]        the low 4 bits of the 6-bit scales (low nibbles) and mins (high nibbles): byte i
+//                    holds scale i and min i, where scale i is that of sub-block i / 8 of row i % 8 and
+//                    min i that of sub-block 2(i / 16) + i % 2 of row (i % 16) / 2 (the orders in which
+//                    the kernels use them; k4r8_scale / k4r8_min below)
+//   sm_hi[32]        their high 2 bits: byte i holds scale i in bits 0-1, scale 32 + i in bits 2-3, min
+//                    i in bits 4-5, min 32 + i in bits 6-7 (one vector shift and mask each)
 //   qs[8][4][8][4]   [sub-block s][quad e][row r][k]: the low nibble is element 4e + k of sub-block s,
 //                    the high nibble element 16 + 4e + k
-// 148 bytes per row and super-block against Q4_K's 144: the scales unpacked cost 4 bytes, and save the
-// kernels their unpacking.
 struct BlockQ4_Kx8 {
   uint16_t d[8], dmin[8];
-  uint8_t scales[8][8];
-  uint8_t mins[4][8][2];
+  uint8_t sm_lo[64];
+  uint8_t sm_hi[32];
   uint8_t qs[8][4][8][4];
 };
+
+// The 6-bit scale (min) with index i of a Q4_K_R8 block.
+inline int k4r8_scale(const BlockQ4_Kx8& b, int i) {
+  return (b.sm_lo[i] & 15) | ((b.sm_hi[i % 32] >> (i < 32 ? 0 : 2)) & 3) << 4;
+}
+inline int k4r8_min(const BlockQ4_Kx8& b, int i) {
+  return (b.sm_lo[i] >> 4) | ((b.sm_hi[i % 32] >> (i < 32 ? 4 : 6)) & 3) << 4;
+}
 
 // Q6_K_R8 (Folio's own, like Q4_K_R8), 1680 bytes: super-block b of 8 consecutive rows of a Q6_K matrix,
 // 4 elements of each of the 8 rows per 32-byte vector; exactly Q6_K's values and 210 bytes per row and
 // super-block. Group g holds elements 16g .. 16g + 15, its quad e elements 16g + 4e .. 16g + 4e + 3.
 //   d[8]             fp16, row r's d
 //   scales[16][8]    [group g][row r], int8
-//   ql[8][4][8][4]   [group pair p][quad e][row r][k]: the low nibble holds the low 4 bits of element k of
-//                    quad e of group 2p, the high nibble those of group 2p + 1
-//   qh[4][4][8][4]   [group quartet h][quad e][row r][k]: bits 2i, 2i + 1 hold the high 2 bits of element
-//                    k of quad e of group 4h + i
+//   quartets[4]      groups 4h .. 4h + 3 (h = 0..3), in the order a kernel first reads them (one
+//                    forward stream: interleaved streams of low and high bits read at half the speed
+//                    from memory):
+//     lo[4][8][4]    [quad e][row r][k]: the low 4 bits of element k of quad e, of group 4h in the low
+//                    nibble and of group 4h + 1 in the high one
+//     hi[4][8][4]    the high 2 bits, of group 4h + i in bits 2i, 2i + 1
+//     lo2[4][8][4]   as lo, for groups 4h + 2 and 4h + 3
 struct BlockQ6_Kx8 {
   uint16_t d[8];
   int8_t scales[16][8];
-  uint8_t ql[8][4][8][4];
-  uint8_t qh[4][4][8][4];
+  struct Quartet {
+    uint8_t lo[4][8][4];
+    uint8_t hi[4][8][4];
+    uint8_t lo2[4][8][4];
+  } quartets[4];
 };
 
 static_assert(sizeof(BlockQ4_0) == 18, "Q4_0 block");
@@ -152,7 +169,7 @@ static_assert(sizeof(BlockQ4_K) == 144, "Q4_K block");
 static_assert(sizeof(BlockQ5_K) == 176, "Q5_K block");
 static_assert(sizeof(BlockQ6_K) == 210, "Q6_K block");
 static_assert(sizeof(BlockQ8_K) == 292, "Q8_K block");
-static_assert(sizeof(BlockQ4_Kx8) == 8 * 148, "Q4_K_R8 block");
+static_assert(sizeof(BlockQ4_Kx8) == 8 * 144, "Q4_K_R8 block");
 static_assert(sizeof(BlockQ6_Kx8) == 8 * 210, "Q6_K_R8 block");
 
 // The 12 scale bytes of Q4_K/Q5_K hold 8 six-bit scales and 8 six-bit mins:

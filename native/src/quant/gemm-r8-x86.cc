@@ -26,6 +26,8 @@ namespace {
 using avx2::load128;
 using avx2::load256;
 
+FOLIO_AVX2_INLINE void store256(void* p, __m256i v) { _mm256_store_si256(static_cast<__m256i*>(p), v); }
+
 // 4 activation bytes in every 32-bit lane.
 FOLIO_AVX2_INLINE __m256i broadcast4(const int8_t* p) {
   int32_t v;
@@ -68,6 +70,17 @@ FOLIO_AVX2_INLINE __m256i scale_i32(__m256i isum, __m256i p, const uint8_t* sc) 
   for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();                                                \
   for (int64_t b = 0; b < nb; ++b) {                                                                        \
     const BlockQ4_Kx8& g = blk[b];                                                                          \
+    /* the 6-bit scales and mins to bytes, in the orders of blocks.h: sc + 8s, mn + 16p */                   \
+    alignas(32) uint8_t sc[64], mn[64];                                                                     \
+    {                                                                                                       \
+      const __m256i m30 = _mm256_set1_epi8(0x30);                                                           \
+      const __m256i l0 = load256(g.sm_lo), l1 = load256(g.sm_lo + 32), h = load256(g.sm_hi);                \
+      store256(sc, _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_and_si256(_mm256_slli_epi16(h, 4), m30))); \
+      store256(sc + 32, _mm256_or_si256(_mm256_and_si256(l1, m4), _mm256_and_si256(_mm256_slli_epi16(h, 2), m30))); \
+      store256(mn, _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4), _mm256_and_si256(h, m30))); \
+      store256(mn + 32, _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),                     \
+                                        _mm256_and_si256(_mm256_srli_epi16(h, 2), m30)));                   \
+    }                                                                                                       \
     const BlockQ8_K* xb[NT];                                                                                \
     __m256i isum[NT];                                                                                       \
     for (int t = 0; t < NT; ++t) xb[t] = reinterpret_cast<const BlockQ8_K*>(x + t * ldx) + b, isum[t] = _mm256_setzero_si256(); \
@@ -82,19 +95,19 @@ FOLIO_AVX2_INLINE __m256i scale_i32(__m256i isum, __m256i p, const uint8_t* sc) 
           p[t] = DOT(p[t], hi, broadcast4(xb[t]->qs + 32 * s + 16 + 4 * e));                                \
         }                                                                                                   \
       }                                                                                                     \
-      for (int t = 0; t < NT; ++t) isum[t] = SCALE(isum[t], p[t], g.scales[s]);                             \
+      for (int t = 0; t < NT; ++t) isum[t] = SCALE(isum[t], p[t], sc + 8 * s);                              \
     }                                                                                                       \
     /* the mins: Σ_s min_s·(sum of sub-block s's activations), a pair of sub-blocks per vpmaddwd */         \
-    __m256i mn[4];                                                                                          \
-    for (int i = 0; i < 4; ++i) mn[i] = _mm256_cvtepu8_epi16(load128(g.mins[i]));                           \
+    __m256i mins[4];                                                                                        \
+    for (int i = 0; i < 4; ++i) mins[i] = _mm256_cvtepu8_epi16(load128(mn + 16 * i));                       \
     const __m256 d = _mm256_cvtph_ps(load128(g.d)), dmin = _mm256_cvtph_ps(load128(g.dmin));                \
     for (int t = 0; t < NT; ++t) {                                                                          \
       /* the 8 sub-block sums of the activations, as 4 pairs in both lanes */                               \
       const __m256i bs = _mm256_broadcastsi128_si256(_mm_hadd_epi16(load128(xb[t]->bsums), load128(xb[t]->bsums + 8))); \
-      __m256i msum = _mm256_madd_epi16(mn[0], _mm256_shuffle_epi32(bs, 0x00));                              \
-      msum = _mm256_add_epi32(msum, _mm256_madd_epi16(mn[1], _mm256_shuffle_epi32(bs, 0x55)));              \
-      msum = _mm256_add_epi32(msum, _mm256_madd_epi16(mn[2], _mm256_shuffle_epi32(bs, 0xaa)));              \
-      msum = _mm256_add_epi32(msum, _mm256_madd_epi16(mn[3], _mm256_shuffle_epi32(bs, 0xff)));              \
+      __m256i msum = _mm256_madd_epi16(mins[0], _mm256_shuffle_epi32(bs, 0x00));                              \
+      msum = _mm256_add_epi32(msum, _mm256_madd_epi16(mins[1], _mm256_shuffle_epi32(bs, 0x55)));              \
+      msum = _mm256_add_epi32(msum, _mm256_madd_epi16(mins[2], _mm256_shuffle_epi32(bs, 0xaa)));              \
+      msum = _mm256_add_epi32(msum, _mm256_madd_epi16(mins[3], _mm256_shuffle_epi32(bs, 0xff)));              \
       const __m256 xd = _mm256_set1_ps(xb[t]->d);                                                           \
       acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[t]), _mm256_mul_ps(d, xd), acc[t]);                  \
       acc[t] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(msum), _mm256_mul_ps(dmin, xd), acc[t]);                 \
@@ -135,16 +148,16 @@ FOLIO_AVX2_INLINE __m256i scale_i32_i8(__m256i isum, __m256i p, const int8_t* sc
   return _mm256_add_epi32(isum, _mm256_mullo_epi32(p, _mm256_cvtepi8_epi32(b)));
 }
 
-// The 6-bit quants (0..63) of one quad of group 4h + I for the 8 rows: the low 4 bits from a ql vector
-// (nibble I % 2), the high 2 from a qh vector (bits 2I, 2I + 1), moved to bits 4-5.
+// The 6-bit quants (0..63) of one quad of group 4h + I for the 8 rows: the low 4 bits from a lo vector
+// (nibble I % 2), the high 2 from a hi vector (bits 2I, 2I + 1), moved to bits 4-5.
 template <int I>
-FOLIO_AVX2_INLINE __m256i q6_quad(__m256i ql, __m256i qh) {
+FOLIO_AVX2_INLINE __m256i q6_quad(__m256i lo4, __m256i hi2) {
   const __m256i m4 = _mm256_set1_epi8(15), m30 = _mm256_set1_epi8(0x30);
-  const __m256i lo = I % 2 ? _mm256_and_si256(_mm256_srli_epi16(ql, 4), m4) : _mm256_and_si256(ql, m4);
-  const __m256i hi = I == 0 ? _mm256_slli_epi16(qh, 4)
-                     : I == 1 ? _mm256_slli_epi16(qh, 2)
-                     : I == 2 ? qh
-                              : _mm256_srli_epi16(qh, 2);
+  const __m256i lo = I % 2 ? _mm256_and_si256(_mm256_srli_epi16(lo4, 4), m4) : _mm256_and_si256(lo4, m4);
+  const __m256i hi = I == 0 ? _mm256_slli_epi16(hi2, 4)
+                     : I == 1 ? _mm256_slli_epi16(hi2, 2)
+                     : I == 2 ? hi2
+                              : _mm256_srli_epi16(hi2, 2);
   return _mm256_or_si256(lo, _mm256_and_si256(hi, m30));
 }
 
@@ -154,7 +167,8 @@ FOLIO_AVX2_INLINE __m256i q6_quad(__m256i ql, __m256i qh) {
     __m256i p[NT];                                                                                          \
     for (int t = 0; t < NT; ++t) p[t] = _mm256_setzero_si256();                                             \
     for (int e = 0; e < 4; ++e) {                                                                           \
-      const __m256i q = q6_quad<I>(load256(g.ql[j / 2][e]), load256(g.qh[h][e]));                           \
+      const BlockQ6_Kx8::Quartet& qu = g.quartets[h];                                                       \
+      const __m256i q = q6_quad<I>(load256(I < 2 ? qu.lo[e] : qu.lo2[e]), load256(qu.hi[e]));               \
       for (int t = 0; t < NT; ++t) p[t] = DOT(p[t], q, broadcast4(xb[t]->qs + 16 * j + 4 * e));              \
       if (e % FLUSH == FLUSH - 1)                                                                           \
         for (int t = 0; t < NT; ++t) isum[t] = SCALE(isum[t], p[t], g.scales[j]), p[t] = _mm256_setzero_si256(); \

@@ -25,6 +25,7 @@ void repack_q4_k_r8(const uint8_t* src, size_t ld_src, int64_t cols, int64_t g0,
   for (int64_t g = g0; g < g1; ++g) {
     for (int64_t b = 0; b < nb; ++b) {
       BlockQ4_Kx8& o = out[g * nb + b];
+      std::memset(&o, 0, sizeof(o));
       for (int r = 0; r < kR8; ++r) {
         const BlockQ4_K& q = reinterpret_cast<const BlockQ4_K*>(src + size_t(g * kR8 + r) * ld_src)[b];
         o.d[r] = q.d;
@@ -32,8 +33,11 @@ void repack_q4_k_r8(const uint8_t* src, size_t ld_src, int64_t cols, int64_t g0,
         uint8_t sc[8], mn[8];
         unpack_scales_k4(q.scales, sc, mn);
         for (int s = 0; s < 8; ++s) {
-          o.scales[s][r] = sc[s];
-          o.mins[s / 2][r][s % 2] = mn[s];
+          const int si = 8 * s + r, mi = 16 * (s / 2) + 2 * r + s % 2;  // the indices of blocks.h
+          o.sm_lo[si] |= uint8_t(sc[s] & 15);
+          o.sm_lo[mi] |= uint8_t((mn[s] & 15) << 4);
+          o.sm_hi[si % 32] |= uint8_t((sc[s] >> 4) << (si < 32 ? 0 : 2));
+          o.sm_hi[mi % 32] |= uint8_t((mn[s] >> 4) << (mi < 32 ? 4 : 6));
           // Sub-block s is in the low (s even) or high (s odd) nibbles of chunk s / 2; a word at a time:
           // elements 4e.. (a) go to the low nibbles of quad e, elements 16 + 4e.. (c) to its high ones.
           const uint8_t* chunk = q.qs + 32 * (s / 2);
@@ -61,14 +65,25 @@ void repack_q6_k_r8(const uint8_t* src, size_t ld_src, int64_t cols, int64_t g0,
       for (int r = 0; r < kR8; ++r) {
         const BlockQ6_K& q6 = reinterpret_cast<const BlockQ6_K*>(src + size_t(g * kR8 + r) * ld_src)[b];
         o.d[r] = q6.d;
-        int q[QK_K];
-        unpack_q6_k(q6, q);
         for (int j = 0; j < 16; ++j) {
           o.scales[j][r] = q6.scales[j];
-          for (int i = 0; i < 16; ++i) {
-            const int v = q[16 * j + i], e = i / 4, k = i % 4;
-            o.ql[j / 2][e][r][k] |= uint8_t((v & 15) << (4 * (j % 2)));
-            o.qh[j / 4][e][r][k] |= uint8_t((v >> 4) << (2 * (j % 4)));
+          BlockQ6_Kx8::Quartet& qu = o.quartets[j / 4];
+          for (int e = 0; e < 4; ++e) {
+            // Elements n .. n + 3 lie in 4 consecutive bytes of ql (one nibble) and of qh (one bit pair):
+            // element 128h + l is nibble l / 64 of ql[64h + l % 64], bits 2(l / 32) of qh[32h + l % 32].
+            const int n = 16 * j + 4 * e, h = n / 128, l = n % 128;
+            uint32_t lw, hw;
+            std::memcpy(&lw, q6.ql + 64 * h + l % 64, 4);
+            std::memcpy(&hw, q6.qh + 32 * h + l % 32, 4);
+            const uint32_t lo = (lw >> (4 * (l / 64))) & 0x0f0f0f0fu, hi = (hw >> (2 * (l / 32))) & 0x03030303u;
+            uint32_t a, b;
+            uint8_t* lo_dst = (j % 4 < 2 ? qu.lo : qu.lo2)[e][r];
+            std::memcpy(&a, lo_dst, 4);
+            std::memcpy(&b, qu.hi[e][r], 4);
+            a |= lo << (4 * (j % 2));
+            b |= hi << (2 * (j % 4));
+            std::memcpy(lo_dst, &a, 4);
+            std::memcpy(qu.hi[e][r], &b, 4);
           }
         }
       }
@@ -83,8 +98,9 @@ int r8_quant(const BlockQ4_Kx8& b, int r, int s, int i) {
   return i < 16 ? byte & 15 : byte >> 4;
 }
 int r8_quant(const BlockQ6_Kx8& b, int r, int j, int i) {
-  const int lo = (b.ql[j / 2][i / 4][r][i % 4] >> (4 * (j % 2))) & 15;
-  const int hi = (b.qh[j / 4][i / 4][r][i % 4] >> (2 * (j % 4))) & 3;
+  const BlockQ6_Kx8::Quartet& qu = b.quartets[j / 4];
+  const int lo = ((j % 4 < 2 ? qu.lo : qu.lo2)[i / 4][r][i % 4] >> (4 * (j % 2))) & 15;
+  const int hi = (qu.hi[i / 4][r][i % 4] >> (2 * (j % 4))) & 3;
   return lo | hi << 4;
 }
 
@@ -104,8 +120,8 @@ void gemv_q4_k_r8_scalar(int64_t k, const void* w, size_t ldw, const void* x, si
           for (int s = 0; s < 8; ++s) {
             int32_t ss = 0;
             for (int i = 0; i < 32; ++i) ss += r8_quant(blk[b], r, s, i) * xb[b].qs[32 * s + i];
-            isum += ss * blk[b].scales[s][r];
-            msum += blk[b].mins[s / 2][r][s % 2] * (xb[b].bsums[2 * s] + xb[b].bsums[2 * s + 1]);
+            isum += ss * k4r8_scale(blk[b], 8 * s + r);
+            msum += k4r8_min(blk[b], 16 * (s / 2) + 2 * r + s % 2) * (xb[b].bsums[2 * s] + xb[b].bsums[2 * s + 1]);
           }
           acc += fp16_to_f32(blk[b].d[r]) * xb[b].d * float(isum) - fp16_to_f32(blk[b].dmin[r]) * xb[b].d * float(msum);
         }
@@ -172,7 +188,8 @@ void dequantize_repacked_row(TensorType layout, const uint8_t* group, int lane, 
     for (int64_t b = 0; b < cols / QK_K; ++b) {
       const float d = fp16_to_f32(blk[b].d[lane]), dmin = fp16_to_f32(blk[b].dmin[lane]);
       for (int s = 0; s < 8; ++s) {
-        const float ds = d * float(blk[b].scales[s][lane]), m = dmin * float(blk[b].mins[s / 2][lane][s % 2]);
+        const float ds = d * float(k4r8_scale(blk[b], 8 * s + lane));
+        const float m = dmin * float(k4r8_min(blk[b], 16 * (s / 2) + 2 * lane + s % 2));
         for (int i = 0; i < 32; ++i) *y++ = ds * float(r8_quant(blk[b], lane, s, i)) - m;
       }
     }

@@ -1,16 +1,18 @@
-// Weight layouts of Folio's own, made from a file's matrices at load time for the CPU kernels.
+// Weight layouts of Folio's own, made from a file's matrices at load time for the x86 CPU kernels.
 //
-// Q4_K_R8 (blocks.h: BlockQ4_Kx8) holds 8 rows of a Q4_K matrix interleaved, super-block by super-block,
-// with the scales unpacked to bytes. A matrix-vector kernel then computes 8 rows in the lanes of one
-// register: per 32-byte vector of weights it broadcasts 4 activation bytes instead of loading 32, adds
-// the byte products of a sub-block in 16-bit lanes and multiplies by the 8 rows' scales once per
-// sub-block, and never sums horizontally. With AVX2 that is about half the instructions per weight byte
-// of the Q4_K kernel, which on two cores could not keep up with the memory (docs/benchmarks.md). The
-// values are exactly Q4_K's: only the order of the float accumulation differs.
+// Q4_K_R8 (blocks.h: BlockQ4_Kx8) holds 8 rows of a Q4_K matrix interleaved, super-block by super-block.
+// A matrix-vector kernel then computes 8 rows in the lanes of one register: per 32-byte vector of weights
+// it broadcasts 4 activation bytes instead of loading 32, adds the byte products of a sub-block in 16-bit
+// lanes and multiplies by the 8 rows' scales once per sub-block, and never sums horizontally. With AVX2
+// that is about half the instructions per weight byte of the Q4_K kernel, which on two cores could not
+// keep up with this machine's memory (docs/benchmarks.md); the same kernel, a group against every token
+// of a block, is also the faster blocked product. Q6_K_R8 does the same for Q6_K, on AVX2 only (AVX-512's
+// own Q6_K kernel reads as fast). Both keep the file's bytes per row and its exact values: only the order
+// of the float accumulation differs.
 //
-// Q6_K_R8 (BlockQ6_Kx8) does the same for Q6_K, in the same 210 bytes per row and super-block: the AVX2
-// kernel reads 1.3-1.4× faster than the Q6_K one (AVX-512's own Q6_K kernel is faster still, so it keeps
-// Q6_K).
+// Where the 8 rows' low and high bits lie in a block matters for reading from memory: two interleaved
+// forward streams within each block (Q6_K_R8's first layout) streamed at half the speed from memory with
+// one thread, 40% less with two. The layouts keep one forward stream.
 //
 // A repacked matrix is addressed by groups: group g (rows 8g .. 8g + 7) starts at 8·g·row_bytes, so the
 // matrix products take the same pointer arithmetic with row counts and offsets that are multiples of 8.

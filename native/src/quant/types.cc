@@ -44,9 +44,8 @@ static const TypeInfo kTypes[] = {
     /* 37 */ {nullptr, 0, 0, false},  // IQ4_NL_4_8, removed
     /* 38 */ {nullptr, 0, 0, false},  // IQ4_NL_8_8, removed
     /* 39 */ {"MXFP4", 32, 17, false},
-    // Folio's own (blocks.h): 8 rows' Q4_K super-blocks and scales unpacked to bytes, 1184 bytes per 8.
-    /* 40 */ {"Q4_K_R8", 256, 148, true, true},
-    // Q6_K's 8 rows interleaved, 1680 bytes per 8: the same bytes as Q6_K.
+    // Folio's own (blocks.h): 8 rows' Q4_K or Q6_K super-blocks interleaved, the same bytes per row.
+    /* 40 */ {"Q4_K_R8", 256, 144, true, true},
     /* 41 */ {"Q6_K_R8", 256, 210, true, true},
 };
 
