@@ -11,7 +11,10 @@ namespace folio {
 class LargeBuffer {
  public:
   LargeBuffer() = default;
-  explicit LargeBuffer(size_t bytes);  // zero-filled; throws std::bad_alloc
+  // Zero-filled; throws std::bad_alloc. huge_pages asks the OS for 2 MiB pages where it can (Linux
+  // transparent huge pages): for large buffers filled once and streamed through often, such as
+  // repacked weights, whose 4 KiB pages cost decoding 2-3% in TLB misses (docs/benchmarks.md).
+  explicit LargeBuffer(size_t bytes, bool huge_pages = false);
   ~LargeBuffer();
   LargeBuffer(LargeBuffer&& o) noexcept { swap(o); }
   LargeBuffer& operator=(LargeBuffer&& o) noexcept {

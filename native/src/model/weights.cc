@@ -108,7 +108,7 @@ Weight repack_weight(const Weight& w, const gguf::File& file, quant::Isa isa, Th
   Weight out = w;
   out.type = to;
   out.row_bytes = row_bytes(to, w.cols);
-  storage.emplace_back(out.row_bytes * size_t(w.rows));
+  storage.emplace_back(out.row_bytes * size_t(w.rows), /*huge_pages=*/true);
   uint8_t* dst = storage.back().data();
   // A few MiB at a time, each released once copied, so that the file's pages and the copy of a large
   // matrix are never resident together.
