@@ -1,14 +1,14 @@
-// x86 kernels of Q4_K_R8 (repack.h, layout in blocks.h): the 8 rows of a group in the 8 32-bit lanes of
-// one 256-bit register. Per 32-byte vector of weights (4 elements of each row, both nibbles): two masks
-// and a shift unpack it, and each token's 4 activation bytes of the low and of the high nibbles are
-// broadcast to every lane and multiplied in (vpmaddubsw, or vpdpbusd). A sub-block's products are summed
-// per lane and multiplied by the 8 rows' scales once; d, dmin and the mins term are applied per
-// super-block with 8-wide float arithmetic; 8 outputs are stored at the end, no horizontal sums.
+// x86 kernels of Q4_K_R8 and Q6_K_R8 (repack.h, layouts in blocks.h): the 8 rows of a group in the 8
+// 32-bit lanes of one 256-bit register. Per 32-byte vector of weights (4 elements of each row): masks and
+// shifts unpack it, and each token's 4 matching activation bytes are broadcast to every lane and
+// multiplied in (vpmaddubsw, or vpdpbusd). A sub-block's (group's) products are summed per lane and
+// multiplied by the 8 rows' scales once; d, dmin and the offset terms are applied per super-block with
+// 8-wide arithmetic; 8 outputs are stored at the end, no horizontal sums.
 //
-// The same kernel is the blocked product: a group's weights (9 KiB for 2048 columns) stay in L1 while
-// every token of the block passes, three at a time. One core, 8192×2048 in cache, 256 tokens: 530
-// GFLOP/s with AVX-VNNI, against 320 for the Q4_K tiles unpacked to panels (gemm-avx2.cc) and 468 for
-// the AVX-512 ones; plain AVX2 345 against 299 (docs/benchmarks.md).
+// The same kernel is the blocked product: a group's weights (9 KiB of Q4_K_R8 for 2048 columns) stay in
+// L1 while every token of the block passes, three at a time. Two cores, Q4_K 8192×2048, 512 tokens: 515
+// GFLOP/s with AVX-VNNI against 340 for the Q4_K tiles on unpacked panels (gemm-avx2.cc), 333 against
+// 313 with plain AVX2, 530 against 501 for the AVX-512 tiles (docs/benchmarks.md).
 #include "quant/kernels.h"
 
 #if FOLIO_QUANT_X86

@@ -19,74 +19,66 @@ constexpr int kR8 = 8;
 template <typename Block>
 const Block* r8_blocks(const void* group) { return reinterpret_cast<const Block*>(group); }
 
-void repack_q4_k_r8(const uint8_t* src, size_t ld_src, int64_t cols, int64_t g0, int64_t g1, uint8_t* dst) {
+// Rows [8·g0, 8·g1) of src into the interleaved blocks at dst: each Out block zeroed, then
+// fill(out block, row r's In block, r) for its 8 rows.
+template <typename In, typename Out, typename Fill>
+void repack_rows(const uint8_t* src, size_t ld_src, int64_t cols, int64_t g0, int64_t g1, uint8_t* dst, Fill fill) {
   const int64_t nb = cols / QK_K;
-  BlockQ4_Kx8* out = reinterpret_cast<BlockQ4_Kx8*>(dst);
+  Out* out = reinterpret_cast<Out*>(dst);
   for (int64_t g = g0; g < g1; ++g) {
     for (int64_t b = 0; b < nb; ++b) {
-      BlockQ4_Kx8& o = out[g * nb + b];
+      Out& o = out[g * nb + b];
       std::memset(&o, 0, sizeof(o));
-      for (int r = 0; r < kR8; ++r) {
-        const BlockQ4_K& q = reinterpret_cast<const BlockQ4_K*>(src + size_t(g * kR8 + r) * ld_src)[b];
-        o.d[r] = q.d;
-        o.dmin[r] = q.dmin;
-        uint8_t sc[8], mn[8];
-        unpack_scales_k4(q.scales, sc, mn);
-        for (int s = 0; s < 8; ++s) {
-          const int si = 8 * s + r, mi = 16 * (s / 2) + 2 * r + s % 2;  // the indices of blocks.h
-          o.sm_lo[si] |= uint8_t(sc[s] & 15);
-          o.sm_lo[mi] |= uint8_t((mn[s] & 15) << 4);
-          o.sm_hi[si % 32] |= uint8_t((sc[s] >> 4) << (si < 32 ? 0 : 2));
-          o.sm_hi[mi % 32] |= uint8_t((mn[s] >> 4) << (mi < 32 ? 4 : 6));
-          // Sub-block s is in the low (s even) or high (s odd) nibbles of chunk s / 2; a word at a time:
-          // elements 4e.. (a) go to the low nibbles of quad e, elements 16 + 4e.. (c) to its high ones.
-          const uint8_t* chunk = q.qs + 32 * (s / 2);
-          for (int e = 0; e < 4; ++e) {
-            uint32_t a, c;
-            std::memcpy(&a, chunk + 4 * e, 4);
-            std::memcpy(&c, chunk + 16 + 4 * e, 4);
-            const uint32_t v = s % 2 ? ((a >> 4) & 0x0f0f0f0fu) | (c & 0xf0f0f0f0u)
-                                     : (a & 0x0f0f0f0fu) | ((c & 0x0f0f0f0fu) << 4);
-            std::memcpy(o.qs[s][e][r], &v, 4);
-          }
-        }
-      }
+      for (int r = 0; r < kR8; ++r) fill(o, reinterpret_cast<const In*>(src + size_t(g * kR8 + r) * ld_src)[b], r);
     }
   }
 }
 
-void repack_q6_k_r8(const uint8_t* src, size_t ld_src, int64_t cols, int64_t g0, int64_t g1, uint8_t* dst) {
-  const int64_t nb = cols / QK_K;
-  BlockQ6_Kx8* out = reinterpret_cast<BlockQ6_Kx8*>(dst);
-  for (int64_t g = g0; g < g1; ++g) {
-    for (int64_t b = 0; b < nb; ++b) {
-      BlockQ6_Kx8& o = out[g * nb + b];
-      std::memset(&o, 0, sizeof(o));
-      for (int r = 0; r < kR8; ++r) {
-        const BlockQ6_K& q6 = reinterpret_cast<const BlockQ6_K*>(src + size_t(g * kR8 + r) * ld_src)[b];
-        o.d[r] = q6.d;
-        for (int j = 0; j < 16; ++j) {
-          o.scales[j][r] = q6.scales[j];
-          BlockQ6_Kx8::Quartet& qu = o.quartets[j / 4];
-          for (int e = 0; e < 4; ++e) {
-            // Elements n .. n + 3 lie in 4 consecutive bytes of ql (one nibble) and of qh (one bit pair):
-            // element 128h + l is nibble l / 64 of ql[64h + l % 64], bits 2(l / 32) of qh[32h + l % 32].
-            const int n = 16 * j + 4 * e, h = n / 128, l = n % 128;
-            uint32_t lw, hw;
-            std::memcpy(&lw, q6.ql + 64 * h + l % 64, 4);
-            std::memcpy(&hw, q6.qh + 32 * h + l % 32, 4);
-            const uint32_t lo = (lw >> (4 * (l / 64))) & 0x0f0f0f0fu, hi = (hw >> (2 * (l / 32))) & 0x03030303u;
-            uint32_t a, b;
-            uint8_t* lo_dst = (j % 4 < 2 ? qu.lo : qu.lo2)[e][r];
-            std::memcpy(&a, lo_dst, 4);
-            std::memcpy(&b, qu.hi[e][r], 4);
-            a |= lo << (4 * (j % 2));
-            b |= hi << (2 * (j % 4));
-            std::memcpy(lo_dst, &a, 4);
-            std::memcpy(qu.hi[e][r], &b, 4);
-          }
-        }
-      }
+void fill_q4_k_r8(BlockQ4_Kx8& o, const BlockQ4_K& q, int r) {
+  o.d[r] = q.d;
+  o.dmin[r] = q.dmin;
+  uint8_t sc[8], mn[8];
+  unpack_scales_k4(q.scales, sc, mn);
+  for (int s = 0; s < 8; ++s) {
+    const int si = 8 * s + r, mi = 16 * (s / 2) + 2 * r + s % 2;  // the indices of blocks.h
+    o.sm_lo[si] |= uint8_t(sc[s] & 15);
+    o.sm_lo[mi] |= uint8_t((mn[s] & 15) << 4);
+    o.sm_hi[si % 32] |= uint8_t((sc[s] >> 4) << (si < 32 ? 0 : 2));
+    o.sm_hi[mi % 32] |= uint8_t((mn[s] >> 4) << (mi < 32 ? 4 : 6));
+    // Sub-block s is in the low (s even) or high (s odd) nibbles of chunk s / 2; a word at a time:
+    // elements 4e.. (a) go to the low nibbles of quad e, elements 16 + 4e.. (c) to its high ones.
+    const uint8_t* chunk = q.qs + 32 * (s / 2);
+    for (int e = 0; e < 4; ++e) {
+      uint32_t a, c;
+      std::memcpy(&a, chunk + 4 * e, 4);
+      std::memcpy(&c, chunk + 16 + 4 * e, 4);
+      const uint32_t v = s % 2 ? ((a >> 4) & 0x0f0f0f0fu) | (c & 0xf0f0f0f0u) : (a & 0x0f0f0f0fu) | ((c & 0x0f0f0f0fu) << 4);
+      std::memcpy(o.qs[s][e][r], &v, 4);
+    }
+  }
+}
+
+void fill_q6_k_r8(BlockQ6_Kx8& o, const BlockQ6_K& q6, int r) {
+  o.d[r] = q6.d;
+  for (int j = 0; j < 16; ++j) {
+    o.scales[j][r] = q6.scales[j];
+    BlockQ6_Kx8::Quartet& qu = o.quartets[j / 4];
+    for (int e = 0; e < 4; ++e) {
+      // Elements n .. n + 3 lie in 4 consecutive bytes of ql (one nibble) and of qh (one bit pair):
+      // element 128h + l is nibble l / 64 of ql[64h + l % 64], bits 2(l / 32) of qh[32h + l % 32].
+      const int n = 16 * j + 4 * e, h = n / 128, l = n % 128;
+      uint32_t lw, hw;
+      std::memcpy(&lw, q6.ql + 64 * h + l % 64, 4);
+      std::memcpy(&hw, q6.qh + 32 * h + l % 32, 4);
+      const uint32_t lo = (lw >> (4 * (l / 64))) & 0x0f0f0f0fu, hi = (hw >> (2 * (l / 32))) & 0x03030303u;
+      uint32_t a, b;
+      uint8_t* lo_dst = (j % 4 < 2 ? qu.lo : qu.lo2)[e][r];
+      std::memcpy(&a, lo_dst, 4);
+      std::memcpy(&b, qu.hi[e][r], 4);
+      a |= lo << (4 * (j % 2));
+      b |= hi << (2 * (j % 4));
+      std::memcpy(lo_dst, &a, 4);
+      std::memcpy(qu.hi[e][r], &b, 4);
     }
   }
 }
@@ -104,55 +96,44 @@ int r8_quant(const BlockQ6_Kx8& b, int r, int j, int i) {
   return lo | hi << 4;
 }
 
-// The reference matrix-vector product: y[t·ldy + r] for the m rows (whole groups) at w and n tokens,
-// integer sums per sub-block as Q4_K's vec_dot has them.
-void gemv_q4_k_r8_scalar(int64_t k, const void* w, size_t ldw, const void* x, size_t ldx, float* y, int64_t ldy,
-                         int64_t m, int64_t n) {
-  const int64_t nb = k / QK_K;
+// The reference matrix-vector products: y[t·ldy + r] for the m rows (whole groups) at w and n tokens,
+// the sum over super-blocks of dot(block, row, activation block), whose integer sums per sub-block or
+// group are those of Q4_K's or Q6_K's vec_dot.
+template <typename Block, float (*Dot)(const Block&, int, const BlockQ8_K&)>
+void gemv_r8_scalar(int64_t k, const void* w, size_t ldw, const void* x, size_t ldx, float* y, int64_t ldy,
+                    int64_t m, int64_t n) {
   for (int64_t g = 0; g < m / kR8; ++g) {
-    const BlockQ4_Kx8* blk = r8_blocks<BlockQ4_Kx8>(static_cast<const uint8_t*>(w) + size_t(g) * kR8 * ldw);
+    const Block* blk = r8_blocks<Block>(static_cast<const uint8_t*>(w) + size_t(g) * kR8 * ldw);
     for (int64_t t = 0; t < n; ++t) {
       const BlockQ8_K* xb = reinterpret_cast<const BlockQ8_K*>(static_cast<const uint8_t*>(x) + size_t(t) * ldx);
       for (int r = 0; r < kR8; ++r) {
         float acc = 0;
-        for (int64_t b = 0; b < nb; ++b) {
-          int32_t isum = 0, msum = 0;
-          for (int s = 0; s < 8; ++s) {
-            int32_t ss = 0;
-            for (int i = 0; i < 32; ++i) ss += r8_quant(blk[b], r, s, i) * xb[b].qs[32 * s + i];
-            isum += ss * k4r8_scale(blk[b], 8 * s + r);
-            msum += k4r8_min(blk[b], 16 * (s / 2) + 2 * r + s % 2) * (xb[b].bsums[2 * s] + xb[b].bsums[2 * s + 1]);
-          }
-          acc += fp16_to_f32(blk[b].d[r]) * xb[b].d * float(isum) - fp16_to_f32(blk[b].dmin[r]) * xb[b].d * float(msum);
-        }
+        for (int64_t b = 0; b < k / QK_K; ++b) acc += Dot(blk[b], r, xb[b]);
         y[t * ldy + g * kR8 + r] = acc;
       }
     }
   }
 }
 
-void gemv_q6_k_r8_scalar(int64_t k, const void* w, size_t ldw, const void* x, size_t ldx, float* y, int64_t ldy,
-                         int64_t m, int64_t n) {
-  const int64_t nb = k / QK_K;
-  for (int64_t g = 0; g < m / kR8; ++g) {
-    const BlockQ6_Kx8* blk = r8_blocks<BlockQ6_Kx8>(static_cast<const uint8_t*>(w) + size_t(g) * kR8 * ldw);
-    for (int64_t t = 0; t < n; ++t) {
-      const BlockQ8_K* xb = reinterpret_cast<const BlockQ8_K*>(static_cast<const uint8_t*>(x) + size_t(t) * ldx);
-      for (int r = 0; r < kR8; ++r) {
-        float acc = 0;
-        for (int64_t b = 0; b < nb; ++b) {
-          int32_t isum = 0;
-          for (int j = 0; j < 16; ++j) {
-            int32_t s = 0;
-            for (int i = 0; i < 16; ++i) s += (r8_quant(blk[b], r, j, i) - 32) * xb[b].qs[16 * j + i];
-            isum += s * blk[b].scales[j][r];
-          }
-          acc += fp16_to_f32(blk[b].d[r]) * xb[b].d * float(isum);
-        }
-        y[t * ldy + g * kR8 + r] = acc;
-      }
-    }
+float dot_q4_k_r8(const BlockQ4_Kx8& b, int r, const BlockQ8_K& x) {
+  int32_t isum = 0, msum = 0;
+  for (int s = 0; s < 8; ++s) {
+    int32_t ss = 0;
+    for (int i = 0; i < 32; ++i) ss += r8_quant(b, r, s, i) * x.qs[32 * s + i];
+    isum += ss * k4r8_scale(b, 8 * s + r);
+    msum += k4r8_min(b, 16 * (s / 2) + 2 * r + s % 2) * (x.bsums[2 * s] + x.bsums[2 * s + 1]);
   }
+  return fp16_to_f32(b.d[r]) * x.d * float(isum) - fp16_to_f32(b.dmin[r]) * x.d * float(msum);
+}
+
+float dot_q6_k_r8(const BlockQ6_Kx8& b, int r, const BlockQ8_K& x) {
+  int32_t isum = 0;
+  for (int j = 0; j < 16; ++j) {
+    int32_t s = 0;
+    for (int i = 0; i < 16; ++i) s += (r8_quant(b, r, j, i) - 32) * x.qs[16 * j + i];
+    isum += s * b.scales[j][r];
+  }
+  return fp16_to_f32(b.d[r]) * x.d * float(isum);
 }
 
 }  // namespace
@@ -177,8 +158,10 @@ TensorType cpu_layout(TensorType type, int64_t rows, Isa isa) {
 
 void repack_groups(TensorType type, TensorType to, const uint8_t* src, size_t ld_src, int64_t cols, int64_t g0,
                    int64_t g1, uint8_t* dst) {
-  if (type == TensorType::Q4_K && to == TensorType::Q4_K_R8) return repack_q4_k_r8(src, ld_src, cols, g0, g1, dst);
-  if (type == TensorType::Q6_K && to == TensorType::Q6_K_R8) return repack_q6_k_r8(src, ld_src, cols, g0, g1, dst);
+  if (type == TensorType::Q4_K && to == TensorType::Q4_K_R8)
+    return repack_rows<BlockQ4_K, BlockQ4_Kx8>(src, ld_src, cols, g0, g1, dst, fill_q4_k_r8);
+  if (type == TensorType::Q6_K && to == TensorType::Q6_K_R8)
+    return repack_rows<BlockQ6_K, BlockQ6_Kx8>(src, ld_src, cols, g0, g1, dst, fill_q6_k_r8);
   fail("INTERNAL", strfmt("no repacking of %s into %s", type_name(type), type_name(to)));
 }
 
@@ -210,8 +193,8 @@ void dequantize_repacked_row(TensorType layout, const uint8_t* group, int lane, 
 }
 
 void add_repacked_scalar_kernels(KernelTable& t) {
-  slot(t, TensorType::Q4_K_R8).gemv = gemv_q4_k_r8_scalar;
-  slot(t, TensorType::Q6_K_R8).gemv = gemv_q6_k_r8_scalar;
+  slot(t, TensorType::Q4_K_R8).gemv = gemv_r8_scalar<BlockQ4_Kx8, dot_q4_k_r8>;
+  slot(t, TensorType::Q6_K_R8).gemv = gemv_r8_scalar<BlockQ6_Kx8, dot_q6_k_r8>;
 }
 
 }  // namespace folio::quant
