@@ -12,7 +12,8 @@
 
 namespace folio::quant {
 
-// `rows` rows of `cols` elements of `type`, row r at data + r·ldw.
+// `rows` rows of `cols` elements of `type`, row r at data + r·ldw; for a repacked type (quant/repack.h)
+// rows come in groups, group g at data + g·G·ldw, and rows is a multiple of the group size G.
 struct MatrixRef {
   const uint8_t* data = nullptr;
   TensorType type = TensorType::F32;
