@@ -61,13 +61,22 @@ MappedFile::~MappedFile() {
 #endif
 
 void MappedFile::release(const uint8_t* p, size_t n) const {
-#ifndef _WIN32
+#ifdef _WIN32
+  SYSTEM_INFO si;
+  GetSystemInfo(&si);
+  const uintptr_t page = uintptr_t(si.dwPageSize);
+#else
   const uintptr_t page = uintptr_t(sysconf(_SC_PAGESIZE));
+#endif
   const uintptr_t lo = (uintptr_t(p) + page - 1) / page * page, hi = (uintptr_t(p) + n) / page * page;
   if (p < data_ || p + n > data_ + size_ || hi <= lo) return;
-  ::madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_DONTNEED);  // a hint: failure changes nothing
+  // Hints: a failure changes nothing.
+#ifdef _WIN32
+  // Unlocking pages that are not locked takes them out of the working set (VirtualUnlock's documented
+  // side effect).
+  VirtualUnlock(reinterpret_cast<void*>(lo), SIZE_T(hi - lo));
 #else
-  (void)p, (void)n;
+  ::madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_DONTNEED);
 #endif
 }
 

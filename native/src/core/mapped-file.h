@@ -16,9 +16,9 @@ class MappedFile {
   const uint8_t* data() const { return data_; }
   size_t size() const { return size_; }
   const std::string& path() const { return path_; }
-  // Drops the whole pages inside [p, p + n) from this process's resident memory: they stay in the OS's
-  // file cache and come back on the next access. For data that has been copied elsewhere (weights
-  // repacked at load). Does nothing on Windows.
+  // Drops the whole pages inside [p, p + n) from this process's resident memory (its working set on
+  // Windows): they stay in the OS's file cache and come back on the next access. For data that has been
+  // copied elsewhere (weights repacked at load).
   void release(const uint8_t* p, size_t n) const;
 
  private:
