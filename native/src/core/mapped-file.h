@@ -1,4 +1,5 @@
-// A read-only memory map of a whole file. Weights are used in place, never copied into RAM.
+// A read-only memory map of a whole file. Weights are used in place (except the matrices the CPU kernels
+// repack at load: model/weights.h), so loading costs no copy.
 #pragma once
 #include <cstddef>
 #include <cstdint>

@@ -1,4 +1,4 @@
-// The model's tensors, used in place from the memory-mapped GGUF file.
+// The model's tensors, used in place from the memory-mapped GGUF file, and the CPU kernels' repacked copies.
 #pragma once
 #include <cstdint>
 #include <vector>
