@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "core/hash.h"
+#include "core/memory-info.h"
 
 namespace folio {
 
@@ -29,7 +30,16 @@ std::unique_ptr<Model> Model::load(const std::string& path) {
 }
 
 const ModelWeights& Model::cpu_weights(ThreadPool& pool) const {
-  std::call_once(cpu_once_, [&] { cpu_w_ = repack_for_cpu(w_, *file_, quant::best_isa(), pool, cpu_storage_); });
+  std::call_once(cpu_once_, [&] {
+    // Copies up to half the machine's memory (weights.h: repack_for_cpu); a failed attempt keeps nothing.
+    const uint64_t ram = physical_memory_bytes();
+    try {
+      cpu_w_ = repack_for_cpu(w_, *file_, quant::best_isa(), pool, cpu_storage_, ram ? ram / 2 : 0);
+    } catch (...) {
+      cpu_storage_.clear();
+      throw;
+    }
+  });
   return cpu_w_;
 }
 

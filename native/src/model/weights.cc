@@ -129,12 +129,19 @@ Weight repack_weight(const Weight& w, const gguf::File& file, quant::Isa isa, Th
 }  // namespace
 
 ModelWeights repack_for_cpu(const ModelWeights& mw, const gguf::File& file, quant::Isa isa, ThreadPool& pool,
-                            std::vector<LargeBuffer>& storage) {
+                            std::vector<LargeBuffer>& storage, uint64_t copy_limit) {
   ModelWeights out = mw;
+  std::vector<Weight*> matrices;  // what the matrix products read
   for (LayerWeights& L : out.layers)
-    for (Weight* w : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down})
-      *w = repack_weight(*w, file, isa, pool, storage);
-  out.output = repack_weight(out.output, file, isa, pool, storage);
+    for (Weight* w : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) matrices.push_back(w);
+  matrices.push_back(&out.output);
+  // The copies are memory the OS cannot reclaim, where the file's pages can be dropped and read again:
+  // on a machine that can barely hold the model, the file's layout it is.
+  uint64_t copy_bytes = 0;
+  for (const Weight* w : matrices)
+    if (quant::cpu_layout(w->type, w->rows, isa) != w->type) copy_bytes += w->row_bytes * uint64_t(w->rows);
+  if (copy_bytes > copy_limit) return out;
+  for (Weight* w : matrices) *w = repack_weight(*w, file, isa, pool, storage);
   return out;
 }
 

@@ -53,8 +53,9 @@ ModelWeights bind_weights(const gguf::File& file, HParams& hp);
 // copied, repacked, into buffers appended to `storage` (the threads of `pool` share the work) and the
 // file's pages of each released from the process's memory once copied; everything else still points
 // into the file. token_embd stays as it is for the embedding lookup, also where the output matrix shares
-// it (which then gets a repacked copy of its own).
+// it (which then gets a repacked copy of its own). Nothing is copied when the copies would take more than
+// copy_limit bytes.
 ModelWeights repack_for_cpu(const ModelWeights& mw, const gguf::File& file, quant::Isa isa, ThreadPool& pool,
-                            std::vector<LargeBuffer>& storage);
+                            std::vector<LargeBuffer>& storage, uint64_t copy_limit);
 
 }  // namespace folio
