@@ -380,13 +380,8 @@ FOLIO_AVX512_VNNI void gemv_k4_row_vnni(int64_t nb, const uint8_t* w, const uint
 #undef FOLIO_GEMV_K4_BODY
 
 template <bool Q5, bool VNNI>
-void gemv_k4(int64_t k, const void* w, size_t ldw, const void* x, size_t ldx, float* y, int64_t ldy, int64_t m,
-             int64_t n) {
-  static constexpr GemvRowFn fns[3] = {VNNI ? gemv_k4_row_vnni<1, Q5> : gemv_k4_row<1, Q5>,
-                                       VNNI ? gemv_k4_row_vnni<2, Q5> : gemv_k4_row<2, Q5>,
-                                       VNNI ? gemv_k4_row_vnni<3, Q5> : gemv_k4_row<3, Q5>};
-  gemv_by_rows(fns, k / QK_K, w, ldw, x, ldx, y, ldy, m, n);
-}
+constexpr auto gemv_k4 = VNNI ? gemv_k_quant<gemv_k4_row_vnni<1, Q5>, gemv_k4_row_vnni<2, Q5>, gemv_k4_row_vnni<3, Q5>>
+                              : gemv_k_quant<gemv_k4_row<1, Q5>, gemv_k4_row<2, Q5>, gemv_k4_row<3, Q5>>;
 
 }  // namespace
 }  // namespace avx512gemm

@@ -221,17 +221,12 @@ __attribute__((target("avx2,fma,f16c,avxvnni"))) void q6_group_avx_vnni(int64_t 
 
 template <GemvRowFn F1, GemvRowFn F2, GemvRowFn F3>
 struct R8 {
-  static constexpr GemvRowFn fns[3] = {F1, F2, F3};
   // decode: the rows of the range, three tokens at a time
-  static void gemv(int64_t k, const void* w, size_t ldw, const void* x, size_t ldx, float* y, int64_t ldy, int64_t m,
-                   int64_t n) {
-    gemv_by_rows<8>(fns, k / QK_K, w, ldw, x, ldx, y, ldy, m, n);
-  }
+  static constexpr auto gemv = gemv_k_quant<F1, F2, F3, 8>;
   // prefill: group after group, each against all n tokens while it is in L1
   static void gemm(int64_t k, const void* w, size_t ldw, const void* x, size_t ldx, float* y, int64_t ldy, int64_t m,
                    int64_t n) {
-    for (int64_t r = 0; r < m; r += 8)
-      gemv_by_rows<8>(fns, k / QK_K, static_cast<const uint8_t*>(w) + size_t(r) * ldw, ldw, x, ldx, y + r, ldy, 8, n);
+    for (int64_t r = 0; r < m; r += 8) gemv(k, static_cast<const uint8_t*>(w) + size_t(r) * ldw, ldw, x, ldx, y + r, ldy, 8, n);
   }
 };
 using R8Madd = R8<group_madd<1>, group_madd<2>, group_madd<3>>;

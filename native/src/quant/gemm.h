@@ -92,6 +92,14 @@ inline void gemv_by_rows(const GemvRowFn (&fns)[3], int64_t nb, const void* w, s
   }
 }
 
+// A K-quant matrix-vector kernel (Kernels::gemv) from its row functions for 1, 2 and 3 tokens.
+template <GemvRowFn F1, GemvRowFn F2, GemvRowFn F3, int G = 1>
+void gemv_k_quant(int64_t k, const void* w, size_t ldw, const void* x, size_t ldx, float* y, int64_t ldy, int64_t m,
+                  int64_t n) {
+  static constexpr GemvRowFn fns[3] = {F1, F2, F3};
+  gemv_by_rows<G>(fns, k / QK_K, w, ldw, x, ldx, y, ldy, m, n);
+}
+
 // Per-thread buffers (for panels, for activation scales), grown on demand, 64-byte aligned.
 template <int Which>
 inline uint8_t* thread_buffer(size_t bytes) {

@@ -30,7 +30,7 @@ struct MatrixRef {
 //    activations stay in the L2 cache while its weights stream through), handed out to the threads
 //    token block by token block, each computed by the ISA's blocked kernel.
 // `path` forces one way for tests: Blocked runs the blocked kernel for any n (where the ISA has one),
-// VecDot the vec_dot loop (never gemv).
+// VecDot the vec_dot loop (never gemv; a repacked layout, which has no vec_dot, runs its gemv).
 // `stop`, when set during the product, makes the remaining blocks be skipped (the output is then
 // incomplete: the caller, which set it to cancel, throws it away).
 enum class MatmulPath { Auto, Blocked, VecDot };
