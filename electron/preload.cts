@@ -1,6 +1,9 @@
 // The preload of the main window: puts the typed Folio API (contract.ts's FolioApi: call + on) and the
 // small desktop part (shell/bridge.ts's FolioShell: the open dialog, the path of a dropped file, menu
 // events, documents opened from the OS) on `window.folio`, through contextBridge. The renderer gets functions, never ipcRenderer.
+// The main process lets the renderer name only paths the user gave (shell/grants.ts): those of the open
+// dialog, and those of real Files (dropped, or picked in an <input type=file>) that pathForFile reports to
+// it; it takes a File, never a string, since page script cannot make a File whose path the user did not give.
 //
 // CommonJS (.cts → dist/electron/preload.cjs): a sandboxed preload runs as a plain script whose `require`
 // knows only 'electron' and a few Node built-ins, so this file imports nothing else at run time. The names
@@ -12,19 +15,20 @@ import { contextBridge, ipcRenderer, webUtils } from 'electron';
 import type { EventName, EventPayload, MethodName, Params, Result } from './api/contract.ts';
 import type {
   AllEvents, AllMethods, BridgeError, CallChannel, CallReply, DialogChannel, EventChannel, FileDialogKind, FolioDesktopApi,
-  MenuAction, OpenedDocument, ShellChannel, ShellEvent,
+  GrantChannel, MenuAction, OpenedDocument, ShellChannel, ShellEvent,
 } from './shell/bridge.ts';
 
 const CALL: CallChannel = 'folio:call';
 const EVENT: EventChannel = 'folio:event';
 const DIALOG: DialogChannel = 'folio:open-dialog';
 const SHELL: ShellChannel = 'folio:shell';
+const GRANT: GrantChannel = 'folio:grant-file';
 
 const METHODS = [
-  'settings.get', 'settings.update', 'engine.status',
+  'settings.get', 'settings.update', 'engine.status', 'engine.restart',
   'models.list', 'models.rescan', 'models.add', 'models.catalog', 'models.download', 'models.estimate', 'models.select',
   'documents.list', 'documents.get', 'documents.import', 'documents.delete', 'documents.recompress', 'documents.compare',
-  'tasks.cancel',
+  'tasks.cancel', 'server.info',
   'chats.list', 'chats.create', 'chats.get', 'chats.rename', 'chats.delete', 'chats.send', 'chats.stop', 'chats.regenerate', 'chats.edit',
 ] as const satisfies AllMethods;
 
@@ -34,17 +38,20 @@ const EVENTS = [
 ] as const satisfies AllEvents;
 
 const MENU_ACTIONS = ['open-document', 'new-chat', 'settings', 'inspector'] as const satisfies readonly MenuAction[];
+const DIALOG_KINDS = ['document', 'model', 'folder'] as const satisfies readonly FileDialogKind[];
 
 // Every name of the contract is listed (the `satisfies` above: no name that is not in it).
 type Missing<All, Listed> = [Exclude<All, Listed>] extends [never] ? true : Exclude<All, Listed>;
 const allMethodsListed: Missing<MethodName, (typeof METHODS)[number]> = true;
 const allEventsListed: Missing<EventName, (typeof EVENTS)[number]> = true;
 const allActionsListed: Missing<MenuAction, (typeof MENU_ACTIONS)[number]> = true;
-void [allMethodsListed, allEventsListed, allActionsListed];
+const allDialogKindsListed: Missing<FileDialogKind, (typeof DIALOG_KINDS)[number]> = true;
+void [allMethodsListed, allEventsListed, allActionsListed, allDialogKindsListed];
 
 const methodSet: ReadonlySet<string> = new Set(METHODS);
 const eventSet: ReadonlySet<string> = new Set(EVENTS);
 const actionSet: ReadonlySet<string> = new Set(MENU_ACTIONS);
+const dialogKindSet: ReadonlySet<string> = new Set(DIALOG_KINDS);
 
 function bridgeError(code: string, message: string, details?: unknown): BridgeError {
   return { name: 'ApiError', code, message, ...(details === undefined ? {} : { details }) };
@@ -105,15 +112,19 @@ const api: FolioDesktopApi = {
   shell: {
     platform: process.platform,
     async openFileDialog(kind: FileDialogKind = 'document'): Promise<string[]> {
-      if (kind !== 'document' && kind !== 'model') throw new TypeError('folio: openFileDialog takes "document" or "model"');
+      if (typeof kind !== 'string' || !dialogKindSet.has(kind)) throw new TypeError('folio: openFileDialog takes "document", "model" or "folder"');
       return (await ipcRenderer.invoke(DIALOG, kind)) as string[];
     },
-    pathForFile(file: File): string {
+    async pathForFile(file: File): Promise<string> {
+      let path: string;
       try {
-        return webUtils.getPathForFile(file);
+        path = webUtils.getPathForFile(file);
       } catch {
         return ''; // not a File
       }
+      if (!path) return ''; // a File made by script, or one without a file on disk
+      await ipcRenderer.invoke(GRANT, path);
+      return path;
     },
     onMenu: (listener) => subscribe(menuListeners, listener),
     onDocumentOpened: (listener) => subscribe(openedListeners, listener),

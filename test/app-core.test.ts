@@ -32,14 +32,16 @@ const shortStory =
   'He was very happy. He took the ball home to show his friend Sue.';
 
 let core: AppCore;
+/** The web host's API token: this test is a program calling it, as an OpenAI client would. */
+const apiToken = 'app-core-test-token-0123456789';
 let host: WebHost;
 let api: WsApi;
 const seen: { event: string; payload: unknown }[] = [];
 
 async function open() {
   core = await createAppCore({ dataDir, model, engine: { env: { FOLIO_ENGINE_TEST_HOOKS: '1' } }, models: { allowedHosts: ['127.0.0.1'], discovery: { knownPlaces: false, systemWide: false } } });
-  host = await startWebHost({ dispatcher: core.dispatcher, openai: core.openai });
-  api = connectApi(`ws://127.0.0.1:${host.port}/api/ws`, WebSocket as never);
+  host = await startWebHost({ dispatcher: core.dispatcher, openai: core.openai, apiToken });
+  api = connectApi(`ws://127.0.0.1:${host.port}/api/ws`, WebSocket as never, { token: apiToken });
   for (const e of ['task.progress', 'task.done', 'chat.token', 'chat.message', 'engine.status', 'documents.changed'] as EventName[])
     api.on(e, (payload) => seen.push({ event: e, payload }));
 }
@@ -273,10 +275,10 @@ test('malformed requests get clear errors', { skip }, async () => {
 
 test('the OpenAI-compatible endpoint answers a standard request, plain and over a stored document', { skip }, async () => {
   const post = async (body: object) => {
-    const r = await fetch(`${host.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const r = await fetch(`${host.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${apiToken}` }, body: JSON.stringify(body) });
     return { status: r.status, text: await r.text() };
   };
-  const models = await (await fetch(`${host.url}/v1/models`)).json() as { data: { id: string }[] };
+  const models = await (await fetch(`${host.url}/v1/models`, { headers: { authorization: `Bearer ${apiToken}` } })).json() as { data: { id: string }[] };
   assert.equal(models.data[0].id, 'stories260K');
   const plain = JSON.parse((await post({ model: 'stories260K', messages: [{ role: 'user', content: 'Once upon a time' }], max_tokens: 12, temperature: 0 })).text);
   assert.equal(plain.choices[0].finish_reason, 'length');

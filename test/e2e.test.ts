@@ -6,7 +6,8 @@
 // Screenshots of every screen go to test/.output/screenshots/.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import WebSocket from 'ws';
@@ -15,6 +16,8 @@ import type { BrowserContext, Page } from 'playwright-core';
 import type { CompressionStats } from '../electron/api/contract.ts';
 import { connectApi, type WsApi } from '../electron/api/ws-client.ts';
 import { createAppCore, type AppCore } from '../electron/core/app-core.ts';
+import { dataPaths } from '../electron/core/paths.ts';
+import { MAX_DOCUMENT_BYTES } from '../electron/documents/limits.ts';
 import { startWebHost, type WebHost } from '../electron/web/server.ts';
 import { colorAt, luminance, tOfColor, type Rgb } from '../renderer/src/lib/colormap.ts';
 import { missing, repoRoot, sharedModel } from './helpers/shared.ts';
@@ -32,6 +35,10 @@ let api: WsApi;
 let context: BrowserContext;
 let page: Page;
 let documentId = '';
+/** The web host's API token (the test's own API client is a program, not the app's page). */
+const apiToken = 'e2e-token-0123456789abcdef';
+/** Chat completions the OpenAI endpoint started: a hostile page must start none. */
+let completions = 0;
 
 async function shot(name: string) {
   await page.screenshot({ path: join(shots, `${name}.png`) });
@@ -94,8 +101,15 @@ before(async () => {
   const { build } = await import('vite');
   await build({ configFile: join(repoRoot, 'renderer/vite.config.ts'), logLevel: 'warn' });
   core = await createAppCore({ dataDir: join(dir, 'library'), model });
-  host = await startWebHost({ dispatcher: core.dispatcher, openai: core.openai, staticDir: join(repoRoot, 'dist/renderer') });
-  api = connectApi(`ws://127.0.0.1:${host.port}/api/ws`, WebSocket as never);
+  // As folio serve wires it (serve.ts), counting the completions the OpenAI endpoint starts.
+  const complete = core.openai.complete.bind(core.openai);
+  core.openai.complete = (...a) => (completions++, complete(...a));
+  host = await startWebHost({
+    dispatcher: core.dispatcher, openai: core.openai, staticDir: join(repoRoot, 'dist/renderer'), apiToken,
+    uploads: { dir: dataPaths(join(dir, 'library')).tmp, maxBytes: MAX_DOCUMENT_BYTES, importUpload: (fileName, tempPath) => core.documents.importUpload({ fileName, tempPath }) },
+  });
+  core.setServerInfo({ apiUrl: host.url, apiToken });
+  api = connectApi(`ws://127.0.0.1:${host.port}/api/ws`, WebSocket as never, { token: apiToken });
   await api.call('settings.update', { systemPrompt: '', sampling: { maxTokens: 40, temperature: 0 }, compression: { method: 'ada-snapkv', budget: 0.3 }, theme: 'light' });
   const { chromium } = await import('playwright-core');
   context = await chromium.launchPersistentContext(join(dir, 'chromium'), {
@@ -152,7 +166,49 @@ test('import a document through the file picker and watch its progress', { skip 
   assert.match(text, new RegExp(`${docs[0].tokens} tokens`));
   assert.match(text, /Ada-SnapKV/);
   assert.match(text, /saves \d+% of the cache/);
+  assert.deepEqual(readdirSync(dataPaths(join(dir, 'library')).tmp), [], 'the upload\'s temporary file is gone');
   await shot('02-library-ready');
+});
+
+test('a page on another local port cannot take the server down or drive the engine', { skip }, async () => {
+  const before = (await api.call('settings.get', {})).systemPrompt;
+  const evil = createServer((req, res) => {
+    res.writeHead(200, { 'content-type': 'text/html' });
+    res.end(`<!doctype html><title>evil</title><body><script>
+      const folio = 'http://127.0.0.1:${host.port}';
+      const results = {};
+      const img = (src) => new Promise((r) => { const i = new Image(); i.onload = () => r('load'); i.onerror = () => r('error'); i.src = src; });
+      const post = (path, body) => fetch(folio + path, { mode: 'no-cors', method: 'POST', body: JSON.stringify(body), headers: { 'content-type': 'text/plain' } })
+        .then((r) => r.type, (e) => 'failed: ' + e.message);
+      const socket = () => new Promise((r) => { const ws = new WebSocket('ws://127.0.0.1:${host.port}/api/ws'); ws.onopen = () => r('open'); ws.onerror = () => r('refused'); });
+      window.attack = (async () => {
+        results.img = await img(folio + '//[x');
+        results.img2 = await img(folio + '/%E0%A4%A');
+        results.v1 = await post('/v1/chat/completions', { model: 'folio', messages: [{ role: 'user', content: 'Once upon a time' }], max_tokens: 8 });
+        results.call = await post('/api/call', { method: 'settings.update', params: { systemPrompt: 'pwned' } });
+        results.models = await img(folio + '/v1/models');
+        results.ws = await socket();
+        return results;
+      })();
+    </script>`);
+  });
+  await new Promise<void>((r) => evil.listen(0, '127.0.0.1', () => r()));
+  const attacker = await context.newPage();
+  try {
+    await attacker.goto(`http://127.0.0.1:${(evil.address() as { port: number }).port}/`);
+    const results = await attacker.evaluate(() => (window as unknown as { attack: Promise<Record<string, string>> }).attack);
+    assert.equal(results.img, 'error');
+    assert.equal(results.ws, 'refused', 'the WebSocket from another origin is refused');
+    // The server is alive and nothing ran: no completion, the settings unchanged.
+    assert.deepEqual(await (await fetch(host.url + '/api/health')).json(), { ok: true });
+    assert.equal(completions, 0, 'no generation ran');
+    assert.equal((await api.call('settings.get', {})).systemPrompt, before, 'the system prompt is unchanged');
+    // The UI itself is still connected.
+    await page.locator('[data-testid="document"][data-status="ready"]').waitFor();
+  } finally {
+    await attacker.close();
+    await new Promise((r) => (evil as Server).close(r));
+  }
 });
 
 test('ask a question: the answer streams in, then shows its speed and the context usage', { skip }, async () => {
@@ -270,6 +326,10 @@ test('themes: dark and light differ; models, settings and the shortcut help', { 
   await page.getByTestId('estimate').waitFor();
   await shot('08-models');
   await page.getByRole('button', { name: 'Settings', exact: true }).click();
+  // API access: the address and token other programs use (this page needs neither).
+  const access = page.getByTestId('api-access');
+  assert.equal(await access.getByLabel('Token').inputValue(), apiToken);
+  assert.match(await access.getByTestId('api-url').innerText(), new RegExp(`^${host.url}/v1$`));
   const bg = () => page.evaluate(() => getComputedStyle(document.body).backgroundColor);
   await page.getByRole('radio', { name: 'Dark' }).click();
   await page.waitForFunction(() => document.documentElement.dataset.theme === 'dark');

@@ -9,6 +9,8 @@
 //   - the preload, run as Electron runs a sandboxed preload: exactly FolioApi (call + on) and the shell part
 //   - the engine host in a utilityProcess: the adapter, a host that dies and is restarted, and the compiled
 //     host speaking the parentPort transport
+//   - grants: the renderer imports, adds and searches only what the user chose (open dialog, drop, OS) and
+//     downloads by URL only after the main process's confirmation dialog
 //   - files from argv, open-file and second-instance; window state; the menu; shutdown
 //   - the compiled core under plain Node (no tsx), with the native addon (FOLIO_ADDON)
 //   - build/electron-builder.yml: what it unpacks, its fuses, that every path it names exists, and a
@@ -26,10 +28,14 @@ import { compileFunction } from 'node:vm';
 
 import { events as contractEvents, methods as contractMethods, type EventName } from '../electron/api/contract.ts';
 import { Dispatcher, EventBus, type Handlers } from '../electron/api/dispatcher.ts';
+import type { Settings } from '../electron/api/contract.ts';
+import { DEFAULT_SETTINGS } from '../electron/storage/settings.ts';
 import { EngineClient } from '../electron/engine/client.ts';
 import { PROTOCOL_VERSION } from '../electron/engine/protocol.ts';
 import { createAppProtocolHandler, resolveAppPath } from '../electron/shell/app-protocol.ts';
-import { CALL_CHANNEL, DIALOG_CHANNEL, EVENT_CHANNEL, MENU_ACTIONS, SHELL_CHANNEL, type CallReply } from '../electron/shell/bridge.ts';
+import { CALL_CHANNEL, DIALOG_CHANNEL, EVENT_CHANNEL, GRANT_CHANNEL, MENU_ACTIONS, SHELL_CHANNEL, type CallReply } from '../electron/shell/bridge.ts';
+import { MAX_DOWNLOAD_URL_CHARS } from '../electron/shell/download-confirmation.ts';
+import { NOT_GRANTED_DOCUMENT, NOT_GRANTED_FOLDER, NOT_GRANTED_MODEL } from '../electron/shell/grants.ts';
 import type { ElectronApi } from '../electron/shell/electron-api.ts';
 import { createUtilitySpawn } from '../electron/shell/engine-process.ts';
 import { parseCallMessage } from '../electron/shell/ipc.ts';
@@ -82,12 +88,12 @@ describe('build: tsconfig.electron.json', () => {
     assert.equal(build.output.trim(), '', `tsc reported:\n${build.output}`);
     assert.equal(build.status, 0);
     const cfg = readFileSync(join(repoRoot, 'tsconfig.electron.json'), 'utf8');
-    for (const f of ['electron/main.ts', 'electron/preload.cts', 'electron/shell/**/*.ts', 'electron/engine/**/*.ts', 'electron/documents/pdf-worker.mjs'])
+    for (const f of ['electron/main.ts', 'electron/preload.cts', 'electron/shell/**/*.ts', 'electron/engine/**/*.ts', 'electron/documents/**/*.ts'])
       assert.ok(cfg.includes(`"${f}"`), `tsconfig.electron.json includes ${f}`);
   });
 
   test('emits runnable JS: ES modules with .js imports, a CommonJS preload, the engine host, the pdf.js worker', () => {
-    for (const f of ['main.js', 'preload.cjs', 'shell/shell.js', 'core/app-core.js', 'engine/host.js', 'engine/tokenizer-worker.js', 'engine/client.js', 'documents/pdf.js', 'documents/pdf-worker.mjs', 'web/server.js'])
+    for (const f of ['main.js', 'preload.cjs', 'shell/shell.js', 'core/app-core.js', 'engine/host.js', 'engine/tokenizer-worker.js', 'engine/client.js', 'documents/pdf.js', 'documents/parse-worker.js', 'web/server.js'])
       assert.ok(existsSync(join(out, f)), `${f} is emitted`);
     const main = readFileSync(join(out, 'main.js'), 'utf8');
     assert.match(main, /from "\.\/shell\/shell\.js"/);
@@ -133,6 +139,11 @@ function fakeElectron(o: { lock?: boolean; appData: string }) {
   const calls = {
     quit: 0, openExternal: [] as string[], openPath: [] as string[], errorBoxes: [] as { title: string; message: string }[],
     privileged: [] as unknown[], sandbox: 0, menu: null as unknown, dialogs: [] as unknown[],
+    /** What the next open dialog answers (the user's choice). */
+    openDialogResult: { canceled: false, filePaths: ['/docs/a.pdf'] } as { canceled: boolean; filePaths: string[] },
+    /** Every message box shown: [window?, options]; answered by `messageBoxAnswer`. */
+    messageBoxes: [] as unknown[][],
+    messageBoxAnswer: async (): Promise<{ response: number }> => ({ response: 1 }),
   };
   const paths: Record<string, string> = { appData: o.appData };
   let readyResolve!: () => void;
@@ -230,7 +241,11 @@ function fakeElectron(o: { lock?: boolean; appData: string }) {
     dialog: {
       showOpenDialog: async (...args: unknown[]) => {
         calls.dialogs.push(args);
-        return { canceled: false, filePaths: ['/docs/a.pdf'] };
+        return calls.openDialogResult;
+      },
+      showMessageBox: (...args: unknown[]) => {
+        calls.messageBoxes.push(args);
+        return calls.messageBoxAnswer();
       },
       showErrorBox: (title: string, message: string) => void calls.errorBoxes.push({ title, message }),
     },
@@ -265,19 +280,35 @@ class FakeUtilityChild extends EventEmitter {
 function fakeCore() {
   const bus = new EventBus();
   const imported: string[] = [];
+  const addedModels: string[] = [];
+  const downloads: unknown[] = [];
+  const settings: Settings = { ...DEFAULT_SETTINGS, modelFolders: [] };
   let closed = 0;
   const handlers = {
     'tasks.cancel': () => ({ ok: true as const }),
-    'documents.import': (p: { path?: string }) => {
+    'documents.import': (p: { path?: string; fileName?: string }) => {
       if (p.path?.includes('broken')) throw Object.assign(new Error('the file is damaged'), { code: 'CORRUPT' });
-      imported.push(p.path!);
+      imported.push(p.path ?? `upload:${p.fileName}`);
       return { documentId: `doc-${imported.length}`, taskId: `task-${imported.length}` };
     },
+    'models.add': (p: { path: string }) => {
+      addedModels.push(p.path);
+      return {
+        id: `m${addedModels.length}`, path: p.path, name: 'm', source: 'added', fileBytes: 1, architecture: 'llama', quantization: null, contextLength: null,
+        parameters: null, layers: null, kvHeads: null, supported: true, unsupportedReason: null, error: null,
+      };
+    },
+    'models.download': (p: unknown) => (downloads.push(p), { taskId: `dl-${downloads.length}` }),
+    'settings.get': () => settings,
+    'settings.update': (p: Partial<Settings>) => Object.assign(settings, p),
   } as unknown as Handlers;
-  const core: CoreLike & { bus: EventBus; imported: string[]; closed(): number } = {
+  const core: CoreLike & { bus: EventBus; imported: string[]; addedModels: string[]; downloads: unknown[]; settings: Settings; closed(): number } = {
     dispatcher: new Dispatcher(handlers, bus),
     bus,
     imported,
+    addedModels,
+    downloads,
+    settings,
     closed: () => closed,
     async close() { closed++; },
   };
@@ -382,6 +413,7 @@ describe('security: the app protocol and its Content-Security-Policy', () => {
       assert.equal(r.status, status, url);
       assert.equal(r.headers.get('content-security-policy'), CONTENT_SECURITY_POLICY, url);
       assert.equal(r.headers.get('x-content-type-options'), 'nosniff');
+      assert.equal(r.headers.get('x-frame-options'), 'DENY', 'no framing, for engines that ignore frame-ancestors');
     }
     const js = await get('app://folio/assets/app.js');
     assert.equal(js.headers.get('content-type'), 'text/javascript; charset=utf-8');
@@ -525,6 +557,7 @@ describe('security: IPC', () => {
     assert.equal(!bad.ok && bad.error.code, 'BAD_REQUEST');
     assert.match(!bad.ok ? bad.error.message : '', /taskId/);
     assert.ok(!bad.ok && Array.isArray(bad.error.details), 'zod issues travel as data');
+    s.shell.grants.grantFiles(['/x/broken.pdf']);
     assert.equal(await code({ method: 'documents.import', params: { path: '/x/broken.pdf' } }), 'CORRUPT', 'handler errors keep their code');
     assert.deepEqual(parseCallMessage({ method: 'a.b' }), { method: 'a.b', params: undefined });
     await s.shell.shutdown();
@@ -546,7 +579,170 @@ describe('security: IPC', () => {
     const [, modelOptions] = s.fake.calls.dialogs[1] as [unknown, { filters: { extensions: string[] }[] }];
     assert.deepEqual(modelOptions.filters[0].extensions, ['gguf']);
     await assert.rejects(() => Promise.resolve(dialog(ipcEvent(wc, { ...wc.mainFrame, url: 'https://evil.example/' }), 'document')), /may not use/);
-    await assert.rejects(() => Promise.resolve(dialog(ipcEvent(wc, wc.mainFrame), '../../etc')), /document" or "model/);
+    await assert.rejects(() => Promise.resolve(dialog(ipcEvent(wc, wc.mainFrame), '../../etc')), /document", "model" or "folder/);
+    await s.shell.shutdown();
+  });
+});
+
+// -----------------------------------------------------------------------------------------------------------
+// Grants: the renderer may name only files and folders the user gave, and download by URL only after the
+// user said yes in a native dialog (issue 14, item 12)
+
+describe('grants: what the renderer may open, add, search and download', () => {
+  /** A started shell, with a `call` as the window's renderer makes it. */
+  async function started() {
+    const s = await startShell();
+    await s.start();
+    const wc = s.fake.windows[0].webContents;
+    const call = async (method: string, params: unknown) => (await s.fake.ipcHandlers.get(CALL_CHANNEL)!(ipcEvent(wc, wc.mainFrame), { method, params })) as CallReply;
+    const dialog = (kind: string) => s.fake.ipcHandlers.get(DIALOG_CHANNEL)!(ipcEvent(wc, wc.mainFrame), kind) as Promise<string[]>;
+    const refused = (r: CallReply) => (r.ok ? null : r.error);
+    return { ...s, wc, call, dialog, refused };
+  }
+
+  test('documents.import by path: FORBIDDEN until the user chose the file in the open dialog; nothing imported before', async () => {
+    const s = await started();
+    for (const params of [
+      { path: '/etc/passwd' },
+      // The contract's union makes this an import by path (it strips the other keys): still a path import.
+      { path: '/etc/passwd', fileName: 'notes.txt', dataBase64: '' },
+      { path: '/home/me/.ssh/id_ed25519' },
+    ]) {
+      const err = s.refused(await s.call('documents.import', params));
+      assert.equal(err?.code, 'FORBIDDEN', JSON.stringify(params));
+      assert.equal(err?.message, NOT_GRANTED_DOCUMENT);
+    }
+    assert.deepEqual(s.core().imported, [], 'nothing was read');
+
+    // A cancelled dialog grants nothing.
+    s.fake.calls.openDialogResult = { canceled: true, filePaths: ['/etc/passwd'] };
+    assert.deepEqual(await s.dialog('document'), []);
+    assert.equal(s.refused(await s.call('documents.import', { path: '/etc/passwd' }))?.code, 'FORBIDDEN');
+
+    // The user picks it: now it may be imported, exactly that path and no other spelling of a neighbour.
+    s.fake.calls.openDialogResult = { canceled: false, filePaths: ['/etc/passwd', '/home/me/paper.pdf'] };
+    assert.deepEqual(await s.dialog('document'), ['/etc/passwd', '/home/me/paper.pdf']);
+    assert.deepEqual(await s.call('documents.import', { path: '/etc/passwd' }), { ok: true, result: { documentId: 'doc-1', taskId: 'task-1' } });
+    assert.equal((await s.call('documents.import', { path: '/home/me/paper.pdf' })).ok, true);
+    for (const path of ['/home/me/paper.pdf/../.ssh/id_ed25519', '/etc/../etc/shadow', 'paper.pdf', '/home/me/paper.pdf\0'])
+      assert.equal(s.refused(await s.call('documents.import', { path }))?.code, 'FORBIDDEN', path);
+    assert.deepEqual(s.core().imported, ['/etc/passwd', '/home/me/paper.pdf']);
+
+    // An upload by content reads nothing on disk: it needs no grant.
+    assert.equal((await s.call('documents.import', { fileName: 'pasted.txt', dataBase64: 'aGk=' })).ok, true);
+    assert.equal(s.core().imported.at(-1), 'upload:pasted.txt');
+    await s.shell.shutdown();
+  });
+
+  test('a file dropped on the window: the preload grants it from the File (webUtils), then it may be imported', async () => {
+    const s = await started();
+    const p = loadPreload();
+    // The preload's IPC goes to the shell's real handlers, as sent by our window's main frame.
+    p.setReply(async (channel, arg) => s.fake.ipcHandlers.get(channel)!(ipcEvent(s.wc, s.wc.mainFrame), arg));
+    const api = p.exposed[0].api as Api;
+    await assert.rejects(() => api.call('documents.import', { path: '/home/me/dropped.pdf' }), (e: { code?: string }) => e.code === 'FORBIDDEN');
+
+    const path = await api.shell.pathForFile({ path: '/home/me/dropped.pdf' }); // what webUtils says of a real dropped File
+    assert.equal(path, '/home/me/dropped.pdf');
+    assert.deepEqual(await api.call('documents.import', { path }), { documentId: 'doc-1', taskId: 'task-1' });
+    assert.deepEqual(s.core().imported, ['/home/me/dropped.pdf']);
+
+    // A File made by script has no path: nothing is granted, nothing else becomes importable.
+    assert.equal(await api.shell.pathForFile({ path: '' }), '');
+    assert.equal(await api.shell.pathForFile('/etc/passwd'), '', 'a string is no File');
+    await assert.rejects(() => api.call('documents.import', { path: '/etc/passwd' }), (e: { code?: string }) => e.code === 'FORBIDDEN');
+
+    // The grant channel itself answers only our window's main frame, and only absolute paths.
+    const grant = s.fake.ipcHandlers.get(GRANT_CHANNEL)!;
+    assert.throws(() => grant(ipcEvent(s.wc, { ...s.wc.mainFrame, url: 'https://evil.example/' }), '/etc/passwd'), /may not use/);
+    for (const bad of ['relative.pdf', '', 42, null, '/x\0y', `/${'a'.repeat(40_000)}`])
+      assert.throws(() => grant(ipcEvent(s.wc, s.wc.mainFrame), bad), /absolute path/, String(bad).slice(0, 20));
+    assert.equal(s.shell.grants.hasFile('/etc/passwd'), false);
+    await s.shell.shutdown();
+  });
+
+  test('models.download by URL: the main process asks, with the URL and its host; Cancel downloads nothing, Download proceeds', async () => {
+    const s = await started();
+    const url = 'https://huggingface.co/org/repo/resolve/main/model-Q4_K_M.gguf';
+    s.fake.calls.messageBoxAnswer = async () => ({ response: 1 }); // Cancel
+    const no = s.refused(await s.call('models.download', { url }));
+    assert.equal(no?.code, 'CANCELLED');
+    assert.deepEqual(s.core().downloads, [], 'no download started');
+    assert.equal(s.fake.calls.messageBoxes.length, 1);
+    const [parent, options] = s.fake.calls.messageBoxes[0] as [unknown, Electron.MessageBoxOptions];
+    assert.equal(parent, s.fake.windows[0], 'modal to our window');
+    assert.match(options.message, /huggingface\.co/);
+    assert.ok(options.detail?.includes(url), 'the whole URL is shown');
+    assert.deepEqual(options.buttons, ['Download', 'Cancel']);
+    assert.equal(options.cancelId, 1);
+    assert.equal(options.defaultId, 1, 'Enter does not download');
+
+    s.fake.calls.messageBoxAnswer = async () => ({ response: 0 }); // Download
+    assert.deepEqual(await s.call('models.download', { url }), { ok: true, result: { taskId: 'dl-1' } });
+    assert.deepEqual(s.core().downloads, [{ url }]);
+
+    // The host is shown as the URL parser spells it: punycode, not look-alike letters.
+    await s.call('models.download', { url: 'https://hսggingface.co/x/y/resolve/main/m.gguf' });
+    assert.match((s.fake.calls.messageBoxes.at(-1) as [unknown, Electron.MessageBoxOptions])[1].message, /xn--hggingface-/);
+
+    // A catalog entry is Folio's own list: no question.
+    const shown = s.fake.calls.messageBoxes.length;
+    assert.equal((await s.call('models.download', { catalogId: 'qwen2.5-0.5b-instruct-q4' })).ok, true);
+    assert.equal(s.fake.calls.messageBoxes.length, shown);
+
+    // One question at a time: a page calling in a loop gets BUSY, not a stack of dialogs; an absurd URL no dialog.
+    let answer!: (r: { response: number }) => void;
+    s.fake.calls.messageBoxAnswer = () => new Promise((r) => (answer = r));
+    const first = s.call('models.download', { url });
+    await until(() => s.fake.calls.messageBoxes.length === shown + 1, 'the dialog');
+    assert.equal(s.refused(await s.call('models.download', { url }))?.code, 'BUSY');
+    answer({ response: 1 });
+    assert.equal(s.refused(await first)?.code, 'CANCELLED');
+    assert.equal(s.refused(await s.call('models.download', { url: `https://huggingface.co/${'a'.repeat(MAX_DOWNLOAD_URL_CHARS)}.gguf` }))?.code, 'BAD_REQUEST');
+    assert.equal(s.fake.calls.messageBoxes.length, shown + 1);
+    assert.equal(s.core().downloads.length, 3);
+    await s.shell.shutdown();
+  });
+
+  test('models.add: only a file chosen in the model dialog', async () => {
+    const s = await started();
+    const err = s.refused(await s.call('models.add', { path: '/tmp/evil.gguf' }));
+    assert.equal(err?.code, 'FORBIDDEN');
+    assert.equal(err?.message, NOT_GRANTED_MODEL);
+    assert.deepEqual(s.core().addedModels, []);
+    s.fake.calls.openDialogResult = { canceled: false, filePaths: ['/models/qwen.gguf'] };
+    assert.deepEqual(await s.dialog('model'), ['/models/qwen.gguf']);
+    assert.equal((await s.call('models.add', { path: '/models/qwen.gguf' })).ok, true);
+    assert.deepEqual(s.core().addedModels, ['/models/qwen.gguf']);
+    await s.shell.shutdown();
+  });
+
+  test('settings.update {modelFolders}: a new folder only when chosen in the folder dialog; stored ones may stay or go', async () => {
+    const s = await started();
+    const err = s.refused(await s.call('settings.update', { modelFolders: ['/etc'] }));
+    assert.equal(err?.code, 'FORBIDDEN');
+    assert.equal(err?.message, NOT_GRANTED_FOLDER);
+    assert.deepEqual(s.core().settings.modelFolders, [], 'the settings are unchanged');
+
+    s.fake.calls.openDialogResult = { canceled: false, filePaths: ['/data/models'] };
+    assert.deepEqual(await s.dialog('folder'), ['/data/models']);
+    const [, options] = s.fake.calls.dialogs.at(-1) as [unknown, Electron.OpenDialogOptions];
+    assert.ok(options.properties?.includes('openDirectory'), 'a folder dialog');
+    assert.equal((await s.call('settings.update', { modelFolders: ['/data/models'] })).ok, true);
+    assert.deepEqual(s.core().settings.modelFolders, ['/data/models']);
+
+    // The stored folder may stay while another is refused; removing needs no grant; other settings neither.
+    assert.equal(s.refused(await s.call('settings.update', { modelFolders: ['/data/models', '/home/me'] }))?.code, 'FORBIDDEN');
+    assert.deepEqual(s.core().settings.modelFolders, ['/data/models']);
+    assert.equal((await s.call('settings.update', { theme: 'dark' })).ok, true);
+    assert.equal((await s.call('settings.update', { modelFolders: [] })).ok, true);
+    assert.deepEqual(s.core().settings.modelFolders, []);
+
+    // A folder grant is no file grant, and a file grant no folder grant.
+    assert.equal(s.refused(await s.call('documents.import', { path: '/data/models' }))?.code, 'FORBIDDEN');
+    s.fake.calls.openDialogResult = { canceled: false, filePaths: ['/home/me/a.pdf'] };
+    await s.dialog('document');
+    assert.equal(s.refused(await s.call('settings.update', { modelFolders: ['/home/me/a.pdf'] }))?.code, 'FORBIDDEN');
     await s.shell.shutdown();
   });
 });
@@ -554,46 +750,47 @@ describe('security: IPC', () => {
 // -----------------------------------------------------------------------------------------------------------
 // The preload, run the way Electron runs a sandboxed preload
 
-describe('preload', () => {
-  function loadPreload() {
-    const src = readFileSync(join(out, 'preload.cjs'), 'utf8');
-    const exposed: { key: string; api: unknown }[] = [];
-    const invoked: { channel: string; arg: unknown }[] = [];
-    const ipcListeners = new Map<string, ((event: unknown, message: unknown) => void)[]>();
-    let reply: (channel: string, arg: unknown) => Promise<unknown> = async () => ({ ok: true, result: 42 });
-    const ipcRenderer = {
-      invoke: (channel: string, arg: unknown) => (invoked.push({ channel, arg }), reply(channel, arg)),
-      on: (channel: string, l: (event: unknown, message: unknown) => void) => void ipcListeners.set(channel, [...(ipcListeners.get(channel) ?? []), l]),
-      send: () => assert.fail('the preload sends nothing fire-and-forget'),
-    };
-    const required: string[] = [];
-    const preloadRequire = (name: string) => {
-      required.push(name);
-      if (name === 'electron') {
-        return {
-          contextBridge: { exposeInMainWorld: (key: string, api: unknown) => exposed.push({ key, api }) },
-          ipcRenderer,
-          webUtils: { getPathForFile: (f: { path?: string }) => { if (typeof f?.path !== 'string') throw new TypeError('not a File'); return f.path; } },
-        };
-      }
-      throw new Error(`module not found: ${name}`);
-    };
-    // Electron's sandboxed preload wrapper: (require, process, exports, module, ...globals).
-    const fn = compileFunction(src, ['require', 'process', 'exports', 'module', 'Buffer', 'global']);
-    const exports = {};
-    fn(preloadRequire, { platform: 'darwin' }, exports, { exports }, undefined, {});
-    return {
-      exposed, invoked, required, ipcRenderer,
-      setReply: (r: typeof reply) => void (reply = r),
-      fire: (channel: string, message: unknown) => { for (const l of ipcListeners.get(channel) ?? []) l({ sender: 'ipc-event' }, message); },
-    };
-  }
-  type Api = {
-    call(method: string, params?: unknown): Promise<unknown>;
-    on(event: string, l: (...a: unknown[]) => void): () => void;
-    shell: { platform: string; openFileDialog(kind?: string): Promise<string[]>; pathForFile(f: unknown): string; onMenu(l: (...a: unknown[]) => void): () => void; onDocumentOpened(l: (...a: unknown[]) => void): () => void };
+/** Runs the compiled preload on a fake ipcRenderer and webUtils (whose File is `{ path }`: '' for one made by script). */
+function loadPreload() {
+  const src = readFileSync(join(out, 'preload.cjs'), 'utf8');
+  const exposed: { key: string; api: unknown }[] = [];
+  const invoked: { channel: string; arg: unknown }[] = [];
+  const ipcListeners = new Map<string, ((event: unknown, message: unknown) => void)[]>();
+  let reply: (channel: string, arg: unknown) => Promise<unknown> = async () => ({ ok: true, result: 42 });
+  const ipcRenderer = {
+    invoke: (channel: string, arg: unknown) => (invoked.push({ channel, arg }), reply(channel, arg)),
+    on: (channel: string, l: (event: unknown, message: unknown) => void) => void ipcListeners.set(channel, [...(ipcListeners.get(channel) ?? []), l]),
+    send: () => assert.fail('the preload sends nothing fire-and-forget'),
   };
+  const required: string[] = [];
+  const preloadRequire = (name: string) => {
+    required.push(name);
+    if (name === 'electron') {
+      return {
+        contextBridge: { exposeInMainWorld: (key: string, api: unknown) => exposed.push({ key, api }) },
+        ipcRenderer,
+        webUtils: { getPathForFile: (f: { path?: string }) => { if (typeof f?.path !== 'string') throw new TypeError('not a File'); return f.path; } },
+      };
+    }
+    throw new Error(`module not found: ${name}`);
+  };
+  // Electron's sandboxed preload wrapper: (require, process, exports, module, ...globals).
+  const fn = compileFunction(src, ['require', 'process', 'exports', 'module', 'Buffer', 'global']);
+  const exports = {};
+  fn(preloadRequire, { platform: 'darwin' }, exports, { exports }, undefined, {});
+  return {
+    exposed, invoked, required, ipcRenderer,
+    setReply: (r: typeof reply) => void (reply = r),
+    fire: (channel: string, message: unknown) => { for (const l of ipcListeners.get(channel) ?? []) l({ sender: 'ipc-event' }, message); },
+  };
+}
+type Api = {
+  call(method: string, params?: unknown): Promise<unknown>;
+  on(event: string, l: (...a: unknown[]) => void): () => void;
+  shell: { platform: string; openFileDialog(kind?: string): Promise<string[]>; pathForFile(f: unknown): Promise<string>; onMenu(l: (...a: unknown[]) => void): () => void; onDocumentOpened(l: (...a: unknown[]) => void): () => void };
+};
 
+describe('preload', () => {
   test('exposes exactly { call, on, shell } as window.folio, requiring nothing but electron', () => {
     const p = loadPreload();
     assert.deepEqual(p.required, ['electron']);
@@ -664,9 +861,14 @@ describe('preload', () => {
     assert.deepEqual(await api.shell.openFileDialog(), ['/a.pdf']);
     assert.deepEqual(await api.shell.openFileDialog('model'), ['/a.pdf']);
     assert.deepEqual(p.invoked.map((i) => [i.channel, i.arg]), [[DIALOG_CHANNEL, 'document'], [DIALOG_CHANNEL, 'model']]);
-    await assert.rejects(() => api.shell.openFileDialog('/etc'), /document" or "model/);
-    assert.equal(api.shell.pathForFile({ path: '/dropped/paper.pdf' }), '/dropped/paper.pdf');
-    assert.equal(api.shell.pathForFile('not a file'), '');
+    await assert.rejects(() => api.shell.openFileDialog('/etc'), /document", "model" or "folder/);
+    p.invoked.length = 0;
+    p.setReply(async () => true);
+    assert.equal(await api.shell.pathForFile({ path: '/dropped/paper.pdf' }), '/dropped/paper.pdf');
+    assert.deepEqual(p.invoked, [{ channel: GRANT_CHANNEL, arg: '/dropped/paper.pdf' }], 'the main process is told the user gave it');
+    assert.equal(await api.shell.pathForFile('not a file'), '');
+    assert.equal(await api.shell.pathForFile({ path: '' }), '', 'a File made by script has no path');
+    assert.equal(p.invoked.length, 1, 'and grants nothing');
     const actions: unknown[] = [];
     const opened: unknown[] = [];
     const off = api.shell.onMenu((a) => actions.push(a));
@@ -896,6 +1098,14 @@ describe('opening files', () => {
     // open-file once running: imported at once, the window shown.
     s.fake.app.emit('open-file', { preventDefault() {} }, join(dir, 'first.pdf'));
     await until(() => s.core().imported.length === 4, 'open-file while running');
+
+    // What the OS handed over is the user's choice: the renderer may import it by path too (a retry);
+    // a name on the command line that is no file is not.
+    const wc = win.webContents;
+    const importByPath = async (path: string) => (await s.fake.ipcHandlers.get(CALL_CHANNEL)!(ipcEvent(wc, wc.mainFrame), { method: 'documents.import', params: { path } })) as CallReply;
+    assert.equal((await importByPath(join(dir, 'third.docx'))).ok, true);
+    const nope = await importByPath(join(dir, 'nope.pdf'));
+    assert.equal(!nope.ok && nope.error.code, 'FORBIDDEN');
     await s.shell.shutdown();
   });
 
@@ -1148,7 +1358,7 @@ describe('packaging: build/electron-builder.yml', () => {
     assert.equal(cfg.productName, 'Folio');
     assert.match(cfg.appId, /^[a-z][a-z0-9-]*(\.[a-z0-9-]+)+$/);
     assert.equal(cfg.asar, true);
-    for (const p of ['native/build/Release/folio.node', 'native/build/Release/*folio-cuda.{so,dll}', 'node_modules/pdfjs-dist/**/*', 'dist/electron/documents/pdf-worker.mjs'])
+    for (const p of ['native/build/Release/folio.node', 'native/build/Release/*folio-cuda.{so,dll}', 'node_modules/pdfjs-dist/**/*'])
       assert.ok(cfg.asarUnpack.includes(p), `asarUnpack: ${p}`);
     assert.equal(cfg.npmRebuild, false);
     assert.deepEqual(cfg.electronFuses, {
@@ -1220,9 +1430,9 @@ describe('packaging: build/electron-builder.yml', () => {
         else entries.set(p, v as { unpacked?: boolean });
       }
     })(header, '');
-    for (const f of ['package.json', 'dist/electron/main.js', 'dist/electron/preload.cjs', 'dist/electron/engine/host.js', 'dist/electron/core/app-core.js', 'dist/renderer/index.html', 'node_modules/zod/package.json'])
+    for (const f of ['package.json', 'dist/electron/main.js', 'dist/electron/preload.cjs', 'dist/electron/engine/host.js', 'dist/electron/core/app-core.js', 'dist/electron/documents/parse-worker.js', 'dist/renderer/index.html', 'node_modules/zod/package.json'])
       assert.equal(entries.get(f)?.unpacked, undefined, `${f} is in the asar`);
-    for (const f of ['native/build/Release/folio.node', 'dist/electron/documents/pdf-worker.mjs', 'node_modules/pdfjs-dist/legacy/build/pdf.mjs', 'node_modules/better-sqlite3/build/Release/better_sqlite3.node']) {
+    for (const f of ['native/build/Release/folio.node', 'node_modules/pdfjs-dist/legacy/build/pdf.mjs', 'node_modules/better-sqlite3/build/Release/better_sqlite3.node']) {
       assert.equal(entries.get(f)?.unpacked, true, `${f} is unpacked`);
       assert.ok(existsSync(join(resources, 'app.asar.unpacked', f)), `${f} exists in app.asar.unpacked`);
     }

@@ -41,6 +41,9 @@ const handlers = {
   'engine.status': () => ({ state: 'ready', modelId: null, backend: 'cpu', message: null, restarts: 'many' }) as never,
 } as Partial<Handlers> as Handlers;
 const dispatcher = new Dispatcher(handlers, bus);
+/** The API token the hosts here are started with; the helpers below send it, as a program would. */
+const apiToken = 'test-token-0123456789abcdef';
+const auth = { authorization: `Bearer ${apiToken}` };
 
 const backend: OpenAiBackend = {
   async listModels() {
@@ -55,7 +58,7 @@ const backend: OpenAiBackend = {
 
 function http(port: number, method: string, path: string, body?: string, headers: Record<string, string> = {}) {
   return new Promise<{ status: number; headers: Record<string, unknown>; text: string }>((ok, fail) => {
-    const req = request({ host: '127.0.0.1', port, method, path, headers: { 'content-type': 'application/json', ...headers } }, (res) => {
+    const req = request({ host: '127.0.0.1', port, method, path, headers: { 'content-type': 'application/json', ...auth, ...headers } }, (res) => {
       let text = '';
       res.on('data', (c) => (text += c));
       res.on('end', () => ok({ status: res.statusCode!, headers: res.headers, text }));
@@ -67,7 +70,7 @@ function http(port: number, method: string, path: string, body?: string, headers
 }
 
 test('the API over HTTP: results, validation, error codes', async () => {
-  const host = await startWebHost({ dispatcher, staticDir: join(dir, 'ui'), maxBodyBytes: 4096 });
+  const host = await startWebHost({ dispatcher, apiToken, staticDir: join(dir, 'ui'), maxBodyBytes: 4096 });
   try {
     const get = await http(host.port, 'POST', '/api/call', JSON.stringify({ method: 'settings.get', params: {} }));
     assert.equal(get.status, 200);
@@ -99,7 +102,7 @@ test('the API over HTTP: results, validation, error codes', async () => {
 });
 
 test('static files: the renderer, client-side routes, no way out of the folder', async () => {
-  const host = await startWebHost({ dispatcher, staticDir: join(dir, 'ui') });
+  const host = await startWebHost({ dispatcher, apiToken, staticDir: join(dir, 'ui') });
   try {
     assert.match((await http(host.port, 'GET', '/')).text, /<title>Folio/);
     const js = await http(host.port, 'GET', '/assets/app.js');
@@ -111,7 +114,7 @@ test('static files: the renderer, client-side routes, no way out of the folder',
   } finally {
     await host.close();
   }
-  const bare = await startWebHost({ dispatcher });
+  const bare = await startWebHost({ dispatcher, apiToken });
   try {
     assert.match((await http(bare.port, 'GET', '/')).text, /not built/);
   } finally {
@@ -120,8 +123,8 @@ test('static files: the renderer, client-side routes, no way out of the folder',
 });
 
 test('the API over WebSocket: calls, errors, pushed events, reconnection', async () => {
-  const host = await startWebHost({ dispatcher });
-  const api = connectApi(`ws://127.0.0.1:${host.port}/api/ws`, WebSocket as never);
+  const host = await startWebHost({ dispatcher, apiToken });
+  const api = connectApi(`ws://127.0.0.1:${host.port}/api/ws`, WebSocket as never, { token: apiToken });
   try {
     const seen: number[] = [];
     api.on('settings.changed', (s) => seen.push(s.compression.budget));
@@ -131,7 +134,7 @@ test('the API over WebSocket: calls, errors, pushed events, reconnection', async
     await new Promise((r) => setTimeout(r, 50));
     assert.deepEqual(seen, [0.6]);
     // raw protocol errors
-    const raw = new WebSocket(`ws://127.0.0.1:${host.port}/api/ws`);
+    const raw = new WebSocket(`ws://127.0.0.1:${host.port}/api/ws`, { headers: auth });
     await new Promise((r) => raw.on('open', r));
     const reply = new Promise<string>((r) => raw.once('message', (d) => r(String(d))));
     raw.send('not json');
@@ -147,7 +150,7 @@ test('the API over WebSocket: calls, errors, pushed events, reconnection', async
 });
 
 test('OpenAI-compatible endpoints: models, completions, streaming, error bodies', async () => {
-  const host = await startWebHost({ dispatcher, openai: backend });
+  const host = await startWebHost({ dispatcher, apiToken, openai: backend });
   try {
     const models = JSON.parse((await http(host.port, 'GET', '/v1/models')).text);
     assert.deepEqual(models, { object: 'list', data: [{ object: 'model', id: 'stories260K', created: 0, owned_by: 'folio' }] });

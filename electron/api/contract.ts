@@ -120,6 +120,8 @@ export const EngineStatus = z.object({
   message: z.string().nullable(),
   /** How many times the engine process was restarted after dying. */
   restarts: z.number().int(),
+  /** crashed: a new engine process comes by itself; false once it crashed too often (then engine.restart). */
+  willRestart: z.boolean(),
 });
 export type EngineStatus = z.infer<typeof EngineStatus>;
 
@@ -278,11 +280,34 @@ export const TaskDone = z.object({
 const Empty = z.object({}).strict();
 const Ok = z.object({ ok: z.literal(true) });
 
+/**
+ * Largest JSON request (an /api/call body, a WebSocket message, a /v1/chat/completions body). The largest
+ * real ones are a 100,000-character question or system prompt (at most ~600 KB escaped) and an OpenAI chat
+ * that fills a long context (~4 bytes a token: 1 MiB is 256K tokens); 4 MiB leaves room for both while
+ * keeping every body far below what a string or JSON.parse can hold. Documents go through the upload route.
+ */
+export const MAX_JSON_BODY_BYTES = 4 * 2 ** 20;
+/** base64 of a document sent inside a JSON call (desktop IPC fallback, API clients): what fits in one body. */
+export const MAX_INLINE_BASE64_CHARS = MAX_JSON_BODY_BYTES - 64 * 1024;
+
+/** The web host's document upload: POST raw bytes (application/octet-stream), the file name URI-encoded in a header. */
+export const UPLOAD_ROUTE = '/api/upload';
+export const UPLOAD_FILE_NAME_HEADER = 'x-folio-file-name';
+
+/** The most tokens the engine generates in one call (native/src/napi/session.cc, Generate: `n`). */
+export const MAX_GENERATE_TOKENS = 1 << 24;
+
+/** Where API clients reach this app core over HTTP, and their bearer token; null where nothing is served (desktop). */
+export const ServerInfo = z.object({ apiUrl: z.string().nullable(), apiToken: z.string().nullable() });
+export type ServerInfo = z.infer<typeof ServerInfo>;
+
 export const methods = {
   'settings.get': { params: Empty, result: Settings },
   'settings.update': { params: SettingsPatch, result: Settings },
 
   'engine.status': { params: Empty, result: EngineStatus },
+  /** Retry: starts an engine that crashed too often to restart by itself (or was stopped); no-op otherwise. */
+  'engine.restart': { params: Empty, result: EngineStatus },
 
   'models.list': { params: Empty, result: z.array(ModelEntry) },
   'models.rescan': { params: Empty, result: z.array(ModelEntry) },
@@ -305,7 +330,7 @@ export const methods = {
   'documents.import': {
     params: z.union([
       z.object({ path: z.string().min(1) }),
-      z.object({ fileName: z.string().min(1).max(1024), dataBase64: z.string() }),
+      z.object({ fileName: z.string().min(1).max(1024), dataBase64: z.string().max(MAX_INLINE_BASE64_CHARS, 'the file is too large to send inline: upload it (POST ' + UPLOAD_ROUTE + ')') }),
     ]),
     result: z.object({ documentId: Id, taskId: Id }),
   },
@@ -322,6 +347,9 @@ export const methods = {
   },
 
   'tasks.cancel': { params: z.object({ taskId: Id }), result: Ok },
+
+  /** The web host's address and API token for other programs (Settings → API access). */
+  'server.info': { params: Empty, result: ServerInfo },
 
   'chats.list': { params: z.object({ documentId: Id }), result: z.array(ChatSummary) },
   'chats.create': { params: z.object({ documentId: Id, title: z.string().max(200).optional() }), result: ChatSummary },

@@ -13,7 +13,13 @@ interface SocketLike {
   onerror: ((ev: unknown) => void) | null;
   onmessage: ((ev: { data: unknown }) => void) | null;
 }
-type SocketFactory = new (url: string) => SocketLike;
+/** Node's `ws` also takes headers (the third argument); a browser's WebSocket sends its Origin instead. */
+type SocketFactory = new (url: string, protocols?: string[], options?: { headers?: Record<string, string> }) => SocketLike;
+
+export interface ConnectOptions {
+  /** The web host's API token, for clients that are not the app's own pages (tests, scripts; see access.ts). */
+  token?: string;
+}
 
 export interface WsApi extends FolioApi {
   /** Connected or not; listeners hear every change. */
@@ -22,7 +28,7 @@ export interface WsApi extends FolioApi {
   close(): void;
 }
 
-export function connectApi(url: string, Socket: SocketFactory = (globalThis as unknown as { WebSocket: SocketFactory }).WebSocket): WsApi {
+export function connectApi(url: string, Socket: SocketFactory = (globalThis as unknown as { WebSocket: SocketFactory }).WebSocket, options: ConnectOptions = {}): WsApi {
   let ws: SocketLike | null = null;
   let connected = false;
   let closed = false;
@@ -41,7 +47,7 @@ export function connectApi(url: string, Socket: SocketFactory = (globalThis as u
 
   const open = () => {
     if (closed) return;
-    const s = new Socket(url);
+    const s = options.token ? new Socket(url, [], { headers: { authorization: `Bearer ${options.token}` } }) : new Socket(url);
     ws = s;
     s.onopen = () => {
       backoff = 250;

@@ -1,6 +1,6 @@
 // The app core: storage, the engine process and the services, wired to the API contract. The Electron
 // shell and the web host both serve `dispatcher`; nothing here imports 'electron'.
-import { ApiError, type EngineStatus, type Settings } from '../api/contract.ts';
+import { ApiError, type EngineStatus, type ServerInfo, type Settings } from '../api/contract.ts';
 import { Dispatcher, EventBus, type Handlers } from '../api/dispatcher.ts';
 import { EngineClient, type EngineClientOptions } from '../engine/client.ts';
 import { openStorage, type Storage, type StorageOptions } from '../storage/index.ts';
@@ -31,6 +31,8 @@ export interface AppCore {
   documents: DocumentsService;
   chats: ChatsService;
   models: ModelsService;
+  /** What server.info answers: set by whoever serves this core over HTTP (folio serve); the desktop app serves none. */
+  setServerInfo(info: ServerInfo): void;
   /** Stops answers, the engine process and the database, in that order. */
   close(): Promise<void>;
 }
@@ -56,6 +58,7 @@ export async function createAppCore(o: AppCoreOptions): Promise<AppCore> {
   }
 
   const ok = { ok: true as const };
+  let serverInfo: ServerInfo = { apiUrl: null, apiToken: null };
   const handlers: Handlers = {
     'settings.get': () => storage.settings.get(),
     'settings.update': (p) => {
@@ -68,6 +71,7 @@ export async function createAppCore(o: AppCoreOptions): Promise<AppCore> {
       return s;
     },
     'engine.status': (): EngineStatus => engine.status(),
+    'engine.restart': () => engine.restart(),
     'models.list': () => models.list(),
     'models.rescan': () => models.rescan(),
     'models.add': (p) => models.add(p.path),
@@ -82,6 +86,7 @@ export async function createAppCore(o: AppCoreOptions): Promise<AppCore> {
     'documents.recompress': (p) => documents.recompress(p),
     'documents.compare': (p) => documents.compare(p),
     'tasks.cancel': (p) => (tasks.cancel(p.taskId), ok),
+    'server.info': () => serverInfo,
     'chats.list': (p) => chats.list(p.documentId),
     'chats.create': (p) => chats.create(p),
     'chats.get': (p) => chats.get(p.chatId),
@@ -101,6 +106,9 @@ export async function createAppCore(o: AppCoreOptions): Promise<AppCore> {
   let closed = false;
   return {
     dispatcher, bus, storage, engine, openai, documents, chats, models,
+    setServerInfo(info) {
+      serverInfo = info;
+    },
     async close() {
       if (closed) return;
       closed = true;

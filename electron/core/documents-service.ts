@@ -2,7 +2,8 @@
 // progress), save the compressed cache so reopening needs no prefill, rebuild it when the model or the
 // compression settings change or the file is damaged; the document view with the retention map.
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, rmSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 
 import {
@@ -10,7 +11,11 @@ import {
   type Params, type Result,
 } from '../api/contract.ts';
 import type { EventBus } from '../api/dispatcher.ts';
-import { importDocument, detectKind, passages as splitPassages } from '../documents/index.ts';
+import {
+  MAX_DOCUMENT_BYTES, importDocument, detectKind, readDocumentFile, passages as splitPassages,
+} from '../documents/index.ts';
+import { baseName } from '../documents/detect.ts';
+import { tooLarge } from '../documents/read-file.ts';
 import { toSummary, type DocumentRecord, type Storage } from '../storage/index.ts';
 import type { EngineManager, LoadedModel } from './engine-manager.ts';
 import { chatFormat, conversationFor, mapPrefix, pagesThatFit, tokenizeFormatted, type ChatFormat } from './prefix.ts';
@@ -83,27 +88,49 @@ export class DocumentsService {
     return out;
   }
 
-  /** Imports a file and compresses it; returns at once with the task that does the work. */
-  import(params: Params<'documents.import'>): Result<'documents.import'> {
-    const settings = this.storage.settings.get();
-    if (!settings.modelId) throw new ApiError('NO_MODEL', 'choose a model first: documents are compressed for the model they are read with');
-    const input: { path: string } | { fileName: string; bytes: Uint8Array } = 'path' in params
-      ? { path: params.path }
-      : { fileName: params.fileName, bytes: new Uint8Array(Buffer.from(params.dataBase64, 'base64')) };
-    const fileName = 'path' in input ? input.path.split(/[\\/]/).pop()! : input.fileName;
-    let kind: DocumentSummary['kind'];
+  /**
+   * Imports a file and compresses it; returns, once the file is read and its kind known, with the task that
+   * does the work. A path must be a regular file of at most MAX_DOCUMENT_BYTES; bytes come base64-encoded.
+   */
+  async import(params: Params<'documents.import'>): Promise<Result<'documents.import'>> {
+    this.requireModel();
+    if ('path' in params) return this.start(baseName(params.path), await readDocumentFile(params.path));
+    const fileName = baseName(params.fileName);
+    // Refused before decoding: base64 takes 4 characters for 3 bytes.
+    const size = Math.floor((params.dataBase64.length * 3) / 4);
+    if (size > MAX_DOCUMENT_BYTES + 2) throw tooLarge(fileName, size, MAX_DOCUMENT_BYTES);
+    return this.start(fileName, ownedBytes(Buffer.from(params.dataBase64, 'base64')));
+  }
+
+  /**
+   * Imports an upload that the web host streamed to `tempPath`. The file becomes this service's: it is
+   * removed once read, whether the import then goes on, fails or is cancelled (its bytes are in memory).
+   */
+  async importUpload(params: { fileName: string; tempPath: string }): Promise<Result<'documents.import'>> {
+    let bytes: Uint8Array;
     try {
-      const bytes = 'bytes' in input ? input.bytes : new Uint8Array(readFileSync(input.path));
-      kind = detectKind(bytes, fileName);
-    } catch (e) {
-      if (e instanceof ApiError) throw e;
-      throw new ApiError('READ_FAILED', `cannot read ${fileName}: ${(e as Error).message}`);
+      this.requireModel();
+      bytes = await readDocumentFile(params.tempPath);
+    } finally {
+      await rm(params.tempPath, { force: true }).catch(() => {});
     }
+    return this.start(baseName(params.fileName), bytes);
+  }
+
+  private requireModel(): void {
+    if (!this.storage.settings.get().modelId) throw new ApiError('NO_MODEL', 'choose a model first: documents are compressed for the model they are read with');
+  }
+
+  /** Checks the kind (a bad file fails here, before any record), then parses and compresses in a task. */
+  private start(fileName: string, bytes: Uint8Array): Result<'documents.import'> {
+    const kind = detectKind(bytes, fileName);
     const doc = this.storage.documents.create({ title: fileName, kind, fileName, status: 'importing' });
     this.changed(doc.id);
     const { taskId } = this.tasks.start('import', doc.id, async (task) => {
       try {
-        const imported = await importDocument(input, { signal: task.signal, onProgress: (d, t) => task.progress('import', d, t, `reading ${fileName}`) });
+        const imported = await importDocument({ fileName, bytes }, {
+          signal: task.signal, transferBytes: true, onProgress: (d, t) => task.progress('import', d, t, `reading ${fileName}`),
+        });
         this.storage.documents.update(doc.id, { title: imported.title || fileName });
         this.storage.documents.setContent(doc.id, { pages: imported.pages.map((p) => ({ ...p, tokenStart: 0, tokenEnd: 0 })), tokens: [] });
         await this.build(doc.id, task, undefined);
@@ -299,6 +326,15 @@ export class DocumentsService {
     const d = this.storage.documents.get(documentId);
     if (d) this.bus.emit('documents.changed', toSummary(this.withStaleness(d)));
   }
+}
+
+/**
+ * The bytes of a Buffer as a Uint8Array that owns its whole ArrayBuffer, so it can be moved to the parser
+ * thread: a big Buffer already does (no copy); a small one lives in Node's shared pool and is copied.
+ */
+function ownedBytes(b: Buffer): Uint8Array {
+  if (b.byteOffset === 0 && b.byteLength === b.buffer.byteLength && b.buffer instanceof ArrayBuffer) return new Uint8Array(b.buffer);
+  return new Uint8Array(b);
 }
 
 /** What a compressed prefix was made from besides the document and the model: the system prompt. */

@@ -46,7 +46,18 @@ export class EngineManager {
       backendReason: s.backendReason,
       message: s.message,
       restarts: s.restarts,
+      willRestart: s.willRestart,
     };
+  }
+
+  /**
+   * The user's Retry (engine.restart): starts an engine that is down, crashed past its restart limit or
+   * stopped; one that runs, or restarts by itself, is left to it. A failed start shows in the status.
+   */
+  async restart(): Promise<EngineStatus> {
+    const s = this.client.status();
+    if (s.state === 'stopped' || (s.state === 'crashed' && !s.willRestart)) await this.client.start().catch(() => {});
+    return this.status();
   }
 
   publish(): void {
@@ -65,7 +76,10 @@ export class EngineManager {
       if (m?.entryId === entryId) return m;
     }
     this.loading = (async () => {
-      if (this.client.status().state === 'stopped') await this.client.start();
+      // Choosing or using a model is a user's action: it brings back an engine that crashed past its restart
+      // limit too (start() waits for an automatic restart that is already on its way).
+      const state = this.client.status().state;
+      if (state === 'stopped' || state === 'crashed') await this.client.start();
       if (this.model) {
         // One model at a time: its sessions go with it.
         await this.client.unloadModel(this.model.engineId).catch(() => {});

@@ -2,6 +2,7 @@
 // or, with Folio's `document_id`, over a stored compressed document (its saved cache is forked: no prefill
 // of the document).
 import { ApiError } from '../api/contract.ts';
+import { readGgufHeader } from '../models/gguf-header.ts';
 import type { Storage } from '../storage/index.ts';
 import { contentText, type ChatCompletionRequest, type CompletionResult, type OpenAiBackend } from '../web/openai.ts';
 import type { Message } from './chat-format.ts';
@@ -9,6 +10,34 @@ import type { DocumentsService } from './documents-service.ts';
 import type { EngineManager, LoadedModel } from './engine-manager.ts';
 import type { ModelsService } from './models-service.ts';
 import { conversationFor, tokenizeFormatted } from './prefix.ts';
+
+/** Tokenizers whose tokens are pieces of the text itself (the text is their concatenation, nothing dropped). */
+const PIECEWISE_TOKENIZERS = new Set(['llama', 'gpt2']);
+/** An unknown character becomes one token of up to 4 UTF-8 bytes, whatever the vocabulary stores. */
+const MIN_TOKEN_BYTES_BOUND = 4;
+
+/**
+ * The longest token text of a model's vocabulary in UTF-8 bytes, from its GGUF header (read once per file),
+ * or null when it cannot be known. A stored token is never shorter than the text it stands for
+ * (SentencePiece writes a space as 3-byte ▁, byte tokens as <0xAB>, GPT-2 BPE each byte as a 1-2 byte
+ * character), so no token covers more bytes of a prompt than this.
+ */
+const longestTokens = new Map<string, Promise<number | null>>();
+function longestTokenBytes(path: string, fileBytes: number): Promise<number | null> {
+  const key = `${path}:${fileBytes}`;
+  let p = longestTokens.get(key);
+  if (!p) {
+    p = readGgufHeader(path, { keepArrayElements: 1 << 22 }).then((h) => {
+      const tokens = h.metadata.get('tokenizer.ggml.tokens');
+      if (!Array.isArray(tokens) || tokens.length === 0) return null;
+      let longest = 0;
+      for (const t of tokens) if (typeof t === 'string') longest = Math.max(longest, Buffer.byteLength(t));
+      return Math.max(longest, MIN_TOKEN_BYTES_BOUND);
+    }, () => null);
+    longestTokens.set(key, p);
+  }
+  return p;
+}
 
 export class OpenAiService implements OpenAiBackend {
   /** The model `folio serve --model` was given: listed first. */
@@ -39,6 +68,18 @@ export class OpenAiService implements OpenAiBackend {
     return this.engine.ensureModel(m.id, m.path);
   }
 
+  /**
+   * Refuses text whose byte length alone proves it cannot fit in `capacity` tokens, before the engine spends
+   * seconds tokenizing it: a prompt needs at least bytes / (longest token) tokens.
+   */
+  private async refuseIfCannotFit(model: LoadedModel, bytes: number, capacity: number): Promise<void> {
+    if (bytes <= capacity || !PIECEWISE_TOKENIZERS.has(model.info.tokenizer.model)) return; // every token covers >= 1 byte
+    const longest = await longestTokenBytes(model.info.path, model.info.fileBytes);
+    if (longest === null || bytes <= capacity * longest) return;
+    throw new ApiError('CONTEXT_FULL', `the messages are ${bytes} bytes long: even at ${longest} bytes a token (the model's longest) ` +
+      `that is more than the ${capacity} tokens the context has room for; send less text or use a model with a longer context`);
+  }
+
   async complete(req: ChatCompletionRequest, onDelta: (text: string) => void, signal: AbortSignal): Promise<CompletionResult> {
     const s = this.storage.settings.get();
     const messages: Message[] = req.messages.map((m) => ({
@@ -60,9 +101,13 @@ export class OpenAiService implements OpenAiBackend {
       const format = await this.documents.format(model);
       const system = [s.systemPrompt, ...messages.filter((m) => m.role === 'system').map((m) => m.content)].filter(Boolean).join('\n\n');
       const { conversation } = conversationFor(format, system, this.storage.documents.pages(doc.id));
-      sessionId = (await this.engine.client.fork(docSession)).sessionId;
+      const fork = await this.engine.client.fork(docSession);
+      sessionId = fork.sessionId;
       promptTokens = doc.tokens;
       try {
+        // The messages' own text is part of what is prefilled: too many bytes for the room left, refuse now.
+        const bytes = messages.filter((m) => m.role !== 'system').reduce((n, m) => n + Buffer.byteLength(m.content), 0);
+        await this.refuseIfCannotFit(model, bytes, fork.nCtx - fork.nPast - 1);
         // Replay the conversation; the last user message gets the answer.
         for (const m of messages.filter((x) => x.role !== 'system')) {
           let text: string;
@@ -86,6 +131,9 @@ export class OpenAiService implements OpenAiBackend {
       model = await this.model(req.model);
       const format = await this.documents.format(model);
       const text = format.renderer(messages, true);
+      // The session gets at most the context sessionOptions asks for; one token is left for the answer.
+      const nCtx = this.engine.sessionOptions().nCtx;
+      if (nCtx) await this.refuseIfCannotFit(model, Buffer.byteLength(text), nCtx - 1);
       const t = await tokenizeFormatted((x, o) => this.engine.client.tokenize(model.engineId, x, o), format, text, true);
       const h = await this.engine.client.createSession(model.engineId, this.engine.sessionOptions());
       sessionId = h.sessionId;

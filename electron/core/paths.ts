@@ -17,5 +17,6 @@ export function dataPaths(dataDir: string) {
     caches: join(dataDir, 'caches'),      // saved compressed KV caches, one per document
     models: join(dataDir, 'models'),      // downloaded models
     documents: join(dataDir, 'documents'), // copies of imported files (for re-import with other pages)
+    tmp: join(dataDir, 'tmp'),            // uploads on their way in (web host), removed once imported
   };
 }

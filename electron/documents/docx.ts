@@ -7,15 +7,15 @@
 // DOCX has no fixed pages, so pages are groups of blocks by pages.ts's rule (about 3,000 characters, at block
 // boundaries, sections starting pages). Title: the document properties' title (docProps/core.xml), else
 // the first level-1 heading, else the first heading, else the first short paragraph, else the file name.
+// ZIP bombs: mammoth never unzips anything itself. It is given our own reader (zip.ts), which inflates each
+// part it asks for with a limit per part and a running total, counted while inflating (the archive's stated
+// sizes may lie); word/document.xml is inflated before mammoth starts, so a bomb fails at once.
 import mammoth from 'mammoth';
 
 import { ImportError } from './errors.ts';
+import { MAX_DOCX_INFLATED_BYTES, MAX_DOCX_PART_BYTES, mib } from './limits.ts';
 import { cleanTitle, normalizeText, paginate, titleFromFileName, type Block, type PageText } from './pages.ts';
-import { readZipEntry, zipEntries } from './zip.ts';
-
-/** Limits against ZIP bombs: the declared inflated size of the main part and of the whole archive. */
-const MAX_DOCUMENT_XML = 256 * 1024 * 1024;
-const MAX_ARCHIVE_INFLATED = 1024 * 1024 * 1024;
+import { BoundedZipReader, ZipLimitError, readZipEntry, zipEntries } from './zip.ts';
 
 interface Node {
   tag: string;
@@ -156,18 +156,51 @@ export interface DocxImport {
   warnings: string[];
 }
 
-export async function importDocx(bytes: Uint8Array, fileName: string): Promise<DocxImport> {
+/** The archive interface mammoth uses internally (its `{ file }` input, which skips its own unzipping). */
+interface MammothZip {
+  exists(name: string): boolean;
+  read(name: string, encoding?: string): Promise<Uint8Array | string>;
+}
+
+function mammothZip(zip: BoundedZipReader, preRead: Map<string, Uint8Array>): MammothZip {
+  return {
+    exists: (name) => zip.has(name),
+    read: async (name, encoding) => {
+      const bytes = preRead.get(name) ?? zip.read(name);
+      preRead.delete(name);
+      if (encoding === 'base64') return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('base64');
+      return encoding ? new TextDecoder(encoding).decode(bytes) : bytes;
+    },
+  };
+}
+
+function zipTooLarge(fileName: string, e: ZipLimitError): ImportError {
+  return new ImportError(
+    'TOO_LARGE',
+    e.whole
+      ? `${fileName} is too large to read: its parts inflate to more than ${mib(e.limit)} in all (a ZIP bomb?); Folio reads Word documents up to that`
+      : `${fileName} is too large to read: its part ${e.entry} inflates to more than ${mib(e.limit)} (a ZIP bomb?); Folio reads Word documents up to that`,
+    { cause: e, details: { entry: e.entry, limit: e.limit } },
+  );
+}
+
+/** The time mammoth may take per MiB of document.xml (it reports no progress): ~0.6 s here, with room for slow machines. */
+const CONVERT_MS_PER_MIB = 3000;
+
+/** `onPhase` hears of the conversion with the time it may take, since mammoth gives no sign of progress. */
+export async function importDocx(bytes: Uint8Array, fileName: string, onPhase?: (phase: string, allowanceMs?: number) => void): Promise<DocxImport> {
   const entries = zipEntries(bytes);
   const main = entries?.find((e) => e.name === 'word/document.xml');
   if (!entries || !main) throw new ImportError('CORRUPT', `${fileName} is damaged: it has no readable word/document.xml`);
-  const inflated = entries.reduce((s, e) => s + e.uncompressedSize, 0);
-  if (main.uncompressedSize > MAX_DOCUMENT_XML || inflated > MAX_ARCHIVE_INFLATED) {
-    throw new ImportError('TOO_LARGE', `${fileName} is too large to read: its document text alone would take ${Math.round(main.uncompressedSize / 2 ** 20)} MiB (the limit is ${MAX_DOCUMENT_XML / 2 ** 20} MiB)`);
-  }
+  const zip = new BoundedZipReader(bytes, entries, MAX_DOCX_PART_BYTES, MAX_DOCX_INFLATED_BYTES);
+  const preRead = new Map<string, Uint8Array>();
   let result: { value: string; messages: { type: string; message: string }[] };
   try {
+    const xml = zip.read(main.name);
+    preRead.set(main.name, xml);
+    onPhase?.(`converting the Word document (${mib(xml.length)} of XML)`, CONVERT_MS_PER_MIB * Math.ceil(xml.length / 2 ** 20));
     result = await mammoth.convertToHtml(
-      { buffer: Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength) },
+      { file: mammothZip(zip, preRead) } as unknown as { buffer: Buffer },
       {
         styleMap: ["p[style-name='Title'] => h1:fresh", "p[style-name='Subtitle'] => h2:fresh"],
         convertImage: mammoth.images.imgElement(async () => ({ src: '' })),
@@ -176,7 +209,10 @@ export async function importDocx(bytes: Uint8Array, fileName: string): Promise<D
       },
     );
   } catch (e) {
+    if (e instanceof ZipLimitError) throw zipTooLarge(fileName, e);
     throw new ImportError('CORRUPT', `${fileName} is damaged: the Word document cannot be read (${(e as Error).message})`, { cause: e });
+  } finally {
+    preRead.clear();
   }
   const blocks = htmlBlocks(parseHtml(result.value)).map((b) => ({ ...b, text: normalizeText(b.text) }));
   const pages = paginate(blocks);

@@ -1,6 +1,7 @@
 // Errors of document import: a stable code the services and the UI can branch on, and a message for people
 // that names the file and says what to do. They are ApiErrors, so the API layer carries them as they are.
 import { ApiError } from '../api/contract.ts';
+import { MAX_PAGES, MAX_TEXT_CHARS } from './limits.ts';
 
 export type ImportErrorCode =
   /** The file could not be read (missing, a folder, no permission). */
@@ -60,4 +61,22 @@ export function abortable<T>(p: Promise<T>, signal: AbortSignal | undefined, fil
       (e) => { signal.removeEventListener('abort', onAbort); reject(e); },
     );
   });
+}
+
+/** TOO_LARGE when a document's text is longer than MAX_TEXT_CHARS (checked before the text is paged). */
+export function checkTextLength(fileName: string, chars: number): void {
+  if (chars > MAX_TEXT_CHARS) {
+    throw new ImportError(
+      'TOO_LARGE',
+      `${fileName} has more than ${MAX_TEXT_CHARS.toLocaleString('en')} characters of text; Folio reads documents up to that (about ${MAX_PAGES.toLocaleString('en')} pages): split it into smaller files`,
+      { details: { limit: MAX_TEXT_CHARS } },
+    );
+  }
+}
+
+/** TOO_LARGE when a document has more than MAX_PAGES pages. */
+export function checkPageCount(fileName: string, pages: number): void {
+  if (pages > MAX_PAGES) {
+    throw new ImportError('TOO_LARGE', `${fileName} has ${pages.toLocaleString('en')} pages; Folio reads at most ${MAX_PAGES.toLocaleString('en')}: split it into smaller files`, { details: { pages, limit: MAX_PAGES } });
+  }
 }

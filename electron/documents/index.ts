@@ -1,17 +1,15 @@
 // Document import: a file (by path, or by name and bytes from an upload) becomes pages of text with a title,
-// ready to be tokenized. Plain TypeScript with no import of electron; the reader of each format is in its
-// own file (pdf.ts, docx.ts, markdown.ts, text.ts), the kind is decided in detect.ts, and token-map.ts maps
-// the engine's tokens back to pages.
-import { createHash } from 'node:crypto';
-import { readFile, stat } from 'node:fs/promises';
-
-import { baseName, detectKind, type DocumentKind } from './detect.ts';
-import { importDocx } from './docx.ts';
-import { ImportError, abortable, throwIfAborted } from './errors.ts';
-import { importMarkdown } from './markdown.ts';
+// ready to be tokenized. Plain TypeScript with no import of electron. A file is read here (read-file.ts:
+// regular files only, capped while reading, asynchronously); everything else (hash, kind, the reader of each
+// format in pdf.ts, docx.ts, markdown.ts, text.ts, the limits) runs in a parser thread (parser-thread.ts), so
+// the caller's event loop never waits on a parse. token-map.ts maps the engine's tokens back to pages.
+import { baseName, type DocumentKind } from './detect.ts';
+import { throwIfAborted } from './errors.ts';
+import { MAX_DOCUMENT_BYTES } from './limits.ts';
 import type { PageText } from './pages.ts';
-import { importPdf } from './pdf.ts';
-import { importText, type TextEncoding } from './text.ts';
+import { parseInThread } from './parser-thread.ts';
+import { readDocumentFile, tooLarge } from './read-file.ts';
+import type { TextEncoding } from './text.ts';
 
 export type ImportInput = { path: string } | { fileName: string; bytes: Uint8Array };
 
@@ -21,10 +19,17 @@ export interface ImportOptions {
   onProgress?: (done: number, total: number) => void;
   /** The password of an encrypted PDF, when the user gave one. */
   password?: string;
-  /** Largest file read (default 512 MiB). */
+  /** Largest file read (default MAX_DOCUMENT_BYTES). */
   maxBytes?: number;
-  /** PDF: the longest pdf.js may take to open the file or to read one page (default 30 s). */
+  /**
+   * The caller gives `bytes` up: they are moved to the parser thread without a copy (their buffer is
+   * detached). Without it they are copied first, and stay the caller's.
+   */
+  transferBytes?: boolean;
+  /** The longest the parser may go without progress: opening the file, one PDF page (default 30 s). */
   stallTimeoutMs?: number;
+  /** The parser thread's heap in MiB (default PARSER_HEAP_MB); for tests of what happens past it. */
+  parserHeapMb?: number;
 }
 
 export interface ImportedDocument {
@@ -42,75 +47,35 @@ export interface ImportedDocument {
   warnings: string[];
 }
 
-const DEFAULT_MAX_BYTES = 512 * 1024 * 1024;
-
 async function readInput(input: ImportInput, opts: ImportOptions): Promise<{ fileName: string; bytes: Uint8Array }> {
-  const max = opts.maxBytes ?? DEFAULT_MAX_BYTES;
-  if ('bytes' in input) {
-    const fileName = baseName(input.fileName);
-    if (input.bytes.byteLength > max) throw tooLarge(fileName, input.bytes.byteLength, max);
-    return { fileName, bytes: input.bytes };
-  }
-  const fileName = baseName(input.path);
-  try {
-    const st = await stat(input.path);
-    if (st.isDirectory()) throw new ImportError('READ_FAILED', `${input.path} is a folder, not a document`);
-    if (st.size > max) throw tooLarge(fileName, st.size, max);
-    return { fileName, bytes: new Uint8Array(await readFile(input.path, { signal: opts.signal })) };
-  } catch (e) {
-    if (e instanceof ImportError) throw e;
-    const err = e as NodeJS.ErrnoException;
-    if (err.name === 'AbortError') throwIfAborted(opts.signal, fileName);
-    const why =
-      err.code === 'ENOENT' ? 'there is no such file' :
-      err.code === 'EACCES' || err.code === 'EPERM' ? 'permission denied' :
-      err.message;
-    throw new ImportError('READ_FAILED', `cannot read ${input.path}: ${why}`, { cause: e });
-  }
-}
-
-function tooLarge(fileName: string, size: number, max: number): ImportError {
-  const mib = (n: number) => `${Math.round(n / 2 ** 20)} MiB`;
-  return new ImportError('TOO_LARGE', `${fileName} is ${mib(size)}; Folio imports files up to ${mib(max)}`);
+  const max = opts.maxBytes ?? MAX_DOCUMENT_BYTES;
+  if ('path' in input) return { fileName: baseName(input.path), bytes: await readDocumentFile(input.path, { maxBytes: max, signal: opts.signal }) };
+  const fileName = baseName(input.fileName);
+  if (input.bytes.byteLength > max) throw tooLarge(fileName, input.bytes.byteLength, max);
+  return { fileName, bytes: opts.transferBytes ? input.bytes : input.bytes.slice() };
 }
 
 /**
  * Imports a document. Throws ImportError (see errors.ts for the codes) with a message naming the file.
  */
 export async function importDocument(input: ImportInput, opts: ImportOptions = {}): Promise<ImportedDocument> {
-  const { signal, onProgress } = opts;
-  const label = 'path' in input ? baseName(input.path) : baseName(input.fileName);
-  throwIfAborted(signal, label);
+  const { signal } = opts;
+  throwIfAborted(signal, 'path' in input ? baseName(input.path) : baseName(input.fileName));
   const { fileName, bytes } = await readInput(input, opts);
-  throwIfAborted(signal, fileName);
-  const sha256 = createHash('sha256').update(bytes).digest('hex');
-  const kind = detectKind(bytes, fileName);
-
-  let title: string;
-  let pages: PageText[];
-  let encoding: TextEncoding | undefined;
-  let warnings: string[] = [];
-  if (kind === 'pdf') {
-    ({ title, pages, warnings } = await importPdf(bytes, fileName, {
-      signal,
-      onProgress,
-      password: opts.password,
-      stallTimeoutMs: opts.stallTimeoutMs,
-    }));
-  } else {
-    onProgress?.(0, 1);
-    if (kind === 'docx') ({ title, pages, warnings } = await abortable(importDocx(bytes, fileName), signal, fileName));
-    else if (kind === 'markdown') ({ title, pages, encoding } = importMarkdown(bytes, fileName));
-    else ({ title, pages, encoding } = importText(bytes, fileName));
-    throwIfAborted(signal, fileName);
-    if (encoding && encoding !== 'utf-8') warnings.push(`decoded as ${encoding === 'windows-1252' ? 'Windows-1252 (Latin-1): the file is not UTF-8' : encoding.toUpperCase()}`);
-    onProgress?.(pages.length, pages.length);
-  }
-  return { kind, title, fileName, pages, sha256, ...(encoding ? { encoding } : {}), warnings };
+  const doc = await parseInThread(bytes, fileName, {
+    signal,
+    onProgress: opts.onProgress,
+    password: opts.password,
+    stallTimeoutMs: opts.stallTimeoutMs,
+    heapMb: opts.parserHeapMb,
+  });
+  return { kind: doc.kind, title: doc.title, fileName, pages: doc.pages, sha256: doc.sha256, ...(doc.encoding ? { encoding: doc.encoding } : {}), warnings: doc.warnings };
 }
 
 export { ImportError, isImportError, type ImportErrorCode } from './errors.ts';
 export { detectKind, sniff, type DocumentKind } from './detect.ts';
+export { MAX_DOCUMENT_BYTES } from './limits.ts';
+export { readDocumentFile } from './read-file.ts';
 export { PAGE_CHARS, paginate, type Block, type PageText } from './pages.ts';
 export {
   charRangeTokens, foldRetention, mapTokens, pageTokenRange, pagesOfTokens, passages, tokenSpan,

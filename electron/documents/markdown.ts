@@ -4,7 +4,7 @@
 // blocks (kept whole where they fit on a page); pages follow pages.ts's rule, so sections start pages.
 // Title: the front matter's `title:`, else the first level-1 heading, else the first heading, else the
 // first short line, else the file name.
-import { ImportError } from './errors.ts';
+import { ImportError, checkTextLength } from './errors.ts';
 import { decodeText, firstLineTitle, type TextEncoding } from './text.ts';
 import { cleanTitle, normalizeText, paginate, titleFromFileName, type Block, type PageText } from './pages.ts';
 
@@ -132,6 +132,7 @@ export interface MarkdownImport {
 
 export function importMarkdown(bytes: Uint8Array, fileName: string): MarkdownImport {
   const { text: raw, encoding } = decodeText(bytes, fileName);
+  checkTextLength(fileName, raw.length);
   const text = normalizeText(raw).replace(/\f/g, '\n');
   const { blocks, frontMatterTitle, headings } = parseMarkdown(text);
   const pages = paginate(blocks);

@@ -1,10 +1,8 @@
 // PDF through pdf.js 5.6.205 (the last version that runs on Node 20; 5.7+ and 6.x need Promise.withResolvers
-// and Node 22). pdf.js parses in a worker thread of its own (pdf-worker.mjs): the main thread stays free,
-// and a file that makes the parser hang or balloon is stopped by terminating that thread: TIMEOUT when no
-// page finishes for `stallTimeoutMs`, TOO_LARGE when the parser's heap passes `maxParserMemoryMb`.
-// Nothing pdf.js says reaches the console: verbosity is ERRORS on both sides, the worker thread's console
-// is silenced and its stdout/stderr go nowhere, and the one-time warnings pdf.js can print while its module
-// loads (no @napi-rs/canvas) are filtered out.
+// and Node 22). This runs in the parser thread (parser-thread.ts), so pdf.js's two sides, the parser and the
+// API, share that thread: pdf.js's "fake worker", a loopback in one thread. One thread per document is enough,
+// since the thread is the unit that is watched, limited (heap), and terminated on a stall, a cancel or a crash.
+// Nothing pdf.js says reaches the console: verbosity is ERRORS and the parser thread's console is silenced.
 //
 // Pages keep their numbers (an empty page stays, with empty text). The text of a page comes from
 // pdf-layout.ts. The title is the document's Title (Info dictionary, else XMP dc:title) unless it is
@@ -12,25 +10,19 @@
 // the first page with text, else its first line, else the file name.
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
-import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
 
-import { ImportError, aborted, isImportError } from './errors.ts';
+import { ImportError, checkPageCount, checkTextLength } from './errors.ts';
 import { cleanTitle, titleFromFileName, type PageText } from './pages.ts';
 import { hyphenatedWords, layoutPage, layoutTitle, renderParagraphs, type Paragraph, type TextRun } from './pdf-layout.ts';
 
 type Pdfjs = typeof import('pdfjs-dist/legacy/build/pdf.mjs');
 
 export interface PdfOptions {
-  signal?: AbortSignal;
   onProgress?: (done: number, total: number) => void;
+  /** What is being done now ("reading page 12"), for the messages of a stall or a crash. */
+  onPhase?: (phase: string) => void;
   /** The user password of an encrypted PDF, when the user gave one. */
   password?: string;
-  /** The longest pdf.js may take to open the file or to finish one page (default 30 s). */
-  stallTimeoutMs?: number;
-  /** Most pages read (default 10,000). */
-  maxPages?: number;
-  /** Heap limit of the parser thread in MiB (default 2048). */
-  maxParserMemoryMb?: number;
 }
 
 export interface PdfImport {
@@ -41,23 +33,12 @@ export interface PdfImport {
 
 let pdfjsModule: Promise<Pdfjs> | null = null;
 
-/** Loads pdf.js once, dropping the "Warning: ..." lines its module may print while it loads. */
+/** pdf.js with its parser side loaded into this thread, so that getDocument uses it as its (fake) worker. */
 function loadPdfjs(): Promise<Pdfjs> {
-  if (!pdfjsModule) {
-    const { log, warn } = console;
-    const quiet =
-      (f: (...a: unknown[]) => void) =>
-      (...a: unknown[]) => {
-        if (typeof a[0] === 'string' && /^(Warning|Info): /.test(a[0])) return;
-        f.apply(console, a);
-      };
-    console.log = quiet(log);
-    console.warn = quiet(warn);
-    pdfjsModule = import('pdfjs-dist/legacy/build/pdf.mjs').finally(() => {
-      console.log = log;
-      console.warn = warn;
-    });
-  }
+  pdfjsModule ??= (async () => {
+    (globalThis as { pdfjsWorker?: unknown }).pdfjsWorker = await import('pdfjs-dist/legacy/build/pdf.worker.mjs');
+    return import('pdfjs-dist/legacy/build/pdf.mjs');
+  })();
   return pdfjsModule;
 }
 
@@ -71,39 +52,6 @@ function pdfjsResources() {
     resources = { standardFontDataUrl: dir('standard_fonts'), cMapUrl: dir('cmaps'), wasmUrl: dir('wasm'), iccUrl: dir('iccs') };
   }
   return resources;
-}
-
-/** Fails pending work when the signal fires, the parser thread dies, or nothing progresses for a while. */
-class Watchdog {
-  readonly failed: Promise<never>;
-  private fail!: (e: ImportError) => void;
-  private timer: ReturnType<typeof setTimeout> | undefined;
-  error: ImportError | null = null;
-
-  constructor(private readonly ms: number, private readonly onStall: () => ImportError) {
-    this.failed = new Promise<never>((_, reject) => {
-      this.fail = (e) => {
-        if (!this.error) this.error = e;
-        reject(e);
-      };
-    });
-    this.failed.catch(() => {});
-    this.kick();
-  }
-  kick(): void {
-    clearTimeout(this.timer);
-    this.timer = setTimeout(() => this.trip(this.onStall()), this.ms);
-  }
-  trip(e: ImportError): void {
-    clearTimeout(this.timer);
-    this.fail(e);
-  }
-  stop(): void {
-    clearTimeout(this.timer);
-  }
-  run<T>(p: Promise<T>): Promise<T> {
-    return Promise.race([p, this.failed]);
-  }
 }
 
 const PLACEHOLDER_TITLE = /^(untitled|document\d*|title|no title|slide \d+|page \d+|microsoft (word|powerpoint|excel) - .*|.*\.(docx?|pdf|tex|dvi|ps|eps|indd|qxd|rtf|odt|pages|txt|md|html?))$/i;
@@ -162,111 +110,15 @@ function textRuns(pdfjs: Pdfjs, viewport: number[], items: readonly unknown[]): 
   return runs;
 }
 
-/**
- * Parser threads: one per import in progress, each with pdf.js's worker side and a PDFWorker talking to it.
- * After a clean import the thread is kept, idle and unreferenced (it keeps no process alive), for a while,
- * so a batch of imports does not pay the thread's start (~0.2 s) each time; after a failure, a timeout or a
- * cancel it is terminated. `onFailure` reports the thread's death to the import using it.
- */
-interface ParserThread {
-  thread: Worker;
-  port: MessagePort;
-  worker: InstanceType<Pdfjs['PDFWorker']>;
-  memoryMb: number;
-  dead: boolean;
-  idleTimer: ReturnType<typeof setTimeout> | null;
-  onFailure: ((e: (Error & { code?: string }) | 'exit') => void) | null;
-}
-
-const IDLE_PARSERS = 2;
-const IDLE_MS = 15_000;
-const idleParsers: ParserThread[] = [];
-
-function acquireParser(pdfjs: Pdfjs, memoryMb: number): ParserThread {
-  const at = idleParsers.findIndex((t) => t.memoryMb === memoryMb && !t.dead);
-  if (at >= 0) {
-    const t = idleParsers.splice(at, 1)[0];
-    if (t.idleTimer) clearTimeout(t.idleTimer);
-    t.idleTimer = null;
-    t.thread.ref();
-    t.port.ref();
-    return t;
-  }
-  const { port1, port2 } = new MessageChannel();
-  // stdout/stderr of their own that nobody reads (a listener would keep the process alive): the thread's
-  // console is silenced anyway, and nothing it might still write can reach the user's console.
-  const thread = new Worker(new URL('./pdf-worker.mjs', import.meta.url), {
-    workerData: { port: port2 },
-    transferList: [port2],
-    stdout: true,
-    stderr: true,
-    resourceLimits: { maxOldGenerationSizeMb: memoryMb },
-  });
-  const worker = new pdfjs.PDFWorker({ port: port1, verbosity: pdfjs.VerbosityLevel.ERRORS } as never);
-  const t: ParserThread = { thread, port: port1, worker, memoryMb, dead: false, idleTimer: null, onFailure: null };
-  const die = (e: (Error & { code?: string }) | 'exit') => {
-    if (t.dead) return;
-    t.dead = true;
-    const i = idleParsers.indexOf(t);
-    if (i >= 0) idleParsers.splice(i, 1);
-    t.onFailure?.(e);
-  };
-  thread.on('error', die);
-  thread.on('exit', () => die('exit'));
-  return t;
-}
-
-function releaseParser(t: ParserThread, healthy: boolean): void {
-  if (healthy && !t.dead && idleParsers.length < IDLE_PARSERS) {
-    t.thread.unref();
-    t.port.unref();
-    t.idleTimer = setTimeout(() => releaseParser(t, false), IDLE_MS);
-    t.idleTimer.unref();
-    const i = idleParsers.indexOf(t);
-    if (i < 0) idleParsers.push(t);
-    return;
-  }
-  const i = idleParsers.indexOf(t);
-  if (i >= 0) idleParsers.splice(i, 1);
-  if (t.idleTimer) clearTimeout(t.idleTimer);
-  t.dead = true;
-  t.worker.destroy();
-  t.port.close();
-  void t.thread.terminate();
-}
-
+/** Reads the PDF. `bytes` are handed to pdf.js, which takes them (their buffer is detached). */
 export async function importPdf(bytes: Uint8Array, fileName: string, opts: PdfOptions = {}): Promise<PdfImport> {
-  const { signal, onProgress, password } = opts;
-  const stallMs = opts.stallTimeoutMs ?? 30_000;
-  const maxPages = opts.maxPages ?? 10_000;
-  const memoryMb = opts.maxParserMemoryMb ?? 2048;
-  if (signal?.aborted) throw aborted(signal, fileName);
+  const { onProgress, password } = opts;
+  const phase = (p: string) => opts.onPhase?.(p);
+  phase('opening the file');
   const pdfjs = await loadPdfjs();
-  if (signal?.aborted) throw aborted(signal, fileName);
-
   const truncated = !hasEofMarker(bytes);
-  let phase = 'opening the file';
-  const watchdog = new Watchdog(stallMs, () =>
-    new ImportError('TIMEOUT', `${fileName}: pdf.js made no progress for ${Math.round(stallMs / 1000)} s while ${phase}; the file may be damaged or hostile`),
-  );
-  const onAbort = () => watchdog.trip(aborted(signal, fileName));
-  signal?.addEventListener('abort', onAbort, { once: true });
-
-  const parser = acquireParser(pdfjs, memoryMb);
-  parser.onFailure = (e) => {
-    watchdog.trip(
-      e === 'exit'
-        ? new ImportError('CORRUPT', `${fileName}: the PDF reader stopped unexpectedly while ${phase}`)
-        : e.code === 'ERR_WORKER_OUT_OF_MEMORY'
-          ? new ImportError('TOO_LARGE', `${fileName}: reading the PDF needed more than ${memoryMb} MiB of memory while ${phase}; the file may be hostile`, { cause: e })
-          : new ImportError('CORRUPT', `${fileName}: the PDF reader failed while ${phase} (${e.message})`, { cause: e }),
-    );
-  };
-  const worker = parser.worker;
-  const res = pdfjsResources();
   const task = pdfjs.getDocument({
-    data: new Uint8Array(bytes), // a copy: pdf.js transfers (detaches) the buffer it is given
-    worker,
+    data: bytes,
     password,
     verbosity: pdfjs.VerbosityLevel.ERRORS,
     disableFontFace: true,
@@ -276,22 +128,21 @@ export async function importPdf(bytes: Uint8Array, fileName: string, opts: PdfOp
     isImageDecoderSupported: false,
     enableXfa: false,
     stopAtErrors: false,
-    ...res,
+    ...pdfjsResources(),
   });
 
   try {
     let doc: Awaited<typeof task.promise>;
     try {
-      doc = await watchdog.run(task.promise);
+      doc = await task.promise;
     } catch (e) {
-      if (isImportError(e)) throw e;
       throw openError(e, fileName, truncated, password !== undefined);
     }
     const n = doc.numPages;
-    if (n > maxPages) throw new ImportError('TOO_LARGE', `${fileName} has ${n} pages; Folio reads at most ${maxPages}`);
+    checkPageCount(fileName, n);
     onProgress?.(0, n);
 
-    // Pages are requested a few ahead, so the parser works while this thread lays out the last one.
+    // Pages are requested a few ahead, so the parser's side always has work queued.
     const fetchPage = (i: number) => {
       const p = (async () => {
         const page = await doc.getPage(i);
@@ -307,19 +158,21 @@ export async function importPdf(bytes: Uint8Array, fileName: string, opts: PdfOp
     const pending = new Map<number, ReturnType<typeof fetchPage>>();
     const layouts: Paragraph[][] = [];
     const failed: number[] = [];
+    let chars = 0;
     for (let i = 1; i <= n; i++) {
       for (let j = i; j <= Math.min(n, i + AHEAD); j++) if (!pending.has(j)) pending.set(j, fetchPage(j));
-      phase = `reading page ${i}`;
+      phase(`reading page ${i}`);
       try {
-        const { viewport, items } = await watchdog.run(pending.get(i)!);
-        layouts.push(layoutPage(textRuns(pdfjs, viewport, items)));
-      } catch (e) {
-        if (isImportError(e)) throw e;
+        const { viewport, items } = await pending.get(i)!;
+        const layout = layoutPage(textRuns(pdfjs, viewport, items));
+        for (const para of layout) for (const line of para.lines) chars += line.length;
+        layouts.push(layout);
+      } catch {
         failed.push(i);
         layouts.push([]);
       }
       pending.delete(i);
-      watchdog.kick();
+      checkTextLength(fileName, chars);
       onProgress?.(i, n);
     }
 
@@ -331,11 +184,10 @@ export async function importPdf(bytes: Uint8Array, fileName: string, opts: PdfOp
 
     const textless = pages.filter((p) => !p.text.trim()).map((p) => p.page);
     if (textless.length === n) {
-      phase = 'looking for images';
+      phase('looking for images');
       // A few pages spread over the document: a scan may start with blank pages.
       const sample = [...new Set(Array.from({ length: Math.min(n, 5) }, (_, k) => 1 + Math.round((k * (n - 1)) / Math.max(1, Math.min(n, 5) - 1))))];
-      const drawn = await watchdog.run(hasDrawing(pdfjs, doc, sample));
-      if (drawn) {
+      if (await hasDrawing(pdfjs, doc, sample)) {
         throw new ImportError(
           'NO_TEXT_LAYER',
           `${fileName} has no text layer: its ${n === 1 ? 'page is' : `${n} pages are`} images or drawings only (a scan?), and OCR is not supported; ` +
@@ -348,11 +200,8 @@ export async function importPdf(bytes: Uint8Array, fileName: string, opts: PdfOp
     if (missing.length) warnings.push(`page${missing.length > 1 ? 's' : ''} ${listPages(missing)} ha${missing.length > 1 ? 've' : 's'} no text (images only?); OCR is not supported`);
     if (truncated) warnings.push('the file seems truncated (no %%EOF marker at the end); some text may be missing');
 
-    phase = 'reading the metadata';
-    const meta = await watchdog.run(doc.getMetadata()).catch((e) => {
-      if (isImportError(e)) throw e;
-      return null;
-    });
+    phase('reading the metadata');
+    const meta = await doc.getMetadata().catch(() => null);
     const info = (meta?.info ?? {}) as Record<string, unknown>;
     const xmpTitle = meta?.metadata?.get('dc:title');
     const firstWithText = layouts.find((l) => l.length);
@@ -363,23 +212,8 @@ export async function importPdf(bytes: Uint8Array, fileName: string, opts: PdfOp
       titleFromFileName(fileName);
     return { title, pages, warnings };
   } finally {
-    watchdog.stop();
-    signal?.removeEventListener('abort', onAbort);
-    parser.onFailure = null;
-    if (!watchdog.error) {
-      // A clean close lets the thread serve the next import; one that does not come means a sick thread.
-      let timer: ReturnType<typeof setTimeout> | undefined;
-      const closed = await Promise.race([
-        task.destroy().then(() => true, () => false),
-        new Promise<false>((r) => (timer = setTimeout(r, 1000, false))),
-      ]);
-      clearTimeout(timer);
-      releaseParser(parser, closed);
-    } else {
-      // After a stall, a crash or a cancel the parser may never answer: end its thread.
-      task.destroy().catch(() => {});
-      releaseParser(parser, false);
-    }
+    // Not awaited: a parse that failed badly may never answer; its thread is then ended by its owner.
+    task.destroy().catch(() => {});
   }
 }
 

@@ -10,7 +10,7 @@
 // Pages: with form feeds (as pdftotext and printers write them), each form-feed section is a page, so page
 // numbers match the printed ones; only a section longer than four pages' worth (12,000 characters) is
 // split further. Without form feeds, paragraphs (blank-line separated) are grouped by pages.ts's rule.
-import { ImportError } from './errors.ts';
+import { ImportError, checkTextLength } from './errors.ts';
 import { utf16Endianness } from './detect.ts';
 import { PAGE_CHARS, cleanTitle, normalizeText, paginate, titleFromFileName, type Block, type PageText } from './pages.ts';
 
@@ -129,6 +129,7 @@ export function firstLineTitle(text: string): string | null {
 
 export function importText(bytes: Uint8Array, fileName: string): TextImport {
   const { text: raw, encoding } = decodeText(bytes, fileName);
+  checkTextLength(fileName, raw.length);
   const text = normalizeText(raw);
   const pages = textPages(text);
   if (!pages.some((p) => p.text.trim())) throw new ImportError('EMPTY', `${fileName} contains no text (only whitespace)`);

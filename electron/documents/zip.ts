@@ -1,5 +1,5 @@
 // A small reader of ZIP central directories: enough to tell a DOCX from other ZIP-based formats and to read a
-// small part (docProps/core.xml) with a hard cap on the inflated size. It never trusts sizes it has not
+// part with a hard cap on the inflated size, counted while inflating. It never trusts sizes it has not
 // checked against the buffer, so a hostile or truncated archive gives null or an error, never a crash.
 import { inflateRawSync } from 'node:zlib';
 
@@ -93,19 +93,87 @@ export function zipEntries(bytes: Uint8Array, maxEntries = 100_000): ZipEntry[] 
   return out;
 }
 
-/** An entry's bytes, inflated; null when the entry is unreadable, uses another method, or exceeds maxBytes. */
-export function readZipEntry(bytes: Uint8Array, entry: ZipEntry, maxBytes: number): Uint8Array | null {
+/** An entry's inflated size passed its limit (counted while inflating: the archive's stated sizes are not trusted). */
+export class ZipLimitError extends Error {
+  constructor(readonly entry: string, readonly limit: number, readonly whole: boolean) {
+    super(`${entry}: more than ${limit} bytes once inflated`);
+    this.name = 'ZipLimitError';
+  }
+}
+
+/**
+ * An entry's bytes, inflated; null when the entry is unreadable or uses another method than stored or deflate.
+ * Throws ZipLimitError when it would exceed maxBytes: zlib stops at maxOutputLength, so a lying or hostile
+ * entry costs at most maxBytes of memory and the time to inflate them.
+ */
+export function inflateZipEntry(bytes: Uint8Array, entry: ZipEntry, maxBytes: number): Uint8Array | null {
   const p = entry.localHeaderOffset;
   if (p + 30 > bytes.length || u32(bytes, p) !== LOCAL) return null;
   const start = p + 30 + u16(bytes, p + 26) + u16(bytes, p + 28);
   const end = start + entry.compressedSize;
-  if (end > bytes.length || entry.uncompressedSize > maxBytes) return null;
+  if (end > bytes.length) return null;
+  if (entry.uncompressedSize > maxBytes) throw new ZipLimitError(entry.name, maxBytes, false);
   const data = bytes.subarray(start, end);
-  if (entry.method === 0) return data;
+  if (entry.method === 0) {
+    if (data.length > maxBytes) throw new ZipLimitError(entry.name, maxBytes, false);
+    return data;
+  }
   if (entry.method !== 8) return null;
   try {
-    return new Uint8Array(inflateRawSync(data, { maxOutputLength: maxBytes }));
-  } catch {
+    const out = inflateRawSync(data, { maxOutputLength: Math.max(1, maxBytes) });
+    return new Uint8Array(out.buffer, out.byteOffset, out.byteLength);
+  } catch (e) {
+    if ((e as { code?: string }).code === 'ERR_BUFFER_TOO_LARGE') throw new ZipLimitError(entry.name, maxBytes, false);
     return null;
+  }
+}
+
+/** An entry's bytes, inflated; null when the entry is unreadable, uses another method, or exceeds maxBytes. */
+export function readZipEntry(bytes: Uint8Array, entry: ZipEntry, maxBytes: number): Uint8Array | null {
+  try {
+    return inflateZipEntry(bytes, entry, maxBytes);
+  } catch (e) {
+    if (e instanceof ZipLimitError) return null;
+    throw e;
+  }
+}
+
+/**
+ * Reads entries by name with a limit per entry and a running total over every entry read, so that a reader
+ * driven by the archive's content (mammoth) can never make it inflate more than `total` bytes in all.
+ */
+export class BoundedZipReader {
+  private readonly byName = new Map<string, ZipEntry>();
+  private inflated = 0;
+
+  constructor(private readonly bytes: Uint8Array, entries: readonly ZipEntry[], private readonly perEntry: number, private readonly total: number) {
+    // The first of duplicate names wins, as in zipEntries' order (the central directory's).
+    for (const e of entries) if (!this.byName.has(e.name)) this.byName.set(e.name, e);
+  }
+
+  has(name: string): boolean {
+    return this.byName.has(name);
+  }
+
+  /** The entry's bytes; throws ZipLimitError past a limit, and Error for a missing or unreadable entry. */
+  read(name: string): Uint8Array {
+    const entry = this.byName.get(name);
+    if (!entry) throw new Error(`the archive has no ${name}`);
+    const left = this.total - this.inflated;
+    let data: Uint8Array | null;
+    try {
+      data = inflateZipEntry(this.bytes, entry, Math.min(this.perEntry, left));
+    } catch (e) {
+      if (e instanceof ZipLimitError && left < this.perEntry) throw new ZipLimitError(name, this.total, true);
+      throw e;
+    }
+    if (!data) throw new Error(`${name} in the archive is damaged or compressed with an unsupported method`);
+    this.inflated += data.length;
+    return data;
+  }
+
+  /** Bytes inflated so far. */
+  get inflatedBytes(): number {
+    return this.inflated;
   }
 }

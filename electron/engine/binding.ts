@@ -323,6 +323,10 @@ export interface FolioAddon {
   openVocab(path: string): Vocab;
   /** Maps a GGUF model and checks it; weights stay memory-mapped. */
   loadModel(path: string): Promise<Model>;
+  /** Linux: the kernel sends `signal` when the thread that started this process ends; false elsewhere. */
+  setParentDeathSignal(signal: number): boolean;
+  /** Ends the process at once (_Exit), without waiting for native jobs on the thread pool. */
+  exitNow(code: number): never;
 }
 
 const require = createRequire(import.meta.url);

@@ -2,9 +2,11 @@
 // process by default; the Electron shell injects a utilityProcess-based spawn, see spawn.ts), sends
 // protocol.ts requests and returns promises, routes progress and token events to callbacks, cancels through
 // AbortSignal, and watches the process: when it dies every pending request rejects with ENGINE_CRASHED, a
-// 'crash' event says what was lost, and a new process is started (at most maxRestarts within
-// restartWindowMs); once it is up a 'restart' event repeats which models and sessions the caller must reload
-// or restore. Models and sessions are plain ids handed out by the host; they die with it.
+// 'crash' event says what was lost, and a new process is started after a pause that doubles with each crash
+// (at most maxRestarts within restartWindowMs: a crash loop ends in 'crashed' with the last error, and the
+// next start() — a user's Retry, or choosing a model — starts afresh); once it is up a 'restart' event
+// repeats which models and sessions the caller must reload or restore. Models and sessions are plain ids
+// handed out by the host; they die with it.
 import type { EngineStatus } from '../api/contract.ts';
 import {
   EngineRequestError, ErrorCodes, HostMessage, methods, PROTOCOL_VERSION, describeIssue,
@@ -30,6 +32,8 @@ export interface EngineClientStatus {
   message: string | null;
   /** How many times the engine process was restarted after dying. */
   restarts: number;
+  /** Crashed, and a new process comes by itself (false once the restart limit is reached: down until start()). */
+  willRestart: boolean;
   /** The compute backend the host reported, e.g. "cpu (avx2)"; '' before the first start. */
   backend: string;
   /** Why that backend (no CUDA library, no driver, which GPU); '' before the first start. */
@@ -113,8 +117,9 @@ export interface EngineClientOptions {
   stopTimeoutMs?: number;
   /** At most this many automatic restarts within restartWindowMs; then it stays crashed until start(). Default 3. */
   maxRestarts?: number;
+  /** Default 60 s. */
   restartWindowMs?: number;
-  /** Pause before a restart. Default 100 ms. */
+  /** Pause before the first restart; it doubles with each further crash within the window. Default 250 ms. */
   restartDelayMs?: number;
 }
 
@@ -148,6 +153,15 @@ function cancelledError(method: string): EngineRequestError {
   return new EngineRequestError(ErrorCodes.CANCELLED, `${method}: cancelled`, method);
 }
 
+/** How a process ended, for people: "killed by signal SIGSEGV", "exit code 134". */
+function describeExit(info: { code: number | null; signal: string | null }): string {
+  return info.signal ? `killed by signal ${info.signal}` : `exit code ${info.code}`;
+}
+
+function describeWindow(ms: number): string {
+  return ms === 60_000 ? 'a minute' : `${Math.round(ms / 100) / 10} s`;
+}
+
 type Listener<T> = (payload: T) => void;
 
 export class EngineClient {
@@ -155,7 +169,7 @@ export class EngineClient {
   private readonly opts: Required<Omit<EngineClientOptions, 'spawn' | 'env' | 'entry'>> & Pick<EngineClientOptions, 'env' | 'entry'>;
   private readonly listeners = new Map<keyof EngineClientEvents, Set<Listener<never>>>();
 
-  private st: EngineClientStatus = { state: 'stopped', message: null, restarts: 0, backend: '', backendReason: '', pid: null };
+  private st: EngineClientStatus = { state: 'stopped', message: null, restarts: 0, willRestart: false, backend: '', backendReason: '', pid: null };
   private proc: EngineProcess | null = null;
   /** Bumped for every process; messages and exits of older ones are ignored. */
   private gen = 0;
@@ -186,7 +200,7 @@ export class EngineClient {
       stopTimeoutMs: options.stopTimeoutMs ?? 5_000,
       maxRestarts: options.maxRestarts ?? 3,
       restartWindowMs: options.restartWindowMs ?? 60_000,
-      restartDelayMs: options.restartDelayMs ?? 100,
+      restartDelayMs: options.restartDelayMs ?? 250,
     };
   }
 
@@ -217,7 +231,7 @@ export class EngineClient {
 
   private setStatus(patch: Partial<EngineClientStatus>): void {
     const next = { ...this.st, ...patch };
-    if (next.state === this.st.state && next.message === this.st.message && next.restarts === this.st.restarts &&
+    if (next.state === this.st.state && next.message === this.st.message && next.restarts === this.st.restarts && next.willRestart === this.st.willRestart &&
         next.backend === this.st.backend && next.backendReason === this.st.backendReason && next.pid === this.st.pid) return;
     this.st = next;
     this.emit('status', this.status());
@@ -245,7 +259,11 @@ export class EngineClient {
   // -------------------------------------------------------------------------------------------------------
   // Process lifecycle
 
-  /** Starts the host (resets the restart cap); resolves when it is ready. Requests start it too. */
+  /**
+   * Starts the host; resolves when it is ready. Requests start a stopped host too, but only start() brings
+   * back one that crashed past the restart limit (it resets the count): a user's action, never a loop.
+   * While an automatic restart is pending it waits for that one.
+   */
   start(): Promise<void> {
     if (this.stopping) return this.stopping.exited.then(() => this.start());
     if (this.unavailable && this.proc) return Promise.reject(this.unavailable);
@@ -271,7 +289,7 @@ export class EngineClient {
     }
     this.proc = proc;
     process.once('exit', this.killOnExit);
-    this.setStatus({ state: 'starting', pid: proc.pid ?? null, restarts: this.st.restarts + (restart ? 1 : 0) });
+    this.setStatus({ state: 'starting', willRestart: false, pid: proc.pid ?? null, restarts: this.st.restarts + (restart ? 1 : 0) });
     proc.onMessage((m) => {
       if (gen !== this.gen) return;
       try {
@@ -294,7 +312,7 @@ export class EngineClient {
   /** No engine for now: the state stays crashed with `message` until start() is called. */
   private giveUp(message: string): void {
     this.unavailable = new EngineRequestError(ErrorCodes.ENGINE_UNAVAILABLE, message);
-    this.setStatus({ state: 'crashed', message, pid: null });
+    this.setStatus({ state: 'crashed', message, willRestart: false, pid: null });
     this.ready?.reject(this.unavailable);
     this.ready = null;
   }
@@ -321,7 +339,7 @@ export class EngineClient {
           return;
         }
         this.hello = { pid: m.pid, transport: m.transport, addonPath: m.addonPath, napiVersion: m.napiVersion, backend: m.backend, gpu: m.gpu, testHooks: m.testHooks };
-        this.setStatus({ state: 'ready', message: null, backend: m.backend, backendReason: m.backendReason, pid: m.pid });
+        this.setStatus({ state: 'ready', message: null, willRestart: false, backend: m.backend, backendReason: m.backendReason, pid: m.pid });
         this.ready?.resolve();
         this.ready = null;
         if (this.lostOnCrash) {
@@ -409,7 +427,7 @@ export class EngineClient {
     this.sessions.clear();
 
     if (this.stopping) {
-      this.setStatus({ state: 'stopped', message: null, pid: null });
+      this.setStatus({ state: 'stopped', message: null, willRestart: false, pid: null });
       this.rejectAll(ErrorCodes.ENGINE_STOPPED, 'the engine was stopped');
       this.ready?.reject(new EngineRequestError(ErrorCodes.ENGINE_STOPPED, 'the engine was stopped'));
       this.ready = null;
@@ -421,30 +439,33 @@ export class EngineClient {
       return;
     }
 
-    const how = info.signal ? `signal ${info.signal}` : `exit code ${info.code}`;
     const lastLine = this.stderrTail.trim().split('\n').pop() ?? '';
-    let message = `the engine process died (${how})${lastLine ? `: ${lastLine}` : ''}`;
-    this.setStatus({ state: 'crashed', message, pid: null });
-    this.rejectAll(ErrorCodes.ENGINE_CRASHED, message);
-
+    const cause = `${describeExit(info)}${lastLine ? `: ${lastLine}` : ''}`;
+    const died = `the engine process died (${cause})`;
     const now = Date.now();
     this.crashTimes = [...this.crashTimes.filter((t) => now - t < this.opts.restartWindowMs), now];
-    const willRestart = this.crashTimes.length <= this.opts.maxRestarts;
-    if (!willRestart) message += `; it died ${this.crashTimes.length} times within ${this.opts.restartWindowMs / 1000} s, so it is not restarted until start() is called`;
+    const crashes = this.crashTimes.length;
+    const willRestart = crashes <= this.opts.maxRestarts;
+    const message = willRestart ? died
+      : `the engine stopped unexpectedly ${crashes === 1 ? 'once' : `${crashes} times`} in ${describeWindow(this.opts.restartWindowMs)} ` +
+        `(last: ${cause}), so it is not restarted by itself: retry, or choose a model, to start it again`;
     // Lost handles accumulate over crashes that happen before a restart gets ready.
     const pendingLost = this.lostOnCrash ?? { models: [], sessions: [] };
     this.lostOnCrash = { models: [...pendingLost.models, ...lost.models], sessions: [...pendingLost.sessions, ...lost.sessions] };
-    this.setStatus({ state: 'crashed', message, pid: null });
+    this.setStatus({ state: 'crashed', message, willRestart, pid: null });
+    this.rejectAll(ErrorCodes.ENGINE_CRASHED, died);
     this.emit('crash', { code: info.code, signal: info.signal, message, lost, willRestart, stderrTail: this.stderrTail });
     if (!willRestart) {
       this.giveUp(message);
       return;
     }
     this.ready ??= deferred();
+    // A crash loop backs off: each crash within the window doubles the pause.
+    const delay = this.opts.restartDelayMs * 2 ** (crashes - 1);
     this.restartTimer = setTimeout(() => {
       this.restartTimer = null;
       this.spawnHost(true);
-    }, this.opts.restartDelayMs);
+    }, delay);
   }
 
   /**
@@ -464,7 +485,7 @@ export class EngineClient {
       this.ready = null;
       this.unavailable = null;
       this.lostOnCrash = null;
-      this.setStatus({ state: 'stopped', message: null, pid: null });
+      this.setStatus({ state: 'stopped', message: null, willRestart: false, pid: null });
       return Promise.resolve({ graceful: false, disposedSessions: 0, disposedModels: 0 });
     }
     let done!: () => void;

@@ -7,9 +7,11 @@
 // in arrival order (a per-session queue; the addon's own BUSY, should it ever fire, is passed through).
 // Long work runs off this thread (in the addon's jobs, or in the tokenizer worker for long texts), so the
 // event loop stays free for cancellations and for the progress and token events it forwards.
+// It ends at once whenever it ends, and never outlives its parent (host-exit.ts).
 import { Worker } from 'node:worker_threads';
 
 import { addonPath, loadAddon, type FolioAddon, type Model, type Session } from './binding.ts';
+import { endAtOnce, exitNow, TEST_NO_DEATH_SIGNAL_ENV, watchParent } from './host-exit.ts';
 import {
   describeIssue, EngineRequestError, ErrorCodes, methods, PROTOCOL_VERSION, RequestMessage, TEST_HOOKS_ENV,
   type EngineMethod, type EngineResult, type HostMessage, type Methods, type SessionHandle,
@@ -44,7 +46,11 @@ function detectTransport(): Transport {
     return {
       kind: 'electron-parent-port',
       send(message, then) {
-        parentPort.postMessage(message);
+        try {
+          parentPort.postMessage(message);
+        } catch {
+          // the parent is gone (the watchdog in host-exit.ts ends this process): nobody to tell
+        }
         if (then) setTimeout(then, 50); // no delivery callback on a MessagePort: give it a moment to flush
       },
       onMessage(listener) {
@@ -55,7 +61,7 @@ function detectTransport(): Transport {
   }
   if (typeof process.send === 'function') {
     // The parent is gone: nothing will ever ask again, so do not linger holding gigabytes.
-    process.on('disconnect', () => process.exit(0));
+    process.on('disconnect', leaveOrphaned);
     return {
       kind: 'node-ipc',
       send(message, then) {
@@ -446,6 +452,11 @@ function serve(handlers: Handlers | null, loadError: { code: string; message: st
   });
 }
 
+/** Leaves at once, native jobs and all, when the parent is gone (host-exit.ts). */
+function leaveOrphaned(): never {
+  exitNow(addon, 0);
+}
+
 let addon: FolioAddon | null = null;
 let loadError: { code: string; message: string } | null = null;
 try {
@@ -453,6 +464,14 @@ try {
 } catch (e) {
   loadError = { code: ErrorCodes.ENGINE_UNAVAILABLE, message: `the native engine did not load (${addonPath()}): ${errorShape(e).message}` };
 }
+endAtOnce(() => addon);
+watchParent({
+  control: addon,
+  // Only where our parent forked us from its main thread: the signal comes when the forking *thread* ends, and
+  // Electron launches a utilityProcess from a launcher thread that may end while the app runs on.
+  deathSignal: transport.kind === 'node-ipc' && !(testHooks && process.env[TEST_NO_DEATH_SIGNAL_ENV] === '1'),
+  onGone: leaveOrphaned,
+});
 serve(addon ? makeHandlers(addon) : null, loadError);
 if (addon) {
   transport.send({

@@ -9,14 +9,17 @@ import type { ApiErrorShape, EventName, FolioApi, MethodName } from '../api/cont
 export const CALL_CHANNEL = 'folio:call';
 /** Main → renderer: `{ event, payload }` for every event of the contract. */
 export const EVENT_CHANNEL = 'folio:event';
-/** Renderer → main, invoke: a FileDialogKind → the chosen paths (empty when cancelled). */
+/** Renderer → main, invoke: a FileDialogKind → the chosen paths (empty when cancelled), granted (grants.ts). */
 export const DIALOG_CHANNEL = 'folio:open-dialog';
+/** Renderer → main, invoke: the path of a File the user dropped or picked (the preload's pathForFile) → true. */
+export const GRANT_CHANNEL = 'folio:grant-file';
 /** Main → renderer: a ShellEvent (menu actions, documents opened from the OS). */
 export const SHELL_CHANNEL = 'folio:shell';
 
 export type CallChannel = typeof CALL_CHANNEL;
 export type EventChannel = typeof EVENT_CHANNEL;
 export type DialogChannel = typeof DIALOG_CHANNEL;
+export type GrantChannel = typeof GRANT_CHANNEL;
 export type ShellChannel = typeof SHELL_CHANNEL;
 
 /** What the main process answers to a call: IPC would drop an Error's code, so errors travel as data. */
@@ -31,7 +34,9 @@ export interface BridgeError extends ApiErrorShape {
 export const MENU_ACTIONS = ['open-document', 'new-chat', 'settings', 'inspector'] as const;
 export type MenuAction = (typeof MENU_ACTIONS)[number];
 
-export type FileDialogKind = 'document' | 'model';
+/** What the open dialog picks: documents (several), one GGUF model, or one folder to search for models. */
+export const FILE_DIALOG_KINDS = ['document', 'model', 'folder'] as const;
+export type FileDialogKind = (typeof FILE_DIALOG_KINDS)[number];
 
 /** A file the OS (or the command line) asked Folio to open: imported by the main process. */
 export type OpenedDocument =
@@ -43,10 +48,16 @@ export type ShellEvent = { type: 'menu'; action: MenuAction } | { type: 'documen
 export interface FolioShell {
   /** 'darwin', 'win32' or 'linux' (e.g. to leave room for the macOS traffic lights). */
   readonly platform: string;
-  /** The native open dialog: documents (.pdf, .docx, .md, .txt) or GGUF models. The chosen paths, [] when cancelled. */
+  /**
+   * The native open dialog: documents (.pdf, .docx, .md, .txt), a GGUF model or a folder of models. The
+   * chosen paths, [] when cancelled; the renderer may then import, add or search them (and nothing else).
+   */
   openFileDialog(kind?: FileDialogKind): Promise<string[]>;
-  /** The path of a File the user dropped on the window or picked in an <input type=file> ('' when it has none). */
-  pathForFile(file: File): string;
+  /**
+   * The path of a File the user dropped on the window or picked in an <input type=file> ('' when it has
+   * none), once the main process has recorded that the user gave it: then it may be imported by path.
+   */
+  pathForFile(file: File): Promise<string>;
   /** An application menu action (Open document…, New chat, Settings, Inspector). Returns the unsubscribe function. */
   onMenu(listener: (action: MenuAction) => void): () => void;
   /** A document opened from the OS (Finder, Explorer, the command line) was imported (or failed to be). */

@@ -1,14 +1,16 @@
 // The API contract over Electron IPC: one invoke channel for every call, one push channel for every event.
 // A call is answered only when it comes from the main frame of our window showing app://folio
-// (security.ts, isTrustedSender); its method and parameters are validated by Dispatcher.dispatch (which
-// refuses unknown methods and malformed parameters with an ApiError). Answers are CallReply data, since
-// IPC keeps nothing of an Error but its message.
+// (security.ts, isTrustedSender); its method and parameters are validated by the contract (unknown methods
+// and malformed parameters are ApiErrors), then checked against what the user granted (grants.ts: paths
+// from the open dialog or a drop, downloads the user confirmed). Answers are CallReply data, since IPC keeps
+// nothing of an Error but its message.
 import type { IpcMainInvokeEvent } from 'electron';
 
 import type { ApiErrorShape, EventName } from '../api/contract.ts';
 import { toApiError } from '../api/dispatcher.ts';
-import { CALL_CHANNEL, DIALOG_CHANNEL, EVENT_CHANNEL, type CallReply, type FileDialogKind } from './bridge.ts';
+import { CALL_CHANNEL, DIALOG_CHANNEL, EVENT_CHANNEL, FILE_DIALOG_KINDS, GRANT_CHANNEL, type CallReply, type FileDialogKind } from './bridge.ts';
 import type { ElectronApi } from './electron-api.ts';
+import { authorizeCall, isGrantablePath, type Grants } from './grants.ts';
 import { isTrustedSender, type TrustedWindow } from './security.ts';
 
 /** What the IPC layer needs of the app core. */
@@ -27,6 +29,10 @@ export interface IpcOptions {
   dispatcher(): Promise<DispatcherLike>;
   /** The native open dialog (shell.ts); the chosen paths. */
   openDialog(kind: FileDialogKind): Promise<string[]>;
+  /** What the user handed over: the dialog's and the drops' paths are recorded here. */
+  grants: Grants;
+  /** The native confirmation of a download by URL (download-confirmation.ts); true: go ahead. */
+  confirmDownload(url: string): Promise<boolean>;
 }
 
 const FORBIDDEN: ApiErrorShape = { code: 'FORBIDDEN', message: 'this frame may not use the Folio API' };
@@ -56,6 +62,8 @@ export interface InstalledIpc {
   call(event: IpcMainInvokeEvent, message: unknown): Promise<CallReply>;
   /** The 'folio:open-dialog' handler. */
   dialog(event: IpcMainInvokeEvent, kind: unknown): Promise<string[]>;
+  /** The 'folio:grant-file' handler. */
+  grantFile(event: IpcMainInvokeEvent, path: unknown): boolean;
   /** Forwards the bus's events to the window; returns the unsubscribe function. */
   forwardEvents(bus: BusLike): () => void;
   dispose(): void;
@@ -71,22 +79,37 @@ export function installIpc(o: IpcOptions): InstalledIpc {
     if (!parsed) return { ok: false, error: { code: 'BAD_REQUEST', message: 'a call is { method: string, params: object }' } };
     try {
       const dispatcher = await o.dispatcher();
-      return { ok: true, result: await dispatcher.dispatch(parsed.method, parsed.params) };
+      const params = await authorizeCall(parsed.method, parsed.params, { grants: o.grants, dispatcher, confirmDownload: o.confirmDownload });
+      return { ok: true, result: await dispatcher.dispatch(parsed.method, params) };
     } catch (e) {
       return errorReply(e);
     }
   };
   const dialog = async (event: IpcMainInvokeEvent, kind: unknown): Promise<string[]> => {
     if (!isTrustedSender(event, o.window())) throw new Error(FORBIDDEN.message);
-    if (kind !== undefined && kind !== 'document' && kind !== 'model') throw new Error('openFileDialog: kind is "document" or "model"');
-    return o.openDialog((kind ?? 'document') as FileDialogKind);
+    if (kind !== undefined && !(FILE_DIALOG_KINDS as readonly unknown[]).includes(kind)) throw new Error('openFileDialog: kind is "document", "model" or "folder"');
+    const k = (kind ?? 'document') as FileDialogKind;
+    const paths = await o.openDialog(k);
+    if (k === 'folder') o.grants.grantFolders(paths);
+    else o.grants.grantFiles(paths);
+    return paths;
+  };
+  // Only the preload sends here, with webUtils.getPathForFile of a real File: page script has no
+  // ipcRenderer, and cannot make a File with a path the user did not give.
+  const grantFile = (event: IpcMainInvokeEvent, path: unknown): boolean => {
+    if (!isTrustedSender(event, o.window())) throw new Error(FORBIDDEN.message);
+    if (!isGrantablePath(path)) throw new Error('grantFile: an absolute path');
+    o.grants.grantFiles([path]);
+    return true;
   };
   o.ipcMain.handle(CALL_CHANNEL, call);
   o.ipcMain.handle(DIALOG_CHANNEL, dialog);
+  o.ipcMain.handle(GRANT_CHANNEL, grantFile);
 
   return {
     call,
     dialog,
+    grantFile,
     forwardEvents(bus) {
       return bus.subscribe((event, payload) => {
         const w = o.window();
@@ -96,6 +119,7 @@ export function installIpc(o: IpcOptions): InstalledIpc {
     dispose() {
       o.ipcMain.removeHandler(CALL_CHANNEL);
       o.ipcMain.removeHandler(DIALOG_CHANNEL);
+      o.ipcMain.removeHandler(GRANT_CHANNEL);
     },
   };
 }

@@ -6,6 +6,7 @@
 //                              mailto only), permission requests and checks denied, downloads and webviews refused,
 //                              the renderer kept off the network
 //   isTrustedSender()          which IPC senders the API answers (ipc.ts)
+//   grants.ts                  which files, folders and downloads a call may name: only what the user chose
 // The fuses of the packaged app are set by electron-builder (build/electron-builder.yml, electronFuses).
 import type { BrowserWindowConstructorOptions, Event, IpcMainInvokeEvent, Session, WebContents, WebFrameMain } from 'electron';
 
@@ -43,6 +44,8 @@ export const CONTENT_SECURITY_POLICY = [
 export function securityHeaders(): Record<string, string> {
   return {
     'content-security-policy': CONTENT_SECURITY_POLICY,
+    // frame-ancestors 'none' says it for browsers that read CSP; this for those that only know the old header.
+    'x-frame-options': 'DENY',
     'x-content-type-options': 'nosniff',
     'cross-origin-opener-policy': 'same-origin',
     'cross-origin-resource-policy': 'same-origin',

@@ -6,6 +6,8 @@
 //   - the engine host in a utilityProcess (engine-process.ts)
 //   - the renderer from app://folio (app-protocol.ts) in a sandboxed, isolated window (security.ts)
 //   - the API over IPC (ipc.ts), the menu (menu.ts), the files the OS hands over (open-files.ts)
+//   - what the renderer may open or download: grants.ts (the dialogs, drops and OS-opened files recorded
+//     here), download-confirmation.ts (the native yes/no before a download by URL)
 //   - graceful shutdown: before quitting, the core stops answers, the engine process and the database
 import { join } from 'node:path';
 
@@ -15,8 +17,10 @@ import type { AppCoreOptions } from '../core/app-core.ts';
 import { ApiError } from '../api/contract.ts';
 import { createAppProtocolHandler, registerAppScheme } from './app-protocol.ts';
 import { SHELL_CHANNEL, type FileDialogKind, type MenuAction, type OpenedDocument, type ShellEvent } from './bridge.ts';
+import { createDownloadConfirmer } from './download-confirmation.ts';
 import type { ElectronApi } from './electron-api.ts';
 import { createUtilitySpawn } from './engine-process.ts';
+import { Grants } from './grants.ts';
 import { installIpc, type BusLike, type DispatcherLike, type InstalledIpc } from './ipc.ts';
 import { menuTemplate } from './menu.ts';
 import { DOCUMENT_EXTENSIONS, FileOpener, filesFromArgv, MODEL_EXTENSIONS } from './open-files.ts';
@@ -67,6 +71,8 @@ export interface Shell {
   security(): SecurityHandlers | null;
   ipc(): InstalledIpc | null;
   files: FileOpener;
+  /** The files and folders the renderer may name (chosen, dropped, or opened from the OS). */
+  grants: Grants;
   /** Opens the main window, or focuses it when there is one. */
   showWindow(): BrowserWindow;
   /** Sends a shell event to the renderer (kept until the page has loaded). */
@@ -74,6 +80,13 @@ export interface Shell {
   /** Stops the core; the before-quit handler runs it once and then lets the app quit. */
   shutdown(): Promise<void>;
 }
+
+/** The native open dialog of each kind: what the user picks there becomes a grant (grants.ts). */
+const OPEN_DIALOGS: Record<FileDialogKind, OpenDialogOptions> = {
+  document: { title: 'Open documents', properties: ['openFile', 'multiSelections'], filters: [{ name: 'Documents', extensions: [...DOCUMENT_EXTENSIONS] }] },
+  model: { title: 'Add a model', properties: ['openFile'], filters: [{ name: 'GGUF models', extensions: [...MODEL_EXTENSIONS] }] },
+  folder: { title: 'Choose a folder to search for models', properties: ['openDirectory', 'createDirectory'] },
+};
 
 function withTimeout(p: Promise<void>, ms: number, what: string): Promise<void> {
   let timer: NodeJS.Timeout;
@@ -125,6 +138,7 @@ export function createShell(electron: ElectronApi, o: ShellOptions): Shell {
     else outbox.push(event);
   };
   const files = new FileOpener((document: OpenedDocument) => send({ type: 'document-opened', document }));
+  const grants = new Grants();
 
   let resolveCore!: (c: CoreLike) => void;
   let rejectCore!: (e: Error) => void;
@@ -140,6 +154,7 @@ export function createShell(electron: ElectronApi, o: ShellOptions): Shell {
     security: () => security,
     ipc: () => ipc,
     files,
+    grants,
     showWindow,
     send,
     shutdown,
@@ -192,21 +207,19 @@ export function createShell(electron: ElectronApi, o: ShellOptions): Shell {
     send({ type: 'menu', action });
   };
 
+  // ipc.ts records what the user picked as a grant.
   const openDialog = async (kind: FileDialogKind): Promise<string[]> => {
-    const filters = kind === 'model'
-      ? [{ name: 'GGUF models', extensions: [...MODEL_EXTENSIONS] }]
-      : [{ name: 'Documents', extensions: [...DOCUMENT_EXTENSIONS] }];
-    const options: OpenDialogOptions = {
-      title: kind === 'model' ? 'Add a model' : 'Open documents',
-      properties: kind === 'model' ? ['openFile'] : ['openFile', 'multiSelections'],
-      filters,
-    };
+    const options = OPEN_DIALOGS[kind];
     const r = window && !window.isDestroyed() ? await dialog.showOpenDialog(window, options) : await dialog.showOpenDialog(options);
     return r.canceled ? [] : r.filePaths;
   };
+  const confirmDownload = createDownloadConfirmer((options) =>
+    window && !window.isDestroyed() ? dialog.showMessageBox(window, options) : dialog.showMessageBox(options));
 
+  // Files the OS hands over are the user's choice too: the renderer may import them again (e.g. a retry).
   const openFiles = (paths: readonly string[]) => {
     if (paths.length === 0) return;
+    grants.grantFiles(paths);
     void files.open(paths);
   };
 
@@ -259,6 +272,8 @@ export function createShell(electron: ElectronApi, o: ShellOptions): Shell {
       window: () => window,
       dispatcher: () => (stopping ? Promise.reject(new ApiError('SHUTTING_DOWN', 'Folio is quitting')) : corePromise).then((c) => c.dispatcher),
       openDialog,
+      grants,
+      confirmDownload,
     });
     Menu.setApplicationMenu(Menu.buildFromTemplate(menuTemplate({
       platform,

@@ -5,6 +5,9 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 
+import { MAX_GENERATE_TOKENS } from '../api/contract.ts';
+import { statusOfCode } from './http-error.ts';
+
 const ContentPart = z.object({ type: z.string(), text: z.string().optional() }).passthrough();
 const ChatMessage = z.object({
   role: z.enum(['system', 'developer', 'user', 'assistant']),
@@ -17,9 +20,9 @@ export const ChatCompletionRequest = z.object({
   stream: z.boolean().optional(),
   temperature: z.number().min(0).max(2).optional(),
   top_p: z.number().gt(0).max(1).optional(),
-  max_tokens: z.number().int().min(1).optional(),
-  max_completion_tokens: z.number().int().min(1).optional(),
-  seed: z.number().int().optional(),
+  max_tokens: z.number().int().min(1).max(MAX_GENERATE_TOKENS, `at most ${MAX_GENERATE_TOKENS} tokens can be generated at once`).optional(),
+  max_completion_tokens: z.number().int().min(1).max(MAX_GENERATE_TOKENS, `at most ${MAX_GENERATE_TOKENS} tokens can be generated at once`).optional(),
+  seed: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional(),
   stop: z.union([z.string(), z.array(z.string()).max(4)]).optional(),
   /** Folio's extension: answer over a stored, compressed document (an id from the documents API). */
   document_id: z.string().min(1).optional(),
@@ -63,11 +66,13 @@ function sendJson(res: ServerResponse, status: number, body: unknown) {
 
 export function sendOpenAiError(res: ServerResponse, e: unknown) {
   if (e instanceof OpenAiError) return sendJson(res, e.status, e.body());
-  const err = e as { code?: string; message?: string };
-  // Errors from the core keep their code; a model that cannot be found is the caller's mistake.
-  const notFound = err.code === 'NOT_FOUND' || err.code === 'MODEL_NOT_FOUND' || err.code === 'DOCUMENT_NOT_FOUND';
-  const status = notFound ? 404 : err.code === 'BAD_REQUEST' ? 400 : err.code === 'CONTEXT_FULL' || err.code === 'DOC_TOO_LONG' ? 400 : 500;
-  sendJson(res, status, new OpenAiError(status, err.message ?? String(e), status === 500 ? 'server_error' : 'invalid_request_error', null, err.code ?? null).body());
+  const err = e as { code?: unknown; message?: unknown };
+  // Errors from the core keep their code and get the status the rest of the web host gives it: 4xx for
+  // what the caller can change (an unknown or unsupported model, a prompt too long), 5xx for our failures.
+  const code = typeof err?.code === 'string' ? err.code : null;
+  const status = code ? statusOfCode(code) : 500;
+  const message = typeof err?.message === 'string' ? err.message : String(e);
+  sendJson(res, status, new OpenAiError(status, message, status >= 500 ? 'server_error' : 'invalid_request_error', null, code).body());
 }
 
 export async function handleModels(res: ServerResponse, backend: OpenAiBackend) {

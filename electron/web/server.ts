@@ -1,18 +1,38 @@
 // The local web host: the built renderer, the app's API over HTTP and WebSocket, and the
 // OpenAI-compatible endpoints, on 127.0.0.1 only. The same Dispatcher serves the Electron shell over IPC.
-//   POST /api/call            { method, params } -> { result } | { error }
+//   POST /api/call            { method, params } -> { result } | { error }      (application/json)
+//   POST /api/upload          a document's raw bytes -> { result: { documentId, taskId } } | { error }
+//                             (application/octet-stream; the file name URI-encoded in x-folio-file-name)
 //   GET  /api/ws              WebSocket: { type: 'call', id, method, params } -> { type: 'result' | 'error', id, ... };
 //                             the server pushes { type: 'event', event, payload }
+//   GET  /api/health          { ok: true }
 //   GET  /v1/models, POST /v1/chat/completions   OpenAI-compatible
 //   GET  /*                   the renderer (index.html for unknown paths, so client-side routes work)
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { createReadStream, existsSync, statSync } from 'node:fs';
+// Who may call what is access.ts's; every request line, header and body is read so that nothing a client
+// sends can throw outside a handler (request-guard.ts, body.ts, upload.ts).
+import { createServer, STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createReadStream, existsSync, rmSync, statSync } from 'node:fs';
+import type { Duplex } from 'node:stream';
 import { extname, join, normalize, resolve, sep } from 'node:path';
 import { WebSocketServer, type WebSocket } from 'ws';
 
-import { ApiError } from '../api/contract.ts';
+import { ApiError, MAX_JSON_BODY_BYTES, methods, UPLOAD_ROUTE } from '../api/contract.ts';
 import { toApiError, type Dispatcher } from '../api/dispatcher.ts';
+import { AccessPolicy, corsHeaders } from './access.ts';
+import { discardBody, readJsonBody } from './body.ts';
+import { HttpError, statusOf } from './http-error.ts';
 import { handleChatCompletions, handleModels, OpenAiError, sendOpenAiError, type OpenAiBackend } from './openai.ts';
+import { decodePath, parseTarget, securityHeaderLines, setSecurityHeaders } from './request-guard.ts';
+import { prepareUploadDir, receiveUpload } from './upload.ts';
+
+export interface UploadOptions {
+  /** Where uploads are streamed to (a folder of the library, so they are on the same disk as the documents). */
+  dir: string;
+  /** Largest upload in bytes. */
+  maxBytes: number;
+  /** Imports an uploaded file; it owns the temporary file from then on (and removes it when done). */
+  importUpload(fileName: string, tempPath: string): Promise<{ documentId: string; taskId: string }>;
+}
 
 export interface WebHostOptions {
   dispatcher: Dispatcher;
@@ -20,8 +40,14 @@ export interface WebHostOptions {
   /** The built renderer (index.html and assets); when missing, / explains how to build it. */
   staticDir?: string;
   port?: number;  // 0: any free port
-  /** Largest request body (documents are uploaded base64-encoded in one call). */
+  /** The bearer token programs must present (api-token.ts); the app's own pages need none. */
+  apiToken: string;
+  /** Origins besides the app's own allowed to call the API from a browser (FOLIO_ORIGINS; `*`: any). */
+  allowedOrigins?: string[];
+  /** Largest JSON body and WebSocket message (default MAX_JSON_BODY_BYTES). */
   maxBodyBytes?: number;
+  /** POST /api/upload; without it, the route answers 404. */
+  uploads?: UploadOptions;
 }
 
 export interface WebHost {
@@ -37,135 +63,126 @@ const types: Record<string, string> = {
   '.ico': 'image/x-icon', '.woff2': 'font/woff2', '.wasm': 'application/wasm', '.map': 'application/json',
 };
 
-class HttpError extends Error {
-  constructor(readonly status: number, message: string) {
-    super(message);
-  }
-}
-
-function readBody(req: IncomingMessage, limit: number): Promise<unknown> {
-  return new Promise((ok, fail) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    req.on('data', (c: Buffer) => {
-      size += c.length;
-      if (size > limit) {
-        // Answer 413 and discard the rest of the body (destroying the socket would hide the answer).
-        req.removeAllListeners('data');
-        req.on('data', () => {});
-        fail(new HttpError(413, `the request body exceeds ${limit} bytes`));
-        return;
-      }
-      chunks.push(c);
-    });
-    req.on('end', () => {
-      const text = Buffer.concat(chunks).toString('utf8');
-      if (text.trim() === '') return ok({});
-      try {
-        ok(JSON.parse(text));
-      } catch {
-        fail(new HttpError(400, 'the request body is not valid JSON'));
-      }
-    });
-    req.on('error', fail);
-  });
-}
-
-function sendJson(res: ServerResponse, status: number, body: unknown) {
-  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' });
+function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) {
+  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store', ...headers });
   res.end(JSON.stringify(body));
 }
 
-/** HTTP status of an API error code. */
-function statusOf(e: ApiError): number {
-  if (e.code === 'BAD_REQUEST' || e.code === 'UNKNOWN_METHOD') return 400;
-  if (e.code.endsWith('NOT_FOUND')) return 404;
-  if (e.code === 'BUSY' || e.code === 'CONFLICT') return 409;
-  return e.code === 'INTERNAL' ? 500 : 422;
+/** The API's error body for anything thrown while answering. */
+function apiErrorBody(e: unknown): { status: number; body: unknown } {
+  if (e instanceof HttpError) return { status: e.status, body: { error: { code: e.code, message: e.message } } };
+  const err = toApiError(e);
+  return { status: statusOf(err), body: { error: err.toJSON() } };
 }
 
+/** The same in OpenAI's shape, for /v1. */
+function toOpenAiError(e: unknown): unknown {
+  if (!(e instanceof HttpError)) return e;
+  const code = e.status === 401 ? 'invalid_api_key' : e.code.toLowerCase();
+  return new OpenAiError(e.status, e.message, e.status >= 500 ? 'server_error' : 'invalid_request_error', null, code);
+}
+
+/** Routes the API protects; everything else a GET can reach (the UI, /api/health) is harmless to read. */
+const isProtected = (pathname: string) => pathname === '/v1' || pathname.startsWith('/v1/') || (pathname.startsWith('/api/') && pathname !== '/api/health');
+
 export async function startWebHost(o: WebHostOptions): Promise<WebHost> {
-  const limit = o.maxBodyBytes ?? 512 * 2 ** 20;
+  const limit = o.maxBodyBytes ?? MAX_JSON_BODY_BYTES;
   const staticRoot = o.staticDir ? resolve(o.staticDir) : undefined;
+  const access = new AccessPolicy({ token: o.apiToken, allowedOrigins: o.allowedOrigins });
+  if (o.uploads) prepareUploadDir(o.uploads.dir);
   let port = o.port ?? 0;
 
-  // Only requests addressed to this host by a loopback name are served: a web page elsewhere cannot reach
-  // the API through DNS rebinding.
-  const hostAllowed = (host: string | undefined) => {
-    if (!host) return false;
-    const name = host.replace(/:\d+$/, '').replace(/^\[|\]$/g, '');
-    return name === '127.0.0.1' || name === 'localhost' || name === '::1';
-  };
-  const originAllowed = (origin: string | undefined) => {
-    if (!origin) return true; // non-browser clients
-    try {
-      return hostAllowed(new URL(origin).host);
-    } catch {
-      return false;
-    }
-  };
-
-  const serveStatic = (req: IncomingMessage, res: ServerResponse, path: string) => {
+  const serveStatic = (req: IncomingMessage, res: ServerResponse, pathname: string) => {
     if (!staticRoot || !existsSync(join(staticRoot, 'index.html'))) {
       res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
       res.end('<!doctype html><title>Folio</title><p>The Folio API is running here. The user interface is not built: run <code>npm run build</code>.</p>');
       return;
     }
-    let file = normalize(join(staticRoot, decodeURIComponent(path)));
+    let file = normalize(join(staticRoot, decodePath(pathname)));
     if (file !== staticRoot && !file.startsWith(staticRoot + sep)) throw new HttpError(403, 'forbidden');
-    if (!existsSync(file) || statSync(file).isDirectory()) file = join(staticRoot, 'index.html');
+    let isFile = false;
+    try {
+      isFile = statSync(file).isFile();
+    } catch {
+      // missing, or a name the file system refuses (too long...): the app's index.html answers
+    }
+    if (!isFile) file = join(staticRoot, 'index.html');
     res.writeHead(200, {
       'content-type': types[extname(file)] ?? 'application/octet-stream',
       'cache-control': file.endsWith('index.html') ? 'no-cache' : 'public, max-age=31536000, immutable',
-      'x-content-type-options': 'nosniff',
     });
     if (req.method === 'HEAD') return res.end();
-    createReadStream(file).pipe(res);
+    createReadStream(file).on('error', () => res.destroy()).pipe(res);
   };
 
-  const server = createServer(async (req, res) => {
-    const url = new URL(req.url ?? '/', 'http://localhost');
-    try {
-      if (!hostAllowed(req.headers.host)) throw new HttpError(421, 'this server answers only on 127.0.0.1 / localhost');
-      if (url.pathname.startsWith('/v1/')) {
-        if (!o.openai) throw new OpenAiError(404, 'the OpenAI-compatible API is not enabled');
-        try {
-          if (url.pathname === '/v1/models' && req.method === 'GET') return await handleModels(res, o.openai);
-          if (url.pathname === '/v1/chat/completions' && req.method === 'POST') {
-            const body = await readBody(req, limit).catch((e: HttpError) => {
-              throw new OpenAiError(e.status ?? 400, e.message);
-            });
-            return await handleChatCompletions(req, res, body, o.openai);
-          }
-          throw new OpenAiError(404, `unknown endpoint ${req.method} ${url.pathname}`, 'invalid_request_error', null, 'unknown_url');
-        } catch (e) {
-          if (!res.headersSent) sendOpenAiError(res, e);
-          else res.end();
-          return;
-        }
-      }
-      if (url.pathname === '/api/health') return sendJson(res, 200, { ok: true });
-      if (url.pathname === '/api/call') {
-        if (req.method !== 'POST') throw new HttpError(405, 'use POST');
-        if (!originAllowed(req.headers.origin)) throw new HttpError(403, 'cross-origin requests are refused');
-        const body = (await readBody(req, limit)) as { method?: unknown; params?: unknown };
-        if (typeof body !== 'object' || body === null || typeof body.method !== 'string')
-          throw new ApiError('BAD_REQUEST', 'the body must be { "method": string, "params": object }');
-        try {
-          return sendJson(res, 200, { result: await o.dispatcher.dispatch(body.method, body.params) });
-        } catch (e) {
-          const err = toApiError(e);
-          return sendJson(res, statusOf(err), { error: err.toJSON() });
-        }
-      }
-      if (req.method !== 'GET' && req.method !== 'HEAD') throw new HttpError(405, 'method not allowed');
-      serveStatic(req, res, url.pathname);
-    } catch (e) {
-      if (res.headersSent) return res.end();
-      if (e instanceof ApiError) return sendJson(res, statusOf(e), { error: e.toJSON() });
-      const status = e instanceof HttpError ? e.status : 500;
-      sendJson(res, status, { error: { code: status === 500 ? 'INTERNAL' : 'HTTP_' + status, message: (e as Error).message } });
+  const handleOpenAi = async (req: IncomingMessage, res: ServerResponse, pathname: string) => {
+    if (!o.openai) throw new OpenAiError(404, 'the OpenAI-compatible API is not enabled');
+    if (pathname === '/v1/models' && req.method === 'GET') return await handleModels(res, o.openai);
+    if (pathname === '/v1/chat/completions' && req.method === 'POST') {
+      const body = await readJsonBody(req, limit);
+      return await handleChatCompletions(req, res, body, o.openai);
     }
+    throw new OpenAiError(404, `unknown endpoint ${req.method} ${pathname}`, 'invalid_request_error', null, 'unknown_url');
+  };
+
+  const handleCall = async (req: IncomingMessage, res: ServerResponse) => {
+    if (req.method !== 'POST') throw new HttpError(405, 'use POST');
+    const body = (await readJsonBody(req, limit)) as { method?: unknown; params?: unknown };
+    if (typeof body !== 'object' || body === null || typeof body.method !== 'string')
+      throw new ApiError('BAD_REQUEST', 'the body must be { "method": string, "params": object }');
+    sendJson(res, 200, { result: await o.dispatcher.dispatch(body.method, body.params) });
+  };
+
+  const handleUpload = async (req: IncomingMessage, res: ServerResponse) => {
+    if (req.method !== 'POST') throw new HttpError(405, 'use POST');
+    if (!o.uploads) throw new HttpError(404, 'uploads are not enabled on this host');
+    const up = await receiveUpload(req, o.uploads.dir, o.uploads.maxBytes);
+    let result: unknown;
+    try {
+      result = methods['documents.import'].result.parse(await o.uploads.importUpload(up.fileName, up.tempPath));
+    } catch (e) {
+      rmSync(up.tempPath, { force: true }); // refused before the importer took it
+      throw e;
+    }
+    sendJson(res, 200, { result });
+  };
+
+  const handle = async (req: IncomingMessage, res: ServerResponse) => {
+    setSecurityHeaders(res);
+    let openAiShape = false;
+    try {
+      const { pathname } = parseTarget(req.url);
+      openAiShape = pathname === '/v1' || pathname.startsWith('/v1/');
+      if (req.method === 'OPTIONS') {
+        res.writeHead(204, access.preflight(req.headers));
+        return res.end();
+      }
+      const caller = access.authorize(req.headers, isProtected(pathname) ? 'protected' : 'open');
+      if (caller.corsOrigin) for (const [k, v] of Object.entries(corsHeaders(caller.corsOrigin))) res.setHeader(k, v);
+      if (openAiShape) return await handleOpenAi(req, res, pathname);
+      if (pathname === '/api/health') return sendJson(res, 200, { ok: true });
+      if (pathname === '/api/call') return await handleCall(req, res);
+      if (pathname === UPLOAD_ROUTE) return await handleUpload(req, res);
+      if (pathname.startsWith('/api/')) throw new HttpError(404, `unknown endpoint ${pathname}`);
+      if (req.method !== 'GET' && req.method !== 'HEAD') throw new HttpError(405, 'method not allowed');
+      serveStatic(req, res, pathname);
+    } catch (e) {
+      // A body we did not read (refused early, or over its limit) is let through briefly, then cut off.
+      if (!req.complete) discardBody(req, res, limit);
+      if (res.headersSent) return void res.end();
+      const extra: Record<string, string> = e instanceof HttpError && e.status === 401 ? { 'www-authenticate': 'Bearer realm="folio"' } : {};
+      for (const [k, v] of Object.entries(extra)) res.setHeader(k, v);
+      if (openAiShape) return sendOpenAiError(res, toOpenAiError(e));
+      const { status, body } = apiErrorBody(e);
+      sendJson(res, status, body);
+    }
+  };
+
+  const server = createServer((req, res) => {
+    handle(req, res).catch(() => {
+      // Only a failure to write the error answer itself gets here: drop the connection, keep serving.
+      res.destroy();
+    });
   });
 
   // WebSocket: calls and the event stream.
@@ -175,16 +192,26 @@ export async function startWebHost(o: WebHostOptions): Promise<WebHost> {
     const msg = JSON.stringify({ type: 'event', event, payload });
     for (const ws of sockets) if (ws.readyState === ws.OPEN) ws.send(msg);
   });
-  server.on('upgrade', (req, socket, head) => {
-    const url = new URL(req.url ?? '/', 'http://localhost');
-    if (url.pathname !== '/api/ws' || !hostAllowed(req.headers.host) || !originAllowed(req.headers.origin)) {
-      socket.write('HTTP/1.1 403 Forbidden\r\nconnection: close\r\n\r\n');
-      socket.destroy();
-      return;
+  const refuseUpgrade = (socket: Duplex, e: unknown) => {
+    const { status, body } = apiErrorBody(e);
+    const text = JSON.stringify(body);
+    socket.on('error', () => {});
+    socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'Error'}\r\nconnection: close\r\ncontent-type: application/json\r\n` +
+      `content-length: ${Buffer.byteLength(text)}\r\n${securityHeaderLines()}\r\n${text}`);
+    setTimeout(() => socket.destroy(), 1000).unref();
+  };
+  server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    try {
+      const { pathname } = parseTarget(req.url);
+      if (pathname !== '/api/ws') throw new HttpError(404, `no WebSocket at ${pathname}: use /api/ws`);
+      access.authorize(req.headers, 'protected');
+    } catch (e) {
+      return refuseUpgrade(socket, e);
     }
     wss.handleUpgrade(req, socket, head, (ws) => {
       sockets.add(ws);
       ws.on('close', () => sockets.delete(ws));
+      ws.on('error', () => ws.terminate());
       ws.on('message', async (data) => {
         let msg: { type?: unknown; id?: unknown; method?: unknown; params?: unknown };
         try {
@@ -192,8 +219,8 @@ export async function startWebHost(o: WebHostOptions): Promise<WebHost> {
         } catch {
           return ws.send(JSON.stringify({ type: 'error', id: null, error: { code: 'BAD_REQUEST', message: 'not JSON' } }));
         }
-        const id = typeof msg.id === 'string' || typeof msg.id === 'number' ? msg.id : null;
-        if (msg.type !== 'call' || typeof msg.method !== 'string' || id === null)
+        const id = typeof msg?.id === 'string' || typeof msg?.id === 'number' ? msg.id : null;
+        if (msg?.type !== 'call' || typeof msg.method !== 'string' || id === null)
           return ws.send(JSON.stringify({ type: 'error', id, error: { code: 'BAD_REQUEST', message: 'expected { type: "call", id, method, params }' } }));
         try {
           const result = await o.dispatcher.dispatch(msg.method, msg.params);

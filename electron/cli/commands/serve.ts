@@ -3,23 +3,51 @@
 import { fileURLToPath } from 'node:url';
 
 import { createAppCore } from '../../core/app-core.ts';
-import { defaultDataDir } from '../../core/paths.ts';
+import { dataPaths, defaultDataDir } from '../../core/paths.ts';
+import { MAX_DOCUMENT_BYTES } from '../../documents/limits.ts';
+import { parseOriginList } from '../../web/access.ts';
+import { API_TOKEN_ENV, resolveApiToken } from '../../web/api-token.ts';
 import { startWebHost } from '../../web/server.ts';
-import { type Command, common, int, str } from '../args.ts';
+import { type Command, common, int, str, UsageError } from '../args.ts';
 
 /** Where `npm run build` puts the renderer. */
 export const rendererDist = fileURLToPath(new URL('../../../dist/renderer/', import.meta.url));
 
+export const ORIGINS_ENV = 'FOLIO_ORIGINS';
+
 export const serve: Command = {
   summary: 'serve the app and an OpenAI-compatible API on 127.0.0.1',
-  usage: 'folio serve [--port 8080] [--model M.gguf] [--data DIR]\n      the library (database, caches, downloads) is DIR, by default the desktop app\'s',
-  options: { model: common.model, help: common.help, port: { type: 'string' }, data: { type: 'string' } },
+  usage: 'folio serve [--port 8080] [--model M.gguf] [--data DIR] [--token T] [--origins URL,URL]\n' +
+    '      the library (database, caches, downloads) is DIR, by default the desktop app\'s\n' +
+    `      programs send \`Authorization: Bearer <token>\`: the token is made on first start and kept in DIR/api-token\n` +
+    `      (--token or ${API_TOKEN_ENV} set another); pages of other origins may call the API only when listed in\n` +
+    `      --origins or ${ORIGINS_ENV} (comma-separated, e.g. http://localhost:3000; * for any)`,
+  options: {
+    model: common.model, help: common.help, port: { type: 'string' }, data: { type: 'string' }, token: { type: 'string' }, origins: { type: 'string' },
+  },
   async run(v) {
     const port = int(v, 'port', 8080, 0);
     const dataDir = str(v, 'data') ?? defaultDataDir();
+    let apiToken, allowedOrigins;
+    try {
+      apiToken = resolveApiToken({ dataDir, flag: str(v, 'token') });
+      allowedOrigins = [...parseOriginList(process.env[ORIGINS_ENV]), ...parseOriginList(str(v, 'origins'))];
+    } catch (e) {
+      throw new UsageError((e as Error).message);
+    }
     const core = await createAppCore({ dataDir, model: str(v, 'model') });
-    const host = await startWebHost({ dispatcher: core.dispatcher, openai: core.openai, staticDir: rendererDist, port });
-    process.stdout.write(`Folio is at ${host.url}/  (library: ${dataDir})\nOpenAI-compatible API: ${host.url}/v1\n`);
+    const host = await startWebHost({
+      dispatcher: core.dispatcher, openai: core.openai, staticDir: rendererDist, port, apiToken: apiToken.token, allowedOrigins,
+      uploads: {
+        dir: dataPaths(dataDir).tmp,
+        maxBytes: MAX_DOCUMENT_BYTES,
+        importUpload: async (fileName, tempPath) => core.documents.importUpload({ fileName, tempPath }),
+      },
+    });
+    core.setServerInfo({ apiUrl: host.url, apiToken: apiToken.token });
+    process.stdout.write(`Folio is at ${host.url}/  (library: ${dataDir})\nOpenAI-compatible API: ${host.url}/v1\n` +
+      `API token (Authorization: Bearer ...): ${apiToken.source === '--token' || apiToken.source === API_TOKEN_ENV ? `from ${apiToken.source}` : `in ${apiToken.source}`}; Settings → API access shows it\n` +
+      (allowedOrigins.length ? `Also allowed from: ${allowedOrigins.join(', ')}\n` : ''));
     await new Promise<void>((resolve) => {
       const stop = () => resolve();
       process.once('SIGINT', stop);

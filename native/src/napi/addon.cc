@@ -48,6 +48,8 @@ static Napi::Value BackendInfo(const Napi::CallbackInfo& info) {
   return o;
 }
 
+void init_process(Napi::Env env, Napi::Object exports);  // process.cc: parent-death signal, exit now
+
 static Napi::Object Init(Napi::Env env, Napi::Object exports) {
   env.SetInstanceData<Registry>(new Registry());
   exports.Set("napiVersion", Napi::Number::New(env, NAPI_VERSION));
@@ -57,6 +59,7 @@ static Napi::Object Init(Napi::Env env, Napi::Object exports) {
   init_vocab(env, exports);
   init_model(env, exports);
   init_kv_ops(env, exports);
+  init_process(env, exports);
   return exports;
 }
 

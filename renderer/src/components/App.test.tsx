@@ -1,11 +1,12 @@
 import { act, fireEvent, screen, waitFor, within } from '@testing-library/react';
 import userEvent from '@testing-library/user-event';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 
 import type { WsApi } from '../../../electron/api/ws-client.ts';
 import { chat, createFakeApi, detail, doc, engine } from '../test/fake-api.ts';
 import { renderApp } from '../test/render-app.tsx';
 import { useUi } from '../stores/ui.ts';
+import { ApiError } from '../../../electron/api/contract.ts';
 
 function libraryApi() {
   return createFakeApi({
@@ -55,8 +56,19 @@ describe('the library', () => {
     const dataTransfer = { types: ['Files'], files: [file], dropEffect: 'none' };
     fireEvent.dragOver(container.firstElementChild!, { dataTransfer });
     expect(screen.getByText('Drop to import into the library')).toBeTruthy();
-    fireEvent.drop(container.firstElementChild!, { dataTransfer });
-    await waitFor(() => expect(api.callsOf('documents.import')).toEqual([{ fileName: 'dropped.md', dataBase64: btoa('Once upon a time') }]));
+    // In a browser the dropped file is uploaded to the web host as it is (POST /api/upload).
+    const uploads: { url: string; init: RequestInit }[] = [];
+    vi.stubGlobal('fetch', async (url: string, init: RequestInit) => {
+      uploads.push({ url, init });
+      return new Response(JSON.stringify({ result: { documentId: 'd9', taskId: 't9' } }), { status: 200 });
+    });
+    try {
+      fireEvent.drop(container.firstElementChild!, { dataTransfer });
+      await waitFor(() => expect(uploads.map((u) => [u.url, u.init.body])).toEqual([['/api/upload', file]]));
+      expect(api.callsOf('documents.import')).toEqual([]);
+    } finally {
+      vi.unstubAllGlobals();
+    }
   });
 
   it('shows an import’s progress on its document', async () => {
@@ -99,12 +111,43 @@ describe('engine and connection', () => {
   it('says when the engine crashed and is restarting', async () => {
     const api = libraryApi();
     await renderApp(api);
-    act(() => api.emit('engine.status', engine({ state: 'crashed', message: 'killed by signal SIGKILL' })));
+    act(() => api.emit('engine.status', engine({ state: 'crashed', message: 'killed by signal SIGKILL', willRestart: true })));
     expect(screen.getByTestId('engine-crashed').textContent).toMatch(/stopped unexpectedly \(killed by signal SIGKILL\)/);
+    expect(screen.queryByRole('button', { name: 'Retry' })).toBeNull();
+    expect(screen.getByRole('status', { name: 'Engine stopped unexpectedly, restarting' })).toBeTruthy();
     act(() => api.emit('engine.status', engine({ state: 'starting', restarts: 1 })));
     expect(screen.getByText('Restarting the engine (restart 1)…')).toBeTruthy();
     act(() => api.emit('engine.status', engine({ state: 'ready', restarts: 1 })));
     expect(screen.queryByText(/Restarting/)).toBeNull();
+  });
+
+  it('an engine that crashed too often: the last error, a Retry that starts it again, and why when it does not', async () => {
+    const message = 'the engine stopped unexpectedly 4 times in a minute (last: killed by signal SIGSEGV), so it is not restarted by itself: retry, or choose a model, to start it again';
+    let fail = true;
+    const api = createFakeApi({
+      'engine.restart': () => {
+        if (fail) throw new ApiError('ENGINE_UNAVAILABLE', 'the native engine did not load');
+        return engine({ state: 'ready', restarts: 4 });
+      },
+    });
+    await renderApp(api);
+    act(() => api.emit('engine.status', engine({ state: 'crashed', message, restarts: 3, willRestart: false })));
+    const banner = screen.getByTestId('engine-down');
+    expect(banner.textContent).toContain(`The engine is stopped: ${message}. Your chats are safe.`);
+    expect(screen.queryByTestId('engine-crashed')).toBeNull(); // it is not "being restarted"
+    const badge = screen.getByRole('status', { name: 'Engine stopped unexpectedly, waiting for Retry' });
+    expect(within(badge).getByTitle(message)).toBeTruthy();
+
+    await userEvent.click(within(banner).getByRole('button', { name: 'Retry' }));
+    expect(api.callsOf('engine.restart')).toEqual([{}]);
+    expect(await screen.findByText('The engine did not start: the native engine did not load')).toBeTruthy();
+    expect(screen.getByTestId('engine-down')).toBeTruthy();
+
+    fail = false;
+    await userEvent.click(within(screen.getByTestId('engine-down')).getByRole('button', { name: 'Retry' }));
+    await waitFor(() => expect(screen.queryByTestId('engine-down')).toBeNull());
+    expect(api.callsOf('engine.restart')).toHaveLength(2);
+    expect(screen.getByRole('status', { name: 'Engine ready' })).toBeTruthy();
   });
 
   it('in a browser: connection lost, then restored (and everything loaded again)', async () => {

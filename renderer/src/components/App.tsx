@@ -2,10 +2,12 @@
 // connection, notices, the drop zone for imports, dialogs, and the keyboard shortcuts.
 import { useEffect, useState, type DragEvent } from 'react';
 
+import type { EngineStatus } from '../../../electron/api/contract.ts';
+import { api, errorMessage } from '../api/client.ts';
 import { runShortcut } from '../stores/actions.ts';
 import { importFiles } from '../stores/documents.ts';
-import { useEngine } from '../stores/engine.ts';
-import { dismiss, go, useUi, type Route } from '../stores/ui.ts';
+import { setEngineStatus, useEngine } from '../stores/engine.ts';
+import { dismiss, go, notify, useUi, type Route } from '../stores/ui.ts';
 import { matchShortcut } from '../lib/shortcuts.ts';
 import { ConfirmDialog, HelpOverlay } from './Dialogs.tsx';
 import { MainPane } from './MainPane.tsx';
@@ -34,6 +36,29 @@ export function useShortcuts(): void {
   }, []);
 }
 
+/** The engine crashed too often to restart by itself: the last error, and a Retry that starts it again. */
+function EngineDownBanner({ status }: { status: EngineStatus }) {
+  const [retrying, setRetrying] = useState(false);
+  const retry = async () => {
+    setRetrying(true);
+    try {
+      setEngineStatus(await api().call('engine.restart', {}));
+    } catch (e) {
+      notify(`The engine did not start: ${errorMessage(e)}`);
+    } finally {
+      setRetrying(false);
+    }
+  };
+  return (
+    <div className="banner error" role="alert" data-testid="engine-down">
+      The engine is stopped{status.message ? `: ${status.message}` : ''}. Your chats are safe.{' '}
+      <button type="button" className="link-button" onClick={() => void retry()} disabled={retrying}>
+        {retrying ? 'Starting the engine…' : 'Retry'}
+      </button>
+    </div>
+  );
+}
+
 function Banners() {
   const status = useEngine((s) => s.status);
   const connected = useEngine((s) => s.connected);
@@ -58,7 +83,8 @@ function Banners() {
           Connected again.
         </div>
       )}
-      {status?.state === 'crashed' && (
+      {status?.state === 'crashed' && !status.willRestart && <EngineDownBanner status={status} />}
+      {status?.state === 'crashed' && status.willRestart && (
         <div className="banner error" role="alert" data-testid="engine-crashed">
           The engine stopped unexpectedly{status.message ? ` (${status.message})` : ''}. It is being restarted; your chats are safe.
         </div>

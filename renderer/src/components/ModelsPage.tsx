@@ -5,6 +5,7 @@ import { useEffect, useState, type FormEvent } from 'react';
 import { useShallow } from 'zustand/react/shallow';
 
 import type { MemoryEstimate, ModelEntry } from '../../../electron/api/contract.ts';
+import type { FolioShell } from '../../../electron/shell/bridge.ts';
 import { api } from '../api/client.ts';
 import { addModel, downloadModel, estimateModel, loadCatalog, loadModels, rescanModels, selectModel, useModels } from '../stores/models.ts';
 import { useSettings } from '../stores/settings.ts';
@@ -107,9 +108,27 @@ function Preview({ m, active }: { m: ModelEntry; active: boolean }) {
   );
 }
 
+/** The desktop app adds only a file the user picks in the native dialog: its main process refuses typed paths. */
+function ChooseModelFile({ shell }: { shell: FolioShell }) {
+  return (
+    <div className="inline-form">
+      <div className="inline-row">
+        <button type="button" className="button" onClick={() => void shell.openFileDialog('model').then((p) => (p[0] ? addModel(p[0]) : null))}>
+          Choose a GGUF file…
+        </button>
+      </div>
+      <p className="muted small">The file stays where it is; Folio only reads it.</p>
+    </div>
+  );
+}
+
 function AddModel() {
+  const shell = api().shell;
+  return shell ? <ChooseModelFile shell={shell} /> : <AddModelByPath />;
+}
+
+function AddModelByPath() {
   const [path, setPath] = useState('');
-  const bridge = api();
   const submit = async (e: FormEvent) => {
     e.preventDefault();
     if (path.trim() && (await addModel(path.trim()))) setPath('');
@@ -119,11 +138,6 @@ function AddModel() {
       <label htmlFor="model-path">Add a GGUF file</label>
       <div className="inline-row">
         <input id="model-path" type="text" placeholder="/path/to/model.gguf" value={path} onChange={(e) => setPath(e.target.value)} spellCheck={false} />
-        {bridge.shell && (
-          <button type="button" className="button" onClick={() => void bridge.shell!.openFileDialog('model').then((p) => p[0] && setPath(p[0]))}>
-            Browse…
-          </button>
-        )}
         <button type="submit" className="button" disabled={!path.trim()}>
           Add
         </button>
@@ -175,6 +189,7 @@ function Downloads() {
             Download
           </button>
         </div>
+        {api().shell && <p className="muted small">Folio shows you the address and asks before it downloads.</p>}
       </form>
     </section>
   );

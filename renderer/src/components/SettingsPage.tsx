@@ -4,7 +4,9 @@
 import { useEffect, useState, type FormEvent, type ReactNode } from 'react';
 
 import type { CompressionMethod, Settings, SettingsPatch } from '../../../electron/api/contract.ts';
+import { api, hasApi } from '../api/client.ts';
 import { updateSettings, useSettings } from '../stores/settings.ts';
+import { ApiAccess } from './ApiAccess.tsx';
 import { Segmented } from './Segmented.tsx';
 import { methodLabel } from './Sidebar.tsx';
 
@@ -123,6 +125,11 @@ export function ThemePicker() {
 function ModelFolders() {
   const folders = useSettings((s) => s.settings?.modelFolders ?? []);
   const [path, setPath] = useState('');
+  // The desktop app searches only folders chosen in its folder dialog (its main process refuses typed ones).
+  const shell = hasApi() ? api().shell : undefined;
+  const add = (folder: string) => {
+    if (!folders.includes(folder)) void updateSettings({ modelFolders: [...folders, folder] }).then((ok) => ok && setPath(''));
+  };
   return (
     <div>
       <ul className="folder-list">
@@ -135,21 +142,27 @@ function ModelFolders() {
           </li>
         ))}
       </ul>
-      <form
-        className="inline-row"
-        onSubmit={(e) => {
-          e.preventDefault();
-          if (path.trim() && !folders.includes(path.trim())) void updateSettings({ modelFolders: [...folders, path.trim()] }).then((ok) => ok && setPath(''));
-        }}
-      >
-        <label htmlFor="folder-path" className="sr-only">
-          Folder to search for models
-        </label>
-        <input id="folder-path" type="text" placeholder="/path/to/models" value={path} onChange={(e) => setPath(e.target.value)} spellCheck={false} />
-        <button type="submit" className="button" disabled={!path.trim()}>
-          Add folder
+      {shell ? (
+        <button type="button" className="button" onClick={() => void shell.openFileDialog('folder').then((p) => p[0] && add(p[0]))}>
+          Choose a folder…
         </button>
-      </form>
+      ) : (
+        <form
+          className="inline-row"
+          onSubmit={(e) => {
+            e.preventDefault();
+            if (path.trim()) add(path.trim());
+          }}
+        >
+          <label htmlFor="folder-path" className="sr-only">
+            Folder to search for models
+          </label>
+          <input id="folder-path" type="text" placeholder="/path/to/models" value={path} onChange={(e) => setPath(e.target.value)} spellCheck={false} />
+          <button type="submit" className="button" disabled={!path.trim()}>
+            Add folder
+          </button>
+        </form>
+      )}
     </div>
   );
 }
@@ -259,6 +272,7 @@ export function SettingsPage() {
           <span className="field-hint small muted">Searched for GGUF files besides LM Studio, Ollama and the Hugging Face cache.</span>
         </div>
       </section>
+      <ApiAccess />
       <div className="settings-actions">
         <button type="button" className="button" disabled={!dirty || saving} onClick={() => { setDraft(draftOf(settings)); setErrors({}); }}>
           Discard changes

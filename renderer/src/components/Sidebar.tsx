@@ -181,13 +181,15 @@ export function EngineBadge() {
   const modelId = useSettings((s) => s.settings?.modelId ?? null);
   const model = useModels((s) => s.list.find((m) => m.id === modelId));
   const state = status?.state ?? 'stopped';
-  const text = { stopped: 'idle', starting: 'starting', ready: 'ready', busy: 'working', crashed: 'stopped unexpectedly' }[state];
+  // A crashed engine either comes back by itself or waits for Retry (the banner has it, with the error).
+  const crashed = status?.willRestart ? 'stopped unexpectedly, restarting' : 'stopped unexpectedly, waiting for Retry';
+  const text = { stopped: 'idle', starting: 'starting', ready: 'ready', busy: 'working', crashed }[state];
   return (
     <div className="engine-badge" role="status" aria-label={`Engine ${text}`}>
       <span className={`dot engine-${state}`} aria-hidden="true" />
       <span className="engine-text">
         <span>{model ? model.name : modelId ? 'model' : 'No model chosen'}</span>
-        <span className="muted small" title={status?.backendReason || undefined}>
+        <span className="muted small" title={(state === 'crashed' ? status?.message : status?.backendReason) || undefined}>
           Engine {text}
           {status?.backend ? ` · ${status.backend}` : ''}
         </span>

@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 
 import { ApiError } from '../../../electron/api/contract.ts';
 import { setApi } from '../api/client.ts';
@@ -8,6 +8,10 @@ import { useTasks } from './tasks.ts';
 import { useUi } from './ui.ts';
 
 describe('the library', () => {
+  afterEach(() => {
+    vi.unstubAllGlobals();
+  });
+
   it('lists documents newest first and selects one', async () => {
     setApi(createFakeApi({ 'documents.list': () => [doc({ id: 'a', createdAt: '2026-01-01T00:00:00Z' }), doc({ id: 'b', createdAt: '2026-02-01T00:00:00Z' })] }));
     await loadDocuments();
@@ -17,24 +21,43 @@ describe('the library', () => {
     expect(useDocuments.getState().byId.a.status).toBe('stale');
   });
 
-  it('uploads a picked file as base64 in the browser', async () => {
-    const api = createFakeApi({ 'documents.import': () => ({ documentId: 'd9', taskId: 't9' }) });
+  it('uploads a picked file to the web host as raw bytes in the browser', async () => {
+    const api = createFakeApi({ 'documents.import': () => ({ documentId: 'd0', taskId: 't0' }) });
     setApi(api);
-    await importFiles([new File(['Once upon a time'], 'story.txt', { type: 'text/plain' })]);
-    expect(api.callsOf('documents.import')).toEqual([{ fileName: 'story.txt', dataBase64: btoa('Once upon a time') }]);
-    expect(useTasks.getState().byId.t9).toMatchObject({ kind: 'import', documentId: 'd9', label: 'story.txt' });
+    const sent: { url: string; init: RequestInit }[] = [];
+    vi.stubGlobal('fetch', async (url: string, init: RequestInit) => {
+      sent.push({ url, init });
+      return new Response(JSON.stringify({ result: { documentId: 'd9', taskId: 't9' } }), { status: 200 });
+    });
+    const file = new File(['Once upon a time'], 'my story #1.txt', { type: 'text/plain' });
+    await importFiles([file]);
+    expect(api.callsOf('documents.import')).toEqual([]);
+    expect(sent).toHaveLength(1);
+    expect(sent[0].url).toBe('/api/upload');
+    expect(sent[0].init.method).toBe('POST');
+    expect(sent[0].init.body).toBe(file);
+    expect(sent[0].init.headers).toEqual({ 'content-type': 'application/octet-stream', 'x-folio-file-name': 'my%20story%20%231.txt' });
+    expect(useTasks.getState().byId.t9).toMatchObject({ kind: 'import', documentId: 'd9', label: 'my story #1.txt' });
     expect(useUi.getState().documentId).toBe('d9');
   });
 
+  it('says why an upload was refused', async () => {
+    setApi(createFakeApi());
+    vi.stubGlobal('fetch', async () => new Response(JSON.stringify({ error: { code: 'TOO_LARGE', message: 'big.pdf is larger than the limit of 256 MiB' } }), { status: 413 }));
+    await importFiles([new File(['x'], 'big.pdf')]);
+    expect(useUi.getState().notices.at(-1)?.text).toBe('big.pdf was not imported: big.pdf is larger than the limit of 256 MiB');
+  });
+
   it('imports by path when the desktop shell can tell a file’s path', async () => {
-    const api = createFakeApi({ 'documents.import': () => ({ documentId: 'd9', taskId: 't9' }) }, { shell: fakeShell({ pathForFile: (f: File) => `/home/me/${f.name}` }) });
+    const api = createFakeApi({ 'documents.import': () => ({ documentId: 'd9', taskId: 't9' }) }, { shell: fakeShell({ pathForFile: async (f: File) => `/home/me/${f.name}` }) });
     setApi(api);
     await importFiles([new File(['x'], 'paper.pdf')]);
     expect(api.callsOf('documents.import')).toEqual([{ path: '/home/me/paper.pdf' }]);
   });
 
   it('explains that a model is needed first', async () => {
-    setApi(createFakeApi({ 'documents.import': () => { throw new ApiError('NO_MODEL', 'choose a model first'); } }));
+    setApi(createFakeApi());
+    vi.stubGlobal('fetch', async () => new Response(JSON.stringify({ error: new ApiError('NO_MODEL', 'choose a model first').toJSON() }), { status: 422 }));
     await importFiles([new File(['x'], 'a.txt')]);
     const n = useUi.getState().notices[0];
     expect(n.text).toMatch(/Choose a model first/);

@@ -5,6 +5,7 @@ import { create } from 'zustand';
 import type { DocumentDetail, DocumentSummary } from '../../../electron/api/contract.ts';
 import { api, errorCode, errorMessage } from '../api/client.ts';
 import { fileToBase64 } from '../lib/base64.ts';
+import { uploadDocument } from '../lib/upload.ts';
 import { registerTask } from './tasks.ts';
 import { notify, selectDocument, useUi } from './ui.ts';
 
@@ -101,16 +102,23 @@ function stripDetail(d: DocumentDetail): DocumentSummary {
 export const ACCEPTED_EXTENSIONS = ['.pdf', '.docx', '.md', '.markdown', '.txt'];
 
 /**
- * Imports files picked or dropped by the user: by path where the desktop shell can tell it (the file is
- * read where it is), otherwise by content (a browser upload, base64). Each import is a task.
+ * Imports files picked or dropped by the user. In the desktop app: by path where the shell can tell it (the
+ * file is read where it is), otherwise by content over IPC (base64). In a browser: uploaded to the web host
+ * (raw bytes, streamed). Each import is a task.
  */
 export async function importFiles(files: File[]): Promise<void> {
   const bridge = api();
   for (const file of files) {
     try {
-      const path = bridge.shell?.pathForFile(file) ?? '';
-      const params = path ? { path } : { fileName: file.name, dataBase64: await fileToBase64(file) };
-      const r = await bridge.call('documents.import', params);
+      let r: { documentId: string; taskId: string };
+      if (bridge.shell) {
+        // The desktop shell records the dropped file as the user's choice; only then may it be imported by path.
+        const path = (await bridge.shell.pathForFile(file)) ?? '';
+        const params = path ? { path } : { fileName: file.name, dataBase64: await fileToBase64(file) };
+        r = await bridge.call('documents.import', params);
+      } else {
+        r = await uploadDocument(file);
+      }
       registerTask(r.taskId, 'import', r.documentId, file.name);
       selectDocument(r.documentId);
     } catch (e) {

@@ -2,7 +2,7 @@
 import { create } from 'zustand';
 
 import type { CatalogEntry, MemoryEstimate, ModelEntry } from '../../../electron/api/contract.ts';
-import { api, errorMessage } from '../api/client.ts';
+import { api, errorCode, errorMessage } from '../api/client.ts';
 import { setEngineStatus } from './engine.ts';
 import { registerTask } from './tasks.ts';
 import { notify } from './ui.ts';
@@ -73,6 +73,8 @@ export async function downloadModel(source: { url: string } | { catalogId: strin
     registerTask(taskId, 'download', null, label);
     return true;
   } catch (e) {
+    // The user said no in the desktop's confirmation dialog: nothing to report.
+    if (errorCode(e) === 'CANCELLED') return false;
     notify(`The download did not start: ${errorMessage(e)}`);
     return false;
   }

@@ -23,7 +23,7 @@ export const settings = (over: Partial<Settings> = {}): Settings => ({
   ...over,
 });
 
-export const engine = (over: Partial<EngineStatus> = {}): EngineStatus => ({ state: 'ready', modelId: 'm1', backend: 'cpu (avx2)', backendReason: 'no CUDA backend in this build', message: null, restarts: 0, ...over });
+export const engine = (over: Partial<EngineStatus> = {}): EngineStatus => ({ state: 'ready', modelId: 'm1', backend: 'cpu (avx2)', backendReason: 'no CUDA backend in this build', message: null, restarts: 0, willRestart: false, ...over });
 
 export const model = (over: Partial<ModelEntry> = {}): ModelEntry => ({
   id: 'm1', path: '/models/tiny.gguf', name: 'tiny', source: 'added', fileBytes: 1_200_000, architecture: 'llama', quantization: 'Q8_0',
@@ -111,7 +111,7 @@ export function fakeShell(over: Partial<FolioShell> = {}): FolioShell & { menu(a
   return {
     platform: 'linux',
     openFileDialog: async () => [],
-    pathForFile: () => '',
+    pathForFile: async () => '',
     onMenu: (l) => (menu.add(l), () => void menu.delete(l)),
     onDocumentOpened: (l) => (opened.add(l), () => void opened.delete(l)),
     menu: (a) => menu.forEach((l) => l(a)),

@@ -1,0 +1,44 @@
+// The parser thread's entry: parses one document at a time for parser-thread.ts, reporting progress and
+// phases as it goes, so the parent can tell a slow parse from a stuck one. Documents' readers print nothing
+// the user should see (pdf.js warns about fonts and broken objects): the console is silenced here.
+import { parentPort } from 'node:worker_threads';
+
+import { ImportError } from './errors.ts';
+import { parseDocument, type ParsedDocument } from './parse.ts';
+
+export interface ParseJob {
+  id: number;
+  fileName: string;
+  bytes: Uint8Array;
+  password?: string;
+}
+
+export type ParserMessage =
+  | { type: 'ready' }
+  | { id: number; type: 'progress'; done: number; total: number }
+  | { id: number; type: 'phase'; phase: string; allowanceMs?: number }
+  | { id: number; type: 'done'; doc: ParsedDocument }
+  | { id: number; type: 'failed'; error: { code?: string; message: string; details?: unknown } };
+
+for (const k of ['log', 'info', 'warn', 'error', 'debug', 'trace'] as const) console[k] = () => {};
+
+const port = parentPort!;
+const post = (m: ParserMessage) => port.postMessage(m);
+
+port.on('message', async (job: ParseJob) => {
+  const { id, fileName } = job;
+  try {
+    const doc = await parseDocument(job.bytes, fileName, {
+      password: job.password,
+      onProgress: (done, total) => post({ id, type: 'progress', done, total }),
+      onPhase: (phase, allowanceMs) => post({ id, type: 'phase', phase, allowanceMs }),
+    });
+    post({ id, type: 'done', doc });
+  } catch (e) {
+    const error = e instanceof ImportError
+      ? { code: e.code, message: e.message, details: e.details }
+      : { message: e instanceof Error ? e.message : String(e) };
+    post({ id, type: 'failed', error });
+  }
+});
+post({ type: 'ready' });
