@@ -16,21 +16,10 @@ import { ImportError, importDocument, type ImportedDocument } from '../electron/
 import { MAX_DOCUMENT_BYTES, MAX_TEXT_CHARS } from '../electron/documents/limits.ts';
 import { BoundedZipReader, ZipLimitError, zipEntries } from '../electron/documents/zip.ts';
 import { part, repeatedDocx, repeatedPart, zipOf } from './helpers/make-zip.ts';
+import { importRejection } from './helpers/rejections.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'folio-doc-limits-'));
 process.on('exit', () => rmSync(dir, { recursive: true, force: true }));
-
-async function rejects(p: Promise<unknown>, code: string, ...patterns: RegExp[]): Promise<ImportError> {
-  try {
-    await p;
-  } catch (e) {
-    assert.ok(e instanceof ImportError, `expected an ImportError, got ${String(e)}`);
-    assert.equal(e.code, code, e.message);
-    for (const re of patterns) assert.match(e.message, re);
-    return e;
-  }
-  assert.fail(`expected ${code}, but the import succeeded`);
-}
 
 /** Runs `f` and reports how long it took and how much this thread's heap grew meanwhile (at its peak). */
 async function measured<T>(f: () => Promise<T>): Promise<{ value: T | unknown; ms: number; heapGrowth: number }> {
@@ -101,19 +90,19 @@ test('the ZIP reader counts inflated bytes per entry and in total, whatever the 
 
 test('import by path: /dev/zero, a FIFO, a socket and a folder are refused at once, without reading', { skip: process.platform === 'win32' && 'POSIX paths' }, async () => {
   const t0 = performance.now();
-  await rejects(importDocument({ path: '/dev/zero' }), 'READ_FAILED', /cannot import \/dev\/zero: it is a device, not a document/);
+  await importRejection(importDocument({ path: '/dev/zero' }), 'READ_FAILED', /cannot import \/dev\/zero: it is a device, not a document/);
   const fifo = join(dir, 'pipe.txt');
   assert.equal(spawnSync('mkfifo', [fifo]).status, 0, 'mkfifo');
-  await rejects(importDocument({ path: fifo }), 'READ_FAILED', /pipe\.txt: it is a named pipe \(FIFO\), not a document/);
+  await importRejection(importDocument({ path: fifo }), 'READ_FAILED', /pipe\.txt: it is a named pipe \(FIFO\), not a document/);
   const sock = join(dir, 'sock.txt');
   const server = createServer().listen(sock);
   await new Promise((r) => server.once('listening', r));
   try {
-    await rejects(importDocument({ path: sock }), 'READ_FAILED', /it is a socket, not a document/);
+    await importRejection(importDocument({ path: sock }), 'READ_FAILED', /it is a socket, not a document/);
   } finally {
     server.close();
   }
-  await rejects(importDocument({ path: dir }), 'READ_FAILED', /is a folder, not a document/);
+  await importRejection(importDocument({ path: dir }), 'READ_FAILED', /is a folder, not a document/);
   assert.ok(performance.now() - t0 < 2000, `took ${(performance.now() - t0).toFixed(0)} ms`);
 });
 
@@ -123,10 +112,10 @@ test('import by path: a file over the cap is refused from its size; one that out
   ftruncateSync(fd, MAX_DOCUMENT_BYTES + 2 ** 20); // sparse: costs no disk
   closeSync(fd);
   const t0 = performance.now();
-  await rejects(importDocument({ path: big }), 'TOO_LARGE', /huge\.txt is 257 MiB; Folio imports files up to 256 MiB/);
+  await importRejection(importDocument({ path: big }), 'TOO_LARGE', /huge\.txt is 257 MiB; Folio imports files up to 256 MiB/);
   assert.ok(performance.now() - t0 < 1000);
   // /proc files say they are 0 bytes long and then have content: the count while reading is what holds.
-  await rejects(importDocument({ path: '/proc/self/maps' }, { maxBytes: 64 }), 'TOO_LARGE', /maps grew past 0 MiB while it was read/);
+  await importRejection(importDocument({ path: '/proc/self/maps' }, { maxBytes: 64 }), 'TOO_LARGE', /maps grew past 0 MiB while it was read/);
   // A regular file within the cap is read whole.
   const ok = join(dir, 'fine.txt');
   writeFileSync(ok, 'A fine file.\n');
@@ -135,7 +124,7 @@ test('import by path: a file over the cap is refused from its size; one that out
 
 test('a parser thread that runs out of heap fails its import with a clear error; the next import works', async () => {
   const { bytes } = repeatedDocx({ xmlBytes: 4 * 2 ** 20 });
-  const e = await rejects(
+  const e = await importRejection(
     importDocument({ fileName: 'heavy.docx', bytes }, { parserHeapMb: 48 }),
     'TOO_LARGE',
     /heavy\.docx: the document is too large or malformed to read: reading it needed more than 48 MiB of memory/,
@@ -174,7 +163,7 @@ test('the event loop stays free during a big import, and a cancel ends it at onc
   const ac = new AbortController();
   const started = performance.now();
   setTimeout(() => ac.abort(), 300);
-  await rejects(importDocument({ fileName: 'big.docx', bytes }, { signal: ac.signal }), 'ABORTED', /import of big\.docx was cancelled/);
+  await importRejection(importDocument({ fileName: 'big.docx', bytes }, { signal: ac.signal }), 'ABORTED', /import of big\.docx was cancelled/);
   assert.ok(performance.now() - started < 1500, 'cancelled at once');
   await sanity();
 });
@@ -183,7 +172,7 @@ test('too much text is refused before it is decoded or paged', async () => {
   const bytes = new Uint8Array(3 * MAX_TEXT_CHARS + 1024).fill(0x61);
   for (let i = 80; i < bytes.length; i += 81) bytes[i] = 0x0a;
   const t0 = performance.now();
-  await rejects(importDocument({ fileName: 'endless.txt', bytes }, { transferBytes: true }), 'TOO_LARGE', /endless\.txt has more than 33,554,432 characters of text/);
+  await importRejection(importDocument({ fileName: 'endless.txt', bytes }, { transferBytes: true }), 'TOO_LARGE', /endless\.txt has more than 33,554,432 characters of text/);
   assert.ok(performance.now() - t0 < 5000, `took ${(performance.now() - t0).toFixed(0)} ms`);
   assert.equal(bytes.byteLength, 0, 'transferBytes moved the bytes to the parser thread (no copy)');
 });

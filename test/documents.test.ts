@@ -20,25 +20,12 @@ import { sampleDocx } from './helpers/make-docx.ts';
 import {
   blankPdf, colLeft, colRight, encryptedPdf, imageOnlyPdf, longPdf, para1, para2, para3, textPdf, tinyPng,
 } from './helpers/make-pdf.ts';
+import { importRejection } from './helpers/rejections.ts';
 
 const enc = (s: string) => new TextEncoder().encode(s);
 
 function imp(fileName: string, bytes: Uint8Array, opts?: ImportOptions): Promise<ImportedDocument> {
   return importDocument({ fileName, bytes }, opts);
-}
-
-/** Asserts that the import fails with `code` and a message matching every pattern. */
-async function rejects(p: Promise<unknown>, code: string, ...patterns: RegExp[]): Promise<ImportError> {
-  try {
-    await p;
-  } catch (e) {
-    assert.ok(e instanceof ImportError, `expected an ImportError, got ${String(e)}`);
-    assert.equal(e.code, code, e.message);
-    for (const re of patterns) assert.match(e.message, re);
-    assert.deepEqual(e.toJSON().code, code);
-    return e;
-  }
-  assert.fail(`expected ${code}, but the import succeeded`);
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -93,8 +80,8 @@ test('PDF: placeholder metadata titles are ignored; concurrent imports each get 
 });
 
 test('PDF: an image-only (scanned) PDF is NO_TEXT_LAYER; blank pages are EMPTY', async () => {
-  await rejects(imp('scan.pdf', await imageOnlyPdf()), 'NO_TEXT_LAYER', /scan\.pdf has no text layer/, /OCR is not supported/);
-  await rejects(imp('blank.pdf', await blankPdf()), 'EMPTY', /blank\.pdf is empty/, /no text and nothing drawn/);
+  await importRejection(imp('scan.pdf', await imageOnlyPdf()), 'NO_TEXT_LAYER', /scan\.pdf has no text layer/, /OCR is not supported/);
+  await importRejection(imp('blank.pdf', await blankPdf()), 'EMPTY', /blank\.pdf is empty/, /no text and nothing drawn/);
 });
 
 test('PDF: RC4 encryption (40 and 128 bit) with an empty user password opens; with a password it is ENCRYPTED', async () => {
@@ -106,8 +93,8 @@ test('PDF: RC4 encryption (40 and 128 bit) with an empty user password opens; wi
     assert.equal(doc.title, 'Vertraulich', 'the Info title is an encrypted string too');
 
     const locked = encryptedPdf({ pages: [['Top secret.']], userPassword: 'hunter2', bits });
-    await rejects(imp(`locked-${bits}.pdf`, locked), 'ENCRYPTED', /locked-\d+\.pdf: the PDF is password-protected/);
-    await rejects(imp(`locked-${bits}.pdf`, locked, { password: 'wrong' }), 'ENCRYPTED', /password-protected and the password given is wrong/);
+    await importRejection(imp(`locked-${bits}.pdf`, locked), 'ENCRYPTED', /locked-\d+\.pdf: the PDF is password-protected/);
+    await importRejection(imp(`locked-${bits}.pdf`, locked, { password: 'wrong' }), 'ENCRYPTED', /password-protected and the password given is wrong/);
     const unlocked = await imp(`locked-${bits}.pdf`, locked, { password: 'hunter2' });
     assert.equal(unlocked.pages[0].text, 'Top secret.');
   }
@@ -115,10 +102,10 @@ test('PDF: RC4 encryption (40 and 128 bit) with an empty user password opens; wi
 
 test('PDF: a truncated or garbage PDF is CORRUPT and says pdf.js cannot parse it', async () => {
   const { bytes } = await textPdf();
-  await rejects(imp('cut.pdf', bytes.slice(0, bytes.length >> 1)), 'CORRUPT', /cut\.pdf is damaged: pdf\.js cannot parse it/, /truncated/);
-  await rejects(imp('junk.pdf', enc('%PDF-1.7\n' + 'garbage '.repeat(100))), 'CORRUPT', /pdf\.js cannot parse it/);
+  await importRejection(imp('cut.pdf', bytes.slice(0, bytes.length >> 1)), 'CORRUPT', /cut\.pdf is damaged: pdf\.js cannot parse it/, /truncated/);
+  await importRejection(imp('junk.pdf', enc('%PDF-1.7\n' + 'garbage '.repeat(100))), 'CORRUPT', /pdf\.js cannot parse it/);
   // No %PDF header and no other known format: not a PDF at all.
-  await rejects(imp('zeros.pdf', new Uint8Array(4096).fill(0x01)), 'CORRUPT', /not a valid PDF: it has no %PDF header/);
+  await importRejection(imp('zeros.pdf', new Uint8Array(4096).fill(0x01)), 'CORRUPT', /not a valid PDF: it has no %PDF header/);
 });
 
 test('PDF: 300 pages import quickly, with progress per page', async () => {
@@ -138,7 +125,7 @@ test('PDF: an AbortSignal stops the import mid-way; a stalled parse is a TIMEOUT
   const ac = new AbortController();
   let last = 0;
   const t0 = performance.now();
-  await rejects(
+  await importRejection(
     imp('long.pdf', bytes, { signal: ac.signal, onProgress: (d) => { last = d; if (d === 5) ac.abort(); } }),
     'ABORTED',
     /import of long\.pdf was cancelled/,
@@ -147,9 +134,9 @@ test('PDF: an AbortSignal stops the import mid-way; a stalled parse is a TIMEOUT
   assert.ok(performance.now() - t0 < 10_000);
   const pre = new AbortController();
   pre.abort();
-  await rejects(imp('long.pdf', bytes, { signal: pre.signal }), 'ABORTED');
+  await importRejection(imp('long.pdf', bytes, { signal: pre.signal }), 'ABORTED');
   // A parse that makes no progress within the stall limit is stopped (its thread is terminated).
-  await rejects(imp('long.pdf', bytes, { stallTimeoutMs: 1 }), 'TIMEOUT', /made no progress/);
+  await importRejection(imp('long.pdf', bytes, { stallTimeoutMs: 1 }), 'TIMEOUT', /made no progress/);
 });
 
 // ---------------------------------------------------------------------------------------------------------
@@ -222,7 +209,7 @@ test('DOCX: long documents are paged at block boundaries, about 3,000 characters
 
 test('DOCX: a truncated file is CORRUPT', async () => {
   const bytes = await sampleDocx();
-  await rejects(imp('cut.docx', bytes.slice(0, bytes.length >> 1)), 'CORRUPT', /cut\.docx is damaged/);
+  await importRejection(imp('cut.docx', bytes.slice(0, bytes.length >> 1)), 'CORRUPT', /cut\.docx is damaged/);
 });
 
 // ---------------------------------------------------------------------------------------------------------
@@ -313,7 +300,7 @@ test('text: Latin-1 is decoded as Windows-1252 when no byte is UTF-8; mixed inva
   assert.equal(doc.encoding, 'windows-1252');
   assert.deepEqual(doc.warnings, ['decoded as Windows-1252 (Latin-1): the file is not UTF-8']);
   const mixed = new Uint8Array([...enc('Café '), 0xe9, ...enc(' ok')]);
-  await rejects(imp('mixed.txt', mixed), 'BAD_ENCODING', /mixed\.txt is not valid UTF-8: the byte at offset 6 is invalid/);
+  await importRejection(imp('mixed.txt', mixed), 'BAD_ENCODING', /mixed\.txt is not valid UTF-8: the byte at offset 6 is invalid/);
   const utf16 = new Uint8Array([0xff, 0xfe, ...Buffer.from('Grüße aus Köln', 'utf16le')]);
   assert.deepEqual(decodeText(utf16, 'x.txt'), { text: 'Grüße aus Köln', encoding: 'utf-16le' });
   assert.equal((await imp('utf16.txt', utf16)).pages[0].text, 'Grüße aus Köln');
@@ -325,13 +312,13 @@ test('text: Latin-1 is decoded as Windows-1252 when no byte is UTF-8; mixed inva
 test('detection: the content decides; a wrong extension is MISMATCH; unknown formats are UNSUPPORTED', async () => {
   const pdf = (await textPdf()).bytes;
   const docx = await sampleDocx();
-  await rejects(imp('notes.txt', pdf), 'MISMATCH', /notes\.txt has the extension \.txt/, /content is a PDF/, /rename it to \.pdf/);
-  await rejects(imp('report.pdf', enc('just some text')), 'MISMATCH', /report\.pdf .* content is plain text/);
-  await rejects(imp('report.md', docx), 'MISMATCH', /content is a Word document \(DOCX\)/);
-  await rejects(imp('scan.pdf', tinyPng()), 'UNSUPPORTED', /scan\.pdf is a PNG image although its extension is \.pdf/, /OCR/);
-  await rejects(imp('data.bin', new Uint8Array([0, 1, 2, 3, 0, 0, 7, 8, 0, 250])), 'UNSUPPORTED', /binary data/);
-  await rejects(imp('empty.txt', new Uint8Array()), 'EMPTY', /empty\.txt is empty \(0 bytes\)/);
-  await rejects(imp('blank.txt', enc(' \n\n\t \n')), 'EMPTY', /no text/);
+  await importRejection(imp('notes.txt', pdf), 'MISMATCH', /notes\.txt has the extension \.txt/, /content is a PDF/, /rename it to \.pdf/);
+  await importRejection(imp('report.pdf', enc('just some text')), 'MISMATCH', /report\.pdf .* content is plain text/);
+  await importRejection(imp('report.md', docx), 'MISMATCH', /content is a Word document \(DOCX\)/);
+  await importRejection(imp('scan.pdf', tinyPng()), 'UNSUPPORTED', /scan\.pdf is a PNG image although its extension is \.pdf/, /OCR/);
+  await importRejection(imp('data.bin', new Uint8Array([0, 1, 2, 3, 0, 0, 7, 8, 0, 250])), 'UNSUPPORTED', /binary data/);
+  await importRejection(imp('empty.txt', new Uint8Array()), 'EMPTY', /empty\.txt is empty \(0 bytes\)/);
+  await importRejection(imp('blank.txt', enc(' \n\n\t \n')), 'EMPTY', /no text/);
   // No extension, or one that claims nothing: the content is enough.
   assert.equal((await imp('paper', pdf)).kind, 'pdf');
   assert.equal((await imp('download.bin', docx)).kind, 'docx');
@@ -350,9 +337,9 @@ test('reading by path: sha256 of the file; a missing file is READ_FAILED', async
     assert.equal(doc.kind, 'markdown');
     assert.equal(doc.title, 'Hello');
     assert.equal(doc.sha256, createHash('sha256').update(bytes).digest('hex'));
-    await rejects(importDocument({ path: join(dir, 'nope.pdf') }), 'READ_FAILED', /there is no such file/);
-    await rejects(importDocument({ path: dir }), 'READ_FAILED', /is a folder/);
-    await rejects(importDocument({ path }, { maxBytes: 4 }), 'TOO_LARGE');
+    await importRejection(importDocument({ path: join(dir, 'nope.pdf') }), 'READ_FAILED', /there is no such file/);
+    await importRejection(importDocument({ path: dir }), 'READ_FAILED', /is a folder/);
+    await importRejection(importDocument({ path }, { maxBytes: 4 }), 'TOO_LARGE');
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -361,8 +348,8 @@ test('reading by path: sha256 of the file; a missing file is READ_FAILED', async
 test('cancellation: DOCX and text imports honour an aborted signal', async () => {
   const ac = new AbortController();
   ac.abort();
-  await rejects(imp('garden.docx', await sampleDocx(), { signal: ac.signal }), 'ABORTED');
-  await rejects(imp('a.txt', enc('x'), { signal: ac.signal }), 'ABORTED');
+  await importRejection(imp('garden.docx', await sampleDocx(), { signal: ac.signal }), 'ABORTED');
+  await importRejection(imp('a.txt', enc('x'), { signal: ac.signal }), 'ABORTED');
 });
 
 // ---------------------------------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ import { EngineRequestError, tokenCharOffsets, TEST_HOOKS_ENV } from '../electro
 import { spawnNodeHost } from '../electron/engine/spawn.ts';
 import { missing, sharedModel, sharedReference } from './helpers/shared.ts';
 import { writeRandomModel } from './helpers/random-model.ts';
+import { engineRejection } from './helpers/rejections.ts';
 
 const stories = sharedModel('stories260K.gguf');
 const longCase = sharedReference('stories260K/p4_long.json');
@@ -35,17 +36,6 @@ function newClient(opts: ConstructorParameters<typeof EngineClient>[0] = {}): En
   const c = new EngineClient({ restartDelayMs: 0, ...opts, env: { ...hooks, ...opts.env } });
   clients.push(c);
   return c;
-}
-
-/** Resolves with the error a promise rejects with (fails if it resolves). */
-async function rejection(p: Promise<unknown>): Promise<EngineRequestError> {
-  try {
-    await p;
-  } catch (e) {
-    assert.ok(e instanceof EngineRequestError, `an EngineRequestError, got ${e}`);
-    return e;
-  }
-  assert.fail('expected a rejection');
 }
 
 function waitFor(c: EngineClient, state: EngineState, ms = 20_000): Promise<void> {
@@ -213,38 +203,38 @@ test('fork, truncate, tokens, memory, save and loadSession', { skip }, async () 
   assert.deepEqual(a.tokens, b.tokens);
   await client.disposeSession(f.sessionId);
   await client.disposeSession(loaded.sessionId);
-  assert.equal((await rejection(client.sessionTokens(f.sessionId))).code, 'UNKNOWN_SESSION');
+  assert.equal((await engineRejection(client.sessionTokens(f.sessionId))).code, 'UNKNOWN_SESSION');
   assert.deepEqual(client.handles().sessions.map((s) => s.sessionId), [docSession]);
 });
 
 test('errors keep their codes across the process boundary; malformed requests do not hurt the host', async () => {
   const pid = client.status().pid;
-  const notFound = await rejection(client.loadModel(join(dir, 'missing.gguf')));
+  const notFound = await engineRejection(client.loadModel(join(dir, 'missing.gguf')));
   assert.equal(notFound.code, 'FILE_OPEN');
   assert.equal(notFound.method, 'loadModel');
   assert.match(notFound.message, /missing\.gguf/);
   writeFileSync(join(dir, 'junk.gguf'), 'not a gguf file at all, not at all');
-  assert.match((await rejection(client.loadModel(join(dir, 'junk.gguf')))).code, /^GGUF_/);
+  assert.match((await engineRejection(client.loadModel(join(dir, 'junk.gguf')))).code, /^GGUF_/);
 
   const { modelId: small } = await client.loadModel(smallModel);
   const { sessionId } = await client.createSession(small, { nCtx: 256, nThreads: 1 });
-  assert.equal((await rejection(client.generate(sessionId, { n: 4 }))).code, 'NO_PROMPT');
-  assert.equal((await rejection(client.compress(sessionId, [1, 5, 6], { method: 'ada-snapkv' }))).code, 'INVALID_ARGUMENT');
+  assert.equal((await engineRejection(client.generate(sessionId, { n: 4 }))).code, 'NO_PROMPT');
+  assert.equal((await engineRejection(client.compress(sessionId, [1, 5, 6], { method: 'ada-snapkv' }))).code, 'INVALID_ARGUMENT');
   writeFileSync(join(dir, 'junk.session'), 'not a session');
-  assert.match((await rejection(client.loadSession(small, join(dir, 'junk.session')))).code, /^SESSION_FILE_/);
-  assert.equal((await rejection(client.prefill('s-nope', [1]))).code, 'UNKNOWN_SESSION');
-  assert.equal((await rejection(client.tokenize('m-nope', 'x'))).code, 'UNKNOWN_MODEL');
+  assert.match((await engineRejection(client.loadSession(small, join(dir, 'junk.session')))).code, /^SESSION_FILE_/);
+  assert.equal((await engineRejection(client.prefill('s-nope', [1]))).code, 'UNKNOWN_SESSION');
+  assert.equal((await engineRejection(client.tokenize('m-nope', 'x'))).code, 'UNKNOWN_MODEL');
 
   // The client checks what it sends...
-  const local = await rejection(client.truncate(sessionId, -1));
+  const local = await engineRejection(client.truncate(sessionId, -1));
   assert.equal(local.code, 'BAD_REQUEST');
   // ...and the host checks what it gets.
-  const bad = await rejection(client.requestUnchecked('prefill', { sessionId: 42, tokens: 'abc' }));
+  const bad = await engineRejection(client.requestUnchecked('prefill', { sessionId: 42, tokens: 'abc' }));
   assert.equal(bad.code, 'BAD_REQUEST');
   assert.match(bad.message, /^prefill: sessionId/);
-  assert.equal((await rejection(client.requestUnchecked('prefill', { sessionId, tokens: [1.5] }))).code, 'BAD_REQUEST');
-  assert.equal((await rejection(client.requestUnchecked('generate', { sessionId, temprature: 0 }))).code, 'BAD_REQUEST');
-  assert.equal((await rejection(client.requestUnchecked('formatDisk', {}))).code, 'UNKNOWN_METHOD');
+  assert.equal((await engineRejection(client.requestUnchecked('prefill', { sessionId, tokens: [1.5] }))).code, 'BAD_REQUEST');
+  assert.equal((await engineRejection(client.requestUnchecked('generate', { sessionId, temprature: 0 }))).code, 'BAD_REQUEST');
+  assert.equal((await engineRejection(client.requestUnchecked('formatDisk', {}))).code, 'UNKNOWN_METHOD');
   const notices: string[] = [];
   const off = client.on('notice', (n) => notices.push(n.code));
   client.postRaw('garbage');
@@ -258,7 +248,7 @@ test('errors keep their codes across the process boundary; malformed requests do
   // Test hooks are off unless the host's environment turns them on.
   const plain = new EngineClient();
   clients.push(plain);
-  assert.equal((await rejection(plain.testCrash())).code, 'TEST_HOOKS_DISABLED');
+  assert.equal((await engineRejection(plain.testCrash())).code, 'TEST_HOOKS_DISABLED');
   await plain.stop();
   await client.unloadModel(small);
 });
@@ -284,7 +274,7 @@ test('cancellation: a long prefill stops well within a second (the latency is pr
         }
       },
     });
-    const settled = rejection(running); // handled from the start: it may reject before it is awaited
+    const settled = engineRejection(running); // handled from the start: it may reject before it is awaited
     assert.equal(client.status().state, 'busy');
     const err = await settled;
     const latency = performance.now() - abortedAt;
@@ -299,10 +289,10 @@ test('cancellation: a long prefill stops well within a second (the latency is pr
     let started!: () => void;
     const running = new Promise<void>((r) => (started = r));
     let firstDone = false;
-    const firstErr = rejection(client.prefill(sessionId, tokens, { signal: first.signal, onProgress: () => started() })).finally(() => (firstDone = true));
+    const firstErr = engineRejection(client.prefill(sessionId, tokens, { signal: first.signal, onProgress: () => started() })).finally(() => (firstDone = true));
     await running;
     const queuedAbort = new AbortController();
-    const queued = rejection(client.prefill(sessionId, [5, 6, 7], { signal: queuedAbort.signal }));
+    const queued = engineRejection(client.prefill(sessionId, [5, 6, 7], { signal: queuedAbort.signal }));
     const droppedAt = performance.now();
     queuedAbort.abort();
     assert.equal((await queued).code, 'CANCELLED');
@@ -317,7 +307,7 @@ test('cancellation: a long prefill stops well within a second (the latency is pr
   // An abort before sending never reaches the host.
   const pre = new AbortController();
   pre.abort();
-  assert.equal((await rejection(client.prefill(sessionId, tokens, { signal: pre.signal }))).code, 'CANCELLED');
+  assert.equal((await engineRejection(client.prefill(sessionId, tokens, { signal: pre.signal }))).code, 'CANCELLED');
 
   // The session still works, and a cancelled generation resolves with what it made.
   assert.equal((await client.sessionTokens(sessionId)).tokens.length, 0, 'nothing of the cancelled prefill is kept');
@@ -352,7 +342,7 @@ test('a host killed mid-generation: ENGINE_CRASHED, crashed → starting → rea
       }
     },
   });
-  const err = await rejection(gen);
+  const err = await engineRejection(gen);
   assert.equal(err.code, 'ENGINE_CRASHED');
   assert.match(err.message, /SIGKILL/);
   const r = await restarted;
@@ -373,7 +363,7 @@ test('a host killed mid-generation: ENGINE_CRASHED, crashed → starting → rea
   assert.deepEqual(client.handles(), { models: [], sessions: [] });
 
   // Old ids are gone with the old process; reloading brings the engine back.
-  assert.equal((await rejection(client.generate(sessionId, { n: 1 }))).code, 'UNKNOWN_SESSION');
+  assert.equal((await engineRejection(client.generate(sessionId, { n: 1 }))).code, 'UNKNOWN_SESSION');
   const again = await client.loadModel(smallModel);
   const s2 = await client.createSession(again.modelId, { nCtx: 256, nThreads: 1 });
   await client.prefill(s2.sessionId, [1, 5, 6, 7]);
@@ -386,7 +376,7 @@ test('the test-only crash request aborts the host: same recovery; the restart ca
   const states: EngineState[] = [];
   c.on('status', (s) => states.push(s.state));
   await c.loadModel(smallModel);
-  const first = await rejection(c.testCrash());
+  const first = await engineRejection(c.testCrash());
   assert.equal(first.code, 'ENGINE_CRASHED');
   await waitFor(c, 'ready');
   assert.deepEqual(states.slice(states.indexOf('crashed')), ['crashed', 'starting', 'ready']);
@@ -395,10 +385,10 @@ test('the test-only crash request aborts the host: same recovery; the restart ca
   assert.equal((await c.tokenize(m, 'ab')).tokens.length > 0, true);
 
   // A second crash within the window exceeds maxRestarts = 1: no restart, requests fail until start().
-  assert.equal((await rejection(c.testCrash())).code, 'ENGINE_CRASHED');
+  assert.equal((await engineRejection(c.testCrash())).code, 'ENGINE_CRASHED');
   assert.equal(c.status().state, 'crashed');
   assert.match(c.status().message!, /not restarted/);
-  assert.equal((await rejection(c.ping())).code, 'ENGINE_UNAVAILABLE');
+  assert.equal((await engineRejection(c.ping())).code, 'ENGINE_UNAVAILABLE');
   await c.start();
   assert.equal(c.status().state, 'ready');
   assert.ok((await c.ping()).pid > 0);
@@ -406,12 +396,12 @@ test('the test-only crash request aborts the host: same recovery; the restart ca
 
 test('an addon that does not load: the client reports it and does not loop', async () => {
   const c = newClient({ env: { FOLIO_ADDON: join(dir, 'no-such-addon.node') } });
-  const e = await rejection(c.start());
+  const e = await engineRejection(c.start());
   assert.equal(e.code, 'ENGINE_UNAVAILABLE');
   assert.match(e.message, /no-such-addon\.node/);
   assert.equal(c.status().state, 'crashed');
   assert.equal(c.status().restarts, 0);
-  assert.equal((await rejection(c.ping())).code, 'ENGINE_UNAVAILABLE');
+  assert.equal((await engineRejection(c.ping())).code, 'ENGINE_UNAVAILABLE');
   await c.stop();
   assert.equal(c.status().state, 'stopped');
 });
@@ -436,7 +426,7 @@ test('stop(): a healthy host disposes everything and exits; a hung one is killed
   const took = performance.now() - t0;
   assert.equal(r2.graceful, false);
   assert.ok(took >= 900 && took < 5000, `stop took ${took.toFixed(0)} ms`);
-  assert.equal((await rejection(hung)).code, 'ENGINE_STOPPED');
+  assert.equal((await engineRejection(hung)).code, 'ENGINE_STOPPED');
   assert.equal(isAlive(pid2), false);
   assert.equal(c.status().state, 'stopped');
 });

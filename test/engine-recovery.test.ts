@@ -13,6 +13,7 @@ import { createAppCore, type AppCore } from '../electron/core/app-core.ts';
 import { EngineClient, EngineRequestError, TEST_HOOKS_ENV, type EngineClientStatus } from '../electron/engine/client.ts';
 import { missing, repoRoot, sharedModel } from './helpers/shared.ts';
 import { writeRandomModel } from './helpers/random-model.ts';
+import { engineRejection } from './helpers/rejections.ts';
 
 const stories = sharedModel('stories260K.gguf');
 const skip = missing(stories);
@@ -31,16 +32,6 @@ after(async () => {
   await Promise.all(clients.map((c) => c.stop()));
   await core?.close();
 });
-
-async function rejection(p: Promise<unknown>): Promise<EngineRequestError> {
-  try {
-    await p;
-  } catch (e) {
-    assert.ok(e instanceof EngineRequestError, `an EngineRequestError, got ${e}`);
-    return e;
-  }
-  assert.fail('expected a rejection');
-}
 
 /** The next status (from now on) that matches. */
 function nextStatus(c: EngineClient, match: (s: EngineClientStatus) => boolean, ms = 30_000): Promise<EngineClientStatus> {
@@ -94,7 +85,7 @@ test('a crash loop backs off (the pause doubles), then stays crashed with the la
   assert.equal(c.status().state, 'crashed');
   assert.equal(c.status().pid, null);
   // Requests do not bring it back (a loop of them would make a loop of crashes)...
-  assert.equal((await rejection(c.ping())).code, 'ENGINE_UNAVAILABLE');
+  assert.equal((await engineRejection(c.ping())).code, 'ENGINE_UNAVAILABLE');
   // ...start() does, with a fresh count: the next crash is restarted by itself again.
   await c.start();
   assert.equal(c.status().state, 'ready');
@@ -120,7 +111,7 @@ test('a host whose JavaScript throws mid-generation ends at once: reported as a 
     const timer = setTimeout(() => { off(); resolve(null); }, 10_000);
     const off = c.on('crash', () => { clearTimeout(timer); off(); resolve(performance.now() - thrownAt); });
   });
-  const gen = rejection(c.generate(sessionId, { n: 4000, temperature: 0 }, {
+  const gen = engineRejection(c.generate(sessionId, { n: 4000, temperature: 0 }, {
     onToken: () => {
       if (thrownAt) return;
       thrownAt = performance.now();
