@@ -18,6 +18,7 @@ import { discoverModels, describeModelFile, knownRoots, modelId, splitName, type
 import { downloadModel, parseHuggingFaceUrl, type DownloadProgress } from '../electron/models/download.ts';
 import { estimateMemory, estimateForFile, formatBytes, keptPrefixTokens, kvBytesPerToken, largestFittingContext, shapeFromSummary, type ModelShape } from '../electron/models/estimate.ts';
 import { fileTypeName, inspectGguf, parseGgufHeader, readGgufHeader, summarizeGguf, type GgufHeader } from '../electron/models/gguf-header.ts';
+import { withKey } from './helpers/gguf-mutator.ts';
 import { readGguf } from './helpers/gguf-reader.ts';
 import { arr, buildGguf, ByteWriter, f32Bytes, TensorType, u32, u64, ValueType, type GgufSpec, type MetaValue } from './helpers/gguf-writer.ts';
 import { buildRandomModel, writeRandomModel } from './helpers/random-model.ts';
@@ -532,6 +533,17 @@ test('discovery: describing one added file', async () => {
   await rejectsWith(describeModelFile(join(dir, 'add', 'M-00002-of-00004.gguf')), 'MODEL_SPLIT_PART');
   assert.deepEqual(splitName('Qwen-00001-of-00003.gguf'), { stem: 'Qwen', index: 1, count: 3 });
   assert.equal(splitName('Qwen.gguf'), null);
+});
+
+test('discovery: a file with a wrong-typed key is listed as broken, naming the key, before any load', async () => {
+  // issue 14 item 6: such a file was listed as supported, and loading it aborted the engine
+  const { bytes } = buildRandomModel({ seed: 2, nEmbd: 64, nHead: 4, nFf: 64, nLayer: 1 });
+  for (const [key, value, found] of [['tokenizer.chat_template', u32(3), 'a string but is uint32'],
+    ['general.file_type', 'Q4_K_M', 'an integer but is string']] as const) {
+    const m = await describeModelFile(tmpFile(withKey(bytes, key, value), join('typed', `${key}.gguf`)));
+    assert.equal(m.supported, false, `${key}: listed as supported`);
+    assert.ok(m.unsupportedReason!.includes(`broken: metadata key '${key}' should be ${found}`), m.unsupportedReason!);
+  }
 });
 
 // ---------------------------------------------------------------------------------------------------

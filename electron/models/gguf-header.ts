@@ -16,6 +16,7 @@
 import { open, type FileHandle } from 'node:fs/promises';
 
 import { ApiError } from '../api/contract.ts';
+import { checkMetadataTypes } from './gguf-metadata-rules.ts';
 
 // ---------------------------------------------------------------------------------------------------
 // Tables
@@ -643,8 +644,11 @@ export function summarizeGguf(h: GgufHeader): GgufSummary {
   const quantization = (fileType !== null ? fileTypeName(fileType) : null) ?? dominantType(h);
   const splitCount = metaNumber(h, 'split.count') ?? 1;
 
+  // The engine refuses a file whose keys have the wrong type (gguf-metadata-rules.ts): say so, and which key.
+  const typeError = checkMetadataTypes(h);
   let unsupportedReason: string | null = null;
-  if (!arch) unsupportedReason = 'the file names no architecture (general.architecture)';
+  if (typeError) unsupportedReason = `the file is broken: ${typeError.message} (get the file again, or convert the model again)`;
+  else if (!arch) unsupportedReason = 'the file names no architecture (general.architecture)';
   else if (!SUPPORTED_ARCHITECTURES.includes(arch)) {
     unsupportedReason = `Folio's engine does not run the '${arch}' architecture (it runs ${SUPPORTED_ARCHITECTURES.join(', ')})`;
   } else if (splitCount > 1) {

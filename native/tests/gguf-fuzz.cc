@@ -3,6 +3,8 @@
 // loads it as a model, tokenizes and runs two tokens. Any outcome but success or a folio::Error is a
 // failure; build with -DFOLIO_SANITIZE=ON so memory errors abort.
 //   gguf-fuzz ITERATIONS SEED FILE.gguf...
+// The structured fuzzer (typed mutations of keys, lengths, counts and offsets, through the addon's entry
+// points and the TypeScript header reader) is test/helpers/gguf-fuzz-run.ts: `npm run fuzz`, docs/fuzzing.md.
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>

@@ -168,6 +168,7 @@ int64_t Value::as_int() const {
 
 double Value::as_double() const {
   if (type == ValueType::FLOAT32 || type == ValueType::FLOAT64) return f;
+  if (type == ValueType::UINT64) return double(u);  // as_int would wrap values above INT64_MAX
   return double(as_int());
 }
 
@@ -186,6 +187,19 @@ double array_number(const Array& a, uint64_t i) {
     case ValueType::FLOAT32: return load_le<float>(p);
     case ValueType::FLOAT64: return load_le<double>(p);
     default: return 0;
+  }
+}
+
+int64_t array_integer(const Array& a, uint64_t i) {
+  const uint8_t* p = a.data + i * scalar_size(a.type);
+  switch (a.type) {
+    case ValueType::UINT64: {
+      const uint64_t u = load_le<uint64_t>(p);
+      return u > uint64_t(INT64_MAX) ? INT64_MAX : int64_t(u);
+    }
+    case ValueType::INT64: return load_le<int64_t>(p);
+    case ValueType::FLOAT32: case ValueType::FLOAT64: return 0;  // not an integer array (Kind::IntegerArray)
+    default: return int64_t(array_number(a, i));  // every other element type fits a double exactly
   }
 }
 
@@ -313,50 +327,107 @@ const TensorInfo* File::find_tensor(std::string_view name) const {
   return it == tensor_index_.end() ? nullptr : &tensors_[it->second];
 }
 
-static void wrong_type(const std::string& path, std::string_view key, const Value& v, const char* want) {
-  fail("GGUF_TYPE", strfmt("%s: metadata key '%s' should be %s but is %s", path.c_str(), std::string(key).c_str(), want,
-                           value_type_name(v.type)));
+const char* kind_name(Kind k) {
+  switch (k) {
+    case Kind::String: return "string";
+    case Kind::Integer: return "integer";
+    case Kind::Number: return "number";
+    case Kind::Bool: return "bool";
+    case Kind::StringArray: return "string array";
+    case Kind::IntegerArray: return "integer array";
+    case Kind::NumberArray: return "number array";
+  }
+  return "?";
 }
 
-std::string File::get_string(std::string_view key) const {
-  const Value* v = find(key);
-  if (!v) fail("GGUF_MISSING_KEY", path() + ": required metadata key '" + std::string(key) + "' is missing");
-  if (v->type != ValueType::STRING) wrong_type(path(), key, *v, "a string");
-  return std::string(v->str);
+namespace {
+
+bool integer_type(ValueType t) {
+  Value v;
+  v.type = t;
+  return v.is_integer();
 }
+
+bool float_type(ValueType t) { return t == ValueType::FLOAT32 || t == ValueType::FLOAT64; }
+
+// A uint64 the int64 an integer is read into cannot hold.
+bool beyond_int64(const Value& v) { return v.type == ValueType::UINT64 && v.u > uint64_t(INT64_MAX); }
+
+const char* kind_description(Kind k) {
+  switch (k) {
+    case Kind::String: return "a string";
+    case Kind::Integer: return "an integer";
+    case Kind::Number: return "a number";
+    case Kind::Bool: return "a bool";
+    case Kind::StringArray: return "an array of strings";
+    case Kind::IntegerArray: return "an array of integers";
+    case Kind::NumberArray: return "an array of numbers";
+  }
+  return "?";
+}
+
+}  // namespace
+
+bool value_matches(const Value& v, Kind k) {
+  const bool array = v.type == ValueType::ARRAY && v.arr;
+  switch (k) {
+    case Kind::String: return v.type == ValueType::STRING;
+    case Kind::Integer: return v.is_integer() && !beyond_int64(v);
+    case Kind::Number: return v.is_number();
+    case Kind::Bool: return v.type == ValueType::BOOL;
+    case Kind::StringArray: return array && v.arr->type == ValueType::STRING;
+    case Kind::IntegerArray: return array && integer_type(v.arr->type);
+    case Kind::NumberArray: return array && (integer_type(v.arr->type) || float_type(v.arr->type));
+  }
+  return false;
+}
+
+std::string wrong_type_message(std::string_view key, const Value& v, Kind k) {
+  std::string found = value_type_name(v.type);
+  if (v.type == ValueType::ARRAY && v.arr) found = std::string("an array of ") + value_type_name(v.arr->type);
+  else if (beyond_int64(v)) found = strfmt("uint64 %llu, beyond the int64 range", (unsigned long long)v.u);
+  return "metadata key '" + printable(key) + "' should be " + kind_description(k) + " but is " + found;
+}
+
+const Value* File::get(std::string_view key, Kind kind, const char* code) const {
+  const Value* v = find(key);
+  if (v && !value_matches(*v, kind)) fail(code, path() + ": " + wrong_type_message(key, *v, kind));
+  return v;
+}
+
+const Array* File::get_array(std::string_view key, Kind kind, const char* code) const {
+  const Value* v = get(key, kind, code);
+  return v ? v->arr.get() : nullptr;
+}
+
+static const Value& required(const File& f, std::string_view key, Kind kind) {
+  const Value* v = f.get(key, kind);
+  if (!v) fail("GGUF_MISSING_KEY", f.path() + ": required metadata key '" + std::string(key) + "' is missing");
+  return *v;
+}
+
+std::string File::get_string(std::string_view key) const { return std::string(required(*this, key, Kind::String).str); }
 
 std::string File::get_string_or(std::string_view key, std::string_view def) const {
-  return find(key) ? get_string(key) : std::string(def);
+  const Value* v = get(key, Kind::String);
+  return std::string(v ? v->str : def);
 }
 
-int64_t File::get_int(std::string_view key) const {
-  const Value* v = find(key);
-  if (!v) fail("GGUF_MISSING_KEY", path() + ": required metadata key '" + std::string(key) + "' is missing");
-  if (!v->is_integer()) wrong_type(path(), key, *v, "an integer");
-  return v->as_int();
-}
+int64_t File::get_int(std::string_view key) const { return required(*this, key, Kind::Integer).as_int(); }
 
-int64_t File::get_int_or(std::string_view key, int64_t def) const { return find(key) ? get_int(key) : def; }
+int64_t File::get_int_or(std::string_view key, int64_t def) const {
+  const Value* v = get(key, Kind::Integer);
+  return v ? v->as_int() : def;
+}
 
 double File::get_float_or(std::string_view key, double def) const {
-  const Value* v = find(key);
-  if (!v) return def;
-  if (!v->is_number()) wrong_type(path(), key, *v, "a number");
-  return v->as_double();
+  const Value* v = get(key, Kind::Number);
+  return v ? v->as_double() : def;
 }
 
 bool File::get_bool_or(std::string_view key, bool def) const {
-  const Value* v = find(key);
-  if (!v) return def;
-  if (v->type != ValueType::BOOL) wrong_type(path(), key, *v, "a bool");
-  return v->u != 0;
-}
-
-const Array* File::get_array(std::string_view key) const {
-  const Value* v = find(key);
-  if (!v) return nullptr;
-  if (v->type != ValueType::ARRAY) wrong_type(path(), key, *v, "an array");
-  return v->arr.get();
+  const Value* v = get(key, Kind::Bool);
+  return v ? v->u != 0 : def;
 }
 
 }  // namespace folio::gguf

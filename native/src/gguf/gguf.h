@@ -44,9 +44,20 @@ struct Value {
 
   bool is_integer() const;
   bool is_number() const { return is_integer() || type == ValueType::FLOAT32 || type == ValueType::FLOAT64; }
-  int64_t as_int() const;   // any integer or bool
+  int64_t as_int() const;   // any integer or bool (a uint64 above INT64_MAX wraps: check with Kind::Integer first)
   double as_double() const;  // any number
 };
+
+// What a metadata key must hold. One rule for every read: the typed getters below, the whole-file check of
+// gguf/metadata-rules.h, and electron/models/gguf-metadata-rules.ts (the same rule in TypeScript).
+//   String, Bool: that type. Integer: any integer type (not bool) whose value fits an int64.
+//   Number: any integer or float type (not bool). The arrays: an array whose element type is of that kind
+//   (StringArray: strings; IntegerArray: integer types; NumberArray: integer or float types).
+enum class Kind { String, Integer, Number, Bool, StringArray, IntegerArray, NumberArray };
+const char* kind_name(Kind k);  // "string", "integer", ..., "number array": the names the TS table uses
+bool value_matches(const Value& v, Kind k);
+// "metadata key 'K' should be <kind> but is <what v is>", the message of every wrong-typed key.
+std::string wrong_type_message(std::string_view key, const Value& v, Kind k);
 
 struct TensorInfo {
   std::string name;
@@ -78,15 +89,19 @@ class File {
   const std::vector<TensorInfo>& tensors() const { return tensors_; }
   const TensorInfo* find_tensor(std::string_view name) const;
 
-  // Typed getters. The *_or forms return the default when the key is absent; all throw GGUF_TYPE when
-  // the key holds a value of an incompatible type.
-  std::string get_string(std::string_view key) const;  // throws GGUF_MISSING_KEY
+  // Typed getters: the value of `key` when it matches `kind` (value_matches), nullptr when the key is absent,
+  // and an Error with `code` (wrong_type_message: the key, the type found, the type expected) when it holds
+  // anything else. Every metadata read of the engine goes through them.
+  const Value* get(std::string_view key, Kind kind, const char* code = "GGUF_TYPE") const;
+  const Array* get_array(std::string_view key, Kind kind, const char* code = "GGUF_TYPE") const;
+  // The same for single values; the *_or forms return the default when the key is absent, the others
+  // throw GGUF_MISSING_KEY.
+  std::string get_string(std::string_view key) const;
   std::string get_string_or(std::string_view key, std::string_view def) const;
-  int64_t get_int(std::string_view key) const;  // throws GGUF_MISSING_KEY
+  int64_t get_int(std::string_view key) const;
   int64_t get_int_or(std::string_view key, int64_t def) const;
   double get_float_or(std::string_view key, double def) const;
   bool get_bool_or(std::string_view key, bool def) const;
-  const Array* get_array(std::string_view key) const;  // nullptr when absent
 
  private:
   File() = default;
@@ -103,5 +118,7 @@ class File {
 
 // Reads element i of a scalar array as a number (any integer, float or bool element type).
 double array_number(const Array& a, uint64_t i);
+// Reads element i of an integer array; a uint64 above INT64_MAX saturates there (no float round trip).
+int64_t array_integer(const Array& a, uint64_t i);
 
 }  // namespace folio::gguf

@@ -15,6 +15,21 @@ const char* arch_name(Arch arch) {
   return "?";
 }
 
+static bool arch_from_name(std::string_view name, Arch& arch) {
+  for (Arch a : {Arch::Llama, Arch::Qwen2, Arch::Qwen3})
+    if (name == arch_name(a)) {
+      arch = a;
+      return true;
+    }
+  return false;
+}
+
+std::string supported_architecture(const gguf::File& f) {
+  const gguf::Value* v = f.find("general.architecture");
+  Arch arch;
+  return v && v->type == gguf::ValueType::STRING && arch_from_name(v->str, arch) ? std::string(v->str) : std::string();
+}
+
 static int32_t positive(const gguf::File& f, const std::string& key, int64_t v, int64_t max) {
   if (v <= 0 || v > max)
     fail("MODEL_BAD_HPARAMS", strfmt("%s: %s = %lld is out of range (1 to %lld)", f.path().c_str(), key.c_str(),
@@ -25,10 +40,7 @@ static int32_t positive(const gguf::File& f, const std::string& key, int64_t v, 
 HParams read_hparams(const gguf::File& f) {
   HParams hp;
   hp.arch_name = f.get_string("general.architecture");
-  if (hp.arch_name == "llama") hp.arch = Arch::Llama;
-  else if (hp.arch_name == "qwen2") hp.arch = Arch::Qwen2;
-  else if (hp.arch_name == "qwen3") hp.arch = Arch::Qwen3;
-  else
+  if (!arch_from_name(hp.arch_name, hp.arch))
     fail("UNSUPPORTED_ARCH", "unsupported model architecture '" + hp.arch_name +
                                  "': Folio runs llama (Llama 2/3, Mistral), qwen2 and qwen3 models");
   hp.name = f.get_string_or("general.name", "");
@@ -40,9 +52,8 @@ HParams read_hparams(const gguf::File& f) {
   hp.n_embd = req("embedding_length", 1 << 20);
   hp.n_layer = req("block_count", 4096);
   hp.n_ff = req("feed_forward_length", 1 << 22);
-  // head_count may be an array (per-layer counts) in some files; Folio needs it uniform.
-  if (const gguf::Value* v = f.find(a + "attention.head_count"); v && v->type == gguf::ValueType::ARRAY)
-    fail("MODEL_BAD_HPARAMS", f.path() + ": per-layer head counts are not supported");
+  // head_count may be an array (per-layer counts) in some files; Folio needs it uniform, and get_int says
+  // so (an integer expected, an array found).
   hp.n_head = req("attention.head_count", 1 << 16);
   hp.n_head_kv = opt("attention.head_count_kv", hp.n_head, 1 << 16);
   if (hp.n_head % hp.n_head_kv != 0)

@@ -42,4 +42,8 @@ HParams read_hparams(const gguf::File& file);
 
 const char* arch_name(Arch arch);
 
+// general.architecture when it is a string naming an architecture Folio runs, else empty: the architecture
+// whose "{arch}." keys gguf::check_metadata_types checks.
+std::string supported_architecture(const gguf::File& file);
+
 }  // namespace folio

@@ -1,6 +1,9 @@
 // readGguf(path): the header of a GGUF file (metadata and tensor table) without touching tensor data;
 // model discovery uses it, and the broken-file tests reach the reader through it.
+// ggufMetadataRules(): the keys a model load type-checks (gguf/metadata-rules.h), for the test that holds the
+// TypeScript copy of the table (electron/models/gguf-metadata-rules.ts) to it.
 #include "gguf/gguf.h"
+#include "gguf/metadata-rules.h"
 #include "napi/common.h"
 
 namespace folio::napi {
@@ -43,6 +46,8 @@ Napi::Value to_js(Napi::Env env, const gguf::Value& v, bool full) {
   }
 }
 
+Napi::Object header_object(Napi::Env env, const gguf::File& file, bool full);
+
 Napi::Value ReadGguf(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   if (info.Length() < 1 || !info[0].IsString()) throw js_error(env, "INVALID_ARGUMENT", "readGguf(path) needs a path");
@@ -52,22 +57,26 @@ Napi::Value ReadGguf(const Napi::CallbackInfo& info) {
     full = a.IsString() && a.As<Napi::String>().Utf8Value() == "full";
   }
   auto file = guard(env, [&] { return gguf::File::open(info[0].As<Napi::String>().Utf8Value()); });
+  return guard(env, [&] { return header_object(env, *file, full); });
+}
+
+Napi::Object header_object(Napi::Env env, const gguf::File& file, bool full) {
   Napi::Object o = Napi::Object::New(env);
-  o.Set("version", file->version());
-  o.Set("alignment", file->alignment());
-  o.Set("dataOffset", double(file->data_offset()));
-  o.Set("fileBytes", double(file->file_size()));
+  o.Set("version", file.version());
+  o.Set("alignment", file.alignment());
+  o.Set("dataOffset", double(file.data_offset()));
+  o.Set("fileBytes", double(file.file_size()));
   Napi::Object md = Napi::Object::New(env);
   Napi::Object types = Napi::Object::New(env);
-  for (const auto& [k, v] : file->metadata()) {
+  for (const auto& [k, v] : file.metadata()) {
     md.Set(k, to_js(env, v, full));
     types.Set(k, gguf::value_type_name(v.type));
   }
   o.Set("metadata", md);
   o.Set("metadataTypes", types);
-  Napi::Array ts = Napi::Array::New(env, file->tensors().size());
+  Napi::Array ts = Napi::Array::New(env, file.tensors().size());
   uint32_t i = 0;
-  for (const auto& t : file->tensors()) {
+  for (const auto& t : file.tensors()) {
     Napi::Object to = Napi::Object::New(env);
     to.Set("name", t.name);
     Napi::Array dims = Napi::Array::New(env, t.n_dims);
@@ -83,10 +92,25 @@ Napi::Value ReadGguf(const Napi::CallbackInfo& info) {
   return o;
 }
 
+// [{ key, kind }] in the table's order; kind as gguf::kind_name spells it.
+Napi::Value MetadataRules(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const auto& rules = gguf::metadata_rules();
+  Napi::Array out = Napi::Array::New(env, rules.size());
+  for (size_t i = 0; i < rules.size(); i++) {
+    Napi::Object r = Napi::Object::New(env);
+    r.Set("key", rules[i].key);
+    r.Set("kind", gguf::kind_name(rules[i].kind));
+    out.Set(uint32_t(i), r);
+  }
+  return out;
+}
+
 }  // namespace
 
 void init_gguf(Napi::Env env, Napi::Object exports) {
   exports.Set("readGguf", Napi::Function::New(env, ReadGguf, "readGguf"));
+  exports.Set("ggufMetadataRules", Napi::Function::New(env, MetadataRules, "ggufMetadataRules"));
 }
 
 }  // namespace folio::napi

@@ -39,19 +39,25 @@ class ModelWrap : public Napi::ObjectWrap<ModelWrap> {
     return model_;
   }
 
+  // Every entry point runs the engine inside guard(): a C++ exception that escaped to node-addon-api would
+  // terminate the process (the engine host, and every model with it).
   Napi::Value Info(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
     auto m = model(env);
-    const HParams& hp = m->hparams();
-    const Vocab& v = m->vocab();
+    return guard(env, [&] { return info_object(env, *m); });
+  }
+
+  static Napi::Object info_object(Napi::Env env, const Model& m) {
+    const HParams& hp = m.hparams();
+    const Vocab& v = m.vocab();
     Napi::Object o = Napi::Object::New(env);
-    o.Set("path", m->file().path());
-    o.Set("fileBytes", double(m->file().file_size()));
-    o.Set("ggufVersion", m->file().version());
+    o.Set("path", m.file().path());
+    o.Set("fileBytes", double(m.file().file_size()));
+    o.Set("ggufVersion", m.file().version());
     o.Set("architecture", hp.arch_name);
     o.Set("name", hp.name);
-    o.Set("nParams", double(m->n_params()));
-    o.Set("weightBytes", double(m->weights().total_bytes));
+    o.Set("nParams", double(m.n_params()));
+    o.Set("weightBytes", double(m.weights().total_bytes));
     o.Set("nVocab", hp.n_vocab);
     o.Set("contextLength", hp.n_ctx_train);
     o.Set("nEmbd", hp.n_embd);
@@ -63,12 +69,12 @@ class ModelWrap : public Napi::ObjectWrap<ModelWrap> {
     o.Set("nFf", hp.n_ff);
     o.Set("ropeBase", hp.rope_base);
     o.Set("ropeDim", hp.rope_dim);
-    o.Set("ropeScaling", m->weights().rope_freqs ? "llama3" : hp.rope_freq_scale != 1.0f ? "linear" : "none");
+    o.Set("ropeScaling", m.weights().rope_freqs ? "llama3" : hp.rope_freq_scale != 1.0f ? "linear" : "none");
     o.Set("rmsEps", hp.rms_eps);
     Napi::Object types = Napi::Object::New(env);
-    for (auto& [t, n] : m->weights().type_counts) types.Set(type_name(t), n);
+    for (auto& [t, n] : m.weights().type_counts) types.Set(type_name(t), n);
     o.Set("tensorTypes", types);
-    o.Set("fileType", double(m->file().get_int_or("general.file_type", -1)));
+    o.Set("fileType", double(m.file().get_int_or("general.file_type", -1)));
     Napi::Object tok = Napi::Object::New(env);
     tok.Set("model", v.model());
     tok.Set("pre", v.pre());
@@ -81,7 +87,7 @@ class ModelWrap : public Napi::ObjectWrap<ModelWrap> {
     for (size_t i = 0; i < v.eog_ids().size(); i++) eog.Set(uint32_t(i), v.eog_ids()[i]);
     tok.Set("eog", eog);
     o.Set("tokenizer", tok);
-    o.Set("chatTemplate", m->file().get_string_or("tokenizer.chat_template", ""));
+    o.Set("chatTemplate", m.file().get_string_or("tokenizer.chat_template", ""));
     o.Set("isa", quant::isa_name(quant::best_isa()));
     o.Set("backend", gpu::status().backend);
     o.Set("backendReason", gpu::status().reason);

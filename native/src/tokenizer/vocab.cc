@@ -11,6 +11,7 @@ namespace folio {
 namespace {
 
 const char kSpace[] = "\xE2\x96\x81";  // U+2581, SentencePiece's visible space
+const char kBadType[] = "VOCAB_BAD_TYPE";  // the code of a tokenizer key of the wrong type
 
 bool ascii_space(char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
 
@@ -58,14 +59,11 @@ std::unique_ptr<Vocab> Vocab::from_gguf(const gguf::File& file) {
 
 void Vocab::load(const gguf::File& file) {
   const std::string& path = file.path();
-  const gguf::Value* model = file.find("tokenizer.ggml.model");
+  // Every read is typed (gguf::File::get): a key of the wrong type fails with VOCAB_BAD_TYPE, naming it.
+  const gguf::Value* model = file.get("tokenizer.ggml.model", gguf::Kind::String, kBadType);
   if (!model) fail("VOCAB_MISSING_MODEL", path + ": tokenizer.ggml.model is missing: the file has no vocabulary");
-  if (model->type != gguf::ValueType::STRING)
-    fail("VOCAB_BAD_TYPE", path + ": tokenizer.ggml.model must be a string, not " + value_type_name(model->type));
   model_ = std::string(model->str);
-  const gguf::Value* pre = file.find("tokenizer.ggml.pre");
-  if (pre && pre->type != gguf::ValueType::STRING)
-    fail("VOCAB_BAD_TYPE", path + ": tokenizer.ggml.pre must be a string, not " + value_type_name(pre->type));
+  const gguf::Value* pre = file.get("tokenizer.ggml.pre", gguf::Kind::String, kBadType);
   pre_ = pre ? std::string(pre->str) : std::string();
 
   // Defaults per tokenizer model; the file's keys override them below.
@@ -96,14 +94,15 @@ void Vocab::load(const gguf::File& file) {
          path + ": unsupported tokenizer model '" + printable(model_) +
              "' (tokenizer.ggml.model); supported: llama (SentencePiece), gpt2 (byte-level BPE), bert (WordPiece)");
   }
-  add_space_prefix_ = file.get_bool_or("tokenizer.ggml.add_space_prefix", add_space_prefix_);
+  if (const gguf::Value* v = file.get("tokenizer.ggml.add_space_prefix", gguf::Kind::Bool, kBadType))
+    add_space_prefix_ = v->u != 0;
 
   load_tokens(file);
   if (type_ == Type::Bpe) load_merges(file);
   load_special_ids(file);
 
-  const gguf::Value* name = file.find("general.name");
-  detect_special_tokens(name && name->type == gguf::ValueType::STRING ? std::string(name->str) : std::string());
+  const gguf::Value* name = file.get("general.name", gguf::Kind::String, kBadType);
+  detect_special_tokens(name ? std::string(name->str) : std::string());
   build_special_cache();
 
   for (int b = 0; b < 256; b++) {
@@ -118,31 +117,24 @@ void Vocab::load(const gguf::File& file) {
 
 void Vocab::load_tokens(const gguf::File& file) {
   const std::string& path = file.path();
-  const gguf::Value* tv = file.find("tokenizer.ggml.tokens");
+  const gguf::Array* tv = file.get_array("tokenizer.ggml.tokens", gguf::Kind::StringArray, kBadType);
   if (!tv) fail("VOCAB_MISSING_TOKENS", path + ": tokenizer.ggml.tokens is missing");
-  if (tv->type != gguf::ValueType::ARRAY || tv->arr->type != gguf::ValueType::STRING)
-    fail("VOCAB_BAD_TYPE", path + ": tokenizer.ggml.tokens must be an array of strings");
-  const gguf::Array& toks = *tv->arr;
+  const gguf::Array& toks = *tv;
   if (toks.count == 0) fail("VOCAB_EMPTY", path + ": tokenizer.ggml.tokens is empty");
   if (toks.count > uint64_t(INT32_MAX) - 1)
     fail("VOCAB_BAD_LENGTH", strfmt("%s: %llu tokens is too many", path.c_str(), (unsigned long long)toks.count));
   const size_t n = size_t(toks.count);
 
   // Scores and types, when present, must describe every token.
-  auto numeric_array = [&](const char* key, bool integers) -> const gguf::Array* {
-    const gguf::Value* v = file.find(key);
-    if (!v) return nullptr;
-    if (v->type != gguf::ValueType::ARRAY || v->arr->type == gguf::ValueType::STRING ||
-        v->arr->type == gguf::ValueType::ARRAY ||
-        (integers && (v->arr->type == gguf::ValueType::FLOAT32 || v->arr->type == gguf::ValueType::FLOAT64)))
-      fail("VOCAB_BAD_TYPE", path + ": " + key + " must be an array of " + (integers ? "integers" : "numbers"));
-    if (v->arr->count != toks.count)
+  auto numeric_array = [&](const char* key, gguf::Kind kind) -> const gguf::Array* {
+    const gguf::Array* a = file.get_array(key, kind, kBadType);
+    if (a && a->count != toks.count)
       fail("VOCAB_BAD_LENGTH", strfmt("%s: %s has %llu entries but tokenizer.ggml.tokens has %zu", path.c_str(), key,
-                                      (unsigned long long)v->arr->count, n));
-    return v->arr.get();
+                                      (unsigned long long)a->count, n));
+    return a;
   };
-  const gguf::Array* scores = numeric_array("tokenizer.ggml.scores", false);
-  const gguf::Array* types = numeric_array("tokenizer.ggml.token_type", true);
+  const gguf::Array* scores = numeric_array("tokenizer.ggml.scores", gguf::Kind::NumberArray);
+  const gguf::Array* types = numeric_array("tokenizer.ggml.token_type", gguf::Kind::IntegerArray);
 
   tokens_.resize(n);
   for (size_t i = 0; i < n; i++) {
@@ -151,7 +143,7 @@ void Vocab::load_tokens(const gguf::File& file) {
     // llama.cpp renames empty tokens so that they can neither match nor be matched.
     if (t.text.empty()) t.text = strfmt("[EMPTY_%zu]", i);
     t.score = scores ? float(gguf::array_number(*scores, i)) : 0.0f;
-    t.attr = types ? attr_of_type(int64_t(gguf::array_number(*types, i))) : kAttrNormal;
+    t.attr = types ? attr_of_type(gguf::array_integer(*types, i)) : kAttrNormal;
     max_token_len_ = std::max(max_token_len_, t.text.size());
   }
   // The map holds views into the token texts, so it is built once tokens_ no longer moves.
@@ -166,11 +158,9 @@ void Vocab::load_tokens(const gguf::File& file) {
 
 void Vocab::load_merges(const gguf::File& file) {
   const std::string& path = file.path();
-  const gguf::Value* mv = file.find("tokenizer.ggml.merges");
+  const gguf::Array* mv = file.get_array("tokenizer.ggml.merges", gguf::Kind::StringArray, kBadType);
   if (!mv) fail("VOCAB_MISSING_MERGES", path + ": tokenizer.ggml.merges is missing (a BPE vocabulary needs it)");
-  if (mv->type != gguf::ValueType::ARRAY || mv->arr->type != gguf::ValueType::STRING)
-    fail("VOCAB_BAD_TYPE", path + ": tokenizer.ggml.merges must be an array of strings");
-  const gguf::Array& merges = *mv->arr;
+  const gguf::Array& merges = *mv;
   if (merges.count > uint64_t(INT32_MAX))
     fail("VOCAB_BAD_LENGTH", path + ": tokenizer.ggml.merges has too many entries");
   merges_.reserve(size_t(merges.count));
@@ -214,10 +204,8 @@ void Vocab::load_special_ids(const gguf::File& file) {
   };
   for (const Key& k : keys) {
     if (*k.id >= n) *k.id = -1;  // a default the vocabulary is too small for
-    const gguf::Value* v = file.find(k.key);
+    const gguf::Value* v = file.get(k.key, gguf::Kind::Integer, kBadType);
     if (!v) continue;
-    if (!v->is_integer() || v->type == gguf::ValueType::BOOL)
-      fail("VOCAB_BAD_TYPE", path + ": " + k.key + " must be an integer, not " + value_type_name(v->type));
     const int64_t id = v->as_int();
     if (id == -1 || id == 0xFFFFFFFFll) continue;  // "none", as converters write it
     if (id < 0 || id >= n) {
@@ -229,9 +217,12 @@ void Vocab::load_special_ids(const gguf::File& file) {
     *k.id = int32_t(id);
   }
 
-  add_bos_ = file.get_bool_or("tokenizer.ggml.add_bos_token", add_bos_);
-  add_eos_ = file.get_bool_or("tokenizer.ggml.add_eos_token", add_eos_);
-  add_sep_ = file.get_bool_or("tokenizer.ggml.add_sep_token", add_sep_);
+  auto flag = [&](const char* key, bool& value) {
+    if (const gguf::Value* v = file.get(key, gguf::Kind::Bool, kBadType)) value = v->u != 0;
+  };
+  flag("tokenizer.ggml.add_bos_token", add_bos_);
+  flag("tokenizer.ggml.add_eos_token", add_eos_);
+  flag("tokenizer.ggml.add_sep_token", add_sep_);
   auto need = [&](bool add, int32_t id, const char* add_key, const char* id_key) {
     if (add && id < 0)
       fail("VOCAB_MISSING_SPECIAL", path + ": " + add_key + " is true but " + id_key + " names no token");
