@@ -64,7 +64,7 @@ async function readCells(testId: string): Promise<{ rows: number; cols: number; 
 }
 
 type Metric = 'budget' | 'mass' | 'concentration';
-const valueOf = (h: CompressionStats['layers'][number]['heads'][number], m: Metric) => (m === 'budget' ? h.kept : m === 'mass' ? h.retained_mass : h.concentration);
+const valueOf = (h: CompressionStats['layers'][number]['heads'][number], m: Metric) => (m === 'budget' ? h.kept : m === 'mass' ? h.retainedMass : h.concentration);
 
 /** Checks one cell per (layer, head) and that the colours follow the values: same order, right place on the scale. */
 async function assertHeatmapFollows(testId: string, stats: CompressionStats, metric: Metric) {
@@ -266,7 +266,7 @@ test('the inspector draws one cell per (layer, KV head), coloured by the budgets
   assert.match(await detail.innerText(), /Layer 2 · KV head 1/);
   assert.match(await detail.innerText(), new RegExp(`Kept tokens\\s+${stats.layers[2].heads[1].kept}`));
   // The memory summary says what the API says.
-  const savedPct = Math.round((100 * (stats.kv_bytes_full - stats.kv_bytes_kept)) / stats.kv_bytes_full);
+  const savedPct = Math.round((100 * (stats.kvBytesFull - stats.kvBytesKept)) / stats.kvBytesFull);
   assert.equal(await page.locator('[data-testid="memory-saved"]').innerText(), `saves ${savedPct}%`);
   await shot('04-inspector-budget');
   // The same grid for retained attention mass and for concentration.

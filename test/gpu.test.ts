@@ -98,10 +98,10 @@ for (const method of ['ada-snapkv', 'snapkv', 'ada-pyramidkv', 'streaming'] as c
     const ra = await a.compress(prefix, { method, budget: 0.3 });
     const rb = await b.compress(prefix, { method, budget: 0.3 });
     assert.deepEqual(rb.stats.layers.map((l) => l.heads.map((h) => h.kept)), ra.stats.layers.map((l) => l.heads.map((h) => h.kept)));
-    assert.deepEqual(rb.stats.token_retention, ra.stats.token_retention);
-    assert.equal(rb.stats.kv_bytes_kept, ra.stats.kv_bytes_kept);
+    assert.deepEqual(rb.stats.tokenRetention, ra.stats.tokenRetention);
+    assert.equal(rb.stats.kvBytesKept, ra.stats.kvBytesKept);
     rb.stats.layers.forEach((l, i) =>
-      l.heads.forEach((h, g) => assert.ok(Math.abs(h.retained_mass - ra.stats.layers[i].heads[g].retained_mass) < 1e-4, `layer ${i} head ${g}`)));
+      l.heads.forEach((h, g) => assert.ok(Math.abs(h.retainedMass - ra.stats.layers[i].heads[g].retainedMass) < 1e-4, `layer ${i} head ${g}`)));
     assert.deepEqual(b.memory().headLengths, a.memory().headLengths);
     assert.ok(maxDiff(rb.logits, ra.logits) <= TOL);
     const ga = await a.generate({ n: 24, temperature: 0 }), gb = await b.generate({ n: 24, temperature: 0 });

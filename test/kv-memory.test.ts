@@ -1,5 +1,5 @@
 // Compression frees real memory: the resident memory of a process holding a compressed session is lower
-// than that of one holding the full cache by at least 80% of kv_bytes_full − kv_bytes_kept, and the
+// than that of one holding the full cache by at least 80% of kvBytesFull − kvBytesKept, and the
 // compressed prefill's peak stays far below the full cache (one layer at a time).
 // A random model with a KV cache large next to its weights (128 layers, 2 KV heads of width 256, F32
 // entries: 2 KiB per token and layer, 128 MiB for 256 tokens) so the difference stands out of the noise.
@@ -20,8 +20,8 @@ interface ChildResult {
   before: number;
   after: number;
   peak: number;
-  kv_bytes_full?: number;
-  kv_bytes_kept?: number;
+  kvBytesFull?: number;
+  kvBytesKept?: number;
   memory: { bytesUsed: number };
 }
 
@@ -39,15 +39,15 @@ test('resident memory after compression drops by at least 80% of the bytes compr
   writeRandomModel(model, { arch: 'llama', type: 'F32', nEmbd: 64, nHead: 2, nHeadKv: 2, headDim: 256, nFf: 64, nLayer: 128, nCtx: 1024, seed: 1 });
   const full = run(model, 'full', 256);
   const comp = run(model, 'compressed', 256);
-  const removed = comp.kv_bytes_full! - comp.kv_bytes_kept!;
-  assert.equal(full.memory.bytesUsed, comp.kv_bytes_full, 'the full session holds kv_bytes_full');
-  assert.equal(comp.memory.bytesUsed, comp.kv_bytes_kept, 'the compressed session holds kv_bytes_kept');
+  const removed = comp.kvBytesFull! - comp.kvBytesKept!;
+  assert.equal(full.memory.bytesUsed, comp.kvBytesFull, 'the full session holds kvBytesFull');
+  assert.equal(comp.memory.bytesUsed, comp.kvBytesKept, 'the compressed session holds kvBytesKept');
   assert.ok(removed > 100 * 2 ** 20, `compression removed ${removed} bytes`);
   const saved = full.after - comp.after;
   assert.ok(saved >= 0.8 * removed, `resident memory differs by ${(saved / 2 ** 20).toFixed(1)} MiB; compression removed ${(removed / 2 ** 20).toFixed(1)} MiB`);
   // Layer by layer: the compressed prefill never held the whole model's full cache at once (the peak
   // is sampled every millisecond while the prefill runs; the full prefill's is checked as a control).
-  assert.ok(full.peak - full.before > 0.5 * comp.kv_bytes_full!, 'the sampling sees the full prefill grow');
+  assert.ok(full.peak - full.before > 0.5 * comp.kvBytesFull!, 'the sampling sees the full prefill grow');
   const peakGrowth = comp.peak - comp.before;
-  assert.ok(peakGrowth < 0.25 * comp.kv_bytes_full!, `peak grew by ${(peakGrowth / 2 ** 20).toFixed(1)} MiB during the compressed prefill`);
+  assert.ok(peakGrowth < 0.25 * comp.kvBytesFull!, `peak grew by ${(peakGrowth / 2 ** 20).toFixed(1)} MiB during the compressed prefill`);
 });

@@ -51,7 +51,7 @@ test('full equals the plain engine, and a budget covering the prefix changes not
     assert.equal(stats.compressed, false, method);
     sameArray(logits, p.logits, `${method}: logits after the prefix`);
     sameArray((await s.prefill(question)).logits, pNext.logits, `${method}: logits after a question`);
-    assert.ok(stats.layers.every((l) => l.heads.every((h) => h.kept === 415 && Math.abs(h.retained_mass - 1) < 1e-6)));
+    assert.ok(stats.layers.every((l) => l.heads.every((h) => h.kept === 415 && Math.abs(h.retainedMass - 1) < 1e-6)));
     s.dispose();
   }
   plain.dispose();
@@ -69,25 +69,25 @@ test('statistics add up: budgets, bytes, retention map, every head keeps its win
     if (!method.includes('pyramid')) assert.ok(kept.every((k) => k === H * B), `${method}: Σ kept per layer = Hk·B`);
     else assert.ok(kept[0] > kept[layers - 1], `${method}: the pyramid narrows`);
     stats.layers.forEach((l) => {
-      assert.equal(l.bytes_full, 415 * H * entry);
-      assert.equal(l.bytes_kept, l.heads.reduce((a, h) => a + h.kept, 0) * entry);
-      assert.ok(Math.abs(l.eps_over_c - 2 * (H - l.heads.reduce((a, h) => a + h.retained_mass, 0))) < 1e-9);
+      assert.equal(l.bytesFull, 415 * H * entry);
+      assert.equal(l.bytesKept, l.heads.reduce((a, h) => a + h.kept, 0) * entry);
+      assert.ok(Math.abs(l.epsOverC - 2 * (H - l.heads.reduce((a, h) => a + h.retainedMass, 0))) < 1e-9);
       for (const h of l.heads) {
         if (method !== 'streaming') assert.ok(h.kept >= 32, 'a head never keeps less than its window');
-        assert.ok(h.retained_mass > 0 && h.retained_mass <= 1 + 1e-6);
+        assert.ok(h.retainedMass > 0 && h.retainedMass <= 1 + 1e-6);
         assert.ok(h.concentration > 0 && h.concentration <= 1);
       }
     });
-    assert.equal(stats.kv_bytes_full, layers * 415 * H * entry);
-    assert.equal(stats.kv_bytes_kept, stats.layers.reduce((a, l) => a + l.bytes_kept, 0));
-    assert.equal(s.memory().bytesUsed, stats.kv_bytes_kept, 'the cache holds exactly what the statistics say');
+    assert.equal(stats.kvBytesFull, layers * 415 * H * entry);
+    assert.equal(stats.kvBytesKept, stats.layers.reduce((a, l) => a + l.bytesKept, 0));
+    assert.equal(s.memory().bytesUsed, stats.kvBytesKept, 'the cache holds exactly what the statistics say');
     assert.deepEqual(s.memory().headLengths, stats.layers.map((l) => l.heads.map((h) => h.kept)));
-    assert.equal(stats.token_retention.length, 415);
-    assert.equal(stats.token_retention.reduce((a, x) => a + x, 0), layers * H * B - (method.includes('pyramid') ? 0 : 0));
-    for (let j = 415 - 32; j < 415; j++) assert.equal(stats.token_retention[j], layers * H, 'window tokens are kept everywhere');
+    assert.equal(stats.tokenRetention.length, 415);
+    assert.equal(stats.tokenRetention.reduce((a, x) => a + x, 0), layers * H * B - (method.includes('pyramid') ? 0 : 0));
+    for (let j = 415 - 32; j < 415; j++) assert.equal(stats.tokenRetention[j], layers * H, 'window tokens are kept everywhere');
     if (method === 'streaming') {
-      for (let j = 0; j < 4; j++) assert.equal(stats.token_retention[j], layers * H, 'sinks');
-      assert.equal(stats.token_retention[4], 0);
+      for (let j = 0; j < 4; j++) assert.equal(stats.tokenRetention[j], layers * H, 'sinks');
+      assert.equal(stats.tokenRetention[4], 0);
     }
     s.dispose();
   }
@@ -101,7 +101,7 @@ test('ada with alpha 1 keeps what snapkv keeps; alpha 0 retains at least uniform
   // Without pooling the allocation ranks by the very mass it is judged by (Theorem 3.3 applies exactly).
   const uni = await compressed('snapkv', 0.25, { kernel: 1 });
   const ada0 = await compressed('ada-snapkv', 0.25, { kernel: 1, alpha: 0 });
-  const mass = (s: CompressionStats) => s.layers.map((l) => l.heads.reduce((a, h) => a + h.retained_mass, 0));
+  const mass = (s: CompressionStats) => s.layers.map((l) => l.heads.reduce((a, h) => a + h.retainedMass, 0));
   mass(ada0.stats).forEach((m, l) => assert.ok(m >= mass(uni.stats)[l] - 1e-6, `layer ${l}: ${m} < ${mass(uni.stats)[l]}`));
   assert.ok(ada0.stats.layers.some((l) => new Set(l.heads.map((h) => h.kept)).size > 1), 'ada gives heads different budgets');
   for (const x of [snap, ada1, uni, ada0]) x.s.dispose();
@@ -117,7 +117,7 @@ test('edge cases: prefix within the window, budget within the window, the ratio 
   assert.throws(() => model.createSession(opts).compress(prefix, { method: 'snapkv' }), (e: EngineError) => e.code === 'INVALID_ARGUMENT');
   assert.throws(() => model.createSession(opts).compress(prefix, { method: 'snapkv', budget: 0.5, kernel: 4 }), (e: EngineError) => e.code === 'INVALID_ARGUMENT');
   const clamp = await compressed('ada-snapkv', 0.01);
-  assert.equal(clamp.stats.budget_clamped, true);
+  assert.equal(clamp.stats.budgetClamped, true);
   assert.equal(clamp.stats.budget, 33);
   assert.ok(clamp.stats.layers.every((l) => l.heads.every((h) => h.kept >= 32)));
   clamp.s.dispose();

@@ -14,7 +14,7 @@ import { Worker } from 'node:worker_threads';
 
 import Database from 'better-sqlite3';
 
-import { ChatSummary, DocumentSummary, Message, Settings, type CompressionStats } from '../electron/api/contract.ts';
+import { ChatSummary, CompressionStats as CompressionStatsSchema, DocumentSummary, Message, Settings, type CompressionStats } from '../electron/api/contract.ts';
 import {
   DATABASE_FILE, DEFAULT_SETTINGS, LATEST_VERSION, openStorage, StorageError, migrations,
   type Scheduler, type Storage, type StorageOptions,
@@ -95,31 +95,31 @@ function count(s: Storage, sql: string, ...params: unknown[]): number {
   return s.db.prepare(sql).pluck().get(...params) as number;
 }
 
-function sampleStats(prefixTokens: number, retention: Int32Array | number[]): CompressionStats & { token_retention: never } {
+function sampleStats(prefixTokens: number, retention: Int32Array | number[]): CompressionStats & { tokenRetention: never } {
   return {
     method: 'ada-snapkv',
-    prefix_tokens: prefixTokens,
+    prefixTokens: prefixTokens,
     window: 32,
     kernel: 7,
     alpha: 0.2,
-    kv_type: 'f16',
+    kvType: 'f16',
     compressed: true,
     reason: null,
     budget: 64,
-    budget_selectable: 32,
-    budget_clamped: false,
-    kv_bytes_full: 1_000_000,
-    kv_bytes_kept: 200_000,
-    ms_prefill: 12.5,
-    ms_compress: 1.25,
+    budgetSelectable: 32,
+    budgetClamped: false,
+    kvBytesFull: 1_000_000,
+    kvBytesKept: 200_000,
+    msPrefill: 12.5,
+    msCompress: 1.25,
     layers: [
       {
-        budget: 128, bytes_full: 500_000, bytes_kept: 100_000, eps_over_c: 0.5, attn_l1: null,
-        ms_score: 0.1, ms_select: 0.2, ms_compact: 0.3,
-        heads: [{ kept: 70, retained_mass: 0.9, concentration: 0.1 }, { kept: 58, retained_mass: 0.85, concentration: 0.2 }],
+        budget: 128, bytesFull: 500_000, bytesKept: 100_000, epsOverC: 0.5, attnL1: null,
+        msScore: 0.1, msSelect: 0.2, msCompact: 0.3,
+        heads: [{ kept: 70, retainedMass: 0.9, concentration: 0.1 }, { kept: 58, retainedMass: 0.85, concentration: 0.2 }],
       },
     ],
-    token_retention: retention as never,
+    tokenRetention: retention as never,
   };
 }
 
@@ -170,6 +170,42 @@ test('a new data folder gets every migration, WAL mode and foreign keys; reopeni
   assert.deepEqual(again.migrated, []);
   assert.equal(again.documents.get(doc.id)?.title, 'Kept');
   again.close();
+});
+
+test('statistics stored in snake_case before version 6 open as camelCase, nothing lost', () => {
+  const dir = tempDir();
+  const clock = new FakeClock();
+  // A database as version 5 left it, holding statistics in the names of that time.
+  const old = new Database(join(dir, DATABASE_FILE));
+  migrate(old, clock, migrations.filter((m) => m.version <= 5));
+  old.prepare(`INSERT INTO documents (id, title, kind, file_name, status, created_at, updated_at) VALUES ('d1', 'Old', 'text', 'old.txt', 'ready', 'x', 'x')`).run();
+  const stored = {
+    method: 'ada-snapkv', prefix_tokens: 4, window: 2, kernel: 1, alpha: 0.2, kv_type: 'f16', compressed: true, reason: null,
+    budget: 3, budget_selectable: 1, budget_clamped: true, kv_bytes_full: 1024, kv_bytes_kept: 768, ms_prefill: 5.5, ms_compress: 0.5,
+    layers: [{
+      budget: 3, bytes_full: 1024, bytes_kept: 768, eps_over_c: 0.25, attn_l1: 0.125, ms_score: 0.1, ms_select: 0.2, ms_compact: 0.3,
+      heads: [{ kept: 3, retained_mass: 0.875, concentration: 0.5 }],
+    }],
+  };
+  const retention = Buffer.from(Int32Array.from([1, 0, 1, 1]).buffer);
+  old.prepare(`INSERT INTO compression_stats (document_id, json, retention, retention_format, created_at) VALUES ('d1', ?, ?, 'i32', 'x')`)
+    .run(JSON.stringify(stored), retention);
+  old.close();
+
+  const s = open(dir, { scheduler: clock });
+  assert.deepEqual(s.migrated, [6]);
+  const back = s.stats.get('d1')!;
+  assert.deepEqual(back, {
+    method: 'ada-snapkv', prefixTokens: 4, window: 2, kernel: 1, alpha: 0.2, kvType: 'f16', compressed: true, reason: null,
+    budget: 3, budgetSelectable: 1, budgetClamped: true, kvBytesFull: 1024, kvBytesKept: 768, msPrefill: 5.5, msCompress: 0.5,
+    layers: [{
+      budget: 3, bytesFull: 1024, bytesKept: 768, epsOverC: 0.25, attnL1: 0.125, msScore: 0.1, msSelect: 0.2, msCompact: 0.3,
+      heads: [{ kept: 3, retainedMass: 0.875, concentration: 0.5 }],
+    }],
+    tokenRetention: [1, 0, 1, 1],
+  });
+  assert.ok(CompressionStatsSchema.safeParse(back).success, 'what is read back is the contract\'s shape');
+  s.close();
 });
 
 test('a migration step is applied in a transaction: a failing step leaves no trace', () => {
@@ -450,7 +486,7 @@ test('documents: create, content, cache and statistics round trip', () => {
   assert.equal(list[0].kvBytesKept, 1_000_000_000);
 
   const back = r.stats.get(created.id)!;
-  assert.deepEqual(back, { ...stats, token_retention: Array.from(retention) });
+  assert.deepEqual(back, { ...stats, tokenRetention: Array.from(retention) });
   assert.deepEqual(r.stats.retention(created.id), retention);
   assert.deepEqual(r.documents.findBySha256('cd'.repeat(32)).map((x) => x.id), [created.id]);
 
@@ -461,7 +497,7 @@ test('documents: create, content, cache and statistics round trip', () => {
     kvBytesFull: 5, kvBytesKept: 1, stats: sampleStats(4, [0.5, 1.25, 2, 3]),
   });
   assert.deepEqual(second, { replacedKvPath: '/cache/a.kv' });
-  assert.deepEqual(r.stats.get(created.id)!.token_retention, [0.5, 1.25, 2, 3]);
+  assert.deepEqual(r.stats.get(created.id)!.tokenRetention, [0.5, 1.25, 2, 3]);
   assert.deepEqual(r.stats.retention(created.id), Float64Array.from([0.5, 1.25, 2, 3]));
 
   assert.deepEqual(r.documents.clearCache(created.id), { removedKvPath: '/cache/b.kv' });

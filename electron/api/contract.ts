@@ -3,21 +3,26 @@
 // web host (HTTP/WebSocket) both carry exactly this, and both validate with these schemas at run time.
 import { z } from 'zod';
 
+import { BudgetValue } from '../kv/budget.ts';
+import { CompressionMethod } from '../kv/methods.ts';
+import { CompressionStats } from '../kv/stats.ts';
+
 // ---------------------------------------------------------------------------------------------------------
 // Shared shapes
 
 export const Id = z.string().min(1).max(128);
 
-export const CompressionMethod = z.enum(['full', 'streaming', 'snapkv', 'pyramidkv', 'ada-snapkv', 'ada-pyramidkv']);
-export type CompressionMethod = z.infer<typeof CompressionMethod>;
+export { CompressionMethod };
 
 /** How a document's KV cache is compressed. budget: a kept ratio (<= 1) or tokens per KV head (> 1). */
 export const CompressionSettings = z.object({
   method: CompressionMethod,
-  budget: z.number().positive().max(1 << 24),
+  budget: BudgetValue,
   alpha: z.number().min(0).max(1),
   window: z.number().int().min(1).max(4096),
   kernel: z.number().int().min(1).max(255).refine((k) => k % 2 === 1, 'the pooling kernel must be odd'),
+  /** Pyramid steepness, for the methods with the pyramid schedule; absent: the engine's default (20). */
+  beta: z.number().int().min(1).max(1 << 20).optional(),
 });
 export type CompressionSettings = z.infer<typeof CompressionSettings>;
 
@@ -35,13 +40,20 @@ export type SamplingSettings = z.infer<typeof SamplingSettings>;
 
 export const Theme = z.enum(['system', 'light', 'dark']);
 
+/**
+ * The context a session gets when none is asked for: the model's own, at most this many tokens (the engine's
+ * default too: a session created without nCtx gets the same). Longer contexts are a setting, because the KV
+ * cache grows with them.
+ */
+export const DEFAULT_CONTEXT_TOKENS = 8192;
+
 export const Settings = z.object({
   /** The model chats run on (an id from models.list). */
   modelId: Id.nullable(),
   compression: CompressionSettings,
   sampling: SamplingSettings,
   systemPrompt: z.string().max(100_000),
-  /** Context length; null: the model's own, capped by memory. */
+  /** Context length; null: the model's own, at most DEFAULT_CONTEXT_TOKENS. */
   nCtx: z.number().int().min(64).nullable(),
   /** Engine threads; null: all cores. */
   threads: z.number().int().min(1).max(1024).nullable(),
@@ -158,39 +170,8 @@ export const DocumentPage = z.object({
 });
 export type DocumentPage = z.infer<typeof DocumentPage>;
 
-export const HeadStats = z.object({ kept: z.number(), retained_mass: z.number(), concentration: z.number() });
-export const LayerStats = z.object({
-  budget: z.number(),
-  bytes_full: z.number(),
-  bytes_kept: z.number(),
-  eps_over_c: z.number(),
-  attn_l1: z.number().nullable(),
-  ms_score: z.number(),
-  ms_select: z.number(),
-  ms_compact: z.number(),
-  heads: z.array(HeadStats),
-});
-/** The engine's compression statistics (ADAKV.md), the retention map as a plain array. */
-export const CompressionStats = z.object({
-  method: CompressionMethod,
-  prefix_tokens: z.number(),
-  window: z.number(),
-  kernel: z.number(),
-  alpha: z.number(),
-  kv_type: z.enum(['f16', 'f32']),
-  compressed: z.boolean(),
-  reason: z.string().nullable(),
-  budget: z.number(),
-  budget_selectable: z.number(),
-  budget_clamped: z.boolean(),
-  kv_bytes_full: z.number(),
-  kv_bytes_kept: z.number(),
-  ms_prefill: z.number(),
-  ms_compress: z.number(),
-  layers: z.array(LayerStats),
-  token_retention: z.array(z.number()),
-});
-export type CompressionStats = z.infer<typeof CompressionStats>;
+/** The engine's compression statistics (ADAKV.md; electron/kv/stats.ts), the retention map as a plain array. */
+export { CompressionStats };
 
 /** A passage of a page and how much of the model's cache kept it: the retention map folded onto text. */
 export const RetainedPassage = z.object({
@@ -342,7 +323,7 @@ export const methods = {
   },
   /** Uniform (SnapKV) against Ada for the same document and budget, computed on demand. */
   'documents.compare': {
-    params: z.object({ documentId: Id, budget: z.number().positive().optional() }),
+    params: z.object({ documentId: Id, budget: BudgetValue.optional() }),
     result: z.object({ uniform: CompressionStats, ada: CompressionStats }),
   },
 

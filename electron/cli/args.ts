@@ -2,7 +2,9 @@
 import { readFileSync } from 'node:fs';
 import type { ParseArgsConfig } from 'node:util';
 
-import { loadAddon, type CompressionMethod, type CompressOptions, type Model } from '../engine/binding.ts';
+import { loadAddon, type CompressOptions, type Model } from '../engine/binding.ts';
+import { BudgetValue, DEFAULT_BETA, DEFAULT_WINDOW } from '../kv/budget.ts';
+import { isCompressionMethod, METHOD_NAMES, type CompressionMethod } from '../kv/methods.ts';
 
 export type Values = Record<string, string | boolean | undefined>;
 export interface Command {
@@ -93,25 +95,24 @@ export const compressFlags = {
   alpha: { type: 'string' },
   window: { type: 'string' },
   kernel: { type: 'string' },
+  beta: { type: 'string' },
   question: { type: 'string' },
 } as const;
 
-const methods: CompressionMethod[] = ['full', 'streaming', 'snapkv', 'pyramidkv', 'ada-snapkv', 'ada-pyramidkv'];
-
 export function compressionMethod(name: string): CompressionMethod {
-  if (!methods.includes(name as CompressionMethod)) throw new UsageError(`unknown method '${name}': use ${methods.join(', ')}`);
-  return name as CompressionMethod;
+  if (!isCompressionMethod(name)) throw new UsageError(`unknown method '${name}': use ${METHOD_NAMES.join(', ')}`);
+  return name;
 }
 
 /** A budget as given on the command line: a kept ratio (0.2) or tokens per head (512). */
 export function budgetValue(s: string, flag = 'budget'): number {
-  const n = Number(s);
-  if (!Number.isFinite(n) || n <= 0 || (n > 1 && !Number.isInteger(n)))
+  const n = s.trim() === '' ? NaN : Number(s);
+  if (!BudgetValue.safeParse(n).success)
     throw new UsageError(`--${flag} must be a kept ratio in (0, 1] or a whole number of tokens per head, not '${s}'`);
   return n;
 }
 
-/** Compression options from --method, --budget, --alpha, --window, --kernel. */
+/** Compression options from --method, --budget, --alpha, --window, --kernel, --beta. */
 export function compressOptions(v: Values): CompressOptions {
   const method = compressionMethod(str(v, 'method') ?? 'ada-snapkv');
   const budget = str(v, 'budget');
@@ -120,8 +121,9 @@ export function compressOptions(v: Values): CompressOptions {
     method,
     budget: budget === undefined ? undefined : budgetValue(budget),
     alpha: float(v, 'alpha', 0.2),
-    window: int(v, 'window', 32, 1),
+    window: int(v, 'window', DEFAULT_WINDOW, 1),
     kernel: int(v, 'kernel', 7, 1),
+    beta: int(v, 'beta', DEFAULT_BETA, 1),
   };
 }
 

@@ -91,8 +91,8 @@ export async function runNiah(model: Model, cases: NiahCase[], o: NiahOptions): 
         session.dispose();
         const ok = g.tokens.length === c.answer_tokens.length && g.tokens.every((t, i) => t === c.answer_tokens[i]);
         if (ok) correct++;
-        full += r.stats.kv_bytes_full;
-        kept += r.stats.kv_bytes_kept;
+        full += r.stats.kvBytesFull;
+        kept += r.stats.kvBytesKept;
         tally(byLength, String(c.length), ok);
         tally(byDepth, String(c.depth), ok);
       }

@@ -3,6 +3,7 @@
 // output L1 loss per layer at the smallest budget. Each method has its own colour, lightness, dash pattern
 // and marker, so the lines stay apart in grayscale too.
 import type { CompressionMethod } from '../engine/binding.ts';
+import { methodRow, type Allocator, type Schedule } from '../kv/methods.ts';
 
 /** What the plot needs of a fidelity report (see commands/eval.ts). */
 export interface PlotInput {
@@ -15,15 +16,27 @@ export interface PlotInput {
 type Marker = 'none' | 'circle' | 'square' | 'triangle' | 'diamond' | 'cross';
 interface Style { colour: string; dash: string; marker: Marker; width: number }
 
-// Lightness goes from black to light orange; dashes and markers tell the rest apart.
-const styles: Record<CompressionMethod, Style> = {
-  full: { colour: '#000000', dash: '', marker: 'none', width: 1.5 },
-  streaming: { colour: '#8c8c8c', dash: '2 3', marker: 'cross', width: 2 },
-  snapkv: { colour: '#1b3f8b', dash: '7 4', marker: 'square', width: 2 },
-  pyramidkv: { colour: '#6fa8dc', dash: '3 2 8 2', marker: 'triangle', width: 2 },
-  'ada-snapkv': { colour: '#b22222', dash: '', marker: 'circle', width: 2.5 },
-  'ada-pyramidkv': { colour: '#f2a33a', dash: '', marker: 'diamond', width: 2.5 },
+// A method's style follows from what it is (its row in electron/kv/methods.ts), so a new method needs
+// nothing here. Lightness goes from black (full) and grey (streaming) through dark to light: uniform heads
+// blue and dashed, Ada red to orange and solid; the flat schedule dark, the pyramid light; the marker
+// tells all four scored combinations apart.
+const scoredStyles: Record<Allocator, Record<Schedule, Style>> = {
+  uniform: {
+    flat: { colour: '#1b3f8b', dash: '7 4', marker: 'square', width: 2 },
+    pyramid: { colour: '#6fa8dc', dash: '3 2 8 2', marker: 'triangle', width: 2 },
+  },
+  ada: {
+    flat: { colour: '#b22222', dash: '', marker: 'circle', width: 2.5 },
+    pyramid: { colour: '#f2a33a', dash: '', marker: 'diamond', width: 2.5 },
+  },
 };
+
+function styleOf(method: CompressionMethod): Style {
+  const m = methodRow(method);
+  if (m.selection === 'full') return { colour: '#000000', dash: '', marker: 'none', width: 1.5 };
+  if (m.selection === 'streaming') return { colour: '#8c8c8c', dash: '2 3', marker: 'cross', width: 2 };
+  return scoredStyles[m.allocator][m.schedule];
+}
 
 const esc = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
 const n = (x: number) => (Math.round(x * 100) / 100).toString();
@@ -131,7 +144,7 @@ export function fidelitySvg(r: PlotInput): string {
       .filter((x): x is NonNullable<typeof x> => !!x && x.kl > 0 && Number.isFinite(x.kl))
       .map((x) => [xOf(x.budget), yKl(x.kl)] as [number, number]);
     if (pts.length === 0) notDrawn.push(m);
-    parts.push(series(pts, styles[m]));
+    parts.push(series(pts, styleOf(m)));
   }
   if (notDrawn.length)
     parts.push(`<text x="${left.x + 6}" y="${left.y + left.h - 8}" font-size="11" fill="#333">${esc(`KL = 0, not drawn on a log scale: ${notDrawn.join(', ')}`)}</text>`);
@@ -167,13 +180,13 @@ export function fidelitySvg(r: PlotInput): string {
     const pts = row.attn_l1_layers
       .map((v, l) => (v === null || !Number.isFinite(v) ? null : ([xl(l), yl(v)] as [number, number])))
       .filter((p): p is [number, number] => p !== null);
-    parts.push(series(pts, styles[row.method]));
+    parts.push(series(pts, styleOf(row.method)));
   }
 
   // Legend, one row under both panels.
   const lx0 = 80, ly = H - 40, step = (W - 2 * lx0) / Math.max(1, methods.length);
   methods.forEach((m, i) => {
-    const s = styles[m];
+    const s = styleOf(m);
     const x = lx0 + i * step;
     parts.push(
       `<line x1="${x}" x2="${x + 36}" y1="${ly}" y2="${ly}" stroke="${s.colour}" stroke-width="${s.width}"${s.dash ? ` stroke-dasharray="${s.dash}"` : ''}/>`,

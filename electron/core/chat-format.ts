@@ -1,4 +1,5 @@
-// How `folio chat` turns a conversation over a document into text for the model, turn by turn.
+// How a conversation over a document becomes text for the model, turn by turn (the chats, the OpenAI
+// endpoint over a document and `folio chat` all go through conversation.ts, which uses this).
 //
 // The document is compressed once, as the prefix: the rendered system message carrying it. Every turn
 // then appends only what is new: the whole conversation is rendered again and the part after the text the
@@ -151,17 +152,33 @@ export interface BosInfo {
   add: boolean;
 }
 
+/** Where rendered text is tokenized: the prefix (`first`) or a later turn, in a template or the plain format. */
+export interface TokenPlace {
+  template: boolean;
+  first: boolean;
+  bos: BosInfo;
+}
+
 /**
- * Tokens of rendered text. A template's text carries its special tokens as text (<|im_start|>, and usually
- * bos_token itself at the start), so they are parsed; a BOS is put in front of the prefix only when the
- * model wants one and the text does not already start with it, never twice. The plain format's text is
- * ordinary text: special-token text in a document or question stays text, and the prefix gets BOS as the
- * model says (as `folio compress` does).
+ * How rendered text is tokenized. A template's text carries its special tokens as text (<|im_start|>, and
+ * usually bos_token itself at the start), so they are parsed; a BOS is put in front of the prefix only when
+ * the model wants one and the text does not already start with it, never twice (see needsBos). The plain
+ * format's text is ordinary text: special-token text in a document or question stays text, and the prefix
+ * gets BOS as the model says (as `folio compress` does).
  */
-export function formatTokens(tokenize: Tokenize, text: string, o: { template: boolean; first: boolean; bos: BosInfo }): Int32Array {
-  if (!o.template) return tokenize(text, { addSpecial: o.first, parseSpecial: false });
-  const t = tokenize(text, { addSpecial: false, parseSpecial: true });
-  if (!o.first || !o.bos.add || o.bos.id < 0 || t[0] === o.bos.id) return t;
+export function tokenizeOptions(o: TokenPlace): { addSpecial: boolean; parseSpecial: boolean } {
+  return o.template ? { addSpecial: false, parseSpecial: true } : { addSpecial: o.first, parseSpecial: false };
+}
+
+/** Whether tokens of a template's text (tokenized with tokenizeOptions) still need the model's BOS in front. */
+export function needsBos(tokens: ArrayLike<number>, o: TokenPlace): boolean {
+  return o.template && o.first && o.bos.add && o.bos.id >= 0 && tokens[0] !== o.bos.id;
+}
+
+/** Tokens of rendered text with a synchronous tokenizer (prefix.ts tokenizeFormatted is the engine's twin). */
+export function formatTokens(tokenize: Tokenize, text: string, o: TokenPlace): Int32Array {
+  const t = tokenize(text, tokenizeOptions(o));
+  if (!needsBos(t, o)) return t;
   const out = new Int32Array(t.length + 1);
   out[0] = o.bos.id;
   out.set(t, 1);

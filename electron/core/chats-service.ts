@@ -7,27 +7,18 @@ import { ApiError, type ChatSummary, type Message, type Params, type Result } fr
 import type { EventBus } from '../api/dispatcher.ts';
 import type { Storage } from '../storage/index.ts';
 import type { StreamingAnswer } from '../storage/streaming.ts';
-import type { Conversation } from './chat-format.ts';
+import { ConversationSession } from './conversation.ts';
 import type { DocumentsService } from './documents-service.ts';
 import type { EngineManager } from './engine-manager.ts';
 import { evidencePages } from './evidence.ts';
-import { conversationFor, tokenizeFormatted, type ChatFormat } from './prefix.ts';
-
-interface LiveChat {
-  sessionId: string;
-  conversation: Conversation;
-  format: ChatFormat;
-  nPast: number;
-  nCtx: number;
-  /** Where the last answer begins in the session (-1: none). */
-  answerStart: number;
-}
+import { conversationFor } from './prefix.ts';
+import { SessionKey } from './session-key.ts';
 
 /** Tokens kept free at the end of the context for the answer's first words. */
 const ANSWER_ROOM = 16;
 
 export class ChatsService {
-  private live = new Map<string, Promise<LiveChat>>();
+  private live = new Map<string, Promise<ConversationSession>>();
   private running = new Map<string, { controller: AbortController; done: Promise<void> }>();
 
   constructor(
@@ -58,7 +49,7 @@ export class ChatsService {
       usage: {
         documentTokens: doc.tokens,
         conversationTokens: this.storage.messages.conversationTokens(chatId).tokens,
-        contextTokens: this.engine.sessionOptions().nCtx ?? 4096,
+        contextTokens: this.engine.sessionOptions().nCtx,
       },
     };
   }
@@ -74,8 +65,8 @@ export class ChatsService {
     this.storage.chats.delete(chatId);
   }
 
-  private key(chat: ChatSummary): string {
-    return `chat:${chat.documentId}:${chat.id}`;
+  private key(chat: ChatSummary): SessionKey {
+    return SessionKey.chat(chat.documentId, chat.id);
   }
 
   private async forget(chat: ChatSummary): Promise<void> {
@@ -83,8 +74,8 @@ export class ChatsService {
     await this.engine.dropSession(this.key(chat));
   }
 
-  /** The chat's session: alive, or forked from the document's session with the stored conversation replayed. */
-  private liveChat(chat: ChatSummary, upTo?: string): Promise<LiveChat> {
+  /** The chat's conversation: alive, or forked from the document's session with the stored conversation replayed. */
+  private liveChat(chat: ChatSummary, upTo?: string): Promise<ConversationSession> {
     const existing = this.live.get(chat.id);
     if (existing && this.engine.session(this.key(chat))) return existing;
     const p = this.build(chat, upTo);
@@ -93,55 +84,19 @@ export class ChatsService {
     return p;
   }
 
-  private async build(chat: ChatSummary, upTo?: string): Promise<LiveChat> {
+  private async build(chat: ChatSummary, upTo?: string): Promise<ConversationSession> {
     const docSession = await this.documents.session(chat.documentId);
     const model = this.engine.requireModel();
-    const format = await this.documents.format(model);
+    const format = await this.engine.chatFormat(model);
     const pages = this.storage.documents.pages(chat.documentId);
     const { conversation } = conversationFor(format, this.storage.settings.get().systemPrompt, pages);
-    const h = await this.engine.client.fork(docSession);
-    this.engine.setSession(this.key(chat), h.sessionId);
-    const live: LiveChat = { sessionId: h.sessionId, conversation, format, nPast: h.nPast, nCtx: h.nCtx, answerStart: -1 };
+    const live = await ConversationSession.fork(this.engine, model, format, conversation, docSession);
+    this.engine.setSession(this.key(chat), live.sessionId);
     // Replay what was said (finished answers only; an interrupted one is replayed as far as it got).
-    for (const m of this.storage.messages.list(chat.id)) {
-      if (m.id === upTo) break;
-      if (m.role === 'user') await this.appendQuestion(live, m.text);
-      else if (m.text) {
-        const start = live.nPast;
-        await this.appendText(live, m.text, () => live.conversation.answered(m.text));
-        live.answerStart = start;
-      }
-    }
+    const said = this.storage.messages.list(chat.id);
+    const until = said.findIndex((m) => m.id === upTo);
+    await live.replay(said.slice(0, until < 0 ? said.length : until).map((m) => ({ role: m.role, content: m.text })), { answerRoom: ANSWER_ROOM });
     return live;
-  }
-
-  private tokenize(live: LiveChat, text: string) {
-    const model = this.engine.requireModel();
-    return tokenizeFormatted((t, o) => this.engine.client.tokenize(model.engineId, t, o), live.format, text, false);
-  }
-
-  private async appendText(live: LiveChat, text: string, accept: () => void, signal?: AbortSignal): Promise<number> {
-    const { tokens } = await this.tokenize(live, text);
-    if (tokens.length === 0) return 0;
-    if (live.nPast + tokens.length + ANSWER_ROOM > live.nCtx)
-      throw new ApiError('CONTEXT_FULL', `the conversation has filled the model's context (${live.nCtx} tokens): start a new chat over this document`);
-    const r = await this.engine.client.prefill(live.sessionId, tokens, { signal });
-    live.nPast = r.nPast;
-    accept();
-    return tokens.length;
-  }
-
-  /** Appends a question (and the answer header of the format); returns the tokens it took. */
-  private async appendQuestion(live: LiveChat, text: string, signal?: AbortSignal): Promise<number> {
-    const plan = live.conversation.plan(text);
-    if (plan.dropLastAnswer && live.answerStart >= 0) {
-      // The template renders the last answer differently from how it was generated (it trims it, say): the
-      // session goes back to where that answer began and the plan re-sends it as rendered.
-      await this.engine.client.truncate(live.sessionId, live.answerStart);
-      live.nPast = live.answerStart;
-    }
-    live.answerStart = -1;
-    return this.appendText(live, plan.text, () => live.conversation.accept(plan), signal);
   }
 
   /** Asks a question; the answer streams in the background. */
@@ -151,8 +106,8 @@ export class ChatsService {
     const user = this.storage.messages.add(chat.id, { role: 'user', text: params.text, status: 'complete' });
     const answer = this.storage.messages.beginAnswer(chat.id);
     this.start(chat, answer, async (live, signal) => {
-      const tokens = await this.appendQuestion(live, params.text, signal);
-      this.storage.messages.update(user.id, { cacheTokens: tokens });
+      const { promptTokens } = await live.ask(params.text, { answerRoom: ANSWER_ROOM, signal });
+      this.storage.messages.update(user.id, { cacheTokens: promptTokens });
     }, user.id);
     this.storage.chats.touch(chat.id);
     return { user, assistant: this.storage.messages.require(answer.id) };
@@ -192,47 +147,41 @@ export class ChatsService {
   }
 
   /** Runs the answer in the background: prepare (append the question), then generate into `answer`. */
-  private start(chat: ChatSummary, answer: StreamingAnswer, prepare: (live: LiveChat, signal: AbortSignal) => Promise<void>, upTo: string) {
+  private start(chat: ChatSummary, answer: StreamingAnswer, prepare: (live: ConversationSession, signal: AbortSignal) => Promise<void>, upTo: string) {
     const controller = new AbortController();
     const done = (async () => {
-      let live: LiveChat | undefined;
       try {
-        live = await this.liveChat(chat, upTo);
+        const live = await this.liveChat(chat, upTo);
         await prepare(live, controller.signal);
         const s = this.storage.settings.get().sampling;
-        const before = live.nPast;
-        const room = live.nCtx - live.nPast - 1;
-        const r = await this.engine.client.generate(live.sessionId, {
-          n: Math.max(0, Math.min(s.maxTokens, room)),
+        const r = await live.answer({
+          maxTokens: s.maxTokens,
           temperature: s.temperature, topK: s.topK, topP: s.topP, minP: s.minP, repeatPenalty: s.repeatPenalty,
-          seed: s.seed ?? Math.floor(Math.random() * 2 ** 32), stopAtEog: true,
-        }, {
+          seed: s.seed ?? Math.floor(Math.random() * 2 ** 32),
           signal: controller.signal,
-          onToken: (t) => {
-            if (!t.text) return;
-            answer.append(t.text);
-            this.bus.emit('chat.token', { chatId: chat.id, messageId: answer.id, text: t.text });
+          onText: (text) => {
+            answer.append(text);
+            this.bus.emit('chat.token', { chatId: chat.id, messageId: answer.id, text });
           },
         });
-        live.nPast = r.nPast;
-        live.answerStart = before;
-        live.conversation.answered(r.text);
         const pages = this.storage.documents.pages(chat.documentId);
         const status = r.stopReason === 'cancelled' ? 'cancelled' : 'complete';
         const error = r.stopReason === 'context' ? 'the answer stopped because the context is full' : null;
         this.finish(answer, status, {
-          text: r.text, tokens: r.tokens.length, tokensPerSecond: r.tokensPerSecond,
-          pageRefs: evidencePages(r.text, pages), cacheTokens: r.nPast - before, error,
+          text: r.text, tokens: r.tokens, tokensPerSecond: r.tokensPerSecond,
+          pageRefs: evidencePages(r.text, pages), cacheTokens: r.cacheTokens, error,
         });
       } catch (e) {
         const code = (e as { code?: string }).code;
-        if (code === 'CANCELLED' || controller.signal.aborted) this.finish(answer, 'cancelled', {});
-        else if (code === 'ENGINE_CRASHED' || code === 'ENGINE_STOPPED' || code === 'UNKNOWN_SESSION') {
+        // The conversation may have stopped between the cache and its text: the chat is rebuilt next time.
+        this.live.delete(chat.id);
+        if (code === 'CANCELLED' || controller.signal.aborted) {
+          await this.engine.dropSession(this.key(chat));
+          this.finish(answer, 'cancelled', {});
+        } else if (code === 'ENGINE_CRASHED' || code === 'ENGINE_STOPPED' || code === 'UNKNOWN_SESSION') {
           // The engine process died: what was said so far is kept; the chat is rebuilt on the next question.
-          this.live.delete(chat.id);
           this.finish(answer, 'interrupted', { error: 'the engine stopped while answering; the answer was interrupted' });
         } else {
-          this.live.delete(chat.id);
           await this.engine.dropSession(this.key(chat));
           this.finish(answer, 'failed', { error: (e as Error).message });
         }

@@ -16,9 +16,12 @@ import {
 } from '../documents/index.ts';
 import { baseName } from '../documents/detect.ts';
 import { tooLarge } from '../documents/read-file.ts';
+import { DEFAULT_BETA } from '../kv/budget.ts';
+import { methodRow } from '../kv/methods.ts';
 import { toSummary, type DocumentRecord, type Storage } from '../storage/index.ts';
 import type { EngineManager, LoadedModel } from './engine-manager.ts';
-import { chatFormat, conversationFor, mapPrefix, pagesThatFit, tokenizeFormatted, type ChatFormat } from './prefix.ts';
+import { documentPrefix, pagesThatFit } from './prefix.ts';
+import { SessionKey } from './session-key.ts';
 import type { ModelsService } from './models-service.ts';
 import type { Task, Tasks } from './tasks.ts';
 
@@ -68,7 +71,7 @@ export class DocumentsService {
     const map = this.storage.documents.charMap(documentId);
     if (!stats || !map) return [];
     const slots = stats.layers.length * (stats.layers[0]?.heads.length ?? 1);
-    const retention = stats.token_retention;
+    const retention = stats.tokenRetention;
     const out: DocumentDetail['passages'] = [];
     for (const p of pages) {
       const ps = splitPassages(p.text, 'sentences');
@@ -172,12 +175,6 @@ export class DocumentsService {
     return this.engine.ensureModel(entry.id, entry.path);
   }
 
-  async format(model: LoadedModel): Promise<ChatFormat> {
-    const special = async (id: number) =>
-      id < 0 ? '' : (await this.engine.client.detokenize(model.engineId, [id], { special: true })).text;
-    return chatFormat(model.info, await special(model.info.tokenizer.bos), await special(model.info.tokenizer.eos));
-  }
-
   /**
    * Tokenizes the system prompt and the document (or a range of its pages), checks that it fits the
    * context, compresses it in a new session, saves the cache and the statistics. The new session becomes
@@ -193,15 +190,12 @@ export class DocumentsService {
       pages = pages.filter((p) => p.page >= a && p.page <= b);
       if (pages.length === 0) throw new ApiError('BAD_REQUEST', `the document has no pages ${a} to ${b}`);
     }
-    const format = await this.format(model);
-    const { conversation, documentStart } = conversationFor(format, settings.systemPrompt, pages);
-    const tokenized = await tokenizeFormatted(
-      async (text, o) => this.engine.client.tokenize(model.engineId, text, { ...o, signal: task.signal }),
-      format, conversation.prefixText, true,
+    const format = await this.engine.chatFormat(model);
+    const { tokenized, map } = await documentPrefix(
+      (text, o) => this.engine.tokenize(model, text, { ...o, signal: task.signal }), format, settings.systemPrompt, pages,
     );
-    const map = mapPrefix(conversation.prefixText, tokenized, documentStart, pages);
     const opts = this.engine.sessionOptions();
-    const nCtx = opts.nCtx ?? 4096;
+    const nCtx = opts.nCtx;
     const room = Math.min(CONVERSATION_ROOM, Math.floor(nCtx / 4));
     if (tokenized.tokens.length + room > nCtx) {
       const fit = pagesThatFit(map.pages, nCtx - room);
@@ -220,31 +214,30 @@ export class DocumentsService {
     this.changed(documentId);
 
     const compression = settings.compression;
-    const handle = await this.engine.client.createSession(model.engineId, opts);
+    const handle = await this.engine.createSession(model, opts);
     let kept = false;
     try {
-      const r = await this.engine.client.compress(handle.sessionId, tokenized.tokens, {
+      const r = await this.engine.compress(handle.sessionId, tokenized.tokens, {
         method: compression.method,
         budget: compression.method === 'full' ? undefined : compression.budget,
-        alpha: compression.alpha, window: compression.window, kernel: compression.kernel,
+        alpha: compression.alpha, window: compression.window, kernel: compression.kernel, beta: compression.beta,
       }, { signal: task.signal, onProgress: (d, t) => task.progress('prefill', d, t, `reading ${t} tokens into the model`) });
       task.progress('save', 0, 1, 'saving the compressed cache');
       const kvPath = join(this.cacheDir, `${documentId}.folio-kv`);
-      await this.engine.client.save(handle.sessionId, kvPath, JSON.stringify({ documentId, modelId: model.entryId }));
+      await this.engine.save(handle.sessionId, kvPath, JSON.stringify({ documentId, modelId: model.entryId }));
       const { replacedKvPath } = this.storage.documents.saveCache(documentId, {
         kvPath, modelId: model.entryId, modelFingerprint: model.entryId, prefixKey: prefixKey(settings.systemPrompt), compression,
-        kvBytesFull: r.stats.kv_bytes_full, kvBytesKept: r.stats.kv_bytes_kept, stats: r.stats, status: 'ready',
+        kvBytesFull: r.stats.kvBytesFull, kvBytesKept: r.stats.kvBytesKept, stats: r.stats, status: 'ready',
       });
       if (replacedKvPath && replacedKvPath !== kvPath) rmSync(replacedKvPath, { force: true });
       task.progress('save', 1, 1, 'ready');
       // The new cache replaces the document's session; chats made from the old one are rebuilt on next use.
-      await this.engine.dropSessions(`chat:${documentId}:`);
-      await this.engine.dropSession(`doc:${documentId}`);
-      this.engine.setSession(`doc:${documentId}`, handle.sessionId);
+      await this.engine.dropDocumentSessions(documentId);
+      this.engine.setSession(SessionKey.document(documentId), handle.sessionId);
       kept = true;
       this.changed(documentId);
     } finally {
-      if (!kept) await this.engine.client.disposeSession(handle.sessionId).catch(() => {});
+      if (!kept) await this.engine.disposeSession(handle.sessionId);
     }
   }
 
@@ -263,17 +256,17 @@ export class DocumentsService {
   private async openSession(documentId: string): Promise<string> {
     const model = await this.model();
     const doc = this.storage.documents.require(documentId);
-    const existing = this.engine.session(`doc:${documentId}`);
+    const existing = this.engine.session(SessionKey.document(documentId));
     if (existing && this.cacheMatches(doc, model.entryId)) return existing;
     if (existing) {
       // Made with other settings or another system prompt: new chats get a rebuilt document.
-      await this.engine.dropSession(`doc:${documentId}`);
+      await this.engine.dropSession(SessionKey.document(documentId));
     }
     const usable = doc.kvPath && existsSync(doc.kvPath) && this.cacheMatches(doc, model.entryId);
     if (usable) {
       try {
-        const h = await this.engine.client.loadSession(model.engineId, doc.kvPath!, this.engine.sessionOptions());
-        this.engine.setSession(`doc:${documentId}`, h.sessionId);
+        const h = await this.engine.loadSession(model, doc.kvPath!);
+        this.engine.setSession(SessionKey.document(documentId), h.sessionId);
         return h.sessionId;
       } catch (e) {
         const code = (e as { code?: string }).code ?? '';
@@ -285,7 +278,7 @@ export class DocumentsService {
     }
     // The build's own error (a document that no longer fits, say) is the answer's.
     await this.tasks.run('compress', documentId, (task) => this.build(documentId, task));
-    const id = this.engine.session(`doc:${documentId}`);
+    const id = this.engine.session(SessionKey.document(documentId));
     if (!id) throw new ApiError('DOCUMENT_NOT_READY', this.storage.documents.get(documentId)?.error ?? 'the document could not be compressed');
     return id;
   }
@@ -299,14 +292,14 @@ export class DocumentsService {
     const c = this.storage.settings.get().compression;
     const budget = params.budget ?? c.budget;
     const run = async (method: 'snapkv' | 'ada-snapkv', task: Task) => {
-      const h = await this.engine.client.createSession(model.engineId, this.engine.sessionOptions());
+      const h = await this.engine.createSession(model);
       try {
-        const r = await this.engine.client.compress(h.sessionId, tokens, { method, budget, alpha: c.alpha, window: c.window, kernel: c.kernel }, {
+        const r = await this.engine.compress(h.sessionId, tokens, { method, budget, alpha: c.alpha, window: c.window, kernel: c.kernel }, {
           signal: task.signal, onProgress: (d, t) => task.progress('compare', d, t, `${method} at ${budget}`),
         });
-        return { ...r.stats, token_retention: Array.from(r.stats.token_retention) } as CompressionStats;
+        return { ...r.stats, tokenRetention: Array.from(r.stats.tokenRetention) };
       } finally {
-        await this.engine.client.disposeSession(h.sessionId).catch(() => {});
+        await this.engine.disposeSession(h.sessionId);
       }
     };
     return this.tasks.run('compare', doc.id, async (task) => ({ uniform: await run('snapkv', task), ada: await run('ada-snapkv', task) }));
@@ -315,8 +308,7 @@ export class DocumentsService {
   async delete(documentId: string): Promise<void> {
     this.storage.documents.require(documentId);
     this.tasks.cancelDocument(documentId);
-    await this.engine.dropSessions(`chat:${documentId}:`);
-    await this.engine.dropSession(`doc:${documentId}`);
+    await this.engine.dropDocumentSessions(documentId);
     const { files } = this.storage.documents.delete(documentId);
     for (const f of files) rmSync(f, { force: true });
     this.bus.emit('documents.deleted', { documentId });
@@ -343,5 +335,7 @@ function prefixKey(systemPrompt: string): string {
 }
 
 function sameCompression(a: CompressionSettings | null, b: CompressionSettings): boolean {
-  return !!a && a.method === b.method && (a.method === 'full' || (a.budget === b.budget && a.alpha === b.alpha && a.window === b.window && a.kernel === b.kernel));
+  const pyramid = !!a && methodRow(a.method).schedule === 'pyramid';
+  return !!a && a.method === b.method && (a.method === 'full' || (a.budget === b.budget && a.alpha === b.alpha && a.window === b.window && a.kernel === b.kernel &&
+    (!pyramid || (a.beta ?? DEFAULT_BETA) === (b.beta ?? DEFAULT_BETA))));
 }

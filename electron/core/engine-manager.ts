@@ -1,11 +1,15 @@
 // The core's view of the engine process: which model is loaded, the sessions that live in the process,
 // and the engine's status as the API reports it. When the process dies, everything in it is gone: the
 // sessions are forgotten here, and whoever needs one rebuilds it from the saved cache (no new prefill).
-import type { EngineStatus, Settings } from '../api/contract.ts';
-import { ApiError } from '../api/contract.ts';
+//
+// The services reach the engine only through the typed methods here (never through `client`), so that one
+// place says which engine operations the app uses; `folio chat` drives the same methods.
+import { ApiError, DEFAULT_CONTEXT_TOKENS, type EngineStatus, type Settings } from '../api/contract.ts';
 import type { EventBus } from '../api/dispatcher.ts';
-import type { EngineClient } from '../engine/client.ts';
-import type { ModelInfo, SessionOptions } from '../engine/protocol.ts';
+import type { EngineClient, RequestOptions } from '../engine/client.ts';
+import type { CompressOptions, ModelInfo, SamplingOptions, SessionOptions } from '../engine/protocol.ts';
+import { chatFormat, type ChatFormat } from './prefix.ts';
+import { sessionKeyId, type SessionKey } from './session-key.ts';
 
 export interface LoadedModel {
   /** The model's id in the library (models.list). */
@@ -16,19 +20,28 @@ export interface LoadedModel {
   info: ModelInfo;
 }
 
+/** The settings new sessions are made with. */
+export type SessionSettings = Pick<Settings, 'nCtx' | 'threads' | 'kvType'>;
+
+/** Options of a generation: sampling, how many tokens at most, whether an end-of-generation token stops it. */
+export type GenerateOptions = SamplingOptions & { n?: number; stopAtEog?: boolean };
+
 export class EngineManager {
   private model: LoadedModel | null = null;
   private loading: Promise<LoadedModel> | null = null;
-  /** Sessions in the engine process by what they belong to (a document's pristine cache, a chat). */
-  private sessions = new Map<string, string>();
+  /** Sessions in the engine process by what they belong to (see session-key.ts), under sessionKeyId. */
+  private sessions = new Map<string, { key: SessionKey; sessionId: string }>();
+  /** The loaded model's chat format (its special tokens' text comes from the engine once). */
+  private format: { engineId: string; format: Promise<ChatFormat> } | null = null;
 
-  constructor(readonly client: EngineClient, private readonly bus: EventBus, private readonly settings: () => Settings) {
+  constructor(readonly client: EngineClient, private readonly bus: EventBus, private readonly settings: () => SessionSettings) {
     client.on('status', () => this.publish());
     client.on('crash', () => {
       // Everything in the dead process is gone; the next use reloads the model and rebuilds its sessions.
       this.model = null;
       this.loading = null;
       this.sessions.clear();
+      this.format = null;
     });
   }
 
@@ -85,6 +98,7 @@ export class EngineManager {
         await this.client.unloadModel(this.model.engineId).catch(() => {});
         this.sessions.clear();
         this.model = null;
+        this.format = null;
       }
       const { modelId, info } = await this.client.loadModel(path);
       this.model = { entryId, path, engineId: modelId, info };
@@ -98,37 +112,109 @@ export class EngineManager {
     }
   }
 
-  /** Context options for new sessions from the settings. */
-  sessionOptions(): SessionOptions {
+  /**
+   * Context options for new sessions from the settings: the context asked for, or the model's own up to
+   * DEFAULT_CONTEXT_TOKENS, never more than the model's.
+   */
+  sessionOptions(): SessionOptions & { nCtx: number } {
     const s = this.settings();
-    const info = this.model?.info;
-    const nCtx = s.nCtx ?? Math.min(info?.contextLength ?? 4096, 8192);
-    return { nCtx: info ? Math.min(nCtx, info.contextLength) : nCtx, nThreads: s.threads ?? 0, kvType: s.kvType };
+    const modelContext = this.model?.info.contextLength;
+    const nCtx = s.nCtx ?? DEFAULT_CONTEXT_TOKENS;
+    return { nCtx: modelContext ? Math.min(nCtx, modelContext) : nCtx, nThreads: s.threads ?? 0, kvType: s.kvType };
   }
 
-  session(key: string): string | undefined {
-    return this.sessions.get(key);
+  // -------------------------------------------------------------------------------------------------------
+  // The sessions the core keeps
+
+  session(key: SessionKey): string | undefined {
+    return this.sessions.get(sessionKeyId(key))?.sessionId;
   }
 
-  setSession(key: string, sessionId: string): void {
-    this.sessions.set(key, sessionId);
+  setSession(key: SessionKey, sessionId: string): void {
+    this.sessions.set(sessionKeyId(key), { key, sessionId });
   }
 
   /** Disposes a session if it still exists (it may have died with the process). */
-  async dropSession(key: string): Promise<void> {
-    const id = this.sessions.get(key);
-    if (!id) return;
-    this.sessions.delete(key);
-    await this.client.disposeSession(id).catch(() => {});
+  async dropSession(key: SessionKey): Promise<void> {
+    const id = sessionKeyId(key);
+    const entry = this.sessions.get(id);
+    if (!entry) return;
+    this.sessions.delete(id);
+    await this.disposeSession(entry.sessionId);
   }
 
-  /** Every session whose key starts with a prefix (e.g. all chats of a document). */
-  async dropSessions(prefix: string): Promise<void> {
-    for (const key of [...this.sessions.keys()]) if (key.startsWith(prefix)) await this.dropSession(key);
+  /** A document's chats' sessions, then its own: what goes when its cache is replaced or it is deleted. */
+  async dropDocumentSessions(documentId: string): Promise<void> {
+    const all = [...this.sessions.values()].filter((e) => e.key.documentId === documentId);
+    for (const e of [...all.filter((x) => x.key.kind === 'chat'), ...all.filter((x) => x.key.kind === 'document')]) await this.dropSession(e.key);
   }
 
   requireModel(): LoadedModel {
     if (!this.model) throw new ApiError('NO_MODEL', 'no model is loaded: choose one in Models');
     return this.model;
+  }
+
+  // -------------------------------------------------------------------------------------------------------
+  // Engine operations (protocol.ts says what each does)
+
+  /** How the model's conversations are rendered and tokenized (prefix.ts). */
+  chatFormat(model: LoadedModel): Promise<ChatFormat> {
+    if (this.format?.engineId !== model.engineId) {
+      const special = async (id: number) => (id < 0 ? '' : (await this.detokenize(model, [id], { special: true })).text);
+      const format = (async () => chatFormat(model.info, await special(model.info.tokenizer.bos), await special(model.info.tokenizer.eos)))();
+      this.format = { engineId: model.engineId, format };
+      format.catch(() => {
+        if (this.format?.format === format) this.format = null;
+      });
+    }
+    return this.format.format;
+  }
+
+  tokenize(model: LoadedModel, text: string, opts: { addSpecial?: boolean; parseSpecial?: boolean; signal?: AbortSignal } = {}) {
+    return this.client.tokenize(model.engineId, text, opts);
+  }
+
+  detokenize(model: LoadedModel, tokens: Int32Array | number[], opts: { special?: boolean } = {}) {
+    return this.client.detokenize(model.engineId, tokens, opts);
+  }
+
+  /** A new empty session over the model, with sessionOptions() unless told otherwise. */
+  createSession(model: LoadedModel, options: SessionOptions = this.sessionOptions()) {
+    return this.client.createSession(model.engineId, options);
+  }
+
+  /** A session read from a saved cache (SESSION_FILE_* errors: damaged, or of another model). */
+  loadSession(model: LoadedModel, path: string, options: SessionOptions = this.sessionOptions()) {
+    return this.client.loadSession(model.engineId, path, options);
+  }
+
+  compress(sessionId: string, tokens: Int32Array | number[], options: CompressOptions, opts: RequestOptions = {}) {
+    return this.client.compress(sessionId, tokens, options, opts);
+  }
+
+  save(sessionId: string, path: string, meta?: string) {
+    return this.client.save(sessionId, path, meta);
+  }
+
+  fork(sessionId: string) {
+    return this.client.fork(sessionId);
+  }
+
+  prefill(sessionId: string, tokens: Int32Array | number[], opts: RequestOptions = {}) {
+    return this.client.prefill(sessionId, tokens, opts);
+  }
+
+  truncate(sessionId: string, n: number) {
+    return this.client.truncate(sessionId, n);
+  }
+
+  /** Streams tokens to opts.onToken, in order, all before the promise resolves. */
+  generate(sessionId: string, options: GenerateOptions, opts: RequestOptions = {}) {
+    return this.client.generate(sessionId, options, opts);
+  }
+
+  /** Disposes a session; one that died with the process is gone already, which is fine. */
+  async disposeSession(sessionId: string): Promise<void> {
+    await this.client.disposeSession(sessionId).catch(() => {});
   }
 }

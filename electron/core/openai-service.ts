@@ -6,6 +6,7 @@ import { readGgufHeader } from '../models/gguf-header.ts';
 import type { Storage } from '../storage/index.ts';
 import { contentText, type ChatCompletionRequest, type CompletionResult, type OpenAiBackend } from '../web/openai.ts';
 import type { Message } from './chat-format.ts';
+import { ConversationSession, generateAnswer, type AnswerOptions } from './conversation.ts';
 import type { DocumentsService } from './documents-service.ts';
 import type { EngineManager, LoadedModel } from './engine-manager.ts';
 import type { ModelsService } from './models-service.ts';
@@ -88,111 +89,68 @@ export class OpenAiService implements OpenAiBackend {
     }));
     if (messages[messages.length - 1].role !== 'user') throw new ApiError('BAD_REQUEST', 'the last message must be from the user');
 
-    let model: LoadedModel;
-    let sessionId: string;
-    let promptTokens = 0;
-    if (req.document_id) {
-      const doc = this.storage.documents.get(req.document_id);
-      if (!doc) throw new ApiError('DOCUMENT_NOT_FOUND', `no stored document has the id '${req.document_id}'`);
-      const docSession = await this.documents.session(doc.id);
-      model = this.engine.requireModel();
-      if (req.model !== 'folio' && req.model !== 'default' && (await this.model(req.model)).entryId !== model.entryId)
-        throw new ApiError('BAD_REQUEST', `the document '${doc.title}' is compressed for another model: use model 'folio'`);
-      const format = await this.documents.format(model);
-      const system = [s.systemPrompt, ...messages.filter((m) => m.role === 'system').map((m) => m.content)].filter(Boolean).join('\n\n');
-      const { conversation } = conversationFor(format, system, this.storage.documents.pages(doc.id));
-      const fork = await this.engine.client.fork(docSession);
-      sessionId = fork.sessionId;
-      promptTokens = doc.tokens;
-      try {
-        // The messages' own text is part of what is prefilled: too many bytes for the room left, refuse now.
-        const bytes = messages.filter((m) => m.role !== 'system').reduce((n, m) => n + Buffer.byteLength(m.content), 0);
-        await this.refuseIfCannotFit(model, bytes, fork.nCtx - fork.nPast - 1);
-        // Replay the conversation; the last user message gets the answer.
-        for (const m of messages.filter((x) => x.role !== 'system')) {
-          let text: string;
-          if (m.role === 'user') {
-            const plan = conversation.plan(m.content);
-            conversation.accept(plan);
-            text = plan.text;
-          } else {
-            conversation.answered(m.content);
-            text = m.content;
-          }
-          const t = await tokenizeFormatted((x, o) => this.engine.client.tokenize(model.engineId, x, o), format, text, false);
-          if (t.tokens.length) await this.engine.client.prefill(sessionId, t.tokens, { signal });
-          promptTokens += t.tokens.length;
-        }
-      } catch (e) {
-        await this.engine.client.disposeSession(sessionId).catch(() => {});
-        throw e;
-      }
-    } else {
-      model = await this.model(req.model);
-      const format = await this.documents.format(model);
-      const text = format.renderer(messages, true);
-      // The session gets at most the context sessionOptions asks for; one token is left for the answer.
-      const nCtx = this.engine.sessionOptions().nCtx;
-      if (nCtx) await this.refuseIfCannotFit(model, Buffer.byteLength(text), nCtx - 1);
-      const t = await tokenizeFormatted((x, o) => this.engine.client.tokenize(model.engineId, x, o), format, text, true);
-      const h = await this.engine.client.createSession(model.engineId, this.engine.sessionOptions());
-      sessionId = h.sessionId;
-      if (t.tokens.length + 1 > h.nCtx) {
-        await this.engine.client.disposeSession(sessionId).catch(() => {});
-        throw new ApiError('CONTEXT_FULL', `the messages are ${t.tokens.length} tokens long; the context holds ${h.nCtx}`);
-      }
-      await this.engine.client.prefill(sessionId, t.tokens, { signal });
-      promptTokens = t.tokens.length;
-    }
-
-    // Stop sequences: generation stops once one appears; the text is cut before it.
-    const stops = req.stop === undefined ? [] : Array.isArray(req.stop) ? req.stop : [req.stop];
-    const stopper = new AbortController();
-    const abort = () => stopper.abort();
-    signal.addEventListener('abort', abort);
-    let text = '', sent = 0, stopped = false;
-    const flush = (upTo: number) => {
-      if (upTo > sent) onDelta(text.slice(sent, upTo));
-      sent = Math.max(sent, upTo);
+    const answer: AnswerOptions = {
+      maxTokens: req.max_completion_tokens ?? req.max_tokens ?? s.sampling.maxTokens,
+      temperature: req.temperature ?? s.sampling.temperature,
+      topP: req.top_p ?? s.sampling.topP,
+      topK: s.sampling.topK, minP: s.sampling.minP, repeatPenalty: s.sampling.repeatPenalty,
+      seed: req.seed ?? s.sampling.seed ?? Math.floor(Math.random() * 2 ** 32),
+      stops: req.stop === undefined ? [] : Array.isArray(req.stop) ? req.stop : [req.stop],
+      signal,
+      onText: onDelta,
     };
+    const r = req.document_id ? await this.overDocument(req, req.document_id, messages, answer) : await this.withoutDocument(req, messages, answer);
+    if (signal.aborted) throw new ApiError('CANCELLED', 'the client went away');
+    return {
+      model: req.model,
+      text: r.text,
+      finishReason: r.stopReason === 'stop' || r.stopReason === 'eog' ? 'stop' : 'length',
+      promptTokens: r.promptTokens,
+      completionTokens: r.tokens,
+    };
+  }
+
+  /** A conversation over a stored document: its saved cache is forked and the messages are replayed after it. */
+  private async overDocument(req: ChatCompletionRequest, documentId: string, messages: Message[], answer: AnswerOptions) {
+    const doc = this.storage.documents.get(documentId);
+    if (!doc) throw new ApiError('DOCUMENT_NOT_FOUND', `no stored document has the id '${documentId}'`);
+    const docSession = await this.documents.session(doc.id);
+    const model = this.engine.requireModel();
+    if (req.model !== 'folio' && req.model !== 'default' && (await this.model(req.model)).entryId !== model.entryId)
+      throw new ApiError('BAD_REQUEST', `the document '${doc.title}' is compressed for another model: use model 'folio'`);
+    const format = await this.engine.chatFormat(model);
+    const system = [this.storage.settings.get().systemPrompt, ...messages.filter((m) => m.role === 'system').map((m) => m.content)].filter(Boolean).join('\n\n');
+    const { conversation } = conversationFor(format, system, this.storage.documents.pages(doc.id));
+    const chat = await ConversationSession.fork(this.engine, model, format, conversation, docSession);
     try {
-      const r = await this.engine.client.generate(sessionId, {
-        n: req.max_completion_tokens ?? req.max_tokens ?? s.sampling.maxTokens,
-        temperature: req.temperature ?? s.sampling.temperature,
-        topP: req.top_p ?? s.sampling.topP,
-        topK: s.sampling.topK, minP: s.sampling.minP, repeatPenalty: s.sampling.repeatPenalty,
-        seed: req.seed ?? s.sampling.seed ?? Math.floor(Math.random() * 2 ** 32),
-        stopAtEog: true,
-      }, {
-        signal: stopper.signal,
-        onToken: (t) => {
-          if (stopped) return;
-          text += t.text;
-          const hit = stops.map((x) => text.indexOf(x)).filter((i) => i >= 0).sort((a, b) => a - b)[0];
-          if (hit !== undefined) {
-            stopped = true;
-            text = text.slice(0, hit);
-            flush(hit);
-            stopper.abort();
-            return;
-          }
-          // Hold back what could be the start of a stop sequence.
-          const hold = Math.max(0, ...stops.map((x) => x.length - 1));
-          flush(text.length - hold);
-        },
-      });
-      if (signal.aborted) throw new ApiError('CANCELLED', 'the client went away');
-      flush(text.length);
-      return {
-        model: req.model,
-        text,
-        finishReason: stopped || r.stopReason === 'eog' ? 'stop' : 'length',
-        promptTokens,
-        completionTokens: r.tokens.length,
-      };
+      // The messages' own text is part of what is prefilled: too many bytes for the room left, refuse now.
+      const said = messages.filter((m) => m.role !== 'system');
+      const bytes = said.reduce((n, m) => n + Buffer.byteLength(m.content), 0);
+      await this.refuseIfCannotFit(model, bytes, chat.status().free - 1);
+      // Replay the conversation; the last user message gets the answer.
+      await chat.replay(said, { signal: answer.signal });
+      const promptTokens = chat.status().position;
+      return { ...(await chat.answer(answer)), promptTokens };
     } finally {
-      signal.removeEventListener('abort', abort);
-      await this.engine.client.disposeSession(sessionId).catch(() => {});
+      await chat.dispose();
+    }
+  }
+
+  /** A plain chat completion: the whole conversation rendered at once and prefilled into a new session. */
+  private async withoutDocument(req: ChatCompletionRequest, messages: Message[], answer: AnswerOptions) {
+    const model = await this.model(req.model);
+    const format = await this.engine.chatFormat(model);
+    const text = format.renderer(messages, true);
+    // The session gets at most the context sessionOptions asks for; one token is left for the answer.
+    await this.refuseIfCannotFit(model, Buffer.byteLength(text), this.engine.sessionOptions().nCtx - 1);
+    const t = await tokenizeFormatted((x, o) => this.engine.tokenize(model, x, o), format, text, true);
+    const h = await this.engine.createSession(model);
+    try {
+      if (t.tokens.length + 1 > h.nCtx) throw new ApiError('CONTEXT_FULL', `the messages are ${t.tokens.length} tokens long; the context holds ${h.nCtx}`);
+      await this.engine.prefill(h.sessionId, t.tokens, { signal: answer.signal });
+      return { ...(await generateAnswer(this.engine, h.sessionId, { ...answer, maxTokens: Math.min(answer.maxTokens, h.nCtx - t.tokens.length) })), promptTokens: t.tokens.length };
+    } finally {
+      await this.engine.disposeSession(h.sessionId);
     }
   }
 }

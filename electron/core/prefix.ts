@@ -2,7 +2,7 @@
 // message of the model's chat format, tokenized, with every token mapped back to the page and characters
 // it came from (so the retention map and the answers can point at pages).
 import type { DocumentPage } from '../api/contract.ts';
-import { Conversation, plainRenderer, systemContent, templateRenderer, type Renderer } from './chat-format.ts';
+import { Conversation, needsBos, plainRenderer, systemContent, templateRenderer, tokenizeOptions, type Renderer } from './chat-format.ts';
 import { tokenCharOffsets, type ModelInfo } from '../engine/protocol.ts';
 
 /** Pages are joined with a blank line between them. */
@@ -37,22 +37,40 @@ export interface Tokenized {
   pieceBytes: Int32Array;
 }
 
-/** Tokenizes rendered text the way the chat format wants it (see chat-format.ts formatTokens). */
-export async function tokenizeFormatted(
-  tokenize: (text: string, o: { addSpecial: boolean; parseSpecial: boolean }) => Promise<Tokenized>,
-  format: ChatFormat,
-  text: string,
-  first: boolean,
-): Promise<Tokenized> {
-  if (!format.template) return tokenize(text, { addSpecial: first, parseSpecial: false });
-  const t = await tokenize(text, { addSpecial: false, parseSpecial: true });
-  if (!first || !format.bos.add || format.bos.id < 0 || t.tokens[0] === format.bos.id) return t;
+/** Tokenizes rendered text the way the chat format wants it (chat-format.ts tokenizeOptions, needsBos), with piece lengths. */
+export async function tokenizeFormatted(tokenize: TokenizeText, format: ChatFormat, text: string, first: boolean): Promise<Tokenized> {
+  const place = { template: format.template, first, bos: format.bos };
+  const t = await tokenize(text, tokenizeOptions(place));
+  if (!needsBos(t.tokens, place)) return t;
   const tokens = new Int32Array(t.tokens.length + 1);
   const pieceBytes = new Int32Array(t.tokens.length + 1);
   tokens[0] = format.bos.id; // BOS covers no text
   tokens.set(t.tokens, 1);
   pieceBytes.set(t.pieceBytes, 1);
   return { tokens, pieceBytes };
+}
+
+/** A text tokenizer of the model (the engine's, with piece lengths). */
+export type TokenizeText = (text: string, o: { addSpecial: boolean; parseSpecial: boolean }) => Promise<Tokenized>;
+
+/** A document's prefix as the engine will hold it: the conversation it starts, its tokens, its page map. */
+export interface DocumentPrefix {
+  conversation: Conversation;
+  tokenized: Tokenized;
+  map: PrefixMap;
+}
+
+/**
+ * The one way a document becomes the prefix that is compressed: the system prompt and the pages as the
+ * system message of the chat format, tokenized as the format wants (BOS once), mapped back to pages. The
+ * app's documents and `folio chat` both compress this.
+ */
+export async function documentPrefix(
+  tokenize: TokenizeText, format: ChatFormat, systemPrompt: string, pages: readonly { page: number; text: string }[],
+): Promise<DocumentPrefix> {
+  const { conversation, documentStart } = conversationFor(format, systemPrompt, pages);
+  const tokenized = await tokenizeFormatted(tokenize, format, conversation.prefixText, true);
+  return { conversation, tokenized, map: mapPrefix(conversation.prefixText, tokenized, documentStart, pages) };
 }
 
 export interface PrefixMap {

@@ -49,20 +49,6 @@ export function aborted(signal: AbortSignal | undefined, fileName: string): Impo
   return new ImportError('ABORTED', `the import of ${fileName} was cancelled`, { cause: signal?.reason });
 }
 
-/** Runs a promise that cannot itself be cancelled, but stops waiting for it when the signal fires. */
-export function abortable<T>(p: Promise<T>, signal: AbortSignal | undefined, fileName: string): Promise<T> {
-  if (!signal) return p;
-  throwIfAborted(signal, fileName);
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(aborted(signal, fileName));
-    signal.addEventListener('abort', onAbort, { once: true });
-    p.then(
-      (v) => { signal.removeEventListener('abort', onAbort); resolve(v); },
-      (e) => { signal.removeEventListener('abort', onAbort); reject(e); },
-    );
-  });
-}
-
 /** TOO_LARGE when a document's text is longer than MAX_TEXT_CHARS (checked before the text is paged). */
 export function checkTextLength(fileName: string, chars: number): void {
   if (chars > MAX_TEXT_CHARS) {

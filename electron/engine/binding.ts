@@ -3,6 +3,10 @@ import { createRequire } from 'node:module';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
+import type { ResolvedBudget } from '../kv/budget.ts';
+import type { CompressionMethod, MethodRow } from '../kv/methods.ts';
+import type { EngineCompressionStats, StatsSchema } from '../kv/stats.ts';
+
 /** Errors thrown by the addon carry a stable code (GGUF_TRUNCATED, UNSUPPORTED_ARCH, ...). */
 export interface EngineError extends Error {
   code: string;
@@ -111,7 +115,7 @@ export interface ModelInfo {
 }
 
 export interface SessionOptions {
-  /** Context length in tokens (default: the model's, capped at 4096). */
+  /** Context length in tokens (default: the model's, at most api/contract.ts DEFAULT_CONTEXT_TOKENS). */
   nCtx?: number;
   /** Tokens per forward step during prefill (default 512). */
   nBatch?: number;
@@ -163,7 +167,8 @@ export interface GenerateResult {
   nPast: number;
 }
 
-export type CompressionMethod = 'full' | 'streaming' | 'snapkv' | 'pyramidkv' | 'ada-snapkv' | 'ada-pyramidkv';
+/** The methods of the engine's table (native/src/kv/method.cc; electron/kv/methods.ts). */
+export type { CompressionMethod };
 
 export interface CompressOptions {
   method: CompressionMethod;
@@ -183,42 +188,8 @@ export interface CompressOptions {
   onProgress?: (done: number, total: number) => void;
 }
 
-/** What a compression did (ADAKV.md, "Statistics"); snake_case as in `folio compress --json`. */
-export interface CompressionStats {
-  method: CompressionMethod;
-  prefix_tokens: number;
-  window: number;
-  kernel: number;
-  alpha: number;
-  kv_type: 'f16' | 'f32';
-  /** False when everything was kept; `reason` says why ('full', 'prefix within the window', 'budget covers the prefix'). */
-  compressed: boolean;
-  reason: string | null;
-  /** Per-head budget B (window included) and its selectable part b = B − window. */
-  budget: number;
-  budget_selectable: number;
-  /** A ratio gave a budget within the window and was raised to window + 1. */
-  budget_clamped: boolean;
-  kv_bytes_full: number;
-  kv_bytes_kept: number;
-  ms_prefill: number;
-  ms_compress: number;
-  layers: {
-    budget: number;
-    bytes_full: number;
-    bytes_kept: number;
-    /** The paper's normalised bound eps/C = 2 · (Hk − Σ retained_mass). */
-    eps_over_c: number;
-    /** L1 change of the window queries' attention output, when measured. */
-    attn_l1: number | null;
-    ms_score: number;
-    ms_select: number;
-    ms_compact: number;
-    heads: { kept: number; retained_mass: number; concentration: number }[];
-  }[];
-  /** Per prefix token: how many (layer, KV head) slots kept it. */
-  token_retention: Int32Array;
-}
+/** What a compression did (ADAKV.md, "Statistics"): the shape of electron/kv/stats.ts, the retention map an Int32Array. */
+export type CompressionStats = EngineCompressionStats;
 
 export interface CompressResult {
   stats: CompressionStats;
@@ -298,7 +269,8 @@ export interface KvOps {
   adaCaps(scores: Float32Array[], b: number, alpha: number): number[];
   topTokens(scores: Float32Array, cap: number): number[];
   pyramidSchedule(b: number, selectable: number, layers: number, beta: number): number[];
-  resolveBudget(opts: { method: CompressionMethod; budget: number; window?: number }, L: number): { compress: boolean; reason: string; B: number; b: number; clamped: boolean };
+  /** The per-head budget of an L-token prefix, with the options read as compress() reads them. */
+  resolveBudget(opts: Omit<CompressOptions, 'onProgress'>, L: number): ResolvedBudget;
 }
 
 /** The compute backend sessions get by default, and why. */
@@ -314,6 +286,10 @@ export interface BackendInfo {
 
 export interface FolioAddon {
   kv: KvOps;
+  /** The engine's method table (held equal to electron/kv/methods.ts by test/kv-schema.test.ts). */
+  methods(): MethodRow[];
+  /** The fields of the compression statistics and their kinds (held equal to electron/kv/stats.ts). */
+  statsSchema(): StatsSchema;
   napiVersion: number;
   backendInfo(): BackendInfo;
   /** Reads and checks a GGUF file's header without loading tensor data. */

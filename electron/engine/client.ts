@@ -584,8 +584,6 @@ export class EngineClient {
 
   unloadModel(modelId: string) { return this.request('unloadModel', { modelId }); }
 
-  modelInfo(modelId: string) { return this.request('modelInfo', { modelId }); }
-
   tokenize(modelId: string, text: string, opts: { addSpecial?: boolean; parseSpecial?: boolean } & RequestOptions = {}) {
     const { addSpecial, parseSpecial, ...rest } = opts;
     return this.request('tokenize', { modelId, text, addSpecial, parseSpecial }, rest);
@@ -621,13 +619,7 @@ export class EngineClient {
 
   loadSession(modelId: string, path: string, options: SessionOptions = {}) { return this.request('loadSession', { modelId, path, options }); }
 
-  sessionMemory(sessionId: string) { return this.request('sessionMemory', { sessionId }); }
-
-  sessionTokens(sessionId: string) { return this.request('sessionTokens', { sessionId }); }
-
   disposeSession(sessionId: string) { return this.request('disposeSession', { sessionId }); }
-
-  readGguf(path: string, arrays?: 'summary' | 'full') { return this.request('readGguf', { path, arrays }); }
 
   /** Test only: the host aborts; needs env { [TEST_HOOKS_ENV]: '1' } in the client's options. */
   testCrash() { return this.request('testCrash', {}); }

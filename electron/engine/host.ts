@@ -182,12 +182,12 @@ let shuttingDown = false;
 
 /** What the engine computes on, for the status line, and why (the GPU found, or why there is none). */
 function backendLabel(addon: FolioAddon) {
-  const b = typeof addon.backendInfo === 'function' ? addon.backendInfo() : null; // an older engine has no GPU report
-  if (b?.gpuAvailable && b.device) {
+  const b = addon.backendInfo();
+  if (b.gpuAvailable && b.device) {
     const { name, freeBytes, totalBytes } = b.device;
     return { backend: `cuda (${name})`, backendReason: b.reason, gpu: { name, freeBytes, totalBytes } };
   }
-  return { backend: `cpu (${addon.ops.bestIsa()})`, backendReason: b ? b.reason : 'this engine has no GPU backend', gpu: null };
+  return { backend: `cpu (${addon.ops.bestIsa()})`, backendReason: b.reason, gpu: null };
 }
 
 function modelEntry(id: string): ModelEntry {
@@ -289,8 +289,6 @@ function makeHandlers(addon: FolioAddon): Handlers {
 
     unloadModel: async ({ modelId }) => ({ disposedSessions: await disposeModelEntry(modelEntry(modelId)) }),
 
-    modelInfo: ({ modelId }) => modelEntry(modelId).model.info(),
-
     tokenize: async ({ modelId, text, addSpecial, parseSpecial }) => {
       const m = modelEntry(modelId);
       const opts = { addSpecial: addSpecial ?? true, parseSpecial: parseSpecial ?? false };
@@ -368,16 +366,10 @@ function makeHandlers(addon: FolioAddon): Handlers {
       return { ...addSession(modelId, session), meta };
     },
 
-    sessionMemory: ({ sessionId }, ctx) => onSession(sessionEntry(sessionId), ctx.id, false, (s) => s.memory()),
-
-    sessionTokens: ({ sessionId }, ctx) => onSession(sessionEntry(sessionId), ctx.id, false, (s) => ({ tokens: s.tokens() })),
-
     disposeSession: async ({ sessionId }) => {
       await disposeSessionEntry(sessionEntry(sessionId));
       return { ok: true as const };
     },
-
-    readGguf: ({ path, arrays }) => addon.readGguf(path, { arrays: arrays ?? 'summary' }),
 
     shutdown: async () => {
       shuttingDown = true;

@@ -1,7 +1,7 @@
 // The message protocol between the app core (EngineClient, client.ts) and the engine process (host.ts).
 // Every message is a plain structured-clonable object: it travels over Node's child-process IPC channel
 // (serialization: 'advanced') or an Electron utilityProcess MessagePort, both of which carry typed arrays
-// (token ids as Int32Array, logits as Float32Array) and BigInt (GGUF metadata) as they are.
+// (token ids as Int32Array, logits as Float32Array) as they are.
 //
 //   core → host   { type: 'request', id, method, params }         id: a number the client picks, unique per process
 //   host → core   { type: 'response', id, ok: true, result }
@@ -17,6 +17,9 @@
 // died is never mistaken for one of its successor (it answers UNKNOWN_SESSION / UNKNOWN_MODEL).
 import { z } from 'zod';
 
+import { BudgetValue } from '../kv/budget.ts';
+import { CompressionMethod } from '../kv/methods.ts';
+import { EngineCompressionStats } from '../kv/stats.ts';
 import type * as B from './binding.ts';
 
 export const PROTOCOL_VERSION = 1;
@@ -79,16 +82,16 @@ export const SessionOptions = z.strictObject({
   attention: z.enum(['fast', 'reference']).optional(),
 });
 
-export const CompressionMethod = z.enum(['full', 'streaming', 'snapkv', 'pyramidkv', 'ada-snapkv', 'ada-pyramidkv']);
+export { CompressionMethod };
 
 /** binding.ts's CompressOptions without the callback (progress comes as events). Ranges: the addon checks. */
 export const CompressOptions = z.strictObject({
   method: CompressionMethod,
-  budget: Num.positive().optional(),
+  budget: BudgetValue.optional(),
   alpha: Num.optional(),
   window: Int.optional(),
   kernel: Int.optional(),
-  beta: Num.optional(),
+  beta: Int.optional(),
   measureLoss: z.boolean().optional(),
 });
 
@@ -134,53 +137,8 @@ export const ModelInfo = z.object({
   backendReason: z.string(),
 });
 
-export const CompressionStats = z.object({
-  method: CompressionMethod,
-  prefix_tokens: Num,
-  window: Num,
-  kernel: Num,
-  alpha: Num,
-  kv_type: z.enum(['f16', 'f32']),
-  compressed: z.boolean(),
-  reason: z.string().nullable(),
-  budget: Num,
-  budget_selectable: Num,
-  budget_clamped: z.boolean(),
-  kv_bytes_full: Num,
-  kv_bytes_kept: Num,
-  ms_prefill: Num,
-  ms_compress: Num,
-  layers: z.array(z.object({
-    budget: Num,
-    bytes_full: Num,
-    bytes_kept: Num,
-    eps_over_c: Num,
-    attn_l1: Num.nullable(),
-    ms_score: Num,
-    ms_select: Num,
-    ms_compact: Num,
-    heads: z.array(z.object({ kept: Num, retained_mass: Num, concentration: Num })),
-  })),
-  token_retention: Int32s,
-});
-
-export const SessionMemory = z.object({
-  kvType: z.enum(['f16', 'f32']),
-  bytesUsed: Num,
-  bytesReserved: Num,
-  entryBytes: Num,
-  headLengths: z.array(z.array(Int)),
-});
-
-export const GgufHeader = z.object({
-  version: Num,
-  alignment: Num,
-  dataOffset: Num,
-  fileBytes: Num,
-  metadata: z.record(z.string(), z.unknown()),
-  metadataTypes: z.record(z.string(), z.string()),
-  tensors: z.array(z.object({ name: z.string(), dims: z.array(Num), type: z.string(), typeId: Num, offset: Num, bytes: Num })),
-});
+/** The statistics as the addon returns them (electron/kv/stats.ts), checked strictly. */
+export const CompressionStats = EngineCompressionStats;
 
 /** What a new, forked or loaded session looks like. */
 export const SessionHandle = z.object({ sessionId: HandleId, modelId: HandleId, nCtx: Int, nThreads: Int, nPast: Int });
@@ -211,7 +169,6 @@ export const methods = {
     result: z.object({ disposedSessions: z.array(HandleId) }),
     events: 'none',
   },
-  modelInfo: { params: z.strictObject({ modelId: HandleId }), result: ModelInfo, events: 'none' },
   /**
    * Text → token ids, with the byte length of each token's piece (special tokens the tokenizer added, such
    * as BOS, count 0) and the text's own UTF-8 byte length. Σ pieceBytes − textBytes is what the tokenizer
@@ -273,16 +230,8 @@ export const methods = {
     result: SessionHandle.extend({ meta: z.string() }),
     events: 'none',
   },
-  sessionMemory: { params: z.strictObject({ sessionId: HandleId }), result: SessionMemory, events: 'none' },
-  sessionTokens: { params: z.strictObject({ sessionId: HandleId }), result: z.object({ tokens: Int32s }), events: 'none' },
   /** Cancels what runs or waits on the session, then disposes it. */
   disposeSession: { params: z.strictObject({ sessionId: HandleId }), result: Ok, events: 'none' },
-  /** Reads and checks a GGUF file's header without loading tensor data. */
-  readGguf: {
-    params: z.strictObject({ path: z.string().min(1), arrays: z.enum(['summary', 'full']).optional() }),
-    result: GgufHeader,
-    events: 'none',
-  },
   /** Disposes every session and model (cancelling what runs), answers, then the host exits. */
   shutdown: {
     params: Empty,
@@ -310,13 +259,11 @@ export type SessionHandle = z.infer<typeof SessionHandle>;
 // The schemas mirror binding.ts: these lines stop compiling if the two drift apart.
 const _modelInfo: ModelInfo = {} as B.ModelInfo;
 const _stats: CompressionStats = {} as B.CompressionStats;
-const _memory: z.infer<typeof SessionMemory> = {} as B.SessionMemory;
 const _sessionOpts: B.SessionOptions = {} as SessionOptions;
 const _compressOpts: B.CompressOptions = {} as CompressOptions;
 const _sampling: B.SamplingOptions = {} as SamplingOptions;
 const _generated: EngineResult<'generate'> = {} as B.GenerateResult;
-const _header: z.infer<typeof GgufHeader> = {} as B.GgufHeader;
-void [_modelInfo, _stats, _memory, _sessionOpts, _compressOpts, _sampling, _generated, _header];
+void [_modelInfo, _stats, _sessionOpts, _compressOpts, _sampling, _generated];
 
 // ---------------------------------------------------------------------------------------------------------
 // Envelopes

@@ -192,11 +192,6 @@ export async function downloadModel(req: DownloadRequest): Promise<DownloadResul
   }
 }
 
-/** Downloads a catalog entry into a folder. */
-export function downloadCatalogModel(entry: CatalogEntry, destDir: string, o: Omit<DownloadRequest, 'catalog' | 'url' | 'destDir'> = {}): Promise<DownloadResult> {
-  return downloadModel({ ...o, catalog: entry, destDir });
-}
-
 interface Source {
   url: string;
   fileName: string;

@@ -7,8 +7,9 @@
 //   full:       tokens = the context length n_ctx.
 //   compressed: the prefix (system prompt + document, L = n_ctx − conversation room) keeps B tokens
 //               per KV head, with B = round(r·L) for a kept ratio r ≤ 1 or B tokens when budget > 1
-//               (ADAKV.md: B includes the observation window w; B ≤ w is clamped to w + 1; L ≤ w or
-//               B ≥ L means no compression), and the conversation's room is kept whole:
+//               (ADAKV.md: B includes the observation window w; L ≤ w means no compression, else B ≤ w
+//               is raised to w + 1, then B ≥ L means no compression: electron/kv/budget.ts, the
+//               engine's rule), and the conversation's room is kept whole:
 //               tokens = B + conversation room. Ada allocation moves slots between heads but keeps
 //               the layer's total, so the bytes are the same as uniform SnapKV.
 // working  = activations of one prefill step of n = min(512, n_ctx) tokens, in F32 (4 bytes):
@@ -24,6 +25,7 @@
 import { freemem, totalmem } from 'node:os';
 
 import { ApiError, type CompressionSettings, type MemoryEstimate } from '../api/contract.ts';
+import { DEFAULT_WINDOW, resolveBudget } from '../kv/budget.ts';
 import { inspectGguf, type GgufSummary } from './gguf-header.ts';
 
 /** The numbers of a model that the estimate needs. */
@@ -78,19 +80,15 @@ export function kvBytesPerToken(shape: Pick<ModelShape, 'layers' | 'kvHeads' | '
 
 export type CompressionInput = Pick<CompressionSettings, 'method' | 'budget'> & Partial<Pick<CompressionSettings, 'window'>>;
 
-/** Tokens each KV head keeps of an L-token prefix under a compression budget (ADAKV.md). */
+/**
+ * Tokens each KV head keeps of an L-token prefix under a compression budget (ADAKV.md), resolved as the
+ * engine resolves it (electron/kv/budget.ts; test/kv-schema.test.ts compares the two).
+ */
 export function keptPrefixTokens(prefixTokens: number, c: CompressionInput | undefined): { kept: number; compressed: boolean; clamped: boolean } {
   const L = Math.max(0, Math.floor(prefixTokens));
-  if (!c || c.method === 'full') return { kept: L, compressed: false, clamped: false };
-  const w = c.window ?? 32;
-  let B = c.budget <= 1 ? Math.round(c.budget * L) : Math.floor(c.budget);
-  if (L <= w || B >= L) return { kept: L, compressed: false, clamped: false };
-  let clamped = false;
-  if (B <= w) {
-    B = w + 1;
-    clamped = true;
-  }
-  return { kept: B, compressed: true, clamped };
+  if (!c) return { kept: L, compressed: false, clamped: false };
+  const r = resolveBudget(c, L);
+  return { kept: r.B, compressed: r.compress, clamped: r.clamped };
 }
 
 export interface EstimateOptions {
@@ -134,7 +132,7 @@ export function estimateMemory(shape: ModelShape, o: EstimateOptions = {}): Memo
   const { embeddingLength: E, heads: H, kvHeads: Hk, headSize: dk, valueHeadSize: dv, feedForwardLength: F, vocabSize: V } = shape;
   const n = Math.min(o.batchTokens ?? 512, nCtx);
   const activationBytes = F32 * n * (2 * E + H * dk + Hk * (dk + dv) + H * dv + 3 * F + V);
-  const w = o.compression?.window ?? 32;
+  const w = o.compression?.window ?? DEFAULT_WINDOW;
   // while a layer is compressed: its full K/V of the prefix, and the window's attention scores
   const compressionBytes = compressed
     ? prefixTokens * Hk * (dk + dv) * KV_ELEMENT_BYTES[kvType] + F32 * H * w * prefixTokens

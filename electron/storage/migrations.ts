@@ -160,9 +160,55 @@ export const migrations: readonly Migration[] = [
       db.exec(`ALTER TABLE documents ADD COLUMN prefix_key TEXT;`);
     },
   },
+  {
+    version: 6,
+    name: 'compression statistics in camelCase',
+    up(db) {
+      // The contract names every field in camelCase (electron/kv/stats.ts); statistics stored before were
+      // snake_case. Rewrites each stored JSON with the new names, keeping every value (and any key it
+      // does not know). The names are spelt out here, not taken from the current table: a released step
+      // must do the same thing whatever the tables become.
+      const rows = db.prepare(`SELECT document_id AS id, json FROM compression_stats`).all() as { id: string; json: string }[];
+      const update = db.prepare(`UPDATE compression_stats SET json = ? WHERE document_id = ?`);
+      for (const r of rows) update.run(JSON.stringify(statsToCamelCase(JSON.parse(r.json))), r.id);
+    },
+  },
 ];
 
 export const LATEST_VERSION = migrations[migrations.length - 1].version;
+
+/** Version 6's renames of the statistics' fields: whole statistics, a layer's, a head's. */
+const STATS_RENAMES: Record<'stats' | 'layer' | 'head', Record<string, string>> = {
+  stats: {
+    prefix_tokens: 'prefixTokens', kv_type: 'kvType', budget_selectable: 'budgetSelectable', budget_clamped: 'budgetClamped',
+    kv_bytes_full: 'kvBytesFull', kv_bytes_kept: 'kvBytesKept', ms_prefill: 'msPrefill', ms_compress: 'msCompress',
+    token_retention: 'tokenRetention',
+  },
+  layer: {
+    bytes_full: 'bytesFull', bytes_kept: 'bytesKept', eps_over_c: 'epsOverC', attn_l1: 'attnL1',
+    ms_score: 'msScore', ms_select: 'msSelect', ms_compact: 'msCompact',
+  },
+  head: { retained_mass: 'retainedMass' },
+};
+
+function renamed(o: unknown, names: Record<string, string>): unknown {
+  if (o === null || typeof o !== 'object' || Array.isArray(o)) return o;
+  return Object.fromEntries(Object.entries(o).map(([k, v]) => [names[k] ?? k, v]));
+}
+
+/** Stored snake_case statistics with version 6's names (camelCase ones pass through unchanged). */
+export function statsToCamelCase(json: unknown): unknown {
+  const s = renamed(json, STATS_RENAMES.stats) as { layers?: unknown } | null;
+  if (!s || typeof s !== 'object' || !Array.isArray(s.layers)) return s;
+  return {
+    ...s,
+    layers: s.layers.map((l) => {
+      const layer = renamed(l, STATS_RENAMES.layer) as { heads?: unknown } | null;
+      if (!layer || typeof layer !== 'object' || !Array.isArray(layer.heads)) return layer;
+      return { ...layer, heads: layer.heads.map((h) => renamed(h, STATS_RENAMES.head)) };
+    }),
+  };
+}
 
 export interface AppliedMigration {
   version: number;

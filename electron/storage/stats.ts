@@ -9,9 +9,9 @@ import { isoTime, type Scheduler } from './clock.ts';
 import { StorageError } from './errors.ts';
 
 /** The statistics as the engine returns them (retention as an Int32Array) or as the contract has them (an array). */
-export type StatsInput = Omit<CompressionStats, 'token_retention'> & { token_retention: Int32Array | readonly number[] };
+export type StatsInput = Omit<CompressionStats, 'tokenRetention'> & { tokenRetention: Int32Array | readonly number[] };
 
-const StatsWithoutRetention = CompressionStats.omit({ token_retention: true });
+const StatsWithoutRetention = CompressionStats.omit({ tokenRetention: true });
 
 interface StatsRow {
   json: string;
@@ -41,22 +41,22 @@ export class StatsRepo {
 
   /** Stores (or replaces) a document's statistics; they are validated against the contract first. */
   put(documentId: string, stats: StatsInput): void {
-    const { token_retention: retention, ...others } = stats;
+    const { tokenRetention: retention, ...others } = stats;
     const parsed = StatsWithoutRetention.safeParse(others);
     if (!parsed.success) {
       const issue = parsed.error.issues[0];
       throw new StorageError('BAD_REQUEST', `compression stats: ${issue.path.join('.')}: ${issue.message}`, parsed.error.issues);
     }
     if (!(retention instanceof Int32Array) && !Array.isArray(retention)) {
-      throw new StorageError('BAD_REQUEST', 'compression stats: token_retention: expected an Int32Array or an array of numbers');
+      throw new StorageError('BAD_REQUEST', 'compression stats: tokenRetention: expected an Int32Array or an array of numbers');
     }
     const int = retention instanceof Int32Array || allInt32(retention);
     let blob: Buffer;
     if (int) {
-      blob = encodeInt32(retention, 'token_retention');
+      blob = encodeInt32(retention, 'tokenRetention');
     } else {
       if (!retention.every((v) => typeof v === 'number' && Number.isFinite(v))) {
-        throw new StorageError('BAD_REQUEST', 'compression stats: token_retention: expected finite numbers');
+        throw new StorageError('BAD_REQUEST', 'compression stats: tokenRetention: expected finite numbers');
       }
       blob = encodeFloat64(retention);
     }
@@ -71,7 +71,7 @@ export class StatsRepo {
   get(documentId: string): CompressionStats | null {
     const row = this.select.get(documentId) as StatsRow | undefined;
     if (!row) return null;
-    return { ...(JSON.parse(row.json) as Omit<CompressionStats, 'token_retention'>), token_retention: Array.from(decode(row, documentId)) };
+    return { ...(JSON.parse(row.json) as Omit<CompressionStats, 'tokenRetention'>), tokenRetention: Array.from(decode(row, documentId)) };
   }
 
   /** The retention map alone, as a typed array (no JSON, no per-value objects). */

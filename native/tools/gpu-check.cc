@@ -140,9 +140,10 @@ int run_e2e(const std::map<std::string, std::string>& f) {
     }
     check(worst <= tol, "decode step by step equals the batched prefill: max |Δ| " + std::to_string(worst));
   }
-  for (const char* method : {"ada-snapkv", "snapkv", "ada-pyramidkv", "pyramidkv", "streaming", "full"}) {
+  for (const kv::MethodSpec& spec : kv::method_table()) {
+    const std::string& method = spec.name;
     kv::CompressOptions o;
-    o.method = kv::parse_method(method);
+    o.method = spec;
     o.budget_ratio = 0.3;
     Session c(m, params(Backend::Cpu, 512)), g(m, params(Backend::Cuda, 512));
     const kv::CompressionStats sc = c.compress(prompt, o, nullptr, nullptr);

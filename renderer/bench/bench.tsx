@@ -21,13 +21,13 @@ function rng(seed: number) {
 function syntheticStats(layers: number, heads: number): CompressionStats {
   const r = rng(7);
   return {
-    method: 'ada-snapkv', prefix_tokens: 32_000, window: 32, kernel: 7, alpha: 0.2, kv_type: 'f16', compressed: true, reason: null,
-    budget: 6400, budget_selectable: 6368, budget_clamped: false, kv_bytes_full: 4e9, kv_bytes_kept: 8e8, ms_prefill: 1e5, ms_compress: 900,
+    method: 'ada-snapkv', prefixTokens: 32_000, window: 32, kernel: 7, alpha: 0.2, kvType: 'f16', compressed: true, reason: null,
+    budget: 6400, budgetSelectable: 6368, budgetClamped: false, kvBytesFull: 4e9, kvBytesKept: 8e8, msPrefill: 1e5, msCompress: 900,
     layers: Array.from({ length: layers }, () => ({
-      budget: 6400, bytes_full: 1.25e8, bytes_kept: 2.5e7, eps_over_c: r(), attn_l1: null, ms_score: 10, ms_select: 1, ms_compact: 2,
-      heads: Array.from({ length: heads }, () => ({ kept: Math.round(1000 + 11000 * r()), retained_mass: 0.8 + 0.2 * r(), concentration: 0.3 * r() })),
+      budget: 6400, bytesFull: 1.25e8, bytesKept: 2.5e7, epsOverC: r(), attnL1: null, msScore: 10, msSelect: 1, msCompact: 2,
+      heads: Array.from({ length: heads }, () => ({ kept: Math.round(1000 + 11000 * r()), retainedMass: 0.8 + 0.2 * r(), concentration: 0.3 * r() })),
     })),
-    token_retention: [],
+    tokenRetention: [],
   };
 }
 

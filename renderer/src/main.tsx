@@ -4,7 +4,7 @@ import { StrictMode, useEffect, useState } from 'react';
 import { createRoot } from 'react-dom/client';
 
 import { resolveApi } from './api/client.ts';
-import { startApp } from './api/wire.ts';
+import { startApp } from './wire.ts';
 import { App } from './components/App.tsx';
 import './styles/app.css';
 

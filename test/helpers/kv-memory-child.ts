@@ -22,5 +22,5 @@ clearInterval(timer);
 const after = process.memoryUsage.rss();
 console.log(JSON.stringify({
   before, after, grown: after - before, peak,
-  kv_bytes_full: stats?.kv_bytes_full, kv_bytes_kept: stats?.kv_bytes_kept, memory: session.memory(),
+  kvBytesFull: stats?.kvBytesFull, kvBytesKept: stats?.kvBytesKept, memory: session.memory(),
 }));

@@ -42,7 +42,7 @@ async function prefillOnce(model: Model, tokens: Int32Array, method: Compression
     kvBytes = s.memory().bytesUsed;
   } else {
     const r = await s.compress(tokens, { ...budgetFor(method, ratio), onProgress });
-    kvBytes = r.stats.kv_bytes_kept;
+    kvBytes = r.stats.kvBytesKept;
   }
   const ms = performance.now() - t0;
   return { s, ms, kvBytes };
@@ -112,7 +112,7 @@ export const benchKv: Command = {
         const s = model.createSession({ nCtx: docTokens + 64, nThreads: threads });
         const t0 = performance.now();
         if (m === 'full') await s.prefill(tokens);
-        else compressMs[m].push((await s.compress(tokens, budgetFor(m, ratio))).stats.ms_compress);
+        else compressMs[m].push((await s.compress(tokens, budgetFor(m, ratio))).stats.msCompress);
         times[m].push(performance.now() - t0);
         s.dispose();
         log(`  prefill ${m}: ${(times[m].at(-1)! / 1000).toFixed(2)} s`);

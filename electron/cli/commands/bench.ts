@@ -46,7 +46,7 @@ export interface BenchResult {
   decode_runs: number[];
   peak_rss_bytes: number;
   /** Measured read bandwidth in bytes/s with `threads` threads (median of the probes before each decode
-   * run); null when the engine has no probe. */
+   * run); null when no probe measured a rate. */
   read_bandwidth: number | null;
   read_bandwidth_runs: number[];
   decode_bytes_per_token: { weights: number; kv: number; total: number };
@@ -159,12 +159,10 @@ async function benchModel(path: string, v: Values): Promise<BenchResult> {
   const G = int(v, 'gen-tokens', 128, 1);
   const R = int(v, 'repeats', 3, 1);
   const addon = loadAddon();
-  const ops = addon.ops as Partial<typeof addon.ops>; // an older engine may lack the probe
   // The memory the weights are read from: the machine's RAM, or the GPU's (a device-to-device copy).
   let backend: 'cpu' | 'cuda' = 'cpu';
   const probe = (threads: number) =>
-    backend === 'cuda' ? ops.gpuCopyBandwidth!(1024, 3).bytesPerSecond
-      : ops.readBandwidth ? ops.readBandwidth(threads, 256, 3).bytesPerSecond : null;
+    backend === 'cuda' ? addon.ops.gpuCopyBandwidth(1024, 3).bytesPerSecond : addon.ops.readBandwidth(threads, 256, 3).bytesPerSecond;
   const memory = peakMemory();
   const header = addon.readGguf(path);
   const model = await addon.loadModel(path);
@@ -182,7 +180,7 @@ async function benchModel(path: string, v: Values): Promise<BenchResult> {
   {
     const s = model.createSession(opts);
     threads = s.nThreads;
-    backend = s.backend ?? 'cpu';
+    backend = s.backend;
     await s.prefill(prompt.subarray(0, Math.min(P, 32)));
     await s.generate({ n: 4, temperature: 0 });
     s.dispose();

@@ -1,29 +1,26 @@
-// folio chat: questions over one compressed document. The document is prefilled and compressed once; a fork
-// of that untouched session holds the conversation, so /reset is a new fork, never a new prefill. Questions
-// come line by line from stdin (a terminal or a pipe), answers stream token by token, and a status line after
-// every turn says where the cache stands.
+// folio chat: questions over one compressed document, on the app's own path. The engine runs in its own
+// process behind EngineManager, as in the app; the document becomes its prefix as the app's documents do
+// (prefix.ts documentPrefix, as one page, with --system as the system prompt) and is compressed once; the
+// conversation is the app's chat driver (conversation.ts) in a fork of that untouched session, so /reset is
+// a new fork, never a new prefill. Questions come line by line from stdin (a terminal or a pipe), answers
+// stream token by token, and a status line after every turn says where the cache stands.
 import { readFileSync } from 'node:fs';
 import { basename } from 'node:path';
 import { createInterface } from 'node:readline';
 
-import type { Model, Session } from '../../engine/binding.ts';
+import { EventBus } from '../../api/dispatcher.ts';
+import { ChatFormatError } from '../../core/chat-format.ts';
+import { ContextFullError, ConversationSession } from '../../core/conversation.ts';
+import { EngineManager } from '../../core/engine-manager.ts';
+import { documentPrefix } from '../../core/prefix.ts';
+import { EngineClient } from '../../engine/client.ts';
 import {
-  type Command, checkFits, common, compressFlags, compressOptions, int, mib, need, openModel, samplingFlags, samplingOptions, sessionOptions, str,
+  type Command, checkFits, common, compressFlags, compressOptions, int, mib, need, samplingFlags, samplingOptions, sessionOptions, str,
 } from '../args.ts';
-import {
-  ChatFormatError, Conversation, formatTokens, plainRenderer, systemContent, templateRenderer, type TurnPlan,
-} from '../../core/chat-format.ts';
 import { table as statsTable } from './compress.ts';
 
 /** Tokens the context must keep free after the document for a question and its answer. */
 export const conversationReserve = 64;
-
-const piece = (model: Model, id: number) => model.tokenToPiece(id, true);
-
-/** The text of tokens the way generation streamed it (SentencePiece's leading space kept). */
-function piecesText(model: Model, ids: number[]): string {
-  return Buffer.concat(ids.map((id) => Buffer.from(model.tokenToPiece(id, false)))).toString('utf8');
-}
 
 export const chat: Command = {
   summary: 'ask questions about one compressed document, line by line from stdin',
@@ -40,13 +37,11 @@ export const chat: Command = {
     ...samplingFlags,
   },
   async run(v) {
-    // Every flag is checked before the model is loaded.
+    // Every flag is checked before the engine starts.
     const copts = compressOptions(v);
     const nMax = int(v, 'n', 256, 1);
-    const sampling = {
-      ...samplingOptions(v),
-    };
-    const sessionOpts = sessionOptions(v);
+    const sampling = samplingOptions(v);
+    const { nCtx: ctx, nThreads, kvType } = sessionOptions(v);
     const docPath = need(v, 'doc');
     let docText: string;
     try {
@@ -55,137 +50,127 @@ export const chat: Command = {
       throw Object.assign(new Error(`cannot read the document ${docPath}: ${(e as Error).message}`), { code: 'DOC_READ' });
     }
     if (docText.trim() === '') throw Object.assign(new Error(`the document ${docPath} is empty`), { code: 'DOC_EMPTY' });
-    const system = str(v, 'system');
+    const system = str(v, 'system') ?? '';
+    const modelPath = need(v, 'model');
 
-    const model = await openModel(v);
-    const info = model.info();
-    const vocab = info.tokenizer;
-    const hasTemplate = info.chatTemplate.trim() !== '';
-    const text = (id: number) => (id >= 0 && id < info.nVocab ? Buffer.from(piece(model, id)).toString('utf8') : '');
-    const render = hasTemplate ? templateRenderer(info.chatTemplate, { bos: text(vocab.bos), eos: text(vocab.eos) }) : plainRenderer;
-    const conv = new Conversation(render, systemContent(docText, system));
-    const tokenize = (t: string, o: { addSpecial: boolean; parseSpecial: boolean }) => model.tokenize(t, o);
-    const bos = { id: vocab.bos, add: vocab.addBos };
-    const turnTokens = (t: string) => formatTokens(tokenize, t, { template: hasTemplate, first: false, bos });
-    const prefix = formatTokens(tokenize, conv.prefixText, { template: hasTemplate, first: true, bos });
-
-    const base = model.createSession(sessionOpts);
-    const nCtx = base.nCtx;
+    // --ctx 0 and --threads 0 mean the defaults, as null does in the app's settings.
+    const client = new EngineClient();
+    const engine = new EngineManager(client, new EventBus(), () => ({ nCtx: ctx || null, threads: nThreads || null, kvType }));
     try {
-      checkFits(prefix.length, nCtx, conversationReserve);
-    } catch (e) {
-      base.dispose();
-      throw e;
-    }
-    const { stats } = await base.compress(prefix, {
-      ...copts,
-      onProgress: process.stderr.isTTY ? (d, t) => process.stderr.write(`\rprefill ${d}/${t} tokens`) : undefined,
-    });
-    if (process.stderr.isTTY) process.stderr.write('\r\x1b[K');
-    const L = base.nPast;
-    const saved = 100 * (1 - stats.kv_bytes_kept / stats.kv_bytes_full);
-    process.stdout.write(
-      `[document ${basename(docPath)}: ${L} tokens${hasTemplate ? ' (with the chat template)' : ''}, ${stats.method}` +
-        (stats.compressed ? ` at budget ${copts.budget} (${stats.budget} tokens per head)` : ` (nothing compressed: ${stats.reason})`) +
-        `, KV cache ${mib(stats.kv_bytes_full)} -> ${mib(stats.kv_bytes_kept)} (${saved.toFixed(1)}% saved); ` +
-        `${nCtx - L} of ${nCtx} context tokens free for the conversation; ${hasTemplate ? 'chat template' : 'plain question/answer format'}]\n`,
-    );
-
-    // The conversation lives in a fork; `base` stays untouched for /reset.
-    let session: Session = base.fork();
-    /** Cache position where the last answer began (after its prompt), -1 when there is none. */
-    let answerAt = -1;
-    let generating = false;
-    const interactive = !!process.stdin.isTTY;
-    const rl = createInterface({ input: process.stdin, output: interactive ? process.stdout : undefined, terminal: interactive });
-    rl.on('SIGINT', () => {
-      if (generating) session.cancel();
-      else rl.close();
-    });
-    if (interactive) {
-      process.stdout.write('Ask about the document. /reset starts over, /stats shows the compression, /quit leaves.\n');
-      rl.setPrompt('> ');
-      rl.prompt();
-    }
-    const status = (s: string) => process.stdout.write(`[${s}]\n`);
-
-    try {
-      for await (const raw of rl) {
-        const line = raw.trim();
-        if (line === '') {
-          if (interactive) rl.prompt();
-          continue;
-        }
-        if (line === '/quit' || line === '/exit') break;
-        if (line === '/reset') {
-          session.dispose();
-          session = base.fork();
-          conv.reset();
-          answerAt = -1;
-          status(`reset: conversation dropped, the compressed document kept; position ${session.nPast} of ${nCtx}`);
-        } else if (line === '/stats') {
-          process.stdout.write(statsTable(stats));
-          status(`position ${session.nPast} of ${nCtx}, cache ${mib(session.memory().bytesUsed)} in use`);
-        } else if (line.startsWith('/')) {
-          process.stderr.write(`unknown command ${line}: /reset, /stats or /quit (a question cannot start with '/')\n`);
-        } else {
-          await turn(line);
-        }
-        if (interactive) rl.prompt();
-      }
+      await converse(engine, { modelPath, docPath, docText, system, copts, nMax, sampling });
     } finally {
-      rl.close();
-      session.dispose();
-      base.dispose();
-    }
-
-    async function turn(question: string) {
-      let plan: TurnPlan;
-      try {
-        plan = conv.plan(question);
-      } catch (e) {
-        if (e instanceof ChatFormatError) {
-          process.stderr.write(`error: ${e.message}\n`);
-          return;
-        }
-        throw e;
-      }
-      const from = plan.dropLastAnswer ? answerAt : session.nPast;
-      const tokens = turnTokens(plan.text);
-      if (from + tokens.length + 1 > nCtx) {
-        process.stderr.write(
-          `this question does not fit: its prompt is ${tokens.length} tokens and ${nCtx - from} of the ${nCtx} context tokens are free ` +
-            `(an answer needs at least one more); /reset drops the conversation and keeps the document\n`,
-        );
-        status(`position ${session.nPast} of ${nCtx}`);
-        return;
-      }
-      if (plan.dropLastAnswer) session.truncate(answerAt);
-      await session.prefill(tokens);
-      conv.accept(plan);
-      const start = session.nPast;
-      generating = true;
-      let gen;
-      try {
-        gen = await session.generate({
-          ...sampling,
-          n: Math.min(nMax, nCtx - start),
-          stopAtEog: true,
-          onToken: (t) => void process.stdout.write(t.text),
-        });
-      } finally {
-        generating = false;
-      }
-      // The answer as the cache holds it: generation does not feed back the token it stopped at.
-      const inCache = gen.tokens.slice(0, session.nPast - start);
-      conv.answered(piecesText(model, inCache));
-      answerAt = start;
-      process.stdout.write('\n');
-      status(
-        `turn ${conv.turns}: ${tokens.length} prompt tokens, ${inCache.length} answer tokens (stop: ${gen.stopReason}); ` +
-          `position ${session.nPast} of ${nCtx}`,
-      );
-      if (session.nPast >= nCtx) process.stderr.write('the context is full: /reset drops the conversation and keeps the document\n');
+      await client.stop();
     }
   },
 };
+
+interface ChatRun {
+  modelPath: string;
+  docPath: string;
+  docText: string;
+  system: string;
+  copts: ReturnType<typeof compressOptions>;
+  nMax: number;
+  sampling: ReturnType<typeof samplingOptions>;
+}
+
+/** Compresses the document, then answers the questions of stdin until it ends or /quit. */
+async function converse(engine: EngineManager, o: ChatRun) {
+  const model = await engine.ensureModel(o.modelPath, o.modelPath);
+  const format = await engine.chatFormat(model);
+  const prefix = await documentPrefix((t, opts) => engine.tokenize(model, t, opts), format, o.system, [{ page: 1, text: o.docText }]);
+
+  const base = await engine.createSession(model);
+  const nCtx = base.nCtx;
+  checkFits(prefix.tokenized.tokens.length, nCtx, conversationReserve);
+  const { stats, nPast: L } = await engine.compress(base.sessionId, prefix.tokenized.tokens, o.copts, {
+    onProgress: process.stderr.isTTY ? (d, t) => process.stderr.write(`\rprefill ${d}/${t} tokens`) : undefined,
+  });
+  if (process.stderr.isTTY) process.stderr.write('\r\x1b[K');
+  const saved = 100 * (1 - stats.kvBytesKept / stats.kvBytesFull);
+  process.stdout.write(
+    `[document ${basename(o.docPath)}: ${L} tokens${format.template ? ' (with the chat template)' : ''}, ${stats.method}` +
+      (stats.compressed ? ` at budget ${o.copts.budget} (${stats.budget} tokens per head)` : ` (nothing compressed: ${stats.reason})`) +
+      `, KV cache ${mib(stats.kvBytesFull)} -> ${mib(stats.kvBytesKept)} (${saved.toFixed(1)}% saved); ` +
+      `${nCtx - L} of ${nCtx} context tokens free for the conversation; ${format.template ? 'chat template' : 'plain question/answer format'}]\n`,
+  );
+  // Each token after the compressed prefix adds one entry per (layer, KV head): a full-cache token's bytes.
+  const cacheBytes = (position: number) => stats.kvBytesKept + (position - L) * (stats.kvBytesFull / L);
+
+  // The conversation lives in a fork; `base` stays untouched for /reset.
+  const chat = await ConversationSession.fork(engine, model, format, prefix.conversation, base.sessionId);
+  /** Stops the answer being written (Ctrl-C in a terminal); null between answers. */
+  let answering: AbortController | null = null;
+  const interactive = !!process.stdin.isTTY;
+  const rl = createInterface({ input: process.stdin, output: interactive ? process.stdout : undefined, terminal: interactive });
+  rl.on('SIGINT', () => {
+    if (answering) answering.abort();
+    else rl.close();
+  });
+  if (interactive) {
+    process.stdout.write('Ask about the document. /reset starts over, /stats shows the compression, /quit leaves.\n');
+    rl.setPrompt('> ');
+    rl.prompt();
+  }
+  const status = (s: string) => process.stdout.write(`[${s}]\n`);
+
+  async function turn(question: string) {
+    let promptTokens: number;
+    try {
+      ({ promptTokens } = await chat.ask(question));
+    } catch (e) {
+      if (e instanceof ChatFormatError) {
+        process.stderr.write(`error: ${e.message}\n`);
+        return;
+      }
+      if (e instanceof ContextFullError) {
+        process.stderr.write(
+          `this question does not fit: its prompt is ${e.promptTokens} tokens and ${e.free} of the ${nCtx} context tokens are free ` +
+            `(an answer needs at least one more); /reset drops the conversation and keeps the document\n`,
+        );
+        status(`position ${chat.status().position} of ${nCtx}`);
+        return;
+      }
+      throw e;
+    }
+    answering = new AbortController();
+    let a;
+    try {
+      a = await chat.answer({ ...o.sampling, maxTokens: o.nMax, signal: answering.signal, onText: (t) => void process.stdout.write(t) });
+    } finally {
+      answering = null;
+    }
+    process.stdout.write('\n');
+    const st = chat.status();
+    status(`turn ${st.turns}: ${promptTokens} prompt tokens, ${a.cacheTokens} answer tokens (stop: ${a.stopReason}); position ${st.position} of ${nCtx}`);
+    if (st.free <= 0) process.stderr.write('the context is full: /reset drops the conversation and keeps the document\n');
+  }
+
+  try {
+    for await (const raw of rl) {
+      const line = raw.trim();
+      if (line === '') {
+        if (interactive) rl.prompt();
+        continue;
+      }
+      if (line === '/quit' || line === '/exit') break;
+      if (line === '/reset') {
+        await chat.reset();
+        status(`reset: conversation dropped, the compressed document kept; position ${chat.status().position} of ${nCtx}`);
+      } else if (line === '/stats') {
+        process.stdout.write(statsTable(stats));
+        const { position } = chat.status();
+        status(`position ${position} of ${nCtx}, cache ${mib(cacheBytes(position))} in use`);
+      } else if (line.startsWith('/')) {
+        process.stderr.write(`unknown command ${line}: /reset, /stats or /quit (a question cannot start with '/')\n`);
+      } else {
+        await turn(line);
+      }
+      if (interactive) rl.prompt();
+    }
+  } finally {
+    rl.close();
+    await chat.dispose();
+    await engine.disposeSession(base.sessionId);
+  }
+}

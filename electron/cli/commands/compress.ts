@@ -7,29 +7,29 @@ import type { CompressionStats } from '../../engine/binding.ts';
 
 /** The statistics as a plain JSON value (the retention map as an array). */
 export function statsJson(stats: CompressionStats) {
-  return { ...stats, token_retention: Array.from(stats.token_retention) };
+  return { ...stats, tokenRetention: Array.from(stats.tokenRetention) };
 }
 
 /** The statistics as a table for people (also `/stats` in folio chat). */
 export function table(stats: CompressionStats): string {
   const lines = [
-    `${stats.method}: ${stats.prefix_tokens} prefix tokens, ` +
+    `${stats.method}: ${stats.prefixTokens} prefix tokens, ` +
       (stats.compressed
-        ? `budget ${stats.budget} tokens per head (window ${stats.window}${stats.budget_clamped ? ', raised to exceed the window' : ''})`
+        ? `budget ${stats.budget} tokens per head (window ${stats.window}${stats.budgetClamped ? ', raised to exceed the window' : ''})`
         : `nothing compressed (${stats.reason})`),
-    `KV cache ${mib(stats.kv_bytes_full)} -> ${mib(stats.kv_bytes_kept)} ` +
-      `(${(100 * (1 - stats.kv_bytes_kept / stats.kv_bytes_full)).toFixed(1)}% saved), ` +
-      `prefill ${(stats.ms_prefill / 1000).toFixed(2)} s, compression ${(stats.ms_compress / 1000).toFixed(3)} s`,
+    `KV cache ${mib(stats.kvBytesFull)} -> ${mib(stats.kvBytesKept)} ` +
+      `(${(100 * (1 - stats.kvBytesKept / stats.kvBytesFull)).toFixed(1)}% saved), ` +
+      `prefill ${(stats.msPrefill / 1000).toFixed(2)} s, compression ${(stats.msCompress / 1000).toFixed(3)} s`,
     '',
     'layer  budget  kept per KV head                     retained mass per head               eps/C' +
-      (stats.layers.some((l) => l.attn_l1 !== null) ? '   L1 loss' : ''),
+      (stats.layers.some((l) => l.attnL1 !== null) ? '   L1 loss' : ''),
   ];
   stats.layers.forEach((l, i) => {
     const kept = l.heads.map((h) => String(h.kept).padStart(5)).join('');
-    const mass = l.heads.map((h) => h.retained_mass.toFixed(3).padStart(6)).join('');
+    const mass = l.heads.map((h) => h.retainedMass.toFixed(3).padStart(6)).join('');
     lines.push(
-      `${String(i).padStart(5)}  ${String(l.budget).padStart(6)}  ${kept.padEnd(36)} ${mass.padEnd(36)} ${l.eps_over_c.toFixed(3).padStart(6)}` +
-        (l.attn_l1 !== null ? `  ${l.attn_l1.toFixed(4).padStart(8)}` : ''),
+      `${String(i).padStart(5)}  ${String(l.budget).padStart(6)}  ${kept.padEnd(36)} ${mass.padEnd(36)} ${l.epsOverC.toFixed(3).padStart(6)}` +
+        (l.attnL1 !== null ? `  ${l.attnL1.toFixed(4).padStart(8)}` : ''),
     );
   });
   return lines.join('\n') + '\n';
@@ -38,7 +38,7 @@ export function table(stats: CompressionStats): string {
 export const compress: Command = {
   summary: 'prefill a document and compress its KV cache; print the statistics',
   usage:
-    'folio compress --model M --doc FILE --method ada-snapkv --budget 0.2 [--alpha 0.2] [--window 32] [--kernel 7]\n' +
+    'folio compress --model M --doc FILE --method ada-snapkv --budget 0.2 [--alpha 0.2] [--window 32] [--kernel 7] [--beta 20]\n' +
     '               [--question Q] [--measure-loss] [--ctx N] [--kv-type f16|f32] [--json]',
   options: { ...common, ...compressFlags, 'measure-loss': { type: 'boolean' } },
   async run(v) {

@@ -12,10 +12,11 @@ import {
   type Command, UsageError, budgetValue, checkFits, common, compressionMethod, documentTokens, float, int, openModel,
   print, sessionOptions, str,
 } from '../args.ts';
+import { METHOD_NAMES } from '../../kv/methods.ts';
 import { fidelitySvg } from '../eval-plot.ts';
 import { niahTable, readNiahCases, runNiah } from '../eval-niah.ts';
 
-const defaultMethods: CompressionMethod[] = ['full', 'streaming', 'snapkv', 'pyramidkv', 'ada-snapkv', 'ada-pyramidkv'];
+const defaultMethods: CompressionMethod[] = [...METHOD_NAMES];
 const defaultBudgets = [0.2, 0.4, 0.6, 0.8];
 /** The project's own documents: test/docs/ (short stories written for the project). */
 export const defaultDocsDir = fileURLToPath(new URL('../../../test/docs/', import.meta.url));
@@ -174,7 +175,7 @@ export interface FidelityReport {
 const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
 
 function layerLosses(stats: CompressionStats): (number | null)[] {
-  return stats.layers.map((l) => (l.attn_l1 === null || !Number.isFinite(l.attn_l1) ? null : l.attn_l1));
+  return stats.layers.map((l) => (l.attnL1 === null || !Number.isFinite(l.attnL1) ? null : l.attnL1));
 }
 
 function meanOrNull(xs: (number | null)[]): number | null {
@@ -264,7 +265,7 @@ export async function runFidelity(model: Model, modelPath: string, o: FidelityOp
         const l1 = layerLosses(stats);
         perDoc.push({
           document: d.name, method, budget,
-          budget_tokens: stats.compressed ? stats.budget : stats.prefix_tokens,
+          budget_tokens: stats.compressed ? stats.budget : stats.prefixTokens,
           compressed: stats.compressed,
           positions: s.positions,
           kl: s.kl / s.positions,
@@ -272,8 +273,8 @@ export async function runFidelity(model: Model, modelPath: string, o: FidelityOp
           perplexity: Math.exp(s.nll / s.positions),
           attn_l1_layers: l1,
           attn_l1_mean: meanOrNull(l1),
-          kv_bytes_full: stats.kv_bytes_full,
-          kv_bytes_kept: stats.kv_bytes_kept,
+          kv_bytes_full: stats.kvBytesFull,
+          kv_bytes_kept: stats.kvBytesKept,
         });
         const k = key(method, budget);
         const acc = sums.get(k) ?? { positions: 0, kl: 0, agree: 0, nll: 0 };
@@ -370,7 +371,7 @@ function list<T>(s: string | undefined, def: T[], parse: (x: string) => T, flag:
 export const evalCommand: Command = {
   summary: 'measure what compression does to the model: its predictions (fidelity) or its retrieval (niah)',
   usage:
-    'folio eval --model M --suite fidelity [--methods full,streaming,snapkv,pyramidkv,ada-snapkv,ada-pyramidkv]\n' +
+    `folio eval --model M --suite fidelity [--methods ${METHOD_NAMES.join(',')}]\n` +
     '           [--budgets 0.2,0.4,0.6,0.8] [--docs DIR] [--split 0.75] [--alpha 0.2] [--window 32] [--kernel 7]\n' +
     '           [--svg FILE] [--threads N] [--ctx N] [--json]\n' +
     '      documents: every .txt/.md in DIR but README.md (default test/docs); KV caches are F32\n' +

@@ -6,19 +6,60 @@
 
 namespace folio::kv {
 
+const char* selection_name(Selection s) {
+  switch (s) {
+    case Selection::Full: return "full";
+    case Selection::Streaming: return "streaming";
+    case Selection::Scored: return "scored";
+  }
+  return "?";
+}
+
+const char* schedule_name(Schedule s) { return s == Schedule::Pyramid ? "pyramid" : "flat"; }
+const char* allocator_name(Allocator a) { return a == Allocator::Ada ? "ada" : "uniform"; }
+const char* scorer_name(Scorer s) { return s == Scorer::SnapkvWindow ? "snapkv" : "none"; }
+
+// The one method table: adding a method is a row here (and its copy in electron/kv/methods.ts).
+const std::vector<MethodSpec>& method_table() {
+  static const std::vector<MethodSpec> table = {
+      {"full", Selection::Full, Schedule::Flat, Allocator::Uniform, Scorer::None,
+       "Full cache", "No compression: the whole cache (most memory)."},
+      {"streaming", Selection::Streaming, Schedule::Flat, Allocator::Uniform, Scorer::None,
+       "StreamingLLM", "Keeps the first tokens and the most recent ones only."},
+      {"snapkv", Selection::Scored, Schedule::Flat, Allocator::Uniform, Scorer::SnapkvWindow,
+       "SnapKV", "Every head keeps the same number of tokens."},
+      {"pyramidkv", Selection::Scored, Schedule::Pyramid, Allocator::Uniform, Scorer::SnapkvWindow,
+       "PyramidKV", "Uniform heads, more budget for early layers."},
+      {"ada-snapkv", Selection::Scored, Schedule::Flat, Allocator::Ada, Scorer::SnapkvWindow,
+       "Ada-SnapKV", "Recommended: each layer’s budget shared among its heads by need."},
+      {"ada-pyramidkv", Selection::Scored, Schedule::Pyramid, Allocator::Ada, Scorer::SnapkvWindow,
+       "Ada-PyramidKV", "Ada’s sharing with more budget for early layers."},
+  };
+  return table;
+}
+
 MethodSpec parse_method(const std::string& name) {
-  MethodSpec m;
-  m.name = name;
-  if (name == "full") m.selection = Selection::Full;
-  else if (name == "streaming") m.selection = Selection::Streaming;
-  else if (name == "snapkv") m.selection = Selection::Scored;
-  else if (name == "pyramidkv") m.selection = Selection::Scored, m.schedule = Schedule::Pyramid;
-  else if (name == "ada-snapkv") m.selection = Selection::Scored, m.allocator = Allocator::Ada;
-  else if (name == "ada-pyramidkv") m.selection = Selection::Scored, m.schedule = Schedule::Pyramid, m.allocator = Allocator::Ada;
-  else
-    fail("INVALID_METHOD", "unknown compression method '" + name +
-                               "': use full, streaming, snapkv, pyramidkv, ada-snapkv or ada-pyramidkv");
-  return m;
+  std::string known;
+  const auto& table = method_table();
+  for (size_t i = 0; i < table.size(); i++) {
+    if (table[i].name == name) return table[i];
+    known += (i == 0 ? "" : i + 1 == table.size() ? " or " : ", ") + table[i].name;
+  }
+  fail("INVALID_METHOD", "unknown compression method '" + name + "': use " + known);
+}
+
+void set_budget(CompressOptions& o, double budget) {
+  o.budget_ratio = 0;
+  o.budget_tokens = 0;
+  if (!(budget > 0) || !std::isfinite(budget))
+    fail("INVALID_ARGUMENT", "give the budget as a kept ratio in (0, 1] or as tokens per head");
+  if (budget <= 1) {
+    o.budget_ratio = budget;
+    return;
+  }
+  if (budget != std::floor(budget) || budget > double(INT32_MAX))
+    fail("INVALID_ARGUMENT", "a budget above 1 is tokens per head and must be whole");
+  o.budget_tokens = int32_t(budget);
 }
 
 void validate(const CompressOptions& o) {

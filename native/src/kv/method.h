@@ -1,25 +1,39 @@
-// Compression methods and budgets (ADAKV.md). A method combines a scorer, a layer schedule and a head
-// allocator: snapkv = snapkv + flat + uniform, pyramidkv = snapkv + pyramid + uniform, ada-snapkv =
-// snapkv + flat + ada, ada-pyramidkv = snapkv + pyramid + ada; full and streaming select no tokens by
-// score.
+// Compression methods and budgets (ADAKV.md). A method combines a selection (keep all, keep sinks and
+// the recent tokens, or keep what a scorer ranks highest), a layer schedule, a head allocator and a
+// scorer. The methods are the rows of one table (method_table(), kv/method.cc); the app's copy,
+// electron/kv/methods.ts, is held equal to it by test/kv-schema.test.ts, so a new method is a row in each.
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace folio::kv {
 
 enum class Selection { Full, Streaming, Scored };
 enum class Schedule { Flat, Pyramid };
 enum class Allocator { Uniform, Ada };
+enum class Scorer { None, SnapkvWindow };  // None: the selection ranks nothing (full, streaming)
+
+// The names the engine reports (methods()) and the app's table uses for each value.
+const char* selection_name(Selection s);  // "full", "streaming", "scored"
+const char* schedule_name(Schedule s);    // "flat", "pyramid"
+const char* allocator_name(Allocator a);  // "uniform", "ada"
+const char* scorer_name(Scorer s);        // "none", "snapkv"
 
 struct MethodSpec {
   std::string name;
   Selection selection = Selection::Full;
   Schedule schedule = Schedule::Flat;
   Allocator allocator = Allocator::Uniform;
+  Scorer scorer = Scorer::None;
+  std::string label;        // for people, e.g. "Ada-SnapKV"
+  std::string description;  // one line for the method's choice in the UI
 };
 
-// Throws Error INVALID_METHOD naming the known methods.
+// Every method, in the order the UI and error messages list them.
+const std::vector<MethodSpec>& method_table();
+
+// The row named `name`. Throws Error INVALID_METHOD naming the known methods.
 MethodSpec parse_method(const std::string& name);
 
 struct CompressOptions {
@@ -34,10 +48,16 @@ struct CompressOptions {
   bool measure_loss = false;  // compute the L1 loss of the window queries' attention output per layer
 };
 
+// The one reading of a budget as the app gives it, a single number: a kept ratio r in (0, 1], or whole
+// tokens per head when > 1 (so 1 is "keep everything", 2 is two tokens per head). Sets budget_ratio or
+// budget_tokens; throws INVALID_ARGUMENT for anything else (<= 0, not finite, a fraction above 1).
+void set_budget(CompressOptions& o, double budget);
+
 // Checks the options that do not depend on the prefix. Throws INVALID_ARGUMENT / BUDGET_TOO_SMALL.
 void validate(const CompressOptions& o);
 
-// The per-head budget for a prefix of L tokens.
+// The per-head budget for a prefix of L tokens. electron/kv/budget.ts follows the same steps for the
+// memory estimate (which runs before a model is loaded); test/kv-schema.test.ts compares the two.
 struct Budget {
   bool compress = false;   // false: everything is kept
   std::string reason;      // why nothing is compressed: "full", "prefix within the window", "budget covers the prefix"

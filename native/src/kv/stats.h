@@ -1,7 +1,15 @@
 // What a compression did (ADAKV.md, "Statistics"): these numbers drive the inspector.
+//
+// The field tables below are the one definition of the statistics' shape outside C++: each row is
+// (the name in the app's contract, its kind, how to read it from `s`, the struct). They drive the
+// binding's marshalling (napi/kv-schema.cc) and the schema the engine reports (statsSchema()), which
+// test/kv-schema.test.ts holds equal to electron/kv/stats.ts. A new statistic is a struct member and a row.
+// Kinds: integer, number, boolean, string; numberOrNull, stringOrNull; int32Array (a typed array);
+// layers, heads (arrays of the tables below).
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -40,5 +48,44 @@ struct CompressionStats {
   double ms_prefill = 0;        // the whole prefill, compression included
   double ms_compress = 0;       // scoring, selection and compaction summed over layers
 };
+
+// X(name, kind, expression of s) for s a HeadStats.
+#define FOLIO_HEAD_STATS_FIELDS(X)            \
+  X("kept", integer, s.kept)                  \
+  X("retainedMass", number, s.retained_mass)  \
+  X("concentration", number, s.concentration)
+
+// For s a LayerStats.
+#define FOLIO_LAYER_STATS_FIELDS(X)                                                        \
+  X("budget", integer, s.budget)                                                           \
+  X("bytesFull", integer, s.bytes_full)                                                    \
+  X("bytesKept", integer, s.bytes_kept)                                                    \
+  X("epsOverC", number, s.eps_over_c)                                                      \
+  X("attnL1", numberOrNull, s.attn_l1 < 0 ? std::optional<double>() : s.attn_l1)         \
+  X("msScore", number, s.ms_score)                                                         \
+  X("msSelect", number, s.ms_select)                                                       \
+  X("msCompact", number, s.ms_compact)                                                     \
+  X("heads", heads, s.heads)
+
+// For s a CompressionStats; the resolved budget is spread into compressed, reason (null when
+// compressed), budget (B), budgetSelectable (b) and budgetClamped.
+#define FOLIO_COMPRESSION_STATS_FIELDS(X)                                                           \
+  X("method", string, s.method)                                                                     \
+  X("prefixTokens", integer, s.prefix_tokens)                                                       \
+  X("window", integer, s.window)                                                                    \
+  X("kernel", integer, s.kernel)                                                                    \
+  X("alpha", number, s.alpha)                                                                       \
+  X("kvType", string, s.kv_type)                                                                    \
+  X("compressed", boolean, s.budget.compress)                                                       \
+  X("reason", stringOrNull, s.budget.compress ? std::optional<std::string>() : s.budget.reason)   \
+  X("budget", integer, s.budget.B)                                                                  \
+  X("budgetSelectable", integer, s.budget.b)                                                        \
+  X("budgetClamped", boolean, s.budget.clamped)                                                     \
+  X("kvBytesFull", integer, s.kv_bytes_full)                                                        \
+  X("kvBytesKept", integer, s.kv_bytes_kept)                                                        \
+  X("msPrefill", number, s.ms_prefill)                                                              \
+  X("msCompress", number, s.ms_compress)                                                            \
+  X("layers", layers, s.layers)                                                                     \
+  X("tokenRetention", int32Array, s.token_retention)
 
 }  // namespace folio::kv

@@ -49,6 +49,7 @@ static Napi::Value BackendInfo(const Napi::CallbackInfo& info) {
 }
 
 void init_process(Napi::Env env, Napi::Object exports);  // process.cc: parent-death signal, exit now
+void init_kv_schema(Napi::Env env, Napi::Object exports);  // kv-schema.cc: methods(), statsSchema()
 
 static Napi::Object Init(Napi::Env env, Napi::Object exports) {
   env.SetInstanceData<Registry>(new Registry());
@@ -59,6 +60,7 @@ static Napi::Object Init(Napi::Env env, Napi::Object exports) {
   init_vocab(env, exports);
   init_model(env, exports);
   init_kv_ops(env, exports);
+  init_kv_schema(env, exports);
   init_process(env, exports);
   return exports;
 }

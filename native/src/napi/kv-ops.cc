@@ -5,6 +5,7 @@
 #include "kv/schedule.h"
 #include "kv/scorer.h"
 #include "napi/common.h"
+#include "napi/kv-schema.h"
 
 namespace folio::napi {
 
@@ -96,17 +97,11 @@ Napi::Value PyramidSchedule(const Napi::CallbackInfo& info) {
                                                     int_arg(info, 2, "layers"), int_arg(info, 3, "beta")));
 }
 
-// resolveBudget({ method, budget, window }, L) -> { compress, reason, B, b, clamped }
+// resolveBudget({ method, budget, window, ... }, L) -> { compress, reason, B, b, clamped }: the options read
+// as compress() reads them, the budget as the compression resolves it.
 Napi::Value ResolveBudget(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  Napi::Object o = opts_arg(info, 0);
-  kv::CompressOptions c;
-  c.method = guard(env, [&] { return kv::parse_method(str_opt(env, o, "method", "snapkv")); });
-  const double budget = num_opt(env, o, "budget", 1, 0, 1 << 30);
-  if (budget > 1) c.budget_tokens = int32_t(budget);
-  else c.budget_ratio = budget;
-  c.window = int32_t(num_opt(env, o, "window", 32, 1, 1 << 20));
-  guard(env, [&] { kv::validate(c); });
+  const kv::CompressOptions c = compress_options(env, opts_arg(info, 0), "snapkv");
   const kv::Budget b = kv::resolve_budget(c, int_arg(info, 1, "L"));
   Napi::Object r = Napi::Object::New(env);
   r.Set("compress", b.compress);

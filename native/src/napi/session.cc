@@ -6,12 +6,12 @@
 
 #include <atomic>
 #include <chrono>
-#include <cmath>
 #include <condition_variable>
 #include <mutex>
 
 #include "napi/common.h"
 #include "napi/job.h"
+#include "napi/kv-schema.h"
 
 namespace folio::napi {
 
@@ -27,73 +27,6 @@ struct SessionState {
   std::condition_variable ack_cv;
   uint64_t acked = 0;
 };
-
-Napi::Object stats_to_js(Napi::Env env, const kv::CompressionStats& s) {
-  Napi::Object o = Napi::Object::New(env);
-  o.Set("method", s.method);
-  o.Set("prefix_tokens", s.prefix_tokens);
-  o.Set("window", s.window);
-  o.Set("kernel", s.kernel);
-  o.Set("alpha", s.alpha);
-  o.Set("kv_type", s.kv_type);
-  o.Set("compressed", s.budget.compress);
-  o.Set("reason", s.budget.compress ? env.Null() : Napi::String::New(env, s.budget.reason));
-  o.Set("budget", s.budget.B);
-  o.Set("budget_selectable", s.budget.b);
-  o.Set("budget_clamped", s.budget.clamped);
-  o.Set("kv_bytes_full", double(s.kv_bytes_full));
-  o.Set("kv_bytes_kept", double(s.kv_bytes_kept));
-  o.Set("ms_prefill", s.ms_prefill);
-  o.Set("ms_compress", s.ms_compress);
-  Napi::Array layers = Napi::Array::New(env, s.layers.size());
-  for (size_t l = 0; l < s.layers.size(); l++) {
-    const kv::LayerStats& ls = s.layers[l];
-    Napi::Object lo = Napi::Object::New(env);
-    lo.Set("budget", ls.budget);
-    lo.Set("bytes_full", double(ls.bytes_full));
-    lo.Set("bytes_kept", double(ls.bytes_kept));
-    lo.Set("eps_over_c", ls.eps_over_c);
-    lo.Set("attn_l1", ls.attn_l1 < 0 ? env.Null() : Napi::Number::New(env, ls.attn_l1));
-    lo.Set("ms_score", ls.ms_score);
-    lo.Set("ms_select", ls.ms_select);
-    lo.Set("ms_compact", ls.ms_compact);
-    Napi::Array heads = Napi::Array::New(env, ls.heads.size());
-    for (size_t h = 0; h < ls.heads.size(); h++) {
-      Napi::Object ho = Napi::Object::New(env);
-      ho.Set("kept", ls.heads[h].kept);
-      ho.Set("retained_mass", ls.heads[h].retained_mass);
-      ho.Set("concentration", ls.heads[h].concentration);
-      heads.Set(uint32_t(h), ho);
-    }
-    lo.Set("heads", heads);
-    layers.Set(uint32_t(l), lo);
-  }
-  o.Set("layers", layers);
-  Napi::Int32Array tr = Napi::Int32Array::New(env, s.token_retention.size());
-  std::copy(s.token_retention.begin(), s.token_retention.end(), tr.Data());
-  o.Set("token_retention", tr);
-  return o;
-}
-
-kv::CompressOptions compress_options(Napi::Env env, const Napi::Object& o) {
-  kv::CompressOptions c;
-  c.method = guard(env, [&] { return kv::parse_method(str_opt(env, o, "method", "ada-snapkv")); });
-  const double budget = num_opt(env, o, "budget", c.method.selection == kv::Selection::Full ? 1 : NAN, 0, 1 << 30);
-  if (std::isnan(budget)) throw js_error(env, "INVALID_ARGUMENT", "give a budget: a kept ratio such as 0.2 or tokens per head such as 512");
-  if (budget > 1) {
-    if (budget != std::floor(budget)) throw js_error(env, "INVALID_ARGUMENT", "a budget above 1 is tokens per head and must be whole");
-    c.budget_tokens = int32_t(budget);
-  } else {
-    c.budget_ratio = budget;
-  }
-  c.alpha = num_opt(env, o, "alpha", c.alpha, 0, 1);
-  c.window = int32_t(num_opt(env, o, "window", c.window, 1, 1 << 20));
-  c.kernel = int32_t(num_opt(env, o, "kernel", c.kernel, 1, 1 << 10));
-  c.beta = int32_t(num_opt(env, o, "beta", c.beta, 1, 1 << 20));
-  c.measure_loss = bool_opt(env, o, "measureLoss", false);
-  guard(env, [&] { kv::validate(c); });
-  return c;
-}
 
 class SessionWrap : public Napi::ObjectWrap<SessionWrap> {
  public:
@@ -181,7 +114,7 @@ class SessionWrap : public Napi::ObjectWrap<SessionWrap> {
     Napi::Env env = info.Env();
     std::vector<int32_t> tokens = token_array(env, info.Length() ? info[0] : env.Undefined(), "tokens");
     Napi::Object o = opts_arg(info, 1);
-    const kv::CompressOptions opts = compress_options(env, o);
+    const kv::CompressOptions opts = compress_options(env, o, "ada-snapkv");
     auto on_progress = progress_events(env, o);
     auto st = state_;
     auto stats = std::make_shared<kv::CompressionStats>();

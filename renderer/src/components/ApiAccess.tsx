@@ -4,15 +4,12 @@ import { useEffect, useState } from 'react';
 
 import type { ServerInfo } from '../../../electron/api/contract.ts';
 import { api, hasApi } from '../api/client.ts';
+import { copyText } from '../lib/clipboard.ts';
 import { notify } from '../stores/ui.ts';
 
 async function copy(text: string, what: string) {
-  try {
-    await navigator.clipboard.writeText(text);
-    notify(`${what} copied to the clipboard`, 'info');
-  } catch {
-    notify('Could not copy: the clipboard is not available', 'error');
-  }
+  if (await copyText(text)) notify(`${what} copied to the clipboard`, 'info');
+  else notify('Could not copy: the clipboard is not available', 'error');
 }
 
 export function ApiAccess() {

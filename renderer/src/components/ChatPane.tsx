@@ -13,6 +13,7 @@ import { recompressDocument, useDocuments } from '../stores/documents.ts';
 import { useModels } from '../stores/models.ts';
 import { useSettings } from '../stores/settings.ts';
 import { notify, openPage, useUi } from '../stores/ui.ts';
+import { copyText } from '../lib/clipboard.ts';
 import { formatCount, formatPercent, formatRate } from '../lib/format.ts';
 import { renderMarkdown } from '../lib/markdown.ts';
 import { VirtualList } from './VirtualList.tsx';
@@ -24,19 +25,9 @@ export function Markdown({ text, streaming }: { text: string; streaming?: boolea
   return <div className={`markdown${streaming ? ' streaming' : ''}`} dangerouslySetInnerHTML={{ __html: html }} />;
 }
 
-async function copyText(text: string) {
-  try {
-    await navigator.clipboard.writeText(text);
-    notify('Copied to the clipboard', 'info');
-  } catch {
-    const ta = document.createElement('textarea');
-    ta.value = text;
-    document.body.appendChild(ta);
-    ta.select();
-    const ok = document.execCommand?.('copy');
-    ta.remove();
-    notify(ok ? 'Copied to the clipboard' : 'Could not copy: the clipboard is not available', ok ? 'info' : 'error');
-  }
+async function copyMessage(text: string) {
+  if (await copyText(text)) notify('Copied to the clipboard', 'info');
+  else notify('Could not copy: the clipboard is not available', 'error');
 }
 
 const STATUS_NOTE: Partial<Record<Message['status'], string>> = {
@@ -118,7 +109,7 @@ export const MessageRow = memo(function MessageRow({ id, isLast }: { id: string;
         {!streaming && !editing && (
           <span className="msg-actions">
             {m.text && (
-              <button type="button" className="link-button" onClick={() => void copyText(m.text)} aria-label={m.role === 'user' ? 'Copy question' : 'Copy answer'}>
+              <button type="button" className="link-button" onClick={() => void copyMessage(m.text)} aria-label={m.role === 'user' ? 'Copy question' : 'Copy answer'}>
                 Copy
               </button>
             )}

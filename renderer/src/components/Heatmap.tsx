@@ -28,7 +28,7 @@ export interface HeatmapProps {
 export function headSummary(stats: CompressionStats, c: Cell): string {
   const h = stats.layers[c.row]?.heads[c.col];
   if (!h) return `Layer ${c.row}, head ${c.col}: no data`;
-  return `Layer ${c.row}, head ${c.col}: ${h.kept.toLocaleString('en-US')} kept tokens, ${formatPercent(h.retained_mass, 1)} of attention retained, ${formatPercent(h.concentration)} of tokens hold 90%`;
+  return `Layer ${c.row}, head ${c.col}: ${h.kept.toLocaleString('en-US')} kept tokens, ${formatPercent(h.retainedMass, 1)} of attention retained, ${formatPercent(h.concentration)} of tokens hold 90%`;
 }
 
 export function Heatmap({ stats, metric, domain, selected = null, onSelect, label, testId, maxCell = 56, maxHeight = 520, fallbackWidth = 560 }: HeatmapProps) {
@@ -141,7 +141,7 @@ export function Heatmap({ stats, metric, domain, selected = null, onSelect, labe
               Layer {tip.row} · head {tip.col}
             </strong>
             <span>{head.kept.toLocaleString('en-US')} kept tokens</span>
-            <span>{formatPercent(head.retained_mass, 1)} attention retained</span>
+            <span>{formatPercent(head.retainedMass, 1)} attention retained</span>
             <span>{formatPercent(head.concentration)} of tokens hold 90%</span>
           </div>
         )}

@@ -8,24 +8,25 @@ import type { CompressionStats } from '../../../electron/api/contract.ts';
 import { loadDetail, useDocuments } from '../stores/documents.ts';
 import { lockHead, runCompare, setMetric, setSource, useInspector, type Source } from '../stores/inspector.ts';
 import { documentTask, useTasks } from '../stores/tasks.ts';
+import { budgetInline } from '../lib/budget-label.ts';
 import { formatBytes, formatCount, formatDuration, formatPercent } from '../lib/format.ts';
 import { formatMetric, metricDomain, metricGrid, METRICS, type Metric } from '../lib/heatmap.ts';
+import { methodLabel } from '../lib/method-label.ts';
 import { Heatmap, HeatmapLegend } from './Heatmap.tsx';
 import { TaskProgress } from './Progress.tsx';
 import { Segmented } from './Segmented.tsx';
-import { methodLabel } from './Sidebar.tsx';
 
 function mean(xs: number[]): number {
   return xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : NaN;
 }
 
 export function meanMass(stats: CompressionStats): number {
-  return mean(stats.layers.flatMap((l) => l.heads.map((h) => h.retained_mass)));
+  return mean(stats.layers.flatMap((l) => l.heads.map((h) => h.retainedMass)));
 }
 
 function MemorySummary({ stats }: { stats: CompressionStats }) {
-  const saved = stats.kv_bytes_full - stats.kv_bytes_kept;
-  const f = stats.kv_bytes_full > 0 ? saved / stats.kv_bytes_full : 0;
+  const saved = stats.kvBytesFull - stats.kvBytesKept;
+  const f = stats.kvBytesFull > 0 ? saved / stats.kvBytesFull : 0;
   return (
     <section className="card memory-summary" aria-labelledby="memory-heading">
       <h3 id="memory-heading">Memory</h3>
@@ -33,7 +34,7 @@ function MemorySummary({ stats }: { stats: CompressionStats }) {
         saves {formatPercent(f)}
       </p>
       <p className="small">
-        The cache of this document takes <strong>{formatBytes(stats.kv_bytes_kept)}</strong> instead of {formatBytes(stats.kv_bytes_full)}: {formatBytes(saved)} less.
+        The cache of this document takes <strong>{formatBytes(stats.kvBytesKept)}</strong> instead of {formatBytes(stats.kvBytesFull)}: {formatBytes(saved)} less.
       </p>
       <div className="stack-bar" aria-hidden="true">
         <span style={{ width: `${100 - 100 * f}%` }} />
@@ -42,12 +43,12 @@ function MemorySummary({ stats }: { stats: CompressionStats }) {
         <dt>Method</dt>
         <dd>{methodLabel(stats.method)}</dd>
         <dt>Document</dt>
-        <dd>{formatCount(stats.prefix_tokens)} tokens</dd>
+        <dd>{formatCount(stats.prefixTokens)} tokens</dd>
         {stats.compressed && (
           <>
             <dt>Budget per head</dt>
             <dd>
-              {formatCount(stats.budget)} tokens ({formatCount(stats.budget_selectable)} chosen + {formatCount(stats.window)} window)
+              {formatCount(stats.budget)} tokens ({formatCount(stats.budgetSelectable)} chosen + {formatCount(stats.window)} window)
             </dd>
             <dt>Safeguard α</dt>
             <dd>{stats.alpha}</dd>
@@ -55,17 +56,17 @@ function MemorySummary({ stats }: { stats: CompressionStats }) {
         )}
         <dt>Time</dt>
         <dd>
-          read {formatDuration(stats.ms_prefill)} · compressed {formatDuration(stats.ms_compress)}
+          read {formatDuration(stats.msPrefill)} · compressed {formatDuration(stats.msCompress)}
         </dd>
       </dl>
-      {stats.budget_clamped && <p className="notice small">The budget was too small for the observation window and was raised to window + 1.</p>}
+      {stats.budgetClamped && <p className="notice small">The budget was too small for the observation window and was raised to window + 1.</p>}
       {!stats.compressed && <p className="notice small">Not compressed{stats.reason ? `: ${stats.reason}` : ''}.</p>}
     </section>
   );
 }
 
 function LayerMemory({ stats }: { stats: CompressionStats }) {
-  const max = Math.max(1, ...stats.layers.map((l) => l.bytes_full));
+  const max = Math.max(1, ...stats.layers.map((l) => l.bytesFull));
   return (
     <section className="card layer-memory" aria-labelledby="layer-memory-heading">
       <h3 id="layer-memory-heading">Memory per layer</h3>
@@ -74,13 +75,13 @@ function LayerMemory({ stats }: { stats: CompressionStats }) {
       </p>
       <ul className="layer-bars">
         {stats.layers.map((l, i) => (
-          <li key={i} className="layer-bar" aria-label={`Layer ${i}: ${formatBytes(l.bytes_kept)} kept of ${formatBytes(l.bytes_full)}`}>
+          <li key={i} className="layer-bar" aria-label={`Layer ${i}: ${formatBytes(l.bytesKept)} kept of ${formatBytes(l.bytesFull)}`}>
             <span className="layer-name">L{i}</span>
-            <span className="bar-track" style={{ width: `${(100 * l.bytes_full) / max}%` }}>
-              <span className="bar-kept" style={{ width: `${(100 * l.bytes_kept) / Math.max(1, l.bytes_full)}%` }} />
+            <span className="bar-track" style={{ width: `${(100 * l.bytesFull) / max}%` }}>
+              <span className="bar-kept" style={{ width: `${(100 * l.bytesKept) / Math.max(1, l.bytesFull)}%` }} />
             </span>
             <span className="layer-bytes small">
-              {formatBytes(l.bytes_kept)} / {formatBytes(l.bytes_full)}
+              {formatBytes(l.bytesKept)} / {formatBytes(l.bytesFull)}
             </span>
           </li>
         ))}
@@ -118,25 +119,25 @@ function HeadDetail({ stats, cell }: { stats: CompressionStats; cell: { row: num
         <dt>Share of the layer’s budget</dt>
         <dd>{formatPercent(layerKept > 0 ? head.kept / layerKept : 0, 1)}</dd>
         <dt>Attention retained</dt>
-        <dd>{formatPercent(head.retained_mass, 1)}</dd>
+        <dd>{formatPercent(head.retainedMass, 1)}</dd>
         <dt>Concentration</dt>
         <dd title="Share of the document's tokens that hold 90% of this head's attention">{formatPercent(head.concentration, 1)} of tokens hold 90%</dd>
         <dt>Layer budget</dt>
         <dd>{formatCount(layer.budget)} per head</dd>
         <dt>Layer bound ε/C</dt>
-        <dd title="2·(heads − Σ retained mass): lower is better">{layer.eps_over_c.toFixed(3)}</dd>
+        <dd title="2·(heads − Σ retained mass): lower is better">{layer.epsOverC.toFixed(3)}</dd>
         <dt>Layer memory</dt>
         <dd>
-          {formatBytes(layer.bytes_kept)} of {formatBytes(layer.bytes_full)}
+          {formatBytes(layer.bytesKept)} of {formatBytes(layer.bytesFull)}
         </dd>
-        {layer.attn_l1 !== null && (
+        {layer.attnL1 !== null && (
           <>
             <dt>Attention L1 loss</dt>
-            <dd>{layer.attn_l1.toFixed(4)}</dd>
+            <dd>{layer.attnL1.toFixed(4)}</dd>
           </>
         )}
         <dt>Layer time</dt>
-        <dd className="small">{formatDuration(layer.ms_score + layer.ms_select + layer.ms_compact)} (score, select, compact)</dd>
+        <dd className="small">{formatDuration(layer.msScore + layer.msSelect + layer.msCompact)} (score, select, compact)</dd>
       </dl>
     </section>
   );
@@ -161,7 +162,7 @@ function CompareSection({ documentId, budget }: { documentId: string; budget: nu
         </button>
       </div>
       <p className="muted small">
-        Compresses this document twice at the same budget{budget !== undefined ? ` (${budget <= 1 ? formatPercent(budget) : `${budget} tokens`})` : ''}: every head the same share, and
+        Compresses this document twice at the same budget{budget !== undefined ? ` (${budgetInline(budget)})` : ''}: every head the same share, and
         Ada’s share by need. Nothing is saved.
       </p>
       {comparing && task && <TaskProgress task={task} title="Comparing uniform and Ada" />}
@@ -198,15 +199,15 @@ function CompareSection({ documentId, budget }: { documentId: string; budget: nu
             <tbody>
               {comparison.ada.layers.map((l, i) => {
                 const u = comparison.uniform.layers[i];
-                const mu = mean(u?.heads.map((h) => h.retained_mass) ?? []);
-                const ma = mean(l.heads.map((h) => h.retained_mass));
+                const mu = mean(u?.heads.map((h) => h.retainedMass) ?? []);
+                const ma = mean(l.heads.map((h) => h.retainedMass));
                 return (
                   <tr key={i}>
                     <th scope="row">L{i}</th>
                     <td>{formatPercent(mu, 1)}</td>
                     <td className={ma > mu + 1e-9 ? 'better' : ''}>{formatPercent(ma, 1)}</td>
-                    <td>{u ? u.eps_over_c.toFixed(3) : '–'}</td>
-                    <td className={u && l.eps_over_c < u.eps_over_c - 1e-9 ? 'better' : ''}>{l.eps_over_c.toFixed(3)}</td>
+                    <td>{u ? u.epsOverC.toFixed(3) : '–'}</td>
+                    <td className={u && l.epsOverC < u.epsOverC - 1e-9 ? 'better' : ''}>{l.epsOverC.toFixed(3)}</td>
                   </tr>
                 );
               })}

@@ -5,12 +5,15 @@ import { useEffect, useRef, type KeyboardEvent } from 'react';
 import { loadDetail, recompressDocument, useDocuments } from '../stores/documents.ts';
 import { documentTask, useTasks } from '../stores/tasks.ts';
 import { setTab, useUi, type Tab } from '../stores/ui.ts';
+import { budgetLabel } from '../lib/budget-label.ts';
 import { formatBytes, formatPercent, saving } from '../lib/format.ts';
+import { methodLabel } from '../lib/method-label.ts';
+import { useImportPicker } from '../lib/use-import-picker.tsx';
 import { ChatPane } from './ChatPane.tsx';
 import { DocumentPane } from './DocumentPane.tsx';
 import { InspectorPane } from './InspectorPane.tsx';
 import { TaskProgress } from './Progress.tsx';
-import { StatusBadge, budgetLabel, methodLabel, useImportPicker } from './Sidebar.tsx';
+import { StatusBadge } from './StatusBadge.tsx';
 
 const TABS: { id: Tab; label: string }[] = [
   { id: 'chat', label: 'Chat' },

@@ -8,16 +8,7 @@ import { api, hasApi } from '../api/client.ts';
 import { updateSettings, useSettings } from '../stores/settings.ts';
 import { ApiAccess } from './ApiAccess.tsx';
 import { Segmented } from './Segmented.tsx';
-import { methodLabel } from './Sidebar.tsx';
-
-const METHODS: { value: CompressionMethod; hint: string }[] = [
-  { value: 'ada-snapkv', hint: 'Recommended: each layer’s budget shared among its heads by need.' },
-  { value: 'ada-pyramidkv', hint: 'Ada’s sharing with more budget for early layers.' },
-  { value: 'snapkv', hint: 'Every head keeps the same number of tokens.' },
-  { value: 'pyramidkv', hint: 'Uniform heads, more budget for early layers.' },
-  { value: 'streaming', hint: 'Keeps the first tokens and the most recent ones only.' },
-  { value: 'full', hint: 'No compression: the whole cache (most memory).' },
-];
+import { METHOD_CHOICES } from '../lib/method-label.ts';
 
 /** The draft of the form: numbers as the user types them. */
 interface Draft {
@@ -222,11 +213,11 @@ export function SettingsPage() {
       </section>
       <section className="card" aria-labelledby="compression-heading">
         <h3 id="compression-heading">Compression</h3>
-        <Field id="set-method" label="Method" hint={METHODS.find((m) => m.value === draft.method)?.hint}>
+        <Field id="set-method" label="Method" hint={METHOD_CHOICES.find((m) => m.value === draft.method)?.hint}>
           <select id="set-method" value={draft.method} onChange={(e) => set('method', e.target.value as CompressionMethod)} aria-describedby="set-method-msg">
-            {METHODS.map((m) => (
+            {METHOD_CHOICES.map((m) => (
               <option key={m.value} value={m.value}>
-                {methodLabel(m.value)}
+                {m.label}
               </option>
             ))}
           </select>

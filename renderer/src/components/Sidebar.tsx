@@ -1,66 +1,21 @@
 // The left sidebar: the library (documents with their status, size and memory saved; import; delete), the
 // chats of the selected document, the tasks that are running, and the engine's status.
-import { useEffect, useRef } from 'react';
+import { useEffect } from 'react';
 import { useShallow } from 'zustand/react/shallow';
 
-import type { DocumentSummary } from '../../../electron/api/contract.ts';
-import { api } from '../api/client.ts';
 import { createChat, deleteChat, EMPTY, loadChats, useChats } from '../stores/chats.ts';
-import { ACCEPTED_EXTENSIONS, deleteDocument, importFiles, openImportDialog, useDocuments } from '../stores/documents.ts';
+import { deleteDocument, useDocuments } from '../stores/documents.ts';
 import { useEngine } from '../stores/engine.ts';
 import { useModels } from '../stores/models.ts';
 import { useSettings } from '../stores/settings.ts';
 import { documentTask, runningTasks, useTasks } from '../stores/tasks.ts';
 import { askConfirm, go, selectChat, selectDocument, setHelp, useUi } from '../stores/ui.ts';
+import { budgetShortLabel } from '../lib/budget-label.ts';
 import { formatCount, formatPercent, saving } from '../lib/format.ts';
+import { methodLabel } from '../lib/method-label.ts';
+import { useImportPicker } from '../lib/use-import-picker.tsx';
 import { TaskProgress } from './Progress.tsx';
-
-export function methodLabel(method: string): string {
-  return { full: 'Full cache', streaming: 'StreamingLLM', snapkv: 'SnapKV', pyramidkv: 'PyramidKV', 'ada-snapkv': 'Ada-SnapKV', 'ada-pyramidkv': 'Ada-PyramidKV' }[method] ?? method;
-}
-
-export function budgetLabel(budget: number): string {
-  return budget <= 1 ? `${formatPercent(budget)} budget` : `${formatCount(budget)} tokens/head`;
-}
-
-export const STATUS_TEXT: Record<DocumentSummary['status'], string> = {
-  importing: 'Reading the file',
-  compressing: 'Compressing',
-  ready: 'Ready',
-  stale: 'Stale',
-  failed: 'Failed',
-};
-
-export function StatusBadge({ status }: { status: DocumentSummary['status'] }) {
-  return <span className={`badge status-${status}`}>{STATUS_TEXT[status]}</span>;
-}
-
-/** Opens the platform's file picker: the desktop shell's own dialog, or the page's file input. */
-export function useImportPicker(): { open: () => void; input: React.ReactNode } {
-  const ref = useRef<HTMLInputElement>(null);
-  const open = () => {
-    if (api().shell) void openImportDialog();
-    else ref.current?.click();
-  };
-  const input = (
-    <input
-      ref={ref}
-      type="file"
-      multiple
-      accept={ACCEPTED_EXTENSIONS.join(',')}
-      className="sr-only"
-      tabIndex={-1}
-      aria-hidden="true"
-      data-testid="import-input"
-      onChange={(e) => {
-        const files = [...(e.currentTarget.files ?? [])];
-        e.currentTarget.value = '';
-        if (files.length) void importFiles(files);
-      }}
-    />
-  );
-  return { open, input };
-}
+import { StatusBadge } from './StatusBadge.tsx';
 
 function DocumentRow({ id, selected }: { id: string; selected: boolean }) {
   const d = useDocuments((s) => s.byId[id]);
@@ -89,7 +44,7 @@ function DocumentRow({ id, selected }: { id: string; selected: boolean }) {
             <span>
               {' '}
               {methodLabel(d.compression.method)}
-              {d.compression.method !== 'full' && ` · ${d.compression.budget <= 1 ? formatPercent(d.compression.budget) : `${formatCount(d.compression.budget)}/head`}`}
+              {d.compression.method !== 'full' && ` · ${budgetShortLabel(d.compression.budget)}`}
             </span>
           )}
         </span>

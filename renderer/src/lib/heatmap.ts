@@ -25,7 +25,7 @@ export function metricGrid(stats: CompressionStats, metric: Metric): Grid {
   const values = new Float64Array(rows * cols).fill(NaN);
   stats.layers.forEach((layer, r) =>
     layer.heads.forEach((h, c) => {
-      values[r * cols + c] = metric === 'budget' ? h.kept : metric === 'mass' ? h.retained_mass : h.concentration;
+      values[r * cols + c] = metric === 'budget' ? h.kept : metric === 'mass' ? h.retainedMass : h.concentration;
     }),
   );
   return { rows, cols, values };

@@ -38,13 +38,13 @@ export const doc = (over: Partial<DocumentSummary> = {}): DocumentSummary => ({
 /** Statistics of a small model: `kept[layer][head]` tokens kept. */
 export function stats(kept: number[][] = [[183, 108, 76, 85], [102, 133, 121, 96], [61, 73, 132, 186]]): CompressionStats {
   return {
-    method: 'ada-snapkv', prefix_tokens: 375, window: 32, kernel: 7, alpha: 0.2, kv_type: 'f16', compressed: true, reason: null,
-    budget: 113, budget_selectable: 81, budget_clamped: false, kv_bytes_full: 240_000, kv_bytes_kept: 72_000, ms_prefill: 30, ms_compress: 3,
+    method: 'ada-snapkv', prefixTokens: 375, window: 32, kernel: 7, alpha: 0.2, kvType: 'f16', compressed: true, reason: null,
+    budget: 113, budgetSelectable: 81, budgetClamped: false, kvBytesFull: 240_000, kvBytesKept: 72_000, msPrefill: 30, msCompress: 3,
     layers: kept.map((heads, l) => ({
-      budget: 113, bytes_full: 48_000, bytes_kept: 14_400, eps_over_c: 0.1 * (l + 1), attn_l1: null, ms_score: 0.5, ms_select: 0.04, ms_compact: 0.05,
-      heads: heads.map((k, h) => ({ kept: k, retained_mass: 0.9 + 0.02 * h - 0.01 * l, concentration: 0.05 + 0.05 * h + 0.02 * l })),
+      budget: 113, bytesFull: 48_000, bytesKept: 14_400, epsOverC: 0.1 * (l + 1), attnL1: null, msScore: 0.5, msSelect: 0.04, msCompact: 0.05,
+      heads: heads.map((k, h) => ({ kept: k, retainedMass: 0.9 + 0.02 * h - 0.01 * l, concentration: 0.05 + 0.05 * h + 0.02 * l })),
     })),
-    token_retention: [],
+    tokenRetention: [],
   };
 }
 

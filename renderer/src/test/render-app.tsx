@@ -2,7 +2,7 @@
 import { render, screen } from '@testing-library/react';
 
 import type { WsApi } from '../../../electron/api/ws-client.ts';
-import { startApp } from '../api/wire.ts';
+import { startApp } from '../wire.ts';
 import { App } from '../components/App.tsx';
 import type { FakeApi } from './fake-api.ts';
 

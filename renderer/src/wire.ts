@@ -1,16 +1,16 @@
 // Connects the stores to the API: every event the core pushes goes to its store, and the first data is
 // loaded. In a browser a lost connection is shown, and everything is loaded again when it comes back
 // (events missed meanwhile are not replayed).
-import type { WsApi } from '../../../electron/api/ws-client.ts';
-import { onDocumentOpened, runMenuAction } from '../stores/actions.ts';
-import { onChatMessage, onChatToken, refreshChat, useChats, loadChats } from '../stores/chats.ts';
-import { loadDocuments, loadDetail, removeDocument, upsertDocument, useDocuments } from '../stores/documents.ts';
-import { setConnected, setEngineStatus } from '../stores/engine.ts';
-import { loadModels, setModels } from '../stores/models.ts';
-import { loadSettings, setSettings } from '../stores/settings.ts';
-import { onTaskDone, onTaskProgress } from '../stores/tasks.ts';
-import { useUi } from '../stores/ui.ts';
-import { api, errorMessage, setApi, type FolioBridge } from './client.ts';
+import type { WsApi } from '../../electron/api/ws-client.ts';
+import { api, errorMessage, setApi, type FolioBridge } from './api/client.ts';
+import { onDocumentOpened, runMenuAction } from './stores/actions.ts';
+import { onChatMessage, onChatToken, refreshChat, useChats, loadChats } from './stores/chats.ts';
+import { loadDocuments, loadDetail, removeDocument, upsertDocument, useDocuments } from './stores/documents.ts';
+import { setConnected, setEngineStatus } from './stores/engine.ts';
+import { loadModels, setModels } from './stores/models.ts';
+import { loadSettings, setSettings } from './stores/settings.ts';
+import { onTaskDone, onTaskProgress } from './stores/tasks.ts';
+import { useUi } from './stores/ui.ts';
 
 export async function loadAll(): Promise<void> {
   const a = api();

@@ -1,0 +1,227 @@
+// The one chat driver: a conversation over a compressed document, held in a fork of the document's session.
+// The chats (ChatsService), the OpenAI endpoint over a document (OpenAiService) and `folio chat` all drive
+// their turns through it, over the engine methods of EngineManager. What it does, turn by turn:
+//   fork     a copy of the document's pristine cache (no prefill of the document);
+//   ask      plan the question's text with the chat format (chat-format.ts Conversation), check that it and
+//            room for an answer fit the context, go back to where the last answer began when the template
+//            renders that answer differently, append (tokenize + prefill);
+//   answer   generate, streaming, with stop sequences; the cache then holds the answer for the next turn;
+//   replay   re-append a stored conversation (a rebuilt chat, an OpenAI request's history);
+//   reset    back to the document alone, in a new fork;
+//   status   where the cache stands.
+import { ApiError } from '../api/contract.ts';
+import type { Conversation, Message } from './chat-format.ts';
+import type { EngineManager, GenerateOptions, LoadedModel } from './engine-manager.ts';
+import { tokenizeFormatted, type ChatFormat } from './prefix.ts';
+
+/** The engine methods a conversation needs (EngineManager's). */
+export type ConversationEngine = Pick<EngineManager, 'tokenize' | 'fork' | 'prefill' | 'truncate' | 'generate' | 'disposeSession'>;
+
+/** A question (or a replayed answer) and room for an answer do not fit in what is left of the context. */
+export class ContextFullError extends ApiError {
+  constructor(
+    /** Tokens of the text that did not fit. */
+    readonly promptTokens: number,
+    /** Context tokens free where it would have gone. */
+    readonly free: number,
+    readonly nCtx: number,
+  ) {
+    super('CONTEXT_FULL', `the conversation has filled the model's context (${nCtx} tokens): start a new chat over this document`,
+      { promptTokens, free, nCtx });
+  }
+}
+
+/** Sampling of one answer; `maxTokens` is capped by what is left of the context. */
+export interface AnswerOptions extends Omit<GenerateOptions, 'n' | 'stopAtEog'> {
+  maxTokens: number;
+  /** Generation stops once one of these appears; the answer is cut before it. */
+  stops?: readonly string[];
+  signal?: AbortSignal;
+  /** The answer's text as it grows (held back while it could be the start of a stop sequence). */
+  onText?: (delta: string) => void;
+}
+
+export interface Answer {
+  /** The answer to show: what was generated, cut before a stop sequence. */
+  text: string;
+  /** Tokens generated. */
+  tokens: number;
+  /** 'stop': a stop sequence appeared; 'context': the context is full; 'cancelled': the signal. */
+  stopReason: 'length' | 'eog' | 'cancelled' | 'context' | 'stop';
+  tokensPerSecond: number;
+  /** Tokens the answer added to the cache. */
+  cacheTokens: number;
+}
+
+/** Where a conversation's cache stands. */
+export interface ConversationStatus {
+  /** Tokens in the cache (positions: compression keeps them even where it dropped entries). */
+  position: number;
+  nCtx: number;
+  /** Context tokens left for questions and answers. */
+  free: number;
+  /** Questions asked since the document (or the last reset). */
+  turns: number;
+}
+
+export class ConversationSession {
+  /** Cache position where the last answer begins, -1 when there is none (the conversation's answerStart). */
+  private answerStart = -1;
+
+  private constructor(
+    private readonly engine: ConversationEngine,
+    private readonly model: LoadedModel,
+    private readonly format: ChatFormat,
+    /** The document's pristine session, forked again by reset(). */
+    private readonly documentSession: string,
+    /** The text side: what the cache holds, what each turn appends. */
+    readonly conversation: Conversation,
+    private session: { sessionId: string; nPast: number; nCtx: number },
+  ) {}
+
+  /** A conversation in a new fork of the document's session, whose prefix `conversation` renders. */
+  static async fork(engine: ConversationEngine, model: LoadedModel, format: ChatFormat, conversation: Conversation, documentSession: string): Promise<ConversationSession> {
+    const h = await engine.fork(documentSession);
+    return new ConversationSession(engine, model, format, documentSession, conversation, { sessionId: h.sessionId, nPast: h.nPast, nCtx: h.nCtx });
+  }
+
+  get sessionId(): string {
+    return this.session.sessionId;
+  }
+
+  status(): ConversationStatus {
+    const { nPast, nCtx } = this.session;
+    return { position: nPast, nCtx, free: nCtx - nPast, turns: this.conversation.turns };
+  }
+
+  private tokenize(text: string, signal?: AbortSignal) {
+    return tokenizeFormatted((t, o) => this.engine.tokenize(this.model, t, { ...o, signal }), this.format, text, false);
+  }
+
+  private async append(tokens: Int32Array, signal?: AbortSignal): Promise<void> {
+    if (tokens.length === 0) return;
+    const r = await this.engine.prefill(this.session.sessionId, tokens, { signal });
+    this.session.nPast = r.nPast;
+  }
+
+  /**
+   * Appends a question and the answer's header. Refused with ContextFullError, before anything changes, when
+   * it and `answerRoom` tokens for the answer do not fit; ChatFormatError when the template cannot continue
+   * the cache. Returns the tokens the question's text took.
+   */
+  async ask(question: string, o: { answerRoom?: number; signal?: AbortSignal } = {}): Promise<{ promptTokens: number }> {
+    const plan = this.conversation.plan(question);
+    const { tokens } = await this.tokenize(plan.text, o.signal);
+    // The template renders the last answer differently from how it was generated (it trims it, say): the
+    // cache goes back to where that answer began and the plan re-sends it as rendered.
+    const from = plan.dropLastAnswer ? this.answerStart : this.session.nPast;
+    if (from + tokens.length + (o.answerRoom ?? 1) > this.session.nCtx) throw new ContextFullError(tokens.length, this.session.nCtx - from, this.session.nCtx);
+    if (plan.dropLastAnswer) {
+      await this.engine.truncate(this.session.sessionId, from);
+      this.session.nPast = from;
+    }
+    this.answerStart = -1;
+    await this.append(tokens, o.signal);
+    this.conversation.accept(plan);
+    return { promptTokens: tokens.length };
+  }
+
+  /** Appends an answer given as text (a stored one, an OpenAI request's history), as if it had been generated. */
+  async appendAnswer(text: string, o: { signal?: AbortSignal } = {}): Promise<void> {
+    const { tokens } = await this.tokenize(text, o.signal);
+    const start = this.session.nPast;
+    if (start + tokens.length > this.session.nCtx) throw new ContextFullError(tokens.length, this.session.nCtx - start, this.session.nCtx);
+    await this.append(tokens, o.signal);
+    this.conversation.answered(text);
+    this.answerStart = start;
+  }
+
+  /** Re-appends a conversation: questions and answers in order (system messages are the prefix's). */
+  async replay(messages: readonly Message[], o: { answerRoom?: number; signal?: AbortSignal } = {}): Promise<void> {
+    for (const m of messages) {
+      if (m.role === 'user') await this.ask(m.content, o);
+      else if (m.role === 'assistant' && m.content) await this.appendAnswer(m.content, o);
+    }
+  }
+
+  /** Generates the answer to the question asked last; the cache then holds it, for the next turn. */
+  async answer(o: AnswerOptions): Promise<Answer> {
+    const start = this.session.nPast;
+    const a = await generateAnswer(this.engine, this.session.sessionId, { ...o, maxTokens: Math.min(o.maxTokens, this.session.nCtx - start) });
+    this.session.nPast = a.nPast;
+    // The conversation holds what the cache holds: the tokens fed back, not the one generation stopped at
+    // (an end-of-generation token, or the one sampled when the context filled).
+    this.conversation.answered(a.pieces.slice(0, a.nPast - start).join(''));
+    this.answerStart = start;
+    return { text: a.text, tokens: a.tokens, stopReason: a.stopReason, tokensPerSecond: a.tokensPerSecond, cacheTokens: a.nPast - start };
+  }
+
+  /** Back to the document alone, in a new fork (the document is not read again). */
+  async reset(): Promise<void> {
+    const h = await this.engine.fork(this.documentSession);
+    await this.engine.disposeSession(this.session.sessionId);
+    this.session = { sessionId: h.sessionId, nPast: h.nPast, nCtx: h.nCtx };
+    this.conversation.reset();
+    this.answerStart = -1;
+  }
+
+  async dispose(): Promise<void> {
+    await this.engine.disposeSession(this.session.sessionId);
+  }
+}
+
+/** One generation, streamed, with stop sequences (also for a session that holds a whole prompt, without a document). */
+export async function generateAnswer(engine: Pick<ConversationEngine, 'generate'>, sessionId: string, o: AnswerOptions): Promise<{
+  text: string;
+  /** The text of each token generated, as streamed (a stop sequence's tokens included). */
+  pieces: string[];
+  tokens: number;
+  stopReason: Answer['stopReason'];
+  tokensPerSecond: number;
+  nPast: number;
+}> {
+  const { maxTokens, stops = [], signal, onText, ...sampling } = o;
+  // The engine's generation stops on this signal: the caller's, or a stop sequence.
+  const stopper = new AbortController();
+  const abort = () => stopper.abort();
+  if (signal?.aborted) stopper.abort();
+  signal?.addEventListener('abort', abort);
+  const pieces: string[] = [];
+  let text = '', sent = 0, stopped = false;
+  const hold = Math.max(0, ...stops.map((x) => x.length - 1));
+  const flush = (upTo: number) => {
+    if (upTo > sent) onText?.(text.slice(sent, upTo));
+    sent = Math.max(sent, upTo);
+  };
+  try {
+    const r = await engine.generate(sessionId, { ...sampling, n: Math.max(0, maxTokens), stopAtEog: true }, {
+      signal: stopper.signal,
+      onToken: (t) => {
+        pieces.push(t.text);
+        if (stopped) return;
+        text += t.text;
+        const hit = stops.map((x) => text.indexOf(x)).filter((i) => i >= 0).sort((a, b) => a - b)[0];
+        if (hit !== undefined) {
+          stopped = true;
+          text = text.slice(0, hit);
+          flush(hit);
+          stopper.abort();
+          return;
+        }
+        // Hold back what could be the start of a stop sequence.
+        flush(text.length - hold);
+      },
+    });
+    if (!signal?.aborted) flush(text.length);
+    return {
+      text: stopped ? text : r.text,
+      pieces,
+      tokens: r.tokens.length,
+      stopReason: stopped ? 'stop' : r.stopReason,
+      tokensPerSecond: r.tokensPerSecond,
+      nPast: r.nPast,
+    };
+  } finally {
+    signal?.removeEventListener('abort', abort);
+  }
+}

@@ -1,0 +1,56 @@
+// Compression budgets. A budget is one number, read one way everywhere: a kept ratio r in (0, 1], or
+// whole tokens per KV head when > 1 (the observation window included). The engine decodes and resolves
+// it (native/src/kv/method.cc: set_budget, resolve_budget; compress() returns the result in its
+// statistics). The memory estimate runs before any model is loaded, without the engine, so it resolves
+// with the copy below; test/kv-schema.test.ts compares the two over a grid of prefixes, windows and budgets.
+import { z } from 'zod';
+
+import { methodRow, type CompressionMethod } from './methods.ts';
+
+/** A budget: a kept ratio (<= 1) or whole tokens per head (> 1). */
+export const BudgetValue = z
+  .number()
+  .positive()
+  .max(1 << 24)
+  .refine((b) => b <= 1 || Number.isInteger(b), 'a budget above 1 is tokens per head and must be whole');
+
+/** The engine's default observation window and pyramid steepness. */
+export const DEFAULT_WINDOW = 32;
+export const DEFAULT_BETA = 20;
+
+export type BudgetKind = { ratio: number } | { tokensPerHead: number };
+
+/** What a budget number means. */
+export function budgetKind(budget: number): BudgetKind {
+  return budget <= 1 ? { ratio: budget } : { tokensPerHead: budget };
+}
+
+/** The per-head budget of an L-token prefix, as the engine's resolve_budget has it. */
+export interface ResolvedBudget {
+  /** False: everything is kept, for `reason`. */
+  compress: boolean;
+  reason: '' | 'full' | 'prefix within the window' | 'budget covers the prefix';
+  /** Per-head budget, window included (L when nothing is compressed). */
+  B: number;
+  /** Its selectable part B − w (0 when nothing is compressed). */
+  b: number;
+  /** A ratio gave B <= w and was raised to w + 1. */
+  clamped: boolean;
+}
+
+export function resolveBudget(c: { method: CompressionMethod; budget: number; window?: number }, prefixTokens: number): ResolvedBudget {
+  const L = Math.max(0, Math.floor(prefixTokens));
+  const w = c.window ?? DEFAULT_WINDOW;
+  if (methodRow(c.method).selection === 'full') return { compress: false, reason: 'full', B: L, b: 0, clamped: false };
+  if (L <= w) return { compress: false, reason: 'prefix within the window', B: L, b: 0, clamped: false };
+  const kind = budgetKind(c.budget);
+  // llround: halves away from zero (Math.round takes them up, the same for positive numbers)
+  let B = 'ratio' in kind ? Math.round(kind.ratio * L) : kind.tokensPerHead;
+  let clamped = false;
+  if (B <= w) {
+    B = w + 1; // only a ratio gets here: the engine refuses tokens within the window
+    clamped = true;
+  }
+  if (B >= L) return { compress: false, reason: 'budget covers the prefix', B: L, b: 0, clamped };
+  return { compress: true, reason: '', B, b: B - w, clamped };
+}

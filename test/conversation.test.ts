@@ -1,0 +1,157 @@
+// The chat driver (electron/core/conversation.ts) on stories260K through the engine process, as the app and
+// `folio chat` drive it: forks of one compressed document do not disturb each other, a replayed conversation
+// leaves the cache as the live one did, stop sequences cut the answer where the unstopped one had the
+// sequence, a question that does not fit is refused before anything changes, and reset goes back to the
+// document. (The chat template's re-sent answer is run end to end by chat.test.ts.)
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+import { EventBus } from '../electron/api/dispatcher.ts';
+import { ContextFullError, ConversationSession, generateAnswer } from '../electron/core/conversation.ts';
+import { EngineManager, type LoadedModel } from '../electron/core/engine-manager.ts';
+import { documentPrefix, type ChatFormat, type DocumentPrefix } from '../electron/core/prefix.ts';
+import { EngineClient } from '../electron/engine/client.ts';
+import { missing, repoRoot, sharedModel } from './helpers/shared.ts';
+
+const stories = sharedModel('stories260K.gguf');
+const skip = missing(stories);
+const lily = readFileSync(join(repoRoot, 'test/docs/lily-and-the-red-kite.txt'), 'utf8');
+const greedy = { temperature: 0, seed: 1 };
+
+let client: EngineClient;
+let engine: EngineManager;
+let model: LoadedModel;
+let format: ChatFormat;
+let documentSession: string;
+let L = 0;
+
+/** A fresh conversation over the compressed document (the prefix's Conversation is per chat). */
+async function fork(): Promise<ConversationSession> {
+  const prefix: DocumentPrefix = await documentPrefix((t, o) => engine.tokenize(model, t, o), format, '', [{ page: 1, text: lily }]);
+  return ConversationSession.fork(engine, model, format, prefix.conversation, documentSession);
+}
+
+before(async () => {
+  if (skip) return;
+  client = new EngineClient();
+  engine = new EngineManager(client, new EventBus(), () => ({ nCtx: null, threads: null, kvType: 'f16' }));
+  model = await engine.ensureModel(stories, stories);
+  format = await engine.chatFormat(model);
+  const prefix = await documentPrefix((t, o) => engine.tokenize(model, t, o), format, '', [{ page: 1, text: lily }]);
+  const h = await engine.createSession(model);
+  const r = await engine.compress(h.sessionId, prefix.tokenized.tokens, { method: 'ada-snapkv', budget: 0.2, alpha: 0.2, window: 32, kernel: 7 });
+  documentSession = h.sessionId;
+  L = r.nPast;
+});
+
+after(async () => {
+  if (skip) return;
+  await client.stop();
+});
+
+test('a turn: the question after the document, the answer streamed and kept in the cache; forks are independent', { skip }, async () => {
+  const a = await fork();
+  const b = await fork();
+  assert.deepEqual(a.status(), { position: L, nCtx: 512, free: 512 - L, turns: 0 });
+  const { promptTokens } = await a.ask('What did Lily have?');
+  assert.ok(promptTokens > 3);
+  let streamed = '';
+  const answer = await a.answer({ ...greedy, maxTokens: 12, onText: (t) => (streamed += t) });
+  assert.equal(streamed, answer.text, 'what streamed is the answer');
+  assert.ok(answer.tokens >= 1 && answer.tokens <= 12);
+  assert.equal(a.status().position, L + promptTokens + answer.cacheTokens);
+  assert.equal(a.status().turns, 1);
+
+  // The other fork still holds the document alone, and answers the same question the same way.
+  assert.equal(b.status().position, L);
+  await b.ask('What did Lily have?');
+  assert.equal((await b.answer({ ...greedy, maxTokens: 12 })).text, answer.text);
+
+  // Reset: back to the document, the same answer again.
+  await a.reset();
+  assert.deepEqual(a.status(), { position: L, nCtx: 512, free: 512 - L, turns: 0 });
+  await a.ask('What did Lily have?');
+  assert.equal((await a.answer({ ...greedy, maxTokens: 12 })).text, answer.text);
+  await a.dispose();
+  await b.dispose();
+});
+
+test('a replayed conversation leaves the cache where the live one did', { skip }, async () => {
+  const live = await fork();
+  await live.ask('What did Lily have?');
+  const first = await live.answer({ ...greedy, maxTokens: 10 });
+  await live.ask('Who helped her?');
+  const liveText = live.conversation.text, livePosition = live.status().position;
+
+  const replayed = await fork();
+  await replayed.replay([
+    { role: 'user', content: 'What did Lily have?' },
+    { role: 'assistant', content: first.text },
+    { role: 'user', content: 'Who helped her?' },
+  ]);
+  assert.equal(replayed.conversation.text, liveText, 'the cache holds the same text');
+  assert.equal(replayed.status().turns, 2);
+  // The answer is tokenized again from its text, which may split at another place than generation did.
+  assert.ok(Math.abs(replayed.status().position - livePosition) <= 2, `${replayed.status().position} vs ${livePosition}`);
+  await live.dispose();
+  await replayed.dispose();
+});
+
+test('stop sequences: the answer is cut before the first one, and nothing after it is streamed', { skip }, async () => {
+  const free = await fork();
+  await free.ask('Where did Lily go?');
+  const whole = await free.answer({ ...greedy, maxTokens: 24 });
+  assert.ok(whole.text.length > 8, whole.text);
+  const stop = whole.text.slice(4, 7);
+  const cut = whole.text.slice(0, whole.text.indexOf(stop));
+
+  const stopped = await fork();
+  await stopped.ask('Where did Lily go?');
+  let streamed = '';
+  const r = await stopped.answer({ ...greedy, maxTokens: 24, stops: ['never appears', stop], onText: (t) => (streamed += t) });
+  assert.equal(r.stopReason, 'stop');
+  assert.equal(r.text, cut);
+  assert.equal(streamed, cut, 'the held-back start of the stop sequence was never sent');
+  // Generation stops once the engine gets the cancellation, a token or a few later (the text is cut exactly).
+  assert.ok(r.tokens <= whole.tokens);
+  await free.dispose();
+  await stopped.dispose();
+});
+
+test('a question that does not fit is refused before anything changes; an answer stops at the end of the context', { skip }, async () => {
+  const c = await fork();
+  const long = 'Lily ran to the park with her red kite. '.repeat(40);
+  await assert.rejects(c.ask(long), (e: unknown) => {
+    assert.ok(e instanceof ContextFullError);
+    assert.equal(e.code, 'CONTEXT_FULL');
+    assert.equal(e.free, 512 - L);
+    assert.ok(e.promptTokens + 1 > e.free);
+    return true;
+  });
+  assert.deepEqual(c.status(), { position: L, nCtx: 512, free: 512 - L, turns: 0 });
+  await c.ask('What did Lily have?');
+  const before = c.status().free;
+  // More tokens than the context has room for: the answer gets what is left, and the cache ends full.
+  const r = await c.answer({ temperature: 0.8, seed: 3, maxTokens: 10_000 });
+  assert.ok(r.stopReason === 'length' || r.stopReason === 'eog', r.stopReason);
+  if (r.stopReason === 'length') {
+    assert.equal(r.tokens, before);
+    assert.equal(c.status().free, 0);
+  }
+  await assert.rejects(c.ask('Who helped her?'), ContextFullError);
+  await c.dispose();
+});
+
+test('generateAnswer alone: a session that holds a whole prompt, no document', { skip }, async () => {
+  const h = await engine.createSession(model);
+  const t = await engine.tokenize(model, 'Once upon a time', { addSpecial: true, parseSpecial: false });
+  await engine.prefill(h.sessionId, t.tokens);
+  const r = await generateAnswer(engine, h.sessionId, { ...greedy, maxTokens: 6 });
+  assert.equal(r.tokens, 6);
+  assert.equal(r.stopReason, 'length');
+  assert.equal(r.pieces.join(''), r.text);
+  assert.equal(r.nPast, t.tokens.length + 6);
+  await engine.disposeSession(h.sessionId);
+});
