@@ -1,7 +1,7 @@
-// Compression methods and budgets (ADAKV.md). A method combines a scorer, a layer schedule and a head
-// allocator: snapkv = snapkv + flat + uniform, pyramidkv = snapkv + pyramid + uniform, ada-snapkv =
-// snapkv + flat + ada, ada-pyramidkv = snapkv + pyramid + ada; full and streaming select no tokens by
-// score.
+// Compression methods and budgets (ADAKV.md). A method is a selection (full, streaming, or scored by the
+// SnapKV window scorer, the only scorer), and for scored selection a layer schedule and a head allocator:
+// snapkv = flat + uniform, pyramidkv = pyramid + uniform, ada-snapkv = flat + ada, ada-pyramidkv =
+// pyramid + ada; full and streaming select no tokens by score.
 #pragma once
 #include <cstdint>
 #include <string>
