@@ -1,6 +1,6 @@
-// The GPU backend's operations against the CPU engine (native/tests/backend-ops.cc): every op of
-// libfolio-cuda on random inputs, by NMSE or exactly. Skipped, saying why, where no GPU is usable (the
-// executable prints "backend-ops: SKIP: <reason>") or where the executable is not built.
+// Every operation of the backend interface (native/tests/backend-ops.cc) on random inputs, by NMSE or
+// exactly, against slow references: the CPU backend always, the GPU backend (libfolio-cuda) through the
+// same interface where one is usable. Skipped where the executable is not built.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';

@@ -9,6 +9,7 @@
 
 #include "backend/cpu-ops.h"
 #include "kv/flat-cache.h"
+#include "model/hparams.h"
 
 using namespace folio;
 
@@ -54,8 +55,8 @@ int main(int argc, char** argv) {
       for (int32_t t = 0; t < m; t++) pos[size_t(t)] = 1000 + t;
       cache.append(0, k.data(), v.data(), pos.data(), m);
       std::vector<float> fast(size_t(m) * size_t(hp.n_head) * size_t(hp.head_dim_v)), ref(fast.size());
-      cpu::attention(pool, scratch, q.data(), cache, 0, m, fast.data(), hp);
-      cpu::attention_reference(pool, scratch, q.data(), cache, 0, m, ref.data(), hp);
+      cpu::attention(pool, scratch, q.data(), cache, 0, m, hp.n_head, fast.data());
+      cpu::attention_reference(pool, scratch, q.data(), cache, 0, m, hp.n_head, ref.data());
       double max_err = 0;
       for (size_t i = 0; i < fast.size(); i++) max_err = std::max(max_err, double(std::fabs(fast[i] - ref[i])));
       cases++;

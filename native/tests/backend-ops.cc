@@ -1,12 +1,14 @@
-// Every operation of the GPU backend (backend/gpu-abi.h) on random inputs, awkward sizes included, against
-// the CPU engine's implementation, in the manner of llama.cpp's test-backend-ops.
-//   backend-ops [--seed S] [--op NAME[,NAME...]]
-// NAME: matmul get_rows rms_norm rope swiglu add add_bias kv (kv_append and kv_gather) attention
-// window_scores topk_per_head top_tokens.
+// Every operation of the backend interface (backend/backend.h) on random inputs, awkward sizes included,
+// against slow references, in the manner of llama.cpp's test-backend-ops. The CPU backend and the GPU
+// backend (the C table of backend/gpu-abi.h, where one is usable) go through the same interface and the
+// same cases.
+//   backend-ops [--seed S] [--op NAME[,NAME...]] [--backend cpu|gpu]
+// NAME: matmul get_rows rms_norm rope swiglu add add_bias kv (append and compaction through a KV store)
+// attention window_scores topk_per_head top_tokens. Without --backend: the CPU, then the GPU if usable.
 //
-// Without a usable GPU backend it prints "backend-ops: SKIP: <the loader's reason>" and exits 0. Otherwise
-// one line per case and a summary; exit status 1 if any case failed:
-//   op  case  nmse=…  tol=…  OK|FAIL            float results, NMSE = Σ(gpu − ref)² / Σ ref²
+// With --backend gpu and no usable GPU it prints "backend-ops: SKIP: <the loader's reason>" and exits 0.
+// Otherwise one line per case and a summary; exit status 1 if any case failed:
+//   op  case  nmse=…  tol=…  OK|FAIL            float results, NMSE = Σ(got − ref)² / Σ ref²
 //   op  case  differ=d/n  tol=exact  OK|FAIL    copies, integers and selections: equal, element for element
 //   backend-ops: N passed, M failed
 // Test executables are built in native/build and libfolio-cuda beside folio.node (native/build/Release);
@@ -27,12 +29,16 @@
 #include <unistd.h>
 #endif
 
+#include "backend/backend.h"
+#include "backend/cpu-backend.h"
 #include "backend/cpu-ops.h"
+#include "backend/gpu-backend.h"
 #include "backend/gpu-loader.h"
 #include "core/error.h"
 #include "kv/allocator.h"
 #include "kv/flat-cache.h"
 #include "kv/scorer.h"
+#include "model/hparams.h"
 #include "quant/quant.h"
 
 using namespace folio;
@@ -40,42 +46,39 @@ using namespace folio;
 namespace {
 
 using ll = long long;  // for printf
-const folio_gpu_api* G = nullptr;
-ThreadPool* P = nullptr;  // for the CPU references and the random inputs
+backend::Backend* BE = nullptr;  // the backend under test
+ThreadPool* P = nullptr;  // for the references and the random inputs
 std::mt19937 rng;
 int g_passed = 0, g_failed = 0;
 bool g_dead = false;  // the device keeps failing (a kernel fault poisons a CUDA context): stop
 
 // ---------------------------------------------------------------------------------------------------
-// Device memory, results
+// Backend memory, results
 
-// A device allocation, freed when it goes out of scope (also when a case throws).
-struct Dev {
-  void* p = nullptr;
-  explicit Dev(size_t bytes) { gpu::check(G->alloc(std::max<size_t>(bytes, 4), &p), "alloc"); }
-  Dev(Dev&& o) noexcept : p(o.p) { o.p = nullptr; }
-  Dev(const Dev&) = delete;
-  Dev& operator=(const Dev&) = delete;
-  ~Dev() {
-    if (p) G->free(p);
-  }
-  template <class T>
-  T* as() const { return static_cast<T*>(p); }
+// An allocation of the backend under test, freed when it goes out of scope (also when a case throws).
+struct Dev : backend::Buffer {
+  explicit Dev(size_t bytes) : backend::Buffer(*BE, std::max<size_t>(bytes, 4)) {}
 };
 
 Dev up_bytes(const void* src, size_t bytes) {
   Dev d(bytes);
-  if (bytes) gpu::check(G->upload(d.p, src, bytes), "upload");
+  if (bytes) BE->upload(d.get(), src, bytes);
   return d;
 }
 template <class T>
 Dev up(const std::vector<T>& v) { return up_bytes(v.data(), v.size() * sizeof(T)); }
-void sync() { gpu::check(G->synchronize(), "synchronize"); }
+void sync() { BE->synchronize(); }
 template <class T>
 std::vector<T> down(const Dev& d, size_t count) {
   std::vector<T> v(count);
-  if (count) gpu::check(G->download(v.data(), d.p, count * sizeof(T)), "download");
+  if (count) BE->download(v.data(), d.get(), count * sizeof(T));
   return v;
+}
+// A weight in the backend's memory (d keeps it).
+Weight weight(const Dev& d, TensorType type, int64_t rows, int64_t cols, size_t ldw) {
+  Weight w;
+  w.data = d.as<const uint8_t>(), w.type = type, w.rows = rows, w.cols = cols, w.row_bytes = ldw;
+  return w;
 }
 
 // Σ(a − b)² / Σ b² (b the reference; the plain sum of squares where b is all zero); inf if a has NaN/inf.
@@ -120,14 +123,18 @@ void run_case(const char* op, const std::string& desc, F&& body) {
     body();
   } catch (const std::exception& e) {
     line(op, desc, std::string("error: ") + e.what(), "-", false);
-    if (G->synchronize() != 0 && G->synchronize() != 0) {
-      g_dead = true;
-      std::printf("backend-ops: the device keeps failing (%s); the remaining cases are not run\n", G->last_error());
+    for (int attempt = 0;; attempt++) {
+      try {
+        BE->synchronize();
+        break;
+      } catch (const std::exception& e2) {
+        if (attempt == 0) continue;
+        g_dead = true;
+        std::printf("backend-ops: the device keeps failing (%s); the remaining cases are not run\n", e2.what());
+        break;
+      }
     }
   }
-}
-void need(const void* fn, const char* op) {
-  if (!fn) fail("GPU_ERROR", strfmt("%s is missing from the operation table", op));
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -179,16 +186,6 @@ Matrix random_matrix(TensorType type, int64_t rows, int64_t cols) {
   return m;
 }
 
-Weight f32_weight(const std::vector<float>& v) {
-  Weight w;
-  w.data = reinterpret_cast<const uint8_t*>(v.data());
-  w.type = TensorType::F32;
-  w.cols = int64_t(v.size());
-  w.rows = 1;
-  w.row_bytes = v.size() * 4;
-  return w;
-}
-
 // KV entries as the cache stores them (F16: the engine's own conversion).
 std::vector<uint8_t> kv_bytes(KvType t, const std::vector<float>& f) {
   std::vector<uint8_t> b(f.size() * (t == KvType::F16 ? 2 : 4));
@@ -212,31 +209,6 @@ FlatKvCache random_cache(KvType type, int Hk, int D, int Dv, const std::vector<i
   return c;
 }
 
-// Layer 0 of a flat cache on the device with the same layout (offsets, lengths, spare room): its entries
-// copied, or (content = false) zeros, for an operation to fill.
-struct DevLayer {
-  Dev k, v, pos, offset, len;
-  folio_gpu_kv_layer d{};
-};
-Dev up_or_zero(const LargeBuffer& b, bool content) {
-  if (content) return up_bytes(b.data(), b.size());
-  Dev d(b.size());
-  gpu::check(G->zero(d.p, std::max<size_t>(b.size(), 4)), "zero");
-  return d;
-}
-DevLayer mirror(const FlatKvCache& c, bool content = true) {
-  const LayerKv& L = c.layer(0);
-  std::vector<int64_t> off;
-  std::vector<int32_t> len;
-  for (const HeadSegment& s : L.heads) off.push_back(s.offset), len.push_back(s.len);
-  DevLayer m{up_or_zero(L.k, content), up_or_zero(L.v, content), up_or_zero(L.pos, content), up(off), up(len)};
-  m.d.k = m.k.p, m.d.v = m.v.p, m.d.pos = m.pos.as<int32_t>();
-  m.d.offset = m.offset.as<const int64_t>(), m.d.len = m.len.as<int32_t>();
-  m.d.n_head_kv = c.n_head_kv(), m.d.head_dim = c.head_dim(), m.d.head_dim_v = c.head_dim_v();
-  m.d.kv_type = int32_t(c.type());
-  return m;
-}
-
 const char* tname(TensorType t) { return type_name(t); }
 
 // ---------------------------------------------------------------------------------------------------
@@ -256,12 +228,20 @@ const TensorType kWeightTypes[] = {TensorType::F32,  TensorType::F16,  TensorTyp
 // T = Σ_(t,r) Σ_c (w_rc·x_tc)² and the tolerance grows by T / Σ b² (≈ 1 for cases with many outputs).
 // For context each line also shows the CPU engine's own product against the same reference ("cpu="):
 // it quantizes activations to 8 bits (Q8_0/Q8_1/Q8_K) or F16, ~1e-5 and ~1e-7.
+// The CPU backend is held to what its activation format allows (quant::vec_dot_type): float activations
+// (F32, F16 weights) to the same 1e-6; BF16 activations, rounded to 8 mantissa bits (NMSE ~1e-6, up to
+// 6e-6 over these cases), to 3e-5; 8-bit blocks (Q8_0, Q8_1, Q8_K: ~5e-5, up to 1.4e-4 with Q6_K's) to
+// 5e-4, still far below one wrong block or scale.
 constexpr double kMatmulTol = 1e-6;
+double matmul_tol(TensorType type) {
+  if (std::string(BE->name()) != "cpu") return kMatmulTol;
+  const TensorType act = quant::vec_dot_type(type);
+  return act == TensorType::F32 || act == TensorType::F16 ? kMatmulTol : act == TensorType::BF16 ? 3e-5 : 5e-4;
+}
 
 void matmul_case(TensorType type, int64_t rows, int64_t cols, int64_t n, const Matrix* shared = nullptr) {
   const std::string desc = strfmt("%-5s %lldx%lld n=%lld", tname(type), ll(rows), ll(cols), ll(n));
   run_case("matmul", desc, [&] {
-    need((const void*)G->matmul, "matmul");
     Matrix own;
     const Matrix& m = shared ? *shared : (own = random_matrix(type, rows, cols));
     const std::vector<float> x = randn(size_t(n * cols));
@@ -284,7 +264,7 @@ void matmul_case(TensorType type, int64_t rows, int64_t cols, int64_t n, const M
       }
     });
     Dev dw = up(m.q), dx = up(x), dy(size_t(n * rows) * 4);
-    gpu::check(G->matmul(dw.p, int32_t(type), rows, cols, m.ldw, dx.as<float>(), n, dy.as<float>()), "matmul");
+    BE->matmul(weight(dw, type, rows, cols, m.ldw), dx.as<float>(), n, dy.as<float>());
     sync();
     const std::vector<float> got = down<float>(dy, want.size());
     // context: the CPU engine's product
@@ -295,7 +275,7 @@ void matmul_case(TensorType type, int64_t rows, int64_t cols, int64_t n, const M
     cpu::matmul(*P, scratch, W, x.data(), n, cpu_y.data());
     double T = 0, B = 0;
     for (size_t i = 0; i < want.size(); i++) T += terms[i], B += double(want[i]) * double(want[i]);
-    const double e = nmse(got, want), tol = kMatmulTol * std::max(1.0, B > 0 ? T / B : 1.0);
+    const double e = nmse(got, want), tol = matmul_tol(type) * std::max(1.0, B > 0 ? T / B : 1.0);
     line("matmul", desc + strfmt(" cpu=%.1e", nmse(cpu_y, want)), strfmt("nmse=%.2e", e), strfmt("%.0e", tol).c_str(),
          e <= tol);
   });
@@ -331,14 +311,13 @@ void test_get_rows() {
       const int64_t rows = s[0], cols = s[1], n = s[2];
       const std::string desc = strfmt("%-5s rows=%lld cols=%lld n=%lld", tname(type), ll(rows), ll(cols), ll(n));
       run_case("get_rows", desc, [&] {
-        need((const void*)G->get_rows, "get_rows");
         const Matrix m = random_matrix(type, rows, cols);
         std::vector<int32_t> ids(static_cast<size_t>(n));
         for (auto& id : ids) id = rand_int(0, int32_t(rows - 1));
         ids[0] = int32_t(rows - 1);  // the last row
         if (n > 2) ids[size_t(n - 1)] = ids[1], ids[2] = 0;  // a repeated id, the first row
         Dev dw = up(m.q), di = up(ids), dout(size_t(n * cols) * 4);
-        gpu::check(G->get_rows(dw.p, int32_t(type), cols, m.ldw, di.as<int32_t>(), n, dout.as<float>()), "get_rows");
+        BE->get_rows(weight(dw, type, rows, cols, m.ldw), di.as<int32_t>(), n, dout.as<float>());
         sync();
         const std::vector<float> got = down<float>(dout, size_t(n * cols));
         size_t differ = 0;
@@ -358,9 +337,10 @@ void test_get_rows() {
 // ---------------------------------------------------------------------------------------------------
 // Elementwise: rms_norm, rope, swiglu, add, add_bias
 
-// rms_norm: the CPU sums squares in double, the GPU in float; both scale once. Relative errors of a few
-// float roundings (~1e-7) give NMSE ~1e-13; 1e-10 leaves room for a tree reduction over 5000 elements.
-// swiglu: silu through expf on both sides (CUDA's expf: 2 ulp; even __expf would be ~1e-12) → NMSE ~1e-14.
+// rms_norm against a reference in double: the CPU sums squares in double, the GPU in float; both scale
+// once. Relative errors of a few float roundings (~1e-7) give NMSE ~1e-13; 1e-10 leaves room for a tree
+// reduction over 5000 elements. swiglu against silu in double: expf on either side (CUDA's expf: 2 ulp;
+// even __expf would be ~1e-12) → NMSE ~1e-14.
 constexpr double kElementwiseTol = 1e-10;
 
 void test_rms_norm() {
@@ -373,13 +353,18 @@ void test_rms_norm() {
     const std::string desc =
         strfmt("width=%lld n=%lld eps=%g%s", ll(c.width), ll(c.n), c.eps, c.in_place ? " in place" : "");
     run_case("rms_norm", desc, [&] {
-      need((const void*)G->rms_norm, "rms_norm");
       const std::vector<float> x = randn(size_t(c.n * c.width), 3.0f, 0.5f), g = randn(size_t(c.width));
       std::vector<float> want(x.size());
-      cpu::rms_norm(*P, x.data(), f32_weight(g), want.data(), c.n, c.width, c.eps);
+      for (int64_t t = 0; t < c.n; t++) {
+        const float* xr = x.data() + t * c.width;
+        double sum = 0;
+        for (int64_t i = 0; i < c.width; i++) sum += double(xr[i]) * double(xr[i]);
+        const double scale = 1.0 / std::sqrt(sum / double(c.width) + double(c.eps));
+        for (int64_t i = 0; i < c.width; i++) want[size_t(t * c.width + i)] = float(double(xr[i]) * scale * double(g[size_t(i)]));
+      }
       Dev dx = up(x), dg = up(g), dy(x.size() * 4);
       float* y = c.in_place ? dx.as<float>() : dy.as<float>();
-      gpu::check(G->rms_norm(dx.as<float>(), dg.as<float>(), y, c.n, c.width, c.eps), "rms_norm");
+      BE->rms_norm(dx.as<float>(), dg.as<float>(), y, c.n, c.width, c.eps);
       sync();
       report_nmse("rms_norm", desc, nmse(down<float>(c.in_place ? dx : dy, x.size()), want), kElementwiseTol);
     });
@@ -391,8 +376,8 @@ void test_rms_norm() {
 // products, as ggml, the i-fold rounding of base^(−2/rope_dim), the factor and the scale); a GPU's within
 // ~(2i + 20)·u·|θ| by the usual formulas (powf(base, −2i/rope_dim): the exponent's rounding amplified by
 // ln base ≤ 13, powf's ulps; or powf(base^(−2/rope_dim), i)). At position 1e5 that is up to ~1e-2 rad
-// for the fast pairs, so no fixed bound is both safe and tight: each case computes the one its angles
-// allow,   tol = Σ_pairs ((5i + 22)·u·|θ|)²·(x_a² + x_b²) / Σ x² + 1e-12,
+// for the fast pairs, so no fixed bound is both safe and tight: each backend's result is compared with a
+// rotation in double with exact angles, within the bound those angles allow,   tol = Σ_pairs ((5i + 22)·u·|θ|)²·(x_a² + x_b²) / Σ x² + 1e-12,
 // a worst case (typical NMSEs are ~100× lower). Real bugs (pair layout, exponent, factor, scale or
 // position) are off by 1e-2..1 rad on most pairs; at position 1e5 the bound is loose enough to let one
 // garbled pair through, so half the cases keep to positions ≤ 4096, where it is ~400× tighter. "cpu="
@@ -413,7 +398,6 @@ void test_rope() {
           const std::string desc = strfmt("%s h=%d hd=%d rd=%d n=%d base=%g fs=%g%s pos<=%d", neox ? "neox" : "norm",
                                           s.heads, s.head_dim, s.rope_dim, s.n, base, fs, ff ? " ff" : "", max_pos);
           run_case("rope", desc, [&] {
-            need((const void*)G->rope, "rope");
             const int64_t width = int64_t(s.heads) * s.head_dim;
             const std::vector<float> x = randn(size_t(s.n * width));
             std::vector<int32_t> pos(static_cast<size_t>(s.n));
@@ -425,11 +409,10 @@ void test_rope() {
             for (size_t i = 0; i < factors.size(); i++)
               factors[i] = 1.0f + 7.0f * float(i) / float(factors.size()) + 0.01f * float(rand_int(0, 9));
             const float* ffp = ff ? factors.data() : nullptr;
-            HParams hp;
-            hp.rope_dim = s.rope_dim, hp.rope_base = base, hp.rope_freq_scale = fs;
-            hp.rope_type = neox ? RopeType::Neox : RopeType::Norm;
-            std::vector<float> want = x;
-            cpu::rope(*P, want.data(), s.n, s.heads, s.head_dim, pos.data(), hp, ffp);
+            backend::RopeParams p;
+            p.rope_dim = s.rope_dim, p.neox = neox != 0, p.base = base, p.freq_scale = fs;
+            std::vector<float> cpu = x;  // context: the CPU kernel
+            cpu::rope(*P, cpu.data(), s.n, s.heads, s.head_dim, pos.data(), p, ffp);
             // in double with exact angles, and the bound on the NMSE the angles' float roundings allow
             std::vector<float> exact = x;
             double bound = 0, norm = 0;
@@ -450,16 +433,15 @@ void test_rope() {
               }
             const double tol = bound / norm + 1e-12;
             Dev dx = up(x), dp = up(pos), dff = up(factors);
-            const folio_gpu_rope p{s.rope_dim, neox, base, fs};
             const float* dffp = ff ? dff.as<float>() : nullptr;
-            gpu::check(G->rope(dx.as<float>(), s.n, s.heads, s.head_dim, dp.as<int32_t>(), &p, dffp), "rope");
+            BE->rope(dx.as<float>(), s.n, s.heads, s.head_dim, dp.as<int32_t>(), p, dffp);
             sync();
             const std::vector<float> got = down<float>(dx, x.size());
             size_t tail = 0;  // dims past rope_dim that changed
             for (size_t e = 0; e < x.size(); e++)
               if (int(e % size_t(s.head_dim)) >= s.rope_dim && std::memcmp(&got[e], &x[e], 4) != 0) tail++;
-            const double e = nmse(got, want);
-            const std::string info = strfmt(" cpu=%.0e", nmse(want, exact));
+            const double e = nmse(got, exact);
+            const std::string info = strfmt(" cpu=%.0e", nmse(cpu, exact));
             line("rope", desc + info + (tail ? strfmt(" tail-changed=%zu", tail) : ""),
                  strfmt("nmse=%.2e", e), strfmt("%.0e", tol).c_str(), e <= tol && tail == 0);
           });
@@ -472,15 +454,14 @@ void test_swiglu() {
       if (in_place && count < 4096) continue;
       const std::string desc = strfmt("count=%lld%s", ll(count), in_place ? " in place" : "");
       run_case("swiglu", desc, [&] {
-        need((const void*)G->swiglu, "swiglu");
         std::vector<float> g = randn(size_t(count), 3.0f);
         const std::vector<float> u = randn(size_t(count));
         if (count > 4) g[1] = 30.0f, g[2] = -30.0f, g[3] = -90.0f;  // silu's saturated ends
         std::vector<float> want(g.size());
-        cpu::swiglu(*P, g.data(), u.data(), want.data(), 1, count);
+        for (size_t i = 0; i < g.size(); i++) want[i] = float(double(g[i]) / (1.0 + std::exp(-double(g[i]))) * double(u[i]));
         Dev dg = up(g), du = up(u), dh(g.size() * 4);
         float* h = in_place ? dg.as<float>() : dh.as<float>();
-        gpu::check(G->swiglu(dg.as<float>(), du.as<float>(), h, count), "swiglu");
+        BE->swiglu(dg.as<float>(), du.as<float>(), h, 1, count);
         sync();
         report_nmse("swiglu", desc, nmse(down<float>(in_place ? dg : dh, g.size()), want), kElementwiseTol);
       });
@@ -491,10 +472,9 @@ void test_swiglu() {
 void test_add() {
   for (int64_t count : {int64_t(1), int64_t(33), int64_t((1 << 20) + 3)})
     run_case("add", strfmt("count=%lld", ll(count)), [&] {
-      need((const void*)G->add, "add");
       const std::vector<float> x = randn(size_t(count)), y = randn(size_t(count));
       Dev dx = up(x), dy = up(y);
-      gpu::check(G->add(dx.as<float>(), dy.as<float>(), count), "add");
+      BE->add(dx.as<float>(), dy.as<float>(), count);
       sync();
       const std::vector<float> got = down<float>(dx, x.size());
       size_t differ = 0;
@@ -509,12 +489,12 @@ void test_add_bias() {
     const int64_t n = s[0], width = s[1];
     const std::string desc = strfmt("n=%lld width=%lld", ll(n), ll(width));
     run_case("add_bias", desc, [&] {
-      need((const void*)G->add_bias, "add_bias");
       const std::vector<float> x = randn(size_t(n * width)), b = randn(size_t(width));
       std::vector<float> want = x;
-      cpu::add_bias(want.data(), f32_weight(b), n, width);
+      for (int64_t t = 0; t < n; t++)
+        for (int64_t i = 0; i < width; i++) want[size_t(t * width + i)] += b[size_t(i)];
       Dev dx = up(x), db = up(b);
-      gpu::check(G->add_bias(dx.as<float>(), db.as<float>(), n, width), "add_bias");
+      BE->add_bias(dx.as<float>(), db.as<float>(), n, width);
       sync();
       const std::vector<float> got = down<float>(dx, x.size());
       size_t differ = 0;
@@ -525,22 +505,28 @@ void test_add_bias() {
 }
 
 // ---------------------------------------------------------------------------------------------------
-// The KV cache: kv_append and kv_gather, against FlatKvCache::append and ::compact, byte for byte
-// (F16: the float → half conversion must round to nearest even, as the engine's).
+// The KV cache through a backend's KV store: append (kv_append on a GPU) and compaction (kv_gather)
+// against FlatKvCache::append and ::compact on the host, byte for byte (F16: the float → half conversion
+// must round to nearest even, as the engine's).
 
-// Entries of head g that differ between two layers ([0, n_g) of each head, at each layer's own offsets).
-size_t differing_entries(const FlatKvCache& c, const std::vector<uint8_t>& k, const std::vector<uint8_t>& v,
-                         const std::vector<int32_t>& pos, const std::vector<int64_t>& dev_off,
-                         const std::vector<int32_t>& n_g) {
-  const LayerKv& L = c.layer(0);
-  const size_t kb = c.k_entry_bytes(), vb = c.v_entry_bytes();
+// Entries (k, v, position) and lengths that differ between layer 0 of two caches, head by head at each
+// cache's own offsets.
+size_t differing_entries(const FlatKvCache& want, const FlatKvCache& got) {
+  const LayerKv &A = want.layer(0), &B = got.layer(0);
+  const size_t kb = want.k_entry_bytes(), vb = want.v_entry_bytes();
   size_t differ = 0;
-  for (int g = 0; g < c.n_head_kv(); g++)
-    for (int32_t j = 0; j < n_g[size_t(g)]; j++) {
-      const size_t a = size_t(L.heads[size_t(g)].offset + j), b = size_t(dev_off[size_t(g)] + j);
-      differ += std::memcmp(L.k.data() + a * kb, k.data() + b * kb, kb) != 0 ||
-                std::memcmp(L.v.data() + a * vb, v.data() + b * vb, vb) != 0 || L.positions(g)[j] != pos[b];
+  for (int g = 0; g < want.n_head_kv(); g++) {
+    const HeadSegment &a = A.heads[size_t(g)], &b = B.heads[size_t(g)];
+    if (a.len != b.len) {
+      differ += size_t(std::abs(a.len - b.len)) + 1;
+      continue;
     }
+    for (int32_t j = 0; j < a.len; j++) {
+      const size_t x = size_t(a.offset + j), y = size_t(b.offset + j);
+      differ += std::memcmp(A.k.data() + x * kb, B.k.data() + y * kb, kb) != 0 ||
+                std::memcmp(A.v.data() + x * vb, B.v.data() + y * vb, vb) != 0 || want.layer(0).positions(g)[j] != got.layer(0).positions(g)[j];
+    }
+  }
   return differ;
 }
 
@@ -551,8 +537,6 @@ void test_kv() {
     for (const C& s : shapes) {
       const std::string desc = strfmt("%s Hk=%d D=%d Dv=%d n=%d", kv_type_name(type), s.Hk, s.D, s.Dv, s.n);
       run_case("kv_append", desc, [&] {
-        need((const void*)G->kv_append, "kv_append");
-        need((const void*)G->kv_gather, "kv_gather");
         // heads of different lengths and spare room (head 0 empty when there are several)
         std::vector<int32_t> lens(static_cast<size_t>(s.Hk)), caps(static_cast<size_t>(s.Hk));
         for (int g = 0; g < s.Hk; g++) {
@@ -560,50 +544,36 @@ void test_kv() {
           caps[size_t(g)] = lens[size_t(g)] + s.n + rand_int(0, 20);
         }
         FlatKvCache cache = random_cache(type, s.Hk, s.D, s.Dv, lens, caps);
-        DevLayer src = mirror(cache);
+        std::unique_ptr<backend::KvStore> store = BE->kv_store_from_host(cache.clone());
         const std::vector<float> k = randn(size_t(s.n * s.Hk * s.D), 2.0f), v = randn(size_t(s.n * s.Hk * s.Dv), 2.0f);
         std::vector<int32_t> pos(static_cast<size_t>(s.n));
         for (int t = 0; t < s.n; t++) pos[size_t(t)] = 5000 + 3 * t;
         cache.append(0, k.data(), v.data(), pos.data(), s.n);
         Dev dk = up(k), dv = up(v), dp = up(pos);
-        gpu::check(G->kv_append(&src.d, dk.as<float>(), dv.as<float>(), dp.as<int32_t>(), s.n), "kv_append");
+        store->reserve(0, s.n, 0);  // there is room: in place
+        store->append(0, dk.as<float>(), dv.as<float>(), dp.as<int32_t>(), pos.data(), s.n);
         sync();
-        const LayerKv& L = cache.layer(0);
-        std::vector<int64_t> off;
-        std::vector<int32_t> len;
         size_t total = size_t(s.Hk);
-        for (const HeadSegment& h : L.heads) off.push_back(h.offset), len.push_back(h.len), total += size_t(h.len);
-        // every entry (the old ones unchanged, the n new ones converted) and every head's len (+ n on the device)
-        const std::vector<int32_t> dev_len = down<int32_t>(src.len, size_t(s.Hk));
-        size_t differ = differing_entries(cache, down<uint8_t>(src.k, L.k.size()), down<uint8_t>(src.v, L.v.size()),
-                                          down<int32_t>(src.pos, size_t(L.capacity)), off, len);
-        for (int g = 0; g < s.Hk; g++) differ += dev_len[size_t(g)] != len[size_t(g)];
+        for (int g = 0; g < s.Hk; g++) total += size_t(cache.len(0, g));
+        // every entry (the old ones unchanged, the n new ones converted) and every head's length
+        size_t differ = differing_entries(cache, store->to_host());
+        for (int g = 0; g < s.Hk; g++) differ += store->len(0, g) != cache.len(0, g);
         report_exact("kv_append", desc, differ, total);
 
-        // kv_gather: random ascending keep lists (head 0 keeps nothing, the last head everything) into a
-        // second layer laid out as the CPU's compacted one.
+        // compaction: random ascending keep lists (head 0 keeps nothing, the last head everything)
         std::vector<std::vector<int32_t>> keep(size_t(s.Hk));
-        std::vector<int32_t> keep_flat;
-        std::vector<int64_t> start{0};
+        size_t kept = 0;
         for (int g = 0; g < s.Hk; g++) {
-          for (int32_t j = 0; j < len[size_t(g)]; j++)
+          for (int32_t j = 0; j < cache.len(0, g); j++)
             if (g == s.Hk - 1 || (g > 0 && rand_int(0, 2) == 0)) keep[size_t(g)].push_back(j);
-          keep_flat.insert(keep_flat.end(), keep[size_t(g)].begin(), keep[size_t(g)].end());
-          start.push_back(int64_t(keep_flat.size()));
+          kept += keep[size_t(g)].size();
         }
         cache.compact(0, keep, FlatKvCache::kSpare);
-        const LayerKv& C2 = cache.layer(0);
-        DevLayer dst = mirror(cache, false);
-        std::vector<int64_t> off2;
-        std::vector<int32_t> len2;
-        for (const HeadSegment& h : C2.heads) off2.push_back(h.offset), len2.push_back(h.len);
-        Dev dkeep = up(keep_flat);
-        gpu::check(G->kv_gather(&src.d, &dst.d, dkeep.as<int32_t>(), start.data()), "kv_gather");
-        sync();
-        report_exact("kv_gather", desc + strfmt(" kept=%zu", keep_flat.size()),
-                     differing_entries(cache, down<uint8_t>(dst.k, C2.k.size()), down<uint8_t>(dst.v, C2.v.size()),
-                                       down<int32_t>(dst.pos, size_t(C2.capacity)), off2, len2),
-                     keep_flat.size());
+        store->compact(0, keep, FlatKvCache::kSpare);
+        const FlatKvCache got = store->to_host();
+        size_t differ2 = differing_entries(cache, got);
+        for (int g = 0; g < s.Hk; g++) differ2 += got.layer(0).heads[size_t(g)].cap != cache.layer(0).heads[size_t(g)].cap;
+        report_exact("kv_gather", desc + strfmt(" kept=%zu", kept), differ2, kept);
       });
     }
 }
@@ -623,7 +593,6 @@ void attention_case(KvType type, int Hk, int G_, int D, int Dv, int32_t m, int32
   const std::string desc = strfmt("%s m=%d Hk=%d G=%d D=%d Dv=%d %s", kv_type_name(type), m, Hk, G_, D, Dv,
                                   (long_len ? strfmt("len~%d", long_len) : strfmt("len<=%d+m", max_before)).c_str());
   run_case("attention", desc, [&] {
-    need((const void*)G->attention, "attention");
     HParams hp;
     hp.n_head_kv = Hk, hp.n_head = Hk * G_, hp.head_dim = D, hp.head_dim_v = Dv;
     std::vector<int32_t> before(static_cast<size_t>(Hk)), caps(static_cast<size_t>(Hk));
@@ -639,11 +608,11 @@ void attention_case(KvType type, int Hk, int G_, int D, int Dv, int32_t m, int32
     const std::vector<float> q = randn(size_t(m) * size_t(hp.q_width()), 2.0f);
     std::vector<float> want(size_t(m) * size_t(hp.n_head) * size_t(Dv)), fast(want.size());
     cpu::Scratch scratch;
-    cpu::attention_reference(*P, scratch, q.data(), cache, 0, m, want.data(), hp);
-    cpu::attention(*P, scratch, q.data(), cache, 0, m, fast.data(), hp);
-    DevLayer layer = mirror(cache);
+    cpu::attention_reference(*P, scratch, q.data(), cache, 0, m, hp.n_head, want.data());
+    cpu::attention(*P, scratch, q.data(), cache, 0, m, hp.n_head, fast.data());
+    const std::unique_ptr<backend::KvStore> store = BE->kv_store_from_host(cache.clone());
     Dev dq = up(q), dout(want.size() * 4);
-    gpu::check(G->attention(dq.as<float>(), &layer.d, m, hp.n_head, dout.as<float>()), "attention");
+    BE->attention(dq.as<float>(), *store, 0, m, hp.n_head, dout.as<float>());
     sync();
     const double e = nmse(down<float>(dout, want.size()), want);
     line("attention", desc + strfmt(" cpu=%.0e", nmse(fast, want)), strfmt("nmse=%.2e", e), "1e-08",
@@ -679,7 +648,6 @@ void test_attention() {
 void window_case(KvType type, int Hk, int G_, int D, int32_t L, int32_t w, int kernel) {
   const std::string desc = strfmt("%s L=%d w=%d k=%d Hk=%d G=%d D=%d", kv_type_name(type), L, w, kernel, Hk, G_, D);
   run_case("window_scores", desc, [&] {
-    need((const void*)G->window_scores, "window_scores");
     std::vector<int32_t> lens(static_cast<size_t>(Hk));
     for (int g = 0; g < Hk; g++) lens[size_t(g)] = L + g % 3;  // entries past L must not count
     FlatKvCache cache = random_cache(type, Hk, D, D, lens, lens);
@@ -688,12 +656,10 @@ void window_case(KvType type, int Hk, int G_, int D, int32_t L, int32_t w, int k
     const std::vector<float> qw = randn(size_t(w) * size_t(shape.n_head) * size_t(D), 2.0f);
     const kv::EntryReader keys = [&](int g, float* out) { cache.read_k(0, g, 0, L, out); };
     const kv::WindowScores want = kv::snapkv_scores(*P, shape, qw.data(), keys, kernel);
-    DevLayer layer = mirror(cache);
+    const std::unique_ptr<backend::KvStore> store = BE->kv_store_from_host(cache.clone());
     const size_t n = size_t(L - w);
     Dev dq = up(qw), dattn(size_t(Hk) * size_t(L) * 4), dscore(size_t(Hk) * n * 4);
-    gpu::check(G->window_scores(dq.as<float>(), &layer.d, shape.n_head, L, w, kernel, dattn.as<float>(),
-                                dscore.as<float>()),
-               "window_scores");
+    BE->window_scores(dq.as<float>(), *store, 0, shape.n_head, L, w, kernel, dattn.as<float>(), dscore.as<float>());
     sync();
     const std::vector<float> attn = down<float>(dattn, size_t(Hk * L)), score = down<float>(dscore, size_t(Hk) * n);
     std::vector<float> want_attn, want_score;
@@ -759,14 +725,13 @@ void test_topk_per_head() {
       for (int64_t k : ks) {
         const std::string desc = strfmt("Hk=%d n=%d k=%lld %s", Hk, n, ll(k), kScoreKinds[kind]);
         run_case("topk_per_head", desc, [&] {
-          need((const void*)G->topk_per_head, "topk_per_head");
           const auto scores = random_scores(Hk, n, kind);
           std::vector<float> flat;
           for (const auto& r : scores) flat.insert(flat.end(), r.begin(), r.end());
           const std::vector<int32_t> want = kv::global_topk_counts(scores, k);
           std::vector<int32_t> won(size_t(Hk), -1);
           Dev ds = up(flat);
-          gpu::check(G->topk_per_head(ds.as<float>(), Hk, n, k, won.data()), "topk_per_head");
+          BE->topk_per_head(ds.as<float>(), Hk, n, k, won.data());
           sync();
           size_t differ = 0;
           for (int g = 0; g < Hk; g++) differ += won[size_t(g)] != want[size_t(g)];
@@ -793,7 +758,6 @@ void test_top_tokens() {
         if (cs.size() > 24) cs = cs.substr(0, 21) + "...";
         const std::string desc = strfmt("Hk=%d n=%d %s caps=%s", Hk, n, kScoreKinds[kind], cs.c_str());
         run_case("top_tokens", desc, [&] {
-          need((const void*)G->top_tokens, "top_tokens");
           const auto scores = random_scores(Hk, n, kind);
           std::vector<float> flat;
           std::vector<int32_t> want;
@@ -803,7 +767,7 @@ void test_top_tokens() {
             want.insert(want.end(), t.begin(), t.end());
           }
           Dev ds = up(flat), dout(want.size() * 4);
-          gpu::check(G->top_tokens(ds.as<float>(), Hk, n, caps.data(), dout.as<int32_t>()), "top_tokens");
+          BE->top_tokens(ds.as<float>(), Hk, n, caps.data(), dout.as<int32_t>());
           sync();
           const std::vector<int32_t> got = down<int32_t>(dout, want.size());
           size_t differ = 0;
@@ -850,13 +814,15 @@ void find_library(const char* argv0) {
 
 int main(int argc, char** argv) {
   unsigned seed = 1;
-  std::string only;
+  std::string only, which;
   for (int i = 1; i < argc; i++) {
     const std::string a = argv[i];
     if (a == "--seed" && i + 1 < argc) seed = unsigned(std::strtoul(argv[++i], nullptr, 10));
     else if (a == "--op" && i + 1 < argc) only = argv[++i];
+    else if (a == "--backend" && i + 1 < argc && (std::string(argv[i + 1]) == "cpu" || std::string(argv[i + 1]) == "gpu"))
+      which = argv[++i];
     else {
-      std::fprintf(stderr, "usage: backend-ops [--seed S] [--op NAME[,NAME...]]\n");
+      std::fprintf(stderr, "usage: backend-ops [--seed S] [--op NAME[,NAME...]] [--backend cpu|gpu]\n");
       return 2;
     }
   }
@@ -884,23 +850,41 @@ int main(int argc, char** argv) {
     return 2;
   }
 
-  find_library(argc > 0 ? argv[0] : nullptr);
-  G = gpu::api();
-  if (!G) {
-    std::printf("backend-ops: SKIP: %s\n", gpu::status().reason.c_str());
-    return 0;
-  }
-  std::printf("backend-ops: %s on %s; seed %u\n", gpu::status().backend.c_str(), gpu::status().reason.c_str(), seed);
   ThreadPool pool(0);
   P = &pool;
+  std::unique_ptr<backend::Backend> cpu;
+  std::shared_ptr<backend::Backend> gpu;
+  std::vector<std::pair<backend::Backend*, std::string>> backends;  // (backend, what it runs on)
+  if (which != "gpu") {
+    cpu = backend::make_cpu_backend(pool);
+    backends.emplace_back(cpu.get(), strfmt("%d threads, %s kernels", pool.size(), quant::isa_name(quant::best_isa())));
+  }
+  if (which != "cpu") {
+    find_library(argc > 0 ? argv[0] : nullptr);
+    if (gpu::api()) {
+      gpu = backend::gpu_backend();
+      backends.emplace_back(gpu.get(), gpu::status().reason);
+    } else if (which == "gpu") {
+      std::printf("backend-ops: SKIP: %s\n", gpu::status().reason.c_str());
+      return 0;
+    } else {
+      std::printf("backend-ops: no GPU backend (%s)\n", gpu::status().reason.c_str());
+    }
+  }
   std::string times;
   const auto t0 = std::chrono::steady_clock::now();
-  for (const Op& op : ops) {
-    if (!wanted(op.name) || g_dead) continue;
-    rng.seed(seed);  // each op's inputs do not depend on which others run
-    const auto t = std::chrono::steady_clock::now();
-    op.run();
-    times += strfmt(" %s %.1fs", op.name, std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count());
+  for (const auto& [be, where] : backends) {
+    BE = be;
+    g_dead = false;
+    std::printf("backend-ops: %s on %s; seed %u\n", be->name(), where.c_str(), seed);
+    for (const Op& op : ops) {
+      if (!wanted(op.name) || g_dead) continue;
+      rng.seed(seed);  // each op's inputs do not depend on which others run
+      const auto t = std::chrono::steady_clock::now();
+      op.run();
+      times += strfmt(" %s:%s %.1fs", be->name(), op.name,
+                      std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count());
+    }
   }
   const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::printf("backend-ops: time%s; total %.1fs\n", times.c_str(), total);

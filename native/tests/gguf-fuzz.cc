@@ -15,7 +15,7 @@
 
 #include "core/error.h"
 #include "gguf/gguf.h"
-#include "model/context.h"
+#include "session/context.h"
 #include "model/model.h"
 
 int main(int argc, char** argv) {

@@ -59,7 +59,7 @@ float max_diff(const std::vector<float>& a, const std::vector<float>& b) {
   return m;
 }
 
-ContextParams params(Backend b, int32_t n_ctx) {
+ContextParams params(BackendKind b, int32_t n_ctx) {
   ContextParams p;
   p.n_ctx = n_ctx;
   p.kv_type = KvType::F32;
@@ -76,7 +76,7 @@ GenerateResult greedy(Session& s, int32_t n) {
 
 // A story-like prompt of stories260K's vocabulary: the model's own greedy continuation of BOS.
 std::vector<int32_t> make_prompt(const std::shared_ptr<const Model>& m, int32_t n) {
-  Session s(m, params(Backend::Cpu, 512));
+  Session s(m, params(BackendKind::Cpu, 512));
   std::vector<float> logits;
   s.prefill({m->vocab().bos()}, false, logits, nullptr, nullptr);
   std::vector<int32_t> t{m->vocab().bos()};
@@ -103,7 +103,7 @@ int run_e2e(const std::map<std::string, std::string>& f) {
       rows.emplace_back(line.substr(0, colon), v);
     }
     for (size_t i = 0; i + 1 < rows.size(); i += 2) {
-      Session s(m, params(Backend::Cuda, 512));
+      Session s(m, params(BackendKind::Cuda, 512));
       std::vector<float> logits;
       s.prefill(rows[i].second, false, logits, nullptr, nullptr);
       const GenerateResult r = greedy(s, int32_t(rows[i + 1].second.size()));
@@ -113,7 +113,7 @@ int run_e2e(const std::map<std::string, std::string>& f) {
 
   const std::vector<int32_t> prompt = make_prompt(m, 300);
   {
-    Session c(m, params(Backend::Cpu, 512)), g(m, params(Backend::Cuda, 512));
+    Session c(m, params(BackendKind::Cpu, 512)), g(m, params(BackendKind::Cuda, 512));
     std::vector<float> lc, lg;
     auto t0 = Clock::now();
     c.prefill(prompt, true, lc, nullptr, nullptr);
@@ -128,7 +128,7 @@ int run_e2e(const std::map<std::string, std::string>& f) {
   }
   {
     // One token at a time on the GPU: the decode kernels against the batched prefill.
-    Session a(m, params(Backend::Cuda, 512)), b(m, params(Backend::Cuda, 512));
+    Session a(m, params(BackendKind::Cuda, 512)), b(m, params(BackendKind::Cuda, 512));
     std::vector<float> all, one;
     const std::vector<int32_t> head(prompt.begin(), prompt.begin() + 40);
     a.prefill(head, true, all, nullptr, nullptr);
@@ -145,7 +145,7 @@ int run_e2e(const std::map<std::string, std::string>& f) {
     kv::CompressOptions o;
     o.method = spec;
     o.budget_ratio = 0.3;
-    Session c(m, params(Backend::Cpu, 512)), g(m, params(Backend::Cuda, 512));
+    Session c(m, params(BackendKind::Cpu, 512)), g(m, params(BackendKind::Cuda, 512));
     const kv::CompressionStats sc = c.compress(prompt, o, nullptr, nullptr);
     const kv::CompressionStats sg = g.compress(prompt, o, nullptr, nullptr);
     bool same_kept = sc.token_retention == sg.token_retention && sc.kv_bytes_kept == sg.kv_bytes_kept;
@@ -166,14 +166,14 @@ int run_e2e(const std::map<std::string, std::string>& f) {
     kv::CompressOptions o;
     o.method = kv::parse_method("ada-snapkv");
     o.budget_ratio = 0.25;
-    Session g(m, params(Backend::Cuda, 512));
+    Session g(m, params(BackendKind::Cuda, 512));
     g.compress(prompt, o, nullptr, nullptr);
     const std::filesystem::path tmp = std::filesystem::temp_directory_path();
     const std::string a = (tmp / "folio-gpu-check-a.session").string(), b = (tmp / "folio-gpu-check-b.session").string();
     g.save(a, "{}");
-    auto on_cpu = Session::load(m, a, params(Backend::Cpu, 512), nullptr);
+    auto on_cpu = Session::load(m, a, params(BackendKind::Cpu, 512), nullptr);
     on_cpu->save(b, "{}");
-    auto on_gpu = Session::load(m, b, params(Backend::Cuda, 512), nullptr);
+    auto on_gpu = Session::load(m, b, params(BackendKind::Cuda, 512), nullptr);
     const auto x = greedy(g, 16).tokens, y = greedy(*on_cpu, 16).tokens, z = greedy(*on_gpu, 16).tokens;
     check(x == y && x == z, "a session saved on the GPU continues the same on the CPU, and back");
     // Fork and truncate on the device.
@@ -226,7 +226,7 @@ int run_bench(const std::map<std::string, std::string>& f) {
   std::vector<int32_t> prompt(static_cast<size_t>(std::max(P, LONG)));
   for (size_t i = 0; i < prompt.size(); i++) prompt[i] = int32_t(256 + (i * 7919 + 104729) % size_t(hp.n_vocab - 300));
   ContextParams cp;
-  cp.backend = Backend::Cuda;
+  cp.backend = BackendKind::Cuda;
   cp.n_ctx = std::min(hp.n_ctx_train, std::max(P + G + 8, LONG + G + 8));
   {
     Session warm(m, cp);  // uploads the weights

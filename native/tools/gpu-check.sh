@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The CUDA backend's one-shot check on a machine with an NVIDIA GPU (and CUDA, CMake, Ninja; no Node
-# needed): builds libfolio-cuda and the checks, runs the op tests against the CPU (backend-ops), the end
+# needed): builds libfolio-cuda and the checks, runs the GPU backend's op tests (backend-ops), the end
 # to end check against the CPU and llama.cpp's greedy tokens (gpu-check e2e), and the benchmark on 1B- and
 # 8B-shaped random models (gpu-check bench). Planned to finish in under 8 minutes on an H200.
 #
@@ -52,8 +52,8 @@ if "$build/gpu-check" e2e --model /dev/null | grep -q '^gpu-check: SKIP'; then
   exit 2
 fi
 
-step "op tests: every GPU operation against the CPU on random inputs"
-timeout 120 "$build/backend-ops" 2>&1 | tee "$out/backend-ops.log" | grep -v '  OK$' | tail -60 || status=1
+step "op tests: every GPU operation against the references on random inputs (backend-ops --backend gpu)"
+timeout 120 "$build/backend-ops" --backend gpu 2>&1 | tee "$out/backend-ops.log" | grep -v '  OK$' | tail -60 || status=1
 grep -q ' 0 failed' "$out/backend-ops.log" || status=1
 
 step "end to end: stories260K on the GPU against the CPU and llama.cpp"
@@ -70,7 +70,7 @@ step "benchmark: 8B shape, Q4_K_M"
 
 step "memory checks: compute-sanitizer over the op suite's non-matmul ops (where the runtime allows it)"
 if command -v compute-sanitizer >/dev/null; then
-  timeout 150 compute-sanitizer --tool memcheck --print-limit 20 "$build/backend-ops" \
+  timeout 150 compute-sanitizer --tool memcheck --print-limit 20 "$build/backend-ops" --backend gpu \
     --op get_rows,rms_norm,rope,swiglu,add,add_bias,kv,attention,window_scores,topk_per_head,top_tokens \
     >"$out/memcheck.log" 2>&1
   grep -E 'ERROR SUMMARY|Invalid|out of bounds|backend-ops: [0-9]+ passed' "$out/memcheck.log" | head -20

@@ -146,10 +146,10 @@ void transpose_block(const float* __restrict src, float* __restrict dst, int nb,
 
 }  // namespace
 
-void attention(ThreadPool& pool, Scratch& s, const float* q, const FlatKvCache& cache, int l, int64_t m, float* out,
-               const HParams& hp, const std::atomic<bool>* stop) {
-  const int H = hp.n_head, Hk = hp.n_head_kv, G = hp.n_gqa(), D = hp.head_dim, Dv = hp.head_dim_v;
-  const int64_t qw = hp.q_width(), ow = int64_t(H) * Dv;
+void attention(ThreadPool& pool, Scratch& s, const float* q, const FlatKvCache& cache, int l, int64_t m, int n_head,
+               float* out, const std::atomic<bool>* stop) {
+  const int H = n_head, Hk = cache.n_head_kv(), G = H / Hk, D = cache.head_dim(), Dv = cache.head_dim_v();
+  const int64_t qw = int64_t(H) * D, ow = int64_t(H) * Dv;
   const float scale = 1.0f / std::sqrt(float(D));
   // A tile holds whole queries (all G heads of each): as many as fit in kTileRows rows.
   const int64_t tile_q = std::max<int64_t>(1, kTileRows / G);
@@ -200,12 +200,12 @@ void attention(ThreadPool& pool, Scratch& s, const float* q, const FlatKvCache& 
 }
 
 void attention_reference(ThreadPool& pool, Scratch& s, const float* q, const FlatKvCache& cache, int l, int64_t m,
-                         float* out, const HParams& hp) {
-  const int H = hp.n_head, G = hp.n_gqa(), D = hp.head_dim, Dv = hp.head_dim_v;
-  const int64_t qw = hp.q_width(), ow = int64_t(H) * Dv;
+                         int n_head, float* out) {
+  const int H = n_head, Hk = cache.n_head_kv(), G = H / Hk, D = cache.head_dim(), Dv = cache.head_dim_v();
+  const int64_t qw = int64_t(H) * D, ow = int64_t(H) * Dv;
   const float scale = 1.0f / std::sqrt(float(D));
   int32_t max_len = 0;
-  for (int g = 0; g < hp.n_head_kv; g++) max_len = std::max(max_len, cache.len(l, g));
+  for (int g = 0; g < Hk; g++) max_len = std::max(max_len, cache.len(l, g));
   const size_t per_thread = size_t(max_len) * size_t(1 + D + Dv);
   for (int th = 0; th < pool.size(); th++) s.thread_buffer(th, per_thread);
   pool.parallel_for(m * H, [&](int64_t item, int thread) {

@@ -4,7 +4,6 @@
 #include <cmath>
 #include <cstring>
 
-
 namespace folio::cpu {
 
 float* Scratch::thread_buffer(int thread, size_t n) {
@@ -14,8 +13,7 @@ float* Scratch::thread_buffer(int thread, size_t n) {
   return b.data();
 }
 
-void rms_norm(ThreadPool& pool, const float* x, const Weight& w, float* y, int64_t n, int64_t width, float eps) {
-  const float* g = reinterpret_cast<const float*>(w.data);
+void rms_norm(ThreadPool& pool, const float* x, const float* g, float* y, int64_t n, int64_t width, float eps) {
   pool.parallel_for(n, [&](int64_t t, int) {
     const float* xr = x + t * width;
     float* yr = y + t * width;
@@ -26,17 +24,16 @@ void rms_norm(ThreadPool& pool, const float* x, const Weight& w, float* y, int64
   });
 }
 
-void add_bias(float* x, const Weight& b, int64_t n, int64_t width) {
-  const float* bb = reinterpret_cast<const float*>(b.data);
+void add_bias(float* x, const float* bb, int64_t n, int64_t width) {
   for (int64_t t = 0; t < n; t++)
     for (int64_t i = 0; i < width; i++) x[t * width + i] += bb[i];
 }
 
-void rope(ThreadPool& pool, float* x, int64_t n, int n_heads, int head_dim, const int32_t* pos, const HParams& hp,
-          const float* freq_factors) {
-  const int rd = hp.rope_dim;
-  const float theta_scale = std::pow(hp.rope_base, -2.0f / float(rd));
-  const bool neox = hp.rope_type == RopeType::Neox;
+void rope(ThreadPool& pool, float* x, int64_t n, int n_heads, int head_dim, const int32_t* pos,
+          const backend::RopeParams& p, const float* freq_factors) {
+  const int rd = p.rope_dim;
+  const float theta_scale = std::pow(p.base, -2.0f / float(rd));
+  const bool neox = p.neox;
   pool.parallel_for(n, [&](int64_t t, int) {
     // The angle of pair i is pos · base^(−2i/rope_dim) (÷ the pair's frequency factor, × the linear scale);
     // the powers are built by repeated multiplication in float, as ggml does, so angles agree bit for bit.
@@ -44,7 +41,7 @@ void rope(ThreadPool& pool, float* x, int64_t n, int n_heads, int head_dim, cons
     float theta = float(pos[t]);
     for (int i = 0; i < rd / 2; i++) {
       const float ff = freq_factors ? freq_factors[i] : 1.0f;
-      const float th = hp.rope_freq_scale * (theta / ff);
+      const float th = p.freq_scale * (theta / ff);
       cs[2 * i] = std::cos(th);
       cs[2 * i + 1] = std::sin(th);
       theta *= theta_scale;

@@ -1,5 +1,6 @@
-// The CPU compute operations of a forward pass. Each works on row-major float activations
-// ([n tokens, width] unless stated) and splits its work over the thread pool.
+// The CPU kernels of the backend operations (backend/backend.h; the CPU backend, backend/cpu-backend.h,
+// calls them). Each works on row-major float activations ([n tokens, width] unless stated) and splits its
+// work over the thread pool.
 #pragma once
 #include <atomic>
 #include <cstdint>
@@ -7,8 +8,8 @@
 
 #include "core/thread-pool.h"
 #include "kv/flat-cache.h"
-#include "model/hparams.h"
-#include "model/weights.h"
+#include "backend/backend.h"
+#include "quant/weight.h"
 
 namespace folio::cpu {
 
@@ -19,8 +20,8 @@ struct Scratch {
   float* thread_buffer(int thread, size_t n);
 };
 
-// y[t, :] = x[t, :] / rms(x[t, :]) * w     x, y: [n, width]; w: [width] (F32); y may alias x.
-void rms_norm(ThreadPool& pool, const float* x, const Weight& w, float* y, int64_t n, int64_t width, float eps);
+// y[t, :] = x[t, :] / rms(x[t, :]) * g     x, y: [n, width]; g: [width]; y may alias x.
+void rms_norm(ThreadPool& pool, const float* x, const float* g, float* y, int64_t n, int64_t width, float eps);
 
 // Y[t, r] = Σ_c W[r, c] · X[t, c]          W: [rows, cols]; X: [n, cols]; Y: [n, rows].
 // X is first converted to the weight type's vec_dot_type (8-bit blocks for quantized weights, F16 for F16).
@@ -28,26 +29,27 @@ void rms_norm(ThreadPool& pool, const float* x, const Weight& w, float* y, int64
 void matmul(ThreadPool& pool, Scratch& s, const Weight& W, const float* X, int64_t n, float* Y,
             const std::atomic<bool>* stop = nullptr);
 
-// x[t, :] += b                              x: [n, width]; b: [width] (F32).
-void add_bias(float* x, const Weight& b, int64_t n, int64_t width);
+// x[t, :] += b                              x: [n, width]; b: [width].
+void add_bias(float* x, const float* b, int64_t n, int64_t width);
 
 // Rotary position embedding of the first rope_dim dims of every head, in place.
 // x: [n, n_heads · head_dim]; pos: [n] absolute positions; freq_factors: [rope_dim/2] divisors or null.
-void rope(ThreadPool& pool, float* x, int64_t n, int n_heads, int head_dim, const int32_t* pos, const HParams& hp,
-          const float* freq_factors);
+void rope(ThreadPool& pool, float* x, int64_t n, int n_heads, int head_dim, const int32_t* pos,
+          const backend::RopeParams& p, const float* freq_factors);
 
 // h[t, :] = silu(g[t, :]) · u[t, :]         g, u, h: [n, width]; h may alias g.
 void swiglu(ThreadPool& pool, const float* g, const float* u, float* h, int64_t n, int64_t width);
 
 // Attention of the m newest tokens over layer l of the flat cache, whose heads all end with those m
 // tokens' entries: query t (0 <= t < m) of KV head g sees the head's entries [0, len_g − m + t + 1).
-// q: [m, n_head · head_dim]; out: [m, n_head · head_dim_v]. Query head h reads KV head h / (H / Hk).
+// q: [m, n_head · head_dim]; out: [m, n_head · head_dim_v]. Query head h reads KV head h / (H / Hk); the
+// other dimensions are the cache's.
 // `attention` walks the keys in blocks with an online softmax, a tile of queries and all G query heads
 // of a KV head at once; `attention_reference` is the slow, obviously correct two-pass version it is
 // tested against.
-void attention(ThreadPool& pool, Scratch& s, const float* q, const FlatKvCache& cache, int l, int64_t m, float* out,
-               const HParams& hp, const std::atomic<bool>* stop = nullptr);
+void attention(ThreadPool& pool, Scratch& s, const float* q, const FlatKvCache& cache, int l, int64_t m, int n_head,
+               float* out, const std::atomic<bool>* stop = nullptr);
 void attention_reference(ThreadPool& pool, Scratch& s, const float* q, const FlatKvCache& cache, int l, int64_t m,
-                         float* out, const HParams& hp);
+                         int n_head, float* out);
 
 }  // namespace folio::cpu

@@ -21,6 +21,7 @@ class KvCache {
   KvCache clone() const;
 
   int n_layer() const { return int(layers_.size()); }
+  int n_head_kv() const { return n_head_kv_; }
   KvType type() const { return type_; }
   size_t k_entry_bytes() const { return size_t(head_dim_) * elem_size(); }
   size_t v_entry_bytes() const { return size_t(head_dim_v_) * elem_size(); }

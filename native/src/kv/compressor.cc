@@ -77,19 +77,6 @@ std::vector<std::vector<int32_t>> Compressor::select(int l, const WindowScores& 
   return keep;
 }
 
-void Compressor::compress_layer(ThreadPool& pool, FlatKvCache& cache, int l, int32_t spare) {
-  const int32_t L = shape_.L;
-  EntryReader keys = [&](int g, float* out) { cache.read_k(l, g, 0, L, out); };
-  EntryReader values = [&](int g, float* out) { cache.read_v(l, g, 0, L, out); };
-  const auto t0 = std::chrono::steady_clock::now();
-  const WindowScores ws = snapkv_scores(pool, shape_, qw_.data(), keys, opts_.kernel);
-  const double ms_score = ms_since(t0);
-  const std::vector<std::vector<int32_t>> keep = plan_layer(pool, l, ws, ms_score, cache.k_entry_bytes() + cache.v_entry_bytes(), keys, values);
-  const auto t1 = std::chrono::steady_clock::now();
-  if (stats_.budget.compress) cache.compact(l, keep, spare);
-  add_compact_time(l, ms_since(t1));
-}
-
 std::vector<std::vector<int32_t>> Compressor::plan_layer(ThreadPool& pool, int l, const WindowScores& ws, double ms_score,
                                                          size_t entry_bytes, const EntryReader& keys,
                                                          const EntryReader& values) {

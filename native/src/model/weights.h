@@ -9,20 +9,9 @@
 #include "model/hparams.h"
 #include "quant/quant.h"
 #include "quant/types.h"
+#include "quant/weight.h"
 
 namespace folio {
-
-// A 2-D (or 1-D) weight: `rows` rows of `cols` elements of `type`, row-major, rows `row_bytes` apart
-// (for a repacked type, groups of rows: quant/repack.h; row() then means nothing).
-struct Weight {
-  const uint8_t* data = nullptr;
-  TensorType type = TensorType::F32;
-  int64_t cols = 0;  // ne[0]: the input width of a matrix
-  int64_t rows = 0;  // ne[1]: the output width of a matrix
-  size_t row_bytes = 0;
-  explicit operator bool() const { return data != nullptr; }
-  const uint8_t* row(int64_t r) const { return data + size_t(r) * row_bytes; }
-};
 
 struct LayerWeights {
   Weight attn_norm;            // [n_embd]

@@ -1,5 +1,5 @@
 // The pieces of KV compression as plain functions, for unit tests with hand-computed cases:
-// exports.kv = { windowScores, maxPool, adaCaps, uniformCaps, topTokens, pyramidSchedule, resolveBudget }.
+// exports.kv = { windowScores, maxPool, adaCaps, topTokens, pyramidSchedule, resolveBudget }.
 #include "kv/allocator.h"
 #include "kv/method.h"
 #include "kv/schedule.h"

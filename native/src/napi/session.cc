@@ -301,7 +301,7 @@ ContextParams context_params(Napi::Env env, const Napi::Object& o) {
   const std::string be = str_opt(env, o, "backend", "auto");
   if (be != "auto" && be != "cpu" && be != "cuda") throw js_error(env, "INVALID_ARGUMENT", "backend must be 'auto', 'cpu' or 'cuda'");
   if (be == "cuda" && !gpu::status().available) throw js_error(env, "GPU_UNAVAILABLE", gpu::status().reason);
-  cp.backend = be == "cuda" || (be == "auto" && gpu::status().available && !cp.reference_attention) ? Backend::Cuda : Backend::Cpu;
+  cp.backend = be == "cuda" || (be == "auto" && gpu::status().available && !cp.reference_attention) ? BackendKind::Cuda : BackendKind::Cpu;
   return cp;
 }
 

@@ -4,7 +4,7 @@
 
 #include <napi.h>
 
-#include "model/context.h"
+#include "session/context.h"
 #include "session/session.h"
 
 namespace folio::napi {

@@ -98,28 +98,7 @@ struct FloatTile {
   };
 };
 
-template <int RM, int RN>
-using TileF32 = FloatTile<LoadF32>::T<RM, RN>;
-template <int RM, int RN>
-using TileF16 = FloatTile<LoadF16>::T<RM, RN>;
-template <int RM, int RN>
-using TileBF16 = FloatTile<LoadBF16>::T<RM, RN>;
-
-const TileTable<TileF32, 4, 6> kTilesF32;
-const TileTable<TileF16, 4, 6> kTilesF16;
-const TileTable<TileBF16, 4, 6> kTilesBF16;
-
-#define FOLIO_GEMM(NAME, TABLE, PACK, PANEL, PREP, PREP_FLOATS)                                                 \
-  void NAME(int64_t k, const void* w, size_t ldw, const void* x, size_t ldx, float* y, int64_t ldy, int64_t m, \
-            int64_t n) {                                                                                      \
-    run_tiles(TABLE.t, PACK, PANEL, PREP, PREP_FLOATS, k, static_cast<const uint8_t*>(w), ldw,                 \
-              static_cast<const uint8_t*>(x), ldx, y, ldy, m, n);                                             \
-  }
-
-FOLIO_GEMM(gemm_f32, kTilesF32, nullptr, 0, nullptr, 0)
-FOLIO_GEMM(gemm_f16, kTilesF16, nullptr, 0, nullptr, 0)
-FOLIO_GEMM(gemm_bf16, kTilesBF16, nullptr, 0, nullptr, 0)
-
+FOLIO_FLOAT_GEMMS(4, 6)
 // ---------------------------------------------------------------------------------------------------
 // Q8_0, Q4_0, Q5_0 with VNNI: a panel of block pairs, quants biased to unsigned.
 

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "kv/stats.h"
-#include "model/context.h"
+#include "session/context.h"
 #include "model/model.h"
 #include "sampling/sampler.h"
 

@@ -100,19 +100,17 @@ int get_rows(const void* w, int32_t type, int64_t cols, size_t ldw, const int32_
 }
 
 int rms_norm(const float* x, const float* g, float* y, int64_t n, int64_t width, float eps) {
-  Weight w;
-  w.data = reinterpret_cast<const uint8_t*>(g);
-  return guarded("rms_norm", [&] { cpu::rms_norm(pool(), x, w, y, n, width, eps); });
+  return guarded("rms_norm", [&] { cpu::rms_norm(pool(), x, g, y, n, width, eps); });
 }
 
 int rope(float* x, int64_t n, int32_t n_heads, int32_t head_dim, const int32_t* pos, const folio_gpu_rope* p,
          const float* ff) {
-  HParams hp;
-  hp.rope_dim = p->rope_dim;
-  hp.rope_type = p->neox ? RopeType::Neox : RopeType::Norm;
-  hp.rope_base = p->base;
-  hp.rope_freq_scale = p->freq_scale;
-  return guarded("rope", [&] { cpu::rope(pool(), x, n, n_heads, head_dim, pos, hp, ff); });
+  backend::RopeParams rp;
+  rp.rope_dim = p->rope_dim;
+  rp.neox = p->neox != 0;
+  rp.base = p->base;
+  rp.freq_scale = p->freq_scale;
+  return guarded("rope", [&] { cpu::rope(pool(), x, n, n_heads, head_dim, pos, rp, ff); });
 }
 
 int swiglu(const float* g, const float* u, float* h, int64_t count) {

@@ -1,13 +1,16 @@
-// An inference context over a model: the flat KV cache, working buffers and the forward pass.
+// An inference context over a model: the parameters, the backend the forward pass runs on, the KV store
+// in that backend's memory and the next position. The forward pass itself is forward/forward.h.
 #pragma once
 #include <atomic>
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <vector>
 
-#include "backend/cpu-ops.h"
+#include "backend/backend.h"
+#include "backend/kv-store.h"
 #include "core/thread-pool.h"
+#include "forward/forward.h"
+#include "forward/weights.h"
 #include "kv/flat-cache.h"
 #include "kv/method.h"
 #include "kv/stats.h"
@@ -15,25 +18,23 @@
 
 namespace folio {
 
-namespace kv {
-class Compressor;
-}
+using forward::ProgressFn;
 
 // Where the forward pass runs. The CUDA backend needs libfolio-cuda and a device (backend/gpu-loader.h).
-enum class Backend { Cpu, Cuda };
-const char* backend_name(Backend b);
+enum class BackendKind { Cpu, Cuda };
+const char* backend_name(BackendKind b);
+
+// Positions a context holds when neither the caller nor a smaller model says otherwise.
+constexpr int32_t kDefaultContext = 4096;
 
 struct ContextParams {
-  int32_t n_ctx = 0;                // positions the context can hold; 0: the model's, capped at 4096
+  int32_t n_ctx = 0;                // positions the context can hold; 0: the model's, capped at kDefaultContext
   int32_t n_batch = 512;            // tokens per step of a prefill
   int n_threads = 0;                // 0: all hardware threads
   KvType kv_type = KvType::F16;     // element type of the cached keys and values
   bool reference_attention = false; // use the slow reference attention (tests; CPU only)
-  Backend backend = Backend::Cpu;
+  BackendKind backend = BackendKind::Cpu;
 };
-
-// Called during a prefill with (tokens done, tokens total).
-using ProgressFn = std::function<void(int64_t done, int64_t total)>;
 
 class Context {
  public:
@@ -48,7 +49,7 @@ class Context {
   // tokens still continue the prefix's positions.
   int32_t n_past() const { return n_past_; }
   int n_threads() const { return pool_.size(); }
-  Backend backend() const { return params_.backend; }
+  BackendKind backend() const { return params_.backend; }
   // The cache (on the GPU backend, a host copy made when asked for).
   const FlatKvCache& cache() const;
   // Replaces the cache (loading a saved session); n_past is the next position.
@@ -72,34 +73,19 @@ class Context {
 
  private:
   void check_tokens(const std::vector<int32_t>& tokens) const;
-  void forward(const int32_t* tokens, int64_t n, bool all_logits, float* logits, const ProgressFn& progress,
-               const std::atomic<bool>* cancel, kv::Compressor* comp);
-  void reserve(int64_t n_tokens, int64_t chunk);
-  // The same forward pass on the GPU (model/context-gpu.cc).
-  struct Gpu;
-  void forward_gpu(const int32_t* tokens, int64_t n, bool all_logits, float* logits, const ProgressFn& progress,
-                   const std::atomic<bool>* cancel, kv::Compressor* comp);
-  void compress_layer_gpu(kv::Compressor* comp, int l, const float* qwin, int32_t spare);
-  void gpu_init();
-  void gpu_copy_from(const Context& other);
-  void gpu_restore();  // uploads cache_
-  void gpu_truncate(int32_t n);
+  void run(const std::vector<int32_t>& tokens, bool all_logits, float* logits, const ProgressFn& progress,
+           const std::atomic<bool>* cancel, kv::Compressor* comp);
 
   const Model& model_;
   ContextParams params_;
   ThreadPool pool_;
-  mutable FlatKvCache cache_;  // on the GPU backend: the host copy, refreshed by cache() when stale
-  struct GpuDeleter {
-    void operator()(Gpu* g) const;  // where Gpu is complete
-  };
-  std::unique_ptr<Gpu, GpuDeleter> gpu_;
-  mutable bool host_stale_ = false;
+  std::shared_ptr<backend::Backend> backend_;
+  std::shared_ptr<const forward::BackendWeights> weights_;  // made by the first pass (the CPU repacks then)
+  std::unique_ptr<backend::KvStore> kv_;
+  std::unique_ptr<forward::ForwardPass> pass_;
+  mutable FlatKvCache host_;   // where the store is not a host cache: its copy, refreshed by cache() when stale
+  mutable bool host_stale_ = true;
   int32_t n_past_ = 0;
-  cpu::Scratch scratch_;
-  std::vector<float> x_;  // [n, n_embd] the residual stream of every token of the call
-  // Activations of one chunk, [n_batch, width] each.
-  std::vector<float> xb_, q_, k_, v_, att_, ffa_, ffb_;
-  std::vector<int32_t> pos_;
 };
 
 }  // namespace folio

@@ -1,0 +1,131 @@
+// The compute backend interface: the operations one forward pass (forward/forward.h) and the compression
+// of a prefill need, on activations that live in the backend's memory. A small, typed op table in the
+// manner of ggml-backend: the CPU backend (backend/cpu-backend.h) runs the engine's kernels, the GPU
+// backend (backend/gpu-backend.h) queues the operations of the C table in backend/gpu-abi.h.
+//
+// Pointers the operations take are the backend's memory (alloc) unless named *_host. Activations are
+// row-major float32, [n tokens, width]; weights are in their GGUF types (quant/weight.h). Operations may
+// run asynchronously; download and synchronize wait for them. Failures throw folio::Error.
+//
+// Cancellation is the caller's: the forward pass checks its flag between operations (forward/control.h)
+// and throws. A backend that is handed the flag (set_stop) may also cut a long operation short once it is
+// set; that operation's output is then garbage, and the caller throws it away.
+#pragma once
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <utility>
+
+#include "backend/kv-store.h"
+#include "kv/flat-cache.h"
+#include "quant/weight.h"
+
+namespace folio::backend {
+
+// Rotary position embedding: the angle of pair i is freq_scale · pos · base^(−2i/rope_dim) / freq_factors[i].
+struct RopeParams {
+  int32_t rope_dim = 0;  // leading dims of each head that rotate
+  bool neox = false;     // false: pairs (2i, 2i+1); true: pairs (i, i + rope_dim/2)
+  float base = 10000.0f;
+  float freq_scale = 1.0f;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual const char* name() const = 0;  // "cpu", "cuda"
+  // True when the backend's memory is the host's: its pointers can be read and written directly.
+  virtual bool host_memory() const = 0;
+
+  // memory
+  virtual void* alloc(size_t bytes) = 0;  // 64-byte aligned at least
+  virtual void free(void* p) = 0;
+  virtual void upload(void* dst, const void* src_host, size_t bytes) = 0;
+  virtual void download(void* dst_host, const void* src, size_t bytes) = 0;  // waits for queued work
+  virtual void copy(void* dst, const void* src, size_t bytes) = 0;
+  virtual void synchronize() = 0;
+
+  // A flag that, once set, lets long operations skip their remaining work (see above).
+  void set_stop(const std::atomic<bool>* stop) { stop_ = stop; }
+
+  // y[t, r] = Σ_c W[r, c] · x[t, c]          W: [rows, cols]; x: [n, cols]; y: [n, rows].
+  virtual void matmul(const Weight& W, const float* x, int64_t n, float* y) = 0;
+  // out[t, :] = row ids[t] of W, as floats     ids: [n]; out: [n, cols].
+  virtual void get_rows(const Weight& W, const int32_t* ids, int64_t n, float* out) = 0;
+  // y[t, :] = x[t, :] / rms(x[t, :]) · g       x, y: [n, width] (may alias); g: [width].
+  virtual void rms_norm(const float* x, const float* g, float* y, int64_t n, int64_t width, float eps) = 0;
+  // Rotates the first rope_dim dims of every head in place. x: [n, n_heads·head_dim]; pos: [n];
+  // freq_factors: [rope_dim/2] divisors or null.
+  virtual void rope(float* x, int64_t n, int n_heads, int head_dim, const int32_t* pos, const RopeParams& p,
+                    const float* freq_factors) = 0;
+  // h = silu(g) · u                            g, u, h: [n, width]; h may alias g.
+  virtual void swiglu(const float* g, const float* u, float* h, int64_t n, int64_t width) = 0;
+  // x += y                                     x, y: [count].
+  virtual void add(float* x, const float* y, int64_t count) = 0;
+  // x[t, :] += b                               x: [n, width]; b: [width].
+  virtual void add_bias(float* x, const float* b, int64_t n, int64_t width) = 0;
+
+  // KV stores in this backend's memory: empty, or a copy of a host cache.
+  virtual std::unique_ptr<KvStore> make_kv_store(int n_layer, int n_head_kv, int head_dim, int head_dim_v,
+                                                 KvType type) = 0;
+  virtual std::unique_ptr<KvStore> kv_store_from_host(FlatKvCache cache) = 0;
+
+  // Causal attention of the m newest tokens over layer l, whose heads all end with their m entries: query
+  // t of head h reads KV head g = h / (n_head / Hk), entries [0, len_g − m + t].
+  // q: [m, n_head·head_dim]; out: [m, n_head·head_dim_v].
+  virtual void attention(const float* q, const KvStore& kv, int l, int64_t m, int n_head, float* out) = 0;
+  // SnapKV window scores (kv/scorer.h) over each head's first L entries of layer l, the last w of them the
+  // window: qw [w, n_head·head_dim]; attn [Hk, L] the window-mean attention; score [Hk, L − w] it max-pooled.
+  virtual void window_scores(const float* qw, const KvStore& kv, int l, int n_head, int32_t L, int32_t w, int kernel,
+                             float* attn, float* score) = 0;
+  // The global top k of score [Hk, n], counted per head into won_host [Hk] (kv::global_topk_counts).
+  virtual void topk_per_head(const float* score, int n_head_kv, int32_t n, int64_t k, int32_t* won_host) = 0;
+  // Per head g the caps_host[g] best tokens of score[g, :], ascending, back to back in out (kv::top_tokens).
+  virtual void top_tokens(const float* score, int n_head_kv, int32_t n, const int32_t* caps_host, int32_t* out) = 0;
+
+ protected:
+  const std::atomic<bool>* stop_ = nullptr;
+};
+
+// An allocation of a backend, freed when it goes out of scope (move-only).
+class Buffer {
+ public:
+  Buffer() = default;
+  Buffer(Backend& be, size_t bytes) : be_(&be), p_(be.alloc(bytes)), bytes_(bytes) {}
+  ~Buffer() { reset(); }
+  Buffer(Buffer&& o) noexcept
+      : be_(o.be_), p_(std::exchange(o.p_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
+  Buffer& operator=(Buffer&& o) noexcept {
+    if (this != &o) {
+      reset();
+      be_ = o.be_;
+      p_ = std::exchange(o.p_, nullptr);
+      bytes_ = std::exchange(o.bytes_, 0);
+    }
+    return *this;
+  }
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+
+  void reset() {
+    if (p_) be_->free(p_);
+    p_ = nullptr;
+    bytes_ = 0;
+  }
+  // Grows to at least `bytes` (the contents are not kept).
+  void ensure(Backend& be, size_t bytes) {
+    if (bytes_ < bytes || !p_) *this = Buffer(be, bytes ? bytes : 1);
+  }
+  template <typename T>
+  T* as() const { return static_cast<T*>(p_); }
+  void* get() const { return p_; }
+  size_t bytes() const { return bytes_; }
+
+ private:
+  Backend* be_ = nullptr;
+  void* p_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+}  // namespace folio::backend

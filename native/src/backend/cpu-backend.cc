@@ -1,0 +1,145 @@
+#include "backend/cpu-backend.h"
+
+#include <cstdlib>
+#include <cstring>
+
+#include "core/error.h"
+#include "kv/allocator.h"
+#include "kv/scorer.h"
+#include "quant/quant.h"
+
+namespace folio::backend {
+
+namespace {
+
+// The flat cache is the CPU's store: no copies.
+class CpuKvStore final : public KvStore {
+ public:
+  explicit CpuKvStore(FlatKvCache c) : c_(std::move(c)) {}
+  const FlatKvCache& cache() const { return c_; }
+
+  int n_layer() const override { return c_.n_layer(); }
+  int n_head_kv() const override { return c_.n_head_kv(); }
+  KvType type() const override { return c_.type(); }
+  size_t k_entry_bytes() const override { return c_.k_entry_bytes(); }
+  size_t v_entry_bytes() const override { return c_.v_entry_bytes(); }
+  int32_t len(int l, int h) const override { return c_.len(l, h); }
+  void reserve(int l, int32_t n, int32_t slack) override { c_.reserve(l, n, slack); }
+  void append(int l, const float* k, const float* v, const int32_t*, const int32_t* pos_host, int32_t n) override {
+    c_.append(l, k, v, pos_host, n);
+  }
+  void compact(int l, const std::vector<std::vector<int32_t>>& keep, int32_t spare) override { c_.compact(l, keep, spare); }
+  void truncate(int32_t p) override { c_.truncate(p); }
+  void read_k(int l, int h, int32_t n, float* out) const override { c_.read_k(l, h, 0, n, out); }
+  void read_v(int l, int h, int32_t n, float* out) const override { c_.read_v(l, h, 0, n, out); }
+  std::unique_ptr<KvStore> clone() const override { return std::make_unique<CpuKvStore>(c_.clone()); }
+  FlatKvCache to_host() const override { return c_.clone(); }
+  const FlatKvCache* host() const override { return &c_; }
+
+ private:
+  FlatKvCache c_;
+};
+
+const FlatKvCache& flat(const KvStore& kv) {
+  const FlatKvCache* c = kv.host();
+  if (!c) fail("INTERNAL", "the CPU backend was given another backend's KV store");
+  return *c;
+}
+
+class CpuBackend final : public Backend {
+ public:
+  CpuBackend(ThreadPool& pool, bool reference_attention) : pool_(pool), reference_attention_(reference_attention) {}
+
+  const char* name() const override { return "cpu"; }
+  bool host_memory() const override { return true; }
+
+  void* alloc(size_t bytes) override {
+    void* p = std::aligned_alloc(64, (std::max<size_t>(bytes, 1) + 63) / 64 * 64);
+    if (!p) fail("OUT_OF_MEMORY", strfmt("cannot allocate %zu bytes", bytes));
+    return p;
+  }
+  void free(void* p) override { std::free(p); }
+  void upload(void* dst, const void* src, size_t bytes) override { copy(dst, src, bytes); }
+  void download(void* dst, const void* src, size_t bytes) override { copy(dst, src, bytes); }
+  void copy(void* dst, const void* src, size_t bytes) override {
+    if (bytes && dst != src) std::memmove(dst, src, bytes);
+  }
+  void synchronize() override {}
+
+  void matmul(const Weight& W, const float* x, int64_t n, float* y) override {
+    cpu::matmul(pool_, scratch_, W, x, n, y, stop_);
+  }
+  void get_rows(const Weight& W, const int32_t* ids, int64_t n, float* out) override {
+    const quant::Kernels& k = quant::kernels(W.type);
+    pool_.parallel_for(n, [&](int64_t t, int) { k.dequantize_row(W.row(ids[t]), out + t * W.cols, W.cols); });
+  }
+  void rms_norm(const float* x, const float* g, float* y, int64_t n, int64_t width, float eps) override {
+    cpu::rms_norm(pool_, x, g, y, n, width, eps);
+  }
+  void rope(float* x, int64_t n, int n_heads, int head_dim, const int32_t* pos, const RopeParams& p,
+            const float* freq_factors) override {
+    cpu::rope(pool_, x, n, n_heads, head_dim, pos, p, freq_factors);
+  }
+  void swiglu(const float* g, const float* u, float* h, int64_t n, int64_t width) override {
+    cpu::swiglu(pool_, g, u, h, n, width);
+  }
+  void add(float* x, const float* y, int64_t count) override {
+    for (int64_t i = 0; i < count; i++) x[i] += y[i];
+  }
+  void add_bias(float* x, const float* b, int64_t n, int64_t width) override { cpu::add_bias(x, b, n, width); }
+
+  std::unique_ptr<KvStore> make_kv_store(int n_layer, int n_head_kv, int head_dim, int head_dim_v, KvType type) override {
+    return std::make_unique<CpuKvStore>(FlatKvCache(n_layer, n_head_kv, head_dim, head_dim_v, type));
+  }
+  std::unique_ptr<KvStore> kv_store_from_host(FlatKvCache cache) override {
+    return std::make_unique<CpuKvStore>(std::move(cache));
+  }
+
+  void attention(const float* q, const KvStore& kv, int l, int64_t m, int n_head, float* out) override {
+    if (reference_attention_) cpu::attention_reference(pool_, scratch_, q, flat(kv), l, m, n_head, out);
+    else cpu::attention(pool_, scratch_, q, flat(kv), l, m, n_head, out, stop_);
+  }
+  void window_scores(const float* qw, const KvStore& kv, int l, int n_head, int32_t L, int32_t w, int kernel,
+                     float* attn, float* score) override {
+    const FlatKvCache& c = flat(kv);
+    kv::WindowShape s;
+    s.n_head = n_head, s.n_head_kv = c.n_head_kv(), s.head_dim = c.head_dim(), s.head_dim_v = c.head_dim_v();
+    s.L = L, s.w = w;
+    const kv::EntryReader keys = [&](int g, float* out) { c.read_k(l, g, 0, L, out); };
+    const kv::WindowScores ws = kv::snapkv_scores(pool_, s, qw, keys, kernel);
+    for (int g = 0; g < s.n_head_kv; g++) {
+      std::memcpy(attn + int64_t(g) * L, ws.attn[size_t(g)].data(), size_t(L) * sizeof(float));
+      std::memcpy(score + int64_t(g) * (L - w), ws.score[size_t(g)].data(), size_t(L - w) * sizeof(float));
+    }
+  }
+  void topk_per_head(const float* score, int n_head_kv, int32_t n, int64_t k, int32_t* won_host) override {
+    const std::vector<int32_t> won = kv::global_topk_counts(rows(score, n_head_kv, n), k);
+    std::memcpy(won_host, won.data(), won.size() * sizeof(int32_t));
+  }
+  void top_tokens(const float* score, int n_head_kv, int32_t n, const int32_t* caps_host, int32_t* out) override {
+    for (int g = 0; g < n_head_kv; g++) {
+      const std::vector<int32_t> t = kv::top_tokens(std::vector<float>(score + int64_t(g) * n, score + int64_t(g + 1) * n),
+                                                    caps_host[g]);
+      out = std::copy(t.begin(), t.end(), out);
+    }
+  }
+
+ private:
+  static std::vector<std::vector<float>> rows(const float* x, int n_rows, int32_t n) {
+    std::vector<std::vector<float>> r(static_cast<size_t>(n_rows));
+    for (int g = 0; g < n_rows; g++) r[size_t(g)].assign(x + int64_t(g) * n, x + int64_t(g + 1) * n);
+    return r;
+  }
+
+  ThreadPool& pool_;
+  cpu::Scratch scratch_;
+  bool reference_attention_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_cpu_backend(ThreadPool& pool, bool reference_attention) {
+  return std::make_unique<CpuBackend>(pool, reference_attention);
+}
+
+}  // namespace folio::backend

@@ -1,0 +1,129 @@
+#include "backend/gpu-backend.h"
+
+#include <mutex>
+
+#include "backend/gpu-kv-cache.h"
+#include "backend/gpu-loader.h"
+#include "core/error.h"
+
+namespace folio::backend {
+
+namespace {
+
+class GpuKvStore final : public KvStore {
+ public:
+  explicit GpuKvStore(gpu::KvCache c) : c_(std::move(c)) {}
+  const gpu::KvCache& cache() const { return c_; }
+
+  int n_layer() const override { return c_.n_layer(); }
+  int n_head_kv() const override { return c_.n_head_kv(); }
+  KvType type() const override { return c_.type(); }
+  size_t k_entry_bytes() const override { return c_.k_entry_bytes(); }
+  size_t v_entry_bytes() const override { return c_.v_entry_bytes(); }
+  int32_t len(int l, int h) const override { return c_.len(l, h); }
+  void reserve(int l, int32_t n, int32_t slack) override { c_.reserve(l, n, slack); }
+  void append(int l, const float* k, const float* v, const int32_t* pos, const int32_t* pos_host, int32_t n) override {
+    c_.append(l, k, v, pos, pos_host, n);
+  }
+  void compact(int l, const std::vector<std::vector<int32_t>>& keep, int32_t spare) override { c_.compact(l, keep, spare); }
+  void truncate(int32_t p) override { c_.truncate(p); }
+  void read_k(int l, int h, int32_t n, float* out) const override { c_.read_k(l, h, n, out); }
+  void read_v(int l, int h, int32_t n, float* out) const override { c_.read_v(l, h, n, out); }
+  std::unique_ptr<KvStore> clone() const override { return std::make_unique<GpuKvStore>(c_.clone()); }
+  FlatKvCache to_host() const override { return c_.to_host(); }
+
+ private:
+  gpu::KvCache c_;
+};
+
+const gpu::KvCache& device(const KvStore& kv) {
+  const auto* s = dynamic_cast<const GpuKvStore*>(&kv);
+  if (!s) fail("INTERNAL", "the GPU backend was given another backend's KV store");
+  return s->cache();
+}
+
+class GpuBackend final : public Backend {
+ public:
+  GpuBackend() : api_(gpu::require()) {}
+
+  const char* name() const override { return api_.backend; }
+  bool host_memory() const override { return false; }
+
+  void* alloc(size_t bytes) override {
+    void* p = nullptr;
+    run(op(api_.alloc, "alloc")(bytes ? bytes : 1, &p), "GPU allocation");
+    return p;
+  }
+  void free(void* p) override { op(api_.free, "free")(p); }
+  void upload(void* dst, const void* src, size_t bytes) override { run(op(api_.upload, "upload")(dst, src, bytes), "GPU upload"); }
+  void download(void* dst, const void* src, size_t bytes) override { run(op(api_.download, "download")(dst, src, bytes), "GPU download"); }
+  void copy(void* dst, const void* src, size_t bytes) override { run(op(api_.copy, "copy")(dst, src, bytes), "GPU copy"); }
+  void synchronize() override { run(op(api_.synchronize, "synchronize")(), "GPU forward"); }
+
+  void matmul(const Weight& W, const float* x, int64_t n, float* y) override {
+    run(op(api_.matmul, "matmul")(W.data, int32_t(W.type), W.rows, W.cols, W.row_bytes, x, n, y), "GPU matmul");
+  }
+  void get_rows(const Weight& W, const int32_t* ids, int64_t n, float* out) override {
+    run(op(api_.get_rows, "get_rows")(W.data, int32_t(W.type), W.cols, W.row_bytes, ids, n, out), "GPU embedding");
+  }
+  void rms_norm(const float* x, const float* g, float* y, int64_t n, int64_t width, float eps) override {
+    run(op(api_.rms_norm, "rms_norm")(x, g, y, n, width, eps), "GPU rms_norm");
+  }
+  void rope(float* x, int64_t n, int n_heads, int head_dim, const int32_t* pos, const RopeParams& p,
+            const float* freq_factors) override {
+    const folio_gpu_rope r{p.rope_dim, p.neox ? 1 : 0, p.base, p.freq_scale};
+    run(op(api_.rope, "rope")(x, n, n_heads, head_dim, pos, &r, freq_factors), "GPU rope");
+  }
+  void swiglu(const float* g, const float* u, float* h, int64_t n, int64_t width) override {
+    run(op(api_.swiglu, "swiglu")(g, u, h, n * width), "GPU swiglu");
+  }
+  void add(float* x, const float* y, int64_t count) override { run(op(api_.add, "add")(x, y, count), "GPU add"); }
+  void add_bias(float* x, const float* b, int64_t n, int64_t width) override {
+    run(op(api_.add_bias, "add_bias")(x, b, n, width), "GPU bias");
+  }
+
+  std::unique_ptr<KvStore> make_kv_store(int n_layer, int n_head_kv, int head_dim, int head_dim_v, KvType type) override {
+    return std::make_unique<GpuKvStore>(gpu::KvCache(n_layer, n_head_kv, head_dim, head_dim_v, type));
+  }
+  std::unique_ptr<KvStore> kv_store_from_host(FlatKvCache cache) override {
+    return std::make_unique<GpuKvStore>(gpu::KvCache::from_host(cache));
+  }
+
+  void attention(const float* q, const KvStore& kv, int l, int64_t m, int n_head, float* out) override {
+    const folio_gpu_kv_layer layer = device(kv).layer(l);
+    run(op(api_.attention, "attention")(q, &layer, int32_t(m), n_head, out), "GPU attention");
+  }
+  void window_scores(const float* qw, const KvStore& kv, int l, int n_head, int32_t L, int32_t w, int kernel,
+                     float* attn, float* score) override {
+    const folio_gpu_kv_layer layer = device(kv).layer(l);
+    run(op(api_.window_scores, "window_scores")(qw, &layer, n_head, L, w, kernel, attn, score), "GPU window scores");
+  }
+  void topk_per_head(const float* score, int n_head_kv, int32_t n, int64_t k, int32_t* won_host) override {
+    run(op(api_.topk_per_head, "topk_per_head")(score, n_head_kv, n, k, won_host), "GPU top-k");
+  }
+  void top_tokens(const float* score, int n_head_kv, int32_t n, const int32_t* caps_host, int32_t* out) override {
+    run(op(api_.top_tokens, "top_tokens")(score, n_head_kv, n, caps_host, out), "GPU top tokens");
+  }
+
+ private:
+  static void run(int rc, const char* what) { gpu::check(rc, what); }
+  // An entry of the table, or GPU_ERROR where the library lacks it (a partial backend under development).
+  template <class F>
+  static F op(F f, const char* name) {
+    if (!f) fail("GPU_ERROR", strfmt("%s is missing from the GPU operation table", name));
+    return f;
+  }
+  const folio_gpu_api& api_;
+};
+
+}  // namespace
+
+std::shared_ptr<Backend> gpu_backend() {
+  static std::mutex mu;
+  static std::shared_ptr<Backend> the;
+  std::lock_guard<std::mutex> lock(mu);
+  if (!the) the = std::make_shared<GpuBackend>();
+  return the;
+}
+
+}  // namespace folio::backend

@@ -1,0 +1,120 @@
+#include "session/context.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "backend/cpu-backend.h"
+#include "backend/gpu-backend.h"
+#include "core/error.h"
+#include "kv/compressor.h"
+
+namespace folio {
+
+const char* backend_name(BackendKind b) { return b == BackendKind::Cuda ? "cuda" : "cpu"; }
+
+Context::Context(const Model& model, const ContextParams& params) : model_(model), params_(params), pool_(params.n_threads) {
+  const HParams& hp = model.hparams();
+  if (params_.n_ctx <= 0) params_.n_ctx = std::min<int32_t>(hp.n_ctx_train, kDefaultContext);
+  if (params_.n_ctx > hp.n_ctx_train)
+    fail("CONTEXT_TOO_LONG", strfmt("a context of %d tokens exceeds the model's context length of %d tokens",
+                                    params_.n_ctx, hp.n_ctx_train));
+  if (params_.n_batch <= 0) params_.n_batch = 512;
+  if (params_.backend == BackendKind::Cuda) {
+    if (params_.reference_attention) fail("INVALID_ARGUMENT", "the reference attention runs on the CPU backend only");
+    backend_ = backend::gpu_backend();
+    weights_ = forward::BackendWeights::of(model_, *backend_, pool_);  // uploaded now, not in the first job
+  } else {
+    backend_ = backend::make_cpu_backend(pool_, params_.reference_attention);
+  }
+  kv_ = backend_->make_kv_store(hp.n_layer, hp.n_head_kv, hp.head_dim, hp.head_dim_v, params_.kv_type);
+  pass_ = std::make_unique<forward::ForwardPass>(hp, *backend_, pool_, params_.n_batch);
+}
+
+std::unique_ptr<Context> Context::fork() const {
+  auto c = std::make_unique<Context>(model_, params_);
+  c->kv_ = kv_->clone();
+  c->n_past_ = n_past_;
+  return c;
+}
+
+const FlatKvCache& Context::cache() const {
+  if (const FlatKvCache* c = kv_->host()) return *c;
+  if (host_stale_) {
+    host_ = kv_->to_host();
+    host_stale_ = false;
+  }
+  return host_;
+}
+
+void Context::restore(FlatKvCache cache, int32_t n_past) {
+  kv_ = backend_->kv_store_from_host(std::move(cache));
+  host_stale_ = true;
+  n_past_ = n_past;
+}
+
+void Context::truncate(int32_t n) {
+  if (n < 0 || n > n_past_) fail("INVALID_ARGUMENT", strfmt("cannot truncate to %d tokens: the context holds %d", n, n_past_));
+  kv_->truncate(n);
+  host_stale_ = true;
+  n_past_ = n;
+}
+
+void Context::check_tokens(const std::vector<int32_t>& tokens) const {
+  const HParams& hp = model_.hparams();
+  const int64_t n = int64_t(tokens.size());
+  if (n == 0) fail("INVALID_ARGUMENT", "nothing to evaluate: the token list is empty");
+  if (n_past_ + n > params_.n_ctx)
+    fail("CONTEXT_FULL", strfmt("%lld new tokens do not fit: the context holds %d of %d tokens", (long long)n, n_past_,
+                                params_.n_ctx));
+  for (int32_t t : tokens)
+    if (t < 0 || t >= hp.n_vocab)
+      fail("INVALID_TOKEN", strfmt("token id %d is outside the vocabulary (0 to %d)", t, hp.n_vocab - 1));
+}
+
+// One forward pass over the tokens from n_past on; whatever happens, nothing half-done stays in the cache.
+void Context::run(const std::vector<int32_t>& tokens, bool all_logits, float* logits, const ProgressFn& progress,
+                  const std::atomic<bool>* cancel, kv::Compressor* comp) {
+  const int32_t start = n_past_;
+  host_stale_ = true;
+  try {
+    if (!weights_) weights_ = forward::BackendWeights::of(model_, *backend_, pool_);  // the CPU repacks here, in the job
+    forward::Control ctl(*backend_, progress, cancel);
+    pass_->run(weights_->get(), *kv_, tokens.data(), int64_t(tokens.size()), start, params_.n_ctx, all_logits, logits,
+               ctl, comp);
+    n_past_ = start + int32_t(tokens.size());
+  } catch (...) {
+    kv_->truncate(start);
+    throw;
+  }
+}
+
+void Context::eval(const std::vector<int32_t>& tokens, bool all_logits, std::vector<float>& logits,
+                   const ProgressFn& progress, const std::atomic<bool>* cancel) {
+  check_tokens(tokens);
+  logits.assign(size_t(all_logits ? tokens.size() : 1) * size_t(model_.hparams().n_vocab), 0.0f);
+  run(tokens, all_logits, logits.data(), progress, cancel, nullptr);
+}
+
+kv::CompressionStats Context::compress(const std::vector<int32_t>& tokens, const kv::CompressOptions& opts,
+                                       std::vector<float>& logits, const ProgressFn& progress,
+                                       const std::atomic<bool>* cancel) {
+  if (n_past_ != 0)
+    fail("NOT_EMPTY", "compression reads the whole prefix in one prefill: start from an empty session");
+  kv::validate(opts);
+  check_tokens(tokens);
+  const HParams& hp = model_.hparams();
+  kv::WindowShape shape;
+  shape.n_head = hp.n_head;
+  shape.n_head_kv = hp.n_head_kv;
+  shape.head_dim = hp.head_dim;
+  shape.head_dim_v = hp.head_dim_v;
+  shape.L = int32_t(tokens.size());
+  kv::Compressor comp(opts, shape, hp.n_layer, kv_->k_entry_bytes(), kv_->v_entry_bytes(), kv_type_name(kv_->type()));
+  logits.assign(size_t(hp.n_vocab), 0.0f);
+  const auto t0 = std::chrono::steady_clock::now();
+  run(tokens, false, logits.data(), progress, cancel, &comp);
+  comp.stats().ms_prefill = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  return comp.stats();
+}
+
+}  // namespace folio
