@@ -16,7 +16,7 @@ const shell = createShell(electron, {
   addonPath: process.env.FOLIO_ADDON ?? where.addonPath,
   icon: where.icon,
   // Loaded once the app is ready, so a second launch (which only hands over its files) stays light.
-  createCore: async (options) => (await import('./core/app-core.ts')).createAppCore(options),
+  createCore: async (options) => (await import('./services/app-core.ts')).createAppCore(options),
 });
 
 if (shell.primary) {

@@ -16,7 +16,7 @@ import { Document, Packer, Paragraph, HeadingLevel } from 'docx';
 
 import type { EventName, EventPayload } from '../electron/api/contract.ts';
 import { connectApi, type WsApi } from '../electron/api/ws-client.ts';
-import { createAppCore, type AppCore } from '../electron/core/app-core.ts';
+import { createAppCore, type AppCore } from '../electron/services/app-core.ts';
 import { startWebHost, type WebHost } from '../electron/web/server.ts';
 import { missing, repoRoot, sharedModel } from './helpers/shared.ts';
 

@@ -1,11 +1,11 @@
-// The chat prompt format of `folio chat` (electron/core/chat-format.ts): real Llama-3 and ChatML templates
+// The chat prompt format of `folio chat` (electron/services/chat-format.ts): real Llama-3 and ChatML templates
 // rendered with @huggingface/jinja, the turn-by-turn suffix logic, and BOS handling.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 
 import {
   ChatFormatError, Conversation, formatTokens, plainRenderer, systemContent, templateRenderer, type Tokenize,
-} from '../electron/core/chat-format.ts';
+} from '../electron/services/chat-format.ts';
 import { loadAddon } from '../electron/engine/binding.ts';
 import { missing, sharedModel } from './helpers/shared.ts';
 

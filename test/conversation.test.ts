@@ -1,4 +1,4 @@
-// The chat driver (electron/core/conversation.ts) on stories260K through the engine process, as the app and
+// The chat driver (electron/services/conversation.ts) on stories260K through the engine process, as the app and
 // `folio chat` drive it: forks of one compressed document do not disturb each other, a replayed conversation
 // leaves the cache as the live one did, stop sequences cut the answer where the unstopped one had the
 // sequence, a question that does not fit is refused before anything changes, and reset goes back to the
@@ -9,9 +9,9 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 import { EventBus } from '../electron/api/dispatcher.ts';
-import { ContextFullError, ConversationSession, generateAnswer } from '../electron/core/conversation.ts';
-import { EngineManager, type LoadedModel } from '../electron/core/engine-manager.ts';
-import { documentPrefix, type ChatFormat, type DocumentPrefix } from '../electron/core/prefix.ts';
+import { ContextFullError, ConversationSession, generateAnswer } from '../electron/services/conversation.ts';
+import { EngineManager, type LoadedModel } from '../electron/services/engine-manager.ts';
+import { documentPrefix, type ChatFormat, type DocumentPrefix } from '../electron/services/prefix.ts';
 import { EngineClient } from '../electron/engine/client.ts';
 import { missing, repoRoot, sharedModel } from './helpers/shared.ts';
 

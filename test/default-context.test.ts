@@ -9,7 +9,7 @@ import { join } from 'node:path';
 
 import { DEFAULT_CONTEXT_TOKENS } from '../electron/api/contract.ts';
 import { EventBus } from '../electron/api/dispatcher.ts';
-import { EngineManager } from '../electron/core/engine-manager.ts';
+import { EngineManager } from '../electron/services/engine-manager.ts';
 import { loadAddon } from '../electron/engine/binding.ts';
 import { EngineClient } from '../electron/engine/client.ts';
 import { readGguf } from './helpers/gguf-reader.ts';

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 import type { EventPayload } from '../electron/api/contract.ts';
-import { createAppCore, type AppCore } from '../electron/core/app-core.ts';
+import { createAppCore, type AppCore } from '../electron/services/app-core.ts';
 import { missing, sharedModel } from './helpers/shared.ts';
 
 const model = sharedModel('stories260K.gguf');

@@ -15,8 +15,8 @@ import type { BrowserContext, Page } from 'playwright-core';
 
 import type { CompressionStats } from '../electron/api/contract.ts';
 import { connectApi, type WsApi } from '../electron/api/ws-client.ts';
-import { createAppCore, type AppCore } from '../electron/core/app-core.ts';
-import { dataPaths } from '../electron/core/paths.ts';
+import { createAppCore, type AppCore } from '../electron/services/app-core.ts';
+import { dataPaths } from '../electron/services/paths.ts';
 import { MAX_DOCUMENT_BYTES } from '../electron/documents/limits.ts';
 import { startWebHost, type WebHost } from '../electron/web/server.ts';
 import { colorAt, luminance, tOfColor, type Rgb } from '../renderer/src/lib/colormap.ts';

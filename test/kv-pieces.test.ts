@@ -1,4 +1,4 @@
-// The pieces of KV compression (ADAKV.md) one by one, on small cases worked out by hand, and their
+// The pieces of KV compression (docs/compression.md) one by one, on small cases worked out by hand, and their
 // properties over random scores.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';

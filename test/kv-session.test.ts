@@ -1,5 +1,5 @@
 // Ada-KV compression in a real session (stories260K): equivalences with the plain cache, statistics that
-// add up, the edge cases of ADAKV.md, truncate / fork / save / load, and the fast attention against the
+// add up, the edge cases of docs/compression.md, truncate / fork / save / load, and the fast attention against the
 // reference one.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';

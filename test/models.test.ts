@@ -890,7 +890,7 @@ test('estimate: KV cache per token, full and compressed, and the working buffers
   assert.equal(c.totalBytes, 807_000_000 + c.kvBytesCompressed + c.workingBytes);
   assert.match(c.message, /1,229 of the 6,144-token document kept per head; 256\.0 MiB uncompressed/);
 
-  // a budget in tokens per head, and the edge cases of ADAKV.md
+  // a budget in tokens per head, and the edge cases of docs/compression.md
   assert.equal(estimateMemory(llama1b, { nCtx: 8192, compression: { method: 'snapkv', budget: 512 }, memory: plenty }).kvBytesCompressed, (512 + 2048) * 32768);
   assert.deepEqual(keptPrefixTokens(20, { method: 'snapkv', budget: 0.1, window: 32 }), { kept: 20, compressed: false, clamped: false });
   assert.deepEqual(keptPrefixTokens(1000, { method: 'snapkv', budget: 2000 }), { kept: 1000, compressed: false, clamped: false });
@@ -937,9 +937,9 @@ test('estimate: from a GGUF file', async () => {
 
 test('estimate on a GPU: the model must fit the GPU\'s memory, which the message names', async () => {
   const { openStorage } = await import('../electron/storage/index.ts');
-  const { ModelsService } = await import('../electron/core/models-service.ts');
+  const { ModelsService } = await import('../electron/services/models-service.ts');
   const { EventBus } = await import('../electron/api/dispatcher.ts');
-  const { Tasks } = await import('../electron/core/tasks.ts');
+  const { Tasks } = await import('../electron/services/tasks.ts');
   const dir = mkdtempSync(join(tmpdir(), 'folio-gpu-estimate-'));
   try {
     const file = join(dir, 'tiny.gguf');

@@ -93,7 +93,7 @@ describe('build: tsconfig.electron.json', () => {
   });
 
   test('emits runnable JS: ES modules with .js imports, a CommonJS preload, the engine host, the pdf.js worker', () => {
-    for (const f of ['main.js', 'preload.cjs', 'shell/shell.js', 'core/app-core.js', 'engine/host.js', 'engine/tokenizer-worker.js', 'engine/client.js', 'documents/pdf.js', 'documents/parse-worker.js', 'web/server.js'])
+    for (const f of ['main.js', 'preload.cjs', 'shell/shell.js', 'services/app-core.js', 'engine/host.js', 'engine/tokenizer-worker.js', 'engine/client.js', 'documents/pdf.js', 'documents/parse-worker.js', 'web/server.js'])
       assert.ok(existsSync(join(out, f)), `${f} is emitted`);
     const main = readFileSync(join(out, 'main.js'), 'utf8');
     assert.match(main, /from "\.\/shell\/shell\.js"/);
@@ -1294,7 +1294,7 @@ describe('smoke: the compiled core under Node (no tsx)', () => {
     const dataDir = mkdtempSync(join(scratch, 'smoke-'));
     const script = `
       const out = ${JSON.stringify(pathToFileURL(out + '/').href)};
-      const { createAppCore } = await import(out + 'core/app-core.js');
+      const { createAppCore } = await import(out + 'services/app-core.js');
       const core = await createAppCore({ dataDir: ${JSON.stringify(dataDir)} });
       const settings = await core.dispatcher.dispatch('settings.get', {});
       const docs = await core.dispatcher.dispatch('documents.list', {});
@@ -1430,7 +1430,7 @@ describe('packaging: build/electron-builder.yml', () => {
         else entries.set(p, v as { unpacked?: boolean });
       }
     })(header, '');
-    for (const f of ['package.json', 'dist/electron/main.js', 'dist/electron/preload.cjs', 'dist/electron/engine/host.js', 'dist/electron/core/app-core.js', 'dist/electron/documents/parse-worker.js', 'dist/renderer/index.html', 'node_modules/zod/package.json'])
+    for (const f of ['package.json', 'dist/electron/main.js', 'dist/electron/preload.cjs', 'dist/electron/engine/host.js', 'dist/electron/services/app-core.js', 'dist/electron/documents/parse-worker.js', 'dist/renderer/index.html', 'node_modules/zod/package.json'])
       assert.equal(entries.get(f)?.unpacked, undefined, `${f} is in the asar`);
     for (const f of ['native/build/Release/folio.node', 'node_modules/pdfjs-dist/legacy/build/pdf.mjs', 'node_modules/better-sqlite3/build/Release/better_sqlite3.node']) {
       assert.equal(entries.get(f)?.unpacked, true, `${f} is unpacked`);

@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-import { createAppCore, type AppCore } from '../electron/core/app-core.ts';
+import { createAppCore, type AppCore } from '../electron/services/app-core.ts';
 import { ChatCompletionRequest } from '../electron/web/openai.ts';
 import { missing, sharedModel } from './helpers/shared.ts';
 

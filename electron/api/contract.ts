@@ -170,7 +170,7 @@ export const DocumentPage = z.object({
 });
 export type DocumentPage = z.infer<typeof DocumentPage>;
 
-/** The engine's compression statistics (ADAKV.md; electron/kv/stats.ts), the retention map as a plain array. */
+/** The engine's compression statistics (docs/compression.md; electron/kv/stats.ts), the retention map as a plain array. */
 export { CompressionStats };
 
 /** A passage of a page and how much of the model's cache kept it: the retention map folded onto text. */

@@ -1,4 +1,4 @@
-// folio eval --suite niah: needle-in-a-haystack retrieval through a compressed cache (ADAKV.md, "Quality
+// folio eval --suite niah: needle-in-a-haystack retrieval through a compressed cache (docs/compression.md, "Quality
 // measures": retrieval, question-agnostic). Each case is a haystack with a planted needle and a question at
 // the end. Question-agnostic (the app's normal case): the haystack alone is compressed, with the window at
 // its own end, and the question is appended afterwards; question-aware: haystack and question are

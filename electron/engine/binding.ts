@@ -188,7 +188,7 @@ export interface CompressOptions {
   onProgress?: (done: number, total: number) => void;
 }
 
-/** What a compression did (ADAKV.md, "Statistics"): the shape of electron/kv/stats.ts, the retention map an Int32Array. */
+/** What a compression did (docs/compression.md, "Statistics"): the shape of electron/kv/stats.ts, the retention map an Int32Array. */
 export type CompressionStats = EngineCompressionStats;
 
 export interface CompressResult {

@@ -1,4 +1,4 @@
-// The compression statistics (ADAKV.md, "Statistics"): the app's copy of the engine's field tables
+// The compression statistics (docs/compression.md, "Statistics"): the app's copy of the engine's field tables
 // (native/src/kv/stats.h, reported by the addon's statsSchema()), one zod schema for the binding, the
 // engine protocol, the API contract and the storage. test/kv-schema.test.ts holds the field tables equal
 // to the engine's in both directions and parses a real compression's statistics strictly.

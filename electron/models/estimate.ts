@@ -7,7 +7,7 @@
 //   full:       tokens = the context length n_ctx.
 //   compressed: the prefix (system prompt + document, L = n_ctx − conversation room) keeps B tokens
 //               per KV head, with B = round(r·L) for a kept ratio r ≤ 1 or B tokens when budget > 1
-//               (ADAKV.md: B includes the observation window w; L ≤ w means no compression, else B ≤ w
+//               (docs/compression.md: B includes the observation window w; L ≤ w means no compression, else B ≤ w
 //               is raised to w + 1, then B ≥ L means no compression: electron/kv/budget.ts, the
 //               engine's rule), and the conversation's room is kept whole:
 //               tokens = B + conversation room. Ada allocation moves slots between heads but keeps
@@ -17,7 +17,7 @@
 //            E: embedding length (the residual stream and its normed copy), H·dk: queries,
 //            Hk·(dk+dv): keys and values, H·dv: attention output, 3·F: FFN gate, up and their
 //            product, V: logits over the vocabulary;
-//          + while compressing (a layer is compressed right after its prefill, ADAKV.md), that layer's
+//          + while compressing (a layer is compressed right after its prefill, docs/compression.md), that layer's
 //            full K/V of the prefix, L · Hk · (dk + dv) · element bytes, and the window's attention
 //            scores, 4 · H · w · L.
 // Not counted: the flat cache's int32 source position per kept entry (under 1% at head size 128) and
@@ -81,7 +81,7 @@ export function kvBytesPerToken(shape: Pick<ModelShape, 'layers' | 'kvHeads' | '
 export type CompressionInput = Pick<CompressionSettings, 'method' | 'budget'> & Partial<Pick<CompressionSettings, 'window'>>;
 
 /**
- * Tokens each KV head keeps of an L-token prefix under a compression budget (ADAKV.md), resolved as the
+ * Tokens each KV head keeps of an L-token prefix under a compression budget (docs/compression.md), resolved as the
  * engine resolves it (electron/kv/budget.ts; test/kv-schema.test.ts compares the two).
  */
 export function keptPrefixTokens(prefixTokens: number, c: CompressionInput | undefined): { kept: number; compressed: boolean; clamped: boolean } {

@@ -97,7 +97,7 @@ export function fileTypeName(fileType: number): string | null {
   return LLAMA_FILE_TYPES[fileType] ?? null;
 }
 
-/** Architectures Folio's engine runs (ARCHITECTURE.md, "model"). */
+/** Architectures Folio's engine runs (docs/architecture.md, "model"). */
 export const SUPPORTED_ARCHITECTURES: readonly string[] = ['llama', 'qwen2', 'qwen3'];
 
 // ---------------------------------------------------------------------------------------------------

@@ -2,7 +2,7 @@
 // a test can hand it a fake one and look at what it installed. The app core (plain TypeScript) does the
 // work; the shell only wires it to a window, to IPC and to the OS:
 //   - one instance: a second launch focuses the first window and opens its files there
-//   - the library in app.getPath('userData') (= <appData>/Folio, as core/paths.ts's defaultDataDir)
+//   - the library in app.getPath('userData') (= <appData>/Folio, as services/paths.ts's defaultDataDir)
 //   - the engine host in a utilityProcess (engine-process.ts)
 //   - the renderer from app://folio (app-protocol.ts) in a sandboxed, isolated window (security.ts)
 //   - the API over IPC (ipc.ts), the menu (menu.ts), the files the OS hands over (open-files.ts)
@@ -13,7 +13,7 @@ import { join } from 'node:path';
 
 import type { BrowserWindow, OpenDialogOptions } from 'electron';
 
-import type { AppCoreOptions } from '../core/app-core.ts';
+import type { AppCoreOptions } from '../services/app-core.ts';
 import { ApiError } from '../api/contract.ts';
 import { createAppProtocolHandler, registerAppScheme } from './app-protocol.ts';
 import { SHELL_CHANNEL, type FileDialogKind, type MenuAction, type OpenedDocument, type ShellEvent } from './bridge.ts';
@@ -27,7 +27,7 @@ import { DOCUMENT_EXTENSIONS, FileOpener, filesFromArgv, MODEL_EXTENSIONS } from
 import { APP_SCHEME, APP_URL, installSecurityHandlers, windowOptions, type SecurityHandlers } from './security.ts';
 import { loadWindowState, restoreBounds, trackWindowState } from './window-state.ts';
 
-/** What the shell needs of the app core (core/app-core.ts's AppCore has it). */
+/** What the shell needs of the app core (services/app-core.ts's AppCore has it). */
 export interface CoreLike {
   dispatcher: DispatcherLike;
   bus: BusLike;
@@ -43,7 +43,7 @@ export interface ShellOptions {
   hostEntry: string;
   /** The native addon for the engine host (FOLIO_ADDON); null: the host's own default. */
   addonPath: string | null;
-  /** Creates the app core (core/app-core.ts's createAppCore). */
+  /** Creates the app core (services/app-core.ts's createAppCore). */
   createCore(options: AppCoreOptions): Promise<CoreLike>;
   /** The library; default: <appData>/Folio, or FOLIO_DATA_DIR. It becomes app.getPath('userData'). */
   dataDir?: string;

@@ -9,10 +9,10 @@ import { basename } from 'node:path';
 import { createInterface } from 'node:readline';
 
 import { EventBus } from '../../api/dispatcher.ts';
-import { ChatFormatError } from '../../core/chat-format.ts';
-import { ContextFullError, ConversationSession } from '../../core/conversation.ts';
-import { EngineManager } from '../../core/engine-manager.ts';
-import { documentPrefix } from '../../core/prefix.ts';
+import { ChatFormatError } from '../../services/chat-format.ts';
+import { ContextFullError, ConversationSession } from '../../services/conversation.ts';
+import { EngineManager } from '../../services/engine-manager.ts';
+import { documentPrefix } from '../../services/prefix.ts';
 import { EngineClient } from '../../engine/client.ts';
 import {
   type Command, checkFits, common, compressFlags, compressOptions, int, mib, need, samplingFlags, samplingOptions, sessionOptions, str,

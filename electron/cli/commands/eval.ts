@@ -1,5 +1,5 @@
 // folio eval --suite fidelity: how far each compression method moves the model's predictions from the
-// full cache (ADAKV.md, "Quality measures"). For every document: compress its first part question-
+// full cache (docs/compression.md, "Quality measures"). For every document: compress its first part question-
 // agnostically, teacher-force the rest through the compressed cache and through the full cache, and compare
 // the next-token distributions position by position (KL, top-1 agreement, perplexity of the true tokens),
 // next to the engine's own measure of the window queries' attention-output change per layer.

@@ -1,5 +1,6 @@
 // folio info
 import { type Command, common, int, openModel, print, sessionOptions } from '../args.ts';
+import { DEFAULT_CONTEXT_TOKENS } from '../../api/contract.ts';
 
 export const info: Command = {
   summary: 'architecture, sizes, tensor types, tokenizer and memory of a model',
@@ -8,7 +9,7 @@ export const info: Command = {
   async run(v) {
     const model = await openModel(v);
     const info = model.info();
-    const nCtx = int(v, 'ctx', Math.min(info.contextLength, 4096), 1);
+    const nCtx = int(v, 'ctx', Math.min(info.contextLength, DEFAULT_CONTEXT_TOKENS), 1);
     const kvType = sessionOptions(v).kvType;
     const kvBytes = info.nLayer * nCtx * info.nHeadKv * (info.headDim + info.headDimV) * (kvType === 'f32' ? 4 : 2);
     const memory = { weightBytes: info.weightBytes, kvBytes, kvType, nCtx, totalBytes: info.weightBytes + kvBytes };

@@ -2,8 +2,8 @@
 // 127.0.0.1 only. It runs until interrupted (Ctrl-C), then stops answers, the engine and the database.
 import { fileURLToPath } from 'node:url';
 
-import { createAppCore } from '../../core/app-core.ts';
-import { dataPaths, defaultDataDir } from '../../core/paths.ts';
+import { createAppCore } from '../../services/app-core.ts';
+import { dataPaths, defaultDataDir } from '../../services/paths.ts';
 import { MAX_DOCUMENT_BYTES } from '../../documents/limits.ts';
 import { parseOriginList } from '../../web/access.ts';
 import { API_TOKEN_ENV, resolveApiToken } from '../../web/api-token.ts';

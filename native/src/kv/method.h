@@ -1,4 +1,4 @@
-// Compression methods and budgets (ADAKV.md). A method combines a selection (keep all, keep sinks and
+// Compression methods and budgets (docs/compression.md). A method combines a selection (keep all, keep sinks and
 // the recent tokens, or keep what a scorer ranks highest), a layer schedule, a head allocator and a
 // scorer. The methods are the rows of one table (method_table(), kv/method.cc); the app's copy,
 // electron/kv/methods.ts, is held equal to it by test/kv-schema.test.ts, so a new method is a row in each.

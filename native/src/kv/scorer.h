@@ -1,4 +1,4 @@
-// The SnapKV observation-window scorer (ADAKV.md, "Scoring"): the last w prefix tokens' queries attend
+// The SnapKV observation-window scorer (docs/compression.md, "Scoring"): the last w prefix tokens' queries attend
 // to all L prefix keys (causal only inside the window), softmax in fp32 over all L keys, mean over the
 // w queries, mean over each KV head's G query heads, then max-pooling over the key axis.
 #pragma once

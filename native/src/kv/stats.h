@@ -1,4 +1,4 @@
-// What a compression did (ADAKV.md, "Statistics"): these numbers drive the inspector.
+// What a compression did (docs/compression.md, "Statistics"): these numbers drive the inspector.
 //
 // The field tables below are the one definition of the statistics' shape outside C++: each row is
 // (the name in the app's contract, its kind, how to read it from `s`, the struct). They drive the

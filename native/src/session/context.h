@@ -25,7 +25,7 @@ enum class BackendKind { Cpu, Cuda };
 const char* backend_name(BackendKind b);
 
 // Positions a context holds when neither the caller nor a smaller model says otherwise.
-constexpr int32_t kDefaultContext = 4096;
+constexpr int32_t kDefaultContext = 8192;  // electron/api/contract.ts DEFAULT_CONTEXT_TOKENS, held equal by test/default-context.test.ts
 
 struct ContextParams {
   int32_t n_ctx = 0;                // positions the context can hold; 0: the model's, capped at kDefaultContext
@@ -63,7 +63,7 @@ class Context {
             const ProgressFn& progress = nullptr, const std::atomic<bool>* cancel = nullptr);
 
   // Prefills `tokens` into an empty context and compresses the cache layer by layer as it goes
-  // (ADAKV.md). Writes the last position's logits. Throws NOT_EMPTY when the context holds tokens.
+  // (docs/compression.md). Writes the last position's logits. Throws NOT_EMPTY when the context holds tokens.
   kv::CompressionStats compress(const std::vector<int32_t>& tokens, const kv::CompressOptions& opts,
                                 std::vector<float>& logits, const ProgressFn& progress = nullptr,
                                 const std::atomic<bool>* cancel = nullptr);
