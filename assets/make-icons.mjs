@@ -15,12 +15,23 @@ const LINUX_SIZES = [16, 24, 32, 48, 64, 128, 256, 512, 1024];
 const ICO_SIZES = [16, 24, 32, 48, 64, 128, 256];
 // ICNS entry types holding PNGs, with their pixel size (the @2x types are the Retina variants).
 const ICNS_TYPES = [
-  ['icp4', 16], ['icp5', 32], ['icp6', 64], ['ic07', 128], ['ic08', 256], ['ic09', 512], ['ic10', 1024],
-  ['ic11', 32], ['ic12', 64], ['ic13', 256], ['ic14', 512],
+  ['icp4', 16],
+  ['icp5', 32],
+  ['icp6', 64],
+  ['ic07', 128],
+  ['ic08', 256],
+  ['ic09', 512],
+  ['ic10', 1024],
+  ['ic11', 32],
+  ['ic12', 64],
+  ['ic13', 256],
+  ['ic14', 512],
 ];
 
 function render(svg, size) {
-  return execFileSync('rsvg-convert', ['-w', String(size), '-h', String(size), join(here, svg)], { maxBuffer: 64 << 20 });
+  return execFileSync('rsvg-convert', ['-w', String(size), '-h', String(size), join(here, svg)], {
+    maxBuffer: 64 << 20,
+  });
 }
 
 function ico(pngs) {
@@ -67,4 +78,6 @@ const mac = new Map();
 for (const [, s] of ICNS_TYPES) if (!mac.has(s)) mac.set(s, render('icon.svg', s));
 writeFileSync(join(here, 'icon.icns'), icns(ICNS_TYPES.map(([t, s]) => [t, mac.get(s)])));
 writeFileSync(join(here, 'icon.png'), mac.get(1024));
-console.log(`icons: ${LINUX_SIZES.length} PNGs in assets/icons, icon.ico (${ICO_SIZES.join(', ')}), icon.icns, icon.png (${readFileSync(join(here, 'icon.png')).length} bytes)`);
+console.log(
+  `icons: ${LINUX_SIZES.length} PNGs in assets/icons, icon.ico (${ICO_SIZES.join(', ')}), icon.icns, icon.png (${readFileSync(join(here, 'icon.png')).length} bytes)`,
+);

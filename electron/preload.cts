@@ -14,8 +14,20 @@ import { contextBridge, ipcRenderer, webUtils } from 'electron';
 
 import type { EventName, EventPayload, MethodName, Params, Result } from './api/contract.ts';
 import type {
-  AllEvents, AllMethods, BridgeError, CallChannel, CallReply, DialogChannel, EventChannel, FileDialogKind, FolioDesktopApi,
-  GrantChannel, MenuAction, OpenedDocument, ShellChannel, ShellEvent,
+  AllEvents,
+  AllMethods,
+  BridgeError,
+  CallChannel,
+  CallReply,
+  DialogChannel,
+  EventChannel,
+  FileDialogKind,
+  FolioDesktopApi,
+  GrantChannel,
+  MenuAction,
+  OpenedDocument,
+  ShellChannel,
+  ShellEvent,
 } from './shell/bridge.ts';
 
 const CALL: CallChannel = 'folio:call';
@@ -25,16 +37,46 @@ const SHELL: ShellChannel = 'folio:shell';
 const GRANT: GrantChannel = 'folio:grant-file';
 
 const METHODS = [
-  'settings.get', 'settings.update', 'engine.status', 'engine.restart',
-  'models.list', 'models.rescan', 'models.add', 'models.catalog', 'models.download', 'models.estimate', 'models.select',
-  'documents.list', 'documents.get', 'documents.import', 'documents.delete', 'documents.recompress', 'documents.compare',
-  'tasks.cancel', 'server.info',
-  'chats.list', 'chats.create', 'chats.get', 'chats.rename', 'chats.delete', 'chats.send', 'chats.stop', 'chats.regenerate', 'chats.edit',
+  'settings.get',
+  'settings.update',
+  'engine.status',
+  'engine.restart',
+  'models.list',
+  'models.rescan',
+  'models.add',
+  'models.catalog',
+  'models.download',
+  'models.estimate',
+  'models.select',
+  'documents.list',
+  'documents.get',
+  'documents.import',
+  'documents.delete',
+  'documents.recompress',
+  'documents.compare',
+  'tasks.cancel',
+  'server.info',
+  'chats.list',
+  'chats.create',
+  'chats.get',
+  'chats.rename',
+  'chats.delete',
+  'chats.send',
+  'chats.stop',
+  'chats.regenerate',
+  'chats.edit',
 ] as const satisfies AllMethods;
 
 const EVENTS = [
-  'engine.status', 'task.progress', 'task.done', 'documents.changed', 'documents.deleted', 'models.changed',
-  'chat.token', 'chat.message', 'settings.changed',
+  'engine.status',
+  'task.progress',
+  'task.done',
+  'documents.changed',
+  'documents.deleted',
+  'models.changed',
+  'chat.token',
+  'chat.message',
+  'settings.changed',
 ] as const satisfies AllEvents;
 
 const MENU_ACTIONS = ['open-document', 'new-chat', 'settings', 'inspector'] as const satisfies readonly MenuAction[];
@@ -77,8 +119,10 @@ ipcRenderer.on(EVENT, (_event, message: { event?: unknown; payload?: unknown } |
 
 ipcRenderer.on(SHELL, (_event, message: ShellEvent | null) => {
   if (!message) return;
-  if (message.type === 'menu' && actionSet.has(message.action)) for (const l of [...menuListeners]) safely(l, message.action);
-  else if (message.type === 'document-opened' && message.document) for (const l of [...openedListeners]) safely(l, message.document);
+  if (message.type === 'menu' && actionSet.has(message.action))
+    for (const l of [...menuListeners]) safely(l, message.action);
+  else if (message.type === 'document-opened' && message.document)
+    for (const l of [...openedListeners]) safely(l, message.document);
 });
 
 function subscribe<T>(set: Set<(value: T) => void>, listener: unknown): () => void {
@@ -90,7 +134,8 @@ function subscribe<T>(set: Set<(value: T) => void>, listener: unknown): () => vo
 
 const api: FolioDesktopApi = {
   async call<M extends MethodName>(method: M, params: Params<M>): Promise<Result<M>> {
-    if (typeof method !== 'string' || !methodSet.has(method)) throw bridgeError('UNKNOWN_METHOD', `unknown method '${String(method)}'`);
+    if (typeof method !== 'string' || !methodSet.has(method))
+      throw bridgeError('UNKNOWN_METHOD', `unknown method '${String(method)}'`);
     let reply: CallReply;
     try {
       reply = (await ipcRenderer.invoke(CALL, { method, params })) as CallReply;
@@ -103,7 +148,8 @@ const api: FolioDesktopApi = {
   },
 
   on<E extends EventName>(event: E, listener: (payload: EventPayload<E>) => void): () => void {
-    if (typeof event !== 'string' || !eventSet.has(event)) throw new TypeError(`folio: unknown event '${String(event)}'`);
+    if (typeof event !== 'string' || !eventSet.has(event))
+      throw new TypeError(`folio: unknown event '${String(event)}'`);
     let set = eventListeners.get(event);
     if (!set) eventListeners.set(event, (set = new Set()));
     return subscribe(set, listener);
@@ -112,7 +158,8 @@ const api: FolioDesktopApi = {
   shell: {
     platform: process.platform,
     async openFileDialog(kind: FileDialogKind = 'document'): Promise<string[]> {
-      if (typeof kind !== 'string' || !dialogKindSet.has(kind)) throw new TypeError('folio: openFileDialog takes "document", "model" or "folder"');
+      if (typeof kind !== 'string' || !dialogKindSet.has(kind))
+        throw new TypeError('folio: openFileDialog takes "document", "model" or "folder"');
       return (await ipcRenderer.invoke(DIALOG, kind)) as string[];
     },
     async pathForFile(file: File): Promise<string> {

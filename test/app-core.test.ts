@@ -39,10 +39,22 @@ let api: WsApi;
 const seen: { event: string; payload: unknown }[] = [];
 
 async function open() {
-  core = await createAppCore({ dataDir, model, engine: { env: { FOLIO_ENGINE_TEST_HOOKS: '1' } }, models: { allowedHosts: ['127.0.0.1'], discovery: { knownPlaces: false, systemWide: false } } });
+  core = await createAppCore({
+    dataDir,
+    model,
+    engine: { env: { FOLIO_ENGINE_TEST_HOOKS: '1' } },
+    models: { allowedHosts: ['127.0.0.1'], discovery: { knownPlaces: false, systemWide: false } },
+  });
   host = await startWebHost({ dispatcher: core.dispatcher, openai: core.openai, apiToken });
   api = connectApi(`ws://127.0.0.1:${host.port}/api/ws`, WebSocket as never, { token: apiToken });
-  for (const e of ['task.progress', 'task.done', 'chat.token', 'chat.message', 'engine.status', 'documents.changed'] as EventName[])
+  for (const e of [
+    'task.progress',
+    'task.done',
+    'chat.token',
+    'chat.message',
+    'engine.status',
+    'documents.changed',
+  ] as EventName[])
     api.on(e, (payload) => seen.push({ event: e, payload }));
 }
 
@@ -53,7 +65,11 @@ async function close() {
 }
 
 /** Resolves with the first event (from now on) that matches. */
-function next<E extends EventName>(event: E, match: (p: EventPayload<E>) => boolean, timeoutMs = 60_000): Promise<EventPayload<E>> {
+function next<E extends EventName>(
+  event: E,
+  match: (p: EventPayload<E>) => boolean,
+  timeoutMs = 60_000,
+): Promise<EventPayload<E>> {
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`no ${event} event within ${timeoutMs} ms`)), timeoutMs);
     const off = api.on(event, (p) => {
@@ -75,7 +91,10 @@ async function importDoc(params: { fileName: string; bytes: Uint8Array }) {
     });
   });
   let documentId = '';
-  const r = await api.call('documents.import', { fileName: params.fileName, dataBase64: Buffer.from(params.bytes).toString('base64') });
+  const r = await api.call('documents.import', {
+    fileName: params.fileName,
+    dataBase64: Buffer.from(params.bytes).toString('base64'),
+  });
   documentId = r.documentId;
   return { ...r, done };
 }
@@ -91,7 +110,11 @@ async function answer(chatId: string, text: string) {
 
 test('setup: a library with stories260K', { skip }, async () => {
   await open();
-  await api.call('settings.update', { systemPrompt: '', sampling: { maxTokens: 24, temperature: 0 }, compression: { method: 'ada-snapkv', budget: 0.3 } });
+  await api.call('settings.update', {
+    systemPrompt: '',
+    sampling: { maxTokens: 24, temperature: 0 },
+    compression: { method: 'ada-snapkv', budget: 0.3 },
+  });
   const status = await api.call('engine.status', {});
   assert.ok(['ready', 'starting', 'stopped'].includes(status.state));
   const models = await api.call('models.list', {});
@@ -104,8 +127,13 @@ test('import text, compress with progress, the document view with its retention 
   docId = documentId;
   const outcome = await done;
   assert.equal(outcome.ok, true, outcome.error ?? '');
-  const progress = seen.filter((e) => e.event === 'task.progress' && (e.payload as { taskId: string }).taskId === taskId).map((e) => e.payload as EventPayload<'task.progress'>);
-  assert.ok(progress.some((p) => p.kind === 'prefill' && p.done === p.total && p.total > 300), 'prefill progress reached the end');
+  const progress = seen
+    .filter((e) => e.event === 'task.progress' && (e.payload as { taskId: string }).taskId === taskId)
+    .map((e) => e.payload as EventPayload<'task.progress'>);
+  assert.ok(
+    progress.some((p) => p.kind === 'prefill' && p.done === p.total && p.total > 300),
+    'prefill progress reached the end',
+  );
   const doc = await api.call('documents.get', { documentId });
   assert.equal(doc.status, 'ready');
   assert.equal(doc.kind, 'text');
@@ -120,8 +148,20 @@ test('import text, compress with progress, the document view with its retention 
 test('import Markdown, DOCX and PDF', { skip }, async () => {
   const pdf = await PDFDocument.create();
   const font = await pdf.embedFont(StandardFonts.Helvetica);
-  for (const half of [shortStory.slice(0, 100), shortStory.slice(100)]) pdf.addPage([400, 300]).drawText(half, { x: 20, y: 250, size: 9, font, maxWidth: 360, lineHeight: 12 });
-  const docx = await Packer.toBuffer(new Document({ sections: [{ children: [new Paragraph({ text: 'Max and the ball', heading: HeadingLevel.HEADING_1 }), new Paragraph(shortStory)] }] }));
+  for (const half of [shortStory.slice(0, 100), shortStory.slice(100)])
+    pdf.addPage([400, 300]).drawText(half, { x: 20, y: 250, size: 9, font, maxWidth: 360, lineHeight: 12 });
+  const docx = await Packer.toBuffer(
+    new Document({
+      sections: [
+        {
+          children: [
+            new Paragraph({ text: 'Max and the ball', heading: HeadingLevel.HEADING_1 }),
+            new Paragraph(shortStory),
+          ],
+        },
+      ],
+    }),
+  );
   for (const [fileName, bytes, kind, pages] of [
     ['max.md', Buffer.from(`# Max and the ball\n\n${shortStory}\n`), 'markdown', 1],
     ['max.docx', new Uint8Array(docx), 'docx', 1],
@@ -134,7 +174,11 @@ test('import Markdown, DOCX and PDF', { skip }, async () => {
     assert.equal(d.kind, kind);
     assert.equal(d.pageList.length, pages, fileName);
     assert.match(d.pageList.map((p) => p.text).join(' '), /red ball/);
-    if (kind === 'pdf') assert.ok(d.passages.some((p) => p.page === 2), 'the retention map reaches page 2');
+    if (kind === 'pdf')
+      assert.ok(
+        d.passages.some((p) => p.page === 2),
+        'the retention map reaches page 2',
+      );
   }
 });
 
@@ -160,11 +204,16 @@ test('chat: streamed answers, stored as streamed; context usage', { skip }, asyn
   assert.ok(final.tokens! > 0 && final.tokensPerSecond! > 0);
   assert.equal(sent.user.text, 'Who had a kite?');
   const got = await api.call('chats.get', { chatId: chatA });
-  assert.deepEqual(got.messages.map((m) => m.role), ['user', 'assistant']);
+  assert.deepEqual(
+    got.messages.map((m) => m.role),
+    ['user', 'assistant'],
+  );
   assert.ok(got.usage.conversationTokens > 0 && got.usage.documentTokens > 300 && got.usage.contextTokens === 512);
 });
 
-test('stop, regenerate, edit; a second chat forks the same document without disturbing the first', { skip }, async () => {
+test('stop, regenerate, edit; a second chat forks the same document without disturbing the first', {
+  skip,
+}, async () => {
   await api.call('settings.update', { sampling: { maxTokens: 200, temperature: 0.8 } });
   const sent = await api.call('chats.send', { chatId: chatA, text: 'Tell me more.' });
   await next('chat.token', (t) => t.messageId === sent.assistant.id);
@@ -181,11 +230,18 @@ test('stop, regenerate, edit; a second chat forks the same document without dist
   assert.equal(afterRegen.messages.length, 4, 'the stopped answer was replaced');
 
   const firstQuestion = afterRegen.messages[0];
-  const edited = await api.call('chats.edit', { chatId: chatA, messageId: firstQuestion.id, text: 'Where did Lily go?' });
+  const edited = await api.call('chats.edit', {
+    chatId: chatA,
+    messageId: firstQuestion.id,
+    text: 'Where did Lily go?',
+  });
   const editedAnswer = await next('chat.message', (m) => m.id === edited.assistant.id && m.status !== 'streaming');
   assert.equal(editedAnswer.status, 'complete');
   const afterEdit = await api.call('chats.get', { chatId: chatA });
-  assert.deepEqual(afterEdit.messages.map((m) => m.text.slice(0, 18)), ['Where did Lily go?', editedAnswer.text.slice(0, 18)]);
+  assert.deepEqual(
+    afterEdit.messages.map((m) => m.text.slice(0, 18)),
+    ['Where did Lily go?', editedAnswer.text.slice(0, 18)],
+  );
 
   // Greedy answers: a new chat asked the same question answers the same way (it forked the same cache).
   const chatB = (await api.call('chats.create', { documentId: docId })).id;
@@ -203,10 +259,15 @@ test('reopening the library answers from the saved cache without a new prefill',
   const chatC = (await api.call('chats.create', { documentId: docId })).id;
   const c = await answer(chatC, 'Who had a kite?');
   assert.equal(c.final.status, 'complete');
-  assert.ok(!seen.some((e) => e.event === 'task.progress' && (e.payload as { kind: string }).kind === 'prefill'), 'no document prefill happened');
+  assert.ok(
+    !seen.some((e) => e.event === 'task.progress' && (e.payload as { kind: string }).kind === 'prefill'),
+    'no document prefill happened',
+  );
 });
 
-test('the engine process dies mid-answer: the answer is kept as interrupted, the engine restarts, the chat goes on', { skip }, async () => {
+test('the engine process dies mid-answer: the answer is kept as interrupted, the engine restarts, the chat goes on', {
+  skip,
+}, async () => {
   await api.call('settings.update', { sampling: { maxTokens: 400, temperature: 0.8 } });
   const chat = (await api.call('chats.create', { documentId: docId })).id;
   const sent = await api.call('chats.send', { chatId: chat, text: 'Tell me the whole story.' });
@@ -237,13 +298,21 @@ test('a corrupt saved cache is refused and rebuilt', { skip }, async () => {
   const chat = (await api.call('chats.create', { documentId: docId })).id;
   const r = await answer(chat, 'Who had a kite?');
   assert.equal(r.final.status, 'complete', r.final.error ?? '');
-  assert.ok(seen.some((e) => e.event === 'task.progress' && (e.payload as { kind: string }).kind === 'prefill'), 'the document was read again');
+  assert.ok(
+    seen.some((e) => e.event === 'task.progress' && (e.payload as { kind: string }).kind === 'prefill'),
+    'the document was read again',
+  );
   const doc = await api.call('documents.get', { documentId: docId });
   assert.equal(doc.status, 'ready');
 });
 
-test('a new system prompt makes saved caches stale: the next chat reads the document again, or says why it cannot', { skip }, async () => {
-  const short = await importDoc({ fileName: 'short.txt', bytes: Buffer.from('Tom had a red kite. He flew it in the park with his dog Max.\n') });
+test('a new system prompt makes saved caches stale: the next chat reads the document again, or says why it cannot', {
+  skip,
+}, async () => {
+  const short = await importDoc({
+    fileName: 'short.txt',
+    bytes: Buffer.from('Tom had a red kite. He flew it in the park with his dog Max.\n'),
+  });
   assert.equal((await short.done).ok, true);
   await api.call('settings.update', { systemPrompt: 'Answer in one short sentence.' });
   assert.equal((await api.call('documents.get', { documentId: short.documentId })).status, 'stale');
@@ -252,7 +321,10 @@ test('a new system prompt makes saved caches stale: the next chat reads the docu
   const chat = (await api.call('chats.create', { documentId: short.documentId })).id;
   const r = await answer(chat, 'Who had a kite?');
   assert.equal(r.final.status, 'complete', r.final.error ?? '');
-  assert.ok(seen.some((e) => e.event === 'task.progress' && (e.payload as { kind: string }).kind === 'prefill'), 'the document was read again');
+  assert.ok(
+    seen.some((e) => e.event === 'task.progress' && (e.payload as { kind: string }).kind === 'prefill'),
+    'the document was read again',
+  );
   assert.equal((await api.call('documents.get', { documentId: short.documentId })).status, 'ready');
   // The long story no longer fits the context with the longer system prompt: the answer says so.
   const chat2 = (await api.call('chats.create', { documentId: docId })).id;
@@ -267,24 +339,63 @@ test('a new system prompt makes saved caches stale: the next chat reads the docu
 });
 
 test('malformed requests get clear errors', { skip }, async () => {
-  await assert.rejects(api.call('chats.send', { chatId: '', text: 'x' } as never), (e: { code: string }) => e.code === 'BAD_REQUEST');
-  await assert.rejects(api.call('chats.send', { chatId: 'nope', text: 'x' }), (e: { code: string }) => e.code === 'NOT_FOUND');
-  await assert.rejects(api.call('documents.import', { fileName: 'x.exe', dataBase64: Buffer.from('MZ\x90\x00binary').toString('base64') }), (e: { code: string }) => /UNSUPPORTED|MISMATCH/.test(e.code));
-  await assert.rejects(api.call('tasks.cancel', { taskId: 'gone' }), (e: { code: string }) => e.code === 'TASK_NOT_FOUND');
+  await assert.rejects(
+    api.call('chats.send', { chatId: '', text: 'x' } as never),
+    (e: { code: string }) => e.code === 'BAD_REQUEST',
+  );
+  await assert.rejects(
+    api.call('chats.send', { chatId: 'nope', text: 'x' }),
+    (e: { code: string }) => e.code === 'NOT_FOUND',
+  );
+  await assert.rejects(
+    api.call('documents.import', { fileName: 'x.exe', dataBase64: Buffer.from('MZ\x90\x00binary').toString('base64') }),
+    (e: { code: string }) => /UNSUPPORTED|MISMATCH/.test(e.code),
+  );
+  await assert.rejects(
+    api.call('tasks.cancel', { taskId: 'gone' }),
+    (e: { code: string }) => e.code === 'TASK_NOT_FOUND',
+  );
 });
 
-test('the OpenAI-compatible endpoint answers a standard request, plain and over a stored document', { skip }, async () => {
+test('the OpenAI-compatible endpoint answers a standard request, plain and over a stored document', {
+  skip,
+}, async () => {
   const post = async (body: object) => {
-    const r = await fetch(`${host.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${apiToken}` }, body: JSON.stringify(body) });
+    const r = await fetch(`${host.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${apiToken}` },
+      body: JSON.stringify(body),
+    });
     return { status: r.status, text: await r.text() };
   };
-  const models = await (await fetch(`${host.url}/v1/models`, { headers: { authorization: `Bearer ${apiToken}` } })).json() as { data: { id: string }[] };
+  const models = (await (
+    await fetch(`${host.url}/v1/models`, { headers: { authorization: `Bearer ${apiToken}` } })
+  ).json()) as { data: { id: string }[] };
   assert.equal(models.data[0].id, 'stories260K');
-  const plain = JSON.parse((await post({ model: 'stories260K', messages: [{ role: 'user', content: 'Once upon a time' }], max_tokens: 12, temperature: 0 })).text);
+  const plain = JSON.parse(
+    (
+      await post({
+        model: 'stories260K',
+        messages: [{ role: 'user', content: 'Once upon a time' }],
+        max_tokens: 12,
+        temperature: 0,
+      })
+    ).text,
+  );
   assert.equal(plain.choices[0].finish_reason, 'length');
   assert.equal(plain.usage.completion_tokens, 12);
-  const doc = await post({ model: 'folio', document_id: docId, stream: true, messages: [{ role: 'user', content: 'Who had a kite?' }], max_tokens: 8, temperature: 0 });
-  const chunks = doc.text.split('\n\n').filter((x) => x.startsWith('data: {')).map((x) => JSON.parse(x.slice(6)));
+  const doc = await post({
+    model: 'folio',
+    document_id: docId,
+    stream: true,
+    messages: [{ role: 'user', content: 'Who had a kite?' }],
+    max_tokens: 8,
+    temperature: 0,
+  });
+  const chunks = doc.text
+    .split('\n\n')
+    .filter((x) => x.startsWith('data: {'))
+    .map((x) => JSON.parse(x.slice(6)));
   assert.ok(chunks.length >= 3);
   assert.ok(doc.text.trimEnd().endsWith('data: [DONE]'));
   const missingDoc = await post({ model: 'folio', document_id: 'nope', messages: [{ role: 'user', content: 'hi' }] });
@@ -294,7 +405,9 @@ test('the OpenAI-compatible endpoint answers a standard request, plain and over 
   assert.equal(unknown.status, 404);
 });
 
-test('a download interrupted halfway resumes with a Range request and the model appears in the library', { skip }, async () => {
+test('a download interrupted halfway resumes with a Range request and the model appears in the library', {
+  skip,
+}, async () => {
   const bytes = readFileSync(model);
   const requests: (string | undefined)[] = [];
   const server = createServer((req, res) => {
@@ -307,7 +420,11 @@ test('a download interrupted halfway resumes with a Range request and the model 
       return;
     }
     const from = Number(range[1]);
-    res.writeHead(206, { 'content-length': bytes.length - from, 'content-range': `bytes ${from}-${bytes.length - 1}/${bytes.length}`, etag: '"v1"' });
+    res.writeHead(206, {
+      'content-length': bytes.length - from,
+      'content-range': `bytes ${from}-${bytes.length - 1}/${bytes.length}`,
+      etag: '"v1"',
+    });
     res.end(bytes.subarray(from));
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
@@ -322,7 +439,10 @@ test('a download interrupted halfway resumes with a Range request and the model 
     const list = await api.call('models.list', {});
     const got = list.find((m) => m.source === 'download' && m.path.endsWith('story-copy.gguf'));
     assert.ok(got && got.architecture === 'llama', 'the downloaded model is in the library');
-    assert.equal(createHash('sha256').update(readFileSync(got!.path)).digest('hex'), createHash('sha256').update(bytes).digest('hex'));
+    assert.equal(
+      createHash('sha256').update(readFileSync(got!.path)).digest('hex'),
+      createHash('sha256').update(bytes).digest('hex'),
+    );
   } finally {
     server.close();
   }

@@ -14,7 +14,9 @@ const bin = join(buildDir, process.platform === 'win32' ? 'backend-ops.exe' : 'b
 // libfolio-cuda is built beside the addon; the executable looks there too, this only makes it explicit.
 const library = join(dirname(addonPath()), process.platform === 'win32' ? 'folio-cuda.dll' : 'libfolio-cuda.so');
 
-test('backend-ops: every GPU operation against the CPU', { skip: existsSync(bin) ? false : `${bin} is not built (npm run build:native)` }, (t) => {
+test('backend-ops: every GPU operation against the CPU', {
+  skip: existsSync(bin) ? false : `${bin} is not built (npm run build:native)`,
+}, (t) => {
   const env = { ...process.env };
   if (!env.FOLIO_GPU_LIBRARY && existsSync(library)) env.FOLIO_GPU_LIBRARY = library;
   const r = spawnSync(bin, [], { encoding: 'utf8', env, timeout: 600_000 });
@@ -23,5 +25,9 @@ test('backend-ops: every GPU operation against the CPU', { skip: existsSync(bin)
     t.skip(out.split('\n')[0].slice('backend-ops: SKIP:'.length).trim());
     return;
   }
-  assert.equal(r.status, 0, `backend-ops failed (status ${r.status}${r.signal ? `, signal ${r.signal}` : ''}):\n${r.stdout}\n${r.stderr}`);
+  assert.equal(
+    r.status,
+    0,
+    `backend-ops failed (status ${r.status}${r.signal ? `, signal ${r.signal}` : ''}):\n${r.stdout}\n${r.stderr}`,
+  );
 });

@@ -33,7 +33,10 @@ function rewrite(bytes: Uint8Array, edit: (meta: [string, MetaValue][], tensors:
   const f = parseGguf(bytes);
   const meta: [string, MetaValue][] = [...f.metadata.entries()].map(([k, v]) => {
     const t = f.types.get(k)!;
-    return [k, (t.type === 9 ? { type: 9, elementType: t.elementType, value: v } : { type: t.type, value: v }) as Typed];
+    return [
+      k,
+      (t.type === 9 ? { type: 9, elementType: t.elementType, value: v } : { type: t.type, value: v }) as Typed,
+    ];
   });
   const tensors: TensorSpec[] = f.tensors.map((t) => ({ name: t.name, dims: t.dims, type: t.type, data: t.data }));
   edit(meta, tensors);
@@ -45,27 +48,69 @@ function rewrite(bytes: Uint8Array, edit: (meta: [string, MetaValue][], tensors:
 test('bad model files are refused with a code that says what is wrong', async () => {
   await rejects(addon.loadModel(join(dir, 'none.gguf')), 'FILE_OPEN', /none\.gguf/);
   const { bytes } = buildRandomModel({ seed: 1 });
-  await rejects(addon.loadModel(rewrite(bytes, (m) => {
-    m.find((e) => e[0] === 'general.architecture')![1] = 'phi3';
-  })), 'UNSUPPORTED_ARCH', /'phi3'/);
-  await rejects(addon.loadModel(rewrite(bytes, (_m, t) => {
-    t.splice(t.findIndex((x) => x.name === 'blk.1.ffn_up.weight'), 1);
-  })), 'MODEL_MISSING_TENSOR', /blk\.1\.ffn_up\.weight/);
-  await rejects(addon.loadModel(rewrite(bytes, (_m, t) => {
-    const w = t.find((x) => x.name === 'blk.0.attn_k.weight')!;
-    w.dims = [w.dims[1], w.dims[0]];
-  })), 'MODEL_BAD_TENSOR', /blk\.0\.attn_k\.weight.*expected/);
-  await rejects(addon.loadModel(rewrite(bytes, (_m, t) => {
-    const w = t.find((x) => x.name === 'blk.0.attn_q.weight')!;
-    w.type = 10; // Q2_K: a real type Folio has no kernels for
-    w.data = new Uint8Array((w.dims[0] / 256) * w.dims[1] * 84);
-  })), 'UNSUPPORTED_TYPE', /blk\.0\.attn_q\.weight.*Q2_K/);
-  await rejects(addon.loadModel(rewrite(bytes, (m) => {
-    m.find((e) => e[0] === 'llama.attention.head_count_kv')![1] = { type: 4, value: 3 } as Typed;
-  })), 'MODEL_BAD_HPARAMS', /not a multiple/);
-  await rejects(addon.loadModel(rewrite(bytes, (m) => {
-    m.splice(m.findIndex((e) => e[0] === 'llama.block_count'), 1);
-  })), 'GGUF_MISSING_KEY', /llama\.block_count/);
+  await rejects(
+    addon.loadModel(
+      rewrite(bytes, (m) => {
+        m.find((e) => e[0] === 'general.architecture')![1] = 'phi3';
+      }),
+    ),
+    'UNSUPPORTED_ARCH',
+    /'phi3'/,
+  );
+  await rejects(
+    addon.loadModel(
+      rewrite(bytes, (_m, t) => {
+        t.splice(
+          t.findIndex((x) => x.name === 'blk.1.ffn_up.weight'),
+          1,
+        );
+      }),
+    ),
+    'MODEL_MISSING_TENSOR',
+    /blk\.1\.ffn_up\.weight/,
+  );
+  await rejects(
+    addon.loadModel(
+      rewrite(bytes, (_m, t) => {
+        const w = t.find((x) => x.name === 'blk.0.attn_k.weight')!;
+        w.dims = [w.dims[1], w.dims[0]];
+      }),
+    ),
+    'MODEL_BAD_TENSOR',
+    /blk\.0\.attn_k\.weight.*expected/,
+  );
+  await rejects(
+    addon.loadModel(
+      rewrite(bytes, (_m, t) => {
+        const w = t.find((x) => x.name === 'blk.0.attn_q.weight')!;
+        w.type = 10; // Q2_K: a real type Folio has no kernels for
+        w.data = new Uint8Array((w.dims[0] / 256) * w.dims[1] * 84);
+      }),
+    ),
+    'UNSUPPORTED_TYPE',
+    /blk\.0\.attn_q\.weight.*Q2_K/,
+  );
+  await rejects(
+    addon.loadModel(
+      rewrite(bytes, (m) => {
+        m.find((e) => e[0] === 'llama.attention.head_count_kv')![1] = { type: 4, value: 3 } as Typed;
+      }),
+    ),
+    'MODEL_BAD_HPARAMS',
+    /not a multiple/,
+  );
+  await rejects(
+    addon.loadModel(
+      rewrite(bytes, (m) => {
+        m.splice(
+          m.findIndex((e) => e[0] === 'llama.block_count'),
+          1,
+        );
+      }),
+    ),
+    'GGUF_MISSING_KEY',
+    /llama\.block_count/,
+  );
 });
 
 test('prefill and generate check their input', async () => {
@@ -76,16 +121,37 @@ test('prefill and generate check their input', async () => {
   await rejects(s.prefill([1, -1]), 'INVALID_TOKEN');
   await rejects(s.prefill(new Array(33).fill(5)), 'CONTEXT_FULL', /33 new tokens/);
   assert.equal(s.nPast, 0, 'nothing was kept from the refused prefills');
-  assert.throws(() => s.generate({ n: 3 }), (e: EngineError) => e.code === 'NO_PROMPT');
-  assert.throws(() => model.createSession({ nCtx: 100000 }), (e: EngineError) => e.code === 'CONTEXT_TOO_LONG');
-  assert.throws(() => s.prefill('hello' as never), (e: EngineError) => e.code === 'INVALID_ARGUMENT');
+  assert.throws(
+    () => s.generate({ n: 3 }),
+    (e: EngineError) => e.code === 'NO_PROMPT',
+  );
+  assert.throws(
+    () => model.createSession({ nCtx: 100000 }),
+    (e: EngineError) => e.code === 'CONTEXT_TOO_LONG',
+  );
+  assert.throws(
+    () => s.prefill('hello' as never),
+    (e: EngineError) => e.code === 'INVALID_ARGUMENT',
+  );
   await s.prefill([1, 2, 3]);
-  assert.throws(() => s.generate({ n: 1, temperature: -1 }), (e: EngineError) => e.code === 'INVALID_ARGUMENT');
-  assert.throws(() => s.generate({ n: 1, topP: 2 }), (e: EngineError) => /topP/.test(e.message));
+  assert.throws(
+    () => s.generate({ n: 1, temperature: -1 }),
+    (e: EngineError) => e.code === 'INVALID_ARGUMENT',
+  );
+  assert.throws(
+    () => s.generate({ n: 1, topP: 2 }),
+    (e: EngineError) => /topP/.test(e.message),
+  );
   s.dispose();
-  assert.throws(() => s.nPast === 0 && s.tokens(), (e: EngineError) => e.code === 'DISPOSED');
+  assert.throws(
+    () => s.nPast === 0 && s.tokens(),
+    (e: EngineError) => e.code === 'DISPOSED',
+  );
   model.dispose();
-  assert.throws(() => model.info(), (e: EngineError) => e.code === 'DISPOSED');
+  assert.throws(
+    () => model.info(),
+    (e: EngineError) => e.code === 'DISPOSED',
+  );
 });
 
 test('one operation at a time; progress is reported; the event loop keeps running', async () => {
@@ -97,8 +163,14 @@ test('one operation at a time; progress is reported; the event loop keeps runnin
   const tokens = Array.from({ length: 200 }, (_, i) => 3 + (i % 250));
   const p = s.prefill(tokens, { onProgress: (d, t) => progress.push([d, t]) });
   assert.equal(s.busy, true);
-  assert.throws(() => s.prefill([1]), (e: EngineError) => e.code === 'BUSY');
-  assert.throws(() => s.truncate(0), (e: EngineError) => e.code === 'BUSY');
+  assert.throws(
+    () => s.prefill([1]),
+    (e: EngineError) => e.code === 'BUSY',
+  );
+  assert.throws(
+    () => s.truncate(0),
+    (e: EngineError) => e.code === 'BUSY',
+  );
   await p;
   clearInterval(timer);
   assert.equal(s.busy, false);
@@ -178,6 +250,9 @@ test('tokenize, detokenize and info on a real model', { skip: missing(stories) }
   assert.equal(model.detokenize(ids.subarray(1)), 'Once upon a time'); // llama_detokenize drops SentencePiece's leading space
   assert.equal(Buffer.from(model.tokenToPiece(1, true)).toString(), '<s>');
   assert.equal(Buffer.from(model.tokenToPiece(1, false)).toString(), '');
-  assert.throws(() => model.tokenToPiece(512), (e: EngineError) => e.code === 'INVALID_TOKEN');
+  assert.throws(
+    () => model.tokenToPiece(512),
+    (e: EngineError) => e.code === 'INVALID_TOKEN',
+  );
   model.dispose();
 });

@@ -22,24 +22,42 @@ function chat(input: string, ...args: string[]) {
   return { code: r.status, out: r.stdout, err: r.stderr };
 }
 
-interface Turn { turn: number; prompt: number; answer: number; stop: string; position: number; text: string }
+interface Turn {
+  turn: number;
+  prompt: number;
+  answer: number;
+  stop: string;
+  position: number;
+  text: string;
+}
 
 /** The turns of a chat transcript: the answer text before each status line, and the status line's numbers. */
 function turns(out: string): Turn[] {
-  const re = /([^\]]*?)\n\[turn (\d+): (\d+) prompt tokens, (\d+) answer tokens \(stop: (\w+)\); position (\d+) of 512\]\n/g;
+  const re =
+    /([^\]]*?)\n\[turn (\d+): (\d+) prompt tokens, (\d+) answer tokens \(stop: (\w+)\); position (\d+) of 512\]\n/g;
   return [...out.matchAll(re)].map((m) => ({
     text: m[1].slice(m[1].lastIndexOf(']\n') + 1).replace(/^\n/, ''),
-    turn: +m[2], prompt: +m[3], answer: +m[4], stop: m[5], position: +m[6],
+    turn: +m[2],
+    prompt: +m[3],
+    answer: +m[4],
+    stop: m[5],
+    position: +m[6],
   }));
 }
 
-test('a piped conversation: one compression, multi-turn cache, /reset back to the document, /stats, /quit', { skip }, () => {
-  const q1 = 'What did Lily have?', q2 = 'Who helped her?';
+test('a piped conversation: one compression, multi-turn cache, /reset back to the document, /stats, /quit', {
+  skip,
+}, () => {
+  const q1 = 'What did Lily have?',
+    q2 = 'Who helped her?';
   const r = chat([q1, q2, '/reset', q1, '/stats', '/quit', 'Is this read?'].join('\n') + '\n', '--n', '16');
   assert.equal(r.code, 0, r.err);
   assert.equal(r.err, '', 'nothing on stderr');
   const head = r.out.split('\n')[0];
-  assert.match(head, /^\[document lily-and-the-red-kite\.txt: 376 tokens, ada-snapkv at budget 0\.2 \(75 tokens per head\), KV cache .* \(\d+\.\d% saved\); 136 of 512 context tokens free/);
+  assert.match(
+    head,
+    /^\[document lily-and-the-red-kite\.txt: 376 tokens, ada-snapkv at budget 0\.2 \(75 tokens per head\), KV cache .* \(\d+\.\d% saved\); 136 of 512 context tokens free/,
+  );
   assert.equal(r.out.match(/\[document /g)?.length, 1, 'the document is compressed once');
 
   const t = turns(r.out);
@@ -57,24 +75,34 @@ test('a piped conversation: one compression, multi-turn cache, /reset back to th
   assert.equal(c.turn, 1, 'the turn count starts over');
   assert.equal(c.prompt, a.prompt);
   assert.equal(c.position, a.position);
-  assert.equal(c.text, a.text, 'after /reset the same question gets the same (greedy) answer: the cache is the document again');
+  assert.equal(
+    c.text,
+    a.text,
+    'after /reset the same question gets the same (greedy) answer: the cache is the document again',
+  );
 
   assert.match(r.out, /^layer\s+budget\s+kept per KV head\s+retained mass per head\s+eps\/C/m);
   assert.equal(r.out.match(/^\s+[0-4]\s+75\s+(\d+\s+){4}/gm)?.length, 5, 'one row per layer');
   assert.match(r.out, new RegExp(`\\[position ${c.position} of 512, cache [0-9.]+ MiB in use\\]`));
   // The order of events: answers, reset, answer, table.
   const order = ['[turn 1:', '[turn 2:', '[reset:', 'layer  budget'].map((s) => r.out.indexOf(s));
-  assert.deepEqual([...order].sort((x, y) => x - y), order);
+  assert.deepEqual(
+    [...order].sort((x, y) => x - y),
+    order,
+  );
 });
 
-test('questions are answered as they arrive, before stdin ends (a terminal or a pipe kept open)', { skip }, async () => {
+test('questions are answered as they arrive, before stdin ends (a terminal or a pipe kept open)', {
+  skip,
+}, async () => {
   const p = spawn(process.execPath, [folioJs, ...base, '--n', '8'], { stdio: ['pipe', 'pipe', 'pipe'] });
   let out = '';
   let exited = false;
   p.on('exit', () => (exited = true));
   const seen = (re: RegExp) =>
     new Promise<void>((resolve, reject) => {
-      const check = () => (re.test(out) ? resolve() : exited ? reject(new Error(`exited before ${re}: ${out}`)) : undefined);
+      const check = () =>
+        re.test(out) ? resolve() : exited ? reject(new Error(`exited before ${re}: ${out}`)) : undefined;
       p.stdout.on('data', (d) => ((out += d), check()));
       p.on('exit', check);
       check();
@@ -86,7 +114,9 @@ test('questions are answered as they arrive, before stdin ends (a terminal or a 
   p.stdin.write('What happened next?\n');
   await seen(/\[turn 2: /);
   p.stdin.end('/quit\n');
-  const code = await new Promise<number | null>((resolve) => (exited ? resolve(p.exitCode) : p.on('exit', (c) => resolve(c))));
+  const code = await new Promise<number | null>((resolve) =>
+    exited ? resolve(p.exitCode) : p.on('exit', (c) => resolve(c)),
+  );
   assert.equal(code, 0);
 });
 
@@ -98,7 +128,10 @@ test('a question that would overflow the context is refused; /reset makes room a
   assert.equal(t.length, 3, r.out);
   assert.equal(t[1].position, t[0].position + t[1].prompt + t[1].answer);
   assert.ok(t[1].position + t[0].prompt + 1 > 512, 'the third question cannot fit');
-  assert.match(r.err, /this question does not fit: its prompt is \d+ tokens and \d+ of the 512 context tokens are free.*\/reset/);
+  assert.match(
+    r.err,
+    /this question does not fit: its prompt is \d+ tokens and \d+ of the 512 context tokens are free.*\/reset/,
+  );
   assert.match(r.out, new RegExp(`\\[position ${t[1].position} of 512\\]`), 'the session stays where it was');
   assert.equal(t[2].turn, 1);
   assert.equal(t[2].position, t[0].position, 'after /reset the question fits again');
@@ -107,13 +140,25 @@ test('a question that would overflow the context is refused; /reset makes room a
 
 test('a document that leaves no room for a conversation is refused; bad flags; an empty conversation', { skip }, () => {
   const mia = join(repoRoot, 'test/docs/mia-and-the-rainy-day.txt'); // 473 tokens
-  let r = spawnSync(process.execPath, [folioJs, 'chat', '--model', stories, '--doc', mia, '--budget', '0.2'], { encoding: 'utf8', input: 'Hi\n' });
+  let r = spawnSync(process.execPath, [folioJs, 'chat', '--model', stories, '--doc', mia, '--budget', '0.2'], {
+    encoding: 'utf8',
+    input: 'Hi\n',
+  });
   assert.equal(r.status, 1);
-  assert.match(r.stderr, /the document is 473 tokens long, but the context holds 512 \(64 kept free for questions and answers\).*DOC_TOO_LONG/);
-  r = spawnSync(process.execPath, [folioJs, 'chat', '--model', stories, '--doc', lily], { encoding: 'utf8', input: '' });
+  assert.match(
+    r.stderr,
+    /the document is 473 tokens long, but the context holds 512 \(64 kept free for questions and answers\).*DOC_TOO_LONG/,
+  );
+  r = spawnSync(process.execPath, [folioJs, 'chat', '--model', stories, '--doc', lily], {
+    encoding: 'utf8',
+    input: '',
+  });
   assert.equal(r.status, 2);
   assert.match(r.stderr, /--budget is required/);
-  r = spawnSync(process.execPath, [folioJs, 'chat', '--model', stories, '--doc', lily, '--budget', '0.2', '--n', '0'], { encoding: 'utf8', input: '' });
+  r = spawnSync(process.execPath, [folioJs, 'chat', '--model', stories, '--doc', lily, '--budget', '0.2', '--n', '0'], {
+    encoding: 'utf8',
+    input: '',
+  });
   assert.equal(r.status, 2);
   const e = chat('');
   assert.equal(e.code, 0, e.err);
@@ -136,24 +181,37 @@ function withTemplate(): string {
   const g = readGguf(stories);
   const metadata: [string, MetaValue][] = [...g.metadata].map(([key, value]) => {
     const t = g.types.get(key)!;
-    return [key, t.type === ValueType.ARRAY
-      ? arr(t.elementType!, value as (number | bigint | boolean | string)[])
-      : { type: t.type as Exclude<ValueType, ValueType.ARRAY>, value: value as number | bigint | boolean | string }];
+    return [
+      key,
+      t.type === ValueType.ARRAY
+        ? arr(t.elementType!, value as (number | bigint | boolean | string)[])
+        : { type: t.type as Exclude<ValueType, ValueType.ARRAY>, value: value as number | bigint | boolean | string },
+    ];
   });
   metadata.push(['tokenizer.chat_template', template]);
   const path = join(dir, 'stories260K-chat.gguf');
-  writeGguf(path, { alignment: g.alignment, metadata, tensors: g.tensors.map((t) => ({ name: t.name, dims: t.dims, type: t.type, data: t.data })) });
+  writeGguf(path, {
+    alignment: g.alignment,
+    metadata,
+    tensors: g.tensors.map((t) => ({ name: t.name, dims: t.dims, type: t.type, data: t.data })),
+  });
   return path;
 }
 
 test('a model with a chat template: one BOS, rendered turns, a trimmed answer re-sent as rendered', { skip }, () => {
   const model = withTemplate();
-  const r = spawnSync(process.execPath, [folioJs, 'chat', '--model', model, '--doc', lily, '--budget', '0.3', '--temp', '0', '--n', '12'],
-    { encoding: 'utf8', input: 'What did Lily have?\nWho helped her?\n/reset\nWhat did Lily have?\n' });
+  const r = spawnSync(
+    process.execPath,
+    [folioJs, 'chat', '--model', model, '--doc', lily, '--budget', '0.3', '--temp', '0', '--n', '12'],
+    { encoding: 'utf8', input: 'What did Lily have?\nWho helped her?\n/reset\nWhat did Lily have?\n' },
+  );
   assert.equal(r.status, 0, r.stderr);
   assert.equal(r.stderr, '');
   // "<s>" + the document: the template's own BOS and nothing more, so the same 376 tokens as the plain format.
-  assert.match(r.stdout, /^\[document lily-and-the-red-kite\.txt: 376 tokens \(with the chat template\), ada-snapkv at budget 0\.3 .*; chat template\]\n/);
+  assert.match(
+    r.stdout,
+    /^\[document lily-and-the-red-kite\.txt: 376 tokens \(with the chat template\), ada-snapkv at budget 0\.3 .*; chat template\]\n/,
+  );
   const [a, b, c] = turns(r.stdout);
   assert.equal(a.position, 376 + a.prompt + a.answer);
   assert.match(a.text, /^ \S/, 'stories260K starts its answer with a space, which the template trims away');

@@ -15,7 +15,7 @@ function folio(...args: string[]) {
   return { code: r.status, out: r.stdout, err: r.stderr };
 }
 
-test('generate --json prints llama.cpp\'s greedy continuation', { skip }, () => {
+test("generate --json prints llama.cpp's greedy continuation", { skip }, () => {
   const ref = JSON.parse(readFileSync(sharedReference('stories260K/p1_once.json'), 'utf8'));
   const r = folio('generate', '--model', stories, '--prompt', 'Once upon a time', '--n', '64', '--temp', '0', '--json');
   assert.equal(r.code, 0, r.err);
@@ -36,7 +36,10 @@ test('generate without --json streams the text', { skip }, () => {
 
 test('generate samples reproducibly with a seed', { skip }, () => {
   const run = (seed: string) =>
-    JSON.parse(folio('generate', '--model', stories, '--prompt', 'Lily', '--n', '24', '--temp', '1', '--seed', seed, '--json').out).tokens;
+    JSON.parse(
+      folio('generate', '--model', stories, '--prompt', 'Lily', '--n', '24', '--temp', '1', '--seed', seed, '--json')
+        .out,
+    ).tokens;
   assert.deepEqual(run('42'), run('42'));
   assert.notDeepEqual(run('42'), run('43'));
 });
@@ -44,10 +47,15 @@ test('generate samples reproducibly with a seed', { skip }, () => {
 test('tokenize, logits and info', { skip }, () => {
   const t = JSON.parse(folio('tokenize', '--model', stories, '--text', 'Once upon a time', '--json').out);
   assert.deepEqual(t.tokens, [1, 403, 407, 261, 378]);
-  assert.deepEqual(JSON.parse(folio('tokenize', '--model', stories, '--text', 'Once', '--no-bos', '--json').out).tokens, [403]);
+  assert.deepEqual(
+    JSON.parse(folio('tokenize', '--model', stories, '--text', 'Once', '--no-bos', '--json').out).tokens,
+    [403],
+  );
 
   const ref = JSON.parse(readFileSync(sharedReference('stories260K/p1_once.json'), 'utf8'));
-  const l = JSON.parse(folio('logits', '--model', stories, '--prompt', 'Once upon a time', '--kv-type', 'f32', '--json').out);
+  const l = JSON.parse(
+    folio('logits', '--model', stories, '--prompt', 'Once upon a time', '--kv-type', 'f32', '--json').out,
+  );
   assert.equal(l.logits.length, 512);
   assert.ok(l.logits.every((x: number, i: number) => Math.abs(x - ref.last_logits[i]) < 1e-4));
   assert.equal(l.top[0][0], ref.greedy.tokens[0]);

@@ -29,7 +29,9 @@ let L = 0;
 
 /** A fresh conversation over the compressed document (the prefix's Conversation is per chat). */
 async function fork(): Promise<ConversationSession> {
-  const prefix: DocumentPrefix = await documentPrefix((t, o) => engine.tokenize(model, t, o), format, '', [{ page: 1, text: lily }]);
+  const prefix: DocumentPrefix = await documentPrefix((t, o) => engine.tokenize(model, t, o), format, '', [
+    { page: 1, text: lily },
+  ]);
   return ConversationSession.fork(engine, model, format, prefix.conversation, documentSession);
 }
 
@@ -41,7 +43,13 @@ before(async () => {
   format = await engine.chatFormat(model);
   const prefix = await documentPrefix((t, o) => engine.tokenize(model, t, o), format, '', [{ page: 1, text: lily }]);
   const h = await engine.createSession(model);
-  const r = await engine.compress(h.sessionId, prefix.tokenized.tokens, { method: 'ada-snapkv', budget: 0.2, alpha: 0.2, window: 32, kernel: 7 });
+  const r = await engine.compress(h.sessionId, prefix.tokenized.tokens, {
+    method: 'ada-snapkv',
+    budget: 0.2,
+    alpha: 0.2,
+    window: 32,
+    kernel: 7,
+  });
   documentSession = h.sessionId;
   L = r.nPast;
 });
@@ -51,7 +59,9 @@ after(async () => {
   await client.stop();
 });
 
-test('a turn: the question after the document, the answer streamed and kept in the cache; forks are independent', { skip }, async () => {
+test('a turn: the question after the document, the answer streamed and kept in the cache; forks are independent', {
+  skip,
+}, async () => {
   const a = await fork();
   const b = await fork();
   assert.deepEqual(a.status(), { position: L, nCtx: 512, free: 512 - L, turns: 0 });
@@ -83,7 +93,8 @@ test('a replayed conversation leaves the cache where the live one did', { skip }
   await live.ask('What did Lily have?');
   const first = await live.answer({ ...greedy, maxTokens: 10 });
   await live.ask('Who helped her?');
-  const liveText = live.conversation.text, livePosition = live.status().position;
+  const liveText = live.conversation.text,
+    livePosition = live.status().position;
 
   const replayed = await fork();
   await replayed.replay([
@@ -94,7 +105,10 @@ test('a replayed conversation leaves the cache where the live one did', { skip }
   assert.equal(replayed.conversation.text, liveText, 'the cache holds the same text');
   assert.equal(replayed.status().turns, 2);
   // The answer is tokenized again from its text, which may split at another place than generation did.
-  assert.ok(Math.abs(replayed.status().position - livePosition) <= 2, `${replayed.status().position} vs ${livePosition}`);
+  assert.ok(
+    Math.abs(replayed.status().position - livePosition) <= 2,
+    `${replayed.status().position} vs ${livePosition}`,
+  );
   await live.dispose();
   await replayed.dispose();
 });
@@ -110,7 +124,12 @@ test('stop sequences: the answer is cut before the first one, and nothing after 
   const stopped = await fork();
   await stopped.ask('Where did Lily go?');
   let streamed = '';
-  const r = await stopped.answer({ ...greedy, maxTokens: 24, stops: ['never appears', stop], onText: (t) => (streamed += t) });
+  const r = await stopped.answer({
+    ...greedy,
+    maxTokens: 24,
+    stops: ['never appears', stop],
+    onText: (t) => (streamed += t),
+  });
   assert.equal(r.stopReason, 'stop');
   assert.equal(r.text, cut);
   assert.equal(streamed, cut, 'the held-back start of the stop sequence was never sent');
@@ -120,7 +139,9 @@ test('stop sequences: the answer is cut before the first one, and nothing after 
   await stopped.dispose();
 });
 
-test('a question that does not fit is refused before anything changes; an answer stops at the end of the context', { skip }, async () => {
+test('a question that does not fit is refused before anything changes; an answer stops at the end of the context', {
+  skip,
+}, async () => {
   const c = await fork();
   const long = 'Lily ran to the park with her red kite. '.repeat(40);
   await assert.rejects(c.ask(long), (e: unknown) => {

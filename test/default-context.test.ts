@@ -27,12 +27,19 @@ function withContextLength(n: number): string {
   const metadata: [string, MetaValue][] = [...g.metadata].map(([key, value]) => {
     const t = g.types.get(key)!;
     if (key === 'llama.context_length') return [key, { type: ValueType.UINT32, value: n }];
-    return [key, t.type === ValueType.ARRAY
-      ? arr(t.elementType!, value as (number | bigint | boolean | string)[])
-      : { type: t.type as Exclude<ValueType, ValueType.ARRAY>, value: value as number | bigint | boolean | string }];
+    return [
+      key,
+      t.type === ValueType.ARRAY
+        ? arr(t.elementType!, value as (number | bigint | boolean | string)[])
+        : { type: t.type as Exclude<ValueType, ValueType.ARRAY>, value: value as number | bigint | boolean | string },
+    ];
   });
   const path = join(dir, `stories260K-ctx${n}.gguf`);
-  writeGguf(path, { alignment: g.alignment, metadata, tensors: g.tensors.map((t) => ({ name: t.name, dims: t.dims, type: t.type, data: t.data })) });
+  writeGguf(path, {
+    alignment: g.alignment,
+    metadata,
+    tensors: g.tensors.map((t) => ({ name: t.name, dims: t.dims, type: t.type, data: t.data })),
+  });
   return path;
 }
 
@@ -48,7 +55,9 @@ async function engineSession(path: string): Promise<{ options: number; session: 
   }
 }
 
-test('a model with a longer context than the default: sessions get DEFAULT_CONTEXT_TOKENS, in the engine and in the app', { skip }, async () => {
+test('a model with a longer context than the default: sessions get DEFAULT_CONTEXT_TOKENS, in the engine and in the app', {
+  skip,
+}, async () => {
   const long = withContextLength(4 * DEFAULT_CONTEXT_TOKENS);
   assert.deepEqual(await engineSession(long), { options: DEFAULT_CONTEXT_TOKENS, session: DEFAULT_CONTEXT_TOKENS });
   const model = await loadAddon().loadModel(long);

@@ -57,7 +57,10 @@ test('ZIP bomb: a 700 KB .docx whose document.xml inflates to 200 MiB is TOO_LAR
   assert.ok(bytes.length < 1_000_000 && xmlBytes >= 200 * 2 ** 20, `${bytes.length} bytes inflating to ${xmlBytes}`);
   const r = await measured(() => importDocument({ fileName: 'bomb.docx', bytes }));
   assert.ok(r.value instanceof ImportError && r.value.code === 'TOO_LARGE', String(r.value));
-  assert.match((r.value as Error).message, /bomb\.docx is too large to read: its part word\/document\.xml inflates to more than 64 MiB/);
+  assert.match(
+    (r.value as Error).message,
+    /bomb\.docx is too large to read: its part word\/document\.xml inflates to more than 64 MiB/,
+  );
   assert.ok(r.ms < 10_000, `took ${r.ms.toFixed(0)} ms`);
   assert.ok(r.heapGrowth < 64 * 2 ** 20, `this thread's heap grew by ${(r.heapGrowth / 2 ** 20).toFixed(0)} MiB`);
   await sanity();
@@ -65,10 +68,17 @@ test('ZIP bomb: a 700 KB .docx whose document.xml inflates to 200 MiB is TOO_LAR
 
 test('lying sizes: headers claim 10 KB, the data inflates to 200 MiB: refused after the limit, not after 200 MiB', async () => {
   const { bytes } = repeatedDocx({ xmlBytes: 200 * 2 ** 20, claimedSize: 10_000 });
-  assert.equal(zipEntries(bytes)!.find((e) => e.name === 'word/document.xml')!.uncompressedSize, 10_000, 'the headers lie');
+  assert.equal(
+    zipEntries(bytes)!.find((e) => e.name === 'word/document.xml')!.uncompressedSize,
+    10_000,
+    'the headers lie',
+  );
   const r = await measured(() => importDocument({ fileName: 'liar.docx', bytes }));
   assert.ok(r.value instanceof ImportError && r.value.code === 'TOO_LARGE', String(r.value));
-  assert.match((r.value as Error).message, /liar\.docx is too large to read: its part word\/document\.xml inflates to more than 64 MiB \(a ZIP bomb\?\)/);
+  assert.match(
+    (r.value as Error).message,
+    /liar\.docx is too large to read: its part word\/document\.xml inflates to more than 64 MiB \(a ZIP bomb\?\)/,
+  );
   assert.ok(r.ms < 10_000, `took ${r.ms.toFixed(0)} ms`);
   assert.ok(r.heapGrowth < 64 * 2 ** 20, `this thread's heap grew by ${(r.heapGrowth / 2 ** 20).toFixed(0)} MiB`);
   await sanity();
@@ -81,19 +91,37 @@ test('the ZIP reader counts inflated bytes per entry and in total, whatever the 
   const bytes = zipOf([a, b, lying, part('d.xml', '<d/>')]);
   const zip = new BoundedZipReader(bytes, zipEntries(bytes)!, 2000, 1500);
   assert.equal(zip.read('a.xml').length, a.size);
-  assert.throws(() => zip.read('b.xml'), (e: unknown) => e instanceof ZipLimitError && e.whole && e.limit === 1500, 'the total is counted');
+  assert.throws(
+    () => zip.read('b.xml'),
+    (e: unknown) => e instanceof ZipLimitError && e.whole && e.limit === 1500,
+    'the total is counted',
+  );
   const fresh = new BoundedZipReader(bytes, zipEntries(bytes)!, 2000, 100_000);
-  assert.throws(() => fresh.read('c.xml'), (e: unknown) => e instanceof ZipLimitError && !e.whole && e.limit === 2000, 'a lying entry stops at the limit');
+  assert.throws(
+    () => fresh.read('c.xml'),
+    (e: unknown) => e instanceof ZipLimitError && !e.whole && e.limit === 2000,
+    'a lying entry stops at the limit',
+  );
   assert.equal(new TextDecoder().decode(fresh.read('d.xml')), '<d/>');
   assert.throws(() => fresh.read('missing.xml'), /no missing\.xml/);
 });
 
-test('import by path: /dev/zero, a FIFO, a socket and a folder are refused at once, without reading', { skip: process.platform === 'win32' && 'POSIX paths' }, async () => {
+test('import by path: /dev/zero, a FIFO, a socket and a folder are refused at once, without reading', {
+  skip: process.platform === 'win32' && 'POSIX paths',
+}, async () => {
   const t0 = performance.now();
-  await importRejection(importDocument({ path: '/dev/zero' }), 'READ_FAILED', /cannot import \/dev\/zero: it is a device, not a document/);
+  await importRejection(
+    importDocument({ path: '/dev/zero' }),
+    'READ_FAILED',
+    /cannot import \/dev\/zero: it is a device, not a document/,
+  );
   const fifo = join(dir, 'pipe.txt');
   assert.equal(spawnSync('mkfifo', [fifo]).status, 0, 'mkfifo');
-  await importRejection(importDocument({ path: fifo }), 'READ_FAILED', /pipe\.txt: it is a named pipe \(FIFO\), not a document/);
+  await importRejection(
+    importDocument({ path: fifo }),
+    'READ_FAILED',
+    /pipe\.txt: it is a named pipe \(FIFO\), not a document/,
+  );
   const sock = join(dir, 'sock.txt');
   const server = createServer().listen(sock);
   await new Promise((r) => server.once('listening', r));
@@ -106,16 +134,26 @@ test('import by path: /dev/zero, a FIFO, a socket and a folder are refused at on
   assert.ok(performance.now() - t0 < 2000, `took ${(performance.now() - t0).toFixed(0)} ms`);
 });
 
-test('import by path: a file over the cap is refused from its size; one that outgrows the cap while read is refused', { skip: process.platform !== 'linux' && 'sparse files and /proc' }, async () => {
+test('import by path: a file over the cap is refused from its size; one that outgrows the cap while read is refused', {
+  skip: process.platform !== 'linux' && 'sparse files and /proc',
+}, async () => {
   const big = join(dir, 'huge.txt');
   const fd = openSync(big, 'w');
   ftruncateSync(fd, MAX_DOCUMENT_BYTES + 2 ** 20); // sparse: costs no disk
   closeSync(fd);
   const t0 = performance.now();
-  await importRejection(importDocument({ path: big }), 'TOO_LARGE', /huge\.txt is 257 MiB; Folio imports files up to 256 MiB/);
+  await importRejection(
+    importDocument({ path: big }),
+    'TOO_LARGE',
+    /huge\.txt is 257 MiB; Folio imports files up to 256 MiB/,
+  );
   assert.ok(performance.now() - t0 < 1000);
   // /proc files say they are 0 bytes long and then have content: the count while reading is what holds.
-  await importRejection(importDocument({ path: '/proc/self/maps' }, { maxBytes: 64 }), 'TOO_LARGE', /maps grew past 0 MiB while it was read/);
+  await importRejection(
+    importDocument({ path: '/proc/self/maps' }, { maxBytes: 64 }),
+    'TOO_LARGE',
+    /maps grew past 0 MiB while it was read/,
+  );
   // A regular file within the cap is read whole.
   const ok = join(dir, 'fine.txt');
   writeFileSync(ok, 'A fine file.\n');
@@ -158,12 +196,19 @@ test('the event loop stays free during a big import, and a cancel ends it at onc
   const busy = performance.eventLoopUtilization(elu).utilization;
   assert.ok(ms > 500, `the import took ${ms.toFixed(0)} ms: too short to tell`);
   assert.ok(busy < 0.25, `this thread was busy ${(busy * 100).toFixed(0)}% of an import of ${ms.toFixed(0)} ms`);
-  assert.ok(worst < 250, `the event loop was blocked for ${worst.toFixed(0)} ms during an import of ${ms.toFixed(0)} ms`);
+  assert.ok(
+    worst < 250,
+    `the event loop was blocked for ${worst.toFixed(0)} ms during an import of ${ms.toFixed(0)} ms`,
+  );
 
   const ac = new AbortController();
   const started = performance.now();
   setTimeout(() => ac.abort(), 300);
-  await importRejection(importDocument({ fileName: 'big.docx', bytes }, { signal: ac.signal }), 'ABORTED', /import of big\.docx was cancelled/);
+  await importRejection(
+    importDocument({ fileName: 'big.docx', bytes }, { signal: ac.signal }),
+    'ABORTED',
+    /import of big\.docx was cancelled/,
+  );
   assert.ok(performance.now() - started < 1500, 'cancelled at once');
   await sanity();
 });
@@ -172,7 +217,11 @@ test('too much text is refused before it is decoded or paged', async () => {
   const bytes = new Uint8Array(3 * MAX_TEXT_CHARS + 1024).fill(0x61);
   for (let i = 80; i < bytes.length; i += 81) bytes[i] = 0x0a;
   const t0 = performance.now();
-  await importRejection(importDocument({ fileName: 'endless.txt', bytes }, { transferBytes: true }), 'TOO_LARGE', /endless\.txt has more than 33,554,432 characters of text/);
+  await importRejection(
+    importDocument({ fileName: 'endless.txt', bytes }, { transferBytes: true }),
+    'TOO_LARGE',
+    /endless\.txt has more than 33,554,432 characters of text/,
+  );
   assert.ok(performance.now() - t0 < 5000, `took ${(performance.now() - t0).toFixed(0)} ms`);
   assert.equal(bytes.byteLength, 0, 'transferBytes moved the bytes to the parser thread (no copy)');
 });

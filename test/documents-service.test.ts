@@ -19,7 +19,11 @@ let core: AppCore;
 
 before(async () => {
   if (skip) return;
-  core = await createAppCore({ dataDir: join(dir, 'library'), model, models: { discovery: { knownPlaces: false, systemWide: false } } });
+  core = await createAppCore({
+    dataDir: join(dir, 'library'),
+    model,
+    models: { discovery: { knownPlaces: false, systemWide: false } },
+  });
 });
 after(async () => {
   await core?.close();
@@ -37,11 +41,16 @@ function taskDone(taskId: string): Promise<EventPayload<'task.done'>> {
   });
 }
 
-test('import by path: /dev/zero is refused at once, with no document made', { skip: skip || (process.platform === 'win32' && 'POSIX paths') }, async () => {
+test('import by path: /dev/zero is refused at once, with no document made', {
+  skip: skip || (process.platform === 'win32' && 'POSIX paths'),
+}, async () => {
   const count = core.documents.list().length;
   const t0 = performance.now();
-  await assert.rejects(core.documents.import({ path: '/dev/zero' }), (e: { code: string; message: string }) =>
-    e.code === 'READ_FAILED' && /cannot import \/dev\/zero: it is a device, not a document/.test(e.message));
+  await assert.rejects(
+    core.documents.import({ path: '/dev/zero' }),
+    (e: { code: string; message: string }) =>
+      e.code === 'READ_FAILED' && /cannot import \/dev\/zero: it is a device, not a document/.test(e.message),
+  );
   assert.ok(performance.now() - t0 < 1000, `took ${(performance.now() - t0).toFixed(0)} ms`);
   assert.equal(core.documents.list().length, count, 'no document record');
   await assert.rejects(core.documents.import({ path: join(dir, 'nope.txt') }), /there is no such file/);
@@ -62,7 +71,10 @@ test('importUpload: the temporary file is imported, then removed; a refused one 
   const bad = join(dir, 'upload-2');
   writeFileSync(bad, Buffer.from([0x4d, 0x5a, 0x90, 0, 3, 0, 0, 0, 4, 0, 0, 0, 0xff, 0xff, 0, 0]));
   const count = core.documents.list().length;
-  await assert.rejects(core.documents.importUpload({ fileName: 'setup.exe', tempPath: bad }), (e: { code: string }) => e.code === 'UNSUPPORTED');
+  await assert.rejects(
+    core.documents.importUpload({ fileName: 'setup.exe', tempPath: bad }),
+    (e: { code: string }) => e.code === 'UNSUPPORTED',
+  );
   assert.ok(!existsSync(bad), 'a refused upload is removed too');
   assert.equal(core.documents.list().length, count, 'no document record for a refused upload');
 });

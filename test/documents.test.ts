@@ -10,15 +10,36 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 import {
-  ImportError, PAGE_CHARS, charRangeTokens, foldRetention, importDocument, mapTokens, pageTokenRange, pagesOfTokens,
-  passages, paginate, tokenSpan, type ImportedDocument, type ImportOptions,
+  ImportError,
+  PAGE_CHARS,
+  charRangeTokens,
+  foldRetention,
+  importDocument,
+  mapTokens,
+  pageTokenRange,
+  pagesOfTokens,
+  passages,
+  paginate,
+  tokenSpan,
+  type ImportedDocument,
+  type ImportOptions,
 } from '../electron/documents/index.ts';
 import { decodeText } from '../electron/documents/text.ts';
 import { joinWrapped, layoutPage, renderParagraphs, type TextRun } from '../electron/documents/pdf-layout.ts';
 import { pdfTitle } from '../electron/documents/pdf.ts';
 import { sampleDocx } from './helpers/make-docx.ts';
 import {
-  blankPdf, colLeft, colRight, encryptedPdf, imageOnlyPdf, longPdf, para1, para2, para3, textPdf, tinyPng,
+  blankPdf,
+  colLeft,
+  colRight,
+  encryptedPdf,
+  imageOnlyPdf,
+  longPdf,
+  para1,
+  para2,
+  para3,
+  textPdf,
+  tinyPng,
 } from './helpers/make-pdf.ts';
 import { importRejection } from './helpers/rejections.ts';
 
@@ -49,8 +70,17 @@ test('PDF: pages in order with numbers, accents, paragraphs, hyphenation, two co
   assert.equal(doc.title, 'Folio Fixture');
   assert.equal(doc.fileName, 'fixture.pdf');
   assert.equal(doc.sha256, createHash('sha256').update(bytes).digest('hex'));
-  assert.deepEqual(doc.pages.map((p) => p.page), [1, 2, 3, 4]);
-  assert.deepEqual(progress, [[0, 4], [1, 4], [2, 4], [3, 4], [4, 4]]);
+  assert.deepEqual(
+    doc.pages.map((p) => p.page),
+    [1, 2, 3, 4],
+  );
+  assert.deepEqual(progress, [
+    [0, 4],
+    [1, 4],
+    [2, 4],
+    [3, 4],
+    [4, 4],
+  ]);
 
   // Page 1: title, then paragraphs; wrapped lines joined; "agree-" + "ment" joined without the hyphen.
   assert.equal(doc.pages[0].text, ['Reading Order and Hyphens', para1, para2, para3].join('\n\n'));
@@ -75,26 +105,55 @@ test('PDF: placeholder metadata titles are ignored; concurrent imports each get 
   assert.equal(pdfTitle('  A  Real\nTitle '), 'A Real Title');
   const { bytes } = await textPdf();
   const docs = await Promise.all([imp('a.pdf', bytes), imp('b.pdf', await longPdf(20)), imp('c.pdf', bytes)]);
-  assert.deepEqual(docs.map((d) => d.pages.length), [4, 20, 4]);
+  assert.deepEqual(
+    docs.map((d) => d.pages.length),
+    [4, 20, 4],
+  );
   assert.equal(docs[0].pages[1].text, docs[2].pages[1].text);
 });
 
 test('PDF: an image-only (scanned) PDF is NO_TEXT_LAYER; blank pages are EMPTY', async () => {
-  await importRejection(imp('scan.pdf', await imageOnlyPdf()), 'NO_TEXT_LAYER', /scan\.pdf has no text layer/, /OCR is not supported/);
-  await importRejection(imp('blank.pdf', await blankPdf()), 'EMPTY', /blank\.pdf is empty/, /no text and nothing drawn/);
+  await importRejection(
+    imp('scan.pdf', await imageOnlyPdf()),
+    'NO_TEXT_LAYER',
+    /scan\.pdf has no text layer/,
+    /OCR is not supported/,
+  );
+  await importRejection(
+    imp('blank.pdf', await blankPdf()),
+    'EMPTY',
+    /blank\.pdf is empty/,
+    /no text and nothing drawn/,
+  );
 });
 
 test('PDF: RC4 encryption (40 and 128 bit) with an empty user password opens; with a password it is ENCRYPTED', async () => {
   for (const bits of [40, 128] as const) {
-    const open = encryptedPdf({ pages: [['Secret café report.', 'Second line.'], ['Page two.']], userPassword: '', bits, title: 'Vertraulich' });
+    const open = encryptedPdf({
+      pages: [['Secret café report.', 'Second line.'], ['Page two.']],
+      userPassword: '',
+      bits,
+      title: 'Vertraulich',
+    });
     const doc = await imp(`open-${bits}.pdf`, open);
-    assert.deepEqual(doc.pages.map((p) => p.page), [1, 2]);
+    assert.deepEqual(
+      doc.pages.map((p) => p.page),
+      [1, 2],
+    );
     assert.match(doc.pages[0].text, /^Secret café report\.\s+Second line\.$/, `decrypted text (${bits} bit)`);
     assert.equal(doc.title, 'Vertraulich', 'the Info title is an encrypted string too');
 
     const locked = encryptedPdf({ pages: [['Top secret.']], userPassword: 'hunter2', bits });
-    await importRejection(imp(`locked-${bits}.pdf`, locked), 'ENCRYPTED', /locked-\d+\.pdf: the PDF is password-protected/);
-    await importRejection(imp(`locked-${bits}.pdf`, locked, { password: 'wrong' }), 'ENCRYPTED', /password-protected and the password given is wrong/);
+    await importRejection(
+      imp(`locked-${bits}.pdf`, locked),
+      'ENCRYPTED',
+      /locked-\d+\.pdf: the PDF is password-protected/,
+    );
+    await importRejection(
+      imp(`locked-${bits}.pdf`, locked, { password: 'wrong' }),
+      'ENCRYPTED',
+      /password-protected and the password given is wrong/,
+    );
     const unlocked = await imp(`locked-${bits}.pdf`, locked, { password: 'hunter2' });
     assert.equal(unlocked.pages[0].text, 'Top secret.');
   }
@@ -102,10 +161,23 @@ test('PDF: RC4 encryption (40 and 128 bit) with an empty user password opens; wi
 
 test('PDF: a truncated or garbage PDF is CORRUPT and says pdf.js cannot parse it', async () => {
   const { bytes } = await textPdf();
-  await importRejection(imp('cut.pdf', bytes.slice(0, bytes.length >> 1)), 'CORRUPT', /cut\.pdf is damaged: pdf\.js cannot parse it/, /truncated/);
-  await importRejection(imp('junk.pdf', enc('%PDF-1.7\n' + 'garbage '.repeat(100))), 'CORRUPT', /pdf\.js cannot parse it/);
+  await importRejection(
+    imp('cut.pdf', bytes.slice(0, bytes.length >> 1)),
+    'CORRUPT',
+    /cut\.pdf is damaged: pdf\.js cannot parse it/,
+    /truncated/,
+  );
+  await importRejection(
+    imp('junk.pdf', enc('%PDF-1.7\n' + 'garbage '.repeat(100))),
+    'CORRUPT',
+    /pdf\.js cannot parse it/,
+  );
   // No %PDF header and no other known format: not a PDF at all.
-  await importRejection(imp('zeros.pdf', new Uint8Array(4096).fill(0x01)), 'CORRUPT', /not a valid PDF: it has no %PDF header/);
+  await importRejection(
+    imp('zeros.pdf', new Uint8Array(4096).fill(0x01)),
+    'CORRUPT',
+    /not a valid PDF: it has no %PDF header/,
+  );
 });
 
 test('PDF: 300 pages import quickly, with progress per page', async () => {
@@ -126,7 +198,13 @@ test('PDF: an AbortSignal stops the import mid-way; a stalled parse is a TIMEOUT
   let last = 0;
   const t0 = performance.now();
   await importRejection(
-    imp('long.pdf', bytes, { signal: ac.signal, onProgress: (d) => { last = d; if (d === 5) ac.abort(); } }),
+    imp('long.pdf', bytes, {
+      signal: ac.signal,
+      onProgress: (d) => {
+        last = d;
+        if (d === 5) ac.abort();
+      },
+    }),
     'ABORTED',
     /import of long\.pdf was cancelled/,
   );
@@ -148,7 +226,14 @@ function runs(...rs: [string, number, number, number?][]): TextRun[] {
 }
 
 test('layout: narrow table columns read row by row; list markers keep their lines; overprinted runs once', () => {
-  const table = runs(['Name', 100, 100], ['Age', 200, 100], ['City', 300, 100], ['Alice', 100, 112], ['30', 200, 112], ['Paris', 300, 112]);
+  const table = runs(
+    ['Name', 100, 100],
+    ['Age', 200, 100],
+    ['City', 300, 100],
+    ['Alice', 100, 112],
+    ['30', 200, 112],
+    ['Paris', 300, 112],
+  );
   assert.equal(renderParagraphs(layoutPage(table), new Set()), 'Name Age City\nAlice 30 Paris');
   const list = runs(['• first item', 100, 100], ['• second item', 100, 112], ['• third', 100, 124]);
   assert.equal(renderParagraphs(layoutPage(list), new Set()), '• first item\n• second item\n• third');
@@ -251,7 +336,8 @@ test('Markdown: text kept, comments and images dropped (alt text kept), code fen
 });
 
 test('Markdown: sections become pages once a page is half full; nothing is lost', async () => {
-  const section = (i: number) => `## Part ${i}\n\n` + `Sentence number ${i} of this part goes on for a while. `.repeat(20).trim();
+  const section = (i: number) =>
+    `## Part ${i}\n\n` + `Sentence number ${i} of this part goes on for a while. `.repeat(20).trim();
   const md = Array.from({ length: 8 }, (_, i) => section(i + 1)).join('\n\n');
   const doc = await imp('parts.md', enc(md));
   assert.ok(doc.pages.length >= 4);
@@ -263,7 +349,12 @@ test('Markdown: sections become pages once a page is half full; nothing is lost'
 });
 
 test('text: BOM, CRLF, form feeds as pages (numbers kept), title from the first line', async () => {
-  const bytes = new Uint8Array([0xef, 0xbb, 0xbf, ...enc('Minutes of the Meeting\r\nFirst page.\fSecond page.\r\n\f\fFourth page.\f')]);
+  const bytes = new Uint8Array([
+    0xef,
+    0xbb,
+    0xbf,
+    ...enc('Minutes of the Meeting\r\nFirst page.\fSecond page.\r\n\f\fFourth page.\f'),
+  ]);
   const doc = await imp('minutes.txt', bytes);
   assert.equal(doc.kind, 'text');
   assert.equal(doc.encoding, 'utf-8');
@@ -300,7 +391,11 @@ test('text: Latin-1 is decoded as Windows-1252 when no byte is UTF-8; mixed inva
   assert.equal(doc.encoding, 'windows-1252');
   assert.deepEqual(doc.warnings, ['decoded as Windows-1252 (Latin-1): the file is not UTF-8']);
   const mixed = new Uint8Array([...enc('Café '), 0xe9, ...enc(' ok')]);
-  await importRejection(imp('mixed.txt', mixed), 'BAD_ENCODING', /mixed\.txt is not valid UTF-8: the byte at offset 6 is invalid/);
+  await importRejection(
+    imp('mixed.txt', mixed),
+    'BAD_ENCODING',
+    /mixed\.txt is not valid UTF-8: the byte at offset 6 is invalid/,
+  );
   const utf16 = new Uint8Array([0xff, 0xfe, ...Buffer.from('Grüße aus Köln', 'utf16le')]);
   assert.deepEqual(decodeText(utf16, 'x.txt'), { text: 'Grüße aus Köln', encoding: 'utf-16le' });
   assert.equal((await imp('utf16.txt', utf16)).pages[0].text, 'Grüße aus Köln');
@@ -312,11 +407,26 @@ test('text: Latin-1 is decoded as Windows-1252 when no byte is UTF-8; mixed inva
 test('detection: the content decides; a wrong extension is MISMATCH; unknown formats are UNSUPPORTED', async () => {
   const pdf = (await textPdf()).bytes;
   const docx = await sampleDocx();
-  await importRejection(imp('notes.txt', pdf), 'MISMATCH', /notes\.txt has the extension \.txt/, /content is a PDF/, /rename it to \.pdf/);
+  await importRejection(
+    imp('notes.txt', pdf),
+    'MISMATCH',
+    /notes\.txt has the extension \.txt/,
+    /content is a PDF/,
+    /rename it to \.pdf/,
+  );
   await importRejection(imp('report.pdf', enc('just some text')), 'MISMATCH', /report\.pdf .* content is plain text/);
   await importRejection(imp('report.md', docx), 'MISMATCH', /content is a Word document \(DOCX\)/);
-  await importRejection(imp('scan.pdf', tinyPng()), 'UNSUPPORTED', /scan\.pdf is a PNG image although its extension is \.pdf/, /OCR/);
-  await importRejection(imp('data.bin', new Uint8Array([0, 1, 2, 3, 0, 0, 7, 8, 0, 250])), 'UNSUPPORTED', /binary data/);
+  await importRejection(
+    imp('scan.pdf', tinyPng()),
+    'UNSUPPORTED',
+    /scan\.pdf is a PNG image although its extension is \.pdf/,
+    /OCR/,
+  );
+  await importRejection(
+    imp('data.bin', new Uint8Array([0, 1, 2, 3, 0, 0, 7, 8, 0, 250])),
+    'UNSUPPORTED',
+    /binary data/,
+  );
   await importRejection(imp('empty.txt', new Uint8Array()), 'EMPTY', /empty\.txt is empty \(0 bytes\)/);
   await importRejection(imp('blank.txt', enc(' \n\n\t \n')), 'EMPTY', /no text/);
   // No extension, or one that claims nothing: the content is enough.
@@ -363,7 +473,10 @@ test('paginate: headings move with their text, oversized blocks split, separator
     { text: 'row 1', sep: '\n' as const },
   ];
   const pages = paginate(blocks);
-  assert.deepEqual(pages.map((p) => p.text), ['a'.repeat(1400), 'Heading\n\n' + 'b'.repeat(1700) + '\nrow 1']);
+  assert.deepEqual(
+    pages.map((p) => p.text),
+    ['a'.repeat(1400), 'Heading\n\n' + 'b'.repeat(1700) + '\nrow 1'],
+  );
   const split = paginate([{ text: 'word '.repeat(1000).trim() }], 1000);
   assert.ok(split.every((p) => p.text.length <= 1000 && !p.text.startsWith(' ') && !p.text.endsWith(' ')));
   assert.equal(split.map((p) => p.text).join(' '), 'word '.repeat(1000).trim());
@@ -387,10 +500,14 @@ test('token map: multi-byte characters split across tokens, emoji, lead bytes, o
   // Page 1: "h" | first byte of "é" | second byte of "é" | "llo" | " w" | "ö" | "rld".
   // Page 2 starts at token 20 (two template tokens in between) with a "\n\n" lead token, then the emoji's
   // 4 bytes as 3 + 1, then " ok".
-  const map = mapTokens(pages, [
-    { ids: [1, 2, 3, 4, 5, 6, 7], bytes: [1, 1, 1, 3, 2, 2, 3] },
-    { bytes: [2, 3, 1, 3], start: 20, leadBytes: 2 },
-  ], { start: 10 });
+  const map = mapTokens(
+    pages,
+    [
+      { ids: [1, 2, 3, 4, 5, 6, 7], bytes: [1, 1, 1, 3, 2, 2, 3] },
+      { bytes: [2, 3, 1, 3], start: 20, leadBytes: 2 },
+    ],
+    { start: 10 },
+  );
   assert.equal(map.start, 10);
   assert.equal(map.end, 24);
   const spans = (from: number, to: number) => Array.from({ length: to - from }, (_, i) => tokenSpan(map, from + i));
@@ -411,7 +528,13 @@ test('token map: multi-byte characters split across tokens, emoji, lead bytes, o
     { page: 2, charStart: 2, charEnd: 5 },
   ]);
   assert.equal(tokenSpan(map, 9), null);
-  assert.deepEqual(map.pages.map((p) => [p.tokenStart, p.tokenEnd, p.textBytes, p.tokenBytes]), [[10, 17, 13, 13], [20, 24, 7, 7]]);
+  assert.deepEqual(
+    map.pages.map((p) => [p.tokenStart, p.tokenEnd, p.textBytes, p.tokenBytes]),
+    [
+      [10, 17, 13, 13],
+      [20, 24, 7, 7],
+    ],
+  );
   // Inverse: pages to tokens, characters to tokens, tokens to pages.
   assert.deepEqual(pageTokenRange(map, 1), { tokenStart: 10, tokenEnd: 17 });
   assert.deepEqual(pageTokenRange(map, 1, 2), { tokenStart: 10, tokenEnd: 24 });
@@ -426,7 +549,7 @@ test('token map: multi-byte characters split across tokens, emoji, lead bytes, o
 
 test('token map: random texts cut into random byte lengths map to the smallest covering character ranges', () => {
   let seed = 42;
-  const rand = (n: number) => ((seed = (seed * 1103515245 + 12345) >>> 0) % n);
+  const rand = (n: number) => (seed = (seed * 1103515245 + 12345) >>> 0) % n;
   const alphabet = ['a', 'b', ' ', '\n', 'é', 'ß', '€', '中', '😀', '𝄞', 'Z'];
   for (let round = 0; round < 50; round++) {
     const text = Array.from({ length: 1 + rand(60) }, () => alphabet[rand(alphabet.length)]).join('');
@@ -442,7 +565,10 @@ test('token map: random texts cut into random byte lengths map to the smallest c
     lens.forEach((len, t) => {
       const s = tokenSpan(map, t)!;
       // The range covers the token's bytes...
-      assert.ok(bytesOf(text.slice(0, s.charStart)) <= b && bytesOf(text.slice(0, s.charEnd)) >= b + len, `round ${round} token ${t}`);
+      assert.ok(
+        bytesOf(text.slice(0, s.charStart)) <= b && bytesOf(text.slice(0, s.charEnd)) >= b + len,
+        `round ${round} token ${t}`,
+      );
       // ...and is the smallest such range: shrinking either end by one character would uncover bytes.
       const cps = [...text];
       const startCp = [...text.slice(0, s.charStart)].length;
@@ -480,7 +606,13 @@ test('passages and retention folding: sentences and lines; mean retention per pa
     ],
   );
   const byLines = foldRetention(map, retention, 'lines');
-  assert.deepEqual(byLines.map((p) => p.retention), [0.6, 0.25, 0.25, 0.25]);
+  assert.deepEqual(
+    byLines.map((p) => p.retention),
+    [0.6, 0.25, 0.25, 0.25],
+  );
   // Tokens past the retention array are skipped; passages without tokens are left out.
-  assert.deepEqual(foldRetention(map, retention.slice(0, 3 + 3), 'sentences').map((p) => text.slice(p.start, p.end)), ['First sentence here.']);
+  assert.deepEqual(
+    foldRetention(map, retention.slice(0, 3 + 3), 'sentences').map((p) => text.slice(p.start, p.end)),
+    ['First sentence here.'],
+  );
 });

@@ -24,7 +24,8 @@ import { missing, repoRoot, sharedModel } from './helpers/shared.ts';
 
 const CHROMIUM = '/usr/bin/chromium';
 const model = sharedModel('stories260K.gguf');
-const skip = missing(model) || (existsSync(CHROMIUM) ? false : `needs ${CHROMIUM} (Debian's chromium package) to drive the UI`);
+const skip =
+  missing(model) || (existsSync(CHROMIUM) ? false : `needs ${CHROMIUM} (Debian's chromium package) to drive the UI`);
 const shots = join(repoRoot, 'test/.output/screenshots');
 const docFile = join(repoRoot, 'test/docs/lily-and-the-red-kite.txt');
 
@@ -45,10 +46,19 @@ async function shot(name: string) {
 }
 
 /** The heatmap canvas's cells: the colour at each cell's centre, read back from the canvas. */
-async function readCells(testId: string): Promise<{ rows: number; cols: number; domain: [number, number]; metric: string; rgb: Rgb[] }> {
+async function readCells(
+  testId: string,
+): Promise<{ rows: number; cols: number; domain: [number, number]; metric: string; rgb: Rgb[] }> {
   return page.evaluate((id) => {
     const canvas = document.querySelector(`canvas[data-testid="${id}"]`) as HTMLCanvasElement;
-    const layout = JSON.parse(canvas.dataset.layout!) as { x0: number; y0: number; cell: number; gap: number; rows: number; cols: number };
+    const layout = JSON.parse(canvas.dataset.layout!) as {
+      x0: number;
+      y0: number;
+      cell: number;
+      gap: number;
+      rows: number;
+      cols: number;
+    };
     const scale = canvas.width / canvas.getBoundingClientRect().width;
     const ctx = canvas.getContext('2d')!;
     const rgb: [number, number, number][] = [];
@@ -59,12 +69,19 @@ async function readCells(testId: string): Promise<{ rows: number; cols: number; 
         const d = ctx.getImageData(Math.floor(x * scale), Math.floor(y * scale), 1, 1).data;
         rgb.push([d[0], d[1], d[2]]);
       }
-    return { rows: layout.rows, cols: layout.cols, domain: JSON.parse(canvas.dataset.domain!), metric: canvas.dataset.metric!, rgb };
+    return {
+      rows: layout.rows,
+      cols: layout.cols,
+      domain: JSON.parse(canvas.dataset.domain!),
+      metric: canvas.dataset.metric!,
+      rgb,
+    };
   }, testId);
 }
 
 type Metric = 'budget' | 'mass' | 'concentration';
-const valueOf = (h: CompressionStats['layers'][number]['heads'][number], m: Metric) => (m === 'budget' ? h.kept : m === 'mass' ? h.retainedMass : h.concentration);
+const valueOf = (h: CompressionStats['layers'][number]['heads'][number], m: Metric) =>
+  m === 'budget' ? h.kept : m === 'mass' ? h.retainedMass : h.concentration;
 
 /** Checks one cell per (layer, head) and that the colours follow the values: same order, right place on the scale. */
 async function assertHeatmapFollows(testId: string, stats: CompressionStats, metric: Metric) {
@@ -80,16 +97,24 @@ async function assertHeatmapFollows(testId: string, stats: CompressionStats, met
     // Every pixel is a colour of the scale, at the value's place in the domain.
     const t = tOfColor(cells.rgb[i]);
     const c = colorAt(t);
-    assert.ok(Math.hypot(c[0] - cells.rgb[i][0], c[1] - cells.rgb[i][1], c[2] - cells.rgb[i][2]) < 4, `cell ${i} is a colour of the scale`);
+    assert.ok(
+      Math.hypot(c[0] - cells.rgb[i][0], c[1] - cells.rgb[i][1], c[2] - cells.rgb[i][2]) < 4,
+      `cell ${i} is a colour of the scale`,
+    );
     const expected = hi > lo ? (values[i] - lo) / (hi - lo) : 1;
-    assert.ok(Math.abs(t - expected) < 0.012, `cell ${i}: colour at ${t.toFixed(3)} for a value at ${expected.toFixed(3)}`);
+    assert.ok(
+      Math.abs(t - expected) < 0.012,
+      `cell ${i}: colour at ${t.toFixed(3)} for a value at ${expected.toFixed(3)}`,
+    );
   }
   // Independently of the scale's exact stops: the scale's lightness rises, so lighter cells hold larger values.
   const lum = cells.rgb.map(luminance);
   for (let i = 0; i < values.length; i++)
     for (let j = 0; j < values.length; j++) {
-      if (values[i] < values[j] - 1e-9 * Math.max(1, Math.abs(values[j]))) assert.ok(lum[i] < lum[j] + 1e-6, `cells ${i} < ${j} in value but not in lightness`);
-      if (values[i] === values[j]) assert.deepEqual(cells.rgb[i], cells.rgb[j], `equal values ${i}, ${j} have equal colours`);
+      if (values[i] < values[j] - 1e-9 * Math.max(1, Math.abs(values[j])))
+        assert.ok(lum[i] < lum[j] + 1e-6, `cells ${i} < ${j} in value but not in lightness`);
+      if (values[i] === values[j])
+        assert.deepEqual(cells.rgb[i], cells.rgb[j], `equal values ${i}, ${j} have equal colours`);
     }
 }
 
@@ -105,17 +130,38 @@ before(async () => {
   const complete = core.openai.complete.bind(core.openai);
   core.openai.complete = (...a) => (completions++, complete(...a));
   host = await startWebHost({
-    dispatcher: core.dispatcher, openai: core.openai, staticDir: join(repoRoot, 'dist/renderer'), apiToken,
-    uploads: { dir: dataPaths(join(dir, 'library')).tmp, maxBytes: MAX_DOCUMENT_BYTES, importUpload: (fileName, tempPath) => core.documents.importUpload({ fileName, tempPath }) },
+    dispatcher: core.dispatcher,
+    openai: core.openai,
+    staticDir: join(repoRoot, 'dist/renderer'),
+    apiToken,
+    uploads: {
+      dir: dataPaths(join(dir, 'library')).tmp,
+      maxBytes: MAX_DOCUMENT_BYTES,
+      importUpload: (fileName, tempPath) => core.documents.importUpload({ fileName, tempPath }),
+    },
   });
   core.setServerInfo({ apiUrl: host.url, apiToken });
   api = connectApi(`ws://127.0.0.1:${host.port}/api/ws`, WebSocket as never, { token: apiToken });
-  await api.call('settings.update', { systemPrompt: '', sampling: { maxTokens: 40, temperature: 0 }, compression: { method: 'ada-snapkv', budget: 0.3 }, theme: 'light' });
+  await api.call('settings.update', {
+    systemPrompt: '',
+    sampling: { maxTokens: 40, temperature: 0 },
+    compression: { method: 'ada-snapkv', budget: 0.3 },
+    theme: 'light',
+  });
   const { chromium } = await import('playwright-core');
   context = await chromium.launchPersistentContext(join(dir, 'chromium'), {
     executablePath: CHROMIUM,
     headless: true,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
     viewport: { width: 1280, height: 820 },
   });
   page = context.pages()[0] ?? (await context.newPage());
@@ -145,18 +191,25 @@ test('import a document through the file picker and watch its progress', { skip 
     const seen: string[] = [];
     (window as unknown as { seenProgress: string[] }).seenProgress = seen;
     new MutationObserver(() => {
-      for (const el of document.querySelectorAll('[role="progressbar"]')) seen.push(`${el.getAttribute('aria-label')}|${el.getAttribute('aria-valuetext')}`);
+      for (const el of document.querySelectorAll('[role="progressbar"]'))
+        seen.push(`${el.getAttribute('aria-label')}|${el.getAttribute('aria-valuetext')}`);
     }).observe(document.body, { subtree: true, childList: true, attributes: true });
   });
   // The Import button opens the browser's file chooser; the test picks the file there.
-  const [chooser] = await Promise.all([page.waitForEvent('filechooser'), page.getByRole('button', { name: 'Import…' }).click()]);
+  const [chooser] = await Promise.all([
+    page.waitForEvent('filechooser'),
+    page.getByRole('button', { name: 'Import…' }).click(),
+  ]);
   await chooser.setFiles(docFile);
   const row = page.locator('[data-testid="document"]').first();
   await row.locator('.doc-title').getByText('lily-and-the-red-kite', { exact: false }).waitFor();
   await page.locator('[data-testid="document"][data-status="ready"]').waitFor({ timeout: 90_000 });
   const seen = await page.evaluate(() => (window as unknown as { seenProgress: string[] }).seenProgress);
   assert.ok(seen.length > 0, 'a progress bar was shown');
-  assert.ok(seen.some((s) => /tokens/.test(s) || /Loading the model|Reading into the model|Importing|Saving/.test(s)), `progress named the work: ${seen.slice(0, 5).join(' / ')}`);
+  assert.ok(
+    seen.some((s) => /tokens/.test(s) || /Loading the model|Reading into the model|Importing|Saving/.test(s)),
+    `progress named the work: ${seen.slice(0, 5).join(' / ')}`,
+  );
   const docs = await api.call('documents.list', {});
   assert.equal(docs.length, 1);
   documentId = docs[0].id;
@@ -166,7 +219,7 @@ test('import a document through the file picker and watch its progress', { skip 
   assert.match(text, new RegExp(`${docs[0].tokens} tokens`));
   assert.match(text, /Ada-SnapKV/);
   assert.match(text, /saves \d+% of the cache/);
-  assert.deepEqual(readdirSync(dataPaths(join(dir, 'library')).tmp), [], 'the upload\'s temporary file is gone');
+  assert.deepEqual(readdirSync(dataPaths(join(dir, 'library')).tmp), [], "the upload's temporary file is gone");
   await shot('02-library-ready');
 });
 
@@ -196,7 +249,9 @@ test('a page on another local port cannot take the server down or drive the engi
   const attacker = await context.newPage();
   try {
     await attacker.goto(`http://127.0.0.1:${(evil.address() as { port: number }).port}/`);
-    const results = await attacker.evaluate(() => (window as unknown as { attack: Promise<Record<string, string>> }).attack);
+    const results = await attacker.evaluate(
+      () => (window as unknown as { attack: Promise<Record<string, string>> }).attack,
+    );
     assert.equal(results.img, 'error');
     assert.equal(results.ws, 'refused', 'the WebSocket from another origin is refused');
     // The server is alive and nothing ran: no completion, the settings unchanged.
@@ -217,7 +272,11 @@ test('ask a question: the answer streams in, then shows its speed and the contex
     (window as unknown as { answerStates: typeof states }).answerStates = states;
     new MutationObserver(() => {
       const el = document.querySelector('[data-testid="msg-assistant"]');
-      if (el) states.push({ status: el.getAttribute('data-status') ?? '', len: (el.querySelector('.markdown')?.textContent ?? '').length });
+      if (el)
+        states.push({
+          status: el.getAttribute('data-status') ?? '',
+          len: (el.querySelector('.markdown')?.textContent ?? '').length,
+        });
     }).observe(document.body, { subtree: true, childList: true, characterData: true, attributes: true });
   });
   const box = page.getByRole('textbox', { name: /Ask about/ });
@@ -225,8 +284,13 @@ test('ask a question: the answer streams in, then shows its speed and the contex
   await box.press('Enter');
   const answer = page.locator('[data-testid="msg-assistant"][data-status="complete"]');
   await answer.waitFor({ timeout: 60_000 });
-  const states = await page.evaluate(() => (window as unknown as { answerStates: { status: string; len: number }[] }).answerStates);
-  assert.ok(states.some((s) => s.status === 'streaming'), 'the answer showed as being written');
+  const states = await page.evaluate(
+    () => (window as unknown as { answerStates: { status: string; len: number }[] }).answerStates,
+  );
+  assert.ok(
+    states.some((s) => s.status === 'streaming'),
+    'the answer showed as being written',
+  );
   const lengths = new Set(states.filter((s) => s.len > 0).map((s) => s.len));
   assert.ok(lengths.size >= 2, `the answer grew in steps (${[...lengths].join(', ')})`);
   const chats = await api.call('chats.list', { documentId });
@@ -239,12 +303,17 @@ test('ask a question: the answer streams in, then shows its speed and the contex
   assert.match(await answer.locator('.msg-stats').innerText(), /tokens · [\d.]+ tokens\/s/);
   const meter = page.getByRole('meter', { name: 'Context used' });
   const used = stored.usage.documentTokens + stored.usage.conversationTokens;
-  assert.match((await meter.getAttribute('aria-valuetext')) ?? '', new RegExp(`^${used} of ${stored.usage.contextTokens} tokens`));
+  assert.match(
+    (await meter.getAttribute('aria-valuetext')) ?? '',
+    new RegExp(`^${used} of ${stored.usage.contextTokens} tokens`),
+  );
   await shot('03-chat');
 });
 
 let stats: CompressionStats;
-test('the inspector draws one cell per (layer, KV head), coloured by the budgets the API reports', { skip }, async () => {
+test('the inspector draws one cell per (layer, KV head), coloured by the budgets the API reports', {
+  skip,
+}, async () => {
   await page.keyboard.press('Control+Shift+Digit3');
   await page.getByRole('tab', { name: 'Inspector', selected: true }).waitFor();
   await page.locator('canvas[data-testid="heatmap"]').waitFor();
@@ -255,11 +324,17 @@ test('the inspector draws one cell per (layer, KV head), coloured by the budgets
   const canvas = page.locator('canvas[data-testid="heatmap"]');
   const layout = JSON.parse((await canvas.getAttribute('data-layout'))!);
   const box = (await canvas.boundingBox())!;
-  const at = (r: number, c: number) => ({ x: box.x + layout.x0 + c * (layout.cell + layout.gap) + layout.cell / 2, y: box.y + layout.y0 + r * (layout.cell + layout.gap) + layout.cell / 2 });
+  const at = (r: number, c: number) => ({
+    x: box.x + layout.x0 + c * (layout.cell + layout.gap) + layout.cell / 2,
+    y: box.y + layout.y0 + r * (layout.cell + layout.gap) + layout.cell / 2,
+  });
   await page.mouse.move(at(2, 1).x, at(2, 1).y);
   const tip = page.locator('[data-testid="heatmap-tip"]');
   await tip.waitFor();
-  assert.match(await tip.innerText(), new RegExp(`Layer 2 · head 1[\\s\\S]*${stats.layers[2].heads[1].kept} kept tokens`));
+  assert.match(
+    await tip.innerText(),
+    new RegExp(`Layer 2 · head 1[\\s\\S]*${stats.layers[2].heads[1].kept} kept tokens`),
+  );
   await page.mouse.click(at(2, 1).x, at(2, 1).y);
   const detail = page.locator('[data-testid="head-detail"]');
   await detail.waitFor();
@@ -305,15 +380,26 @@ test('the document view shades each passage by how much of the cache kept it', {
   const detail = await api.call('documents.get', { documentId });
   const passages = page.locator('.passage');
   assert.equal(await passages.count(), detail.passages.filter((p) => p.page === 1).length);
-  const shading = await passages.evaluateAll((els) => els.map((el) => ({ r: Number((el as HTMLElement).dataset.retention), bg: getComputedStyle(el).backgroundColor })));
-  const alpha = (bg: string) => Number(/\/\s*([\d.]+)\)|rgba\([^)]*,\s*([\d.]+)\)/.exec(bg)?.slice(1).find(Boolean) ?? 1);
+  const shading = await passages.evaluateAll((els) =>
+    els.map((el) => ({ r: Number((el as HTMLElement).dataset.retention), bg: getComputedStyle(el).backgroundColor })),
+  );
+  const alpha = (bg: string) =>
+    Number(/\/\s*([\d.]+)\)|rgba\([^)]*,\s*([\d.]+)\)/.exec(bg)?.slice(1).find(Boolean) ?? 1);
   assert.ok(new Set(shading.map((s) => s.bg)).size >= 2, 'passages are shaded differently');
   for (let i = 0; i < shading.length; i++)
     for (let j = 0; j < shading.length; j++)
       // The browser keeps alpha in 8 bits: passages kept almost equally may share a shade.
-      if (shading[i].r < shading[j].r - 0.02) assert.ok(alpha(shading[i].bg) < alpha(shading[j].bg), `more kept, stronger shade: ${JSON.stringify([shading[i], shading[j]])}`);
-      else if (shading[i].r <= shading[j].r) assert.ok(alpha(shading[i].bg) <= alpha(shading[j].bg) + 0.005, 'never less shade for more kept');
-  assert.deepEqual(shading.map((s) => s.r.toFixed(3)), detail.passages.filter((p) => p.page === 1).map((p) => p.retention.toFixed(3)));
+      if (shading[i].r < shading[j].r - 0.02)
+        assert.ok(
+          alpha(shading[i].bg) < alpha(shading[j].bg),
+          `more kept, stronger shade: ${JSON.stringify([shading[i], shading[j]])}`,
+        );
+      else if (shading[i].r <= shading[j].r)
+        assert.ok(alpha(shading[i].bg) <= alpha(shading[j].bg) + 0.005, 'never less shade for more kept');
+  assert.deepEqual(
+    shading.map((s) => s.r.toFixed(3)),
+    detail.passages.filter((p) => p.page === 1).map((p) => p.retention.toFixed(3)),
+  );
   assert.match(await page.locator('[data-testid="page"]').innerText(), /Lily/);
   await page.getByText('Kept by', { exact: true }).waitFor();
   await shot('07-document');
@@ -359,7 +445,9 @@ test('themes: dark and light differ; models, settings and the shortcut help', { 
   await shot('13-chat-900px');
   await page.getByRole('tab', { name: 'Inspector' }).click();
   await shot('14-inspector-900px');
-  const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+  const overflow = await page.evaluate(
+    () => document.documentElement.scrollWidth - document.documentElement.clientWidth,
+  );
   assert.ok(overflow <= 0, `no horizontal scrolling at 900 px (${overflow} px too wide)`);
   assert.deepEqual((globalThis as { pageErrors?: string[] }).pageErrors, [], 'no errors in the page');
 });

@@ -11,7 +11,11 @@ import { join } from 'node:path';
 
 import { loadAddon, type Model, type SessionMemory } from '../electron/engine/binding.ts';
 import {
-  EngineClient, type CrashEvent, type EngineClientStatus, type EngineState, type RestartEvent,
+  EngineClient,
+  type CrashEvent,
+  type EngineClientStatus,
+  type EngineState,
+  type RestartEvent,
 } from '../electron/engine/client.ts';
 import { EngineRequestError, ModelInfo, tokenCharOffsets, TEST_HOOKS_ENV } from '../electron/engine/protocol.ts';
 import { spawnNodeHost } from '../electron/engine/spawn.ts';
@@ -41,9 +45,16 @@ function newClient(opts: ConstructorParameters<typeof EngineClient>[0] = {}): En
 function waitFor(c: EngineClient, state: EngineState, ms = 20_000): Promise<void> {
   if (c.status().state === state) return Promise.resolve();
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => { off(); reject(new Error(`no '${state}' within ${ms} ms (now ${c.status().state})`)); }, ms);
+    const timer = setTimeout(() => {
+      off();
+      reject(new Error(`no '${state}' within ${ms} ms (now ${c.status().state})`));
+    }, ms);
     const off = c.on('status', (s) => {
-      if (s.state === state) { clearTimeout(timer); off(); resolve(); }
+      if (s.state === state) {
+        clearTimeout(timer);
+        off();
+        resolve();
+      }
     });
   });
 }
@@ -60,7 +71,16 @@ function isAlive(pid: number): boolean {
 let client: EngineClient;
 
 before(async () => {
-  writeRandomModel(bigModel, { nEmbd: 512, nHead: 8, nHeadKv: 4, nFf: 1536, nLayer: 4, nCtx: 4096, nVocab: 320, seed: 7 });
+  writeRandomModel(bigModel, {
+    nEmbd: 512,
+    nHead: 8,
+    nHeadKv: 4,
+    nFf: 1536,
+    nLayer: 4,
+    nCtx: 4096,
+    nVocab: 320,
+    seed: 7,
+  });
   writeRandomModel(smallModel, { nCtx: 2048, seed: 3 });
   client = newClient();
   await client.start();
@@ -120,21 +140,32 @@ test('the host starts, says hello and answers pings', async () => {
 
 let modelId = '';
 let docSession = '';
-const ref = skip ? null : JSON.parse(readFileSync(longCase, 'utf8')) as { prompt: string; tokens: number[]; token_pieces_hex: string[] };
+const ref = skip
+  ? null
+  : (JSON.parse(readFileSync(longCase, 'utf8')) as { prompt: string; tokens: number[]; token_pieces_hex: string[] });
 const question = [13, 13, 319, 411, 261, 376, 298];
 
-test('load and tokenize: llama.cpp\'s tokens, piece lengths, character offsets, long texts off the main thread', { skip }, async () => {
+test("load and tokenize: llama.cpp's tokens, piece lengths, character offsets, long texts off the main thread", {
+  skip,
+}, async () => {
   const loaded = await client.loadModel(stories);
   modelId = loaded.modelId;
   assert.equal(loaded.info.architecture, 'llama');
   assert.equal(loaded.info.path, stories);
-  assert.deepEqual(loaded.info, ModelInfo.parse((await inProcessModel(stories)).info()), 'the host reports the model as the addon does');
+  assert.deepEqual(
+    loaded.info,
+    ModelInfo.parse((await inProcessModel(stories)).info()),
+    'the host reports the model as the addon does',
+  );
 
   const t = await client.tokenize(modelId, ref!.prompt);
   assert.ok(t.tokens instanceof Int32Array);
   assert.deepEqual([...t.tokens], ref!.tokens);
   // Piece lengths are llama.cpp's pieces, the BOS the tokenizer added counting 0.
-  assert.deepEqual([...t.pieceBytes], ref!.token_pieces_hex.map((h, i) => (i === 0 ? 0 : h.length / 2)));
+  assert.deepEqual(
+    [...t.pieceBytes],
+    ref!.token_pieces_hex.map((h, i) => (i === 0 ? 0 : h.length / 2)),
+  );
   assert.equal(t.textBytes, Buffer.byteLength(ref!.prompt));
   const starts = tokenCharOffsets(ref!.prompt, t.pieceBytes);
   assert.equal(ref!.prompt.slice(starts[1], starts[2]), 'Once', 'the dummy-prefix space is not in the text');
@@ -148,10 +179,16 @@ test('load and tokenize: llama.cpp\'s tokens, piece lengths, character offsets, 
   const direct = await loadAddon().loadModel(stories);
   const w = await client.tokenize(modelId, long);
   assert.deepEqual([...w.tokens], [...direct.tokenize(long)]);
-  assert.deepEqual([...w.pieceBytes.slice(1)], [...w.tokens.slice(1)].map((id) => direct.tokenToPiece(id).length));
+  assert.deepEqual(
+    [...w.pieceBytes.slice(1)],
+    [...w.tokens.slice(1)].map((id) => direct.tokenToPiece(id).length),
+  );
   assert.ok(w.tokens.length > 32 * 1024);
   assert.equal((await client.detokenize(modelId, [...w.tokens])).text, direct.detokenize(w.tokens));
-  assert.equal((await client.detokenize(modelId, w.tokens.slice(0, 1000))).text, direct.detokenize(w.tokens.slice(0, 1000)));
+  assert.equal(
+    (await client.detokenize(modelId, w.tokens.slice(0, 1000))).text,
+    direct.detokenize(w.tokens.slice(0, 1000)),
+  );
   direct.dispose();
 });
 
@@ -160,7 +197,12 @@ test('compress a document with ada-snapkv, prefill a question, generate with str
   docSession = s.sessionId;
   assert.equal(s.nCtx, 512);
   const progress: [number, number][] = [];
-  const c = await client.compress(docSession, ref!.tokens, { method: 'ada-snapkv', budget: 0.3 }, { onProgress: (d, t) => progress.push([d, t]) });
+  const c = await client.compress(
+    docSession,
+    ref!.tokens,
+    { method: 'ada-snapkv', budget: 0.3 },
+    { onProgress: (d, t) => progress.push([d, t]) },
+  );
   assert.equal(c.stats.method, 'ada-snapkv');
   assert.equal(c.stats.compressed, true);
   assert.equal(c.stats.prefixTokens, 415);
@@ -168,7 +210,10 @@ test('compress a document with ada-snapkv, prefill a question, generate with str
   assert.ok(c.stats.kvBytesKept < c.stats.kvBytesFull);
   assert.equal(c.nPast, 415);
   assert.equal(c.logits, null, 'no logits unless asked');
-  assert.ok(progress.length > 0 && progress.every(([d, t], i) => d <= t && (i === 0 || d >= progress[i - 1][0])), 'progress climbs');
+  assert.ok(
+    progress.length > 0 && progress.every(([d, t], i) => d <= t && (i === 0 || d >= progress[i - 1][0])),
+    'progress climbs',
+  );
 
   const p = await client.prefill(docSession, question, { logits: 'last' });
   assert.equal(p.nPast, 415 + question.length);
@@ -176,15 +221,26 @@ test('compress a document with ada-snapkv, prefill a question, generate with str
 
   const streamed: { id: number; text: string }[] = [];
   let resolved = false;
-  const gen = client.generate(docSession, { n: 24, temperature: 0 }, {
-    onToken: (t) => {
-      assert.equal(resolved, false, 'a token after the promise resolved');
-      streamed.push(t);
+  const gen = client.generate(
+    docSession,
+    { n: 24, temperature: 0 },
+    {
+      onToken: (t) => {
+        assert.equal(resolved, false, 'a token after the promise resolved');
+        streamed.push(t);
+      },
     },
+  );
+  const g = await gen.then((r) => {
+    resolved = true;
+    return r;
   });
-  const g = await gen.then((r) => { resolved = true; return r; });
   assert.equal(g.stopReason, 'length');
-  assert.deepEqual(streamed.map((t) => t.id), g.tokens, 'every token streamed, in order');
+  assert.deepEqual(
+    streamed.map((t) => t.id),
+    g.tokens,
+    'every token streamed, in order',
+  );
   assert.equal(streamed.map((t) => t.text).join(''), g.text);
 
   // The same steps in this process give the same tokens: the protocol changes nothing.
@@ -231,7 +287,10 @@ test('fork, truncate, tokens, memory, save and loadSession', { skip }, async () 
   await client.disposeSession(f.sessionId);
   await client.disposeSession(loaded.sessionId);
   assert.equal((await engineRejection(snapshot(f.sessionId, stories))).code, 'UNKNOWN_SESSION');
-  assert.deepEqual(client.handles().sessions.map((s) => s.sessionId), [docSession]);
+  assert.deepEqual(
+    client.handles().sessions.map((s) => s.sessionId),
+    [docSession],
+  );
 });
 
 test('errors keep their codes across the process boundary; malformed requests do not hurt the host', async () => {
@@ -246,7 +305,10 @@ test('errors keep their codes across the process boundary; malformed requests do
   const { modelId: small } = await client.loadModel(smallModel);
   const { sessionId } = await client.createSession(small, { nCtx: 256, nThreads: 1 });
   assert.equal((await engineRejection(client.generate(sessionId, { n: 4 }))).code, 'NO_PROMPT');
-  assert.equal((await engineRejection(client.compress(sessionId, [1, 5, 6], { method: 'ada-snapkv' }))).code, 'INVALID_ARGUMENT');
+  assert.equal(
+    (await engineRejection(client.compress(sessionId, [1, 5, 6], { method: 'ada-snapkv' }))).code,
+    'INVALID_ARGUMENT',
+  );
   writeFileSync(join(dir, 'junk.session'), 'not a session');
   assert.match((await engineRejection(client.loadSession(small, join(dir, 'junk.session')))).code, /^SESSION_FILE_/);
   assert.equal((await engineRejection(client.prefill('s-nope', [1]))).code, 'UNKNOWN_SESSION');
@@ -259,8 +321,14 @@ test('errors keep their codes across the process boundary; malformed requests do
   const bad = await engineRejection(client.requestUnchecked('prefill', { sessionId: 42, tokens: 'abc' }));
   assert.equal(bad.code, 'BAD_REQUEST');
   assert.match(bad.message, /^prefill: sessionId/);
-  assert.equal((await engineRejection(client.requestUnchecked('prefill', { sessionId, tokens: [1.5] }))).code, 'BAD_REQUEST');
-  assert.equal((await engineRejection(client.requestUnchecked('generate', { sessionId, temprature: 0 }))).code, 'BAD_REQUEST');
+  assert.equal(
+    (await engineRejection(client.requestUnchecked('prefill', { sessionId, tokens: [1.5] }))).code,
+    'BAD_REQUEST',
+  );
+  assert.equal(
+    (await engineRejection(client.requestUnchecked('generate', { sessionId, temprature: 0 }))).code,
+    'BAD_REQUEST',
+  );
   assert.equal((await engineRejection(client.requestUnchecked('formatDisk', {}))).code, 'UNKNOWN_METHOD');
   const notices: string[] = [];
   const off = client.on('notice', (n) => notices.push(n.code));
@@ -316,7 +384,9 @@ test('cancellation: a long prefill stops well within a second (the latency is pr
     let started!: () => void;
     const running = new Promise<void>((r) => (started = r));
     let firstDone = false;
-    const firstErr = engineRejection(client.prefill(sessionId, tokens, { signal: first.signal, onProgress: () => started() })).finally(() => (firstDone = true));
+    const firstErr = engineRejection(
+      client.prefill(sessionId, tokens, { signal: first.signal, onProgress: () => started() }),
+    ).finally(() => (firstDone = true));
     await running;
     const queuedAbort = new AbortController();
     const queued = engineRejection(client.prefill(sessionId, [5, 6, 7], { signal: queuedAbort.signal }));
@@ -328,8 +398,10 @@ test('cancellation: a long prefill stops well within a second (the latency is pr
     first.abort();
     assert.equal((await firstErr).code, 'CANCELLED');
   }
-  console.log(`# cancellation latency of a running 4000-token prefill (abort → rejection): ${latencies.map((l) => l.toFixed(1)).join(', ')} ms;` +
-    ` of a queued one (the protocol's round trip alone, engine busy): ${dropLatency.toFixed(1)} ms`);
+  console.log(
+    `# cancellation latency of a running 4000-token prefill (abort → rejection): ${latencies.map((l) => l.toFixed(1)).join(', ')} ms;` +
+      ` of a queued one (the protocol's round trip alone, engine busy): ${dropLatency.toFixed(1)} ms`,
+  );
   for (const l of latencies) assert.ok(l < 1000, `cancellation took ${l.toFixed(0)} ms`);
   // An abort before sending never reaches the host.
   const pre = new AbortController();
@@ -341,7 +413,11 @@ test('cancellation: a long prefill stops well within a second (the latency is pr
   await client.prefill(sessionId, [1, 5, 6]);
   const genAbort = new AbortController();
   let n = 0;
-  const g = await client.generate(sessionId, { n: 2000, temperature: 0 }, { signal: genAbort.signal, onToken: () => void (++n === 3 && genAbort.abort()) });
+  const g = await client.generate(
+    sessionId,
+    { n: 2000, temperature: 0 },
+    { signal: genAbort.signal, onToken: () => void (++n === 3 && genAbort.abort()) },
+  );
   assert.equal(g.stopReason, 'cancelled');
   assert.ok(g.tokens.length >= 3 && g.tokens.length < 2000);
   await client.unloadModel(big);
@@ -356,19 +432,28 @@ test('a host killed mid-generation: ENGINE_CRASHED, crashed → starting → rea
   const offStatus = client.on('status', (s) => states.push(s));
   const crashes: CrashEvent[] = [];
   client.on('crash', (c) => crashes.push(c));
-  const restarted = new Promise<RestartEvent>((resolve) => { const off = client.on('restart', (r) => { off(); resolve(r); }); });
+  const restarted = new Promise<RestartEvent>((resolve) => {
+    const off = client.on('restart', (r) => {
+      off();
+      resolve(r);
+    });
+  });
   const pid = client.status().pid!;
   let killedAfter = -1;
   const streamed: number[] = [];
-  const gen = client.generate(sessionId, { n: 2000, temperature: 0 }, {
-    onToken: (t) => {
-      streamed.push(t.id);
-      if (killedAfter < 0) {
-        killedAfter = streamed.length;
-        process.kill(pid, 'SIGKILL');
-      }
+  const gen = client.generate(
+    sessionId,
+    { n: 2000, temperature: 0 },
+    {
+      onToken: (t) => {
+        streamed.push(t.id);
+        if (killedAfter < 0) {
+          killedAfter = streamed.length;
+          process.kill(pid, 'SIGKILL');
+        }
+      },
     },
-  });
+  );
   const err = await engineRejection(gen);
   assert.equal(err.code, 'ENGINE_CRASHED');
   assert.match(err.message, /SIGKILL/);
@@ -378,7 +463,10 @@ test('a host killed mid-generation: ENGINE_CRASHED, crashed → starting → rea
   assert.equal(isAlive(pid), false);
   const seq = states.map((s) => s.state);
   const i = seq.indexOf('crashed');
-  assert.ok(i >= 0 && seq.indexOf('starting', i) > i && seq.indexOf('ready', i) > seq.indexOf('starting', i), `states: ${seq.join(' → ')}`);
+  assert.ok(
+    i >= 0 && seq.indexOf('starting', i) > i && seq.indexOf('ready', i) > seq.indexOf('starting', i),
+    `states: ${seq.join(' → ')}`,
+  );
   assert.equal(crashes.length, 1);
   assert.equal(crashes[0].signal, 'SIGKILL');
   assert.equal(crashes[0].willRestart, true);
@@ -458,20 +546,23 @@ test('stop(): a healthy host disposes everything and exits; a hung one is killed
   assert.equal(c.status().state, 'stopped');
 });
 
-test('the host speaks Electron\'s parentPort (MessagePort-style) when it finds one', async () => {
+test("the host speaks Electron's parentPort (MessagePort-style) when it finds one", async () => {
   // A stand-in for utilityProcess: a child process whose IPC channel is presented as process.parentPort.
   const shim = join(dir, 'parent-port-shim.mjs');
-  writeFileSync(shim, [
-    "import { EventEmitter } from 'node:events';",
-    "import { pathToFileURL } from 'node:url';",
-    'const send = process.send.bind(process);',
-    'const port = new EventEmitter();',
-    'port.postMessage = (m) => send(m);',
-    "process.on('message', (m) => port.emit('message', { data: m, ports: [] }));",
-    'process.parentPort = port;',
-    'process.send = undefined;',
-    'await import(pathToFileURL(process.env.FOLIO_SHIM_HOST).href);',
-  ].join('\n'));
+  writeFileSync(
+    shim,
+    [
+      "import { EventEmitter } from 'node:events';",
+      "import { pathToFileURL } from 'node:url';",
+      'const send = process.send.bind(process);',
+      'const port = new EventEmitter();',
+      'port.postMessage = (m) => send(m);',
+      "process.on('message', (m) => port.emit('message', { data: m, ports: [] }));",
+      'process.parentPort = port;',
+      'process.send = undefined;',
+      'await import(pathToFileURL(process.env.FOLIO_SHIM_HOST).href);',
+    ].join('\n'),
+  );
   const c = newClient({
     spawn: (req) => spawnNodeHost({ ...req, entry: shim, env: { ...req.env, FOLIO_SHIM_HOST: req.entry } }),
   });

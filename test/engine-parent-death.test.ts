@@ -43,12 +43,21 @@ function hasExited(pid: number): boolean {
  * Starts the stand-in parent in `mode`, kills it once its host is there, and returns how long the host
  * took to go (null: still there after `waitMs`; it is then killed here).
  */
-async function killParent(mode: 'idle' | 'generate' | 'hang', transport: 'node-ipc' | 'parent-port', env: Record<string, string> = {}, waitMs = 5000) {
-  const parent = spawn(process.execPath, ['--import', 'tsx', join(repoRoot, 'test/helpers/engine-parent-child.ts'), model, mode, transport, dir], {
-    cwd: repoRoot,
-    env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
+async function killParent(
+  mode: 'idle' | 'generate' | 'hang',
+  transport: 'node-ipc' | 'parent-port',
+  env: Record<string, string> = {},
+  waitMs = 5000,
+) {
+  const parent = spawn(
+    process.execPath,
+    ['--import', 'tsx', join(repoRoot, 'test/helpers/engine-parent-child.ts'), model, mode, transport, dir],
+    {
+      cwd: repoRoot,
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  );
   const line = await new Promise<string>((resolve, reject) => {
     const rl = createInterface({ input: parent.stdout! });
     rl.once('line', resolve);
@@ -72,7 +81,10 @@ async function killParent(mode: 'idle' | 'generate' | 'hang', transport: 'node-i
 
 function assertGoneWithin2s(took: number | null, what: string): void {
   console.log(`# ${what}: the host was gone ${took === null ? 'NOT within 5 s' : `after ${took.toFixed(0)} ms`}`);
-  assert.ok(took !== null && took < 2000, `${what}: the host outlived its parent (${took === null ? 'still there after 5 s' : `${took.toFixed(0)} ms`})`);
+  assert.ok(
+    took !== null && took < 2000,
+    `${what}: the host outlived its parent (${took === null ? 'still there after 5 s' : `${took.toFixed(0)} ms`})`,
+  );
 }
 
 test('parent killed while the host is idle: gone within 2 s', async () => {
@@ -82,15 +94,20 @@ test('parent killed while the host is idle: gone within 2 s', async () => {
 test('parent killed mid-generation: gone within 2 s (the exit does not wait for the native generation)', async () => {
   assertGoneWithin2s(await killParent('generate', 'node-ipc'), 'mid-generation');
   // Without the parent-death signal too: the IPC disconnect alone ends it as quickly.
-  assertGoneWithin2s(await killParent('generate', 'node-ipc', { [TEST_NO_DEATH_SIGNAL_ENV]: '1' }), 'mid-generation, disconnect only');
+  assertGoneWithin2s(
+    await killParent('generate', 'node-ipc', { [TEST_NO_DEATH_SIGNAL_ENV]: '1' }),
+    'mid-generation, disconnect only',
+  );
 });
 
-test('parent killed while the host\'s event loop is blocked: the parent-death signal ends it (Linux)', { skip: process.platform !== 'linux' && 'prctl(PR_SET_PDEATHSIG) is Linux only' }, async () => {
+test("parent killed while the host's event loop is blocked: the parent-death signal ends it (Linux)", {
+  skip: process.platform !== 'linux' && 'prctl(PR_SET_PDEATHSIG) is Linux only',
+}, async () => {
   assertGoneWithin2s(await killParent('hang', 'node-ipc'), 'event loop blocked');
 });
 
 // There the host arms no parent-death signal (see host.ts), so this is the watchdog's work alone.
-test('behind Electron\'s parentPort (no disconnect event): the ppid watchdog ends it, idle and mid-generation', async () => {
+test("behind Electron's parentPort (no disconnect event): the ppid watchdog ends it, idle and mid-generation", async () => {
   assertGoneWithin2s(await killParent('idle', 'parent-port'), 'parentPort, idle');
   assertGoneWithin2s(await killParent('generate', 'parent-port'), 'parentPort, mid-generation');
 });

@@ -10,7 +10,12 @@ import { join } from 'node:path';
 
 import type { EngineStatus } from '../electron/api/contract.ts';
 import { createAppCore, type AppCore } from '../electron/services/app-core.ts';
-import { EngineClient, EngineRequestError, TEST_HOOKS_ENV, type EngineClientStatus } from '../electron/engine/client.ts';
+import {
+  EngineClient,
+  EngineRequestError,
+  TEST_HOOKS_ENV,
+  type EngineClientStatus,
+} from '../electron/engine/client.ts';
 import { missing, repoRoot, sharedModel } from './helpers/shared.ts';
 import { writeRandomModel } from './helpers/random-model.ts';
 import { engineRejection } from './helpers/rejections.ts';
@@ -23,7 +28,16 @@ const smallModel = join(dir, 'small-random.gguf');
 writeRandomModel(smallModel, { nCtx: 512, seed: 5 });
 /** Slow per token (~50 MB of F32 weights, one thread): a long generation is still running seconds later. */
 const slowModel = join(dir, 'slow-random.gguf');
-writeRandomModel(slowModel, { nEmbd: 512, nHead: 8, nHeadKv: 4, nFf: 1536, nLayer: 4, nCtx: 4096, nVocab: 320, seed: 7 });
+writeRandomModel(slowModel, {
+  nEmbd: 512,
+  nHead: 8,
+  nHeadKv: 4,
+  nFf: 1536,
+  nLayer: 4,
+  nCtx: 4096,
+  nVocab: 320,
+  seed: 7,
+});
 
 const hooks = { [TEST_HOOKS_ENV]: '1' };
 const clients: EngineClient[] = [];
@@ -34,10 +48,17 @@ after(async () => {
 });
 
 /** The next status (from now on) that matches. */
-function nextStatus(c: EngineClient, match: (s: EngineClientStatus) => boolean, ms = 30_000): Promise<EngineClientStatus> {
+function nextStatus(
+  c: EngineClient,
+  match: (s: EngineClientStatus) => boolean,
+  ms = 30_000,
+): Promise<EngineClientStatus> {
   if (match(c.status())) return Promise.resolve(c.status());
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => { off(); reject(new Error(`no matching status within ${ms} ms (now ${JSON.stringify(c.status())})`)); }, ms);
+    const timer = setTimeout(() => {
+      off();
+      reject(new Error(`no matching status within ${ms} ms (now ${JSON.stringify(c.status())})`));
+    }, ms);
     const off = c.on('status', (s) => {
       if (!match(s)) return;
       clearTimeout(timer);
@@ -80,7 +101,10 @@ test('a crash loop backs off (the pause doubles), then stays crashed with the la
   // The fourth crash within the minute: no restart; the state says why and what to do.
   const down = await killHost(c);
   assert.equal(down.willRestart, false);
-  assert.match(down.message!, /^the engine stopped unexpectedly 4 times in a minute \(last: killed by signal SIGKILL\), so it is not restarted by itself: retry, or choose a model, to start it again$/);
+  assert.match(
+    down.message!,
+    /^the engine stopped unexpectedly 4 times in a minute \(last: killed by signal SIGKILL\), so it is not restarted by itself: retry, or choose a model, to start it again$/,
+  );
   await new Promise((r) => setTimeout(r, 1500)); // longer than any pause: nothing comes back by itself
   assert.equal(c.status().state, 'crashed');
   assert.equal(c.status().pid, null);
@@ -97,10 +121,15 @@ test('a crash loop backs off (the pause doubles), then stays crashed with the la
   assert.ok((await c.tokenize(modelId, 'abc')).tokens.length > 0);
 });
 
-test('a host whose JavaScript throws mid-generation ends at once: reported as a crash with the error, restarted', { skip: process.platform === 'win32' && 'needs SIGUSR2' }, async () => {
+test('a host whose JavaScript throws mid-generation ends at once: reported as a crash with the error, restarted', {
+  skip: process.platform === 'win32' && 'needs SIGUSR2',
+}, async () => {
   // Its exit used to wait for the native generation, which waited a second per token for acknowledgements
   // from the exiting event loop: minutes of a host that neither served nor ended.
-  const c = new EngineClient({ env: { ...hooks, NODE_OPTIONS: `--import ${join(repoRoot, 'test/helpers/host-fault.mjs')}` }, restartDelayMs: 0 });
+  const c = new EngineClient({
+    env: { ...hooks, NODE_OPTIONS: `--import ${join(repoRoot, 'test/helpers/host-fault.mjs')}` },
+    restartDelayMs: 0,
+  });
   clients.push(c);
   const { modelId } = await c.loadModel(slowModel);
   const { sessionId } = await c.createSession(modelId, { nCtx: 4096, nThreads: 1 });
@@ -108,21 +137,39 @@ test('a host whose JavaScript throws mid-generation ends at once: reported as a 
   const pid = c.status().pid!;
   let thrownAt = 0;
   const crash = new Promise<number | null>((resolve) => {
-    const timer = setTimeout(() => { off(); resolve(null); }, 10_000);
-    const off = c.on('crash', () => { clearTimeout(timer); off(); resolve(performance.now() - thrownAt); });
+    const timer = setTimeout(() => {
+      off();
+      resolve(null);
+    }, 10_000);
+    const off = c.on('crash', () => {
+      clearTimeout(timer);
+      off();
+      resolve(performance.now() - thrownAt);
+    });
   });
-  const gen = engineRejection(c.generate(sessionId, { n: 4000, temperature: 0 }, {
-    onToken: () => {
-      if (thrownAt) return;
-      thrownAt = performance.now();
-      process.kill(pid, 'SIGUSR2');
-    },
-  }));
+  const gen = engineRejection(
+    c.generate(
+      sessionId,
+      { n: 4000, temperature: 0 },
+      {
+        onToken: () => {
+          if (thrownAt) return;
+          thrownAt = performance.now();
+          process.kill(pid, 'SIGUSR2');
+        },
+      },
+    ),
+  );
   const took = await crash;
   if (took === null) process.kill(pid, 'SIGKILL'); // leave no host behind; the assertion below fails
   const err = await gen;
-  console.log(`# a throw mid-generation: the host was gone ${took === null ? 'not within 10 s' : `after ${took.toFixed(0)} ms`}`);
-  assert.ok(took !== null && took < 2000, `the host took ${took === null ? 'over 10 s' : `${took.toFixed(0)} ms`} to end`);
+  console.log(
+    `# a throw mid-generation: the host was gone ${took === null ? 'not within 10 s' : `after ${took.toFixed(0)} ms`}`,
+  );
+  assert.ok(
+    took !== null && took < 2000,
+    `the host took ${took === null ? 'over 10 s' : `${took.toFixed(0)} ms`} to end`,
+  );
   assert.equal(err.code, 'ENGINE_CRASHED');
   assert.match(err.message, /ended by an uncaught Error: a fault injected by the test/);
   await nextStatus(c, up);
@@ -132,10 +179,15 @@ test('a host whose JavaScript throws mid-generation ends at once: reported as a 
 // -----------------------------------------------------------------------------------------------------------
 // The app core: the engine comes back by a user's action, and then answers
 
-const req = { model: 'folio', messages: [{ role: 'user' as const, content: 'Once upon a time' }], max_tokens: 8, temperature: 0 };
+const req = {
+  model: 'folio',
+  messages: [{ role: 'user' as const, content: 'Once upon a time' }],
+  max_tokens: 8,
+  temperature: 0,
+};
 
 async function status(): Promise<EngineStatus> {
-  return await core!.dispatcher.dispatch('engine.status', {}) as EngineStatus;
+  return (await core!.dispatcher.dispatch('engine.status', {})) as EngineStatus;
 }
 
 /** Kills the host `n` times, each time once it is up again. */
@@ -149,7 +201,9 @@ async function crashLoop(n: number): Promise<EngineClientStatus> {
   return last;
 }
 
-test('five crashes in a row, then an answer: engine.restart and choosing a model bring the engine back', { skip }, async () => {
+test('five crashes in a row, then an answer: engine.restart and choosing a model bring the engine back', {
+  skip,
+}, async () => {
   core = await createAppCore({
     dataDir: join(dir, 'library'),
     model: stories,
@@ -164,7 +218,11 @@ test('five crashes in a row, then an answer: engine.restart and choosing a model
   // user's action and brings it back (it used to fail with ENGINE_UNAVAILABLE until the server restarted).
   await crashLoop(4);
   assert.equal(core.engine.client.status().state, 'crashed');
-  assert.equal((await core.openai.complete(req, () => {}, signal)).text, first.text, 'the same answer as before the crashes');
+  assert.equal(
+    (await core.openai.complete(req, () => {}, signal)).text,
+    first.text,
+    'the same answer as before the crashes',
+  );
 
   // Down again: the status says so, and why; Retry (engine.restart) starts it.
   assert.equal((await crashLoop(4)).willRestart, false);
@@ -172,7 +230,7 @@ test('five crashes in a row, then an answer: engine.restart and choosing a model
   assert.equal(s.state, 'crashed');
   assert.equal(s.willRestart, false);
   assert.match(s.message!, /stopped unexpectedly 4 times in a minute \(last: killed by signal SIGKILL\)/);
-  const retried = await core.dispatcher.dispatch('engine.restart', {}) as EngineStatus;
+  const retried = (await core.dispatcher.dispatch('engine.restart', {})) as EngineStatus;
   assert.equal(retried.state, 'ready');
   assert.equal(retried.message, null);
   // The count starts afresh: a fifth crash right after is restarted by itself, and the engine answers.
@@ -183,13 +241,13 @@ test('five crashes in a row, then an answer: engine.restart and choosing a model
   // Three more crashes make four within the minute: down; choosing a model brings it back.
   assert.equal((await crashLoop(3)).willRestart, false);
   const [entry] = await core.models.list();
-  const selected = await core.dispatcher.dispatch('models.select', { modelId: entry.id }) as EngineStatus;
+  const selected = (await core.dispatcher.dispatch('models.select', { modelId: entry.id })) as EngineStatus;
   assert.equal(selected.state, 'ready');
   assert.equal(selected.modelId, entry.id);
   assert.equal((await core.openai.complete(req, () => {}, signal)).text, first.text);
 
   // A running engine is left alone by engine.restart.
   const pid = core.engine.client.status().pid;
-  assert.equal((await core.dispatcher.dispatch('engine.restart', {}) as EngineStatus).state, 'ready');
+  assert.equal(((await core.dispatcher.dispatch('engine.restart', {})) as EngineStatus).state, 'ready');
   assert.equal(core.engine.client.status().pid, pid);
 });

@@ -11,11 +11,34 @@ import { missing, repoRoot, sharedModel } from './helpers/shared.ts';
 const model = sharedModel('needle-llama.gguf');
 const cases = sharedModel('needle-eval/dev.jsonl');
 
-test('passkey retrieval at 256 tokens, question-agnostic: full, snapkv and ada-snapkv at 36 tokens per head', { skip: missing(model, cases) }, () => {
-  const r = spawnSync(process.execPath, [
-    join(repoRoot, 'electron/cli/folio.mjs'), 'eval', '--suite', 'niah', '--model', model, '--cases', cases,
-    '--tasks', 'passkey', '--lengths', '256', '--methods', 'full,snapkv,ada-snapkv', '--budgets', '36', '--ctx', '1024', '--json',
-  ], { encoding: 'utf8' });
+test('passkey retrieval at 256 tokens, question-agnostic: full, snapkv and ada-snapkv at 36 tokens per head', {
+  skip: missing(model, cases),
+}, () => {
+  const r = spawnSync(
+    process.execPath,
+    [
+      join(repoRoot, 'electron/cli/folio.mjs'),
+      'eval',
+      '--suite',
+      'niah',
+      '--model',
+      model,
+      '--cases',
+      cases,
+      '--tasks',
+      'passkey',
+      '--lengths',
+      '256',
+      '--methods',
+      'full,snapkv,ada-snapkv',
+      '--budgets',
+      '36',
+      '--ctx',
+      '1024',
+      '--json',
+    ],
+    { encoding: 'utf8' },
+  );
   assert.equal(r.status, 0, r.stderr);
   const rows = JSON.parse(r.stdout).rows as { method: string; accuracy: number; cases: number; kept_ratio: number }[];
   const acc = Object.fromEntries(rows.map((x) => [x.method, x.accuracy]));

@@ -27,8 +27,20 @@ let report: FidelityReport;
 const svgPath = join(dir, 'fidelity.svg');
 
 test('the fidelity suite runs every method and budget over test/docs', { skip }, () => {
-  const r = folio('eval', '--model', stories, '--suite', 'fidelity', '--methods', methods.join(','), '--budgets', budgets.join(','),
-    '--svg', svgPath, '--json');
+  const r = folio(
+    'eval',
+    '--model',
+    stories,
+    '--suite',
+    'fidelity',
+    '--methods',
+    methods.join(','),
+    '--budgets',
+    budgets.join(','),
+    '--svg',
+    svgPath,
+    '--json',
+  );
   assert.equal(r.code, 0, r.err || r.out);
   report = JSON.parse(r.out);
   const docs = readdirSync(docsDir).filter((n) => /\.(txt|md)$/.test(n) && n !== 'README.md');
@@ -42,7 +54,10 @@ test('the fidelity suite runs every method and budget over test/docs', { skip },
     assert.ok(d.tokens >= 300 && d.tokens <= 480, `${d.document}: ${d.tokens} tokens`);
     assert.equal(d.prefix_tokens, Math.round(0.75 * d.tokens));
     assert.equal(d.continuation_tokens, d.tokens - d.prefix_tokens);
-    assert.ok(d.full_perplexity > 1 && d.full_perplexity < 50, `${d.document}: the model predicts its own kind of text`);
+    assert.ok(
+      d.full_perplexity > 1 && d.full_perplexity < 50,
+      `${d.document}: the model predicts its own kind of text`,
+    );
   }
   const positions = report.documents.reduce((a, d) => a + d.continuation_tokens, 0);
   for (const row of report.rows) {
@@ -50,7 +65,10 @@ test('the fidelity suite runs every method and budget over test/docs', { skip },
     assert.ok(row.kl >= 0 && Number.isFinite(row.kl));
     assert.ok(row.top1 >= 0 && row.top1 <= 1);
     assert.equal(row.attn_l1_layers.length, 5);
-    assert.ok(row.attn_l1_layers.every((x) => x !== null && x >= 0 && Number.isFinite(x)), `${row.method} ${row.budget}: L1 per layer`);
+    assert.ok(
+      row.attn_l1_layers.every((x) => x !== null && x >= 0 && Number.isFinite(x)),
+      `${row.method} ${row.budget}: L1 per layer`,
+    );
   }
 });
 
@@ -60,9 +78,14 @@ test('full is the reference: KL 0, top-1 agreement 1, nothing evicted', { skip }
     assert.equal(row.top1, 1);
     assert.equal(row.kept_ratio, 1);
     // The engine measures the loss with a second attention pass: float32 rounding, not eviction.
-    assert.ok(row.attn_l1_layers.every((x) => x! < 1e-6), `full: attention L1 ${JSON.stringify(row.attn_l1_layers)}`);
-    const fullPpl = Math.exp(report.documents.reduce((a, d) => a + d.continuation_tokens * Math.log(d.full_perplexity), 0) /
-      report.documents.reduce((a, d) => a + d.continuation_tokens, 0));
+    assert.ok(
+      row.attn_l1_layers.every((x) => x! < 1e-6),
+      `full: attention L1 ${JSON.stringify(row.attn_l1_layers)}`,
+    );
+    const fullPpl = Math.exp(
+      report.documents.reduce((a, d) => a + d.continuation_tokens * Math.log(d.full_perplexity), 0) /
+        report.documents.reduce((a, d) => a + d.continuation_tokens, 0),
+    );
     assert.ok(Math.abs(row.perplexity - fullPpl) < 1e-9 * fullPpl, 'the same perplexity as the full-cache reference');
   }
 });
@@ -70,18 +93,27 @@ test('full is the reference: KL 0, top-1 agreement 1, nothing evicted', { skip }
 test('compression costs something, keeps the budget, and KL falls as the budget grows', { skip }, () => {
   for (const m of methods.filter((x) => x !== 'full')) {
     const rows = budgets.map((b) => report.rows.find((r) => r.method === m && r.budget === b)!);
-    for (const r of rows) assert.ok(Math.abs(r.kept_ratio - r.budget) < 0.01, `${m} ${r.budget}: keeps ${r.kept_ratio} of the cache`);
+    for (const r of rows)
+      assert.ok(Math.abs(r.kept_ratio - r.budget) < 0.01, `${m} ${r.budget}: keeps ${r.kept_ratio} of the cache`);
     assert.ok(rows[0].kl > 0 && rows[0].top1 < 1, `${m}: evicting 80% of the prefix changes some predictions`);
     for (let i = 1; i < rows.length; i++)
-      assert.ok(rows[i].kl <= rows[i - 1].kl, `${m}: KL ${rows[i].kl} at ${rows[i].budget} > ${rows[i - 1].kl} at ${rows[i - 1].budget}`);
+      assert.ok(
+        rows[i].kl <= rows[i - 1].kl,
+        `${m}: KL ${rows[i].kl} at ${rows[i].budget} > ${rows[i - 1].kl} at ${rows[i - 1].budget}`,
+      );
   }
 });
 
-test('Ada-SnapKV loses less attention output than SnapKV at budget 0.2 (the paper\'s claim, at the attention level)', { skip }, () => {
+test("Ada-SnapKV loses less attention output than SnapKV at budget 0.2 (the paper's claim, at the attention level)", {
+  skip,
+}, () => {
   const at = (m: string) => report.rows.find((r) => r.method === m && r.budget === 0.2)!;
-  const ada = at('ada-snapkv'), snap = at('snapkv');
-  assert.ok(ada.attn_l1_mean! < snap.attn_l1_mean!,
-    `ada-snapkv ${ada.attn_l1_mean} vs snapkv ${snap.attn_l1_mean}; per layer ${JSON.stringify(ada.attn_l1_layers)} vs ${JSON.stringify(snap.attn_l1_layers)}`);
+  const ada = at('ada-snapkv'),
+    snap = at('snapkv');
+  assert.ok(
+    ada.attn_l1_mean! < snap.attn_l1_mean!,
+    `ada-snapkv ${ada.attn_l1_mean} vs snapkv ${snap.attn_l1_mean}; per layer ${JSON.stringify(ada.attn_l1_layers)} vs ${JSON.stringify(snap.attn_l1_layers)}`,
+  );
 });
 
 test('the plot: a self-contained SVG with both panels and every method in the legend', { skip }, () => {

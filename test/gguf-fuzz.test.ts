@@ -12,12 +12,22 @@ import { runGgufFuzz } from './helpers/gguf-fuzz-run.ts';
 
 const MUTANTS = Number(process.env.FOLIO_GGUF_FUZZ_MUTANTS ?? 20_000);
 
-test(`${MUTANTS} GGUF mutants: no crash, hang, unbounded allocation or disagreement`, { timeout: 600_000 }, async (t) => {
+test(`${MUTANTS} GGUF mutants: no crash, hang, unbounded allocation or disagreement`, {
+  timeout: 600_000,
+}, async (t) => {
   const report = await runGgufFuzz({ iterations: MUTANTS, seed: 14, chunk: MUTANTS });
-  t.diagnostic(`${report.mutants} mutants of ${report.corpus.join(', ')} in ${report.seconds.toFixed(1)} s, ` +
-    `peak RSS ${(report.peakRssBytes / 2 ** 20).toFixed(0)} MiB, slowest ${report.slowestMs.toFixed(0)} ms`);
-  const shown = report.failures.slice(0, 5).map((f) => `mutant ${f.index} (${f.ops.join('; ')}), kept as ${f.kept}: ${f.failures.join(' | ')}`);
-  assert.equal(report.failures.length, 0, `${report.failures.length} failures (${report.crashes} crashes, ${report.hangs} hangs):\n${shown.join('\n')}`);
+  t.diagnostic(
+    `${report.mutants} mutants of ${report.corpus.join(', ')} in ${report.seconds.toFixed(1)} s, ` +
+      `peak RSS ${(report.peakRssBytes / 2 ** 20).toFixed(0)} MiB, slowest ${report.slowestMs.toFixed(0)} ms`,
+  );
+  const shown = report.failures
+    .slice(0, 5)
+    .map((f) => `mutant ${f.index} (${f.ops.join('; ')}), kept as ${f.kept}: ${f.failures.join(' | ')}`);
+  assert.equal(
+    report.failures.length,
+    0,
+    `${report.failures.length} failures (${report.crashes} crashes, ${report.hangs} hangs):\n${shown.join('\n')}`,
+  );
   rmSync(report.keepDir, { recursive: true, force: true });
   assert.equal(report.mutants, MUTANTS);
   // the mutants reach every stage: refused while parsing, refused for a wrong-typed key, and loaded

@@ -22,7 +22,16 @@ const addon = loadAddon();
 const dir = mkdtempSync(join(tmpdir(), 'folio-gguf-rules-'));
 process.on('exit', () => rmSync(dir, { recursive: true, force: true }));
 let fileNo = 0;
-const base = buildRandomModel({ arch: 'llama', type: 'Q8_0', seed: 5, nEmbd: 64, nHead: 4, nHeadKv: 2, nFf: 64, nLayer: 1 }).bytes;
+const base = buildRandomModel({
+  arch: 'llama',
+  type: 'Q8_0',
+  seed: 5,
+  nEmbd: 64,
+  nHead: 4,
+  nHeadKv: 2,
+  nFf: 64,
+  nLayer: 1,
+}).bytes;
 
 function write(bytes: Uint8Array): string {
   const p = join(dir, `f${fileNo++}.gguf`);
@@ -32,24 +41,59 @@ function write(bytes: Uint8Array): string {
 
 // Values of every other kind, for each kind a key may have to hold.
 const WRONG: Record<MetadataKind, [string, MetaValue][]> = {
-  'string': [['uint32', u32(7)], ['an array of string', ['x']], ['bool', true]],
-  'integer': [['string', '512'], ['float32', f32(512)], ['bool', true], ['an array of uint32', arr(ValueType.UINT32, [1, 2])],
-    ['uint64 18446744073709551615, beyond the int64 range', u64(2n ** 64n - 1n)]],
-  'number': [['string', '1e-5'], ['bool', false], ['an array of float32', arr(ValueType.FLOAT32, [1])]],
-  'bool': [['uint8', { type: ValueType.UINT8, value: 1 }], ['string', 'true']],
-  'string array': [['an array of int32', arr(ValueType.INT32, [1, 2])], ['string', 'a b']],
-  'integer array': [['an array of float32', arr(ValueType.FLOAT32, [1.5])], ['an array of string', ['1']], ['uint32', u32(1)]],
-  'number array': [['an array of string', ['0.5']], ['an array of bool', arr(ValueType.BOOL, [true])], ['float32', f32(0.5)]],
+  string: [
+    ['uint32', u32(7)],
+    ['an array of string', ['x']],
+    ['bool', true],
+  ],
+  integer: [
+    ['string', '512'],
+    ['float32', f32(512)],
+    ['bool', true],
+    ['an array of uint32', arr(ValueType.UINT32, [1, 2])],
+    ['uint64 18446744073709551615, beyond the int64 range', u64(2n ** 64n - 1n)],
+  ],
+  number: [
+    ['string', '1e-5'],
+    ['bool', false],
+    ['an array of float32', arr(ValueType.FLOAT32, [1])],
+  ],
+  bool: [
+    ['uint8', { type: ValueType.UINT8, value: 1 }],
+    ['string', 'true'],
+  ],
+  'string array': [
+    ['an array of int32', arr(ValueType.INT32, [1, 2])],
+    ['string', 'a b'],
+  ],
+  'integer array': [
+    ['an array of float32', arr(ValueType.FLOAT32, [1.5])],
+    ['an array of string', ['1']],
+    ['uint32', u32(1)],
+  ],
+  'number array': [
+    ['an array of string', ['0.5']],
+    ['an array of bool', arr(ValueType.BOOL, [true])],
+    ['float32', f32(0.5)],
+  ],
 };
 const EXPECTED: Record<MetadataKind, string> = {
-  'string': 'a string', 'integer': 'an integer', 'number': 'a number', 'bool': 'a bool',
-  'string array': 'an array of strings', 'integer array': 'an array of integers', 'number array': 'an array of numbers',
+  string: 'a string',
+  integer: 'an integer',
+  number: 'a number',
+  bool: 'a bool',
+  'string array': 'an array of strings',
+  'integer array': 'an array of integers',
+  'number array': 'an array of numbers',
 };
 const keyOf = (r: MetadataRule) => r.key.replace('{arch}.', 'llama.');
 
-test('the TypeScript table is the engine\'s table', () => {
+test("the TypeScript table is the engine's table", () => {
   const native = (addon as unknown as { ggufMetadataRules(): MetadataRule[] }).ggufMetadataRules();
-  assert.deepEqual(native, METADATA_RULES.map((r) => ({ key: r.key, kind: r.kind })));
+  assert.deepEqual(
+    native,
+    METADATA_RULES.map((r) => ({ key: r.key, kind: r.kind })),
+  );
 });
 
 test('wrong-typed tokenizer.chat_template and general.file_type: a JS error naming the key, never an abort', () => {
@@ -64,10 +108,15 @@ test('wrong-typed tokenizer.chat_template and general.file_type: a JS error nami
   const paths = files.map(([key, value]) => write(withKey(base, key, value as MetaValue)));
   // In a child process: an abort there is a failed assertion here, not the end of the test run.
   const r = spawnSync(process.execPath, ['--import', 'tsx', join('test', 'helpers', 'gguf-probe.ts'), ...paths], {
-    cwd: repoRoot, encoding: 'utf8', timeout: 120_000,
+    cwd: repoRoot,
+    encoding: 'utf8',
+    timeout: 120_000,
   });
   assert.equal(r.status, 0, `the probe process ended with ${r.signal ?? r.status}:\n${r.stderr.slice(-2000)}`);
-  const results = r.stdout.trim().split('\n').map((l) => JSON.parse(l));
+  const results = r.stdout
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l));
   files.forEach(([key, , want], i) => {
     const p = results[i];
     assert.equal(p.load, 'GGUF_TYPE', `${key}: ${p.load} ${p.loadMessage}`);
@@ -101,7 +150,10 @@ test('every key of the table, with every wrong kind of value: the engine and the
 test('an architecture Folio does not run is refused for that, whatever its own keys hold', async () => {
   const bytes = withKey(withKey(base, 'general.architecture', 'gemma2'), 'gemma2.context_length', 'long');
   const path = write(bytes);
-  await assert.rejects(addon.loadModel(path), (e: EngineError) => e.code === 'UNSUPPORTED_ARCH' && /'gemma2'/.test(e.message));
+  await assert.rejects(
+    addon.loadModel(path),
+    (e: EngineError) => e.code === 'UNSUPPORTED_ARCH' && /'gemma2'/.test(e.message),
+  );
   const s = await inspectGguf(path);
   assert.match(s.unsupportedReason!, /does not run the 'gemma2' architecture/);
 });

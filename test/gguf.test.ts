@@ -8,7 +8,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 import { loadAddon, type EngineError } from '../electron/engine/binding.ts';
-import { arr, buildGguf, ByteWriter, f32Bytes, TensorType, u64, ValueType, type GgufSpec } from './helpers/gguf-writer.ts';
+import {
+  arr,
+  buildGguf,
+  ByteWriter,
+  f32Bytes,
+  TensorType,
+  u64,
+  ValueType,
+  type GgufSpec,
+} from './helpers/gguf-writer.ts';
 
 const addon = loadAddon();
 const dir = mkdtempSync(join(tmpdir(), 'folio-gguf-'));
@@ -93,7 +102,11 @@ test('reads every metadata value type and the tensor table', () => {
   assert.equal(h.metadataTypes['t.i64'], 'int64');
   assert.deepEqual(
     h.tensors.map((t) => [t.name, t.dims, t.type, t.offset, t.bytes]),
-    [['a', [4, 2], 'F32', 0, 32], ['b', [32], 'Q8_0', 32, 34], ['c', [3], 'F32', 96, 12]],
+    [
+      ['a', [4, 2], 'F32', 0, 32],
+      ['b', [32], 'Q8_0', 32, 34],
+      ['c', [3], 'F32', 96, 12],
+    ],
   );
   assert.equal(h.dataOffset % 32, 0);
   const summary = addon.readGguf(write(good));
@@ -101,11 +114,26 @@ test('reads every metadata value type and the tensor table', () => {
 });
 
 test('reads version 2 files and a custom alignment', () => {
-  const h = addon.readGguf(write(buildGguf({ ...spec, version: 2, alignment: 64, metadata: [...(spec.metadata as [string, never][]), ['general.alignment', { type: ValueType.UINT32, value: 64 }]] })));
+  const h = addon.readGguf(
+    write(
+      buildGguf({
+        ...spec,
+        version: 2,
+        alignment: 64,
+        metadata: [
+          ...(spec.metadata as [string, never][]),
+          ['general.alignment', { type: ValueType.UINT32, value: 64 }],
+        ],
+      }),
+    ),
+  );
   assert.equal(h.version, 2);
   assert.equal(h.alignment, 64);
   assert.equal(h.dataOffset % 64, 0);
-  assert.deepEqual(h.tensors.map((t) => t.offset), [0, 64, 128]);
+  assert.deepEqual(
+    h.tensors.map((t) => t.offset),
+    [0, 64, 128],
+  );
 });
 
 test('a truncation at every byte of the header gives a clear error', () => {
@@ -115,7 +143,8 @@ test('a truncation at every byte of the header gives a clear error', () => {
     const want = n < 4 ? 'GGUF_BAD_MAGIC' : 'GGUF_TRUNCATED';
     // A cut inside a length-prefixed string or a counted array can also show up as a length or count
     // that no longer fits the file.
-    const ok = e.code === want || (n >= 4 && ['GGUF_BAD_LENGTH', 'GGUF_BAD_COUNT', 'GGUF_TENSOR_OUT_OF_FILE'].includes(e.code));
+    const ok =
+      e.code === want || (n >= 4 && ['GGUF_BAD_LENGTH', 'GGUF_BAD_COUNT', 'GGUF_TENSOR_OUT_OF_FILE'].includes(e.code));
     assert.ok(ok, `cut at ${n}: ${e.code}: ${e.message}`);
     assert.ok(e.message.length > 20, e.message);
   }
@@ -124,7 +153,11 @@ test('a truncation at every byte of the header gives a clear error', () => {
 test('a truncation inside the tensor data names the tensor', () => {
   const h = addon.readGguf(write(good));
   // a: bytes [0, 32), b: [32, 66), c: [96, 108) of the data section
-  for (const [cut, name] of [[10, 'a'], [40, 'b'], [100, 'c']] as const) {
+  for (const [cut, name] of [
+    [10, 'a'],
+    [40, 'b'],
+    [100, 'c'],
+  ] as const) {
     expectError(good.subarray(0, h.dataOffset + cut), 'GGUF_TENSOR_OUT_OF_FILE', new RegExp(`tensor '${name}'`));
   }
 });
@@ -144,50 +177,211 @@ test('wrong magic and unsupported versions', () => {
   expectError(Buffer.from('GGML\x03\x00\x00\x00'), 'GGUF_BAD_MAGIC', /not a GGUF file/);
   expectError(Buffer.from('<html>hello</html>'), 'GGUF_BAD_MAGIC', /starts with '<htm'/);
   expectError(new Uint8Array(0), 'GGUF_BAD_MAGIC');
-  expectError(header((w) => { magic(w, 1); w.u64(0); w.u64(0); }), 'GGUF_VERSION', /version 1/);
-  expectError(header((w) => { magic(w, 4); w.u64(0); w.u64(0); }), 'GGUF_VERSION', /version 4/);
-  expectError(header((w) => { magic(w, 0x03000000); w.u64(0); w.u64(0); }), 'GGUF_VERSION', /big-endian/);
+  expectError(
+    header((w) => {
+      magic(w, 1);
+      w.u64(0);
+      w.u64(0);
+    }),
+    'GGUF_VERSION',
+    /version 1/,
+  );
+  expectError(
+    header((w) => {
+      magic(w, 4);
+      w.u64(0);
+      w.u64(0);
+    }),
+    'GGUF_VERSION',
+    /version 4/,
+  );
+  expectError(
+    header((w) => {
+      magic(w, 0x03000000);
+      w.u64(0);
+      w.u64(0);
+    }),
+    'GGUF_VERSION',
+    /big-endian/,
+  );
 });
 
 test('counts and lengths larger than the file', () => {
-  expectError(header((w) => { magic(w); w.u64(0); w.u64(2n ** 63n); }), 'GGUF_BAD_COUNT', /metadata entries/);
-  expectError(header((w) => { magic(w); w.u64(2n ** 60n); w.u64(0); }), 'GGUF_BAD_COUNT', /tensors/);
+  expectError(
+    header((w) => {
+      magic(w);
+      w.u64(0);
+      w.u64(2n ** 63n);
+    }),
+    'GGUF_BAD_COUNT',
+    /metadata entries/,
+  );
+  expectError(
+    header((w) => {
+      magic(w);
+      w.u64(2n ** 60n);
+      w.u64(0);
+    }),
+    'GGUF_BAD_COUNT',
+    /tensors/,
+  );
   // a key whose length runs past the end
-  expectError(header((w) => { magic(w); w.u64(0); w.u64(1); w.u64(2n ** 62n); w.bytes(new Uint8Array(16)); }), 'GGUF_BAD_LENGTH', /length/);
+  expectError(
+    header((w) => {
+      magic(w);
+      w.u64(0);
+      w.u64(1);
+      w.u64(2n ** 62n);
+      w.bytes(new Uint8Array(16));
+    }),
+    'GGUF_BAD_LENGTH',
+    /length/,
+  );
   // a string value whose length runs past the end
-  expectError(header((w) => { magic(w); w.u64(0); w.u64(1); w.str('k'); w.u32(ValueType.STRING); w.u64(1000); w.bytes(new Uint8Array(16)); }), 'GGUF_BAD_LENGTH', /metadata value 'k'/);
+  expectError(
+    header((w) => {
+      magic(w);
+      w.u64(0);
+      w.u64(1);
+      w.str('k');
+      w.u32(ValueType.STRING);
+      w.u64(1000);
+      w.bytes(new Uint8Array(16));
+    }),
+    'GGUF_BAD_LENGTH',
+    /metadata value 'k'/,
+  );
   // an array claiming 2^40 strings
-  expectError(header((w) => { magic(w); w.u64(0); w.u64(1); w.str('k'); w.u32(ValueType.ARRAY); w.u32(ValueType.STRING); w.u64(2n ** 40n); w.bytes(new Uint8Array(64)); }), 'GGUF_BAD_COUNT', /elements/);
+  expectError(
+    header((w) => {
+      magic(w);
+      w.u64(0);
+      w.u64(1);
+      w.str('k');
+      w.u32(ValueType.ARRAY);
+      w.u32(ValueType.STRING);
+      w.u64(2n ** 40n);
+      w.bytes(new Uint8Array(64));
+    }),
+    'GGUF_BAD_COUNT',
+    /elements/,
+  );
   // an array claiming 2^62 uint64s (its byte size would overflow)
-  expectError(header((w) => { magic(w); w.u64(0); w.u64(1); w.str('k'); w.u32(ValueType.ARRAY); w.u32(ValueType.UINT64); w.u64(2n ** 62n); w.bytes(new Uint8Array(64)); }), 'GGUF_BAD_COUNT');
+  expectError(
+    header((w) => {
+      magic(w);
+      w.u64(0);
+      w.u64(1);
+      w.str('k');
+      w.u32(ValueType.ARRAY);
+      w.u32(ValueType.UINT64);
+      w.u64(2n ** 62n);
+      w.bytes(new Uint8Array(64));
+    }),
+    'GGUF_BAD_COUNT',
+  );
 });
 
 test('unknown value types, bad bools, deep nesting, duplicates', () => {
-  expectError(header((w) => { magic(w); w.u64(0); w.u64(1); w.str('k'); w.u32(13); w.u32(0); }), 'GGUF_BAD_VALUE_TYPE', /'k'.*13/);
-  expectError(header((w) => { magic(w); w.u64(0); w.u64(1); w.str('k'); w.u32(ValueType.ARRAY); w.u32(99); w.u64(0); }), 'GGUF_BAD_VALUE_TYPE', /element type 99/);
-  expectError(header((w) => { magic(w); w.u64(0); w.u64(1); w.str('k'); w.u32(ValueType.BOOL); w.u8(7); w.bytes(new Uint8Array(8)); }), 'GGUF_BAD_VALUE', /bool/);
-  expectError(header((w) => {
-    magic(w); w.u64(0); w.u64(1); w.str('k'); w.u32(ValueType.ARRAY);
-    for (let i = 0; i < 20; i++) { w.u32(ValueType.ARRAY); w.u64(1); }
-    w.u32(ValueType.UINT8); w.u64(0);
-  }), 'GGUF_BAD_VALUE', /nests arrays/);
-  expectError(buildGguf({ metadata: [['a', 1], ['a', 2]] }), 'GGUF_DUPLICATE', /'a'/);
-  expectError(buildGguf({ metadata: [], tensors: [spec.tensors![0], spec.tensors![0]] }), 'GGUF_DUPLICATE', /tensor name 'a'/);
+  expectError(
+    header((w) => {
+      magic(w);
+      w.u64(0);
+      w.u64(1);
+      w.str('k');
+      w.u32(13);
+      w.u32(0);
+    }),
+    'GGUF_BAD_VALUE_TYPE',
+    /'k'.*13/,
+  );
+  expectError(
+    header((w) => {
+      magic(w);
+      w.u64(0);
+      w.u64(1);
+      w.str('k');
+      w.u32(ValueType.ARRAY);
+      w.u32(99);
+      w.u64(0);
+    }),
+    'GGUF_BAD_VALUE_TYPE',
+    /element type 99/,
+  );
+  expectError(
+    header((w) => {
+      magic(w);
+      w.u64(0);
+      w.u64(1);
+      w.str('k');
+      w.u32(ValueType.BOOL);
+      w.u8(7);
+      w.bytes(new Uint8Array(8));
+    }),
+    'GGUF_BAD_VALUE',
+    /bool/,
+  );
+  expectError(
+    header((w) => {
+      magic(w);
+      w.u64(0);
+      w.u64(1);
+      w.str('k');
+      w.u32(ValueType.ARRAY);
+      for (let i = 0; i < 20; i++) {
+        w.u32(ValueType.ARRAY);
+        w.u64(1);
+      }
+      w.u32(ValueType.UINT8);
+      w.u64(0);
+    }),
+    'GGUF_BAD_VALUE',
+    /nests arrays/,
+  );
+  expectError(
+    buildGguf({
+      metadata: [
+        ['a', 1],
+        ['a', 2],
+      ],
+    }),
+    'GGUF_DUPLICATE',
+    /'a'/,
+  );
+  expectError(
+    buildGguf({ metadata: [], tensors: [spec.tensors![0], spec.tensors![0]] }),
+    'GGUF_DUPLICATE',
+    /tensor name 'a'/,
+  );
 });
 
 test('bad alignment values', () => {
-  expectError(buildGguf({ metadata: [['general.alignment', { type: ValueType.UINT32, value: 48 }]] }), 'GGUF_ALIGNMENT', /power of two/);
+  expectError(
+    buildGguf({ metadata: [['general.alignment', { type: ValueType.UINT32, value: 48 }]] }),
+    'GGUF_ALIGNMENT',
+    /power of two/,
+  );
   expectError(buildGguf({ metadata: [['general.alignment', { type: ValueType.UINT32, value: 0 }]] }), 'GGUF_ALIGNMENT');
   expectError(buildGguf({ metadata: [['general.alignment', 'x']] }), 'GGUF_ALIGNMENT', /uint32/);
 });
 
 /** One tensor record after an empty metadata section, followed by `tail` bytes. */
-function tensorFile(name: string, dims: (number | bigint)[], type: number, offset: number | bigint, tail = 64): Uint8Array {
+function tensorFile(
+  name: string,
+  dims: (number | bigint)[],
+  type: number,
+  offset: number | bigint,
+  tail = 64,
+): Uint8Array {
   return header((w) => {
-    magic(w); w.u64(1); w.u64(0);
-    w.str(name); w.u32(dims.length);
+    magic(w);
+    w.u64(1);
+    w.u64(0);
+    w.str(name);
+    w.u32(dims.length);
     for (const d of dims) w.u64(d);
-    w.u32(type); w.u64(offset);
+    w.u32(type);
+    w.u64(offset);
     w.padTo(32);
     w.bytes(new Uint8Array(tail));
   });
@@ -195,7 +389,7 @@ function tensorFile(name: string, dims: (number | bigint)[], type: number, offse
 
 test('hostile tensor records', () => {
   expectError(tensorFile('t', [4], 99, 0), 'GGUF_BAD_TENSOR_TYPE', /'t'.*unknown tensor type 99/);
-  expectError(tensorFile('t', [4], 4, 0), 'GGUF_BAD_TENSOR_TYPE');  // 4 was Q4_2, removed from ggml
+  expectError(tensorFile('t', [4], 4, 0), 'GGUF_BAD_TENSOR_TYPE'); // 4 was Q4_2, removed from ggml
   // 40 is Folio's own Q4_K_R8, a layout made at load time: no file may claim it
   expectError(tensorFile('t', [256], 40, 0), 'GGUF_BAD_TENSOR_TYPE', /unknown tensor type 40/);
   expectError(tensorFile('t', [], 0, 0), 'GGUF_BAD_TENSOR', /0 dimensions/);
@@ -214,13 +408,19 @@ test('hostile tensor records', () => {
 });
 
 test('a missing file and a directory give FILE_OPEN', () => {
-  assert.throws(() => addon.readGguf(join(dir, 'nope.gguf')), (e: EngineError) => e.code === 'FILE_OPEN' && /nope\.gguf/.test(e.message));
-  assert.throws(() => addon.readGguf(dir), (e: EngineError) => e.code === 'FILE_OPEN' && /not a regular file/.test(e.message));
+  assert.throws(
+    () => addon.readGguf(join(dir, 'nope.gguf')),
+    (e: EngineError) => e.code === 'FILE_OPEN' && /nope\.gguf/.test(e.message),
+  );
+  assert.throws(
+    () => addon.readGguf(dir),
+    (e: EngineError) => e.code === 'FILE_OPEN' && /not a regular file/.test(e.message),
+  );
 });
 
 test('random corruption of a valid file never crashes', () => {
   let seed = 12345;
-  const rnd = () => ((seed = (seed * 1103515245 + 12345) >>> 0) / 2 ** 32);
+  const rnd = () => (seed = (seed * 1103515245 + 12345) >>> 0) / 2 ** 32;
   const h = addon.readGguf(write(good));
   for (let i = 0; i < 300; i++) {
     const bad = good.slice();

@@ -40,23 +40,35 @@ test('the backend report says which backend runs and why', () => {
   assert.ok(info.reason.length > 0, 'a reason');
   assert.equal(info.gpuAvailable, info.backend === 'cuda');
   if (info.gpuAvailable) assert.ok(info.device && info.device.totalBytes > 0);
-  else assert.throws(() => addon.ops.gpuCopyBandwidth(16, 1), (e: Error & { code?: string }) => e.code === 'GPU_UNAVAILABLE');
+  else
+    assert.throws(
+      () => addon.ops.gpuCopyBandwidth(16, 1),
+      (e: Error & { code?: string }) => e.code === 'GPU_UNAVAILABLE',
+    );
 });
 
-test('libfolio-cuda is built beside the engine wherever CUDA\'s compiler is installed', () => {
+test("libfolio-cuda is built beside the engine wherever CUDA's compiler is installed", () => {
   // CI has nvcc but no GPU: this is what keeps the CUDA build from breaking unnoticed there.
-  const nvcc = ['/usr/local/cuda/bin/nvcc', ...(process.env.CUDACXX ? [process.env.CUDACXX] : [])].find((p) => existsSync(p));
+  const nvcc = ['/usr/local/cuda/bin/nvcc', ...(process.env.CUDACXX ? [process.env.CUDACXX] : [])].find((p) =>
+    existsSync(p),
+  );
   const lib = join(dirname(addonPath()), process.platform === 'win32' ? 'folio-cuda.dll' : 'libfolio-cuda.so');
   if (!nvcc || process.platform === 'darwin') return;
   assert.ok(existsSync(lib), `${nvcc} is installed but ${lib} was not built`);
   // And it loads: without a driver it may be unusable, but never unloadable (a missing symbol, a CUDA
   // library it should not need).
-  if (process.env.FOLIO_GPU !== 'off') assert.doesNotMatch(info.reason, /could not be loaded|not a Folio GPU backend|is not installed/);
+  if (process.env.FOLIO_GPU !== 'off')
+    assert.doesNotMatch(info.reason, /could not be loaded|not a Folio GPU backend|is not installed/);
 });
 
-test('a session asking for CUDA without a GPU is refused with the reason', { skip: info.gpuAvailable ? 'a GPU is present' : missing(stories) }, async () => {
+test('a session asking for CUDA without a GPU is refused with the reason', {
+  skip: info.gpuAvailable ? 'a GPU is present' : missing(stories),
+}, async () => {
   const m = await addon.loadModel(stories);
-  assert.throws(() => m.createSession(cuda), (e: Error & { code?: string }) => e.code === 'GPU_UNAVAILABLE' && e.message === info.reason);
+  assert.throws(
+    () => m.createSession(cuda),
+    (e: Error & { code?: string }) => e.code === 'GPU_UNAVAILABLE' && e.message === info.reason,
+  );
   assert.equal(m.createSession({ ...cpu, backend: 'auto' }).backend, 'cpu');
   m.dispose();
 });
@@ -68,19 +80,22 @@ test('GPU: setup', { skip }, async () => {
 });
 
 test('GPU: logits at every position and 64 greedy tokens equal the CPU backend', { skip }, async () => {
-  const a = model.createSession(cpu), b = model.createSession(cuda);
+  const a = model.createSession(cpu),
+    b = model.createSession(cuda);
   const la = (await a.prefill(prefix, { allLogits: true })).logits;
   const lb = (await b.prefill(prefix, { allLogits: true })).logits;
   const d = maxDiff(lb, la);
   assert.ok(d <= TOL, `max |Δlogit| ${d}`);
-  const ga = await a.generate({ n: 64, temperature: 0 }), gb = await b.generate({ n: 64, temperature: 0 });
+  const ga = await a.generate({ n: 64, temperature: 0 }),
+    gb = await b.generate({ n: 64, temperature: 0 });
   assert.deepEqual(gb.tokens, ga.tokens);
   a.dispose();
   b.dispose();
 });
 
 test('GPU: a decode step at a time gives the logits of a batched prefill', { skip }, async () => {
-  const batched = model.createSession(cuda), stepped = model.createSession(cuda);
+  const batched = model.createSession(cuda),
+    stepped = model.createSession(cuda);
   const all = (await batched.prefill(prefix.slice(0, 40), { allLogits: true })).logits;
   const V = all.length / 40;
   for (let t = 0; t < 40; t++) {
@@ -94,17 +109,25 @@ test('GPU: a decode step at a time gives the logits of a batched prefill', { ski
 
 for (const method of ['ada-snapkv', 'snapkv', 'ada-pyramidkv', 'streaming'] as const)
   test(`GPU: ${method} keeps the same entries as on the CPU`, { skip }, async () => {
-    const a = model.createSession(cpu), b = model.createSession(cuda);
+    const a = model.createSession(cpu),
+      b = model.createSession(cuda);
     const ra = await a.compress(prefix, { method, budget: 0.3 });
     const rb = await b.compress(prefix, { method, budget: 0.3 });
-    assert.deepEqual(rb.stats.layers.map((l) => l.heads.map((h) => h.kept)), ra.stats.layers.map((l) => l.heads.map((h) => h.kept)));
+    assert.deepEqual(
+      rb.stats.layers.map((l) => l.heads.map((h) => h.kept)),
+      ra.stats.layers.map((l) => l.heads.map((h) => h.kept)),
+    );
     assert.deepEqual(rb.stats.tokenRetention, ra.stats.tokenRetention);
     assert.equal(rb.stats.kvBytesKept, ra.stats.kvBytesKept);
     rb.stats.layers.forEach((l, i) =>
-      l.heads.forEach((h, g) => assert.ok(Math.abs(h.retainedMass - ra.stats.layers[i].heads[g].retainedMass) < 1e-4, `layer ${i} head ${g}`)));
+      l.heads.forEach((h, g) =>
+        assert.ok(Math.abs(h.retainedMass - ra.stats.layers[i].heads[g].retainedMass) < 1e-4, `layer ${i} head ${g}`),
+      ),
+    );
     assert.deepEqual(b.memory().headLengths, a.memory().headLengths);
     assert.ok(maxDiff(rb.logits, ra.logits) <= TOL);
-    const ga = await a.generate({ n: 24, temperature: 0 }), gb = await b.generate({ n: 24, temperature: 0 });
+    const ga = await a.generate({ n: 24, temperature: 0 }),
+      gb = await b.generate({ n: 24, temperature: 0 });
     assert.deepEqual(gb.tokens, ga.tokens);
     a.dispose();
     b.dispose();
@@ -123,7 +146,8 @@ test('GPU: sessions saved on one backend load on the other', { skip }, async () 
   await onCpu.save(back);
   const onGpu = (await model.loadSession(back, cuda)).session;
   assert.equal(onGpu.backend, 'cuda');
-  const x = await g.generate({ n: 16, temperature: 0 }), y = await onCpu.generate({ n: 16, temperature: 0 });
+  const x = await g.generate({ n: 16, temperature: 0 }),
+    y = await onCpu.generate({ n: 16, temperature: 0 });
   const z = await onGpu.generate({ n: 16, temperature: 0 });
   assert.deepEqual(y.tokens, x.tokens);
   assert.deepEqual(z.tokens, x.tokens);
@@ -131,19 +155,24 @@ test('GPU: sessions saved on one backend load on the other', { skip }, async () 
 });
 
 test('GPU: a fork leaves its origin alone, truncate undoes an append', { skip }, async () => {
-  const origin = model.createSession(cuda), ref = model.createSession(cpu);
+  const origin = model.createSession(cuda),
+    ref = model.createSession(cpu);
   await origin.compress(prefix, { method: 'ada-snapkv', budget: 0.3 });
   await ref.compress(prefix, { method: 'ada-snapkv', budget: 0.3 });
   const n = origin.nPast;
   const fork = origin.fork();
   assert.equal(fork.backend, 'cuda');
   await fork.generate({ n: 12, temperature: 0.9, seed: 7 });
-  const got = await origin.generate({ n: 12, temperature: 0 }), want = await ref.generate({ n: 12, temperature: 0 });
+  const got = await origin.generate({ n: 12, temperature: 0 }),
+    want = await ref.generate({ n: 12, temperature: 0 });
   assert.deepEqual(got.tokens, want.tokens, 'the origin continues as if the fork had not run');
   origin.truncate(n);
   ref.truncate(n);
   await origin.prefill([want.tokens[0]]);
   await ref.prefill([want.tokens[0]]);
-  assert.ok(maxDiff(origin.lastLogits(), ref.lastLogits()) <= TOL, 'after truncate, the same token gives the same logits');
+  assert.ok(
+    maxDiff(origin.lastLogits(), ref.lastLogits()) <= TOL,
+    'after truncate, the same token gives the same logits',
+  );
   for (const s of [origin, fork, ref]) s.dispose();
 });

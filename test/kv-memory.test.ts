@@ -26,17 +26,34 @@ interface ChildResult {
 }
 
 function run(model: string, mode: 'full' | 'compressed', tokens: number): ChildResult {
-  const r = spawnSync(process.execPath, ['--import', 'tsx', join(repoRoot, 'test/helpers/kv-memory-child.ts'), model, mode, String(tokens)], {
-    encoding: 'utf8',
-    cwd: repoRoot,
-  });
+  const r = spawnSync(
+    process.execPath,
+    ['--import', 'tsx', join(repoRoot, 'test/helpers/kv-memory-child.ts'), model, mode, String(tokens)],
+    {
+      encoding: 'utf8',
+      cwd: repoRoot,
+    },
+  );
   assert.equal(r.status, 0, r.stderr);
   return JSON.parse(r.stdout);
 }
 
-test('resident memory after compression drops by at least 80% of the bytes compression removed', { skip: process.platform !== 'linux' && 'resident memory is measured on Linux' }, () => {
+test('resident memory after compression drops by at least 80% of the bytes compression removed', {
+  skip: process.platform !== 'linux' && 'resident memory is measured on Linux',
+}, () => {
   const model = join(dir, 'wide-kv.gguf');
-  writeRandomModel(model, { arch: 'llama', type: 'F32', nEmbd: 64, nHead: 2, nHeadKv: 2, headDim: 256, nFf: 64, nLayer: 128, nCtx: 1024, seed: 1 });
+  writeRandomModel(model, {
+    arch: 'llama',
+    type: 'F32',
+    nEmbd: 64,
+    nHead: 2,
+    nHeadKv: 2,
+    headDim: 256,
+    nFf: 64,
+    nLayer: 128,
+    nCtx: 1024,
+    seed: 1,
+  });
   const full = run(model, 'full', 256);
   const comp = run(model, 'compressed', 256);
   const removed = comp.kvBytesFull! - comp.kvBytesKept!;
@@ -44,10 +61,16 @@ test('resident memory after compression drops by at least 80% of the bytes compr
   assert.equal(comp.memory.bytesUsed, comp.kvBytesKept, 'the compressed session holds kvBytesKept');
   assert.ok(removed > 100 * 2 ** 20, `compression removed ${removed} bytes`);
   const saved = full.after - comp.after;
-  assert.ok(saved >= 0.8 * removed, `resident memory differs by ${(saved / 2 ** 20).toFixed(1)} MiB; compression removed ${(removed / 2 ** 20).toFixed(1)} MiB`);
+  assert.ok(
+    saved >= 0.8 * removed,
+    `resident memory differs by ${(saved / 2 ** 20).toFixed(1)} MiB; compression removed ${(removed / 2 ** 20).toFixed(1)} MiB`,
+  );
   // Layer by layer: the compressed prefill never held the whole model's full cache at once (the peak
   // is sampled every millisecond while the prefill runs; the full prefill's is checked as a control).
   assert.ok(full.peak - full.before > 0.5 * comp.kvBytesFull!, 'the sampling sees the full prefill grow');
   const peakGrowth = comp.peak - comp.before;
-  assert.ok(peakGrowth < 0.25 * comp.kvBytesFull!, `peak grew by ${(peakGrowth / 2 ** 20).toFixed(1)} MiB during the compressed prefill`);
+  assert.ok(
+    peakGrowth < 0.25 * comp.kvBytesFull!,
+    `peak grew by ${(peakGrowth / 2 ** 20).toFixed(1)} MiB during the compressed prefill`,
+  );
 });

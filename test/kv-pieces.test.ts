@@ -45,7 +45,14 @@ test('window scores: the scale is 1/sqrt(head_dim) and each KV head reads its ow
   // head_dim 4, q = (1,1,1,1), keys (t,t,t,t): logit = 4t/2 = 2t. Two KV heads, one query head each.
   const qw = f32([1, 1, 1, 1, 0, 0, 0, 0]); // one window query: head 0 = ones, head 1 = zeros
   const k = (ts: number[]) => f32(ts.flatMap((t) => [t, t, t, t]));
-  const r = kv.windowScores(qw, [k([0, 1, 0]), k([5, 5, 5])], { nHead: 2, nHeadKv: 2, headDim: 4, L: 3, w: 1, kernel: 1 });
+  const r = kv.windowScores(qw, [k([0, 1, 0]), k([5, 5, 5])], {
+    nHead: 2,
+    nHeadKv: 2,
+    headDim: 4,
+    L: 3,
+    w: 1,
+    kernel: 1,
+  });
   const z = 1 + Math.exp(2) + 1;
   close(r.attn[0], [1 / z, Math.exp(2) / z, 1 / z]);
   close(r.attn[1], [1 / 3, 1 / 3, 1 / 3]);
@@ -91,35 +98,79 @@ test('pyramid schedule: linear from 2b − b/beta down to b/beta, exact total, c
   // mx = 195 exceeds the 150 selectable tokens: mx = 150, mn = 2·100 − 150 = 50.
   assert.deepEqual(kv.pyramidSchedule(100, 150, 3, 20), [150, 100, 50]);
   assert.deepEqual(kv.pyramidSchedule(100, 1000, 1, 20), [100]);
-  for (const [b, sel, layers, beta] of [[7, 50, 6, 20], [333, 400, 32, 20], [1, 10, 5, 20], [50, 60, 7, 3]]) {
+  for (const [b, sel, layers, beta] of [
+    [7, 50, 6, 20],
+    [333, 400, 32, 20],
+    [1, 10, 5, 20],
+    [50, 60, 7, 3],
+  ]) {
     const s = kv.pyramidSchedule(b, sel, layers, beta);
-    assert.equal(s.reduce((a, x) => a + x, 0), layers * b, `Σ for ${[b, sel, layers, beta]}`);
-    assert.ok(s.every((x, i) => x >= 0 && x <= sel && (i === 0 || x <= s[i - 1])), `monotone within [0, ${sel}]: ${s}`);
+    assert.equal(
+      s.reduce((a, x) => a + x, 0),
+      layers * b,
+      `Σ for ${[b, sel, layers, beta]}`,
+    );
+    assert.ok(
+      s.every((x, i) => x >= 0 && x <= sel && (i === 0 || x <= s[i - 1])),
+      `monotone within [0, ${sel}]: ${s}`,
+    );
   }
 });
 
 test('budgets: ratios, tokens, the clamp and the cases where nothing is compressed', () => {
-  assert.deepEqual(kv.resolveBudget({ method: 'snapkv', budget: 0.5 }, 100), { compress: true, reason: '', B: 50, b: 18, clamped: false });
-  assert.deepEqual(kv.resolveBudget({ method: 'snapkv', budget: 0.2 }, 100), { compress: true, reason: '', B: 33, b: 1, clamped: true });
-  assert.deepEqual(kv.resolveBudget({ method: 'snapkv', budget: 40 }, 100), { compress: true, reason: '', B: 40, b: 8, clamped: false });
+  assert.deepEqual(kv.resolveBudget({ method: 'snapkv', budget: 0.5 }, 100), {
+    compress: true,
+    reason: '',
+    B: 50,
+    b: 18,
+    clamped: false,
+  });
+  assert.deepEqual(kv.resolveBudget({ method: 'snapkv', budget: 0.2 }, 100), {
+    compress: true,
+    reason: '',
+    B: 33,
+    b: 1,
+    clamped: true,
+  });
+  assert.deepEqual(kv.resolveBudget({ method: 'snapkv', budget: 40 }, 100), {
+    compress: true,
+    reason: '',
+    B: 40,
+    b: 8,
+    clamped: false,
+  });
   assert.equal(kv.resolveBudget({ method: 'snapkv', budget: 0.5 }, 32).reason, 'prefix within the window');
   assert.equal(kv.resolveBudget({ method: 'snapkv', budget: 200 }, 100).reason, 'budget covers the prefix');
   assert.equal(kv.resolveBudget({ method: 'snapkv', budget: 1 }, 100).reason, 'budget covers the prefix');
   assert.equal(kv.resolveBudget({ method: 'full', budget: 0.1 }, 100).reason, 'full');
-  assert.deepEqual(kv.resolveBudget({ method: 'streaming', budget: 8, window: 4 }, 100), { compress: true, reason: '', B: 8, b: 4, clamped: false });
-  assert.throws(() => kv.resolveBudget({ method: 'snapkv', budget: 32 }, 100), (e: EngineError) => e.code === 'BUDGET_TOO_SMALL' && /window of 32/.test(e.message));
-  assert.throws(() => kv.resolveBudget({ method: 'h2o' as never, budget: 0.5 }, 100), (e: EngineError) => e.code === 'INVALID_METHOD' && /ada-snapkv/.test(e.message));
+  assert.deepEqual(kv.resolveBudget({ method: 'streaming', budget: 8, window: 4 }, 100), {
+    compress: true,
+    reason: '',
+    B: 8,
+    b: 4,
+    clamped: false,
+  });
+  assert.throws(
+    () => kv.resolveBudget({ method: 'snapkv', budget: 32 }, 100),
+    (e: EngineError) => e.code === 'BUDGET_TOO_SMALL' && /window of 32/.test(e.message),
+  );
+  assert.throws(
+    () => kv.resolveBudget({ method: 'h2o' as never, budget: 0.5 }, 100),
+    (e: EngineError) => e.code === 'INVALID_METHOD' && /ada-snapkv/.test(e.message),
+  );
 });
 
 // A small seeded generator for the property tests.
 function rng(seed: number) {
-  return () => ((seed = (Math.imul(seed, 1664525) + 1013904223) >>> 0) / 2 ** 32);
+  return () => (seed = (Math.imul(seed, 1664525) + 1013904223) >>> 0) / 2 ** 32;
 }
 
-test('properties over random scores: exact totals, alpha 1 = uniform, alpha 0 retains at least uniform\'s mass', () => {
+test("properties over random scores: exact totals, alpha 1 = uniform, alpha 0 retains at least uniform's mass", () => {
   const rand = rng(42);
   for (let trial = 0; trial < 300; trial++) {
-    const H = 1 + Math.floor(rand() * 8), n = 1 + Math.floor(rand() * 60), b = Math.floor(rand() * (n + 1));
+    const H = 1 + Math.floor(rand() * 8),
+      n = 1 + Math.floor(rand() * 60),
+      b = Math.floor(rand() * (n + 1));
     // Attention-like scores: some heads concentrated (a few large values), some spread out; some ties.
     const scores = Array.from({ length: H }, () => {
       const sharp = rand() < 0.5;
@@ -127,17 +178,31 @@ test('properties over random scores: exact totals, alpha 1 = uniform, alpha 0 re
     });
     const alpha = [0, 0.2, 0.5, 1, rand()][trial % 5];
     const caps = kv.adaCaps(scores, b, alpha);
-    assert.equal(caps.reduce((a, c) => a + c, 0), H * b, 'Σ caps = Hk·b');
-    assert.ok(caps.every((c) => c >= 0 && c <= n), 'every cap within the head');
-    assert.ok(caps.every((c) => c >= Math.floor(alpha * b + 1e-9)), 'the safeguard floor holds');
+    assert.equal(
+      caps.reduce((a, c) => a + c, 0),
+      H * b,
+      'Σ caps = Hk·b',
+    );
+    assert.ok(
+      caps.every((c) => c >= 0 && c <= n),
+      'every cap within the head',
+    );
+    assert.ok(
+      caps.every((c) => c >= Math.floor(alpha * b + 1e-9)),
+      'the safeguard floor holds',
+    );
     if (alpha === 1) assert.deepEqual(caps, new Array(H).fill(b));
     const mass = (cap: (h: number) => number) =>
       scores.reduce((sum, s, h) => sum + kv.topTokens(s, cap(h)).reduce((a, j) => a + s[j], 0), 0);
-    if (alpha === 0) assert.ok(mass((h) => caps[h]) >= mass(() => b) - 1e-6, 'Theorem 3.3: ada keeps at least uniform\'s mass');
+    if (alpha === 0)
+      assert.ok(mass((h) => caps[h]) >= mass(() => b) - 1e-6, "Theorem 3.3: ada keeps at least uniform's mass");
     for (let h = 0; h < H; h++) {
       const kept = kv.topTokens(scores[h], caps[h]);
       assert.equal(kept.length, caps[h]);
-      assert.ok(kept.every((j, i) => i === 0 || j > kept[i - 1]), 'kept tokens in position order');
+      assert.ok(
+        kept.every((j, i) => i === 0 || j > kept[i - 1]),
+        'kept tokens in position order',
+      );
     }
   }
 });

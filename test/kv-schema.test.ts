@@ -22,9 +22,23 @@ const addon = loadAddon();
 test('the method table: every engine method is in the app table with the same properties, and back', () => {
   const engine = addon.methods();
   const app = METHOD_TABLE.map((m) => ({ ...m }));
-  for (const m of engine) assert.deepEqual(app.find((a) => a.name === m.name), m, `engine method ${m.name} in electron/kv/methods.ts`);
-  for (const m of app) assert.deepEqual(engine.find((e) => e.name === m.name), m, `app method ${m.name} in native/src/kv/method.cc`);
-  assert.deepEqual(engine.map((m) => m.name), [...METHOD_NAMES], 'the same order (the UI and the error messages list them so)');
+  for (const m of engine)
+    assert.deepEqual(
+      app.find((a) => a.name === m.name),
+      m,
+      `engine method ${m.name} in electron/kv/methods.ts`,
+    );
+  for (const m of app)
+    assert.deepEqual(
+      engine.find((e) => e.name === m.name),
+      m,
+      `app method ${m.name} in native/src/kv/method.cc`,
+    );
+  assert.deepEqual(
+    engine.map((m) => m.name),
+    [...METHOD_NAMES],
+    'the same order (the UI and the error messages list them so)',
+  );
 });
 
 test('the engine refuses a method outside its table, naming every method of it', () => {
@@ -34,30 +48,40 @@ test('the engine refuses a method outside its table, naming every method of it',
   );
 });
 
-test('the statistics schema: the engine reports exactly the app\'s fields and kinds, both ways', () => {
+test("the statistics schema: the engine reports exactly the app's fields and kinds, both ways", () => {
   const engine = addon.statsSchema();
   for (const part of ['compression', 'layer', 'head'] as const) {
-    for (const [name, kind] of Object.entries(engine[part])) assert.equal(STATS_SCHEMA[part][name], kind, `engine ${part}.${name} in electron/kv/stats.ts`);
-    for (const [name, kind] of Object.entries(STATS_SCHEMA[part])) assert.equal(engine[part][name], kind, `app ${part}.${name} in native/src/kv/stats.h`);
+    for (const [name, kind] of Object.entries(engine[part]))
+      assert.equal(STATS_SCHEMA[part][name], kind, `engine ${part}.${name} in electron/kv/stats.ts`);
+    for (const [name, kind] of Object.entries(STATS_SCHEMA[part]))
+      assert.equal(engine[part][name], kind, `app ${part}.${name} in native/src/kv/stats.h`);
   }
   assert.deepEqual(Object.keys(engine).sort(), ['compression', 'head', 'layer']);
 });
 
 test('every field name of the statistics is camelCase', () => {
-  for (const part of Object.values(STATS_SCHEMA)) for (const name of Object.keys(part)) assert.match(name, /^[a-z][a-zA-Z0-9]*$/, name);
+  for (const part of Object.values(STATS_SCHEMA))
+    for (const name of Object.keys(part)) assert.match(name, /^[a-z][a-zA-Z0-9]*$/, name);
 });
 
 const stories = sharedModel('stories260K.gguf');
 let model: Model;
 
-test('a real compression\'s statistics parse strictly, for every method, measured and not', { skip: missing(stories) }, async () => {
+test("a real compression's statistics parse strictly, for every method, measured and not", {
+  skip: missing(stories),
+}, async () => {
   model = await addon.loadModel(stories);
   const prefix = Array.from({ length: 120 }, (_, i) => 1 + ((i * 37) % 500));
   for (const method of METHOD_NAMES) {
     for (const measureLoss of [false, true]) {
       const s = model.createSession({ nCtx: 256, nThreads: 1, kvType: 'f32' });
       try {
-        const { stats } = await s.compress(prefix, { method, budget: method === 'full' ? undefined : 0.5, window: 8, measureLoss });
+        const { stats } = await s.compress(prefix, {
+          method,
+          budget: method === 'full' ? undefined : 0.5,
+          window: 8,
+          measureLoss,
+        });
         const parsed = EngineCompressionStats.safeParse(stats);
         assert.ok(parsed.success, `${method}: ${parsed.success ? '' : JSON.stringify(parsed.error.issues[0])}`);
         // what the contract carries: the same with the retention map as an array
@@ -74,22 +98,67 @@ test('a real compression\'s statistics parse strictly, for every method, measure
   }
 });
 
-test('the strict schemas refuse a missing or an unknown field (so the parse above can fail)', { skip: missing(stories) }, async () => {
+test('the strict schemas refuse a missing or an unknown field (so the parse above can fail)', {
+  skip: missing(stories),
+}, async () => {
   const s = model.createSession({ nCtx: 256, nThreads: 1, kvType: 'f32' });
-  const { stats } = await s.compress(Array.from({ length: 64 }, (_, i) => 1 + i), { method: 'ada-snapkv', budget: 0.5, window: 8 });
+  const { stats } = await s.compress(
+    Array.from({ length: 64 }, (_, i) => 1 + i),
+    { method: 'ada-snapkv', budget: 0.5, window: 8 },
+  );
   s.dispose();
   const { msCompress: _dropped, ...short } = stats;
   assert.equal(EngineCompressionStats.safeParse(short).success, false, 'a missing field');
-  assert.equal(EngineCompressionStats.safeParse({ ...stats, ms_compress: stats.msCompress }).success, false, 'an unknown field');
-  const layers = stats.layers.map((l) => ({ ...l, heads: l.heads.map((h) => ({ ...h, retained_mass: h.retainedMass })) }));
+  assert.equal(
+    EngineCompressionStats.safeParse({ ...stats, ms_compress: stats.msCompress }).success,
+    false,
+    'an unknown field',
+  );
+  const layers = stats.layers.map((l) => ({
+    ...l,
+    heads: l.heads.map((h) => ({ ...h, retained_mass: h.retainedMass })),
+  }));
   assert.equal(EngineCompressionStats.safeParse({ ...stats, layers }).success, false, 'an unknown field of a head');
 });
 
-test('the budget rule of the estimate equals the engine\'s over a grid of prefixes, windows and budgets', () => {
+test("the budget rule of the estimate equals the engine's over a grid of prefixes, windows and budgets", () => {
   let compared = 0;
   for (const window of [1, 4, 32]) {
-    const lengths = [1, 2, window - 1, window, window + 1, window + 2, 2 * window, 3 * window + 1, 100, 257, 1000].filter((L) => L >= 1);
-    const budgets = [0.01, 0.05, 0.1, 0.2, 0.25, 0.5, 0.75, 0.99, 1, 2, 3, window, window + 1, window + 2, 50, 99, 100, 101, 512, 5000];
+    const lengths = [
+      1,
+      2,
+      window - 1,
+      window,
+      window + 1,
+      window + 2,
+      2 * window,
+      3 * window + 1,
+      100,
+      257,
+      1000,
+    ].filter((L) => L >= 1);
+    const budgets = [
+      0.01,
+      0.05,
+      0.1,
+      0.2,
+      0.25,
+      0.5,
+      0.75,
+      0.99,
+      1,
+      2,
+      3,
+      window,
+      window + 1,
+      window + 2,
+      50,
+      99,
+      100,
+      101,
+      512,
+      5000,
+    ];
     for (const method of METHOD_NAMES) {
       for (const L of lengths) {
         for (const budget of budgets) {
@@ -118,7 +187,11 @@ test('a document one token longer than the window: the estimate keeps what the e
     for (const budget of [0.05, 0.2, 0.9]) {
       const c = { method: 'ada-snapkv' as const, budget, window };
       const engine = addon.kv.resolveBudget(c, L);
-      assert.deepEqual(keptPrefixTokens(L, c), { kept: engine.B, compressed: engine.compress, clamped: engine.clamped }, `w=${window}, budget ${budget}`);
+      assert.deepEqual(
+        keptPrefixTokens(L, c),
+        { kept: engine.B, compressed: engine.compress, clamped: engine.clamped },
+        `w=${window}, budget ${budget}`,
+      );
     }
   }
 });
@@ -156,7 +229,9 @@ test('adding a method touches one table: no other source file lists the methods'
   assert.deepEqual(offenders, [], 'derive these from electron/kv/methods.ts (or kv::method_table() in C++)');
 });
 
-test('beta, the pyramid steepness: the command line reads --beta, the contract and the engine refuse < 1, and it shapes the pyramid', { skip: missing(stories) }, async () => {
+test('beta, the pyramid steepness: the command line reads --beta, the contract and the engine refuse < 1, and it shapes the pyramid', {
+  skip: missing(stories),
+}, async () => {
   assert.equal(compressOptions({ method: 'pyramidkv', budget: '0.5', beta: '3' }).beta, 3);
   assert.equal(compressOptions({ method: 'pyramidkv', budget: '0.5' }).beta, DEFAULT_BETA);
   assert.throws(() => compressOptions({ method: 'pyramidkv', budget: '0.5', beta: '0' }), UsageError);
@@ -169,13 +244,18 @@ test('beta, the pyramid steepness: the command line reads --beta, the contract a
   const layerBudgets = async (beta: number) => {
     const s = model.createSession({ nCtx: 256, nThreads: 1, kvType: 'f32' });
     try {
-      return (await s.compress(prefix, { method: 'pyramidkv', budget: 0.5, window: 8, beta })).stats.layers.map((l) => l.budget);
+      return (await s.compress(prefix, { method: 'pyramidkv', budget: 0.5, window: 8, beta })).stats.layers.map(
+        (l) => l.budget,
+      );
     } finally {
       s.dispose();
     }
   };
   assert.notDeepEqual(await layerBudgets(1), await layerBudgets(20), 'beta reaches the schedule');
   const s = model.createSession({ nCtx: 256, nThreads: 1 });
-  await assert.rejects(async () => s.compress(prefix, { method: 'pyramidkv', budget: 0.5, beta: 0 }), (e: EngineError) => e.code === 'INVALID_ARGUMENT');
+  await assert.rejects(
+    async () => s.compress(prefix, { method: 'pyramidkv', budget: 0.5, beta: 0 }),
+    (e: EngineError) => e.code === 'INVALID_ARGUMENT',
+  );
   s.dispose();
 });

@@ -7,7 +7,14 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync, readdirSy
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-import { loadAddon, type CompressionMethod, type CompressionStats, type EngineError, type Model, type Session } from '../electron/engine/binding.ts';
+import {
+  loadAddon,
+  type CompressionMethod,
+  type CompressionStats,
+  type EngineError,
+  type Model,
+  type Session,
+} from '../electron/engine/binding.ts';
 import { missing, sharedModel, sharedReference } from './helpers/shared.ts';
 import { writeRandomModel } from './helpers/random-model.ts';
 
@@ -45,8 +52,17 @@ test('full equals the plain engine, and a budget covering the prefix changes not
   const p = await plain.prefill(prefix);
   const pNext = await plain.prefill(question);
   const ref = JSON.parse(readFileSync(longCase, 'utf8'));
-  assert.ok(p.logits.every((x, i) => Math.abs(x - ref.last_logits[i]) < 1e-4), 'llama.cpp\'s logits');
-  for (const [method, budget] of [['full', undefined], ['snapkv', 1], ['ada-snapkv', 415], ['ada-pyramidkv', 5000], ['streaming', 1]] as const) {
+  assert.ok(
+    p.logits.every((x, i) => Math.abs(x - ref.last_logits[i]) < 1e-4),
+    "llama.cpp's logits",
+  );
+  for (const [method, budget] of [
+    ['full', undefined],
+    ['snapkv', 1],
+    ['ada-snapkv', 415],
+    ['ada-pyramidkv', 5000],
+    ['streaming', 1],
+  ] as const) {
     const { s, stats, logits } = await compressed(method as CompressionMethod, budget as number);
     assert.equal(stats.compressed, false, method);
     sameArray(logits, p.logits, `${method}: logits after the prefix`);
@@ -58,15 +74,25 @@ test('full equals the plain engine, and a budget covering the prefix changes not
 });
 
 test('statistics add up: budgets, bytes, retention map, every head keeps its window', { skip }, async () => {
-  const H = 4, layers = 5, entry = 2 * 8 * 4; // K + V of head_dim 8 in F32
+  const H = 4,
+    layers = 5,
+    entry = 2 * 8 * 4; // K + V of head_dim 8 in F32
   for (const method of ['snapkv', 'ada-snapkv', 'pyramidkv', 'ada-pyramidkv', 'streaming'] as const) {
     const { s, stats } = await compressed(method, 0.3);
     const B = Math.round(0.3 * 415);
     assert.equal(stats.budget, B);
     assert.equal(stats.compressed, true);
     const kept = stats.layers.map((l) => l.heads.reduce((a, h) => a + h.kept, 0));
-    assert.equal(kept.reduce((a, k) => a + k, 0), layers * H * B, `${method}: Σ kept = layers·Hk·B`);
-    if (!method.includes('pyramid')) assert.ok(kept.every((k) => k === H * B), `${method}: Σ kept per layer = Hk·B`);
+    assert.equal(
+      kept.reduce((a, k) => a + k, 0),
+      layers * H * B,
+      `${method}: Σ kept = layers·Hk·B`,
+    );
+    if (!method.includes('pyramid'))
+      assert.ok(
+        kept.every((k) => k === H * B),
+        `${method}: Σ kept per layer = Hk·B`,
+      );
     else assert.ok(kept[0] > kept[layers - 1], `${method}: the pyramid narrows`);
     stats.layers.forEach((l) => {
       assert.equal(l.bytesFull, 415 * H * entry);
@@ -79,12 +105,22 @@ test('statistics add up: budgets, bytes, retention map, every head keeps its win
       }
     });
     assert.equal(stats.kvBytesFull, layers * 415 * H * entry);
-    assert.equal(stats.kvBytesKept, stats.layers.reduce((a, l) => a + l.bytesKept, 0));
+    assert.equal(
+      stats.kvBytesKept,
+      stats.layers.reduce((a, l) => a + l.bytesKept, 0),
+    );
     assert.equal(s.memory().bytesUsed, stats.kvBytesKept, 'the cache holds exactly what the statistics say');
-    assert.deepEqual(s.memory().headLengths, stats.layers.map((l) => l.heads.map((h) => h.kept)));
+    assert.deepEqual(
+      s.memory().headLengths,
+      stats.layers.map((l) => l.heads.map((h) => h.kept)),
+    );
     assert.equal(stats.tokenRetention.length, 415);
-    assert.equal(stats.tokenRetention.reduce((a, x) => a + x, 0), layers * H * B - (method.includes('pyramid') ? 0 : 0));
-    for (let j = 415 - 32; j < 415; j++) assert.equal(stats.tokenRetention[j], layers * H, 'window tokens are kept everywhere');
+    assert.equal(
+      stats.tokenRetention.reduce((a, x) => a + x, 0),
+      layers * H * B - (method.includes('pyramid') ? 0 : 0),
+    );
+    for (let j = 415 - 32; j < 415; j++)
+      assert.equal(stats.tokenRetention[j], layers * H, 'window tokens are kept everywhere');
     if (method === 'streaming') {
       for (let j = 0; j < 4; j++) assert.equal(stats.tokenRetention[j], layers * H, 'sinks');
       assert.equal(stats.tokenRetention[4], 0);
@@ -93,17 +129,27 @@ test('statistics add up: budgets, bytes, retention map, every head keeps its win
   }
 });
 
-test('ada with alpha 1 keeps what snapkv keeps; alpha 0 retains at least uniform\'s mass on every layer', { skip }, async () => {
+test("ada with alpha 1 keeps what snapkv keeps; alpha 0 retains at least uniform's mass on every layer", {
+  skip,
+}, async () => {
   const snap = await compressed('snapkv', 0.25);
   const ada1 = await compressed('ada-snapkv', 0.25, { alpha: 1 });
-  assert.deepEqual(ada1.stats.layers.map((l) => l.heads), snap.stats.layers.map((l) => l.heads));
+  assert.deepEqual(
+    ada1.stats.layers.map((l) => l.heads),
+    snap.stats.layers.map((l) => l.heads),
+  );
   sameArray(ada1.logits, snap.logits, 'alpha 1 = snapkv');
   // Without pooling the allocation ranks by the very mass it is judged by (Theorem 3.3 applies exactly).
   const uni = await compressed('snapkv', 0.25, { kernel: 1 });
   const ada0 = await compressed('ada-snapkv', 0.25, { kernel: 1, alpha: 0 });
   const mass = (s: CompressionStats) => s.layers.map((l) => l.heads.reduce((a, h) => a + h.retainedMass, 0));
-  mass(ada0.stats).forEach((m, l) => assert.ok(m >= mass(uni.stats)[l] - 1e-6, `layer ${l}: ${m} < ${mass(uni.stats)[l]}`));
-  assert.ok(ada0.stats.layers.some((l) => new Set(l.heads.map((h) => h.kept)).size > 1), 'ada gives heads different budgets');
+  mass(ada0.stats).forEach((m, l) =>
+    assert.ok(m >= mass(uni.stats)[l] - 1e-6, `layer ${l}: ${m} < ${mass(uni.stats)[l]}`),
+  );
+  assert.ok(
+    ada0.stats.layers.some((l) => new Set(l.heads.map((h) => h.kept)).size > 1),
+    'ada gives heads different budgets',
+  );
   for (const x of [snap, ada1, uni, ada0]) x.s.dispose();
 });
 
@@ -113,9 +159,18 @@ test('edge cases: prefix within the window, budget within the window, the ratio 
   assert.equal(short.stats.compressed, false);
   assert.equal(short.stats.reason, 'prefix within the window');
   s.dispose();
-  assert.throws(() => model.createSession(opts).compress(prefix, { method: 'snapkv', budget: 32 }), (e: EngineError) => e.code === 'BUDGET_TOO_SMALL');
-  assert.throws(() => model.createSession(opts).compress(prefix, { method: 'snapkv' }), (e: EngineError) => e.code === 'INVALID_ARGUMENT');
-  assert.throws(() => model.createSession(opts).compress(prefix, { method: 'snapkv', budget: 0.5, kernel: 4 }), (e: EngineError) => e.code === 'INVALID_ARGUMENT');
+  assert.throws(
+    () => model.createSession(opts).compress(prefix, { method: 'snapkv', budget: 32 }),
+    (e: EngineError) => e.code === 'BUDGET_TOO_SMALL',
+  );
+  assert.throws(
+    () => model.createSession(opts).compress(prefix, { method: 'snapkv' }),
+    (e: EngineError) => e.code === 'INVALID_ARGUMENT',
+  );
+  assert.throws(
+    () => model.createSession(opts).compress(prefix, { method: 'snapkv', budget: 0.5, kernel: 4 }),
+    (e: EngineError) => e.code === 'INVALID_ARGUMENT',
+  );
   const clamp = await compressed('ada-snapkv', 0.01);
   assert.equal(clamp.stats.budgetClamped, true);
   assert.equal(clamp.stats.budget, 33);
@@ -124,17 +179,25 @@ test('edge cases: prefix within the window, budget within the window, the ratio 
   // compression needs an empty session
   const busy = model.createSession(opts);
   await busy.prefill([1, 2, 3]);
-  await assert.rejects(busy.compress(prefix, { method: 'snapkv', budget: 0.5 }), (e: EngineError) => e.code === 'NOT_EMPTY');
+  await assert.rejects(
+    busy.compress(prefix, { method: 'snapkv', budget: 0.5 }),
+    (e: EngineError) => e.code === 'NOT_EMPTY',
+  );
   busy.dispose();
 });
 
-test('appending after compression writes in place; truncate undoes it exactly; positions continue', { skip }, async () => {
+test('appending after compression writes in place; truncate undoes it exactly; positions continue', {
+  skip,
+}, async () => {
   const { s } = await compressed('ada-snapkv', 0.3);
   const lengths = s.memory().headLengths;
   const reserved = s.memory().bytesReserved;
   const first = await s.prefill(question);
   assert.equal(s.nPast, 415 + question.length, 'new tokens take positions after the whole prefix');
-  assert.deepEqual(s.memory().headLengths, lengths.map((l) => l.map((n) => n + question.length)));
+  assert.deepEqual(
+    s.memory().headLengths,
+    lengths.map((l) => l.map((n) => n + question.length)),
+  );
   assert.equal(s.memory().bytesReserved, reserved, 'a short question fits in the spare room: no re-layout');
   s.truncate(415);
   assert.deepEqual(s.memory().headLengths, lengths);
@@ -149,7 +212,8 @@ test('appending after compression writes in place; truncate undoes it exactly; p
 
 test('a fork does not disturb its origin', { skip }, async () => {
   const { s } = await compressed('ada-snapkv', 0.3);
-  const a = s.fork(), b = s.fork();
+  const a = s.fork(),
+    b = s.fork();
   await a.prefill(question);
   const ga = await a.generate({ n: 20, temperature: 0 });
   await b.prefill([1, 2, 3, 4, 5]);
@@ -164,13 +228,20 @@ test('save and load: identical next logits; damaged and foreign files are refuse
   const { s, stats } = await compressed('ada-pyramidkv', 0.3);
   const path = join(dir, 'doc.folio-kv');
   await s.save(path, JSON.stringify({ method: stats.method }));
-  assert.deepEqual(readdirSync(dir).filter((f) => f.includes('.tmp-')), [], 'no temporary file is left behind');
+  assert.deepEqual(
+    readdirSync(dir).filter((f) => f.includes('.tmp-')),
+    [],
+    'no temporary file is left behind',
+  );
   const next = await s.prefill(question);
   const { session: loaded, meta } = await model.loadSession(path, opts);
   assert.equal(JSON.parse(meta).method, 'ada-pyramidkv');
   assert.equal(loaded.nPast, 415);
   sameArray(loaded.tokens(), prefix, 'tokens');
-  assert.deepEqual(loaded.memory().headLengths, stats.layers.map((l) => l.heads.map((h) => h.kept)));
+  assert.deepEqual(
+    loaded.memory().headLengths,
+    stats.layers.map((l) => l.heads.map((h) => h.kept)),
+  );
   sameArray((await loaded.prefill(question)).logits, next.logits, 'logits after the question');
   loaded.dispose();
 
@@ -195,7 +266,10 @@ test('save and load: identical next logits; damaged and foreign files are refuse
   const otherPath = join(dir, 'other.gguf');
   writeRandomModel(otherPath, { seed: 3 });
   const other = await addon.loadModel(otherPath);
-  await assert.rejects(other.loadSession(path), (e: EngineError) => e.code === 'SESSION_FILE_MODEL' && /another model/.test(e.message));
+  await assert.rejects(
+    other.loadSession(path),
+    (e: EngineError) => e.code === 'SESSION_FILE_MODEL' && /another model/.test(e.message),
+  );
   other.dispose();
   // a failed save leaves nothing behind and the old file intact
   await assert.rejects(s.save(join(dir, 'no/such/dir/x.kv')), (e: EngineError) => e.code === 'SESSION_FILE_WRITE');

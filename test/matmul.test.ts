@@ -19,12 +19,31 @@ const ops: OpsBinding = loadAddon().ops;
 const isas = ops.isas();
 
 const T = {
-  F32: 0, F16: 1, Q4_0: 2, Q4_1: 3, Q5_0: 6, Q5_1: 7, Q8_0: 8, Q4_K: 12, Q5_K: 13, Q6_K: 14, BF16: 30,
+  F32: 0,
+  F16: 1,
+  Q4_0: 2,
+  Q4_1: 3,
+  Q5_0: 6,
+  Q5_1: 7,
+  Q8_0: 8,
+  Q4_K: 12,
+  Q5_K: 13,
+  Q6_K: 14,
+  BF16: 30,
 } as const;
 const NAME: Record<number, string> = Object.fromEntries(Object.entries(T).map(([k, v]) => [v, k]));
 const BLOCK: Record<number, number> = {
-  [T.F32]: 1, [T.F16]: 1, [T.BF16]: 1, [T.Q4_0]: 32, [T.Q4_1]: 32, [T.Q5_0]: 32, [T.Q5_1]: 32, [T.Q8_0]: 32,
-  [T.Q4_K]: 256, [T.Q5_K]: 256, [T.Q6_K]: 256,
+  [T.F32]: 1,
+  [T.F16]: 1,
+  [T.BF16]: 1,
+  [T.Q4_0]: 32,
+  [T.Q4_1]: 32,
+  [T.Q5_0]: 32,
+  [T.Q5_1]: 32,
+  [T.Q8_0]: 32,
+  [T.Q4_K]: 256,
+  [T.Q5_K]: 256,
+  [T.Q6_K]: 256,
 };
 const TYPES = Object.values(T);
 const U = 2 ** -24;
@@ -32,14 +51,17 @@ const U = 2 ** -24;
 function prng(seed: number) {
   let s = seed >>> 0 || 1;
   const next = () => {
-    s ^= s << 13; s >>>= 0;
+    s ^= s << 13;
+    s >>>= 0;
     s ^= s >>> 17;
-    s ^= s << 5; s >>>= 0;
+    s ^= s << 5;
+    s >>>= 0;
     return s;
   };
   return {
     normal() {
-      const u = (next() + 1) / 4294967297, v = next() / 4294967296;
+      const u = (next() + 1) / 4294967297,
+        v = next() / 4294967296;
       return Math.sqrt(-2 * Math.log(u)) * Math.cos(2 * Math.PI * v);
     },
   };
@@ -51,7 +73,13 @@ function randomFloats(n: number, r: ReturnType<typeof prng>, scale = 1): Float32
   return x;
 }
 
-interface Case { rows: number; cols: number; n: number; w: Uint8Array; x: Float32Array }
+interface Case {
+  rows: number;
+  cols: number;
+  n: number;
+  w: Uint8Array;
+  x: Float32Array;
+}
 
 /** Weights: random normal rows quantized to `type` (varied magnitudes per row); activations likewise. */
 function makeCase(type: number, rows: number, blocks: number, n: number, seed: number): Case {
@@ -68,7 +96,9 @@ function reference(type: number, c: Case) {
   const xt = ops.vecDotType(type);
   const rb = c.w.length / c.rows;
   const wRows = Array.from({ length: c.rows }, (_, i) => c.w.subarray(i * rb, (i + 1) * rb));
-  const xq = Array.from({ length: c.n }, (_, t) => ops.quantize(xt, c.x.subarray(t * c.cols, (t + 1) * c.cols), 'scalar'));
+  const xq = Array.from({ length: c.n }, (_, t) =>
+    ops.quantize(xt, c.x.subarray(t * c.cols, (t + 1) * c.cols), 'scalar'),
+  );
   const wd = wRows.map((w) => ops.dequantize(type, w, c.cols, 'scalar'));
   const xd = xq.map((x) => ops.dequantize(xt, x, c.cols, 'scalar'));
   const block = BLOCK[type] === 1 ? 1 : BLOCK[type];
@@ -81,7 +111,8 @@ function reference(type: number, c: Case) {
     }
     return out;
   });
-  const y = new Float32Array(c.n * c.rows), mag = new Float64Array(c.n * c.rows);
+  const y = new Float32Array(c.n * c.rows),
+    mag = new Float64Array(c.n * c.rows);
   for (let t = 0; t < c.n; t++) {
     for (let i = 0; i < c.rows; i++) {
       y[t * c.rows + i] = ops.vecDot(type, wRows[i], xq[t], c.cols, 'scalar');
@@ -101,15 +132,24 @@ function checkClose(type: number, c: Case, got: Float32Array, ref: ReturnType<ty
     const tol = f * ref.mag[i];
     const d = Math.abs(got[i] - ref.y[i]);
     if (!(d <= tol)) {
-      assert.fail(`${what}: output ${i} (token ${Math.floor(i / c.rows)}, row ${i % c.rows}) = ${got[i]}, ` +
-        `reference ${ref.y[i]}, difference ${d} > ${tol}`);
+      assert.fail(
+        `${what}: output ${i} (token ${Math.floor(i / c.rows)}, row ${i % c.rows}) = ${got[i]}, ` +
+          `reference ${ref.y[i]}, difference ${d} > ${tol}`,
+      );
     }
   }
 }
 
 // rows × blocks × tokens: single row / token, tails of every tile shape, several blocks of rows.
 const SHAPES: [number, number, number][] = [
-  [1, 1, 1], [1, 3, 5], [5, 1, 2], [2, 2, 3], [7, 2, 4], [13, 3, 9], [37, 2, 17], [66, 1, 6],
+  [1, 1, 1],
+  [1, 3, 5],
+  [5, 1, 2],
+  [2, 2, 3],
+  [7, 2, 4],
+  [13, 3, 9],
+  [37, 2, 17],
+  [66, 1, 6],
 ];
 const FLOAT_COLS = [1, 7, 33, 100];
 
@@ -117,9 +157,8 @@ describe('matmul: every ISA and path against vec_dot one (row, token) at a time'
   for (const type of TYPES) {
     test(`${NAME[type]}`, () => {
       let seed = 100 * type + 1;
-      const shapes: [number, number, number][] = BLOCK[type] === 1
-        ? SHAPES.map(([rows, , n], i) => [rows, FLOAT_COLS[i % FLOAT_COLS.length], n])
-        : SHAPES;
+      const shapes: [number, number, number][] =
+        BLOCK[type] === 1 ? SHAPES.map(([rows, , n], i) => [rows, FLOAT_COLS[i % FLOAT_COLS.length], n]) : SHAPES;
       for (const [rows, blocks, n] of shapes) {
         const c = makeCase(type, rows, blocks, n, seed++);
         const ref = reference(type, c);
@@ -129,11 +168,18 @@ describe('matmul: every ISA and path against vec_dot one (row, token) at a time'
             // The vec_dot path must be vecDot exactly (same kernels, same activations).
             const vd = ops.matmul(type, c.w, rows, c.cols, c.x, n, isa, threads, 'vecdot');
             for (let i = 0; i < vd.length; i++) {
-              const t = Math.floor(i / rows), r = i % rows;
+              const t = Math.floor(i / rows),
+                r = i % rows;
               const want = isa === 'scalar' ? ref.y[i] : ops.vecDot(type, ref.wRows[r], ref.xq[t], c.cols, isa);
               assert.equal(vd[i], Math.fround(want), `${shape} vecdot output ${i}`);
             }
-            checkClose(type, c, ops.matmul(type, c.w, rows, c.cols, c.x, n, isa, threads, 'blocked'), ref, `${shape} blocked`);
+            checkClose(
+              type,
+              c,
+              ops.matmul(type, c.w, rows, c.cols, c.x, n, isa, threads, 'blocked'),
+              ref,
+              `${shape} blocked`,
+            );
             checkClose(type, c, ops.matmul(type, c.w, rows, c.cols, c.x, n, isa, threads), ref, `${shape} auto`);
           }
         }

@@ -62,11 +62,16 @@ async function compare(name: string, opts: RandomModelOptions) {
   }
   const ref = referenceForward(path, prompt);
   const V = model.info().nVocab;
-  let num = 0, den = 0, maxAbs = 0, argmaxAgree = 0;
+  let num = 0,
+    den = 0,
+    maxAbs = 0,
+    argmaxAgree = 0;
   for (let p = 0; p < prompt.length; p++) {
-    let best = 0, refBest = 0;
+    let best = 0,
+      refBest = 0;
     for (let i = 0; i < V; i++) {
-      const a = logits[p * V + i], b = ref[p][i];
+      const a = logits[p * V + i],
+        b = ref[p][i];
       num += (a - b) ** 2;
       den += b * b;
       maxAbs = Math.max(maxAbs, Math.abs(a - b));
@@ -109,11 +114,15 @@ if (!process.env.FOLIO_ISA && loadAddon().ops.isas().includes('avx512')) {
   test('random K-quant models on the AVX2 kernels (repacked Q4_K and Q6_K) agree too', () => {
     const names = ['llama-Q4_K', 'llama-Q6_K', 'qwen2-Q4_K', 'qwen3-headdim128-Q6_K'];
     const env: NodeJS.ProcessEnv = { ...process.env, FOLIO_ISA: 'avx2', FOLIO_RANDOM_ONLY: names.join(',') };
-    delete env.NODE_TEST_CONTEXT;  // else the child reports to this runner's protocol instead of stdout
-    const r = spawnSync(process.execPath, ['--import', 'tsx', '--test-reporter', 'tap', fileURLToPath(import.meta.url)], {
-      env,
-      encoding: 'utf8',
-    });
+    delete env.NODE_TEST_CONTEXT; // else the child reports to this runner's protocol instead of stdout
+    const r = spawnSync(
+      process.execPath,
+      ['--import', 'tsx', '--test-reporter', 'tap', fileURLToPath(import.meta.url)],
+      {
+        env,
+        encoding: 'utf8',
+      },
+    );
     assert.equal(r.status, 0, r.stdout + r.stderr);
     assert.match(r.stdout, new RegExp(`# pass ${names.length}\\b`));
   });

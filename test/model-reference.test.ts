@@ -32,7 +32,8 @@ let relative = false; // set per model: see the needle-llama suite below
 function maxAbsDiff(a: ArrayLike<number>, b: ArrayLike<number>): number {
   assert.equal(a.length, b.length);
   let m = 0;
-  for (let i = 0; i < a.length; i++) m = Math.max(m, Math.abs(a[i] - b[i]) / (relative ? Math.max(1, Math.abs(b[i])) : 1));
+  for (let i = 0; i < a.length; i++)
+    m = Math.max(m, Math.abs(a[i] - b[i]) / (relative ? Math.max(1, Math.abs(b[i])) : 1));
   return m;
 }
 

@@ -12,8 +12,20 @@ const isas = ops.isas();
 
 // ggml type ids, elements per block, bytes per block.
 const T = {
-  F32: 0, F16: 1, Q4_0: 2, Q4_1: 3, Q5_0: 6, Q5_1: 7, Q8_0: 8, Q8_1: 9,
-  Q2_K: 10, Q4_K: 12, Q5_K: 13, Q6_K: 14, Q8_K: 15, BF16: 30,
+  F32: 0,
+  F16: 1,
+  Q4_0: 2,
+  Q4_1: 3,
+  Q5_0: 6,
+  Q5_1: 7,
+  Q8_0: 8,
+  Q8_1: 9,
+  Q2_K: 10,
+  Q4_K: 12,
+  Q5_K: 13,
+  Q6_K: 14,
+  Q8_K: 15,
+  BF16: 30,
 } as const;
 const LAYOUT: Record<number, { name: string; block: number; bytes: number }> = {
   [T.F32]: { name: 'F32', block: 1, bytes: 4 },
@@ -34,8 +46,17 @@ const WEIGHT_TYPES = [T.F32, T.F16, T.BF16, T.Q4_0, T.Q4_1, T.Q5_0, T.Q5_1, T.Q8
 const ACTIVATION_TYPES = [T.F32, T.F16, T.BF16, T.Q8_0, T.Q8_1, T.Q8_K];
 const ALL_TYPES = [...WEIGHT_TYPES, T.Q8_1, T.Q8_K];
 const VEC_DOT_TYPE: Record<number, number> = {
-  [T.F32]: T.F32, [T.F16]: T.F16, [T.BF16]: T.BF16, [T.Q4_0]: T.Q8_0, [T.Q5_0]: T.Q8_0, [T.Q8_0]: T.Q8_0,
-  [T.Q4_1]: T.Q8_1, [T.Q5_1]: T.Q8_1, [T.Q4_K]: T.Q8_K, [T.Q5_K]: T.Q8_K, [T.Q6_K]: T.Q8_K,
+  [T.F32]: T.F32,
+  [T.F16]: T.F16,
+  [T.BF16]: T.BF16,
+  [T.Q4_0]: T.Q8_0,
+  [T.Q5_0]: T.Q8_0,
+  [T.Q8_0]: T.Q8_0,
+  [T.Q4_1]: T.Q8_1,
+  [T.Q5_1]: T.Q8_1,
+  [T.Q4_K]: T.Q8_K,
+  [T.Q5_K]: T.Q8_K,
+  [T.Q6_K]: T.Q8_K,
 };
 const name = (t: number) => LAYOUT[t].name;
 
@@ -45,9 +66,11 @@ const name = (t: number) => LAYOUT[t].name;
 function prng(seed: number) {
   let s = seed >>> 0 || 1;
   const next = () => {
-    s ^= s << 13; s >>>= 0;
+    s ^= s << 13;
+    s >>>= 0;
     s ^= s >>> 17;
-    s ^= s << 5; s >>>= 0;
+    s ^= s << 5;
+    s >>>= 0;
     return s;
   };
   return {
@@ -55,7 +78,8 @@ function prng(seed: number) {
     int: (lo: number, hi: number) => lo + (next() % (hi - lo + 1)), // inclusive
     float: () => next() / 4294967296,
     normal() {
-      const u = (next() + 1) / 4294967297, v = next() / 4294967296;
+      const u = (next() + 1) / 4294967297,
+        v = next() / 4294967296;
       return Math.sqrt(-2 * Math.log(u)) * Math.cos(2 * Math.PI * v);
     },
   };
@@ -63,14 +87,19 @@ function prng(seed: number) {
 type Rng = ReturnType<typeof prng>;
 
 function f16(h: number): number {
-  const sign = h & 0x8000 ? -1 : 1, exp = (h >> 10) & 31, mant = h & 1023;
+  const sign = h & 0x8000 ? -1 : 1,
+    exp = (h >> 10) & 31,
+    mant = h & 1023;
   if (exp === 0) return sign * mant * 2 ** -24;
   if (exp === 31) return mant ? NaN : sign * Infinity;
   return sign * (1 + mant / 1024) * 2 ** (exp - 15);
 }
 const u16 = (b: Uint8Array, o: number) => b[o] | (b[o + 1] << 8);
 const i8 = (v: number) => (v << 24) >> 24;
-const put16 = (b: Uint8Array, o: number, v: number) => { b[o] = v & 255; b[o + 1] = (v >> 8) & 255; };
+const put16 = (b: Uint8Array, o: number, v: number) => {
+  b[o] = v & 255;
+  b[o + 1] = (v >> 8) & 255;
+};
 const bits = (a: Float32Array) => new Uint32Array(a.buffer, a.byteOffset, a.length);
 
 // An fp16 of moderate magnitude (2^(emin-15) .. 2^(emax-14)): no NaN, inf or subnormal.
@@ -94,13 +123,29 @@ function randomRow(type: number, n: number, r: Rng): Uint8Array {
   for (let ib = 0; ib < nb; ib++) {
     const o = ib * bytes;
     switch (type) {
-      case T.F32: dv.setFloat32(o, r.normal() * 2, true); break;
-      case T.F16: put16(out, o, saneF16(r, 5, 20)); break;
-      case T.BF16: put16(out, o, (r.u32() & 0x8000) | ((r.int(118, 132)) << 7) | r.int(0, 127)); break;
-      case T.Q4_0: case T.Q5_0: put16(out, o, saneF16(r)); break;
-      case T.Q4_1: case T.Q5_1: case T.Q4_K: case T.Q5_K:
-        put16(out, o, saneF16(r)); put16(out, o + 2, saneF16(r)); break;
-      case T.Q6_K: put16(out, o + 208, saneF16(r)); break;
+      case T.F32:
+        dv.setFloat32(o, r.normal() * 2, true);
+        break;
+      case T.F16:
+        put16(out, o, saneF16(r, 5, 20));
+        break;
+      case T.BF16:
+        put16(out, o, (r.u32() & 0x8000) | (r.int(118, 132) << 7) | r.int(0, 127));
+        break;
+      case T.Q4_0:
+      case T.Q5_0:
+        put16(out, o, saneF16(r));
+        break;
+      case T.Q4_1:
+      case T.Q5_1:
+      case T.Q4_K:
+      case T.Q5_K:
+        put16(out, o, saneF16(r));
+        put16(out, o + 2, saneF16(r));
+        break;
+      case T.Q6_K:
+        put16(out, o + 208, saneF16(r));
+        break;
       case T.Q8_0:
         put16(out, o, saneF16(r));
         for (let i = 0; i < 32; i++) out[o + 2 + i] = q8(r);
@@ -109,7 +154,10 @@ function randomRow(type: number, n: number, r: Rng): Uint8Array {
         const d = saneF16(r);
         put16(out, o, d);
         let sum = 0;
-        for (let i = 0; i < 32; i++) { out[o + 4 + i] = q8(r); sum += i8(out[o + 4 + i]); }
+        for (let i = 0; i < 32; i++) {
+          out[o + 4 + i] = q8(r);
+          sum += i8(out[o + 4 + i]);
+        }
         put16(out, o + 2, roundF16(sum * f16(d)));
         break;
       }
@@ -117,7 +165,10 @@ function randomRow(type: number, n: number, r: Rng): Uint8Array {
         dv.setFloat32(o, (r.u32() & 1 ? -1 : 1) * (0.001 + r.float()) * 2 ** -r.int(0, 7), true);
         for (let g = 0; g < 16; g++) {
           let sum = 0;
-          for (let i = 0; i < 16; i++) { out[o + 4 + 16 * g + i] = q8(r); sum += i8(out[o + 4 + 16 * g + i]); }
+          for (let i = 0; i < 16; i++) {
+            out[o + 4 + 16 * g + i] = q8(r);
+            sum += i8(out[o + 4 + 16 * g + i]);
+          }
           dv.setInt16(o + 260 + 2 * g, sum, true);
         }
         break;
@@ -136,15 +187,22 @@ function randomFloats(n: number, r: Rng, scale = 1): Float32Array {
 /** float64 Σ w·x over dequantized values (scalar dequantize), plus Σ|w·x| for tolerances. */
 function exactDot(type: number, w: Uint8Array, x: Uint8Array, n: number) {
   const xt = VEC_DOT_TYPE[type];
-  const wd = ops.dequantize(type, w, n, 'scalar'), xd = ops.dequantize(xt, x, n, 'scalar');
-  let sum = 0, mag = 0;
-  for (let i = 0; i < n; i++) { sum += wd[i] * xd[i]; mag += Math.abs(wd[i] * xd[i]); }
+  const wd = ops.dequantize(type, w, n, 'scalar'),
+    xd = ops.dequantize(xt, x, n, 'scalar');
+  let sum = 0,
+    mag = 0;
+  for (let i = 0; i < n; i++) {
+    sum += wd[i] * xd[i];
+    mag += Math.abs(wd[i] * xd[i]);
+  }
   if (xt === T.Q8_1) {
     // The format computes the offset term as m·s with s = fp16(d·Σq) stored in the activation block,
     // not m·d·Σq; the reference follows the format.
     const wb = LAYOUT[type].bytes;
     for (let ib = 0; ib < n / 32; ib++) {
-      const m = f16(u16(w, ib * wb + 2)), d = f16(u16(x, ib * 36)), s = f16(u16(x, ib * 36 + 2));
+      const m = f16(u16(w, ib * wb + 2)),
+        d = f16(u16(x, ib * 36)),
+        s = f16(u16(x, ib * 36 + 2));
       let q = 0;
       for (let i = 0; i < 32; i++) q += i8(x[ib * 36 + 4 + i]);
       sum += m * (s - d * q);
@@ -180,7 +238,7 @@ describe('quant: ISAs and types', () => {
     if (process.arch === 'arm64') assert.ok(isas.includes('neon'));
   });
 
-  test('vecDotType is ggml\'s vec_dot_type', () => {
+  test("vecDotType is ggml's vec_dot_type", () => {
     for (const t of WEIGHT_TYPES) assert.equal(ops.vecDotType(t), VEC_DOT_TYPE[t], name(t));
   });
 });
@@ -220,9 +278,10 @@ describe('quant: every ISA against the scalar reference', () => {
     // Exact half-way products (x * 127 / amax = k + 0.5), an all-zero block, and Q8_K's sign tie
     // (+a and -a both present: the first decides the sign of d).
     const x = new Float32Array(512);
-    for (let i = 0; i < 256; i++) x[i] = ((i % 64) - 32) + 0.5;
+    for (let i = 0; i < 256; i++) x[i] = (i % 64) - 32 + 0.5;
     x[0] = 127;
-    x[300] = -3; x[400] = 3;
+    x[300] = -3;
+    x[400] = 3;
     for (const type of ACTIVATION_TYPES) {
       const ref = ops.quantize(type, x, 'scalar');
       for (const isa of isas) assert.deepEqual(ops.quantize(type, x, isa), ref, `${name(type)} ${isa}`);
@@ -238,7 +297,8 @@ describe('quant: every ISA against the scalar reference', () => {
       const xt = VEC_DOT_TYPE[type];
       for (const n of counts(type)) {
         for (let rep = 0; rep < 3; rep++) {
-          const w = randomRow(type, n, r), x = randomRow(xt, n, r);
+          const w = randomRow(type, n, r),
+            x = randomRow(xt, n, r);
           const { sum, mag } = exactDot(type, w, x, n);
           const ref = ops.vecDot(type, w, x, n, 'scalar');
           assert.ok(Math.abs(ref - sum) <= DOT_TOL * mag, `${name(type)} scalar n=${n}: ${ref} vs ${sum}`);
@@ -254,7 +314,8 @@ describe('quant: every ISA against the scalar reference', () => {
       test('Q8_0 weights may hold -128 (only activations are limited to ±127)', () => {
         const r = prng(3500);
         const n = 17 * 32;
-        const w = randomRow(T.Q8_0, n, r), x = randomRow(T.Q8_0, n, r);
+        const w = randomRow(T.Q8_0, n, r),
+          x = randomRow(T.Q8_0, n, r);
         for (let ib = 0; ib < n / 32; ib++) for (let i = 0; i < 32; i += 3) w[ib * 34 + 2 + i] = 0x80;
         const { sum, mag } = exactDot(T.Q8_0, w, x, n);
         for (const isa of isas) {
@@ -300,7 +361,11 @@ describe('quant: quantize → dequantize error bounds', () => {
   };
   // K-quants: [RMS error / RMS, max error / amax] per super-block. Our quantizer reaches about 0.08/0.095
   // (Q4_K), 0.04/0.05 (Q5_K) and 0.02/0.024 (Q6_K) on these inputs.
-  const K_BOUNDS: Record<number, [number, number]> = { [T.Q4_K]: [0.1, 0.15], [T.Q5_K]: [0.05, 0.08], [T.Q6_K]: [0.025, 0.04] };
+  const K_BOUNDS: Record<number, [number, number]> = {
+    [T.Q4_K]: [0.1, 0.15],
+    [T.Q5_K]: [0.05, 0.08],
+    [T.Q6_K]: [0.025, 0.04],
+  };
   const amaxOf = (b: Float32Array) => b.reduce((m, v) => Math.max(m, Math.abs(v)), 0);
   const minOf = (b: Float32Array) => b.reduce((m, v) => Math.min(m, v), Infinity);
   const rangeOf = (b: Float32Array) => b.reduce((m, v) => Math.max(m, v), -Infinity) - minOf(b);
@@ -310,7 +375,12 @@ describe('quant: quantize → dequantize error bounds', () => {
       const r = prng(5000 + type);
       const { block } = LAYOUT[type];
       for (const n of counts(type)) {
-        for (const [scale, offset] of [[1, 0], [0.01, 0], [50, 0], [1, 3]]) {
+        for (const [scale, offset] of [
+          [1, 0],
+          [0.01, 0],
+          [50, 0],
+          [1, 3],
+        ]) {
           const x = randomFloats(n, r, scale).map((v) => v + offset);
           for (const isa of isas) {
             const y = ops.dequantize(type, ops.quantize(type, x, isa), n, isa);
@@ -320,14 +390,21 @@ describe('quant: quantize → dequantize error bounds', () => {
               const rel = type === T.F16 ? 2 ** -11 : 2 ** -8;
               // half an ulp of the format; F16 subnormals (below 2^-14) have a fixed step of 2^-24
               for (let i = 0; i < n; i++) {
-                assert.ok(Math.abs(y[i] - x[i]) <= Math.max(rel * Math.abs(x[i]), 2 ** -25), `${name(type)} ${x[i]} -> ${y[i]}`);
+                assert.ok(
+                  Math.abs(y[i] - x[i]) <= Math.max(rel * Math.abs(x[i]), 2 ** -25),
+                  `${name(type)} ${x[i]} -> ${y[i]}`,
+                );
               }
             } else if (blockBound[type]) {
               for (let b = 0; b < n / block; b++) {
-                const xb = x.subarray(b * block, (b + 1) * block), yb = y.subarray(b * block, (b + 1) * block);
+                const xb = x.subarray(b * block, (b + 1) * block),
+                  yb = y.subarray(b * block, (b + 1) * block);
                 const bound = blockBound[type](xb);
                 for (let i = 0; i < block; i++) {
-                  assert.ok(Math.abs(xb[i] - yb[i]) <= bound, `${name(type)} ${isa} block ${b}[${i}]: ${xb[i]} -> ${yb[i]}, bound ${bound}`);
+                  assert.ok(
+                    Math.abs(xb[i] - yb[i]) <= bound,
+                    `${name(type)} ${isa} block ${b}[${i}]: ${xb[i]} -> ${yb[i]}, bound ${bound}`,
+                  );
                 }
               }
             } else {
@@ -335,10 +412,15 @@ describe('quant: quantize → dequantize error bounds', () => {
               // RMS error relative to the super-block's RMS, and the largest error relative to its amax.
               const [rmsMax, maxRel] = K_BOUNDS[type];
               for (let b = 0; b < n / block; b++) {
-                const xb = x.subarray(b * block, (b + 1) * block), yb = y.subarray(b * block, (b + 1) * block);
-                let se = 0, sx = 0, emax = 0;
+                const xb = x.subarray(b * block, (b + 1) * block),
+                  yb = y.subarray(b * block, (b + 1) * block);
+                let se = 0,
+                  sx = 0,
+                  emax = 0;
                 for (let i = 0; i < block; i++) {
-                  se += (xb[i] - yb[i]) ** 2; sx += xb[i] ** 2; emax = Math.max(emax, Math.abs(xb[i] - yb[i]));
+                  se += (xb[i] - yb[i]) ** 2;
+                  sx += xb[i] ** 2;
+                  emax = Math.max(emax, Math.abs(xb[i] - yb[i]));
                 }
                 assert.ok(Math.sqrt(se / sx) <= rmsMax, `${name(type)} rms error ${Math.sqrt(se / sx)}`);
                 assert.ok(emax <= maxRel * amaxOf(xb), `${name(type)} max error ${emax} of amax ${amaxOf(xb)}`);
@@ -355,7 +437,10 @@ describe('quant: quantize → dequantize error bounds', () => {
       const n = LAYOUT[type].block === 1 ? 8 : LAYOUT[type].block;
       for (const isa of isas) {
         const y = ops.dequantize(type, ops.quantize(type, new Float32Array(n), isa), n, isa);
-        assert.ok(y.every((v) => v === 0), `${name(type)} ${isa}`);
+        assert.ok(
+          y.every((v) => v === 0),
+          `${name(type)} ${isa}`,
+        );
       }
     }
   });
@@ -380,54 +465,91 @@ describe('quant: known-answer blocks', () => {
   test('F32, F16, BF16', () => {
     checkDequant(T.F32, [0, 0, 0xc0, 0x3f, 0, 0, 0, 0xc0], [1.5, -2]);
     // 0x3c00 = 1, 0xc000 = -2, 0x3555 = 1 + 341/1024 divided by 4, 0x0001 = 2^-24, 0x7bff = 65504
-    checkDequant(T.F16, [0x00, 0x3c, 0x00, 0xc0, 0x55, 0x35, 0x01, 0x00, 0xff, 0x7b],
-      [1, -2, (1 + 341 / 1024) / 4, 2 ** -24, 65504]);
+    checkDequant(
+      T.F16,
+      [0x00, 0x3c, 0x00, 0xc0, 0x55, 0x35, 0x01, 0x00, 0xff, 0x7b],
+      [1, -2, (1 + 341 / 1024) / 4, 2 ** -24, 65504],
+    );
     // 0x3f80 = 1, 0xc040 = -3, 0x4049 = 3.140625
     checkDequant(T.BF16, [0x80, 0x3f, 0x40, 0xc0, 0x49, 0x40], [1, -3, 3.140625]);
   });
 
   test('Q8_0 and Q8_1', () => {
     // d = 0x3800 = 0.5, qs[i] = i - 16
-    checkDequant(T.Q8_0, [0x00, 0x38, ...range(32, (i) => (i - 16) & 255)], range(32, (i) => (i - 16) * 0.5));
+    checkDequant(
+      T.Q8_0,
+      [0x00, 0x38, ...range(32, (i) => (i - 16) & 255)],
+      range(32, (i) => (i - 16) * 0.5),
+    );
     // d = 0x3400 = 0.25, s ignored by dequantize, qs[i] = 100 - 7i
-    checkDequant(T.Q8_1, [0x00, 0x34, 0x12, 0x34, ...range(32, (i) => (100 - 7 * i) & 255)],
-      range(32, (i) => (100 - 7 * i) * 0.25));
+    checkDequant(
+      T.Q8_1,
+      [0x00, 0x34, 0x12, 0x34, ...range(32, (i) => (100 - 7 * i) & 255)],
+      range(32, (i) => (100 - 7 * i) * 0.25),
+    );
   });
 
   test('Q4_0 and Q4_1', () => {
     // d = 0x4000 = 2; byte j = j (low nibble: element j) | (15 - j) << 4 (element j + 16); x = d (q - 8)
     const qs = range(16, (j) => j | ((15 - j) << 4));
-    checkDequant(T.Q4_0, [0x00, 0x40, ...qs],
-      [-16, -14, -12, -10, -8, -6, -4, -2, 0, 2, 4, 6, 8, 10, 12, 14, 14, 12, 10, 8, 6, 4, 2, 0, -2, -4, -6, -8, -10, -12, -14, -16]);
+    checkDequant(
+      T.Q4_0,
+      [0x00, 0x40, ...qs],
+      [
+        -16, -14, -12, -10, -8, -6, -4, -2, 0, 2, 4, 6, 8, 10, 12, 14, 14, 12, 10, 8, 6, 4, 2, 0, -2, -4, -6, -8, -10,
+        -12, -14, -16,
+      ],
+    );
     // d = 0x3800 = 0.5, m = 0xbc00 = -1; x = d q + m
-    checkDequant(T.Q4_1, [0x00, 0x38, 0x00, 0xbc, ...qs],
-      [-1, -0.5, 0, 0.5, 1, 1.5, 2, 2.5, 3, 3.5, 4, 4.5, 5, 5.5, 6, 6.5, 6.5, 6, 5.5, 5, 4.5, 4, 3.5, 3, 2.5, 2, 1.5, 1, 0.5, 0, -0.5, -1]);
+    checkDequant(
+      T.Q4_1,
+      [0x00, 0x38, 0x00, 0xbc, ...qs],
+      [
+        -1, -0.5, 0, 0.5, 1, 1.5, 2, 2.5, 3, 3.5, 4, 4.5, 5, 5.5, 6, 6.5, 6.5, 6, 5.5, 5, 4.5, 4, 3.5, 3, 2.5, 2, 1.5,
+        1, 0.5, 0, -0.5, -1,
+      ],
+    );
   });
 
   test('Q5_0 and Q5_1', () => {
     // Q5_0: d = 0x3c00 = 1; qh = 0x80f0000f (bytes 0f 00 f0 80): bits 0-3, 20-23 and 31 set;
     // qs[j] = j | j << 4. Element j = j + 16·bit j - 16; element 16 + j = j + 16·bit(16 + j) - 16.
-    checkDequant(T.Q5_0, [0x00, 0x3c, 0x0f, 0x00, 0xf0, 0x80, ...range(16, (j) => j | (j << 4))],
-      [0, 1, 2, 3, -12, -11, -10, -9, -8, -7, -6, -5, -4, -3, -2, -1,
-        -16, -15, -14, -13, 4, 5, 6, 7, -8, -7, -6, -5, -4, -3, -2, 15]);
+    checkDequant(
+      T.Q5_0,
+      [0x00, 0x3c, 0x0f, 0x00, 0xf0, 0x80, ...range(16, (j) => j | (j << 4))],
+      [
+        0, 1, 2, 3, -12, -11, -10, -9, -8, -7, -6, -5, -4, -3, -2, -1, -16, -15, -14, -13, 4, 5, 6, 7, -8, -7, -6, -5,
+        -4, -3, -2, 15,
+      ],
+    );
     // Q5_1: d = 0x3800 = 0.5, m = 0x4000 = 2; qh bits 0 and 16 (bytes 01 00 01 00);
     // qs[j] = (15 - j) | j << 4. Element 0 = (15 + 16)/2 + 2, element 16 = (0 + 16)/2 + 2.
-    checkDequant(T.Q5_1, [0x00, 0x38, 0x00, 0x40, 0x01, 0x00, 0x01, 0x00, ...range(16, (j) => (15 - j) | (j << 4))],
-      [17.5, 9, 8.5, 8, 7.5, 7, 6.5, 6, 5.5, 5, 4.5, 4, 3.5, 3, 2.5, 2,
-        10, 2.5, 3, 3.5, 4, 4.5, 5, 5.5, 6, 6.5, 7, 7.5, 8, 8.5, 9, 9.5]);
+    checkDequant(
+      T.Q5_1,
+      [0x00, 0x38, 0x00, 0x40, 0x01, 0x00, 0x01, 0x00, ...range(16, (j) => (15 - j) | (j << 4))],
+      [
+        17.5, 9, 8.5, 8, 7.5, 7, 6.5, 6, 5.5, 5, 4.5, 4, 3.5, 3, 2.5, 2, 10, 2.5, 3, 3.5, 4, 4.5, 5, 5.5, 6, 6.5, 7,
+        7.5, 8, 8.5, 9, 9.5,
+      ],
+    );
   });
 
   test('Q8_K', () => {
     // d = 0.125 (f32 0x3e000000), qs[i] = i % 255 - 127, bsums not used by dequantize
     const bytes = [0, 0, 0, 0x3e, ...range(256, (i) => ((i % 255) - 127) & 255), ...range(32, () => 0)];
-    checkDequant(T.Q8_K, bytes, range(256, (i) => ((i % 255) - 127) * 0.125));
+    checkDequant(
+      T.Q8_K,
+      bytes,
+      range(256, (i) => ((i % 255) - 127) * 0.125),
+    );
   });
 
   // Q4_K / Q5_K scales: sc = [1, 2, 3, 4, 33, 47, 60, 63], m = [0, 5, 10, 63, 16, 31, 32, 48], packed as
   //   bytes 0-3:  sc[0..3] | (sc[4..7] >> 4) << 6  = 0x81 0x82 0xc3 0xc4
   //   bytes 4-7:  m[0..3]  | (m[4..7] >> 4) << 6   = 0x40 0x45 0x8a 0xff
   //   bytes 8-11: (sc[4..7] & 15) | (m[4..7] & 15) << 4 = 0x01 0xff 0x0c 0x0f
-  const SC = [1, 2, 3, 4, 33, 47, 60, 63], MN = [0, 5, 10, 63, 16, 31, 32, 48];
+  const SC = [1, 2, 3, 4, 33, 47, 60, 63],
+    MN = [0, 5, 10, 63, 16, 31, 32, 48];
   const KSCALES = [0x81, 0x82, 0xc3, 0xc4, 0x40, 0x45, 0x8a, 0xff, 0x01, 0xff, 0x0c, 0x0f];
   const K_QS = range(128, (i) => (i & 15) | (((i >> 3) & 15) << 4));
 
@@ -449,10 +571,17 @@ describe('quant: known-answer blocks', () => {
       [255, 921], // sub-block 7, qs[127] >> 4 = 15: 63·15 - 24
     ];
     for (const [i, v] of spots) expect[i] = v;
-    checkDequant(T.Q4_K, bytes, expect, spots.map(([i]) => i));
+    checkDequant(
+      T.Q4_K,
+      bytes,
+      expect,
+      spots.map(([i]) => i),
+    );
     // every element from the layout
     for (let i = 0; i < 256; i++) {
-      const j = i >> 5, c = j >> 1, l = i & 31;
+      const j = i >> 5,
+        c = j >> 1,
+        l = i & 31;
       const q = j & 1 ? K_QS[32 * c + l] >> 4 : K_QS[32 * c + l] & 15;
       expect[i] = SC[j] * q - 0.5 * MN[j];
     }
@@ -473,9 +602,16 @@ describe('quant: known-answer blocks', () => {
       [227, 732], // sub-block 7: qs[99] >> 4 = 12, qh[3] bit 7 = 0; 63·12 - 24
     ];
     for (const [i, v] of spots) expect[i] = v;
-    checkDequant(T.Q5_K, bytes, expect, spots.map(([i]) => i));
+    checkDequant(
+      T.Q5_K,
+      bytes,
+      expect,
+      spots.map(([i]) => i),
+    );
     for (let i = 0; i < 256; i++) {
-      const j = i >> 5, c = j >> 1, l = i & 31;
+      const j = i >> 5,
+        c = j >> 1,
+        l = i & 31;
       const q = (j & 1 ? K_QS[32 * c + l] >> 4 : K_QS[32 * c + l] & 15) + 16 * ((QH[l] >> j) & 1);
       expect[i] = SC[j] * q - 0.5 * MN[j];
     }
@@ -486,7 +622,8 @@ describe('quant: known-answer blocks', () => {
     // ql[i] = i, qh[i] = 5i mod 256, scales = [1, -1, 2, -2, ..., 7, -7, 127, -128], d = 0x3800 = 0.5 (at
     // the end). In half h, element 128h + l + 32k takes bits from ql[64h + l (+32 for k odd)] (low
     // nibble for k < 2, high for k >= 2) and bits 2k..2k+1 of qh[32h + l]; x = d·sc[e/16]·(q - 32).
-    const QL = range(128, (i) => i), QH = range(64, (i) => (5 * i) & 255);
+    const QL = range(128, (i) => i),
+      QH = range(64, (i) => (5 * i) & 255);
     const SC6 = [1, -1, 2, -2, 3, -3, 4, -4, 5, -5, 6, -6, 7, -7, 127, -128];
     const bytes = [...QL, ...QH, ...SC6.map((s) => s & 255), 0x00, 0x38];
     const expect = new Float64Array(256);
@@ -500,9 +637,16 @@ describe('quant: known-answer blocks', () => {
       [255, 1600], // group 15 (sc -128): ql[127] >> 4 = 7, (qh[63] = 59 >> 6) & 3 = 0 → 7; 0.5·-128·-25
     ];
     for (const [i, v] of spots) expect[i] = v;
-    checkDequant(T.Q6_K, bytes, expect, spots.map(([i]) => i));
+    checkDequant(
+      T.Q6_K,
+      bytes,
+      expect,
+      spots.map(([i]) => i),
+    );
     for (let e = 0; e < 256; e++) {
-      const h = e >> 7, k = (e >> 5) & 3, l = e & 31;
+      const h = e >> 7,
+        k = (e >> 5) & 3,
+        l = e & 31;
       const lo = QL[64 * h + l + (k & 1 ? 32 : 0)];
       const q = (k < 2 ? lo & 15 : lo >> 4) | (((QH[32 * h + l] >> (2 * k)) & 3) << 4);
       expect[e] = 0.5 * SC6[e >> 4] * (q - 32);
@@ -514,7 +658,10 @@ describe('quant: known-answer blocks', () => {
     const dot = (type: number, w: number[], x: number[], n: number, want: number) => {
       for (const isa of isas) {
         const got = ops.vecDot(type, Uint8Array.from(w), Uint8Array.from(x), n, isa);
-        assert.ok(Math.abs(got - want) <= 1e-6 * Math.max(1, Math.abs(want)), `${name(type)} ${isa}: ${got} vs ${want}`);
+        assert.ok(
+          Math.abs(got - want) <= 1e-6 * Math.max(1, Math.abs(want)),
+          `${name(type)} ${isa}: ${got} vs ${want}`,
+        );
       }
     };
     const range8 = (f: (i: number) => number) => range(32, (i) => f(i) & 255);
@@ -531,7 +678,13 @@ describe('quant: known-answer blocks', () => {
     // with sc = all 3 and d = 1 → 256·3 = 768. ql = 1 (low nibble 1, high nibble 1) → q = 1 | 2 << 4 = 33
     // needs qh bits = 2 in every pair: qh = 0b10101010.
     const x8k = [0, 0, 0, 0x3f, ...range(256, () => 2), ...range(32, (i) => (i % 2 ? 0 : 32))];
-    dot(T.Q6_K, [...range(128, () => 0x11), ...range(64, () => 0xaa), ...range(16, () => 3), 0x00, 0x3c], x8k, 256, 768);
+    dot(
+      T.Q6_K,
+      [...range(128, () => 0x11), ...range(64, () => 0xaa), ...range(16, () => 3), 0x00, 0x3c],
+      x8k,
+      256,
+      768,
+    );
     // Q4_K · Q8_K: all q = 1 (qs = 0x11), d = 1, dmin = 0.5, scales/mins from KSCALES; x = 2, dx = 0.5,
     // bsums = 32: Σ_j 32·(sc_j·1 - 0.5·m_j)·1 = 32·(213 - 0.5·205) = 3536
     dot(T.Q4_K, [0x00, 0x3c, 0x00, 0x38, ...KSCALES, ...range(128, () => 0x11)], x8k, 256, 3536);

@@ -10,14 +10,34 @@ import { join } from 'node:path';
 import { arr, buildGguf, f32Bytes, TensorType, ValueType, type Typed } from './helpers/gguf-writer.ts';
 import { GGUF_VALUE_TYPE, parseGguf, readGguf, type GgufFile } from './helpers/gguf-reader.ts';
 import {
-  bf16Bits, bf16Value, byteSize, dequantize, fp16Bits, fp16Value, GGML_TYPE, GGML_TYPE_INFO, GGML_TYPE_NAMES,
-  quantize, type GgmlTypeName,
+  bf16Bits,
+  bf16Value,
+  byteSize,
+  dequantize,
+  fp16Bits,
+  fp16Value,
+  GGML_TYPE,
+  GGML_TYPE_INFO,
+  GGML_TYPE_NAMES,
+  quantize,
+  type GgmlTypeName,
 } from './helpers/quant-ref.ts';
 import {
-  buildRandomModel, llama3RopeFactors, Rng, syntheticVocab, TOKEN_TYPE, writeRandomModel, type Arch,
+  buildRandomModel,
+  llama3RopeFactors,
+  Rng,
+  syntheticVocab,
+  TOKEN_TYPE,
+  writeRandomModel,
+  type Arch,
   type RandomModelOptions,
 } from './helpers/random-model.ts';
-import { loadReferenceModel, readHyperParams, referenceForward, type ReferenceModel } from './helpers/reference-forward.ts';
+import {
+  loadReferenceModel,
+  readHyperParams,
+  referenceForward,
+  type ReferenceModel,
+} from './helpers/reference-forward.ts';
 import { missing, sharedModel, sharedReference } from './helpers/shared.ts';
 
 // ---------------------------------------------------------------------------------------------------
@@ -50,8 +70,12 @@ function std(a: ArrayLike<number>): number {
 }
 
 function relRms(x: ArrayLike<number>, y: ArrayLike<number>): number {
-  let e = 0, s = 0;
-  for (let i = 0; i < x.length; i++) { e += (x[i] - y[i]) ** 2; s += x[i] ** 2; }
+  let e = 0,
+    s = 0;
+  for (let i = 0; i < x.length; i++) {
+    e += (x[i] - y[i]) ** 2;
+    s += x[i] ** 2;
+  }
   return Math.sqrt(e / s);
 }
 
@@ -60,7 +84,10 @@ function bytesOf(...parts: ([string, number] | ArrayLike<number>)[]): Uint8Array
   const out: number[] = [];
   const dv = new DataView(new ArrayBuffer(8));
   for (const p of parts) {
-    if (typeof p[0] !== 'string') { out.push(...Array.from(p as ArrayLike<number>)); continue; }
+    if (typeof p[0] !== 'string') {
+      out.push(...Array.from(p as ArrayLike<number>));
+      continue;
+    }
     const [kind, v] = p as [string, number];
     const n = { u8: 1, u16: 2, u32: 4, u64: 8, f32: 4, i16: 2 }[kind]!;
     if (kind === 'u8') dv.setUint8(0, v);
@@ -80,20 +107,29 @@ const strBytes = (s: string) => [...bytesOf(['u64', Buffer.byteLength(s)]), ...B
 describe('gguf-reader', () => {
   test('reads a file laid out by hand (independent of the writer)', () => {
     const header = [
-      ...Buffer.from('GGUF'), ...bytesOf(['u32', 3], ['u64', 1], ['u64', 3]),
+      ...Buffer.from('GGUF'),
+      ...bytesOf(['u32', 3], ['u64', 1], ['u64', 3]),
       // kv 1: "a.u8" = UINT8 7
-      ...strBytes('a.u8'), ...bytesOf(['u32', 0], ['u8', 7]),
+      ...strBytes('a.u8'),
+      ...bytesOf(['u32', 0], ['u8', 7]),
       // kv 2: "b.nested" = ARRAY of ARRAY of INT16: [[1, -2], [3]]
-      ...strBytes('b.nested'), ...bytesOf(['u32', 9], ['u32', 9], ['u64', 2]),
+      ...strBytes('b.nested'),
+      ...bytesOf(['u32', 9], ['u32', 9], ['u64', 2]),
       ...bytesOf(['u32', 3], ['u64', 2], ['i16', 1], ['i16', -2]),
       ...bytesOf(['u32', 3], ['u64', 1], ['i16', 3]),
       // kv 3: general.alignment = UINT32 256
-      ...strBytes('general.alignment'), ...bytesOf(['u32', 4], ['u32', 256]),
+      ...strBytes('general.alignment'),
+      ...bytesOf(['u32', 4], ['u32', 256]),
       // tensor "t": 2 dims [4, 2], F32, offset 0
-      ...strBytes('t'), ...bytesOf(['u32', 2], ['u64', 4], ['u64', 2], ['u32', 0], ['u64', 0]),
+      ...strBytes('t'),
+      ...bytesOf(['u32', 2], ['u64', 4], ['u64', 2], ['u32', 0], ['u64', 0]),
     ];
     const dataStart = Math.ceil(header.length / 256) * 256;
-    assert.notEqual(dataStart, Math.ceil(header.length / 32) * 32, 'the test must tell alignment 256 from the default 32');
+    assert.notEqual(
+      dataStart,
+      Math.ceil(header.length / 32) * 32,
+      'the test must tell alignment 256 from the default 32',
+    );
     const file = new Uint8Array(dataStart + 32);
     file.set(header);
     file.set(f32Bytes([0, 1, 2, 3, 4, 5, 6, 7.5]), dataStart);
@@ -132,7 +168,10 @@ describe('gguf-reader', () => {
         ['arr.nested', nested],
         ['general.alignment', { type: ValueType.UINT32, value: 32 }],
       ];
-      const q = quantize('Q8_0', Array.from({ length: 64 }, (_, i) => i / 10));
+      const q = quantize(
+        'Q8_0',
+        Array.from({ length: 64 }, (_, i) => i / 10),
+      );
       const bytes = buildGguf({
         version,
         metadata,
@@ -151,7 +190,10 @@ describe('gguf-reader', () => {
       assert.equal(m.get('f32'), Math.fround(0.1));
       assert.deepEqual(m.get('arr.f32'), [1.5, -2]);
       assert.deepEqual(m.get('arr.empty'), []);
-      assert.deepEqual(m.get('arr.nested'), [[1, 2], ['x', 'héllo']]);
+      assert.deepEqual(m.get('arr.nested'), [
+        [1, 2],
+        ['x', 'héllo'],
+      ]);
       assert.deepEqual(g.types.get('f64'), { type: GGUF_VALUE_TYPE.FLOAT64 });
       assert.deepEqual(g.types.get('arr.f32'), { type: GGUF_VALUE_TYPE.ARRAY, elementType: GGUF_VALUE_TYPE.FLOAT32 });
 
@@ -193,9 +235,20 @@ describe('gguf-reader', () => {
 describe('quant-ref: fp16 and bf16', () => {
   test('fp16 known values and edge cases', () => {
     const cases: [number, number][] = [
-      [0, 0x0000], [-0, 0x8000], [1, 0x3c00], [-2, 0xc000], [0.5, 0x3800], [65504, 0x7bff],
-      [65519.99, 0x7bff], [65520, 0x7c00], [1e6, 0x7c00], [-Infinity, 0xfc00], [Infinity, 0x7c00],
-      [2 ** -14, 0x0400], [2 ** -24, 0x0001], [1023 * 2 ** -24, 0x03ff],
+      [0, 0x0000],
+      [-0, 0x8000],
+      [1, 0x3c00],
+      [-2, 0xc000],
+      [0.5, 0x3800],
+      [65504, 0x7bff],
+      [65519.99, 0x7bff],
+      [65520, 0x7c00],
+      [1e6, 0x7c00],
+      [-Infinity, 0xfc00],
+      [Infinity, 0x7c00],
+      [2 ** -14, 0x0400],
+      [2 ** -24, 0x0001],
+      [1023 * 2 ** -24, 0x03ff],
       [2 ** -25, 0x0000], //                 halfway between 0 and the smallest subnormal: to even (0)
       [3 * 2 ** -25, 0x0002], //             halfway between 1 and 2 subnormal units: to even (2)
       [2 ** -25 * 1.0001, 0x0001],
@@ -234,8 +287,15 @@ describe('quant-ref: fp16 and bf16', () => {
 
   test('bf16 known values and edge cases', () => {
     const cases: [number, number][] = [
-      [1, 0x3f80], [-1, 0xbf80], [Math.PI, 0x4049], [3.140625, 0x4049], [0, 0], [-0, 0x8000],
-      [1 + 2 ** -8, 0x3f80], [1 + 3 * 2 ** -8, 0x3f82], [Infinity, 0x7f80],
+      [1, 0x3f80],
+      [-1, 0xbf80],
+      [Math.PI, 0x4049],
+      [3.140625, 0x4049],
+      [0, 0],
+      [-0, 0x8000],
+      [1 + 2 ** -8, 0x3f80],
+      [1 + 3 * 2 ** -8, 0x3f82],
+      [Infinity, 0x7f80],
       [3.4028234663852886e38, 0x7f80], // FLT_MAX rounds up to infinity
       [2 ** -133, 0x0001], //             smallest bf16 subnormal
     ];
@@ -263,7 +323,13 @@ describe('quant-ref: fp16 and bf16', () => {
 
 describe('quant-ref: hand-worked blocks', () => {
   /** Checks a decoded block against runs of a default value plus individual expected values. */
-  function expectBlock(type: GgmlTypeName, block: Uint8Array, n: number, runs: [number, number, number][], at: Record<number, number>) {
+  function expectBlock(
+    type: GgmlTypeName,
+    block: Uint8Array,
+    n: number,
+    runs: [number, number, number][],
+    at: Record<number, number>,
+  ) {
     assert.equal(block.length, byteSize(type, n), `${type} block size`);
     const y = dequantize(type, block, n);
     const expected = new Float64Array(n);
@@ -276,10 +342,19 @@ describe('quant-ref: hand-worked blocks', () => {
 
   test('F32, F16, BF16', () => {
     expectBlock('F32', bytesOf([0x00, 0x00, 0xc0, 0x3f, 0x00, 0x00, 0x20, 0xc1]), 2, [], { 0: 1.5, 1: -10 });
-    expectBlock('F16', bytesOf([0x00, 0x3c, 0x00, 0xc0, 0xff, 0x7b, 0x01, 0x00, 0x55, 0x35]), 5, [],
-      { 0: 1, 1: -2, 2: 65504, 3: 2 ** -24, 4: 0.333251953125 });
-    expectBlock('BF16', bytesOf([0x80, 0x3f, 0x49, 0x40, 0x80, 0xbf, 0x01, 0x00]), 4, [],
-      { 0: 1, 1: 3.140625, 2: -1, 3: 2 ** -133 });
+    expectBlock('F16', bytesOf([0x00, 0x3c, 0x00, 0xc0, 0xff, 0x7b, 0x01, 0x00, 0x55, 0x35]), 5, [], {
+      0: 1,
+      1: -2,
+      2: 65504,
+      3: 2 ** -24,
+      4: 0.333251953125,
+    });
+    expectBlock('BF16', bytesOf([0x80, 0x3f, 0x49, 0x40, 0x80, 0xbf, 0x01, 0x00]), 4, [], {
+      0: 1,
+      1: 3.140625,
+      2: -1,
+      3: 2 ** -133,
+    });
   });
 
   test('Q8_0: x = d * q', () => {
@@ -323,7 +398,16 @@ describe('quant-ref: hand-worked blocks', () => {
     qs[69] = 0x70; // byte 64+5: element 128+5 (sub-block 4) low nibble 0; element 160+5 (sub-block 5) high nibble 7
     const block = bytesOf([0x00, 0x3c, 0x00, 0x38], kScales, qs);
     // sub-block 0: q = 0 -> -2; sub-block 5: q = 0 -> -29, q = 7 -> 37*7 - 29 = 230
-    expectBlock('Q4_K', block, 256, [[0, 32, -2], [160, 192, -29]], { 0: 4, 165: 230 });
+    expectBlock(
+      'Q4_K',
+      block,
+      256,
+      [
+        [0, 32, -2],
+        [160, 192, -29],
+      ],
+      { 0: 4, 165: 230 },
+    );
   });
 
   test('Q5_K: as Q4_K with the 5th bit of element 64c+l in bit 2c (or 2c+1 for +32) of qh[l]', () => {
@@ -335,24 +419,51 @@ describe('quant-ref: hand-worked blocks', () => {
     qs[0] = 0x03;
     qs[69] = 0x70;
     const block = bytesOf([0x00, 0x3c, 0x00, 0x38], kScales, qh, qs);
-    expectBlock('Q5_K', block, 256, [[0, 32, -2], [160, 192, -29]], { 0: 36, 1: 30, 165: 822 });
+    expectBlock(
+      'Q5_K',
+      block,
+      256,
+      [
+        [0, 32, -2],
+        [160, 192, -29],
+      ],
+      { 0: 36, 1: 30, 165: 822 },
+    );
   });
 
   test('Q6_K: 16 sub-blocks of 16, x = d * sc * (q - 32), q = 4 low bits | 2 high bits', () => {
-    const ql = zeros(128), qh = zeros(64), scales = zeros(16);
-    scales[0] = 2; scales[2] = 4; scales[5] = 1; scales[15] = 0xfd; // -3 as int8
+    const ql = zeros(128),
+      qh = zeros(64),
+      scales = zeros(16);
+    scales[0] = 2;
+    scales[2] = 4;
+    scales[5] = 1;
+    scales[15] = 0xfd; // -3 as int8
     // element 0 (half 0, group 0, l 0): low nibble of ql[0] = 5, bits 0-1 of qh[0] = 2 -> q = 37
-    ql[0] = 0x05; qh[0] = 0x02;
+    ql[0] = 0x05;
+    qh[0] = 0x02;
     // element 40 (half 0, group 1, l 8): low nibble of ql[32+8] = 12, bits 2-3 of qh[8] = 1 -> q = 28
-    ql[40] = 0x0c; qh[8] = 0x04;
+    ql[40] = 0x0c;
+    qh[8] = 0x04;
     // element 85 (half 0, group 2, l 21): high nibble of ql[21] = 9, bits 4-5 of qh[21] = 3 -> q = 57
-    ql[21] = 0x90; qh[21] = 0x30;
+    ql[21] = 0x90;
+    qh[21] = 0x30;
     // element 255 (half 1, group 3, l 31): high nibble of ql[64+32+31] = 10, bits 6-7 of qh[32+31] = 1 -> q = 26
-    ql[127] = 0xa0; qh[63] = 0x40;
+    ql[127] = 0xa0;
+    qh[63] = 0x40;
     const block = bytesOf(ql, qh, scales, [0x00, 0x34]); // d = 0.25
-    expectBlock('Q6_K', block, 256,
-      [[0, 16, 0.25 * 2 * -32], [32, 48, 0.25 * 4 * -32], [80, 96, 0.25 * 1 * -32], [240, 256, 0.25 * -3 * -32]],
-      { 0: 0.25 * 2 * 5, 40: 0.25 * 4 * -4, 85: 0.25 * 1 * 25, 255: 0.25 * -3 * -6 });
+    expectBlock(
+      'Q6_K',
+      block,
+      256,
+      [
+        [0, 16, 0.25 * 2 * -32],
+        [32, 48, 0.25 * 4 * -32],
+        [80, 96, 0.25 * 1 * -32],
+        [240, 256, 0.25 * -3 * -32],
+      ],
+      { 0: 0.25 * 2 * 5, 40: 0.25 * 4 * -4, 85: 0.25 * 1 * 25, 255: 0.25 * -3 * -6 },
+    );
   });
 
   test('several blocks decode independently and sizes are checked', () => {
@@ -376,23 +487,35 @@ describe('quant-ref: round trips', () => {
     const block = GGML_TYPE_INFO[GGML_TYPE[type]].blockSize;
     const b = x.subarray(Math.floor(i / block) * block, (Math.floor(i / block) + 1) * block);
     const amax = Math.max(...b.map(Math.abs));
-    const lo = Math.min(...b), hi = Math.max(...b);
+    const lo = Math.min(...b),
+      hi = Math.max(...b);
     const slack = 1.001;
     switch (type) {
-      case 'F32': return Math.abs(x[i]) * 2 ** -24;
-      case 'F16': return Math.abs(x[i]) * 2 ** -11 + 2 ** -25;
-      case 'BF16': return Math.abs(x[i]) * 2 ** -8;
-      case 'Q8_0': return (0.5 * amax / 127) * slack;
-      case 'Q4_0': return (amax / 8) * slack; // d/2, or d for the extreme of the opposite sign
-      case 'Q5_0': return (amax / 16) * slack;
-      case 'Q4_1': return (0.5 * (hi - lo) / 15) * slack + Math.abs(lo) * 2 ** -11;
-      case 'Q5_1': return (0.5 * (hi - lo) / 31) * slack + Math.abs(lo) * 2 ** -11;
-      case 'Q4_K': case 'Q5_K': {
+      case 'F32':
+        return Math.abs(x[i]) * 2 ** -24;
+      case 'F16':
+        return Math.abs(x[i]) * 2 ** -11 + 2 ** -25;
+      case 'BF16':
+        return Math.abs(x[i]) * 2 ** -8;
+      case 'Q8_0':
+        return ((0.5 * amax) / 127) * slack;
+      case 'Q4_0':
+        return (amax / 8) * slack; // d/2, or d for the extreme of the opposite sign
+      case 'Q5_0':
+        return (amax / 16) * slack;
+      case 'Q4_1':
+        return ((0.5 * (hi - lo)) / 15) * slack + Math.abs(lo) * 2 ** -11;
+      case 'Q5_1':
+        return ((0.5 * (hi - lo)) / 31) * slack + Math.abs(lo) * 2 ** -11;
+      case 'Q4_K':
+      case 'Q5_K': {
         const top = type === 'Q4_K' ? 15 : 31;
-        let maxStep = 0, maxOffset = 0;
+        let maxStep = 0,
+          maxOffset = 0;
         for (let j = 0; j < 8; j++) {
           const s = b.subarray(32 * j, 32 * j + 32);
-          const sLo = Math.min(0, ...s), sHi = Math.max(...s);
+          const sLo = Math.min(0, ...s),
+            sHi = Math.max(...s);
           maxStep = Math.max(maxStep, (sHi - sLo) / top);
           maxOffset = Math.max(maxOffset, -sLo);
         }
@@ -400,7 +523,8 @@ describe('quant-ref: round trips', () => {
       }
       case 'Q6_K': {
         let maxStep = 0;
-        for (let j = 0; j < 16; j++) maxStep = Math.max(maxStep, Math.max(...b.subarray(16 * j, 16 * j + 16).map(Math.abs)) / 31);
+        for (let j = 0; j < 16; j++)
+          maxStep = Math.max(maxStep, Math.max(...b.subarray(16 * j, 16 * j + 16).map(Math.abs)) / 31);
         return 0.5 * maxStep * (128 / 127) * 1.02;
       }
     }
@@ -408,8 +532,17 @@ describe('quant-ref: round trips', () => {
 
   // relative RMS error expected on normal(0, 1) data, loose upper limits
   const rmsLimit: Record<GgmlTypeName, number> = {
-    F32: 1e-7, F16: 5e-4, BF16: 4e-3, Q8_0: 0.01, Q4_0: 0.15, Q5_0: 0.08, Q4_1: 0.12, Q5_1: 0.06,
-    Q4_K: 0.12, Q5_K: 0.06, Q6_K: 0.03,
+    F32: 1e-7,
+    F16: 5e-4,
+    BF16: 4e-3,
+    Q8_0: 0.01,
+    Q4_0: 0.15,
+    Q5_0: 0.08,
+    Q4_1: 0.12,
+    Q5_1: 0.06,
+    Q4_K: 0.12,
+    Q5_K: 0.06,
+    Q6_K: 0.03,
   };
 
   const rng = new Rng(11);
@@ -419,7 +552,7 @@ describe('quant-ref: round trips', () => {
     ['positive', rng.normals(1024, 0, 1).map((v) => Math.abs(v) + 3)],
     ['negative', rng.normals(1024, 0, 1).map((v) => -Math.abs(v) - 0.5)],
     ['small', rng.normals(1024, 0, 1e-2)],
-    ['mixed scales', rng.normals(1024, 0, 1).map((v, i) => v * 10 ** ((i >> 5) % 5 - 2))],
+    ['mixed scales', rng.normals(1024, 0, 1).map((v, i) => v * 10 ** (((i >> 5) % 5) - 2))],
     ['zeros and constants', new Float64Array(1024).map((_, i) => (i < 512 ? 0 : i < 768 ? 0.75 : -1.25))],
   ];
 
@@ -430,7 +563,10 @@ describe('quant-ref: round trips', () => {
         for (let i = 0; i < x.length; i++) {
           assert.ok(Number.isFinite(y[i]), `${type} ${name}[${i}] is not finite`);
           const err = Math.abs(y[i] - x[i]);
-          assert.ok(err <= bound(type, x, i) + 1e-300, `${type} ${name}[${i}]: |${y[i]} - ${x[i]}| = ${err} > ${bound(type, x, i)}`);
+          assert.ok(
+            err <= bound(type, x, i) + 1e-300,
+            `${type} ${name}[${i}]: |${y[i]} - ${x[i]}| = ${err} > ${bound(type, x, i)}`,
+          );
         }
         if (name === 'normal') assert.ok(relRms(x, y) < rmsLimit[type], `${type}: relative RMS error ${relRms(x, y)}`);
       }
@@ -454,7 +590,9 @@ describe('reference forward vs llama.cpp', () => {
     const modelPath = sharedModel(modelFile);
     const refDir = sharedReference(folder);
     const skip = missing(modelPath, join(refDir, 'index.json'));
-    const cases = skip ? [] : (JSON.parse(readFileSync(join(refDir, 'index.json'), 'utf8')).cases as { name: string; file: string }[]);
+    const cases = skip
+      ? []
+      : (JSON.parse(readFileSync(join(refDir, 'index.json'), 'utf8')).cases as { name: string; file: string }[]);
     let model: ReferenceModel | undefined;
     const get = () => (model ??= loadReferenceModel(modelPath));
     if (skip) test(`${folder}: all cases`, { skip }, () => {});
@@ -462,7 +600,9 @@ describe('reference forward vs llama.cpp', () => {
       if (only && !only.includes(c.name)) continue;
       const ref = JSON.parse(readFileSync(join(refDir, c.file), 'utf8')) as { tokens: number[]; n_vocab: number };
       const logitsFile = join(refDir, `${c.name}.prompt_logits.f32`);
-      test(`${folder}/${c.name}: logits at all ${ref.tokens.length} positions within ${tol}`, { skip: missing(logitsFile) }, () => {
+      test(`${folder}/${c.name}: logits at all ${ref.tokens.length} positions within ${tol}`, {
+        skip: missing(logitsFile),
+      }, () => {
         const expected = readF32(logitsFile);
         assert.equal(expected.length, ref.tokens.length * ref.n_vocab);
         const got = referenceForward(get(), ref.tokens);
@@ -492,14 +632,28 @@ describe('reference forward vs llama.cpp', () => {
     assert.deepEqual(
       { ...hp, eps: Math.round(hp.eps * 1e9) / 1e9 },
       {
-        arch: 'llama', nVocab: 512, nCtx: 512, nEmbd: 64, nLayer: 5, nHead: 8, nHeadKv: 4, headDim: 8, nFf: 172,
-        eps: 1e-5, ropeBase: 10000, ropeDim: 8, ropeStyle: 'normal', tiedEmbeddings: false,
+        arch: 'llama',
+        nVocab: 512,
+        nCtx: 512,
+        nEmbd: 64,
+        nLayer: 5,
+        nHead: 8,
+        nHeadKv: 4,
+        headDim: 8,
+        nFf: 172,
+        eps: 1e-5,
+        ropeBase: 10000,
+        ropeDim: 8,
+        ropeStyle: 'normal',
+        tiedEmbeddings: false,
       },
     );
   });
 
   const p2 = sharedReference('stories260K/p2_dialog.json');
-  test('the comparison can fail: the wrong RoPE pairing is far outside the tolerance', { skip: missing(stories, p2) }, () => {
+  test('the comparison can fail: the wrong RoPE pairing is far outside the tolerance', {
+    skip: missing(stories, p2),
+  }, () => {
     const m = loadReferenceModel(stories);
     const tokens = (JSON.parse(readFileSync(p2, 'utf8')) as { tokens: number[] }).tokens;
     const right = referenceForward(m, tokens);
@@ -517,7 +671,10 @@ describe('random-model', () => {
   function expectFiniteAndSpread(logits: Float64Array[], label: string) {
     for (const row of logits) for (const v of row) assert.ok(Number.isFinite(v), `${label}: non-finite logit`);
     const argmaxes = new Set(logits.map(argmax));
-    assert.ok(argmaxes.size >= 4, `${label}: argmax takes only ${argmaxes.size} values over ${logits.length} positions`);
+    assert.ok(
+      argmaxes.size >= 4,
+      `${label}: argmax takes only ${argmaxes.size} values over ${logits.length} positions`,
+    );
     for (const row of logits) {
       const s = std(row);
       assert.ok(s > 0.5 && s < 10, `${label}: logit std ${s}`);
@@ -525,7 +682,12 @@ describe('random-model', () => {
   }
 
   function expectedTensors(o: RandomModelOptions & { arch: Arch }, nLayer = 2): Map<string, [number[], number]> {
-    const nEmbd = 256, nFf = 512, headDim = o.headDim ?? 64, q = 4 * headDim, kv = 2 * headDim, nVocab = 320;
+    const nEmbd = 256,
+      nFf = 512,
+      headDim = o.headDim ?? 64,
+      q = 4 * headDim,
+      kv = 2 * headDim,
+      nVocab = 320;
     const T = GGML_TYPE[o.type ?? 'F32'];
     const F32 = GGML_TYPE.F32;
     const m = new Map<string, [number[], number]>([['token_embd.weight', [[nEmbd, nVocab], T]]]);
@@ -581,7 +743,8 @@ describe('random-model', () => {
       for (const t of g.tensors) assert.deepEqual([t.dims, t.type], want.get(t.name), t.name);
 
       // metadata: values and GGUF types as the converter writes them
-      const U32 = GGUF_VALUE_TYPE.UINT32, F32 = GGUF_VALUE_TYPE.FLOAT32;
+      const U32 = GGUF_VALUE_TYPE.UINT32,
+        F32 = GGUF_VALUE_TYPE.FLOAT32;
       const expectKv = (key: string, value: unknown, type: number) => {
         assert.equal(g.metadata.get(key), value, key);
         assert.equal(g.types.get(key)?.type, type, `${key} type`);
@@ -607,7 +770,10 @@ describe('random-model', () => {
       expectKv('tokenizer.ggml.bos_token_id', 1, U32);
       expectKv('tokenizer.ggml.eos_token_id', 2, U32);
       assert.deepEqual(g.types.get('tokenizer.ggml.scores'), { type: GGUF_VALUE_TYPE.ARRAY, elementType: F32 });
-      assert.deepEqual(g.types.get('tokenizer.ggml.token_type'), { type: GGUF_VALUE_TYPE.ARRAY, elementType: GGUF_VALUE_TYPE.INT32 });
+      assert.deepEqual(g.types.get('tokenizer.ggml.token_type'), {
+        type: GGUF_VALUE_TYPE.ARRAY,
+        elementType: GGUF_VALUE_TYPE.INT32,
+      });
       assert.equal((g.metadata.get('tokenizer.ggml.tokens') as string[]).length, 320);
 
       // the hyperparameters the reference reads back
@@ -631,7 +797,17 @@ describe('random-model', () => {
     const exact = loadReferenceModel(parseGguf(buildRandomModel({ arch: 'qwen2', type: 'F32', seed: 9 }).bytes));
     const ref = referenceForward(exact, TOKENS.slice(0, 6));
     const weightLimit: Record<GgmlTypeName, number> = {
-      F32: 0, F16: 5e-4, BF16: 4e-3, Q8_0: 0.01, Q6_K: 0.03, Q5_1: 0.06, Q5_K: 0.06, Q5_0: 0.08, Q4_1: 0.12, Q4_K: 0.12, Q4_0: 0.15,
+      F32: 0,
+      F16: 5e-4,
+      BF16: 4e-3,
+      Q8_0: 0.01,
+      Q6_K: 0.03,
+      Q5_1: 0.06,
+      Q5_K: 0.06,
+      Q5_0: 0.08,
+      Q4_1: 0.12,
+      Q4_K: 0.12,
+      Q4_0: 0.15,
     };
     for (const type of GGML_TYPE_NAMES) {
       const m = loadReferenceModel(parseGguf(buildRandomModel({ arch: 'qwen2', type, seed: 9 }).bytes));
@@ -655,7 +831,10 @@ describe('random-model', () => {
       const path = join(dir, 'm.gguf');
       const config = writeRandomModel(path, { arch: 'qwen3', type: 'Q8_0', seed: 2 });
       assert.equal(config.arch, 'qwen3');
-      assert.deepEqual(new Uint8Array(readFileSync(path)), buildRandomModel({ arch: 'qwen3', type: 'Q8_0', seed: 2 }).bytes);
+      assert.deepEqual(
+        new Uint8Array(readFileSync(path)),
+        buildRandomModel({ arch: 'qwen3', type: 'Q8_0', seed: 2 }).bytes,
+      );
       const fromPath = referenceForward(path, TOKENS.slice(0, 4));
       const fromFile = referenceForward(readGguf(path), TOKENS.slice(0, 4));
       assert.deepEqual(fromPath, fromFile);
@@ -679,14 +858,21 @@ describe('random-model', () => {
       for (let i = 0; i < 32; i++) {
         const wavelen = 2 * Math.PI * base ** ((2 * i) / 64);
         let expected: number;
-        if (wavelen < 8192 / 4) { expected = 1; seen.add('kept'); }
-        else if (wavelen > 8192 / 1) { expected = 8; seen.add('scaled'); }
-        else {
+        if (wavelen < 8192 / 4) {
+          expected = 1;
+          seen.add('kept');
+        } else if (wavelen > 8192 / 1) {
+          expected = 8;
+          seen.add('scaled');
+        } else {
           const smooth = (8192 / wavelen - 1) / (4 - 1);
           expected = 1 / ((1 - smooth) / 8 + smooth);
           seen.add('blended');
         }
-        assert.ok(Math.abs(stored[i] - expected) <= 1e-6 * expected, `base ${base} pair ${i}: ${stored[i]} vs ${expected}`);
+        assert.ok(
+          Math.abs(stored[i] - expected) <= 1e-6 * expected,
+          `base ${base} pair ${i}: ${stored[i]} vs ${expected}`,
+        );
       }
       assert.equal(seen.size, 3, `base ${base}: regimes ${[...seen]}`);
       assert.deepEqual(Array.from(llama3RopeFactors(64, base)).map(Math.fround), Array.from(stored));
@@ -694,7 +880,9 @@ describe('random-model', () => {
   });
 
   test('rope_freqs divides the rotation angles: it changes every position but the first', () => {
-    const m = loadReferenceModel(parseGguf(buildRandomModel({ arch: 'llama', ropeScaling: 'llama3', ropeBase: 500000 }).bytes));
+    const m = loadReferenceModel(
+      parseGguf(buildRandomModel({ arch: 'llama', ropeScaling: 'llama3', ropeBase: 500000 }).bytes),
+    );
     const without = new Map(m.tensors);
     without.delete('rope_freqs.weight');
     const a = referenceForward(m, TOKENS.slice(0, 8));
@@ -718,13 +906,15 @@ describe('random-model', () => {
       // i + d/2 to 2i + 1 in every query and key head (rows of Wq, Wk, their biases and q/k norm
       // weights). Attention scores only see q·k, which the reordering leaves unchanged.
       const m = loadReferenceModel(parseGguf(buildRandomModel({ arch, seed: 5 }).bytes));
-      const d = m.hp.headDim, nEmbd = m.hp.nEmbd;
+      const d = m.hp.headDim,
+        nEmbd = m.hp.nEmbd;
       const perm = (i: number) => (i < d / 2 ? 2 * i : 2 * (i - d / 2) + 1); // old dim -> new dim
       const permuteRows = (w: Float64Array, rowLen: number) => {
         const out = new Float64Array(w.length);
         const nRows = w.length / rowLen;
         for (let r = 0; r < nRows; r++) {
-          const head = Math.floor(r / d), dim = r % d;
+          const head = Math.floor(r / d),
+            dim = r % d;
           out.set(w.subarray(r * rowLen, (r + 1) * rowLen), (head * d + perm(dim)) * rowLen);
         }
         return out;
@@ -774,7 +964,10 @@ describe('random-model', () => {
         if ([...t].length > 1) {
           const chars = [...t];
           const splits = chars.slice(1).map((_, k) => [chars.slice(0, k + 1).join(''), chars.slice(k + 1).join('')]);
-          assert.ok(splits.some(([a, b]) => known.has(a) && known.has(b)), `${t} is not the merge of two tokens`);
+          assert.ok(
+            splits.some(([a, b]) => known.has(a) && known.has(b)),
+            `${t} is not the merge of two tokens`,
+          );
         }
       }
       if (n >= 320) for (const piece of ['▁the', '▁and', '▁a', '▁']) assert.ok(known.has(piece), piece);

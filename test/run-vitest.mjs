@@ -14,7 +14,16 @@ const vitest = join(root, 'node_modules/vitest/vitest.mjs');
 
 const r = spawnSync(
   process.execPath,
-  [vitest, 'run', '--config', 'renderer/vitest.config.ts', '--reporter=default', '--reporter=json', `--outputFile.json=${report}`, ...process.argv.slice(2)],
+  [
+    vitest,
+    'run',
+    '--config',
+    'renderer/vitest.config.ts',
+    '--reporter=default',
+    '--reporter=json',
+    `--outputFile.json=${report}`,
+    ...process.argv.slice(2),
+  ],
   { cwd: root, stdio: 'inherit', env: { ...process.env, FORCE_COLOR: process.env.FORCE_COLOR ?? '0' } },
 );
 

@@ -19,7 +19,17 @@ import { before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync, fork, type ChildProcess } from 'node:child_process';
 import { EventEmitter } from 'node:events';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -33,7 +43,15 @@ import { DEFAULT_SETTINGS } from '../electron/storage/settings.ts';
 import { EngineClient } from '../electron/engine/client.ts';
 import { PROTOCOL_VERSION } from '../electron/engine/protocol.ts';
 import { createAppProtocolHandler, resolveAppPath } from '../electron/shell/app-protocol.ts';
-import { CALL_CHANNEL, DIALOG_CHANNEL, EVENT_CHANNEL, GRANT_CHANNEL, MENU_ACTIONS, SHELL_CHANNEL, type CallReply } from '../electron/shell/bridge.ts';
+import {
+  CALL_CHANNEL,
+  DIALOG_CHANNEL,
+  EVENT_CHANNEL,
+  GRANT_CHANNEL,
+  MENU_ACTIONS,
+  SHELL_CHANNEL,
+  type CallReply,
+} from '../electron/shell/bridge.ts';
 import { MAX_DOWNLOAD_URL_CHARS } from '../electron/shell/download-confirmation.ts';
 import { NOT_GRANTED_DOCUMENT, NOT_GRANTED_FOLDER, NOT_GRANTED_MODEL } from '../electron/shell/grants.ts';
 import type { ElectronApi } from '../electron/shell/electron-api.ts';
@@ -44,9 +62,21 @@ import { ACCELERATORS, menuTemplate } from '../electron/shell/menu.ts';
 import { DOCUMENT_EXTENSIONS, filesFromArgv } from '../electron/shell/open-files.ts';
 import { createShell, startupFailureMessage, type CoreLike, type ShellOptions } from '../electron/shell/shell.ts';
 import {
-  APP_URL, CONTENT_SECURITY_POLICY, isAppUrl, isSafeExternalUrl, isTrustedSender, permissionAllowed, windowOptions,
+  APP_URL,
+  CONTENT_SECURITY_POLICY,
+  isAppUrl,
+  isSafeExternalUrl,
+  isTrustedSender,
+  permissionAllowed,
+  windowOptions,
 } from '../electron/shell/security.ts';
-import { isVisibleOn, loadWindowState, restoreBounds, saveWindowState, windowStatePath } from '../electron/shell/window-state.ts';
+import {
+  isVisibleOn,
+  loadWindowState,
+  restoreBounds,
+  saveWindowState,
+  windowStatePath,
+} from '../electron/shell/window-state.ts';
 import { repoRoot } from './helpers/shared.ts';
 
 const scratch = mkdtempSync(join(tmpdir(), 'folio-shell-'));
@@ -60,7 +90,9 @@ process.on('exit', () => {
 });
 
 const addon = process.env.FOLIO_ADDON ?? join(repoRoot, 'native/build/Release/folio.node');
-const noAddon = existsSync(addon) ? false : `needs the native addon (${addon}): npm run build:native, or set FOLIO_ADDON`;
+const noAddon = existsSync(addon)
+  ? false
+  : `needs the native addon (${addon}): npm run build:native, or set FOLIO_ADDON`;
 const env = { ...process.env, ELECTRON_SKIP_BINARY_DOWNLOAD: '1' };
 const tick = () => new Promise((r) => setTimeout(r, 0));
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -79,7 +111,11 @@ async function until(cond: () => boolean, what: string, ms = 10_000): Promise<vo
 let build: { status: number | null; output: string };
 before(() => {
   const tsc = join(repoRoot, 'node_modules/typescript/bin/tsc');
-  const r = spawnSync(process.execPath, [tsc, '-p', 'tsconfig.electron.json', '--outDir', out, '--sourceMap', 'false'], { cwd: repoRoot, env, encoding: 'utf8' });
+  const r = spawnSync(
+    process.execPath,
+    [tsc, '-p', 'tsconfig.electron.json', '--outDir', out, '--sourceMap', 'false'],
+    { cwd: repoRoot, env, encoding: 'utf8' },
+  );
   build = { status: r.status, output: `${r.stdout}${r.stderr}` };
 });
 
@@ -88,12 +124,29 @@ describe('build: tsconfig.electron.json', () => {
     assert.equal(build.output.trim(), '', `tsc reported:\n${build.output}`);
     assert.equal(build.status, 0);
     const cfg = readFileSync(join(repoRoot, 'tsconfig.electron.json'), 'utf8');
-    for (const f of ['electron/main.ts', 'electron/preload.cts', 'electron/shell/**/*.ts', 'electron/engine/**/*.ts', 'electron/documents/**/*.ts'])
+    for (const f of [
+      'electron/main.ts',
+      'electron/preload.cts',
+      'electron/shell/**/*.ts',
+      'electron/engine/**/*.ts',
+      'electron/documents/**/*.ts',
+    ])
       assert.ok(cfg.includes(`"${f}"`), `tsconfig.electron.json includes ${f}`);
   });
 
   test('emits runnable JS: ES modules with .js imports, a CommonJS preload, the engine host, the pdf.js worker', () => {
-    for (const f of ['main.js', 'preload.cjs', 'shell/shell.js', 'services/app-core.js', 'engine/host.js', 'engine/tokenizer-worker.js', 'engine/client.js', 'documents/pdf.js', 'documents/parse-worker.js', 'web/server.js'])
+    for (const f of [
+      'main.js',
+      'preload.cjs',
+      'shell/shell.js',
+      'services/app-core.js',
+      'engine/host.js',
+      'engine/tokenizer-worker.js',
+      'engine/client.js',
+      'documents/pdf.js',
+      'documents/parse-worker.js',
+      'web/server.js',
+    ])
       assert.ok(existsSync(join(out, f)), `${f} is emitted`);
     const main = readFileSync(join(out, 'main.js'), 'utf8');
     assert.match(main, /from "\.\/shell\/shell\.js"/);
@@ -119,17 +172,32 @@ describe('build: tsconfig.electron.json', () => {
 // -----------------------------------------------------------------------------------------------------------
 // A fake electron module
 
-interface FakeFrame { url: string; processId: number; routingId: number; parent: FakeFrame | null }
+interface FakeFrame {
+  url: string;
+  processId: number;
+  routingId: number;
+  parent: FakeFrame | null;
+}
 
 class FakeWebContents extends EventEmitter {
   sent: { channel: string; args: unknown[] }[] = [];
   mainFrame: FakeFrame = { url: '', processId: 7, routingId: 1, parent: null };
   windowOpenHandler: ((d: { url: string }) => { action: string }) | null = null;
-  send(channel: string, ...args: unknown[]) { this.sent.push({ channel, args }); }
-  setWindowOpenHandler(h: (d: { url: string }) => { action: string }) { this.windowOpenHandler = h; }
+  send(channel: string, ...args: unknown[]) {
+    this.sent.push({ channel, args });
+  }
+  setWindowOpenHandler(h: (d: { url: string }) => { action: string }) {
+    this.windowOpenHandler = h;
+  }
   /** Fires a webContents event the way Electron does: an event object first. */
   fire(name: string, details: Record<string, unknown> = {}) {
-    const e = { defaultPrevented: false, preventDefault() { this.defaultPrevented = true; }, ...details };
+    const e = {
+      defaultPrevented: false,
+      preventDefault() {
+        this.defaultPrevented = true;
+      },
+      ...details,
+    };
     this.emit(name, e);
     return e;
   }
@@ -137,8 +205,14 @@ class FakeWebContents extends EventEmitter {
 
 function fakeElectron(o: { lock?: boolean; appData: string }) {
   const calls = {
-    quit: 0, openExternal: [] as string[], openPath: [] as string[], errorBoxes: [] as { title: string; message: string }[],
-    privileged: [] as unknown[], sandbox: 0, menu: null as unknown, dialogs: [] as unknown[],
+    quit: 0,
+    openExternal: [] as string[],
+    openPath: [] as string[],
+    errorBoxes: [] as { title: string; message: string }[],
+    privileged: [] as unknown[],
+    sandbox: 0,
+    menu: null as unknown,
+    dialogs: [] as unknown[],
     /** What the next open dialog answers (the user's choice). */
     openDialogResult: { canceled: false, filePaths: ['/docs/a.pdf'] } as { canceled: boolean; filePaths: string[] },
     /** Every message box shown: [window?, options]; answered by `messageBoxAnswer`. */
@@ -152,7 +226,9 @@ function fakeElectron(o: { lock?: boolean; appData: string }) {
   const app = Object.assign(new EventEmitter(), {
     name: 'folio',
     isPackaged: false,
-    setName(n: string) { app.name = n; },
+    setName(n: string) {
+      app.name = n;
+    },
     getPath: (n: string) => paths[n] ?? join(o.appData, n),
     setPath: (n: string, p: string) => void (paths[n] = p),
     getAppPath: () => repoRoot,
@@ -162,7 +238,12 @@ function fakeElectron(o: { lock?: boolean; appData: string }) {
     isReady: () => isReady,
     quit() {
       calls.quit++;
-      const e = { defaultPrevented: false, preventDefault() { this.defaultPrevented = true; } };
+      const e = {
+        defaultPrevented: false,
+        preventDefault() {
+          this.defaultPrevented = true;
+        },
+      };
       app.emit('before-quit', e);
       if (!e.defaultPrevented) app.emit('will-quit');
     },
@@ -186,15 +267,33 @@ function fakeElectron(o: { lock?: boolean; appData: string }) {
       this.webContents.mainFrame.url = url;
       return Promise.resolve();
     }
-    isDestroyed() { return this.destroyed; }
-    isMinimized() { return this.minimized; }
-    isMaximized() { return this.maximized; }
-    isFullScreen() { return false; }
-    restore() { this.minimized = false; }
-    maximize() { this.maximized = true; }
-    show() { this.shown++; }
-    focus() { this.focused++; }
-    getNormalBounds() { return { x: 40, y: 50, width: 1000, height: 700 }; }
+    isDestroyed() {
+      return this.destroyed;
+    }
+    isMinimized() {
+      return this.minimized;
+    }
+    isMaximized() {
+      return this.maximized;
+    }
+    isFullScreen() {
+      return false;
+    }
+    restore() {
+      this.minimized = false;
+    }
+    maximize() {
+      this.maximized = true;
+    }
+    show() {
+      this.shown++;
+    }
+    focus() {
+      this.focused++;
+    }
+    getNormalBounds() {
+      return { x: 40, y: 50, width: 1000, height: 700 };
+    }
     close() {
       this.emit('close');
       this.destroyed = true;
@@ -208,13 +307,29 @@ function fakeElectron(o: { lock?: boolean; appData: string }) {
     permissionCheck: null as null | ((...a: unknown[]) => boolean),
     devicePermission: null as null | ((...a: unknown[]) => boolean),
     displayMedia: null as null | ((...a: unknown[]) => void),
-    beforeRequest: null as null | { filter: { urls: string[] }; handler: (d: unknown, cb: (r: { cancel?: boolean }) => void) => void },
-    setPermissionRequestHandler(h: (...a: unknown[]) => void) { ses.permissionRequest = h; },
-    setPermissionCheckHandler(h: (...a: unknown[]) => boolean) { ses.permissionCheck = h; },
-    setDevicePermissionHandler(h: (...a: unknown[]) => boolean) { ses.devicePermission = h; },
-    setDisplayMediaRequestHandler(h: (...a: unknown[]) => void) { ses.displayMedia = h; },
+    beforeRequest: null as null | {
+      filter: { urls: string[] };
+      handler: (d: unknown, cb: (r: { cancel?: boolean }) => void) => void;
+    },
+    setPermissionRequestHandler(h: (...a: unknown[]) => void) {
+      ses.permissionRequest = h;
+    },
+    setPermissionCheckHandler(h: (...a: unknown[]) => boolean) {
+      ses.permissionCheck = h;
+    },
+    setDevicePermissionHandler(h: (...a: unknown[]) => boolean) {
+      ses.devicePermission = h;
+    },
+    setDisplayMediaRequestHandler(h: (...a: unknown[]) => void) {
+      ses.displayMedia = h;
+    },
     webRequest: {
-      onBeforeRequest(filter: { urls: string[] }, handler: (d: unknown, cb: (r: { cancel?: boolean }) => void) => void) { ses.beforeRequest = { filter, handler }; },
+      onBeforeRequest(
+        filter: { urls: string[] },
+        handler: (d: unknown, cb: (r: { cancel?: boolean }) => void) => void,
+      ) {
+        ses.beforeRequest = { filter, handler };
+      },
     },
   });
   const forks: FakeUtilityChild[] = [];
@@ -253,12 +368,27 @@ function fakeElectron(o: { lock?: boolean; appData: string }) {
       openExternal: async (url: string) => void calls.openExternal.push(url),
       openPath: async (p: string) => (calls.openPath.push(p), ''),
     },
-    utilityProcess: { fork: (...a: unknown[]) => { const c = new FakeUtilityChild(a); forks.push(c); return c; } },
+    utilityProcess: {
+      fork: (...a: unknown[]) => {
+        const c = new FakeUtilityChild(a);
+        forks.push(c);
+        return c;
+      },
+    },
   };
   return {
     electron: electron as unknown as ElectronApi,
-    app, windows, ipcHandlers, protocolHandlers, session: ses, calls, forks,
-    ready() { isReady = true; readyResolve(); },
+    app,
+    windows,
+    ipcHandlers,
+    protocolHandlers,
+    session: ses,
+    calls,
+    forks,
+    ready() {
+      isReady = true;
+      readyResolve();
+    },
   };
 }
 
@@ -268,12 +398,27 @@ class FakeUtilityChild extends EventEmitter {
   stderr = new EventEmitter();
   posted: unknown[] = [];
   killed = 0;
-  constructor(readonly forkArgs: unknown[]) { super(); }
-  spawn(pid: number) { this.pid = pid; this.emit('spawn'); }
-  postMessage(m: unknown) { this.posted.push(m); }
-  say(m: unknown) { this.emit('message', m); }
-  exit(code: number) { this.pid = undefined; this.emit('exit', code); }
-  kill() { this.killed++; return true; }
+  constructor(readonly forkArgs: unknown[]) {
+    super();
+  }
+  spawn(pid: number) {
+    this.pid = pid;
+    this.emit('spawn');
+  }
+  postMessage(m: unknown) {
+    this.posted.push(m);
+  }
+  say(m: unknown) {
+    this.emit('message', m);
+  }
+  exit(code: number) {
+    this.pid = undefined;
+    this.emit('exit', code);
+  }
+  kill() {
+    this.killed++;
+    return true;
+  }
 }
 
 /** A fake core: the real Dispatcher and EventBus over stub handlers, so validation is the real one. */
@@ -294,15 +439,34 @@ function fakeCore() {
     'models.add': (p: { path: string }) => {
       addedModels.push(p.path);
       return {
-        id: `m${addedModels.length}`, path: p.path, name: 'm', source: 'added', fileBytes: 1, architecture: 'llama', quantization: null, contextLength: null,
-        parameters: null, layers: null, kvHeads: null, supported: true, unsupportedReason: null, error: null,
+        id: `m${addedModels.length}`,
+        path: p.path,
+        name: 'm',
+        source: 'added',
+        fileBytes: 1,
+        architecture: 'llama',
+        quantization: null,
+        contextLength: null,
+        parameters: null,
+        layers: null,
+        kvHeads: null,
+        supported: true,
+        unsupportedReason: null,
+        error: null,
       };
     },
     'models.download': (p: unknown) => (downloads.push(p), { taskId: `dl-${downloads.length}` }),
     'settings.get': () => settings,
     'settings.update': (p: Partial<Settings>) => Object.assign(settings, p),
   } as unknown as Handlers;
-  const core: CoreLike & { bus: EventBus; imported: string[]; addedModels: string[]; downloads: unknown[]; settings: Settings; closed(): number } = {
+  const core: CoreLike & {
+    bus: EventBus;
+    imported: string[];
+    addedModels: string[];
+    downloads: unknown[];
+    settings: Settings;
+    closed(): number;
+  } = {
     dispatcher: new Dispatcher(handlers, bus),
     bus,
     imported,
@@ -310,7 +474,9 @@ function fakeCore() {
     downloads,
     settings,
     closed: () => closed,
-    async close() { closed++; },
+    async close() {
+      closed++;
+    },
   };
   return core;
 }
@@ -335,11 +501,23 @@ async function startShell(over: Partial<ShellOptions> = {}, fakeOpts: { lock?: b
   const dir = mkdtempSync(join(scratch, 'shell-'));
   const fake = fakeElectron({ appData: join(dir, 'appData'), ...fakeOpts });
   let core: ReturnType<typeof fakeCore> | null = null;
-  const shell = createShell(fake.electron, shellOptions(dir, {
-    createCore: async () => (core = fakeCore()),
-    ...over,
-  }));
-  return { dir, fake, shell, core: () => core!, start: async () => { fake.ready(); await shell.ready; } };
+  const shell = createShell(
+    fake.electron,
+    shellOptions(dir, {
+      createCore: async () => (core = fakeCore()),
+      ...over,
+    }),
+  );
+  return {
+    dir,
+    fake,
+    shell,
+    core: () => core!,
+    start: async () => {
+      fake.ready();
+      await shell.ready;
+    },
+  };
 }
 
 /** An IPC event as Electron makes it, from the given frame of the given contents. */
@@ -375,11 +553,16 @@ describe('security: the window', () => {
     await s.start();
     const [win] = s.fake.windows;
     assert.ok(win);
-    assert.deepEqual(win.options.webPreferences, windowOptions({ preload: shellOptions(s.dir).preloadPath, devTools: true }).webPreferences);
+    assert.deepEqual(
+      win.options.webPreferences,
+      windowOptions({ preload: shellOptions(s.dir).preloadPath, devTools: true }).webPreferences,
+    );
     assert.deepEqual(win.loaded, [APP_URL]);
     assert.equal(APP_URL, 'app://folio/index.html');
     assert.equal(s.fake.calls.sandbox, 1, 'app.enableSandbox()');
-    assert.deepEqual(s.fake.calls.privileged, [{ scheme: 'app', privileges: { standard: true, secure: true, supportFetchAPI: true, codeCache: true } }]);
+    assert.deepEqual(s.fake.calls.privileged, [
+      { scheme: 'app', privileges: { standard: true, secure: true, supportFetchAPI: true, codeCache: true } },
+    ]);
     win.emit('ready-to-show');
     assert.equal(win.shown, 1);
     await s.shell.shutdown();
@@ -397,7 +580,11 @@ describe('security: the app protocol and its Content-Security-Policy', () => {
   const get = (url: string, method = 'GET') => handler(new Request(url, { method }));
 
   test('the policy: self only, no eval, no inline script, no network', () => {
-    const d = new Map(CONTENT_SECURITY_POLICY.split(';').map((s) => s.trim().split(/\s+/)).map(([k, ...v]) => [k, v]));
+    const d = new Map(
+      CONTENT_SECURITY_POLICY.split(';')
+        .map((s) => s.trim().split(/\s+/))
+        .map(([k, ...v]) => [k, v]),
+    );
     assert.deepEqual(d.get('default-src'), ["'self'"]);
     assert.deepEqual(d.get('script-src'), ["'self'"]);
     assert.deepEqual(d.get('connect-src'), ["'self'"]);
@@ -408,7 +595,13 @@ describe('security: the app protocol and its Content-Security-Policy', () => {
   });
 
   test('every response carries it as a header, the 404 and 403 ones too', async () => {
-    for (const [url, status] of [['app://folio/index.html', 200], ['app://folio/', 200], ['app://folio/assets/app.js', 200], ['app://folio/assets/nope.js', 404], ['app://folio/..%2fsecret.txt', 403]] as const) {
+    for (const [url, status] of [
+      ['app://folio/index.html', 200],
+      ['app://folio/', 200],
+      ['app://folio/assets/app.js', 200],
+      ['app://folio/assets/nope.js', 404],
+      ['app://folio/..%2fsecret.txt', 403],
+    ] as const) {
       const r = await get(url);
       assert.equal(r.status, status, url);
       assert.equal(r.headers.get('content-security-policy'), CONTENT_SECURITY_POLICY, url);
@@ -429,11 +622,29 @@ describe('security: the app protocol and its Content-Security-Policy', () => {
   });
 
   test('path traversal is refused: .., encoded dots and separators, backslashes, absolute paths, links out of the folder', async () => {
-    for (const p of ['/%2e%2e/secret.txt', '/..%2fsecret.txt', '/assets/%2e%2e/%2e%2e/secret.txt', '/%2e%2e%5csecret.txt', '/..\\secret.txt', '/%00index.html', '/C:/Windows/win.ini', '/%E0%A4%A'])
+    for (const p of [
+      '/%2e%2e/secret.txt',
+      '/..%2fsecret.txt',
+      '/assets/%2e%2e/%2e%2e/secret.txt',
+      '/%2e%2e%5csecret.txt',
+      '/..\\secret.txt',
+      '/%00index.html',
+      '/C:/Windows/win.ini',
+      '/%E0%A4%A',
+    ])
       assert.equal(resolveAppPath(root, p), null, p);
-    assert.equal(resolveAppPath(root, '/%2fetc%2fpasswd'), join(root, 'etc/passwd'), 'a leading encoded slash stays inside');
+    assert.equal(
+      resolveAppPath(root, '/%2fetc%2fpasswd'),
+      join(root, 'etc/passwd'),
+      'a leading encoded slash stays inside',
+    );
     assert.equal(resolveAppPath(root, '/assets/app.js'), join(root, 'assets/app.js'));
-    for (const url of ['app://folio/%2e%2e/secret.txt', 'app://folio/assets/%2e%2e%2f%2e%2e%2fsecret.txt', 'app://folio/%5c..%5csecret.txt', 'app://folio/assets/link.txt']) {
+    for (const url of [
+      'app://folio/%2e%2e/secret.txt',
+      'app://folio/assets/%2e%2e%2f%2e%2e%2fsecret.txt',
+      'app://folio/%5c..%5csecret.txt',
+      'app://folio/assets/link.txt',
+    ]) {
       const r = await get(url);
       assert.ok(r.status === 403 || r.status === 404, `${url}: ${r.status}`);
       assert.notEqual(await r.text(), 'secret', url);
@@ -449,43 +660,88 @@ describe('security: navigation, new windows, permissions, network', () => {
     const s = await startShell();
     await s.start();
     const wc = s.fake.windows[0].webContents;
-    for (const e of ['will-navigate', 'will-frame-navigate', 'will-redirect', 'will-attach-webview']) assert.equal(wc.listenerCount(e), 1, e);
+    for (const e of ['will-navigate', 'will-frame-navigate', 'will-redirect', 'will-attach-webview'])
+      assert.equal(wc.listenerCount(e), 1, e);
 
     // New windows: always denied; https and mailto links go to the OS browser, nothing else does.
-    for (const url of ['https://example.org/paper.pdf', 'mailto:someone@example.org', 'http://example.org/', 'file:///etc/passwd', 'javascript:alert(1)', 'app://folio/index.html', 'smb://host/share', 'https://user:pw@example.org/'])
+    for (const url of [
+      'https://example.org/paper.pdf',
+      'mailto:someone@example.org',
+      'http://example.org/',
+      'file:///etc/passwd',
+      'javascript:alert(1)',
+      'app://folio/index.html',
+      'smb://host/share',
+      'https://user:pw@example.org/',
+    ])
       assert.deepEqual(wc.windowOpenHandler!({ url }), { action: 'deny' }, url);
     assert.deepEqual(s.fake.calls.openExternal, ['https://example.org/paper.pdf', 'mailto:someone@example.org']);
 
     // Navigation: always prevented, in every frame and on redirects.
     s.fake.calls.openExternal.length = 0;
     for (const name of ['will-navigate', 'will-frame-navigate', 'will-redirect'])
-      for (const url of ['app://folio/other.html', 'https://example.org/', 'file:///etc/passwd', 'http://localhost:5173/'])
+      for (const url of [
+        'app://folio/other.html',
+        'https://example.org/',
+        'file:///etc/passwd',
+        'http://localhost:5173/',
+      ])
         assert.equal(wc.fire(name, { url }).defaultPrevented, true, `${name} ${url}`);
-    assert.deepEqual(s.fake.calls.openExternal, ['https://example.org/', 'https://example.org/', 'https://example.org/']);
+    assert.deepEqual(s.fake.calls.openExternal, [
+      'https://example.org/',
+      'https://example.org/',
+      'https://example.org/',
+    ]);
     assert.equal(wc.fire('will-attach-webview').defaultPrevented, true);
 
     // Permissions: requests and checks denied, devices and screen capture too.
     const ses = s.fake.session;
     const ask = (permission: string, requestingUrl: string, isMainFrame = true) =>
       new Promise<boolean>((r) => ses.permissionRequest!(wc, permission, r, { requestingUrl, isMainFrame }));
-    for (const p of ['media', 'geolocation', 'notifications', 'openExternal', 'fullscreen', 'clipboard-read', 'midi', 'hid', 'serial', 'usb', 'unknown'])
+    for (const p of [
+      'media',
+      'geolocation',
+      'notifications',
+      'openExternal',
+      'fullscreen',
+      'clipboard-read',
+      'midi',
+      'hid',
+      'serial',
+      'usb',
+      'unknown',
+    ])
       assert.equal(await ask(p, 'app://folio/index.html'), false, p);
-    assert.equal(await ask('clipboard-sanitized-write', 'app://folio/index.html'), true, 'copy buttons may write the clipboard');
+    assert.equal(
+      await ask('clipboard-sanitized-write', 'app://folio/index.html'),
+      true,
+      'copy buttons may write the clipboard',
+    );
     assert.equal(await ask('clipboard-sanitized-write', 'https://evil.example/'), false);
     assert.equal(await ask('clipboard-sanitized-write', 'app://folio/index.html', false), false, 'not from a subframe');
     for (const p of ['media', 'geolocation', 'notifications', 'clipboard-read'])
-      assert.equal(ses.permissionCheck!(wc, p, 'app://folio', { requestingUrl: 'app://folio/index.html', isMainFrame: true }), false, p);
+      assert.equal(
+        ses.permissionCheck!(wc, p, 'app://folio', { requestingUrl: 'app://folio/index.html', isMainFrame: true }),
+        false,
+        p,
+      );
     assert.equal(ses.devicePermission!({}), false);
     let streams: unknown = 'unset';
     ses.displayMedia!({}, (s2: unknown) => (streams = s2));
     assert.equal(streams, null);
-    const download = { defaultPrevented: false, preventDefault() { this.defaultPrevented = true; } };
+    const download = {
+      defaultPrevented: false,
+      preventDefault() {
+        this.defaultPrevented = true;
+      },
+    };
     ses.emit('will-download', download);
     assert.equal(download.defaultPrevented, true);
 
     // The renderer's session makes no network request.
     assert.ok(ses.beforeRequest);
-    for (const u of ['http://*/*', 'https://*/*', 'ws://*/*', 'wss://*/*']) assert.ok(ses.beforeRequest.filter.urls.includes(u), u);
+    for (const u of ['http://*/*', 'https://*/*', 'ws://*/*', 'wss://*/*'])
+      assert.ok(ses.beforeRequest.filter.urls.includes(u), u);
     let verdict: { cancel?: boolean } = {};
     ses.beforeRequest.handler({ url: 'https://example.org/' }, (r) => (verdict = r));
     assert.equal(verdict.cancel, true);
@@ -494,10 +750,26 @@ describe('security: navigation, new windows, permissions, network', () => {
 
   test('the URL rules', () => {
     assert.equal(isAppUrl('app://folio/index.html'), true);
-    for (const u of ['app://folio.evil/index.html', 'app://other/', 'file:///app/index.html', 'https://folio/', 'not a url', '', null])
+    for (const u of [
+      'app://folio.evil/index.html',
+      'app://other/',
+      'file:///app/index.html',
+      'https://folio/',
+      'not a url',
+      '',
+      null,
+    ])
       assert.equal(isAppUrl(u), false, String(u));
     assert.equal(isSafeExternalUrl('https://arxiv.org/abs/2407.11550'), true);
-    for (const u of ['http://arxiv.org/', 'file:///etc/passwd', 'javascript:alert(1)', 'data:text/html,x', 'vbscript:x', 'ms-msdt:x', 'https://a:b@x.org/'])
+    for (const u of [
+      'http://arxiv.org/',
+      'file:///etc/passwd',
+      'javascript:alert(1)',
+      'data:text/html,x',
+      'vbscript:x',
+      'ms-msdt:x',
+      'https://a:b@x.org/',
+    ])
       assert.equal(isSafeExternalUrl(u), false, u);
     assert.equal(permissionAllowed('clipboard-sanitized-write', 'app://folio/', true), true);
     assert.equal(permissionAllowed('media', 'app://folio/', true), false);
@@ -542,12 +814,25 @@ describe('security: IPC', () => {
     const s = await startShell();
     await s.start();
     const wc = s.fake.windows[0].webContents;
-    const call = (m: unknown) => s.fake.ipcHandlers.get(CALL_CHANNEL)!(ipcEvent(wc, wc.mainFrame), m) as Promise<CallReply>;
+    const call = (m: unknown) =>
+      s.fake.ipcHandlers.get(CALL_CHANNEL)!(ipcEvent(wc, wc.mainFrame), m) as Promise<CallReply>;
     const code = async (m: unknown) => {
       const r = await call(m);
       return r.ok ? 'ok' : r.error.code;
     };
-    for (const m of [null, undefined, 'tasks.cancel', 42, [], ['tasks.cancel', {}], { method: 5 }, { method: '' }, { params: {} }, { method: 'tasks.cancel', params: {}, extra: 1 }, { method: 'x'.repeat(65) }])
+    for (const m of [
+      null,
+      undefined,
+      'tasks.cancel',
+      42,
+      [],
+      ['tasks.cancel', {}],
+      { method: 5 },
+      { method: '' },
+      { params: {} },
+      { method: 'tasks.cancel', params: {}, extra: 1 },
+      { method: 'x'.repeat(65) },
+    ])
       assert.equal(await code(m), 'BAD_REQUEST', JSON.stringify(m));
     assert.equal(await code({ method: 'nope.nope', params: {} }), 'UNKNOWN_METHOD');
     assert.equal(await code({ method: 'constructor', params: {} }), 'UNKNOWN_METHOD');
@@ -558,7 +843,11 @@ describe('security: IPC', () => {
     assert.match(!bad.ok ? bad.error.message : '', /taskId/);
     assert.ok(!bad.ok && Array.isArray(bad.error.details), 'zod issues travel as data');
     s.shell.grants.grantFiles(['/x/broken.pdf']);
-    assert.equal(await code({ method: 'documents.import', params: { path: '/x/broken.pdf' } }), 'CORRUPT', 'handler errors keep their code');
+    assert.equal(
+      await code({ method: 'documents.import', params: { path: '/x/broken.pdf' } }),
+      'CORRUPT',
+      'handler errors keep their code',
+    );
     assert.deepEqual(parseCallMessage({ method: 'a.b' }), { method: 'a.b', params: undefined });
     await s.shell.shutdown();
   });
@@ -568,18 +857,29 @@ describe('security: IPC', () => {
     await s.start();
     const wc = s.fake.windows[0].webContents;
     s.core().bus.emit('documents.deleted', { documentId: 'd1' });
-    assert.deepEqual(wc.sent.find((m) => m.channel === EVENT_CHANNEL)?.args, [{ event: 'documents.deleted', payload: { documentId: 'd1' } }]);
+    assert.deepEqual(wc.sent.find((m) => m.channel === EVENT_CHANNEL)?.args, [
+      { event: 'documents.deleted', payload: { documentId: 'd1' } },
+    ]);
 
     const dialog = s.fake.ipcHandlers.get(DIALOG_CHANNEL)!;
     assert.deepEqual(await dialog(ipcEvent(wc, wc.mainFrame), 'document'), ['/docs/a.pdf']);
-    const [, options] = s.fake.calls.dialogs[0] as [unknown, { filters: { extensions: string[] }[]; properties: string[] }];
+    const [, options] = s.fake.calls.dialogs[0] as [
+      unknown,
+      { filters: { extensions: string[] }[]; properties: string[] },
+    ];
     assert.deepEqual(options.filters[0].extensions, ['pdf', 'docx', 'md', 'markdown', 'txt']);
     assert.ok(options.properties.includes('multiSelections'));
     await dialog(ipcEvent(wc, wc.mainFrame), 'model');
     const [, modelOptions] = s.fake.calls.dialogs[1] as [unknown, { filters: { extensions: string[] }[] }];
     assert.deepEqual(modelOptions.filters[0].extensions, ['gguf']);
-    await assert.rejects(() => Promise.resolve(dialog(ipcEvent(wc, { ...wc.mainFrame, url: 'https://evil.example/' }), 'document')), /may not use/);
-    await assert.rejects(() => Promise.resolve(dialog(ipcEvent(wc, wc.mainFrame), '../../etc')), /document", "model" or "folder/);
+    await assert.rejects(
+      () => Promise.resolve(dialog(ipcEvent(wc, { ...wc.mainFrame, url: 'https://evil.example/' }), 'document')),
+      /may not use/,
+    );
+    await assert.rejects(
+      () => Promise.resolve(dialog(ipcEvent(wc, wc.mainFrame), '../../etc')),
+      /document", "model" or "folder/,
+    );
     await s.shell.shutdown();
   });
 });
@@ -594,8 +894,10 @@ describe('grants: what the renderer may open, add, search and download', () => {
     const s = await startShell();
     await s.start();
     const wc = s.fake.windows[0].webContents;
-    const call = async (method: string, params: unknown) => (await s.fake.ipcHandlers.get(CALL_CHANNEL)!(ipcEvent(wc, wc.mainFrame), { method, params })) as CallReply;
-    const dialog = (kind: string) => s.fake.ipcHandlers.get(DIALOG_CHANNEL)!(ipcEvent(wc, wc.mainFrame), kind) as Promise<string[]>;
+    const call = async (method: string, params: unknown) =>
+      (await s.fake.ipcHandlers.get(CALL_CHANNEL)!(ipcEvent(wc, wc.mainFrame), { method, params })) as CallReply;
+    const dialog = (kind: string) =>
+      s.fake.ipcHandlers.get(DIALOG_CHANNEL)!(ipcEvent(wc, wc.mainFrame), kind) as Promise<string[]>;
     const refused = (r: CallReply) => (r.ok ? null : r.error);
     return { ...s, wc, call, dialog, refused };
   }
@@ -622,9 +924,17 @@ describe('grants: what the renderer may open, add, search and download', () => {
     // The user picks it: now it may be imported, exactly that path and no other spelling of a neighbour.
     s.fake.calls.openDialogResult = { canceled: false, filePaths: ['/etc/passwd', '/home/me/paper.pdf'] };
     assert.deepEqual(await s.dialog('document'), ['/etc/passwd', '/home/me/paper.pdf']);
-    assert.deepEqual(await s.call('documents.import', { path: '/etc/passwd' }), { ok: true, result: { documentId: 'doc-1', taskId: 'task-1' } });
+    assert.deepEqual(await s.call('documents.import', { path: '/etc/passwd' }), {
+      ok: true,
+      result: { documentId: 'doc-1', taskId: 'task-1' },
+    });
     assert.equal((await s.call('documents.import', { path: '/home/me/paper.pdf' })).ok, true);
-    for (const path of ['/home/me/paper.pdf/../.ssh/id_ed25519', '/etc/../etc/shadow', 'paper.pdf', '/home/me/paper.pdf\0'])
+    for (const path of [
+      '/home/me/paper.pdf/../.ssh/id_ed25519',
+      '/etc/../etc/shadow',
+      'paper.pdf',
+      '/home/me/paper.pdf\0',
+    ])
       assert.equal(s.refused(await s.call('documents.import', { path }))?.code, 'FORBIDDEN', path);
     assert.deepEqual(s.core().imported, ['/etc/passwd', '/home/me/paper.pdf']);
 
@@ -640,7 +950,10 @@ describe('grants: what the renderer may open, add, search and download', () => {
     // The preload's IPC goes to the shell's real handlers, as sent by our window's main frame.
     p.setReply(async (channel, arg) => s.fake.ipcHandlers.get(channel)!(ipcEvent(s.wc, s.wc.mainFrame), arg));
     const api = p.exposed[0].api as Api;
-    await assert.rejects(() => api.call('documents.import', { path: '/home/me/dropped.pdf' }), (e: { code?: string }) => e.code === 'FORBIDDEN');
+    await assert.rejects(
+      () => api.call('documents.import', { path: '/home/me/dropped.pdf' }),
+      (e: { code?: string }) => e.code === 'FORBIDDEN',
+    );
 
     const path = await api.shell.pathForFile({ path: '/home/me/dropped.pdf' }); // what webUtils says of a real dropped File
     assert.equal(path, '/home/me/dropped.pdf');
@@ -650,11 +963,17 @@ describe('grants: what the renderer may open, add, search and download', () => {
     // A File made by script has no path: nothing is granted, nothing else becomes importable.
     assert.equal(await api.shell.pathForFile({ path: '' }), '');
     assert.equal(await api.shell.pathForFile('/etc/passwd'), '', 'a string is no File');
-    await assert.rejects(() => api.call('documents.import', { path: '/etc/passwd' }), (e: { code?: string }) => e.code === 'FORBIDDEN');
+    await assert.rejects(
+      () => api.call('documents.import', { path: '/etc/passwd' }),
+      (e: { code?: string }) => e.code === 'FORBIDDEN',
+    );
 
     // The grant channel itself answers only our window's main frame, and only absolute paths.
     const grant = s.fake.ipcHandlers.get(GRANT_CHANNEL)!;
-    assert.throws(() => grant(ipcEvent(s.wc, { ...s.wc.mainFrame, url: 'https://evil.example/' }), '/etc/passwd'), /may not use/);
+    assert.throws(
+      () => grant(ipcEvent(s.wc, { ...s.wc.mainFrame, url: 'https://evil.example/' }), '/etc/passwd'),
+      /may not use/,
+    );
     for (const bad of ['relative.pdf', '', 42, null, '/x\0y', `/${'a'.repeat(40_000)}`])
       assert.throws(() => grant(ipcEvent(s.wc, s.wc.mainFrame), bad), /absolute path/, String(bad).slice(0, 20));
     assert.equal(s.shell.grants.hasFile('/etc/passwd'), false);
@@ -683,7 +1002,10 @@ describe('grants: what the renderer may open, add, search and download', () => {
 
     // The host is shown as the URL parser spells it: punycode, not look-alike letters.
     await s.call('models.download', { url: 'https://hսggingface.co/x/y/resolve/main/m.gguf' });
-    assert.match((s.fake.calls.messageBoxes.at(-1) as [unknown, Electron.MessageBoxOptions])[1].message, /xn--hggingface-/);
+    assert.match(
+      (s.fake.calls.messageBoxes.at(-1) as [unknown, Electron.MessageBoxOptions])[1].message,
+      /xn--hggingface-/,
+    );
 
     // A catalog entry is Folio's own list: no question.
     const shown = s.fake.calls.messageBoxes.length;
@@ -698,7 +1020,12 @@ describe('grants: what the renderer may open, add, search and download', () => {
     assert.equal(s.refused(await s.call('models.download', { url }))?.code, 'BUSY');
     answer({ response: 1 });
     assert.equal(s.refused(await first)?.code, 'CANCELLED');
-    assert.equal(s.refused(await s.call('models.download', { url: `https://huggingface.co/${'a'.repeat(MAX_DOWNLOAD_URL_CHARS)}.gguf` }))?.code, 'BAD_REQUEST');
+    assert.equal(
+      s.refused(
+        await s.call('models.download', { url: `https://huggingface.co/${'a'.repeat(MAX_DOWNLOAD_URL_CHARS)}.gguf` }),
+      )?.code,
+      'BAD_REQUEST',
+    );
     assert.equal(s.fake.calls.messageBoxes.length, shown + 1);
     assert.equal(s.core().downloads.length, 3);
     await s.shell.shutdown();
@@ -732,7 +1059,10 @@ describe('grants: what the renderer may open, add, search and download', () => {
     assert.deepEqual(s.core().settings.modelFolders, ['/data/models']);
 
     // The stored folder may stay while another is refused; removing needs no grant; other settings neither.
-    assert.equal(s.refused(await s.call('settings.update', { modelFolders: ['/data/models', '/home/me'] }))?.code, 'FORBIDDEN');
+    assert.equal(
+      s.refused(await s.call('settings.update', { modelFolders: ['/data/models', '/home/me'] }))?.code,
+      'FORBIDDEN',
+    );
     assert.deepEqual(s.core().settings.modelFolders, ['/data/models']);
     assert.equal((await s.call('settings.update', { theme: 'dark' })).ok, true);
     assert.equal((await s.call('settings.update', { modelFolders: [] })).ok, true);
@@ -759,7 +1089,8 @@ function loadPreload() {
   let reply: (channel: string, arg: unknown) => Promise<unknown> = async () => ({ ok: true, result: 42 });
   const ipcRenderer = {
     invoke: (channel: string, arg: unknown) => (invoked.push({ channel, arg }), reply(channel, arg)),
-    on: (channel: string, l: (event: unknown, message: unknown) => void) => void ipcListeners.set(channel, [...(ipcListeners.get(channel) ?? []), l]),
+    on: (channel: string, l: (event: unknown, message: unknown) => void) =>
+      void ipcListeners.set(channel, [...(ipcListeners.get(channel) ?? []), l]),
     send: () => assert.fail('the preload sends nothing fire-and-forget'),
   };
   const required: string[] = [];
@@ -769,7 +1100,12 @@ function loadPreload() {
       return {
         contextBridge: { exposeInMainWorld: (key: string, api: unknown) => exposed.push({ key, api }) },
         ipcRenderer,
-        webUtils: { getPathForFile: (f: { path?: string }) => { if (typeof f?.path !== 'string') throw new TypeError('not a File'); return f.path; } },
+        webUtils: {
+          getPathForFile: (f: { path?: string }) => {
+            if (typeof f?.path !== 'string') throw new TypeError('not a File');
+            return f.path;
+          },
+        },
       };
     }
     throw new Error(`module not found: ${name}`);
@@ -779,15 +1115,26 @@ function loadPreload() {
   const exports = {};
   fn(preloadRequire, { platform: 'darwin' }, exports, { exports }, undefined, {});
   return {
-    exposed, invoked, required, ipcRenderer,
+    exposed,
+    invoked,
+    required,
+    ipcRenderer,
     setReply: (r: typeof reply) => void (reply = r),
-    fire: (channel: string, message: unknown) => { for (const l of ipcListeners.get(channel) ?? []) l({ sender: 'ipc-event' }, message); },
+    fire: (channel: string, message: unknown) => {
+      for (const l of ipcListeners.get(channel) ?? []) l({ sender: 'ipc-event' }, message);
+    },
   };
 }
 type Api = {
   call(method: string, params?: unknown): Promise<unknown>;
   on(event: string, l: (...a: unknown[]) => void): () => void;
-  shell: { platform: string; openFileDialog(kind?: string): Promise<string[]>; pathForFile(f: unknown): Promise<string>; onMenu(l: (...a: unknown[]) => void): () => void; onDocumentOpened(l: (...a: unknown[]) => void): () => void };
+  shell: {
+    platform: string;
+    openFileDialog(kind?: string): Promise<string[]>;
+    pathForFile(f: unknown): Promise<string>;
+    onMenu(l: (...a: unknown[]) => void): () => void;
+    onDocumentOpened(l: (...a: unknown[]) => void): () => void;
+  };
 };
 
 describe('preload', () => {
@@ -798,7 +1145,13 @@ describe('preload', () => {
     assert.equal(p.exposed[0].key, 'folio');
     const api = p.exposed[0].api as Api;
     assert.deepEqual(Object.keys(api).sort(), ['call', 'on', 'shell']);
-    assert.deepEqual(Object.keys(api.shell).sort(), ['onDocumentOpened', 'onMenu', 'openFileDialog', 'pathForFile', 'platform']);
+    assert.deepEqual(Object.keys(api.shell).sort(), [
+      'onDocumentOpened',
+      'onMenu',
+      'openFileDialog',
+      'pathForFile',
+      'platform',
+    ]);
     assert.equal(api.shell.platform, 'darwin');
     // No raw ipcRenderer (nor any of its functions) anywhere in what the renderer gets.
     const seen = new Set<unknown>();
@@ -816,25 +1169,51 @@ describe('preload', () => {
     const p = loadPreload();
     const api = p.exposed[0].api as Api;
     for (const method of Object.keys(contractMethods)) assert.equal(await api.call(method, { a: 1 }), 42, method);
-    assert.deepEqual(p.invoked.map((i) => i.channel), Object.keys(contractMethods).map(() => CALL_CHANNEL));
-    assert.deepEqual(p.invoked.map((i) => (i.arg as { method: string }).method), Object.keys(contractMethods));
+    assert.deepEqual(
+      p.invoked.map((i) => i.channel),
+      Object.keys(contractMethods).map(() => CALL_CHANNEL),
+    );
+    assert.deepEqual(
+      p.invoked.map((i) => (i.arg as { method: string }).method),
+      Object.keys(contractMethods),
+    );
     assert.deepEqual(p.invoked[0].arg, { method: Object.keys(contractMethods)[0], params: { a: 1 } });
     p.invoked.length = 0;
     for (const m of ['settings.delete', 'constructor', '__proto__', 'toString', 'hasOwnProperty', '', 42, null])
-      await assert.rejects(() => api.call(m as string, {}), (e: { code?: string; name?: string }) => e.code === 'UNKNOWN_METHOD' && e.name === 'ApiError', String(m));
+      await assert.rejects(
+        () => api.call(m as string, {}),
+        (e: { code?: string; name?: string }) => e.code === 'UNKNOWN_METHOD' && e.name === 'ApiError',
+        String(m),
+      );
     assert.equal(p.invoked.length, 0);
   });
 
   test('errors arrive as { name, code, message, details }; a failed invoke as IPC_FAILED', async () => {
     const p = loadPreload();
     const api = p.exposed[0].api as Api;
-    p.setReply(async () => ({ ok: false, error: { code: 'NO_MODEL', message: 'choose a model first', details: { why: 1 } } }));
-    await assert.rejects(() => api.call('chats.send', { chatId: 'c', text: 'hi' }), (e) => {
-      assert.deepEqual(e, { name: 'ApiError', code: 'NO_MODEL', message: 'choose a model first', details: { why: 1 } });
-      return true;
+    p.setReply(async () => ({
+      ok: false,
+      error: { code: 'NO_MODEL', message: 'choose a model first', details: { why: 1 } },
+    }));
+    await assert.rejects(
+      () => api.call('chats.send', { chatId: 'c', text: 'hi' }),
+      (e) => {
+        assert.deepEqual(e, {
+          name: 'ApiError',
+          code: 'NO_MODEL',
+          message: 'choose a model first',
+          details: { why: 1 },
+        });
+        return true;
+      },
+    );
+    p.setReply(async () => {
+      throw new Error("No handler registered for 'folio:call'");
     });
-    p.setReply(async () => { throw new Error("No handler registered for 'folio:call'"); });
-    await assert.rejects(() => api.call('settings.get', {}), (e: { code?: string }) => e.code === 'IPC_FAILED');
+    await assert.rejects(
+      () => api.call('settings.get', {}),
+      (e: { code?: string }) => e.code === 'IPC_FAILED',
+    );
   });
 
   test("events: the contract's events only; listeners get the payload, never the IPC event", () => {
@@ -860,12 +1239,22 @@ describe('preload', () => {
     p.setReply(async () => ['/a.pdf']);
     assert.deepEqual(await api.shell.openFileDialog(), ['/a.pdf']);
     assert.deepEqual(await api.shell.openFileDialog('model'), ['/a.pdf']);
-    assert.deepEqual(p.invoked.map((i) => [i.channel, i.arg]), [[DIALOG_CHANNEL, 'document'], [DIALOG_CHANNEL, 'model']]);
+    assert.deepEqual(
+      p.invoked.map((i) => [i.channel, i.arg]),
+      [
+        [DIALOG_CHANNEL, 'document'],
+        [DIALOG_CHANNEL, 'model'],
+      ],
+    );
     await assert.rejects(() => api.shell.openFileDialog('/etc'), /document", "model" or "folder/);
     p.invoked.length = 0;
     p.setReply(async () => true);
     assert.equal(await api.shell.pathForFile({ path: '/dropped/paper.pdf' }), '/dropped/paper.pdf');
-    assert.deepEqual(p.invoked, [{ channel: GRANT_CHANNEL, arg: '/dropped/paper.pdf' }], 'the main process is told the user gave it');
+    assert.deepEqual(
+      p.invoked,
+      [{ channel: GRANT_CHANNEL, arg: '/dropped/paper.pdf' }],
+      'the main process is told the user gave it',
+    );
     assert.equal(await api.shell.pathForFile('not a file'), '');
     assert.equal(await api.shell.pathForFile({ path: '' }), '', 'a File made by script has no path');
     assert.equal(p.invoked.length, 1, 'and grants nothing');
@@ -875,7 +1264,10 @@ describe('preload', () => {
     api.shell.onDocumentOpened((d) => opened.push(d));
     for (const action of MENU_ACTIONS) p.fire(SHELL_CHANNEL, { type: 'menu', action });
     p.fire(SHELL_CHANNEL, { type: 'menu', action: 'format-disk' });
-    p.fire(SHELL_CHANNEL, { type: 'document-opened', document: { path: '/a.pdf', ok: true, documentId: 'd', taskId: 't' } });
+    p.fire(SHELL_CHANNEL, {
+      type: 'document-opened',
+      document: { path: '/a.pdf', ok: true, documentId: 'd', taskId: 't' },
+    });
     off();
     p.fire(SHELL_CHANNEL, { type: 'menu', action: 'settings' });
     assert.deepEqual(actions, [...MENU_ACTIONS]);
@@ -888,21 +1280,53 @@ describe('preload', () => {
 
 describe('engine host: the utilityProcess adapter', () => {
   const hello = (pid: number) => ({
-    type: 'hello', ok: true, protocol: PROTOCOL_VERSION, pid, transport: 'electron-parent-port', addonPath: '/x/folio.node', napiVersion: 8, backend: 'cpu (test)', backendReason: 'no GPU in this test', gpu: null, testHooks: false,
+    type: 'hello',
+    ok: true,
+    protocol: PROTOCOL_VERSION,
+    pid,
+    transport: 'electron-parent-port',
+    addonPath: '/x/folio.node',
+    napiVersion: 8,
+    backend: 'cpu (test)',
+    backendReason: 'no GPU in this test',
+    gpu: null,
+    testHooks: false,
   });
 
   test('forks the compiled host with the environment, relays messages and stderr, and kills hard', () => {
     const forks: FakeUtilityChild[] = [];
     const killed: [number, string][] = [];
     const echoed: string[] = [];
-    const spawn = createUtilitySpawn({ fork: ((...a: unknown[]) => { const c = new FakeUtilityChild(a); forks.push(c); return c; }) as never }, {
-      echo: (c) => echoed.push(c), killPid: (pid, sig) => void killed.push([pid, sig]), platform: 'linux',
+    const spawn = createUtilitySpawn(
+      {
+        fork: ((...a: unknown[]) => {
+          const c = new FakeUtilityChild(a);
+          forks.push(c);
+          return c;
+        }) as never,
+      },
+      {
+        echo: (c) => echoed.push(c),
+        killPid: (pid, sig) => void killed.push([pid, sig]),
+        platform: 'linux',
+      },
+    );
+    const proc = spawn({
+      entry: '/app/dist/electron/engine/host.js',
+      execArgv: [],
+      env: { FOLIO_ADDON: '/a/folio.node' },
     });
-    const proc = spawn({ entry: '/app/dist/electron/engine/host.js', execArgv: [], env: { FOLIO_ADDON: '/a/folio.node' } });
     const [child] = forks;
-    assert.deepEqual(child.forkArgs, ['/app/dist/electron/engine/host.js', [], {
-      env: { FOLIO_ADDON: '/a/folio.node' }, execArgv: [], stdio: ['ignore', 'inherit', 'pipe'], serviceName: 'Folio engine',
-    }]);
+    assert.deepEqual(child.forkArgs, [
+      '/app/dist/electron/engine/host.js',
+      [],
+      {
+        env: { FOLIO_ADDON: '/a/folio.node' },
+        execArgv: [],
+        stdio: ['ignore', 'inherit', 'pipe'],
+        serviceName: 'Folio engine',
+      },
+    ]);
     const messages: unknown[] = [];
     const stderr: string[] = [];
     const exits: unknown[] = [];
@@ -913,7 +1337,9 @@ describe('engine host: the utilityProcess adapter', () => {
     child.spawn(4242);
     assert.equal(proc.pid, 4242);
     proc.postMessage({ type: 'request', id: 1, method: 'ping', params: {}, tokens: new Int32Array([1, 2]) });
-    assert.deepEqual(child.posted, [{ type: 'request', id: 1, method: 'ping', params: {}, tokens: new Int32Array([1, 2]) }]);
+    assert.deepEqual(child.posted, [
+      { type: 'request', id: 1, method: 'ping', params: {}, tokens: new Int32Array([1, 2]) },
+    ]);
     child.say({ type: 'notice', code: 'X', message: 'y' });
     child.stderr.emit('data', Buffer.from('boom\n'));
     child.emit('error', 'FatalError', 'host.js:1', '{}');
@@ -921,7 +1347,7 @@ describe('engine host: the utilityProcess adapter', () => {
     assert.deepEqual(echoed, ['boom\n']);
     assert.match(stderr.join(''), /boom\n\[folio\] the engine process hit a FatalError at host\.js:1/);
     proc.kill();
-    assert.deepEqual(killed, [[4242, 'SIGKILL']], 'SIGKILL, not utilityProcess.kill()\'s SIGTERM');
+    assert.deepEqual(killed, [[4242, 'SIGKILL']], "SIGKILL, not utilityProcess.kill()'s SIGTERM");
     child.exit(9);
     assert.deepEqual(exits, [{ code: 9, signal: null }]);
     proc.kill();
@@ -930,7 +1356,16 @@ describe('engine host: the utilityProcess adapter', () => {
     assert.equal(child.posted.length, 1, 'no message after exit');
 
     // Windows has no signals: utilityProcess.kill() ends the process.
-    const win = createUtilitySpawn({ fork: ((...a: unknown[]) => { const c = new FakeUtilityChild(a); forks.push(c); return c; }) as never }, { platform: 'win32', killPid: () => assert.fail('no signals on Windows') });
+    const win = createUtilitySpawn(
+      {
+        fork: ((...a: unknown[]) => {
+          const c = new FakeUtilityChild(a);
+          forks.push(c);
+          return c;
+        }) as never,
+      },
+      { platform: 'win32', killPid: () => assert.fail('no signals on Windows') },
+    );
     const p2 = win({ entry: 'h.js', execArgv: [], env: {} });
     forks[1].spawn(7);
     p2.kill();
@@ -940,7 +1375,16 @@ describe('engine host: the utilityProcess adapter', () => {
   test('a host that dies is restarted through the adapter; the core is told what was lost', async () => {
     const forks: FakeUtilityChild[] = [];
     const client = new EngineClient({
-      spawn: createUtilitySpawn({ fork: ((...a: unknown[]) => { const c = new FakeUtilityChild(a); forks.push(c); return c; }) as never }, { echo: () => {}, killPid: () => {} }),
+      spawn: createUtilitySpawn(
+        {
+          fork: ((...a: unknown[]) => {
+            const c = new FakeUtilityChild(a);
+            forks.push(c);
+            return c;
+          }) as never,
+        },
+        { echo: () => {}, killPid: () => {} },
+      ),
       entry: { entry: '/app/dist/electron/engine/host.js', execArgv: [] },
       env: { FOLIO_ADDON: '/app/app.asar.unpacked/native/build/Release/folio.node' },
       restartDelayMs: 5,
@@ -970,7 +1414,11 @@ describe('engine host: the utilityProcess adapter', () => {
     assert.equal(client.status().state, 'crashed');
 
     await until(() => forks.length === 2, 'the restart');
-    const [entry, args, opts] = forks[1].forkArgs as [string, string[], { env: Record<string, string>; execArgv: string[] }];
+    const [entry, args, opts] = forks[1].forkArgs as [
+      string,
+      string[],
+      { env: Record<string, string>; execArgv: string[] },
+    ];
     assert.equal(entry, '/app/dist/electron/engine/host.js');
     assert.deepEqual(args, []);
     assert.deepEqual(opts.execArgv, []);
@@ -992,27 +1440,41 @@ describe('engine host: the utilityProcess adapter', () => {
     assert.equal((await stopped).graceful, true);
   });
 
-  test('the compiled host speaks the parentPort transport, answers, crashes and is restarted', { skip: noAddon }, async () => {
+  test('the compiled host speaks the parentPort transport, answers, crashes and is restarted', {
+    skip: noAddon,
+  }, async () => {
     // A utilityProcess stand-in: a plain Node child (no tsx) whose process.parentPort is a shim over its IPC
     // channel, as Electron's is: 'message' events carry { data }, postMessage sends.
     const shim = join(scratch, 'parent-port-shim.mjs');
-    writeFileSync(shim, [
-      "import { EventEmitter } from 'node:events';",
-      'const port = new EventEmitter();',
-      'port.postMessage = (m) => process.send(m);',
-      'port.start = () => {};',
-      "process.on('message', (m) => port.emit('message', { data: m }));",
-      "Object.defineProperty(process, 'parentPort', { value: port });",
-    ].join('\n'));
+    writeFileSync(
+      shim,
+      [
+        "import { EventEmitter } from 'node:events';",
+        'const port = new EventEmitter();',
+        'port.postMessage = (m) => process.send(m);',
+        'port.start = () => {};',
+        "process.on('message', (m) => port.emit('message', { data: m }));",
+        "Object.defineProperty(process, 'parentPort', { value: port });",
+      ].join('\n'),
+    );
     const children: ChildProcess[] = [];
     const utilityProcess = {
       fork(modulePath: string, args: string[], o: { env: NodeJS.ProcessEnv; execArgv: string[] }) {
-        const child = fork(modulePath, args, { env: o.env, execArgv: ['--import', pathToFileURL(shim).href, ...o.execArgv], serialization: 'advanced', stdio: ['ignore', 'inherit', 'pipe', 'ipc'] });
+        const child = fork(modulePath, args, {
+          env: o.env,
+          execArgv: ['--import', pathToFileURL(shim).href, ...o.execArgv],
+          serialization: 'advanced',
+          stdio: ['ignore', 'inherit', 'pipe', 'ipc'],
+        });
         children.push(child);
         const u = Object.assign(new EventEmitter(), {
-          get pid() { return child.pid; },
+          get pid() {
+            return child.pid;
+          },
           stderr: child.stderr,
-          postMessage: (m: unknown) => { if (child.connected) child.send(m as object); },
+          postMessage: (m: unknown) => {
+            if (child.connected) child.send(m as object);
+          },
           kill: () => child.kill(),
         });
         child.on('spawn', () => u.emit('spawn'));
@@ -1021,8 +1483,12 @@ describe('engine host: the utilityProcess adapter', () => {
         return u;
       },
     };
-    const { createUtilitySpawn: compiledSpawn } = await import(pathToFileURL(join(out, 'shell/engine-process.js')).href) as typeof import('../electron/shell/engine-process.ts');
-    const { EngineClient: CompiledClient } = await import(pathToFileURL(join(out, 'engine/client.js')).href) as typeof import('../electron/engine/client.ts');
+    const { createUtilitySpawn: compiledSpawn } = (await import(
+      pathToFileURL(join(out, 'shell/engine-process.js')).href
+    )) as typeof import('../electron/shell/engine-process.ts');
+    const { EngineClient: CompiledClient } = (await import(
+      pathToFileURL(join(out, 'engine/client.js')).href
+    )) as typeof import('../electron/engine/client.ts');
     const client = new CompiledClient({
       spawn: compiledSpawn(utilityProcess as never, { echo: () => {} }),
       entry: { entry: join(out, 'engine/host.js'), execArgv: [] },
@@ -1052,11 +1518,37 @@ describe('engine host: the utilityProcess adapter', () => {
 
 describe('opening files', () => {
   test('filesFromArgv: document files only, relative to the working folder, switches skipped', () => {
-    const have = new Set(['/docs/a.pdf', '/home/me/notes.md', '/home/me/b.docx', '/home/me/-dash.txt', '/x/README.TXT']);
+    const have = new Set([
+      '/docs/a.pdf',
+      '/home/me/notes.md',
+      '/home/me/b.docx',
+      '/home/me/-dash.txt',
+      '/x/README.TXT',
+    ]);
     const exists = (p: string) => have.has(p);
-    assert.deepEqual(filesFromArgv(['/opt/Folio/folio', '--no-sandbox', '/docs/a.pdf', 'notes.md', '--flag=x.pdf', 'missing.pdf', 'model.gguf', '.', 'b.docx', '--', '-dash.txt'], '/home/me', exists),
-      ['/docs/a.pdf', '/home/me/notes.md', '/home/me/b.docx', '/home/me/-dash.txt']);
-    assert.deepEqual(filesFromArgv(['electron', '.', '/x/README.TXT', '/x/README.TXT'], '/', exists), ['/x/README.TXT']);
+    assert.deepEqual(
+      filesFromArgv(
+        [
+          '/opt/Folio/folio',
+          '--no-sandbox',
+          '/docs/a.pdf',
+          'notes.md',
+          '--flag=x.pdf',
+          'missing.pdf',
+          'model.gguf',
+          '.',
+          'b.docx',
+          '--',
+          '-dash.txt',
+        ],
+        '/home/me',
+        exists,
+      ),
+      ['/docs/a.pdf', '/home/me/notes.md', '/home/me/b.docx', '/home/me/-dash.txt'],
+    );
+    assert.deepEqual(filesFromArgv(['electron', '.', '/x/README.TXT', '/x/README.TXT'], '/', exists), [
+      '/x/README.TXT',
+    ]);
     assert.deepEqual([...DOCUMENT_EXTENSIONS], ['pdf', 'docx', 'md', 'markdown', 'txt']);
   });
 
@@ -1065,7 +1557,12 @@ describe('opening files', () => {
     for (const f of ['first.pdf', 'later.md', 'third.docx', 'broken.txt']) writeFileSync(join(dir, f), 'x');
     const s = await startShell({ argv: ['/opt/Folio/folio', join(dir, 'first.pdf')], cwd: dir });
     // macOS may send open-file before the app is ready.
-    const early = { defaultPrevented: false, preventDefault() { this.defaultPrevented = true; } };
+    const early = {
+      defaultPrevented: false,
+      preventDefault() {
+        this.defaultPrevented = true;
+      },
+    };
     s.fake.app.emit('open-file', early, join(dir, 'later.md'));
     assert.equal(early.defaultPrevented, true);
     assert.deepEqual(s.shell.files.pending(), [join(dir, 'first.pdf'), join(dir, 'later.md')]);
@@ -1078,21 +1575,46 @@ describe('opening files', () => {
     win.webContents.emit('did-finish-load');
     const notices = () => win.webContents.sent.filter((m) => m.channel === SHELL_CHANNEL).map((m) => m.args[0]);
     assert.deepEqual(notices(), [
-      { type: 'document-opened', document: { path: join(dir, 'first.pdf'), ok: true, documentId: 'doc-1', taskId: 'task-1' } },
-      { type: 'document-opened', document: { path: join(dir, 'later.md'), ok: true, documentId: 'doc-2', taskId: 'task-2' } },
+      {
+        type: 'document-opened',
+        document: { path: join(dir, 'first.pdf'), ok: true, documentId: 'doc-1', taskId: 'task-1' },
+      },
+      {
+        type: 'document-opened',
+        document: { path: join(dir, 'later.md'), ok: true, documentId: 'doc-2', taskId: 'task-2' },
+      },
     ]);
 
     // A second launch with files: our window comes to the front and opens them.
     win.minimized = true;
-    s.fake.app.emit('second-instance', {}, ['/opt/Folio/folio', '--some-switch', 'third.docx', 'broken.txt', 'nope.pdf'], dir, null);
-    await until(() => s.core().imported.length === 3 && notices().length === 4, 'the second launch\'s files');
+    s.fake.app.emit(
+      'second-instance',
+      {},
+      ['/opt/Folio/folio', '--some-switch', 'third.docx', 'broken.txt', 'nope.pdf'],
+      dir,
+      null,
+    );
+    await until(() => s.core().imported.length === 3 && notices().length === 4, "the second launch's files");
     assert.equal(win.minimized, false);
     assert.ok(win.focused >= 1);
     assert.equal(s.fake.windows.length, 1, 'no second window');
-    const byPath = (a: unknown, b: unknown) => ((a as { document: { path: string } }).document.path < (b as { document: { path: string } }).document.path ? -1 : 1);
+    const byPath = (a: unknown, b: unknown) =>
+      (a as { document: { path: string } }).document.path < (b as { document: { path: string } }).document.path
+        ? -1
+        : 1;
     assert.deepEqual(notices().slice(2).sort(byPath), [
-      { type: 'document-opened', document: { path: join(dir, 'broken.txt'), ok: false, error: { code: 'CORRUPT', message: 'the file is damaged' } } },
-      { type: 'document-opened', document: { path: join(dir, 'third.docx'), ok: true, documentId: 'doc-3', taskId: 'task-3' } },
+      {
+        type: 'document-opened',
+        document: {
+          path: join(dir, 'broken.txt'),
+          ok: false,
+          error: { code: 'CORRUPT', message: 'the file is damaged' },
+        },
+      },
+      {
+        type: 'document-opened',
+        document: { path: join(dir, 'third.docx'), ok: true, documentId: 'doc-3', taskId: 'task-3' },
+      },
     ]);
 
     // open-file once running: imported at once, the window shown.
@@ -1102,7 +1624,11 @@ describe('opening files', () => {
     // What the OS handed over is the user's choice: the renderer may import it by path too (a retry);
     // a name on the command line that is no file is not.
     const wc = win.webContents;
-    const importByPath = async (path: string) => (await s.fake.ipcHandlers.get(CALL_CHANNEL)!(ipcEvent(wc, wc.mainFrame), { method: 'documents.import', params: { path } })) as CallReply;
+    const importByPath = async (path: string) =>
+      (await s.fake.ipcHandlers.get(CALL_CHANNEL)!(ipcEvent(wc, wc.mainFrame), {
+        method: 'documents.import',
+        params: { path },
+      })) as CallReply;
     assert.equal((await importByPath(join(dir, 'third.docx'))).ok, true);
     const nope = await importByPath(join(dir, 'nope.pdf'));
     assert.equal(!nope.ok && nope.error.code, 'FORBIDDEN');
@@ -1120,21 +1646,33 @@ describe('opening files', () => {
 });
 
 describe('window state', () => {
-  const displays = [{ x: 0, y: 0, width: 1920, height: 1080 }, { x: 1920, y: 0, width: 1280, height: 1024 }];
+  const displays = [
+    { x: 0, y: 0, width: 1920, height: 1080 },
+    { x: 1920, y: 0, width: 1280, height: 1024 },
+  ];
 
   test('restored only where it is visible; otherwise the size, centred', () => {
     assert.deepEqual(restoreBounds(null, displays), { bounds: { width: 1280, height: 820 }, maximized: false });
     const onSecond = { x: 2000, y: 100, width: 1000, height: 800, maximized: false };
     assert.deepEqual(restoreBounds(onSecond, displays).bounds, { x: 2000, y: 100, width: 1000, height: 800 });
     // The second monitor was unplugged.
-    assert.deepEqual(restoreBounds(onSecond, displays.slice(0, 1)), { bounds: { width: 1000, height: 800 }, maximized: false });
+    assert.deepEqual(restoreBounds(onSecond, displays.slice(0, 1)), {
+      bounds: { width: 1000, height: 800 },
+      maximized: false,
+    });
     // Above the top edge, or with only a sliver of title bar on screen.
     assert.equal(isVisibleOn({ x: 100, y: -200, width: 800, height: 600 }, displays), false);
     assert.equal(isVisibleOn({ x: 3180, y: 100, width: 800, height: 600 }, displays), false);
     assert.equal(isVisibleOn({ x: 3080, y: 100, width: 800, height: 600 }, displays), true);
     // Larger than any display now: shrunk; smaller than the minimum: grown.
-    assert.deepEqual(restoreBounds({ x: 0, y: 0, width: 5000, height: 3000, maximized: true }, displays.slice(0, 1)), { bounds: { x: 0, y: 0, width: 1920, height: 1080 }, maximized: true });
-    assert.deepEqual(restoreBounds({ width: 10, height: 10, maximized: false }, displays).bounds, { width: 720, height: 480 });
+    assert.deepEqual(restoreBounds({ x: 0, y: 0, width: 5000, height: 3000, maximized: true }, displays.slice(0, 1)), {
+      bounds: { x: 0, y: 0, width: 1920, height: 1080 },
+      maximized: true,
+    });
+    assert.deepEqual(restoreBounds({ width: 10, height: 10, maximized: false }, displays).bounds, {
+      width: 720,
+      height: 480,
+    });
   });
 
   test('saved in the library folder; a damaged file is ignored', () => {
@@ -1177,26 +1715,55 @@ describe('the application menu', () => {
 
   test("macOS: the app menu's roles, Edit, View, Window, Help, and Folio's actions", () => {
     const sent: string[] = [];
-    const t = menuTemplate({ platform: 'darwin', appName: 'Folio', action: (a) => sent.push(a), openLibraryFolder: () => {}, devTools: false });
+    const t = menuTemplate({
+      platform: 'darwin',
+      appName: 'Folio',
+      action: (a) => sent.push(a),
+      openLibraryFolder: () => {},
+      devTools: false,
+    });
     assert.equal(t[0].label, 'Folio');
-    for (const r of ['about', 'services', 'hide', 'hideOthers', 'unhide', 'quit', 'editMenu', 'windowMenu', 'help', 'close', 'togglefullscreen', 'zoomIn'])
+    for (const r of [
+      'about',
+      'services',
+      'hide',
+      'hideOthers',
+      'unhide',
+      'quit',
+      'editMenu',
+      'windowMenu',
+      'help',
+      'close',
+      'togglefullscreen',
+      'zoomIn',
+    ])
       assert.ok(roles(t).includes(r), r);
     assert.ok(!roles(t).includes('toggleDevTools'), 'no developer tools in the packaged app');
     assert.deepEqual(ids(t).sort(), ['inspector', 'new-chat', 'open-document', 'settings']);
-    const walk = (items: Electron.MenuItemConstructorOptions[]) => items.forEach((i) => {
-      if (i.id) {
-        assert.equal(i.accelerator, ACCELERATORS[i.id as keyof typeof ACCELERATORS]);
-        (i.click as () => void)();
-      }
-      if (Array.isArray(i.submenu)) walk(i.submenu);
-    });
+    const walk = (items: Electron.MenuItemConstructorOptions[]) =>
+      items.forEach((i) => {
+        if (i.id) {
+          assert.equal(i.accelerator, ACCELERATORS[i.id as keyof typeof ACCELERATORS]);
+          (i.click as () => void)();
+        }
+        if (Array.isArray(i.submenu)) walk(i.submenu);
+      });
     walk(t);
     assert.deepEqual(sent.sort(), ['inspector', 'new-chat', 'open-document', 'settings']);
   });
 
   test('Windows and Linux: no app menu, Settings and Quit under File; developer tools when unpackaged', () => {
-    const t = menuTemplate({ platform: 'win32', appName: 'Folio', action: () => {}, openLibraryFolder: () => {}, devTools: true });
-    assert.deepEqual(t.map((m) => m.label), ['File', 'Edit', 'View', 'Window', 'Help']);
+    const t = menuTemplate({
+      platform: 'win32',
+      appName: 'Folio',
+      action: () => {},
+      openLibraryFolder: () => {},
+      devTools: true,
+    });
+    assert.deepEqual(
+      t.map((m) => m.label),
+      ['File', 'Edit', 'View', 'Window', 'Help'],
+    );
     const file = t[0].submenu as Electron.MenuItemConstructorOptions[];
     assert.ok(file.some((i) => i.id === 'settings'));
     assert.ok(file.some((i) => i.role === 'quit'));
@@ -1213,7 +1780,10 @@ describe('the application menu', () => {
     win.webContents.emit('did-finish-load');
     const file = menu.template.find((m) => m.label === 'File')!.submenu as Electron.MenuItemConstructorOptions[];
     (file.find((i) => i.id === 'open-document')!.click as () => void)();
-    assert.deepEqual(win.webContents.sent.filter((m) => m.channel === SHELL_CHANNEL).map((m) => m.args[0]), [{ type: 'menu', action: 'open-document' }]);
+    assert.deepEqual(
+      win.webContents.sent.filter((m) => m.channel === SHELL_CHANNEL).map((m) => m.args[0]),
+      [{ type: 'menu', action: 'open-document' }],
+    );
     // macOS: closing the window keeps the app; the next menu action opens a new one.
     win.close();
     s.fake.app.emit('window-all-closed');
@@ -1221,7 +1791,10 @@ describe('the application menu', () => {
     (file.find((i) => i.id === 'new-chat')!.click as () => void)();
     assert.equal(s.fake.windows.length, 2);
     s.fake.windows[1].webContents.emit('did-finish-load');
-    assert.deepEqual(s.fake.windows[1].webContents.sent.map((m) => m.args[0]), [{ type: 'menu', action: 'new-chat' }]);
+    assert.deepEqual(
+      s.fake.windows[1].webContents.sent.map((m) => m.args[0]),
+      [{ type: 'menu', action: 'new-chat' }],
+    );
     const help = menu.template.find((m) => m.label === 'Help')!.submenu as Electron.MenuItemConstructorOptions[];
     (help[0].click as () => void)();
     assert.deepEqual(s.fake.calls.openPath, [s.shell.dataDir]);
@@ -1234,7 +1807,11 @@ describe('startup and shutdown', () => {
     let coreOptions: Parameters<ShellOptions['createCore']>[0] | null = null;
     const dir = mkdtempSync(join(scratch, 'lib-'));
     const fake = fakeElectron({ appData: join(dir, 'appData') });
-    const shell = createShell(fake.electron, { ...shellOptions(dir), dataDir: undefined, createCore: async (o) => (coreOptions = o, fakeCore()) });
+    const shell = createShell(fake.electron, {
+      ...shellOptions(dir),
+      dataDir: undefined,
+      createCore: async (o) => ((coreOptions = o), fakeCore()),
+    });
     assert.equal(fake.app.name, 'Folio');
     assert.equal(fake.app.getPath('userData'), join(dir, 'appData', 'Folio'));
     assert.equal(shell.dataDir, join(dir, 'appData', 'Folio'));
@@ -1244,7 +1821,9 @@ describe('startup and shutdown', () => {
     const o = coreOptions as Parameters<ShellOptions['createCore']>[0];
     assert.equal(o.dataDir, join(dir, 'appData', 'Folio'));
     assert.deepEqual(o.engine?.entry, { entry: join(dir, 'engine/host.js'), execArgv: [] });
-    assert.deepEqual(o.engine?.env, { FOLIO_ADDON: '/opt/folio/resources/app.asar.unpacked/native/build/Release/folio.node' });
+    assert.deepEqual(o.engine?.env, {
+      FOLIO_ADDON: '/opt/folio/resources/app.asar.unpacked/native/build/Release/folio.node',
+    });
     assert.equal(typeof o.engine?.spawn, 'function');
     o.engine!.spawn!({ entry: 'h.js', execArgv: [], env: {} });
     assert.equal(fake.forks.length, 1, 'the spawn forks a utilityProcess');
@@ -1257,14 +1836,19 @@ describe('startup and shutdown', () => {
     let release!: () => void;
     const core = s.core();
     const closing = new Promise<void>((r) => (release = r));
-    core.close = async () => { await closing; };
+    core.close = async () => {
+      await closing;
+    };
     let willQuit = 0;
     s.fake.app.on('will-quit', () => willQuit++);
     s.fake.app.quit();
     assert.equal(willQuit, 0, 'held back while the core closes');
     // Calls made meanwhile are refused.
     const wc = s.fake.windows[0].webContents;
-    const r = (await s.fake.ipcHandlers.get(CALL_CHANNEL)!(ipcEvent(wc, wc.mainFrame), { method: 'tasks.cancel', params: { taskId: 't' } })) as CallReply;
+    const r = (await s.fake.ipcHandlers.get(CALL_CHANNEL)!(ipcEvent(wc, wc.mainFrame), {
+      method: 'tasks.cancel',
+      params: { taskId: 't' },
+    })) as CallReply;
     assert.equal(!r.ok && r.error.code, 'SHUTTING_DOWN');
     release();
     await until(() => willQuit === 1, 'the quit');
@@ -1273,15 +1857,24 @@ describe('startup and shutdown', () => {
   });
 
   test('a core that cannot start: an error box saying how to fix a native module built for Node, then quit', async () => {
-    const e = new Error("The module 'better_sqlite3.node' was compiled against a different Node.js version using NODE_MODULE_VERSION 115. This version of Node.js requires NODE_MODULE_VERSION 150.");
-    const s = await startShell({ createCore: async () => { throw e; } });
+    const e = new Error(
+      "The module 'better_sqlite3.node' was compiled against a different Node.js version using NODE_MODULE_VERSION 115. This version of Node.js requires NODE_MODULE_VERSION 150.",
+    );
+    const s = await startShell({
+      createCore: async () => {
+        throw e;
+      },
+    });
     await s.start();
     assert.equal(s.fake.calls.errorBoxes.length, 1);
     assert.match(s.fake.calls.errorBoxes[0].message, /@electron\/rebuild/);
     assert.equal(s.fake.calls.quit, 1);
     assert.equal(startupFailureMessage(new Error('disk full')), 'disk full');
     const wc = s.fake.windows[0].webContents;
-    const r = (await s.fake.ipcHandlers.get(CALL_CHANNEL)?.(ipcEvent(wc, wc.mainFrame), { method: 'tasks.cancel', params: { taskId: 't' } })) as CallReply | undefined;
+    const r = (await s.fake.ipcHandlers.get(CALL_CHANNEL)?.(ipcEvent(wc, wc.mainFrame), {
+      method: 'tasks.cancel',
+      params: { taskId: 't' },
+    })) as CallReply | undefined;
     assert.ok(!r || !r.ok);
   });
 });
@@ -1290,7 +1883,10 @@ describe('startup and shutdown', () => {
 // The compiled output under plain Node
 
 describe('smoke: the compiled core under Node (no tsx)', () => {
-  test('creates a core on a temp library, answers calls, imports a PDF through the copied pdf.js worker, runs the compiled engine host', { skip: noAddon, timeout: 120_000 }, () => {
+  test('creates a core on a temp library, answers calls, imports a PDF through the copied pdf.js worker, runs the compiled engine host', {
+    skip: noAddon,
+    timeout: 120_000,
+  }, () => {
     const dataDir = mkdtempSync(join(scratch, 'smoke-'));
     const script = `
       const out = ${JSON.stringify(pathToFileURL(out + '/').href)};
@@ -1323,7 +1919,16 @@ describe('smoke: the compiled core under Node (no tsx)', () => {
     const noTsx = { ...env, FOLIO_ADDON: addon, NODE_OPTIONS: '' };
     const r = spawnSync(process.execPath, [file], { cwd: repoRoot, env: noTsx, encoding: 'utf8', timeout: 100_000 });
     assert.equal(r.status, 0, r.stderr);
-    const res = JSON.parse(r.stdout.trim().split('\n').pop()!) as { theme: string; docs: number; state: string; bad: string; kind: string; text: string; pong: { pid: number }; info: { transport: string; addonPath: string } };
+    const res = JSON.parse(r.stdout.trim().split('\n').pop()!) as {
+      theme: string;
+      docs: number;
+      state: string;
+      bad: string;
+      kind: string;
+      text: string;
+      pong: { pid: number };
+      info: { transport: string; addonPath: string };
+    };
     assert.equal(res.docs, 0);
     assert.ok(['system', 'light', 'dark'].includes(res.theme));
     assert.equal(res.state, 'stopped');
@@ -1333,7 +1938,10 @@ describe('smoke: the compiled core under Node (no tsx)', () => {
     assert.ok(res.pong.pid > 0);
     assert.equal(res.info.transport, 'node-ipc');
     assert.equal(res.info.addonPath, addon);
-    assert.ok(readdirSync(dataDir).some((f) => /\.(db|sqlite3?)$/.test(f)), 'the database is in the library folder');
+    assert.ok(
+      readdirSync(dataDir).some((f) => /\.(db|sqlite3?)$/.test(f)),
+      'the database is in the library folder',
+    );
   });
 });
 
@@ -1341,11 +1949,22 @@ describe('smoke: the compiled core under Node (no tsx)', () => {
 // Packaging
 
 type BuilderConfig = {
-  appId: string; productName: string; asar: boolean; asarUnpack: string[]; files: string[]; npmRebuild: boolean;
+  appId: string;
+  productName: string;
+  asar: boolean;
+  asarUnpack: string[];
+  files: string[];
+  npmRebuild: boolean;
   directories: { output: string; buildResources: string };
   electronFuses: Record<string, boolean>;
   fileAssociations: { ext: string | string[] }[];
-  mac: { icon: string; hardenedRuntime: boolean; entitlements: string; entitlementsInherit: string; target: { target: string; arch: string[] }[] };
+  mac: {
+    icon: string;
+    hardenedRuntime: boolean;
+    entitlements: string;
+    entitlementsInherit: string;
+    target: { target: string; arch: string[] }[];
+  };
   win: { icon: string; target: { target: string }[] };
   linux: { icon: string; target: { target: string }[] };
 };
@@ -1358,47 +1977,90 @@ describe('packaging: build/electron-builder.yml', () => {
     assert.equal(cfg.productName, 'Folio');
     assert.match(cfg.appId, /^[a-z][a-z0-9-]*(\.[a-z0-9-]+)+$/);
     assert.equal(cfg.asar, true);
-    for (const p of ['native/build/Release/folio.node', 'native/build/Release/*folio-cuda.{so,dll}', 'node_modules/pdfjs-dist/**/*'])
+    for (const p of [
+      'native/build/Release/folio.node',
+      'native/build/Release/*folio-cuda.{so,dll}',
+      'node_modules/pdfjs-dist/**/*',
+    ])
       assert.ok(cfg.asarUnpack.includes(p), `asarUnpack: ${p}`);
     assert.equal(cfg.npmRebuild, false);
     assert.deepEqual(cfg.electronFuses, {
-      runAsNode: false, enableCookieEncryption: true, enableNodeOptionsEnvironmentVariable: false, enableNodeCliInspectArguments: false,
-      enableEmbeddedAsarIntegrityValidation: true, onlyLoadAppFromAsar: true, grantFileProtocolExtraPrivileges: false, loadBrowserProcessSpecificV8Snapshot: false,
+      runAsNode: false,
+      enableCookieEncryption: true,
+      enableNodeOptionsEnvironmentVariable: false,
+      enableNodeCliInspectArguments: false,
+      enableEmbeddedAsarIntegrityValidation: true,
+      onlyLoadAppFromAsar: true,
+      grantFileProtocolExtraPrivileges: false,
+      loadBrowserProcessSpecificV8Snapshot: false,
     });
     assert.equal(cfg.mac.hardenedRuntime, true);
     assert.deepEqual(cfg.mac.target, [{ target: 'dmg', arch: ['arm64', 'x64'] }]);
-    assert.deepEqual(cfg.win.target.map((t) => t.target), ['nsis']);
-    assert.deepEqual(cfg.linux.target.map((t) => t.target), ['AppImage', 'deb']);
+    assert.deepEqual(
+      cfg.win.target.map((t) => t.target),
+      ['nsis'],
+    );
+    assert.deepEqual(
+      cfg.linux.target.map((t) => t.target),
+      ['AppImage', 'deb'],
+    );
     assert.deepEqual(cfg.fileAssociations.flatMap((a) => a.ext).sort(), [...DOCUMENT_EXTENSIONS].sort());
     assert.notEqual(cfg.directories.output, 'dist', 'installers must not land in the build output');
     // The shell looks for the addon where asarUnpack puts it.
-    assert.equal(unpackedPath('/opt/Folio/resources/app.asar/native/build/Release/folio.node'), '/opt/Folio/resources/app.asar.unpacked/native/build/Release/folio.node');
+    assert.equal(
+      unpackedPath('/opt/Folio/resources/app.asar/native/build/Release/folio.node'),
+      '/opt/Folio/resources/app.asar.unpacked/native/build/Release/folio.node',
+    );
   });
 
   test('every path it names exists, or is what the build makes', () => {
-    for (const p of [cfg.mac.icon, cfg.win.icon, cfg.mac.entitlements, cfg.mac.entitlementsInherit, cfg.linux.icon, cfg.directories.buildResources])
+    for (const p of [
+      cfg.mac.icon,
+      cfg.win.icon,
+      cfg.mac.entitlements,
+      cfg.mac.entitlementsInherit,
+      cfg.linux.icon,
+      cfg.directories.buildResources,
+    ])
       assert.ok(existsSync(join(repoRoot, p)), p);
-    for (const s of [16, 32, 48, 64, 128, 256, 512, 1024]) assert.ok(existsSync(join(repoRoot, cfg.linux.icon, `${s}x${s}.png`)), `${s}x${s}.png`);
+    for (const s of [16, 32, 48, 64, 128, 256, 512, 1024])
+      assert.ok(existsSync(join(repoRoot, cfg.linux.icon, `${s}x${s}.png`)), `${s}x${s}.png`);
     const ent = readFileSync(join(repoRoot, cfg.mac.entitlements), 'utf8');
     assert.match(ent, /com\.apple\.security\.cs\.allow-jit<\/key>\s*<true\/>/);
-    assert.deepEqual([...ent.matchAll(/<key>([^<]+)<\/key>/g)].map((m) => m[1]), ['com.apple.security.cs.allow-jit'], 'JIT only');
+    assert.deepEqual(
+      [...ent.matchAll(/<key>([^<]+)<\/key>/g)].map((m) => m[1]),
+      ['com.apple.security.cs.allow-jit'],
+      'JIT only',
+    );
     // Included files: sources that exist, or outputs of `npm run build` / `npm install`.
     const made: Record<string, () => boolean> = {
       'dist/electron/**/*': () => existsSync(join(out, 'main.js')) && existsSync(join(out, 'preload.cjs')), // tsc, checked above on the same config
       'dist/renderer/**/*': () => /vite build/.test(readFileSync(join(repoRoot, 'package.json'), 'utf8')),
-      'native/build/Release/folio.node': () => /cmake-js compile -d native -O native\/build/.test(readFileSync(join(repoRoot, 'package.json'), 'utf8')) && existsSync(join(repoRoot, 'native/CMakeLists.txt')),
-      'native/build/Release/*folio-cuda.{so,dll}': () => /add_library\(folio-cuda SHARED/.test(readFileSync(join(repoRoot, 'native/CMakeLists.txt'), 'utf8')),
+      'native/build/Release/folio.node': () =>
+        /cmake-js compile -d native -O native\/build/.test(readFileSync(join(repoRoot, 'package.json'), 'utf8')) &&
+        existsSync(join(repoRoot, 'native/CMakeLists.txt')),
+      'native/build/Release/*folio-cuda.{so,dll}': () =>
+        /add_library\(folio-cuda SHARED/.test(readFileSync(join(repoRoot, 'native/CMakeLists.txt'), 'utf8')),
     };
     for (const f of cfg.files.filter((f) => !f.startsWith('!'))) {
       if (made[f]) assert.ok(made[f](), `${f} is made by the build`);
       else assert.ok(existsSync(join(repoRoot, f)), f);
     }
     for (const p of cfg.asarUnpack.filter((p) => !p.includes('*') || p.startsWith('node_modules/')))
-      assert.ok(existsSync(join(repoRoot, p.replace(/\/\*\*.*$/, ''))) || made[p] !== undefined || p.startsWith('dist/') || p.startsWith('native/build'), p);
+      assert.ok(
+        existsSync(join(repoRoot, p.replace(/\/\*\*.*$/, ''))) ||
+          made[p] !== undefined ||
+          p.startsWith('dist/') ||
+          p.startsWith('native/build'),
+        p,
+      );
     assert.ok(existsSync(join(repoRoot, 'node_modules/pdfjs-dist/legacy/build/pdf.mjs')));
   });
 
-  test('`electron-builder --dir` with a fake Electron: the app in the asar, the addon and pdf.js outside it, the fuses flipped', { skip: noAddon, timeout: 180_000 }, () => {
+  test('`electron-builder --dir` with a fake Electron: the app in the asar, the addon and pdf.js outside it, the fuses flipped', {
+    skip: noAddon,
+    timeout: 180_000,
+  }, () => {
     // A throwaway project: package.json, the config and icons, the compiled app, a stand-in renderer, the addon.
     const proj = mkdtempSync(join(scratch, 'pack-'));
     cpSync(join(repoRoot, 'package.json'), join(proj, 'package.json'));
@@ -1413,15 +2075,23 @@ describe('packaging: build/electron-builder.yml', () => {
     // An "Electron" whose only Electron part is the fuse wire (sentinel, version 1, 8 fuses, Electron's defaults).
     const electronDist = join(proj, 'electron-dist');
     mkdirSync(electronDist);
-    writeFileSync(join(electronDist, 'electron'), '#!/bin/sh\n# dL7pKGdnNz796PbbjQWNKmHXBZaB9tsX\x01\x0810110001\n', { mode: 0o755 });
+    writeFileSync(join(electronDist, 'electron'), '#!/bin/sh\n# dL7pKGdnNz796PbbjQWNKmHXBZaB9tsX\x01\x0810110001\n', {
+      mode: 0o755,
+    });
     writeFileSync(join(electronDist, 'version'), '45.5.0');
 
     const bin = join(repoRoot, 'node_modules/electron-builder/cli.js');
-    const r = spawnSync(process.execPath, [bin, '--config', 'build/electron-builder.yml', '--dir', '--linux', `-c.electronDist=${electronDist}`], { cwd: proj, env, encoding: 'utf8', timeout: 170_000 });
+    const r = spawnSync(
+      process.execPath,
+      [bin, '--config', 'build/electron-builder.yml', '--dir', '--linux', `-c.electronDist=${electronDist}`],
+      { cwd: proj, env, encoding: 'utf8', timeout: 170_000 },
+    );
     assert.equal(r.status, 0, `${r.stdout}\n${r.stderr}`);
     const resources = join(proj, 'out/linux-unpacked/resources');
     const asar = readFileSync(join(resources, 'app.asar'));
-    const header = JSON.parse(asar.subarray(16, 16 + asar.readUInt32LE(12)).toString()) as { files: Record<string, unknown> };
+    const header = JSON.parse(asar.subarray(16, 16 + asar.readUInt32LE(12)).toString()) as {
+      files: Record<string, unknown>;
+    };
     const entries = new Map<string, { unpacked?: boolean }>();
     (function walk(node: { files?: Record<string, unknown> }, prefix: string) {
       for (const [k, v] of Object.entries(node.files ?? {})) {
@@ -1430,16 +2100,33 @@ describe('packaging: build/electron-builder.yml', () => {
         else entries.set(p, v as { unpacked?: boolean });
       }
     })(header, '');
-    for (const f of ['package.json', 'dist/electron/main.js', 'dist/electron/preload.cjs', 'dist/electron/engine/host.js', 'dist/electron/services/app-core.js', 'dist/electron/documents/parse-worker.js', 'dist/renderer/index.html', 'node_modules/zod/package.json'])
+    for (const f of [
+      'package.json',
+      'dist/electron/main.js',
+      'dist/electron/preload.cjs',
+      'dist/electron/engine/host.js',
+      'dist/electron/services/app-core.js',
+      'dist/electron/documents/parse-worker.js',
+      'dist/renderer/index.html',
+      'node_modules/zod/package.json',
+    ])
       assert.equal(entries.get(f)?.unpacked, undefined, `${f} is in the asar`);
-    for (const f of ['native/build/Release/folio.node', 'node_modules/pdfjs-dist/legacy/build/pdf.mjs', 'node_modules/better-sqlite3/build/Release/better_sqlite3.node']) {
+    for (const f of [
+      'native/build/Release/folio.node',
+      'node_modules/pdfjs-dist/legacy/build/pdf.mjs',
+      'node_modules/better-sqlite3/build/Release/better_sqlite3.node',
+    ]) {
       assert.equal(entries.get(f)?.unpacked, true, `${f} is unpacked`);
       assert.ok(existsSync(join(resources, 'app.asar.unpacked', f)), `${f} exists in app.asar.unpacked`);
     }
     for (const f of entries.keys()) {
       assert.doesNotMatch(f, /^(electron|native\/src|test|renderer|build)\//, `${f} does not belong in the package`);
       if (!f.startsWith('node_modules/')) assert.doesNotMatch(f, /\.(ts|cts|mts|map)$/, `${f}: no sources or maps`);
-      assert.doesNotMatch(f, /^node_modules\/(react|react-dom|typescript|vite|vitest|electron|electron-builder|tsx|esbuild|cmake-js|@types)\//, `${f}: not a runtime dependency`);
+      assert.doesNotMatch(
+        f,
+        /^node_modules\/(react|react-dom|typescript|vite|vitest|electron|electron-builder|tsx|esbuild|cmake-js|@types)\//,
+        `${f}: not a runtime dependency`,
+      );
     }
     const fuses = readFileSync(join(proj, 'out/linux-unpacked/folio'), 'latin1');
     const at = fuses.indexOf('dL7pKGdnNz796PbbjQWNKmHXBZaB9tsX') + 32;

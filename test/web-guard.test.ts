@@ -8,7 +8,13 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-import { ApiError, MAX_GENERATE_TOKENS, MAX_JSON_BODY_BYTES, UPLOAD_FILE_NAME_HEADER, UPLOAD_ROUTE } from '../electron/api/contract.ts';
+import {
+  ApiError,
+  MAX_GENERATE_TOKENS,
+  MAX_JSON_BODY_BYTES,
+  UPLOAD_FILE_NAME_HEADER,
+  UPLOAD_ROUTE,
+} from '../electron/api/contract.ts';
 import { Dispatcher, EventBus, type Handlers } from '../electron/api/dispatcher.ts';
 import type { OpenAiBackend } from '../electron/web/openai.ts';
 import { startWebHost, type WebHost } from '../electron/web/server.ts';
@@ -42,9 +48,13 @@ const UPLOAD_CAP = 256 * 1024;
 
 async function withHost(fn: (host: WebHost) => Promise<void>) {
   const host = await startWebHost({
-    dispatcher, apiToken, openai: backend, staticDir: join(dir, 'ui'),
+    dispatcher,
+    apiToken,
+    openai: backend,
+    staticDir: join(dir, 'ui'),
     uploads: {
-      dir: uploadDir, maxBytes: UPLOAD_CAP,
+      dir: uploadDir,
+      maxBytes: UPLOAD_CAP,
       async importUpload(fileName, tempPath) {
         received.push({ fileName, bytes: readFileSync(tempPath) });
         rmSync(tempPath);
@@ -61,7 +71,12 @@ async function withHost(fn: (host: WebHost) => Promise<void>) {
 }
 
 const head = (host: WebHost, line: string, headers: Record<string, string | number> = {}) =>
-  [line, `host: 127.0.0.1:${host.port}`, 'connection: close', ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`)].join('\r\n');
+  [
+    line,
+    `host: 127.0.0.1:${host.port}`,
+    'connection: close',
+    ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`),
+  ].join('\r\n');
 
 async function assertAlive(host: WebHost) {
   const r = await rawRequest(host.port, head(host, 'GET /api/health HTTP/1.1'));
@@ -77,15 +92,29 @@ test('malformed request targets are 400, on plain requests and on WebSocket upgr
       assert.equal(r.status, 400, `GET ${target}`);
       assert.equal(JSON.parse(r.body).error.code, 'BAD_URL', `GET ${target}: ${r.body}`);
       await assertAlive(host);
-      const up = await rawRequest(host.port, head(host, `GET ${target} HTTP/1.1`, {
-        upgrade: 'websocket', connection: 'Upgrade', 'sec-websocket-version': 13, 'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==',
-        authorization: `Bearer ${apiToken}`,
-      }).replace('connection: close\r\n', ''));
+      const up = await rawRequest(
+        host.port,
+        head(host, `GET ${target} HTTP/1.1`, {
+          upgrade: 'websocket',
+          connection: 'Upgrade',
+          'sec-websocket-version': 13,
+          'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==',
+          authorization: `Bearer ${apiToken}`,
+        }).replace('connection: close\r\n', ''),
+      );
       assert.equal(up.status, 400, `upgrade to ${target}`);
       await assertAlive(host);
     }
     // POST too, and with the token: the target is read before anything else.
-    const post = await rawRequest(host.port, head(host, 'POST //[x HTTP/1.1', { authorization: `Bearer ${apiToken}`, 'content-type': 'application/json', 'content-length': 2 }), Buffer.from('{}'));
+    const post = await rawRequest(
+      host.port,
+      head(host, 'POST //[x HTTP/1.1', {
+        authorization: `Bearer ${apiToken}`,
+        'content-type': 'application/json',
+        'content-length': 2,
+      }),
+      Buffer.from('{}'),
+    );
     assert.equal(post.status, 400);
     await assertAlive(host);
   });
@@ -95,21 +124,33 @@ test('a JSON body over the limit is refused with 413 while it arrives, declared 
   await withHost(async (host) => {
     const json = { authorization: `Bearer ${apiToken}`, 'content-type': 'application/json' };
     // Declared too long: refused on the headers.
-    const declared = await rawRequest(host.port, head(host, 'POST /api/call HTTP/1.1', { ...json, 'content-length': 600 * 2 ** 20 }));
+    const declared = await rawRequest(
+      host.port,
+      head(host, 'POST /api/call HTTP/1.1', { ...json, 'content-length': 600 * 2 ** 20 }),
+    );
     assert.equal(declared.status, 413);
     assert.match(JSON.parse(declared.body).error.message, /larger than the limit of 4 MiB/);
     await assertAlive(host);
     // Streamed without a length: refused once the bytes pass the limit, without waiting for the end.
     function* pieces() {
-      yield Buffer.from(`${(MAX_JSON_BODY_BYTES + 2 ** 20).toString(16)}\r\n{"method":"settings.get","params":{"pad":"`);
+      yield Buffer.from(
+        `${(MAX_JSON_BODY_BYTES + 2 ** 20).toString(16)}\r\n{"method":"settings.get","params":{"pad":"`,
+      );
       const piece = Buffer.alloc(64 * 1024, 'x');
       for (let sent = 0; sent < MAX_JSON_BODY_BYTES + 2 ** 20 - 64; sent += piece.length) yield piece;
     }
-    const streamed = await rawRequest(host.port, head(host, 'POST /api/call HTTP/1.1', { ...json, 'transfer-encoding': 'chunked' }), pieces());
+    const streamed = await rawRequest(
+      host.port,
+      head(host, 'POST /api/call HTTP/1.1', { ...json, 'transfer-encoding': 'chunked' }),
+      pieces(),
+    );
     assert.equal(streamed.status, 413);
     await assertAlive(host);
     // The same on /v1, in OpenAI's error shape.
-    const v1 = await rawRequest(host.port, head(host, 'POST /v1/chat/completions HTTP/1.1', { ...json, 'content-length': MAX_JSON_BODY_BYTES + 1 }));
+    const v1 = await rawRequest(
+      host.port,
+      head(host, 'POST /v1/chat/completions HTTP/1.1', { ...json, 'content-length': MAX_JSON_BODY_BYTES + 1 }),
+    );
     assert.equal(v1.status, 413);
     assert.equal(JSON.parse(v1.body).error.type, 'invalid_request_error');
     assert.equal(completions, 0);
@@ -119,10 +160,17 @@ test('a JSON body over the limit is refused with 413 while it arrives, declared 
 
 test('uploads: streamed to a temporary file, 413 over the cap with no file left, clear errors', async () => {
   await withHost(async (host) => {
-    const upload = (name: string | null, body: Buffer, extra: Record<string, string> = {}) => fetch(host.url + UPLOAD_ROUTE, {
-      method: 'POST', body: new Uint8Array(body),
-      headers: { authorization: `Bearer ${apiToken}`, 'content-type': 'application/octet-stream', ...(name === null ? {} : { [UPLOAD_FILE_NAME_HEADER]: encodeURIComponent(name) }), ...extra },
-    });
+    const upload = (name: string | null, body: Buffer, extra: Record<string, string> = {}) =>
+      fetch(host.url + UPLOAD_ROUTE, {
+        method: 'POST',
+        body: new Uint8Array(body),
+        headers: {
+          authorization: `Bearer ${apiToken}`,
+          'content-type': 'application/octet-stream',
+          ...(name === null ? {} : { [UPLOAD_FILE_NAME_HEADER]: encodeURIComponent(name) }),
+          ...extra,
+        },
+      });
     const story = Buffer.from('Once upon a time there was a kite.');
     const ok = await upload('Lily & the kite ü.txt', story);
     assert.equal(ok.status, 200);
@@ -138,9 +186,16 @@ test('uploads: streamed to a temporary file, 413 over the cap with no file left,
       yield Buffer.from(`${(4 * UPLOAD_CAP).toString(16)}\r\n`);
       for (let i = 0; i < 64; i++) yield Buffer.alloc(UPLOAD_CAP / 16, 1);
     }
-    const streamed = await rawRequest(host.port, head(host, `POST ${UPLOAD_ROUTE} HTTP/1.1`, {
-      authorization: `Bearer ${apiToken}`, 'content-type': 'application/octet-stream', [UPLOAD_FILE_NAME_HEADER]: 'streamed.pdf', 'transfer-encoding': 'chunked',
-    }), chunks());
+    const streamed = await rawRequest(
+      host.port,
+      head(host, `POST ${UPLOAD_ROUTE} HTTP/1.1`, {
+        authorization: `Bearer ${apiToken}`,
+        'content-type': 'application/octet-stream',
+        [UPLOAD_FILE_NAME_HEADER]: 'streamed.pdf',
+        'transfer-encoding': 'chunked',
+      }),
+      chunks(),
+    );
     assert.equal(streamed.status, 413);
     await new Promise((r) => setTimeout(r, 100));
     assert.deepEqual(readdirSync(uploadDir), [], 'no temporary file is left');
@@ -151,8 +206,16 @@ test('uploads: streamed to a temporary file, 413 over the cap with no file left,
     assert.deepEqual(readdirSync(uploadDir), []);
     // Malformed requests.
     assert.equal((await upload(null, story)).status, 400, 'no file name');
-    assert.equal((await upload('x', story, { [UPLOAD_FILE_NAME_HEADER]: '%E0%A4%A' })).status, 400, 'a malformed escape');
-    assert.equal((await upload('a.txt', story, { 'content-type': 'text/plain' })).status, 415, 'a page could post text/plain');
+    assert.equal(
+      (await upload('x', story, { [UPLOAD_FILE_NAME_HEADER]: '%E0%A4%A' })).status,
+      400,
+      'a malformed escape',
+    );
+    assert.equal(
+      (await upload('a.txt', story, { 'content-type': 'text/plain' })).status,
+      415,
+      'a page could post text/plain',
+    );
     assert.equal((await upload('a.txt', story, { 'content-type': 'multipart/form-data; boundary=x' })).status, 415);
     assert.equal(received.length, 2, 'nothing else reached the importer');
     await assertAlive(host);
@@ -161,9 +224,12 @@ test('uploads: streamed to a temporary file, 413 over the cap with no file left,
 
 test('client mistakes are 4xx: max_tokens over the engine limit, bad escapes, unsupported models', async () => {
   await withHost(async (host) => {
-    const post = (body: object) => fetch(host.url + '/v1/chat/completions', {
-      method: 'POST', body: JSON.stringify(body), headers: { authorization: `Bearer ${apiToken}`, 'content-type': 'application/json' },
-    });
+    const post = (body: object) =>
+      fetch(host.url + '/v1/chat/completions', {
+        method: 'POST',
+        body: JSON.stringify(body),
+        headers: { authorization: `Bearer ${apiToken}`, 'content-type': 'application/json' },
+      });
     const messages = [{ role: 'user', content: 'hi' }];
     const before = completions;
     for (const key of ['max_tokens', 'max_completion_tokens']) {
@@ -181,7 +247,11 @@ test('client mistakes are 4xx: max_tokens over the engine limit, bad escapes, un
     assert.equal((await unsupported.json()).error.type, 'invalid_request_error');
     const escape = await rawRequest(host.port, head(host, 'GET /docs/%E0%A4%A HTTP/1.1'));
     assert.equal(escape.status, 400);
-    const call = await fetch(host.url + '/api/call', { method: 'POST', body: '{"method":"settings.get"}', headers: { authorization: `Bearer ${apiToken}`, 'content-type': 'application/json' } });
+    const call = await fetch(host.url + '/api/call', {
+      method: 'POST',
+      body: '{"method":"settings.get"}',
+      headers: { authorization: `Bearer ${apiToken}`, 'content-type': 'application/json' },
+    });
     assert.equal(call.status, 500, 'a result outside the contract is our bug, and says so');
   });
 });

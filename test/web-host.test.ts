@@ -23,15 +23,26 @@ writeFileSync(join(dir, 'ui', 'assets', 'app.js'), 'console.log(1)');
 writeFileSync(join(dir, 'secret.txt'), 'do not serve');
 
 let settings: Settings = {
-  modelId: null, compression: { method: 'ada-snapkv', budget: 0.2, alpha: 0.2, window: 32, kernel: 7 },
+  modelId: null,
+  compression: { method: 'ada-snapkv', budget: 0.2, alpha: 0.2, window: 32, kernel: 7 },
   sampling: { temperature: 0.7, topK: 40, topP: 0.95, minP: 0.05, repeatPenalty: 1.1, maxTokens: 64, seed: null },
-  systemPrompt: '', nCtx: null, threads: null, kvType: 'f16', theme: 'system', modelFolders: [],
+  systemPrompt: '',
+  nCtx: null,
+  threads: null,
+  kvType: 'f16',
+  theme: 'system',
+  modelFolders: [],
 };
 const bus = new EventBus();
 const handlers = {
   'settings.get': () => settings,
   'settings.update': (p) => {
-    settings = { ...settings, ...p, compression: { ...settings.compression, ...p.compression }, sampling: { ...settings.sampling, ...p.sampling } };
+    settings = {
+      ...settings,
+      ...p,
+      compression: { ...settings.compression, ...p.compression },
+      sampling: { ...settings.sampling, ...p.sampling },
+    };
     bus.emit('settings.changed', settings);
     return settings;
   },
@@ -58,11 +69,14 @@ const backend: OpenAiBackend = {
 
 function http(port: number, method: string, path: string, body?: string, headers: Record<string, string> = {}) {
   return new Promise<{ status: number; headers: Record<string, unknown>; text: string }>((ok, fail) => {
-    const req = request({ host: '127.0.0.1', port, method, path, headers: { 'content-type': 'application/json', ...auth, ...headers } }, (res) => {
-      let text = '';
-      res.on('data', (c) => (text += c));
-      res.on('end', () => ok({ status: res.statusCode!, headers: res.headers, text }));
-    });
+    const req = request(
+      { host: '127.0.0.1', port, method, path, headers: { 'content-type': 'application/json', ...auth, ...headers } },
+      (res) => {
+        let text = '';
+        res.on('data', (c) => (text += c));
+        res.on('end', () => ok({ status: res.statusCode!, headers: res.headers, text }));
+      },
+    );
     req.on('error', fail);
     if (body !== undefined) req.write(body);
     req.end();
@@ -75,26 +89,55 @@ test('the API over HTTP: results, validation, error codes', async () => {
     const get = await http(host.port, 'POST', '/api/call', JSON.stringify({ method: 'settings.get', params: {} }));
     assert.equal(get.status, 200);
     assert.equal(JSON.parse(get.text).result.compression.method, 'ada-snapkv');
-    const upd = await http(host.port, 'POST', '/api/call', JSON.stringify({ method: 'settings.update', params: { compression: { budget: 0.4 } } }));
+    const upd = await http(
+      host.port,
+      'POST',
+      '/api/call',
+      JSON.stringify({ method: 'settings.update', params: { compression: { budget: 0.4 } } }),
+    );
     assert.equal(JSON.parse(upd.text).result.compression.budget, 0.4);
-    const bad = await http(host.port, 'POST', '/api/call', JSON.stringify({ method: 'settings.update', params: { compression: { kernel: 4 } } }));
+    const bad = await http(
+      host.port,
+      'POST',
+      '/api/call',
+      JSON.stringify({ method: 'settings.update', params: { compression: { kernel: 4 } } }),
+    );
     assert.equal(bad.status, 400);
     assert.equal(JSON.parse(bad.text).error.code, 'BAD_REQUEST');
     assert.match(JSON.parse(bad.text).error.message, /compression\.kernel: the pooling kernel must be odd/);
-    const unknown = await http(host.port, 'POST', '/api/call', JSON.stringify({ method: 'documents.explode', params: {} }));
+    const unknown = await http(
+      host.port,
+      'POST',
+      '/api/call',
+      JSON.stringify({ method: 'documents.explode', params: {} }),
+    );
     assert.equal(JSON.parse(unknown.text).error.code, 'UNKNOWN_METHOD');
     const notJson = await http(host.port, 'POST', '/api/call', '{nope');
     assert.equal(notJson.status, 400);
-    const big = await http(host.port, 'POST', '/api/call', JSON.stringify({ method: 'settings.get', params: { pad: 'x'.repeat(10000) } }));
+    const big = await http(
+      host.port,
+      'POST',
+      '/api/call',
+      JSON.stringify({ method: 'settings.get', params: { pad: 'x'.repeat(10000) } }),
+    );
     assert.equal(big.status, 413);
-    const missing = await http(host.port, 'POST', '/api/call', JSON.stringify({ method: 'chats.delete', params: { chatId: 'x' } }));
+    const missing = await http(
+      host.port,
+      'POST',
+      '/api/call',
+      JSON.stringify({ method: 'chats.delete', params: { chatId: 'x' } }),
+    );
     assert.equal(missing.status, 404);
     assert.deepEqual(JSON.parse(missing.text).error, { code: 'CHAT_NOT_FOUND', message: 'no such chat' });
     const broken = await http(host.port, 'POST', '/api/call', JSON.stringify({ method: 'engine.status', params: {} }));
     assert.equal(JSON.parse(broken.text).error.code, 'INTERNAL', 'a result outside the contract is refused');
-    const foreign = await http(host.port, 'POST', '/api/call', JSON.stringify({ method: 'settings.get' }), { host: 'evil.example:80' });
+    const foreign = await http(host.port, 'POST', '/api/call', JSON.stringify({ method: 'settings.get' }), {
+      host: 'evil.example:80',
+    });
     assert.equal(foreign.status, 421, 'DNS rebinding: a foreign Host is refused');
-    const cross = await http(host.port, 'POST', '/api/call', JSON.stringify({ method: 'settings.get' }), { origin: 'https://evil.example' });
+    const cross = await http(host.port, 'POST', '/api/call', JSON.stringify({ method: 'settings.get' }), {
+      origin: 'https://evil.example',
+    });
     assert.equal(cross.status, 403);
   } finally {
     await host.close();
@@ -130,7 +173,10 @@ test('the API over WebSocket: calls, errors, pushed events, reconnection', async
     api.on('settings.changed', (s) => seen.push(s.compression.budget));
     assert.equal((await api.call('settings.get', {})).kvType, 'f16');
     await api.call('settings.update', { compression: { budget: 0.6 } });
-    await assert.rejects(api.call('settings.update', { theme: 'purple' as never }), (e: ApiError) => e.code === 'BAD_REQUEST');
+    await assert.rejects(
+      api.call('settings.update', { theme: 'purple' as never }),
+      (e: ApiError) => e.code === 'BAD_REQUEST',
+    );
     await new Promise((r) => setTimeout(r, 50));
     assert.deepEqual(seen, [0.6]);
     // raw protocol errors
@@ -153,7 +199,10 @@ test('OpenAI-compatible endpoints: models, completions, streaming, error bodies'
   const host = await startWebHost({ dispatcher, apiToken, openai: backend });
   try {
     const models = JSON.parse((await http(host.port, 'GET', '/v1/models')).text);
-    assert.deepEqual(models, { object: 'list', data: [{ object: 'model', id: 'stories260K', created: 0, owned_by: 'folio' }] });
+    assert.deepEqual(models, {
+      object: 'list',
+      data: [{ object: 'model', id: 'stories260K', created: 0, owned_by: 'folio' }],
+    });
     const body = { model: 'stories260K', messages: [{ role: 'user', content: 'Tell me a story' }] };
     const plain = JSON.parse((await http(host.port, 'POST', '/v1/chat/completions', JSON.stringify(body))).text);
     assert.equal(plain.object, 'chat.completion');
@@ -162,7 +211,10 @@ test('OpenAI-compatible endpoints: models, completions, streaming, error bodies'
     assert.deepEqual(plain.usage, { prompt_tokens: 3, completion_tokens: 4, total_tokens: 7 });
     const sse = await http(host.port, 'POST', '/v1/chat/completions', JSON.stringify({ ...body, stream: true }));
     assert.match(String(sse.headers['content-type']), /text\/event-stream/);
-    const events = sse.text.split('\n\n').filter(Boolean).map((e) => e.replace(/^data: /, ''));
+    const events = sse.text
+      .split('\n\n')
+      .filter(Boolean)
+      .map((e) => e.replace(/^data: /, ''));
     assert.equal(events.at(-1), '[DONE]');
     const chunks = events.slice(0, -1).map((e) => JSON.parse(e));
     assert.equal(chunks[0].choices[0].delta.role, 'assistant');

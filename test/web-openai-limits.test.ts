@@ -33,24 +33,49 @@ after(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-const request = (content: string) => ChatCompletionRequest.parse({ model: 'stories260K', messages: [{ role: 'user', content }], max_tokens: 4, temperature: 0 });
+const request = (content: string) =>
+  ChatCompletionRequest.parse({
+    model: 'stories260K',
+    messages: [{ role: 'user', content }],
+    max_tokens: 4,
+    temperature: 0,
+  });
 
 test('a prompt too long by its bytes alone is refused before it is tokenized', { skip }, async () => {
   const started = Date.now();
-  await assert.rejects(core.openai.complete(request('Once upon a time. '.repeat(200_000)), () => {}, new AbortController().signal), (e: { code: string; message: string }) => {
-    assert.equal(e.code, 'CONTEXT_FULL');
-    assert.match(e.message, /3600\d+ bytes long: even at \d+ bytes a token .* more than the \d+ tokens the context has room for/);
-    return true;
-  });
+  await assert.rejects(
+    core.openai.complete(request('Once upon a time. '.repeat(200_000)), () => {}, new AbortController().signal),
+    (e: { code: string; message: string }) => {
+      assert.equal(e.code, 'CONTEXT_FULL');
+      assert.match(
+        e.message,
+        /3600\d+ bytes long: even at \d+ bytes a token .* more than the \d+ tokens the context has room for/,
+      );
+      return true;
+    },
+  );
   assert.ok(Date.now() - started < 5000, `refused in ${Date.now() - started} ms`);
-  assert.deepEqual(tokenized.filter((n) => n > 100_000), [], 'the engine never saw the long prompt');
+  assert.deepEqual(
+    tokenized.filter((n) => n > 100_000),
+    [],
+    'the engine never saw the long prompt',
+  );
 });
 
 test('a prompt that may fit is tokenized and checked exactly; a short one is answered', { skip }, async () => {
   // Longer in bytes than the context in tokens, but not provably too long: the exact check decides.
-  await assert.rejects(core.openai.complete(request('Once upon a time, a little dog ran. '.repeat(60)), () => {}, new AbortController().signal),
-    (e: { code: string; message: string }) => e.code === 'CONTEXT_FULL' && /tokens long/.test(e.message));
-  assert.ok(tokenized.some((n) => n > 2000), 'that one was tokenized');
+  await assert.rejects(
+    core.openai.complete(
+      request('Once upon a time, a little dog ran. '.repeat(60)),
+      () => {},
+      new AbortController().signal,
+    ),
+    (e: { code: string; message: string }) => e.code === 'CONTEXT_FULL' && /tokens long/.test(e.message),
+  );
+  assert.ok(
+    tokenized.some((n) => n > 2000),
+    'that one was tokenized',
+  );
   const r = await core.openai.complete(request('Once upon a time'), () => {}, new AbortController().signal);
   assert.equal(r.completionTokens, 4);
 });

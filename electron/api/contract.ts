@@ -20,9 +20,19 @@ export const CompressionSettings = z.object({
   budget: BudgetValue,
   alpha: z.number().min(0).max(1),
   window: z.number().int().min(1).max(4096),
-  kernel: z.number().int().min(1).max(255).refine((k) => k % 2 === 1, 'the pooling kernel must be odd'),
+  kernel: z
+    .number()
+    .int()
+    .min(1)
+    .max(255)
+    .refine((k) => k % 2 === 1, 'the pooling kernel must be odd'),
   /** Pyramid steepness, for the methods with the pyramid schedule; absent: the engine's default (20). */
-  beta: z.number().int().min(1).max(1 << 20).optional(),
+  beta: z
+    .number()
+    .int()
+    .min(1)
+    .max(1 << 20)
+    .optional(),
 });
 export type CompressionSettings = z.infer<typeof CompressionSettings>;
 
@@ -33,7 +43,11 @@ export const SamplingSettings = z.object({
   minP: z.number().min(0).max(1),
   repeatPenalty: z.number().gt(0).max(10),
   /** Most tokens one answer may have. */
-  maxTokens: z.number().int().min(1).max(1 << 20),
+  maxTokens: z
+    .number()
+    .int()
+    .min(1)
+    .max(1 << 20),
   seed: z.number().int().min(0).nullable(),
 });
 export type SamplingSettings = z.infer<typeof SamplingSettings>;
@@ -103,7 +117,10 @@ export const CatalogEntry = z.object({
   name: z.string(),
   url: z.string().url(),
   fileBytes: z.number(),
-  sha256: z.string().regex(/^[0-9a-f]{64}$/).nullable(),
+  sha256: z
+    .string()
+    .regex(/^[0-9a-f]{64}$/)
+    .nullable(),
   description: z.string(),
 });
 export type CatalogEntry = z.infer<typeof CatalogEntry>;
@@ -299,7 +316,11 @@ export const methods = {
     result: z.object({ taskId: Id }),
   },
   'models.estimate': {
-    params: z.object({ modelId: Id, nCtx: z.number().int().min(64).optional(), compression: CompressionSettings.optional() }),
+    params: z.object({
+      modelId: Id,
+      nCtx: z.number().int().min(64).optional(),
+      compression: CompressionSettings.optional(),
+    }),
     result: MemoryEstimate,
   },
   /** Loads the model into the engine (after the memory check) and makes it the chat model. */
@@ -311,14 +332,23 @@ export const methods = {
   'documents.import': {
     params: z.union([
       z.object({ path: z.string().min(1) }),
-      z.object({ fileName: z.string().min(1).max(1024), dataBase64: z.string().max(MAX_INLINE_BASE64_CHARS, 'the file is too large to send inline: upload it (POST ' + UPLOAD_ROUTE + ')') }),
+      z.object({
+        fileName: z.string().min(1).max(1024),
+        dataBase64: z
+          .string()
+          .max(MAX_INLINE_BASE64_CHARS, 'the file is too large to send inline: upload it (POST ' + UPLOAD_ROUTE + ')'),
+      }),
     ]),
     result: z.object({ documentId: Id, taskId: Id }),
   },
   'documents.delete': { params: z.object({ documentId: Id }), result: Ok },
   /** Compresses again with other settings (or the current ones). */
   'documents.recompress': {
-    params: z.object({ documentId: Id, compression: CompressionSettings.optional(), pages: z.tuple([z.number().int().min(1), z.number().int().min(1)]).optional() }),
+    params: z.object({
+      documentId: Id,
+      compression: CompressionSettings.optional(),
+      pages: z.tuple([z.number().int().min(1), z.number().int().min(1)]).optional(),
+    }),
     result: z.object({ taskId: Id }),
   },
   /** Uniform (SnapKV) against Ada for the same document and budget, computed on demand. */
@@ -334,16 +364,25 @@ export const methods = {
 
   'chats.list': { params: z.object({ documentId: Id }), result: z.array(ChatSummary) },
   'chats.create': { params: z.object({ documentId: Id, title: z.string().max(200).optional() }), result: ChatSummary },
-  'chats.get': { params: z.object({ chatId: Id }), result: z.object({ chat: ChatSummary, messages: z.array(Message), usage: ContextUsage }) },
+  'chats.get': {
+    params: z.object({ chatId: Id }),
+    result: z.object({ chat: ChatSummary, messages: z.array(Message), usage: ContextUsage }),
+  },
   'chats.rename': { params: z.object({ chatId: Id, title: z.string().min(1).max(200) }), result: ChatSummary },
   'chats.delete': { params: z.object({ chatId: Id }), result: Ok },
   /** Asks a question; the answer streams as chat.token events and ends with a chat.message event. */
-  'chats.send': { params: z.object({ chatId: Id, text: z.string().min(1).max(100_000) }), result: z.object({ user: Message, assistant: Message }) },
+  'chats.send': {
+    params: z.object({ chatId: Id, text: z.string().min(1).max(100_000) }),
+    result: z.object({ user: Message, assistant: Message }),
+  },
   'chats.stop': { params: z.object({ chatId: Id }), result: Ok },
   /** Drops the last answer and answers the last question again. */
   'chats.regenerate': { params: z.object({ chatId: Id }), result: z.object({ assistant: Message }) },
   /** Replaces a question, drops everything after it and answers again. */
-  'chats.edit': { params: z.object({ chatId: Id, messageId: Id, text: z.string().min(1).max(100_000) }), result: z.object({ user: Message, assistant: Message }) },
+  'chats.edit': {
+    params: z.object({ chatId: Id, messageId: Id, text: z.string().min(1).max(100_000) }),
+    result: z.object({ user: Message, assistant: Message }),
+  },
 } as const;
 
 export type Methods = typeof methods;
@@ -380,7 +419,11 @@ export const ApiErrorShape = z.object({ code: z.string(), message: z.string(), d
 export type ApiErrorShape = z.infer<typeof ApiErrorShape>;
 
 export class ApiError extends Error {
-  constructor(readonly code: string, message: string, readonly details?: unknown) {
+  constructor(
+    readonly code: string,
+    message: string,
+    readonly details?: unknown,
+  ) {
     super(message);
     this.name = 'ApiError';
   }
@@ -395,7 +438,11 @@ export function parseParams<M extends MethodName>(method: string, params: unknow
   const r = methods[method as M].params.safeParse(params ?? {});
   if (!r.success) {
     const issue = r.error.issues[0];
-    throw new ApiError('BAD_REQUEST', `${method}: ${issue.path.length ? issue.path.join('.') + ': ' : ''}${issue.message}`, r.error.issues);
+    throw new ApiError(
+      'BAD_REQUEST',
+      `${method}: ${issue.path.length ? issue.path.join('.') + ': ' : ''}${issue.message}`,
+      r.error.issues,
+    );
   }
   return r.data as z.infer<Methods[M]['params']>;
 }

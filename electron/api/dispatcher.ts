@@ -2,7 +2,17 @@
 // errors become ApiErrors with a code, and results are checked against their schemas so a handler can
 // never send the UI something the contract does not allow. Both transports (Electron IPC and the web
 // host) call `dispatch`.
-import { ApiError, events, methods, parseParams, type EventName, type EventPayload, type MethodName, type Params, type Result } from './contract.ts';
+import {
+  ApiError,
+  events,
+  methods,
+  parseParams,
+  type EventName,
+  type EventPayload,
+  type MethodName,
+  type Params,
+  type Result,
+} from './contract.ts';
 
 export type Handlers = { [M in MethodName]: (params: Params<M>) => Promise<Result<M>> | Result<M> };
 
@@ -41,7 +51,10 @@ export function toApiError(e: unknown): ApiError {
 }
 
 export class Dispatcher {
-  constructor(private readonly handlers: Handlers, readonly bus: EventBus) {}
+  constructor(
+    private readonly handlers: Handlers,
+    readonly bus: EventBus,
+  ) {}
 
   /** Validates, runs and checks one call. Always resolves to a result or rejects with an ApiError. */
   async dispatch(method: string, params: unknown): Promise<unknown> {
@@ -55,7 +68,10 @@ export class Dispatcher {
     }
     const checked = methods[method as MethodName].result.safeParse(result);
     if (!checked.success) {
-      throw new ApiError('INTERNAL', `${method} produced a result outside the contract: ${checked.error.issues[0]?.path.join('.')}: ${checked.error.issues[0]?.message}`);
+      throw new ApiError(
+        'INTERNAL',
+        `${method} produced a result outside the contract: ${checked.error.issues[0]?.path.join('.')}: ${checked.error.issues[0]?.message}`,
+      );
     }
     return checked.data;
   }

@@ -1,7 +1,15 @@
 // The API of contract.ts over the web host's WebSocket (/api/ws), for the renderer in a browser and for
 // tests. Calls are matched to answers by id; events go to listeners; when the connection drops, pending
 // calls fail with DISCONNECTED and the client reconnects with backoff.
-import { ApiError, type EventName, type EventPayload, type FolioApi, type MethodName, type Params, type Result } from './contract.ts';
+import {
+  ApiError,
+  type EventName,
+  type EventPayload,
+  type FolioApi,
+  type MethodName,
+  type Params,
+  type Result,
+} from './contract.ts';
 
 /** The subset of the browser's WebSocket this client needs (the `ws` package provides it too). */
 interface SocketLike {
@@ -14,7 +22,11 @@ interface SocketLike {
   onmessage: ((ev: { data: unknown }) => void) | null;
 }
 /** Node's `ws` also takes headers (the third argument); a browser's WebSocket sends its Origin instead. */
-type SocketFactory = new (url: string, protocols?: string[], options?: { headers?: Record<string, string> }) => SocketLike;
+type SocketFactory = new (
+  url: string,
+  protocols?: string[],
+  options?: { headers?: Record<string, string> },
+) => SocketLike;
 
 export interface ConnectOptions {
   /** The web host's API token, for clients that are not the app's own pages (tests, scripts; see access.ts). */
@@ -28,7 +40,11 @@ export interface WsApi extends FolioApi {
   close(): void;
 }
 
-export function connectApi(url: string, Socket: SocketFactory = (globalThis as unknown as { WebSocket: SocketFactory }).WebSocket, options: ConnectOptions = {}): WsApi {
+export function connectApi(
+  url: string,
+  Socket: SocketFactory = (globalThis as unknown as { WebSocket: SocketFactory }).WebSocket,
+  options: ConnectOptions = {},
+): WsApi {
   let ws: SocketLike | null = null;
   let connected = false;
   let closed = false;
@@ -47,7 +63,9 @@ export function connectApi(url: string, Socket: SocketFactory = (globalThis as u
 
   const open = () => {
     if (closed) return;
-    const s = options.token ? new Socket(url, [], { headers: { authorization: `Bearer ${options.token}` } }) : new Socket(url);
+    const s = options.token
+      ? new Socket(url, [], { headers: { authorization: `Bearer ${options.token}` } })
+      : new Socket(url);
     ws = s;
     s.onopen = () => {
       backoff = 250;
@@ -55,7 +73,14 @@ export function connectApi(url: string, Socket: SocketFactory = (globalThis as u
       for (const m of queue.splice(0)) s.send(m);
     };
     s.onmessage = (ev) => {
-      let msg: { type?: string; id?: number; result?: unknown; error?: { code: string; message: string; details?: unknown }; event?: string; payload?: unknown };
+      let msg: {
+        type?: string;
+        id?: number;
+        result?: unknown;
+        error?: { code: string; message: string; details?: unknown };
+        event?: string;
+        payload?: unknown;
+      };
       try {
         msg = JSON.parse(String(ev.data));
       } catch {
@@ -69,7 +94,10 @@ export function connectApi(url: string, Socket: SocketFactory = (globalThis as u
       if (!p) return;
       pending.delete(msg.id!);
       if (msg.type === 'result') p.resolve(msg.result);
-      else p.reject(new ApiError(msg.error?.code ?? 'INTERNAL', msg.error?.message ?? 'unknown error', msg.error?.details));
+      else
+        p.reject(
+          new ApiError(msg.error?.code ?? 'INTERNAL', msg.error?.message ?? 'unknown error', msg.error?.details),
+        );
     };
     s.onerror = () => {};
     s.onclose = () => {

@@ -68,8 +68,14 @@ export function sessionOptions(v: Values) {
   const kvType = str(v, 'kv-type') ?? 'f16';
   if (kvType !== 'f16' && kvType !== 'f32') throw new UsageError(`--kv-type must be f16 or f32, not '${kvType}'`);
   const backend = str(v, 'backend') ?? 'auto';
-  if (backend !== 'auto' && backend !== 'cpu' && backend !== 'cuda') throw new UsageError(`--backend must be auto, cpu or cuda, not '${backend}'`);
-  return { nThreads: int(v, 'threads', 0), nCtx: int(v, 'ctx', 0), kvType: kvType as 'f16' | 'f32', backend: backend as 'auto' | 'cpu' | 'cuda' };
+  if (backend !== 'auto' && backend !== 'cpu' && backend !== 'cuda')
+    throw new UsageError(`--backend must be auto, cpu or cuda, not '${backend}'`);
+  return {
+    nThreads: int(v, 'threads', 0),
+    nCtx: int(v, 'ctx', 0),
+    kvType: kvType as 'f16' | 'f32',
+    backend: backend as 'auto' | 'cpu' | 'cuda',
+  };
 }
 
 /** Bytes in MiB for people. */
@@ -85,7 +91,6 @@ export function promptTokens(model: Model, text: string): Int32Array {
   if (tokens.length === 0) throw new UsageError('the prompt is empty and the model adds no BOS token: give a --prompt');
   return tokens;
 }
-
 
 /** Flags of the commands that compress a document. */
 export const compressFlags = {
@@ -116,7 +121,8 @@ export function budgetValue(s: string, flag = 'budget'): number {
 export function compressOptions(v: Values): CompressOptions {
   const method = compressionMethod(str(v, 'method') ?? 'ada-snapkv');
   const budget = str(v, 'budget');
-  if (budget === undefined && method !== 'full') throw new UsageError('--budget is required: a kept ratio such as 0.2 or tokens per head such as 512');
+  if (budget === undefined && method !== 'full')
+    throw new UsageError('--budget is required: a kept ratio such as 0.2 or tokens per head such as 512');
   return {
     method,
     budget: budget === undefined ? undefined : budgetValue(budget),
@@ -131,12 +137,18 @@ export function compressOptions(v: Values): CompressOptions {
  * The tokens of a document to compress: BOS as the model says, the document's text, and with a question
  * (question-aware compression) the question after a blank line, so the observation window holds it.
  */
-export function documentTokens(model: Model, docPath: string, question?: string): { tokens: Int32Array; questionTokens: number } {
+export function documentTokens(
+  model: Model,
+  docPath: string,
+  question?: string,
+): { tokens: Int32Array; questionTokens: number } {
   let text: string;
   try {
     text = readFileSync(docPath, 'utf8');
   } catch (e) {
-    throw Object.assign(new Error(`cannot read the document ${docPath}: ${(e as Error).message}`), { code: 'DOC_READ' });
+    throw Object.assign(new Error(`cannot read the document ${docPath}: ${(e as Error).message}`), {
+      code: 'DOC_READ',
+    });
   }
   if (text.trim() === '') throw Object.assign(new Error(`the document ${docPath} is empty`), { code: 'DOC_EMPTY' });
   const doc = model.tokenize(text, { addSpecial: true, parseSpecial: false });
@@ -152,9 +164,11 @@ export function documentTokens(model: Model, docPath: string, question?: string)
 export function checkFits(tokens: number, nCtx: number, reserve: number) {
   if (tokens + reserve > nCtx)
     throw Object.assign(
-      new Error(`the document is ${tokens} tokens long, but the context holds ${nCtx}` +
-        (reserve ? ` (${reserve} kept free for questions and answers)` : '') +
-        ': use a shorter document or a larger --ctx if the model allows it'),
+      new Error(
+        `the document is ${tokens} tokens long, but the context holds ${nCtx}` +
+          (reserve ? ` (${reserve} kept free for questions and answers)` : '') +
+          ': use a shorter document or a larger --ctx if the model allows it',
+      ),
       { code: 'DOC_TOO_LONG' },
     );
 }

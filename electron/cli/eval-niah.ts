@@ -26,13 +26,16 @@ export function readNiahCases(path: string, tasks?: string[], lengths?: number[]
   } catch (e) {
     throw new UsageError(`--cases: cannot read ${path}: ${(e as Error).message}`);
   }
-  const cases = text.split('\n').filter((l) => l.trim() !== '').map((l, i) => {
-    try {
-      return JSON.parse(l) as NiahCase;
-    } catch {
-      throw new UsageError(`--cases: line ${i + 1} of ${path} is not JSON`);
-    }
-  });
+  const cases = text
+    .split('\n')
+    .filter((l) => l.trim() !== '')
+    .map((l, i) => {
+      try {
+        return JSON.parse(l) as NiahCase;
+      } catch {
+        throw new UsageError(`--cases: line ${i + 1} of ${path} is not JSON`);
+      }
+    });
   return cases.filter((c) => (!tasks || tasks.includes(c.task)) && (!lengths || lengths.includes(c.length)));
 }
 
@@ -43,7 +46,8 @@ export function splitQuestion(model: Model, c: NiahCase): { tokens: Int32Array; 
   if (at < 0) throw new UsageError(`case ${c.id}: no question ("What is ...") at the end of the prompt`);
   const haystack = model.tokenize(c.prompt.slice(0, at), { addSpecial: true, parseSpecial: false });
   // The haystack's tokens must be a prefix of the whole prompt's (SentencePiece splits at the space).
-  if (!haystack.every((t, i) => t === tokens[i])) throw new UsageError(`case ${c.id}: the question does not start at a token boundary`);
+  if (!haystack.every((t, i) => t === tokens[i]))
+    throw new UsageError(`case ${c.id}: the question does not start at a token boundary`);
   return { tokens, questionStart: haystack.length };
 }
 
@@ -74,17 +78,24 @@ export async function runNiah(model: Model, cases: NiahCase[], o: NiahOptions): 
   const rows: NiahRow[] = [];
   for (const method of o.methods) {
     for (const budget of method === 'full' ? [1] : o.budgets) {
-      let correct = 0, full = 0, kept = 0;
+      let correct = 0,
+        full = 0,
+        kept = 0;
       const tally = (m: Map<string, [number, number]>, k: string, ok: boolean) => {
         const [a, n] = m.get(k) ?? [0, 0];
         m.set(k, [a + (ok ? 1 : 0), n + 1]);
       };
-      const byLength = new Map<string, [number, number]>(), byDepth = new Map<string, [number, number]>();
+      const byLength = new Map<string, [number, number]>(),
+        byDepth = new Map<string, [number, number]>();
       for (const { c, tokens, questionStart } of split) {
         const cut = o.questionAware ? tokens.length : questionStart;
         const session = model.createSession(o.sessionOpts);
         const r = await session.compress(tokens.subarray(0, cut), {
-          method, budget: method === 'full' ? undefined : budget, alpha: o.alpha, window: o.window, kernel: o.kernel,
+          method,
+          budget: method === 'full' ? undefined : budget,
+          alpha: o.alpha,
+          window: o.window,
+          kernel: o.kernel,
         });
         if (cut < tokens.length) await session.prefill(tokens.subarray(cut));
         const g = await session.generate({ n: c.answer_tokens.length, temperature: 0 });
@@ -98,8 +109,14 @@ export async function runNiah(model: Model, cases: NiahCase[], o: NiahOptions): 
       }
       const ratio = (m: Map<string, [number, number]>) => Object.fromEntries([...m].map(([k, [a, n]]) => [k, a / n]));
       rows.push({
-        method, budget, cases: cases.length, correct, accuracy: correct / cases.length,
-        by_length: ratio(byLength), by_depth: ratio(byDepth), kept_ratio: kept / full,
+        method,
+        budget,
+        cases: cases.length,
+        correct,
+        accuracy: correct / cases.length,
+        by_length: ratio(byLength),
+        by_depth: ratio(byDepth),
+        kept_ratio: kept / full,
       });
     }
   }

@@ -14,7 +14,12 @@ export interface PlotInput {
 }
 
 type Marker = 'none' | 'circle' | 'square' | 'triangle' | 'diamond' | 'cross';
-interface Style { colour: string; dash: string; marker: Marker; width: number }
+interface Style {
+  colour: string;
+  dash: string;
+  marker: Marker;
+  width: number;
+}
 
 // A method's style follows from what it is (its row in electron/kv/methods.ts), so a new method needs
 // nothing here. Lightness goes from black (full) and grey (streaming) through dark to light: uniform heads
@@ -44,12 +49,18 @@ const n = (x: number) => (Math.round(x * 100) / 100).toString();
 function marker(m: Marker, x: number, y: number, colour: string): string {
   const r = 4;
   switch (m) {
-    case 'circle': return `<circle cx="${n(x)}" cy="${n(y)}" r="${r}" fill="${colour}"/>`;
-    case 'square': return `<rect x="${n(x - r)}" y="${n(y - r)}" width="${2 * r}" height="${2 * r}" fill="${colour}"/>`;
-    case 'triangle': return `<path d="M${n(x)} ${n(y - r - 1)}L${n(x + r + 1)} ${n(y + r)}L${n(x - r - 1)} ${n(y + r)}Z" fill="${colour}"/>`;
-    case 'diamond': return `<path d="M${n(x)} ${n(y - r - 1)}L${n(x + r + 1)} ${n(y)}L${n(x)} ${n(y + r + 1)}L${n(x - r - 1)} ${n(y)}Z" fill="white" stroke="${colour}" stroke-width="2"/>`;
-    case 'cross': return `<path d="M${n(x - r)} ${n(y - r)}L${n(x + r)} ${n(y + r)}M${n(x - r)} ${n(y + r)}L${n(x + r)} ${n(y - r)}" stroke="${colour}" stroke-width="2"/>`;
-    default: return '';
+    case 'circle':
+      return `<circle cx="${n(x)}" cy="${n(y)}" r="${r}" fill="${colour}"/>`;
+    case 'square':
+      return `<rect x="${n(x - r)}" y="${n(y - r)}" width="${2 * r}" height="${2 * r}" fill="${colour}"/>`;
+    case 'triangle':
+      return `<path d="M${n(x)} ${n(y - r - 1)}L${n(x + r + 1)} ${n(y + r)}L${n(x - r - 1)} ${n(y + r)}Z" fill="${colour}"/>`;
+    case 'diamond':
+      return `<path d="M${n(x)} ${n(y - r - 1)}L${n(x + r + 1)} ${n(y)}L${n(x)} ${n(y + r + 1)}L${n(x - r - 1)} ${n(y)}Z" fill="white" stroke="${colour}" stroke-width="2"/>`;
+    case 'cross':
+      return `<path d="M${n(x - r)} ${n(y - r)}L${n(x + r)} ${n(y + r)}M${n(x - r)} ${n(y + r)}L${n(x + r)} ${n(y - r)}" stroke="${colour}" stroke-width="2"/>`;
+    default:
+      return '';
   }
 }
 
@@ -60,14 +71,21 @@ function niceTicks(lo: number, hi: number): number[] {
   const p = 10 ** Math.floor(Math.log10(raw));
   const step = [1, 2, 5, 10].map((m) => m * p).find((s) => s >= raw)!;
   const ticks: number[] = [];
-  const first = Math.floor(lo / step + 1e-9), last = Math.ceil(hi / step - 1e-9);
+  const first = Math.floor(lo / step + 1e-9),
+    last = Math.ceil(hi / step - 1e-9);
   for (let i = first; i <= last; i++) ticks.push(Number((i * step).toPrecision(12)));
   return ticks;
 }
 
-const fmtTick = (t: number) => (Math.abs(t) >= 1e4 || (t !== 0 && Math.abs(t) < 1e-3) ? t.toExponential(0) : String(Number(t.toPrecision(6))));
+const fmtTick = (t: number) =>
+  Math.abs(t) >= 1e4 || (t !== 0 && Math.abs(t) < 1e-3) ? t.toExponential(0) : String(Number(t.toPrecision(6)));
 
-interface Panel { x: number; y: number; w: number; h: number }
+interface Panel {
+  x: number;
+  y: number;
+  w: number;
+  h: number;
+}
 
 function frame(p: Panel, title: string, xLabel: string, yLabel: string): string {
   return (
@@ -89,7 +107,8 @@ function series(points: [number, number][], s: Style): string {
 
 /** The two-panel plot of a fidelity report, as SVG text. */
 export function fidelitySvg(r: PlotInput): string {
-  const W = 980, H = 500;
+  const W = 980,
+    H = 500;
   const left: Panel = { x: 80, y: 60, w: 380, h: 320 };
   const right: Panel = { x: 570, y: 60, w: 380, h: 320 };
   const methods = r.settings.methods;
@@ -105,7 +124,8 @@ export function fidelitySvg(r: PlotInput): string {
   );
 
   // Left panel: KL against the budget, log scale.
-  const bx0 = budgets[0], bx1 = budgets[budgets.length - 1];
+  const bx0 = budgets[0],
+    bx1 = budgets[budgets.length - 1];
   const pad = bx1 > bx0 ? (bx1 - bx0) * 0.06 : Math.max(bx0 * 0.1, 0.05);
   const xOf = (b: number) => left.x + ((b - (bx0 - pad)) / (bx1 + pad - (bx0 - pad))) * left.w;
   const kls = r.rows.filter((x) => x.kl > 0 && Number.isFinite(x.kl)).map((x) => x.kl);
@@ -121,11 +141,13 @@ export function fidelitySvg(r: PlotInput): string {
       `<line x1="${left.x - 5}" x2="${left.x}" y1="${n(y)}" y2="${n(y)}" stroke="#000"/>`,
       `<text x="${left.x - 8}" y="${n(y + 4)}" text-anchor="end">1e${e}</text>`,
     );
-    if (e < hi) for (let m = 2; m <= 9; m++) {
-      const ym = yKl(m * 10 ** e);
-      parts.push(`<line x1="${left.x}" x2="${left.x + 3}" y1="${n(ym)}" y2="${n(ym)}" stroke="#000"/>`);
-      if (hi - lo <= 2 && (m === 2 || m === 5)) parts.push(`<text x="${left.x - 8}" y="${n(ym + 4)}" text-anchor="end" fill="#555">${m}e${e}</text>`);
-    }
+    if (e < hi)
+      for (let m = 2; m <= 9; m++) {
+        const ym = yKl(m * 10 ** e);
+        parts.push(`<line x1="${left.x}" x2="${left.x + 3}" y1="${n(ym)}" y2="${n(ym)}" stroke="#000"/>`);
+        if (hi - lo <= 2 && (m === 2 || m === 5))
+          parts.push(`<text x="${left.x - 8}" y="${n(ym + 4)}" text-anchor="end" fill="#555">${m}e${e}</text>`);
+      }
   }
   for (const b of budgets) {
     const x = xOf(b);
@@ -136,7 +158,14 @@ export function fidelitySvg(r: PlotInput): string {
     );
   }
   parts.push(`</g>`);
-  parts.push(frame(left, 'KL(full ‖ method) of the next-token distributions', 'budget (kept fraction of the prefix per head)', 'mean KL, nats (log scale)'));
+  parts.push(
+    frame(
+      left,
+      'KL(full ‖ method) of the next-token distributions',
+      'budget (kept fraction of the prefix per head)',
+      'mean KL, nats (log scale)',
+    ),
+  );
   const notDrawn: string[] = [];
   for (const m of methods) {
     const pts = budgets
@@ -147,11 +176,15 @@ export function fidelitySvg(r: PlotInput): string {
     parts.push(series(pts, styleOf(m)));
   }
   if (notDrawn.length)
-    parts.push(`<text x="${left.x + 6}" y="${left.y + left.h - 8}" font-size="11" fill="#333">${esc(`KL = 0, not drawn on a log scale: ${notDrawn.join(', ')}`)}</text>`);
+    parts.push(
+      `<text x="${left.x + 6}" y="${left.y + left.h - 8}" font-size="11" fill="#333">${esc(`KL = 0, not drawn on a log scale: ${notDrawn.join(', ')}`)}</text>`,
+    );
 
   // Right panel: attention L1 per layer at the smallest budget.
   const smallest = budgets[0];
-  const lrows = methods.map((m) => r.rows.find((x) => x.method === m && x.budget === smallest)).filter((x): x is NonNullable<typeof x> => !!x);
+  const lrows = methods
+    .map((m) => r.rows.find((x) => x.method === m && x.budget === smallest))
+    .filter((x): x is NonNullable<typeof x> => !!x);
   const layers = Math.max(1, ...lrows.map((x) => x.attn_l1_layers.length));
   const l1s = lrows.flatMap((x) => x.attn_l1_layers.filter((v): v is number => v !== null && Number.isFinite(v)));
   const yTicks = niceTicks(0, Math.max(1e-6, ...l1s) * 1.05);
@@ -175,7 +208,14 @@ export function fidelitySvg(r: PlotInput): string {
     );
   }
   parts.push(`</g>`);
-  parts.push(frame(right, `Attention L1 loss per layer at budget ${smallest}`, 'layer', 'L1 change of the window\'s attention output'));
+  parts.push(
+    frame(
+      right,
+      `Attention L1 loss per layer at budget ${smallest}`,
+      'layer',
+      "L1 change of the window's attention output",
+    ),
+  );
   for (const row of lrows) {
     const pts = row.attn_l1_layers
       .map((v, l) => (v === null || !Number.isFinite(v) ? null : ([xl(l), yl(v)] as [number, number])))
@@ -184,7 +224,9 @@ export function fidelitySvg(r: PlotInput): string {
   }
 
   // Legend, one row under both panels.
-  const lx0 = 80, ly = H - 40, step = (W - 2 * lx0) / Math.max(1, methods.length);
+  const lx0 = 80,
+    ly = H - 40,
+    step = (W - 2 * lx0) / Math.max(1, methods.length);
   methods.forEach((m, i) => {
     const s = styleOf(m);
     const x = lx0 + i * step;

@@ -15,12 +15,25 @@ import { evalCommand } from './commands/eval.ts';
 import { chat } from './commands/chat.ts';
 import { serve } from './commands/serve.ts';
 
-const commands: Record<string, Command> = { info, tokenize, generate, logits, compress, bench, 'bench-kv': benchKv, eval: evalCommand, chat, serve };
+const commands: Record<string, Command> = {
+  info,
+  tokenize,
+  generate,
+  logits,
+  compress,
+  bench,
+  'bench-kv': benchKv,
+  eval: evalCommand,
+  chat,
+  serve,
+};
 
 function help(): string {
   return (
     'folio: chat with long documents on your own machine\n\nCommands:\n' +
-    Object.entries(commands).map(([name, c]) => `  ${name.padEnd(10)} ${c.summary}\n      ${c.usage}`).join('\n') +
+    Object.entries(commands)
+      .map(([name, c]) => `  ${name.padEnd(10)} ${c.summary}\n      ${c.usage}`)
+      .join('\n') +
     '\n'
   );
 }
@@ -48,7 +61,7 @@ export async function main(argv: string[]): Promise<number> {
   } catch (e) {
     const err = e as EngineError;
     const usage = e instanceof UsageError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS');
-    const code = usage ? 'USAGE' : err.code ?? 'INTERNAL';
+    const code = usage ? 'USAGE' : (err.code ?? 'INTERNAL');
     if (values.json) process.stdout.write(JSON.stringify({ error: { code, message: err.message } }) + '\n');
     else process.stderr.write(`folio ${name}: ${err.message}${usage ? `\nusage: ${cmd.usage}` : ` (${code})`}\n`);
     return usage ? 2 : 1;

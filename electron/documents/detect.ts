@@ -7,7 +7,19 @@ import { isZip, zipEntries } from './zip.ts';
 
 export type DocumentKind = 'pdf' | 'docx' | 'markdown' | 'text';
 
-export const markdownExtensions = new Set(['md', 'markdown', 'mdown', 'mkd', 'mkdn', 'mdwn', 'mdtxt', 'mdtext', 'mdx', 'rmd', 'qmd']);
+export const markdownExtensions = new Set([
+  'md',
+  'markdown',
+  'mdown',
+  'mkd',
+  'mkdn',
+  'mdwn',
+  'mdtxt',
+  'mdtext',
+  'mdx',
+  'rmd',
+  'qmd',
+]);
 const docxExtensions = new Set(['docx', 'docm', 'dotx', 'dotm']);
 
 /** What the bytes are, before the extension is looked at. */
@@ -44,7 +56,14 @@ function ascii(s: string): number[] {
 export function isPdf(bytes: Uint8Array): boolean {
   const lim = Math.min(bytes.length - 5, 1024);
   for (let i = 0; i <= lim; i++) {
-    if (bytes[i] === 0x25 && bytes[i + 1] === 0x50 && bytes[i + 2] === 0x44 && bytes[i + 3] === 0x46 && bytes[i + 4] === 0x2d) return true;
+    if (
+      bytes[i] === 0x25 &&
+      bytes[i + 1] === 0x50 &&
+      bytes[i + 2] === 0x44 &&
+      bytes[i + 3] === 0x46 &&
+      bytes[i + 4] === 0x2d
+    )
+      return true;
   }
   return false;
 }
@@ -86,11 +105,16 @@ export function sniff(bytes: Uint8Array): Sniffed {
     const names = new Set((zipEntries(bytes) ?? []).map((e) => e.name));
     if (names.has('word/document.xml')) return { type: 'docx' };
     const office = 'save it as a Word document (.docx), PDF or text';
-    if (names.has('xl/workbook.xml')) return { type: 'other', what: 'an Excel workbook', advice: 'export the sheets as PDF or text' };
-    if (names.has('ppt/presentation.xml')) return { type: 'other', what: 'a PowerPoint presentation', advice: 'export it as PDF' };
-    if (names.has('content.xml') && names.has('mimetype')) return { type: 'other', what: 'an OpenDocument file', advice: office };
-    if (names.has('META-INF/container.xml')) return { type: 'other', what: 'an EPUB e-book', advice: 'convert it to PDF or text' };
-    if (names.size === 0) return { type: 'other', what: 'a damaged ZIP archive', advice: 'the file may be truncated', damaged: true };
+    if (names.has('xl/workbook.xml'))
+      return { type: 'other', what: 'an Excel workbook', advice: 'export the sheets as PDF or text' };
+    if (names.has('ppt/presentation.xml'))
+      return { type: 'other', what: 'a PowerPoint presentation', advice: 'export it as PDF' };
+    if (names.has('content.xml') && names.has('mimetype'))
+      return { type: 'other', what: 'an OpenDocument file', advice: office };
+    if (names.has('META-INF/container.xml'))
+      return { type: 'other', what: 'an EPUB e-book', advice: 'convert it to PDF or text' };
+    if (names.size === 0)
+      return { type: 'other', what: 'a damaged ZIP archive', advice: 'the file may be truncated', damaged: true };
     return { type: 'other', what: 'a ZIP archive', advice: 'extract the document from it first' };
   }
   if (startsWith(bytes, [0xd0, 0xcf, 0x11, 0xe0, 0xa1, 0xb1, 0x1a, 0xe1])) {
@@ -100,16 +124,22 @@ export function sniff(bytes: Uint8Array): Sniffed {
       advice: 'save it (without a password) as a Word document (.docx) or PDF',
     };
   }
-  if (startsWith(bytes, ascii('{\\rtf'))) return { type: 'other', what: 'an RTF document', advice: 'save it as a Word document (.docx) or PDF' };
+  if (startsWith(bytes, ascii('{\\rtf')))
+    return { type: 'other', what: 'an RTF document', advice: 'save it as a Word document (.docx) or PDF' };
   const image = 'Folio reads text, and OCR (reading text from images) is not supported';
   if (startsWith(bytes, [0x89, 0x50, 0x4e, 0x47])) return { type: 'other', what: 'a PNG image', advice: image };
   if (startsWith(bytes, [0xff, 0xd8, 0xff])) return { type: 'other', what: 'a JPEG image', advice: image };
   if (startsWith(bytes, ascii('GIF8'))) return { type: 'other', what: 'a GIF image', advice: image };
-  if (startsWith(bytes, [0x49, 0x49, 0x2a, 0]) || startsWith(bytes, [0x4d, 0x4d, 0, 0x2a])) return { type: 'other', what: 'a TIFF image', advice: image };
-  if (startsWith(bytes, ascii('RIFF')) && startsWith(bytes, ascii('WEBP'), 8)) return { type: 'other', what: 'a WebP image', advice: image };
-  if (startsWith(bytes, [0x1f, 0x8b])) return { type: 'other', what: 'a gzip-compressed file', advice: 'decompress it first' };
-  if (startsWith(bytes, ascii('7z')) && startsWith(bytes, [0xbc, 0xaf], 2)) return { type: 'other', what: 'a 7-Zip archive', advice: 'extract the document from it first' };
-  if (startsWith(bytes, ascii('Rar!'))) return { type: 'other', what: 'a RAR archive', advice: 'extract the document from it first' };
+  if (startsWith(bytes, [0x49, 0x49, 0x2a, 0]) || startsWith(bytes, [0x4d, 0x4d, 0, 0x2a]))
+    return { type: 'other', what: 'a TIFF image', advice: image };
+  if (startsWith(bytes, ascii('RIFF')) && startsWith(bytes, ascii('WEBP'), 8))
+    return { type: 'other', what: 'a WebP image', advice: image };
+  if (startsWith(bytes, [0x1f, 0x8b]))
+    return { type: 'other', what: 'a gzip-compressed file', advice: 'decompress it first' };
+  if (startsWith(bytes, ascii('7z')) && startsWith(bytes, [0xbc, 0xaf], 2))
+    return { type: 'other', what: 'a 7-Zip archive', advice: 'extract the document from it first' };
+  if (startsWith(bytes, ascii('Rar!')))
+    return { type: 'other', what: 'a RAR archive', advice: 'extract the document from it first' };
   if (looksLikeText(bytes)) return { type: 'text' };
   return { type: 'binary' };
 }
@@ -159,7 +189,10 @@ export function detectKind(bytes: Uint8Array, fileName: string): DocumentKind {
       return claimed === 'markdown' ? 'markdown' : 'text';
     case 'other':
       if (s.damaged && claimed === 'docx') {
-        throw new ImportError('CORRUPT', `${name} is damaged: its ZIP directory is missing or unreadable (a truncated download?), so it cannot be read as a Word document`);
+        throw new ImportError(
+          'CORRUPT',
+          `${name} is damaged: its ZIP directory is missing or unreadable (a truncated download?), so it cannot be read as a Word document`,
+        );
       }
       throw new ImportError(
         'UNSUPPORTED',
@@ -167,8 +200,16 @@ export function detectKind(bytes: Uint8Array, fileName: string): DocumentKind {
         { details: { content: s.what } },
       );
     case 'binary':
-      if (claimed === 'pdf') throw new ImportError('CORRUPT', `${name} is not a valid PDF: it has no %PDF header (the file is damaged or is not a PDF)`);
-      if (claimed === 'docx') throw new ImportError('CORRUPT', `${name} is not a valid Word document: it is not a ZIP archive (the file is damaged or is not a .docx)`);
+      if (claimed === 'pdf')
+        throw new ImportError(
+          'CORRUPT',
+          `${name} is not a valid PDF: it has no %PDF header (the file is damaged or is not a PDF)`,
+        );
+      if (claimed === 'docx')
+        throw new ImportError(
+          'CORRUPT',
+          `${name} is not a valid Word document: it is not a ZIP archive (the file is damaged or is not a .docx)`,
+        );
       throw new ImportError(
         'UNSUPPORTED',
         `${name} is binary data in a format Folio does not know; Folio reads PDF, Word (.docx), Markdown and text`,

@@ -40,7 +40,8 @@ export function decodeEntities(s: string): string {
 export function parseHtml(html: string): Node {
   const root: Node = { tag: '#root', attrs: {}, children: [] };
   const stack: Node[] = [root];
-  const re = /<(\/?)([a-zA-Z][a-zA-Z0-9]*)((?:\s+[^\s=>/]+(?:\s*=\s*(?:"[^"]*"|'[^']*'|[^\s>]+))?)*)\s*(\/?)>|<!--[\s\S]*?-->|([^<]+|<)/g;
+  const re =
+    /<(\/?)([a-zA-Z][a-zA-Z0-9]*)((?:\s+[^\s=>/]+(?:\s*=\s*(?:"[^"]*"|'[^']*'|[^\s>]+))?)*)\s*(\/?)>|<!--[\s\S]*?-->|([^<]+|<)/g;
   for (let m = re.exec(html); m; m = re.exec(html)) {
     const top = stack[stack.length - 1];
     if (m[5] !== undefined) {
@@ -65,7 +66,28 @@ export function parseHtml(html: string): Node {
   return root;
 }
 
-const BLOCK_TAGS = new Set(['p', 'h1', 'h2', 'h3', 'h4', 'h5', 'h6', 'ul', 'ol', 'li', 'table', 'thead', 'tbody', 'tfoot', 'tr', 'td', 'th', 'div', 'blockquote', 'pre']);
+const BLOCK_TAGS = new Set([
+  'p',
+  'h1',
+  'h2',
+  'h3',
+  'h4',
+  'h5',
+  'h6',
+  'ul',
+  'ol',
+  'li',
+  'table',
+  'thead',
+  'tbody',
+  'tfoot',
+  'tr',
+  'td',
+  'th',
+  'div',
+  'blockquote',
+  'pre',
+]);
 
 /** The inline text of a node: runs concatenated, <br> as a newline, back-links and images dropped. */
 function inline(node: Node | string): string {
@@ -84,7 +106,10 @@ function inline(node: Node | string): string {
 }
 
 function tidy(s: string): string {
-  return s.replace(/[ \t\u00a0]+/g, ' ').replace(/ ?\n ?/g, '\n').trim();
+  return s
+    .replace(/[ \t\u00a0]+/g, ' ')
+    .replace(/ ?\n ?/g, '\n')
+    .trim();
 }
 
 function children(node: Node, ...tags: string[]): Node[] {
@@ -106,7 +131,7 @@ function listBlocks(list: Node, depth: number, out: Block[]): void {
 function tableBlocks(table: Node, out: Block[]): void {
   const rows: Node[] = [];
   const collect = (n: Node) => {
-    for (const c of children(n, 'thead', 'tbody', 'tfoot', 'tr')) (c.tag === 'tr' ? rows.push(c) : collect(c));
+    for (const c of children(n, 'thead', 'tbody', 'tfoot', 'tr')) c.tag === 'tr' ? rows.push(c) : collect(c);
   };
   collect(table);
   rows.forEach((tr, i) => {
@@ -126,7 +151,8 @@ export function htmlBlocks(root: Node): Block[] {
       }
       const h = /^h([1-6])$/.exec(c.tag);
       if (h) out.push({ text: tidy(inline(c)), heading: Number(h[1]) });
-      else if (c.tag === 'p' || c.tag === 'pre') out.push({ text: c.tag === 'pre' ? inline(c).replace(/^\n+|\s+$/g, '') : tidy(inline(c)) });
+      else if (c.tag === 'p' || c.tag === 'pre')
+        out.push({ text: c.tag === 'pre' ? inline(c).replace(/^\n+|\s+$/g, '') : tidy(inline(c)) });
       else if (c.tag === 'ul' || c.tag === 'ol') listBlocks(c, 0, out);
       else if (c.tag === 'table') tableBlocks(c, out);
       else if (BLOCK_TAGS.has(c.tag)) walk(c);
@@ -168,7 +194,8 @@ function mammothZip(zip: BoundedZipReader, preRead: Map<string, Uint8Array>): Ma
     read: async (name, encoding) => {
       const bytes = preRead.get(name) ?? zip.read(name);
       preRead.delete(name);
-      if (encoding === 'base64') return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('base64');
+      if (encoding === 'base64')
+        return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('base64');
       return encoding ? new TextDecoder(encoding).decode(bytes) : bytes;
     },
   };
@@ -188,29 +215,38 @@ function zipTooLarge(fileName: string, e: ZipLimitError): ImportError {
 const CONVERT_MS_PER_MIB = 3000;
 
 /** `onPhase` hears of the conversion with the time it may take, since mammoth gives no sign of progress. */
-export async function importDocx(bytes: Uint8Array, fileName: string, onPhase?: (phase: string, allowanceMs?: number) => void): Promise<DocxImport> {
+export async function importDocx(
+  bytes: Uint8Array,
+  fileName: string,
+  onPhase?: (phase: string, allowanceMs?: number) => void,
+): Promise<DocxImport> {
   const entries = zipEntries(bytes);
   const main = entries?.find((e) => e.name === 'word/document.xml');
-  if (!entries || !main) throw new ImportError('CORRUPT', `${fileName} is damaged: it has no readable word/document.xml`);
+  if (!entries || !main)
+    throw new ImportError('CORRUPT', `${fileName} is damaged: it has no readable word/document.xml`);
   const zip = new BoundedZipReader(bytes, entries, MAX_DOCX_PART_BYTES, MAX_DOCX_INFLATED_BYTES);
   const preRead = new Map<string, Uint8Array>();
   let result: { value: string; messages: { type: string; message: string }[] };
   try {
     const xml = zip.read(main.name);
     preRead.set(main.name, xml);
-    onPhase?.(`converting the Word document (${mib(xml.length)} of XML)`, CONVERT_MS_PER_MIB * Math.ceil(xml.length / 2 ** 20));
-    result = await mammoth.convertToHtml(
-      { file: mammothZip(zip, preRead) } as unknown as { buffer: Buffer },
-      {
-        styleMap: ["p[style-name='Title'] => h1:fresh", "p[style-name='Subtitle'] => h2:fresh"],
-        convertImage: mammoth.images.imgElement(async () => ({ src: '' })),
-        ignoreEmptyParagraphs: true,
-        externalFileAccess: false,
-      },
+    onPhase?.(
+      `converting the Word document (${mib(xml.length)} of XML)`,
+      CONVERT_MS_PER_MIB * Math.ceil(xml.length / 2 ** 20),
     );
+    result = await mammoth.convertToHtml({ file: mammothZip(zip, preRead) } as unknown as { buffer: Buffer }, {
+      styleMap: ["p[style-name='Title'] => h1:fresh", "p[style-name='Subtitle'] => h2:fresh"],
+      convertImage: mammoth.images.imgElement(async () => ({ src: '' })),
+      ignoreEmptyParagraphs: true,
+      externalFileAccess: false,
+    });
   } catch (e) {
     if (e instanceof ZipLimitError) throw zipTooLarge(fileName, e);
-    throw new ImportError('CORRUPT', `${fileName} is damaged: the Word document cannot be read (${(e as Error).message})`, { cause: e });
+    throw new ImportError(
+      'CORRUPT',
+      `${fileName} is damaged: the Word document cannot be read (${(e as Error).message})`,
+      { cause: e },
+    );
   } finally {
     preRead.clear();
   }

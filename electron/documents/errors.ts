@@ -63,6 +63,10 @@ export function checkTextLength(fileName: string, chars: number): void {
 /** TOO_LARGE when a document has more than MAX_PAGES pages. */
 export function checkPageCount(fileName: string, pages: number): void {
   if (pages > MAX_PAGES) {
-    throw new ImportError('TOO_LARGE', `${fileName} has ${pages.toLocaleString('en')} pages; Folio reads at most ${MAX_PAGES.toLocaleString('en')}: split it into smaller files`, { details: { pages, limit: MAX_PAGES } });
+    throw new ImportError(
+      'TOO_LARGE',
+      `${fileName} has ${pages.toLocaleString('en')} pages; Folio reads at most ${MAX_PAGES.toLocaleString('en')}: split it into smaller files`,
+      { details: { pages, limit: MAX_PAGES } },
+    );
   }
 }

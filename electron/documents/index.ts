@@ -49,7 +49,11 @@ export interface ImportedDocument {
 
 async function readInput(input: ImportInput, opts: ImportOptions): Promise<{ fileName: string; bytes: Uint8Array }> {
   const max = opts.maxBytes ?? MAX_DOCUMENT_BYTES;
-  if ('path' in input) return { fileName: baseName(input.path), bytes: await readDocumentFile(input.path, { maxBytes: max, signal: opts.signal }) };
+  if ('path' in input)
+    return {
+      fileName: baseName(input.path),
+      bytes: await readDocumentFile(input.path, { maxBytes: max, signal: opts.signal }),
+    };
   const fileName = baseName(input.fileName);
   if (input.bytes.byteLength > max) throw tooLarge(fileName, input.bytes.byteLength, max);
   return { fileName, bytes: opts.transferBytes ? input.bytes : input.bytes.slice() };
@@ -69,7 +73,15 @@ export async function importDocument(input: ImportInput, opts: ImportOptions = {
     stallTimeoutMs: opts.stallTimeoutMs,
     heapMb: opts.parserHeapMb,
   });
-  return { kind: doc.kind, title: doc.title, fileName, pages: doc.pages, sha256: doc.sha256, ...(doc.encoding ? { encoding: doc.encoding } : {}), warnings: doc.warnings };
+  return {
+    kind: doc.kind,
+    title: doc.title,
+    fileName,
+    pages: doc.pages,
+    sha256: doc.sha256,
+    ...(doc.encoding ? { encoding: doc.encoding } : {}),
+    warnings: doc.warnings,
+  };
 }
 
 export { ImportError, isImportError, type ImportErrorCode } from './errors.ts';
@@ -78,6 +90,17 @@ export { MAX_DOCUMENT_BYTES } from './limits.ts';
 export { readDocumentFile } from './read-file.ts';
 export { PAGE_CHARS, paginate, type Block, type PageText } from './pages.ts';
 export {
-  charRangeTokens, foldRetention, mapTokens, pageTokenRange, pagesOfTokens, passages, tokenSpan,
-  type MappedPage, type PageTokens, type PassageRule, type RetainedPassage, type TokenMap, type TokenSpan,
+  charRangeTokens,
+  foldRetention,
+  mapTokens,
+  pageTokenRange,
+  pagesOfTokens,
+  passages,
+  tokenSpan,
+  type MappedPage,
+  type PageTokens,
+  type PassageRule,
+  type RetainedPassage,
+  type TokenMap,
+  type TokenSpan,
 } from './token-map.ts';

@@ -64,7 +64,10 @@ export interface MarkdownParse {
 }
 
 function headingText(s: string): string {
-  return s.replace(/[*_`]+/g, '').replace(/\[([^\]]*)\]\([^)]*\)/g, '$1').trim();
+  return s
+    .replace(/[*_`]+/g, '')
+    .replace(/\[([^\]]*)\]\([^)]*\)/g, '$1')
+    .trim();
 }
 
 export function parseMarkdown(text: string): MarkdownParse {

@@ -106,7 +106,15 @@ export function paginate(blocks: readonly Block[], target = PAGE_CHARS): PageTex
   }));
 }
 
-const LIGATURES: Record<string, string> = { '\ufb00': 'ff', '\ufb01': 'fi', '\ufb02': 'fl', '\ufb03': 'ffi', '\ufb04': 'ffl', '\ufb05': 'st', '\ufb06': 'st' };
+const LIGATURES: Record<string, string> = {
+  '\ufb00': 'ff',
+  '\ufb01': 'fi',
+  '\ufb02': 'fl',
+  '\ufb03': 'ffi',
+  '\ufb04': 'ffl',
+  '\ufb05': 'st',
+  '\ufb06': 'st',
+};
 
 /**
  * Clean-up shared by every format: CR/CRLF to LF, no BOM, zero-width spaces or soft hyphens, no C0/C1
@@ -127,7 +135,10 @@ export function normalizeText(text: string): string {
 /** A short one-line title from a candidate, or null when the candidate is not usable as one. */
 export function cleanTitle(s: string | null | undefined, max = 200): string | null {
   if (!s) return null;
-  let t = s.replace(/[\u0000-\u001f\u007f\ufeff]/g, ' ').replace(/\s+/g, ' ').trim();
+  let t = s
+    .replace(/[\u0000-\u001f\u007f\ufeff]/g, ' ')
+    .replace(/\s+/g, ' ')
+    .trim();
   if (t.length < 2 || !/[\p{L}\p{N}]/u.test(t)) return null;
   if (t.length > max) {
     const cut = t.lastIndexOf(' ', max - 1);

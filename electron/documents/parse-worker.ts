@@ -35,9 +35,10 @@ port.on('message', async (job: ParseJob) => {
     });
     post({ id, type: 'done', doc });
   } catch (e) {
-    const error = e instanceof ImportError
-      ? { code: e.code, message: e.message, details: e.details }
-      : { message: e instanceof Error ? e.message : String(e) };
+    const error =
+      e instanceof ImportError
+        ? { code: e.code, message: e.message, details: e.details }
+        : { message: e instanceof Error ? e.message : String(e) };
     post({ id, type: 'failed', error });
   }
 });

@@ -33,7 +33,11 @@ export interface ParseHooks {
 }
 
 /** Parses a document; `bytes` may be consumed (pdf.js detaches them). Throws ImportError. */
-export async function parseDocument(bytes: Uint8Array, fileName: string, hooks: ParseHooks = {}): Promise<ParsedDocument> {
+export async function parseDocument(
+  bytes: Uint8Array,
+  fileName: string,
+  hooks: ParseHooks = {},
+): Promise<ParsedDocument> {
   const { onProgress, onPhase } = hooks;
   const sha256 = createHash('sha256').update(bytes).digest('hex');
   const kind = detectKind(bytes, fileName);
@@ -57,10 +61,16 @@ export async function parseDocument(bytes: Uint8Array, fileName: string, hooks: 
       if (kind === 'markdown') ({ title, pages, encoding } = importMarkdown(bytes, fileName));
       else ({ title, pages, encoding } = importText(bytes, fileName));
     }
-    if (encoding && encoding !== 'utf-8') warnings.push(`decoded as ${encoding === 'windows-1252' ? 'Windows-1252 (Latin-1): the file is not UTF-8' : encoding.toUpperCase()}`);
+    if (encoding && encoding !== 'utf-8')
+      warnings.push(
+        `decoded as ${encoding === 'windows-1252' ? 'Windows-1252 (Latin-1): the file is not UTF-8' : encoding.toUpperCase()}`,
+      );
   }
   checkPageCount(fileName, pages.length);
-  checkTextLength(fileName, pages.reduce((n, p) => n + p.text.length, 0));
+  checkTextLength(
+    fileName,
+    pages.reduce((n, p) => n + p.text.length, 0),
+  );
   if (kind !== 'pdf') onProgress?.(pages.length, pages.length);
   return { kind, title, pages, sha256, ...(encoding ? { encoding } : {}), warnings };
 }

@@ -53,7 +53,10 @@ function startThread(heapMb: number): ParserThread {
   if (import.meta.url.endsWith('.ts')) {
     const api = JSON.stringify(import.meta.resolve('tsx/esm/api'));
     const entry = JSON.stringify(new URL('./parse-worker.ts', import.meta.url).href);
-    worker = new Worker(`import(${api}).then((tsx) => { tsx.register(); return import(${entry}); });`, { ...options, eval: true });
+    worker = new Worker(`import(${api}).then((tsx) => { tsx.register(); return import(${entry}); });`, {
+      ...options,
+      eval: true,
+    });
   } else {
     worker = new Worker(new URL('./parse-worker.js', import.meta.url), options);
   }
@@ -116,15 +119,28 @@ function giveSlot(): void {
   waiting.shift()?.();
 }
 
-function unreadable(fileName: string, why: string, code: 'TOO_LARGE' | 'CORRUPT' | 'TIMEOUT', cause?: unknown): ImportError {
-  return new ImportError(code, `${fileName}: the document is too large or malformed to read: ${why}`, cause === undefined ? undefined : { cause });
+function unreadable(
+  fileName: string,
+  why: string,
+  code: 'TOO_LARGE' | 'CORRUPT' | 'TIMEOUT',
+  cause?: unknown,
+): ImportError {
+  return new ImportError(
+    code,
+    `${fileName}: the document is too large or malformed to read: ${why}`,
+    cause === undefined ? undefined : { cause },
+  );
 }
 
 /**
  * Parses a document in a parser thread. Takes `bytes` over: their buffer is moved to the thread (detached
  * here), so the caller must own it. Throws ImportError, including for a thread that died or was stopped.
  */
-export async function parseInThread(bytes: Uint8Array, fileName: string, opts: ParseOptions = {}): Promise<ParsedDocument> {
+export async function parseInThread(
+  bytes: Uint8Array,
+  fileName: string,
+  opts: ParseOptions = {},
+): Promise<ParsedDocument> {
   const { signal, onProgress } = opts;
   const stallMs = opts.stallTimeoutMs ?? PARSE_STALL_MS;
   const timeLimitMs = opts.timeLimitMs ?? PARSE_TIME_LIMIT_MS;
@@ -143,10 +159,27 @@ export async function parseInThread(bytes: Uint8Array, fileName: string, opts: P
       let stall: ReturnType<typeof setTimeout> | undefined;
       const kick = (ms = stallMs) => {
         clearTimeout(stall);
-        stall = setTimeout(() => reject(unreadable(fileName, `the reader made no progress for ${Math.round(ms / 1000)} s while ${phase}`, 'TIMEOUT')), ms);
+        stall = setTimeout(
+          () =>
+            reject(
+              unreadable(
+                fileName,
+                `the reader made no progress for ${Math.round(ms / 1000)} s while ${phase}`,
+                'TIMEOUT',
+              ),
+            ),
+          ms,
+        );
       };
-      const limit = setTimeout(() => reject(unreadable(fileName, `reading it took more than ${Math.round(timeLimitMs / 60_000)} min`, 'TIMEOUT')), timeLimitMs);
-      cleanup.push(() => { clearTimeout(stall); clearTimeout(limit); });
+      const limit = setTimeout(
+        () =>
+          reject(unreadable(fileName, `reading it took more than ${Math.round(timeLimitMs / 60_000)} min`, 'TIMEOUT')),
+        timeLimitMs,
+      );
+      cleanup.push(() => {
+        clearTimeout(stall);
+        clearTimeout(limit);
+      });
       kick();
 
       const onMessage = (m: ParserMessage) => {
@@ -162,15 +195,35 @@ export async function parseInThread(bytes: Uint8Array, fileName: string, opts: P
           // means a file it could not handle, and a thread that may be left in a bad state.
           const { code, message, details } = m.error;
           healthy = !!code;
-          reject(code ? new ImportError(code as ImportError['code'], message, { details }) : unreadable(fileName, `${message} (while ${phase})`, 'CORRUPT'));
+          reject(
+            code
+              ? new ImportError(code as ImportError['code'], message, { details })
+              : unreadable(fileName, `${message} (while ${phase})`, 'CORRUPT'),
+          );
         }
       };
       const onError = (e: Error & { code?: string }) => {
-        if (e.code === 'ERR_WORKER_OUT_OF_MEMORY') reject(unreadable(fileName, `reading it needed more than ${heapMb} MiB of memory (while ${phase})`, 'TOO_LARGE', e));
-        else if (!t.started) reject(new ImportError('READ_FAILED', `cannot read ${fileName}: the document reader failed to start (${e.message})`, { cause: e }));
+        if (e.code === 'ERR_WORKER_OUT_OF_MEMORY')
+          reject(
+            unreadable(
+              fileName,
+              `reading it needed more than ${heapMb} MiB of memory (while ${phase})`,
+              'TOO_LARGE',
+              e,
+            ),
+          );
+        else if (!t.started)
+          reject(
+            new ImportError(
+              'READ_FAILED',
+              `cannot read ${fileName}: the document reader failed to start (${e.message})`,
+              { cause: e },
+            ),
+          );
         else reject(unreadable(fileName, `the reader failed while ${phase} (${e.message})`, 'CORRUPT', e));
       };
-      const onExit = (code: number) => reject(unreadable(fileName, `the reader stopped unexpectedly (exit code ${code}) while ${phase}`, 'CORRUPT'));
+      const onExit = (code: number) =>
+        reject(unreadable(fileName, `the reader stopped unexpectedly (exit code ${code}) while ${phase}`, 'CORRUPT'));
       const onAbort = () => reject(aborted(signal, fileName));
       t.worker.on('message', onMessage);
       t.worker.on('error', onError);

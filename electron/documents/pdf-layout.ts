@@ -75,7 +75,15 @@ interface Line {
   cells: number;
 }
 
-const LIGATURES: Record<string, string> = { '\ufb00': 'ff', '\ufb01': 'fi', '\ufb02': 'fl', '\ufb03': 'ffi', '\ufb04': 'ffl', '\ufb05': 'st', '\ufb06': 'st' };
+const LIGATURES: Record<string, string> = {
+  '\ufb00': 'ff',
+  '\ufb01': 'fi',
+  '\ufb02': 'fl',
+  '\ufb03': 'ffi',
+  '\ufb04': 'ffl',
+  '\ufb05': 'st',
+  '\ufb06': 'st',
+};
 
 /** Whitespace and character clean-up of one line (soft hyphens are kept for the line-end rule). */
 export function cleanLine(s: string): string {
@@ -107,7 +115,8 @@ function fragments(runs: readonly TextRun[]): Frag[] {
       if (cur && r.str) cur.pendingSpace = true;
       continue;
     }
-    if (cur && r.str === cur.lastStr && Math.abs(r.x - cur.lastX) < 0.3 * size && Math.abs(r.y - cur.y) < 0.2 * size) continue;
+    if (cur && r.str === cur.lastStr && Math.abs(r.x - cur.lastX) < 0.3 * size && Math.abs(r.y - cur.y) < 0.2 * size)
+      continue;
     const width = Math.max(0, r.width);
     let same = false;
     let gap = 0;
@@ -128,7 +137,19 @@ function fragments(runs: readonly TextRun[]): Frag[] {
         cur.size = size;
       }
     } else {
-      cur = { text: r.str, x0: r.x, x1: r.x + width, y: r.y, size, pendingSpace: false, firstWord: 0, firstWordDone: false, lastStr: '', lastX: 0, col: 0 };
+      cur = {
+        text: r.str,
+        x0: r.x,
+        x1: r.x + width,
+        y: r.y,
+        size,
+        pendingSpace: false,
+        firstWord: 0,
+        firstWordDone: false,
+        lastStr: '',
+        lastX: 0,
+        col: 0,
+      };
       out.push(cur);
     }
     if (!cur.firstWordDone) {
@@ -205,8 +226,20 @@ function xyCut(frags: Frag[], col: number, ids: { next: number }, out: Frag[], d
     reachY = Math.max(reachY, bottom(ys[i]));
   }
   if (best.w > 0) {
-    xyCut(frags.filter((f) => top(f) < best.at), col, ids, out, depth + 1);
-    xyCut(frags.filter((f) => top(f) >= best.at), col, ids, out, depth + 1);
+    xyCut(
+      frags.filter((f) => top(f) < best.at),
+      col,
+      ids,
+      out,
+      depth + 1,
+    );
+    xyCut(
+      frags.filter((f) => top(f) >= best.at),
+      col,
+      ids,
+      out,
+      depth + 1,
+    );
     return;
   }
   finish();
@@ -225,7 +258,12 @@ function layoutFrame(runs: readonly TextRun[]): Paragraph[] {
     const text = cleanLine(f.text);
     if (!text) continue;
     const prev = lines[lines.length - 1];
-    if (prev && prev.col === f.col && Math.abs(f.y - prev.y) <= 0.45 * Math.max(f.size, prev.size) && f.x0 >= prev.x1 - 0.5 * prev.size) {
+    if (
+      prev &&
+      prev.col === f.col &&
+      Math.abs(f.y - prev.y) <= 0.45 * Math.max(f.size, prev.size) &&
+      f.x0 >= prev.x1 - 0.5 * prev.size
+    ) {
       prev.text += ' ' + text;
       prev.x1 = Math.max(prev.x1, f.x1);
       prev.cells++;
@@ -254,7 +292,13 @@ function layoutFrame(runs: readonly TextRun[]): Paragraph[] {
     const a = lines[i - 1];
     const b = lines[i];
     const d = b.y - a.y;
-    if (a.col === b.col && Math.abs(a.size - b.size) <= 0.15 * Math.max(a.size, b.size) && d > 0.5 * a.size && d < 2.5 * a.size) pitches.push(d / a.size);
+    if (
+      a.col === b.col &&
+      Math.abs(a.size - b.size) <= 0.15 * Math.max(a.size, b.size) &&
+      d > 0.5 * a.size &&
+      d < 2.5 * a.size
+    )
+      pitches.push(d / a.size);
   }
   const pitch = pitches.length ? median(pitches) : 1.2;
 
@@ -336,7 +380,10 @@ export function layoutPage(runs: readonly TextRun[]): Paragraph[] {
 /** Words written with a hyphen inside a line anywhere in the document ("well-known"), lower-cased. */
 export function hyphenatedWords(pages: readonly (readonly Paragraph[])[]): Set<string> {
   const out = new Set<string>();
-  for (const page of pages) for (const p of page) for (const l of p.lines) for (const m of l.matchAll(/\p{L}+(?:[-\u2010]\p{L}+)+/gu)) out.add(m[0].toLowerCase().replace(/\u2010/g, '-'));
+  for (const page of pages)
+    for (const p of page)
+      for (const l of p.lines)
+        for (const m of l.matchAll(/\p{L}+(?:[-\u2010]\p{L}+)+/gu)) out.add(m[0].toLowerCase().replace(/\u2010/g, '-'));
   return out;
 }
 
@@ -377,6 +424,7 @@ export function layoutTitle(paragraphs: readonly Paragraph[]): string | null {
   const sizes = paragraphs.flatMap((p) => p.lines.map(() => p.size));
   const usual = median(sizes);
   const biggest = paragraphs.reduce((m, p) => (p.size > m.size ? p : m), paragraphs[0]);
-  const pick = biggest.size >= 1.25 * usual ? renderParagraphs([biggest], new Set()).replace(/\n/g, ' ') : paragraphs[0].lines[0];
+  const pick =
+    biggest.size >= 1.25 * usual ? renderParagraphs([biggest], new Set()).replace(/\n/g, ' ') : paragraphs[0].lines[0];
   return pick;
 }

@@ -13,7 +13,14 @@ import { dirname, join } from 'node:path';
 
 import { ImportError, checkPageCount, checkTextLength } from './errors.ts';
 import { cleanTitle, titleFromFileName, type PageText } from './pages.ts';
-import { hyphenatedWords, layoutPage, layoutTitle, renderParagraphs, type Paragraph, type TextRun } from './pdf-layout.ts';
+import {
+  hyphenatedWords,
+  layoutPage,
+  layoutTitle,
+  renderParagraphs,
+  type Paragraph,
+  type TextRun,
+} from './pdf-layout.ts';
 
 type Pdfjs = typeof import('pdfjs-dist/legacy/build/pdf.mjs');
 
@@ -49,12 +56,18 @@ function pdfjsResources() {
   if (!resources) {
     const root = dirname(createRequire(import.meta.url).resolve('pdfjs-dist/package.json'));
     const dir = (name: string) => join(root, name) + '/';
-    resources = { standardFontDataUrl: dir('standard_fonts'), cMapUrl: dir('cmaps'), wasmUrl: dir('wasm'), iccUrl: dir('iccs') };
+    resources = {
+      standardFontDataUrl: dir('standard_fonts'),
+      cMapUrl: dir('cmaps'),
+      wasmUrl: dir('wasm'),
+      iccUrl: dir('iccs'),
+    };
   }
   return resources;
 }
 
-const PLACEHOLDER_TITLE = /^(untitled|document\d*|title|no title|slide \d+|page \d+|microsoft (word|powerpoint|excel) - .*|.*\.(docx?|pdf|tex|dvi|ps|eps|indd|qxd|rtf|odt|pages|txt|md|html?))$/i;
+const PLACEHOLDER_TITLE =
+  /^(untitled|document\d*|title|no title|slide \d+|page \d+|microsoft (word|powerpoint|excel) - .*|.*\.(docx?|pdf|tex|dvi|ps|eps|indd|qxd|rtf|odt|pages|txt|md|html?))$/i;
 
 export function pdfTitle(candidate: unknown): string | null {
   if (typeof candidate !== 'string') return null;
@@ -71,11 +84,19 @@ function openError(e: unknown, fileName: string, truncated: boolean, password: b
   const msg = describe(e).replace(/\.$/, '');
   if (err?.name === 'PasswordException') {
     return err.code === 2 && password
-      ? new ImportError('ENCRYPTED', `${fileName}: the PDF is password-protected and the password given is wrong`, { cause: e })
-      : new ImportError('ENCRYPTED', `${fileName}: the PDF is password-protected; Folio cannot read it without its password`, { cause: e });
+      ? new ImportError('ENCRYPTED', `${fileName}: the PDF is password-protected and the password given is wrong`, {
+          cause: e,
+        })
+      : new ImportError(
+          'ENCRYPTED',
+          `${fileName}: the PDF is password-protected; Folio cannot read it without its password`,
+          { cause: e },
+        );
   }
   if (/encrypt/i.test(msg)) {
-    return new ImportError('ENCRYPTED', `${fileName}: the PDF is encrypted with a method pdf.js cannot open (${msg})`, { cause: e });
+    return new ImportError('ENCRYPTED', `${fileName}: the PDF is encrypted with a method pdf.js cannot open (${msg})`, {
+      cause: e,
+    });
   }
   const hint = truncated ? '; the file seems truncated (it has no %%EOF marker at the end)' : '';
   return new ImportError('CORRUPT', `${fileName} is damaged: pdf.js cannot parse it (${msg})${hint}`, { cause: e });
@@ -179,14 +200,25 @@ export async function importPdf(bytes: Uint8Array, fileName: string, opts: PdfOp
     const hyphenated = hyphenatedWords(layouts);
     const pages: PageText[] = layouts.map((paras, i) => ({ page: i + 1, text: renderParagraphs(paras, hyphenated) }));
     const warnings: string[] = [];
-    if (failed.length === n) throw new ImportError('CORRUPT', `${fileName} is damaged: pdf.js cannot parse any of its ${n} pages`);
-    if (failed.length) warnings.push(`page${failed.length > 1 ? 's' : ''} ${listPages(failed)} could not be read (damaged) and ${failed.length > 1 ? 'are' : 'is'} left empty`);
+    if (failed.length === n)
+      throw new ImportError('CORRUPT', `${fileName} is damaged: pdf.js cannot parse any of its ${n} pages`);
+    if (failed.length)
+      warnings.push(
+        `page${failed.length > 1 ? 's' : ''} ${listPages(failed)} could not be read (damaged) and ${failed.length > 1 ? 'are' : 'is'} left empty`,
+      );
 
     const textless = pages.filter((p) => !p.text.trim()).map((p) => p.page);
     if (textless.length === n) {
       phase('looking for images');
       // A few pages spread over the document: a scan may start with blank pages.
-      const sample = [...new Set(Array.from({ length: Math.min(n, 5) }, (_, k) => 1 + Math.round((k * (n - 1)) / Math.max(1, Math.min(n, 5) - 1))))];
+      const sample = [
+        ...new Set(
+          Array.from(
+            { length: Math.min(n, 5) },
+            (_, k) => 1 + Math.round((k * (n - 1)) / Math.max(1, Math.min(n, 5) - 1)),
+          ),
+        ),
+      ];
       if (await hasDrawing(pdfjs, doc, sample)) {
         throw new ImportError(
           'NO_TEXT_LAYER',
@@ -194,10 +226,16 @@ export async function importPdf(bytes: Uint8Array, fileName: string, opts: PdfOp
             `run it through an OCR tool first (e.g. ocrmypdf) and import the result`,
         );
       }
-      throw new ImportError('EMPTY', `${fileName} is empty: its ${n === 1 ? 'page has' : `${n} pages have`} no text and nothing drawn`);
+      throw new ImportError(
+        'EMPTY',
+        `${fileName} is empty: its ${n === 1 ? 'page has' : `${n} pages have`} no text and nothing drawn`,
+      );
     }
     const missing = textless.filter((p) => !failed.includes(p));
-    if (missing.length) warnings.push(`page${missing.length > 1 ? 's' : ''} ${listPages(missing)} ha${missing.length > 1 ? 've' : 's'} no text (images only?); OCR is not supported`);
+    if (missing.length)
+      warnings.push(
+        `page${missing.length > 1 ? 's' : ''} ${listPages(missing)} ha${missing.length > 1 ? 've' : 's'} no text (images only?); OCR is not supported`,
+      );
     if (truncated) warnings.push('the file seems truncated (no %%EOF marker at the end); some text may be missing');
 
     phase('reading the metadata');
@@ -217,11 +255,36 @@ export async function importPdf(bytes: Uint8Array, fileName: string, opts: PdfOp
   }
 }
 
-const PAINT_OPS = ['paintImageXObject', 'paintInlineImageXObject', 'paintImageMaskXObject', 'paintImageXObjectRepeat', 'paintImageMaskXObjectRepeat', 'paintSolidColorImageMask', 'paintInlineImageXObjectGroup', 'paintImageMaskXObjectGroup', 'constructPath', 'fill', 'eoFill', 'stroke', 'fillStroke', 'eoFillStroke', 'closeStroke', 'closeFillStroke', 'closeEOFillStroke', 'shadingFill'] as const;
+const PAINT_OPS = [
+  'paintImageXObject',
+  'paintInlineImageXObject',
+  'paintImageMaskXObject',
+  'paintImageXObjectRepeat',
+  'paintImageMaskXObjectRepeat',
+  'paintSolidColorImageMask',
+  'paintInlineImageXObjectGroup',
+  'paintImageMaskXObjectGroup',
+  'constructPath',
+  'fill',
+  'eoFill',
+  'stroke',
+  'fillStroke',
+  'eoFillStroke',
+  'closeStroke',
+  'closeFillStroke',
+  'closeEOFillStroke',
+  'shadingFill',
+] as const;
 
 /** Whether any of the pages paints an image or a path (a scan or a drawing rather than a blank page). */
-async function hasDrawing(pdfjs: Pdfjs, doc: { getPage(i: number): Promise<{ getOperatorList(): Promise<{ fnArray: number[] }> }> }, pages: number[]): Promise<boolean> {
-  const ops = new Set<number>(PAINT_OPS.map((k) => (pdfjs.OPS as Record<string, number>)[k]).filter((v) => v !== undefined));
+async function hasDrawing(
+  pdfjs: Pdfjs,
+  doc: { getPage(i: number): Promise<{ getOperatorList(): Promise<{ fnArray: number[] }> }> },
+  pages: number[],
+): Promise<boolean> {
+  const ops = new Set<number>(
+    PAINT_OPS.map((k) => (pdfjs.OPS as Record<string, number>)[k]).filter((v) => v !== undefined),
+  );
   for (const i of pages) {
     try {
       const list = await (await doc.getPage(i)).getOperatorList();

@@ -36,10 +36,13 @@ export function tooLarge(fileName: string, size: number, max: number, growing = 
 function readError(path: string, e: unknown): ImportError {
   const err = e as NodeJS.ErrnoException;
   const why =
-    err.code === 'ENOENT' || err.code === 'ENOTDIR' ? 'there is no such file' :
-    err.code === 'EACCES' || err.code === 'EPERM' ? 'permission denied' :
-    err.code === 'EISDIR' ? 'it is a folder, not a document' :
-    err.message;
+    err.code === 'ENOENT' || err.code === 'ENOTDIR'
+      ? 'there is no such file'
+      : err.code === 'EACCES' || err.code === 'EPERM'
+        ? 'permission denied'
+        : err.code === 'EISDIR'
+          ? 'it is a folder, not a document'
+          : err.message;
   return new ImportError('READ_FAILED', `cannot read ${path}: ${why}`, { cause: e });
 }
 
@@ -48,7 +51,10 @@ function readError(path: string, e: unknown): ImportError {
  * be transferred to another thread). Throws ImportError READ_FAILED (missing, not a regular file, no
  * permission), TOO_LARGE (over the cap, before reading or while reading) or ABORTED.
  */
-export async function readDocumentFile(path: string, opts: { maxBytes?: number; signal?: AbortSignal } = {}): Promise<Uint8Array> {
+export async function readDocumentFile(
+  path: string,
+  opts: { maxBytes?: number; signal?: AbortSignal } = {},
+): Promise<Uint8Array> {
   const max = opts.maxBytes ?? MAX_DOCUMENT_BYTES;
   const name = baseName(path);
   throwIfAborted(opts.signal, name);
@@ -59,7 +65,11 @@ export async function readDocumentFile(path: string, opts: { maxBytes?: number; 
     throw readError(path, e);
   }
   const what = notAFile(st);
-  if (what) throw new ImportError('READ_FAILED', `cannot import ${path}: it ${what}; choose a document file (PDF, Word, Markdown or text)`);
+  if (what)
+    throw new ImportError(
+      'READ_FAILED',
+      `cannot import ${path}: it ${what}; choose a document file (PDF, Word, Markdown or text)`,
+    );
   if (st.size > max) throw tooLarge(name, st.size, max);
 
   // O_NONBLOCK: should the path be swapped for a FIFO after the stat, opening it does not wait for a writer;
@@ -73,7 +83,10 @@ export async function readDocumentFile(path: string, opts: { maxBytes?: number; 
   try {
     const opened = await fh.stat();
     if (notAFile(opened) || opened.ino !== st.ino || opened.dev !== st.dev) {
-      throw new ImportError('READ_FAILED', `cannot import ${path}: the file was replaced while it was opened; try again`);
+      throw new ImportError(
+        'READ_FAILED',
+        `cannot import ${path}: the file was replaced while it was opened; try again`,
+      );
     }
     if (opened.size > max) throw tooLarge(name, opened.size, max);
     // Its own ArrayBuffer (never a slice of Node's shared pool), so it can be transferred.

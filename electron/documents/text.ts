@@ -12,7 +12,15 @@
 // split further. Without form feeds, paragraphs (blank-line separated) are grouped by pages.ts's rule.
 import { ImportError, checkTextLength } from './errors.ts';
 import { utf16Endianness } from './detect.ts';
-import { PAGE_CHARS, cleanTitle, normalizeText, paginate, titleFromFileName, type Block, type PageText } from './pages.ts';
+import {
+  PAGE_CHARS,
+  cleanTitle,
+  normalizeText,
+  paginate,
+  titleFromFileName,
+  type Block,
+  type PageText,
+} from './pages.ts';
 
 export type TextEncoding = 'utf-8' | 'utf-16le' | 'utf-16be' | 'windows-1252';
 
@@ -35,9 +43,16 @@ export function scanUtf8(bytes: Uint8Array): { firstInvalid: number; multiByte: 
     }
     let need = 0;
     let min = 0;
-    if (b >= 0xc2 && b <= 0xdf) { need = 1; min = 0x80; }
-    else if (b >= 0xe0 && b <= 0xef) { need = 2; min = 0x800; }
-    else if (b >= 0xf0 && b <= 0xf4) { need = 3; min = 0x10000; }
+    if (b >= 0xc2 && b <= 0xdf) {
+      need = 1;
+      min = 0x80;
+    } else if (b >= 0xe0 && b <= 0xef) {
+      need = 2;
+      min = 0x800;
+    } else if (b >= 0xf0 && b <= 0xf4) {
+      need = 3;
+      min = 0x10000;
+    }
     let ok = need > 0 && i + need < n;
     let cp = need === 1 ? b & 0x1f : need === 2 ? b & 0x0f : b & 0x07;
     for (let k = 1; ok && k <= need; k++) {
@@ -59,7 +74,8 @@ export function scanUtf8(bytes: Uint8Array): { firstInvalid: number; multiByte: 
 
 // Windows-1252's 0x80..0x9F (Node 20's TextDecoder('windows-1252') decodes these as Latin-1 C1 controls,
 // so the table is here). The five unassigned bytes stay C1 code points, as the WHATWG encoding does.
-const CP1252_HIGH = '\u20ac\u0081\u201a\u0192\u201e\u2026\u2020\u2021\u02c6\u2030\u0160\u2039\u0152\u008d\u017d\u008f' +
+const CP1252_HIGH =
+  '\u20ac\u0081\u201a\u0192\u201e\u2026\u2020\u2021\u02c6\u2030\u0160\u2039\u0152\u008d\u017d\u008f' +
   '\u0090\u2018\u2019\u201c\u201d\u2022\u2013\u2014\u02dc\u2122\u0161\u203a\u0153\u009d\u017e\u0178';
 
 export function decodeWindows1252(bytes: Uint8Array): string {
@@ -98,7 +114,10 @@ export function decodeText(bytes: Uint8Array, fileName: string): DecodedText {
 
 /** Blank-line separated paragraphs as blocks. */
 export function paragraphBlocks(text: string): Block[] {
-  return text.split(/\n[ \t]*\n+/).map((p) => ({ text: p.replace(/^\n+|\n+$/g, '') })).filter((b) => b.text.trim());
+  return text
+    .split(/\n[ \t]*\n+/)
+    .map((p) => ({ text: p.replace(/^\n+|\n+$/g, '') }))
+    .filter((b) => b.text.trim());
 }
 
 /** The pages of a plain-text document (already normalized; form feeds kept). */
@@ -132,6 +151,7 @@ export function importText(bytes: Uint8Array, fileName: string): TextImport {
   checkTextLength(fileName, raw.length);
   const text = normalizeText(raw);
   const pages = textPages(text);
-  if (!pages.some((p) => p.text.trim())) throw new ImportError('EMPTY', `${fileName} contains no text (only whitespace)`);
+  if (!pages.some((p) => p.text.trim()))
+    throw new ImportError('EMPTY', `${fileName} contains no text (only whitespace)`);
   return { title: firstLineTitle(text) ?? titleFromFileName(fileName), pages, encoding };
 }

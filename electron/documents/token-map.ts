@@ -60,10 +60,19 @@ function codePoints(text: string): { byte: Uint32Array; char: Uint32Array; count
     byte[k] = b;
     char[k] = i;
     k++;
-    if (c < 0x80) { b += 1; i += 1; }
-    else if (c < 0x800) { b += 2; i += 1; }
-    else if (c >= 0xd800 && c <= 0xdbff && i + 1 < text.length && (text.charCodeAt(i + 1) & 0xfc00) === 0xdc00) { b += 4; i += 2; }
-    else { b += 3; i += 1; } // BMP, or a lone surrogate (encoded as U+FFFD, 3 bytes)
+    if (c < 0x80) {
+      b += 1;
+      i += 1;
+    } else if (c < 0x800) {
+      b += 2;
+      i += 1;
+    } else if (c >= 0xd800 && c <= 0xdbff && i + 1 < text.length && (text.charCodeAt(i + 1) & 0xfc00) === 0xdc00) {
+      b += 4;
+      i += 2;
+    } else {
+      b += 3;
+      i += 1;
+    } // BMP, or a lone surrogate (encoded as U+FFFD, 3 bytes)
   }
   byte[k] = b;
   char[k] = text.length;
@@ -71,15 +80,21 @@ function codePoints(text: string): { byte: Uint32Array; char: Uint32Array; count
 }
 
 /** Maps every token of every page to (page, charStart, charEnd). */
-export function mapTokens(pages: readonly { page: number; text: string }[], tokens: readonly PageTokens[], opts: { start?: number } = {}): TokenMap {
-  if (pages.length !== tokens.length) throw new RangeError(`mapTokens: ${pages.length} pages but token lists for ${tokens.length}`);
+export function mapTokens(
+  pages: readonly { page: number; text: string }[],
+  tokens: readonly PageTokens[],
+  opts: { start?: number } = {},
+): TokenMap {
+  if (pages.length !== tokens.length)
+    throw new RangeError(`mapTokens: ${pages.length} pages but token lists for ${tokens.length}`);
   const starts: number[] = [];
   let at = opts.start ?? tokens[0]?.start ?? 0;
   const first = at;
   for (const t of tokens) {
     if (t.ids && t.ids.length !== t.bytes.length) throw new RangeError('mapTokens: ids and bytes differ in length');
     if (t.start !== undefined) {
-      if (t.start < at) throw new RangeError(`mapTokens: page tokens overlap (a page starts at ${t.start}, before ${at})`);
+      if (t.start < at)
+        throw new RangeError(`mapTokens: page tokens overlap (a page starts at ${t.start}, before ${at})`);
       at = t.start;
     }
     starts.push(at);
@@ -144,7 +159,11 @@ export function tokenSpan(map: TokenMap, t: number): TokenSpan | null {
 }
 
 /** The tokens of pages first..last (inclusive, by page number): [tokenStart, tokenEnd), or null when none. */
-export function pageTokenRange(map: TokenMap, first: number, last = first): { tokenStart: number; tokenEnd: number } | null {
+export function pageTokenRange(
+  map: TokenMap,
+  first: number,
+  last = first,
+): { tokenStart: number; tokenEnd: number } | null {
   let tokenStart = Infinity;
   let tokenEnd = -Infinity;
   for (const p of map.pages) {
@@ -156,7 +175,12 @@ export function pageTokenRange(map: TokenMap, first: number, last = first): { to
 }
 
 /** The tokens that overlap characters [start, end) of a page, or null when none does. */
-export function charRangeTokens(map: TokenMap, page: number, start: number, end: number): { tokenStart: number; tokenEnd: number } | null {
+export function charRangeTokens(
+  map: TokenMap,
+  page: number,
+  start: number,
+  end: number,
+): { tokenStart: number; tokenEnd: number } | null {
   const p = map.pages.find((q) => q.page === page);
   if (!p) return null;
   let a = -1;
@@ -218,7 +242,8 @@ export function passages(text: string, rule: PassageRule): { start: number; end:
         const after = text.slice(i, i + 1);
         const blank = after === '\n' || before === '\n';
         const lineStart = text.lastIndexOf('\n', m.index! - 1) + 1;
-        const structured = STRUCTURED_LINE.test(text.slice(lineStart, m.index!)) || STRUCTURED_LINE.test(text.slice(i, i + 8));
+        const structured =
+          STRUCTURED_LINE.test(text.slice(lineStart, m.index!)) || STRUCTURED_LINE.test(text.slice(i, i + 8));
         if (!blank && !structured && (/[\p{Ll},;\-–]/u.test(before) || /\p{Ll}/u.test(after))) continue;
       }
       cuts.push(i);
@@ -242,7 +267,11 @@ export function passages(text: string, rule: PassageRule): { start: number; end:
  * its tokens. Tokens without retention (past the array, NaN) are skipped, and so are passages without
  * tokens.
  */
-export function foldRetention(map: TokenMap, retention: ArrayLike<number>, rule: PassageRule = 'sentences'): RetainedPassage[] {
+export function foldRetention(
+  map: TokenMap,
+  retention: ArrayLike<number>,
+  rule: PassageRule = 'sentences',
+): RetainedPassage[] {
   const out: RetainedPassage[] = [];
   for (const p of map.pages) {
     const ps = passages(p.text, rule);

@@ -28,7 +28,13 @@ function u64(b: Uint8Array, o: number): number {
 }
 
 export function isZip(bytes: Uint8Array): boolean {
-  return bytes.length >= 4 && bytes[0] === 0x50 && bytes[1] === 0x4b && (bytes[2] === 3 || bytes[2] === 5) && (bytes[3] === 4 || bytes[3] === 6);
+  return (
+    bytes.length >= 4 &&
+    bytes[0] === 0x50 &&
+    bytes[1] === 0x4b &&
+    (bytes[2] === 3 || bytes[2] === 5) &&
+    (bytes[3] === 4 || bytes[3] === 6)
+  );
 }
 
 /** The archive's entries from its central directory, or null when there is no readable directory. */
@@ -75,9 +81,17 @@ export function zipEntries(bytes: Uint8Array, maxEntries = 100_000): ZipEntry[] 
       const len = u16(bytes, e + 2);
       if (id === 1) {
         let q = e + 4;
-        if (uncompressedSize === 0xffffffff && q + 8 <= eEnd) { uncompressedSize = u64(bytes, q); q += 8; }
-        if (compressedSize === 0xffffffff && q + 8 <= eEnd) { compressedSize = u64(bytes, q); q += 8; }
-        if (localHeaderOffset === 0xffffffff && q + 8 <= eEnd) { localHeaderOffset = u64(bytes, q); }
+        if (uncompressedSize === 0xffffffff && q + 8 <= eEnd) {
+          uncompressedSize = u64(bytes, q);
+          q += 8;
+        }
+        if (compressedSize === 0xffffffff && q + 8 <= eEnd) {
+          compressedSize = u64(bytes, q);
+          q += 8;
+        }
+        if (localHeaderOffset === 0xffffffff && q + 8 <= eEnd) {
+          localHeaderOffset = u64(bytes, q);
+        }
       }
       e += 4 + len;
     }
@@ -95,7 +109,11 @@ export function zipEntries(bytes: Uint8Array, maxEntries = 100_000): ZipEntry[] 
 
 /** An entry's inflated size passed its limit (counted while inflating: the archive's stated sizes are not trusted). */
 export class ZipLimitError extends Error {
-  constructor(readonly entry: string, readonly limit: number, readonly whole: boolean) {
+  constructor(
+    readonly entry: string,
+    readonly limit: number,
+    readonly whole: boolean,
+  ) {
     super(`${entry}: more than ${limit} bytes once inflated`);
     this.name = 'ZipLimitError';
   }
@@ -146,7 +164,12 @@ export class BoundedZipReader {
   private readonly byName = new Map<string, ZipEntry>();
   private inflated = 0;
 
-  constructor(private readonly bytes: Uint8Array, entries: readonly ZipEntry[], private readonly perEntry: number, private readonly total: number) {
+  constructor(
+    private readonly bytes: Uint8Array,
+    entries: readonly ZipEntry[],
+    private readonly perEntry: number,
+    private readonly total: number,
+  ) {
     // The first of duplicate names wins, as in zipEntries' order (the central directory's).
     for (const e of entries) if (!this.byName.has(e.name)) this.byName.set(e.name, e);
   }

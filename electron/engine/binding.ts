@@ -31,20 +31,40 @@ export interface OpsBinding {
    * (converted to vecDotType(type) first, as the engine does). `path`: 'auto' (what the engine does),
    * 'blocked' (the blocked kernel for any n) or 'vecdot' (vecDot per row and token). Threads default 1.
    */
-  matmul(type: number, w: Uint8Array, rows: number, cols: number, x: Float32Array, n: number, isa?: string,
-    threads?: number, path?: 'auto' | 'blocked' | 'vecdot'): Float32Array;
+  matmul(
+    type: number,
+    w: Uint8Array,
+    rows: number,
+    cols: number,
+    x: Float32Array,
+    n: number,
+    isa?: string,
+    threads?: number,
+    path?: 'auto' | 'blocked' | 'vecdot',
+  ): Float32Array;
   /**
    * The machine's memory read bandwidth as `threads` threads see it (default: all hardware threads),
    * reading a buffer of `mib` MiB (default 512); the best of `passes` (default 5) timed passes.
    */
-  readBandwidth(threads?: number, mib?: number, passes?: number): {
-    bytesPerSecond: number; bytes: number; threads: number; passes: number; seconds: number;
+  readBandwidth(
+    threads?: number,
+    mib?: number,
+    passes?: number,
+  ): {
+    bytesPerSecond: number;
+    bytes: number;
+    threads: number;
+    passes: number;
+    seconds: number;
   };
   /**
    * The GPU's memory bandwidth as a device-to-device copy of `mib` MiB (default 1024) sees it, bytes read
    * plus written; the best of `passes` (default 5). Throws GPU_UNAVAILABLE without a GPU.
    */
-  gpuCopyBandwidth(mib?: number, passes?: number): { bytesPerSecond: number; bytes: number; passes: number; seconds: number };
+  gpuCopyBandwidth(
+    mib?: number,
+    passes?: number,
+  ): { bytesPerSecond: number; bytes: number; passes: number; seconds: number };
 }
 
 export interface VocabInfo {
@@ -105,7 +125,15 @@ export interface ModelInfo {
   tensorTypes: Record<string, number>;
   /** general.file_type, -1 when absent. */
   fileType: number;
-  tokenizer: { model: string; pre: string; nTokens: number; bos: number; eos: number; addBos: boolean; addEos: boolean };
+  tokenizer: {
+    model: string;
+    pre: string;
+    nTokens: number;
+    bos: number;
+    eos: number;
+    addBos: boolean;
+    addEos: boolean;
+  };
   chatTemplate: string;
   /** The kernel ISA in use: scalar, avx2, avx512 or neon. */
   isa: string;
@@ -218,7 +246,10 @@ export interface Session {
   /** Where this session's forward pass runs. */
   readonly backend: 'cpu' | 'cuda';
   readonly busy: boolean;
-  prefill(tokens: Int32Array | number[], opts?: { allLogits?: boolean; onProgress?: (done: number, total: number) => void }): Promise<PrefillResult>;
+  prefill(
+    tokens: Int32Array | number[],
+    opts?: { allLogits?: boolean; onProgress?: (done: number, total: number) => void },
+  ): Promise<PrefillResult>;
   /** Prefills `tokens` into an empty session, compressing the cache layer by layer as it goes. */
   compress(tokens: Int32Array | number[], opts: CompressOptions): Promise<CompressResult>;
   generate(opts?: GenerateOptions): Promise<GenerateResult>;
@@ -264,7 +295,11 @@ export interface GgufHeader {
 /** The pieces of KV compression as plain functions (for tests). */
 export interface KvOps {
   /** SnapKV window scores: attn [Hk][L] (window mean, GQA mean), score [Hk][L − w] (max-pooled). */
-  windowScores(qw: Float32Array, keys: Float32Array[], shape: { nHead: number; nHeadKv: number; headDim: number; L: number; w: number; kernel?: number }): { attn: Float32Array[]; score: Float32Array[] };
+  windowScores(
+    qw: Float32Array,
+    keys: Float32Array[],
+    shape: { nHead: number; nHeadKv: number; headDim: number; L: number; w: number; kernel?: number },
+  ): { attn: Float32Array[]; score: Float32Array[] };
   maxPool(x: Float32Array, kernel: number): Float32Array;
   adaCaps(scores: Float32Array[], b: number, alpha: number): number[];
   topTokens(scores: Float32Array, cap: number): number[];
@@ -281,7 +316,14 @@ export interface BackendInfo {
   library: string;
   /** Why the GPU is not used (library missing, no driver, no device), or which device is. */
   reason: string;
-  device?: { name: string; runtime: string; computeCapability: string; multiprocessors: number; totalBytes: number; freeBytes: number };
+  device?: {
+    name: string;
+    runtime: string;
+    computeCapability: string;
+    multiprocessors: number;
+    totalBytes: number;
+    freeBytes: number;
+  };
 }
 
 export interface FolioAddon {
@@ -317,7 +359,9 @@ export function loadAddon(): FolioAddon {
   if (cached) return cached;
   const path = addonPath();
   if (!existsSync(path)) {
-    throw new Error(`the native engine is not built (${path} is missing): run \`npm install\` or \`npm run build:native\``);
+    throw new Error(
+      `the native engine is not built (${path} is missing): run \`npm install\` or \`npm run build:native\``,
+    );
   }
   cached = require(path) as FolioAddon;
   return cached;

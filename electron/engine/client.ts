@@ -9,9 +9,19 @@
 // handed out by the host; they die with it.
 import type { EngineStatus } from '../api/contract.ts';
 import {
-  EngineRequestError, ErrorCodes, HostMessage, methods, PROTOCOL_VERSION, describeIssue,
-  type CompressOptions, type EngineMethod, type EngineParams, type EngineResult, type NoticeMessage,
-  type SamplingOptions, type SessionOptions,
+  EngineRequestError,
+  ErrorCodes,
+  HostMessage,
+  methods,
+  PROTOCOL_VERSION,
+  describeIssue,
+  type CompressOptions,
+  type EngineMethod,
+  type EngineParams,
+  type EngineResult,
+  type NoticeMessage,
+  type SamplingOptions,
+  type SessionOptions,
 } from './protocol.ts';
 import { defaultHostEntry, spawnNodeHost, type EngineProcess, type SpawnEngine } from './spawn.ts';
 
@@ -144,7 +154,10 @@ interface Deferred {
 
 function deferred(): Deferred {
   let resolve!: () => void, reject!: (e: Error) => void;
-  const promise = new Promise<void>((res, rej) => { resolve = res; reject = rej; });
+  const promise = new Promise<void>((res, rej) => {
+    resolve = res;
+    reject = rej;
+  });
   promise.catch(() => {}); // a start nobody waits for must not become an unhandled rejection
   return { promise, resolve, reject };
 }
@@ -166,10 +179,19 @@ type Listener<T> = (payload: T) => void;
 
 export class EngineClient {
   private readonly spawnFn: SpawnEngine;
-  private readonly opts: Required<Omit<EngineClientOptions, 'spawn' | 'env' | 'entry'>> & Pick<EngineClientOptions, 'env' | 'entry'>;
+  private readonly opts: Required<Omit<EngineClientOptions, 'spawn' | 'env' | 'entry'>> &
+    Pick<EngineClientOptions, 'env' | 'entry'>;
   private readonly listeners = new Map<keyof EngineClientEvents, Set<Listener<never>>>();
 
-  private st: EngineClientStatus = { state: 'stopped', message: null, restarts: 0, willRestart: false, backend: '', backendReason: '', pid: null };
+  private st: EngineClientStatus = {
+    state: 'stopped',
+    message: null,
+    restarts: 0,
+    willRestart: false,
+    backend: '',
+    backendReason: '',
+    pid: null,
+  };
   private proc: EngineProcess | null = null;
   /** Bumped for every process; messages and exits of older ones are ignored. */
   private gen = 0;
@@ -231,8 +253,16 @@ export class EngineClient {
 
   private setStatus(patch: Partial<EngineClientStatus>): void {
     const next = { ...this.st, ...patch };
-    if (next.state === this.st.state && next.message === this.st.message && next.restarts === this.st.restarts && next.willRestart === this.st.willRestart &&
-        next.backend === this.st.backend && next.backendReason === this.st.backendReason && next.pid === this.st.pid) return;
+    if (
+      next.state === this.st.state &&
+      next.message === this.st.message &&
+      next.restarts === this.st.restarts &&
+      next.willRestart === this.st.willRestart &&
+      next.backend === this.st.backend &&
+      next.backendReason === this.st.backendReason &&
+      next.pid === this.st.pid
+    )
+      return;
     this.st = next;
     this.emit('status', this.status());
   }
@@ -289,7 +319,12 @@ export class EngineClient {
     }
     this.proc = proc;
     process.once('exit', this.killOnExit);
-    this.setStatus({ state: 'starting', willRestart: false, pid: proc.pid ?? null, restarts: this.st.restarts + (restart ? 1 : 0) });
+    this.setStatus({
+      state: 'starting',
+      willRestart: false,
+      pid: proc.pid ?? null,
+      restarts: this.st.restarts + (restart ? 1 : 0),
+    });
     proc.onMessage((m) => {
       if (gen !== this.gen) return;
       try {
@@ -298,7 +333,9 @@ export class EngineClient {
         console.error('EngineClient: failed to handle a message from the engine', e);
       }
     });
-    proc.onExit((info) => { if (gen === this.gen) this.onExit(info); });
+    proc.onExit((info) => {
+      if (gen === this.gen) this.onExit(info);
+    });
     proc.onStderr?.((chunk) => {
       if (gen === this.gen) this.stderrTail = (this.stderrTail + chunk).slice(-STDERR_TAIL);
     });
@@ -323,7 +360,11 @@ export class EngineClient {
       const id = (raw as { id?: unknown } | null)?.id;
       const message = `the engine sent a malformed message: ${describeIssue(parsed.error)}`;
       const p = typeof id === 'number' ? this.pending.get(id) : undefined;
-      if (p) this.settle(id as number, new EngineRequestError(ErrorCodes.PROTOCOL_ERROR, `${p.method}: ${message}`, p.method));
+      if (p)
+        this.settle(
+          id as number,
+          new EngineRequestError(ErrorCodes.PROTOCOL_ERROR, `${p.method}: ${message}`, p.method),
+        );
       else this.emit('notice', { type: 'notice', code: ErrorCodes.PROTOCOL_ERROR, message });
       return;
     }
@@ -334,12 +375,29 @@ export class EngineClient {
         this.startTimer = null;
         this.helloReceived = true;
         if (!m.ok || m.protocol !== PROTOCOL_VERSION) {
-          this.giveUp(m.ok ? `the engine speaks protocol ${m.protocol}, this client ${PROTOCOL_VERSION}` : m.error.message);
+          this.giveUp(
+            m.ok ? `the engine speaks protocol ${m.protocol}, this client ${PROTOCOL_VERSION}` : m.error.message,
+          );
           this.proc?.kill();
           return;
         }
-        this.hello = { pid: m.pid, transport: m.transport, addonPath: m.addonPath, napiVersion: m.napiVersion, backend: m.backend, gpu: m.gpu, testHooks: m.testHooks };
-        this.setStatus({ state: 'ready', message: null, willRestart: false, backend: m.backend, backendReason: m.backendReason, pid: m.pid });
+        this.hello = {
+          pid: m.pid,
+          transport: m.transport,
+          addonPath: m.addonPath,
+          napiVersion: m.napiVersion,
+          backend: m.backend,
+          gpu: m.gpu,
+          testHooks: m.testHooks,
+        };
+        this.setStatus({
+          state: 'ready',
+          message: null,
+          willRestart: false,
+          backend: m.backend,
+          backendReason: m.backendReason,
+          pid: m.pid,
+        });
         this.ready?.resolve();
         this.ready = null;
         if (this.lostOnCrash) {
@@ -374,7 +432,14 @@ export class EngineClient {
         const spec = Object.hasOwn(methods, p.method) ? methods[p.method as EngineMethod] : null;
         const r = spec ? spec.result.safeParse(m.result) : { success: true as const, data: m.result };
         if (!r.success) {
-          this.settle(m.id, new EngineRequestError(ErrorCodes.PROTOCOL_ERROR, `${p.method}: the engine's result does not match the protocol: ${describeIssue(r.error)}`, p.method));
+          this.settle(
+            m.id,
+            new EngineRequestError(
+              ErrorCodes.PROTOCOL_ERROR,
+              `${p.method}: the engine's result does not match the protocol: ${describeIssue(r.error)}`,
+              p.method,
+            ),
+          );
           return;
         }
         this.track(p.method, r.data);
@@ -398,7 +463,8 @@ export class EngineClient {
   private track(method: string, result: unknown): void {
     const r = result as Record<string, unknown>;
     if (method === 'loadModel') this.models.set(r.modelId as string, (r.info as { path: string }).path);
-    else if (method === 'createSession' || method === 'fork' || method === 'loadSession') this.sessions.set(r.sessionId as string, r.modelId as string);
+    else if (method === 'createSession' || method === 'fork' || method === 'loadSession')
+      this.sessions.set(r.sessionId as string, r.modelId as string);
     else if (method === 'unloadModel') {
       for (const s of r.disposedSessions as string[]) this.sessions.delete(s);
     }
@@ -414,7 +480,8 @@ export class EngineClient {
   }
 
   private rejectAll(code: string, message: string): void {
-    for (const [id, p] of [...this.pending]) this.settle(id, new EngineRequestError(code, `${p.method}: ${message}`, p.method));
+    for (const [id, p] of [...this.pending])
+      this.settle(id, new EngineRequestError(code, `${p.method}: ${message}`, p.method));
   }
 
   private onExit(info: { code: number | null; signal: string | null }): void {
@@ -446,15 +513,26 @@ export class EngineClient {
     this.crashTimes = [...this.crashTimes.filter((t) => now - t < this.opts.restartWindowMs), now];
     const crashes = this.crashTimes.length;
     const willRestart = crashes <= this.opts.maxRestarts;
-    const message = willRestart ? died
+    const message = willRestart
+      ? died
       : `the engine stopped unexpectedly ${crashes === 1 ? 'once' : `${crashes} times`} in ${describeWindow(this.opts.restartWindowMs)} ` +
         `(last: ${cause}), so it is not restarted by itself: retry, or choose a model, to start it again`;
     // Lost handles accumulate over crashes that happen before a restart gets ready.
     const pendingLost = this.lostOnCrash ?? { models: [], sessions: [] };
-    this.lostOnCrash = { models: [...pendingLost.models, ...lost.models], sessions: [...pendingLost.sessions, ...lost.sessions] };
+    this.lostOnCrash = {
+      models: [...pendingLost.models, ...lost.models],
+      sessions: [...pendingLost.sessions, ...lost.sessions],
+    };
     this.setStatus({ state: 'crashed', message, willRestart, pid: null });
     this.rejectAll(ErrorCodes.ENGINE_CRASHED, died);
-    this.emit('crash', { code: info.code, signal: info.signal, message, lost, willRestart, stderrTail: this.stderrTail });
+    this.emit('crash', {
+      code: info.code,
+      signal: info.signal,
+      message,
+      lost,
+      willRestart,
+      stderrTail: this.stderrTail,
+    });
     if (!willRestart) {
       this.giveUp(message);
       return;
@@ -497,11 +575,18 @@ export class EngineClient {
       this.stopping = null;
       this.unavailable = null;
       this.lostOnCrash = null;
-      return { graceful: answer !== null, disposedSessions: answer?.disposedSessions ?? 0, disposedModels: answer?.disposedModels ?? 0 };
+      return {
+        graceful: answer !== null,
+        disposedSessions: answer?.disposedSessions ?? 0,
+        disposedModels: answer?.disposedModels ?? 0,
+      };
     });
     this.stopping = { exited, done, result };
     if (this.helloReceived && !this.unavailable) {
-      this.post('shutdown', {}, {}).then((r) => void (answer = r as EngineResult<'shutdown'>), () => {});
+      this.post('shutdown', {}, {}).then(
+        (r) => void (answer = r as EngineResult<'shutdown'>),
+        () => {},
+      );
     } else {
       proc.kill();
     }
@@ -513,9 +598,11 @@ export class EngineClient {
 
   /** Waits until a host is ready, starting one if none runs. */
   private async whenReady(method: string, signal?: AbortSignal): Promise<void> {
-    if (this.stopping) throw new EngineRequestError(ErrorCodes.ENGINE_STOPPED, `${method}: the engine is stopping`, method);
+    if (this.stopping)
+      throw new EngineRequestError(ErrorCodes.ENGINE_STOPPED, `${method}: the engine is stopping`, method);
     if (this.proc && this.helloReceived && (this.st.state === 'ready' || this.st.state === 'busy')) return;
-    if (this.unavailable) throw new EngineRequestError(ErrorCodes.ENGINE_UNAVAILABLE, `${method}: ${this.unavailable.message}`, method);
+    if (this.unavailable)
+      throw new EngineRequestError(ErrorCodes.ENGINE_UNAVAILABLE, `${method}: ${this.unavailable.message}`, method);
     const ready = this.ready ? this.ready.promise : this.start();
     if (!signal) return ready;
     await new Promise<void>((resolve, reject) => {
@@ -532,7 +619,8 @@ export class EngineClient {
   private post(method: string, params: unknown, opts: RequestOptions): Promise<unknown> {
     const { signal } = opts;
     if (signal?.aborted) return Promise.reject(cancelledError(method));
-    const ready = this.proc && this.helloReceived && !this.stopping && (this.st.state === 'ready' || this.st.state === 'busy');
+    const ready =
+      this.proc && this.helloReceived && !this.stopping && (this.st.state === 'ready' || this.st.state === 'busy');
     if (ready || method === 'shutdown') return this.send(method, params, opts);
     return this.whenReady(method, signal).then(() => {
       if (signal?.aborted) throw cancelledError(method);
@@ -543,7 +631,10 @@ export class EngineClient {
   private send(method: string, params: unknown, opts: RequestOptions): Promise<unknown> {
     const { signal } = opts;
     const proc = this.proc;
-    if (!proc) return Promise.reject(new EngineRequestError(ErrorCodes.ENGINE_UNAVAILABLE, `${method}: the engine is not running`, method));
+    if (!proc)
+      return Promise.reject(
+        new EngineRequestError(ErrorCodes.ENGINE_UNAVAILABLE, `${method}: the engine is not running`, method),
+      );
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
       let cleanup = () => {};
@@ -562,9 +653,16 @@ export class EngineClient {
   }
 
   /** A protocol request, its parameters checked here first (BAD_REQUEST) and its result on arrival. */
-  request<M extends EngineMethod>(method: M, params: EngineParams<M>, opts: RequestOptions = {}): Promise<EngineResult<M>> {
+  request<M extends EngineMethod>(
+    method: M,
+    params: EngineParams<M>,
+    opts: RequestOptions = {},
+  ): Promise<EngineResult<M>> {
     const r = methods[method].params.safeParse(params);
-    if (!r.success) return Promise.reject(new EngineRequestError(ErrorCodes.BAD_REQUEST, `${method}: ${describeIssue(r.error)}`, method));
+    if (!r.success)
+      return Promise.reject(
+        new EngineRequestError(ErrorCodes.BAD_REQUEST, `${method}: ${describeIssue(r.error)}`, method),
+      );
     return this.post(method, params, opts) as Promise<EngineResult<M>>;
   }
 
@@ -578,13 +676,23 @@ export class EngineClient {
     this.proc?.postMessage(message);
   }
 
-  ping() { return this.request('ping', {}); }
+  ping() {
+    return this.request('ping', {});
+  }
 
-  loadModel(path: string, opts: RequestOptions = {}) { return this.request('loadModel', { path }, opts); }
+  loadModel(path: string, opts: RequestOptions = {}) {
+    return this.request('loadModel', { path }, opts);
+  }
 
-  unloadModel(modelId: string) { return this.request('unloadModel', { modelId }); }
+  unloadModel(modelId: string) {
+    return this.request('unloadModel', { modelId });
+  }
 
-  tokenize(modelId: string, text: string, opts: { addSpecial?: boolean; parseSpecial?: boolean } & RequestOptions = {}) {
+  tokenize(
+    modelId: string,
+    text: string,
+    opts: { addSpecial?: boolean; parseSpecial?: boolean } & RequestOptions = {},
+  ) {
     const { addSpecial, parseSpecial, ...rest } = opts;
     return this.request('tokenize', { modelId, text, addSpecial, parseSpecial }, rest);
   }
@@ -593,37 +701,66 @@ export class EngineClient {
     return this.request('detokenize', { modelId, tokens, special: opts.special });
   }
 
-  createSession(modelId: string, options: SessionOptions = {}) { return this.request('createSession', { modelId, options }); }
+  createSession(modelId: string, options: SessionOptions = {}) {
+    return this.request('createSession', { modelId, options });
+  }
 
   /** Prefills the document into an empty session, compressing its cache; progress as it goes. */
-  compress(sessionId: string, tokens: Int32Array | number[], options: CompressOptions, opts: RequestOptions & { logits?: boolean } = {}) {
+  compress(
+    sessionId: string,
+    tokens: Int32Array | number[],
+    options: CompressOptions,
+    opts: RequestOptions & { logits?: boolean } = {},
+  ) {
     const { logits, ...rest } = opts;
     return this.request('compress', { sessionId, tokens, options, logits }, rest);
   }
 
-  prefill(sessionId: string, tokens: Int32Array | number[], opts: RequestOptions & { logits?: 'none' | 'last' | 'all' } = {}) {
+  prefill(
+    sessionId: string,
+    tokens: Int32Array | number[],
+    opts: RequestOptions & { logits?: 'none' | 'last' | 'all' } = {},
+  ) {
     const { logits, ...rest } = opts;
     return this.request('prefill', { sessionId, tokens, logits }, rest);
   }
 
   /** Streams tokens to opts.onToken, in order, all before the promise resolves. */
-  generate(sessionId: string, options: SamplingOptions & { n?: number; stopAtEog?: boolean } = {}, opts: RequestOptions = {}) {
+  generate(
+    sessionId: string,
+    options: SamplingOptions & { n?: number; stopAtEog?: boolean } = {},
+    opts: RequestOptions = {},
+  ) {
     return this.request('generate', { ...options, sessionId }, opts);
   }
 
-  truncate(sessionId: string, n: number) { return this.request('truncate', { sessionId, n }); }
+  truncate(sessionId: string, n: number) {
+    return this.request('truncate', { sessionId, n });
+  }
 
-  fork(sessionId: string) { return this.request('fork', { sessionId }); }
+  fork(sessionId: string) {
+    return this.request('fork', { sessionId });
+  }
 
-  save(sessionId: string, path: string, meta?: string) { return this.request('save', { sessionId, path, meta }); }
+  save(sessionId: string, path: string, meta?: string) {
+    return this.request('save', { sessionId, path, meta });
+  }
 
-  loadSession(modelId: string, path: string, options: SessionOptions = {}) { return this.request('loadSession', { modelId, path, options }); }
+  loadSession(modelId: string, path: string, options: SessionOptions = {}) {
+    return this.request('loadSession', { modelId, path, options });
+  }
 
-  disposeSession(sessionId: string) { return this.request('disposeSession', { sessionId }); }
+  disposeSession(sessionId: string) {
+    return this.request('disposeSession', { sessionId });
+  }
 
   /** Test only: the host aborts; needs env { [TEST_HOOKS_ENV]: '1' } in the client's options. */
-  testCrash() { return this.request('testCrash', {}); }
+  testCrash() {
+    return this.request('testCrash', {});
+  }
 
   /** Test only: the host blocks its event loop for ms. */
-  testHang(ms: number) { return this.request('testHang', { ms }); }
+  testHang(ms: number) {
+    return this.request('testHang', { ms });
+  }
 }

@@ -13,8 +13,18 @@ import { Worker } from 'node:worker_threads';
 import { addonPath, loadAddon, type FolioAddon, type Model, type Session } from './binding.ts';
 import { endAtOnce, exitNow, TEST_NO_DEATH_SIGNAL_ENV, watchParent } from './host-exit.ts';
 import {
-  describeIssue, EngineRequestError, ErrorCodes, methods, PROTOCOL_VERSION, RequestMessage, TEST_HOOKS_ENV,
-  type EngineMethod, type EngineResult, type HostMessage, type Methods, type SessionHandle,
+  describeIssue,
+  EngineRequestError,
+  ErrorCodes,
+  methods,
+  PROTOCOL_VERSION,
+  RequestMessage,
+  TEST_HOOKS_ENV,
+  type EngineMethod,
+  type EngineResult,
+  type HostMessage,
+  type Methods,
+  type SessionHandle,
 } from './protocol.ts';
 import { PieceLengths, specialIdsOfModel, tokenizeWithPieces } from './tokenize.ts';
 import type { WorkerCall, WorkerReply } from './tokenizer-worker.ts';
@@ -72,10 +82,14 @@ function detectTransport(): Transport {
           then?.();
         }
       },
-      onMessage(listener) { process.on('message', listener); },
+      onMessage(listener) {
+        process.on('message', listener);
+      },
     };
   }
-  process.stderr.write('folio engine host: start me with child_process.fork (an IPC channel) or as an Electron utilityProcess\n');
+  process.stderr.write(
+    'folio engine host: start me with child_process.fork (an IPC channel) or as an Electron utilityProcess\n',
+  );
   process.exit(2);
 }
 
@@ -89,7 +103,10 @@ const testHooks = process.env[TEST_HOOKS_ENV] === '1';
 class TokenizerWorker {
   private worker: Worker | null = null;
   private next = 1;
-  private readonly pending = new Map<number, { resolve: (r: WorkerReply & { ok: true }) => void; reject: (e: Error) => void }>();
+  private readonly pending = new Map<
+    number,
+    { resolve: (r: WorkerReply & { ok: true }) => void; reject: (e: Error) => void }
+  >();
 
   private start(): Worker {
     if (this.worker) return this.worker;
@@ -113,7 +130,8 @@ class TokenizerWorker {
     const fail = (why: string) => {
       if (this.worker !== w) return;
       this.worker = null;
-      for (const p of this.pending.values()) p.reject(new EngineRequestError(ErrorCodes.INTERNAL, `the tokenizer worker ${why}`));
+      for (const p of this.pending.values())
+        p.reject(new EngineRequestError(ErrorCodes.INTERNAL, `the tokenizer worker ${why}`));
       this.pending.clear();
     };
     w.on('error', (e) => fail(`failed: ${e.message}`));
@@ -192,13 +210,21 @@ function backendLabel(addon: FolioAddon) {
 
 function modelEntry(id: string): ModelEntry {
   const m = models.get(id);
-  if (!m) throw new EngineRequestError(ErrorCodes.UNKNOWN_MODEL, `no model '${id}' in this engine process (unloaded, or lost in a restart)`);
+  if (!m)
+    throw new EngineRequestError(
+      ErrorCodes.UNKNOWN_MODEL,
+      `no model '${id}' in this engine process (unloaded, or lost in a restart)`,
+    );
   return m;
 }
 
 function sessionEntry(id: string): SessionEntry {
   const s = sessions.get(id);
-  if (!s) throw new EngineRequestError(ErrorCodes.UNKNOWN_SESSION, `no session '${id}' in this engine process (disposed, or lost in a restart)`);
+  if (!s)
+    throw new EngineRequestError(
+      ErrorCodes.UNKNOWN_SESSION,
+      `no session '${id}' in this engine process (disposed, or lost in a restart)`,
+    );
   return s;
 }
 
@@ -222,7 +248,12 @@ function pump(entry: SessionEntry): void {
 }
 
 /** Runs `fn` on the session when its earlier operations are done. */
-function onSession<T>(entry: SessionEntry, requestId: number, cancellable: boolean, fn: (s: Session) => T | Promise<T>): Promise<T> {
+function onSession<T>(
+  entry: SessionEntry,
+  requestId: number,
+  cancellable: boolean,
+  fn: (s: Session) => T | Promise<T>,
+): Promise<T> {
   return new Promise<T>((resolve, reject) => {
     const job: Job = {
       requestId,
@@ -278,12 +309,24 @@ type Handlers = {
 
 function makeHandlers(addon: FolioAddon): Handlers {
   return {
-    ping: () => ({ pid: process.pid, uptimeMs: Date.now() - startedAt, models: models.size, sessions: sessions.size, running: inFlight.size }),
+    ping: () => ({
+      pid: process.pid,
+      uptimeMs: Date.now() - startedAt,
+      models: models.size,
+      sessions: sessions.size,
+      running: inFlight.size,
+    }),
 
     loadModel: async ({ path }) => {
       const model = await addon.loadModel(path);
       const id = `m${handlePrefix}-${nextHandle++}`;
-      models.set(id, { id, path, model, sessions: new Set(), pieces: new PieceLengths(model, specialIdsOfModel(model)) });
+      models.set(id, {
+        id,
+        path,
+        model,
+        sessions: new Set(),
+        pieces: new PieceLengths(model, specialIdsOfModel(model)),
+      });
       return { modelId: id, info: model.info() };
     },
 
@@ -293,19 +336,22 @@ function makeHandlers(addon: FolioAddon): Handlers {
       const m = modelEntry(modelId);
       const opts = { addSpecial: addSpecial ?? true, parseSpecial: parseSpecial ?? false };
       const textBytes = Buffer.byteLength(text, 'utf8');
-      if (text.length <= INLINE_TOKENIZE_CHARS) return { ...tokenizeWithPieces(m.model, m.pieces, text, opts), textBytes };
+      if (text.length <= INLINE_TOKENIZE_CHARS)
+        return { ...tokenizeWithPieces(m.model, m.pieces, text, opts), textBytes };
       const r = await tokenizer.call({ op: 'tokenize', path: m.path, text, ...opts });
       return { tokens: r.tokens!, pieceBytes: r.pieceBytes!, textBytes };
     },
 
     detokenize: async ({ modelId, tokens, special }) => {
       const m = modelEntry(modelId);
-      if (tokens.length <= INLINE_DETOKENIZE_TOKENS) return { text: m.model.detokenize(tokens, { special: special ?? false }) };
+      if (tokens.length <= INLINE_DETOKENIZE_TOKENS)
+        return { text: m.model.detokenize(tokens, { special: special ?? false }) };
       const r = await tokenizer.call({ op: 'detokenize', path: m.path, tokens, special });
       return { text: r.text! };
     },
 
-    createSession: ({ modelId, options }) => addSession(modelId, modelEntry(modelId).model.createSession(options ?? {})),
+    createSession: ({ modelId, options }) =>
+      addSession(modelId, modelEntry(modelId).model.createSession(options ?? {})),
 
     compress: ({ sessionId, tokens, options, logits }, ctx) =>
       onSession(sessionEntry(sessionId), ctx.id, true, async (s) => {
@@ -317,11 +363,18 @@ function makeHandlers(addon: FolioAddon): Handlers {
       onSession(sessionEntry(sessionId), ctx.id, true, async (s) => {
         const want = logits ?? 'none';
         const r = await s.prefill(tokens, { allLogits: want === 'all', onProgress: ctx.progress });
-        return { nPast: r.nPast, seconds: r.seconds, tokensPerSecond: r.tokensPerSecond, logits: want === 'none' ? null : r.logits };
+        return {
+          nPast: r.nPast,
+          seconds: r.seconds,
+          tokensPerSecond: r.tokensPerSecond,
+          logits: want === 'none' ? null : r.logits,
+        };
       }),
 
     generate: ({ sessionId, ...opts }, ctx) =>
-      onSession(sessionEntry(sessionId), ctx.id, true, (s) => s.generate({ ...opts, onToken: (t) => void ctx.token(t) })),
+      onSession(sessionEntry(sessionId), ctx.id, true, (s) =>
+        s.generate({ ...opts, onToken: (t) => void ctx.token(t) }),
+      ),
 
     cancel: ({ requestId }) => {
       const entry = jobsByRequest.get(requestId);
@@ -346,7 +399,8 @@ function makeHandlers(addon: FolioAddon): Handlers {
     fork: ({ sessionId }, ctx) => {
       const entry = sessionEntry(sessionId);
       return onSession(entry, ctx.id, false, (s) => {
-        if (!models.has(entry.modelId)) throw new EngineRequestError(ErrorCodes.UNKNOWN_MODEL, 'the model was unloaded');
+        if (!models.has(entry.modelId))
+          throw new EngineRequestError(ErrorCodes.UNKNOWN_MODEL, 'the model was unloaded');
         return addSession(entry.modelId, s.fork());
       });
     },
@@ -373,21 +427,32 @@ function makeHandlers(addon: FolioAddon): Handlers {
 
     shutdown: async () => {
       shuttingDown = true;
-      const nSessions = sessions.size, nModels = models.size;
+      const nSessions = sessions.size,
+        nModels = models.size;
       await Promise.all([...models.values()].map(disposeModelEntry));
       await tokenizer.stop();
       return { disposedSessions: nSessions, disposedModels: nModels };
     },
 
     testCrash: () => {
-      if (!testHooks) throw new EngineRequestError(ErrorCodes.TEST_HOOKS_DISABLED, `testCrash needs ${TEST_HOOKS_ENV}=1 in the host's environment`);
+      if (!testHooks)
+        throw new EngineRequestError(
+          ErrorCodes.TEST_HOOKS_DISABLED,
+          `testCrash needs ${TEST_HOOKS_ENV}=1 in the host's environment`,
+        );
       process.abort();
     },
 
     testHang: ({ ms }) => {
-      if (!testHooks) throw new EngineRequestError(ErrorCodes.TEST_HOOKS_DISABLED, `testHang needs ${TEST_HOOKS_ENV}=1 in the host's environment`);
+      if (!testHooks)
+        throw new EngineRequestError(
+          ErrorCodes.TEST_HOOKS_DISABLED,
+          `testHang needs ${TEST_HOOKS_ENV}=1 in the host's environment`,
+        );
       const end = Date.now() + ms;
-      while (Date.now() < end) { /* a hung host */ }
+      while (Date.now() < end) {
+        /* a hung host */
+      }
       return { ok: true as const };
     },
   };
@@ -409,12 +474,14 @@ function serve(handlers: Handlers | null, loadError: { code: string; message: st
     if (!env.success) {
       const id = (raw as { id?: unknown } | null)?.id;
       const error = { code: ErrorCodes.BAD_REQUEST, message: `malformed request: ${describeIssue(env.error)}` };
-      if (typeof id === 'number' && Number.isInteger(id) && id >= 0) transport.send({ type: 'response', id, ok: false, error });
+      if (typeof id === 'number' && Number.isInteger(id) && id >= 0)
+        transport.send({ type: 'response', id, ok: false, error });
       else transport.send({ type: 'notice', ...error });
       return;
     }
     const { id, method, params } = env.data;
-    const fail = (code: string, message: string) => transport.send({ type: 'response', id, ok: false, error: { code, message } });
+    const fail = (code: string, message: string) =>
+      transport.send({ type: 'response', id, ok: false, error: { code, message } });
     if (inFlight.has(id)) return fail(ErrorCodes.BAD_REQUEST, `request id ${id} is already in flight`);
     if (!Object.hasOwn(methods, method)) return fail(ErrorCodes.UNKNOWN_METHOD, `unknown method '${method}'`);
     if (!handlers) return fail(ErrorCodes.ENGINE_UNAVAILABLE, loadError!.message);
@@ -454,7 +521,10 @@ let loadError: { code: string; message: string } | null = null;
 try {
   addon = loadAddon();
 } catch (e) {
-  loadError = { code: ErrorCodes.ENGINE_UNAVAILABLE, message: `the native engine did not load (${addonPath()}): ${errorShape(e).message}` };
+  loadError = {
+    code: ErrorCodes.ENGINE_UNAVAILABLE,
+    message: `the native engine did not load (${addonPath()}): ${errorShape(e).message}`,
+  };
 }
 endAtOnce(() => addon);
 watchParent({
@@ -467,8 +537,15 @@ watchParent({
 serve(addon ? makeHandlers(addon) : null, loadError);
 if (addon) {
   transport.send({
-    type: 'hello', ok: true, protocol: PROTOCOL_VERSION, pid: process.pid, transport: transport.kind,
-    addonPath: addonPath(), napiVersion: addon.napiVersion, ...backendLabel(addon), testHooks,
+    type: 'hello',
+    ok: true,
+    protocol: PROTOCOL_VERSION,
+    pid: process.pid,
+    transport: transport.kind,
+    addonPath: addonPath(),
+    napiVersion: addon.napiVersion,
+    ...backendLabel(addon),
+    testHooks,
   });
 } else {
   transport.send({ type: 'hello', ok: false, protocol: PROTOCOL_VERSION, pid: process.pid, error: loadError! });

@@ -55,7 +55,11 @@ export const TEST_HOOKS_ENV = 'FOLIO_ENGINE_TEST_HOOKS';
 
 /** An error that crossed (or concerns) the process boundary; `code` is stable. Fits binding.ts's EngineError. */
 export class EngineRequestError extends Error implements B.EngineError {
-  constructor(readonly code: string, message: string, readonly method?: string) {
+  constructor(
+    readonly code: string,
+    message: string,
+    readonly method?: string,
+  ) {
     super(message);
     this.name = 'EngineRequestError';
   }
@@ -129,7 +133,13 @@ export const ModelInfo = z.object({
   tensorTypes: z.record(z.string(), Num),
   fileType: Num,
   tokenizer: z.object({
-    model: z.string(), pre: z.string(), nTokens: Int, bos: Int, eos: Int, addBos: z.boolean(), addEos: z.boolean(),
+    model: z.string(),
+    pre: z.string(),
+    nTokens: Int,
+    bos: Int,
+    eos: Int,
+    addBos: z.boolean(),
+    addEos: z.boolean(),
   }),
   chatTemplate: z.string(),
   isa: z.string(),
@@ -176,7 +186,12 @@ export const methods = {
    * Long texts are tokenized off the host's main thread.
    */
   tokenize: {
-    params: z.strictObject({ modelId: HandleId, text: z.string(), addSpecial: z.boolean().optional(), parseSpecial: z.boolean().optional() }),
+    params: z.strictObject({
+      modelId: HandleId,
+      text: z.string(),
+      addSpecial: z.boolean().optional(),
+      parseSpecial: z.boolean().optional(),
+    }),
     result: z.object({ tokens: Int32s, pieceBytes: Int32s, textBytes: Int }),
     events: 'none',
   },
@@ -192,7 +207,12 @@ export const methods = {
   },
   /** Prefills `tokens` into an empty session, compressing the cache as it goes. Cancellable. */
   compress: {
-    params: z.strictObject({ sessionId: HandleId, tokens: Tokens, options: CompressOptions, logits: z.boolean().optional() }),
+    params: z.strictObject({
+      sessionId: HandleId,
+      tokens: Tokens,
+      options: CompressOptions,
+      logits: z.boolean().optional(),
+    }),
     result: z.object({ stats: CompressionStats, nPast: Int, logits: Logits }),
     events: 'progress',
   },
@@ -204,7 +224,11 @@ export const methods = {
   },
   /** Samples up to n tokens (default 128), streamed as token events. Cancelling stops it: stopReason 'cancelled'. */
   generate: {
-    params: SamplingOptions.extend({ sessionId: HandleId, n: Int.min(0).optional(), stopAtEog: z.boolean().optional() }),
+    params: SamplingOptions.extend({
+      sessionId: HandleId,
+      n: Int.min(0).optional(),
+      stopAtEog: z.boolean().optional(),
+    }),
     result: z.object({
       tokens: z.array(Int),
       text: z.string(),
@@ -221,10 +245,18 @@ export const methods = {
     result: z.object({ found: z.enum(['queued', 'running', 'none']) }),
     events: 'none',
   },
-  truncate: { params: z.strictObject({ sessionId: HandleId, n: Int.min(0) }), result: z.object({ nPast: Int }), events: 'none' },
+  truncate: {
+    params: z.strictObject({ sessionId: HandleId, n: Int.min(0) }),
+    result: z.object({ nPast: Int }),
+    events: 'none',
+  },
   /** A new session with a copy of this one's cache. */
   fork: { params: z.strictObject({ sessionId: HandleId }), result: SessionHandle, events: 'none' },
-  save: { params: z.strictObject({ sessionId: HandleId, path: z.string().min(1), meta: z.string().optional() }), result: Ok, events: 'none' },
+  save: {
+    params: z.strictObject({ sessionId: HandleId, path: z.string().min(1), meta: z.string().optional() }),
+    result: Ok,
+    events: 'none',
+  },
   loadSession: {
     params: z.strictObject({ modelId: HandleId, path: z.string().min(1), options: SessionOptions.optional() }),
     result: SessionHandle.extend({ meta: z.string() }),
@@ -286,9 +318,18 @@ export const ResponseMessage = z.discriminatedUnion('ok', [
 ]);
 export type ResponseMessage = z.infer<typeof ResponseMessage>;
 
-export const ProgressEvent = z.object({ type: z.literal('event'), id: RequestId, event: z.literal('progress'), done: Num, total: Num });
+export const ProgressEvent = z.object({
+  type: z.literal('event'),
+  id: RequestId,
+  event: z.literal('progress'),
+  done: Num,
+  total: Num,
+});
 export const TokenEvent = z.object({
-  type: z.literal('event'), id: RequestId, event: z.literal('token'), token: z.object({ id: Int, text: z.string() }),
+  type: z.literal('event'),
+  id: RequestId,
+  event: z.literal('token'),
+  token: z.object({ id: Int, text: z.string() }),
 });
 export const EventMessage = z.discriminatedUnion('event', [ProgressEvent, TokenEvent]);
 export type EventMessage = z.infer<typeof EventMessage>;

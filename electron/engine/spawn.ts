@@ -89,13 +89,23 @@ export const spawnNodeHost: SpawnEngine = ({ entry, execArgv, env }) => {
   // A failed spawn (e.g. ENOENT) emits 'error' and then 'close'; a send on a closing channel emits 'error' too.
   child.on('error', () => {});
   return {
-    get pid() { return child.pid; },
+    get pid() {
+      return child.pid;
+    },
     postMessage(message) {
       if (child.connected) child.send(message as object, (err) => void err);
     },
-    onMessage(listener) { child.on('message', (m) => listener(m)); },
-    onExit(listener) { exitListeners.push(listener); },
-    onStderr(listener) { stderrListeners.push(listener); },
-    kill() { if (!closed) child.kill('SIGKILL'); },
+    onMessage(listener) {
+      child.on('message', (m) => listener(m));
+    },
+    onExit(listener) {
+      exitListeners.push(listener);
+    },
+    onStderr(listener) {
+      stderrListeners.push(listener);
+    },
+    kill() {
+      if (!closed) child.kill('SIGKILL');
+    },
   };
 };

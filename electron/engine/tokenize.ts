@@ -9,13 +9,22 @@ export interface Tokenizer {
   detokenize(ids: ArrayLike<number>, opts?: { special?: boolean }): string;
 }
 
-export interface SpecialIds { nTokens: number; bos: number; eos: number; addBos: boolean; addEos: boolean }
+export interface SpecialIds {
+  nTokens: number;
+  bos: number;
+  eos: number;
+  addBos: boolean;
+  addEos: boolean;
+}
 
 /** Piece byte lengths per token id, filled as ids are met (-1: not yet known); one per rendering of specials. */
 export class PieceLengths {
   private readonly plain: Int32Array;
   private readonly special: Int32Array;
-  constructor(private readonly tok: Tokenizer, readonly ids: SpecialIds) {
+  constructor(
+    private readonly tok: Tokenizer,
+    readonly ids: SpecialIds,
+  ) {
     this.plain = new Int32Array(ids.nTokens).fill(-1);
     this.special = new Int32Array(ids.nTokens).fill(-1);
   }
@@ -39,7 +48,8 @@ export class PieceLengths {
     }
     if (opts.addSpecial ?? true) {
       if (this.ids.addBos && tokens.length > 0 && tokens[0] === this.ids.bos) out[0] = 0;
-      if (this.ids.addEos && tokens.length > 0 && tokens[tokens.length - 1] === this.ids.eos) out[tokens.length - 1] = 0;
+      if (this.ids.addEos && tokens.length > 0 && tokens[tokens.length - 1] === this.ids.eos)
+        out[tokens.length - 1] = 0;
     }
     return out;
   }
@@ -55,8 +65,12 @@ export function specialIdsOfVocab(vocab: Vocab): SpecialIds {
   return { nTokens: v.nTokens, bos: v.bos, eos: v.eos, addBos: v.addBos, addEos: v.addEos };
 }
 
-export function tokenizeWithPieces(tok: Tokenizer, pieces: PieceLengths, text: string,
-  opts: { addSpecial?: boolean; parseSpecial?: boolean }): { tokens: Int32Array; pieceBytes: Int32Array } {
+export function tokenizeWithPieces(
+  tok: Tokenizer,
+  pieces: PieceLengths,
+  text: string,
+  opts: { addSpecial?: boolean; parseSpecial?: boolean },
+): { tokens: Int32Array; pieceBytes: Int32Array } {
   const tokens = tok.tokenize(text, { addSpecial: opts.addSpecial ?? true, parseSpecial: opts.parseSpecial ?? false });
   return { tokens, pieceBytes: pieces.of(tokens, opts) };
 }

@@ -42,7 +42,10 @@ port.on('message', (m: WorkerRequest) => {
     } else if (m.op === 'tokenize') {
       const v = open(m.path);
       const r = tokenizeWithPieces(v.vocab, v.pieces, m.text, m);
-      port.postMessage({ id: m.id, ok: true, ...r } satisfies WorkerReply, [r.tokens.buffer as ArrayBuffer, r.pieceBytes.buffer as ArrayBuffer]);
+      port.postMessage({ id: m.id, ok: true, ...r } satisfies WorkerReply, [
+        r.tokens.buffer as ArrayBuffer,
+        r.pieceBytes.buffer as ArrayBuffer,
+      ]);
     } else {
       const text = open(m.path).vocab.detokenize(m.tokens, { special: m.special ?? false });
       port.postMessage({ id: m.id, ok: true, text } satisfies WorkerReply);
@@ -50,7 +53,10 @@ port.on('message', (m: WorkerRequest) => {
   } catch (e) {
     const err = e as { code?: unknown; message?: unknown };
     port.postMessage({
-      id: m.id, ok: false, code: typeof err.code === 'string' ? err.code : 'INTERNAL', message: String(err.message ?? e),
+      id: m.id,
+      ok: false,
+      code: typeof err.code === 'string' ? err.code : 'INTERNAL',
+      message: String(err.message ?? e),
     } satisfies WorkerReply);
   }
 });

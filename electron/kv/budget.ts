@@ -38,7 +38,10 @@ export interface ResolvedBudget {
   clamped: boolean;
 }
 
-export function resolveBudget(c: { method: CompressionMethod; budget: number; window?: number }, prefixTokens: number): ResolvedBudget {
+export function resolveBudget(
+  c: { method: CompressionMethod; budget: number; window?: number },
+  prefixTokens: number,
+): ResolvedBudget {
   const L = Math.max(0, Math.floor(prefixTokens));
   const w = c.window ?? DEFAULT_WINDOW;
   if (methodRow(c.method).selection === 'full') return { compress: false, reason: 'full', B: L, b: 0, clamped: false };

@@ -8,7 +8,15 @@ import { CompressionMethod } from './methods.ts';
 
 /** A field's kind, as statsSchema() names it. */
 export type StatsKind =
-  | 'integer' | 'number' | 'boolean' | 'string' | 'numberOrNull' | 'stringOrNull' | 'int32Array' | 'layers' | 'heads';
+  | 'integer'
+  | 'number'
+  | 'boolean'
+  | 'string'
+  | 'numberOrNull'
+  | 'stringOrNull'
+  | 'int32Array'
+  | 'layers'
+  | 'heads';
 type Fields = Record<string, StatsKind>;
 
 /** One KV head of a layer. */
@@ -80,10 +88,10 @@ type ScalarKind = keyof Scalar;
  * A strict object of `fields`, each of its kind's schema; `special` gives the schema of the fields whose
  * kind is not a scalar (arrays), and may narrow a scalar one (a string that is an enum).
  */
-function objectOf<F extends Fields, S extends { [K in keyof F as F[K] extends ScalarKind ? never : K]: z.ZodType } & { [K in keyof F]?: z.ZodType }>(
-  fields: F,
-  special: S,
-) {
+function objectOf<
+  F extends Fields,
+  S extends { [K in keyof F as F[K] extends ScalarKind ? never : K]: z.ZodType } & { [K in keyof F]?: z.ZodType },
+>(fields: F, special: S) {
   const shape: Record<string, z.ZodType> = {};
   for (const [name, kind] of Object.entries(fields)) {
     shape[name] = (special as Record<string, z.ZodType>)[name] ?? scalar[kind as ScalarKind];
@@ -111,7 +119,9 @@ function compressionStats<R extends z.ZodType>(retention: R) {
 }
 
 /** As the engine returns them: the retention map an Int32Array. */
-export const EngineCompressionStats = compressionStats(z.custom<Int32Array>((v) => v instanceof Int32Array, 'expected an Int32Array'));
+export const EngineCompressionStats = compressionStats(
+  z.custom<Int32Array>((v) => v instanceof Int32Array, 'expected an Int32Array'),
+);
 export type EngineCompressionStats = z.infer<typeof EngineCompressionStats>;
 
 /** As the API contract carries them (JSON): the retention map a plain array. */
@@ -124,4 +134,8 @@ export interface StatsSchema {
   layer: Record<string, StatsKind>;
   head: Record<string, StatsKind>;
 }
-export const STATS_SCHEMA: StatsSchema = { compression: COMPRESSION_STATS_FIELDS, layer: LAYER_STATS_FIELDS, head: HEAD_STATS_FIELDS };
+export const STATS_SCHEMA: StatsSchema = {
+  compression: COMPRESSION_STATS_FIELDS,
+  layer: LAYER_STATS_FIELDS,
+  head: HEAD_STATS_FIELDS,
+};

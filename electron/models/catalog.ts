@@ -38,7 +38,8 @@ export const CATALOG: readonly CatalogEntry[] = [
     url: 'https://huggingface.co/Qwen/Qwen2.5-3B-Instruct-GGUF/resolve/main/qwen2.5-3b-instruct-q4_k_m.gguf',
     fileBytes: 2_104_932_768,
     sha256: '626b4a6678b86442240e33df819e00132d3ba7dddfe1cdc4fbb18e0a9615c62d',
-    description: 'Better answers on longer documents; wants 8 GB of memory or more. 32K context. Qwen Research License.',
+    description:
+      'Better answers on longer documents; wants 8 GB of memory or more. 32K context. Qwen Research License.',
   },
   {
     id: 'llama-3.2-1b-instruct-q4_k_m',
@@ -46,7 +47,8 @@ export const CATALOG: readonly CatalogEntry[] = [
     url: 'https://huggingface.co/bartowski/Llama-3.2-1B-Instruct-GGUF/resolve/main/Llama-3.2-1B-Instruct-Q4_K_M.gguf',
     fileBytes: 807_694_464,
     sha256: '6f85a640a97cf2bf5b8e764087b1e83da0fdb51d7c9fab7d0fece9385611df83',
-    description: "Meta's small model with a 128K context; light on memory (32 KiB of KV cache per token). Llama 3.2 Community License.",
+    description:
+      "Meta's small model with a 128K context; light on memory (32 KiB of KV cache per token). Llama 3.2 Community License.",
   },
   {
     id: 'llama-3.2-3b-instruct-q4_k_m',

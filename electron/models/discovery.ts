@@ -123,7 +123,11 @@ export function knownRoots(o: DiscoveryOptions = {}): ScanRoot[] {
       roots.push({ source: 'ollama', path: '/usr/share/ollama/.ollama/models', kind: 'ollama' });
     }
     const hfHome = env.HF_HOME || join(env.XDG_CACHE_HOME || join(home, '.cache'), 'huggingface');
-    roots.push({ source: 'huggingface', path: env.HF_HUB_CACHE || env.HUGGINGFACE_HUB_CACHE || join(hfHome, 'hub'), kind: 'hf-cache' });
+    roots.push({
+      source: 'huggingface',
+      path: env.HF_HUB_CACHE || env.HUGGINGFACE_HUB_CACHE || join(hfHome, 'hub'),
+      kind: 'hf-cache',
+    });
   }
   if (o.downloadFolder) roots.push({ source: 'download', path: o.downloadFolder, kind: 'tree' });
   for (const f of o.folders ?? []) roots.push({ source: 'folder', path: f, kind: 'tree' });
@@ -185,7 +189,13 @@ export async function discoverModels(o: DiscoveryOptions = {}): Promise<Discover
   for (const f of o.files ?? []) {
     const s = splitName(basename(f));
     if (s && s.index !== 1) scan.skip(f, 'added', `part ${s.index} of ${s.count} of a split model: add its first part`);
-    else scan.candidates.push({ path: f, source: 'added', name: s ? s.stem : stemOf(f), parts: s ? splitPartPaths(f, s) : undefined });
+    else
+      scan.candidates.push({
+        path: f,
+        source: 'added',
+        name: s ? s.stem : stemOf(f),
+        parts: s ? splitPartPaths(f, s) : undefined,
+      });
   }
 
   // describe each candidate once per real file, in parallel
@@ -211,11 +221,18 @@ export async function discoverModels(o: DiscoveryOptions = {}): Promise<Discover
 }
 
 /** Describes one file the user adds (models.add). Throws ApiError when it is not a readable GGUF. */
-export async function describeModelFile(path: string, o: DiscoveryOptions & { source?: ModelSource; name?: string } = {}): Promise<DiscoveredModel> {
+export async function describeModelFile(
+  path: string,
+  o: DiscoveryOptions & { source?: ModelSource; name?: string } = {},
+): Promise<DiscoveredModel> {
   const split = splitName(basename(path));
   let parts: string[] | undefined;
   if (split) {
-    if (split.index !== 1) throw new ApiError('MODEL_SPLIT_PART', `${path} is part ${split.index} of ${split.count} of a split model: add its first part`);
+    if (split.index !== 1)
+      throw new ApiError(
+        'MODEL_SPLIT_PART',
+        `${path} is part ${split.index} of ${split.count} of a split model: add its first part`,
+      );
     parts = splitPartPaths(path, split);
   }
   const d = await describeCandidate({ path, source: o.source ?? 'added', name: o.name ?? stemOf(path), parts }, o);
@@ -240,7 +257,9 @@ function stemOf(p: string): string {
 
 function splitPartPaths(first: string, s: { stem: string; count: number }): string[] {
   const pad = (n: number) => String(n).padStart(5, '0');
-  return Array.from({ length: s.count }, (_, i) => join(dirname(first), `${s.stem}-${pad(i + 1)}-of-${pad(s.count)}.gguf`));
+  return Array.from({ length: s.count }, (_, i) =>
+    join(dirname(first), `${s.stem}-${pad(i + 1)}-of-${pad(s.count)}.gguf`),
+  );
 }
 
 interface WalkFile {
@@ -254,7 +273,12 @@ interface WalkFile {
  * Lists the regular files under `root` (symlinks followed, each real directory entered once), to
  * `maxDepth` folder levels and `maxEntries` entries. Folders starting with '.' are not entered.
  */
-async function walk(scan: Scan, root: ScanRoot, maxDepth: number, accept: (name: string) => boolean): Promise<WalkFile[]> {
+async function walk(
+  scan: Scan,
+  root: ScanRoot,
+  maxDepth: number,
+  accept: (name: string) => boolean,
+): Promise<WalkFile[]> {
   const maxEntries = scan.o.maxEntries ?? 100_000;
   const out: WalkFile[] = [];
   const visited = new Set<string>();
@@ -275,12 +299,17 @@ async function walk(scan: Scan, root: ScanRoot, maxDepth: number, accept: (name:
     try {
       names = (await readdir(dir)).sort();
     } catch (e) {
-      scan.skip(dir, root.source, `cannot read the folder: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+      scan.skip(
+        dir,
+        root.source,
+        `cannot read the folder: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`,
+      );
       continue;
     }
     for (const name of names) {
       if (++entries > maxEntries) {
-        if (!truncatedNoted) scan.skip(root.path, root.source, `stopped after ${maxEntries} entries; add a narrower folder`);
+        if (!truncatedNoted)
+          scan.skip(root.path, root.source, `stopped after ${maxEntries} entries; add a narrower folder`);
         truncatedNoted = true;
         return out;
       }
@@ -289,7 +318,12 @@ async function walk(scan: Scan, root: ScanRoot, maxDepth: number, accept: (name:
       try {
         st = await stat(p); // follows symlinks
       } catch (e) {
-        if (accept(name)) scan.skip(p, root.source, `cannot read it: ${(e as NodeJS.ErrnoException).code === 'ENOENT' ? 'a broken link' : (e as Error).message}`);
+        if (accept(name))
+          scan.skip(
+            p,
+            root.source,
+            `cannot read it: ${(e as NodeJS.ErrnoException).code === 'ENOENT' ? 'a broken link' : (e as Error).message}`,
+          );
         continue;
       }
       if (st.isDirectory()) {
@@ -312,7 +346,12 @@ function groupSplits(scan: Scan, root: ScanRoot, files: WalkFile[], nameOf: (f: 
     if (!s) {
       scan.candidates.push({ path: f.path, source: root.source, name: nameOf(f) });
     } else if (s.index === 1) {
-      scan.candidates.push({ path: f.path, source: root.source, name: nameOf(f).replace(/-00001-of-\d{5}$/i, ''), parts: splitPartPaths(f.path, s) });
+      scan.candidates.push({
+        path: f.path,
+        source: root.source,
+        name: nameOf(f).replace(/-00001-of-\d{5}$/i, ''),
+        parts: splitPartPaths(f.path, s),
+      });
     } else if (!firsts.has(splitPartPaths(f.path, s)[0])) {
       scan.skip(f.path, root.source, `part ${s.index} of ${s.count} of a split model whose first part is missing`);
     }
@@ -338,9 +377,12 @@ async function scanOllama(scan: Scan, root: ScanRoot): Promise<void> {
     const segs = f.rel.split('/');
     if (segs.length !== 4) continue; // host/namespace/name/tag
     const [host, namespace, model, tag] = segs;
-    const name = host === 'registry.ollama.ai'
-      ? (namespace === 'library' ? `${model}:${tag}` : `${namespace}/${model}:${tag}`)
-      : `${host}/${namespace}/${model}:${tag}`;
+    const name =
+      host === 'registry.ollama.ai'
+        ? namespace === 'library'
+          ? `${model}:${tag}`
+          : `${namespace}/${model}:${tag}`
+        : `${host}/${namespace}/${model}:${tag}`;
     let manifest: unknown;
     try {
       const st = await stat(f.path);
@@ -421,7 +463,8 @@ async function scanHfCache(scan: Scan, root: ScanRoot): Promise<void> {
     const files: WalkFile[] = [];
     const names = new Map<string, string>();
     for (const { f, rev } of found) {
-      const base = relPaths.size === 1 && !splitName(basename(f.rel)) ? repoId : `${repoId}/${f.rel.replace(/\.gguf$/i, '')}`;
+      const base =
+        relPaths.size === 1 && !splitName(basename(f.rel)) ? repoId : `${repoId}/${f.rel.replace(/\.gguf$/i, '')}`;
       const name = shown.has(f.rel) ? `${base} (revision ${rev.slice(0, 7)})` : base;
       shown.add(f.rel);
       names.set(f.path, name);
@@ -449,7 +492,12 @@ async function mapLimit<T, R>(items: T[], limit: number, fn: (item: T) => Promis
 
 type Described = DiscoveredModel | { skip: string; code: string };
 
-async function readSummary(real: string, size: number, mtimeMs: number, o: DiscoveryOptions): Promise<{ summary: GgufSummary | null; error: ApiError | null }> {
+async function readSummary(
+  real: string,
+  size: number,
+  mtimeMs: number,
+  o: DiscoveryOptions,
+): Promise<{ summary: GgufSummary | null; error: ApiError | null }> {
   const stamp = `${size}:${mtimeMs}`;
   const hit = o.cache?.get(real);
   if (hit && hit.stamp === stamp) return hit;
@@ -477,12 +525,21 @@ async function describeCandidate(c: Candidate, o: DiscoveryOptions): Promise<Des
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
     return code === 'ENOENT'
-      ? { skip: c.source === 'ollama' ? `the Ollama blob of ${c.name} is missing` : 'the file does not exist (or is a broken link)', code: 'FILE_NOT_FOUND' }
+      ? {
+          skip:
+            c.source === 'ollama'
+              ? `the Ollama blob of ${c.name} is missing`
+              : 'the file does not exist (or is a broken link)',
+          code: 'FILE_NOT_FOUND',
+        }
       : { skip: `cannot read it: ${code ?? (e as Error).message}`, code: 'FILE_UNREADABLE' };
   }
 
   const { summary, error } = await readSummary(real, size, mtimeMs, o);
-  if (error && (error.code === 'GGUF_BAD_MAGIC' || error.code === 'FILE_UNREADABLE' || error.code === 'FILE_NOT_FOUND')) {
+  if (
+    error &&
+    (error.code === 'GGUF_BAD_MAGIC' || error.code === 'FILE_UNREADABLE' || error.code === 'FILE_NOT_FOUND')
+  ) {
     return { skip: error.message, code: error.code };
   }
   if (summary && (summary.architecture === 'clip' || summary.architecture === 'mmproj')) {
@@ -509,9 +566,10 @@ async function describeCandidate(c: Candidate, o: DiscoveryOptions): Promise<Des
     }
   }
 
-  const splitReason = c.parts && c.parts.length > 1
-    ? `the model is split into ${c.parts.length} files, and Folio's engine cannot load split files yet`
-    : null;
+  const splitReason =
+    c.parts && c.parts.length > 1
+      ? `the model is split into ${c.parts.length} files, and Folio's engine cannot load split files yet`
+      : null;
   const unsupportedReason = error ? 'the file could not be read' : (splitReason ?? summary?.unsupportedReason ?? null);
   return {
     id: modelId(real),

@@ -69,7 +69,8 @@ export function parseHuggingFaceUrl(input: string, fileName?: string): HfFileRef
     throw new ApiError('BAD_URL', `not a Hugging Face file URL: ${input}`);
   }
   if (!/\.gguf$/i.test(file)) throw new ApiError('BAD_URL', `${file} is not a .gguf file`);
-  if (file.split('/').some((s) => s === '' || s === '.' || s === '..')) throw new ApiError('BAD_URL', `bad file path ${file}`);
+  if (file.split('/').some((s) => s === '' || s === '.' || s === '..'))
+    throw new ApiError('BAD_URL', `bad file path ${file}`);
   const url = `https://huggingface.co/${org}/${repo}/resolve/${rev}/${file.split('/').map(encodeURIComponent).join('/')}`;
   return { org, repo, revision: decodeURIComponent(rev), file, url };
 }
@@ -174,15 +175,19 @@ export async function downloadModel(req: DownloadRequest): Promise<DownloadResul
       try {
         const r = await attemptOnce(req, source, { finalPath, partPath, statePath });
         if (r === 'restart') {
-          if (++restarts > 3) throw new ApiError('INTERRUPTED', `the server keeps changing ${source.fileName}; try again later`);
+          if (++restarts > 3)
+            throw new ApiError('INTERRUPTED', `the server keeps changing ${source.fileName}; try again later`);
           attempt--; // a restart is not a failed attempt
           continue;
         }
         return { ...r, restarts };
       } catch (e) {
         const err = toApiError(e, req.signal);
-        const retryable = err.code === 'INTERRUPTED' || (err.code === 'OFFLINE' && attempt > 0) ||
-          (err.code === 'HTTP_ERROR' && [429, 500, 502, 503, 504].includes((err.details as { status?: number })?.status ?? 0));
+        const retryable =
+          err.code === 'INTERRUPTED' ||
+          (err.code === 'OFFLINE' && attempt > 0) ||
+          (err.code === 'HTTP_ERROR' &&
+            [429, 500, 502, 503, 504].includes((err.details as { status?: number })?.status ?? 0));
         if (!retryable || attempt >= retries || req.signal?.aborted) throw err;
         await sleep((req.retryDelayMs ?? 1000) * 2 ** attempt, req.signal);
       }
@@ -216,10 +221,11 @@ function resolveSource(req: DownloadRequest): Source {
     if (!allowed.includes(u.hostname) && !allowed.includes(u.host)) {
       throw new ApiError('BAD_URL', `downloads come from huggingface.co, not ${u.host}`);
     }
-    if (u.protocol !== 'https:' && u.protocol !== 'http:') throw new ApiError('BAD_URL', `unsupported protocol ${u.protocol}`);
+    if (u.protocol !== 'https:' && u.protocol !== 'http:')
+      throw new ApiError('BAD_URL', `unsupported protocol ${u.protocol}`);
     url = raw;
   }
-  const expected = req.sha256 !== undefined ? req.sha256 : (req.catalog && !req.url ? req.catalog.sha256 : null);
+  const expected = req.sha256 !== undefined ? req.sha256 : req.catalog && !req.url ? req.catalog.sha256 : null;
   if (expected !== null && expected !== undefined && !/^[0-9a-f]{64}$/i.test(expected)) {
     throw new ApiError('BAD_REQUEST', `not a SHA-256 digest: ${expected}`);
   }
@@ -237,7 +243,11 @@ interface Paths {
   statePath: string;
 }
 
-async function attemptOnce(req: DownloadRequest, src: Source, p: Paths): Promise<Omit<DownloadResult, 'restarts'> | 'restart'> {
+async function attemptOnce(
+  req: DownloadRequest,
+  src: Source,
+  p: Paths,
+): Promise<Omit<DownloadResult, 'restarts'> | 'restart'> {
   let state = await readState(p.statePath);
   let offset = (await fileSizeOrNull(p.partPath)) ?? 0;
   if (offset > 0 && (!state || state.url !== src.url)) {
@@ -265,7 +275,9 @@ async function attemptOnce(req: DownloadRequest, src: Source, p: Paths): Promise
     let total: number | null = null;
     if (status === 206) {
       const cr = parseContentRange(headerString(res, 'content-range'));
-      const changed = !cr || cr.start !== offset ||
+      const changed =
+        !cr ||
+        cr.start !== offset ||
         (state?.total != null && cr.total !== null && cr.total !== state.total) ||
         (state?.etag && etag && state.etag !== etag) ||
         (state?.linkedEtag && linkedEtag && state.linkedEtag !== linkedEtag);
@@ -295,13 +307,19 @@ async function attemptOnce(req: DownloadRequest, src: Source, p: Paths): Promise
     total ??= linkedSize;
 
     if (src.expectedBytes !== null && total !== null && total !== src.expectedBytes) {
-      throw new ApiError('CHECKSUM_MISMATCH', `the server's ${src.fileName} has ${total} bytes, the catalog expects ` +
-        `${src.expectedBytes}: the file changed upstream`);
+      throw new ApiError(
+        'CHECKSUM_MISMATCH',
+        `the server's ${src.fileName} has ${total} bytes, the catalog expects ` +
+          `${src.expectedBytes}: the file changed upstream`,
+      );
     }
     const serverSha = sha256Of(linkedEtag) ?? sha256Of(etag);
     if (src.expectedSha256 && serverSha && serverSha !== src.expectedSha256) {
-      throw new ApiError('CHECKSUM_MISMATCH', `Hugging Face reports SHA-256 ${serverSha} for ${src.fileName}, ` +
-        `but ${src.expectedSha256} is expected: the file changed upstream`);
+      throw new ApiError(
+        'CHECKSUM_MISMATCH',
+        `Hugging Face reports SHA-256 ${serverSha} for ${src.fileName}, ` +
+          `but ${src.expectedSha256} is expected: the file changed upstream`,
+      );
     }
     await checkDiskSpace(req.destDir, total !== null ? total - start : null);
 
@@ -340,7 +358,12 @@ async function attemptOnce(req: DownloadRequest, src: Source, p: Paths): Promise
 
 /** Verifies the whole .part and renames it into place. */
 async function finish(
-  req: DownloadRequest, src: Source, p: Paths, hash: Hash | null, bytes: number, resumedFrom: number,
+  req: DownloadRequest,
+  src: Source,
+  p: Paths,
+  hash: Hash | null,
+  bytes: number,
+  resumedFrom: number,
   server: { linkedEtag: string | null; etag: string | null },
 ): Promise<Omit<DownloadResult, 'restarts'>> {
   if (!hash) {
@@ -352,8 +375,12 @@ async function finish(
   const expected = src.expectedSha256 ?? serverSha;
   if (expected && digest !== expected) {
     await discard(p);
-    throw new ApiError('CHECKSUM_MISMATCH', `${src.fileName} is damaged: its SHA-256 is ${digest}, ${expected} was ` +
-      `expected. The partial file was deleted; download it again.`, { expected, actual: digest });
+    throw new ApiError(
+      'CHECKSUM_MISMATCH',
+      `${src.fileName} is damaged: its SHA-256 is ${digest}, ${expected} was ` +
+        `expected. The partial file was deleted; download it again.`,
+      { expected, actual: digest },
+    );
   }
   if (req.signal?.aborted) throw aborted();
   await rename(p.partPath, p.finalPath);
@@ -371,8 +398,11 @@ async function finish(
 // HTTP
 
 /** GET with redirects followed by hand, so huggingface.co's X-Linked-Etag on the redirect is seen. */
-async function get(url: URL, headers: Record<string, string>, req: DownloadRequest):
-  Promise<{ res: IncomingMessage; linkedEtag: string | null; linkedSize: number | null }> {
+async function get(
+  url: URL,
+  headers: Record<string, string>,
+  req: DownloadRequest,
+): Promise<{ res: IncomingMessage; linkedEtag: string | null; linkedSize: number | null }> {
   let linkedEtag: string | null = null;
   let linkedSize: number | null = null;
   let h = { ...headers };
@@ -389,10 +419,13 @@ async function get(url: URL, headers: Record<string, string>, req: DownloadReque
       if (url.protocol === 'https:' && next.protocol !== 'https:') {
         throw new ApiError('BAD_REDIRECT', `refusing a redirect from https to ${next.protocol} (${next.host})`);
       }
-      if (next.protocol !== 'https:' && next.protocol !== 'http:') throw new ApiError('BAD_REDIRECT', `redirect to ${next.protocol}`);
+      if (next.protocol !== 'https:' && next.protocol !== 'http:')
+        throw new ApiError('BAD_REDIRECT', `redirect to ${next.protocol}`);
       if (next.host !== url.host) {
         // credentials stay with the host they were meant for
-        h = Object.fromEntries(Object.entries(h).filter(([k]) => !['authorization', 'cookie'].includes(k.toLowerCase())));
+        h = Object.fromEntries(
+          Object.entries(h).filter(([k]) => !['authorization', 'cookie'].includes(k.toLowerCase())),
+        );
       }
       url = next;
       continue;
@@ -405,14 +438,20 @@ async function get(url: URL, headers: Record<string, string>, req: DownloadReque
 function send(url: URL, headers: Record<string, string>, req: DownloadRequest): Promise<IncomingMessage> {
   return new Promise((resolve, reject) => {
     const mod = url.protocol === 'https:' ? https : http;
-    const r = mod.request(url, {
-      method: 'GET',
-      headers,
-      signal: req.signal,
-      timeout: req.idleTimeoutMs ?? 30_000,
-      ...(req.lookup ? { lookup: req.lookup } : {}),
-    }, resolve);
-    r.on('timeout', () => r.destroy(Object.assign(new Error(`no data for ${req.idleTimeoutMs ?? 30_000} ms`), { code: 'ETIMEDOUT' })));
+    const r = mod.request(
+      url,
+      {
+        method: 'GET',
+        headers,
+        signal: req.signal,
+        timeout: req.idleTimeoutMs ?? 30_000,
+        ...(req.lookup ? { lookup: req.lookup } : {}),
+      },
+      resolve,
+    );
+    r.on('timeout', () =>
+      r.destroy(Object.assign(new Error(`no data for ${req.idleTimeoutMs ?? 30_000} ms`), { code: 'ETIMEDOUT' })),
+    );
     r.on('error', (e) => reject(toApiError(e, req.signal, 'connect', url)));
     r.end();
   });
@@ -441,8 +480,20 @@ function sha256Of(v: string | null): string | null {
 }
 
 const OFFLINE_CODES = new Set([
-  'ENOTFOUND', 'EAI_AGAIN', 'EAI_NONAME', 'EAI_FAIL', 'ECONNREFUSED', 'ENETUNREACH', 'EHOSTUNREACH',
-  'ENETDOWN', 'EHOSTDOWN', 'EADDRNOTAVAIL', 'ETIMEDOUT', 'ECONNRESET', 'EPIPE', 'ECONNABORTED',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EAI_NONAME',
+  'EAI_FAIL',
+  'ECONNREFUSED',
+  'ENETUNREACH',
+  'EHOSTUNREACH',
+  'ENETDOWN',
+  'EHOSTDOWN',
+  'EADDRNOTAVAIL',
+  'ETIMEDOUT',
+  'ECONNRESET',
+  'EPIPE',
+  'ECONNABORTED',
 ]);
 
 function aborted(): ApiError {
@@ -459,10 +510,20 @@ function toApiError(e: unknown, signal: AbortSignal | undefined, phase?: 'connec
   if (code === 'ENOSPC' || code === 'EDQUOT') return new ApiError('DISK_FULL', `the disk is full: ${err.message}`);
   if (phase === 'connect' && OFFLINE_CODES.has(code)) {
     const host = url ? url.host : 'the server';
-    const why = code.startsWith('EAI') || code === 'ENOTFOUND' ? `cannot resolve ${host}` : `cannot connect to ${host} (${code})`;
-    return new ApiError('OFFLINE', `offline: ${why}. Check the network connection; the download resumes where it stopped.`, { code });
+    const why =
+      code.startsWith('EAI') || code === 'ENOTFOUND' ? `cannot resolve ${host}` : `cannot connect to ${host} (${code})`;
+    return new ApiError(
+      'OFFLINE',
+      `offline: ${why}. Check the network connection; the download resumes where it stopped.`,
+      { code },
+    );
   }
-  if (phase === 'transfer' || OFFLINE_CODES.has(code) || code === 'ERR_STREAM_PREMATURE_CLOSE' || /aborted/i.test(err?.message ?? '')) {
+  if (
+    phase === 'transfer' ||
+    OFFLINE_CODES.has(code) ||
+    code === 'ERR_STREAM_PREMATURE_CLOSE' ||
+    /aborted/i.test(err?.message ?? '')
+  ) {
     if (code.startsWith('E') && !OFFLINE_CODES.has(code) && code !== 'ERR_STREAM_PREMATURE_CLOSE') {
       return new ApiError('FILE_WRITE_FAILED', `cannot write the download: ${err.message}`);
     }
@@ -473,10 +534,13 @@ function toApiError(e: unknown, signal: AbortSignal | undefined, phase?: 'connec
 
 function httpError(status: number, statusText: string, url: string): ApiError {
   let hint = '';
-  if (status === 401 || status === 403) hint = ': the model may be gated (accept its licence on huggingface.co and give an access token)';
+  if (status === 401 || status === 403)
+    hint = ': the model may be gated (accept its licence on huggingface.co and give an access token)';
   else if (status === 404) hint = ': no such file (check the repository, revision and file name)';
   else if (status === 429) hint = ': too many requests, try again later';
-  return new ApiError('HTTP_ERROR', `HTTP ${status}${statusText ? ' ' + statusText : ''} for ${url}${hint}`, { status });
+  return new ApiError('HTTP_ERROR', `HTTP ${status}${statusText ? ' ' + statusText : ''} for ${url}${hint}`, {
+    status,
+  });
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -503,7 +567,12 @@ async function readState(path: string): Promise<PartState | null> {
   try {
     const s = JSON.parse(await readFile(path, 'utf8')) as Partial<PartState>;
     return typeof s.url === 'string'
-      ? { url: s.url, etag: s.etag ?? null, linkedEtag: s.linkedEtag ?? null, total: typeof s.total === 'number' ? s.total : null }
+      ? {
+          url: s.url,
+          etag: s.etag ?? null,
+          linkedEtag: s.linkedEtag ?? null,
+          total: typeof s.total === 'number' ? s.total : null,
+        }
       : null;
   } catch {
     return null;
@@ -528,7 +597,10 @@ async function checkDiskSpace(dir: string, needed: number | null): Promise<void>
     const s = await statfs(dir);
     const free = Number(s.bavail) * Number(s.bsize);
     if (free < needed) {
-      throw new ApiError('DISK_FULL', `not enough disk space in ${dir}: the download needs ${needed} more bytes, ${free} are free`);
+      throw new ApiError(
+        'DISK_FULL',
+        `not enough disk space in ${dir}: the download needs ${needed} more bytes, ${free} are free`,
+      );
     }
   } catch (e) {
     if (e instanceof ApiError) throw e;
@@ -555,7 +627,11 @@ function sleep(ms: number, signal?: AbortSignal): Promise<void> {
 class ProgressMeter {
   private samples: { t: number; bytes: number }[] = [];
   private lastCall = 0;
-  constructor(private readonly req: DownloadRequest, private readonly resumedFrom: number, private readonly total: number | null) {
+  constructor(
+    private readonly req: DownloadRequest,
+    private readonly resumedFrom: number,
+    private readonly total: number | null,
+  ) {
     this.samples.push({ t: Date.now(), bytes: resumedFrom });
   }
   update(bytes: number): void {
@@ -574,7 +650,8 @@ class ProgressMeter {
     const first = this.samples[0];
     const dt = (now - first.t) / 1000;
     const bytesPerSecond = dt > 0 ? (bytes - first.bytes) / dt : 0;
-    const etaMs = this.total !== null && bytesPerSecond > 0 ? Math.round(((this.total - bytes) / bytesPerSecond) * 1000) : null;
+    const etaMs =
+      this.total !== null && bytesPerSecond > 0 ? Math.round(((this.total - bytes) / bytesPerSecond) * 1000) : null;
     this.req.onProgress!({ bytes, total: this.total, bytesPerSecond, etaMs, resumedFrom: this.resumedFrom });
   }
 }

@@ -74,17 +74,24 @@ const KV_ELEMENT_BYTES: Record<KvType, number> = { f16: 2, f32: 4 };
 const F32 = 4;
 
 /** KV cache bytes per token: layers × KV heads × (key + value head size) × element bytes. */
-export function kvBytesPerToken(shape: Pick<ModelShape, 'layers' | 'kvHeads' | 'headSize' | 'valueHeadSize'>, kvType: KvType = 'f16'): number {
+export function kvBytesPerToken(
+  shape: Pick<ModelShape, 'layers' | 'kvHeads' | 'headSize' | 'valueHeadSize'>,
+  kvType: KvType = 'f16',
+): number {
   return shape.layers * shape.kvHeads * (shape.headSize + shape.valueHeadSize) * KV_ELEMENT_BYTES[kvType];
 }
 
-export type CompressionInput = Pick<CompressionSettings, 'method' | 'budget'> & Partial<Pick<CompressionSettings, 'window'>>;
+export type CompressionInput = Pick<CompressionSettings, 'method' | 'budget'> &
+  Partial<Pick<CompressionSettings, 'window'>>;
 
 /**
  * Tokens each KV head keeps of an L-token prefix under a compression budget (docs/compression.md), resolved as the
  * engine resolves it (electron/kv/budget.ts; test/kv-schema.test.ts compares the two).
  */
-export function keptPrefixTokens(prefixTokens: number, c: CompressionInput | undefined): { kept: number; compressed: boolean; clamped: boolean } {
+export function keptPrefixTokens(
+  prefixTokens: number,
+  c: CompressionInput | undefined,
+): { kept: number; compressed: boolean; clamped: boolean } {
   const L = Math.max(0, Math.floor(prefixTokens));
   if (!c) return { kept: L, compressed: false, clamped: false };
   const r = resolveBudget(c, L);
@@ -129,7 +136,15 @@ export function estimateMemory(shape: ModelShape, o: EstimateOptions = {}): Memo
   const kvBytesFull = perToken * nCtx;
   const kvBytesCompressed = perToken * (kept + conversationTokens);
 
-  const { embeddingLength: E, heads: H, kvHeads: Hk, headSize: dk, valueHeadSize: dv, feedForwardLength: F, vocabSize: V } = shape;
+  const {
+    embeddingLength: E,
+    heads: H,
+    kvHeads: Hk,
+    headSize: dk,
+    valueHeadSize: dv,
+    feedForwardLength: F,
+    vocabSize: V,
+  } = shape;
   const n = Math.min(o.batchTokens ?? 512, nCtx);
   const activationBytes = F32 * n * (2 * E + H * dk + Hk * (dk + dv) + H * dv + 3 * F + V);
   const w = o.compression?.window ?? DEFAULT_WINDOW;
@@ -152,9 +167,10 @@ export function estimateMemory(shape: ModelShape, o: EstimateOptions = {}): Memo
   const where = o.memoryName ? ` of ${o.memoryName}` : '';
   let message = `needs ${formatBytes(totalBytes)}, ${formatBytes(availableBytes)}${where} available: ${parts}`;
   if (!fits) {
-    message += totalBytes > machineBytes
-      ? `. That is more than ${o.memoryName ? `all ${formatBytes(machineBytes)} of ${o.memoryName}` : `this machine's ${formatBytes(machineBytes)} of memory`}: choose a shorter context, a smaller compression budget or a smaller model`
-      : `. Close other programs, or choose a shorter context, a smaller compression budget or a smaller model`;
+    message +=
+      totalBytes > machineBytes
+        ? `. That is more than ${o.memoryName ? `all ${formatBytes(machineBytes)} of ${o.memoryName}` : `this machine's ${formatBytes(machineBytes)} of memory`}: choose a shorter context, a smaller compression budget or a smaller model`
+        : `. Close other programs, or choose a shorter context, a smaller compression budget or a smaller model`;
   }
 
   return {

@@ -23,8 +23,19 @@ import { checkMetadataTypes } from './gguf-metadata-rules.ts';
 
 /** GGUF metadata value types, as numbered in the file. */
 export const GGUF_VALUE_TYPE = {
-  UINT8: 0, INT8: 1, UINT16: 2, INT16: 3, UINT32: 4, INT32: 5, FLOAT32: 6, BOOL: 7,
-  STRING: 8, ARRAY: 9, UINT64: 10, INT64: 11, FLOAT64: 12,
+  UINT8: 0,
+  INT8: 1,
+  UINT16: 2,
+  INT16: 3,
+  UINT32: 4,
+  INT32: 5,
+  FLOAT32: 6,
+  BOOL: 7,
+  STRING: 8,
+  ARRAY: 9,
+  UINT64: 10,
+  INT64: 11,
+  FLOAT64: 12,
 } as const;
 
 /** Encoded size of each scalar value type; strings and arrays have a minimum of 8 and 12 bytes. */
@@ -85,11 +96,39 @@ export const GGML_TYPES: Readonly<Record<number, GgmlTypeInfo>> = {
  * llama-quantize and the model hubs use. 4-6 and 33-35 were removed from llama.cpp; 1024 means "guessed".
  */
 export const LLAMA_FILE_TYPES: Readonly<Record<number, string>> = {
-  0: 'ALL_F32', 1: 'F16', 2: 'Q4_0', 3: 'Q4_1', 7: 'Q8_0', 8: 'Q5_0', 9: 'Q5_1',
-  10: 'Q2_K', 11: 'Q3_K_S', 12: 'Q3_K_M', 13: 'Q3_K_L', 14: 'Q4_K_S', 15: 'Q4_K_M', 16: 'Q5_K_S',
-  17: 'Q5_K_M', 18: 'Q6_K', 19: 'IQ2_XXS', 20: 'IQ2_XS', 21: 'Q2_K_S', 22: 'IQ3_XS', 23: 'IQ3_XXS',
-  24: 'IQ1_S', 25: 'IQ4_NL', 26: 'IQ3_S', 27: 'IQ3_M', 28: 'IQ2_S', 29: 'IQ2_M', 30: 'IQ4_XS',
-  31: 'IQ1_M', 32: 'BF16', 36: 'TQ1_0', 37: 'TQ2_0', 38: 'MXFP4_MOE',
+  0: 'ALL_F32',
+  1: 'F16',
+  2: 'Q4_0',
+  3: 'Q4_1',
+  7: 'Q8_0',
+  8: 'Q5_0',
+  9: 'Q5_1',
+  10: 'Q2_K',
+  11: 'Q3_K_S',
+  12: 'Q3_K_M',
+  13: 'Q3_K_L',
+  14: 'Q4_K_S',
+  15: 'Q4_K_M',
+  16: 'Q5_K_S',
+  17: 'Q5_K_M',
+  18: 'Q6_K',
+  19: 'IQ2_XXS',
+  20: 'IQ2_XS',
+  21: 'Q2_K_S',
+  22: 'IQ3_XS',
+  23: 'IQ3_XXS',
+  24: 'IQ1_S',
+  25: 'IQ4_NL',
+  26: 'IQ3_S',
+  27: 'IQ3_M',
+  28: 'IQ2_S',
+  29: 'IQ2_M',
+  30: 'IQ4_XS',
+  31: 'IQ1_M',
+  32: 'BF16',
+  36: 'TQ1_0',
+  37: 'TQ2_0',
+  38: 'MXFP4_MOE',
 };
 
 /** The llama.cpp name of a general.file_type value, or null when unknown. */
@@ -200,12 +239,18 @@ class ChunkReader {
   async need(n: number, what: string): Promise<void> {
     if (this.has(n)) return;
     if (n > this.remaining) {
-      fail('GGUF_TRUNCATED', `${this.path}: file is truncated: reading ${what} needs ${n} bytes at offset ${this.pos}, ` +
-        `but the file has only ${this.fileBytes} bytes`);
+      fail(
+        'GGUF_TRUNCATED',
+        `${this.path}: file is truncated: reading ${what} needs ${n} bytes at offset ${this.pos}, ` +
+          `but the file has only ${this.fileBytes} bytes`,
+      );
     }
     if (this.pos + n > this.limits.maxHeaderBytes) {
-      fail('GGUF_TOO_LARGE', `${this.path}: the GGUF header runs past ${this.limits.maxHeaderBytes} bytes ` +
-        `(reading ${what} at offset ${this.pos}); a real model's header is far smaller`);
+      fail(
+        'GGUF_TOO_LARGE',
+        `${this.path}: the GGUF header runs past ${this.limits.maxHeaderBytes} bytes ` +
+          `(reading ${what} at offset ${this.pos}); a real model's header is far smaller`,
+      );
     }
     // keep what is left of the window from pos on, then read a chunk after it
     const end = this.bufStart + this.buf.length;
@@ -230,8 +275,11 @@ class ChunkReader {
   /** Moves past n bytes without reading them (they must exist in the file). */
   skip(n: number, what: () => string): void {
     if (n > this.remaining) {
-      fail('GGUF_TRUNCATED', `${this.path}: file is truncated: ${what()} needs ${n} bytes at offset ${this.pos}, ` +
-        `but the file has only ${this.fileBytes} bytes`);
+      fail(
+        'GGUF_TRUNCATED',
+        `${this.path}: file is truncated: ${what()} needs ${n} bytes at offset ${this.pos}, ` +
+          `but the file has only ${this.fileBytes} bytes`,
+      );
     }
     this.pos += n;
   }
@@ -240,8 +288,11 @@ class ChunkReader {
    *  to the end of the file and still lacks them. */
   checked(n: number, what: () => string): true {
     if (!this.has(n)) {
-      fail('GGUF_TRUNCATED', `${this.path}: file is truncated: reading ${what()} needs ${n} bytes at offset ${this.pos}, ` +
-        `but the file has only ${this.fileBytes} bytes`);
+      fail(
+        'GGUF_TRUNCATED',
+        `${this.path}: file is truncated: reading ${what()} needs ${n} bytes at offset ${this.pos}, ` +
+          `but the file has only ${this.fileBytes} bytes`,
+      );
     }
     return true;
   }
@@ -252,16 +303,36 @@ class ChunkReader {
     this.pos += n;
     return o;
   }
-  u8(): number { return this.buf.readUInt8(this.at(1)); }
-  i8(): number { return this.buf.readInt8(this.at(1)); }
-  u16(): number { return this.buf.readUInt16LE(this.at(2)); }
-  i16(): number { return this.buf.readInt16LE(this.at(2)); }
-  u32(): number { return this.buf.readUInt32LE(this.at(4)); }
-  i32(): number { return this.buf.readInt32LE(this.at(4)); }
-  f32(): number { return this.buf.readFloatLE(this.at(4)); }
-  f64(): number { return this.buf.readDoubleLE(this.at(8)); }
-  u64(): bigint { return this.buf.readBigUInt64LE(this.at(8)); }
-  i64(): bigint { return this.buf.readBigInt64LE(this.at(8)); }
+  u8(): number {
+    return this.buf.readUInt8(this.at(1));
+  }
+  i8(): number {
+    return this.buf.readInt8(this.at(1));
+  }
+  u16(): number {
+    return this.buf.readUInt16LE(this.at(2));
+  }
+  i16(): number {
+    return this.buf.readInt16LE(this.at(2));
+  }
+  u32(): number {
+    return this.buf.readUInt32LE(this.at(4));
+  }
+  i32(): number {
+    return this.buf.readInt32LE(this.at(4));
+  }
+  f32(): number {
+    return this.buf.readFloatLE(this.at(4));
+  }
+  f64(): number {
+    return this.buf.readDoubleLE(this.at(8));
+  }
+  u64(): bigint {
+    return this.buf.readBigUInt64LE(this.at(8));
+  }
+  i64(): bigint {
+    return this.buf.readBigInt64LE(this.at(8));
+  }
   text(n: number): string {
     const o = this.at(n);
     return this.buf.toString('utf8', o, o + n);
@@ -287,8 +358,11 @@ function lengthAt(r: ChunkReader, what: What, max: number): number {
   const raw = r.u64();
   const n = toSafe(raw);
   if (n > r.remaining) {
-    fail('GGUF_BAD_LENGTH', `${r.path}: ${what()} claims a length of ${raw} bytes at offset ${r.pos}, ` +
-      `but only ${r.remaining} bytes remain in the file`);
+    fail(
+      'GGUF_BAD_LENGTH',
+      `${r.path}: ${what()} claims a length of ${raw} bytes at offset ${r.pos}, ` +
+        `but only ${r.remaining} bytes remain in the file`,
+    );
   }
   if (n > max) fail('GGUF_BAD_LENGTH', `${r.path}: ${what()} is ${n} bytes long, more than the ${max} allowed`);
   return n;
@@ -320,22 +394,33 @@ function checkValueType(r: ChunkReader, t: number, what: string): void {
 /** A scalar whose bytes are in the window. */
 function scalar(r: ChunkReader, type: number, what: What): number | bigint | boolean {
   switch (type) {
-    case 0: return r.u8();
-    case 1: return r.i8();
-    case 2: return r.u16();
-    case 3: return r.i16();
-    case 4: return r.u32();
-    case 5: return r.i32();
-    case 6: return r.f32();
+    case 0:
+      return r.u8();
+    case 1:
+      return r.i8();
+    case 2:
+      return r.u16();
+    case 3:
+      return r.i16();
+    case 4:
+      return r.u32();
+    case 5:
+      return r.i32();
+    case 6:
+      return r.f32();
     case 7: {
       const b = r.u8();
       if (b > 1) fail('GGUF_BAD_VALUE', `${r.path}: ${what()} is a bool with value ${b}`);
       return b === 1;
     }
-    case 10: return r.u64();
-    case 11: return r.i64();
-    case 12: return r.f64();
-    default: return fail('GGUF_BAD_VALUE_TYPE', `${r.path}: ${what()} has unknown value type ${type}`);
+    case 10:
+      return r.u64();
+    case 11:
+      return r.i64();
+    case 12:
+      return r.f64();
+    default:
+      return fail('GGUF_BAD_VALUE_TYPE', `${r.path}: ${what()} has unknown value type ${type}`);
   }
 }
 
@@ -349,16 +434,26 @@ async function readValue(r: ChunkReader, type: number, what: string, lim: Requir
   return readArray(r, what, 0, lim, true);
 }
 
-async function readArray(r: ChunkReader, what: string, depth: number, lim: Required<HeaderLimits>, keep: boolean): Promise<GgufValue> {
-  if (depth >= MAX_NESTED_ARRAYS) fail('GGUF_BAD_VALUE', `${r.path}: ${what} nests arrays more than ${MAX_NESTED_ARRAYS} deep`);
+async function readArray(
+  r: ChunkReader,
+  what: string,
+  depth: number,
+  lim: Required<HeaderLimits>,
+  keep: boolean,
+): Promise<GgufValue> {
+  if (depth >= MAX_NESTED_ARRAYS)
+    fail('GGUF_BAD_VALUE', `${r.path}: ${what} nests arrays more than ${MAX_NESTED_ARRAYS} deep`);
   const elementType = await readU32(r, `the element type of ${what}`);
   checkValueType(r, elementType, `${what}'s element`);
   const rawCount = await readU64(r, `the element count of ${what}`);
   const count = toSafe(rawCount);
   const minSize = minEncodedSize(elementType);
   if (count > Math.floor(r.remaining / minSize)) {
-    fail('GGUF_BAD_COUNT', `${r.path}: ${what} claims ${rawCount} elements of type ${elementType}, ` +
-      `more than the ${r.remaining} bytes left in the file can hold`);
+    fail(
+      'GGUF_BAD_COUNT',
+      `${r.path}: ${what} claims ${rawCount} elements of type ${elementType}, ` +
+        `more than the ${r.remaining} bytes left in the file can hold`,
+    );
   }
   const kept = keep && count <= lim.keepArrayElements;
   const out: GgufValue[] = [];
@@ -424,7 +519,12 @@ export async function readGgufHeader(path: string, limits: HeaderLimits = {}): P
  * its beginning, so tensor offsets are checked against the real file). Same checks and errors as
  * readGgufHeader; `name` stands for the path in messages.
  */
-export async function parseGgufHeader(bytes: Uint8Array, name = 'the GGUF data', limits: HeaderLimits = {}, fileBytes = bytes.length): Promise<GgufHeader> {
+export async function parseGgufHeader(
+  bytes: Uint8Array,
+  name = 'the GGUF data',
+  limits: HeaderLimits = {},
+  fileBytes = bytes.length,
+): Promise<GgufHeader> {
   const lim = { ...DEFAULT_LIMITS, ...limits };
   const buf = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const source: ByteSource = {
@@ -436,10 +536,14 @@ export async function parseGgufHeader(bytes: Uint8Array, name = 'the GGUF data',
 
 function fileError(path: string, e: unknown): ApiError {
   const err = e as NodeJS.ErrnoException;
-  const why = err.code === 'ENOENT' ? 'it does not exist'
-    : err.code === 'EACCES' || err.code === 'EPERM' ? 'permission denied'
-    : err.code === 'EISDIR' ? 'it is a folder'
-    : err.message;
+  const why =
+    err.code === 'ENOENT'
+      ? 'it does not exist'
+      : err.code === 'EACCES' || err.code === 'EPERM'
+        ? 'permission denied'
+        : err.code === 'EISDIR'
+          ? 'it is a folder'
+          : err.message;
   return new ApiError(err.code === 'ENOENT' ? 'FILE_NOT_FOUND' : 'FILE_UNREADABLE', `cannot read ${path}: ${why}`);
 }
 
@@ -449,12 +553,17 @@ async function parse(r: ChunkReader, lim: Required<HeaderLimits>): Promise<GgufH
   await r.need(Math.min(24, r.fileBytes), 'the file header');
   const magic = r.text(4);
   if (magic !== 'GGUF') {
-    fail('GGUF_BAD_MAGIC', `${path} is not a GGUF file: it should start with 'GGUF' but starts with '${printable(magic)}'`);
+    fail(
+      'GGUF_BAD_MAGIC',
+      `${path} is not a GGUF file: it should start with 'GGUF' but starts with '${printable(magic)}'`,
+    );
   }
   const version = await readU32(r, 'the version');
-  if (version === 1) fail('GGUF_VERSION', `${path}: GGUF version 1 is obsolete and not supported (versions 2 and 3 are)`);
+  if (version === 1)
+    fail('GGUF_VERSION', `${path}: GGUF version 1 is obsolete and not supported (versions 2 and 3 are)`);
   if (version !== 2 && version !== 3) {
-    if ((version & 0xffff) === 0 && version >>> 24 <= 3) fail('GGUF_VERSION', `${path}: big-endian GGUF files are not supported`);
+    if ((version & 0xffff) === 0 && version >>> 24 <= 3)
+      fail('GGUF_VERSION', `${path}: big-endian GGUF files are not supported`);
     fail('GGUF_VERSION', `${path}: unsupported GGUF version ${version} (versions 2 and 3 are supported)`);
   }
   const rawTensors = await readU64(r, 'the tensor count');
@@ -464,10 +573,16 @@ async function parse(r: ChunkReader, lim: Required<HeaderLimits>): Promise<GgufH
   // a key-value pair takes at least 8 (key length) + 4 (type) + 1 (value) bytes; a tensor entry at
   // least 8 (name length) + 4 (dims) + 8 (one dim) + 4 (type) + 8 (offset)
   if (nKv > Math.floor(r.remaining / 13)) {
-    fail('GGUF_BAD_COUNT', `${path}: the header claims ${rawKv} metadata entries, more than the file's ${r.fileBytes} bytes can hold`);
+    fail(
+      'GGUF_BAD_COUNT',
+      `${path}: the header claims ${rawKv} metadata entries, more than the file's ${r.fileBytes} bytes can hold`,
+    );
   }
   if (nTensors > Math.floor(r.remaining / 24)) {
-    fail('GGUF_BAD_COUNT', `${path}: the header claims ${rawTensors} tensors, more than the file's ${r.fileBytes} bytes can hold`);
+    fail(
+      'GGUF_BAD_COUNT',
+      `${path}: the header claims ${rawTensors} tensors, more than the file's ${r.fileBytes} bytes can hold`,
+    );
   }
 
   const metadata = new Map<string, GgufValue>();
@@ -508,28 +623,37 @@ async function parse(r: ChunkReader, lim: Required<HeaderLimits>): Promise<GgufH
     const rest = Math.min(48, r.remaining);
     if (!r.has(rest)) await r.need(rest, `the description of ${what()}`);
     const nDims = r.checked(4, () => `the dimension count of ${what()}`) && r.u32();
-    if (nDims === 0 || nDims > MAX_DIMS) fail('GGUF_BAD_TENSOR', `${path}: ${what()} has ${nDims} dimensions (1 to ${MAX_DIMS} allowed)`);
+    if (nDims === 0 || nDims > MAX_DIMS)
+      fail('GGUF_BAD_TENSOR', `${path}: ${what()} has ${nDims} dimensions (1 to ${MAX_DIMS} allowed)`);
     const dims: number[] = [];
     let nElements = 1;
     for (let d = 0; d < nDims; d++) {
       const raw = r.checked(8, () => `dimension ${d} of ${what()}`) && r.u64();
-      if (raw > BigInt(Number.MAX_SAFE_INTEGER)) fail('GGUF_BAD_TENSOR', `${path}: dimension ${d} of ${what()} is ${raw}, too large`);
+      if (raw > BigInt(Number.MAX_SAFE_INTEGER))
+        fail('GGUF_BAD_TENSOR', `${path}: dimension ${d} of ${what()} is ${raw}, too large`);
       const ne = Number(raw);
       dims.push(ne);
       nElements *= ne;
-      if (nElements > Number.MAX_SAFE_INTEGER) fail('GGUF_BAD_TENSOR', `${path}: the element count of ${what()} overflows`);
+      if (nElements > Number.MAX_SAFE_INTEGER)
+        fail('GGUF_BAD_TENSOR', `${path}: the element count of ${what()} overflows`);
     }
     const type = r.checked(4, () => `the type of ${what()}`) && r.u32();
     const info = GGML_TYPES[type];
     if (!info) fail('GGUF_BAD_TENSOR_TYPE', `${path}: ${what()} has unknown tensor type ${type}`);
     const rawOffset = r.checked(8, () => `the data offset of ${what()}`) && r.u64();
     if (dims[0] % info.blockSize !== 0) {
-      fail('GGUF_BAD_TENSOR', `${path}: ${what()} has rows of ${dims[0]} elements, not a multiple of the ${info.name} block size ${info.blockSize}`);
+      fail(
+        'GGUF_BAD_TENSOR',
+        `${path}: ${what()} has rows of ${dims[0]} elements, not a multiple of the ${info.name} block size ${info.blockSize}`,
+      );
     }
     const nBytes = (nElements / info.blockSize) * info.typeSize;
     if (!Number.isSafeInteger(nBytes)) fail('GGUF_BAD_TENSOR', `${path}: the byte size of ${what()} overflows`);
     if (rawOffset % BigInt(alignment) !== 0n) {
-      fail('GGUF_ALIGNMENT', `${path}: ${what()} has data offset ${rawOffset}, not a multiple of the alignment ${alignment}`);
+      fail(
+        'GGUF_ALIGNMENT',
+        `${path}: ${what()} has data offset ${rawOffset}, not a multiple of the alignment ${alignment}`,
+      );
     }
     if (names.has(name)) fail('GGUF_DUPLICATE', `${path}: duplicate tensor name '${printable(name)}'`);
     names.add(name);
@@ -538,14 +662,20 @@ async function parse(r: ChunkReader, lim: Required<HeaderLimits>): Promise<GgufH
 
   const dataOffset = Math.ceil(r.pos / alignment) * alignment;
   if (nTensors > 0 && dataOffset > r.fileBytes) {
-    fail('GGUF_TRUNCATED', `${path}: file is truncated: the tensor data should start at offset ${dataOffset}, ` +
-      `past the end of the file (${r.fileBytes} bytes)`);
+    fail(
+      'GGUF_TRUNCATED',
+      `${path}: file is truncated: the tensor data should start at offset ${dataOffset}, ` +
+        `past the end of the file (${r.fileBytes} bytes)`,
+    );
   }
   const avail = r.fileBytes - dataOffset;
   for (const t of tensors) {
     if (t.offset > avail || t.nBytes > avail - t.offset) {
-      fail('GGUF_TENSOR_OUT_OF_FILE', `${path}: the data of tensor '${printable(t.name)}' (${t.nBytes} bytes at offset ` +
-        `${t.offset}) lies outside the file: the data section has ${avail} bytes (an unfinished download?)`);
+      fail(
+        'GGUF_TENSOR_OUT_OF_FILE',
+        `${path}: the data of tensor '${printable(t.name)}' (${t.nBytes} bytes at offset ` +
+          `${t.offset}) lies outside the file: the data section has ${avail} bytes (an unfinished download?)`,
+      );
     }
   }
   return { path, version, fileBytes: r.fileBytes, metadata, types, tensors, alignment, dataOffset };
@@ -618,11 +748,13 @@ export function summarizeGguf(h: GgufHeader): GgufSummary {
   const heads = metaNumber(h, `${p}attention.head_count`);
   const embeddingLength = metaNumber(h, `${p}embedding_length`);
   const kvHeads = metaNumber(h, `${p}attention.head_count_kv`) ?? heads;
-  const headSize = metaNumber(h, `${p}attention.key_length`) ??
-    (heads && embeddingLength ? embeddingLength / heads : null);
+  const headSize =
+    metaNumber(h, `${p}attention.key_length`) ?? (heads && embeddingLength ? embeddingLength / heads : null);
   const valueHeadSize = metaNumber(h, `${p}attention.value_length`) ?? headSize;
   const tokenEmbd = h.tensors.find((t) => t.name === 'token_embd.weight');
-  const vocabSize = metaNumber(h, `${p}vocab_size`) ?? metaArrayLength(h, 'tokenizer.ggml.tokens') ??
+  const vocabSize =
+    metaNumber(h, `${p}vocab_size`) ??
+    metaArrayLength(h, 'tokenizer.ggml.tokens') ??
     (tokenEmbd && tokenEmbd.dims.length >= 2 ? tokenEmbd.dims[1] : null);
 
   const byType = new Map<number, { bytes: number; count: number }>();
@@ -647,7 +779,8 @@ export function summarizeGguf(h: GgufHeader): GgufSummary {
   // The engine refuses a file whose keys have the wrong type (gguf-metadata-rules.ts): say so, and which key.
   const typeError = checkMetadataTypes(h);
   let unsupportedReason: string | null = null;
-  if (typeError) unsupportedReason = `the file is broken: ${typeError.message} (get the file again, or convert the model again)`;
+  if (typeError)
+    unsupportedReason = `the file is broken: ${typeError.message} (get the file again, or convert the model again)`;
   else if (!arch) unsupportedReason = 'the file names no architecture (general.architecture)';
   else if (!SUPPORTED_ARCHITECTURES.includes(arch)) {
     unsupportedReason = `Folio's engine does not run the '${arch}' architecture (it runs ${SUPPORTED_ARCHITECTURES.join(', ')})`;
@@ -697,7 +830,12 @@ function dominantType(h: GgufHeader): string | null {
     }
     let best: [number, { count: number; bytes: number }] | null = null;
     for (const entry of stats) {
-      if (!best || entry[1].count > best[1].count || (entry[1].count === best[1].count && entry[1].bytes > best[1].bytes)) best = entry;
+      if (
+        !best ||
+        entry[1].count > best[1].count ||
+        (entry[1].count === best[1].count && entry[1].bytes > best[1].bytes)
+      )
+        best = entry;
     }
     return best ? GGML_TYPES[best[0]].name : null;
   };

@@ -17,8 +17,23 @@ export interface MetadataRule {
 const ARCH_PREFIX = '{arch}.';
 
 const TOKEN_ID_KEYS = [
-  'bos', 'eos', 'eot', 'eom', 'unknown', 'seperator', 'padding', 'mask', 'fim_pre', 'fim_suf', 'fim_mid', 'fim_pad',
-  'fim_rep', 'fim_sep', 'prefix', 'suffix', 'middle',
+  'bos',
+  'eos',
+  'eot',
+  'eom',
+  'unknown',
+  'seperator',
+  'padding',
+  'mask',
+  'fim_pre',
+  'fim_suf',
+  'fim_mid',
+  'fim_pad',
+  'fim_rep',
+  'fim_sep',
+  'prefix',
+  'suffix',
+  'middle',
 ].map((name): MetadataRule => ({ key: `tokenizer.ggml.${name}_token_id`, kind: 'integer' }));
 
 /** In the native table's order (general, {arch}, tokenizer). */
@@ -56,10 +71,10 @@ export const METADATA_RULES: readonly MetadataRule[] = [
 ];
 
 const KIND_DESCRIPTION: Record<MetadataKind, string> = {
-  'string': 'a string',
-  'integer': 'an integer',
-  'number': 'a number',
-  'bool': 'a bool',
+  string: 'a string',
+  integer: 'an integer',
+  number: 'a number',
+  bool: 'a bool',
   'string array': 'an array of strings',
   'integer array': 'an array of integers',
   'number array': 'an array of numbers',
@@ -70,11 +85,16 @@ const KIND_DESCRIPTION: Record<MetadataKind, string> = {
 
 /** A GGUF value type's name as the engine's value_type_name spells it. */
 function valueTypeName(type: number): string {
-  return Object.entries(GGUF_VALUE_TYPE).find(([, id]) => id === type)?.[0].toLowerCase() ?? 'unknown';
+  return (
+    Object.entries(GGUF_VALUE_TYPE)
+      .find(([, id]) => id === type)?.[0]
+      .toLowerCase() ?? 'unknown'
+  );
 }
 
 const INT64_MAX = 2n ** 63n - 1n;
-const isInteger = (t: number) => t <= GGUF_VALUE_TYPE.INT32 || t === GGUF_VALUE_TYPE.UINT64 || t === GGUF_VALUE_TYPE.INT64;
+const isInteger = (t: number) =>
+  t <= GGUF_VALUE_TYPE.INT32 || t === GGUF_VALUE_TYPE.UINT64 || t === GGUF_VALUE_TYPE.INT64;
 const isFloat = (t: number) => t === GGUF_VALUE_TYPE.FLOAT32 || t === GGUF_VALUE_TYPE.FLOAT64;
 
 /** A uint64 the int64 an integer is read into cannot hold. */
@@ -86,13 +106,20 @@ function beyondInt64(type: number, value: unknown): value is bigint {
 function matches(kind: MetadataKind, type: number, elementType: number | undefined, value: unknown): boolean {
   const element = type === GGUF_VALUE_TYPE.ARRAY ? elementType : undefined;
   switch (kind) {
-    case 'string': return type === GGUF_VALUE_TYPE.STRING;
-    case 'integer': return isInteger(type) && !beyondInt64(type, value);
-    case 'number': return isInteger(type) || isFloat(type);
-    case 'bool': return type === GGUF_VALUE_TYPE.BOOL;
-    case 'string array': return element === GGUF_VALUE_TYPE.STRING;
-    case 'integer array': return element !== undefined && isInteger(element);
-    case 'number array': return element !== undefined && (isInteger(element) || isFloat(element));
+    case 'string':
+      return type === GGUF_VALUE_TYPE.STRING;
+    case 'integer':
+      return isInteger(type) && !beyondInt64(type, value);
+    case 'number':
+      return isInteger(type) || isFloat(type);
+    case 'bool':
+      return type === GGUF_VALUE_TYPE.BOOL;
+    case 'string array':
+      return element === GGUF_VALUE_TYPE.STRING;
+    case 'integer array':
+      return element !== undefined && isInteger(element);
+    case 'number array':
+      return element !== undefined && (isInteger(element) || isFloat(element));
   }
 }
 
@@ -125,9 +152,12 @@ export function checkMetadataTypes(h: GgufHeader): MetadataTypeError | null {
     const kind = rules.get(key);
     const t = h.types.get(key);
     if (!kind || !t || matches(kind, t.type, t.elementType, value)) continue;
-    const found = t.type === GGUF_VALUE_TYPE.ARRAY ? `an array of ${valueTypeName(t.elementType!)}`
-      : beyondInt64(t.type, value) ? `uint64 ${value}, beyond the int64 range`
-      : valueTypeName(t.type);
+    const found =
+      t.type === GGUF_VALUE_TYPE.ARRAY
+        ? `an array of ${valueTypeName(t.elementType!)}`
+        : beyondInt64(t.type, value)
+          ? `uint64 ${value}, beyond the int64 range`
+          : valueTypeName(t.type);
     return { key, message: `metadata key '${key}' should be ${KIND_DESCRIPTION[kind]} but is ${found}` };
   }
   return null;

@@ -105,7 +105,14 @@ export async function createAppCore(o: AppCoreOptions): Promise<AppCore> {
 
   let closed = false;
   return {
-    dispatcher, bus, storage, engine, openai, documents, chats, models,
+    dispatcher,
+    bus,
+    storage,
+    engine,
+    openai,
+    documents,
+    chats,
+    models,
     setServerInfo(info) {
       serverInfo = info;
     },

@@ -33,7 +33,12 @@ export function templateRenderer(template: string, special: { bos: string; eos: 
   }
   return (messages, addGenerationPrompt) => {
     try {
-      return tpl.render({ messages, bos_token: special.bos, eos_token: special.eos, add_generation_prompt: addGenerationPrompt });
+      return tpl.render({
+        messages,
+        bos_token: special.bos,
+        eos_token: special.eos,
+        add_generation_prompt: addGenerationPrompt,
+      });
     } catch (e) {
       throw new ChatFormatError(`the model's chat template failed to render the conversation: ${(e as Error).message}`);
     }
@@ -78,10 +83,14 @@ export class Conversation {
   /** Length of `cached` before the last answer, or -1 when there is none. */
   private answerStart = -1;
 
-  constructor(private readonly render: Renderer, system: string) {
+  constructor(
+    private readonly render: Renderer,
+    system: string,
+  ) {
     this.messages = [{ role: 'system', content: system }];
     this.prefixText = render(this.messages, false);
-    if (this.prefixText === '') throw new ChatFormatError('the chat template rendered the system message (the document) as nothing');
+    if (this.prefixText === '')
+      throw new ChatFormatError('the chat template rendered the system message (the document) as nothing');
     this.cached = this.prefixText;
   }
 

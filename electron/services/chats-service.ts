@@ -95,20 +95,29 @@ export class ChatsService {
     // Replay what was said (finished answers only; an interrupted one is replayed as far as it got).
     const said = this.storage.messages.list(chat.id);
     const until = said.findIndex((m) => m.id === upTo);
-    await live.replay(said.slice(0, until < 0 ? said.length : until).map((m) => ({ role: m.role, content: m.text })), { answerRoom: ANSWER_ROOM });
+    await live.replay(
+      said.slice(0, until < 0 ? said.length : until).map((m) => ({ role: m.role, content: m.text })),
+      { answerRoom: ANSWER_ROOM },
+    );
     return live;
   }
 
   /** Asks a question; the answer streams in the background. */
   send(params: Params<'chats.send'>): Result<'chats.send'> {
     const chat = this.storage.chats.require(params.chatId);
-    if (this.running.has(chat.id)) throw new ApiError('BUSY', 'an answer is still being written in this chat: stop it first');
+    if (this.running.has(chat.id))
+      throw new ApiError('BUSY', 'an answer is still being written in this chat: stop it first');
     const user = this.storage.messages.add(chat.id, { role: 'user', text: params.text, status: 'complete' });
     const answer = this.storage.messages.beginAnswer(chat.id);
-    this.start(chat, answer, async (live, signal) => {
-      const { promptTokens } = await live.ask(params.text, { answerRoom: ANSWER_ROOM, signal });
-      this.storage.messages.update(user.id, { cacheTokens: promptTokens });
-    }, user.id);
+    this.start(
+      chat,
+      answer,
+      async (live, signal) => {
+        const { promptTokens } = await live.ask(params.text, { answerRoom: ANSWER_ROOM, signal });
+        this.storage.messages.update(user.id, { cacheTokens: promptTokens });
+      },
+      user.id,
+    );
     this.storage.chats.touch(chat.id);
     return { user, assistant: this.storage.messages.require(answer.id) };
   }
@@ -116,7 +125,8 @@ export class ChatsService {
   /** Answers the last question again. */
   regenerate(chatId: string): Result<'chats.regenerate'> {
     const chat = this.storage.chats.require(chatId);
-    if (this.running.has(chat.id)) throw new ApiError('BUSY', 'an answer is still being written in this chat: stop it first');
+    if (this.running.has(chat.id))
+      throw new ApiError('BUSY', 'an answer is still being written in this chat: stop it first');
     const messages = this.storage.messages.list(chatId);
     const last = messages[messages.length - 1];
     if (!last) throw new ApiError('NOTHING_TO_REGENERATE', 'the chat has no question yet');
@@ -131,9 +141,11 @@ export class ChatsService {
   /** Replaces a question, drops what followed it and answers again. */
   edit(params: Params<'chats.edit'>): Result<'chats.edit'> {
     const chat = this.storage.chats.require(params.chatId);
-    if (this.running.has(chat.id)) throw new ApiError('BUSY', 'an answer is still being written in this chat: stop it first');
+    if (this.running.has(chat.id))
+      throw new ApiError('BUSY', 'an answer is still being written in this chat: stop it first');
     const m = this.storage.messages.require(params.messageId);
-    if (m.chatId !== chat.id || m.role !== 'user') throw new ApiError('BAD_REQUEST', 'only a question of this chat can be edited');
+    if (m.chatId !== chat.id || m.role !== 'user')
+      throw new ApiError('BAD_REQUEST', 'only a question of this chat can be edited');
     this.storage.messages.truncateFrom(chat.id, m.id);
     void this.forget(chat);
     return this.send({ chatId: chat.id, text: params.text });
@@ -147,7 +159,12 @@ export class ChatsService {
   }
 
   /** Runs the answer in the background: prepare (append the question), then generate into `answer`. */
-  private start(chat: ChatSummary, answer: StreamingAnswer, prepare: (live: ConversationSession, signal: AbortSignal) => Promise<void>, upTo: string) {
+  private start(
+    chat: ChatSummary,
+    answer: StreamingAnswer,
+    prepare: (live: ConversationSession, signal: AbortSignal) => Promise<void>,
+    upTo: string,
+  ) {
     const controller = new AbortController();
     const done = (async () => {
       try {
@@ -156,7 +173,11 @@ export class ChatsService {
         const s = this.storage.settings.get().sampling;
         const r = await live.answer({
           maxTokens: s.maxTokens,
-          temperature: s.temperature, topK: s.topK, topP: s.topP, minP: s.minP, repeatPenalty: s.repeatPenalty,
+          temperature: s.temperature,
+          topK: s.topK,
+          topP: s.topP,
+          minP: s.minP,
+          repeatPenalty: s.repeatPenalty,
           seed: s.seed ?? Math.floor(Math.random() * 2 ** 32),
           signal: controller.signal,
           onText: (text) => {
@@ -168,8 +189,12 @@ export class ChatsService {
         const status = r.stopReason === 'cancelled' ? 'cancelled' : 'complete';
         const error = r.stopReason === 'context' ? 'the answer stopped because the context is full' : null;
         this.finish(answer, status, {
-          text: r.text, tokens: r.tokens, tokensPerSecond: r.tokensPerSecond,
-          pageRefs: evidencePages(r.text, pages), cacheTokens: r.cacheTokens, error,
+          text: r.text,
+          tokens: r.tokens,
+          tokensPerSecond: r.tokensPerSecond,
+          pageRefs: evidencePages(r.text, pages),
+          cacheTokens: r.cacheTokens,
+          error,
         });
       } catch (e) {
         const code = (e as { code?: string }).code;
@@ -180,7 +205,9 @@ export class ChatsService {
           this.finish(answer, 'cancelled', {});
         } else if (code === 'ENGINE_CRASHED' || code === 'ENGINE_STOPPED' || code === 'UNKNOWN_SESSION') {
           // The engine process died: what was said so far is kept; the chat is rebuilt on the next question.
-          this.finish(answer, 'interrupted', { error: 'the engine stopped while answering; the answer was interrupted' });
+          this.finish(answer, 'interrupted', {
+            error: 'the engine stopped while answering; the answer was interrupted',
+          });
         } else {
           await this.engine.dropSession(this.key(chat));
           this.finish(answer, 'failed', { error: (e as Error).message });
@@ -193,7 +220,11 @@ export class ChatsService {
     this.running.set(chat.id, { controller, done });
   }
 
-  private finish(answer: StreamingAnswer, status: 'complete' | 'cancelled' | 'interrupted' | 'failed', details: Parameters<StreamingAnswer['finish']>[1]) {
+  private finish(
+    answer: StreamingAnswer,
+    status: 'complete' | 'cancelled' | 'interrupted' | 'failed',
+    details: Parameters<StreamingAnswer['finish']>[1],
+  ) {
     const m: Message | null = answer.finish(status, details);
     if (m) this.bus.emit('chat.message', m);
   }

@@ -15,7 +15,10 @@ import type { EngineManager, GenerateOptions, LoadedModel } from './engine-manag
 import { tokenizeFormatted, type ChatFormat } from './prefix.ts';
 
 /** The engine methods a conversation needs (EngineManager's). */
-export type ConversationEngine = Pick<EngineManager, 'tokenize' | 'fork' | 'prefill' | 'truncate' | 'generate' | 'disposeSession'>;
+export type ConversationEngine = Pick<
+  EngineManager,
+  'tokenize' | 'fork' | 'prefill' | 'truncate' | 'generate' | 'disposeSession'
+>;
 
 /** A question (or a replayed answer) and room for an answer do not fit in what is left of the context. */
 export class ContextFullError extends ApiError {
@@ -26,8 +29,11 @@ export class ContextFullError extends ApiError {
     readonly free: number,
     readonly nCtx: number,
   ) {
-    super('CONTEXT_FULL', `the conversation has filled the model's context (${nCtx} tokens): start a new chat over this document`,
-      { promptTokens, free, nCtx });
+    super(
+      'CONTEXT_FULL',
+      `the conversation has filled the model's context (${nCtx} tokens): start a new chat over this document`,
+      { promptTokens, free, nCtx },
+    );
   }
 }
 
@@ -80,9 +86,19 @@ export class ConversationSession {
   ) {}
 
   /** A conversation in a new fork of the document's session, whose prefix `conversation` renders. */
-  static async fork(engine: ConversationEngine, model: LoadedModel, format: ChatFormat, conversation: Conversation, documentSession: string): Promise<ConversationSession> {
+  static async fork(
+    engine: ConversationEngine,
+    model: LoadedModel,
+    format: ChatFormat,
+    conversation: Conversation,
+    documentSession: string,
+  ): Promise<ConversationSession> {
     const h = await engine.fork(documentSession);
-    return new ConversationSession(engine, model, format, documentSession, conversation, { sessionId: h.sessionId, nPast: h.nPast, nCtx: h.nCtx });
+    return new ConversationSession(engine, model, format, documentSession, conversation, {
+      sessionId: h.sessionId,
+      nPast: h.nPast,
+      nCtx: h.nCtx,
+    });
   }
 
   get sessionId(): string {
@@ -109,13 +125,17 @@ export class ConversationSession {
    * it and `answerRoom` tokens for the answer do not fit; ChatFormatError when the template cannot continue
    * the cache. Returns the tokens the question's text took.
    */
-  async ask(question: string, o: { answerRoom?: number; signal?: AbortSignal } = {}): Promise<{ promptTokens: number }> {
+  async ask(
+    question: string,
+    o: { answerRoom?: number; signal?: AbortSignal } = {},
+  ): Promise<{ promptTokens: number }> {
     const plan = this.conversation.plan(question);
     const { tokens } = await this.tokenize(plan.text, o.signal);
     // The template renders the last answer differently from how it was generated (it trims it, say): the
     // cache goes back to where that answer began and the plan re-sends it as rendered.
     const from = plan.dropLastAnswer ? this.answerStart : this.session.nPast;
-    if (from + tokens.length + (o.answerRoom ?? 1) > this.session.nCtx) throw new ContextFullError(tokens.length, this.session.nCtx - from, this.session.nCtx);
+    if (from + tokens.length + (o.answerRoom ?? 1) > this.session.nCtx)
+      throw new ContextFullError(tokens.length, this.session.nCtx - from, this.session.nCtx);
     if (plan.dropLastAnswer) {
       await this.engine.truncate(this.session.sessionId, from);
       this.session.nPast = from;
@@ -130,7 +150,8 @@ export class ConversationSession {
   async appendAnswer(text: string, o: { signal?: AbortSignal } = {}): Promise<void> {
     const { tokens } = await this.tokenize(text, o.signal);
     const start = this.session.nPast;
-    if (start + tokens.length > this.session.nCtx) throw new ContextFullError(tokens.length, this.session.nCtx - start, this.session.nCtx);
+    if (start + tokens.length > this.session.nCtx)
+      throw new ContextFullError(tokens.length, this.session.nCtx - start, this.session.nCtx);
     await this.append(tokens, o.signal);
     this.conversation.answered(text);
     this.answerStart = start;
@@ -147,13 +168,22 @@ export class ConversationSession {
   /** Generates the answer to the question asked last; the cache then holds it, for the next turn. */
   async answer(o: AnswerOptions): Promise<Answer> {
     const start = this.session.nPast;
-    const a = await generateAnswer(this.engine, this.session.sessionId, { ...o, maxTokens: Math.min(o.maxTokens, this.session.nCtx - start) });
+    const a = await generateAnswer(this.engine, this.session.sessionId, {
+      ...o,
+      maxTokens: Math.min(o.maxTokens, this.session.nCtx - start),
+    });
     this.session.nPast = a.nPast;
     // The conversation holds what the cache holds: the tokens fed back, not the one generation stopped at
     // (an end-of-generation token, or the one sampled when the context filled).
     this.conversation.answered(a.pieces.slice(0, a.nPast - start).join(''));
     this.answerStart = start;
-    return { text: a.text, tokens: a.tokens, stopReason: a.stopReason, tokensPerSecond: a.tokensPerSecond, cacheTokens: a.nPast - start };
+    return {
+      text: a.text,
+      tokens: a.tokens,
+      stopReason: a.stopReason,
+      tokensPerSecond: a.tokensPerSecond,
+      cacheTokens: a.nPast - start,
+    };
   }
 
   /** Back to the document alone, in a new fork (the document is not read again). */
@@ -171,7 +201,11 @@ export class ConversationSession {
 }
 
 /** One generation, streamed, with stop sequences (also for a session that holds a whole prompt, without a document). */
-export async function generateAnswer(engine: Pick<ConversationEngine, 'generate'>, sessionId: string, o: AnswerOptions): Promise<{
+export async function generateAnswer(
+  engine: Pick<ConversationEngine, 'generate'>,
+  sessionId: string,
+  o: AnswerOptions,
+): Promise<{
   text: string;
   /** The text of each token generated, as streamed (a stop sequence's tokens included). */
   pieces: string[];
@@ -187,31 +221,40 @@ export async function generateAnswer(engine: Pick<ConversationEngine, 'generate'
   if (signal?.aborted) stopper.abort();
   signal?.addEventListener('abort', abort);
   const pieces: string[] = [];
-  let text = '', sent = 0, stopped = false;
+  let text = '',
+    sent = 0,
+    stopped = false;
   const hold = Math.max(0, ...stops.map((x) => x.length - 1));
   const flush = (upTo: number) => {
     if (upTo > sent) onText?.(text.slice(sent, upTo));
     sent = Math.max(sent, upTo);
   };
   try {
-    const r = await engine.generate(sessionId, { ...sampling, n: Math.max(0, maxTokens), stopAtEog: true }, {
-      signal: stopper.signal,
-      onToken: (t) => {
-        pieces.push(t.text);
-        if (stopped) return;
-        text += t.text;
-        const hit = stops.map((x) => text.indexOf(x)).filter((i) => i >= 0).sort((a, b) => a - b)[0];
-        if (hit !== undefined) {
-          stopped = true;
-          text = text.slice(0, hit);
-          flush(hit);
-          stopper.abort();
-          return;
-        }
-        // Hold back what could be the start of a stop sequence.
-        flush(text.length - hold);
+    const r = await engine.generate(
+      sessionId,
+      { ...sampling, n: Math.max(0, maxTokens), stopAtEog: true },
+      {
+        signal: stopper.signal,
+        onToken: (t) => {
+          pieces.push(t.text);
+          if (stopped) return;
+          text += t.text;
+          const hit = stops
+            .map((x) => text.indexOf(x))
+            .filter((i) => i >= 0)
+            .sort((a, b) => a - b)[0];
+          if (hit !== undefined) {
+            stopped = true;
+            text = text.slice(0, hit);
+            flush(hit);
+            stopper.abort();
+            return;
+          }
+          // Hold back what could be the start of a stop sequence.
+          flush(text.length - hold);
+        },
       },
-    });
+    );
     if (!signal?.aborted) flush(text.length);
     return {
       text: stopped ? text : r.text,

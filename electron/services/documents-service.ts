@@ -7,12 +7,22 @@ import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 
 import {
-  ApiError, type CompressionSettings, type CompressionStats, type DocumentDetail, type DocumentPage, type DocumentSummary,
-  type Params, type Result,
+  ApiError,
+  type CompressionSettings,
+  type CompressionStats,
+  type DocumentDetail,
+  type DocumentPage,
+  type DocumentSummary,
+  type Params,
+  type Result,
 } from '../api/contract.ts';
 import type { EventBus } from '../api/dispatcher.ts';
 import {
-  MAX_DOCUMENT_BYTES, importDocument, detectKind, readDocumentFile, passages as splitPassages,
+  MAX_DOCUMENT_BYTES,
+  importDocument,
+  detectKind,
+  readDocumentFile,
+  passages as splitPassages,
 } from '../documents/index.ts';
 import { baseName } from '../documents/detect.ts';
 import { tooLarge } from '../documents/read-file.ts';
@@ -43,7 +53,9 @@ export class DocumentsService {
   }
 
   list(): DocumentSummary[] {
-    return this.storage.documents.list().map((d) => toSummary(this.withStaleness(this.storage.documents.require(d.id))));
+    return this.storage.documents
+      .list()
+      .map((d) => toSummary(this.withStaleness(this.storage.documents.require(d.id))));
   }
 
   /** A document whose cache was made with another model, other settings or another system prompt shows as stale. */
@@ -55,19 +67,31 @@ export class DocumentsService {
   /** The saved cache was made with this model and the current compression settings and system prompt. */
   private cacheMatches(d: DocumentRecord, modelId: string | null): boolean {
     const s = this.storage.settings.get();
-    return d.modelId === modelId && sameCompression(d.compression, s.compression) &&
-      (d.prefixKey === null || d.prefixKey === prefixKey(s.systemPrompt));
+    return (
+      d.modelId === modelId &&
+      sameCompression(d.compression, s.compression) &&
+      (d.prefixKey === null || d.prefixKey === prefixKey(s.systemPrompt))
+    );
   }
 
   get(documentId: string): DocumentDetail {
     const doc = this.storage.documents.require(documentId);
     const pages = this.storage.documents.pages(documentId);
     const stats = this.storage.stats.get(documentId);
-    return { ...toSummary(this.withStaleness(doc)), pageList: pages, stats, passages: this.passages(documentId, pages, stats) };
+    return {
+      ...toSummary(this.withStaleness(doc)),
+      pageList: pages,
+      stats,
+      passages: this.passages(documentId, pages, stats),
+    };
   }
 
   /** The retention map folded onto sentences of each page. */
-  private passages(documentId: string, pages: DocumentPage[], stats: CompressionStats | null): DocumentDetail['passages'] {
+  private passages(
+    documentId: string,
+    pages: DocumentPage[],
+    stats: CompressionStats | null,
+  ): DocumentDetail['passages'] {
     const map = this.storage.documents.charMap(documentId);
     if (!stats || !map) return [];
     const slots = stats.layers.length * (stats.layers[0]?.heads.length ?? 1);
@@ -75,7 +99,8 @@ export class DocumentsService {
     const out: DocumentDetail['passages'] = [];
     for (const p of pages) {
       const ps = splitPassages(p.text, 'sentences');
-      const sum = new Float64Array(ps.length), count = new Int32Array(ps.length);
+      const sum = new Float64Array(ps.length),
+        count = new Int32Array(ps.length);
       let k = 0;
       for (let t = p.tokenStart; t < p.tokenEnd && t < retention.length; t++) {
         if (map[t * 3] !== p.page) continue;
@@ -85,7 +110,8 @@ export class DocumentsService {
         count[k]++;
       }
       ps.forEach((x, i) => {
-        if (count[i] > 0) out.push({ page: p.page, start: x.start, end: x.end, retention: Math.min(1, sum[i] / count[i]) });
+        if (count[i] > 0)
+          out.push({ page: p.page, start: x.start, end: x.end, retention: Math.min(1, sum[i] / count[i]) });
       });
     }
     return out;
@@ -121,7 +147,8 @@ export class DocumentsService {
   }
 
   private requireModel(): void {
-    if (!this.storage.settings.get().modelId) throw new ApiError('NO_MODEL', 'choose a model first: documents are compressed for the model they are read with');
+    if (!this.storage.settings.get().modelId)
+      throw new ApiError('NO_MODEL', 'choose a model first: documents are compressed for the model they are read with');
   }
 
   /** Checks the kind (a bad file fails here, before any record), then parses and compresses in a task. */
@@ -131,11 +158,19 @@ export class DocumentsService {
     this.changed(doc.id);
     const { taskId } = this.tasks.start('import', doc.id, async (task) => {
       try {
-        const imported = await importDocument({ fileName, bytes }, {
-          signal: task.signal, transferBytes: true, onProgress: (d, t) => task.progress('import', d, t, `reading ${fileName}`),
-        });
+        const imported = await importDocument(
+          { fileName, bytes },
+          {
+            signal: task.signal,
+            transferBytes: true,
+            onProgress: (d, t) => task.progress('import', d, t, `reading ${fileName}`),
+          },
+        );
         this.storage.documents.update(doc.id, { title: imported.title || fileName });
-        this.storage.documents.setContent(doc.id, { pages: imported.pages.map((p) => ({ ...p, tokenStart: 0, tokenEnd: 0 })), tokens: [] });
+        this.storage.documents.setContent(doc.id, {
+          pages: imported.pages.map((p) => ({ ...p, tokenStart: 0, tokenEnd: 0 })),
+          tokens: [],
+        });
         await this.build(doc.id, task, undefined);
       } catch (e) {
         this.fail(doc.id, e, task);
@@ -163,7 +198,10 @@ export class DocumentsService {
   private fail(documentId: string, e: unknown, task: Task) {
     if (!this.storage.documents.get(documentId)) return; // deleted meanwhile
     const cancelled = task.signal.aborted || (e as { code?: string }).code === 'CANCELLED';
-    this.storage.documents.update(documentId, { status: 'failed', error: cancelled ? 'cancelled' : (e as Error).message });
+    this.storage.documents.update(documentId, {
+      status: 'failed',
+      error: cancelled ? 'cancelled' : (e as Error).message,
+    });
     this.changed(documentId);
   }
 
@@ -192,7 +230,10 @@ export class DocumentsService {
     }
     const format = await this.engine.chatFormat(model);
     const { tokenized, map } = await documentPrefix(
-      (text, o) => this.engine.tokenize(model, text, { ...o, signal: task.signal }), format, settings.systemPrompt, pages,
+      (text, o) => this.engine.tokenize(model, text, { ...o, signal: task.signal }),
+      format,
+      settings.systemPrompt,
+      pages,
     );
     const opts = this.engine.sessionOptions();
     const nCtx = opts.nCtx;
@@ -217,17 +258,35 @@ export class DocumentsService {
     const handle = await this.engine.createSession(model, opts);
     let kept = false;
     try {
-      const r = await this.engine.compress(handle.sessionId, tokenized.tokens, {
-        method: compression.method,
-        budget: compression.method === 'full' ? undefined : compression.budget,
-        alpha: compression.alpha, window: compression.window, kernel: compression.kernel, beta: compression.beta,
-      }, { signal: task.signal, onProgress: (d, t) => task.progress('prefill', d, t, `reading ${t} tokens into the model`) });
+      const r = await this.engine.compress(
+        handle.sessionId,
+        tokenized.tokens,
+        {
+          method: compression.method,
+          budget: compression.method === 'full' ? undefined : compression.budget,
+          alpha: compression.alpha,
+          window: compression.window,
+          kernel: compression.kernel,
+          beta: compression.beta,
+        },
+        {
+          signal: task.signal,
+          onProgress: (d, t) => task.progress('prefill', d, t, `reading ${t} tokens into the model`),
+        },
+      );
       task.progress('save', 0, 1, 'saving the compressed cache');
       const kvPath = join(this.cacheDir, `${documentId}.folio-kv`);
       await this.engine.save(handle.sessionId, kvPath, JSON.stringify({ documentId, modelId: model.entryId }));
       const { replacedKvPath } = this.storage.documents.saveCache(documentId, {
-        kvPath, modelId: model.entryId, modelFingerprint: model.entryId, prefixKey: prefixKey(settings.systemPrompt), compression,
-        kvBytesFull: r.stats.kvBytesFull, kvBytesKept: r.stats.kvBytesKept, stats: r.stats, status: 'ready',
+        kvPath,
+        modelId: model.entryId,
+        modelFingerprint: model.entryId,
+        prefixKey: prefixKey(settings.systemPrompt),
+        compression,
+        kvBytesFull: r.stats.kvBytesFull,
+        kvBytesKept: r.stats.kvBytesKept,
+        stats: r.stats,
+        status: 'ready',
       });
       if (replacedKvPath && replacedKvPath !== kvPath) rmSync(replacedKvPath, { force: true });
       task.progress('save', 1, 1, 'ready');
@@ -272,14 +331,21 @@ export class DocumentsService {
         const code = (e as { code?: string }).code ?? '';
         if (!code.startsWith('SESSION_FILE')) throw e;
         // A damaged cache, or one of another model file: rebuild it (the message says why).
-        this.storage.documents.update(documentId, { status: 'stale', error: `the saved cache was refused (${(e as Error).message}); it is being rebuilt` });
+        this.storage.documents.update(documentId, {
+          status: 'stale',
+          error: `the saved cache was refused (${(e as Error).message}); it is being rebuilt`,
+        });
         this.changed(documentId);
       }
     }
     // The build's own error (a document that no longer fits, say) is the answer's.
     await this.tasks.run('compress', documentId, (task) => this.build(documentId, task));
     const id = this.engine.session(SessionKey.document(documentId));
-    if (!id) throw new ApiError('DOCUMENT_NOT_READY', this.storage.documents.get(documentId)?.error ?? 'the document could not be compressed');
+    if (!id)
+      throw new ApiError(
+        'DOCUMENT_NOT_READY',
+        this.storage.documents.get(documentId)?.error ?? 'the document could not be compressed',
+      );
     return id;
   }
 
@@ -294,15 +360,24 @@ export class DocumentsService {
     const run = async (method: 'snapkv' | 'ada-snapkv', task: Task) => {
       const h = await this.engine.createSession(model);
       try {
-        const r = await this.engine.compress(h.sessionId, tokens, { method, budget, alpha: c.alpha, window: c.window, kernel: c.kernel }, {
-          signal: task.signal, onProgress: (d, t) => task.progress('compare', d, t, `${method} at ${budget}`),
-        });
+        const r = await this.engine.compress(
+          h.sessionId,
+          tokens,
+          { method, budget, alpha: c.alpha, window: c.window, kernel: c.kernel },
+          {
+            signal: task.signal,
+            onProgress: (d, t) => task.progress('compare', d, t, `${method} at ${budget}`),
+          },
+        );
         return { ...r.stats, tokenRetention: Array.from(r.stats.tokenRetention) };
       } finally {
         await this.engine.disposeSession(h.sessionId);
       }
     };
-    return this.tasks.run('compare', doc.id, async (task) => ({ uniform: await run('snapkv', task), ada: await run('ada-snapkv', task) }));
+    return this.tasks.run('compare', doc.id, async (task) => ({
+      uniform: await run('snapkv', task),
+      ada: await run('ada-snapkv', task),
+    }));
   }
 
   async delete(documentId: string): Promise<void> {
@@ -325,7 +400,8 @@ export class DocumentsService {
  * thread: a big Buffer already does (no copy); a small one lives in Node's shared pool and is copied.
  */
 function ownedBytes(b: Buffer): Uint8Array {
-  if (b.byteOffset === 0 && b.byteLength === b.buffer.byteLength && b.buffer instanceof ArrayBuffer) return new Uint8Array(b.buffer);
+  if (b.byteOffset === 0 && b.byteLength === b.buffer.byteLength && b.buffer instanceof ArrayBuffer)
+    return new Uint8Array(b.buffer);
   return new Uint8Array(b);
 }
 
@@ -336,6 +412,14 @@ function prefixKey(systemPrompt: string): string {
 
 function sameCompression(a: CompressionSettings | null, b: CompressionSettings): boolean {
   const pyramid = !!a && methodRow(a.method).schedule === 'pyramid';
-  return !!a && a.method === b.method && (a.method === 'full' || (a.budget === b.budget && a.alpha === b.alpha && a.window === b.window && a.kernel === b.kernel &&
-    (!pyramid || (a.beta ?? DEFAULT_BETA) === (b.beta ?? DEFAULT_BETA))));
+  return (
+    !!a &&
+    a.method === b.method &&
+    (a.method === 'full' ||
+      (a.budget === b.budget &&
+        a.alpha === b.alpha &&
+        a.window === b.window &&
+        a.kernel === b.kernel &&
+        (!pyramid || (a.beta ?? DEFAULT_BETA) === (b.beta ?? DEFAULT_BETA))))
+  );
 }

@@ -34,7 +34,11 @@ export class EngineManager {
   /** The loaded model's chat format (its special tokens' text comes from the engine once). */
   private format: { engineId: string; format: Promise<ChatFormat> } | null = null;
 
-  constructor(readonly client: EngineClient, private readonly bus: EventBus, private readonly settings: () => SessionSettings) {
+  constructor(
+    readonly client: EngineClient,
+    private readonly bus: EventBus,
+    private readonly settings: () => SessionSettings,
+  ) {
     client.on('status', () => this.publish());
     client.on('crash', () => {
       // Everything in the dead process is gone; the next use reloads the model and rebuilds its sessions.
@@ -146,7 +150,8 @@ export class EngineManager {
   /** A document's chats' sessions, then its own: what goes when its cache is replaced or it is deleted. */
   async dropDocumentSessions(documentId: string): Promise<void> {
     const all = [...this.sessions.values()].filter((e) => e.key.documentId === documentId);
-    for (const e of [...all.filter((x) => x.key.kind === 'chat'), ...all.filter((x) => x.key.kind === 'document')]) await this.dropSession(e.key);
+    for (const e of [...all.filter((x) => x.key.kind === 'chat'), ...all.filter((x) => x.key.kind === 'document')])
+      await this.dropSession(e.key);
   }
 
   requireModel(): LoadedModel {
@@ -160,8 +165,10 @@ export class EngineManager {
   /** How the model's conversations are rendered and tokenized (prefix.ts). */
   chatFormat(model: LoadedModel): Promise<ChatFormat> {
     if (this.format?.engineId !== model.engineId) {
-      const special = async (id: number) => (id < 0 ? '' : (await this.detokenize(model, [id], { special: true })).text);
-      const format = (async () => chatFormat(model.info, await special(model.info.tokenizer.bos), await special(model.info.tokenizer.eos)))();
+      const special = async (id: number) =>
+        id < 0 ? '' : (await this.detokenize(model, [id], { special: true })).text;
+      const format = (async () =>
+        chatFormat(model.info, await special(model.info.tokenizer.bos), await special(model.info.tokenizer.eos)))();
       this.format = { engineId: model.engineId, format };
       format.catch(() => {
         if (this.format?.format === format) this.format = null;
@@ -170,7 +177,11 @@ export class EngineManager {
     return this.format.format;
   }
 
-  tokenize(model: LoadedModel, text: string, opts: { addSpecial?: boolean; parseSpecial?: boolean; signal?: AbortSignal } = {}) {
+  tokenize(
+    model: LoadedModel,
+    text: string,
+    opts: { addSpecial?: boolean; parseSpecial?: boolean; signal?: AbortSignal } = {},
+  ) {
     return this.client.tokenize(model.engineId, text, opts);
   }
 

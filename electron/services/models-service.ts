@@ -3,7 +3,15 @@
 // before loading, and choosing the chat model.
 import { mkdirSync } from 'node:fs';
 
-import { ApiError, type CatalogEntry, type EngineStatus, type MemoryEstimate, type ModelEntry, type Params, type Result } from '../api/contract.ts';
+import {
+  ApiError,
+  type CatalogEntry,
+  type EngineStatus,
+  type MemoryEstimate,
+  type ModelEntry,
+  type Params,
+  type Result,
+} from '../api/contract.ts';
 import type { EventBus } from '../api/dispatcher.ts';
 import { CATALOG, catalogEntry } from '../models/catalog.ts';
 import { describeModelFile, discoverModels, type DiscoveryOptions, type HeaderCache } from '../models/discovery.ts';
@@ -91,9 +99,18 @@ export class ModelsService {
     const url = 'url' in params ? params.url : catalog!.url;
     const { taskId } = this.tasks.start('download', null, async (task) => {
       const r = await downloadModel({
-        url, catalog, destDir: this.o.downloadDir, signal: task.signal,
+        url,
+        catalog,
+        destDir: this.o.downloadDir,
+        signal: task.signal,
         allowedHosts: this.o.allowedHosts ? ['huggingface.co', 'hf.co', ...this.o.allowedHosts] : undefined,
-        onProgress: (p) => task.progress('download', p.bytes, p.total ?? p.bytes, p.total ? `downloading: ${(100 * p.bytes / p.total).toFixed(0)}%` : 'downloading'),
+        onProgress: (p) =>
+          task.progress(
+            'download',
+            p.bytes,
+            p.total ?? p.bytes,
+            p.total ? `downloading: ${((100 * p.bytes) / p.total).toFixed(0)}%` : 'downloading',
+          ),
       });
       this.storage.models.addFile(r.path, 'download');
       await this.rescan();
@@ -120,7 +137,10 @@ export class ModelsService {
     if (this.o.memory) return { memory: this.o.memory };
     const gpu = this.engine.gpu();
     if (!gpu) return {};
-    return { memory: { free: () => gpu.freeBytes, total: () => gpu.totalBytes }, memoryName: `the ${gpu.name}'s memory` };
+    return {
+      memory: { free: () => gpu.freeBytes, total: () => gpu.totalBytes },
+      memoryName: `the ${gpu.name}'s memory`,
+    };
   }
 
   /** Makes a model the chat model: checks that it fits in memory, then loads it in the engine. */
@@ -142,7 +162,36 @@ export class ModelsService {
 
 /** A discovered model reduced to the contract's fields. */
 function ModelEntryOnly(m: Omit<ModelEntry, 'unsupportedReason'> & { unsupportedReason?: string | null }): ModelEntry {
-  const { id, path, name, source, fileBytes, architecture, quantization, contextLength, parameters, layers, kvHeads, supported, error } = m;
-  const unsupportedReason = supported ? null : m.unsupportedReason ?? error ?? 'Folio cannot run this model';
-  return { id, path, name, source, fileBytes, architecture, quantization, contextLength, parameters, layers, kvHeads, supported, unsupportedReason, error };
+  const {
+    id,
+    path,
+    name,
+    source,
+    fileBytes,
+    architecture,
+    quantization,
+    contextLength,
+    parameters,
+    layers,
+    kvHeads,
+    supported,
+    error,
+  } = m;
+  const unsupportedReason = supported ? null : (m.unsupportedReason ?? error ?? 'Folio cannot run this model');
+  return {
+    id,
+    path,
+    name,
+    source,
+    fileBytes,
+    architecture,
+    quantization,
+    contextLength,
+    parameters,
+    layers,
+    kvHeads,
+    supported,
+    unsupportedReason,
+    error,
+  };
 }

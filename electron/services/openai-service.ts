@@ -28,13 +28,16 @@ function longestTokenBytes(path: string, fileBytes: number): Promise<number | nu
   const key = `${path}:${fileBytes}`;
   let p = longestTokens.get(key);
   if (!p) {
-    p = readGgufHeader(path, { keepArrayElements: 1 << 22 }).then((h) => {
-      const tokens = h.metadata.get('tokenizer.ggml.tokens');
-      if (!Array.isArray(tokens) || tokens.length === 0) return null;
-      let longest = 0;
-      for (const t of tokens) if (typeof t === 'string') longest = Math.max(longest, Buffer.byteLength(t));
-      return Math.max(longest, MIN_TOKEN_BYTES_BOUND);
-    }, () => null);
+    p = readGgufHeader(path, { keepArrayElements: 1 << 22 }).then(
+      (h) => {
+        const tokens = h.metadata.get('tokenizer.ggml.tokens');
+        if (!Array.isArray(tokens) || tokens.length === 0) return null;
+        let longest = 0;
+        for (const t of tokens) if (typeof t === 'string') longest = Math.max(longest, Buffer.byteLength(t));
+        return Math.max(longest, MIN_TOKEN_BYTES_BOUND);
+      },
+      () => null,
+    );
     longestTokens.set(key, p);
   }
   return p;
@@ -61,10 +64,14 @@ export class OpenAiService implements OpenAiBackend {
   private async model(name: string): Promise<LoadedModel> {
     const list = await this.models.list();
     const chosen = this.storage.settings.get().modelId ?? this.preferred;
-    const m = name === 'folio' || name === 'default'
-      ? list.find((x) => x.id === chosen)
-      : list.find((x) => x.name === name || x.id === name || x.path.endsWith('/' + name) || x.path.endsWith('\\' + name));
-    if (!m) throw new ApiError('MODEL_NOT_FOUND', `the model '${name}' does not exist here: GET /v1/models lists the models`);
+    const m =
+      name === 'folio' || name === 'default'
+        ? list.find((x) => x.id === chosen)
+        : list.find(
+            (x) => x.name === name || x.id === name || x.path.endsWith('/' + name) || x.path.endsWith('\\' + name),
+          );
+    if (!m)
+      throw new ApiError('MODEL_NOT_FOUND', `the model '${name}' does not exist here: GET /v1/models lists the models`);
     if (!m.supported) throw new ApiError('UNSUPPORTED_MODEL', `${m.name}: ${m.unsupportedReason}`);
     return this.engine.ensureModel(m.id, m.path);
   }
@@ -77,29 +84,41 @@ export class OpenAiService implements OpenAiBackend {
     if (bytes <= capacity || !PIECEWISE_TOKENIZERS.has(model.info.tokenizer.model)) return; // every token covers >= 1 byte
     const longest = await longestTokenBytes(model.info.path, model.info.fileBytes);
     if (longest === null || bytes <= capacity * longest) return;
-    throw new ApiError('CONTEXT_FULL', `the messages are ${bytes} bytes long: even at ${longest} bytes a token (the model's longest) ` +
-      `that is more than the ${capacity} tokens the context has room for; send less text or use a model with a longer context`);
+    throw new ApiError(
+      'CONTEXT_FULL',
+      `the messages are ${bytes} bytes long: even at ${longest} bytes a token (the model's longest) ` +
+        `that is more than the ${capacity} tokens the context has room for; send less text or use a model with a longer context`,
+    );
   }
 
-  async complete(req: ChatCompletionRequest, onDelta: (text: string) => void, signal: AbortSignal): Promise<CompletionResult> {
+  async complete(
+    req: ChatCompletionRequest,
+    onDelta: (text: string) => void,
+    signal: AbortSignal,
+  ): Promise<CompletionResult> {
     const s = this.storage.settings.get();
     const messages: Message[] = req.messages.map((m) => ({
       role: m.role === 'developer' ? 'system' : m.role,
       content: contentText(m.content),
     }));
-    if (messages[messages.length - 1].role !== 'user') throw new ApiError('BAD_REQUEST', 'the last message must be from the user');
+    if (messages[messages.length - 1].role !== 'user')
+      throw new ApiError('BAD_REQUEST', 'the last message must be from the user');
 
     const answer: AnswerOptions = {
       maxTokens: req.max_completion_tokens ?? req.max_tokens ?? s.sampling.maxTokens,
       temperature: req.temperature ?? s.sampling.temperature,
       topP: req.top_p ?? s.sampling.topP,
-      topK: s.sampling.topK, minP: s.sampling.minP, repeatPenalty: s.sampling.repeatPenalty,
+      topK: s.sampling.topK,
+      minP: s.sampling.minP,
+      repeatPenalty: s.sampling.repeatPenalty,
       seed: req.seed ?? s.sampling.seed ?? Math.floor(Math.random() * 2 ** 32),
       stops: req.stop === undefined ? [] : Array.isArray(req.stop) ? req.stop : [req.stop],
       signal,
       onText: onDelta,
     };
-    const r = req.document_id ? await this.overDocument(req, req.document_id, messages, answer) : await this.withoutDocument(req, messages, answer);
+    const r = req.document_id
+      ? await this.overDocument(req, req.document_id, messages, answer)
+      : await this.withoutDocument(req, messages, answer);
     if (signal.aborted) throw new ApiError('CANCELLED', 'the client went away');
     return {
       model: req.model,
@@ -111,15 +130,28 @@ export class OpenAiService implements OpenAiBackend {
   }
 
   /** A conversation over a stored document: its saved cache is forked and the messages are replayed after it. */
-  private async overDocument(req: ChatCompletionRequest, documentId: string, messages: Message[], answer: AnswerOptions) {
+  private async overDocument(
+    req: ChatCompletionRequest,
+    documentId: string,
+    messages: Message[],
+    answer: AnswerOptions,
+  ) {
     const doc = this.storage.documents.get(documentId);
     if (!doc) throw new ApiError('DOCUMENT_NOT_FOUND', `no stored document has the id '${documentId}'`);
     const docSession = await this.documents.session(doc.id);
     const model = this.engine.requireModel();
     if (req.model !== 'folio' && req.model !== 'default' && (await this.model(req.model)).entryId !== model.entryId)
-      throw new ApiError('BAD_REQUEST', `the document '${doc.title}' is compressed for another model: use model 'folio'`);
+      throw new ApiError(
+        'BAD_REQUEST',
+        `the document '${doc.title}' is compressed for another model: use model 'folio'`,
+      );
     const format = await this.engine.chatFormat(model);
-    const system = [this.storage.settings.get().systemPrompt, ...messages.filter((m) => m.role === 'system').map((m) => m.content)].filter(Boolean).join('\n\n');
+    const system = [
+      this.storage.settings.get().systemPrompt,
+      ...messages.filter((m) => m.role === 'system').map((m) => m.content),
+    ]
+      .filter(Boolean)
+      .join('\n\n');
     const { conversation } = conversationFor(format, system, this.storage.documents.pages(doc.id));
     const chat = await ConversationSession.fork(this.engine, model, format, conversation, docSession);
     try {
@@ -146,9 +178,19 @@ export class OpenAiService implements OpenAiBackend {
     const t = await tokenizeFormatted((x, o) => this.engine.tokenize(model, x, o), format, text, true);
     const h = await this.engine.createSession(model);
     try {
-      if (t.tokens.length + 1 > h.nCtx) throw new ApiError('CONTEXT_FULL', `the messages are ${t.tokens.length} tokens long; the context holds ${h.nCtx}`);
+      if (t.tokens.length + 1 > h.nCtx)
+        throw new ApiError(
+          'CONTEXT_FULL',
+          `the messages are ${t.tokens.length} tokens long; the context holds ${h.nCtx}`,
+        );
       await this.engine.prefill(h.sessionId, t.tokens, { signal: answer.signal });
-      return { ...(await generateAnswer(this.engine, h.sessionId, { ...answer, maxTokens: Math.min(answer.maxTokens, h.nCtx - t.tokens.length) })), promptTokens: t.tokens.length };
+      return {
+        ...(await generateAnswer(this.engine, h.sessionId, {
+          ...answer,
+          maxTokens: Math.min(answer.maxTokens, h.nCtx - t.tokens.length),
+        })),
+        promptTokens: t.tokens.length,
+      };
     } finally {
       await this.engine.disposeSession(h.sessionId);
     }

@@ -3,7 +3,11 @@
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 
-export function defaultDataDir(env: NodeJS.ProcessEnv = process.env, platform: NodeJS.Platform = process.platform, home = homedir()): string {
+export function defaultDataDir(
+  env: NodeJS.ProcessEnv = process.env,
+  platform: NodeJS.Platform = process.platform,
+  home = homedir(),
+): string {
   if (env.FOLIO_DATA_DIR) return env.FOLIO_DATA_DIR;
   if (platform === 'win32') return join(env.APPDATA ?? join(home, 'AppData', 'Roaming'), 'Folio');
   if (platform === 'darwin') return join(home, 'Library', 'Application Support', 'Folio');
@@ -14,9 +18,9 @@ export function defaultDataDir(env: NodeJS.ProcessEnv = process.env, platform: N
 export function dataPaths(dataDir: string) {
   return {
     root: dataDir,
-    caches: join(dataDir, 'caches'),      // saved compressed KV caches, one per document
-    models: join(dataDir, 'models'),      // downloaded models
+    caches: join(dataDir, 'caches'), // saved compressed KV caches, one per document
+    models: join(dataDir, 'models'), // downloaded models
     documents: join(dataDir, 'documents'), // copies of imported files (for re-import with other pages)
-    tmp: join(dataDir, 'tmp'),            // uploads on their way in (web host), removed once imported
+    tmp: join(dataDir, 'tmp'), // uploads on their way in (web host), removed once imported
   };
 }

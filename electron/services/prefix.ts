@@ -2,7 +2,15 @@
 // message of the model's chat format, tokenized, with every token mapped back to the page and characters
 // it came from (so the retention map and the answers can point at pages).
 import type { DocumentPage } from '../api/contract.ts';
-import { Conversation, needsBos, plainRenderer, systemContent, templateRenderer, tokenizeOptions, type Renderer } from './chat-format.ts';
+import {
+  Conversation,
+  needsBos,
+  plainRenderer,
+  systemContent,
+  templateRenderer,
+  tokenizeOptions,
+  type Renderer,
+} from './chat-format.ts';
 import { tokenCharOffsets, type ModelInfo } from '../engine/protocol.ts';
 
 /** Pages are joined with a blank line between them. */
@@ -25,7 +33,11 @@ export function chatFormat(info: ModelInfo, bosText: string, eosText: string): C
 }
 
 /** A conversation over a document: the rendered prefix holds the system prompt and the document. */
-export function conversationFor(format: ChatFormat, systemPrompt: string, pages: readonly { text: string }[]): { conversation: Conversation; documentStart: number } {
+export function conversationFor(
+  format: ChatFormat,
+  systemPrompt: string,
+  pages: readonly { text: string }[],
+): { conversation: Conversation; documentStart: number } {
   const document = pages.map((p) => p.text).join(PAGE_SEPARATOR);
   const conversation = new Conversation(format.renderer, systemContent(document, systemPrompt));
   const documentStart = conversation.prefixText.indexOf(document);
@@ -38,7 +50,12 @@ export interface Tokenized {
 }
 
 /** Tokenizes rendered text the way the chat format wants it (chat-format.ts tokenizeOptions, needsBos), with piece lengths. */
-export async function tokenizeFormatted(tokenize: TokenizeText, format: ChatFormat, text: string, first: boolean): Promise<Tokenized> {
+export async function tokenizeFormatted(
+  tokenize: TokenizeText,
+  format: ChatFormat,
+  text: string,
+  first: boolean,
+): Promise<Tokenized> {
   const place = { template: format.template, first, bos: format.bos };
   const t = await tokenize(text, tokenizeOptions(place));
   if (!needsBos(t.tokens, place)) return t;
@@ -66,7 +83,10 @@ export interface DocumentPrefix {
  * app's documents and `folio chat` both compress this.
  */
 export async function documentPrefix(
-  tokenize: TokenizeText, format: ChatFormat, systemPrompt: string, pages: readonly { page: number; text: string }[],
+  tokenize: TokenizeText,
+  format: ChatFormat,
+  systemPrompt: string,
+  pages: readonly { page: number; text: string }[],
 ): Promise<DocumentPrefix> {
   const { conversation, documentStart } = conversationFor(format, systemPrompt, pages);
   const tokenized = await tokenizeFormatted(tokenize, format, conversation.prefixText, true);
@@ -84,7 +104,12 @@ export interface PrefixMap {
  * Maps the prefix's tokens to pages. `documentStart` is where the document's text begins in the rendered
  * prefix; the pages follow each other there, joined by PAGE_SEPARATOR.
  */
-export function mapPrefix(rendered: string, t: Tokenized, documentStart: number, pages: readonly { page: number; text: string }[]): PrefixMap {
+export function mapPrefix(
+  rendered: string,
+  t: Tokenized,
+  documentStart: number,
+  pages: readonly { page: number; text: string }[],
+): PrefixMap {
   const n = t.tokens.length;
   const starts = tokenCharOffsets(rendered, t.pieceBytes);
   const charMap = new Int32Array(n * 3);
@@ -98,7 +123,8 @@ export function mapPrefix(rendered: string, t: Tokenized, documentStart: number,
   const out: DocumentPage[] = pages.map((p) => ({ page: p.page, text: p.text, tokenStart: -1, tokenEnd: -1 }));
   let k = 0; // pages are in order, and so are the tokens
   for (let i = 0; i < n; i++) {
-    const s = starts[i], e = i + 1 < n ? starts[i + 1] : rendered.length;
+    const s = starts[i],
+      e = i + 1 < n ? starts[i + 1] : rendered.length;
     if (documentStart < 0 || e <= s) continue;
     while (k < pages.length && s >= pageStart[k] + pages[k].text.length) k++;
     if (k >= pages.length || e <= pageStart[k]) continue; // template text, a separator, or past the document

@@ -26,13 +26,20 @@ interface Running {
 export class Tasks {
   private running = new Map<string, Running>();
 
-  constructor(private readonly bus: EventBus, private readonly now: () => number = () => performance.now()) {}
+  constructor(
+    private readonly bus: EventBus,
+    private readonly now: () => number = () => performance.now(),
+  ) {}
 
   /**
    * Runs `work` as a task and returns its id at once; the outcome is reported as a task.done event (and
    * `settled` resolves). A failure is reported, not thrown.
    */
-  start<T>(kind: TaskKind, documentId: string | null, work: (task: Task) => Promise<T>): { taskId: string; settled: Promise<T | undefined> } {
+  start<T>(
+    kind: TaskKind,
+    documentId: string | null,
+    work: (task: Task) => Promise<T>,
+  ): { taskId: string; settled: Promise<T | undefined> } {
     const id = randomUUID();
     const controller = new AbortController();
     const r: Running = { controller, kind, documentId, phaseStart: this.now(), phaseKind: kind, lastEmit: 0 };
@@ -50,7 +57,12 @@ export class Tasks {
         if (done !== 0 && done < total && t - r.lastEmit < 100) return;
         r.lastEmit = t;
         const elapsed = t - r.phaseStart;
-        const etaMs = done > 0 && done < total && elapsed > 250 ? Math.round((elapsed / done) * (total - done)) : done >= total ? 0 : null;
+        const etaMs =
+          done > 0 && done < total && elapsed > 250
+            ? Math.round((elapsed / done) * (total - done))
+            : done >= total
+              ? 0
+              : null;
         this.bus.emit('task.progress', { taskId: id, kind: k, documentId, done, total, etaMs, message });
       },
     };
@@ -61,7 +73,14 @@ export class Tasks {
         return v;
       } catch (e) {
         const cancelled = controller.signal.aborted || (e as { code?: string }).code === 'CANCELLED';
-        this.bus.emit('task.done', { taskId: id, kind, documentId, ok: false, cancelled, error: cancelled ? null : (e as Error).message ?? String(e) });
+        this.bus.emit('task.done', {
+          taskId: id,
+          kind,
+          documentId,
+          ok: false,
+          cancelled,
+          error: cancelled ? null : ((e as Error).message ?? String(e)),
+        });
         return undefined;
       } finally {
         this.running.delete(id);

@@ -28,10 +28,13 @@ export function downloadConfirmationOptions(url: string): MessageBoxOptions {
 }
 
 /** `show`: dialog.showMessageBox (with the window, when there is one). Returns the confirmDownload of grants.ts. */
-export function createDownloadConfirmer(show: (options: MessageBoxOptions) => Promise<{ response: number }>): (url: string) => Promise<boolean> {
+export function createDownloadConfirmer(
+  show: (options: MessageBoxOptions) => Promise<{ response: number }>,
+): (url: string) => Promise<boolean> {
   let asking = false;
   return async (url) => {
-    if (url.length > MAX_DOWNLOAD_URL_CHARS) throw new ApiError('BAD_REQUEST', `a download URL has at most ${MAX_DOWNLOAD_URL_CHARS} characters`);
+    if (url.length > MAX_DOWNLOAD_URL_CHARS)
+      throw new ApiError('BAD_REQUEST', `a download URL has at most ${MAX_DOWNLOAD_URL_CHARS} characters`);
     if (asking) throw new ApiError('BUSY', 'Folio is already asking you about a download: answer that dialog first');
     asking = true;
     try {

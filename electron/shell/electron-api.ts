@@ -4,5 +4,14 @@ import type * as Electron from 'electron';
 
 export type ElectronApi = Pick<
   typeof Electron,
-  'app' | 'BrowserWindow' | 'dialog' | 'ipcMain' | 'Menu' | 'protocol' | 'screen' | 'session' | 'shell' | 'utilityProcess'
+  | 'app'
+  | 'BrowserWindow'
+  | 'dialog'
+  | 'ipcMain'
+  | 'Menu'
+  | 'protocol'
+  | 'screen'
+  | 'session'
+  | 'shell'
+  | 'utilityProcess'
 >;

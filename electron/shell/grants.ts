@@ -11,13 +11,18 @@ import type { DispatcherLike } from './ipc.ts';
 /** The longest path a grant may name (Windows' extended-length limit; more is no real path). */
 export const MAX_GRANTED_PATH_CHARS = 32_767;
 
-export const NOT_GRANTED_DOCUMENT = 'Folio can only open files you choose or drop on the window: use Open document… or drag the file onto Folio';
-export const NOT_GRANTED_MODEL = 'Folio can only add model files you choose in its file dialog: use Choose a GGUF file… on the Models page';
-export const NOT_GRANTED_FOLDER = 'Folio can only search folders you choose in the folder dialog: use Choose a folder… in Settings';
+export const NOT_GRANTED_DOCUMENT =
+  'Folio can only open files you choose or drop on the window: use Open document… or drag the file onto Folio';
+export const NOT_GRANTED_MODEL =
+  'Folio can only add model files you choose in its file dialog: use Choose a GGUF file… on the Models page';
+export const NOT_GRANTED_FOLDER =
+  'Folio can only search folders you choose in the folder dialog: use Choose a folder… in Settings';
 
 /** True for a string that may be recorded as a grant: an absolute path of sane length, no NUL. */
 export function isGrantablePath(p: unknown): p is string {
-  return typeof p === 'string' && p.length > 0 && p.length <= MAX_GRANTED_PATH_CHARS && !p.includes('\0') && isAbsolute(p);
+  return (
+    typeof p === 'string' && p.length > 0 && p.length <= MAX_GRANTED_PATH_CHARS && !p.includes('\0') && isAbsolute(p)
+  );
 }
 
 /**
@@ -62,7 +67,8 @@ export async function authorizeCall(method: string, params: unknown, c: Authoriz
   switch (method) {
     case 'documents.import': {
       const p = parsed as Params<'documents.import'>;
-      if ('path' in p && !c.grants.hasFile(p.path)) throw new ApiError('FORBIDDEN', NOT_GRANTED_DOCUMENT, { path: p.path });
+      if ('path' in p && !c.grants.hasFile(p.path))
+        throw new ApiError('FORBIDDEN', NOT_GRANTED_DOCUMENT, { path: p.path });
       break;
     }
     case 'models.add': {
@@ -74,7 +80,9 @@ export async function authorizeCall(method: string, params: unknown, c: Authoriz
       const p = parsed as Params<'settings.update'>;
       if (p.modelFolders) {
         // Folders already in the settings may stay (or be removed); each new one must have been chosen.
-        const current = new Set((await c.dispatcher.dispatch('settings.get', {}) as { modelFolders: string[] }).modelFolders);
+        const current = new Set(
+          ((await c.dispatcher.dispatch('settings.get', {})) as { modelFolders: string[] }).modelFolders,
+        );
         const added = p.modelFolders.find((f) => !current.has(f) && !c.grants.hasFolder(f));
         if (added !== undefined) throw new ApiError('FORBIDDEN', NOT_GRANTED_FOLDER, { path: added });
       }
@@ -83,7 +91,8 @@ export async function authorizeCall(method: string, params: unknown, c: Authoriz
     case 'models.download': {
       const p = parsed as Params<'models.download'>;
       // Catalog entries are Folio's own list; any other address is the user's to confirm.
-      if ('url' in p && !(await c.confirmDownload(p.url))) throw new ApiError('CANCELLED', 'The download was cancelled: nothing was downloaded');
+      if ('url' in p && !(await c.confirmDownload(p.url)))
+        throw new ApiError('CANCELLED', 'The download was cancelled: nothing was downloaded');
       break;
     }
   }

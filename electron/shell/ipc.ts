@@ -8,7 +8,15 @@ import type { IpcMainInvokeEvent } from 'electron';
 
 import type { ApiErrorShape, EventName } from '../api/contract.ts';
 import { toApiError } from '../api/dispatcher.ts';
-import { CALL_CHANNEL, DIALOG_CHANNEL, EVENT_CHANNEL, FILE_DIALOG_KINDS, GRANT_CHANNEL, type CallReply, type FileDialogKind } from './bridge.ts';
+import {
+  CALL_CHANNEL,
+  DIALOG_CHANNEL,
+  EVENT_CHANNEL,
+  FILE_DIALOG_KINDS,
+  GRANT_CHANNEL,
+  type CallReply,
+  type FileDialogKind,
+} from './bridge.ts';
 import type { ElectronApi } from './electron-api.ts';
 import { authorizeCall, isGrantablePath, type Grants } from './grants.ts';
 import { isTrustedSender, type TrustedWindow } from './security.ts';
@@ -76,10 +84,15 @@ export function installIpc(o: IpcOptions): InstalledIpc {
       return { ok: false, error: FORBIDDEN };
     }
     const parsed = parseCallMessage(message);
-    if (!parsed) return { ok: false, error: { code: 'BAD_REQUEST', message: 'a call is { method: string, params: object }' } };
+    if (!parsed)
+      return { ok: false, error: { code: 'BAD_REQUEST', message: 'a call is { method: string, params: object }' } };
     try {
       const dispatcher = await o.dispatcher();
-      const params = await authorizeCall(parsed.method, parsed.params, { grants: o.grants, dispatcher, confirmDownload: o.confirmDownload });
+      const params = await authorizeCall(parsed.method, parsed.params, {
+        grants: o.grants,
+        dispatcher,
+        confirmDownload: o.confirmDownload,
+      });
       return { ok: true, result: await dispatcher.dispatch(parsed.method, params) };
     } catch (e) {
       return errorReply(e);
@@ -87,7 +100,8 @@ export function installIpc(o: IpcOptions): InstalledIpc {
   };
   const dialog = async (event: IpcMainInvokeEvent, kind: unknown): Promise<string[]> => {
     if (!isTrustedSender(event, o.window())) throw new Error(FORBIDDEN.message);
-    if (kind !== undefined && !(FILE_DIALOG_KINDS as readonly unknown[]).includes(kind)) throw new Error('openFileDialog: kind is "document", "model" or "folder"');
+    if (kind !== undefined && !(FILE_DIALOG_KINDS as readonly unknown[]).includes(kind))
+      throw new Error('openFileDialog: kind is "document", "model" or "folder"');
     const k = (kind ?? 'document') as FileDialogKind;
     const paths = await o.openDialog(k);
     if (k === 'folder') o.grants.grantFolders(paths);

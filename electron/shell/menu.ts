@@ -55,7 +55,9 @@ export function menuTemplate(o: MenuOptions): MenuItemConstructorOptions[] {
       item('Open Document…', 'open-document'),
       item('New Chat', 'new-chat'),
       sep,
-      ...(mac ? [{ role: 'close' } as MenuItemConstructorOptions] : [item('Settings…', 'settings'), sep, { role: 'quit' } as MenuItemConstructorOptions]),
+      ...(mac
+        ? [{ role: 'close' } as MenuItemConstructorOptions]
+        : [item('Settings…', 'settings'), sep, { role: 'quit' } as MenuItemConstructorOptions]),
     ],
   };
   const viewMenu: MenuItemConstructorOptions = {
@@ -63,7 +65,14 @@ export function menuTemplate(o: MenuOptions): MenuItemConstructorOptions[] {
     submenu: [
       item('Inspector', 'inspector'),
       sep,
-      ...(o.devTools ? [{ role: 'reload' }, { role: 'forceReload' }, { role: 'toggleDevTools' }, sep] as MenuItemConstructorOptions[] : []),
+      ...(o.devTools
+        ? ([
+            { role: 'reload' },
+            { role: 'forceReload' },
+            { role: 'toggleDevTools' },
+            sep,
+          ] as MenuItemConstructorOptions[])
+        : []),
       { role: 'resetZoom' },
       { role: 'zoomIn' },
       { role: 'zoomOut' },

@@ -83,7 +83,10 @@ export class FileOpener {
   private async importOne(path: string): Promise<OpenedDocument> {
     let result: OpenedDocument;
     try {
-      const r = (await this.dispatcher!.dispatch('documents.import', { path })) as { documentId: string; taskId: string };
+      const r = (await this.dispatcher!.dispatch('documents.import', { path })) as {
+        documentId: string;
+        taskId: string;
+      };
       result = { path, ok: true, documentId: r.documentId, taskId: r.taskId };
     } catch (e) {
       const error: ApiErrorShape = { code: toApiError(e).code, message: toApiError(e).message };

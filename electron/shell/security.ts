@@ -8,7 +8,14 @@
 //   isTrustedSender()          which IPC senders the API answers (ipc.ts)
 //   grants.ts                  which files, folders and downloads a call may name: only what the user chose
 // The fuses of the packaged app are set by electron-builder (build/electron-builder.yml, electronFuses).
-import type { BrowserWindowConstructorOptions, Event, IpcMainInvokeEvent, Session, WebContents, WebFrameMain } from 'electron';
+import type {
+  BrowserWindowConstructorOptions,
+  Event,
+  IpcMainInvokeEvent,
+  Session,
+  WebContents,
+  WebFrameMain,
+} from 'electron';
 
 import type { ElectronApi } from './electron-api.ts';
 
@@ -131,7 +138,11 @@ export function isSafeExternalUrl(url: string): boolean {
 export const GRANTED_PERMISSIONS: ReadonlySet<string> = new Set(['clipboard-sanitized-write']);
 
 /** The permission decision: only GRANTED_PERMISSIONS, only for the app's own main frame. */
-export function permissionAllowed(permission: string, requestingUrl: string | undefined, isMainFrame: boolean): boolean {
+export function permissionAllowed(
+  permission: string,
+  requestingUrl: string | undefined,
+  isMainFrame: boolean,
+): boolean {
   return GRANTED_PERMISSIONS.has(permission) && isMainFrame && isAppUrl(requestingUrl);
 }
 
@@ -141,9 +152,19 @@ export interface SecurityHandlers {
   /** will-navigate / will-frame-navigate / will-redirect: always prevented; safe links go to the OS browser. */
   navigate(event: { preventDefault(): void; url?: string }, url?: string): void;
   /** setPermissionRequestHandler's handler. */
-  permissionRequest(webContents: unknown, permission: string, callback: (granted: boolean) => void, details: { requestingUrl?: string; isMainFrame?: boolean }): void;
+  permissionRequest(
+    webContents: unknown,
+    permission: string,
+    callback: (granted: boolean) => void,
+    details: { requestingUrl?: string; isMainFrame?: boolean },
+  ): void;
   /** setPermissionCheckHandler's handler. */
-  permissionCheck(webContents: unknown, permission: string, requestingOrigin: string, details: { requestingUrl?: string; isMainFrame?: boolean }): boolean;
+  permissionCheck(
+    webContents: unknown,
+    permission: string,
+    requestingOrigin: string,
+    details: { requestingUrl?: string; isMainFrame?: boolean },
+  ): boolean;
   /** Every web contents created (windows, and anything a future change adds) gets the handlers. */
   webContentsCreated(event: Event, contents: WebContents): void;
 }
@@ -152,9 +173,13 @@ export interface SecurityHandlers {
  * Installs the handlers on the app and the session. Returns them, so a test can call each. `openExternal`:
  * shell.openExternal (only ever called with a URL isSafeExternalUrl accepted).
  */
-export function installSecurityHandlers(electron: Pick<ElectronApi, 'app' | 'shell'>, session: Session): SecurityHandlers {
+export function installSecurityHandlers(
+  electron: Pick<ElectronApi, 'app' | 'shell'>,
+  session: Session,
+): SecurityHandlers {
   const openExternal = (url: string) => {
-    if (isSafeExternalUrl(url)) electron.shell.openExternal(url).catch((e: Error) => console.error(`folio: could not open ${url}: ${e.message}`));
+    if (isSafeExternalUrl(url))
+      electron.shell.openExternal(url).catch((e: Error) => console.error(`folio: could not open ${url}: ${e.message}`));
   };
   const handlers: SecurityHandlers = {
     windowOpen({ url }) {
@@ -189,7 +214,10 @@ export function installSecurityHandlers(electron: Pick<ElectronApi, 'app' | 'she
   // The renderer downloads nothing (models are downloaded by the core, not through the session).
   session.on('will-download', (e) => e.preventDefault());
   // A second wall behind the CSP: the renderer's session makes no network request at all.
-  session.webRequest.onBeforeRequest({ urls: ['http://*/*', 'https://*/*', 'ws://*/*', 'wss://*/*', 'ftp://*/*'] }, (_details, callback) => callback({ cancel: true }));
+  session.webRequest.onBeforeRequest(
+    { urls: ['http://*/*', 'https://*/*', 'ws://*/*', 'wss://*/*', 'ftp://*/*'] },
+    (_details, callback) => callback({ cancel: true }),
+  );
   return handlers;
 }
 
@@ -203,7 +231,10 @@ export interface TrustedWindow {
  * Whether an IPC message may be answered: sent by the main frame of our own window (not a subframe, not
  * another window), whose document comes from the app's origin.
  */
-export function isTrustedSender(event: Pick<IpcMainInvokeEvent, 'sender' | 'senderFrame'>, window: TrustedWindow | null): boolean {
+export function isTrustedSender(
+  event: Pick<IpcMainInvokeEvent, 'sender' | 'senderFrame'>,
+  window: TrustedWindow | null,
+): boolean {
   if (!window || window.isDestroyed()) return false;
   const frame = event.senderFrame;
   if (!frame) return false; // the frame navigated away or was destroyed

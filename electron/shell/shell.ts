@@ -83,8 +83,16 @@ export interface Shell {
 
 /** The native open dialog of each kind: what the user picks there becomes a grant (grants.ts). */
 const OPEN_DIALOGS: Record<FileDialogKind, OpenDialogOptions> = {
-  document: { title: 'Open documents', properties: ['openFile', 'multiSelections'], filters: [{ name: 'Documents', extensions: [...DOCUMENT_EXTENSIONS] }] },
-  model: { title: 'Add a model', properties: ['openFile'], filters: [{ name: 'GGUF models', extensions: [...MODEL_EXTENSIONS] }] },
+  document: {
+    title: 'Open documents',
+    properties: ['openFile', 'multiSelections'],
+    filters: [{ name: 'Documents', extensions: [...DOCUMENT_EXTENSIONS] }],
+  },
+  model: {
+    title: 'Add a model',
+    properties: ['openFile'],
+    filters: [{ name: 'GGUF models', extensions: [...MODEL_EXTENSIONS] }],
+  },
   folder: { title: 'Choose a folder to search for models', properties: ['openDirectory', 'createDirectory'] },
 };
 
@@ -103,8 +111,10 @@ function withTimeout(p: Promise<void>, ms: number, what: string): Promise<void> 
 export function startupFailureMessage(e: unknown): string {
   const message = e instanceof Error ? e.message : String(e);
   if (/NODE_MODULE_VERSION|was compiled against a different Node\.js version/.test(message)) {
-    return `${message}\n\nA native module (better-sqlite3) was built for Node.js, not for Electron. ` +
-      'Rebuild it for Electron on a machine with network access: npx @electron/rebuild -f -o better-sqlite3';
+    return (
+      `${message}\n\nA native module (better-sqlite3) was built for Node.js, not for Electron. ` +
+      'Rebuild it for Electron on a machine with network access: npx @electron/rebuild -f -o better-sqlite3'
+    );
   }
   return message;
 }
@@ -142,7 +152,10 @@ export function createShell(electron: ElectronApi, o: ShellOptions): Shell {
 
   let resolveCore!: (c: CoreLike) => void;
   let rejectCore!: (e: Error) => void;
-  const corePromise = new Promise<CoreLike>((res, rej) => { resolveCore = res; rejectCore = rej; });
+  const corePromise = new Promise<CoreLike>((res, rej) => {
+    resolveCore = res;
+    rejectCore = rej;
+  });
   corePromise.catch(() => {});
 
   const result: Shell = {
@@ -178,9 +191,15 @@ export function createShell(electron: ElectronApi, o: ShellOptions): Shell {
     }
     const displays = screen.getAllDisplays().map((d) => d.workArea);
     const state = restoreBounds(loadWindowState(dataDir), displays);
-    const win = new BrowserWindow(windowOptions({
-      preload: o.preloadPath, bounds: state.bounds, devTools, icon: o.icon, spellcheck: platform === 'darwin',
-    }));
+    const win = new BrowserWindow(
+      windowOptions({
+        preload: o.preloadPath,
+        bounds: state.bounds,
+        devTools,
+        icon: o.icon,
+        spellcheck: platform === 'darwin',
+      }),
+    );
     window = win;
     loaded = false;
     if (state.maximized) win.maximize();
@@ -191,7 +210,9 @@ export function createShell(electron: ElectronApi, o: ShellOptions): Shell {
       loaded = true;
       for (const e of outbox.splice(0)) win.webContents.send(SHELL_CHANNEL, e);
     });
-    win.webContents.on('render-process-gone', (_e, details) => console.error(`folio: the window's renderer is gone (${details.reason}, exit code ${details.exitCode})`));
+    win.webContents.on('render-process-gone', (_e, details) =>
+      console.error(`folio: the window's renderer is gone (${details.reason}, exit code ${details.exitCode})`),
+    );
     win.on('closed', () => {
       if (window === win) {
         window = null;
@@ -210,11 +231,15 @@ export function createShell(electron: ElectronApi, o: ShellOptions): Shell {
   // ipc.ts records what the user picked as a grant.
   const openDialog = async (kind: FileDialogKind): Promise<string[]> => {
     const options = OPEN_DIALOGS[kind];
-    const r = window && !window.isDestroyed() ? await dialog.showOpenDialog(window, options) : await dialog.showOpenDialog(options);
+    const r =
+      window && !window.isDestroyed()
+        ? await dialog.showOpenDialog(window, options)
+        : await dialog.showOpenDialog(options);
     return r.canceled ? [] : r.filePaths;
   };
   const confirmDownload = createDownloadConfirmer((options) =>
-    window && !window.isDestroyed() ? dialog.showMessageBox(window, options) : dialog.showMessageBox(options));
+    window && !window.isDestroyed() ? dialog.showMessageBox(window, options) : dialog.showMessageBox(options),
+  );
 
   // Files the OS hands over are the user's choice too: the renderer may import them again (e.g. a retry).
   const openFiles = (paths: readonly string[]) => {
@@ -257,8 +282,13 @@ export function createShell(electron: ElectronApi, o: ShellOptions): Shell {
       saveWindowState?.();
       unsubscribeEvents?.();
       // A core still starting is waited for, then closed.
-      const c = core ?? await corePromise.catch(() => null);
-      if (c) await withTimeout(c.close().catch((e: Error) => console.error(`folio: closing the core failed: ${e.message}`)), o.shutdownTimeoutMs ?? 15_000, 'closing the core');
+      const c = core ?? (await corePromise.catch(() => null));
+      if (c)
+        await withTimeout(
+          c.close().catch((e: Error) => console.error(`folio: closing the core failed: ${e.message}`)),
+          o.shutdownTimeoutMs ?? 15_000,
+          'closing the core',
+        );
       ipc?.dispose();
     })();
     return shutdownPromise;
@@ -270,18 +300,25 @@ export function createShell(electron: ElectronApi, o: ShellOptions): Shell {
     ipc = installIpc({
       ipcMain,
       window: () => window,
-      dispatcher: () => (stopping ? Promise.reject(new ApiError('SHUTTING_DOWN', 'Folio is quitting')) : corePromise).then((c) => c.dispatcher),
+      dispatcher: () =>
+        (stopping ? Promise.reject(new ApiError('SHUTTING_DOWN', 'Folio is quitting')) : corePromise).then(
+          (c) => c.dispatcher,
+        ),
       openDialog,
       grants,
       confirmDownload,
     });
-    Menu.setApplicationMenu(Menu.buildFromTemplate(menuTemplate({
-      platform,
-      appName: 'Folio',
-      action: menuAction,
-      openLibraryFolder: () => void shell.openPath(dataDir),
-      devTools,
-    })));
+    Menu.setApplicationMenu(
+      Menu.buildFromTemplate(
+        menuTemplate({
+          platform,
+          appName: 'Folio',
+          action: menuAction,
+          openLibraryFolder: () => void shell.openPath(dataDir),
+          devTools,
+        }),
+      ),
+    );
     showWindow();
 
     try {

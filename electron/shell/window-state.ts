@@ -80,7 +80,10 @@ export function isVisibleOn(bounds: Rect, workAreas: Rect[]): boolean {
  * The bounds to open the window with: the saved ones when visible on the current displays; otherwise the
  * saved size (shrunk to fit the largest display) without a position, so the window is centred.
  */
-export function restoreBounds(saved: WindowState | null, workAreas: Rect[]): { bounds: { x?: number; y?: number; width: number; height: number }; maximized: boolean } {
+export function restoreBounds(
+  saved: WindowState | null,
+  workAreas: Rect[],
+): { bounds: { x?: number; y?: number; width: number; height: number }; maximized: boolean } {
   if (!saved) return { bounds: { width: DEFAULT_WIDTH, height: DEFAULT_HEIGHT }, maximized: false };
   const maxW = Math.max(MIN_WIDTH, ...workAreas.map((a) => a.width));
   const maxH = Math.max(MIN_HEIGHT, ...workAreas.map((a) => a.height));

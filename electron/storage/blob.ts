@@ -38,7 +38,10 @@ export function encodeInt32(values: Int32Array | readonly number[], what: string
 
 export function decodeInt32(blob: Uint8Array, what: string): Int32Array {
   if (blob.byteLength % 4 !== 0) {
-    throw new StorageError('STORAGE_CORRUPT', `${what}: a BLOB of ${blob.byteLength} bytes is not a whole number of 32-bit values`);
+    throw new StorageError(
+      'STORAGE_CORRUPT',
+      `${what}: a BLOB of ${blob.byteLength} bytes is not a whole number of 32-bit values`,
+    );
   }
   const n = blob.byteLength / 4;
   const out = new Int32Array(n);
@@ -60,7 +63,10 @@ export function encodeFloat64(values: ArrayLike<number>): Buffer {
 
 export function decodeFloat64(blob: Uint8Array, what: string): Float64Array {
   if (blob.byteLength % 8 !== 0) {
-    throw new StorageError('STORAGE_CORRUPT', `${what}: a BLOB of ${blob.byteLength} bytes is not a whole number of 64-bit values`);
+    throw new StorageError(
+      'STORAGE_CORRUPT',
+      `${what}: a BLOB of ${blob.byteLength} bytes is not a whole number of 64-bit values`,
+    );
   }
   const n = blob.byteLength / 8;
   const out = new Float64Array(n);

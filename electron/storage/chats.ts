@@ -22,7 +22,9 @@ export class ChatsRepo {
     db: Database.Database,
     private readonly scheduler: Scheduler,
   ) {
-    this.insert = db.prepare(`INSERT INTO chats (id, document_id, title, created_at, updated_at) VALUES (?, ?, ?, ?, ?)`);
+    this.insert = db.prepare(
+      `INSERT INTO chats (id, document_id, title, created_at, updated_at) VALUES (?, ?, ?, ?, ?)`,
+    );
     this.selectOne = db.prepare(`${SUMMARY} WHERE c.id = ?`);
     this.selectByDocument = db.prepare(`${SUMMARY} WHERE c.document_id = ? ORDER BY c.updated_at DESC, c.rowid DESC`);
     this.renameStmt = db.prepare(`UPDATE chats SET title = ?, updated_at = ? WHERE id = ?`);
@@ -36,7 +38,8 @@ export class ChatsRepo {
     try {
       this.insert.run(id, documentId, title?.trim() || DEFAULT_CHAT_TITLE, now, now);
     } catch (e) {
-      if ((e as { code?: string }).code === 'SQLITE_CONSTRAINT_FOREIGNKEY') throw new StorageError('NOT_FOUND', `no document ${documentId}`);
+      if ((e as { code?: string }).code === 'SQLITE_CONSTRAINT_FOREIGNKEY')
+        throw new StorageError('NOT_FOUND', `no document ${documentId}`);
       throw e;
     }
     return this.require(id);
@@ -58,7 +61,8 @@ export class ChatsRepo {
   }
 
   rename(id: string, title: string): ChatSummary {
-    if (this.renameStmt.run(title, isoTime(this.scheduler), id).changes === 0) throw new StorageError('NOT_FOUND', `no chat ${id}`);
+    if (this.renameStmt.run(title, isoTime(this.scheduler), id).changes === 0)
+      throw new StorageError('NOT_FOUND', `no chat ${id}`);
     return this.require(id);
   }
 

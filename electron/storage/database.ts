@@ -35,7 +35,9 @@ export function openDatabase(dir: string, options: OpenDatabaseOptions = {}): Op
   try {
     mkdirSync(dir, { recursive: true });
   } catch (e) {
-    throw new StorageError('STORAGE_OPEN_FAILED', `Cannot create the data folder ${dir}: ${(e as Error).message}`, { dir });
+    throw new StorageError('STORAGE_OPEN_FAILED', `Cannot create the data folder ${dir}: ${(e as Error).message}`, {
+      dir,
+    });
   }
   const file = join(dir, DATABASE_FILE);
   let db: Database.Database;
@@ -62,7 +64,9 @@ export function openDatabase(dir: string, options: OpenDatabaseOptions = {}): Op
 function checkBeforeWriting(db: Database.Database, file: string, integrityCheck: boolean): void {
   // The first read of the schema fails with SQLITE_NOTADB when the file is not a database.
   const tables = (
-    db.prepare(`SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'`).all() as { name: string }[]
+    db.prepare(`SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'`).all() as {
+      name: string;
+    }[]
   ).map((r) => r.name);
   const applicationId = Number(db.pragma('application_id', { simple: true }));
   const applied = appliedMigrations(db);
@@ -111,5 +115,7 @@ function checkBeforeWriting(db: Database.Database, file: string, integrityCheck:
 function translate(e: unknown, file: string): StorageError {
   if (e instanceof StorageError) return e;
   if (isCorruption(e)) return corruptError(file, (e as Error).message);
-  return new StorageError('STORAGE_OPEN_FAILED', `Cannot open the Folio database ${file}: ${(e as Error).message}`, { file });
+  return new StorageError('STORAGE_OPEN_FAILED', `Cannot open the Folio database ${file}: ${(e as Error).message}`, {
+    file,
+  });
 }

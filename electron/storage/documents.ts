@@ -6,7 +6,11 @@ import type Database from 'better-sqlite3';
 import { z } from 'zod';
 
 import {
-  CompressionSettings, DocumentKind, DocumentPage, DocumentStatus, type DocumentSummary,
+  CompressionSettings,
+  DocumentKind,
+  DocumentPage,
+  DocumentStatus,
+  type DocumentSummary,
 } from '../api/contract.ts';
 import { decodeInt32, encodeInt32 } from './blob.ts';
 import { isoTime, newId, type Scheduler } from './clock.ts';
@@ -115,8 +119,36 @@ function toRecord(r: Row): DocumentRecord {
 
 /** The contract's DocumentSummary of a record (no extra fields). */
 export function toSummary(d: DocumentRecord): DocumentSummary {
-  const { id, title, kind, fileName, pages, tokens, status, error, createdAt, modelId, compression, kvBytesFull, kvBytesKept } = d;
-  return { id, title, kind, fileName, pages, tokens, status, error, createdAt, modelId, compression, kvBytesFull, kvBytesKept };
+  const {
+    id,
+    title,
+    kind,
+    fileName,
+    pages,
+    tokens,
+    status,
+    error,
+    createdAt,
+    modelId,
+    compression,
+    kvBytesFull,
+    kvBytesKept,
+  } = d;
+  return {
+    id,
+    title,
+    kind,
+    fileName,
+    pages,
+    tokens,
+    status,
+    error,
+    createdAt,
+    modelId,
+    compression,
+    kvBytesFull,
+    kvBytesKept,
+  };
 }
 
 const Pages = z.array(DocumentPage);
@@ -187,7 +219,16 @@ export class DocumentsRepo {
   create(input: NewDocument): DocumentRecord {
     const id = newId();
     const now = isoTime(this.scheduler);
-    this.insert.run(id, input.title, input.kind, input.fileName, input.sha256 ?? null, input.status ?? 'importing', now, now);
+    this.insert.run(
+      id,
+      input.title,
+      input.kind,
+      input.fileName,
+      input.sha256 ?? null,
+      input.status ?? 'importing',
+      now,
+      now,
+    );
     return this.require(id);
   }
 
@@ -268,7 +309,11 @@ export class DocumentsRepo {
     const compression = CompressionSettings.safeParse(cache.compression);
     if (!compression.success) {
       const issue = compression.error.issues[0];
-      throw new StorageError('BAD_REQUEST', `compression.${issue.path.join('.')}: ${issue.message}`, compression.error.issues);
+      throw new StorageError(
+        'BAD_REQUEST',
+        `compression.${issue.path.join('.')}: ${issue.message}`,
+        compression.error.issues,
+      );
     }
     return this.db.transaction(() => {
       const before = this.require(id);

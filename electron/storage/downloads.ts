@@ -75,7 +75,16 @@ export class DownloadsRepo {
   create(d: NewDownload): DownloadRecord {
     const id = newId();
     const now = isoTime(this.scheduler);
-    this.insert.run(id, d.url, d.destination, d.catalogId ?? null, d.expectedSha256 ?? null, d.totalBytes ?? null, now, now);
+    this.insert.run(
+      id,
+      d.url,
+      d.destination,
+      d.catalogId ?? null,
+      d.expectedSha256 ?? null,
+      d.totalBytes ?? null,
+      now,
+      now,
+    );
     return this.require(id);
   }
 

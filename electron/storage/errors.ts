@@ -19,14 +19,24 @@ export type StorageErrorCode =
   | 'BAD_REQUEST';
 
 export class StorageError extends ApiError {
-  constructor(override readonly code: StorageErrorCode, message: string, details?: unknown) {
+  constructor(
+    override readonly code: StorageErrorCode,
+    message: string,
+    details?: unknown,
+  ) {
     super(code, message, details);
     this.name = 'StorageError';
   }
 }
 
 /** SQLite result codes (better-sqlite3's SqliteError.code) that mean the file itself is bad. */
-const CORRUPT_CODES = new Set(['SQLITE_NOTADB', 'SQLITE_CORRUPT', 'SQLITE_CORRUPT_VTAB', 'SQLITE_CORRUPT_SEQUENCE', 'SQLITE_CORRUPT_INDEX']);
+const CORRUPT_CODES = new Set([
+  'SQLITE_NOTADB',
+  'SQLITE_CORRUPT',
+  'SQLITE_CORRUPT_VTAB',
+  'SQLITE_CORRUPT_SEQUENCE',
+  'SQLITE_CORRUPT_INDEX',
+]);
 
 export function sqliteCode(e: unknown): string | null {
   const code = e instanceof Error ? (e as Error & { code?: unknown }).code : undefined;

@@ -22,18 +22,45 @@ export { DATABASE_FILE } from './database.ts';
 export { corruptError, isCorruption, StorageError, type StorageErrorCode } from './errors.ts';
 export { systemScheduler, type Scheduler } from './clock.ts';
 export { LATEST_VERSION, migrations, type Migration, type AppliedMigration } from './migrations.ts';
-export { DEFAULT_SETTINGS, DEFAULT_SYSTEM_PROMPT, StrictSettingsPatch, SettingsRepo, type SettingsRead } from './settings.ts';
 export {
-  DocumentsRepo, INTERRUPTED_IMPORT, toSummary,
-  type DocumentContent, type DocumentKind, type DocumentPage, type DocumentPatch, type DocumentRecord, type DocumentStatus,
-  type NewDocument, type SavedCache,
+  DEFAULT_SETTINGS,
+  DEFAULT_SYSTEM_PROMPT,
+  StrictSettingsPatch,
+  SettingsRepo,
+  type SettingsRead,
+} from './settings.ts';
+export {
+  DocumentsRepo,
+  INTERRUPTED_IMPORT,
+  toSummary,
+  type DocumentContent,
+  type DocumentKind,
+  type DocumentPage,
+  type DocumentPatch,
+  type DocumentRecord,
+  type DocumentStatus,
+  type NewDocument,
+  type SavedCache,
 } from './documents.ts';
 export { StatsRepo, type StatsInput } from './stats.ts';
 export { ChatsRepo, DEFAULT_CHAT_TITLE } from './chats.ts';
-export { MessagesRepo, type MessagePatch, type MessageRole, type MessageStatus, type NewMessage, type Truncation } from './messages.ts';
+export {
+  MessagesRepo,
+  type MessagePatch,
+  type MessageRole,
+  type MessageStatus,
+  type NewMessage,
+  type Truncation,
+} from './messages.ts';
 export { DEFAULT_FLUSH_INTERVAL_MS, StreamingAnswer, type FinalStatus, type FinishDetails } from './streaming.ts';
 export { ModelsRepo, type ModelFileRecord, type ModelFileSource } from './models.ts';
-export { DownloadsRepo, type DownloadPatch, type DownloadRecord, type DownloadStatus, type NewDownload } from './downloads.ts';
+export {
+  DownloadsRepo,
+  type DownloadPatch,
+  type DownloadRecord,
+  type DownloadStatus,
+  type NewDownload,
+} from './downloads.ts';
 
 export interface StorageOptions extends OpenDatabaseOptions {
   /** Streaming answers are written at most this often (ms, default 250). */
@@ -75,7 +102,10 @@ export class Storage {
     this.stats = new StatsRepo(db, scheduler);
     this.documents = new DocumentsRepo(db, scheduler, this.stats);
     this.chats = new ChatsRepo(db, scheduler);
-    this.messages = new MessagesRepo(db, scheduler, this.chats, { flushIntervalMs: options.flushIntervalMs, onError: options.onError });
+    this.messages = new MessagesRepo(db, scheduler, this.chats, {
+      flushIntervalMs: options.flushIntervalMs,
+      onError: options.onError,
+    });
     this.downloads = new DownloadsRepo(db, scheduler);
   }
 
@@ -96,11 +126,13 @@ export class Storage {
    * when this process is the only Folio on the data folder (the app's single-instance lock).
    */
   recover(): RecoveryReport {
-    return this.db.transaction(() => ({
-      messages: this.messages.recoverInterrupted(),
-      documents: this.documents.recoverInterrupted(),
-      downloads: this.downloads.recoverInterrupted(),
-    })).immediate();
+    return this.db
+      .transaction(() => ({
+        messages: this.messages.recoverInterrupted(),
+        documents: this.documents.recoverInterrupted(),
+        downloads: this.downloads.recoverInterrupted(),
+      }))
+      .immediate();
   }
 
   get open(): boolean {

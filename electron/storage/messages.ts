@@ -8,7 +8,13 @@ import type { Message, MessageStatus as MessageStatusSchema } from '../api/contr
 import type { ChatsRepo } from './chats.ts';
 import { isoTime, newId, type Scheduler } from './clock.ts';
 import { StorageError } from './errors.ts';
-import { DEFAULT_FLUSH_INTERVAL_MS, StreamingAnswer, type FinalStatus, type FinishDetails, type StreamHost } from './streaming.ts';
+import {
+  DEFAULT_FLUSH_INTERVAL_MS,
+  StreamingAnswer,
+  type FinalStatus,
+  type FinishDetails,
+  type StreamHost,
+} from './streaming.ts';
 
 export type MessageStatus = z.infer<typeof MessageStatusSchema>;
 export type MessageRole = Message['role'];
@@ -105,8 +111,12 @@ export class MessagesRepo {
       `UPDATE messages SET text = @text, status = @status, tokens = @tokens, tokens_per_second = @tokensPerSecond,
          page_refs = @pageRefs, error = @error, cache_tokens = @cacheTokens, updated_at = @now WHERE id = @id`,
     );
-    this.writeStreamingText = db.prepare(`UPDATE messages SET text = ?, updated_at = ? WHERE id = ? AND status = 'streaming'`);
-    this.selectFrom = db.prepare(`SELECT id, cache_tokens AS cacheTokens FROM messages WHERE chat_id = ? AND seq >= ? ORDER BY seq`);
+    this.writeStreamingText = db.prepare(
+      `UPDATE messages SET text = ?, updated_at = ? WHERE id = ? AND status = 'streaming'`,
+    );
+    this.selectFrom = db.prepare(
+      `SELECT id, cache_tokens AS cacheTokens FROM messages WHERE chat_id = ? AND seq >= ? ORDER BY seq`,
+    );
     this.deleteFrom = db.prepare(`DELETE FROM messages WHERE chat_id = ? AND seq >= ?`);
     this.sumCache = db.prepare(
       `SELECT COALESCE(SUM(cache_tokens), 0) AS tokens, COUNT(*) - COUNT(cache_tokens) AS unknown FROM messages WHERE chat_id = ?`,
@@ -120,24 +130,26 @@ export class MessagesRepo {
   /** Appends a message to the chat (and marks the chat active), in one transaction. */
   add(chatId: string, m: NewMessage): Message {
     const id = newId();
-    this.db.transaction(() => {
-      this.chats.require(chatId);
-      this.insert.run({
-        id,
-        chatId,
-        seq: this.nextSeq.get(chatId) as number,
-        role: m.role,
-        text: m.text,
-        status: m.status ?? 'complete',
-        now: isoTime(this.scheduler),
-        tokens: m.tokens ?? null,
-        tokensPerSecond: m.tokensPerSecond ?? null,
-        pageRefs: JSON.stringify(m.pageRefs ?? []),
-        error: m.error ?? null,
-        cacheTokens: m.cacheTokens ?? null,
-      });
-      this.chats.touch(chatId);
-    }).immediate();
+    this.db
+      .transaction(() => {
+        this.chats.require(chatId);
+        this.insert.run({
+          id,
+          chatId,
+          seq: this.nextSeq.get(chatId) as number,
+          role: m.role,
+          text: m.text,
+          status: m.status ?? 'complete',
+          now: isoTime(this.scheduler),
+          tokens: m.tokens ?? null,
+          tokensPerSecond: m.tokensPerSecond ?? null,
+          pageRefs: JSON.stringify(m.pageRefs ?? []),
+          error: m.error ?? null,
+          cacheTokens: m.cacheTokens ?? null,
+        });
+        this.chats.touch(chatId);
+      })
+      .immediate();
     return this.require(id);
   }
 
@@ -197,7 +209,8 @@ export class MessagesRepo {
   truncateFrom(chatId: string, messageId: string): Truncation {
     return this.db.transaction(() => {
       const row = this.selectOne.get(messageId) as Row | undefined;
-      if (!row || row.chat_id !== chatId) throw new StorageError('NOT_FOUND', `no message ${messageId} in chat ${chatId}`);
+      if (!row || row.chat_id !== chatId)
+        throw new StorageError('NOT_FOUND', `no message ${messageId} in chat ${chatId}`);
       const removed = this.selectFrom.all(chatId, row.seq) as { id: string; cacheTokens: number | null }[];
       this.deleteFrom.run(chatId, row.seq);
       this.chats.touch(chatId);
@@ -213,7 +226,15 @@ export class MessagesRepo {
   /** Starts an assistant answer: a message marked 'streaming' whose text arrives through append(). */
   beginAnswer(chatId: string, options: { text?: string } = {}): StreamingAnswer {
     const m = this.add(chatId, { role: 'assistant', text: options.text ?? '', status: 'streaming' });
-    const answer = new StreamingAnswer(this.host, m.id, chatId, m.text, this.scheduler, this.flushIntervalMs, this.onError);
+    const answer = new StreamingAnswer(
+      this.host,
+      m.id,
+      chatId,
+      m.text,
+      this.scheduler,
+      this.flushIntervalMs,
+      this.onError,
+    );
     this.streams.set(m.id, answer);
     return answer;
   }

@@ -168,7 +168,10 @@ export const migrations: readonly Migration[] = [
       // snake_case. Rewrites each stored JSON with the new names, keeping every value (and any key it
       // does not know). The names are spelt out here, not taken from the current table: a released step
       // must do the same thing whatever the tables become.
-      const rows = db.prepare(`SELECT document_id AS id, json FROM compression_stats`).all() as { id: string; json: string }[];
+      const rows = db.prepare(`SELECT document_id AS id, json FROM compression_stats`).all() as {
+        id: string;
+        json: string;
+      }[];
       const update = db.prepare(`UPDATE compression_stats SET json = ? WHERE document_id = ?`);
       for (const r of rows) update.run(JSON.stringify(statsToCamelCase(JSON.parse(r.json))), r.id);
     },
@@ -180,13 +183,24 @@ export const LATEST_VERSION = migrations[migrations.length - 1].version;
 /** Version 6's renames of the statistics' fields: whole statistics, a layer's, a head's. */
 const STATS_RENAMES: Record<'stats' | 'layer' | 'head', Record<string, string>> = {
   stats: {
-    prefix_tokens: 'prefixTokens', kv_type: 'kvType', budget_selectable: 'budgetSelectable', budget_clamped: 'budgetClamped',
-    kv_bytes_full: 'kvBytesFull', kv_bytes_kept: 'kvBytesKept', ms_prefill: 'msPrefill', ms_compress: 'msCompress',
+    prefix_tokens: 'prefixTokens',
+    kv_type: 'kvType',
+    budget_selectable: 'budgetSelectable',
+    budget_clamped: 'budgetClamped',
+    kv_bytes_full: 'kvBytesFull',
+    kv_bytes_kept: 'kvBytesKept',
+    ms_prefill: 'msPrefill',
+    ms_compress: 'msCompress',
     token_retention: 'tokenRetention',
   },
   layer: {
-    bytes_full: 'bytesFull', bytes_kept: 'bytesKept', eps_over_c: 'epsOverC', attn_l1: 'attnL1',
-    ms_score: 'msScore', ms_select: 'msSelect', ms_compact: 'msCompact',
+    bytes_full: 'bytesFull',
+    bytes_kept: 'bytesKept',
+    eps_over_c: 'epsOverC',
+    attn_l1: 'attnL1',
+    ms_score: 'msScore',
+    ms_select: 'msSelect',
+    ms_compact: 'msCompact',
   },
   head: { retained_mass: 'retainedMass' },
 };
@@ -217,7 +231,9 @@ export interface AppliedMigration {
 }
 
 export function hasMigrationTable(db: Database.Database): boolean {
-  return db.prepare(`SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'`).get() !== undefined;
+  return (
+    db.prepare(`SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'`).get() !== undefined
+  );
 }
 
 export function appliedMigrations(db: Database.Database): AppliedMigration[] {
@@ -232,7 +248,11 @@ export function appliedMigrations(db: Database.Database): AppliedMigration[] {
  * database cannot both apply a step). Returns the versions applied now. The caller has checked beforehand
  * that the database is not newer than this build.
  */
-export function migrate(db: Database.Database, scheduler: Scheduler, list: readonly Migration[] = migrations): number[] {
+export function migrate(
+  db: Database.Database,
+  scheduler: Scheduler,
+  list: readonly Migration[] = migrations,
+): number[] {
   db.exec(`
     CREATE TABLE IF NOT EXISTS schema_migrations (
       version    INTEGER PRIMARY KEY,

@@ -49,11 +49,13 @@ export class ModelsRepo {
 
   /** Adds a folder at the end; false when it is already there. */
   addFolder(path: string): boolean {
-    return this.db.transaction(() => {
-      if (this.selectFolder.get(path) !== undefined) return false;
-      this.insertFolder.run(path, this.nextPosition.get() as number, isoTime(this.scheduler));
-      return true;
-    }).immediate();
+    return this.db
+      .transaction(() => {
+        if (this.selectFolder.get(path) !== undefined) return false;
+        this.insertFolder.run(path, this.nextPosition.get() as number, isoTime(this.scheduler));
+        return true;
+      })
+      .immediate();
   }
 
   removeFolder(path: string): boolean {
@@ -63,7 +65,9 @@ export class ModelsRepo {
   /** Replaces the list (duplicates dropped, first one kept); a folder kept keeps its added time. */
   setFolders(paths: readonly string[]): void {
     this.db.transaction(() => {
-      const addedAt = new Map((this.selectFolders.all() as { path: string; addedAt: string }[]).map((r) => [r.path, r.addedAt]));
+      const addedAt = new Map(
+        (this.selectFolders.all() as { path: string; addedAt: string }[]).map((r) => [r.path, r.addedAt]),
+      );
       this.deleteAllFolders.run();
       const now = isoTime(this.scheduler);
       let position = 1;

@@ -16,7 +16,15 @@ export const DEFAULT_SYSTEM_PROMPT =
 export const DEFAULT_SETTINGS: Settings = Object.freeze({
   modelId: null,
   compression: Object.freeze({ method: 'ada-snapkv', budget: 0.2, alpha: 0.2, window: 32, kernel: 7 }),
-  sampling: Object.freeze({ temperature: 0.7, topK: 40, topP: 0.95, minP: 0.05, repeatPenalty: 1.1, maxTokens: 512, seed: null }),
+  sampling: Object.freeze({
+    temperature: 0.7,
+    topK: 40,
+    topP: 0.95,
+    minP: 0.05,
+    repeatPenalty: 1.1,
+    maxTokens: 512,
+    seed: null,
+  }),
   systemPrompt: DEFAULT_SYSTEM_PROMPT,
   nCtx: null,
   threads: null,
@@ -37,7 +45,12 @@ type Stored = Omit<Settings, 'modelFolders'>;
 const NESTED = { compression: CompressionSettings, sampling: SamplingSettings } as const;
 
 function copyDefaults(): Settings {
-  return { ...DEFAULT_SETTINGS, compression: { ...DEFAULT_SETTINGS.compression }, sampling: { ...DEFAULT_SETTINGS.sampling }, modelFolders: [] };
+  return {
+    ...DEFAULT_SETTINGS,
+    compression: { ...DEFAULT_SETTINGS.compression },
+    sampling: { ...DEFAULT_SETTINGS.sampling },
+    modelFolders: [],
+  };
 }
 
 function issueText(error: z.ZodError, prefix: string): string {
@@ -125,16 +138,21 @@ export class SettingsRepo {
    */
   update(patch: SettingsPatch | unknown): Settings {
     const parsed = StrictSettingsPatch.safeParse(patch);
-    if (!parsed.success) throw new StorageError('BAD_REQUEST', `settings: ${issueText(parsed.error, '')}`, parsed.error.issues);
+    if (!parsed.success)
+      throw new StorageError('BAD_REQUEST', `settings: ${issueText(parsed.error, '')}`, parsed.error.issues);
     const p = parsed.data;
     const current = this.get();
     const merged: Record<string, unknown> = { ...current };
     for (const [key, value] of Object.entries(p)) {
       if (value === undefined) continue;
-      merged[key] = key === 'compression' || key === 'sampling' ? { ...(current[key] as object), ...dropUndefined(value as object) } : value;
+      merged[key] =
+        key === 'compression' || key === 'sampling'
+          ? { ...(current[key] as object), ...dropUndefined(value as object) }
+          : value;
     }
     const checked = Settings.safeParse(merged);
-    if (!checked.success) throw new StorageError('BAD_REQUEST', `settings: ${issueText(checked.error, '')}`, checked.error.issues);
+    if (!checked.success)
+      throw new StorageError('BAD_REQUEST', `settings: ${issueText(checked.error, '')}`, checked.error.issues);
     const next = checked.data;
     this.db.transaction(() => {
       const { modelFolders, ...stored } = next;

@@ -35,7 +35,9 @@ export class StatsRepo {
          retention_format = excluded.retention_format, created_at = excluded.created_at`,
     );
     this.select = db.prepare(`SELECT json, retention, retention_format FROM compression_stats WHERE document_id = ?`);
-    this.selectRetention = db.prepare(`SELECT retention, retention_format FROM compression_stats WHERE document_id = ?`);
+    this.selectRetention = db.prepare(
+      `SELECT retention, retention_format FROM compression_stats WHERE document_id = ?`,
+    );
     this.remove = db.prepare(`DELETE FROM compression_stats WHERE document_id = ?`);
   }
 
@@ -45,10 +47,17 @@ export class StatsRepo {
     const parsed = StatsWithoutRetention.safeParse(others);
     if (!parsed.success) {
       const issue = parsed.error.issues[0];
-      throw new StorageError('BAD_REQUEST', `compression stats: ${issue.path.join('.')}: ${issue.message}`, parsed.error.issues);
+      throw new StorageError(
+        'BAD_REQUEST',
+        `compression stats: ${issue.path.join('.')}: ${issue.message}`,
+        parsed.error.issues,
+      );
     }
     if (!(retention instanceof Int32Array) && !Array.isArray(retention)) {
-      throw new StorageError('BAD_REQUEST', 'compression stats: tokenRetention: expected an Int32Array or an array of numbers');
+      throw new StorageError(
+        'BAD_REQUEST',
+        'compression stats: tokenRetention: expected an Int32Array or an array of numbers',
+      );
     }
     const int = retention instanceof Int32Array || allInt32(retention);
     let blob: Buffer;
@@ -63,7 +72,8 @@ export class StatsRepo {
     try {
       this.upsert.run(documentId, JSON.stringify(parsed.data), blob, int ? 'i32' : 'f64', isoTime(this.scheduler));
     } catch (e) {
-      if ((e as { code?: string }).code === 'SQLITE_CONSTRAINT_FOREIGNKEY') throw new StorageError('NOT_FOUND', `no document ${documentId}`);
+      if ((e as { code?: string }).code === 'SQLITE_CONSTRAINT_FOREIGNKEY')
+        throw new StorageError('NOT_FOUND', `no document ${documentId}`);
       throw e;
     }
   }
@@ -71,7 +81,10 @@ export class StatsRepo {
   get(documentId: string): CompressionStats | null {
     const row = this.select.get(documentId) as StatsRow | undefined;
     if (!row) return null;
-    return { ...(JSON.parse(row.json) as Omit<CompressionStats, 'tokenRetention'>), tokenRetention: Array.from(decode(row, documentId)) };
+    return {
+      ...(JSON.parse(row.json) as Omit<CompressionStats, 'tokenRetention'>),
+      tokenRetention: Array.from(decode(row, documentId)),
+    };
   }
 
   /** The retention map alone, as a typed array (no JSON, no per-value objects). */

@@ -98,7 +98,8 @@ export class StreamingAnswer {
   /** Writes the final text and status (and the answer's numbers); returns the message, or null if it was deleted meanwhile. */
   finish(status: FinalStatus, details: FinishDetails = {}): Message | null {
     if (this.closed_) throw new StorageError('BAD_REQUEST', `message ${this.id} is already finished`);
-    if ((status as string) === 'streaming') throw new StorageError('BAD_REQUEST', `a finished message cannot be 'streaming'`);
+    if ((status as string) === 'streaming')
+      throw new StorageError('BAD_REQUEST', `a finished message cannot be 'streaming'`);
     if (details.text !== undefined) this.text_ = details.text;
     const message = this.host.finish(this.id, this.text_, status, details);
     this.close();

@@ -33,7 +33,8 @@ export function isLoopbackHost(host: string | undefined): boolean {
  */
 export function normalizeOrigin(origin: string): string {
   const o = origin.trim();
-  if (!/^[a-z][a-z0-9+.-]*:\/\/[^/?#\s]+\/?$/i.test(o)) throw new Error(`'${origin}' is not an origin (scheme://host[:port])`);
+  if (!/^[a-z][a-z0-9+.-]*:\/\/[^/?#\s]+\/?$/i.test(o))
+    throw new Error(`'${origin}' is not an origin (scheme://host[:port])`);
   let url: URL;
   try {
     url = new URL(o);
@@ -46,7 +47,11 @@ export function normalizeOrigin(origin: string): string {
 /** FOLIO_ORIGINS / --origins: comma-separated origins, `*` for any (like Ollama's OLLAMA_ORIGINS). */
 export function parseOriginList(list: string | undefined): string[] {
   if (!list?.trim()) return [];
-  return list.split(',').map((x) => x.trim()).filter(Boolean).map((x) => (x === '*' ? '*' : normalizeOrigin(x)));
+  return list
+    .split(',')
+    .map((x) => x.trim())
+    .filter(Boolean)
+    .map((x) => (x === '*' ? '*' : normalizeOrigin(x)));
 }
 
 /** How a request may be used: a harmless read needs neither an allowed Origin nor a token. */
@@ -79,7 +84,8 @@ export class AccessPolicy {
 
   /** HttpError 421 unless the request is addressed to this machine by a loopback name. */
   checkHost(headers: IncomingHttpHeaders): void {
-    if (!isLoopbackHost(headers.host)) throw new HttpError(421, 'this server answers only on 127.0.0.1 / localhost / [::1]');
+    if (!isLoopbackHost(headers.host))
+      throw new HttpError(421, 'this server answers only on 127.0.0.1 / localhost / [::1]');
   }
 
   /** The origin is the page this server itself served: a loopback name on the port the browser addressed. */
@@ -119,19 +125,32 @@ export class AccessPolicy {
   authorize(headers: IncomingHttpHeaders, access: Access): Caller {
     this.checkHost(headers);
     const token = this.tokenMatches(headers.authorization);
-    if (token === false) throw new HttpError(401, 'the API token is wrong: send `Authorization: Bearer <token>` with the token shown in Settings → API access', 'UNAUTHORIZED');
+    if (token === false)
+      throw new HttpError(
+        401,
+        'the API token is wrong: send `Authorization: Bearer <token>` with the token shown in Settings → API access',
+        'UNAUTHORIZED',
+      );
     const origin = headers.origin;
     if (origin !== undefined) {
       if (this.sameOrigin(origin, headers.host)) return { via: 'same-origin', corsOrigin: null };
       const cors = this.originAllowed(origin);
       if (cors) return { via: 'allowed-origin', corsOrigin: cors };
-      throw new HttpError(403, `requests from ${clip(origin)} are refused: only this app's own pages may call it (add the origin to FOLIO_ORIGINS to allow it)`, 'FORBIDDEN_ORIGIN');
+      throw new HttpError(
+        403,
+        `requests from ${clip(origin)} are refused: only this app's own pages may call it (add the origin to FOLIO_ORIGINS to allow it)`,
+        'FORBIDDEN_ORIGIN',
+      );
     }
     // Browsers mark their own requests; a page cannot set this header, so "same-origin" is our UI.
     if (headers['sec-fetch-site'] === 'same-origin') return { via: 'same-origin', corsOrigin: null };
     if (token) return { via: 'token', corsOrigin: null };
     if (access === 'open') return { via: 'anonymous', corsOrigin: null };
-    throw new HttpError(401, 'this API needs a token: send `Authorization: Bearer <token>` (folio serve prints where the token is; Settings → API access shows it)', 'UNAUTHORIZED');
+    throw new HttpError(
+      401,
+      'this API needs a token: send `Authorization: Bearer <token>` (folio serve prints where the token is; Settings → API access shows it)',
+      'UNAUTHORIZED',
+    );
   }
 
   /** The CORS answer to a preflight (OPTIONS): only for allow-listed origins; others get none, so the browser blocks them. */
@@ -139,7 +158,12 @@ export class AccessPolicy {
     this.checkHost(headers);
     const origin = headers.origin;
     const cors = origin !== undefined ? this.originAllowed(origin) : null;
-    if (!cors) throw new HttpError(403, 'cross-origin requests are refused (add the origin to FOLIO_ORIGINS to allow it)', 'FORBIDDEN_ORIGIN');
+    if (!cors)
+      throw new HttpError(
+        403,
+        'cross-origin requests are refused (add the origin to FOLIO_ORIGINS to allow it)',
+        'FORBIDDEN_ORIGIN',
+      );
     return {
       ...corsHeaders(cors),
       'access-control-allow-methods': 'GET, POST, OPTIONS',

@@ -10,7 +10,8 @@ export const API_TOKEN_ENV = 'FOLIO_API_TOKEN';
 
 /** A token travels in a header: visible ASCII, no spaces, and long enough not to be guessed. */
 export function checkToken(token: string, where: string): string {
-  if (!/^[\x21-\x7e]{16,512}$/.test(token)) throw new Error(`${where}: an API token is 16 to 512 visible ASCII characters without spaces`);
+  if (!/^[\x21-\x7e]{16,512}$/.test(token))
+    throw new Error(`${where}: an API token is 16 to 512 visible ASCII characters without spaces`);
   return token;
 }
 
@@ -30,7 +31,8 @@ export function resolveApiToken(o: { dataDir: string; flag?: string; env?: NodeJ
   try {
     stored = readFileSync(file, 'utf8').trim();
   } catch (e) {
-    if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw new Error(`cannot read the API token in ${file}: ${(e as Error).message}`);
+    if ((e as NodeJS.ErrnoException).code !== 'ENOENT')
+      throw new Error(`cannot read the API token in ${file}: ${(e as Error).message}`);
   }
   if (stored) {
     chmodSync(file, 0o600); // tighten a file copied or created with looser rights
@@ -42,7 +44,8 @@ export function resolveApiToken(o: { dataDir: string; flag?: string; env?: NodeJ
   try {
     writeFileSync(file, token + '\n', { mode: 0o600, flag: 'wx' });
   } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === 'EEXIST') return { token: checkToken(readFileSync(file, 'utf8').trim(), file), source: file };
+    if ((e as NodeJS.ErrnoException).code === 'EEXIST')
+      return { token: checkToken(readFileSync(file, 'utf8').trim(), file), source: file };
     throw new Error(`cannot store the API token in ${file}: ${(e as Error).message}`);
   }
   return { token, source: file };

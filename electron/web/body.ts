@@ -16,7 +16,12 @@ export function mediaType(req: IncomingMessage): string {
  */
 export function requireMediaType(req: IncomingMessage, expected: string): void {
   const got = mediaType(req);
-  if (got !== expected) throw new HttpError(415, `send the body as ${expected} (got ${got ? `'${got}'` : 'no Content-Type'})`, 'UNSUPPORTED_MEDIA_TYPE');
+  if (got !== expected)
+    throw new HttpError(
+      415,
+      `send the body as ${expected} (got ${got ? `'${got}'` : 'no Content-Type'})`,
+      'UNSUPPORTED_MEDIA_TYPE',
+    );
 }
 
 /** HttpError 413 when Content-Length alone shows the body is over `limit`. */
@@ -77,16 +82,18 @@ export function readJsonBody(req: IncomingMessage, limit: number): Promise<unkno
       chunks.push(c);
     };
     req.on('data', onData);
-    req.on('end', () => finish(() => {
-      // Under the limit, so the text is far below V8's longest string.
-      const text = Buffer.concat(chunks, size).toString('utf8');
-      if (text.trim() === '') return ok({});
-      try {
-        ok(JSON.parse(text));
-      } catch {
-        fail(new HttpError(400, 'the request body is not valid JSON', 'BAD_REQUEST'));
-      }
-    }));
+    req.on('end', () =>
+      finish(() => {
+        // Under the limit, so the text is far below V8's longest string.
+        const text = Buffer.concat(chunks, size).toString('utf8');
+        if (text.trim() === '') return ok({});
+        try {
+          ok(JSON.parse(text));
+        } catch {
+          fail(new HttpError(400, 'the request body is not valid JSON', 'BAD_REQUEST'));
+        }
+      }),
+    );
     req.on('error', (e) => finish(() => fail(e)));
     req.on('aborted', () => finish(() => fail(new HttpError(400, 'the client stopped sending the body'))));
   });

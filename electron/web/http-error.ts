@@ -3,17 +3,35 @@
 import type { ApiError } from '../api/contract.ts';
 
 export class HttpError extends Error {
-  constructor(readonly status: number, message: string, readonly code = 'HTTP_' + status) {
+  constructor(
+    readonly status: number,
+    message: string,
+    readonly code = 'HTTP_' + status,
+  ) {
     super(message);
   }
 }
 
 /** Codes that mean the request itself is wrong (the client can fix it). */
-const BAD_REQUEST_CODES = new Set(['BAD_REQUEST', 'UNKNOWN_METHOD', 'INVALID_ARGUMENT', 'INVALID_TOKEN', 'CONTEXT_FULL', 'DOC_TOO_LONG', 'BAD_URL']);
+const BAD_REQUEST_CODES = new Set([
+  'BAD_REQUEST',
+  'UNKNOWN_METHOD',
+  'INVALID_ARGUMENT',
+  'INVALID_TOKEN',
+  'CONTEXT_FULL',
+  'DOC_TOO_LONG',
+  'BAD_URL',
+]);
 /** Codes that mean this machine failed, not the caller. */
 const SERVER_CODES = new Set(['INTERNAL', 'OUT_OF_MEMORY', 'DISK_FULL', 'FILE_WRITE_FAILED', 'PROTOCOL_ERROR']);
 /** The engine is down or going down: try again later. */
-const UNAVAILABLE_CODES = new Set(['ENGINE_CRASHED', 'ENGINE_STOPPED', 'ENGINE_UNAVAILABLE', 'SHUTTING_DOWN', 'GPU_UNAVAILABLE']);
+const UNAVAILABLE_CODES = new Set([
+  'ENGINE_CRASHED',
+  'ENGINE_STOPPED',
+  'ENGINE_UNAVAILABLE',
+  'SHUTTING_DOWN',
+  'GPU_UNAVAILABLE',
+]);
 
 /** HTTP status of an API error code: 4xx for whatever the caller can change, 5xx only for our own failures. */
 export function statusOfCode(code: string): number {

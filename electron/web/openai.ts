@@ -9,31 +9,45 @@ import { MAX_GENERATE_TOKENS } from '../api/contract.ts';
 import { statusOfCode } from './http-error.ts';
 
 const ContentPart = z.object({ type: z.string(), text: z.string().optional() }).passthrough();
-const ChatMessage = z.object({
-  role: z.enum(['system', 'developer', 'user', 'assistant']),
-  content: z.union([z.string(), z.array(ContentPart), z.null()]),
-}).passthrough();
+const ChatMessage = z
+  .object({
+    role: z.enum(['system', 'developer', 'user', 'assistant']),
+    content: z.union([z.string(), z.array(ContentPart), z.null()]),
+  })
+  .passthrough();
 
-export const ChatCompletionRequest = z.object({
-  model: z.string().min(1),
-  messages: z.array(ChatMessage).min(1),
-  stream: z.boolean().optional(),
-  temperature: z.number().min(0).max(2).optional(),
-  top_p: z.number().gt(0).max(1).optional(),
-  max_tokens: z.number().int().min(1).max(MAX_GENERATE_TOKENS, `at most ${MAX_GENERATE_TOKENS} tokens can be generated at once`).optional(),
-  max_completion_tokens: z.number().int().min(1).max(MAX_GENERATE_TOKENS, `at most ${MAX_GENERATE_TOKENS} tokens can be generated at once`).optional(),
-  seed: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional(),
-  stop: z.union([z.string(), z.array(z.string()).max(4)]).optional(),
-  /** Folio's extension: answer over a stored, compressed document (an id from the documents API). */
-  document_id: z.string().min(1).optional(),
-}).passthrough();
+export const ChatCompletionRequest = z
+  .object({
+    model: z.string().min(1),
+    messages: z.array(ChatMessage).min(1),
+    stream: z.boolean().optional(),
+    temperature: z.number().min(0).max(2).optional(),
+    top_p: z.number().gt(0).max(1).optional(),
+    max_tokens: z
+      .number()
+      .int()
+      .min(1)
+      .max(MAX_GENERATE_TOKENS, `at most ${MAX_GENERATE_TOKENS} tokens can be generated at once`)
+      .optional(),
+    max_completion_tokens: z
+      .number()
+      .int()
+      .min(1)
+      .max(MAX_GENERATE_TOKENS, `at most ${MAX_GENERATE_TOKENS} tokens can be generated at once`)
+      .optional(),
+    seed: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional(),
+    stop: z.union([z.string(), z.array(z.string()).max(4)]).optional(),
+    /** Folio's extension: answer over a stored, compressed document (an id from the documents API). */
+    document_id: z.string().min(1).optional(),
+  })
+  .passthrough();
 export type ChatCompletionRequest = z.infer<typeof ChatCompletionRequest>;
 
 /** The text of a message's content (string or text parts). */
 export function contentText(content: z.infer<typeof ChatMessage>['content']): string {
   if (content === null) return '';
   if (typeof content === 'string') return content;
-  return content.map((p) => (p.type === 'text' ? p.text ?? '' : '')).join('');
+  return content.map((p) => (p.type === 'text' ? (p.text ?? '') : '')).join('');
 }
 
 export interface CompletionResult {
@@ -51,7 +65,13 @@ export interface OpenAiBackend {
 
 /** An error in OpenAI's shape: { error: { message, type, param, code } }. */
 export class OpenAiError extends Error {
-  constructor(readonly status: number, message: string, readonly type = 'invalid_request_error', readonly param: string | null = null, readonly code: string | null = null) {
+  constructor(
+    readonly status: number,
+    message: string,
+    readonly type = 'invalid_request_error',
+    readonly param: string | null = null,
+    readonly code: string | null = null,
+  ) {
     super(message);
   }
   body() {
@@ -72,7 +92,11 @@ export function sendOpenAiError(res: ServerResponse, e: unknown) {
   const code = typeof err?.code === 'string' ? err.code : null;
   const status = code ? statusOfCode(code) : 500;
   const message = typeof err?.message === 'string' ? err.message : String(e);
-  sendJson(res, status, new OpenAiError(status, message, status >= 500 ? 'server_error' : 'invalid_request_error', null, code).body());
+  sendJson(
+    res,
+    status,
+    new OpenAiError(status, message, status >= 500 ? 'server_error' : 'invalid_request_error', null, code).body(),
+  );
 }
 
 export async function handleModels(res: ServerResponse, backend: OpenAiBackend) {
@@ -80,11 +104,21 @@ export async function handleModels(res: ServerResponse, backend: OpenAiBackend) 
   sendJson(res, 200, { object: 'list', data: data.map((m) => ({ object: 'model', ...m })) });
 }
 
-export async function handleChatCompletions(req: IncomingMessage, res: ServerResponse, body: unknown, backend: OpenAiBackend) {
+export async function handleChatCompletions(
+  req: IncomingMessage,
+  res: ServerResponse,
+  body: unknown,
+  backend: OpenAiBackend,
+) {
   const parsed = ChatCompletionRequest.safeParse(body);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
-    throw new OpenAiError(400, `invalid request: ${issue.path.join('.') || 'body'}: ${issue.message}`, 'invalid_request_error', issue.path.join('.') || null);
+    throw new OpenAiError(
+      400,
+      `invalid request: ${issue.path.join('.') || 'body'}: ${issue.message}`,
+      'invalid_request_error',
+      issue.path.join('.') || null,
+    );
   }
   const request = parsed.data;
   const id = `chatcmpl-${randomUUID()}`;
@@ -98,9 +132,18 @@ export async function handleChatCompletions(req: IncomingMessage, res: ServerRes
   if (!request.stream) {
     const r = await backend.complete(request, () => {}, abort.signal);
     sendJson(res, 200, {
-      id, object: 'chat.completion', created, model: r.model,
-      choices: [{ index: 0, message: { role: 'assistant', content: r.text }, finish_reason: r.finishReason, logprobs: null }],
-      usage: { prompt_tokens: r.promptTokens, completion_tokens: r.completionTokens, total_tokens: r.promptTokens + r.completionTokens },
+      id,
+      object: 'chat.completion',
+      created,
+      model: r.model,
+      choices: [
+        { index: 0, message: { role: 'assistant', content: r.text }, finish_reason: r.finishReason, logprobs: null },
+      ],
+      usage: {
+        prompt_tokens: r.promptTokens,
+        completion_tokens: r.completionTokens,
+        total_tokens: r.promptTokens + r.completionTokens,
+      },
     });
     return;
   }
@@ -111,14 +154,22 @@ export async function handleChatCompletions(req: IncomingMessage, res: ServerRes
   const start = () => {
     if (started) return;
     started = true;
-    res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', connection: 'keep-alive' });
+    res.writeHead(200, {
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-cache',
+      connection: 'keep-alive',
+    });
     res.write(chunk({ role: 'assistant', content: '' }, null, request.model));
   };
   try {
-    const r = await backend.complete(request, (text) => {
-      start();
-      if (text) res.write(chunk({ content: text }, null, request.model));
-    }, abort.signal);
+    const r = await backend.complete(
+      request,
+      (text) => {
+        start();
+        if (text) res.write(chunk({ content: text }, null, request.model));
+      },
+      abort.signal,
+    );
     start();
     res.write(chunk({}, r.finishReason, r.model));
     res.write('data: [DONE]\n\n');
@@ -127,7 +178,9 @@ export async function handleChatCompletions(req: IncomingMessage, res: ServerRes
     if (!started) throw e; // nothing sent yet: a normal error response
     // Mid-stream: report in the stream, as OpenAI's servers do, then end it.
     const err = e as { message?: string; code?: string };
-    res.write(`data: ${JSON.stringify({ error: { message: err.message ?? String(e), type: 'server_error', param: null, code: err.code ?? null } })}\n\n`);
+    res.write(
+      `data: ${JSON.stringify({ error: { message: err.message ?? String(e), type: 'server_error', param: null, code: err.code ?? null } })}\n\n`,
+    );
     res.end();
   }
 }

@@ -14,7 +14,8 @@ export interface RequestTarget {
 export function parseTarget(raw: string | undefined): RequestTarget {
   // Only origin-form ("/path?query") is served: an absolute URL or "*" is for proxies, "//host" is a trap
   // for URL parsers (it reads as an authority).
-  if (!raw || raw[0] !== '/' || raw.startsWith('//')) throw new HttpError(400, `the request target '${clip(raw)}' is not a path starting with a single /`, 'BAD_URL');
+  if (!raw || raw[0] !== '/' || raw.startsWith('//'))
+    throw new HttpError(400, `the request target '${clip(raw)}' is not a path starting with a single /`, 'BAD_URL');
   let url: URL;
   try {
     url = new URL(raw, 'http://localhost');
@@ -65,7 +66,9 @@ export function setSecurityHeaders(res: ServerResponse): void {
 
 /** The same headers for a raw answer written on a socket (a refused WebSocket upgrade). */
 export function securityHeaderLines(): string {
-  return Object.entries(SECURITY_HEADERS).map(([k, v]) => `${k}: ${v}\r\n`).join('');
+  return Object.entries(SECURITY_HEADERS)
+    .map(([k, v]) => `${k}: ${v}\r\n`)
+    .join('');
 }
 
 function clip(s: string | undefined): string {

@@ -39,7 +39,7 @@ export interface WebHostOptions {
   openai?: OpenAiBackend;
   /** The built renderer (index.html and assets); when missing, / explains how to build it. */
   staticDir?: string;
-  port?: number;  // 0: any free port
+  port?: number; // 0: any free port
   /** The bearer token programs must present (api-token.ts); the app's own pages need none. */
   apiToken: string;
   /** Origins besides the app's own allowed to call the API from a browser (FOLIO_ORIGINS; `*`: any). */
@@ -58,9 +58,17 @@ export interface WebHost {
 }
 
 const types: Record<string, string> = {
-  '.html': 'text/html; charset=utf-8', '.js': 'text/javascript; charset=utf-8', '.mjs': 'text/javascript; charset=utf-8',
-  '.css': 'text/css; charset=utf-8', '.json': 'application/json', '.svg': 'image/svg+xml', '.png': 'image/png',
-  '.ico': 'image/x-icon', '.woff2': 'font/woff2', '.wasm': 'application/wasm', '.map': 'application/json',
+  '.html': 'text/html; charset=utf-8',
+  '.js': 'text/javascript; charset=utf-8',
+  '.mjs': 'text/javascript; charset=utf-8',
+  '.css': 'text/css; charset=utf-8',
+  '.json': 'application/json',
+  '.svg': 'image/svg+xml',
+  '.png': 'image/png',
+  '.ico': 'image/x-icon',
+  '.woff2': 'font/woff2',
+  '.wasm': 'application/wasm',
+  '.map': 'application/json',
 };
 
 function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) {
@@ -83,7 +91,8 @@ function toOpenAiError(e: unknown): unknown {
 }
 
 /** Routes the API protects; everything else a GET can reach (the UI, /api/health) is harmless to read. */
-const isProtected = (pathname: string) => pathname === '/v1' || pathname.startsWith('/v1/') || (pathname.startsWith('/api/') && pathname !== '/api/health');
+const isProtected = (pathname: string) =>
+  pathname === '/v1' || pathname.startsWith('/v1/') || (pathname.startsWith('/api/') && pathname !== '/api/health');
 
 export async function startWebHost(o: WebHostOptions): Promise<WebHost> {
   const limit = o.maxBodyBytes ?? MAX_JSON_BODY_BYTES;
@@ -95,7 +104,9 @@ export async function startWebHost(o: WebHostOptions): Promise<WebHost> {
   const serveStatic = (req: IncomingMessage, res: ServerResponse, pathname: string) => {
     if (!staticRoot || !existsSync(join(staticRoot, 'index.html'))) {
       res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
-      res.end('<!doctype html><title>Folio</title><p>The Folio API is running here. The user interface is not built: run <code>npm run build</code>.</p>');
+      res.end(
+        '<!doctype html><title>Folio</title><p>The Folio API is running here. The user interface is not built: run <code>npm run build</code>.</p>',
+      );
       return;
     }
     let file = normalize(join(staticRoot, decodePath(pathname)));
@@ -112,7 +123,9 @@ export async function startWebHost(o: WebHostOptions): Promise<WebHost> {
       'cache-control': file.endsWith('index.html') ? 'no-cache' : 'public, max-age=31536000, immutable',
     });
     if (req.method === 'HEAD') return res.end();
-    createReadStream(file).on('error', () => res.destroy()).pipe(res);
+    createReadStream(file)
+      .on('error', () => res.destroy())
+      .pipe(res);
   };
 
   const handleOpenAi = async (req: IncomingMessage, res: ServerResponse, pathname: string) => {
@@ -122,7 +135,13 @@ export async function startWebHost(o: WebHostOptions): Promise<WebHost> {
       const body = await readJsonBody(req, limit);
       return await handleChatCompletions(req, res, body, o.openai);
     }
-    throw new OpenAiError(404, `unknown endpoint ${req.method} ${pathname}`, 'invalid_request_error', null, 'unknown_url');
+    throw new OpenAiError(
+      404,
+      `unknown endpoint ${req.method} ${pathname}`,
+      'invalid_request_error',
+      null,
+      'unknown_url',
+    );
   };
 
   const handleCall = async (req: IncomingMessage, res: ServerResponse) => {
@@ -170,7 +189,8 @@ export async function startWebHost(o: WebHostOptions): Promise<WebHost> {
       // A body we did not read (refused early, or over its limit) is let through briefly, then cut off.
       if (!req.complete) discardBody(req, res, limit);
       if (res.headersSent) return void res.end();
-      const extra: Record<string, string> = e instanceof HttpError && e.status === 401 ? { 'www-authenticate': 'Bearer realm="folio"' } : {};
+      const extra: Record<string, string> =
+        e instanceof HttpError && e.status === 401 ? { 'www-authenticate': 'Bearer realm="folio"' } : {};
       for (const [k, v] of Object.entries(extra)) res.setHeader(k, v);
       if (openAiShape) return sendOpenAiError(res, toOpenAiError(e));
       const { status, body } = apiErrorBody(e);
@@ -196,8 +216,10 @@ export async function startWebHost(o: WebHostOptions): Promise<WebHost> {
     const { status, body } = apiErrorBody(e);
     const text = JSON.stringify(body);
     socket.on('error', () => {});
-    socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'Error'}\r\nconnection: close\r\ncontent-type: application/json\r\n` +
-      `content-length: ${Buffer.byteLength(text)}\r\n${securityHeaderLines()}\r\n${text}`);
+    socket.end(
+      `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'Error'}\r\nconnection: close\r\ncontent-type: application/json\r\n` +
+        `content-length: ${Buffer.byteLength(text)}\r\n${securityHeaderLines()}\r\n${text}`,
+    );
     setTimeout(() => socket.destroy(), 1000).unref();
   };
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
@@ -217,11 +239,19 @@ export async function startWebHost(o: WebHostOptions): Promise<WebHost> {
         try {
           msg = JSON.parse(String(data));
         } catch {
-          return ws.send(JSON.stringify({ type: 'error', id: null, error: { code: 'BAD_REQUEST', message: 'not JSON' } }));
+          return ws.send(
+            JSON.stringify({ type: 'error', id: null, error: { code: 'BAD_REQUEST', message: 'not JSON' } }),
+          );
         }
         const id = typeof msg?.id === 'string' || typeof msg?.id === 'number' ? msg.id : null;
         if (msg?.type !== 'call' || typeof msg.method !== 'string' || id === null)
-          return ws.send(JSON.stringify({ type: 'error', id, error: { code: 'BAD_REQUEST', message: 'expected { type: "call", id, method, params }' } }));
+          return ws.send(
+            JSON.stringify({
+              type: 'error',
+              id,
+              error: { code: 'BAD_REQUEST', message: 'expected { type: "call", id, method, params }' },
+            }),
+          );
         try {
           const result = await o.dispatcher.dispatch(msg.method, msg.params);
           if (ws.readyState === ws.OPEN) ws.send(JSON.stringify({ type: 'result', id, result }));

@@ -39,8 +39,10 @@ export function prepareUploadDir(dir: string): void {
 export function uploadFileName(req: IncomingMessage): string {
   const raw = decodeHeader(UPLOAD_FILE_NAME_HEADER, req.headers[UPLOAD_FILE_NAME_HEADER]);
   const name = raw === undefined ? '' : basename(raw.replace(/\\/g, '/')).trim();
-  if (!name || name === '.' || name === '..') throw new HttpError(400, `name the file in the ${UPLOAD_FILE_NAME_HEADER} header (URI-encoded)`, 'BAD_REQUEST');
-  if (name.length > 1024 || /[\0-\x1f]/.test(name)) throw new HttpError(400, 'the file name is longer than 1024 characters or has control characters', 'BAD_REQUEST');
+  if (!name || name === '.' || name === '..')
+    throw new HttpError(400, `name the file in the ${UPLOAD_FILE_NAME_HEADER} header (URI-encoded)`, 'BAD_REQUEST');
+  if (name.length > 1024 || /[\0-\x1f]/.test(name))
+    throw new HttpError(400, 'the file name is longer than 1024 characters or has control characters', 'BAD_REQUEST');
   return name;
 }
 

@@ -199,7 +199,8 @@ FOLIO_EXPORT int folio_gpu_open(uint32_t abi_version, int32_t device, folio_gpu_
   }
   if (count == 0) return say("no CUDA device found");
   if (device < 0 || device >= count) return say("CUDA device %d does not exist (%d found)", device, count);
-  if ((e = cudaSetDevice(device)) != cudaSuccess) return say("cannot use CUDA device %d: %s", device, cudaGetErrorString(e));
+  if ((e = cudaSetDevice(device)) != cudaSuccess)
+    return say("cannot use CUDA device %d: %s", device, cudaGetErrorString(e));
   cudaDeviceProp prop;
   if ((e = cudaGetDeviceProperties(&prop, device)) != cudaSuccess)
     return say("cannot read CUDA device %d: %s", device, cudaGetErrorString(e));

@@ -42,7 +42,7 @@ struct AttnArgs {
   float* part_m;          // [splits, Hk, R] each slice's max score (−inf: the slice saw no key)
   float* part_l;          // [splits, Hk, R] each slice's Σ exp(score − max)
   int32_t m, H, Hk, G, D, Dv, splits;
-  float scale;            // 1/sqrt(D), computed as the CPU does
+  float scale;  // 1/sqrt(D), computed as the CPU does
 };
 
 // grid (ceil(R / (kWarps·RW)), splits, Hk), kThreads threads; warp w owns rows r0 + w·RW .. + RW.
@@ -92,8 +92,8 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(AttnArgs a) {
 
   const T* kb = static_cast<const T*>(a.k) + off * D;   // [len, D] head g's keys
   const T* vb = static_cast<const T*>(a.v) + off * Dv;  // [len, Dv]
-  const float* qw = Qs + warp * RW * D;                  // [RW, D] this warp's rows
-  for (int32_t j0 = k0; j0 < k1; j0 += kTile) {  // k0, k1 are the same for the whole block
+  const float* qw = Qs + warp * RW * D;                 // [RW, D] this warp's rows
+  for (int32_t j0 = k0; j0 < k1; j0 += kTile) {         // k0, k1 are the same for the whole block
     const int nb = min(kTile, k1 - j0);
     __syncthreads();  // the queries are stored / the previous tile's values have been read
     for (int idx = threadIdx.x; idx < kTile * D; idx += kThreads) {
@@ -269,9 +269,9 @@ int attention(const float* q, const folio_gpu_kv_layer* layer, int32_t m, int32_
     const size_t rows = size_t(splits) * size_t(Hk) * size_t(R);
     auto* part = static_cast<float*>(scratch(Scratch::Scores, rows * (size_t(Dv) + 2) * sizeof(float)));
     if (!part) return 1;
-    a.part_o = part;               // [splits, Hk, R, Dv]
-    a.part_m = part + rows * Dv;   // [splits, Hk, R]
-    a.part_l = a.part_m + rows;    // [splits, Hk, R]
+    a.part_o = part;              // [splits, Hk, R, Dv]
+    a.part_m = part + rows * Dv;  // [splits, Hk, R]
+    a.part_l = a.part_m + rows;   // [splits, Hk, R]
   }
 
   const dim3 grid{unsigned(row_tiles), unsigned(splits), unsigned(Hk)};

@@ -251,7 +251,7 @@ struct Q4_K {
   static constexpr bool kTail = false;
   FOLIO_HD static void dequant8(const uint8_t* blk, int q, float out[8]) {
     const int j = q >> 2, l0 = 8 * (q & 3);  // sub-block, first element within it
-    const uint32_t dd = ld32(blk);            // d, dmin
+    const uint32_t dd = ld32(blk);           // d, dmin
     float sc, mn;
     k4_scale_min(blk + 4, j, &sc, &mn);
     const float dj = mul_rn(half_to_float(dd & 0xffff), sc), mj = mul_rn(half_to_float(dd >> 16), mn);

@@ -9,7 +9,7 @@ namespace folio::cuda {
 
 namespace {
 
-constexpr int kThreads = 256;  // threads of the 1-D kernels
+constexpr int kThreads = 256;           // threads of the 1-D kernels
 constexpr int kMaxBlocks = 65535 * 16;  // enough blocks to fill any GPU; grid-stride loops do the rest
 
 // Blocks for a grid-stride loop over `count` elements.
@@ -21,8 +21,8 @@ unsigned grid_for(int64_t count) {
 // One block per row: the sum of squares in double (as the CPU does), each thread over a stride of the row,
 // then a tree reduction in shared memory; then the row is scaled in place (x and y may alias: every
 // element is read and written by the same thread, after the whole row has been summed).
-__global__ void __launch_bounds__(kThreads) rms_norm_kernel(const float* x, const float* g, float* y, int64_t width,
-                                                            float eps) {
+__global__ void __launch_bounds__(kThreads)
+    rms_norm_kernel(const float* x, const float* g, float* y, int64_t width, float eps) {
   __shared__ double part[kThreads];  // [threads] partial sums of squares
   const int64_t row = blockIdx.x;
   const float* xr = x + row * width;
@@ -43,9 +43,9 @@ __global__ void __launch_bounds__(kThreads) rms_norm_kernel(const float* x, cons
 // base^(−2i/rope_dim) is built by i repeated float multiplications of pos by theta_scale, exactly the
 // CPU's sequence of roundings, so the angles agree bit for bit; then every (head, pair) rotates.
 constexpr int kMaxPairs = 128;  // rope_dim ≤ head_dim ≤ 256
-__global__ void __launch_bounds__(kThreads) rope_kernel(float* x, int32_t n_heads, int32_t head_dim, const int32_t* pos,
-                                                        int32_t rope_dim, int32_t neox, float theta_scale,
-                                                        float freq_scale, const float* freq_factors) {
+__global__ void __launch_bounds__(kThreads)
+    rope_kernel(float* x, int32_t n_heads, int32_t head_dim, const int32_t* pos, int32_t rope_dim, int32_t neox,
+                float theta_scale, float freq_scale, const float* freq_factors) {
   __shared__ float cs[2 * kMaxPairs];  // [pairs, 2] cos and sin of each pair's angle
   const int64_t t = blockIdx.x;
   const int pairs = rope_dim / 2;

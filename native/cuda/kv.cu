@@ -19,8 +19,8 @@ __device__ __forceinline__ void store(__half* dst, float x) { *dst = __float2hal
 // One block per (token t, head g): grid (n, Hk). Head g's entry len[g] + t takes k[t, g·D ..],
 // v[t, g·Dv ..] and pos[t] (len as before this call).     k: [n, Hk·D]; v: [n, Hk·Dv] float32; the cache in T.
 template <typename T>
-__global__ void __launch_bounds__(kThreads) kv_append_kernel(folio_gpu_kv_layer L, const float* k, const float* v,
-                                                             const int32_t* pos) {
+__global__ void __launch_bounds__(kThreads)
+    kv_append_kernel(folio_gpu_kv_layer L, const float* k, const float* v, const int32_t* pos) {
   const int64_t t = blockIdx.x;
   const int g = blockIdx.y;
   const int Hk = L.n_head_kv, D = L.head_dim, Dv = L.head_dim_v;
@@ -44,8 +44,8 @@ __global__ void kv_len_add_kernel(int32_t* len, int32_t Hk, int32_t n) {
 // becomes src head g's entry keep[start[g] + i]. Elements are copied as they are (U: their bit pattern).
 //     keep: [start[Hk]] indices relative to each src head; start: [Hk + 1] (device copy of start_host).
 template <typename U>
-__global__ void __launch_bounds__(kThreads) kv_gather_kernel(folio_gpu_kv_layer src, folio_gpu_kv_layer dst,
-                                                             const int32_t* keep, const int64_t* start) {
+__global__ void __launch_bounds__(kThreads)
+    kv_gather_kernel(folio_gpu_kv_layer src, folio_gpu_kv_layer dst, const int32_t* keep, const int64_t* start) {
   const int g = blockIdx.y;
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const int64_t i = int64_t(blockIdx.x) * kWarps + warp;  // index among head g's kept entries
@@ -71,12 +71,11 @@ int kv_append(const folio_gpu_kv_layer* layer, const float* k, const float* v, c
   if (L.n_head_kv > 65535) return fail("kv_append", "too many KV heads");
   if (L.kv_type != 0 && L.kv_type != 1) return fail("kv_append", "unsupported KV type");
   const dim3 grid{unsigned(n), unsigned(L.n_head_kv)};
-  if (L.kv_type == 1)
-    kv_append_kernel<__half><<<grid, kThreads, 0, stream()>>>(L, k, v, pos);
-  else
-    kv_append_kernel<float><<<grid, kThreads, 0, stream()>>>(L, k, v, pos);
+  if (L.kv_type == 1) kv_append_kernel<__half><<<grid, kThreads, 0, stream()>>>(L, k, v, pos);
+  else kv_append_kernel<float><<<grid, kThreads, 0, stream()>>>(L, k, v, pos);
   if (int e = check_launch("kv_append")) return e;
-  kv_len_add_kernel<<<unsigned((L.n_head_kv + kThreads - 1) / kThreads), kThreads, 0, stream()>>>(L.len, L.n_head_kv, n);
+  kv_len_add_kernel<<<unsigned((L.n_head_kv + kThreads - 1) / kThreads), kThreads, 0, stream()>>>(L.len, L.n_head_kv,
+                                                                                                  n);
   if (int e = check_launch("kv_append (lengths)")) return e;
   return 0;
 }
@@ -101,10 +100,8 @@ int kv_gather(const folio_gpu_kv_layer* src, const folio_gpu_kv_layer* dst, cons
   cudaError_t ce = cudaMemcpyAsync(start_dev, start, bytes, cudaMemcpyHostToDevice, stream());
   if (ce != cudaSuccess) return fail("kv_gather", ce);
   const dim3 grid{unsigned((max_cnt + kWarps - 1) / kWarps), unsigned(Hk)};
-  if (S.kv_type == 1)
-    kv_gather_kernel<uint16_t><<<grid, kThreads, 0, stream()>>>(S, Dl, keep, start_dev);
-  else
-    kv_gather_kernel<uint32_t><<<grid, kThreads, 0, stream()>>>(S, Dl, keep, start_dev);
+  if (S.kv_type == 1) kv_gather_kernel<uint16_t><<<grid, kThreads, 0, stream()>>>(S, Dl, keep, start_dev);
+  else kv_gather_kernel<uint32_t><<<grid, kThreads, 0, stream()>>>(S, Dl, keep, start_dev);
   if (int e = check_launch("kv_gather")) return e;
   return 0;
 }

@@ -50,8 +50,8 @@ constexpr int kGemvThreads = 128;
 
 // acc[t] = thread tid's share of Σ_c W[row, c] · x[t, c] (t < n; acc[t ≥ n] = 0).
 template <class T, int N>
-__host__ __device__ __forceinline__ void gemv_partial(const uint8_t* row, int64_t cols, const float* x, int n, bool xvec,
-                                                      int tid, float acc[N]) {
+__host__ __device__ __forceinline__ void gemv_partial(const uint8_t* row, int64_t cols, const float* x, int n,
+                                                      bool xvec, int tid, float acc[N]) {
   FOLIO_UNROLL
   for (int t = 0; t < N; ++t) acc[t] = 0.0f;
   const float* xg = x + 8 * int64_t(tid);  // x[0, 8g ..]
@@ -132,15 +132,15 @@ struct GemmArgs {
 //   fetch(0); stash; sync; for each k0: { fetch(k0 + BK) unless last; multiply; sync; stash; sync }; store
 template <class T>
 struct GemmThread {
-  int wm[2], wk;                // W groups loaded: rows r0 + wm[s], columns k0 + 8wk ..
-  int xj, xk;                   // x group loaded: token t0 + xj, columns k0 + 8xk ..
-  bool w_ok[2], x_ok;           // inside the matrix (else zeros)
-  const uint8_t* wrow[2];       // [ldw]
-  const float* xrow;            // [cols]
-  int ty, tx;                   // outputs: rows r0 + 8ty + i, tokens t0 + 4tx + j
+  int wm[2], wk;           // W groups loaded: rows r0 + wm[s], columns k0 + 8wk ..
+  int xj, xk;              // x group loaded: token t0 + xj, columns k0 + 8xk ..
+  bool w_ok[2], x_ok;      // inside the matrix (else zeros)
+  const uint8_t* wrow[2];  // [ldw]
+  const float* xrow;       // [cols]
+  int ty, tx;              // outputs: rows r0 + 8ty + i, tokens t0 + 4tx + j
   int64_t r0, t0;
-  float wreg[2][8], xreg[8];    // the next tiles' values, fetched while the current ones are multiplied
-  float acc[8][4];              // [row 8ty + i][token 4tx + j]
+  float wreg[2][8], xreg[8];  // the next tiles' values, fetched while the current ones are multiplied
+  float acc[8][4];            // [row 8ty + i][token 4tx + j]
 
   __host__ __device__ __forceinline__ GemmThread(const GemmArgs& a, int tid, int64_t r0_, int64_t t0_) {
     r0 = r0_, t0 = t0_;
@@ -253,8 +253,8 @@ constexpr int kGetRowsThreads = 256;
 
 template <class T>
 __global__ void __launch_bounds__(kGetRowsThreads)
-    get_rows_kernel(const uint8_t* __restrict__ w, size_t ldw, int64_t cols, const int32_t* __restrict__ ids,
-                    int64_t n, float* __restrict__ out) {
+    get_rows_kernel(const uint8_t* __restrict__ w, size_t ldw, int64_t cols, const int32_t* __restrict__ ids, int64_t n,
+                    float* __restrict__ out) {
   const int64_t g = int64_t(blockIdx.x) * kGetRowsThreads + threadIdx.x;
   if (8 * g >= cols) return;
   const int count = T::kTail ? left8(cols - 8 * g) : 8;
@@ -348,9 +348,17 @@ int with_type(int32_t type, const void* w, size_t ldw, F&& f) {
 // Elements per block of a supported type (the plain types: 1); 0 for any other type.
 int block_of(int32_t type) {
   switch (type) {
-    case 0: case 1: case 30: return 1;
-    case 8: case 2: case 3: case 6: case 7: return 32;
-    case 12: case 13: case 14: return 256;
+    case 0:
+    case 1:
+    case 30: return 1;
+    case 8:
+    case 2:
+    case 3:
+    case 6:
+    case 7: return 32;
+    case 12:
+    case 13:
+    case 14: return 256;
   }
   return 0;
 }

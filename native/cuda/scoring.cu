@@ -146,8 +146,8 @@ __global__ void __launch_bounds__(kThreads) ws_stats_kernel(WsArgs a) {
   const int D = a.D, R = a.G * a.w;
   const int c = blockIdx.x, g = blockIdx.z, rb0 = blockIdx.y * kRowsPerBlock;
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  float* Ks = smem;                                 // [kTile, D + 1]
-  float* qs = smem + kTile * (D + 1) + warp * D;   // [D]
+  float* Ks = smem;                                            // [kTile, D + 1]
+  float* qs = smem + kTile * (D + 1) + warp * D;               // [D]
   const T* kb = static_cast<const T*>(a.k) + a.offset[g] * D;  // [L, D] head g's keys
   const int32_t c0 = c * a.chunk, c1 = min(a.L, c0 + a.chunk);
   for (int rr = threadIdx.x; rr < kRowsPerBlock; rr += blockDim.x) {
@@ -242,8 +242,8 @@ __global__ void __launch_bounds__(kThreads) ws_attn_kernel(WsArgs a) {
 }
 
 // Pass 3: score[g, j] = pool_at(attn[g, 0 .. n)), n = L − w. grid (ceil(n / kThreads), Hk).
-__global__ void __launch_bounds__(kThreads) ws_pool_kernel(const float* attn, float* score, int32_t L, int32_t n,
-                                                           int kernel) {
+__global__ void __launch_bounds__(kThreads)
+    ws_pool_kernel(const float* attn, float* score, int32_t L, int32_t n, int kernel) {
   const int g = blockIdx.y;
   const int64_t j = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (j >= n) return;
@@ -256,16 +256,17 @@ constexpr int kSelThreads = 256;
 constexpr int kScanTile = 4 * kSelThreads;  // tokens per block of top_tokens' compaction, 4 per thread
 
 // The composite of element (g, j): per head (top_tokens) or across heads (topk_per_head).
-__device__ __forceinline__ uint64_t element(const float* score, int32_t n, int32_t Hk, bool per_head, int g, int32_t j) {
+__device__ __forceinline__ uint64_t element(const float* score, int32_t n, int32_t Hk, bool per_head, int g,
+                                            int32_t j) {
   const float x = score[int64_t(g) * n + j];
   return composite(x, per_head ? uint32_t(j) : uint32_t(j) * uint32_t(Hk) + uint32_t(g));
 }
 
 // Histogram of the digit at `shift` of the elements matching their segment's prefix: grid (bx, Hk),
 // segment = the head (per_head) or 0. hist: [segments, kBins], zero before the pass.
-__global__ void __launch_bounds__(kSelThreads) select_hist_kernel(const float* score, int32_t n, int32_t Hk,
-                                                                  bool per_head, const SelectState* st,
-                                                                  uint32_t* hist, int shift) {
+__global__ void __launch_bounds__(kSelThreads)
+    select_hist_kernel(const float* score, int32_t n, int32_t Hk, bool per_head, const SelectState* st, uint32_t* hist,
+                       int shift) {
   __shared__ uint32_t h[kBins];  // [bins] this block's counts
   for (int b = threadIdx.x; b < kBins; b += blockDim.x) h[b] = 0;
   __syncthreads();
@@ -298,8 +299,8 @@ __global__ void __launch_bounds__(kBins) select_digit_kernel(SelectState* st, ui
 }
 
 // topk_per_head: won[g] += the selected elements of head g. grid (bx, Hk).
-__global__ void __launch_bounds__(kSelThreads) select_count_kernel(const float* score, int32_t n, int32_t Hk,
-                                                                   const SelectState* st, uint32_t* won) {
+__global__ void __launch_bounds__(kSelThreads)
+    select_count_kernel(const float* score, int32_t n, int32_t Hk, const SelectState* st, uint32_t* won) {
   __shared__ uint32_t total;
   if (threadIdx.x == 0) total = 0;
   __syncthreads();
@@ -322,8 +323,8 @@ __device__ __forceinline__ unsigned tile_flags(const float* score, int32_t n, in
 }
 
 // top_tokens, compaction step 1: selected tokens per tile. grid (tiles, Hk); counts: [Hk, tiles].
-__global__ void __launch_bounds__(kSelThreads) tokens_count_kernel(const float* score, int32_t n,
-                                                                   const SelectState* st, int64_t* counts) {
+__global__ void __launch_bounds__(kSelThreads)
+    tokens_count_kernel(const float* score, int32_t n, const SelectState* st, int64_t* counts) {
   __shared__ uint32_t total;
   if (threadIdx.x == 0) total = 0;
   __syncthreads();
@@ -347,9 +348,8 @@ __global__ void tokens_scan_kernel(int64_t* counts, const int64_t* start, int32_
 }
 
 // Step 3: each tile writes its selected tokens in order from its first index. grid (tiles, Hk).
-__global__ void __launch_bounds__(kSelThreads) tokens_write_kernel(const float* score, int32_t n,
-                                                                   const SelectState* st, const int64_t* first,
-                                                                   int32_t* out) {
+__global__ void __launch_bounds__(kSelThreads)
+    tokens_write_kernel(const float* score, int32_t n, const SelectState* st, const int64_t* first, int32_t* out) {
   __shared__ uint32_t warp_total[kSelThreads / 32];
   const int g = blockIdx.y;
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
@@ -397,8 +397,8 @@ size_t align_up(size_t x) { return (x + 255) / 256 * 256; }
 
 }  // namespace
 
-int window_scores(const float* qw, const folio_gpu_kv_layer* layer, int32_t n_head, int32_t L, int32_t w, int32_t kernel,
-                  float* attn, float* score) {
+int window_scores(const float* qw, const folio_gpu_kv_layer* layer, int32_t n_head, int32_t L, int32_t w,
+                  int32_t kernel, float* attn, float* score) {
   const folio_gpu_kv_layer Ly = *layer;
   const int Hk = Ly.n_head_kv, D = Ly.head_dim;
   if (L <= 0 || w <= 0 || n_head <= 0 || Hk <= 0) return 0;
@@ -439,10 +439,10 @@ int window_scores(const float* qw, const folio_gpu_kv_layer* layer, int32_t n_he
   const size_t parts = size_t(Hk) * size_t(R) * size_t(chunks), rows = size_t(Hk) * size_t(R);
   auto* buf = static_cast<float*>(scratch(Scratch::Scores, (2 * parts + 2 * rows) * sizeof(float)));
   if (!buf) return 1;
-  a.part_m = buf;                // [Hk, R, chunks]
-  a.part_l = a.part_m + parts;   // [Hk, R, chunks]
-  a.row_m = a.part_l + parts;    // [Hk, R]
-  a.row_inv = a.row_m + rows;    // [Hk, R]
+  a.part_m = buf;               // [Hk, R, chunks]
+  a.part_l = a.part_m + parts;  // [Hk, R, chunks]
+  a.row_m = a.part_l + parts;   // [Hk, R]
+  a.row_inv = a.row_m + rows;   // [Hk, R]
 
   const size_t smem = sizeof(float) * (size_t(kTile) * (D + 1) + size_t(kWarps) * D);  // Ks and Qs
   const bool f16 = Ly.kv_type == 1;
@@ -484,7 +484,8 @@ int topk_per_head(const float* score, int32_t n_head_kv, int32_t n, int64_t k, i
   auto* won_dev = reinterpret_cast<uint32_t*>(buf + won_at);
   const SelectState init{0, 0, uint64_t(k)};
   cudaError_t ce = cudaMemcpyAsync(st, &init, sizeof init, cudaMemcpyHostToDevice, stream());
-  if (ce == cudaSuccess) ce = cudaMemsetAsync(buf + hist_at, 0, won_at - hist_at + size_t(Hk) * sizeof(uint32_t), stream());
+  if (ce == cudaSuccess)
+    ce = cudaMemsetAsync(buf + hist_at, 0, won_at - hist_at + size_t(Hk) * sizeof(uint32_t), stream());
   if (ce != cudaSuccess) return fail("topk_per_head", ce);
   if (int e = radix_select("topk_per_head", score, n, Hk, false, st, hist)) return e;
   select_count_kernel<<<dim3{select_blocks(n), unsigned(Hk)}, kSelThreads, 0, stream()>>>(score, n, Hk, st, won_dev);

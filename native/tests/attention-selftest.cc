@@ -31,7 +31,8 @@ int main(int argc, char** argv) {
       // Older entries: a different number per head, then the m new tokens in every head.
       std::vector<int32_t> before(size_t(hp.n_head_kv));
       std::vector<int32_t> caps(size_t(hp.n_head_kv));
-      for (int g = 0; g < hp.n_head_kv; g++) before[size_t(g)] = int32_t(rng() % 200), caps[size_t(g)] = before[size_t(g)] + m;
+      for (int g = 0; g < hp.n_head_kv; g++)
+        before[size_t(g)] = int32_t(rng() % 200), caps[size_t(g)] = before[size_t(g)] + m;
       cache.reserve_heads(0, caps);
       for (int g = 0; g < hp.n_head_kv; g++) {
         const int32_t n = before[size_t(g)];
@@ -47,7 +48,8 @@ int main(int argc, char** argv) {
         tmp.append(0, k.data(), v.data(), pos.data(), n);
         cache.append_raw(0, g, pos.data(), tmp.layer(0).k.data(), tmp.layer(0).v.data(), n);
       }
-      std::vector<float> k(size_t(m) * size_t(hp.k_width())), v(size_t(m) * size_t(hp.v_width())), q(size_t(m) * size_t(hp.q_width()));
+      std::vector<float> k(size_t(m) * size_t(hp.k_width())), v(size_t(m) * size_t(hp.v_width())),
+          q(size_t(m) * size_t(hp.q_width()));
       for (auto& x : k) x = nd(rng);
       for (auto& x : v) x = nd(rng);
       for (auto& x : q) x = 2.0f * nd(rng);
@@ -63,8 +65,8 @@ int main(int argc, char** argv) {
       // Outputs are convex combinations of N(0,1) values: float reordering gives ~1e-6.
       if (max_err > 1e-5) {
         failures++;
-        std::printf("FAIL %s Hk=%d H=%d D=%d Dv=%d m=%d: max |fast - reference| = %g\n", kv_type_name(type), hp.n_head_kv,
-                    hp.n_head, hp.head_dim, hp.head_dim_v, m, max_err);
+        std::printf("FAIL %s Hk=%d H=%d D=%d Dv=%d m=%d: max |fast - reference| = %g\n", kv_type_name(type),
+                    hp.n_head_kv, hp.n_head, hp.head_dim, hp.head_dim_v, m, max_err);
       }
     }
   std::printf("attention-selftest: %d cases, %d failures\n", cases, failures);

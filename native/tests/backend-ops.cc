@@ -45,9 +45,9 @@ using namespace folio;
 
 namespace {
 
-using ll = long long;  // for printf
+using ll = long long;            // for printf
 backend::Backend* BE = nullptr;  // the backend under test
-ThreadPool* P = nullptr;  // for the references and the random inputs
+ThreadPool* P = nullptr;         // for the references and the random inputs
 std::mt19937 rng;
 int g_passed = 0, g_failed = 0;
 bool g_dead = false;  // the device keeps failing (a kernel fault poisons a CUDA context): stop
@@ -66,7 +66,9 @@ Dev up_bytes(const void* src, size_t bytes) {
   return d;
 }
 template <class T>
-Dev up(const std::vector<T>& v) { return up_bytes(v.data(), v.size() * sizeof(T)); }
+Dev up(const std::vector<T>& v) {
+  return up_bytes(v.data(), v.size() * sizeof(T));
+}
 void sync() { BE->synchronize(); }
 template <class T>
 std::vector<T> down(const Dev& d, size_t count) {
@@ -247,7 +249,7 @@ void matmul_case(TensorType type, int64_t rows, int64_t cols, int64_t n, const M
     const std::vector<float> x = randn(size_t(n * cols));
     std::vector<float> want(static_cast<size_t>(n * rows));
     std::vector<double> terms(want.size());  // Σ_c (w·x)² per output
-    constexpr int64_t kRowBlock = 16;  // rows per item: a block of weight rows stays in cache over the tokens
+    constexpr int64_t kRowBlock = 16;        // rows per item: a block of weight rows stays in cache over the tokens
     P->parallel_for((rows + kRowBlock - 1) / kRowBlock, [&](int64_t b, int) {
       for (int64_t t = 0; t < n; t++) {
         const float* xr = x.data() + t * cols;
@@ -314,7 +316,7 @@ void test_get_rows() {
         const Matrix m = random_matrix(type, rows, cols);
         std::vector<int32_t> ids(static_cast<size_t>(n));
         for (auto& id : ids) id = rand_int(0, int32_t(rows - 1));
-        ids[0] = int32_t(rows - 1);  // the last row
+        ids[0] = int32_t(rows - 1);                          // the last row
         if (n > 2) ids[size_t(n - 1)] = ids[1], ids[2] = 0;  // a repeated id, the first row
         Dev dw = up(m.q), di = up(ids), dout(size_t(n * cols) * 4);
         BE->get_rows(weight(dw, type, rows, cols, m.ldw), di.as<int32_t>(), n, dout.as<float>());
@@ -345,7 +347,11 @@ constexpr double kElementwiseTol = 1e-10;
 
 void test_rms_norm() {
   const int64_t widths[] = {1, 33, 2048, 5000};
-  struct C { int64_t width, n; bool in_place; float eps; };
+  struct C {
+    int64_t width, n;
+    bool in_place;
+    float eps;
+  };
   std::vector<C> cases;
   for (int64_t w : widths) cases.push_back({w, 1, false, 1e-5f}), cases.push_back({w, 7, false, 1e-6f});
   cases.push_back({2048, 130, true, 1e-5f});
@@ -360,7 +366,8 @@ void test_rms_norm() {
         double sum = 0;
         for (int64_t i = 0; i < c.width; i++) sum += double(xr[i]) * double(xr[i]);
         const double scale = 1.0 / std::sqrt(sum / double(c.width) + double(c.eps));
-        for (int64_t i = 0; i < c.width; i++) want[size_t(t * c.width + i)] = float(double(xr[i]) * scale * double(g[size_t(i)]));
+        for (int64_t i = 0; i < c.width; i++)
+          want[size_t(t * c.width + i)] = float(double(xr[i]) * scale * double(g[size_t(i)]));
       }
       Dev dx = up(x), dg = up(g), dy(x.size() * 4);
       float* y = c.in_place ? dx.as<float>() : dy.as<float>();
@@ -377,16 +384,17 @@ void test_rms_norm() {
 // ~(2i + 20)·u·|θ| by the usual formulas (powf(base, −2i/rope_dim): the exponent's rounding amplified by
 // ln base ≤ 13, powf's ulps; or powf(base^(−2/rope_dim), i)). At position 1e5 that is up to ~1e-2 rad
 // for the fast pairs, so no fixed bound is both safe and tight: each backend's result is compared with a
-// rotation in double with exact angles, within the bound those angles allow,   tol = Σ_pairs ((5i + 22)·u·|θ|)²·(x_a² + x_b²) / Σ x² + 1e-12,
-// a worst case (typical NMSEs are ~100× lower). Real bugs (pair layout, exponent, factor, scale or
-// position) are off by 1e-2..1 rad on most pairs; at position 1e5 the bound is loose enough to let one
-// garbled pair through, so half the cases keep to positions ≤ 4096, where it is ~400× tighter. "cpu="
-// is the CPU's own NMSE against a double rotation with exact angles. The dims past rope_dim must come
-// back unchanged.
+// rotation in double with exact angles, within the bound those angles allow,   tol = Σ_pairs ((5i + 22)·u·|θ|)²·(x_a² +
+// x_b²) / Σ x² + 1e-12, a worst case (typical NMSEs are ~100× lower). Real bugs (pair layout, exponent, factor, scale
+// or position) are off by 1e-2..1 rad on most pairs; at position 1e5 the bound is loose enough to let one garbled pair
+// through, so half the cases keep to positions ≤ 4096, where it is ~400× tighter. "cpu=" is the CPU's own NMSE against
+// a double rotation with exact angles. The dims past rope_dim must come back unchanged.
 void test_rope() {
-  struct C { int heads, head_dim, rope_dim, n; };
+  struct C {
+    int heads, head_dim, rope_dim, n;
+  };
   const C shapes[] = {{8, 128, 128, 7}, {32, 128, 128, 64}, {4, 128, 64, 17},
-                      {4, 80, 80, 5},   {2, 64, 32, 1},      {1, 128, 128, 130}};
+                      {4, 80, 80, 5},   {2, 64, 32, 1},     {1, 128, 128, 130}};
   int ci = 0;
   for (int neox = 0; neox < 2; neox++)
     for (float base : {10000.0f, 500000.0f})
@@ -442,8 +450,8 @@ void test_rope() {
               if (int(e % size_t(s.head_dim)) >= s.rope_dim && std::memcmp(&got[e], &x[e], 4) != 0) tail++;
             const double e = nmse(got, exact);
             const std::string info = strfmt(" cpu=%.0e", nmse(cpu, exact));
-            line("rope", desc + info + (tail ? strfmt(" tail-changed=%zu", tail) : ""),
-                 strfmt("nmse=%.2e", e), strfmt("%.0e", tol).c_str(), e <= tol && tail == 0);
+            line("rope", desc + info + (tail ? strfmt(" tail-changed=%zu", tail) : ""), strfmt("nmse=%.2e", e),
+                 strfmt("%.0e", tol).c_str(), e <= tol && tail == 0);
           });
         }
 }
@@ -458,7 +466,8 @@ void test_swiglu() {
         const std::vector<float> u = randn(size_t(count));
         if (count > 4) g[1] = 30.0f, g[2] = -30.0f, g[3] = -90.0f;  // silu's saturated ends
         std::vector<float> want(g.size());
-        for (size_t i = 0; i < g.size(); i++) want[i] = float(double(g[i]) / (1.0 + std::exp(-double(g[i]))) * double(u[i]));
+        for (size_t i = 0; i < g.size(); i++)
+          want[i] = float(double(g[i]) / (1.0 + std::exp(-double(g[i]))) * double(u[i]));
         Dev dg = up(g), du = up(u), dh(g.size() * 4);
         float* h = in_place ? dg.as<float>() : dh.as<float>();
         BE->swiglu(dg.as<float>(), du.as<float>(), h, 1, count);
@@ -524,14 +533,17 @@ size_t differing_entries(const FlatKvCache& want, const FlatKvCache& got) {
     for (int32_t j = 0; j < a.len; j++) {
       const size_t x = size_t(a.offset + j), y = size_t(b.offset + j);
       differ += std::memcmp(A.k.data() + x * kb, B.k.data() + y * kb, kb) != 0 ||
-                std::memcmp(A.v.data() + x * vb, B.v.data() + y * vb, vb) != 0 || want.layer(0).positions(g)[j] != got.layer(0).positions(g)[j];
+                std::memcmp(A.v.data() + x * vb, B.v.data() + y * vb, vb) != 0 ||
+                want.layer(0).positions(g)[j] != got.layer(0).positions(g)[j];
     }
   }
   return differ;
 }
 
 void test_kv() {
-  struct C { int Hk, D, Dv, n; };
+  struct C {
+    int Hk, D, Dv, n;
+  };
   const C shapes[] = {{1, 64, 64, 1}, {4, 128, 128, 7}, {8, 128, 128, 33}, {3, 80, 64, 5}};
   for (KvType type : {KvType::F32, KvType::F16})
     for (const C& s : shapes) {
@@ -572,7 +584,8 @@ void test_kv() {
         store->compact(0, keep, FlatKvCache::kSpare);
         const FlatKvCache got = store->to_host();
         size_t differ2 = differing_entries(cache, got);
-        for (int g = 0; g < s.Hk; g++) differ2 += got.layer(0).heads[size_t(g)].cap != cache.layer(0).heads[size_t(g)].cap;
+        for (int g = 0; g < s.Hk; g++)
+          differ2 += got.layer(0).heads[size_t(g)].cap != cache.layer(0).heads[size_t(g)].cap;
         report_exact("kv_gather", desc + strfmt(" kept=%zu", kept), differ2, kept);
       });
     }
@@ -621,7 +634,9 @@ void attention_case(KvType type, int Hk, int G_, int D, int Dv, int32_t m, int32
 }
 
 void test_attention() {
-  struct C { int Hk, G, D, Dv; };
+  struct C {
+    int Hk, G, D, Dv;
+  };
   const C shapes[] = {{1, 1, 64, 64}, {2, 4, 128, 128}, {8, 4, 128, 128},
                       {3, 2, 80, 80}, {4, 3, 64, 64},   {8, 1, 128, 128}};
   int i = 0;
@@ -687,7 +702,9 @@ void window_case(KvType type, int Hk, int G_, int D, int32_t L, int32_t w, int k
 }
 
 void test_window_scores() {
-  struct C { int Hk, G, D; };
+  struct C {
+    int Hk, G, D;
+  };
   const C shapes[] = {{2, 4, 128}, {4, 2, 64}, {8, 4, 128}, {3, 3, 80}};
   int i = 0;
   for (KvType type : {KvType::F32, KvType::F16})
@@ -819,20 +836,30 @@ int main(int argc, char** argv) {
     const std::string a = argv[i];
     if (a == "--seed" && i + 1 < argc) seed = unsigned(std::strtoul(argv[++i], nullptr, 10));
     else if (a == "--op" && i + 1 < argc) only = argv[++i];
-    else if (a == "--backend" && i + 1 < argc && (std::string(argv[i + 1]) == "cpu" || std::string(argv[i + 1]) == "gpu"))
+    else if (a == "--backend" && i + 1 < argc &&
+             (std::string(argv[i + 1]) == "cpu" || std::string(argv[i + 1]) == "gpu"))
       which = argv[++i];
     else {
       std::fprintf(stderr, "usage: backend-ops [--seed S] [--op NAME[,NAME...]] [--backend cpu|gpu]\n");
       return 2;
     }
   }
-  struct Op { const char* name; void (*run)(); };
-  const Op ops[] = {{"matmul", test_matmul},         {"get_rows", test_get_rows},
-                    {"rms_norm", test_rms_norm},     {"rope", test_rope},
-                    {"swiglu", test_swiglu},         {"add", test_add},
-                    {"add_bias", test_add_bias},     {"kv", test_kv},
-                    {"attention", test_attention},   {"window_scores", test_window_scores},
-                    {"topk_per_head", test_topk_per_head}, {"top_tokens", test_top_tokens}};
+  struct Op {
+    const char* name;
+    void (*run)();
+  };
+  const Op ops[] = {{"matmul", test_matmul},
+                    {"get_rows", test_get_rows},
+                    {"rms_norm", test_rms_norm},
+                    {"rope", test_rope},
+                    {"swiglu", test_swiglu},
+                    {"add", test_add},
+                    {"add_bias", test_add_bias},
+                    {"kv", test_kv},
+                    {"attention", test_attention},
+                    {"window_scores", test_window_scores},
+                    {"topk_per_head", test_topk_per_head},
+                    {"top_tokens", test_top_tokens}};
   auto wanted = [&](const std::string& name) {
     if (only.empty()) return true;
     for (size_t b = 0; b <= only.size();) {

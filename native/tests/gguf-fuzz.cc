@@ -30,10 +30,15 @@ int main(int argc, char** argv) {
   for (int f = 3; f < argc; f++) {
     std::ifstream in(argv[f], std::ios::binary);
     std::vector<uint8_t> orig((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (orig.empty()) { std::fprintf(stderr, "cannot read %s\n", argv[f]); return 2; }
+    if (orig.empty()) {
+      std::fprintf(stderr, "cannot read %s\n", argv[f]);
+      return 2;
+    }
     // Mutate mostly the header, where the structure is.
     size_t header = orig.size();
-    try { header = folio::gguf::File::open(argv[f])->data_offset(); } catch (...) {}
+    try {
+      header = folio::gguf::File::open(argv[f])->data_offset();
+    } catch (...) {}
     for (long i = 0; i < iterations; i++) {
       std::vector<uint8_t> b = orig;
       const int kind = int(rng() % 4);
@@ -43,13 +48,21 @@ int main(int argc, char** argv) {
       } else if (kind == 1) {  // cut the file
         b.resize(rng() % b.size());
       } else {  // write a hostile 64-bit value somewhere in the header
-        static const uint64_t hostile[] = {0, 1, 0xffffffffffffffffull, 0x7fffffffffffffffull, 0x8000000000000000ull,
-                                           0xffffffffull, 0x100000000ull, 1ull << 40, 1ull << 62};
+        static const uint64_t hostile[] = {0,
+                                           1,
+                                           0xffffffffffffffffull,
+                                           0x7fffffffffffffffull,
+                                           0x8000000000000000ull,
+                                           0xffffffffull,
+                                           0x100000000ull,
+                                           1ull << 40,
+                                           1ull << 62};
         uint64_t v = kind == 2 ? hostile[rng() % (sizeof(hostile) / sizeof(hostile[0]))] : rng();
         size_t at = rng() % span;
         std::memcpy(b.data() + at, &v, std::min<size_t>(8, b.size() - at));
       }
-      std::ofstream(tmp, std::ios::binary | std::ios::trunc).write(reinterpret_cast<const char*>(b.data()), std::streamsize(b.size()));
+      std::ofstream(tmp, std::ios::binary | std::ios::trunc)
+          .write(reinterpret_cast<const char*>(b.data()), std::streamsize(b.size()));
       try {
         auto file = folio::gguf::File::open(tmp);
         // Touch what a model loader would touch.
@@ -68,13 +81,13 @@ int main(int argc, char** argv) {
         std::vector<float> logits;
         ctx.eval({0, 1}, true, logits);
         loaded++;
-      } catch (const folio::Error&) {
-        refused++;
-      }
+      } catch (const folio::Error&) { refused++; }
     }
   }
   std::remove(tmp.c_str());
-  std::printf("gguf-fuzz: %ld variants refused with an error, %ld parsed, %ld of those loaded and ran as models; "
-              "no crash\n", refused, parsed, loaded);
+  std::printf(
+      "gguf-fuzz: %ld variants refused with an error, %ld parsed, %ld of those loaded and ran as models; "
+      "no crash\n",
+      refused, parsed, loaded);
   return 0;
 }

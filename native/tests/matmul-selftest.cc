@@ -35,9 +35,10 @@ struct Variant {
   KernelTable table;
 };
 
-const TensorType kTypes[] = {TensorType::F32,  TensorType::F16,  TensorType::BF16, TensorType::Q8_0,
-                             TensorType::Q4_0, TensorType::Q4_1, TensorType::Q5_0, TensorType::Q5_1,
-                             TensorType::Q4_K, TensorType::Q5_K, TensorType::Q6_K, TensorType::Q4_K_R8, TensorType::Q6_K_R8};
+const TensorType kTypes[] = {TensorType::F32,    TensorType::F16,  TensorType::BF16, TensorType::Q8_0,
+                             TensorType::Q4_0,   TensorType::Q4_1, TensorType::Q5_0, TensorType::Q5_1,
+                             TensorType::Q4_K,   TensorType::Q5_K, TensorType::Q6_K, TensorType::Q4_K_R8,
+                             TensorType::Q6_K_R8};
 
 // A repacked layout is made from its file type's rows (quant/repack.h); the reference is that type's
 // vec_dot on the rows as they were.
@@ -46,8 +47,8 @@ TensorType file_type(TensorType type) {
 }
 
 // The matrix w (m rows of `type`, ldw apart, k elements) in `layout`, rows row_bytes(layout, k) apart.
-std::vector<uint8_t> in_layout(TensorType type, TensorType layout, const std::vector<uint8_t>& w, size_t ldw,
-                               int64_t m, int64_t k) {
+std::vector<uint8_t> in_layout(TensorType type, TensorType layout, const std::vector<uint8_t>& w, size_t ldw, int64_t m,
+                               int64_t k) {
   if (layout == type) return w;
   std::vector<uint8_t> out(row_bytes(layout, k) * size_t(m));
   repack_groups(type, layout, w.data(), ldw, k, 0, m / row_group(layout), out.data());
@@ -170,7 +171,8 @@ void check_driver(TensorType layout, int64_t rows, int64_t n) {
         if (!(std::fabs(got[j] - want[j]) <= 1e-4f * (1.0f + std::fabs(want[j])))) {
           if (++g_failures <= 50) {
             std::printf("FAIL driver %s %s path %d rows %lld n %lld: out %zu = %.9g, reference %.9g\n",
-                        isa_name(Isa(i)), type_name(type), int(path), (long long)rows, (long long)n, j, got[j], want[j]);
+                        isa_name(Isa(i)), type_name(type), int(path), (long long)rows, (long long)n, j, got[j],
+                        want[j]);
           }
           break;
         }

@@ -1,8 +1,8 @@
 // Self-test of the thread pool: every item of every loop runs exactly once, on a thread index in range;
 // run_on_all runs each thread's item once; parallel_ranges covers [0, n) exactly once with ranges no
-// longer than the step (one worker made slow now and then, so that the others steal from its range); loops back to back (workers spinning), after pauses longer
-// than the spin time (workers asleep), from pools of 1 to 5 threads (more threads than cores included),
-// with item counts below, at and above the chunk size. Exit status 1 on any failure.
+// longer than the step (one worker made slow now and then, so that the others steal from its range); loops back to back
+// (workers spinning), after pauses longer than the spin time (workers asleep), from pools of 1 to 5 threads (more
+// threads than cores included), with item counts below, at and above the chunk size. Exit status 1 on any failure.
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -30,14 +30,19 @@ int main() {
       const int64_t chunk = 1 + int64_t(rng() % 8);
       for (int64_t i = 0; i < n; ++i) hits[size_t(i)].store(0);
       std::atomic<bool> bad_thread{false};
-      pool.parallel_for(n, [&](int64_t i, int t) {
-        hits[size_t(i)].fetch_add(1);
-        if (t < 0 || t >= threads) bad_thread = true;
-      }, chunk);
+      pool.parallel_for(
+          n,
+          [&](int64_t i, int t) {
+            hits[size_t(i)].fetch_add(1);
+            if (t < 0 || t >= threads) bad_thread = true;
+          },
+          chunk);
       ++loops;
       for (int64_t i = 0; i < n; ++i) {
         if (hits[size_t(i)].load() != 1) {
-          if (++failures <= 20) std::printf("FAIL threads=%d n=%lld item %lld ran %d times\n", threads, (long long)n, (long long)i, hits[size_t(i)].load());
+          if (++failures <= 20)
+            std::printf("FAIL threads=%d n=%lld item %lld ran %d times\n", threads, (long long)n, (long long)i,
+                        hits[size_t(i)].load());
         }
       }
       if (bad_thread) {
@@ -76,8 +81,8 @@ int main() {
         }
         if (bad) {
           ++failures;
-          std::printf("FAIL parallel_ranges threads=%d n=%lld step=%lld: a range out of bounds or too long\n",
-                      threads, (long long)rn, (long long)step);
+          std::printf("FAIL parallel_ranges threads=%d n=%lld step=%lld: a range out of bounds or too long\n", threads,
+                      (long long)rn, (long long)step);
         }
       }
       // Now and then a pause long enough for the workers to go to sleep.

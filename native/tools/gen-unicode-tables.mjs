@@ -16,8 +16,13 @@ const MAX = 0x110000;
 // (unassigned, surrogate and private-use code points are C), so a code point's flags are never zero.
 const F = { L: 1, N: 2, P: 4, S: 8, M: 16, Z: 32, C: 64, WS: 128 };
 const categories = [
-  ['L', /^\p{L}$/u], ['N', /^\p{N}$/u], ['P', /^\p{P}$/u], ['S', /^\p{S}$/u],
-  ['M', /^\p{M}$/u], ['Z', /^\p{Z}$/u], ['C', /^\p{C}$/u],
+  ['L', /^\p{L}$/u],
+  ['N', /^\p{N}$/u],
+  ['P', /^\p{P}$/u],
+  ['S', /^\p{S}$/u],
+  ['M', /^\p{M}$/u],
+  ['Z', /^\p{Z}$/u],
+  ['C', /^\p{C}$/u],
 ];
 // Unicode's White_Space property (what Python's `regex` \s matches), not JS \s: JS adds U+FEFF, drops U+0085.
 const whiteSpace = /^\p{White_Space}$/u;
@@ -30,11 +35,12 @@ for (let cp = 0; cp < MAX; cp++) {
   const ch = String.fromCodePoint(cp);
   let f = 0;
   for (const [name, re] of categories) if (re.test(ch)) f |= F[name];
-  if (f === 0 || (f & (f - 1)) !== 0) throw new Error(`U+${cp.toString(16)} has ${f ? 'several categories' : 'no category'}`);
+  if (f === 0 || (f & (f - 1)) !== 0)
+    throw new Error(`U+${cp.toString(16)} has ${f ? 'several categories' : 'no category'}`);
   if (whiteSpace.test(ch)) f |= F.WS;
   flags[cp] = f;
   const surrogate = cp >= 0xd800 && cp <= 0xdfff;
-  if (surrogate) continue;  // lone surrogates map to themselves
+  if (surrogate) continue; // lone surrogates map to themselves
   const lo = ch.toLowerCase().codePointAt(0);
   if (lo !== cp) lower.push([cp, lo]);
   const up = ch.toUpperCase().codePointAt(0);
@@ -104,23 +110,34 @@ ${rows(runs.map(hex), 8)}
 
 // Lower-case mapping (first code point of the full mapping): {first, last, delta, step}.
 static const CaseRun kLowerRuns[] = {
-${rows(lowerRuns.map((r) => `{${hex(r.first)}, ${hex(r.last)}, ${r.delta}, ${r.step}}`), 4)}
+${rows(
+  lowerRuns.map((r) => `{${hex(r.first)}, ${hex(r.last)}, ${r.delta}, ${r.step}}`),
+  4,
+)}
 };
 
 // Upper-case mapping (first code point of the full mapping): {first, last, delta, step}.
 static const CaseRun kUpperRuns[] = {
-${rows(upperRuns.map((r) => `{${hex(r.first)}, ${hex(r.last)}, ${r.delta}, ${r.step}}`), 4)}
+${rows(
+  upperRuns.map((r) => `{${hex(r.first)}, ${hex(r.last)}, ${r.delta}, ${r.step}}`),
+  4,
+)}
 };
 
 // First code point of the canonical decomposition (NFD) where it differs: {first, last, target}.
 static const NfdRun kNfdRuns[] = {
-${rows(nfdRuns.map((r) => `{${hex(r.first)}, ${hex(r.last)}, ${hex(r.to)}}`), 4)}
+${rows(
+  nfdRuns.map((r) => `{${hex(r.first)}, ${hex(r.last)}, ${hex(r.to)}}`),
+  4,
+)}
 };
 `;
 
 if (process.argv.includes('--check')) {
   let old = '';
-  try { old = readFileSync(out, 'utf8'); } catch {}
+  try {
+    old = readFileSync(out, 'utf8');
+  } catch {}
   if (old !== text) {
     console.error(`${out} differs from what this Node (Unicode ${process.versions.unicode}) generates`);
     process.exit(1);
@@ -128,6 +145,8 @@ if (process.argv.includes('--check')) {
   console.log('unicode-tables.inc is up to date');
 } else {
   writeFileSync(out, text);
-  console.log(`wrote ${out}: ${runs.length} flag runs, ${lowerRuns.length}/${upperRuns.length} case runs, ` +
-    `${nfdRuns.length} NFD runs, ${wsList.length} whitespace code points`);
+  console.log(
+    `wrote ${out}: ${runs.length} flag runs, ${lowerRuns.length}/${upperRuns.length} case runs, ` +
+      `${nfdRuns.length} NFD runs, ${wsList.length} whitespace code points`,
+  );
 }

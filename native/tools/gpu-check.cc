@@ -169,7 +169,8 @@ int run_e2e(const std::map<std::string, std::string>& f) {
     Session g(m, params(BackendKind::Cuda, 512));
     g.compress(prompt, o, nullptr, nullptr);
     const std::filesystem::path tmp = std::filesystem::temp_directory_path();
-    const std::string a = (tmp / "folio-gpu-check-a.session").string(), b = (tmp / "folio-gpu-check-b.session").string();
+    const std::string a = (tmp / "folio-gpu-check-a.session").string(),
+                      b = (tmp / "folio-gpu-check-b.session").string();
     g.save(a, "{}");
     auto on_cpu = Session::load(m, a, params(BackendKind::Cpu, 512), nullptr);
     on_cpu->save(b, "{}");
@@ -251,7 +252,8 @@ int run_bench(const std::map<std::string, std::string>& f) {
   size_t weights = m->weights().total_bytes;
   const double kv = double(hp.n_layer) * (1 + (G + 1) / 2.0) * hp.n_head_kv * (hp.head_dim + hp.head_dim_v) * 2;
   const double bound = bw / (double(weights) + kv);
-  std::printf("prefill pp%d: %.1f tokens/s   decode tg%d: %.1f tokens/s (median of %d)\n", P, median(pp), G, median(tg), R);
+  std::printf("prefill pp%d: %.1f tokens/s   decode tg%d: %.1f tokens/s (median of %d)\n", P, median(pp), G, median(tg),
+              R);
   std::printf("device-to-device copy: %.0f GB/s; decode reads %.2f GB/token: bound %.1f tokens/s; reached %.0f%%\n",
               bw / 1e9, (double(weights) + kv) / 1e9, bound, 100 * median(tg) / bound);
 
@@ -274,8 +276,8 @@ int run_bench(const std::map<std::string, std::string>& f) {
       const double t_pre = seconds_since(t);
       t = Clock::now();
       greedy(s, G);
-      std::printf("long context %d tokens, %s: prefill %.2f s (%.0f tokens/s), KV %.1f MiB, decode %.1f tokens/s\n", LONG,
-                  method, t_pre, LONG / t_pre, double(kv_bytes) / 1048576.0, G / seconds_since(t));
+      std::printf("long context %d tokens, %s: prefill %.2f s (%.0f tokens/s), KV %.1f MiB, decode %.1f tokens/s\n",
+                  LONG, method, t_pre, LONG / t_pre, double(kv_bytes) / 1048576.0, G / seconds_since(t));
     }
   }
   return 0;

@@ -45,8 +45,8 @@ namespace {
 struct Shape {
   const char* name;
   int n_embd, n_layer, n_head, n_head_kv, head_dim, n_ff, n_vocab, n_ctx;
-  bool tied;            // no output.weight: token_embd is the output projection too
-  float rope_factor;    // Llama 3.x rope scaling factor (rope_freqs.weight)
+  bool tied;          // no output.weight: token_embd is the output projection too
+  float rope_factor;  // Llama 3.x rope scaling factor (rope_freqs.weight)
 };
 
 // Llama-3.2-1B and Llama-3.1-8B; "tiny" is for tests of the tool itself.
@@ -169,13 +169,21 @@ Vocab make_vocab(int n_vocab) {
     for (const auto& c : letters) merge(base, c);
   }
   v.types.assign(v.tokens.size(), 1);  // NORMAL
-  const char* named[] = {"<|begin_of_text|>", "<|end_of_text|>", "<|reserved_special_token_0|>",
-                         "<|reserved_special_token_1|>", "<|finetune_right_pad_id|>", "<|reserved_special_token_2|>",
-                         "<|start_header_id|>", "<|end_header_id|>", "<|eom_id|>", "<|eot_id|>", "<|python_tag|>"};
+  const char* named[] = {"<|begin_of_text|>",
+                         "<|end_of_text|>",
+                         "<|reserved_special_token_0|>",
+                         "<|reserved_special_token_1|>",
+                         "<|finetune_right_pad_id|>",
+                         "<|reserved_special_token_2|>",
+                         "<|start_header_id|>",
+                         "<|end_header_id|>",
+                         "<|eom_id|>",
+                         "<|eot_id|>",
+                         "<|python_tag|>"};
   int reserved = 3;
   for (int i = 0; i < kSpecial; ++i) {
     v.tokens.push_back(i < int(std::size(named)) ? std::string(named[i])
-                                                  : "<|reserved_special_token_" + std::to_string(reserved++) + "|>");
+                                                 : "<|reserved_special_token_" + std::to_string(reserved++) + "|>");
     v.types.push_back(3);  // CONTROL
   }
   return v;
@@ -226,8 +234,8 @@ struct Tensor {
   int64_t cols = 0, rows = 1;  // ggml ne[0], ne[1]; rows = 1 for vectors
   bool vector = false;
   TensorType type = TensorType::F32;
-  float mean = 0, std = 0;     // values ~ normal(mean, std), unless `data` is given
-  std::vector<float> data;     // explicit values (rope_freqs)
+  float mean = 0, std = 0;  // values ~ normal(mean, std), unless `data` is given
+  std::vector<float> data;  // explicit values (rope_freqs)
   uint64_t offset = 0;
   size_t bytes() const { return row_bytes(type, cols) * size_t(rows); }
 };
@@ -330,7 +338,8 @@ int main(int argc, char** argv) {
       tensors.push_back(std::move(x));
     };
     const TensorType base = tc->base;
-    matrix("token_embd.weight", E, S.n_vocab, S.tied && tc->k_mix ? hi : base, (S.tied ? 2.0f : 1.0f) / std::sqrt(float(E)));
+    matrix("token_embd.weight", E, S.n_vocab, S.tied && tc->k_mix ? hi : base,
+           (S.tied ? 2.0f : 1.0f) / std::sqrt(float(E)));
     {
       Tensor rf;
       rf.name = "rope_freqs.weight", rf.cols = S.head_dim / 2, rf.vector = true;
@@ -387,10 +396,11 @@ int main(int argc, char** argv) {
     meta.kv_u32("tokenizer.ggml.bos_token_id", 128000);
     meta.kv_u32("tokenizer.ggml.eos_token_id", 128009);
     meta.kv_bool("tokenizer.ggml.add_bos_token", true);
-    meta.kv_str("tokenizer.chat_template",
-                "{{- bos_token }}{%- for message in messages %}{{- '<|start_header_id|>' + message['role'] + "
-                "'<|end_header_id|>\\n\\n' + message['content'] | trim + '<|eot_id|>' }}{%- endfor %}"
-                "{%- if add_generation_prompt %}{{- '<|start_header_id|>assistant<|end_header_id|>\\n\\n' }}{%- endif %}");
+    meta.kv_str(
+        "tokenizer.chat_template",
+        "{{- bos_token }}{%- for message in messages %}{{- '<|start_header_id|>' + message['role'] + "
+        "'<|end_header_id|>\\n\\n' + message['content'] | trim + '<|eot_id|>' }}{%- endfor %}"
+        "{%- if add_generation_prompt %}{{- '<|start_header_id|>assistant<|end_header_id|>\\n\\n' }}{%- endif %}");
     if (tc->base != TensorType::F32 && tc->base != TensorType::F16 && tc->base != TensorType::BF16)
       meta.kv_u32("general.quantization_version", 2);
     constexpr uint32_t kAlign = 32;

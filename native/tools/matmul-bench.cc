@@ -62,7 +62,7 @@ int main(int argc, char** argv) {
   quant::Isa isa = quant::best_isa();
   for (int k = 0; k < quant::kIsaCount; ++k)
     if (isa_name_arg == quant::isa_name(quant::Isa(k))) isa = quant::Isa(k);
-  const quant::MatmulPath path = path_arg == "blocked" ? quant::MatmulPath::Blocked
+  const quant::MatmulPath path = path_arg == "blocked"  ? quant::MatmulPath::Blocked
                                  : path_arg == "vecdot" ? quant::MatmulPath::VecDot
                                                         : quant::MatmulPath::Auto;
   try {
@@ -78,7 +78,8 @@ int main(int argc, char** argv) {
       for (auto& v : row) v = nd(rng);
       k.quantize_row(row.data(), file.data() + size_t(r) * rb, cols);
     }
-    if (layout != type) quant::repack_groups(type, layout, file.data(), rb, cols, 0, rows / quant::row_group(layout), w.data());
+    if (layout != type)
+      quant::repack_groups(type, layout, file.data(), rb, cols, 0, rows / quant::row_group(layout), w.data());
     else std::memcpy(w.data(), file.data(), matrix);
     for (int c = 1; c < copies; ++c) std::memcpy(w.data() + size_t(c) * matrix, w.data(), matrix);
     std::vector<float> x(static_cast<size_t>(n * cols)), y(static_cast<size_t>(n * rows));
@@ -102,8 +103,9 @@ int main(int argc, char** argv) {
     std::sort(times.begin(), times.end());
     const double med = times[times.size() / 2];
     std::printf("%s %s %s rows=%lld cols=%lld tokens=%lld threads=%d: %.3f ms, %.1f GFLOP/s, %.1f GB/s of weights\n",
-                type_name(layout), quant::isa_name(isa), path_arg.c_str(), (long long)rows, (long long)cols, (long long)n,
-                threads, med * 1e3, 2.0 * double(rows) * double(cols) * double(n) / med / 1e9, double(matrix) / med / 1e9);
+                type_name(layout), quant::isa_name(isa), path_arg.c_str(), (long long)rows, (long long)cols,
+                (long long)n, threads, med * 1e3, 2.0 * double(rows) * double(cols) * double(n) / med / 1e9,
+                double(matrix) / med / 1e9);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "matmul-bench: %s\n", e.what());
     return 1;

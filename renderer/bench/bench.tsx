@@ -15,17 +15,41 @@ import '../src/styles/app.css';
 /** A deterministic pseudo-random sequence (the same numbers on every run). */
 function rng(seed: number) {
   let s = seed >>> 0;
-  return () => ((s = (s * 1664525 + 1013904223) >>> 0) / 2 ** 32);
+  return () => (s = (s * 1664525 + 1013904223) >>> 0) / 2 ** 32;
 }
 
 function syntheticStats(layers: number, heads: number): CompressionStats {
   const r = rng(7);
   return {
-    method: 'ada-snapkv', prefixTokens: 32_000, window: 32, kernel: 7, alpha: 0.2, kvType: 'f16', compressed: true, reason: null,
-    budget: 6400, budgetSelectable: 6368, budgetClamped: false, kvBytesFull: 4e9, kvBytesKept: 8e8, msPrefill: 1e5, msCompress: 900,
+    method: 'ada-snapkv',
+    prefixTokens: 32_000,
+    window: 32,
+    kernel: 7,
+    alpha: 0.2,
+    kvType: 'f16',
+    compressed: true,
+    reason: null,
+    budget: 6400,
+    budgetSelectable: 6368,
+    budgetClamped: false,
+    kvBytesFull: 4e9,
+    kvBytesKept: 8e8,
+    msPrefill: 1e5,
+    msCompress: 900,
     layers: Array.from({ length: layers }, () => ({
-      budget: 6400, bytesFull: 1.25e8, bytesKept: 2.5e7, epsOverC: r(), attnL1: null, msScore: 10, msSelect: 1, msCompact: 2,
-      heads: Array.from({ length: heads }, () => ({ kept: Math.round(1000 + 11000 * r()), retainedMass: 0.8 + 0.2 * r(), concentration: 0.3 * r() })),
+      budget: 6400,
+      bytesFull: 1.25e8,
+      bytesKept: 2.5e7,
+      epsOverC: r(),
+      attnL1: null,
+      msScore: 10,
+      msSelect: 1,
+      msCompact: 2,
+      heads: Array.from({ length: heads }, () => ({
+        kept: Math.round(1000 + 11000 * r()),
+        retainedMass: 0.8 + 0.2 * r(),
+        concentration: 0.3 * r(),
+      })),
     })),
     tokenRetention: [],
   };
@@ -34,7 +58,13 @@ function syntheticStats(layers: number, heads: number): CompressionStats {
 function summary(xs: number[]) {
   const s = [...xs].sort((a, b) => a - b);
   const q = (p: number) => s[Math.min(s.length - 1, Math.floor(p * s.length))];
-  return { n: s.length, median: q(0.5), p95: q(0.95), max: s[s.length - 1], mean: s.reduce((a, b) => a + b, 0) / s.length };
+  return {
+    n: s.length,
+    median: q(0.5),
+    p95: q(0.95),
+    max: s[s.length - 1],
+    mean: s.reduce((a, b) => a + b, 0) / s.length,
+  };
 }
 
 const nextFrame = () => new Promise<number>((r) => requestAnimationFrame(r));
@@ -55,7 +85,10 @@ async function heatmap(runs = 60) {
   const draw: number[] = [];
   for (let i = 0; i < runs; i++) {
     const t = performance.now();
-    drawHeatmap(ctx, layout, metricGrid(st, metrics[i % 3]), domain, { dpr, selected: { row: i % 32, col: (i * 7) % 32 } });
+    drawHeatmap(ctx, layout, metricGrid(st, metrics[i % 3]), domain, {
+      dpr,
+      selected: { row: i % 32, col: (i * 7) % 32 },
+    });
     ctx.getImageData(0, 0, 1, 1);
     draw.push(performance.now() - t);
   }
@@ -71,13 +104,17 @@ async function heatmap(runs = 60) {
   };
   let t = performance.now();
   flushSync(() => render('budget'));
-  (document.querySelector('[data-testid="bench-heatmap"]') as HTMLCanvasElement).getContext('2d')!.getImageData(0, 0, 1, 1);
+  (document.querySelector('[data-testid="bench-heatmap"]') as HTMLCanvasElement)
+    .getContext('2d')!
+    .getImageData(0, 0, 1, 1);
   const mount = performance.now() - t;
   const update: number[] = [];
   for (let i = 1; i <= runs; i++) {
     t = performance.now();
     flushSync(() => render(metrics[i % 3]));
-    (document.querySelector('[data-testid="bench-heatmap"]') as HTMLCanvasElement).getContext('2d')!.getImageData(0, 0, 1, 1);
+    (document.querySelector('[data-testid="bench-heatmap"]') as HTMLCanvasElement)
+      .getContext('2d')!
+      .getImageData(0, 0, 1, 1);
     update.push(performance.now() - t);
   }
   // 3. Frames while the metric switches every frame (what the user sees), after a few frames to settle.
@@ -92,35 +129,68 @@ async function heatmap(runs = 60) {
   }
   hroot.unmount();
   host.remove();
-  return { grid: '32 x 32', cell: layout.cell, drawMs: summary(draw), mountMs: mount, updateMs: summary(update), frameMs: summary(frames) };
+  return {
+    grid: '32 x 32',
+    cell: layout.cell,
+    drawMs: summary(draw),
+    mountMs: mount,
+    updateMs: summary(update),
+    frameMs: summary(frames),
+  };
 }
 
 function chatMessages(n: number): Message[] {
   const r = rng(11);
-  const words = 'the little girl named Lily had a red kite with a long blue tail and she loved to fly it in the park near her house'.split(' ');
-  const sentence = () => Array.from({ length: 6 + Math.floor(r() * 14) }, () => words[Math.floor(r() * words.length)]).join(' ') + '.';
+  const words =
+    'the little girl named Lily had a red kite with a long blue tail and she loved to fly it in the park near her house'.split(
+      ' ',
+    );
+  const sentence = () =>
+    Array.from({ length: 6 + Math.floor(r() * 14) }, () => words[Math.floor(r() * words.length)]).join(' ') + '.';
   const para = () => Array.from({ length: 1 + Math.floor(r() * 4) }, sentence).join(' ');
   return Array.from({ length: n }, (_, i) => {
     const user = i % 2 === 0;
-    let text = user ? sentence().replace(/\.$/, '?') : Array.from({ length: 1 + Math.floor(r() * 4) }, para).join('\n\n');
+    let text = user
+      ? sentence().replace(/\.$/, '?')
+      : Array.from({ length: 1 + Math.floor(r() * 4) }, para).join('\n\n');
     if (!user && r() < 0.2) text += '\n\n- ' + sentence() + '\n- ' + sentence() + '\n\n`code` and **bold**';
     return {
-      id: `m${i}`, chatId: 'bench', role: user ? 'user' : 'assistant', text, status: 'complete', createdAt: new Date(2026, 0, 1, 0, i).toISOString(),
-      tokens: user ? null : 40 + Math.floor(r() * 200), tokensPerSecond: user ? null : 20 + r() * 20, pageRefs: user ? [] : [1 + Math.floor(r() * 30)], error: null,
+      id: `m${i}`,
+      chatId: 'bench',
+      role: user ? 'user' : 'assistant',
+      text,
+      status: 'complete',
+      createdAt: new Date(2026, 0, 1, 0, i).toISOString(),
+      tokens: user ? null : 40 + Math.floor(r() * 200),
+      tokensPerSecond: user ? null : 20 + r() * 20,
+      pageRefs: user ? [] : [1 + Math.floor(r() * 30)],
+      error: null,
     };
   });
 }
 
 async function scroll(n = 1000, step = 120) {
   const messages = chatMessages(n);
-  useChats.setState({ messages: Object.fromEntries(messages.map((m) => [m.id, m])), order: { bench: messages.map((m) => m.id) } });
+  useChats.setState({
+    messages: Object.fromEntries(messages.map((m) => [m.id, m])),
+    order: { bench: messages.map((m) => m.id) },
+  });
   const ids = messages.map((m) => m.id);
   const box = document.createElement('div');
   box.style.cssText = 'height: 760px; width: 960px; display: flex; flex-direction: column;';
   document.getElementById('root')!.appendChild(box);
   const croot = createRoot(box);
   let t = performance.now();
-  flushSync(() => croot.render(<VirtualList keys={ids} label="bench" renderItem={(id) => <MessageRow id={id} isLast={false} />} estimate={140} />));
+  flushSync(() =>
+    croot.render(
+      <VirtualList
+        keys={ids}
+        label="bench"
+        renderItem={(id) => <MessageRow id={id} isLast={false} />}
+        estimate={140}
+      />,
+    ),
+  );
   const mount = performance.now() - t;
   await nextFrame();
   await nextFrame();
@@ -158,8 +228,15 @@ async function scroll(n = 1000, step = 120) {
   croot.unmount();
   box.remove();
   return {
-    messages: n, mountMs: mount, dims, scrolledPx: frames.length * step, frames: frames.length, frameMs: summary(frames), framesOver16ms: frames60,
-    rowsInDom: summary(rows), jumpFrameMs: summary(jumps),
+    messages: n,
+    mountMs: mount,
+    dims,
+    scrolledPx: frames.length * step,
+    frames: frames.length,
+    frameMs: summary(frames),
+    framesOver16ms: frames60,
+    rowsInDom: summary(rows),
+    jumpFrameMs: summary(jumps),
   };
 }
 

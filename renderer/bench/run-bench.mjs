@@ -31,7 +31,12 @@ await build({
   base: './',
   logLevel: 'warn',
   plugins: [react()],
-  build: { outDir: out, emptyOutDir: true, target: 'es2022', rollupOptions: { input: join(renderer, 'bench/index.html') } },
+  build: {
+    outDir: out,
+    emptyOutDir: true,
+    target: 'es2022',
+    rollupOptions: { input: join(renderer, 'bench/index.html') },
+  },
 });
 
 const types = { '.html': 'text/html', '.js': 'text/javascript', '.css': 'text/css' };
@@ -48,7 +53,16 @@ const { chromium } = await import('playwright-core');
 const context = await chromium.launchPersistentContext(join(out, 'profile'), {
   executablePath: CHROMIUM,
   headless: true,
-  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  args: [
+    '--headless',
+    '--no-sandbox',
+    '--disable-gpu',
+    '--disable-quic',
+    '--no-first-run',
+    '--disable-background-networking',
+    '--disable-component-update',
+    '--disable-sync',
+  ],
   viewport: { width: 1280, height: 900 },
 });
 try {
@@ -60,7 +74,7 @@ try {
   const heatmap = await page.evaluate(() => window.bench.heatmap(60));
   log('chat of 1,000 messages…');
   const scroll = await page.evaluate(() => window.bench.scroll(1000, 120));
-  const result = { chromium: await context.browser()?.version?.() ?? null, heatmap, scroll };
+  const result = { chromium: (await context.browser()?.version?.()) ?? null, heatmap, scroll };
   if (json) console.log(JSON.stringify(result, null, 2));
   else {
     const f = (x) => `${x.toFixed(2)} ms`;
@@ -72,7 +86,9 @@ try {
     console.log(`  frames while switching every frame: ${s(heatmap.frameMs)}`);
     console.log(`\nchat: ${scroll.messages} messages, virtualised`);
     console.log(`  mount                ${f(scroll.mountMs)}`);
-    console.log(`  scrolling ${scroll.scrolledPx} px at 120 px/frame: ${s(scroll.frameMs)}; ${scroll.framesOver16ms} of ${scroll.frames} frames over 17.7 ms`);
+    console.log(
+      `  scrolling ${scroll.scrolledPx} px at 120 px/frame: ${s(scroll.frameMs)}; ${scroll.framesOver16ms} of ${scroll.frames} frames over 17.7 ms`,
+    );
     console.log(`  rows in the DOM      median ${scroll.rowsInDom.median}, max ${scroll.rowsInDom.max}`);
     console.log(`  jumps anywhere       ${s(scroll.jumpFrameMs)}`);
   }

@@ -31,7 +31,11 @@ export async function loadAll(): Promise<void> {
 }
 
 /** Subscribes the stores to the API's events and loads the first data; returns the unsubscribe. */
-export function startApp(bridge: FolioBridge, ws: WsApi | null, onLoadError: (message: string) => void = () => {}): () => void {
+export function startApp(
+  bridge: FolioBridge,
+  ws: WsApi | null,
+  onLoadError: (message: string) => void = () => {},
+): () => void {
   setApi(bridge);
   const offs = [
     bridge.on('engine.status', setEngineStatus),

@@ -14,17 +14,20 @@ const [modelPath, mode, transport, scratch] = process.argv.slice(2);
 /** The host behind a parentPort-like object made of the IPC channel (as in engine-host.test.ts). */
 function parentPortSpawn(dir: string): SpawnEngine {
   const shim = join(dir, `parent-port-shim-${process.pid}.mjs`);
-  writeFileSync(shim, [
-    "import { EventEmitter } from 'node:events';",
-    "import { pathToFileURL } from 'node:url';",
-    'const send = process.send.bind(process);',
-    'const port = new EventEmitter();',
-    'port.postMessage = (m) => { if (process.connected) send(m); };',
-    "process.on('message', (m) => port.emit('message', { data: m, ports: [] }));",
-    'process.parentPort = port;',
-    'process.send = undefined;',
-    'await import(pathToFileURL(process.env.FOLIO_SHIM_HOST).href);',
-  ].join('\n'));
+  writeFileSync(
+    shim,
+    [
+      "import { EventEmitter } from 'node:events';",
+      "import { pathToFileURL } from 'node:url';",
+      'const send = process.send.bind(process);',
+      'const port = new EventEmitter();',
+      'port.postMessage = (m) => { if (process.connected) send(m); };',
+      "process.on('message', (m) => port.emit('message', { data: m, ports: [] }));",
+      'process.parentPort = port;',
+      'process.send = undefined;',
+      'await import(pathToFileURL(process.env.FOLIO_SHIM_HOST).href);',
+    ].join('\n'),
+  );
   return (req) => spawnNodeHost({ ...req, entry: shim, env: { ...req.env, FOLIO_SHIM_HOST: req.entry } });
 }
 
@@ -47,6 +50,8 @@ if (mode === 'idle') {
   const { sessionId } = await client.createSession(modelId, { nCtx: 4096, nThreads: 1 });
   await client.prefill(sessionId, [1, 5, 6, 7]);
   let seen = 0;
-  void client.generate(sessionId, { n: 4000, temperature: 0 }, { onToken: () => void (++seen === 3 && ready()) }).catch(() => {});
+  void client
+    .generate(sessionId, { n: 4000, temperature: 0 }, { onToken: () => void (++seen === 3 && ready()) })
+    .catch(() => {});
 }
 setInterval(() => {}, 60_000); // wait for the kill

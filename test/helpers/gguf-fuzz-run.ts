@@ -56,17 +56,41 @@ interface ChildEnd {
   how: string;
 }
 
-function runChild(seed: number, from: number, to: number, dir: string, o: Required<Omit<FuzzOptions, 'keepDir' | 'onProgress'>>): Promise<ChildEnd> {
-  const nodeArgs = ['--max-old-space-size=512', '--import', 'tsx', WORKER, String(seed), String(from), String(to), dir, String(o.perFileMs)];
+function runChild(
+  seed: number,
+  from: number,
+  to: number,
+  dir: string,
+  o: Required<Omit<FuzzOptions, 'keepDir' | 'onProgress'>>,
+): Promise<ChildEnd> {
+  const nodeArgs = [
+    '--max-old-space-size=512',
+    '--import',
+    'tsx',
+    WORKER,
+    String(seed),
+    String(from),
+    String(to),
+    dir,
+    String(o.perFileMs),
+  ];
   // ulimit -d caps what the child can allocate (malloc and V8 alike) without counting the mapped model file
-  const [cmd, args] = process.platform === 'linux'
-    ? ['/bin/sh', ['-c', `ulimit -d ${Math.floor(o.dataLimitBytes / 1024)} && exec "$0" "$@"`, process.execPath, ...nodeArgs]]
-    : [process.execPath, nodeArgs];
+  const [cmd, args] =
+    process.platform === 'linux'
+      ? [
+          '/bin/sh',
+          ['-c', `ulimit -d ${Math.floor(o.dataLimitBytes / 1024)} && exec "$0" "$@"`, process.execPath, ...nodeArgs],
+        ]
+      : [process.execPath, nodeArgs];
   const child = spawn(cmd, args as string[], { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
-  child.stdout.on('data', (d) => { out += d; });
-  child.stderr.on('data', (d) => { err = (err + d).slice(-4000); });
+  child.stdout.on('data', (d) => {
+    out += d;
+  });
+  child.stderr.on('data', (d) => {
+    err = (err + d).slice(-4000);
+  });
   const current = () => {
     try {
       return Number(readFileSync(join(dir, 'current'), 'utf8').trim() || from);
@@ -91,8 +115,11 @@ function runChild(seed: number, from: number, to: number, dir: string, o: Requir
     child.on('close', (code, signal) => {
       clearInterval(watch);
       const line = out.trim().split('\n').pop() ?? '';
-      if (!hung && code === 0 && line.startsWith('{')) return resolve({ summary: JSON.parse(line) as FuzzSummary, at: to, how: 'done' });
-      const how = hung ? `hung: no progress for ${o.stallMs} ms` : `died: ${signal ? `signal ${signal}` : `exit code ${code}`}: ${err.trim().slice(-1500)}`;
+      if (!hung && code === 0 && line.startsWith('{'))
+        return resolve({ summary: JSON.parse(line) as FuzzSummary, at: to, how: 'done' });
+      const how = hung
+        ? `hung: no progress for ${o.stallMs} ms`
+        : `died: ${signal ? `signal ${signal}` : `exit code ${code}`}: ${err.trim().slice(-1500)}`;
       resolve({ summary: null, at: current(), how });
     });
   });
@@ -105,8 +132,17 @@ export async function runGgufFuzz(opts: FuzzOptions): Promise<FuzzReport> {
   const dir = scratchDir();
   const corpus = fuzzCorpus();
   const report: FuzzReport = {
-    mutants: 0, seed: o.seed, corpus: corpus.map((c) => c.name), seconds: 0, classes: {}, failures: [], peakRssBytes: 0,
-    slowestMs: 0, crashes: 0, hangs: 0, keepDir,
+    mutants: 0,
+    seed: o.seed,
+    corpus: corpus.map((c) => c.name),
+    seconds: 0,
+    classes: {},
+    failures: [],
+    peakRssBytes: 0,
+    slowestMs: 0,
+    crashes: 0,
+    hangs: 0,
+    keepDir,
   };
   const t0 = performance.now();
   try {
@@ -131,7 +167,11 @@ export async function runGgufFuzz(opts: FuzzOptions): Promise<FuzzReport> {
         if (existsSync(join(dir, 'mutant.gguf'))) copyFileSync(join(dir, 'mutant.gguf'), kept);
         let ops: string[];
         try {
-          ops = makeMutant(corpus.map((c) => c.layout), o.seed, end.at).ops;
+          ops = makeMutant(
+            corpus.map((c) => c.layout),
+            o.seed,
+            end.at,
+          ).ops;
         } catch (e) {
           ops = [`the mutator itself failed: ${(e as Error).message}`];
         }
@@ -162,10 +202,16 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const outAt = process.argv.indexOf('--out');
   const started = Date.now();
   const report = await runGgufFuzz({
-    iterations, seed, chunk: flag('chunk', 50_000), perFileMs: flag('per-file-ms', 2000),
+    iterations,
+    seed,
+    chunk: flag('chunk', 50_000),
+    perFileMs: flag('per-file-ms', 2000),
     keepDir: outAt > 0 ? process.argv[outAt + 1] : undefined,
     // one line per child with the figures so far, so that a long run stopped early still has them
-    onProgress: (done, total, soFar) => process.stderr.write(`gguf fuzz: ${done}/${total} mutants, ${((Date.now() - started) / 1000).toFixed(0)} s: ${JSON.stringify(soFar)}\n`),
+    onProgress: (done, total, soFar) =>
+      process.stderr.write(
+        `gguf fuzz: ${done}/${total} mutants, ${((Date.now() - started) / 1000).toFixed(0)} s: ${JSON.stringify(soFar)}\n`,
+      ),
   });
   process.stdout.write(JSON.stringify(report, null, 2) + '\n');
   process.exit(report.failures.length ? 1 : 0);

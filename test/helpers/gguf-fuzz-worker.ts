@@ -26,7 +26,16 @@ export interface FuzzSummary {
 
 /** A small random model whose tokenizer is swapped for a tiny byte-level BPE one (merges, pre-tokenizer). */
 function bpeModel(): Uint8Array {
-  const { bytes } = buildRandomModel({ arch: 'qwen2', type: 'F32', seed: 7, nEmbd: 64, nHead: 4, nHeadKv: 2, nFf: 64, nLayer: 1 });
+  const { bytes } = buildRandomModel({
+    arch: 'qwen2',
+    type: 'F32',
+    seed: 7,
+    nEmbd: 64,
+    nHead: 4,
+    nHeadKv: 2,
+    nFf: 64,
+    nLayer: 1,
+  });
   return rewriteMetadata(bytes, (meta) => [
     ...meta.filter(([k]) => !k.startsWith('tokenizer.')),
     ['tokenizer.ggml.model', 'gpt2'],
@@ -45,7 +54,13 @@ function bpeModel(): Uint8Array {
  *  shared models are there, the real stories260K.gguf. Deterministic, so an index names the same mutant. */
 export function fuzzCorpus(): { name: string; layout: GgufLayout }[] {
   const out = [
-    { name: 'random-llama-q8_0', layout: layoutOf(buildRandomModel({ arch: 'llama', type: 'Q8_0', seed: 3, nEmbd: 64, nHead: 4, nHeadKv: 2, nFf: 64, nLayer: 1 }).bytes) },
+    {
+      name: 'random-llama-q8_0',
+      layout: layoutOf(
+        buildRandomModel({ arch: 'llama', type: 'Q8_0', seed: 3, nEmbd: 64, nHead: 4, nHeadKv: 2, nFf: 64, nLayer: 1 })
+          .bytes,
+      ),
+    },
     { name: 'random-qwen2-bpe', layout: layoutOf(bpeModel()) },
   ];
   const stories = sharedModel('stories260K.gguf');
@@ -62,7 +77,9 @@ async function main() {
   const mutantPath = join(dir, 'mutant.gguf');
   const current = openSync(join(dir, 'current'), 'w');
   const s: FuzzSummary = { from, to, seconds: 0, classes: {}, failures: [], peakRssBytes: 0, slowestMs: 0 };
-  const count = (k: string) => { s.classes[k] = (s.classes[k] ?? 0) + 1; };
+  const count = (k: string) => {
+    s.classes[k] = (s.classes[k] ?? 0) + 1;
+  };
   const t0 = performance.now();
   for (let i = from; i < to; i++) {
     writeSync(current, `${i}`.padEnd(20), 0);

@@ -56,11 +56,28 @@ const SCALAR_SIZE: Record<number, number> = { 0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4
 export function layoutOf(bytes: Uint8Array, data?: Uint8Array): GgufLayout {
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   let pos = 24;
-  const u32 = () => { const v = view.getUint32(pos, true); pos += 4; return v; };
-  const u64 = () => { const v = Number(view.getBigUint64(pos, true)); pos += 8; return v; };
-  const str = () => { const n = u64(); const s = Buffer.from(bytes.subarray(pos, pos + n)).toString('utf8'); pos += n; return s; };
+  const u32 = () => {
+    const v = view.getUint32(pos, true);
+    pos += 4;
+    return v;
+  };
+  const u64 = () => {
+    const v = Number(view.getBigUint64(pos, true));
+    pos += 8;
+    return v;
+  };
+  const str = () => {
+    const n = u64();
+    const s = Buffer.from(bytes.subarray(pos, pos + n)).toString('utf8');
+    pos += n;
+    return s;
+  };
   const skipValue = (type: number, lens: number[]) => {
-    if (type === ValueType.STRING) { if (lens.length < 8) lens.push(pos); pos += 8 + Number(view.getBigUint64(pos, true)); return; }
+    if (type === ValueType.STRING) {
+      if (lens.length < 8) lens.push(pos);
+      pos += 8 + Number(view.getBigUint64(pos, true));
+      return;
+    }
     if (type !== ValueType.ARRAY) {
       if (!(type in SCALAR_SIZE)) throw new RangeError(`unknown value type ${type}`); // pos must never turn NaN
       pos += SCALAR_SIZE[type];
@@ -83,7 +100,10 @@ export function layoutOf(bytes: Uint8Array, data?: Uint8Array): GgufLayout {
     const type = u32();
     const valueAt = pos;
     const f: KvField = { key, keyLenAt, typeAt, type, valueAt, valueEnd: 0, stringLenAt: [] };
-    if (type === ValueType.ARRAY) { f.elementTypeAt = pos; f.countAt = pos + 4; }
+    if (type === ValueType.ARRAY) {
+      f.elementTypeAt = pos;
+      f.countAt = pos + 4;
+    }
     if (key === 'general.alignment' && type === ValueType.UINT32) {
       const a = view.getUint32(pos, true);
       // a mutated one (not a power of two, or one that would pad to gigabytes) is left to the readers
@@ -101,7 +121,10 @@ export function layoutOf(bytes: Uint8Array, data?: Uint8Array): GgufLayout {
     const nDims = u32();
     if (nDims > 4) throw new RangeError(`a tensor with ${nDims} dimensions`);
     const dimsAt: number[] = [];
-    for (let d = 0; d < nDims; d++) { dimsAt.push(pos); pos += 8; }
+    for (let d = 0; d < nDims; d++) {
+      dimsAt.push(pos);
+      pos += 8;
+    }
     const typeAt = pos;
     pos += 4;
     const offsetAt = pos;
@@ -113,8 +136,13 @@ export function layoutOf(bytes: Uint8Array, data?: Uint8Array): GgufLayout {
   const dataStart = nTensors ? Math.ceil(headerEnd / alignment) * alignment : headerEnd;
   // mutants copy the header alone: the data section of a real model is a thousand times larger
   return {
-    bytes: bytes.subarray(0, headerEnd), data: data ?? bytes.subarray(Math.min(dataStart, bytes.length)),
-    kvs, tensors, headerEnd, dataStart, alignment,
+    bytes: bytes.subarray(0, headerEnd),
+    data: data ?? bytes.subarray(Math.min(dataStart, bytes.length)),
+    kvs,
+    tensors,
+    headerEnd,
+    dataStart,
+    alignment,
   };
 }
 
@@ -131,14 +159,45 @@ export class MutantRng {
     t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   }
-  int(n: number): number { return Math.floor(this.next() * n); }
-  pick<T>(a: readonly T[]): T { return a[this.int(a.length)]; }
-  chance(p: number): boolean { return this.next() < p; }
+  int(n: number): number {
+    return Math.floor(this.next() * n);
+  }
+  pick<T>(a: readonly T[]): T {
+    return a[this.int(a.length)];
+  }
+  chance(p: number): boolean {
+    return this.next() < p;
+  }
 }
 
 /** 64-bit values that break careless code: zero, one, off-by-one around powers of two, sign bits, all ones. */
-const HOSTILE_U64 = [0n, 1n, 2n, 3n, 7n, 31n, 32n, 33n, 255n, 256n, 0x7fffn, 0x8000n, 0xffffn, 0x10000n, 0x7fffffffn, 0x80000000n,
-  0xffffffffn, 0x100000000n, 1n << 40n, 1n << 53n, (1n << 62n) + 1n, (1n << 63n) - 1n, 1n << 63n, (1n << 64n) - 1n, (1n << 64n) - 8n];
+const HOSTILE_U64 = [
+  0n,
+  1n,
+  2n,
+  3n,
+  7n,
+  31n,
+  32n,
+  33n,
+  255n,
+  256n,
+  0x7fffn,
+  0x8000n,
+  0xffffn,
+  0x10000n,
+  0x7fffffffn,
+  0x80000000n,
+  0xffffffffn,
+  0x100000000n,
+  1n << 40n,
+  1n << 53n,
+  (1n << 62n) + 1n,
+  (1n << 63n) - 1n,
+  1n << 63n,
+  (1n << 64n) - 1n,
+  (1n << 64n) - 8n,
+];
 
 function hostileU64(rng: MutantRng, near?: bigint): bigint {
   if (near !== undefined && rng.chance(0.35)) {
@@ -152,18 +211,42 @@ function hostileU64(rng: MutantRng, near?: bigint): bigint {
 function encodeValue(w: ByteWriter, type: number, rng: MutantRng, depth = 0): void {
   const n = () => hostileU64(rng);
   switch (type) {
-    case ValueType.UINT8: w.u8(rng.int(256)); break;
-    case ValueType.INT8: w.i8(rng.int(256) - 128); break;
-    case ValueType.UINT16: w.u16(Number(n() & 0xffffn)); break;
-    case ValueType.INT16: w.i16(Number(BigInt.asIntN(16, n()))); break;
-    case ValueType.UINT32: w.u32(Number(n() & 0xffffffffn)); break;
-    case ValueType.INT32: w.i32(Number(BigInt.asIntN(32, n()))); break;
-    case ValueType.FLOAT32: w.f32(rng.pick([0, -1, 1e-5, 1e38, -1e38, NaN, Infinity, 10000])); break;
-    case ValueType.BOOL: w.u8(rng.chance(0.9) ? rng.int(2) : rng.int(256)); break;
-    case ValueType.STRING: w.str(rng.pick(['', 'llama', 'qwen2', 'gpt2', 'a b', '{{ bos_token }}', '\u0000\uffff', 'x'.repeat(300)])); break;
-    case ValueType.UINT64: w.u64(n()); break;
-    case ValueType.INT64: w.i64(BigInt.asIntN(64, n())); break;
-    case ValueType.FLOAT64: w.f64(rng.pick([0, -1, 1e-300, 1e300, NaN, -Infinity, 1e6])); break;
+    case ValueType.UINT8:
+      w.u8(rng.int(256));
+      break;
+    case ValueType.INT8:
+      w.i8(rng.int(256) - 128);
+      break;
+    case ValueType.UINT16:
+      w.u16(Number(n() & 0xffffn));
+      break;
+    case ValueType.INT16:
+      w.i16(Number(BigInt.asIntN(16, n())));
+      break;
+    case ValueType.UINT32:
+      w.u32(Number(n() & 0xffffffffn));
+      break;
+    case ValueType.INT32:
+      w.i32(Number(BigInt.asIntN(32, n())));
+      break;
+    case ValueType.FLOAT32:
+      w.f32(rng.pick([0, -1, 1e-5, 1e38, -1e38, NaN, Infinity, 10000]));
+      break;
+    case ValueType.BOOL:
+      w.u8(rng.chance(0.9) ? rng.int(2) : rng.int(256));
+      break;
+    case ValueType.STRING:
+      w.str(rng.pick(['', 'llama', 'qwen2', 'gpt2', 'a b', '{{ bos_token }}', '\u0000\uffff', 'x'.repeat(300)]));
+      break;
+    case ValueType.UINT64:
+      w.u64(n());
+      break;
+    case ValueType.INT64:
+      w.i64(BigInt.asIntN(64, n()));
+      break;
+    case ValueType.FLOAT64:
+      w.f64(rng.pick([0, -1, 1e-300, 1e300, NaN, -Infinity, 1e6]));
+      break;
     case ValueType.ARRAY: {
       const et = depth < 2 ? rng.int(13) : rng.pick([ValueType.UINT8, ValueType.STRING, ValueType.FLOAT32]);
       const count = rng.int(6);
@@ -189,7 +272,7 @@ function withData(header: Uint8Array, base: GgufLayout): Uint8Array {
 const READ_KEY = /^(general\.(architecture|name|file_type)|split\.count|tokenizer\.|(llama|qwen2|qwen3)\.)/;
 
 function pickKv(base: GgufLayout, rng: MutantRng, want?: (f: KvField) => boolean): KvField | undefined {
-  const pool = base.kvs.filter((f) => (!want || want(f)));
+  const pool = base.kvs.filter((f) => !want || want(f));
   if (!pool.length) return undefined;
   const read = pool.filter((f) => READ_KEY.test(f.key));
   return rng.pick(read.length && rng.chance(0.8) ? read : pool);
@@ -277,7 +360,16 @@ const OPS: Record<string, Op> = {
 
 const OP_NAMES = Object.keys(OPS);
 // Weights of the operators: the structured ones (types first) far more often than random bytes.
-const OP_WEIGHTS: Record<string, number> = { retype: 5, tag: 3, length: 2, count: 2, tensor: 2, align: 1, number: 3, bytes: 1 };
+const OP_WEIGHTS: Record<string, number> = {
+  retype: 5,
+  tag: 3,
+  length: 2,
+  count: 2,
+  tensor: 2,
+  align: 1,
+  number: 3,
+  bytes: 1,
+};
 const OP_TABLE = OP_NAMES.flatMap((n) => new Array(OP_WEIGHTS[n]).fill(n) as string[]);
 
 export interface Mutant {
@@ -321,13 +413,24 @@ export function layoutOfSpec(spec: GgufSpec): GgufLayout {
 
 /** `bytes` (a well-formed GGUF file) re-encoded after `edit` changed its metadata; every key keeps its type
  *  unless edited, the tensors are kept as they are. */
-export function rewriteMetadata(bytes: Uint8Array, edit: (meta: [string, MetaValue][]) => [string, MetaValue][]): Uint8Array {
+export function rewriteMetadata(
+  bytes: Uint8Array,
+  edit: (meta: [string, MetaValue][]) => [string, MetaValue][],
+): Uint8Array {
   const f = parseGguf(bytes);
   const meta: [string, MetaValue][] = [...f.metadata.entries()].map(([k, v]) => {
     const t = f.types.get(k)!;
-    return [k, (t.type === ValueType.ARRAY ? { type: t.type, elementType: t.elementType!, value: v } : { type: t.type, value: v }) as MetaValue];
+    return [
+      k,
+      (t.type === ValueType.ARRAY
+        ? { type: t.type, elementType: t.elementType!, value: v }
+        : { type: t.type, value: v }) as MetaValue,
+    ];
   });
-  return buildGguf({ metadata: edit(meta), tensors: f.tensors.map((t) => ({ name: t.name, dims: t.dims, type: t.type, data: t.data })) });
+  return buildGguf({
+    metadata: edit(meta),
+    tensors: f.tensors.map((t) => ({ name: t.name, dims: t.dims, type: t.type, data: t.data })),
+  });
 }
 
 /** `bytes` with `key` set to `value` (appended when absent): the wrong-typed files of the type-check tests. */

@@ -42,9 +42,22 @@ function outcome(e: unknown, where: string, failures: string[]): string {
   return code;
 }
 
-export async function probeGguf(addon: FolioAddon, path: string, bytes: Uint8Array = readFileSync(path)): Promise<ProbeResult> {
+export async function probeGguf(
+  addon: FolioAddon,
+  path: string,
+  bytes: Uint8Array = readFileSync(path),
+): Promise<ProbeResult> {
   const failures: string[] = [];
-  const r: ProbeResult = { read: 'ok', load: 'ok', info: '-', vocab: 'ok', header: 'ok', loadMessage: null, typeError: null, failures };
+  const r: ProbeResult = {
+    read: 'ok',
+    load: 'ok',
+    info: '-',
+    vocab: 'ok',
+    header: 'ok',
+    loadMessage: null,
+    typeError: null,
+    failures,
+  };
 
   try {
     addon.readGguf(path);
@@ -89,13 +102,18 @@ export async function probeGguf(addon: FolioAddon, path: string, bytes: Uint8Arr
   // (GGUF_TYPE, before anything else) exactly when the TS check finds one, with the same message.
   if (r.read === 'ok' && r.header === 'ok') {
     const engineType = r.load === 'GGUF_TYPE' ? r.loadMessage : null;
-    const agree = engineType === null ? r.typeError === null : r.typeError !== null && engineType.endsWith(`: ${r.typeError}`);
-    if (!agree) failures.push(`the engine and the TS check disagree: engine ${r.load} ${r.loadMessage ?? ''} / TS ${r.typeError ?? 'no type error'}`);
+    const agree =
+      engineType === null ? r.typeError === null : r.typeError !== null && engineType.endsWith(`: ${r.typeError}`);
+    if (!agree)
+      failures.push(
+        `the engine and the TS check disagree: engine ${r.load} ${r.loadMessage ?? ''} / TS ${r.typeError ?? 'no type error'}`,
+      );
   }
   return r;
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const addon = loadAddon();
-  for (const path of process.argv.slice(2)) process.stdout.write(JSON.stringify({ path, ...(await probeGguf(addon, path)) }) + '\n');
+  for (const path of process.argv.slice(2))
+    process.stdout.write(JSON.stringify({ path, ...(await probeGguf(addon, path)) }) + '\n');
 }

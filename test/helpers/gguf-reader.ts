@@ -15,8 +15,19 @@ import { GGML_TYPE_INFO } from './quant-ref.ts';
 
 /** GGUF metadata value types, as numbered in the file. */
 export const GGUF_VALUE_TYPE = {
-  UINT8: 0, INT8: 1, UINT16: 2, INT16: 3, UINT32: 4, INT32: 5, FLOAT32: 6, BOOL: 7,
-  STRING: 8, ARRAY: 9, UINT64: 10, INT64: 11, FLOAT64: 12,
+  UINT8: 0,
+  INT8: 1,
+  UINT16: 2,
+  INT16: 3,
+  UINT32: 4,
+  INT32: 5,
+  FLOAT32: 6,
+  BOOL: 7,
+  STRING: 8,
+  ARRAY: 9,
+  UINT64: 10,
+  INT64: 11,
+  FLOAT64: 12,
 } as const;
 
 /** A decoded metadata value: 64-bit integers are bigint, arrays are (possibly nested) JS arrays. */
@@ -69,8 +80,16 @@ export function parseGguf(bytes: Uint8Array): GgufFile {
   let pos = 0;
 
   const u8 = () => view.getUint8(pos++);
-  const u32 = () => { const v = view.getUint32(pos, true); pos += 4; return v; };
-  const u64 = () => { const v = view.getBigUint64(pos, true); pos += 8; return v; };
+  const u32 = () => {
+    const v = view.getUint32(pos, true);
+    pos += 4;
+    return v;
+  };
+  const u64 = () => {
+    const v = view.getBigUint64(pos, true);
+    pos += 8;
+    return v;
+  };
   const count = () => Number(u64());
   const str = () => {
     const n = count();
@@ -83,18 +102,44 @@ export function parseGguf(bytes: Uint8Array): GgufFile {
     const T = GGUF_VALUE_TYPE;
     let v: GgufValue;
     switch (type) {
-      case T.UINT8: return u8();
-      case T.INT8: v = view.getInt8(pos); pos += 1; return v;
-      case T.UINT16: v = view.getUint16(pos, true); pos += 2; return v;
-      case T.INT16: v = view.getInt16(pos, true); pos += 2; return v;
-      case T.UINT32: return u32();
-      case T.INT32: v = view.getInt32(pos, true); pos += 4; return v;
-      case T.FLOAT32: v = view.getFloat32(pos, true); pos += 4; return v;
-      case T.BOOL: return u8() !== 0;
-      case T.STRING: return str();
-      case T.UINT64: return u64();
-      case T.INT64: v = view.getBigInt64(pos, true); pos += 8; return v;
-      case T.FLOAT64: v = view.getFloat64(pos, true); pos += 8; return v;
+      case T.UINT8:
+        return u8();
+      case T.INT8:
+        v = view.getInt8(pos);
+        pos += 1;
+        return v;
+      case T.UINT16:
+        v = view.getUint16(pos, true);
+        pos += 2;
+        return v;
+      case T.INT16:
+        v = view.getInt16(pos, true);
+        pos += 2;
+        return v;
+      case T.UINT32:
+        return u32();
+      case T.INT32:
+        v = view.getInt32(pos, true);
+        pos += 4;
+        return v;
+      case T.FLOAT32:
+        v = view.getFloat32(pos, true);
+        pos += 4;
+        return v;
+      case T.BOOL:
+        return u8() !== 0;
+      case T.STRING:
+        return str();
+      case T.UINT64:
+        return u64();
+      case T.INT64:
+        v = view.getBigInt64(pos, true);
+        pos += 8;
+        return v;
+      case T.FLOAT64:
+        v = view.getFloat64(pos, true);
+        pos += 8;
+        return v;
       case T.ARRAY: {
         const elementType = u32();
         const n = count();
@@ -102,7 +147,8 @@ export function parseGguf(bytes: Uint8Array): GgufFile {
         for (let i = 0; i < n; i++) out[i] = readValue(elementType);
         return out;
       }
-      default: throw new Error(`GGUF: unknown value type ${type} at byte ${pos}`);
+      default:
+        throw new Error(`GGUF: unknown value type ${type} at byte ${pos}`);
     }
   }
 
@@ -157,7 +203,13 @@ export function parseGguf(bytes: Uint8Array): GgufFile {
   });
 
   return {
-    version, metadata, types, tensors, alignment, dataStart, bytes,
+    version,
+    metadata,
+    types,
+    tensors,
+    alignment,
+    dataStart,
+    bytes,
     tensorsByName: new Map(tensors.map((t) => [t.name, t])),
   };
 }

@@ -4,14 +4,38 @@
 import { writeFileSync } from 'node:fs';
 
 export const enum ValueType {
-  UINT8 = 0, INT8 = 1, UINT16 = 2, INT16 = 3, UINT32 = 4, INT32 = 5, FLOAT32 = 6, BOOL = 7,
-  STRING = 8, ARRAY = 9, UINT64 = 10, INT64 = 11, FLOAT64 = 12,
+  UINT8 = 0,
+  INT8 = 1,
+  UINT16 = 2,
+  INT16 = 3,
+  UINT32 = 4,
+  INT32 = 5,
+  FLOAT32 = 6,
+  BOOL = 7,
+  STRING = 8,
+  ARRAY = 9,
+  UINT64 = 10,
+  INT64 = 11,
+  FLOAT64 = 12,
 }
 
 /** ggml tensor type ids, as numbered in GGUF files. */
 export const TensorType = {
-  F32: 0, F16: 1, Q4_0: 2, Q4_1: 3, Q5_0: 6, Q5_1: 7, Q8_0: 8, Q8_1: 9,
-  Q2_K: 10, Q3_K: 11, Q4_K: 12, Q5_K: 13, Q6_K: 14, Q8_K: 15, BF16: 30,
+  F32: 0,
+  F16: 1,
+  Q4_0: 2,
+  Q4_1: 3,
+  Q5_0: 6,
+  Q5_1: 7,
+  Q8_0: 8,
+  Q8_1: 9,
+  Q2_K: 10,
+  Q3_K: 11,
+  Q4_K: 12,
+  Q5_K: 13,
+  Q6_K: 14,
+  Q8_K: 15,
+  BF16: 30,
 } as const;
 export type TensorTypeName = keyof typeof TensorType;
 
@@ -42,8 +66,11 @@ export const u32 = (value: number): Typed => ({ type: ValueType.UINT32, value })
 export const i32 = (value: number): Typed => ({ type: ValueType.INT32, value });
 export const f32 = (value: number): Typed => ({ type: ValueType.FLOAT32, value });
 export const u64 = (value: number | bigint): Typed => ({ type: ValueType.UINT64, value: BigInt(value) });
-export const arr = (elementType: ValueType, value: Typed[] | (number | bigint | boolean | string)[]): Typed =>
-  ({ type: ValueType.ARRAY, elementType, value });
+export const arr = (elementType: ValueType, value: Typed[] | (number | bigint | boolean | string)[]): Typed => ({
+  type: ValueType.ARRAY,
+  elementType,
+  value,
+});
 
 /** Plain JS values: strings are STRING, integers UINT32 (INT32 when negative), other numbers FLOAT32. */
 export function inferValue(v: MetaValue): Typed {
@@ -86,41 +113,103 @@ export class ByteWriter {
     return at;
   }
   // reserve() may replace buf/view with larger ones, so take the offset before touching either
-  u8(v: number) { const at = this.reserve(1); this.view.setUint8(at, v); }
-  i8(v: number) { const at = this.reserve(1); this.view.setInt8(at, v); }
-  u16(v: number) { const at = this.reserve(2); this.view.setUint16(at, v, true); }
-  i16(v: number) { const at = this.reserve(2); this.view.setInt16(at, v, true); }
-  u32(v: number) { const at = this.reserve(4); this.view.setUint32(at, v, true); }
-  i32(v: number) { const at = this.reserve(4); this.view.setInt32(at, v, true); }
-  u64(v: number | bigint) { const at = this.reserve(8); this.view.setBigUint64(at, BigInt(v), true); }
-  i64(v: number | bigint) { const at = this.reserve(8); this.view.setBigInt64(at, BigInt(v), true); }
-  f32(v: number) { const at = this.reserve(4); this.view.setFloat32(at, v, true); }
-  f64(v: number) { const at = this.reserve(8); this.view.setFloat64(at, v, true); }
-  bytes(b: Uint8Array) { const at = this.reserve(b.length); this.buf.set(b, at); }
+  u8(v: number) {
+    const at = this.reserve(1);
+    this.view.setUint8(at, v);
+  }
+  i8(v: number) {
+    const at = this.reserve(1);
+    this.view.setInt8(at, v);
+  }
+  u16(v: number) {
+    const at = this.reserve(2);
+    this.view.setUint16(at, v, true);
+  }
+  i16(v: number) {
+    const at = this.reserve(2);
+    this.view.setInt16(at, v, true);
+  }
+  u32(v: number) {
+    const at = this.reserve(4);
+    this.view.setUint32(at, v, true);
+  }
+  i32(v: number) {
+    const at = this.reserve(4);
+    this.view.setInt32(at, v, true);
+  }
+  u64(v: number | bigint) {
+    const at = this.reserve(8);
+    this.view.setBigUint64(at, BigInt(v), true);
+  }
+  i64(v: number | bigint) {
+    const at = this.reserve(8);
+    this.view.setBigInt64(at, BigInt(v), true);
+  }
+  f32(v: number) {
+    const at = this.reserve(4);
+    this.view.setFloat32(at, v, true);
+  }
+  f64(v: number) {
+    const at = this.reserve(8);
+    this.view.setFloat64(at, v, true);
+  }
+  bytes(b: Uint8Array) {
+    const at = this.reserve(b.length);
+    this.buf.set(b, at);
+  }
   str(s: string) {
     const b = Buffer.from(s, 'utf8');
     this.u64(b.length);
     this.bytes(b);
   }
-  padTo(alignment: number) { while (this.length % alignment) this.u8(0); }
-  result(): Uint8Array { return this.buf.slice(0, this.length); }
+  padTo(alignment: number) {
+    while (this.length % alignment) this.u8(0);
+  }
+  result(): Uint8Array {
+    return this.buf.slice(0, this.length);
+  }
 }
 
 function writeScalar(w: ByteWriter, type: ValueType, v: number | bigint | boolean | string) {
   switch (type) {
-    case ValueType.UINT8: w.u8(Number(v)); break;
-    case ValueType.INT8: w.i8(Number(v)); break;
-    case ValueType.UINT16: w.u16(Number(v)); break;
-    case ValueType.INT16: w.i16(Number(v)); break;
-    case ValueType.UINT32: w.u32(Number(v)); break;
-    case ValueType.INT32: w.i32(Number(v)); break;
-    case ValueType.FLOAT32: w.f32(Number(v)); break;
-    case ValueType.BOOL: w.u8(v ? 1 : 0); break;
-    case ValueType.STRING: w.str(String(v)); break;
-    case ValueType.UINT64: w.u64(typeof v === 'bigint' ? v : BigInt(Number(v))); break;
-    case ValueType.INT64: w.i64(typeof v === 'bigint' ? v : BigInt(Number(v))); break;
-    case ValueType.FLOAT64: w.f64(Number(v)); break;
-    default: throw new Error(`not a scalar GGUF type: ${type}`);
+    case ValueType.UINT8:
+      w.u8(Number(v));
+      break;
+    case ValueType.INT8:
+      w.i8(Number(v));
+      break;
+    case ValueType.UINT16:
+      w.u16(Number(v));
+      break;
+    case ValueType.INT16:
+      w.i16(Number(v));
+      break;
+    case ValueType.UINT32:
+      w.u32(Number(v));
+      break;
+    case ValueType.INT32:
+      w.i32(Number(v));
+      break;
+    case ValueType.FLOAT32:
+      w.f32(Number(v));
+      break;
+    case ValueType.BOOL:
+      w.u8(v ? 1 : 0);
+      break;
+    case ValueType.STRING:
+      w.str(String(v));
+      break;
+    case ValueType.UINT64:
+      w.u64(typeof v === 'bigint' ? v : BigInt(Number(v)));
+      break;
+    case ValueType.INT64:
+      w.i64(typeof v === 'bigint' ? v : BigInt(Number(v)));
+      break;
+    case ValueType.FLOAT64:
+      w.f64(Number(v));
+      break;
+    default:
+      throw new Error(`not a scalar GGUF type: ${type}`);
   }
 }
 

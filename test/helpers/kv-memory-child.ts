@@ -20,7 +20,14 @@ if (mode === 'full') await session.prefill(tokens, { onProgress: sample });
 else stats = (await session.compress(tokens, { method: 'ada-snapkv', budget: 0.2, onProgress: sample })).stats;
 clearInterval(timer);
 const after = process.memoryUsage.rss();
-console.log(JSON.stringify({
-  before, after, grown: after - before, peak,
-  kvBytesFull: stats?.kvBytesFull, kvBytesKept: stats?.kvBytesKept, memory: session.memory(),
-}));
+console.log(
+  JSON.stringify({
+    before,
+    after,
+    grown: after - before,
+    peak,
+    kvBytesFull: stats?.kvBytesFull,
+    kvBytesKept: stats?.kvBytesKept,
+    memory: session.memory(),
+  }),
+);

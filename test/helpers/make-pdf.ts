@@ -21,7 +21,14 @@ export function wrap(text: string, font: PDFFont, size: number, width: number): 
 }
 
 /** Draws lines from (x, y) downwards with a leading of 1.2 em; returns the y below the last line. */
-export function drawLines(page: PDFPage, lines: readonly string[], x: number, y: number, font: PDFFont, size: number): number {
+export function drawLines(
+  page: PDFPage,
+  lines: readonly string[],
+  x: number,
+  y: number,
+  font: PDFFont,
+  size: number,
+): number {
   for (const l of lines) {
     page.drawText(l, { x, y, size, font });
     y -= size * 1.2;
@@ -45,7 +52,12 @@ export const colRight =
  * Wraps like `wrap`, then hyphenates the last line break as a typesetter would: the first word of the last
  * line is split, its head moved up with a hyphen ("agree-" / "ment"). Returns the lines and that word.
  */
-export function wrapHyphenated(text: string, font: PDFFont, size: number, width: number): { lines: string[]; word: string } {
+export function wrapHyphenated(
+  text: string,
+  font: PDFFont,
+  size: number,
+  width: number,
+): { lines: string[]; word: string } {
   const lines = wrap(text, font, size, width);
   const i = lines.length - 2;
   const [w, ...rest] = (lines[i + 1] ?? '').split(' ');
@@ -144,7 +156,12 @@ export function tinyPng(): Uint8Array {
   ihdr[8] = 8; // bit depth
   ihdr[9] = 2; // RGB
   const raw = Buffer.from([0, 255, 0, 0, 0, 255, 0, 0, 0, 0, 255, 255, 255, 255]);
-  return Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), chunk('IHDR', ihdr), chunk('IDAT', deflateSync(raw)), chunk('IEND', new Uint8Array())]);
+  return Buffer.concat([
+    Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
+    chunk('IHDR', ihdr),
+    chunk('IDAT', deflateSync(raw)),
+    chunk('IEND', new Uint8Array()),
+  ]);
 }
 
 /** A scan-like PDF: page 1 only a raster image, page 2 only vector drawing. No text anywhere. */
@@ -204,7 +221,12 @@ export function standardSecurity(user: string, owner: string, rev: 2 | 3, keyByt
   if (rev >= 3) for (let i = 0; i < 50; i++) h = md5(h.subarray(0, keyBytes));
   const oKey = h.subarray(0, keyBytes);
   let o = rc4(oKey, padPassword(user));
-  if (rev >= 3) for (let i = 1; i <= 19; i++) o = rc4(oKey.map((b) => b ^ i), o);
+  if (rev >= 3)
+    for (let i = 1; i <= 19; i++)
+      o = rc4(
+        oKey.map((b) => b ^ i),
+        o,
+      );
   // Algorithm 2: the file key.
   const pBytes = Buffer.alloc(4);
   pBytes.writeInt32LE(p, 0);
@@ -216,7 +238,11 @@ export function standardSecurity(user: string, owner: string, rev: 2 | 3, keyByt
   if (rev === 2) u = rc4(key, PAD);
   else {
     let x = rc4(key, md5(PAD, id));
-    for (let i = 1; i <= 19; i++) x = rc4(key.map((b) => b ^ i), x);
+    for (let i = 1; i <= 19; i++)
+      x = rc4(
+        key.map((b) => b ^ i),
+        x,
+      );
     u = Buffer.concat([x, Buffer.alloc(16)]);
   }
   return { o, u, key };
@@ -236,11 +262,19 @@ function pdfString(s: string): string {
  * A PDF with one text page per entry of `pages` (Helvetica, WinAnsi), encrypted with RC4 (40-bit R2 or
  * 128-bit R3). With an empty user password anyone can open it; otherwise it needs the password.
  */
-export function encryptedPdf(opts: { pages: string[][]; userPassword: string; ownerPassword?: string; bits: 40 | 128; title?: string }): Uint8Array {
+export function encryptedPdf(opts: {
+  pages: string[][];
+  userPassword: string;
+  ownerPassword?: string;
+  bits: 40 | 128;
+  title?: string;
+}): Uint8Array {
   const rev = opts.bits === 40 ? 2 : 3;
   const keyBytes = opts.bits / 8;
   const p = -3904; // print, copy, ...: the usual permissions
-  const id = createHash('md5').update('folio-test-' + opts.bits + opts.userPassword).digest();
+  const id = createHash('md5')
+    .update('folio-test-' + opts.bits + opts.userPassword)
+    .digest();
   const { o, u, key } = standardSecurity(opts.userPassword, opts.ownerPassword ?? 'owner-secret', rev, keyBytes, p, id);
 
   const parts: Buffer[] = [Buffer.from('%PDF-1.4\n%\xe2\xe3\xcf\xd3\n', 'latin1')];
@@ -265,13 +299,31 @@ export function encryptedPdf(opts: { pages: string[][]; userPassword: string; ow
   add(3, dict('<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>'));
   opts.pages.forEach((lines, i) => {
     const contentNum = pageNum(i) + 1;
-    add(pageNum(i), dict(`<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 3 0 R >> >> /Contents ${contentNum} 0 R >>`));
-    const content = Buffer.from(`BT /F1 12 Tf 14 TL 72 720 Td ${lines.map((l) => pdfString(l) + " '").join(' ')} ET`, 'latin1');
+    add(
+      pageNum(i),
+      dict(
+        `<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 3 0 R >> >> /Contents ${contentNum} 0 R >>`,
+      ),
+    );
+    const content = Buffer.from(
+      `BT /F1 12 Tf 14 TL 72 720 Td ${lines.map((l) => pdfString(l) + " '").join(' ')} ET`,
+      'latin1',
+    );
     const data = rc4(objectKey(key, contentNum, 0), content);
     add(contentNum, Buffer.concat([dict(`<< /Length ${data.length} >>\nstream\n`), data, dict('\nendstream')]));
   });
-  add(infoNum, dict(`<< /Title ${encString(infoNum, opts.title ?? 'Encrypted Fixture')} /Producer ${encString(infoNum, 'folio tests')} >>`));
-  add(encryptNum, dict(`<< /Filter /Standard /V ${rev === 2 ? 1 : 2} /R ${rev} /Length ${opts.bits} /O ${hex(o)} /U ${hex(u)} /P ${p} >>`));
+  add(
+    infoNum,
+    dict(
+      `<< /Title ${encString(infoNum, opts.title ?? 'Encrypted Fixture')} /Producer ${encString(infoNum, 'folio tests')} >>`,
+    ),
+  );
+  add(
+    encryptNum,
+    dict(
+      `<< /Filter /Standard /V ${rev === 2 ? 1 : 2} /R ${rev} /Length ${opts.bits} /O ${hex(o)} /U ${hex(u)} /P ${p} >>`,
+    ),
+  );
 
   const size = encryptNum + 1;
   let xref = `xref\n0 ${size}\n0000000000 65535 f \n`;

@@ -129,8 +129,20 @@ export function wordParagraph(text: string): string {
  * A minimal .docx whose document.xml is `paragraph` repeated to at least `xmlBytes` bytes. With `claimedSize`,
  * the archive's headers state that size for document.xml instead of the real one (a lying archive).
  */
-export function repeatedDocx(opts: { xmlBytes: number; paragraph?: string; claimedSize?: number }): { bytes: Uint8Array; xmlBytes: number } {
-  const doc = repeatedPart('word/document.xml', DOC_HEAD, opts.paragraph ?? wordParagraph('All work and no play makes a dull document. '), opts.xmlBytes, DOC_TAIL);
+export function repeatedDocx(opts: { xmlBytes: number; paragraph?: string; claimedSize?: number }): {
+  bytes: Uint8Array;
+  xmlBytes: number;
+} {
+  const doc = repeatedPart(
+    'word/document.xml',
+    DOC_HEAD,
+    opts.paragraph ?? wordParagraph('All work and no play makes a dull document. '),
+    opts.xmlBytes,
+    DOC_TAIL,
+  );
   if (opts.claimedSize !== undefined) doc.claimedSize = opts.claimedSize;
-  return { bytes: zipOf([part('[Content_Types].xml', CONTENT_TYPES), part('_rels/.rels', RELS), doc]), xmlBytes: doc.size };
+  return {
+    bytes: zipOf([part('[Content_Types].xml', CONTENT_TYPES), part('_rels/.rels', RELS), doc]),
+    xmlBytes: doc.size,
+  };
 }

@@ -14,8 +14,17 @@
 
 /** ggml type ids, as numbered in GGUF files. */
 export const GGML_TYPE = {
-  F32: 0, F16: 1, Q4_0: 2, Q4_1: 3, Q5_0: 6, Q5_1: 7, Q8_0: 8,
-  Q4_K: 12, Q5_K: 13, Q6_K: 14, BF16: 30,
+  F32: 0,
+  F16: 1,
+  Q4_0: 2,
+  Q4_1: 3,
+  Q5_0: 6,
+  Q5_1: 7,
+  Q8_0: 8,
+  Q4_K: 12,
+  Q5_K: 13,
+  Q6_K: 14,
+  BF16: 30,
 } as const;
 export type GgmlTypeName = keyof typeof GGML_TYPE;
 export const GGML_TYPE_NAMES = Object.keys(GGML_TYPE) as GgmlTypeName[];
@@ -48,7 +57,8 @@ export function typeName(type: number): string {
 /** Bytes taken by n values of a type (n must be a whole number of blocks). */
 export function byteSize(type: number | GgmlTypeName, n: number): number {
   const info = GGML_TYPE_INFO[typeId(type)];
-  if (n % info.blockSize !== 0) throw new Error(`${info.name}: ${n} values is not a whole number of ${info.blockSize}-value blocks`);
+  if (n % info.blockSize !== 0)
+    throw new Error(`${info.name}: ${n} values is not a whole number of ${info.blockSize}-value blocks`);
   return (n / info.blockSize) * info.typeSize;
 }
 
@@ -78,7 +88,10 @@ function encodeSmallFloat(x: number, expBits: number, mantBits: number): number 
 
   // a = q * 2^(e - mantBits) with q rounded to an integer: the mantissa with its leading bit
   let q = roundHalfEven(a * 2 ** (mantBits - e));
-  if (q === 2 ** (mantBits + 1)) { q /= 2; e++; } // rounding carried into the next binade
+  if (q === 2 ** (mantBits + 1)) {
+    q /= 2;
+    e++;
+  } // rounding carried into the next binade
   const normal = q >= 2 ** mantBits;
   if (!normal) return sign | q; // subnormal (exponent field 0)
   if (e + bias >= expAllOnes) return sign | (expAllOnes << mantBits); // overflow: infinity
@@ -137,17 +150,39 @@ export function dequantize(type: number | GgmlTypeName, bytes: Uint8Array, n: nu
   for (let ib = 0; ib < blocks; ib++) {
     const at = ib * B; // byte offset of this block
     switch (id) {
-      case GGML_TYPE.F32: out[ib] = v.getFloat32(at, true); break;
-      case GGML_TYPE.F16: out[ib] = fp16Value(v.getUint16(at, true)); break;
-      case GGML_TYPE.BF16: out[ib] = bf16Value(v.getUint16(at, true)); break;
-      case GGML_TYPE.Q8_0: dequantQ8_0(v, at, out.subarray(ib * 32, ib * 32 + 32)); break;
-      case GGML_TYPE.Q4_0: dequantQ4_0(v, at, out.subarray(ib * 32, ib * 32 + 32)); break;
-      case GGML_TYPE.Q4_1: dequantQ4_1(v, at, out.subarray(ib * 32, ib * 32 + 32)); break;
-      case GGML_TYPE.Q5_0: dequantQ5_0(v, at, out.subarray(ib * 32, ib * 32 + 32)); break;
-      case GGML_TYPE.Q5_1: dequantQ5_1(v, at, out.subarray(ib * 32, ib * 32 + 32)); break;
-      case GGML_TYPE.Q4_K: dequantQ4_K(v, at, out.subarray(ib * 256, ib * 256 + 256)); break;
-      case GGML_TYPE.Q5_K: dequantQ5_K(v, at, out.subarray(ib * 256, ib * 256 + 256)); break;
-      case GGML_TYPE.Q6_K: dequantQ6_K(v, at, out.subarray(ib * 256, ib * 256 + 256)); break;
+      case GGML_TYPE.F32:
+        out[ib] = v.getFloat32(at, true);
+        break;
+      case GGML_TYPE.F16:
+        out[ib] = fp16Value(v.getUint16(at, true));
+        break;
+      case GGML_TYPE.BF16:
+        out[ib] = bf16Value(v.getUint16(at, true));
+        break;
+      case GGML_TYPE.Q8_0:
+        dequantQ8_0(v, at, out.subarray(ib * 32, ib * 32 + 32));
+        break;
+      case GGML_TYPE.Q4_0:
+        dequantQ4_0(v, at, out.subarray(ib * 32, ib * 32 + 32));
+        break;
+      case GGML_TYPE.Q4_1:
+        dequantQ4_1(v, at, out.subarray(ib * 32, ib * 32 + 32));
+        break;
+      case GGML_TYPE.Q5_0:
+        dequantQ5_0(v, at, out.subarray(ib * 32, ib * 32 + 32));
+        break;
+      case GGML_TYPE.Q5_1:
+        dequantQ5_1(v, at, out.subarray(ib * 32, ib * 32 + 32));
+        break;
+      case GGML_TYPE.Q4_K:
+        dequantQ4_K(v, at, out.subarray(ib * 256, ib * 256 + 256));
+        break;
+      case GGML_TYPE.Q5_K:
+        dequantQ5_K(v, at, out.subarray(ib * 256, ib * 256 + 256));
+        break;
+      case GGML_TYPE.Q6_K:
+        dequantQ6_K(v, at, out.subarray(ib * 256, ib * 256 + 256));
+        break;
     }
   }
   return out;
@@ -306,17 +341,39 @@ export function quantize(type: number | GgmlTypeName, values: ArrayLike<number>)
     const at = ib * typeSize;
     const xb = x.subarray(ib * blockSize, (ib + 1) * blockSize);
     switch (id) {
-      case GGML_TYPE.F32: v.setFloat32(at, xb[0], true); break;
-      case GGML_TYPE.F16: v.setUint16(at, fp16Bits(xb[0]), true); break;
-      case GGML_TYPE.BF16: v.setUint16(at, bf16Bits(xb[0]), true); break;
-      case GGML_TYPE.Q8_0: quantQ8_0(xb, v, at); break;
-      case GGML_TYPE.Q4_0: quantSymmetric32(xb, v, at, 4); break;
-      case GGML_TYPE.Q5_0: quantSymmetric32(xb, v, at, 5); break;
-      case GGML_TYPE.Q4_1: quantAffine32(xb, v, at, 4); break;
-      case GGML_TYPE.Q5_1: quantAffine32(xb, v, at, 5); break;
-      case GGML_TYPE.Q4_K: quantK(xb, v, at, 4); break;
-      case GGML_TYPE.Q5_K: quantK(xb, v, at, 5); break;
-      case GGML_TYPE.Q6_K: quantQ6_K(xb, v, at); break;
+      case GGML_TYPE.F32:
+        v.setFloat32(at, xb[0], true);
+        break;
+      case GGML_TYPE.F16:
+        v.setUint16(at, fp16Bits(xb[0]), true);
+        break;
+      case GGML_TYPE.BF16:
+        v.setUint16(at, bf16Bits(xb[0]), true);
+        break;
+      case GGML_TYPE.Q8_0:
+        quantQ8_0(xb, v, at);
+        break;
+      case GGML_TYPE.Q4_0:
+        quantSymmetric32(xb, v, at, 4);
+        break;
+      case GGML_TYPE.Q5_0:
+        quantSymmetric32(xb, v, at, 5);
+        break;
+      case GGML_TYPE.Q4_1:
+        quantAffine32(xb, v, at, 4);
+        break;
+      case GGML_TYPE.Q5_1:
+        quantAffine32(xb, v, at, 5);
+        break;
+      case GGML_TYPE.Q4_K:
+        quantK(xb, v, at, 4);
+        break;
+      case GGML_TYPE.Q5_K:
+        quantK(xb, v, at, 5);
+        break;
+      case GGML_TYPE.Q6_K:
+        quantQ6_K(xb, v, at);
+        break;
     }
   }
   return out;
@@ -350,8 +407,12 @@ function quantSymmetric32(x: Float64Array, v: DataView, at: number, bits: 4 | 5)
 /** Q4_1 / Q5_1: min maps to quant 0, max to the top quant. */
 function quantAffine32(x: Float64Array, v: DataView, at: number, bits: 4 | 5) {
   const top = (1 << bits) - 1; // 15 or 31
-  let lo = Infinity, hi = -Infinity;
-  for (const e of x) { lo = Math.min(lo, e); hi = Math.max(hi, e); }
+  let lo = Infinity,
+    hi = -Infinity;
+  for (const e of x) {
+    lo = Math.min(lo, e);
+    hi = Math.max(hi, e);
+  }
   const d = putF16(v, at, (hi - lo) / top);
   const m = putF16(v, at + 2, lo);
   const q = x.map((e) => (d ? clamp(roundAway((e - m) / d), 0, top) : 0));
@@ -382,8 +443,12 @@ function quantK(x: Float64Array, v: DataView, at: number, bits: 4 | 5) {
   const step = new Float64Array(8);
   const offset = new Float64Array(8);
   for (let j = 0; j < 8; j++) {
-    let lo = 0, hi = -Infinity;
-    for (let i = 32 * j; i < 32 * j + 32; i++) { lo = Math.min(lo, x[i]); hi = Math.max(hi, x[i]); }
+    let lo = 0,
+      hi = -Infinity;
+    for (let i = 32 * j; i < 32 * j + 32; i++) {
+      lo = Math.min(lo, x[i]);
+      hi = Math.max(hi, x[i]);
+    }
     step[j] = (hi - lo) / top;
     offset[j] = -lo;
   }
@@ -416,7 +481,8 @@ function quantK(x: Float64Array, v: DataView, at: number, bits: 4 | 5) {
   const qs = bits === 4 ? at + 16 : at + 48;
   for (let c = 0; c < 4; c++) {
     for (let l = 0; l < 32; l++) {
-      const lo = q[64 * c + l], hi = q[64 * c + 32 + l];
+      const lo = q[64 * c + l],
+        hi = q[64 * c + 32 + l];
       v.setUint8(qs + 32 * c + l, (lo & 0x0f) | ((hi & 0x0f) << 4));
       if (bits === 5) {
         const qh = at + 16 + l;
@@ -444,7 +510,9 @@ function quantQ6_K(x: Float64Array, v: DataView, at: number) {
   for (let e = 0; e < 256; e++) {
     const scale = d * sc[e >> 4];
     const u = (scale ? clamp(roundAway(x[e] / scale), -32, 31) : 0) + 32; // 0..63
-    const h = e >> 7, g = (e >> 5) & 3, l = e & 31;
+    const h = e >> 7,
+      g = (e >> 5) & 3,
+      l = e & 31;
     const qlAt = at + 64 * h + l + 32 * (g & 1);
     v.setUint8(qlAt, v.getUint8(qlAt) | ((u & 0x0f) << (g < 2 ? 0 : 4)));
     const qhAt = at + 128 + 32 * h + l;

@@ -117,8 +117,37 @@ export const TOKEN_TYPE = { NORMAL: 1, UNKNOWN: 2, CONTROL: 3, USER_DEFINED: 4, 
 const SPACE = '\u2581'; // ▁, SentencePiece's word-boundary marker
 const CHARS = [SPACE, ...'abcdefghijklmnopqrstuvwxyz', '.', ',', '!'];
 const MERGES = [
-  '▁t', 'he', '▁a', 'in', '▁th', '▁the', 'er', 'an', 'nd', '▁s', '▁w', '▁an', '▁and', 'on', 're', 'ed',
-  '▁h', 'is', '▁wa', '▁was', 'it', 'at', 'en', 'll', '▁b', '▁o', 'ou', '▁i', '▁l', '▁to', '▁he',
+  '▁t',
+  'he',
+  '▁a',
+  'in',
+  '▁th',
+  '▁the',
+  'er',
+  'an',
+  'nd',
+  '▁s',
+  '▁w',
+  '▁an',
+  '▁and',
+  'on',
+  're',
+  'ed',
+  '▁h',
+  'is',
+  '▁wa',
+  '▁was',
+  'it',
+  'at',
+  'en',
+  'll',
+  '▁b',
+  '▁o',
+  'ou',
+  '▁i',
+  '▁l',
+  '▁to',
+  '▁he',
 ];
 
 export interface Vocab {
@@ -155,8 +184,16 @@ export function syntheticVocab(nVocab: number): Vocab {
 
   // scores: merges first by rank (0, -1, -2, ...), then the single characters below all of them
   const scores = tokens.map(() => 0);
-  merges.forEach((p, i) => { tokens.push(p); types.push(TOKEN_TYPE.NORMAL); scores.push(-i); });
-  CHARS.forEach((c, i) => { tokens.push(c); types.push(TOKEN_TYPE.NORMAL); scores.push(-merges.length - i); });
+  merges.forEach((p, i) => {
+    tokens.push(p);
+    types.push(TOKEN_TYPE.NORMAL);
+    scores.push(-i);
+  });
+  CHARS.forEach((c, i) => {
+    tokens.push(c);
+    types.push(TOKEN_TYPE.NORMAL);
+    scores.push(-merges.length - i);
+  });
   return { tokens, scores, types };
 }
 
@@ -182,7 +219,8 @@ export function llama3RopeFactors(headDim: number, base: number, s = LLAMA3_ROPE
     if (wavelen < highFreqWavelen) out[i] = 1;
     else if (wavelen > lowFreqWavelen) out[i] = s.factor;
     else {
-      const smooth = (s.originalMaxPositionEmbeddings / wavelen - s.lowFreqFactor) / (s.highFreqFactor - s.lowFreqFactor);
+      const smooth =
+        (s.originalMaxPositionEmbeddings / wavelen - s.lowFreqFactor) / (s.highFreqFactor - s.lowFreqFactor);
       out[i] = 1 / ((1 - smooth) / s.factor + smooth);
     }
   }
@@ -193,7 +231,17 @@ export function llama3RopeFactors(headDim: number, base: number, s = LLAMA3_ROPE
 
 /** llama.cpp's general.file_type (LLAMA_FTYPE_*) for a file whose matrices are all `type`. */
 const FILE_TYPE: Record<GgmlTypeName, number> = {
-  F32: 0, F16: 1, Q4_0: 2, Q4_1: 3, Q8_0: 7, Q5_0: 8, Q5_1: 9, Q4_K: 14, Q5_K: 16, Q6_K: 18, BF16: 32,
+  F32: 0,
+  F16: 1,
+  Q4_0: 2,
+  Q4_1: 3,
+  Q8_0: 7,
+  Q5_0: 8,
+  Q5_1: 9,
+  Q4_K: 14,
+  Q5_K: 16,
+  Q6_K: 18,
+  BF16: 32,
 };
 
 /** Builds the model file in memory. */
@@ -202,7 +250,8 @@ export function buildRandomModel(options: RandomModelOptions = {}): { bytes: Uin
   const { arch, nEmbd, nHead, nHeadKv, headDim, nFf, nLayer, nVocab } = c;
   if (nHead % nHeadKv !== 0) throw new Error('nHead must be a multiple of nHeadKv');
   if (headDim % 2 !== 0) throw new Error('headDim must be even');
-  if (c.ropeScaling === 'llama3' && arch !== 'llama') throw new Error('llama3 rope scaling is for the llama architecture');
+  if (c.ropeScaling === 'llama3' && arch !== 'llama')
+    throw new Error('llama3 rope scaling is for the llama architecture');
   const rng = new Rng(c.seed);
   const tensors: TensorSpec[] = [];
 
@@ -227,7 +276,12 @@ export function buildRandomModel(options: RandomModelOptions = {}): { bytes: Uin
   // projection, so its scale sets the logits' spread: std(logit) ~ std * sqrt(n_embd).
   matrix('token_embd.weight', nEmbd, nVocab, (c.tiedEmbeddings ? 2 : 1) / Math.sqrt(nEmbd));
   if (c.ropeScaling === 'llama3') {
-    tensors.push({ name: 'rope_freqs.weight', dims: [headDim / 2], type: GGML_TYPE.F32, data: f32Bytes(llama3RopeFactors(headDim, c.ropeBase)) });
+    tensors.push({
+      name: 'rope_freqs.weight',
+      dims: [headDim / 2],
+      type: GGML_TYPE.F32,
+      data: f32Bytes(llama3RopeFactors(headDim, c.ropeBase)),
+    });
   }
   for (let l = 0; l < nLayer; l++) {
     const p = `blk.${l}.`;

@@ -42,7 +42,12 @@ function dechunk(raw: string): string {
  * a generator, written as the socket drains), and resolves with what came back once the server closes the
  * connection or `timeoutMs` passes.
  */
-export function rawRequest(port: number, head: string, body?: Buffer | Iterable<Buffer>, timeoutMs = 10_000): Promise<RawResponse> {
+export function rawRequest(
+  port: number,
+  head: string,
+  body?: Buffer | Iterable<Buffer>,
+  timeoutMs = 10_000,
+): Promise<RawResponse> {
   return new Promise((ok, fail) => {
     const socket = connect(port, '127.0.0.1');
     const chunks: Buffer[] = [];
@@ -58,7 +63,9 @@ export function rawRequest(port: number, head: string, body?: Buffer | Iterable<
     socket.on('data', (c) => chunks.push(c));
     socket.on('close', finish);
     // A server that refuses a body may close while we still write: what it answered is what counts.
-    socket.on('error', (e: NodeJS.ErrnoException) => (chunks.length || e.code === 'ECONNRESET' || e.code === 'EPIPE' ? finish() : fail(e)));
+    socket.on('error', (e: NodeJS.ErrnoException) =>
+      chunks.length || e.code === 'ECONNRESET' || e.code === 'EPIPE' ? finish() : fail(e),
+    );
     socket.on('connect', async () => {
       socket.write(head + '\r\n\r\n');
       if (!body) return;

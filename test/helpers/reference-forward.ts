@@ -46,7 +46,8 @@ export function readHyperParams(file: GgufFile): HyperParams {
   if (arch !== 'llama' && arch !== 'qwen2' && arch !== 'qwen3') throw new Error(`unsupported architecture ${arch}`);
   const key = (k: string) => `${arch}.${k}`;
   const scaling = file.metadata.get(key('rope.scaling.type'));
-  if (scaling !== undefined && scaling !== 'none') throw new Error(`rope scaling type ${String(scaling)} is not supported`);
+  if (scaling !== undefined && scaling !== 'none')
+    throw new Error(`rope scaling type ${String(scaling)} is not supported`);
 
   const tokenEmbd = file.tensorsByName.get('token_embd.weight');
   if (!tokenEmbd) throw new Error('missing tensor token_embd.weight');
@@ -86,7 +87,8 @@ export function loadReferenceModel(model: string | GgufFile): ReferenceModel {
 
 /** out[o] = sum_i W[o * nIn + i] * x[i]: W is nOut rows of nIn values (ggml dims [nIn, nOut]). */
 function matvec(W: Float64Array, x: Float64Array, nIn: number, nOut: number): Float64Array {
-  if (W.length !== nIn * nOut || x.length !== nIn) throw new Error(`matvec: shape mismatch ${W.length} vs ${nIn}x${nOut}`);
+  if (W.length !== nIn * nOut || x.length !== nIn)
+    throw new Error(`matvec: shape mismatch ${W.length} vs ${nIn}x${nOut}`);
   const out = new Float64Array(nOut);
   for (let o = 0; o < nOut; o++) {
     let sum = 0;
@@ -116,11 +118,13 @@ function rope(v: Float64Array, at: number, pos: number, hp: HyperParams, freqFac
   for (let i = 0; i < half; i++) {
     let theta = pos * Math.pow(hp.ropeBase, (-2 * i) / hp.ropeDim);
     if (freqFactors) theta /= freqFactors[i];
-    const cos = Math.cos(theta), sin = Math.sin(theta);
+    const cos = Math.cos(theta),
+      sin = Math.sin(theta);
     // the two components of pair i
     const a = hp.ropeStyle === 'normal' ? at + 2 * i : at + i;
     const b = hp.ropeStyle === 'normal' ? at + 2 * i + 1 : at + i + half;
-    const x0 = v[a], x1 = v[b];
+    const x0 = v[a],
+      x1 = v[b];
     v[a] = x0 * cos - x1 * sin;
     v[b] = x0 * sin + x1 * cos;
   }
@@ -180,8 +184,10 @@ export function referenceForward(model: string | GgufFile | ReferenceModel, toke
       const qNorm = maybe(p + 'attn_q_norm.weight'); // qwen3: RMSNorm of each head, before RoPE
       if (qNorm) {
         const kNorm = W(p + 'attn_k_norm.weight'); //                    [head_dim]
-        for (let h = 0; h < nHead; h++) q.set(rmsnorm(q.subarray(h * headDim, (h + 1) * headDim), qNorm, eps), h * headDim);
-        for (let h = 0; h < nHeadKv; h++) k.set(rmsnorm(k.subarray(h * headDim, (h + 1) * headDim), kNorm, eps), h * headDim);
+        for (let h = 0; h < nHead; h++)
+          q.set(rmsnorm(q.subarray(h * headDim, (h + 1) * headDim), qNorm, eps), h * headDim);
+        for (let h = 0; h < nHeadKv; h++)
+          k.set(rmsnorm(k.subarray(h * headDim, (h + 1) * headDim), kNorm, eps), h * headDim);
       }
       for (let h = 0; h < nHead; h++) rope(q, h * headDim, pos, hp, freqFactors);
       for (let h = 0; h < nHeadKv; h++) rope(k, h * headDim, pos, hp, freqFactors);
@@ -203,7 +209,10 @@ export function referenceForward(model: string | GgufFile | ReferenceModel, toke
         // softmax
         const max = Math.max(...scores);
         let sum = 0;
-        for (let t = 0; t <= pos; t++) { scores[t] = Math.exp(scores[t] - max); sum += scores[t]; }
+        for (let t = 0; t <= pos; t++) {
+          scores[t] = Math.exp(scores[t] - max);
+          sum += scores[t];
+        }
         // weighted sum of values
         const out = attnOut.subarray(h * headDim, (h + 1) * headDim); //  [head_dim]
         for (let t = 0; t <= pos; t++) {

@@ -53,14 +53,18 @@ function tokenName(v: unknown): string | undefined {
 }
 
 /** Builds the GGUF metadata for tokenizer.json (+ tokenizer_config.json beside it, if any). */
-export function vocabMetadataFromTokenizerJson(tokenizerJsonPath: string, opts: VocabGgufOptions): [string, MetaValue][] {
+export function vocabMetadataFromTokenizerJson(
+  tokenizerJsonPath: string,
+  opts: VocabGgufOptions,
+): [string, MetaValue][] {
   const tj = JSON.parse(readFileSync(tokenizerJsonPath, 'utf8'));
   const configPath = join(dirname(tokenizerJsonPath), 'tokenizer_config.json');
   const config = existsSync(configPath) ? JSON.parse(readFileSync(configPath, 'utf8')) : {};
   if (tj.model?.type !== 'BPE') throw new Error(`${tokenizerJsonPath}: not a BPE tokenizer (${tj.model?.type})`);
 
   const byId = new Map<number, { text: string; type: number }>();
-  for (const [text, id] of Object.entries(tj.model.vocab as Record<string, number>)) byId.set(id, { text, type: TOKEN_TYPE.NORMAL });
+  for (const [text, id] of Object.entries(tj.model.vocab as Record<string, number>))
+    byId.set(id, { text, type: TOKEN_TYPE.NORMAL });
   for (const a of (tj.added_tokens ?? []) as AddedToken[]) {
     const control = a.special || looksSpecial(a.content);
     // User-defined tokens are matched as raw text, so the converter turns SentencePiece spaces back into spaces.
@@ -124,7 +128,7 @@ export function writeVocabGguf(tokenizerJsonPath: string, outPath: string, opts:
   writeGguf(outPath, { metadata: vocabMetadataFromTokenizerJson(tokenizerJsonPath, opts) });
 }
 
-const HELPER_VERSION = 1;  // bump when the output changes
+const HELPER_VERSION = 1; // bump when the output changes
 
 /**
  * The vocabulary-only GGUF of tokenizer.json, cached under test/.fixtures/ and rebuilt when the source file,
@@ -171,18 +175,30 @@ export function readVocabGguf(path: string): GgufVocab {
   };
   const value = (t: number): unknown => {
     switch (t) {
-      case ValueType.UINT8: return b[o++];
-      case ValueType.INT8: return ((o += 1), b.readInt8(o - 1));
-      case ValueType.UINT16: return ((o += 2), b.readUInt16LE(o - 2));
-      case ValueType.INT16: return ((o += 2), b.readInt16LE(o - 2));
-      case ValueType.UINT32: return u32();
-      case ValueType.INT32: return ((o += 4), b.readInt32LE(o - 4));
-      case ValueType.FLOAT32: return ((o += 4), b.readFloatLE(o - 4));
-      case ValueType.BOOL: return b[o++] !== 0;
-      case ValueType.STRING: return str();
-      case ValueType.UINT64: return u64();
-      case ValueType.INT64: return ((o += 8), Number(b.readBigInt64LE(o - 8)));
-      case ValueType.FLOAT64: return ((o += 8), b.readDoubleLE(o - 8));
+      case ValueType.UINT8:
+        return b[o++];
+      case ValueType.INT8:
+        return ((o += 1), b.readInt8(o - 1));
+      case ValueType.UINT16:
+        return ((o += 2), b.readUInt16LE(o - 2));
+      case ValueType.INT16:
+        return ((o += 2), b.readInt16LE(o - 2));
+      case ValueType.UINT32:
+        return u32();
+      case ValueType.INT32:
+        return ((o += 4), b.readInt32LE(o - 4));
+      case ValueType.FLOAT32:
+        return ((o += 4), b.readFloatLE(o - 4));
+      case ValueType.BOOL:
+        return b[o++] !== 0;
+      case ValueType.STRING:
+        return str();
+      case ValueType.UINT64:
+        return u64();
+      case ValueType.INT64:
+        return ((o += 8), Number(b.readBigInt64LE(o - 8)));
+      case ValueType.FLOAT64:
+        return ((o += 8), b.readDoubleLE(o - 8));
       case ValueType.ARRAY: {
         const et = u32();
         const n = u64();
@@ -190,12 +206,13 @@ export function readVocabGguf(path: string): GgufVocab {
         for (let i = 0; i < n; i++) a[i] = value(et);
         return a;
       }
-      default: throw new Error(`${path}: unknown GGUF value type ${t}`);
+      default:
+        throw new Error(`${path}: unknown GGUF value type ${t}`);
     }
   };
   if (b.toString('latin1', 0, 4) !== 'GGUF') throw new Error(`${path} is not a GGUF file`);
   o = 8;
-  u64();  // tensors
+  u64(); // tensors
   const nkv = u64();
   const metadata = new Map<string, unknown>();
   for (let i = 0; i < nkv; i++) {

@@ -33,7 +33,14 @@ function budgetFor(method: CompressionMethod, ratio: number) {
 }
 
 /** One prefill in this process (the child of a peak-memory measurement, or a timing). */
-async function prefillOnce(model: Model, tokens: Int32Array, method: CompressionMethod, ratio: number, threads: number, onProgress?: (d: number, t: number) => void) {
+async function prefillOnce(
+  model: Model,
+  tokens: Int32Array,
+  method: CompressionMethod,
+  ratio: number,
+  threads: number,
+  onProgress?: (d: number, t: number) => void,
+) {
   const s = model.createSession({ nCtx: tokens.length + 64, nThreads: threads });
   const t0 = performance.now();
   let kvBytes: number;
@@ -48,7 +55,14 @@ async function prefillOnce(model: Model, tokens: Int32Array, method: Compression
   return { s, ms, kvBytes };
 }
 
-async function decodeRate(model: Model, tokens: Int32Array, method: CompressionMethod, ratio: number, threads: number, n: number) {
+async function decodeRate(
+  model: Model,
+  tokens: Int32Array,
+  method: CompressionMethod,
+  ratio: number,
+  threads: number,
+  n: number,
+) {
   const { s, kvBytes } = await prefillOnce(model, tokens, method, ratio, threads);
   const g = await s.generate({ n, temperature: 0 });
   s.dispose();
@@ -58,21 +72,34 @@ async function decodeRate(model: Model, tokens: Int32Array, method: CompressionM
 function defaultModel(): string {
   const path = join(repoRoot, 'bench-models', 'llama-1b-q4_k_m.gguf');
   if (!existsSync(path)) {
-    const r = spawnSync(process.execPath, [join(repoRoot, 'electron/cli/folio.mjs'), 'bench', '--make-models', '--types', 'q4_k_m'], { stdio: 'inherit' });
-    if (r.status !== 0) throw new UsageError('could not make the benchmark model: run `folio bench --make-models --types q4_k_m`');
+    const r = spawnSync(
+      process.execPath,
+      [join(repoRoot, 'electron/cli/folio.mjs'), 'bench', '--make-models', '--types', 'q4_k_m'],
+      { stdio: 'inherit' },
+    );
+    if (r.status !== 0)
+      throw new UsageError('could not make the benchmark model: run `folio bench --make-models --types q4_k_m`');
   }
   return path;
 }
 
 export const benchKv: Command = {
-  summary: 'what KV compression costs and saves: prefill time, peak memory, decode speed over full and compressed caches',
+  summary:
+    'what KV compression costs and saves: prefill time, peak memory, decode speed over full and compressed caches',
   usage:
     'folio bench-kv [--model M] [--doc-tokens 2048] [--contexts 512,1024,2048] [--budget 0.2] [--gen-tokens 32]\n' +
     '               [--repeats 3] [--threads N] [--long 16384] [--json]',
   options: {
-    model: common.model, json: common.json, threads: common.threads, help: common.help,
-    'doc-tokens': { type: 'string' }, contexts: { type: 'string' }, budget: { type: 'string' }, 'gen-tokens': { type: 'string' },
-    repeats: { type: 'string' }, long: { type: 'string' },
+    model: common.model,
+    json: common.json,
+    threads: common.threads,
+    help: common.help,
+    'doc-tokens': { type: 'string' },
+    contexts: { type: 'string' },
+    budget: { type: 'string' },
+    'gen-tokens': { type: 'string' },
+    repeats: { type: 'string' },
+    long: { type: 'string' },
     // internal: one measured prefill in a child process
     child: { type: 'string' },
   },
@@ -85,7 +112,8 @@ export const benchKv: Command = {
     const repeats = int(v, 'repeats', 3, 1);
     const contexts = (str(v, 'contexts') ?? '512,1024,2048').split(',').map((x) => {
       const n = Number(x);
-      if (!Number.isInteger(n) || n < 64) throw new UsageError(`--contexts: '${x}' is not a context length of at least 64`);
+      if (!Number.isInteger(n) || n < 64)
+        throw new UsageError(`--contexts: '${x}' is not a context length of at least 64`);
       return n;
     });
     const path = str(v, 'model') ?? defaultModel();
@@ -93,13 +121,21 @@ export const benchKv: Command = {
 
     if (v.child) {
       // A child: one prefill, then its peak resident memory.
-      const { ms, kvBytes } = await prefillOnce(model, document(model, docTokens), v.child as CompressionMethod, ratio, threads);
+      const { ms, kvBytes } = await prefillOnce(
+        model,
+        document(model, docTokens),
+        v.child as CompressionMethod,
+        ratio,
+        threads,
+      );
       process.stdout.write(JSON.stringify({ ms, kvBytes, peak: process.resourceUsage().maxRSS * 1024 }) + '\n');
       return;
     }
 
     const tokens = document(model, docTokens);
-    const log = (s: string) => { if (!v.json) process.stderr.write(s + '\n'); };
+    const log = (s: string) => {
+      if (!v.json) process.stderr.write(s + '\n');
+    };
     log(`${path}: ${docTokens}-token document, budget ${ratio}, ${repeats} repeats, backend ${model.info().backend}`);
 
     // Prefill time: full, snapkv, ada-snapkv, interleaved so that the machine's noise hits all alike.
@@ -122,12 +158,28 @@ export const benchKv: Command = {
 
     // Peak resident memory of a full and a compressed prefill, each in a fresh process.
     const child = (m: string) => {
-      const r = spawnSync(process.execPath, [join(repoRoot, 'electron/cli/folio.mjs'), 'bench-kv', '--model', path, '--child', m,
-        '--doc-tokens', String(docTokens), '--budget', String(ratio), ...(threads ? ['--threads', String(threads)] : [])], { encoding: 'utf8' });
+      const r = spawnSync(
+        process.execPath,
+        [
+          join(repoRoot, 'electron/cli/folio.mjs'),
+          'bench-kv',
+          '--model',
+          path,
+          '--child',
+          m,
+          '--doc-tokens',
+          String(docTokens),
+          '--budget',
+          String(ratio),
+          ...(threads ? ['--threads', String(threads)] : []),
+        ],
+        { encoding: 'utf8' },
+      );
       if (r.status !== 0) throw new Error(`the ${m} child failed: ${r.stderr}`);
       return JSON.parse(r.stdout) as { ms: number; kvBytes: number; peak: number };
     };
-    const peakFull = child('full'), peakAda = child('ada-snapkv');
+    const peakFull = child('full'),
+      peakAda = child('ada-snapkv');
     log(`  peak memory: full ${mib(peakFull.peak)}, ada-snapkv ${mib(peakAda.peak)}`);
 
     // Decode over full and compressed caches at growing contexts.
@@ -136,9 +188,16 @@ export const benchKv: Command = {
       const doc = document(model, L);
       const full = await decodeRate(model, doc, 'full', ratio, threads, genTokens);
       const ada = await decodeRate(model, doc, 'ada-snapkv', ratio, threads, genTokens);
-      decode.push({ context: L, full_tokens_per_s: full.tokensPerSecond, compressed_tokens_per_s: ada.tokensPerSecond,
-        full_kv_bytes: full.kvBytes, compressed_kv_bytes: ada.kvBytes });
-      log(`  decode at ${L}: full ${full.tokensPerSecond.toFixed(1)} t/s (${mib(full.kvBytes)} cache), ada-snapkv ${ada.tokensPerSecond.toFixed(1)} t/s (${mib(ada.kvBytes)})`);
+      decode.push({
+        context: L,
+        full_tokens_per_s: full.tokensPerSecond,
+        compressed_tokens_per_s: ada.tokensPerSecond,
+        full_kv_bytes: full.kvBytes,
+        compressed_kv_bytes: ada.kvBytes,
+      });
+      log(
+        `  decode at ${L}: full ${full.tokensPerSecond.toFixed(1)} t/s (${mib(full.kvBytes)} cache), ada-snapkv ${ada.tokensPerSecond.toFixed(1)} t/s (${mib(ada.kvBytes)})`,
+      );
     }
 
     // How long a cancellation takes to land: a compressing prefill and a generation, each cancelled by a
@@ -146,26 +205,35 @@ export const benchKv: Command = {
     // waiting anyway); the time from cancel() to the promise settling.
     const cancelMs: { compress: number[]; generate: number[] } = { compress: [], generate: [] };
     const cancelLater = (s: { cancel(): void }, ms: number, at: { t: number }) =>
-      setTimeout(() => { at.t = performance.now(); s.cancel(); }, ms);
+      setTimeout(() => {
+        at.t = performance.now();
+        s.cancel();
+      }, ms);
     for (let r = 0; r < repeats; r++) {
       const s = model.createSession({ nCtx: docTokens + 64, nThreads: threads });
       const at = { t: 0 };
-      const timer = cancelLater(s, 300 + 700 * r / repeats, at);
-      const code = await s.compress(tokens, budgetFor('ada-snapkv', ratio)).then(() => 'finished', (e: { code?: string }) => e.code);
+      const timer = cancelLater(s, 300 + (700 * r) / repeats, at);
+      const code = await s.compress(tokens, budgetFor('ada-snapkv', ratio)).then(
+        () => 'finished',
+        (e: { code?: string }) => e.code,
+      );
       clearTimeout(timer);
       if (code === 'CANCELLED') cancelMs.compress.push(performance.now() - at.t);
       const g = model.createSession({ nCtx: docTokens + 64, nThreads: threads });
       await g.prefill(tokens.subarray(0, Math.min(docTokens, 1024)));
       const at2 = { t: 0 };
-      const timer2 = cancelLater(g, 150 + 100 * r / repeats, at2);
+      const timer2 = cancelLater(g, 150 + (100 * r) / repeats, at2);
       const res = await g.generate({ n: 4096, temperature: 0 });
       clearTimeout(timer2);
       if (res.stopReason === 'cancelled') cancelMs.generate.push(performance.now() - at2.t);
       s.dispose();
       g.dispose();
     }
-    if (!cancelMs.compress.length || !cancelMs.generate.length) throw new Error('the work finished before it could be cancelled: use a longer --doc-tokens');
-    log(`  cancellation lands in: compress ${cancelMs.compress.map((x) => x.toFixed(0)).join(', ')} ms; generate ${cancelMs.generate.map((x) => x.toFixed(0)).join(', ')} ms`);
+    if (!cancelMs.compress.length || !cancelMs.generate.length)
+      throw new Error('the work finished before it could be cancelled: use a longer --doc-tokens');
+    log(
+      `  cancellation lands in: compress ${cancelMs.compress.map((x) => x.toFixed(0)).join(', ')} ms; generate ${cancelMs.generate.map((x) => x.toFixed(0)).join(', ')} ms`,
+    );
 
     // One long prefill, with progress.
     let long = null;
@@ -180,29 +248,60 @@ export const benchKv: Command = {
         }
       });
       s.dispose();
-      long = { tokens: longTokens, seconds: ms / 1000, tokens_per_s: longTokens / (ms / 1000), kv_bytes_kept: kvBytes, peak_rss_bytes: process.resourceUsage().maxRSS * 1024 };
+      long = {
+        tokens: longTokens,
+        seconds: ms / 1000,
+        tokens_per_s: longTokens / (ms / 1000),
+        kv_bytes_kept: kvBytes,
+        peak_rss_bytes: process.resourceUsage().maxRSS * 1024,
+      };
       log(`  long prefill of ${longTokens} tokens: ${(ms / 1000).toFixed(1)} s, peak ${mib(long.peak_rss_bytes)}`);
     }
 
     const info = model.info();
     model.dispose();
     const result = {
-      model: path, name: info.name, backend: info.backend, threads, document_tokens: docTokens, budget: ratio,
-      prefill, ada_overhead_vs_snapkv: adaOverhead,
+      model: path,
+      name: info.name,
+      backend: info.backend,
+      threads,
+      document_tokens: docTokens,
+      budget: ratio,
+      prefill,
+      ada_overhead_vs_snapkv: adaOverhead,
       compress_ms: { snapkv: median(compressMs.snapkv), 'ada-snapkv': median(compressMs['ada-snapkv']) },
-      peak_rss: { full: peakFull.peak, 'ada-snapkv': peakAda.peak, kv_bytes_full: peakFull.kvBytes, kv_bytes_kept: peakAda.kvBytes },
-      decode, long,
-      cancel_ms: { compress: { median: median(cancelMs.compress), max: Math.max(...cancelMs.compress), runs: cancelMs.compress },
-        generate: { median: median(cancelMs.generate), max: Math.max(...cancelMs.generate), runs: cancelMs.generate } },
+      peak_rss: {
+        full: peakFull.peak,
+        'ada-snapkv': peakAda.peak,
+        kv_bytes_full: peakFull.kvBytes,
+        kv_bytes_kept: peakAda.kvBytes,
+      },
+      decode,
+      long,
+      cancel_ms: {
+        compress: { median: median(cancelMs.compress), max: Math.max(...cancelMs.compress), runs: cancelMs.compress },
+        generate: { median: median(cancelMs.generate), max: Math.max(...cancelMs.generate), runs: cancelMs.generate },
+      },
     };
-    print(v, result,
+    print(
+      v,
+      result,
       `prefill of ${docTokens} tokens (median of ${repeats}): full ${(prefill.full.median_ms / 1000).toFixed(2)} s, ` +
-      `snapkv ${(prefill.snapkv.median_ms / 1000).toFixed(2)} s, ada-snapkv ${(prefill['ada-snapkv'].median_ms / 1000).toFixed(2)} s ` +
-      `(Ada over SnapKV: ${(adaOverhead * 100).toFixed(1)}%; the selection itself: ${result.compress_ms['ada-snapkv'].toFixed(0)} vs ${result.compress_ms.snapkv.toFixed(0)} ms)\n` +
-      `peak memory: full ${mib(peakFull.peak)} vs ada-snapkv ${mib(peakAda.peak)} (KV cache ${mib(peakFull.kvBytes)} -> ${mib(peakAda.kvBytes)})\n` +
-      decode.map((d) => `decode at ${d.context} tokens: full ${d.full_tokens_per_s.toFixed(1)} t/s, compressed ${d.compressed_tokens_per_s.toFixed(1)} t/s`).join('\n') + '\n' +
-      `cancellation lands in: compress median ${result.cancel_ms.compress.median.toFixed(0)} ms (max ${result.cancel_ms.compress.max.toFixed(0)}), ` +
-      `generate median ${result.cancel_ms.generate.median.toFixed(0)} ms (max ${result.cancel_ms.generate.max.toFixed(0)})\n` +
-      (long ? `long prefill: ${long.tokens} tokens in ${long.seconds.toFixed(1)} s (${long.tokens_per_s.toFixed(1)} t/s), peak ${mib(long.peak_rss_bytes)}\n` : ''));
+        `snapkv ${(prefill.snapkv.median_ms / 1000).toFixed(2)} s, ada-snapkv ${(prefill['ada-snapkv'].median_ms / 1000).toFixed(2)} s ` +
+        `(Ada over SnapKV: ${(adaOverhead * 100).toFixed(1)}%; the selection itself: ${result.compress_ms['ada-snapkv'].toFixed(0)} vs ${result.compress_ms.snapkv.toFixed(0)} ms)\n` +
+        `peak memory: full ${mib(peakFull.peak)} vs ada-snapkv ${mib(peakAda.peak)} (KV cache ${mib(peakFull.kvBytes)} -> ${mib(peakAda.kvBytes)})\n` +
+        decode
+          .map(
+            (d) =>
+              `decode at ${d.context} tokens: full ${d.full_tokens_per_s.toFixed(1)} t/s, compressed ${d.compressed_tokens_per_s.toFixed(1)} t/s`,
+          )
+          .join('\n') +
+        '\n' +
+        `cancellation lands in: compress median ${result.cancel_ms.compress.median.toFixed(0)} ms (max ${result.cancel_ms.compress.max.toFixed(0)}), ` +
+        `generate median ${result.cancel_ms.generate.median.toFixed(0)} ms (max ${result.cancel_ms.generate.max.toFixed(0)})\n` +
+        (long
+          ? `long prefill: ${long.tokens} tokens in ${long.seconds.toFixed(1)} s (${long.tokens_per_s.toFixed(1)} t/s), peak ${mib(long.peak_rss_bytes)}\n`
+          : ''),
+    );
   },
 };

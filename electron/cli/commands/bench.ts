@@ -24,7 +24,21 @@ import { type Command, type Values, common, int, print, sessionOptions, str, Usa
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
 const SHAPES = ['1b', '8b', 'tiny'];
-const TYPES = ['f32', 'f16', 'bf16', 'q8_0', 'q4_0', 'q4_1', 'q5_0', 'q5_1', 'q4_k', 'q5_k', 'q6_k', 'q4_k_m', 'q5_k_m'];
+const TYPES = [
+  'f32',
+  'f16',
+  'bf16',
+  'q8_0',
+  'q4_0',
+  'q4_1',
+  'q5_0',
+  'q5_1',
+  'q4_k',
+  'q5_k',
+  'q6_k',
+  'q4_k_m',
+  'q5_k_m',
+];
 const DEFAULT_TYPES = ['f16', 'q8_0', 'q4_k_m'];
 
 export interface BenchResult {
@@ -64,7 +78,10 @@ function modelsDir(v: Values): string {
 }
 
 function suiteTypes(v: Values): string[] {
-  const types = (str(v, 'types') ?? DEFAULT_TYPES.join(',')).split(',').map((t) => t.trim().toLowerCase()).filter(Boolean);
+  const types = (str(v, 'types') ?? DEFAULT_TYPES.join(','))
+    .split(',')
+    .map((t) => t.trim().toLowerCase())
+    .filter(Boolean);
   for (const t of types) if (!TYPES.includes(t)) throw new UsageError(`unknown type '${t}' (${TYPES.join(', ')})`);
   return types;
 }
@@ -81,7 +98,9 @@ function generatorPath(): string {
   const candidates = [join(dirname(addonPath()), '..', exe), join(dirname(addonPath()), exe)];
   const found = candidates.find((p) => existsSync(p));
   if (!found) {
-    throw new Error(`the model generator is not built (looked for ${candidates.join(', ')}): run \`npm run build:native\``);
+    throw new Error(
+      `the model generator is not built (looked for ${candidates.join(', ')}): run \`npm run build:native\``,
+    );
   }
   return found;
 }
@@ -162,14 +181,17 @@ async function benchModel(path: string, v: Values): Promise<BenchResult> {
   // The memory the weights are read from: the machine's RAM, or the GPU's (a device-to-device copy).
   let backend: 'cpu' | 'cuda' = 'cpu';
   const probe = (threads: number) =>
-    backend === 'cuda' ? addon.ops.gpuCopyBandwidth(1024, 3).bytesPerSecond : addon.ops.readBandwidth(threads, 256, 3).bytesPerSecond;
+    backend === 'cuda'
+      ? addon.ops.gpuCopyBandwidth(1024, 3).bytesPerSecond
+      : addon.ops.readBandwidth(threads, 256, 3).bytesPerSecond;
   const memory = peakMemory();
   const header = addon.readGguf(path);
   const model = await addon.loadModel(path);
   const info = model.info();
   const base = sessionOptions(v);
   const nCtx = Math.max(P, G + 1) + 1;
-  if (nCtx > info.contextLength) throw new UsageError(`--prompt-tokens and --gen-tokens exceed the model's context of ${info.contextLength}`);
+  if (nCtx > info.contextLength)
+    throw new UsageError(`--prompt-tokens and --gen-tokens exceed the model's context of ${info.contextLength}`);
   const opts = { ...base, nCtx };
   const bos = info.tokenizer.bos;
   const prompt = promptIds(P, info.nVocab, bos, info.tokenizer.addBos);
@@ -222,7 +244,8 @@ async function benchModel(path: string, v: Values): Promise<BenchResult> {
   const tied = !header.tensors.some((t) => t.name === 'output.weight');
   let weights = 0;
   for (const t of header.tensors) {
-    if (t.name === 'token_embd.weight' && !tied) weights += t.bytes / (t.dims[1] ?? 1); // one row
+    if (t.name === 'token_embd.weight' && !tied)
+      weights += t.bytes / (t.dims[1] ?? 1); // one row
     else weights += t.bytes;
   }
   const kvElem = base.kvType === 'f32' ? 4 : 2;
@@ -232,9 +255,12 @@ async function benchModel(path: string, v: Values): Promise<BenchResult> {
   const decode = median(decodeRuns);
   const bandwidth = bandwidthRuns.length ? median(bandwidthRuns) : null;
   // Each run against the bandwidth measured next to it, where there is one.
-  const fractions = bandwidthRuns.length === decodeRuns.length
-    ? decodeRuns.map((d, i) => (d * total) / bandwidthRuns[i])
-    : bandwidth ? decodeRuns.map((d) => (d * total) / bandwidth) : [];
+  const fractions =
+    bandwidthRuns.length === decodeRuns.length
+      ? decodeRuns.map((d, i) => (d * total) / bandwidthRuns[i])
+      : bandwidth
+        ? decodeRuns.map((d) => (d * total) / bandwidth)
+        : [];
   return {
     model: path,
     name: info.name,
@@ -263,7 +289,9 @@ async function benchModel(path: string, v: Values): Promise<BenchResult> {
 const gib = (b: number) => `${(b / 2 ** 30).toFixed(2)} GiB`;
 
 function table(results: BenchResult[]): string {
-  const rows = [['model', 'weights', 'isa', 'thr', 'prefill t/s', 'decode t/s', 'read GB/s', 'bound t/s', 'of bound', 'peak RSS']];
+  const rows = [
+    ['model', 'weights', 'isa', 'thr', 'prefill t/s', 'decode t/s', 'read GB/s', 'bound t/s', 'of bound', 'peak RSS'],
+  ];
   for (const r of results) {
     rows.push([
       basename(r.model),
@@ -299,9 +327,14 @@ export const bench: Command = {
     '      folio bench --make-models [--suite 1b|8b] [--types ...] [--models-dir DIR] [--force]',
   options: {
     ...common,
-    'prompt-tokens': { type: 'string' }, 'gen-tokens': { type: 'string' }, repeats: { type: 'string' },
-    suite: { type: 'string' }, types: { type: 'string' }, 'models-dir': { type: 'string' },
-    'make-models': { type: 'boolean' }, force: { type: 'boolean' },
+    'prompt-tokens': { type: 'string' },
+    'gen-tokens': { type: 'string' },
+    repeats: { type: 'string' },
+    suite: { type: 'string' },
+    types: { type: 'string' },
+    'models-dir': { type: 'string' },
+    'make-models': { type: 'boolean' },
+    force: { type: 'boolean' },
   },
   async run(v) {
     for (const k of ['prompt-tokens', 'gen-tokens', 'repeats']) int(v, k, 1, 1); // checked before any work

@@ -15,7 +15,18 @@ import { EngineManager } from '../../services/engine-manager.ts';
 import { documentPrefix } from '../../services/prefix.ts';
 import { EngineClient } from '../../engine/client.ts';
 import {
-  type Command, checkFits, common, compressFlags, compressOptions, int, mib, need, samplingFlags, samplingOptions, sessionOptions, str,
+  type Command,
+  checkFits,
+  common,
+  compressFlags,
+  compressOptions,
+  int,
+  mib,
+  need,
+  samplingFlags,
+  samplingOptions,
+  sessionOptions,
+  str,
 } from '../args.ts';
 import { table as statsTable } from './compress.ts';
 
@@ -30,10 +41,19 @@ export const chat: Command = {
     '           [--seed S] [--ctx N] [--threads N] [--kv-type f16|f32]\n' +
     '      then type questions; /reset drops the conversation (the document stays compressed), /stats, /quit',
   options: {
-    model: common.model, threads: common.threads, ctx: common.ctx, 'kv-type': common['kv-type'], help: common.help,
-    doc: compressFlags.doc, method: compressFlags.method, budget: compressFlags.budget, alpha: compressFlags.alpha,
-    window: compressFlags.window, kernel: compressFlags.kernel,
-    system: { type: 'string' }, n: { type: 'string' },
+    model: common.model,
+    threads: common.threads,
+    ctx: common.ctx,
+    'kv-type': common['kv-type'],
+    help: common.help,
+    doc: compressFlags.doc,
+    method: compressFlags.method,
+    budget: compressFlags.budget,
+    alpha: compressFlags.alpha,
+    window: compressFlags.window,
+    kernel: compressFlags.kernel,
+    system: { type: 'string' },
+    n: { type: 'string' },
     ...samplingFlags,
   },
   async run(v) {
@@ -47,15 +67,22 @@ export const chat: Command = {
     try {
       docText = readFileSync(docPath, 'utf8');
     } catch (e) {
-      throw Object.assign(new Error(`cannot read the document ${docPath}: ${(e as Error).message}`), { code: 'DOC_READ' });
+      throw Object.assign(new Error(`cannot read the document ${docPath}: ${(e as Error).message}`), {
+        code: 'DOC_READ',
+      });
     }
-    if (docText.trim() === '') throw Object.assign(new Error(`the document ${docPath} is empty`), { code: 'DOC_EMPTY' });
+    if (docText.trim() === '')
+      throw Object.assign(new Error(`the document ${docPath} is empty`), { code: 'DOC_EMPTY' });
     const system = str(v, 'system') ?? '';
     const modelPath = need(v, 'model');
 
     // --ctx 0 and --threads 0 mean the defaults, as null does in the app's settings.
     const client = new EngineClient();
-    const engine = new EngineManager(client, new EventBus(), () => ({ nCtx: ctx || null, threads: nThreads || null, kvType }));
+    const engine = new EngineManager(client, new EventBus(), () => ({
+      nCtx: ctx || null,
+      threads: nThreads || null,
+      kvType,
+    }));
     try {
       await converse(engine, { modelPath, docPath, docText, system, copts, nMax, sampling });
     } finally {
@@ -78,7 +105,9 @@ interface ChatRun {
 async function converse(engine: EngineManager, o: ChatRun) {
   const model = await engine.ensureModel(o.modelPath, o.modelPath);
   const format = await engine.chatFormat(model);
-  const prefix = await documentPrefix((t, opts) => engine.tokenize(model, t, opts), format, o.system, [{ page: 1, text: o.docText }]);
+  const prefix = await documentPrefix((t, opts) => engine.tokenize(model, t, opts), format, o.system, [
+    { page: 1, text: o.docText },
+  ]);
 
   const base = await engine.createSession(model);
   const nCtx = base.nCtx;
@@ -90,7 +119,9 @@ async function converse(engine: EngineManager, o: ChatRun) {
   const saved = 100 * (1 - stats.kvBytesKept / stats.kvBytesFull);
   process.stdout.write(
     `[document ${basename(o.docPath)}: ${L} tokens${format.template ? ' (with the chat template)' : ''}, ${stats.method}` +
-      (stats.compressed ? ` at budget ${o.copts.budget} (${stats.budget} tokens per head)` : ` (nothing compressed: ${stats.reason})`) +
+      (stats.compressed
+        ? ` at budget ${o.copts.budget} (${stats.budget} tokens per head)`
+        : ` (nothing compressed: ${stats.reason})`) +
       `, KV cache ${mib(stats.kvBytesFull)} -> ${mib(stats.kvBytesKept)} (${saved.toFixed(1)}% saved); ` +
       `${nCtx - L} of ${nCtx} context tokens free for the conversation; ${format.template ? 'chat template' : 'plain question/answer format'}]\n`,
   );
@@ -102,7 +133,11 @@ async function converse(engine: EngineManager, o: ChatRun) {
   /** Stops the answer being written (Ctrl-C in a terminal); null between answers. */
   let answering: AbortController | null = null;
   const interactive = !!process.stdin.isTTY;
-  const rl = createInterface({ input: process.stdin, output: interactive ? process.stdout : undefined, terminal: interactive });
+  const rl = createInterface({
+    input: process.stdin,
+    output: interactive ? process.stdout : undefined,
+    terminal: interactive,
+  });
   rl.on('SIGINT', () => {
     if (answering) answering.abort();
     else rl.close();
@@ -136,14 +171,22 @@ async function converse(engine: EngineManager, o: ChatRun) {
     answering = new AbortController();
     let a;
     try {
-      a = await chat.answer({ ...o.sampling, maxTokens: o.nMax, signal: answering.signal, onText: (t) => void process.stdout.write(t) });
+      a = await chat.answer({
+        ...o.sampling,
+        maxTokens: o.nMax,
+        signal: answering.signal,
+        onText: (t) => void process.stdout.write(t),
+      });
     } finally {
       answering = null;
     }
     process.stdout.write('\n');
     const st = chat.status();
-    status(`turn ${st.turns}: ${promptTokens} prompt tokens, ${a.cacheTokens} answer tokens (stop: ${a.stopReason}); position ${st.position} of ${nCtx}`);
-    if (st.free <= 0) process.stderr.write('the context is full: /reset drops the conversation and keeps the document\n');
+    status(
+      `turn ${st.turns}: ${promptTokens} prompt tokens, ${a.cacheTokens} answer tokens (stop: ${a.stopReason}); position ${st.position} of ${nCtx}`,
+    );
+    if (st.free <= 0)
+      process.stderr.write('the context is full: /reset drops the conversation and keeps the document\n');
   }
 
   try {
@@ -156,7 +199,9 @@ async function converse(engine: EngineManager, o: ChatRun) {
       if (line === '/quit' || line === '/exit') break;
       if (line === '/reset') {
         await chat.reset();
-        status(`reset: conversation dropped, the compressed document kept; position ${chat.status().position} of ${nCtx}`);
+        status(
+          `reset: conversation dropped, the compressed document kept; position ${chat.status().position} of ${nCtx}`,
+        );
       } else if (line === '/stats') {
         process.stdout.write(statsTable(stats));
         const { position } = chat.status();

@@ -1,7 +1,17 @@
 // folio compress: prefill a document, compress its KV cache, print what the compression did.
 import {
-  type Command, common, compressFlags, compressOptions, documentTokens, checkFits, mib, need, openModel, print,
-  sessionOptions, str,
+  type Command,
+  common,
+  compressFlags,
+  compressOptions,
+  documentTokens,
+  checkFits,
+  mib,
+  need,
+  openModel,
+  print,
+  sessionOptions,
+  str,
 } from '../args.ts';
 import type { CompressionStats } from '../../engine/binding.ts';
 
@@ -56,6 +66,10 @@ export const compress: Command = {
     if (!v.json) process.stderr.write('\n');
     const memory = session.memory();
     session.dispose();
-    print(v, { ...statsJson(stats), question_tokens: questionTokens, cache_bytes_reserved: memory.bytesReserved }, table(stats));
+    print(
+      v,
+      { ...statsJson(stats), question_tokens: questionTokens, cache_bytes_reserved: memory.bytesReserved },
+      table(stats),
+    );
   },
 };

@@ -9,8 +9,19 @@ import { fileURLToPath } from 'node:url';
 
 import type { CompressionMethod, CompressionStats, Model, Session } from '../../engine/binding.ts';
 import {
-  type Command, UsageError, budgetValue, checkFits, common, compressionMethod, documentTokens, float, int, openModel,
-  print, sessionOptions, str,
+  type Command,
+  UsageError,
+  budgetValue,
+  checkFits,
+  common,
+  compressionMethod,
+  documentTokens,
+  float,
+  int,
+  openModel,
+  print,
+  sessionOptions,
+  str,
 } from '../args.ts';
 import { METHOD_NAMES } from '../../kv/methods.ts';
 import { fidelitySvg } from '../eval-plot.ts';
@@ -61,7 +72,12 @@ function argmax(x: ArrayLike<number>, from: number, n: number): number {
 
 /** The predictions for the continuation: the logits after the prefix, then those after each continuation
  * token but the last (row i predicts continuation token i). */
-async function continuationRows(session: Session, afterPrefix: Float32Array, rest: Int32Array, nVocab: number): Promise<Float32Array[]> {
+async function continuationRows(
+  session: Session,
+  afterPrefix: Float32Array,
+  rest: Int32Array,
+  nVocab: number,
+): Promise<Float32Array[]> {
   const rows = [afterPrefix];
   if (rest.length > 1) {
     const { logits } = await session.prefill(rest.subarray(0, rest.length - 1), { allLogits: true });
@@ -85,7 +101,9 @@ interface PositionSums {
 
 function compare(ref: Reference, rows: Float32Array[], rest: Int32Array, nVocab: number): PositionSums {
   const logq = logSoftmaxRows(rows, nVocab);
-  let kl = 0, agree = 0, nll = 0;
+  let kl = 0,
+    agree = 0,
+    nll = 0;
   for (let r = 0; r < rows.length; r++) {
     const o = r * nVocab;
     let k = 0;
@@ -152,7 +170,15 @@ export interface FidelityDoc {
 
 export interface FidelityReport {
   suite: 'fidelity';
-  model: { path: string; name: string; architecture: string; layers: number; heads: number; kv_heads: number; context: number };
+  model: {
+    path: string;
+    name: string;
+    architecture: string;
+    layers: number;
+    heads: number;
+    kv_heads: number;
+    context: number;
+  };
   settings: {
     methods: CompressionMethod[];
     budgets: number[];
@@ -206,7 +232,8 @@ export async function runFidelity(model: Model, modelPath: string, o: FidelityOp
   const perDoc: FidelityDocRow[] = [];
   const sums = new Map<string, PositionSums>();
   const key = (m: string, b: number) => `${m}@${b}`;
-  let nCtx = 0, threads = 0;
+  let nCtx = 0,
+    threads = 0;
 
   // Every document is tokenized and checked first: a document that does not fit stops the run before any work.
   const docs = files.map((path) => ({ path, name: basename(path), tokens: documentTokens(model, path).tokens }));
@@ -224,7 +251,12 @@ export async function runFidelity(model: Model, modelPath: string, o: FidelityOp
     }
     const P = Math.round(o.split * d.tokens.length);
     if (P < 1 || d.tokens.length - P < 1)
-      throw Object.assign(new Error(`${d.path}: ${d.tokens.length} tokens is too short to split at ${o.split} into a prefix and a continuation`), { code: 'DOC_TOO_SHORT' });
+      throw Object.assign(
+        new Error(
+          `${d.path}: ${d.tokens.length} tokens is too short to split at ${o.split} into a prefix and a continuation`,
+        ),
+        { code: 'DOC_TOO_SHORT' },
+      );
   }
 
   for (const d of docs) {
@@ -242,7 +274,11 @@ export async function runFidelity(model: Model, modelPath: string, o: FidelityOp
     let fullNll = 0;
     for (let r = 0; r < rest.length; r++) fullNll -= ref.logp[r * nVocab + rest[r]];
     documents.push({
-      document: d.name, path: d.path, tokens: d.tokens.length, prefix_tokens: P, continuation_tokens: rest.length,
+      document: d.name,
+      path: d.path,
+      tokens: d.tokens.length,
+      prefix_tokens: P,
+      continuation_tokens: rest.length,
       full_perplexity: Math.exp(fullNll / rest.length),
     });
 
@@ -254,7 +290,12 @@ export async function runFidelity(model: Model, modelPath: string, o: FidelityOp
         if (!run) {
           const session = model.createSession(sessionOpts);
           const c = await session.compress(prefix, {
-            method, budget: method === 'full' ? undefined : budget, alpha: o.alpha, window: o.window, kernel: o.kernel, measureLoss: true,
+            method,
+            budget: method === 'full' ? undefined : budget,
+            alpha: o.alpha,
+            window: o.window,
+            kernel: o.kernel,
+            measureLoss: true,
           });
           const rows = await continuationRows(session, c.logits, rest, nVocab);
           run = { stats: c.stats, s: compare(ref, rows, rest, nVocab) };
@@ -264,7 +305,9 @@ export async function runFidelity(model: Model, modelPath: string, o: FidelityOp
         const { stats, s } = run;
         const l1 = layerLosses(stats);
         perDoc.push({
-          document: d.name, method, budget,
+          document: d.name,
+          method,
+          budget,
           budget_tokens: stats.compressed ? stats.budget : stats.prefixTokens,
           compressed: stats.compressed,
           positions: s.positions,
@@ -278,7 +321,12 @@ export async function runFidelity(model: Model, modelPath: string, o: FidelityOp
         });
         const k = key(method, budget);
         const acc = sums.get(k) ?? { positions: 0, kl: 0, agree: 0, nll: 0 };
-        sums.set(k, { positions: acc.positions + s.positions, kl: acc.kl + s.kl, agree: acc.agree + s.agree, nll: acc.nll + s.nll });
+        sums.set(k, {
+          positions: acc.positions + s.positions,
+          kl: acc.kl + s.kl,
+          agree: acc.agree + s.agree,
+          nll: acc.nll + s.nll,
+        });
       }
     }
   }
@@ -294,7 +342,10 @@ export async function runFidelity(model: Model, modelPath: string, o: FidelityOp
       const full = mine.reduce((a, r) => a + r.kv_bytes_full, 0);
       const kept = mine.reduce((a, r) => a + r.kv_bytes_kept, 0);
       rows.push({
-        method, budget, documents: mine.length, positions: s.positions,
+        method,
+        budget,
+        documents: mine.length,
+        positions: s.positions,
         kl: s.kl / s.positions,
         top1: s.agree / s.positions,
         perplexity: Math.exp(s.nll / s.positions),
@@ -310,12 +361,25 @@ export async function runFidelity(model: Model, modelPath: string, o: FidelityOp
   return {
     suite: 'fidelity',
     model: {
-      path: modelPath, name: info.name, architecture: info.architecture, layers: info.nLayer, heads: info.nHead,
-      kv_heads: info.nHeadKv, context: info.contextLength,
+      path: modelPath,
+      name: info.name,
+      architecture: info.architecture,
+      layers: info.nLayer,
+      heads: info.nHead,
+      kv_heads: info.nHeadKv,
+      context: info.contextLength,
     },
     settings: {
-      methods: o.methods, budgets: o.budgets, split: o.split, alpha: o.alpha, window: o.window, kernel: o.kernel,
-      kv_type: 'f32', n_ctx: nCtx, threads, docs: o.docsDir,
+      methods: o.methods,
+      budgets: o.budgets,
+      split: o.split,
+      alpha: o.alpha,
+      window: o.window,
+      kernel: o.kernel,
+      kv_type: 'f32',
+      n_ctx: nCtx,
+      threads,
+      docs: o.docsDir,
       note: 'F32 key/value caches for every run, so the differences come from compression and not from F16 rounding',
     },
     documents,
@@ -354,8 +418,10 @@ export function fidelityTable(r: FidelityReport): string {
   }
   out.push('', 'documents');
   for (const d of r.documents) {
-    out.push(`  ${d.document.padEnd(40)} ${String(d.tokens).padStart(4)} tokens: ${d.prefix_tokens} compressed, ${d.continuation_tokens} teacher-forced, ` +
-      `full-cache perplexity ${d.full_perplexity.toFixed(3)}`);
+    out.push(
+      `  ${d.document.padEnd(40)} ${String(d.tokens).padStart(4)} tokens: ${d.prefix_tokens} compressed, ${d.continuation_tokens} teacher-forced, ` +
+        `full-cache perplexity ${d.full_perplexity.toFixed(3)}`,
+    );
   }
   out.push(`(${r.seconds.toFixed(1)} s)`);
   return out.join('\n') + '\n';
@@ -363,7 +429,10 @@ export function fidelityTable(r: FidelityReport): string {
 
 function list<T>(s: string | undefined, def: T[], parse: (x: string) => T, flag: string): T[] {
   if (s === undefined) return def;
-  const items = s.split(',').map((x) => x.trim()).filter((x) => x !== '');
+  const items = s
+    .split(',')
+    .map((x) => x.trim())
+    .filter((x) => x !== '');
   if (items.length === 0) throw new UsageError(`--${flag} is empty`);
   return items.map(parse);
 }
@@ -379,17 +448,34 @@ export const evalCommand: Command = {
     '           [--methods ...] [--budgets ...] [--alpha 0.2] [--window 32] [--kernel 7] [--json]\n' +
     '      cases in the needle-eval format (../shared/models/needle-eval); budgets as ratios or tokens per head',
   options: {
-    model: common.model, json: common.json, threads: common.threads, ctx: common.ctx, help: common.help,
-    suite: { type: 'string' }, methods: { type: 'string' }, budgets: { type: 'string' }, docs: { type: 'string' },
-    split: { type: 'string' }, alpha: { type: 'string' }, window: { type: 'string' }, kernel: { type: 'string' },
-    svg: { type: 'string' }, cases: { type: 'string' }, tasks: { type: 'string' }, lengths: { type: 'string' },
-    'question-aware': { type: 'boolean' }, 'kv-type': common['kv-type'],
+    model: common.model,
+    json: common.json,
+    threads: common.threads,
+    ctx: common.ctx,
+    help: common.help,
+    suite: { type: 'string' },
+    methods: { type: 'string' },
+    budgets: { type: 'string' },
+    docs: { type: 'string' },
+    split: { type: 'string' },
+    alpha: { type: 'string' },
+    window: { type: 'string' },
+    kernel: { type: 'string' },
+    svg: { type: 'string' },
+    cases: { type: 'string' },
+    tasks: { type: 'string' },
+    lengths: { type: 'string' },
+    'question-aware': { type: 'boolean' },
+    'kv-type': common['kv-type'],
   },
   async run(v) {
     const suite = str(v, 'suite') ?? 'fidelity';
-    if (suite !== 'fidelity' && suite !== 'niah') throw new UsageError(`unknown suite '${suite}': use fidelity or niah`);
+    if (suite !== 'fidelity' && suite !== 'niah')
+      throw new UsageError(`unknown suite '${suite}': use fidelity or niah`);
     const methods = [...new Set(list(str(v, 'methods'), defaultMethods, compressionMethod, 'methods'))];
-    const budgets = [...new Set(list(str(v, 'budgets'), defaultBudgets, (x) => budgetValue(x, 'budgets'), 'budgets'))].sort((a, b) => a - b);
+    const budgets = [
+      ...new Set(list(str(v, 'budgets'), defaultBudgets, (x) => budgetValue(x, 'budgets'), 'budgets')),
+    ].sort((a, b) => a - b);
     const split = float(v, 'split', 0.75);
     if (!(split > 0 && split < 1)) throw new UsageError(`--split must be between 0 and 1, not '${v.split}'`);
     const alpha = float(v, 'alpha', 0.2);
@@ -404,30 +490,61 @@ export const evalCommand: Command = {
       const casesPath = str(v, 'cases');
       if (casesPath === undefined) throw new UsageError('--cases is required for the niah suite');
       const tasks = str(v, 'tasks')?.split(',');
-      const lengths = list(str(v, 'lengths'), [] as number[], (x) => {
-        const n = Number(x);
-        if (!Number.isInteger(n) || n < 1) throw new UsageError(`--lengths: '${x}' is not a length`);
-        return n;
-      }, 'lengths');
+      const lengths = list(
+        str(v, 'lengths'),
+        [] as number[],
+        (x) => {
+          const n = Number(x);
+          if (!Number.isInteger(n) || n < 1) throw new UsageError(`--lengths: '${x}' is not a length`);
+          return n;
+        },
+        'lengths',
+      );
       const questionAware = !!v['question-aware'];
       const model = await openModel(v);
       const cases = readNiahCases(casesPath, tasks, lengths.length ? lengths : undefined);
       if (cases.length === 0) throw new UsageError(`--cases: no case of ${casesPath} matches --tasks and --lengths`);
-      const rows = await runNiah(model, cases, { methods, budgets, alpha, window, kernel, questionAware, sessionOpts: sessionOptions(v) });
+      const rows = await runNiah(model, cases, {
+        methods,
+        budgets,
+        alpha,
+        window,
+        kernel,
+        questionAware,
+        sessionOpts: sessionOptions(v),
+      });
       model.dispose();
-      print(v, {
-        suite: 'niah', model: modelPath, cases: casesPath, settings: { methods, budgets, alpha, window, kernel, question_aware: questionAware, tasks, lengths },
-        rows,
-      }, niahTable(rows, questionAware));
+      print(
+        v,
+        {
+          suite: 'niah',
+          model: modelPath,
+          cases: casesPath,
+          settings: { methods, budgets, alpha, window, kernel, question_aware: questionAware, tasks, lengths },
+          rows,
+        },
+        niahTable(rows, questionAware),
+      );
       return;
     }
     const model = await openModel(v);
     const report = await runFidelity(model, modelPath!, {
-      methods, budgets, split, alpha, window, kernel, docsDir, sessionOpts: { nThreads, nCtx },
+      methods,
+      budgets,
+      split,
+      alpha,
+      window,
+      kernel,
+      docsDir,
+      sessionOpts: { nThreads, nCtx },
       progress: v.json ? undefined : (line) => process.stderr.write(line + '\n'),
     });
     model.dispose();
     if (svg !== undefined) writeFileSync(svg, fidelitySvg(report));
-    print(v, { ...report, ...(svg !== undefined ? { svg } : {}) }, fidelityTable(report) + (svg !== undefined ? `plot: ${svg}\n` : ''));
+    print(
+      v,
+      { ...report, ...(svg !== undefined ? { svg } : {}) },
+      fidelityTable(report) + (svg !== undefined ? `plot: ${svg}\n` : ''),
+    );
   },
 };

@@ -1,5 +1,16 @@
 // folio generate
-import { type Command, common, int, promptText, openModel, sessionOptions, print, promptTokens, samplingFlags, samplingOptions } from '../args.ts';
+import {
+  type Command,
+  common,
+  int,
+  promptText,
+  openModel,
+  sessionOptions,
+  print,
+  promptTokens,
+  samplingFlags,
+  samplingOptions,
+} from '../args.ts';
 
 export const generate: Command = {
   summary: 'continue a prompt',
@@ -8,7 +19,9 @@ export const generate: Command = {
     '               [--repeat-penalty 1] [--repeat-last-n 64] [--seed S] [--stop-eos] [--threads N] [--ctx N] [--json]',
   options: {
     ...common,
-    prompt: { type: 'string' }, 'prompt-file': { type: 'string' }, n: { type: 'string' },
+    prompt: { type: 'string' },
+    'prompt-file': { type: 'string' },
+    n: { type: 'string' },
     ...samplingFlags,
     'stop-eos': { type: 'boolean' },
   },
@@ -31,17 +44,21 @@ export const generate: Command = {
     const threads = session.nThreads;
     session.dispose();
     if (v.json) {
-      print(v, {
-        tokens: gen.tokens,
-        text: gen.text,
-        prompt_tokens: tokens.length,
-        prompt_token_ids: Array.from(tokens),
-        prefill_tokens_per_s: pre.tokensPerSecond,
-        decode_tokens_per_s: gen.tokensPerSecond,
-        stop_reason: gen.stopReason,
-        seed: sampling.seed,
-        threads,
-      }, '');
+      print(
+        v,
+        {
+          tokens: gen.tokens,
+          text: gen.text,
+          prompt_tokens: tokens.length,
+          prompt_token_ids: Array.from(tokens),
+          prefill_tokens_per_s: pre.tokensPerSecond,
+          decode_tokens_per_s: gen.tokensPerSecond,
+          stop_reason: gen.stopReason,
+          seed: sampling.seed,
+          threads,
+        },
+        '',
+      );
     } else {
       process.stdout.write('\n');
       process.stderr.write(

@@ -14,7 +14,9 @@ export const info: Command = {
     const kvBytes = info.nLayer * nCtx * info.nHeadKv * (info.headDim + info.headDimV) * (kvType === 'f32' ? 4 : 2);
     const memory = { weightBytes: info.weightBytes, kvBytes, kvType, nCtx, totalBytes: info.weightBytes + kvBytes };
     const gib = (b: number) => (b / 2 ** 30).toFixed(2) + ' GiB';
-    const types = Object.entries(info.tensorTypes).map(([t, n]) => `${t}×${n}`).join(' ');
+    const types = Object.entries(info.tensorTypes)
+      .map(([t, n]) => `${t}×${n}`)
+      .join(' ');
     print(
       v,
       { ...info, chatTemplate: info.chatTemplate || null, memory },

@@ -17,13 +17,19 @@ export const ORIGINS_ENV = 'FOLIO_ORIGINS';
 
 export const serve: Command = {
   summary: 'serve the app and an OpenAI-compatible API on 127.0.0.1',
-  usage: 'folio serve [--port 8080] [--model M.gguf] [--data DIR] [--token T] [--origins URL,URL]\n' +
-    '      the library (database, caches, downloads) is DIR, by default the desktop app\'s\n' +
+  usage:
+    'folio serve [--port 8080] [--model M.gguf] [--data DIR] [--token T] [--origins URL,URL]\n' +
+    "      the library (database, caches, downloads) is DIR, by default the desktop app's\n" +
     `      programs send \`Authorization: Bearer <token>\`: the token is made on first start and kept in DIR/api-token\n` +
     `      (--token or ${API_TOKEN_ENV} set another); pages of other origins may call the API only when listed in\n` +
     `      --origins or ${ORIGINS_ENV} (comma-separated, e.g. http://localhost:3000; * for any)`,
   options: {
-    model: common.model, help: common.help, port: { type: 'string' }, data: { type: 'string' }, token: { type: 'string' }, origins: { type: 'string' },
+    model: common.model,
+    help: common.help,
+    port: { type: 'string' },
+    data: { type: 'string' },
+    token: { type: 'string' },
+    origins: { type: 'string' },
   },
   async run(v) {
     const port = int(v, 'port', 8080, 0);
@@ -37,7 +43,12 @@ export const serve: Command = {
     }
     const core = await createAppCore({ dataDir, model: str(v, 'model') });
     const host = await startWebHost({
-      dispatcher: core.dispatcher, openai: core.openai, staticDir: rendererDist, port, apiToken: apiToken.token, allowedOrigins,
+      dispatcher: core.dispatcher,
+      openai: core.openai,
+      staticDir: rendererDist,
+      port,
+      apiToken: apiToken.token,
+      allowedOrigins,
       uploads: {
         dir: dataPaths(dataDir).tmp,
         maxBytes: MAX_DOCUMENT_BYTES,
@@ -45,9 +56,11 @@ export const serve: Command = {
       },
     });
     core.setServerInfo({ apiUrl: host.url, apiToken: apiToken.token });
-    process.stdout.write(`Folio is at ${host.url}/  (library: ${dataDir})\nOpenAI-compatible API: ${host.url}/v1\n` +
-      `API token (Authorization: Bearer ...): ${apiToken.source === '--token' || apiToken.source === API_TOKEN_ENV ? `from ${apiToken.source}` : `in ${apiToken.source}`}; Settings → API access shows it\n` +
-      (allowedOrigins.length ? `Also allowed from: ${allowedOrigins.join(', ')}\n` : ''));
+    process.stdout.write(
+      `Folio is at ${host.url}/  (library: ${dataDir})\nOpenAI-compatible API: ${host.url}/v1\n` +
+        `API token (Authorization: Bearer ...): ${apiToken.source === '--token' || apiToken.source === API_TOKEN_ENV ? `from ${apiToken.source}` : `in ${apiToken.source}`}; Settings → API access shows it\n` +
+        (allowedOrigins.length ? `Also allowed from: ${allowedOrigins.join(', ')}\n` : ''),
+    );
     await new Promise<void>((resolve) => {
       const stop = () => resolve();
       process.once('SIGINT', stop);

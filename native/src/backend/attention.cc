@@ -25,8 +25,8 @@ namespace folio::cpu {
 
 namespace {
 
-constexpr int kKeyBlock = 64;  // keys per block
-constexpr int kTileRows = 64;  // query rows (queries × G heads) per work item
+constexpr int kKeyBlock = 64;       // keys per block
+constexpr int kTileRows = 64;       // query rows (queries × G heads) per work item
 constexpr int kTransposeRows = 16;  // from this many rows on, transposing the key block pays off
 
 // exp(x) for x <= 0 (scores minus their running max), to about 2e-7 relative: 2^n · p(r) with
@@ -54,19 +54,20 @@ inline void exp_below_zero(float* __restrict x, int n) {
 }
 
 struct TileBuffers {
-  float* q;      // [rows, D]     the tile's queries, contiguous
-  float* kraw;   // [kKeyBlock, D] a block of keys as floats
-  float* kt;     // [D, kKeyBlock] the same, transposed
-  float* v;      // [kKeyBlock, Dv]
-  float* s;      // [rows, kKeyBlock] scores, then probabilities
-  float* o;      // [rows, Dv]    accumulated outputs
-  float* mx;     // [rows]        running max of each row's scores
-  float* sum;    // [rows]        running sum of each row's exp-scores
+  float* q;          // [rows, D]     the tile's queries, contiguous
+  float* kraw;       // [kKeyBlock, D] a block of keys as floats
+  float* kt;         // [D, kKeyBlock] the same, transposed
+  float* v;          // [kKeyBlock, Dv]
+  float* s;          // [rows, kKeyBlock] scores, then probabilities
+  float* o;          // [rows, Dv]    accumulated outputs
+  float* mx;         // [rows]        running max of each row's scores
+  float* sum;        // [rows]        running sum of each row's exp-scores
   int32_t* visible;  // [rows]    keys each row may see
 };
 
 size_t tile_floats(int D, int Dv) {
-  return size_t(kTileRows) * size_t(D) + size_t(kKeyBlock) * size_t(2 * D + Dv) + size_t(kTileRows) * (size_t(kKeyBlock) + size_t(Dv) + 3);
+  return size_t(kTileRows) * size_t(D) + size_t(kKeyBlock) * size_t(2 * D + Dv) +
+         size_t(kTileRows) * (size_t(kKeyBlock) + size_t(Dv) + 3);
 }
 
 TileBuffers carve(float* base, int D, int Dv) {
@@ -141,7 +142,8 @@ void block_softmax_accumulate(const TileBuffers& b, int rows, int Dv, int nb, in
 
 void transpose_block(const float* __restrict src, float* __restrict dst, int nb, int D) {
   for (int j = 0; j < kKeyBlock; j++)
-    for (int d = 0; d < D; d++) dst[size_t(d) * kKeyBlock + size_t(j)] = j < nb ? src[size_t(j) * size_t(D) + size_t(d)] : 0.0f;
+    for (int d = 0; d < D; d++)
+      dst[size_t(d) * kKeyBlock + size_t(j)] = j < nb ? src[size_t(j) * size_t(D) + size_t(d)] : 0.0f;
 }
 
 }  // namespace

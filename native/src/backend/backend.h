@@ -94,8 +94,7 @@ class Buffer {
   Buffer() = default;
   Buffer(Backend& be, size_t bytes) : be_(&be), p_(be.alloc(bytes)), bytes_(bytes) {}
   ~Buffer() { reset(); }
-  Buffer(Buffer&& o) noexcept
-      : be_(o.be_), p_(std::exchange(o.p_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
+  Buffer(Buffer&& o) noexcept : be_(o.be_), p_(std::exchange(o.p_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
   Buffer& operator=(Buffer&& o) noexcept {
     if (this != &o) {
       reset();
@@ -118,7 +117,9 @@ class Buffer {
     if (bytes_ < bytes || !p_) *this = Buffer(be, bytes ? bytes : 1);
   }
   template <typename T>
-  T* as() const { return static_cast<T*>(p_); }
+  T* as() const {
+    return static_cast<T*>(p_);
+  }
   void* get() const { return p_; }
   size_t bytes() const { return bytes_; }
 

@@ -28,7 +28,9 @@ class CpuKvStore final : public KvStore {
   void append(int l, const float* k, const float* v, const int32_t*, const int32_t* pos_host, int32_t n) override {
     c_.append(l, k, v, pos_host, n);
   }
-  void compact(int l, const std::vector<std::vector<int32_t>>& keep, int32_t spare) override { c_.compact(l, keep, spare); }
+  void compact(int l, const std::vector<std::vector<int32_t>>& keep, int32_t spare) override {
+    c_.compact(l, keep, spare);
+  }
   void truncate(int32_t p) override { c_.truncate(p); }
   void read_k(int l, int h, int32_t n, float* out) const override { c_.read_k(l, h, 0, n, out); }
   void read_v(int l, int h, int32_t n, float* out) const override { c_.read_v(l, h, 0, n, out); }
@@ -88,7 +90,8 @@ class CpuBackend final : public Backend {
   }
   void add_bias(float* x, const float* b, int64_t n, int64_t width) override { cpu::add_bias(x, b, n, width); }
 
-  std::unique_ptr<KvStore> make_kv_store(int n_layer, int n_head_kv, int head_dim, int head_dim_v, KvType type) override {
+  std::unique_ptr<KvStore> make_kv_store(int n_layer, int n_head_kv, int head_dim, int head_dim_v,
+                                         KvType type) override {
     return std::make_unique<CpuKvStore>(FlatKvCache(n_layer, n_head_kv, head_dim, head_dim_v, type));
   }
   std::unique_ptr<KvStore> kv_store_from_host(FlatKvCache cache) override {
@@ -118,8 +121,8 @@ class CpuBackend final : public Backend {
   }
   void top_tokens(const float* score, int n_head_kv, int32_t n, const int32_t* caps_host, int32_t* out) override {
     for (int g = 0; g < n_head_kv; g++) {
-      const std::vector<int32_t> t = kv::top_tokens(std::vector<float>(score + int64_t(g) * n, score + int64_t(g + 1) * n),
-                                                    caps_host[g]);
+      const std::vector<int32_t> t =
+          kv::top_tokens(std::vector<float>(score + int64_t(g) * n, score + int64_t(g + 1) * n), caps_host[g]);
       out = std::copy(t.begin(), t.end(), out);
     }
   }

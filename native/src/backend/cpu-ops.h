@@ -15,7 +15,7 @@ namespace folio::cpu {
 
 // Per-thread and per-call working memory, grown on demand and reused across calls.
 struct Scratch {
-  std::vector<uint8_t> act;                 // activations converted to a weight's vec_dot_type
+  std::vector<uint8_t> act;                    // activations converted to a weight's vec_dot_type
   std::vector<std::vector<float>> per_thread;  // e.g. attention score rows
   float* thread_buffer(int thread, size_t n);
 };

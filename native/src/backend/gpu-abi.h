@@ -25,8 +25,8 @@ extern "C" {
 #define FOLIO_GPU_ABI_VERSION 1
 
 typedef struct {
-  char name[256];             /* e.g. "NVIDIA H200" */
-  char runtime[64];           /* e.g. "CUDA runtime 13.0, driver 13.0" */
+  char name[256];   /* e.g. "NVIDIA H200" */
+  char runtime[64]; /* e.g. "CUDA runtime 13.0, driver 13.0" */
   int32_t compute_major, compute_minor;
   int32_t multiprocessors;
   uint64_t total_bytes, free_bytes;
@@ -36,19 +36,19 @@ typedef struct {
  * k[offset[g] .. offset[g] + len[g]) (rows of head_dim elements), the same rows of v (head_dim_v) and
  * pos (the source position of each entry). `offset` and `len` are device arrays of n_head_kv. */
 typedef struct {
-  void* k;                 /* [capacity, head_dim] of kv_type */
-  void* v;                 /* [capacity, head_dim_v] of kv_type */
-  int32_t* pos;            /* [capacity] */
-  const int64_t* offset;   /* [n_head_kv] */
-  int32_t* len;            /* [n_head_kv] */
+  void* k;               /* [capacity, head_dim] of kv_type */
+  void* v;               /* [capacity, head_dim_v] of kv_type */
+  int32_t* pos;          /* [capacity] */
+  const int64_t* offset; /* [n_head_kv] */
+  int32_t* len;          /* [n_head_kv] */
   int32_t n_head_kv, head_dim, head_dim_v;
-  int32_t kv_type;         /* 0: F32, 1: F16 (the ggml type ids, as KvType) */
+  int32_t kv_type; /* 0: F32, 1: F16 (the ggml type ids, as KvType) */
 } folio_gpu_kv_layer;
 
 typedef struct {
-  int32_t rope_dim;        /* leading dims of each head that rotate */
-  int32_t neox;            /* 0: pairs (2i, 2i+1); 1: pairs (i, i + rope_dim/2) */
-  float base;              /* angle of pair i = freq_scale · pos · base^(−2i/rope_dim) / freq_factors[i] */
+  int32_t rope_dim; /* leading dims of each head that rotate */
+  int32_t neox;     /* 0: pairs (2i, 2i+1); 1: pairs (i, i + rope_dim/2) */
+  float base;       /* angle of pair i = freq_scale · pos · base^(−2i/rope_dim) / freq_factors[i] */
   float freq_scale;
 } folio_gpu_rope;
 
@@ -61,10 +61,10 @@ typedef struct {
   void (*close)(void);
 
   /* memory */
-  int (*alloc)(size_t bytes, void** out_host);  /* *out_host = a device pointer, 256-byte aligned */
+  int (*alloc)(size_t bytes, void** out_host); /* *out_host = a device pointer, 256-byte aligned */
   int (*free)(void* p);
-  int (*upload)(void* dst, const void* src_host, size_t bytes);    /* returns when the copy is done */
-  int (*download)(void* dst_host, const void* src, size_t bytes);  /* waits for the queued work first */
+  int (*upload)(void* dst, const void* src_host, size_t bytes);   /* returns when the copy is done */
+  int (*download)(void* dst_host, const void* src, size_t bytes); /* waits for the queued work first */
   int (*copy)(void* dst, const void* src, size_t bytes);
   int (*zero)(void* dst, size_t bytes);
   int (*synchronize)(void);

@@ -25,7 +25,9 @@ class GpuKvStore final : public KvStore {
   void append(int l, const float* k, const float* v, const int32_t* pos, const int32_t* pos_host, int32_t n) override {
     c_.append(l, k, v, pos, pos_host, n);
   }
-  void compact(int l, const std::vector<std::vector<int32_t>>& keep, int32_t spare) override { c_.compact(l, keep, spare); }
+  void compact(int l, const std::vector<std::vector<int32_t>>& keep, int32_t spare) override {
+    c_.compact(l, keep, spare);
+  }
   void truncate(int32_t p) override { c_.truncate(p); }
   void read_k(int l, int h, int32_t n, float* out) const override { c_.read_k(l, h, n, out); }
   void read_v(int l, int h, int32_t n, float* out) const override { c_.read_v(l, h, n, out); }
@@ -55,9 +57,15 @@ class GpuBackend final : public Backend {
     return p;
   }
   void free(void* p) override { op(api_.free, "free")(p); }
-  void upload(void* dst, const void* src, size_t bytes) override { run(op(api_.upload, "upload")(dst, src, bytes), "GPU upload"); }
-  void download(void* dst, const void* src, size_t bytes) override { run(op(api_.download, "download")(dst, src, bytes), "GPU download"); }
-  void copy(void* dst, const void* src, size_t bytes) override { run(op(api_.copy, "copy")(dst, src, bytes), "GPU copy"); }
+  void upload(void* dst, const void* src, size_t bytes) override {
+    run(op(api_.upload, "upload")(dst, src, bytes), "GPU upload");
+  }
+  void download(void* dst, const void* src, size_t bytes) override {
+    run(op(api_.download, "download")(dst, src, bytes), "GPU download");
+  }
+  void copy(void* dst, const void* src, size_t bytes) override {
+    run(op(api_.copy, "copy")(dst, src, bytes), "GPU copy");
+  }
   void synchronize() override { run(op(api_.synchronize, "synchronize")(), "GPU forward"); }
 
   void matmul(const Weight& W, const float* x, int64_t n, float* y) override {
@@ -82,7 +90,8 @@ class GpuBackend final : public Backend {
     run(op(api_.add_bias, "add_bias")(x, b, n, width), "GPU bias");
   }
 
-  std::unique_ptr<KvStore> make_kv_store(int n_layer, int n_head_kv, int head_dim, int head_dim_v, KvType type) override {
+  std::unique_ptr<KvStore> make_kv_store(int n_layer, int n_head_kv, int head_dim, int head_dim_v,
+                                         KvType type) override {
     return std::make_unique<GpuKvStore>(gpu::KvCache(n_layer, n_head_kv, head_dim, head_dim_v, type));
   }
   std::unique_ptr<KvStore> kv_store_from_host(FlatKvCache cache) override {

@@ -35,7 +35,9 @@ class Buffer {
   }
   void* get() const { return p_; }
   template <typename T>
-  T* as() const { return static_cast<T*>(p_); }
+  T* as() const {
+    return static_cast<T*>(p_);
+  }
   size_t bytes() const { return bytes_; }
   explicit operator bool() const { return p_ != nullptr; }
 

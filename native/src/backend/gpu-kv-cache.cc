@@ -79,11 +79,14 @@ void KvCache::relayout(int l, const std::vector<int32_t>& caps) {
   for (size_t h = 0; h < L.heads.size(); h++) {
     const HeadSegment &s = L.heads[h], &d = next.heads[h];
     if (s.len == 0) continue;
-    check(g.copy(next.k.as<char>() + size_t(d.offset) * k_entry_bytes(), L.k.as<char>() + size_t(s.offset) * k_entry_bytes(),
-                 size_t(s.len) * k_entry_bytes()), "GPU copy");
-    check(g.copy(next.v.as<char>() + size_t(d.offset) * v_entry_bytes(), L.v.as<char>() + size_t(s.offset) * v_entry_bytes(),
-                 size_t(s.len) * v_entry_bytes()), "GPU copy");
-    check(g.copy(next.pos.as<char>() + size_t(d.offset) * 4, L.pos.as<char>() + size_t(s.offset) * 4, size_t(s.len) * 4),
+    check(g.copy(next.k.as<char>() + size_t(d.offset) * k_entry_bytes(),
+                 L.k.as<char>() + size_t(s.offset) * k_entry_bytes(), size_t(s.len) * k_entry_bytes()),
+          "GPU copy");
+    check(g.copy(next.v.as<char>() + size_t(d.offset) * v_entry_bytes(),
+                 L.v.as<char>() + size_t(s.offset) * v_entry_bytes(), size_t(s.len) * v_entry_bytes()),
+          "GPU copy");
+    check(g.copy(next.pos.as<char>() + size_t(d.offset) * 4, L.pos.as<char>() + size_t(s.offset) * 4,
+                 size_t(s.len) * 4),
           "GPU copy");
     std::memcpy(next.pos_host.data() + d.offset, L.pos_host.data() + s.offset, size_t(s.len) * 4);
   }
@@ -225,8 +228,10 @@ KvCache KvCache::from_host(const FlatKvCache& c) {
     L.pos = Buffer(size_t(src.capacity) * 4);
     L.pos_host.assign(size_t(src.capacity), 0);
     for (const HeadSegment& s : src.heads) {
-      L.k.upload(src.k.data() + size_t(s.offset) * d.k_entry_bytes(), size_t(s.len) * d.k_entry_bytes(), size_t(s.offset) * d.k_entry_bytes());
-      L.v.upload(src.v.data() + size_t(s.offset) * d.v_entry_bytes(), size_t(s.len) * d.v_entry_bytes(), size_t(s.offset) * d.v_entry_bytes());
+      L.k.upload(src.k.data() + size_t(s.offset) * d.k_entry_bytes(), size_t(s.len) * d.k_entry_bytes(),
+                 size_t(s.offset) * d.k_entry_bytes());
+      L.v.upload(src.v.data() + size_t(s.offset) * d.v_entry_bytes(), size_t(s.len) * d.v_entry_bytes(),
+                 size_t(s.offset) * d.v_entry_bytes());
       L.pos.upload(src.pos.data() + size_t(s.offset) * 4, size_t(s.len) * 4, size_t(s.offset) * 4);
       std::memcpy(L.pos_host.data() + s.offset, src.pos.data() + size_t(s.offset) * 4, size_t(s.len) * 4);
     }

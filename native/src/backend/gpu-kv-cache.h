@@ -46,8 +46,8 @@ class KvCache {
 
  private:
   struct Layer {
-    Buffer k, v, pos;          // [capacity, head_dim], [capacity, head_dim_v] of the element type; [capacity] int32
-    Buffer offset, len;        // [Hk] int64, [Hk] int32: the segments, as the GPU operations read them
+    Buffer k, v, pos;    // [capacity, head_dim], [capacity, head_dim_v] of the element type; [capacity] int32
+    Buffer offset, len;  // [Hk] int64, [Hk] int32: the segments, as the GPU operations read them
     std::vector<HeadSegment> heads;
     std::vector<int32_t> pos_host;  // [capacity]
     int64_t capacity = 0;

@@ -82,7 +82,8 @@ void load() {
   const char* env = std::getenv("FOLIO_GPU_LIBRARY");
   g_status.library = env && *env ? std::string(env) : own_folder() + "/" + kLibraryName;
   if (!file_exists(g_status.library)) {
-    g_status.reason = strfmt("no CUDA backend: %s is not installed (this build or platform has none)", g_status.library.c_str());
+    g_status.reason =
+        strfmt("no CUDA backend: %s is not installed (this build or platform has none)", g_status.library.c_str());
     return;
   }
   std::string error;

@@ -28,7 +28,8 @@ class KvStore {
   virtual void reserve(int l, int32_t n, int32_t slack) = 0;
   // Appends n tokens to every head of layer l, in place: k [n, Hk·head_dim], v [n, Hk·head_dim_v] and
   // pos [n] in the backend's memory, pos_host [n] the same positions on the host. Room must be reserved.
-  virtual void append(int l, const float* k, const float* v, const int32_t* pos, const int32_t* pos_host, int32_t n) = 0;
+  virtual void append(int l, const float* k, const float* v, const int32_t* pos, const int32_t* pos_host,
+                      int32_t n) = 0;
   // Keeps the listed entries of each head of layer l (ascending), `spare` free entries per head after them.
   virtual void compact(int l, const std::vector<std::vector<int32_t>>& keep, int32_t spare) = 0;
   // Drops every entry whose source position is >= p.

@@ -5,20 +5,32 @@
 
 namespace folio {
 
-inline float f32_from_bits(uint32_t u) { float f; std::memcpy(&f, &u, 4); return f; }
-inline uint32_t f32_to_bits(float f) { uint32_t u; std::memcpy(&u, &f, 4); return u; }
+inline float f32_from_bits(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+inline uint32_t f32_to_bits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
 
 // binary16 -> float32, exact for every input (subnormals, inf, NaN included).
 inline float fp16_to_f32(uint16_t h) {
   const uint32_t sign = uint32_t(h & 0x8000) << 16;
   const uint32_t exp = (h >> 10) & 0x1f;
   uint32_t mant = h & 0x3ff;
-  if (exp == 0x1f) return f32_from_bits(sign | 0x7f800000u | (mant ? 0x400000u | (mant << 13) : 0));  // inf / quiet NaN, as F16C
+  if (exp == 0x1f)
+    return f32_from_bits(sign | 0x7f800000u | (mant ? 0x400000u | (mant << 13) : 0));  // inf / quiet NaN, as F16C
   if (exp != 0) return f32_from_bits(sign | ((exp + 112) << 23) | (mant << 13));
   if (mant == 0) return f32_from_bits(sign);
   // subnormal: normalise
   int e = -1;
-  do { mant <<= 1; e++; } while ((mant & 0x400) == 0);
+  do {
+    mant <<= 1;
+    e++;
+  } while ((mant & 0x400) == 0);
   return f32_from_bits(sign | uint32_t(112 - e) << 23 | ((mant & 0x3ff) << 13));
 }
 

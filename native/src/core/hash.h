@@ -29,7 +29,9 @@ class Hash64 {
     pending_n_ = n;
   }
   template <typename T>
-  void update_value(const T& v) { update(&v, sizeof(T)); }
+  void update_value(const T& v) {
+    update(&v, sizeof(T));
+  }
 
   uint64_t digest() const {
     uint64_t h = h_;

@@ -4,9 +4,9 @@
 // publishes the loop and bumps a generation counter, workers that are spinning see it at once; a worker
 // that found nothing to do for a while (kSpinMicros) goes to sleep on a condition variable and is woken
 // by the next dispatch. Spinning threads yield their core every few microseconds, so that on a machine
-// with more runnable threads than cores the thread being waited for is not starved by the waiters. The loop body is passed by reference (FnRef: a pointer and a trampoline), so
-// nothing is allocated per call. The caller runs items too and then waits, spinning, for the workers to
-// finish theirs.
+// with more runnable threads than cores the thread being waited for is not starved by the waiters. The loop body is
+// passed by reference (FnRef: a pointer and a trampoline), so nothing is allocated per call. The caller runs items too
+// and then waits, spinning, for the workers to finish theirs.
 #pragma once
 #include <algorithm>
 #include <atomic>
@@ -64,7 +64,8 @@ class ThreadPool {
       return;
     }
     if (n >= (int64_t(1) << 31)) {  // beyond the cursors' 32 bits: plain steps
-      parallel_for((n + step - 1) / step, [&](int64_t i, int thread) { fn(i * step, std::min(n, (i + 1) * step), thread); });
+      parallel_for((n + step - 1) / step,
+                   [&](int64_t i, int thread) { fn(i * step, std::min(n, (i + 1) * step), thread); });
       return;
     }
     RangeSplit split(n, step, n_threads_);

@@ -18,8 +18,8 @@ void compress_layer(kv::Compressor& comp, backend::Backend& be, backend::KvStore
   const int Hk = s.n_head_kv;
   const int32_t L = s.L, w = s.w;
   const auto t0 = std::chrono::steady_clock::now();
-  backend::Buffer attn(be, size_t(Hk) * size_t(L) * sizeof(float));                         // [Hk, L]
-  backend::Buffer score(be, size_t(Hk) * size_t(std::max(L - w, 1)) * sizeof(float));      // [Hk, L − w]
+  backend::Buffer attn(be, size_t(Hk) * size_t(L) * sizeof(float));                    // [Hk, L]
+  backend::Buffer score(be, size_t(Hk) * size_t(std::max(L - w, 1)) * sizeof(float));  // [Hk, L − w]
   be.window_scores(qwin, kv, l, s.n_head, L, w, comp.options().kernel, attn.as<float>(), score.as<float>());
   kv::WindowScores ws;
   ws.attn.assign(size_t(Hk), std::vector<float>(size_t(L)));

@@ -20,7 +20,7 @@ void ForwardPass::run(const ModelWeights& w, backend::KvStore& kv, const int32_t
   const HParams& hp = hp_;
   const int64_t E = hp.n_embd, F = hp.n_ff, C = std::min<int64_t>(n_batch_, n);
   const int64_t QW = hp.q_width(), KW = hp.k_width(), VW = hp.v_width(), AW = int64_t(hp.n_head) * hp.head_dim_v;
-  float* x = floats(x_, n * E);                 // [n, E] the residual stream
+  float* x = floats(x_, n * E);                  // [n, E] the residual stream
   float* xb = floats(xb_, C * std::max(E, AW));  // [C, max(E, n_head·head_dim_v)]
   float* q = floats(q_, C * QW);                 // [C, n_head·head_dim]
   float* k = floats(k_, C * KW);                 // [C, n_kv·head_dim]
@@ -32,8 +32,8 @@ void ForwardPass::run(const ModelWeights& w, backend::KvStore& kv, const int32_t
   for (int64_t t = 0; t < n; t++) pos_host_[size_t(t)] = p0 + int32_t(t);
   ids_.ensure(be, size_t(n) * 4);
   pos_.ensure(be, size_t(n) * 4);
-  be.upload(ids_.get(), tokens, size_t(n) * 4);                // [n] token ids
-  be.upload(pos_.get(), pos_host_.data(), size_t(n) * 4);      // [n] positions
+  be.upload(ids_.get(), tokens, size_t(n) * 4);            // [n] token ids
+  be.upload(pos_.get(), pos_host_.data(), size_t(n) * 4);  // [n] positions
   const int32_t* pos = pos_.as<int32_t>();
 
   // token embeddings: x[t] = token_embd[tokens[t]]
@@ -48,7 +48,7 @@ void ForwardPass::run(const ModelWeights& w, backend::KvStore& kv, const int32_t
   rope.freq_scale = hp.rope_freq_scale;
   const float* rope_ff = w.rope_freqs ? w.rope_freqs.f32() : nullptr;  // [rope_dim/2] or none
   const int32_t wlen = comp ? comp->window() : 0;
-  const int32_t w_first = int32_t(n) - wlen;                 // the first window token
+  const int32_t w_first = int32_t(n) - wlen;                         // the first window token
   float* qwin = comp ? floats(qwin_, int64_t(wlen) * QW) : nullptr;  // [w, n_head·head_dim] window queries
   for (int l = 0; l < hp.n_layer; l++) {
     const LayerWeights& L = w.layers[size_t(l)];
@@ -76,9 +76,10 @@ void ForwardPass::run(const ModelWeights& w, backend::KvStore& kv, const int32_t
       be.rope(q, m, hp.n_head, hp.head_dim, pos + c0, rope, rope_ff);
       be.rope(k, m, hp.n_head_kv, hp.head_dim, pos + c0, rope, rope_ff);
       kv.append(l, k, v, pos + c0, pos_host_.data() + c0, int32_t(m));  // every head grows by m entries
-      const int64_t t_win = std::max<int64_t>(c0, w_first);  // keep the window's queries for the compressor
+      const int64_t t_win = std::max<int64_t>(c0, w_first);             // keep the window's queries for the compressor
       if (comp && t_win < c0 + m)
-        be.copy(qwin + (t_win - w_first) * QW, q + (t_win - c0) * QW, size_t(c0 + m - t_win) * size_t(QW) * sizeof(float));
+        be.copy(qwin + (t_win - w_first) * QW, q + (t_win - c0) * QW,
+                size_t(c0 + m - t_win) * size_t(QW) * sizeof(float));
       be.attention(q, kv, l, m, hp.n_head, att);  // att [m, n_head·head_dim_v]
       ctl.check();
       be.matmul(L.wo, att, m, xb);  // xb [m, E]
@@ -90,15 +91,16 @@ void ForwardPass::run(const ModelWeights& w, backend::KvStore& kv, const int32_t
       be.matmul(L.w_gate, xb, m, ffa);                          // ffa [m, F]
       be.matmul(L.w_up, xb, m, ffb);                            // ffb [m, F]
       ctl.check();
-      be.swiglu(ffa, ffb, ffa, m, F);                           // ffa [m, F]
-      be.matmul(L.w_down, ffa, m, xb);                          // xb [m, E]
+      be.swiglu(ffa, ffb, ffa, m, F);   // ffa [m, F]
+      be.matmul(L.w_down, ffa, m, xb);  // xb [m, E]
       ctl.check();
       be.add(xc, xb, m * E);
 
       // Progress in tokens: a token is done when it has passed every layer.
       ctl.tokens((int64_t(l) * n + c0 + m) / hp.n_layer, n);
     }
-    if (comp) compress_layer(*comp, be, kv, pool_, l, qwin, std::min<int32_t>(FlatKvCache::kSpare, n_ctx - p0 - int32_t(n)));
+    if (comp)
+      compress_layer(*comp, be, kv, pool_, l, qwin, std::min<int32_t>(FlatKvCache::kSpare, n_ctx - p0 - int32_t(n)));
   }
 
   if (!logits) return;

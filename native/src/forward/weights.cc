@@ -41,10 +41,20 @@ std::shared_ptr<const BackendWeights> BackendWeights::of(const Model& model, bac
   d.rope_freqs = w->upload(be, m.rope_freqs);
   for (const LayerWeights& L : m.layers) {
     LayerWeights D;
-    for (auto [dst, src] : {std::pair{&D.attn_norm, &L.attn_norm}, {&D.wq, &L.wq}, {&D.wk, &L.wk}, {&D.wv, &L.wv},
-                            {&D.bq, &L.bq}, {&D.bk, &L.bk}, {&D.bv, &L.bv}, {&D.q_norm, &L.q_norm},
-                            {&D.k_norm, &L.k_norm}, {&D.wo, &L.wo}, {&D.ffn_norm, &L.ffn_norm},
-                            {&D.w_gate, &L.w_gate}, {&D.w_up, &L.w_up}, {&D.w_down, &L.w_down}})
+    for (auto [dst, src] : {std::pair{&D.attn_norm, &L.attn_norm},
+                            {&D.wq, &L.wq},
+                            {&D.wk, &L.wk},
+                            {&D.wv, &L.wv},
+                            {&D.bq, &L.bq},
+                            {&D.bk, &L.bk},
+                            {&D.bv, &L.bv},
+                            {&D.q_norm, &L.q_norm},
+                            {&D.k_norm, &L.k_norm},
+                            {&D.wo, &L.wo},
+                            {&D.ffn_norm, &L.ffn_norm},
+                            {&D.w_gate, &L.w_gate},
+                            {&D.w_up, &L.w_up},
+                            {&D.w_down, &L.w_down}})
       *dst = w->upload(be, *src);
     d.layers.push_back(D);
   }

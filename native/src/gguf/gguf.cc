@@ -13,10 +13,17 @@ constexpr uint32_t kMaxDims = 4;
 
 size_t scalar_size(ValueType t) {
   switch (t) {
-    case ValueType::UINT8: case ValueType::INT8: case ValueType::BOOL: return 1;
-    case ValueType::UINT16: case ValueType::INT16: return 2;
-    case ValueType::UINT32: case ValueType::INT32: case ValueType::FLOAT32: return 4;
-    case ValueType::UINT64: case ValueType::INT64: case ValueType::FLOAT64: return 8;
+    case ValueType::UINT8:
+    case ValueType::INT8:
+    case ValueType::BOOL: return 1;
+    case ValueType::UINT16:
+    case ValueType::INT16: return 2;
+    case ValueType::UINT32:
+    case ValueType::INT32:
+    case ValueType::FLOAT32: return 4;
+    case ValueType::UINT64:
+    case ValueType::INT64:
+    case ValueType::FLOAT64: return 8;
     default: return 0;
   }
 }
@@ -80,8 +87,8 @@ void read_value(Cursor& c, ValueType type, Value& v, const std::string& what, ui
 
 void read_array(Cursor& c, Value& v, const std::string& what, uint32_t depth) {
   if (depth >= kMaxNestedArrayDepth)
-    fail("GGUF_BAD_VALUE", strfmt("%s: %s nests arrays more than %u deep", c.path.c_str(), what.c_str(),
-                                  kMaxNestedArrayDepth));
+    fail("GGUF_BAD_VALUE",
+         strfmt("%s: %s nests arrays more than %u deep", c.path.c_str(), what.c_str(), kMaxNestedArrayDepth));
   auto arr = std::make_shared<Array>();
   const uint32_t et = c.u32("the element type of " + what);
   if (!valid_value_type(et))
@@ -141,27 +148,36 @@ void read_value(Cursor& c, ValueType type, Value& v, const std::string& what, ui
 }  // namespace
 
 const char* value_type_name(ValueType t) {
-  static const char* names[] = {"uint8", "int8", "uint16", "int16", "uint32", "int32", "float32",
-                                "bool",  "string", "array", "uint64", "int64", "float64"};
+  static const char* names[] = {"uint8", "int8",   "uint16", "int16",  "uint32", "int32",  "float32",
+                                "bool",  "string", "array",  "uint64", "int64",  "float64"};
   return uint32_t(t) <= 12 ? names[uint32_t(t)] : "unknown";
 }
 
 bool Value::is_integer() const {
   switch (type) {
-    case ValueType::UINT8: case ValueType::INT8: case ValueType::UINT16: case ValueType::INT16:
-    case ValueType::UINT32: case ValueType::INT32: case ValueType::UINT64: case ValueType::INT64:
-      return true;
+    case ValueType::UINT8:
+    case ValueType::INT8:
+    case ValueType::UINT16:
+    case ValueType::INT16:
+    case ValueType::UINT32:
+    case ValueType::INT32:
+    case ValueType::UINT64:
+    case ValueType::INT64: return true;
     default: return false;
   }
 }
 
 int64_t Value::as_int() const {
   switch (type) {
-    case ValueType::UINT8: case ValueType::UINT16: case ValueType::UINT32: case ValueType::UINT64:
-    case ValueType::BOOL:
-      return int64_t(u);
-    case ValueType::INT8: case ValueType::INT16: case ValueType::INT32: case ValueType::INT64:
-      return i;
+    case ValueType::UINT8:
+    case ValueType::UINT16:
+    case ValueType::UINT32:
+    case ValueType::UINT64:
+    case ValueType::BOOL: return int64_t(u);
+    case ValueType::INT8:
+    case ValueType::INT16:
+    case ValueType::INT32:
+    case ValueType::INT64: return i;
     default: return 0;
   }
 }
@@ -198,7 +214,8 @@ int64_t array_integer(const Array& a, uint64_t i) {
       return u > uint64_t(INT64_MAX) ? INT64_MAX : int64_t(u);
     }
     case ValueType::INT64: return load_le<int64_t>(p);
-    case ValueType::FLOAT32: case ValueType::FLOAT64: return 0;  // not an integer array (Kind::IntegerArray)
+    case ValueType::FLOAT32:
+    case ValueType::FLOAT64: return 0;            // not an integer array (Kind::IntegerArray)
     default: return int64_t(array_number(a, i));  // every other element type fits a double exactly
   }
 }
@@ -214,23 +231,27 @@ void File::parse() {
   const std::string& path = map_->path();
   Cursor c{map_->data(), 0, map_->size(), path};
   if (c.size < 4 || std::memcmp(c.base, "GGUF", 4) != 0) {
-    std::string got = c.size < 4 ? "a file of " + std::to_string(c.size) + " bytes" : "'" + printable(std::string_view(reinterpret_cast<const char*>(c.base), 4)) + "'";
+    std::string got = c.size < 4 ? "a file of " + std::to_string(c.size) + " bytes"
+                                 : "'" + printable(std::string_view(reinterpret_cast<const char*>(c.base), 4)) + "'";
     fail("GGUF_BAD_MAGIC", path + " is not a GGUF file: it should start with 'GGUF' but starts with " + got);
   }
   c.pos = 4;
   version_ = c.u32("the version");
-  if (version_ == 1) fail("GGUF_VERSION", path + ": GGUF version 1 is obsolete and not supported (versions 2 and 3 are)");
+  if (version_ == 1)
+    fail("GGUF_VERSION", path + ": GGUF version 1 is obsolete and not supported (versions 2 and 3 are)");
   if (version_ != 2 && version_ != 3) {
     if ((version_ & 0xffff) == 0 && (version_ >> 24) <= 3)
       fail("GGUF_VERSION", path + ": big-endian GGUF files are not supported");
-    fail("GGUF_VERSION", strfmt("%s: unsupported GGUF version %u (versions 2 and 3 are supported)", path.c_str(), version_));
+    fail("GGUF_VERSION",
+         strfmt("%s: unsupported GGUF version %u (versions 2 and 3 are supported)", path.c_str(), version_));
   }
   const uint64_t n_tensors = c.u64("the tensor count");
   const uint64_t n_kv = c.u64("the metadata count");
   // A key-value pair takes at least 8 (key length) + 4 (type) + 1 (value) bytes.
   if (n_kv > c.remaining() / 13)
-    fail("GGUF_BAD_COUNT", strfmt("%s: the header claims %llu metadata entries, more than the file's %zu bytes can hold",
-                                  path.c_str(), (unsigned long long)n_kv, c.size));
+    fail("GGUF_BAD_COUNT",
+         strfmt("%s: the header claims %llu metadata entries, more than the file's %zu bytes can hold", path.c_str(),
+                (unsigned long long)n_kv, c.size));
   // A tensor description takes at least 8 (name length) + 4 (dims) + 4 (type) + 8 (offset) bytes.
   if (n_tensors > c.remaining() / 24)
     fail("GGUF_BAD_COUNT", strfmt("%s: the header claims %llu tensors, more than the file's %zu bytes can hold",
@@ -242,8 +263,8 @@ void File::parse() {
     std::string key(c.str("the key of " + idx));
     const uint32_t t = c.u32("the value type of '" + printable(key) + "'");
     if (!valid_value_type(t))
-      fail("GGUF_BAD_VALUE_TYPE", strfmt("%s: metadata key '%s' has unknown value type %u", path.c_str(),
-                                         printable(key).c_str(), t));
+      fail("GGUF_BAD_VALUE_TYPE",
+           strfmt("%s: metadata key '%s' has unknown value type %u", path.c_str(), printable(key).c_str(), t));
     Value v;
     read_value(c, ValueType(t), v, "metadata value '" + printable(key) + "'", 0);
     if (kv_index_.count(key)) fail("GGUF_DUPLICATE", path + ": duplicate metadata key '" + printable(key) + "'");
@@ -255,7 +276,8 @@ void File::parse() {
     if (a->type != ValueType::UINT32)
       fail("GGUF_ALIGNMENT", path + ": general.alignment must be a uint32, not " + value_type_name(a->type));
     if (a->u == 0 || (a->u & (a->u - 1)) != 0)
-      fail("GGUF_ALIGNMENT", strfmt("%s: general.alignment %llu is not a power of two", path.c_str(), (unsigned long long)a->u));
+      fail("GGUF_ALIGNMENT",
+           strfmt("%s: general.alignment %llu is not a power of two", path.c_str(), (unsigned long long)a->u));
     alignment_ = uint32_t(a->u);
   }
 
@@ -266,16 +288,19 @@ void File::parse() {
     const std::string what = "tensor '" + printable(ti.name) + "'";
     ti.n_dims = c.u32("the dimension count of " + what);
     if (ti.n_dims == 0 || ti.n_dims > kMaxDims)
-      fail("GGUF_BAD_TENSOR", strfmt("%s: %s has %u dimensions (1 to %u allowed)", path.c_str(), what.c_str(), ti.n_dims, kMaxDims));
+      fail("GGUF_BAD_TENSOR",
+           strfmt("%s: %s has %u dimensions (1 to %u allowed)", path.c_str(), what.c_str(), ti.n_dims, kMaxDims));
     for (uint32_t d = 0; d < ti.n_dims; d++) {
       const uint64_t ne = c.u64("dimension " + std::to_string(d) + " of " + what);
       if (ne > uint64_t(INT64_MAX))
-        fail("GGUF_BAD_TENSOR", strfmt("%s: dimension %u of %s is %llu, too large", path.c_str(), d, what.c_str(), (unsigned long long)ne));
+        fail("GGUF_BAD_TENSOR", strfmt("%s: dimension %u of %s is %llu, too large", path.c_str(), d, what.c_str(),
+                                       (unsigned long long)ne));
       ti.ne[d] = int64_t(ne);
     }
     const uint32_t type = c.u32("the type of " + what);
     const TypeInfo* info = type_info(type);
-    if (!info || info->internal) fail("GGUF_BAD_TENSOR_TYPE", strfmt("%s: %s has unknown tensor type %u", path.c_str(), what.c_str(), type));
+    if (!info || info->internal)
+      fail("GGUF_BAD_TENSOR_TYPE", strfmt("%s: %s has unknown tensor type %u", path.c_str(), what.c_str(), type));
     ti.type = TensorType(type);
     ti.offset = c.u64("the data offset of " + what);
 
@@ -294,7 +319,8 @@ void File::parse() {
     if (ti.offset % alignment_ != 0)
       fail("GGUF_ALIGNMENT", strfmt("%s: %s has data offset %llu, not a multiple of the alignment %u", path.c_str(),
                                     what.c_str(), (unsigned long long)ti.offset, alignment_));
-    if (tensor_index_.count(ti.name)) fail("GGUF_DUPLICATE", path + ": duplicate tensor name '" + printable(ti.name) + "'");
+    if (tensor_index_.count(ti.name))
+      fail("GGUF_DUPLICATE", path + ": duplicate tensor name '" + printable(ti.name) + "'");
     tensor_index_.emplace(ti.name, tensors_.size());
     tensors_.push_back(std::move(ti));
   }
@@ -304,7 +330,8 @@ void File::parse() {
   data_offset_ = c.pos + pad;
   if (n_tensors > 0 && data_offset_ > c.size)
     fail("GGUF_TRUNCATED", strfmt("%s: file is truncated: the tensor data should start at offset %zu, past the end "
-                                  "of the file (%zu bytes)", path.c_str(), data_offset_, c.size));
+                                  "of the file (%zu bytes)",
+                                  path.c_str(), data_offset_, c.size));
   for (TensorInfo& ti : tensors_) {
     const uint64_t avail = c.size - data_offset_;
     if (ti.offset > avail || ti.n_bytes > avail - ti.offset)

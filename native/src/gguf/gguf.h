@@ -19,8 +19,19 @@
 namespace folio::gguf {
 
 enum class ValueType : uint32_t {
-  UINT8 = 0, INT8 = 1, UINT16 = 2, INT16 = 3, UINT32 = 4, INT32 = 5, FLOAT32 = 6, BOOL = 7,
-  STRING = 8, ARRAY = 9, UINT64 = 10, INT64 = 11, FLOAT64 = 12,
+  UINT8 = 0,
+  INT8 = 1,
+  UINT16 = 2,
+  INT16 = 3,
+  UINT32 = 4,
+  INT32 = 5,
+  FLOAT32 = 6,
+  BOOL = 7,
+  STRING = 8,
+  ARRAY = 9,
+  UINT64 = 10,
+  INT64 = 11,
+  FLOAT64 = 12,
 };
 const char* value_type_name(ValueType t);
 
@@ -44,7 +55,7 @@ struct Value {
 
   bool is_integer() const;
   bool is_number() const { return is_integer() || type == ValueType::FLOAT32 || type == ValueType::FLOAT64; }
-  int64_t as_int() const;   // any integer or bool (a uint64 above INT64_MAX wraps: check with Kind::Integer first)
+  int64_t as_int() const;    // any integer or bool (a uint64 above INT64_MAX wraps: check with Kind::Integer first)
   double as_double() const;  // any number
 };
 

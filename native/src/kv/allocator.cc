@@ -68,7 +68,9 @@ std::vector<int32_t> top_tokens(const std::vector<float>& scores, int32_t cap) {
   cap = std::clamp(cap, 0, n);
   std::vector<int32_t> idx(static_cast<size_t>(n));
   std::iota(idx.begin(), idx.end(), 0);
-  auto better = [&](int32_t a, int32_t c) { return scores[size_t(a)] != scores[size_t(c)] ? scores[size_t(a)] > scores[size_t(c)] : a < c; };
+  auto better = [&](int32_t a, int32_t c) {
+    return scores[size_t(a)] != scores[size_t(c)] ? scores[size_t(a)] > scores[size_t(c)] : a < c;
+  };
   if (cap < n) std::nth_element(idx.begin(), idx.begin() + cap, idx.end(), better);
   idx.resize(size_t(cap));
   std::sort(idx.begin(), idx.end());

@@ -42,11 +42,13 @@ Compressor::Compressor(const CompressOptions& opts, const WindowShape& shape, in
   stats_.budget = resolve_budget(opts, shape.L);
   const Budget& B = stats_.budget;
   if (B.compress && opts.method.selection == Selection::Scored)
-    layer_b_ = opts.method.schedule == Schedule::Pyramid ? pyramid_schedule(B.b, shape.L - opts.window, n_layers, opts.beta)
-                                                         : flat_schedule(B.b, n_layers);
+    layer_b_ = opts.method.schedule == Schedule::Pyramid
+                   ? pyramid_schedule(B.b, shape.L - opts.window, n_layers, opts.beta)
+                   : flat_schedule(B.b, n_layers);
   stats_.layers.resize(size_t(n_layers));
   stats_.token_retention.assign(size_t(shape.L), 0);
-  for (auto& ls : stats_.layers) ls.bytes_full = size_t(shape.L) * size_t(shape.n_head_kv) * (k_entry_bytes + v_entry_bytes);
+  for (auto& ls : stats_.layers)
+    ls.bytes_full = size_t(shape.L) * size_t(shape.n_head_kv) * (k_entry_bytes + v_entry_bytes);
 }
 
 std::vector<std::vector<int32_t>> Compressor::select(int l, const WindowScores& ws) const {
@@ -68,8 +70,8 @@ std::vector<std::vector<int32_t>> Compressor::select(int l, const WindowScores& 
     return keep;
   }
   const int32_t b = layer_b_[size_t(l)];
-  const std::vector<int32_t> caps = opts_.method.allocator == Allocator::Ada ? ada_caps(ws.score, b, opts_.alpha)
-                                                                             : uniform_caps(Hk, b);
+  const std::vector<int32_t> caps =
+      opts_.method.allocator == Allocator::Ada ? ada_caps(ws.score, b, opts_.alpha) : uniform_caps(Hk, b);
   for (int g = 0; g < Hk; g++) {
     keep[size_t(g)] = top_tokens(ws.score[size_t(g)], caps[size_t(g)]);
     for (int32_t j = L - w; j < L; j++) keep[size_t(g)].push_back(j);  // the window is always kept
@@ -77,8 +79,8 @@ std::vector<std::vector<int32_t>> Compressor::select(int l, const WindowScores& 
   return keep;
 }
 
-std::vector<std::vector<int32_t>> Compressor::plan_layer(ThreadPool& pool, int l, const WindowScores& ws, double ms_score,
-                                                         size_t entry_bytes, const EntryReader& keys,
+std::vector<std::vector<int32_t>> Compressor::plan_layer(ThreadPool& pool, int l, const WindowScores& ws,
+                                                         double ms_score, size_t entry_bytes, const EntryReader& keys,
                                                          const EntryReader& values) {
   LayerStats& ls = stats_.layers[size_t(l)];
   const int Hk = shape_.n_head_kv;
@@ -90,7 +92,7 @@ std::vector<std::vector<int32_t>> Compressor::plan_layer(ThreadPool& pool, int l
   ls.ms_select = ms_since(t0);
 
   ls.budget = stats_.budget.compress && opts_.method.selection == Selection::Scored ? layer_b_[size_t(l)] + shape_.w
-                                                                                   : stats_.budget.B;
+                                                                                    : stats_.budget.B;
   ls.heads.resize(size_t(Hk));
   double mass_sum = 0;
   std::vector<std::vector<uint8_t>> mask(size_t(Hk), std::vector<uint8_t>(size_t(L), 0));

@@ -20,7 +20,7 @@ class Compressor {
   Compressor(const CompressOptions& opts, const WindowShape& shape, int n_layers, size_t k_entry_bytes,
              size_t v_entry_bytes, const std::string& kv_type);
 
-  int32_t window() const { return shape_.w; }       // w: window queries, the last w prefix tokens
+  int32_t window() const { return shape_.w; }         // w: window queries, the last w prefix tokens
   int32_t prefix_tokens() const { return shape_.L; }  // L: prefix tokens, all of them in the cache
   const WindowShape& shape() const { return shape_; }
   // The host copy of the current layer's window queries, [w, H · head_dim]: the driver fills it before

@@ -27,15 +27,18 @@ FlatKvCache FlatKvCache::clone() const {
     dst.pos = LargeBuffer(src.pos.size());
     // Copy only what is in use; spare capacity stays zero (fresh pages cost no memory until written).
     for (const HeadSegment& s : src.heads) {
-      std::memcpy(dst.k.data() + size_t(s.offset) * k_entry_bytes(), src.k.data() + size_t(s.offset) * k_entry_bytes(), size_t(s.len) * k_entry_bytes());
-      std::memcpy(dst.v.data() + size_t(s.offset) * v_entry_bytes(), src.v.data() + size_t(s.offset) * v_entry_bytes(), size_t(s.len) * v_entry_bytes());
+      std::memcpy(dst.k.data() + size_t(s.offset) * k_entry_bytes(), src.k.data() + size_t(s.offset) * k_entry_bytes(),
+                  size_t(s.len) * k_entry_bytes());
+      std::memcpy(dst.v.data() + size_t(s.offset) * v_entry_bytes(), src.v.data() + size_t(s.offset) * v_entry_bytes(),
+                  size_t(s.len) * v_entry_bytes());
       std::memcpy(dst.pos.data() + size_t(s.offset) * 4, src.pos.data() + size_t(s.offset) * 4, size_t(s.len) * 4);
     }
   }
   return c;
 }
 
-std::vector<HeadSegment> lay_out(const std::vector<HeadSegment>& heads, const std::vector<int32_t>& caps, int64_t* total) {
+std::vector<HeadSegment> lay_out(const std::vector<HeadSegment>& heads, const std::vector<int32_t>& caps,
+                                 int64_t* total) {
   std::vector<HeadSegment> out(heads.size());
   int64_t off = 0;
   for (size_t h = 0; h < heads.size(); h++) {
@@ -58,8 +61,10 @@ void FlatKvCache::relayout(int l, const std::vector<int32_t>& caps) {
   for (size_t h = 0; h < L.heads.size(); h++) {
     const HeadSegment &s = L.heads[h], &d = next.heads[h];
     if (s.len == 0) continue;
-    std::memcpy(next.k.data() + size_t(d.offset) * k_entry_bytes(), L.k.data() + size_t(s.offset) * k_entry_bytes(), size_t(s.len) * k_entry_bytes());
-    std::memcpy(next.v.data() + size_t(d.offset) * v_entry_bytes(), L.v.data() + size_t(s.offset) * v_entry_bytes(), size_t(s.len) * v_entry_bytes());
+    std::memcpy(next.k.data() + size_t(d.offset) * k_entry_bytes(), L.k.data() + size_t(s.offset) * k_entry_bytes(),
+                size_t(s.len) * k_entry_bytes());
+    std::memcpy(next.v.data() + size_t(d.offset) * v_entry_bytes(), L.v.data() + size_t(s.offset) * v_entry_bytes(),
+                size_t(s.len) * v_entry_bytes());
     std::memcpy(next.pos.data() + size_t(d.offset) * 4, L.pos.data() + size_t(s.offset) * 4, size_t(s.len) * 4);
   }
   L = std::move(next);  // the old buffers go back to the OS here
@@ -137,8 +142,10 @@ void FlatKvCache::compact(int l, const std::vector<std::vector<int32_t>>& keep, 
       prev = j;
       if (int64_t(i) == j) continue;
       const int64_t from = s.offset + j, to = s.offset + int64_t(i);
-      std::memmove(L.k.data() + size_t(to) * k_entry_bytes(), L.k.data() + size_t(from) * k_entry_bytes(), k_entry_bytes());
-      std::memmove(L.v.data() + size_t(to) * v_entry_bytes(), L.v.data() + size_t(from) * v_entry_bytes(), v_entry_bytes());
+      std::memmove(L.k.data() + size_t(to) * k_entry_bytes(), L.k.data() + size_t(from) * k_entry_bytes(),
+                   k_entry_bytes());
+      std::memmove(L.v.data() + size_t(to) * v_entry_bytes(), L.v.data() + size_t(from) * v_entry_bytes(),
+                   v_entry_bytes());
       reinterpret_cast<int32_t*>(L.pos.data())[to] = reinterpret_cast<int32_t*>(L.pos.data())[from];
     }
     s.len = int32_t(idx.size());
@@ -187,7 +194,8 @@ bool FlatKvCache::is_uniform() const {
     for (const HeadSegment& s : L.heads) {
       const HeadSegment& s0 = layers_[0].heads[0];
       if (s.len != s0.len) return false;
-      if (s.len && std::memcmp(L.pos.data() + size_t(s.offset) * 4, layers_[0].pos.data() + size_t(s0.offset) * 4, size_t(s.len) * 4) != 0)
+      if (s.len && std::memcmp(L.pos.data() + size_t(s.offset) * 4, layers_[0].pos.data() + size_t(s0.offset) * 4,
+                               size_t(s.len) * 4) != 0)
         return false;
     }
   return true;

@@ -22,7 +22,8 @@ struct HeadSegment {
 
 // A new layout of a layer's heads: head h keeps its len and gets room for caps[h] entries, the heads back to
 // back in order; *total receives Σ caps. (The CPU and the GPU caches lay their layers out alike.)
-std::vector<HeadSegment> lay_out(const std::vector<HeadSegment>& heads, const std::vector<int32_t>& caps, int64_t* total);
+std::vector<HeadSegment> lay_out(const std::vector<HeadSegment>& heads, const std::vector<int32_t>& caps,
+                                 int64_t* total);
 
 struct LayerKv {
   LargeBuffer k;    // [capacity, head_dim] elements
@@ -31,7 +32,9 @@ struct LayerKv {
   std::vector<HeadSegment> heads;
   int64_t capacity = 0;  // Σ_h cap_h
 
-  const int32_t* positions(int h) const { return reinterpret_cast<const int32_t*>(pos.data()) + heads[size_t(h)].offset; }
+  const int32_t* positions(int h) const {
+    return reinterpret_cast<const int32_t*>(pos.data()) + heads[size_t(h)].offset;
+  }
 };
 
 class FlatKvCache {

@@ -22,18 +22,18 @@ const char* scorer_name(Scorer s) { return s == Scorer::SnapkvWindow ? "snapkv" 
 // The one method table: adding a method is a row here (and its copy in electron/kv/methods.ts).
 const std::vector<MethodSpec>& method_table() {
   static const std::vector<MethodSpec> table = {
-      {"full", Selection::Full, Schedule::Flat, Allocator::Uniform, Scorer::None,
-       "Full cache", "No compression: the whole cache (most memory)."},
-      {"streaming", Selection::Streaming, Schedule::Flat, Allocator::Uniform, Scorer::None,
-       "StreamingLLM", "Keeps the first tokens and the most recent ones only."},
-      {"snapkv", Selection::Scored, Schedule::Flat, Allocator::Uniform, Scorer::SnapkvWindow,
-       "SnapKV", "Every head keeps the same number of tokens."},
-      {"pyramidkv", Selection::Scored, Schedule::Pyramid, Allocator::Uniform, Scorer::SnapkvWindow,
-       "PyramidKV", "Uniform heads, more budget for early layers."},
-      {"ada-snapkv", Selection::Scored, Schedule::Flat, Allocator::Ada, Scorer::SnapkvWindow,
-       "Ada-SnapKV", "Recommended: each layer’s budget shared among its heads by need."},
-      {"ada-pyramidkv", Selection::Scored, Schedule::Pyramid, Allocator::Ada, Scorer::SnapkvWindow,
-       "Ada-PyramidKV", "Ada’s sharing with more budget for early layers."},
+      {"full", Selection::Full, Schedule::Flat, Allocator::Uniform, Scorer::None, "Full cache",
+       "No compression: the whole cache (most memory)."},
+      {"streaming", Selection::Streaming, Schedule::Flat, Allocator::Uniform, Scorer::None, "StreamingLLM",
+       "Keeps the first tokens and the most recent ones only."},
+      {"snapkv", Selection::Scored, Schedule::Flat, Allocator::Uniform, Scorer::SnapkvWindow, "SnapKV",
+       "Every head keeps the same number of tokens."},
+      {"pyramidkv", Selection::Scored, Schedule::Pyramid, Allocator::Uniform, Scorer::SnapkvWindow, "PyramidKV",
+       "Uniform heads, more budget for early layers."},
+      {"ada-snapkv", Selection::Scored, Schedule::Flat, Allocator::Ada, Scorer::SnapkvWindow, "Ada-SnapKV",
+       "Recommended: each layer’s budget shared among its heads by need."},
+      {"ada-pyramidkv", Selection::Scored, Schedule::Pyramid, Allocator::Ada, Scorer::SnapkvWindow, "Ada-PyramidKV",
+       "Ada’s sharing with more budget for early layers."},
   };
   return table;
 }
@@ -64,7 +64,8 @@ void set_budget(CompressOptions& o, double budget) {
 
 void validate(const CompressOptions& o) {
   if (o.window < 1) fail("INVALID_ARGUMENT", "the observation window must be at least 1 token");
-  if (o.kernel < 1 || o.kernel % 2 == 0) fail("INVALID_ARGUMENT", strfmt("the pooling kernel must be odd, not %d", o.kernel));
+  if (o.kernel < 1 || o.kernel % 2 == 0)
+    fail("INVALID_ARGUMENT", strfmt("the pooling kernel must be odd, not %d", o.kernel));
   if (!(o.alpha >= 0 && o.alpha <= 1)) fail("INVALID_ARGUMENT", "alpha must be between 0 and 1");
   if (o.beta < 1) fail("INVALID_ARGUMENT", "beta must be at least 1");
   if (o.method.selection == Selection::Full) return;

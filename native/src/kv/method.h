@@ -59,11 +59,11 @@ void validate(const CompressOptions& o);
 // The per-head budget for a prefix of L tokens. electron/kv/budget.ts follows the same steps for the
 // memory estimate (which runs before a model is loaded); test/kv-schema.test.ts compares the two.
 struct Budget {
-  bool compress = false;   // false: everything is kept
-  std::string reason;      // why nothing is compressed: "full", "prefix within the window", "budget covers the prefix"
-  int32_t B = 0;           // per-head budget, window included
-  int32_t b = 0;           // selectable per-head budget, B − w
-  bool clamped = false;    // a ratio gave B <= w and was raised to w + 1
+  bool compress = false;  // false: everything is kept
+  std::string reason;     // why nothing is compressed: "full", "prefix within the window", "budget covers the prefix"
+  int32_t B = 0;          // per-head budget, window included
+  int32_t b = 0;          // selectable per-head budget, B − w
+  bool clamped = false;   // a ratio gave B <= w and was raised to w + 1
 };
 Budget resolve_budget(const CompressOptions& o, int32_t L);
 

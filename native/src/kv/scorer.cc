@@ -43,7 +43,8 @@ std::vector<float> max_pool(const std::vector<float>& x, int kernel) {
   return out;
 }
 
-WindowScores snapkv_scores(ThreadPool& pool, const WindowShape& s, const float* qw, const EntryReader& keys, int kernel) {
+WindowScores snapkv_scores(ThreadPool& pool, const WindowShape& s, const float* qw, const EntryReader& keys,
+                           int kernel) {
   const int G = s.n_head / s.n_head_kv;
   WindowScores out;
   out.attn.assign(size_t(s.n_head_kv), std::vector<float>(size_t(s.L), 0.0f));
@@ -91,7 +92,8 @@ double attention_l1_loss(ThreadPool& pool, const WindowShape& s, const float* qw
           }
         }
         double l1 = 0;
-        for (int d = 0; d < Dv; d++) l1 += std::fabs(full[size_t(d)] - (kept_mass > 0 ? kept[size_t(d)] / kept_mass : 0.0));
+        for (int d = 0; d < Dv; d++)
+          l1 += std::fabs(full[size_t(d)] - (kept_mass > 0 ? kept[size_t(d)] / kept_mass : 0.0));
         loss[size_t(g)] += l1;
       }
   });

@@ -18,8 +18,8 @@ struct WindowShape {
   int n_head_kv = 0;  // KV heads Hk; a query head h reads KV head h / (H / Hk)
   int head_dim = 0;
   int head_dim_v = 0;
-  int32_t L = 0;      // prefix tokens (keys)
-  int32_t w = 0;      // window queries: the last w of the L tokens
+  int32_t L = 0;  // prefix tokens (keys)
+  int32_t w = 0;  // window queries: the last w of the L tokens
 };
 
 struct WindowScores {
@@ -28,7 +28,8 @@ struct WindowScores {
 };
 
 // qw: [w, H · head_dim] the window queries, post-RoPE, in the projections' layout.
-WindowScores snapkv_scores(ThreadPool& pool, const WindowShape& s, const float* qw, const EntryReader& keys, int kernel);
+WindowScores snapkv_scores(ThreadPool& pool, const WindowShape& s, const float* qw, const EntryReader& keys,
+                           int kernel);
 
 // Max-pooling along one row: out[j] = max of x over [j − k/2, j + k/2] ∩ [0, n) (stride 1, -inf padding).
 std::vector<float> max_pool(const std::vector<float>& x, int kernel);

@@ -57,11 +57,13 @@ HParams read_hparams(const gguf::File& f) {
   hp.n_head = req("attention.head_count", 1 << 16);
   hp.n_head_kv = opt("attention.head_count_kv", hp.n_head, 1 << 16);
   if (hp.n_head % hp.n_head_kv != 0)
-    fail("MODEL_BAD_HPARAMS", strfmt("%s: %d query heads are not a multiple of %d KV heads", f.path().c_str(),
-                                     hp.n_head, hp.n_head_kv));
+    fail("MODEL_BAD_HPARAMS",
+         strfmt("%s: %d query heads are not a multiple of %d KV heads", f.path().c_str(), hp.n_head, hp.n_head_kv));
   const int64_t default_head_dim = hp.n_embd % hp.n_head == 0 ? hp.n_embd / hp.n_head : 0;
-  hp.head_dim = positive(f, a + "attention.key_length", f.get_int_or(a + "attention.key_length", default_head_dim), 1 << 10);
-  hp.head_dim_v = positive(f, a + "attention.value_length", f.get_int_or(a + "attention.value_length", hp.head_dim), 1 << 10);
+  hp.head_dim =
+      positive(f, a + "attention.key_length", f.get_int_or(a + "attention.key_length", default_head_dim), 1 << 10);
+  hp.head_dim_v =
+      positive(f, a + "attention.value_length", f.get_int_or(a + "attention.value_length", hp.head_dim), 1 << 10);
   hp.rope_dim = opt("rope.dimension_count", hp.head_dim, hp.head_dim);
   if (hp.rope_dim % 2 != 0)
     fail("MODEL_BAD_HPARAMS", strfmt("%s: rope.dimension_count %d is odd", f.path().c_str(), hp.rope_dim));

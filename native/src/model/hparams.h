@@ -12,8 +12,8 @@ enum class RopeType { Norm, Neox };  // Norm rotates adjacent pairs (2i, 2i+1); 
 
 struct HParams {
   Arch arch = Arch::Llama;
-  std::string arch_name;   // general.architecture
-  std::string name;        // general.name
+  std::string arch_name;  // general.architecture
+  std::string name;       // general.name
   int32_t n_vocab = 0;
   int32_t n_ctx_train = 0;
   int32_t n_embd = 0;
@@ -28,8 +28,8 @@ struct HParams {
   float rope_freq_scale = 1.0f;  // linear rope scaling: positions are multiplied by this
   int32_t rope_dim = 0;          // leading dims of each head that are rotated
   RopeType rope_type = RopeType::Norm;
-  bool has_qkv_bias = false;     // qwen2
-  bool has_qk_norm = false;      // qwen3
+  bool has_qkv_bias = false;  // qwen2
+  bool has_qk_norm = false;   // qwen3
 
   int32_t n_gqa() const { return n_head / n_head_kv; }
   int64_t q_width() const { return int64_t(n_head) * head_dim; }

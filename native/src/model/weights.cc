@@ -32,13 +32,14 @@ struct Binder {
     const bool ok = is_vec ? (t->ne[0] == cols && t->n_elements == cols)
                            : (t->ne[0] == cols && t->ne[1] == rows && t->n_elements == cols * rows);
     if (!ok)
-      fail("MODEL_BAD_TENSOR", strfmt("%s: tensor '%s' has shape %s, expected [%lld%s]", file.path().c_str(), name.c_str(),
-                                      shape_str(*t).c_str(), (long long)cols,
-                                      is_vec ? "" : (", " + std::to_string(rows)).c_str()));
+      fail("MODEL_BAD_TENSOR",
+           strfmt("%s: tensor '%s' has shape %s, expected [%lld%s]", file.path().c_str(), name.c_str(),
+                  shape_str(*t).c_str(), (long long)cols, is_vec ? "" : (", " + std::to_string(rows)).c_str()));
     const TypeInfo& ti = type_info(t->type);
     if (!ti.supported || (f32_only && t->type != TensorType::F32))
-      fail("UNSUPPORTED_TYPE", strfmt("%s: tensor '%s' has type %s, which Folio does not support%s", file.path().c_str(),
-                                      name.c_str(), ti.name, f32_only ? " here (F32 expected)" : ""));
+      fail("UNSUPPORTED_TYPE",
+           strfmt("%s: tensor '%s' has type %s, which Folio does not support%s", file.path().c_str(), name.c_str(),
+                  ti.name, f32_only ? " here (F32 expected)" : ""));
     counts[t->type]++;
     mw.total_bytes += t->n_bytes;
     Weight w;
@@ -117,9 +118,10 @@ Weight repack_weight(const Weight& w, const gguf::File& file, quant::Isa isa, Th
   const int64_t chunk = std::max<int64_t>(1, int64_t((8u << 20) / group_bytes));
   for (int64_t c0 = 0; c0 < groups; c0 += chunk) {
     const int64_t c1 = std::min(groups, c0 + chunk);
-    pool.parallel_for(c1 - c0, [&](int64_t i, int) {
-      quant::repack_groups(w.type, to, w.data, w.row_bytes, w.cols, c0 + i, c0 + i + 1, dst);
-    }, 8);
+    pool.parallel_for(
+        c1 - c0,
+        [&](int64_t i, int) { quant::repack_groups(w.type, to, w.data, w.row_bytes, w.cols, c0 + i, c0 + i + 1, dst); },
+        8);
     file.mapping().release(w.data + size_t(c0) * group_bytes, size_t(c1 - c0) * group_bytes);
   }
   out.data = dst;

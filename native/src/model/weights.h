@@ -14,14 +14,14 @@
 namespace folio {
 
 struct LayerWeights {
-  Weight attn_norm;            // [n_embd]
-  Weight wq, wk, wv;           // [n_embd] -> [n_head·head_dim], [n_kv·head_dim], [n_kv·head_dim_v]
-  Weight bq, bk, bv;           // qwen2 biases, F32
-  Weight q_norm, k_norm;       // qwen3 per-head RMSNorm weights [head_dim]
-  Weight wo;                   // [n_head·head_dim_v] -> [n_embd]
-  Weight ffn_norm;             // [n_embd]
-  Weight w_gate, w_up;         // [n_embd] -> [n_ff]
-  Weight w_down;               // [n_ff] -> [n_embd]
+  Weight attn_norm;       // [n_embd]
+  Weight wq, wk, wv;      // [n_embd] -> [n_head·head_dim], [n_kv·head_dim], [n_kv·head_dim_v]
+  Weight bq, bk, bv;      // qwen2 biases, F32
+  Weight q_norm, k_norm;  // qwen3 per-head RMSNorm weights [head_dim]
+  Weight wo;              // [n_head·head_dim_v] -> [n_embd]
+  Weight ffn_norm;        // [n_embd]
+  Weight w_gate, w_up;    // [n_embd] -> [n_ff]
+  Weight w_down;          // [n_ff] -> [n_embd]
 };
 
 struct ModelWeights {
@@ -30,7 +30,7 @@ struct ModelWeights {
   Weight output;       // [n_embd] -> [n_vocab]; token_embd when the file ties them
   Weight rope_freqs;   // [rope_dim/2] frequency divisors (Llama 3.1 rope scaling), F32, optional
   std::vector<LayerWeights> layers;
-  size_t total_bytes = 0;  // bytes of all tensors the model uses
+  size_t total_bytes = 0;                               // bytes of all tensors the model uses
   std::vector<std::pair<TensorType, int>> type_counts;  // how many tensors of each type
 };
 

@@ -48,7 +48,7 @@ static Napi::Value BackendInfo(const Napi::CallbackInfo& info) {
   return o;
 }
 
-void init_process(Napi::Env env, Napi::Object exports);  // process.cc: parent-death signal, exit now
+void init_process(Napi::Env env, Napi::Object exports);    // process.cc: parent-death signal, exit now
 void init_kv_schema(Napi::Env env, Napi::Object exports);  // kv-schema.cc: methods(), statsSchema()
 
 static Napi::Object Init(Napi::Env env, Napi::Object exports) {

@@ -10,7 +10,8 @@ std::vector<int32_t> token_array(Napi::Env env, const Napi::Value& v, const char
     out.assign(a.Data(), a.Data() + a.ElementLength());
     return out;
   }
-  if (!v.IsArray()) throw js_error(env, "INVALID_ARGUMENT", std::string(what) + " must be an Int32Array or an array of numbers");
+  if (!v.IsArray())
+    throw js_error(env, "INVALID_ARGUMENT", std::string(what) + " must be an Int32Array or an array of numbers");
   Napi::Array a = v.As<Napi::Array>();
   out.reserve(a.Length());
   for (uint32_t i = 0; i < a.Length(); i++) {
@@ -24,7 +25,8 @@ std::vector<int32_t> token_array(Napi::Env env, const Napi::Value& v, const char
 
 Napi::Object opts_arg(const Napi::CallbackInfo& info, size_t i) {
   if (info.Length() > i && info[i].IsObject()) return info[i].As<Napi::Object>();
-  if (info.Length() > i && !info[i].IsUndefined()) throw js_error(info.Env(), "INVALID_ARGUMENT", "options must be an object");
+  if (info.Length() > i && !info[i].IsUndefined())
+    throw js_error(info.Env(), "INVALID_ARGUMENT", "options must be an object");
   return Napi::Object::New(info.Env());
 }
 
@@ -41,7 +43,8 @@ double num_opt(Napi::Env env, const Napi::Object& o, const char* key, double def
 bool bool_opt(Napi::Env env, const Napi::Object& o, const char* key, bool def) {
   Napi::Value v = o.Get(key);
   if (v.IsUndefined()) return def;
-  if (!v.IsBoolean()) throw js_error(env, "INVALID_ARGUMENT", std::string("option '") + key + "' must be true or false");
+  if (!v.IsBoolean())
+    throw js_error(env, "INVALID_ARGUMENT", std::string("option '") + key + "' must be true or false");
   return v.As<Napi::Boolean>().Value();
 }
 

@@ -10,11 +10,11 @@
 namespace folio::napi {
 
 // Each binding file registers its functions on the exports object.
-void init_gguf(Napi::Env env, Napi::Object exports);   // gguf.cc: GGUF headers
-void init_ops(Napi::Env env, Napi::Object exports);    // ops.cc: kernel-level entry points for tests
-void init_vocab(Napi::Env env, Napi::Object exports);  // vocab.cc: tokenizers from GGUF vocabularies
-void init_model(Napi::Env env, Napi::Object exports);  // model.cc: models and their sessions
-void init_kv_ops(Napi::Env env, Napi::Object exports); // kv-ops.cc: the pieces of KV compression, for tests
+void init_gguf(Napi::Env env, Napi::Object exports);    // gguf.cc: GGUF headers
+void init_ops(Napi::Env env, Napi::Object exports);     // ops.cc: kernel-level entry points for tests
+void init_vocab(Napi::Env env, Napi::Object exports);   // vocab.cc: tokenizers from GGUF vocabularies
+void init_model(Napi::Env env, Napi::Object exports);   // model.cc: models and their sessions
+void init_kv_ops(Napi::Env env, Napi::Object exports);  // kv-ops.cc: the pieces of KV compression, for tests
 
 // Constructors of the binding's classes, kept per environment.
 struct Registry {
@@ -50,15 +50,11 @@ template <typename F>
 auto guard(Napi::Env env, F&& fn) -> decltype(fn()) {
   try {
     return fn();
-  } catch (const folio::Error& e) {
-    throw js_error(env, e.code(), e.what());
-  } catch (const Napi::Error&) {
+  } catch (const folio::Error& e) { throw js_error(env, e.code(), e.what()); } catch (const Napi::Error&) {
     throw;
   } catch (const std::bad_alloc&) {
     throw js_error(env, "OUT_OF_MEMORY", "out of memory");
-  } catch (const std::exception& e) {
-    throw js_error(env, "INTERNAL", e.what());
-  }
+  } catch (const std::exception& e) { throw js_error(env, "INTERNAL", e.what()); }
 }
 
 // Reading arguments: every check fails with a JS Error of code INVALID_ARGUMENT naming the argument.

@@ -22,7 +22,8 @@ Napi::Value array_to_js(Napi::Env env, const gguf::Array& a, bool full) {
   Napi::Array out = Napi::Array::New(env, size_t(a.count));
   for (uint64_t i = 0; i < a.count; i++) {
     Napi::Value e;
-    if (a.type == gguf::ValueType::STRING) e = Napi::String::New(env, a.strings[size_t(i)].data(), a.strings[size_t(i)].size());
+    if (a.type == gguf::ValueType::STRING)
+      e = Napi::String::New(env, a.strings[size_t(i)].data(), a.strings[size_t(i)].size());
     else if (a.type == gguf::ValueType::ARRAY) e = to_js(env, a.arrays[size_t(i)], full);
     else if (a.type == gguf::ValueType::BOOL) e = Napi::Boolean::New(env, gguf::array_number(a, i) != 0);
     else e = Napi::Number::New(env, gguf::array_number(a, i));
@@ -35,12 +36,15 @@ Napi::Value to_js(Napi::Env env, const gguf::Value& v, bool full) {
   switch (v.type) {
     case gguf::ValueType::STRING: return Napi::String::New(env, v.str.data(), v.str.size());
     case gguf::ValueType::BOOL: return Napi::Boolean::New(env, v.u != 0);
-    case gguf::ValueType::FLOAT32: case gguf::ValueType::FLOAT64: return Napi::Number::New(env, v.f);
+    case gguf::ValueType::FLOAT32:
+    case gguf::ValueType::FLOAT64: return Napi::Number::New(env, v.f);
     case gguf::ValueType::UINT64:
-      return v.u > (uint64_t(1) << 53) ? Napi::BigInt::New(env, uint64_t(v.u)).As<Napi::Value>() : Napi::Number::New(env, double(v.u));
+      return v.u > (uint64_t(1) << 53) ? Napi::BigInt::New(env, uint64_t(v.u)).As<Napi::Value>()
+                                       : Napi::Number::New(env, double(v.u));
     case gguf::ValueType::INT64:
-      return (v.i > (int64_t(1) << 53) || v.i < -(int64_t(1) << 53)) ? Napi::BigInt::New(env, int64_t(v.i)).As<Napi::Value>()
-                                                                       : Napi::Number::New(env, double(v.i));
+      return (v.i > (int64_t(1) << 53) || v.i < -(int64_t(1) << 53))
+                 ? Napi::BigInt::New(env, int64_t(v.i)).As<Napi::Value>()
+                 : Napi::Number::New(env, double(v.i));
     case gguf::ValueType::ARRAY: return array_to_js(env, *v.arr, full);
     default: return Napi::Number::New(env, double(v.as_int()));
   }

@@ -24,7 +24,8 @@ std::vector<std::vector<float>> rows(Napi::Env env, const Napi::Value& v, const 
   std::vector<std::vector<float>> out;
   for (uint32_t i = 0; i < a.Length(); i++) out.push_back(floats(env, a.Get(i), what));
   for (auto& r : out)
-    if (r.size() != out[0].size()) throw js_error(env, "INVALID_ARGUMENT", std::string(what) + " rows differ in length");
+    if (r.size() != out[0].size())
+      throw js_error(env, "INVALID_ARGUMENT", std::string(what) + " rows differ in length");
   return out;
 }
 
@@ -42,7 +43,8 @@ Napi::Array float_rows(Napi::Env env, const std::vector<std::vector<float>>& v) 
 }
 
 int32_t int_arg(const Napi::CallbackInfo& info, size_t i, const char* what) {
-  if (info.Length() <= i || !info[i].IsNumber()) throw js_error(info.Env(), "INVALID_ARGUMENT", std::string(what) + " must be a number");
+  if (info.Length() <= i || !info[i].IsNumber())
+    throw js_error(info.Env(), "INVALID_ARGUMENT", std::string(what) + " must be a number");
   return info[i].As<Napi::Number>().Int32Value();
 }
 
@@ -60,12 +62,13 @@ Napi::Value WindowScores(const Napi::CallbackInfo& info) {
   s.w = int32_t(num_opt(env, o, "w", 1, 1, 1 << 24));
   const int kernel = int(num_opt(env, o, "kernel", 7, 1, 1 << 10));
   if (s.n_head % s.n_head_kv || s.w > s.L || keys.size() != size_t(s.n_head_kv) ||
-      keys[0].size() != size_t(s.L) * size_t(s.head_dim) || qw.size() != size_t(s.w) * size_t(s.n_head) * size_t(s.head_dim))
+      keys[0].size() != size_t(s.L) * size_t(s.head_dim) ||
+      qw.size() != size_t(s.w) * size_t(s.n_head) * size_t(s.head_dim))
     throw js_error(env, "INVALID_ARGUMENT", "windowScores: shapes do not match");
   ThreadPool pool(1);
-  kv::WindowScores ws = kv::snapkv_scores(pool, s, qw.data(), [&](int g, float* out) {
-    std::copy(keys[size_t(g)].begin(), keys[size_t(g)].end(), out);
-  }, kernel);
+  kv::WindowScores ws = kv::snapkv_scores(
+      pool, s, qw.data(), [&](int g, float* out) { std::copy(keys[size_t(g)].begin(), keys[size_t(g)].end(), out); },
+      kernel);
   Napi::Object r = Napi::Object::New(env);
   r.Set("attn", float_rows(env, ws.attn));
   r.Set("score", float_rows(env, ws.score));
@@ -83,7 +86,8 @@ Napi::Value AdaCaps(const Napi::CallbackInfo& info) {
   const auto scores = rows(env, info[0], "scores");
   const int32_t b = int_arg(info, 1, "b");
   if (info.Length() < 3 || !info[2].IsNumber()) throw js_error(env, "INVALID_ARGUMENT", "alpha must be a number");
-  if (scores.empty() || b < 0 || size_t(b) > scores[0].size()) throw js_error(env, "INVALID_ARGUMENT", "b must be within the selectable tokens");
+  if (scores.empty() || b < 0 || size_t(b) > scores[0].size())
+    throw js_error(env, "INVALID_ARGUMENT", "b must be within the selectable tokens");
   return int_array(env, kv::ada_caps(scores, b, info[2].As<Napi::Number>().DoubleValue()));
 }
 

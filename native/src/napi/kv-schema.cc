@@ -11,7 +11,8 @@ kv::CompressOptions compress_options(Napi::Env env, const Napi::Object& o, const
   kv::CompressOptions c;
   c.method = guard(env, [&] { return kv::parse_method(str_opt(env, o, "method", default_method)); });
   const double budget = num_opt(env, o, "budget", c.method.selection == kv::Selection::Full ? 1 : NAN, 0, 1 << 30);
-  if (std::isnan(budget)) throw js_error(env, "INVALID_ARGUMENT", "give a budget: a kept ratio such as 0.2 or tokens per head such as 512");
+  if (std::isnan(budget))
+    throw js_error(env, "INVALID_ARGUMENT", "give a budget: a kept ratio such as 0.2 or tokens per head such as 512");
   guard(env, [&] { kv::set_budget(c, budget); });
   c.alpha = num_opt(env, o, "alpha", c.alpha, 0, 1);
   c.window = int32_t(num_opt(env, o, "window", c.window, 1, 1 << 20));

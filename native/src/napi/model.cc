@@ -96,11 +96,13 @@ class ModelWrap : public Napi::ObjectWrap<ModelWrap> {
 
   Napi::Value Tokenize(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
-    if (info.Length() < 1 || !info[0].IsString()) throw js_error(env, "INVALID_ARGUMENT", "tokenize(text) needs a string");
+    if (info.Length() < 1 || !info[0].IsString())
+      throw js_error(env, "INVALID_ARGUMENT", "tokenize(text) needs a string");
     Napi::Object o = opts_arg(info, 1);
     auto m = model(env);
     const bool add = bool_opt(env, o, "addSpecial", true), parse = bool_opt(env, o, "parseSpecial", false);
-    std::vector<int32_t> ids = guard(env, [&] { return m->vocab().tokenize(info[0].As<Napi::String>().Utf8Value(), add, parse); });
+    std::vector<int32_t> ids =
+        guard(env, [&] { return m->vocab().tokenize(info[0].As<Napi::String>().Utf8Value(), add, parse); });
     Napi::Int32Array a = Napi::Int32Array::New(env, ids.size());
     std::copy(ids.begin(), ids.end(), a.Data());
     return a;
@@ -109,9 +111,11 @@ class ModelWrap : public Napi::ObjectWrap<ModelWrap> {
   Napi::Value TokenToPiece(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
     auto m = model(env);
-    if (info.Length() < 1 || !info[0].IsNumber()) throw js_error(env, "INVALID_ARGUMENT", "tokenToPiece(id) needs a number");
+    if (info.Length() < 1 || !info[0].IsNumber())
+      throw js_error(env, "INVALID_ARGUMENT", "tokenToPiece(id) needs a number");
     const bool special = info.Length() > 1 && info[1].IsBoolean() && info[1].As<Napi::Boolean>().Value();
-    std::string piece = guard(env, [&] { return m->vocab().token_to_piece(info[0].As<Napi::Number>().Int32Value(), special); });
+    std::string piece =
+        guard(env, [&] { return m->vocab().token_to_piece(info[0].As<Napi::Number>().Int32Value(), special); });
     return copy_bytes(env, piece.data(), piece.size());
   }
 
@@ -135,7 +139,8 @@ class ModelWrap : public Napi::ObjectWrap<ModelWrap> {
   Napi::Value LoadSession(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
     auto m = model(env);
-    if (info.Length() < 1 || !info[0].IsString()) throw js_error(env, "INVALID_ARGUMENT", "loadSession(path) needs a path");
+    if (info.Length() < 1 || !info[0].IsString())
+      throw js_error(env, "INVALID_ARGUMENT", "loadSession(path) needs a path");
     const std::string path = info[0].As<Napi::String>().Utf8Value();
     const ContextParams cp = context_params(env, opts_arg(info, 1));
     auto loaded = std::make_shared<std::unique_ptr<Session>>();

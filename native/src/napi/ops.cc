@@ -123,7 +123,8 @@ Napi::Value quantize(const Napi::CallbackInfo& info) {
     const int64_t n = int64_t(xa.ElementLength());
     const TypeInfo& ti = type_info(type);
     if (n % ti.block_size != 0) {
-      invalid(strfmt("x has %lld elements, not a multiple of the %s block size %u", (long long)n, ti.name, ti.block_size));
+      invalid(
+          strfmt("x has %lld elements, not a multiple of the %s block size %u", (long long)n, ti.name, ti.block_size));
     }
     const Isa isa = arg_isa(info, 2);
     const quant::Kernels& k = quant::kernels(type, isa);
@@ -191,7 +192,8 @@ Napi::Value matmul(const Napi::CallbackInfo& info) {
     }
     const Napi::Float32Array xa = info[4].As<Napi::Float32Array>();
     if (int64_t(xa.ElementLength()) != n * cols) {
-      invalid(strfmt("x holds %zu floats, expected n · cols = %lld", size_t(xa.ElementLength()), (long long)(n * cols)));
+      invalid(
+          strfmt("x holds %zu floats, expected n · cols = %lld", size_t(xa.ElementLength()), (long long)(n * cols)));
     }
     std::vector<float> x(size_t(n * cols)), y(size_t(n * rows));
     if (!x.empty()) std::memcpy(x.data(), xa.Data(), x.size() * sizeof(float));

@@ -20,7 +20,8 @@ namespace {
 // platform has no such thing (the host's ppid watchdog covers those).
 Napi::Value SetParentDeathSignal(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  if (info.Length() < 1 || !info[0].IsNumber()) throw js_error(env, "INVALID_ARGUMENT", "setParentDeathSignal(signal) needs a signal number");
+  if (info.Length() < 1 || !info[0].IsNumber())
+    throw js_error(env, "INVALID_ARGUMENT", "setParentDeathSignal(signal) needs a signal number");
   const int32_t sig = info[0].As<Napi::Number>().Int32Value();
   if (sig < 0 || sig > 64) throw js_error(env, "INVALID_ARGUMENT", "setParentDeathSignal: not a signal number");
 #ifdef __linux__

@@ -31,23 +31,18 @@ struct SessionState {
 class SessionWrap : public Napi::ObjectWrap<SessionWrap> {
  public:
   static Napi::Function Define(Napi::Env env) {
-    return DefineClass(env, "Session",
-                       {InstanceMethod("prefill", &SessionWrap::Prefill),
-                        InstanceMethod("compress", &SessionWrap::Compress),
-                        InstanceMethod("generate", &SessionWrap::Generate),
-                        InstanceMethod("cancel", &SessionWrap::Cancel),
-                        InstanceMethod("truncate", &SessionWrap::Truncate),
-                        InstanceMethod("fork", &SessionWrap::Fork),
-                        InstanceMethod("save", &SessionWrap::Save),
-                        InstanceMethod("tokens", &SessionWrap::Tokens),
-                        InstanceMethod("lastLogits", &SessionWrap::LastLogits),
-                        InstanceMethod("memory", &SessionWrap::Memory),
-                        InstanceMethod("dispose", &SessionWrap::Dispose),
-                        InstanceAccessor("nPast", &SessionWrap::NPast, nullptr),
-                        InstanceAccessor("nCtx", &SessionWrap::NCtx, nullptr),
-                        InstanceAccessor("nThreads", &SessionWrap::NThreads, nullptr),
-                        InstanceAccessor("backend", &SessionWrap::BackendName, nullptr),
-                        InstanceAccessor("busy", &SessionWrap::Busy, nullptr)});
+    return DefineClass(
+        env, "Session",
+        {InstanceMethod("prefill", &SessionWrap::Prefill), InstanceMethod("compress", &SessionWrap::Compress),
+         InstanceMethod("generate", &SessionWrap::Generate), InstanceMethod("cancel", &SessionWrap::Cancel),
+         InstanceMethod("truncate", &SessionWrap::Truncate), InstanceMethod("fork", &SessionWrap::Fork),
+         InstanceMethod("save", &SessionWrap::Save), InstanceMethod("tokens", &SessionWrap::Tokens),
+         InstanceMethod("lastLogits", &SessionWrap::LastLogits), InstanceMethod("memory", &SessionWrap::Memory),
+         InstanceMethod("dispose", &SessionWrap::Dispose), InstanceAccessor("nPast", &SessionWrap::NPast, nullptr),
+         InstanceAccessor("nCtx", &SessionWrap::NCtx, nullptr),
+         InstanceAccessor("nThreads", &SessionWrap::NThreads, nullptr),
+         InstanceAccessor("backend", &SessionWrap::BackendName, nullptr),
+         InstanceAccessor("busy", &SessionWrap::Busy, nullptr)});
   }
 
   explicit SessionWrap(const Napi::CallbackInfo& info) : Napi::ObjectWrap<SessionWrap>(info) {
@@ -90,13 +85,21 @@ class SessionWrap : public Napi::ObjectWrap<SessionWrap> {
     const bool all = bool_opt(env, o, "allLogits", false);
     auto on_progress = progress_events(env, o);
     auto st = state_;
-    struct Out { std::vector<float> logits; double seconds = 0; };
+    struct Out {
+      std::vector<float> logits;
+      double seconds = 0;
+    };
     auto out = std::make_shared<Out>();
     return run(
         env,
         [st, tokens, all, out](const Job::Emit& emit) {
           const auto t0 = std::chrono::steady_clock::now();
-          st->session->prefill(tokens, all, out->logits, [&](int64_t d, int64_t t) { emit({d, t, {}}); }, &st->cancel);
+          st->session->prefill(
+              tokens, all, out->logits,
+              [&](int64_t d, int64_t t) {
+                emit({d, t, {}});
+              },
+              &st->cancel);
           out->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         },
         [st, out, n = tokens.size()](Napi::Env env) {
@@ -121,7 +124,12 @@ class SessionWrap : public Napi::ObjectWrap<SessionWrap> {
     return run(
         env,
         [st, tokens, opts, stats](const Job::Emit& emit) {
-          *stats = st->session->compress(tokens, opts, [&](int64_t d, int64_t t) { emit({d, t, {}}); }, &st->cancel);
+          *stats = st->session->compress(
+              tokens, opts,
+              [&](int64_t d, int64_t t) {
+                emit({d, t, {}});
+              },
+              &st->cancel);
         },
         [st, stats](Napi::Env env) {
           Napi::Object r = Napi::Object::New(env);
@@ -184,12 +192,15 @@ class SessionWrap : public Napi::ObjectWrap<SessionWrap> {
             std::lock_guard<std::mutex> lock(st->ack_mu);
             st->acked = 0;
           }
-          *out = st->session->generate(gp, [&](int32_t id, const std::string& text) {
-            emit({id, int64_t(++sent), text});
-            if (!has_callback) return;
-            std::unique_lock<std::mutex> lock(st->ack_mu);
-            st->ack_cv.wait_for(lock, std::chrono::seconds(1), [&] { return st->acked >= sent; });
-          }, &st->cancel);
+          *out = st->session->generate(
+              gp,
+              [&](int32_t id, const std::string& text) {
+                emit({id, int64_t(++sent), text});
+                if (!has_callback) return;
+                std::unique_lock<std::mutex> lock(st->ack_mu);
+                st->ack_cv.wait_for(lock, std::chrono::seconds(1), [&] { return st->acked >= sent; });
+              },
+              &st->cancel);
         },
         [st, out](Napi::Env env) {
           Napi::Object r = Napi::Object::New(env);
@@ -212,7 +223,8 @@ class SessionWrap : public Napi::ObjectWrap<SessionWrap> {
     const std::string path = info[0].As<Napi::String>().Utf8Value();
     const std::string meta = info.Length() > 1 && info[1].IsString() ? info[1].As<Napi::String>().Utf8Value() : "";
     auto st = state_;
-    return run(env, [st, path, meta](const Job::Emit&) { st->session->save(path, meta); }, nullptr);
+    return run(
+        env, [st, path, meta](const Job::Emit&) { st->session->save(path, meta); }, nullptr);
   }
 
   Napi::Value Fork(const Napi::CallbackInfo& info) {
@@ -273,12 +285,18 @@ class SessionWrap : public Napi::ObjectWrap<SessionWrap> {
     return info.Env().Undefined();
   }
 
-  Napi::Value NPast(const Napi::CallbackInfo& info) { return Napi::Number::New(info.Env(), state_ ? state_->session->context().n_past() : 0); }
-  Napi::Value NCtx(const Napi::CallbackInfo& info) { return Napi::Number::New(info.Env(), state_ ? state_->session->context().n_ctx() : 0); }
+  Napi::Value NPast(const Napi::CallbackInfo& info) {
+    return Napi::Number::New(info.Env(), state_ ? state_->session->context().n_past() : 0);
+  }
+  Napi::Value NCtx(const Napi::CallbackInfo& info) {
+    return Napi::Number::New(info.Env(), state_ ? state_->session->context().n_ctx() : 0);
+  }
   Napi::Value BackendName(const Napi::CallbackInfo& info) {
     return Napi::String::New(info.Env(), state_ ? backend_name(state_->session->context().backend()) : "cpu");
   }
-  Napi::Value NThreads(const Napi::CallbackInfo& info) { return Napi::Number::New(info.Env(), state_ ? state_->session->context().n_threads() : 0); }
+  Napi::Value NThreads(const Napi::CallbackInfo& info) {
+    return Napi::Number::New(info.Env(), state_ ? state_->session->context().n_threads() : 0);
+  }
   Napi::Value Busy(const Napi::CallbackInfo& info) { return Napi::Boolean::New(info.Env(), state_ && state_->busy); }
 
   std::shared_ptr<SessionState> state_;
@@ -295,21 +313,25 @@ ContextParams context_params(Napi::Env env, const Napi::Object& o) {
   if (kv != "f16" && kv != "f32") throw js_error(env, "INVALID_ARGUMENT", "kvType must be 'f16' or 'f32'");
   cp.kv_type = kv == "f32" ? KvType::F32 : KvType::F16;
   const std::string att = str_opt(env, o, "attention", "fast");
-  if (att != "fast" && att != "reference") throw js_error(env, "INVALID_ARGUMENT", "attention must be 'fast' or 'reference'");
+  if (att != "fast" && att != "reference")
+    throw js_error(env, "INVALID_ARGUMENT", "attention must be 'fast' or 'reference'");
   cp.reference_attention = att == "reference";
   // 'auto': the GPU when libfolio-cuda found one, else the CPU (the reference attention is CPU-only).
   const std::string be = str_opt(env, o, "backend", "auto");
-  if (be != "auto" && be != "cpu" && be != "cuda") throw js_error(env, "INVALID_ARGUMENT", "backend must be 'auto', 'cpu' or 'cuda'");
+  if (be != "auto" && be != "cpu" && be != "cuda")
+    throw js_error(env, "INVALID_ARGUMENT", "backend must be 'auto', 'cpu' or 'cuda'");
   if (be == "cuda" && !gpu::status().available) throw js_error(env, "GPU_UNAVAILABLE", gpu::status().reason);
-  cp.backend = be == "cuda" || (be == "auto" && gpu::status().available && !cp.reference_attention) ? BackendKind::Cuda : BackendKind::Cpu;
+  cp.backend = be == "cuda" || (be == "auto" && gpu::status().available && !cp.reference_attention) ? BackendKind::Cuda
+                                                                                                    : BackendKind::Cpu;
   return cp;
 }
 
 Napi::Value wrap_session(Napi::Env env, std::unique_ptr<Session> s) {
   auto st = std::make_shared<SessionState>();
   st->session = std::move(s);
-  auto ext = Napi::External<std::shared_ptr<SessionState>>::New(env, new std::shared_ptr<SessionState>(st),
-                                                                [](Napi::Env, std::shared_ptr<SessionState>* p) { delete p; });
+  auto ext =
+      Napi::External<std::shared_ptr<SessionState>>::New(env, new std::shared_ptr<SessionState>(st),
+                                                         [](Napi::Env, std::shared_ptr<SessionState>* p) { delete p; });
   return registry(env).session.New({ext});
 }
 

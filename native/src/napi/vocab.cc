@@ -163,9 +163,9 @@ class VocabWrap : public Napi::ObjectWrap<VocabWrap> {
   }
 
   Napi::Error bad_token(Napi::Env env, double d) const {
-    return js_error(env, "INVALID_TOKEN", "token id " + Napi::Number::New(env, d).ToString().Utf8Value() +
-                                              " is outside the vocabulary (0 to " +
-                                              std::to_string(vocab_->n_tokens() - 1) + ")");
+    return js_error(env, "INVALID_TOKEN",
+                    "token id " + Napi::Number::New(env, d).ToString().Utf8Value() +
+                        " is outside the vocabulary (0 to " + std::to_string(vocab_->n_tokens() - 1) + ")");
   }
 
   std::unique_ptr<Vocab> vocab_;

@@ -56,9 +56,9 @@ FOLIO_AVX2 static inline __m256i nibbles16(const uint8_t* qs) {
 
 // Byte i = 0xFF where bit i of `bits` is set, else 0.
 FOLIO_AVX2 static inline __m256i bits_to_bytes(uint32_t bits) {
-  const __m256i spread = _mm256_shuffle_epi8(
-      _mm256_set1_epi32(int(bits)),
-      _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3));
+  const __m256i spread = _mm256_shuffle_epi8(_mm256_set1_epi32(int(bits)),
+                                             _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2,
+                                                              2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3));
   const __m256i sel = _mm256_set1_epi64x(0x8040201008040201LL);
   return _mm256_cmpeq_epi8(_mm256_and_si256(spread, sel), sel);
 }
@@ -91,7 +91,8 @@ FOLIO_AVX2 static inline __m256i k4_scales16(const uint8_t* s) {
   const __m128i u = _mm_shuffle_epi32(v, _MM_SHUFFLE(1, 1, 0, 0));  // a a b b
   const __m128i lo6 = _mm_and_si128(t, _mm_setr_epi32(0x3f3f3f3f, 0, 0x3f3f3f3f, 0));
   const __m128i hi2 = _mm_and_si128(_mm_srli_epi32(u, 2), _mm_setr_epi32(0, 0x30303030, 0, 0x30303030));
-  const __m128i lo4 = _mm_and_si128(_mm_srlv_epi32(t, _mm_setr_epi32(0, 0, 0, 4)), _mm_setr_epi32(0, 0x0f0f0f0f, 0, 0x0f0f0f0f));
+  const __m128i lo4 =
+      _mm_and_si128(_mm_srlv_epi32(t, _mm_setr_epi32(0, 0, 0, 4)), _mm_setr_epi32(0, 0x0f0f0f0f, 0, 0x0f0f0f0f));
   return _mm256_cvtepu8_epi16(_mm_or_si128(_mm_or_si128(lo6, hi2), lo4));
 }
 

@@ -31,7 +31,9 @@ namespace {
 // F32 / F16 / BF16
 
 struct LoadF32 {
-  FOLIO_AVX2 static __m256 v(const uint8_t* p, int64_t c) { return _mm256_loadu_ps(reinterpret_cast<const float*>(p) + c); }
+  FOLIO_AVX2 static __m256 v(const uint8_t* p, int64_t c) {
+    return _mm256_loadu_ps(reinterpret_cast<const float*>(p) + c);
+  }
   FOLIO_AVX2 static float s(const uint8_t* p, int64_t c) { return reinterpret_cast<const float*>(p)[c]; }
 };
 struct LoadF16 {
@@ -311,45 +313,45 @@ FOLIO_GEMM(gemm_q5_1, kTilesU8_1, pack_q5_1, size_t(k / QK) * sizeof(PanelU8_1),
 // Q4_K, Q5_K, Q6_K (unpacked to PanelK) against Q8_K.
 
 // The K tile's body, with DOT(acc, p, sc) adding the pairs p (vpmaddubsw) times the scales sc.
-#define FOLIO_TILE_K_BODY(DOT)                                                                                    \
-    const int64_t nb = a.k / QK_K;                                                                                \
-    __m256 acc[RM][RN];                                                                                           \
-    for (int i = 0; i < RM; ++i)                                                                                  \
-      for (int j = 0; j < RN; ++j) acc[i][j] = _mm256_setzero_ps();                                               \
-    for (int64_t b = 0; b < nb; ++b) {                                                                            \
-      const BlockQ8_K* xb[RN];                                                                                    \
-      for (int j = 0; j < RN; ++j) xb[j] = reinterpret_cast<const BlockQ8_K*>(a.x + j * a.ldx) + b;               \
-      const PanelK* wb[RM];                                                                                       \
-      for (int i = 0; i < RM; ++i) wb[i] = reinterpret_cast<const PanelK*>(a.w + i * a.ldw) + b;                  \
-      __m256i isum[RM][RN];                                                                                       \
-      for (int i = 0; i < RM; ++i)                                                                                \
-        for (int j = 0; j < RN; ++j) isum[i][j] = _mm256_setzero_si256();                                         \
-      for (int s = 0; s < QK_K / 32; ++s) {                                                                       \
-        __m256i xq[RN];                                                                                           \
-        for (int j = 0; j < RN; ++j) xq[j] = load256(xb[j]->qs + 32 * s);                                         \
-        for (int i = 0; i < RM; ++i) {                                                                            \
-          const __m256i q = _mm256_load_si256(reinterpret_cast<const __m256i*>(wb[i]->q + 32 * s));               \
-          const __m256i sc = _mm256_load_si256(reinterpret_cast<const __m256i*>(wb[i]->sc[s]));                   \
-          for (int j = 0; j < RN; ++j) {                                                                          \
-            isum[i][j] = DOT(isum[i][j], _mm256_maddubs_epi16(q, xq[j]), sc);                                     \
-          }                                                                                                       \
-        }                                                                                                         \
-      }                                                                                                           \
-      for (int j = 0; j < RN; ++j) {                                                                              \
-        const __m256i bs = load256(xb[j]->bsums);                                                                 \
-        const float dy = xb[j]->d;                                                                                \
-        for (int i = 0; i < RM; ++i) {                                                                            \
-          const __m256i off = _mm256_load_si256(reinterpret_cast<const __m256i*>(wb[i]->off));                    \
-          const __m256i msum = _mm256_madd_epi16(bs, off);                                                        \
-          acc[i][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[i][j]), _mm256_set1_ps(wb[i]->d * dy), acc[i][j]);  \
-          acc[i][j] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(msum), _mm256_set1_ps(wb[i]->dmin * dy), acc[i][j]);    \
-        }                                                                                                         \
-      }                                                                                                           \
-    }                                                                                                             \
-    for (int i = 0; i < RM; ++i)                                                                                  \
-      for (int j = 0; j < RN; ++j) a.y[j * a.ldy + i] = hsum(acc[i][j]);
+#define FOLIO_TILE_K_BODY(DOT)                                                                                 \
+  const int64_t nb = a.k / QK_K;                                                                               \
+  __m256 acc[RM][RN];                                                                                          \
+  for (int i = 0; i < RM; ++i)                                                                                 \
+    for (int j = 0; j < RN; ++j) acc[i][j] = _mm256_setzero_ps();                                              \
+  for (int64_t b = 0; b < nb; ++b) {                                                                           \
+    const BlockQ8_K* xb[RN];                                                                                   \
+    for (int j = 0; j < RN; ++j) xb[j] = reinterpret_cast<const BlockQ8_K*>(a.x + j * a.ldx) + b;              \
+    const PanelK* wb[RM];                                                                                      \
+    for (int i = 0; i < RM; ++i) wb[i] = reinterpret_cast<const PanelK*>(a.w + i * a.ldw) + b;                 \
+    __m256i isum[RM][RN];                                                                                      \
+    for (int i = 0; i < RM; ++i)                                                                               \
+      for (int j = 0; j < RN; ++j) isum[i][j] = _mm256_setzero_si256();                                        \
+    for (int s = 0; s < QK_K / 32; ++s) {                                                                      \
+      __m256i xq[RN];                                                                                          \
+      for (int j = 0; j < RN; ++j) xq[j] = load256(xb[j]->qs + 32 * s);                                        \
+      for (int i = 0; i < RM; ++i) {                                                                           \
+        const __m256i q = _mm256_load_si256(reinterpret_cast<const __m256i*>(wb[i]->q + 32 * s));              \
+        const __m256i sc = _mm256_load_si256(reinterpret_cast<const __m256i*>(wb[i]->sc[s]));                  \
+        for (int j = 0; j < RN; ++j) { isum[i][j] = DOT(isum[i][j], _mm256_maddubs_epi16(q, xq[j]), sc); }     \
+      }                                                                                                        \
+    }                                                                                                          \
+    for (int j = 0; j < RN; ++j) {                                                                             \
+      const __m256i bs = load256(xb[j]->bsums);                                                                \
+      const float dy = xb[j]->d;                                                                               \
+      for (int i = 0; i < RM; ++i) {                                                                           \
+        const __m256i off = _mm256_load_si256(reinterpret_cast<const __m256i*>(wb[i]->off));                   \
+        const __m256i msum = _mm256_madd_epi16(bs, off);                                                       \
+        acc[i][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[i][j]), _mm256_set1_ps(wb[i]->d * dy), acc[i][j]); \
+        acc[i][j] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(msum), _mm256_set1_ps(wb[i]->dmin * dy), acc[i][j]);   \
+      }                                                                                                        \
+    }                                                                                                          \
+  }                                                                                                            \
+  for (int i = 0; i < RM; ++i)                                                                                 \
+    for (int j = 0; j < RN; ++j) a.y[j * a.ldy + i] = hsum(acc[i][j]);
 
-FOLIO_AVX2 __m256i dot_madd(__m256i acc, __m256i p, __m256i sc) { return _mm256_add_epi32(acc, _mm256_madd_epi16(p, sc)); }
+FOLIO_AVX2 __m256i dot_madd(__m256i acc, __m256i p, __m256i sc) {
+  return _mm256_add_epi32(acc, _mm256_madd_epi16(p, sc));
+}
 FOLIO_AVX2_VNNI __m256i dot_vnni(__m256i acc, __m256i p, __m256i sc) { return _mm256_dpwssd_avx_epi32(acc, p, sc); }
 
 template <int RM, int RN>
@@ -386,7 +388,8 @@ FOLIO_AVX2 size_t pack_q4_k(int64_t k, const uint8_t* w, size_t ldw, int rm, uin
       for (int c = 0; c < 4; ++c) {
         const __m256i v = load256(src[b].qs + 32 * c);
         _mm256_store_si256(reinterpret_cast<__m256i*>(out[b].q + 64 * c), _mm256_and_si256(v, m4));
-        _mm256_store_si256(reinterpret_cast<__m256i*>(out[b].q + 64 * c + 32), _mm256_and_si256(_mm256_srli_epi16(v, 4), m4));
+        _mm256_store_si256(reinterpret_cast<__m256i*>(out[b].q + 64 * c + 32),
+                           _mm256_and_si256(_mm256_srli_epi16(v, 4), m4));
       }
       pack_k4_scales(src[b].scales, src[b].d, src[b].dmin, out[b]);
     }
@@ -470,50 +473,51 @@ FOLIO_GEMM(gemm_q6_k_vnni, kTilesKVnni, pack_q6_k, size_t(k / QK_K) * sizeof(Pan
 
 // y[t·ldy] = row · x_t for NT tokens, row nb super-blocks of Q4_K (or Q5_K) at w. Per super-block the
 // mins come out of the scale vector with two shuffles, and d and dmin are converted together.
-#define FOLIO_GEMV_K4_BODY(DOT)                                                                              \
-  using Block = std::conditional_t<Q5, BlockQ5_K, BlockQ4_K>;                                               \
-  const Block* blk = reinterpret_cast<const Block*>(w);                                                     \
-  __m256 acc[NT], macc[NT];                                                                                 \
-  for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps(), macc[t] = _mm256_setzero_ps();                 \
-  const __m256i m4 = _mm256_set1_epi8(15);                                                                  \
-  /* with the mins in both lanes: each min twice, mins 0-3 in the low lane and 4-7 in the high one */       \
-  const __m256i min_pairs = _mm256_setr_epi8(0, 1, 0, 1, 2, 3, 2, 3, 4, 5, 4, 5, 6, 7, 6, 7,                 \
-                                             8, 9, 8, 9, 10, 11, 10, 11, 12, 13, 12, 13, 14, 15, 14, 15);   \
-  for (int64_t b = 0; b < nb; ++b) {                                                                        \
-    const __m256i sc = k4_scales16(blk[b].scales);                                                          \
-    const __m256i scl = _mm256_permute4x64_epi64(sc, 0x44); /* the 8 scales in both lanes */                \
-    const BlockQ8_K* xb[NT];                                                                                \
-    __m256i isum[NT];                                                                                       \
-    for (int t = 0; t < NT; ++t) xb[t] = reinterpret_cast<const BlockQ8_K*>(x + t * ldx) + b, isum[t] = _mm256_setzero_si256(); \
-    __m256i hb;                                                                                             \
-    if constexpr (Q5) hb = load256(reinterpret_cast<const BlockQ5_K&>(blk[b]).qh);                           \
-    for (int c = 0; c < 4; ++c) {                                                                           \
-      const __m256i v = load256(blk[b].qs + 32 * c);                                                        \
-      __m256i lo = _mm256_and_si256(v, m4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);             \
-      if constexpr (Q5) {                                                                                   \
-        const __m256i one = _mm256_set1_epi8(1);                                                            \
-        lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(hb, one), 4));                          \
-        hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 1), one), 4));     \
-        hb = _mm256_srli_epi16(hb, 2);                                                                      \
-      }                                                                                                     \
-      const __m256i sa = _mm256_shuffle_epi8(scl, _mm256_set1_epi16(short((4 * c) | ((4 * c + 1) << 8))));   \
-      const __m256i sb = _mm256_shuffle_epi8(scl, _mm256_set1_epi16(short((4 * c + 2) | ((4 * c + 3) << 8)))); \
-      for (int t = 0; t < NT; ++t) {                                                                        \
-        isum[t] = DOT(isum[t], _mm256_maddubs_epi16(lo, load256(xb[t]->qs + 64 * c)), sa);                  \
-        isum[t] = DOT(isum[t], _mm256_maddubs_epi16(hi, load256(xb[t]->qs + 64 * c + 32)), sb);             \
-      }                                                                                                     \
-    }                                                                                                       \
-    const __m256i mn = _mm256_shuffle_epi8(_mm256_permute4x64_epi64(sc, 0xee), min_pairs);                  \
-    int32_t ddm;                                                                                            \
-    std::memcpy(&ddm, &blk[b].d, 4); /* d, dmin: adjacent halves */                                         \
-    const __m128 dd = _mm_cvtph_ps(_mm_cvtsi32_si128(ddm));                                                 \
-    for (int t = 0; t < NT; ++t) {                                                                          \
-      const __m256i msum = _mm256_madd_epi16(load256(xb[t]->bsums), mn);                                    \
-      const __m128 s = _mm_mul_ps(dd, _mm_set1_ps(xb[t]->d)); /* d·xd, dmin·xd */                           \
-      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[t]), _mm256_broadcastss_ps(s), acc[t]);              \
-      macc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(msum), _mm256_broadcastss_ps(_mm_movehdup_ps(s)), macc[t]); \
-    }                                                                                                       \
-  }                                                                                                         \
+#define FOLIO_GEMV_K4_BODY(DOT)                                                                                      \
+  using Block = std::conditional_t<Q5, BlockQ5_K, BlockQ4_K>;                                                        \
+  const Block* blk = reinterpret_cast<const Block*>(w);                                                              \
+  __m256 acc[NT], macc[NT];                                                                                          \
+  for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps(), macc[t] = _mm256_setzero_ps();                          \
+  const __m256i m4 = _mm256_set1_epi8(15);                                                                           \
+  /* with the mins in both lanes: each min twice, mins 0-3 in the low lane and 4-7 in the high one */                \
+  const __m256i min_pairs = _mm256_setr_epi8(0, 1, 0, 1, 2, 3, 2, 3, 4, 5, 4, 5, 6, 7, 6, 7, 8, 9, 8, 9, 10, 11, 10, \
+                                             11, 12, 13, 12, 13, 14, 15, 14, 15);                                    \
+  for (int64_t b = 0; b < nb; ++b) {                                                                                 \
+    const __m256i sc = k4_scales16(blk[b].scales);                                                                   \
+    const __m256i scl = _mm256_permute4x64_epi64(sc, 0x44); /* the 8 scales in both lanes */                         \
+    const BlockQ8_K* xb[NT];                                                                                         \
+    __m256i isum[NT];                                                                                                \
+    for (int t = 0; t < NT; ++t)                                                                                     \
+      xb[t] = reinterpret_cast<const BlockQ8_K*>(x + t * ldx) + b, isum[t] = _mm256_setzero_si256();                 \
+    __m256i hb;                                                                                                      \
+    if constexpr (Q5) hb = load256(reinterpret_cast<const BlockQ5_K&>(blk[b]).qh);                                   \
+    for (int c = 0; c < 4; ++c) {                                                                                    \
+      const __m256i v = load256(blk[b].qs + 32 * c);                                                                 \
+      __m256i lo = _mm256_and_si256(v, m4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);                      \
+      if constexpr (Q5) {                                                                                            \
+        const __m256i one = _mm256_set1_epi8(1);                                                                     \
+        lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(hb, one), 4));                                   \
+        hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 1), one), 4));             \
+        hb = _mm256_srli_epi16(hb, 2);                                                                               \
+      }                                                                                                              \
+      const __m256i sa = _mm256_shuffle_epi8(scl, _mm256_set1_epi16(short((4 * c) | ((4 * c + 1) << 8))));           \
+      const __m256i sb = _mm256_shuffle_epi8(scl, _mm256_set1_epi16(short((4 * c + 2) | ((4 * c + 3) << 8))));       \
+      for (int t = 0; t < NT; ++t) {                                                                                 \
+        isum[t] = DOT(isum[t], _mm256_maddubs_epi16(lo, load256(xb[t]->qs + 64 * c)), sa);                           \
+        isum[t] = DOT(isum[t], _mm256_maddubs_epi16(hi, load256(xb[t]->qs + 64 * c + 32)), sb);                      \
+      }                                                                                                              \
+    }                                                                                                                \
+    const __m256i mn = _mm256_shuffle_epi8(_mm256_permute4x64_epi64(sc, 0xee), min_pairs);                           \
+    int32_t ddm;                                                                                                     \
+    std::memcpy(&ddm, &blk[b].d, 4); /* d, dmin: adjacent halves */                                                  \
+    const __m128 dd = _mm_cvtph_ps(_mm_cvtsi32_si128(ddm));                                                          \
+    for (int t = 0; t < NT; ++t) {                                                                                   \
+      const __m256i msum = _mm256_madd_epi16(load256(xb[t]->bsums), mn);                                             \
+      const __m128 s = _mm_mul_ps(dd, _mm_set1_ps(xb[t]->d)); /* d·xd, dmin·xd */                                  \
+      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[t]), _mm256_broadcastss_ps(s), acc[t]);                       \
+      macc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(msum), _mm256_broadcastss_ps(_mm_movehdup_ps(s)), macc[t]);       \
+    }                                                                                                                \
+  }                                                                                                                  \
   for (int t = 0; t < NT; ++t) y[t * ldy] = hsum(acc[t]) - hsum(macc[t]);
 
 template <int NT, bool Q5>

@@ -31,8 +31,8 @@ namespace avx512gemm {
 namespace {
 
 using avx2::h2f;
-using avx2::load128;
 using avx2::k4_scales16;
+using avx2::load128;
 using avx2::load256;
 
 FOLIO_AVX512 float hsum(__m512 v) {
@@ -43,7 +43,9 @@ FOLIO_AVX512 float hsum(__m512 v) {
 // F32 / F16 / BF16: loads of 16 elements, the last (partial) step with a mask.
 
 struct LoadF32 {
-  FOLIO_AVX512 static __m512 v(const uint8_t* p, int64_t c) { return _mm512_loadu_ps(reinterpret_cast<const float*>(p) + c); }
+  FOLIO_AVX512 static __m512 v(const uint8_t* p, int64_t c) {
+    return _mm512_loadu_ps(reinterpret_cast<const float*>(p) + c);
+  }
   FOLIO_AVX512 static __m512 m(const uint8_t* p, int64_t c, __mmask16 k) {
     return _mm512_maskz_loadu_ps(k, reinterpret_cast<const float*>(p) + c);
   }
@@ -58,7 +60,8 @@ struct LoadF16 {
 };
 struct LoadBF16 {
   FOLIO_AVX512 static __m512 v(const uint8_t* p, int64_t c) {
-    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(load256(reinterpret_cast<const uint16_t*>(p) + c)), 16));
+    return _mm512_castsi512_ps(
+        _mm512_slli_epi32(_mm512_cvtepu16_epi32(load256(reinterpret_cast<const uint16_t*>(p) + c)), 16));
   }
   FOLIO_AVX512 static __m512 m(const uint8_t* p, int64_t c, __mmask16 k) {
     const __m256i h = _mm256_maskz_loadu_epi16(k, reinterpret_cast<const uint16_t*>(p) + c);
@@ -191,7 +194,8 @@ struct UnpackQ5_0 {
   FOLIO_AVX512 __m256i operator()(const BlockQ5_0& b) const {
     uint32_t bits;
     std::memcpy(&bits, b.qh, 4);
-    const __m256i q = _mm256_or_si256(avx2::nibbles16(b.qs), _mm256_and_si256(avx2::bits_to_bytes(bits), _mm256_set1_epi8(16)));
+    const __m256i q =
+        _mm256_or_si256(avx2::nibbles16(b.qs), _mm256_and_si256(avx2::bits_to_bytes(bits), _mm256_set1_epi8(16)));
     return _mm256_sub_epi8(q, _mm256_set1_epi8(16));
   }
 };
@@ -247,7 +251,7 @@ PackFn g_pack_q4_k = nullptr, g_pack_q5_k = nullptr, g_pack_q6_k = nullptr;
       const float dy = xb[j]->d;                                                                               \
       for (int i = 0; i < RM; ++i) {                                                                           \
         const __m256i off = _mm256_load_si256(reinterpret_cast<const __m256i*>(wb[i]->off));                   \
-        const __m512 msum = _mm512_cvtepi32_ps(_mm512_zextsi256_si512(_mm256_madd_epi16(bs, off)));           \
+        const __m512 msum = _mm512_cvtepi32_ps(_mm512_zextsi256_si512(_mm256_madd_epi16(bs, off)));            \
         acc[i][j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[i][j]), _mm512_set1_ps(wb[i]->d * dy), acc[i][j]); \
         acc[i][j] = _mm512_fnmadd_ps(msum, _mm512_set1_ps(wb[i]->dmin * dy), acc[i][j]);                       \
       }                                                                                                        \
@@ -256,7 +260,9 @@ PackFn g_pack_q4_k = nullptr, g_pack_q5_k = nullptr, g_pack_q6_k = nullptr;
   for (int i = 0; i < RM; ++i)                                                                                 \
     for (int j = 0; j < RN; ++j) a.y[j * a.ldy + i] = hsum(acc[i][j]);
 
-FOLIO_AVX512 __m512i dot_madd(__m512i acc, __m512i p, __m512i sc) { return _mm512_add_epi32(acc, _mm512_madd_epi16(p, sc)); }
+FOLIO_AVX512 __m512i dot_madd(__m512i acc, __m512i p, __m512i sc) {
+  return _mm512_add_epi32(acc, _mm512_madd_epi16(p, sc));
+}
 FOLIO_AVX512_VNNI __m512i dot_vnni(__m512i acc, __m512i p, __m512i sc) { return _mm512_dpwssd_epi32(acc, p, sc); }
 
 template <int RM, int RN>
@@ -289,62 +295,65 @@ FOLIO_GEMM(gemm_q6_k_vnni, kTilesKVnni, g_pack_q6_k, K_PANEL, nullptr, 0)
 // min sums together (lanes 0-7 and 8-15 of one vector). A quarter faster than 64 elements per step,
 // which matters because two cores compute this product slower than some machines stream it.
 
-FOLIO_AVX512 __m512i k4_dot_madd(__m512i acc, __m512i p, __m512i s) { return _mm512_add_epi32(acc, _mm512_madd_epi16(p, s)); }
+FOLIO_AVX512 __m512i k4_dot_madd(__m512i acc, __m512i p, __m512i s) {
+  return _mm512_add_epi32(acc, _mm512_madd_epi16(p, s));
+}
 FOLIO_AVX512_VNNI __m512i k4_dot_vnni(__m512i acc, __m512i p, __m512i s) { return _mm512_dpwssd_epi32(acc, p, s); }
 
 // y[t·ldy] = row · x_t for NT tokens, row nb super-blocks of Q4_K (or Q5_K) at w.
-#define FOLIO_GEMV_K4_BODY(DOT)                                                                              \
-  using Block = std::conditional_t<Q5, BlockQ5_K, BlockQ4_K>;                                               \
-  const Block* blk = reinterpret_cast<const Block*>(w);                                                     \
-  __m512 acc[NT];                                                                                           \
-  for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();                                                \
-  const __m512i m4 = _mm512_set1_epi8(15);                                                                  \
-  /* int16 lanes 0-15 of a scale vector take sub-block s's scale, 16-31 sub-block s + 1's */                \
-  const __m512i half = _mm512_mask_blend_epi16(0xffff0000u, _mm512_setzero_si512(), _mm512_set1_epi16(1));   \
-  /* the mins (int16 lanes 8-15 of k4_scales16), each twice: against bsums' pairs of 16 */                  \
-  const __m256i min_pairs = _mm256_setr_epi16(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15);    \
-  /* float lanes 0-7 take d (scale sums), 8-15 dmin (min sums) */                                           \
-  const __m512i d_dmin = _mm512_mask_blend_epi32(0xff00, _mm512_setzero_si512(), _mm512_set1_epi32(1));      \
-  for (int64_t b = 0; b < nb; ++b) {                                                                        \
-    const __m256i sm = k4_scales16(blk[b].scales);                                                          \
-    const __m512i sc = _mm512_castsi256_si512(sm);                                                          \
-    const BlockQ8_K* xb[NT];                                                                                \
-    __m512i isum[NT];                                                                                       \
-    for (int t = 0; t < NT; ++t) xb[t] = reinterpret_cast<const BlockQ8_K*>(x + t * ldx) + b, isum[t] = _mm512_setzero_si512(); \
-    __m512i hb;                                                                                             \
-    if constexpr (Q5) hb = _mm512_broadcast_i64x4(load256(reinterpret_cast<const BlockQ5_K&>(blk[b]).qh));   \
-    for (int j = 0; j < 2; ++j) {                                                                           \
-      const __m512i v = _mm512_loadu_si512(blk[b].qs + 64 * j);                                             \
-      const __m512i lo = _mm512_and_si512(v, m4), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);       \
-      __m512i qa = _mm512_shuffle_i64x2(lo, hi, 0x44); /* elements 128j + 0..63: sub-blocks 4j, 4j + 1 */   \
-      __m512i qb = _mm512_shuffle_i64x2(lo, hi, 0xee); /* 128j + 64..127: sub-blocks 4j + 2, 4j + 3 */      \
-      if constexpr (Q5) { /* bit s of qh[l]: the fifth bit of element l of sub-block s */                   \
-        const __m512i one = _mm512_set1_epi8(1);                                                            \
-        const __m512i shift_a = _mm512_add_epi16(half, _mm512_set1_epi16(short(4 * j)));                    \
-        const __m512i shift_b = _mm512_add_epi16(half, _mm512_set1_epi16(short(4 * j + 2)));                \
-        qa = _mm512_or_si512(qa, _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(hb, shift_a), one), 4)); \
-        qb = _mm512_or_si512(qb, _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(hb, shift_b), one), 4)); \
-      }                                                                                                     \
-      const __m512i sa = _mm512_permutexvar_epi16(_mm512_add_epi16(half, _mm512_set1_epi16(short(4 * j))), sc);     \
-      const __m512i sb = _mm512_permutexvar_epi16(_mm512_add_epi16(half, _mm512_set1_epi16(short(4 * j + 2))), sc); \
-      for (int t = 0; t < NT; ++t) {                                                                        \
-        isum[t] = DOT(isum[t], _mm512_maddubs_epi16(qa, _mm512_loadu_si512(xb[t]->qs + 128 * j)), sa);      \
-        isum[t] = DOT(isum[t], _mm512_maddubs_epi16(qb, _mm512_loadu_si512(xb[t]->qs + 128 * j + 64)), sb); \
-      }                                                                                                     \
-    }                                                                                                       \
-    const __m256i mn = _mm256_permutexvar_epi16(min_pairs, sm);                                             \
-    int32_t ddm;                                                                                            \
-    std::memcpy(&ddm, &blk[b].d, 4); /* d, dmin: adjacent halves */                                         \
-    const __m512 dd = _mm512_castps128_ps512(_mm_cvtph_ps(_mm_cvtsi32_si128(ddm)));                         \
-    for (int t = 0; t < NT; ++t) {                                                                          \
-      const __m256i msum = _mm256_madd_epi16(load256(xb[t]->bsums), mn);                                    \
-      const __m256i s8 = _mm256_add_epi32(_mm512_castsi512_si256(isum[t]), _mm512_extracti64x4_epi64(isum[t], 1)); \
-      const __m512 f = _mm512_cvtepi32_ps(_mm512_inserti64x4(_mm512_castsi256_si512(s8), msum, 1));        \
-      const __m512 scale = _mm512_permutexvar_ps(d_dmin, _mm512_mul_ps(dd, _mm512_set1_ps(xb[t]->d)));      \
-      acc[t] = _mm512_fmadd_ps(f, scale, acc[t]);                                                           \
-    }                                                                                                       \
-  }                                                                                                         \
-  for (int t = 0; t < NT; ++t)                                                                              \
+#define FOLIO_GEMV_K4_BODY(DOT)                                                                                        \
+  using Block = std::conditional_t<Q5, BlockQ5_K, BlockQ4_K>;                                                          \
+  const Block* blk = reinterpret_cast<const Block*>(w);                                                                \
+  __m512 acc[NT];                                                                                                      \
+  for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();                                                           \
+  const __m512i m4 = _mm512_set1_epi8(15);                                                                             \
+  /* int16 lanes 0-15 of a scale vector take sub-block s's scale, 16-31 sub-block s + 1's */                           \
+  const __m512i half = _mm512_mask_blend_epi16(0xffff0000u, _mm512_setzero_si512(), _mm512_set1_epi16(1));             \
+  /* the mins (int16 lanes 8-15 of k4_scales16), each twice: against bsums' pairs of 16 */                             \
+  const __m256i min_pairs = _mm256_setr_epi16(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15);             \
+  /* float lanes 0-7 take d (scale sums), 8-15 dmin (min sums) */                                                      \
+  const __m512i d_dmin = _mm512_mask_blend_epi32(0xff00, _mm512_setzero_si512(), _mm512_set1_epi32(1));                \
+  for (int64_t b = 0; b < nb; ++b) {                                                                                   \
+    const __m256i sm = k4_scales16(blk[b].scales);                                                                     \
+    const __m512i sc = _mm512_castsi256_si512(sm);                                                                     \
+    const BlockQ8_K* xb[NT];                                                                                           \
+    __m512i isum[NT];                                                                                                  \
+    for (int t = 0; t < NT; ++t)                                                                                       \
+      xb[t] = reinterpret_cast<const BlockQ8_K*>(x + t * ldx) + b, isum[t] = _mm512_setzero_si512();                   \
+    __m512i hb;                                                                                                        \
+    if constexpr (Q5) hb = _mm512_broadcast_i64x4(load256(reinterpret_cast<const BlockQ5_K&>(blk[b]).qh));             \
+    for (int j = 0; j < 2; ++j) {                                                                                      \
+      const __m512i v = _mm512_loadu_si512(blk[b].qs + 64 * j);                                                        \
+      const __m512i lo = _mm512_and_si512(v, m4), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);                  \
+      __m512i qa = _mm512_shuffle_i64x2(lo, hi, 0x44); /* elements 128j + 0..63: sub-blocks 4j, 4j + 1 */              \
+      __m512i qb = _mm512_shuffle_i64x2(lo, hi, 0xee); /* 128j + 64..127: sub-blocks 4j + 2, 4j + 3 */                 \
+      if constexpr (Q5) {                              /* bit s of qh[l]: the fifth bit of element l of sub-block s */ \
+        const __m512i one = _mm512_set1_epi8(1);                                                                       \
+        const __m512i shift_a = _mm512_add_epi16(half, _mm512_set1_epi16(short(4 * j)));                               \
+        const __m512i shift_b = _mm512_add_epi16(half, _mm512_set1_epi16(short(4 * j + 2)));                           \
+        qa = _mm512_or_si512(qa, _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(hb, shift_a), one), 4));         \
+        qb = _mm512_or_si512(qb, _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(hb, shift_b), one), 4));         \
+      }                                                                                                                \
+      const __m512i sa = _mm512_permutexvar_epi16(_mm512_add_epi16(half, _mm512_set1_epi16(short(4 * j))), sc);        \
+      const __m512i sb = _mm512_permutexvar_epi16(_mm512_add_epi16(half, _mm512_set1_epi16(short(4 * j + 2))), sc);    \
+      for (int t = 0; t < NT; ++t) {                                                                                   \
+        isum[t] = DOT(isum[t], _mm512_maddubs_epi16(qa, _mm512_loadu_si512(xb[t]->qs + 128 * j)), sa);                 \
+        isum[t] = DOT(isum[t], _mm512_maddubs_epi16(qb, _mm512_loadu_si512(xb[t]->qs + 128 * j + 64)), sb);            \
+      }                                                                                                                \
+    }                                                                                                                  \
+    const __m256i mn = _mm256_permutexvar_epi16(min_pairs, sm);                                                        \
+    int32_t ddm;                                                                                                       \
+    std::memcpy(&ddm, &blk[b].d, 4); /* d, dmin: adjacent halves */                                                    \
+    const __m512 dd = _mm512_castps128_ps512(_mm_cvtph_ps(_mm_cvtsi32_si128(ddm)));                                    \
+    for (int t = 0; t < NT; ++t) {                                                                                     \
+      const __m256i msum = _mm256_madd_epi16(load256(xb[t]->bsums), mn);                                               \
+      const __m256i s8 = _mm256_add_epi32(_mm512_castsi512_si256(isum[t]), _mm512_extracti64x4_epi64(isum[t], 1));     \
+      const __m512 f = _mm512_cvtepi32_ps(_mm512_inserti64x4(_mm512_castsi256_si512(s8), msum, 1));                    \
+      const __m512 scale = _mm512_permutexvar_ps(d_dmin, _mm512_mul_ps(dd, _mm512_set1_ps(xb[t]->d)));                 \
+      acc[t] = _mm512_fmadd_ps(f, scale, acc[t]);                                                                      \
+    }                                                                                                                  \
+  }                                                                                                                    \
+  for (int t = 0; t < NT; ++t)                                                                                         \
     y[t * ldy] = avx2::hsum(_mm512_castps512_ps256(acc[t])) - avx2::hsum(_mm512_extractf32x8_ps(acc[t], 1));
 
 template <int NT, bool Q5>

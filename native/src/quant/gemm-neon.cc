@@ -104,30 +104,30 @@ inline int32x4_t dot16_plain(int32x4_t acc, int8x16_t a, int8x16_t b) {
 FOLIO_DOTPROD inline int32x4_t dot16_sdot(int32x4_t acc, int8x16_t a, int8x16_t b) { return vdotq_s32(acc, a, b); }
 
 // Q8_0, Q4_0, Q5_0 (PanelQ8) against Q8_0.
-#define FOLIO_TILE_Q8_BODY(DOT)                                                                              \
-  const int64_t nb = a.k / QK;                                                                              \
-  float32x4_t acc[RM][RN];                                                                                  \
-  for (int i = 0; i < RM; ++i)                                                                              \
-    for (int j = 0; j < RN; ++j) acc[i][j] = vdupq_n_f32(0);                                                \
-  for (int64_t b = 0; b < nb; ++b) {                                                                        \
-    int8x16_t x0[RN], x1[RN];                                                                               \
-    float xd[RN];                                                                                           \
-    for (int j = 0; j < RN; ++j) {                                                                          \
-      const BlockQ8_0& xb = reinterpret_cast<const BlockQ8_0*>(a.x + j * a.ldx)[b];                        \
-      x0[j] = vld1q_s8(xb.qs);                                                                              \
-      x1[j] = vld1q_s8(xb.qs + 16);                                                                         \
-      xd[j] = a.xs[j * a.ldxs + b];                                                                         \
-    }                                                                                                       \
-    for (int i = 0; i < RM; ++i) {                                                                          \
-      const PanelQ8& wb = reinterpret_cast<const PanelQ8*>(a.w + i * a.ldw)[b];                            \
-      const int8x16_t w0 = vld1q_s8(wb.qs), w1 = vld1q_s8(wb.qs + 16);                                      \
-      for (int j = 0; j < RN; ++j) {                                                                        \
-        const int32x4_t s = DOT(DOT(vdupq_n_s32(0), w0, x0[j]), w1, x1[j]);                                 \
-        acc[i][j] = vfmaq_n_f32(acc[i][j], vcvtq_f32_s32(s), wb.d * xd[j]);                                 \
-      }                                                                                                     \
-    }                                                                                                       \
-  }                                                                                                         \
-  for (int i = 0; i < RM; ++i)                                                                              \
+#define FOLIO_TILE_Q8_BODY(DOT)                                                     \
+  const int64_t nb = a.k / QK;                                                      \
+  float32x4_t acc[RM][RN];                                                          \
+  for (int i = 0; i < RM; ++i)                                                      \
+    for (int j = 0; j < RN; ++j) acc[i][j] = vdupq_n_f32(0);                        \
+  for (int64_t b = 0; b < nb; ++b) {                                                \
+    int8x16_t x0[RN], x1[RN];                                                       \
+    float xd[RN];                                                                   \
+    for (int j = 0; j < RN; ++j) {                                                  \
+      const BlockQ8_0& xb = reinterpret_cast<const BlockQ8_0*>(a.x + j * a.ldx)[b]; \
+      x0[j] = vld1q_s8(xb.qs);                                                      \
+      x1[j] = vld1q_s8(xb.qs + 16);                                                 \
+      xd[j] = a.xs[j * a.ldxs + b];                                                 \
+    }                                                                               \
+    for (int i = 0; i < RM; ++i) {                                                  \
+      const PanelQ8& wb = reinterpret_cast<const PanelQ8*>(a.w + i * a.ldw)[b];     \
+      const int8x16_t w0 = vld1q_s8(wb.qs), w1 = vld1q_s8(wb.qs + 16);              \
+      for (int j = 0; j < RN; ++j) {                                                \
+        const int32x4_t s = DOT(DOT(vdupq_n_s32(0), w0, x0[j]), w1, x1[j]);         \
+        acc[i][j] = vfmaq_n_f32(acc[i][j], vcvtq_f32_s32(s), wb.d * xd[j]);         \
+      }                                                                             \
+    }                                                                               \
+  }                                                                                 \
+  for (int i = 0; i < RM; ++i)                                                      \
     for (int j = 0; j < RN; ++j) a.y[j * a.ldy + i] = vaddvq_f32(acc[i][j]);
 
 template <int RM, int RN>
@@ -153,50 +153,50 @@ FOLIO_GEMM(gemm_q5_0_sdot, kTilesQ8Sdot, pack_q5_0_portable, Q8_PANEL, prep_q8_0
 
 // Q4_K, Q5_K, Q6_K (PanelK) against Q8_K. The panel's quants are 0..63, so signed bytes too; the scale of
 // elements 0-15 of sub-block s is sc[s][0], of 16-31 sc[s][8].
-#define FOLIO_TILE_K_BODY(DOT)                                                                                \
-  const int64_t nb = a.k / QK_K;                                                                              \
-  float32x4_t acc[RM][RN];                                                                                    \
-  for (int i = 0; i < RM; ++i)                                                                                \
-    for (int j = 0; j < RN; ++j) acc[i][j] = vdupq_n_f32(0);                                                  \
-  for (int64_t b = 0; b < nb; ++b) {                                                                          \
-    const BlockQ8_K* xb[RN];                                                                                  \
-    for (int j = 0; j < RN; ++j) xb[j] = reinterpret_cast<const BlockQ8_K*>(a.x + j * a.ldx) + b;             \
-    const PanelK* wb[RM];                                                                                     \
-    for (int i = 0; i < RM; ++i) wb[i] = reinterpret_cast<const PanelK*>(a.w + i * a.ldw) + b;                \
-    int32x4_t isum[RM][RN];                                                                                   \
-    for (int i = 0; i < RM; ++i)                                                                              \
-      for (int j = 0; j < RN; ++j) isum[i][j] = vdupq_n_s32(0);                                               \
-    for (int s = 0; s < QK_K / 32; ++s) {                                                                     \
-      int8x16_t x0[RN], x1[RN];                                                                               \
-      for (int j = 0; j < RN; ++j) {                                                                          \
-        x0[j] = vld1q_s8(xb[j]->qs + 32 * s);                                                                 \
-        x1[j] = vld1q_s8(xb[j]->qs + 32 * s + 16);                                                            \
-      }                                                                                                       \
-      for (int i = 0; i < RM; ++i) {                                                                          \
-        const int8x16_t q0 = vreinterpretq_s8_u8(vld1q_u8(wb[i]->q + 32 * s));                                \
-        const int8x16_t q1 = vreinterpretq_s8_u8(vld1q_u8(wb[i]->q + 32 * s + 16));                           \
-        const int32_t s0 = wb[i]->sc[s][0], s1 = wb[i]->sc[s][8];                                             \
-        for (int j = 0; j < RN; ++j) {                                                                        \
-          isum[i][j] = vmlaq_n_s32(isum[i][j], DOT(vdupq_n_s32(0), q0, x0[j]), s0);                           \
-          isum[i][j] = vmlaq_n_s32(isum[i][j], DOT(vdupq_n_s32(0), q1, x1[j]), s1);                           \
-        }                                                                                                     \
-      }                                                                                                       \
-    }                                                                                                         \
-    for (int j = 0; j < RN; ++j) {                                                                            \
-      const int16x8_t bs0 = vld1q_s16(xb[j]->bsums), bs1 = vld1q_s16(xb[j]->bsums + 8);                       \
-      const float dy = xb[j]->d;                                                                              \
-      for (int i = 0; i < RM; ++i) {                                                                          \
-        const int16x8_t o0 = vld1q_s16(wb[i]->off), o1 = vld1q_s16(wb[i]->off + 8);                           \
-        int32x4_t m = vmull_s16(vget_low_s16(bs0), vget_low_s16(o0));                                         \
-        m = vmlal_high_s16(m, bs0, o0);                                                                       \
-        m = vmlal_s16(m, vget_low_s16(bs1), vget_low_s16(o1));                                                \
-        m = vmlal_high_s16(m, bs1, o1);                                                                       \
-        acc[i][j] = vfmaq_n_f32(acc[i][j], vcvtq_f32_s32(isum[i][j]), wb[i]->d * dy);                         \
-        acc[i][j] = vfmsq_n_f32(acc[i][j], vcvtq_f32_s32(m), wb[i]->dmin * dy);                               \
-      }                                                                                                       \
-    }                                                                                                         \
-  }                                                                                                           \
-  for (int i = 0; i < RM; ++i)                                                                                \
+#define FOLIO_TILE_K_BODY(DOT)                                                                    \
+  const int64_t nb = a.k / QK_K;                                                                  \
+  float32x4_t acc[RM][RN];                                                                        \
+  for (int i = 0; i < RM; ++i)                                                                    \
+    for (int j = 0; j < RN; ++j) acc[i][j] = vdupq_n_f32(0);                                      \
+  for (int64_t b = 0; b < nb; ++b) {                                                              \
+    const BlockQ8_K* xb[RN];                                                                      \
+    for (int j = 0; j < RN; ++j) xb[j] = reinterpret_cast<const BlockQ8_K*>(a.x + j * a.ldx) + b; \
+    const PanelK* wb[RM];                                                                         \
+    for (int i = 0; i < RM; ++i) wb[i] = reinterpret_cast<const PanelK*>(a.w + i * a.ldw) + b;    \
+    int32x4_t isum[RM][RN];                                                                       \
+    for (int i = 0; i < RM; ++i)                                                                  \
+      for (int j = 0; j < RN; ++j) isum[i][j] = vdupq_n_s32(0);                                   \
+    for (int s = 0; s < QK_K / 32; ++s) {                                                         \
+      int8x16_t x0[RN], x1[RN];                                                                   \
+      for (int j = 0; j < RN; ++j) {                                                              \
+        x0[j] = vld1q_s8(xb[j]->qs + 32 * s);                                                     \
+        x1[j] = vld1q_s8(xb[j]->qs + 32 * s + 16);                                                \
+      }                                                                                           \
+      for (int i = 0; i < RM; ++i) {                                                              \
+        const int8x16_t q0 = vreinterpretq_s8_u8(vld1q_u8(wb[i]->q + 32 * s));                    \
+        const int8x16_t q1 = vreinterpretq_s8_u8(vld1q_u8(wb[i]->q + 32 * s + 16));               \
+        const int32_t s0 = wb[i]->sc[s][0], s1 = wb[i]->sc[s][8];                                 \
+        for (int j = 0; j < RN; ++j) {                                                            \
+          isum[i][j] = vmlaq_n_s32(isum[i][j], DOT(vdupq_n_s32(0), q0, x0[j]), s0);               \
+          isum[i][j] = vmlaq_n_s32(isum[i][j], DOT(vdupq_n_s32(0), q1, x1[j]), s1);               \
+        }                                                                                         \
+      }                                                                                           \
+    }                                                                                             \
+    for (int j = 0; j < RN; ++j) {                                                                \
+      const int16x8_t bs0 = vld1q_s16(xb[j]->bsums), bs1 = vld1q_s16(xb[j]->bsums + 8);           \
+      const float dy = xb[j]->d;                                                                  \
+      for (int i = 0; i < RM; ++i) {                                                              \
+        const int16x8_t o0 = vld1q_s16(wb[i]->off), o1 = vld1q_s16(wb[i]->off + 8);               \
+        int32x4_t m = vmull_s16(vget_low_s16(bs0), vget_low_s16(o0));                             \
+        m = vmlal_high_s16(m, bs0, o0);                                                           \
+        m = vmlal_s16(m, vget_low_s16(bs1), vget_low_s16(o1));                                    \
+        m = vmlal_high_s16(m, bs1, o1);                                                           \
+        acc[i][j] = vfmaq_n_f32(acc[i][j], vcvtq_f32_s32(isum[i][j]), wb[i]->d * dy);             \
+        acc[i][j] = vfmsq_n_f32(acc[i][j], vcvtq_f32_s32(m), wb[i]->dmin * dy);                   \
+      }                                                                                           \
+    }                                                                                             \
+  }                                                                                               \
+  for (int i = 0; i < RM; ++i)                                                                    \
     for (int j = 0; j < RN; ++j) a.y[j * a.ldy + i] = vaddvq_f32(acc[i][j]);
 
 template <int RM, int RN>

@@ -63,56 +63,58 @@ FOLIO_AVX2_INLINE __m256i scale_i32(__m256i isum, __m256i p, const uint8_t* sc) 
 // y[t·ldy + r] for the 8 rows r of the group at w (nb super-blocks) and NT tokens. (A macro, not a
 // template, so that each copy is compiled for its own target: GCC will not inline a VNNI helper into a
 // function compiled for plain AVX2.)
-#define FOLIO_R8_GROUP_BODY(DOT, SCALE)                                                                      \
-  const BlockQ4_Kx8* blk = reinterpret_cast<const BlockQ4_Kx8*>(w);                                        \
-  const __m256i m4 = _mm256_set1_epi8(15);                                                                  \
-  __m256 acc[NT];                                                                                           \
-  for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();                                                \
-  for (int64_t b = 0; b < nb; ++b) {                                                                        \
-    const BlockQ4_Kx8& g = blk[b];                                                                          \
-    /* the 6-bit scales and mins to bytes, in the orders of blocks.h: sc + 8s, mn + 16p */                   \
-    alignas(32) uint8_t sc[64], mn[64];                                                                     \
-    {                                                                                                       \
-      const __m256i m30 = _mm256_set1_epi8(0x30);                                                           \
-      const __m256i l0 = load256(g.sm_lo), l1 = load256(g.sm_lo + 32), h = load256(g.sm_hi);                \
-      store256(sc, _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_and_si256(_mm256_slli_epi16(h, 4), m30))); \
+#define FOLIO_R8_GROUP_BODY(DOT, SCALE)                                                                             \
+  const BlockQ4_Kx8* blk = reinterpret_cast<const BlockQ4_Kx8*>(w);                                                 \
+  const __m256i m4 = _mm256_set1_epi8(15);                                                                          \
+  __m256 acc[NT];                                                                                                   \
+  for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();                                                        \
+  for (int64_t b = 0; b < nb; ++b) {                                                                                \
+    const BlockQ4_Kx8& g = blk[b];                                                                                  \
+    /* the 6-bit scales and mins to bytes, in the orders of blocks.h: sc + 8s, mn + 16p */                          \
+    alignas(32) uint8_t sc[64], mn[64];                                                                             \
+    {                                                                                                               \
+      const __m256i m30 = _mm256_set1_epi8(0x30);                                                                   \
+      const __m256i l0 = load256(g.sm_lo), l1 = load256(g.sm_lo + 32), h = load256(g.sm_hi);                        \
+      store256(sc, _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_and_si256(_mm256_slli_epi16(h, 4), m30)));      \
       store256(sc + 32, _mm256_or_si256(_mm256_and_si256(l1, m4), _mm256_and_si256(_mm256_slli_epi16(h, 2), m30))); \
-      store256(mn, _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4), _mm256_and_si256(h, m30))); \
-      store256(mn + 32, _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),                     \
-                                        _mm256_and_si256(_mm256_srli_epi16(h, 2), m30)));                   \
-    }                                                                                                       \
-    const BlockQ8_K* xb[NT];                                                                                \
-    __m256i isum[NT];                                                                                       \
-    for (int t = 0; t < NT; ++t) xb[t] = reinterpret_cast<const BlockQ8_K*>(x + t * ldx) + b, isum[t] = _mm256_setzero_si256(); \
-    for (int s = 0; s < 8; ++s) {                                                                           \
-      __m256i p[NT];                                                                                        \
-      for (int t = 0; t < NT; ++t) p[t] = _mm256_setzero_si256();                                           \
-      for (int e = 0; e < 4; ++e) {                                                                         \
-        const __m256i v = load256(g.qs[s][e]);                                                              \
-        const __m256i lo = _mm256_and_si256(v, m4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);     \
-        for (int t = 0; t < NT; ++t) {                                                                      \
-          p[t] = DOT(p[t], lo, broadcast4(xb[t]->qs + 32 * s + 4 * e));                                     \
-          p[t] = DOT(p[t], hi, broadcast4(xb[t]->qs + 32 * s + 16 + 4 * e));                                \
-        }                                                                                                   \
-      }                                                                                                     \
-      for (int t = 0; t < NT; ++t) isum[t] = SCALE(isum[t], p[t], sc + 8 * s);                              \
-    }                                                                                                       \
-    /* the mins: Σ_s min_s·(sum of sub-block s's activations), a pair of sub-blocks per vpmaddwd */         \
-    __m256i mins[4];                                                                                        \
-    for (int i = 0; i < 4; ++i) mins[i] = _mm256_cvtepu8_epi16(load128(mn + 16 * i));                       \
-    const __m256 d = _mm256_cvtph_ps(load128(g.d)), dmin = _mm256_cvtph_ps(load128(g.dmin));                \
-    for (int t = 0; t < NT; ++t) {                                                                          \
-      /* the 8 sub-block sums of the activations, as 4 pairs in both lanes */                               \
-      const __m256i bs = _mm256_broadcastsi128_si256(_mm_hadd_epi16(load128(xb[t]->bsums), load128(xb[t]->bsums + 8))); \
-      __m256i msum = _mm256_madd_epi16(mins[0], _mm256_shuffle_epi32(bs, 0x00));                              \
-      msum = _mm256_add_epi32(msum, _mm256_madd_epi16(mins[1], _mm256_shuffle_epi32(bs, 0x55)));              \
-      msum = _mm256_add_epi32(msum, _mm256_madd_epi16(mins[2], _mm256_shuffle_epi32(bs, 0xaa)));              \
-      msum = _mm256_add_epi32(msum, _mm256_madd_epi16(mins[3], _mm256_shuffle_epi32(bs, 0xff)));              \
-      const __m256 xd = _mm256_set1_ps(xb[t]->d);                                                           \
-      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[t]), _mm256_mul_ps(d, xd), acc[t]);                  \
-      acc[t] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(msum), _mm256_mul_ps(dmin, xd), acc[t]);                 \
-    }                                                                                                       \
-  }                                                                                                         \
+      store256(mn, _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4), _mm256_and_si256(h, m30)));      \
+      store256(mn + 32, _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),                             \
+                                        _mm256_and_si256(_mm256_srli_epi16(h, 2), m30)));                           \
+    }                                                                                                               \
+    const BlockQ8_K* xb[NT];                                                                                        \
+    __m256i isum[NT];                                                                                               \
+    for (int t = 0; t < NT; ++t)                                                                                    \
+      xb[t] = reinterpret_cast<const BlockQ8_K*>(x + t * ldx) + b, isum[t] = _mm256_setzero_si256();                \
+    for (int s = 0; s < 8; ++s) {                                                                                   \
+      __m256i p[NT];                                                                                                \
+      for (int t = 0; t < NT; ++t) p[t] = _mm256_setzero_si256();                                                   \
+      for (int e = 0; e < 4; ++e) {                                                                                 \
+        const __m256i v = load256(g.qs[s][e]);                                                                      \
+        const __m256i lo = _mm256_and_si256(v, m4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);             \
+        for (int t = 0; t < NT; ++t) {                                                                              \
+          p[t] = DOT(p[t], lo, broadcast4(xb[t]->qs + 32 * s + 4 * e));                                             \
+          p[t] = DOT(p[t], hi, broadcast4(xb[t]->qs + 32 * s + 16 + 4 * e));                                        \
+        }                                                                                                           \
+      }                                                                                                             \
+      for (int t = 0; t < NT; ++t) isum[t] = SCALE(isum[t], p[t], sc + 8 * s);                                      \
+    }                                                                                                               \
+    /* the mins: Σ_s min_s·(sum of sub-block s's activations), a pair of sub-blocks per vpmaddwd */               \
+    __m256i mins[4];                                                                                                \
+    for (int i = 0; i < 4; ++i) mins[i] = _mm256_cvtepu8_epi16(load128(mn + 16 * i));                               \
+    const __m256 d = _mm256_cvtph_ps(load128(g.d)), dmin = _mm256_cvtph_ps(load128(g.dmin));                        \
+    for (int t = 0; t < NT; ++t) {                                                                                  \
+      /* the 8 sub-block sums of the activations, as 4 pairs in both lanes */                                       \
+      const __m256i bs =                                                                                            \
+          _mm256_broadcastsi128_si256(_mm_hadd_epi16(load128(xb[t]->bsums), load128(xb[t]->bsums + 8)));            \
+      __m256i msum = _mm256_madd_epi16(mins[0], _mm256_shuffle_epi32(bs, 0x00));                                    \
+      msum = _mm256_add_epi32(msum, _mm256_madd_epi16(mins[1], _mm256_shuffle_epi32(bs, 0x55)));                    \
+      msum = _mm256_add_epi32(msum, _mm256_madd_epi16(mins[2], _mm256_shuffle_epi32(bs, 0xaa)));                    \
+      msum = _mm256_add_epi32(msum, _mm256_madd_epi16(mins[3], _mm256_shuffle_epi32(bs, 0xff)));                    \
+      const __m256 xd = _mm256_set1_ps(xb[t]->d);                                                                   \
+      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[t]), _mm256_mul_ps(d, xd), acc[t]);                          \
+      acc[t] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(msum), _mm256_mul_ps(dmin, xd), acc[t]);                         \
+    }                                                                                                               \
+  }                                                                                                                 \
   for (int t = 0; t < NT; ++t) _mm256_storeu_ps(y + t * ldy, acc[t]);
 
 template <int NT>
@@ -120,9 +122,8 @@ FOLIO_AVX2 void group_madd(int64_t nb, const uint8_t* w, const uint8_t* x, size_
   FOLIO_R8_GROUP_BODY(dot_madd, scale_madd)
 }
 template <int NT>
-__attribute__((target("avx2,fma,f16c,avxvnni"))) void group_avx_vnni(int64_t nb, const uint8_t* w,
-                                                                      const uint8_t* x, size_t ldx, float* y,
-                                                                      int64_t ldy) {
+__attribute__((target("avx2,fma,f16c,avxvnni"))) void group_avx_vnni(int64_t nb, const uint8_t* w, const uint8_t* x,
+                                                                     size_t ldx, float* y, int64_t ldy) {
   FOLIO_R8_GROUP_BODY(dot_avx_vnni, scale_i32)
 }
 template <int NT>
@@ -154,54 +155,56 @@ template <int I>
 FOLIO_AVX2_INLINE __m256i q6_quad(__m256i lo4, __m256i hi2) {
   const __m256i m4 = _mm256_set1_epi8(15), m30 = _mm256_set1_epi8(0x30);
   const __m256i lo = I % 2 ? _mm256_and_si256(_mm256_srli_epi16(lo4, 4), m4) : _mm256_and_si256(lo4, m4);
-  const __m256i hi = I == 0 ? _mm256_slli_epi16(hi2, 4)
+  const __m256i hi = I == 0   ? _mm256_slli_epi16(hi2, 4)
                      : I == 1 ? _mm256_slli_epi16(hi2, 2)
                      : I == 2 ? hi2
                               : _mm256_srli_epi16(hi2, 2);
   return _mm256_or_si256(lo, _mm256_and_si256(hi, m30));
 }
 
-#define FOLIO_Q6_GROUP(I, DOT, SCALE, FLUSH)                                                                 \
-  {                                                                                                         \
-    const int j = 4 * h + I;                                                                                \
-    __m256i p[NT];                                                                                          \
-    for (int t = 0; t < NT; ++t) p[t] = _mm256_setzero_si256();                                             \
-    for (int e = 0; e < 4; ++e) {                                                                           \
-      const BlockQ6_Kx8::Quartet& qu = g.quartets[h];                                                       \
-      const __m256i q = q6_quad<I>(load256(I < 2 ? qu.lo[e] : qu.lo2[e]), load256(qu.hi[e]));               \
-      for (int t = 0; t < NT; ++t) p[t] = DOT(p[t], q, broadcast4(xb[t]->qs + 16 * j + 4 * e));              \
-      if (e % FLUSH == FLUSH - 1)                                                                           \
+#define FOLIO_Q6_GROUP(I, DOT, SCALE, FLUSH)                                                                     \
+  {                                                                                                              \
+    const int j = 4 * h + I;                                                                                     \
+    __m256i p[NT];                                                                                               \
+    for (int t = 0; t < NT; ++t) p[t] = _mm256_setzero_si256();                                                  \
+    for (int e = 0; e < 4; ++e) {                                                                                \
+      const BlockQ6_Kx8::Quartet& qu = g.quartets[h];                                                            \
+      const __m256i q = q6_quad<I>(load256(I < 2 ? qu.lo[e] : qu.lo2[e]), load256(qu.hi[e]));                    \
+      for (int t = 0; t < NT; ++t) p[t] = DOT(p[t], q, broadcast4(xb[t]->qs + 16 * j + 4 * e));                  \
+      if (e % FLUSH == FLUSH - 1)                                                                                \
         for (int t = 0; t < NT; ++t) isum[t] = SCALE(isum[t], p[t], g.scales[j]), p[t] = _mm256_setzero_si256(); \
-    }                                                                                                       \
+    }                                                                                                            \
   }
 
-#define FOLIO_R8_Q6_BODY(DOT, SCALE, FLUSH)                                                                  \
-  const BlockQ6_Kx8* blk = reinterpret_cast<const BlockQ6_Kx8*>(w);                                        \
-  __m256 acc[NT];                                                                                           \
-  for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();                                                \
-  for (int64_t b = 0; b < nb; ++b) {                                                                        \
-    const BlockQ6_Kx8& g = blk[b];                                                                          \
-    const BlockQ8_K* xb[NT];                                                                                \
-    __m256i isum[NT];                                                                                       \
-    for (int t = 0; t < NT; ++t) xb[t] = reinterpret_cast<const BlockQ8_K*>(x + t * ldx) + b, isum[t] = _mm256_setzero_si256(); \
-    for (int pr = 0; pr < 8; ++pr) { /* the offset: pairs of groups' scales against pairs of bsums */      \
-      const __m128i a = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(g.scales[2 * pr]));                \
-      const __m128i c = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(g.scales[2 * pr + 1]));            \
-      const __m256i sp = _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(a, c));                                     \
-      for (int t = 0; t < NT; ++t)                                                                          \
-        isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(sp, broadcast4(reinterpret_cast<const int8_t*>(xb[t]->bsums + 2 * pr)))); \
-    }                                                                                                       \
+#define FOLIO_R8_Q6_BODY(DOT, SCALE, FLUSH)                                                                         \
+  const BlockQ6_Kx8* blk = reinterpret_cast<const BlockQ6_Kx8*>(w);                                                 \
+  __m256 acc[NT];                                                                                                   \
+  for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();                                                        \
+  for (int64_t b = 0; b < nb; ++b) {                                                                                \
+    const BlockQ6_Kx8& g = blk[b];                                                                                  \
+    const BlockQ8_K* xb[NT];                                                                                        \
+    __m256i isum[NT];                                                                                               \
+    for (int t = 0; t < NT; ++t)                                                                                    \
+      xb[t] = reinterpret_cast<const BlockQ8_K*>(x + t * ldx) + b, isum[t] = _mm256_setzero_si256();                \
+    for (int pr = 0; pr < 8; ++pr) { /* the offset: pairs of groups' scales against pairs of bsums */               \
+      const __m128i a = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(g.scales[2 * pr]));                        \
+      const __m128i c = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(g.scales[2 * pr + 1]));                    \
+      const __m256i sp = _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(a, c));                                             \
+      for (int t = 0; t < NT; ++t)                                                                                  \
+        isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(sp, broadcast4(reinterpret_cast<const int8_t*>(       \
+                                                                      xb[t]->bsums + 2 * pr))));                    \
+    }                                                                                                               \
     for (int t = 0; t < NT; ++t) isum[t] = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(isum[t], 5)); \
-    for (int h = 0; h < 4; ++h) {                                                                           \
-      FOLIO_Q6_GROUP(0, DOT, SCALE, FLUSH)                                                                  \
-      FOLIO_Q6_GROUP(1, DOT, SCALE, FLUSH)                                                                  \
-      FOLIO_Q6_GROUP(2, DOT, SCALE, FLUSH)                                                                  \
-      FOLIO_Q6_GROUP(3, DOT, SCALE, FLUSH)                                                                  \
-    }                                                                                                       \
-    const __m256 d = _mm256_cvtph_ps(load128(g.d));                                                         \
-    for (int t = 0; t < NT; ++t)                                                                            \
-      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[t]), _mm256_mul_ps(d, _mm256_set1_ps(xb[t]->d)), acc[t]); \
-  }                                                                                                         \
+    for (int h = 0; h < 4; ++h) {                                                                                   \
+      FOLIO_Q6_GROUP(0, DOT, SCALE, FLUSH)                                                                          \
+      FOLIO_Q6_GROUP(1, DOT, SCALE, FLUSH)                                                                          \
+      FOLIO_Q6_GROUP(2, DOT, SCALE, FLUSH)                                                                          \
+      FOLIO_Q6_GROUP(3, DOT, SCALE, FLUSH)                                                                          \
+    }                                                                                                               \
+    const __m256 d = _mm256_cvtph_ps(load128(g.d));                                                                 \
+    for (int t = 0; t < NT; ++t)                                                                                    \
+      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[t]), _mm256_mul_ps(d, _mm256_set1_ps(xb[t]->d)), acc[t]);    \
+  }                                                                                                                 \
   for (int t = 0; t < NT; ++t) _mm256_storeu_ps(y + t * ldy, acc[t]);
 
 template <int NT>
@@ -209,9 +212,8 @@ FOLIO_AVX2 void q6_group_madd(int64_t nb, const uint8_t* w, const uint8_t* x, si
   FOLIO_R8_Q6_BODY(dot_madd, scale_madd_i8, 2)
 }
 template <int NT>
-__attribute__((target("avx2,fma,f16c,avxvnni"))) void q6_group_avx_vnni(int64_t nb, const uint8_t* w,
-                                                                         const uint8_t* x, size_t ldx, float* y,
-                                                                         int64_t ldy) {
+__attribute__((target("avx2,fma,f16c,avxvnni"))) void q6_group_avx_vnni(int64_t nb, const uint8_t* w, const uint8_t* x,
+                                                                        size_t ldx, float* y, int64_t ldy) {
   FOLIO_R8_Q6_BODY(dot_avx_vnni, scale_i32_i8, 4)
 }
 #undef FOLIO_R8_Q6_BODY
@@ -226,7 +228,8 @@ struct R8 {
   // prefill: group after group, each against all n tokens while it is in L1
   static void gemm(int64_t k, const void* w, size_t ldw, const void* x, size_t ldx, float* y, int64_t ldy, int64_t m,
                    int64_t n) {
-    for (int64_t r = 0; r < m; r += 8) gemv(k, static_cast<const uint8_t*>(w) + size_t(r) * ldw, ldw, x, ldx, y + r, ldy, 8, n);
+    for (int64_t r = 0; r < m; r += 8)
+      gemv(k, static_cast<const uint8_t*>(w) + size_t(r) * ldw, ldw, x, ldx, y + r, ldy, 8, n);
   }
 };
 using R8Madd = R8<group_madd<1>, group_madd<2>, group_madd<3>>;

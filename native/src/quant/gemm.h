@@ -82,13 +82,14 @@ using PrepFn = int64_t (*)(int64_t k, const uint8_t* x, size_t ldx, int64_t n, f
 // that each row is read from memory once per three tokens.
 using GemvRowFn = void (*)(int64_t nb, const uint8_t* w, const uint8_t* x, size_t ldx, float* y, int64_t ldy);
 template <int G = 1>
-inline void gemv_by_rows(const GemvRowFn (&fns)[3], int64_t nb, const void* w, size_t ldw, const void* x,
-                         size_t ldx, float* y, int64_t ldy, int64_t m, int64_t n) {
+inline void gemv_by_rows(const GemvRowFn (&fns)[3], int64_t nb, const void* w, size_t ldw, const void* x, size_t ldx,
+                         float* y, int64_t ldy, int64_t m, int64_t n) {
   const uint8_t* wb = static_cast<const uint8_t*>(w);
   const uint8_t* xb = static_cast<const uint8_t*>(x);
   for (int64_t t0 = 0; t0 < n; t0 += 3) {
     const int nt = int(std::min<int64_t>(3, n - t0));
-    for (int64_t r = 0; r < m; r += G) fns[nt - 1](nb, wb + size_t(r) * ldw, xb + size_t(t0) * ldx, ldx, y + t0 * ldy + r, ldy);
+    for (int64_t r = 0; r < m; r += G)
+      fns[nt - 1](nb, wb + size_t(r) * ldw, xb + size_t(t0) * ldx, ldx, y + t0 * ldy + r, ldy);
   }
 }
 
@@ -159,26 +160,26 @@ struct TileTable {
 // The kernel NAME of one weight type: tiles from TABLE over panels packed by PACK (PANEL bytes per row;
 // none: nullptr, 0) and activations prepared by PREP (PREP_FLOATS floats per token; none: nullptr, 0).
 // Each ISA's file (gemm-avx2.cc, gemm-avx512.cc, gemm-neon.cc) instantiates its kernels with it.
-#define FOLIO_GEMM(NAME, TABLE, PACK, PANEL, PREP, PREP_FLOATS)                                                 \
+#define FOLIO_GEMM(NAME, TABLE, PACK, PANEL, PREP, PREP_FLOATS)                                                \
   void NAME(int64_t k, const void* w, size_t ldw, const void* x, size_t ldx, float* y, int64_t ldy, int64_t m, \
-            int64_t n) {                                                                                      \
+            int64_t n) {                                                                                       \
     run_tiles(TABLE.t, PACK, PANEL, PREP, PREP_FLOATS, k, static_cast<const uint8_t*>(w), ldw,                 \
-              static_cast<const uint8_t*>(x), ldx, y, ldy, m, n);                                             \
+              static_cast<const uint8_t*>(x), ldx, y, ldy, m, n);                                              \
   }
 
 // The float kernels gemm_f32, gemm_f16 and gemm_bf16 of an ISA, in tiles of up to RM rows × RN tokens,
 // for a file that defines FloatTile<Load>::T<rm, rn> (a tile over an element loader) and the loaders
 // LoadF32, LoadF16 and LoadBF16.
-#define FOLIO_FLOAT_GEMMS(RM, RN)                        \
-  template <int M, int N>                                \
-  using TileF32 = FloatTile<LoadF32>::T<M, N>;           \
-  template <int M, int N>                                \
-  using TileF16 = FloatTile<LoadF16>::T<M, N>;           \
-  template <int M, int N>                                \
-  using TileBF16 = FloatTile<LoadBF16>::T<M, N>;         \
-  const TileTable<TileF32, RM, RN> kTilesF32;            \
-  const TileTable<TileF16, RM, RN> kTilesF16;            \
-  const TileTable<TileBF16, RM, RN> kTilesBF16;          \
+#define FOLIO_FLOAT_GEMMS(RM, RN)                         \
+  template <int M, int N>                                 \
+  using TileF32 = FloatTile<LoadF32>::T<M, N>;            \
+  template <int M, int N>                                 \
+  using TileF16 = FloatTile<LoadF16>::T<M, N>;            \
+  template <int M, int N>                                 \
+  using TileBF16 = FloatTile<LoadBF16>::T<M, N>;          \
+  const TileTable<TileF32, RM, RN> kTilesF32;             \
+  const TileTable<TileF16, RM, RN> kTilesF16;             \
+  const TileTable<TileBF16, RM, RN> kTilesBF16;           \
   FOLIO_GEMM(gemm_f32, kTilesF32, nullptr, 0, nullptr, 0) \
   FOLIO_GEMM(gemm_f16, kTilesF16, nullptr, 0, nullptr, 0) \
   FOLIO_GEMM(gemm_bf16, kTilesBF16, nullptr, 0, nullptr, 0)

@@ -53,9 +53,13 @@ void matmul_reference(ThreadPool& pool, const MatrixRef& W, const float* X, int6
   if (!wk.vec_dot) fail("UNSUPPORTED_TYPE", strfmt("no dot product for %s", type_name(W.type)));
   size_t ldx = 0;
   const uint8_t* a = convert_activations(pool, W, X, n, act, isa, &ldx);
-  pool.parallel_for(W.rows, [&](int64_t r, int) {
-    for (int64_t t = 0; t < n; t++) Y[t * W.rows + r] = wk.vec_dot(W.cols, W.data + size_t(r) * W.ldw, a + size_t(t) * ldx);
-  }, 16);
+  pool.parallel_for(
+      W.rows,
+      [&](int64_t r, int) {
+        for (int64_t t = 0; t < n; t++)
+          Y[t * W.rows + r] = wk.vec_dot(W.cols, W.data + size_t(r) * W.ldw, a + size_t(t) * ldx);
+      },
+      16);
 }
 
 void matmul(ThreadPool& pool, const MatrixRef& W, const float* X, int64_t n, float* Y, std::vector<uint8_t>& act,

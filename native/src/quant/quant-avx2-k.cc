@@ -67,7 +67,7 @@ FOLIO_AVX2 void dequantize_q5_k(const void* src, float* dst, int64_t n) {
 
 // One super-block of a Q4_K/Q5_K dot: acc += d·dx·Σ_j sc_j Σ q·qx - dmin·dx·Σ_j m_j Σ qx.
 FOLIO_AVX2_INLINE __m256 step_k4(const __m256i (&q)[8], const uint8_t* scales, uint16_t d, uint16_t dmin,
-                          const BlockQ8_K& x, __m256 acc) {
+                                 const BlockQ8_K& x, __m256 acc) {
   uint32_t packed[4];
   unpack_scales_k4_words(scales, packed);
   const __m256i sm = _mm256_cvtepu8_epi16(load128(packed));  // int16: lanes 0-7 scales, 8-15 mins
@@ -149,9 +149,11 @@ FOLIO_AVX2 void dequantize_q6_k(const void* src, float* dst, int64_t n) {
       const __m256 d0 = _mm256_set1_ps(d * float(b[ib].scales[2 * j]));
       const __m256 d1 = _mm256_set1_ps(d * float(b[ib].scales[2 * j + 1]));
       _mm256_storeu_ps(y + 32 * j + 0, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(lo)), d0));
-      _mm256_storeu_ps(y + 32 * j + 8, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(lo, 8))), d0));
+      _mm256_storeu_ps(y + 32 * j + 8,
+                       _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(lo, 8))), d0));
       _mm256_storeu_ps(y + 32 * j + 16, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(hi)), d1));
-      _mm256_storeu_ps(y + 32 * j + 24, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(hi, 8))), d1));
+      _mm256_storeu_ps(y + 32 * j + 24,
+                       _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(hi, 8))), d1));
     }
   }
 }

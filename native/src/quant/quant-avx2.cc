@@ -109,7 +109,8 @@ FOLIO_AVX2 __m128i f32_to_bf16_8(__m256 v) {
 FOLIO_AVX2 void quantize_bf16(const float* src, void* dst, int64_t n) {
   uint16_t* h = static_cast<uint16_t*>(dst);
   int64_t i = 0;
-  for (; i + 8 <= n; i += 8) _mm_storeu_si128(reinterpret_cast<__m128i*>(h + i), f32_to_bf16_8(_mm256_loadu_ps(src + i)));
+  for (; i + 8 <= n; i += 8)
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(h + i), f32_to_bf16_8(_mm256_loadu_ps(src + i)));
   for (; i < n; ++i) h[i] = f32_to_bf16(src[i]);
 }
 
@@ -246,12 +247,14 @@ FOLIO_AVX2 void quantize_q8_k(const float* src, void* dst, int64_t n) {
 
 FOLIO_AVX2 void dequantize_q8_0(const void* src, float* dst, int64_t n) {
   const BlockQ8_0* b = static_cast<const BlockQ8_0*>(src);
-  for (int64_t ib = 0; ib < n / QK; ++ib) store_scaled_i8(load256(b[ib].qs), _mm256_set1_ps(h2f(b[ib].d)), dst + ib * QK);
+  for (int64_t ib = 0; ib < n / QK; ++ib)
+    store_scaled_i8(load256(b[ib].qs), _mm256_set1_ps(h2f(b[ib].d)), dst + ib * QK);
 }
 
 FOLIO_AVX2 void dequantize_q8_1(const void* src, float* dst, int64_t n) {
   const BlockQ8_1* b = static_cast<const BlockQ8_1*>(src);
-  for (int64_t ib = 0; ib < n / QK; ++ib) store_scaled_i8(load256(b[ib].qs), _mm256_set1_ps(h2f(b[ib].d)), dst + ib * QK);
+  for (int64_t ib = 0; ib < n / QK; ++ib)
+    store_scaled_i8(load256(b[ib].qs), _mm256_set1_ps(h2f(b[ib].d)), dst + ib * QK);
 }
 
 FOLIO_AVX2 void dequantize_q8_k(const void* src, float* dst, int64_t n) {
@@ -342,16 +345,16 @@ FOLIO_AVX2 __m256 step_q5_1(const BlockQ5_1& a, const BlockQ8_1& b, __m256 acc) 
 }
 
 // The loop shared by every 32-element format; Step is one of the step_* functions above.
-#define FOLIO_DOT_BLOCKS(Step, WBlock, XBlock)                                              \
-  const WBlock* a = static_cast<const WBlock*>(w);                                          \
-  const XBlock* b = static_cast<const XBlock*>(x);                                          \
-  const int64_t nb = n / QK;                                                                \
-  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();                           \
-  int64_t ib = 0;                                                                           \
-  for (; ib + 1 < nb; ib += 2) {                                                            \
-    acc0 = Step(a[ib], b[ib], acc0);                                                        \
-    acc1 = Step(a[ib + 1], b[ib + 1], acc1);                                                \
-  }                                                                                         \
+#define FOLIO_DOT_BLOCKS(Step, WBlock, XBlock)                   \
+  const WBlock* a = static_cast<const WBlock*>(w);               \
+  const XBlock* b = static_cast<const XBlock*>(x);               \
+  const int64_t nb = n / QK;                                     \
+  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps(); \
+  int64_t ib = 0;                                                \
+  for (; ib + 1 < nb; ib += 2) {                                 \
+    acc0 = Step(a[ib], b[ib], acc0);                             \
+    acc1 = Step(a[ib + 1], b[ib + 1], acc1);                     \
+  }                                                              \
   if (ib < nb) acc0 = Step(a[ib], b[ib], acc0);
 
 FOLIO_AVX2 float vec_dot_q8_0(int64_t n, const void* w, const void* x) {
@@ -371,27 +374,29 @@ FOLIO_AVX2 float vec_dot_q5_0(int64_t n, const void* w, const void* x) {
 
 // Q4_1/Q5_1 add m * s per block (the min times the activation block's d·Σq), in two scalar sums that
 // follow the two vector accumulators so that neither becomes a serial chain.
-#define FOLIO_DOT_BLOCKS_MIN(Step, WBlock)                                                  \
-  const WBlock* a = static_cast<const WBlock*>(w);                                          \
-  const BlockQ8_1* b = static_cast<const BlockQ8_1*>(x);                                    \
-  const int64_t nb = n / QK;                                                                \
-  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();                           \
-  float ms0 = 0, ms1 = 0;                                                                   \
-  int64_t ib = 0;                                                                           \
-  for (; ib + 1 < nb; ib += 2) {                                                            \
-    acc0 = Step(a[ib], b[ib], acc0);                                                        \
-    acc1 = Step(a[ib + 1], b[ib + 1], acc1);                                                \
-    ms0 += h2f(a[ib].m) * h2f(b[ib].s);                                                     \
-    ms1 += h2f(a[ib + 1].m) * h2f(b[ib + 1].s);                                             \
-  }                                                                                         \
-  if (ib < nb) {                                                                            \
-    acc0 = Step(a[ib], b[ib], acc0);                                                        \
-    ms0 += h2f(a[ib].m) * h2f(b[ib].s);                                                     \
-  }                                                                                         \
+#define FOLIO_DOT_BLOCKS_MIN(Step, WBlock)                       \
+  const WBlock* a = static_cast<const WBlock*>(w);               \
+  const BlockQ8_1* b = static_cast<const BlockQ8_1*>(x);         \
+  const int64_t nb = n / QK;                                     \
+  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps(); \
+  float ms0 = 0, ms1 = 0;                                        \
+  int64_t ib = 0;                                                \
+  for (; ib + 1 < nb; ib += 2) {                                 \
+    acc0 = Step(a[ib], b[ib], acc0);                             \
+    acc1 = Step(a[ib + 1], b[ib + 1], acc1);                     \
+    ms0 += h2f(a[ib].m) * h2f(b[ib].s);                          \
+    ms1 += h2f(a[ib + 1].m) * h2f(b[ib + 1].s);                  \
+  }                                                              \
+  if (ib < nb) {                                                 \
+    acc0 = Step(a[ib], b[ib], acc0);                             \
+    ms0 += h2f(a[ib].m) * h2f(b[ib].s);                          \
+  }                                                              \
   return hsum(_mm256_add_ps(acc0, acc1)) + (ms0 + ms1);
 
-FOLIO_AVX2 float vec_dot_q4_1(int64_t n, const void* w, const void* x) { FOLIO_DOT_BLOCKS_MIN(step_q4_1, BlockQ4_1) }
-FOLIO_AVX2 float vec_dot_q5_1(int64_t n, const void* w, const void* x) { FOLIO_DOT_BLOCKS_MIN(step_q5_1, BlockQ5_1) }
+FOLIO_AVX2 float vec_dot_q4_1(int64_t n, const void* w, const void* x){
+    FOLIO_DOT_BLOCKS_MIN(step_q4_1, BlockQ4_1)} FOLIO_AVX2 float vec_dot_q5_1(int64_t n, const void* w, const void* x) {
+  FOLIO_DOT_BLOCKS_MIN(step_q5_1, BlockQ5_1)
+}
 
 #undef FOLIO_DOT_BLOCKS_MIN
 #undef FOLIO_DOT_BLOCKS

@@ -44,7 +44,9 @@ FOLIO_AVX512 __mmask16 tail_mask(int64_t left) { return __mmask16((1u << left) -
 // F32 / F16 / BF16: four 16-wide accumulators, then one 16-wide step, then a masked tail.
 
 FOLIO_AVX512 __m512 load_f16(const uint16_t* p) { return _mm512_cvtph_ps(load256(p)); }
-FOLIO_AVX512 __m512 load_f16_tail(const uint16_t* p, __mmask16 m) { return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p)); }
+FOLIO_AVX512 __m512 load_f16_tail(const uint16_t* p, __mmask16 m) {
+  return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p));
+}
 FOLIO_AVX512 __m512 load_bf16(const uint16_t* p) {
   return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(load256(p)), 16));
 }
@@ -123,7 +125,8 @@ FOLIO_AVX512 void quantize_f16(const float* src, void* dst, int64_t n) {
   uint16_t* h = static_cast<uint16_t*>(dst);
   int64_t i = 0;
   for (; i + 16 <= n; i += 16) {
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(h + i), _mm512_cvtps_ph(_mm512_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(h + i),
+                        _mm512_cvtps_ph(_mm512_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT));
   }
   if (i < n) {
     const __mmask16 m = tail_mask(n - i);
@@ -166,43 +169,40 @@ FOLIO_AVX512 __m512i dot2_q4_0_plain(__m512i u, __m512i y) {
 
 // The loop shared by the four Q8_0/Q4_0 kernels: two blocks per vector, two vectors per iteration into
 // separate accumulators; a last odd block runs with a zero upper half.
-#define FOLIO_DOT2_STEP(LOAD_W, DOT, i, acc)                                                       \
-  acc = _mm512_fmadd_ps(join_ps(h2f(a[i].d) * h2f(b[i].d), h2f(a[i + 1].d) * h2f(b[i + 1].d)),     \
+#define FOLIO_DOT2_STEP(LOAD_W, DOT, i, acc)                                                                           \
+  acc = _mm512_fmadd_ps(join_ps(h2f(a[i].d) * h2f(b[i].d), h2f(a[i + 1].d) * h2f(b[i + 1].d)),                         \
                         _mm512_cvtepi32_ps(DOT(LOAD_W(a[i], a[i + 1]), join(load256(b[i].qs), load256(b[i + 1].qs)))), \
                         acc)
 
-#define FOLIO_DOT2_LOOP(WBlock, LOAD_W, DOT)                                                       \
-  const WBlock* a = static_cast<const WBlock*>(w);                                                 \
-  const BlockQ8_0* b = static_cast<const BlockQ8_0*>(x);                                           \
-  const int64_t nb = n / QK;                                                                       \
-  __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();                                   \
-  int64_t ib = 0;                                                                                  \
-  for (; ib + 3 < nb; ib += 4) {                                                                   \
-    FOLIO_DOT2_STEP(LOAD_W, DOT, ib, acc0);                                                        \
-    FOLIO_DOT2_STEP(LOAD_W, DOT, ib + 2, acc1);                                                    \
-  }                                                                                                \
-  if (ib + 1 < nb) {                                                                               \
-    FOLIO_DOT2_STEP(LOAD_W, DOT, ib, acc0);                                                        \
-    ib += 2;                                                                                       \
-  }                                                                                                \
-  if (ib < nb) {                                                                                   \
-    const __m512i s = DOT(LOAD_W(a[ib], a[ib]), join(load256(b[ib].qs), _mm256_setzero_si256()));  \
+#define FOLIO_DOT2_LOOP(WBlock, LOAD_W, DOT)                                                         \
+  const WBlock* a = static_cast<const WBlock*>(w);                                                   \
+  const BlockQ8_0* b = static_cast<const BlockQ8_0*>(x);                                             \
+  const int64_t nb = n / QK;                                                                         \
+  __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();                                     \
+  int64_t ib = 0;                                                                                    \
+  for (; ib + 3 < nb; ib += 4) {                                                                     \
+    FOLIO_DOT2_STEP(LOAD_W, DOT, ib, acc0);                                                          \
+    FOLIO_DOT2_STEP(LOAD_W, DOT, ib + 2, acc1);                                                      \
+  }                                                                                                  \
+  if (ib + 1 < nb) {                                                                                 \
+    FOLIO_DOT2_STEP(LOAD_W, DOT, ib, acc0);                                                          \
+    ib += 2;                                                                                         \
+  }                                                                                                  \
+  if (ib < nb) {                                                                                     \
+    const __m512i s = DOT(LOAD_W(a[ib], a[ib]), join(load256(b[ib].qs), _mm256_setzero_si256()));    \
     acc1 = _mm512_fmadd_ps(join_ps(h2f(a[ib].d) * h2f(b[ib].d), 0.0f), _mm512_cvtepi32_ps(s), acc1); \
-  }                                                                                                \
+  }                                                                                                  \
   return hsum(_mm512_add_ps(acc0, acc1));
 
 FOLIO_AVX512 __m512i q8_0_pair(const BlockQ8_0& a, const BlockQ8_0& b) { return join(load256(a.qs), load256(b.qs)); }
 
-FOLIO_AVX512_VNNI float vec_dot_q8_0_vnni(int64_t n, const void* w, const void* x) {
-  FOLIO_DOT2_LOOP(BlockQ8_0, q8_0_pair, dot2_q8_0_vnni)
-}
-FOLIO_AVX512 float vec_dot_q8_0_plain(int64_t n, const void* w, const void* x) {
-  FOLIO_DOT2_LOOP(BlockQ8_0, q8_0_pair, dot2_q8_0_plain)
-}
-FOLIO_AVX512_VNNI float vec_dot_q4_0_vnni(int64_t n, const void* w, const void* x) {
-  FOLIO_DOT2_LOOP(BlockQ4_0, nibbles2, dot2_q4_0_vnni)
-}
-FOLIO_AVX512 float vec_dot_q4_0_plain(int64_t n, const void* w, const void* x) {
+FOLIO_AVX512_VNNI float vec_dot_q8_0_vnni(int64_t n, const void* w, const void* x){
+    FOLIO_DOT2_LOOP(BlockQ8_0, q8_0_pair, dot2_q8_0_vnni)} FOLIO_AVX512
+    float vec_dot_q8_0_plain(int64_t n, const void* w,
+                             const void* x){FOLIO_DOT2_LOOP(BlockQ8_0, q8_0_pair, dot2_q8_0_plain)} FOLIO_AVX512_VNNI
+    float vec_dot_q4_0_vnni(int64_t n, const void* w,
+                            const void* x){FOLIO_DOT2_LOOP(BlockQ4_0, nibbles2, dot2_q4_0_vnni)} FOLIO_AVX512
+    float vec_dot_q4_0_plain(int64_t n, const void* w, const void* x) {
   FOLIO_DOT2_LOOP(BlockQ4_0, nibbles2, dot2_q4_0_plain)
 }
 
@@ -237,7 +237,8 @@ FOLIO_AVX512 float vec_dot_q4_k(int64_t n, const void* w, const void* x) {
       const __m512i v = _mm512_broadcast_i64x4(load256(a[ib].qs + 32 * c));
       const __m512i q = _mm512_and_si512(_mm512_mask_blend_epi64(0xf0, v, _mm512_srli_epi16(v, 4)), m4);
       const __m512i p = _mm512_maddubs_epi16(q, load512(b[ib].qs + 64 * c));
-      const __m512i idx = _mm512_mask_blend_epi16(0xffff0000u, _mm512_set1_epi16(short(2 * c)), _mm512_set1_epi16(short(2 * c + 1)));
+      const __m512i idx =
+          _mm512_mask_blend_epi16(0xffff0000u, _mm512_set1_epi16(short(2 * c)), _mm512_set1_epi16(short(2 * c + 1)));
       isum = _mm512_add_epi32(isum, _mm512_madd_epi16(p, spread16(sc, idx)));
     }
     acc = _mm512_fmadd_ps(_mm512_set1_ps(h2f(a[ib].d) * b[ib].d), _mm512_cvtepi32_ps(isum), acc);
@@ -254,10 +255,10 @@ FOLIO_AVX512 float vec_dot_q6_k(int64_t n, const void* w, const void* x) {
   const __m512i shift_a = _mm512_mask_blend_epi16(0xffff0000u, _mm512_set1_epi16(0), _mm512_set1_epi16(2));
   const __m512i shift_b = _mm512_mask_blend_epi16(0xffff0000u, _mm512_set1_epi16(4), _mm512_set1_epi16(6));
   // int16 lane i of vector k takes the scale of group 4k + i/8
-  const __m512i lane_group = _mm512_srli_epi16(
-      _mm512_set_epi16(31, 30, 29, 28, 27, 26, 25, 24, 23, 22, 21, 20, 19, 18, 17, 16, 15, 14, 13, 12, 11, 10, 9, 8,
-                       7, 6, 5, 4, 3, 2, 1, 0),
-      3);
+  const __m512i lane_group =
+      _mm512_srli_epi16(_mm512_set_epi16(31, 30, 29, 28, 27, 26, 25, 24, 23, 22, 21, 20, 19, 18, 17, 16, 15, 14, 13, 12,
+                                         11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+                        3);
   __m256 acc = _mm256_setzero_ps();
   for (int64_t ib = 0; ib < n / QK_K; ++ib) {
     const __m256i sc16 = _mm256_cvtepi8_epi16(load128(a[ib].scales));

@@ -174,7 +174,8 @@ void quantize_q8_k(const float* src, void* dst, int64_t n) {
     const int32x4_t top = vdupq_n_s32(127);
     for (int g = 0; g < QK_K / 16; ++g) {
       int32x4_t q[4];
-      for (int k = 0; k < 4; ++k) q[k] = vminq_s32(vcvtnq_s32_f32(vmulq_n_f32(vld1q_f32(x + 16 * g + 4 * k), iscale)), top);
+      for (int k = 0; k < 4; ++k)
+        q[k] = vminq_s32(vcvtnq_s32_f32(vmulq_n_f32(vld1q_f32(x + 16 * g + 4 * k), iscale)), top);
       const int8x16_t q8 = narrow16(q[0], q[1], q[2], q[3]);
       vst1q_s8(b[ib].qs + 16 * g, q8);
       b[ib].bsums[g] = vaddlvq_s8(q8);
@@ -287,81 +288,80 @@ inline int32x4_t dot16_plain(int32x4_t acc, int8x16_t a, int8x16_t b) {
 }
 FOLIO_DOTPROD inline int32x4_t dot16_sdot(int32x4_t acc, int8x16_t a, int8x16_t b) { return vdotq_s32(acc, a, b); }
 
-#define FOLIO_NEON_DOTS(SUFFIX, ATTR, DOT16)                                                              \
-  ATTR float vec_dot_q8_0_##SUFFIX(int64_t n, const void* w, const void* x) {                            \
-    const BlockQ8_0* a = static_cast<const BlockQ8_0*>(w);                                                \
-    const BlockQ8_0* b = static_cast<const BlockQ8_0*>(x);                                                \
-    float sum = 0;                                                                                        \
-    for (int64_t ib = 0; ib < n / QK; ++ib) {                                                             \
-      int32x4_t s = DOT16(vdupq_n_s32(0), vld1q_s8(a[ib].qs), vld1q_s8(b[ib].qs));                       \
-      s = DOT16(s, vld1q_s8(a[ib].qs + 16), vld1q_s8(b[ib].qs + 16));                                    \
-      sum += float(vaddvq_s32(s)) * (h2f(a[ib].d) * h2f(b[ib].d));                                       \
-    }                                                                                                     \
-    return sum;                                                                                           \
-  }                                                                                                       \
-                                                                                                          \
-  ATTR float vec_dot_q4_0_##SUFFIX(int64_t n, const void* w, const void* x) {                            \
-    const BlockQ4_0* a = static_cast<const BlockQ4_0*>(w);                                                \
-    const BlockQ8_0* b = static_cast<const BlockQ8_0*>(x);                                                \
-    const uint8x16_t m4 = vdupq_n_u8(15);                                                                 \
-    const int8x16_t eight = vdupq_n_s8(8);                                                                \
-    float sum = 0;                                                                                        \
-    for (int64_t ib = 0; ib < n / QK; ++ib) {                                                             \
-      const uint8x16_t q = vld1q_u8(a[ib].qs);                                                            \
-      const int8x16_t lo = vsubq_s8(vreinterpretq_s8_u8(vandq_u8(q, m4)), eight);                         \
-      const int8x16_t hi = vsubq_s8(vreinterpretq_s8_u8(vshrq_n_u8(q, 4)), eight);                        \
-      const int32x4_t s = DOT16(DOT16(vdupq_n_s32(0), lo, vld1q_s8(b[ib].qs)), hi, vld1q_s8(b[ib].qs + 16)); \
-      sum += float(vaddvq_s32(s)) * (h2f(a[ib].d) * h2f(b[ib].d));                                       \
-    }                                                                                                     \
-    return sum;                                                                                           \
-  }                                                                                                       \
-                                                                                                          \
-  ATTR float vec_dot_q4_k_##SUFFIX(int64_t n, const void* w, const void* x) {                            \
-    const BlockQ4_K* a = static_cast<const BlockQ4_K*>(w);                                                \
-    const BlockQ8_K* b = static_cast<const BlockQ8_K*>(x);                                                \
-    const uint8x16_t m4 = vdupq_n_u8(15);                                                                 \
-    float sum = 0;                                                                                        \
-    for (int64_t ib = 0; ib < n / QK_K; ++ib) {                                                           \
-      uint8_t sc[8], mn[8];                                                                               \
-      unpack_scales_k4(a[ib].scales, sc, mn);                                                             \
-      /* Σ_j m_j (bsums[2j] + bsums[2j+1]) */                                                             \
-      const int16x8_t bs = vpaddq_s16(vld1q_s16(b[ib].bsums), vld1q_s16(b[ib].bsums + 8));                \
-      const int16x8_t m16 = vreinterpretq_s16_u16(vmovl_u8(vld1_u8(mn)));                                 \
-      const int msum = vaddvq_s32(vaddq_s32(vmull_s16(vget_low_s16(bs), vget_low_s16(m16)),               \
-                                            vmull_high_s16(bs, m16)));                                    \
-      int isum = 0;                                                                                       \
-      for (int c = 0; c < 4; ++c) {                                                                       \
-        const uint8x16_t q0 = vld1q_u8(a[ib].qs + 32 * c), q1 = vld1q_u8(a[ib].qs + 32 * c + 16);          \
-        const int8_t* y = b[ib].qs + 64 * c;                                                              \
-        int32x4_t lo = DOT16(vdupq_n_s32(0), vreinterpretq_s8_u8(vandq_u8(q0, m4)), vld1q_s8(y));          \
-        lo = DOT16(lo, vreinterpretq_s8_u8(vandq_u8(q1, m4)), vld1q_s8(y + 16));                          \
-        int32x4_t hi = DOT16(vdupq_n_s32(0), vreinterpretq_s8_u8(vshrq_n_u8(q0, 4)), vld1q_s8(y + 32));    \
-        hi = DOT16(hi, vreinterpretq_s8_u8(vshrq_n_u8(q1, 4)), vld1q_s8(y + 48));                         \
-        isum += vaddvq_s32(lo) * sc[2 * c] + vaddvq_s32(hi) * sc[2 * c + 1];                              \
-      }                                                                                                   \
-      sum += (h2f(a[ib].d) * b[ib].d) * float(isum) - (h2f(a[ib].dmin) * b[ib].d) * float(msum);         \
-    }                                                                                                     \
-    return sum;                                                                                           \
-  }                                                                                                       \
-                                                                                                          \
-  ATTR float vec_dot_q6_k_##SUFFIX(int64_t n, const void* w, const void* x) {                            \
-    const BlockQ6_K* a = static_cast<const BlockQ6_K*>(w);                                                \
-    const BlockQ8_K* b = static_cast<const BlockQ8_K*>(x);                                                \
-    float sum = 0;                                                                                        \
-    for (int64_t ib = 0; ib < n / QK_K; ++ib) {                                                           \
-      int isum = 0;                                                                                       \
-      for (int h = 0; h < 2; ++h) {                                                                       \
-        for (int k = 0; k < 4; ++k) {                                                                     \
-          for (int t = 0; t < 2; ++t) {                                                                   \
-            const int e = 128 * h + 32 * k + 16 * t;                                                      \
-            const int32x4_t s = DOT16(vdupq_n_s32(0), q6_k_values(a[ib], h, k, t), vld1q_s8(b[ib].qs + e)); \
-            isum += vaddvq_s32(s) * a[ib].scales[e / 16];                                                 \
-          }                                                                                               \
-        }                                                                                                 \
-      }                                                                                                   \
-      sum += (h2f(a[ib].d) * b[ib].d) * float(isum);                                                      \
-    }                                                                                                     \
-    return sum;                                                                                           \
+#define FOLIO_NEON_DOTS(SUFFIX, ATTR, DOT16)                                                                           \
+  ATTR float vec_dot_q8_0_##SUFFIX(int64_t n, const void* w, const void* x) {                                          \
+    const BlockQ8_0* a = static_cast<const BlockQ8_0*>(w);                                                             \
+    const BlockQ8_0* b = static_cast<const BlockQ8_0*>(x);                                                             \
+    float sum = 0;                                                                                                     \
+    for (int64_t ib = 0; ib < n / QK; ++ib) {                                                                          \
+      int32x4_t s = DOT16(vdupq_n_s32(0), vld1q_s8(a[ib].qs), vld1q_s8(b[ib].qs));                                     \
+      s = DOT16(s, vld1q_s8(a[ib].qs + 16), vld1q_s8(b[ib].qs + 16));                                                  \
+      sum += float(vaddvq_s32(s)) * (h2f(a[ib].d) * h2f(b[ib].d));                                                     \
+    }                                                                                                                  \
+    return sum;                                                                                                        \
+  }                                                                                                                    \
+                                                                                                                       \
+  ATTR float vec_dot_q4_0_##SUFFIX(int64_t n, const void* w, const void* x) {                                          \
+    const BlockQ4_0* a = static_cast<const BlockQ4_0*>(w);                                                             \
+    const BlockQ8_0* b = static_cast<const BlockQ8_0*>(x);                                                             \
+    const uint8x16_t m4 = vdupq_n_u8(15);                                                                              \
+    const int8x16_t eight = vdupq_n_s8(8);                                                                             \
+    float sum = 0;                                                                                                     \
+    for (int64_t ib = 0; ib < n / QK; ++ib) {                                                                          \
+      const uint8x16_t q = vld1q_u8(a[ib].qs);                                                                         \
+      const int8x16_t lo = vsubq_s8(vreinterpretq_s8_u8(vandq_u8(q, m4)), eight);                                      \
+      const int8x16_t hi = vsubq_s8(vreinterpretq_s8_u8(vshrq_n_u8(q, 4)), eight);                                     \
+      const int32x4_t s = DOT16(DOT16(vdupq_n_s32(0), lo, vld1q_s8(b[ib].qs)), hi, vld1q_s8(b[ib].qs + 16));           \
+      sum += float(vaddvq_s32(s)) * (h2f(a[ib].d) * h2f(b[ib].d));                                                     \
+    }                                                                                                                  \
+    return sum;                                                                                                        \
+  }                                                                                                                    \
+                                                                                                                       \
+  ATTR float vec_dot_q4_k_##SUFFIX(int64_t n, const void* w, const void* x) {                                          \
+    const BlockQ4_K* a = static_cast<const BlockQ4_K*>(w);                                                             \
+    const BlockQ8_K* b = static_cast<const BlockQ8_K*>(x);                                                             \
+    const uint8x16_t m4 = vdupq_n_u8(15);                                                                              \
+    float sum = 0;                                                                                                     \
+    for (int64_t ib = 0; ib < n / QK_K; ++ib) {                                                                        \
+      uint8_t sc[8], mn[8];                                                                                            \
+      unpack_scales_k4(a[ib].scales, sc, mn);                                                                          \
+      /* Σ_j m_j (bsums[2j] + bsums[2j+1]) */                                                                         \
+      const int16x8_t bs = vpaddq_s16(vld1q_s16(b[ib].bsums), vld1q_s16(b[ib].bsums + 8));                             \
+      const int16x8_t m16 = vreinterpretq_s16_u16(vmovl_u8(vld1_u8(mn)));                                              \
+      const int msum = vaddvq_s32(vaddq_s32(vmull_s16(vget_low_s16(bs), vget_low_s16(m16)), vmull_high_s16(bs, m16))); \
+      int isum = 0;                                                                                                    \
+      for (int c = 0; c < 4; ++c) {                                                                                    \
+        const uint8x16_t q0 = vld1q_u8(a[ib].qs + 32 * c), q1 = vld1q_u8(a[ib].qs + 32 * c + 16);                      \
+        const int8_t* y = b[ib].qs + 64 * c;                                                                           \
+        int32x4_t lo = DOT16(vdupq_n_s32(0), vreinterpretq_s8_u8(vandq_u8(q0, m4)), vld1q_s8(y));                      \
+        lo = DOT16(lo, vreinterpretq_s8_u8(vandq_u8(q1, m4)), vld1q_s8(y + 16));                                       \
+        int32x4_t hi = DOT16(vdupq_n_s32(0), vreinterpretq_s8_u8(vshrq_n_u8(q0, 4)), vld1q_s8(y + 32));                \
+        hi = DOT16(hi, vreinterpretq_s8_u8(vshrq_n_u8(q1, 4)), vld1q_s8(y + 48));                                      \
+        isum += vaddvq_s32(lo) * sc[2 * c] + vaddvq_s32(hi) * sc[2 * c + 1];                                           \
+      }                                                                                                                \
+      sum += (h2f(a[ib].d) * b[ib].d) * float(isum) - (h2f(a[ib].dmin) * b[ib].d) * float(msum);                       \
+    }                                                                                                                  \
+    return sum;                                                                                                        \
+  }                                                                                                                    \
+                                                                                                                       \
+  ATTR float vec_dot_q6_k_##SUFFIX(int64_t n, const void* w, const void* x) {                                          \
+    const BlockQ6_K* a = static_cast<const BlockQ6_K*>(w);                                                             \
+    const BlockQ8_K* b = static_cast<const BlockQ8_K*>(x);                                                             \
+    float sum = 0;                                                                                                     \
+    for (int64_t ib = 0; ib < n / QK_K; ++ib) {                                                                        \
+      int isum = 0;                                                                                                    \
+      for (int h = 0; h < 2; ++h) {                                                                                    \
+        for (int k = 0; k < 4; ++k) {                                                                                  \
+          for (int t = 0; t < 2; ++t) {                                                                                \
+            const int e = 128 * h + 32 * k + 16 * t;                                                                   \
+            const int32x4_t s = DOT16(vdupq_n_s32(0), q6_k_values(a[ib], h, k, t), vld1q_s8(b[ib].qs + e));            \
+            isum += vaddvq_s32(s) * a[ib].scales[e / 16];                                                              \
+          }                                                                                                            \
+        }                                                                                                              \
+      }                                                                                                                \
+      sum += (h2f(a[ib].d) * b[ib].d) * float(isum);                                                                   \
+    }                                                                                                                  \
+    return sum;                                                                                                        \
   }
 
 FOLIO_NEON_DOTS(plain, , dot16_plain)

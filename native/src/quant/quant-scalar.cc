@@ -511,8 +511,7 @@ float fit_scale_min(const float* x, int nmax, float* min) {
 
 // Chooses d, dmin and the 6-bit scales/mins of a Q4_K/Q5_K super-block, then the quants q[256] in
 // 0..nmax against the stored (rounded) scales.
-void quantize_k4(const float* x, int nmax, uint16_t* d_out, uint16_t* dmin_out, uint8_t scales[12],
-                 int q[QK_K]) {
+void quantize_k4(const float* x, int nmax, uint16_t* d_out, uint16_t* dmin_out, uint8_t scales[12], int q[QK_K]) {
   float sc[8], mn[8], max_sc = 0, max_mn = 0;
   for (int j = 0; j < 8; ++j) {
     sc[j] = fit_scale_min(x + 32 * j, nmax, &mn[j]);

@@ -120,7 +120,8 @@ TensorType vec_dot_type(TensorType weight) {
   if (ti && (weight == TensorType::Q8_1 || weight == TensorType::Q8_K)) {
     fail("UNSUPPORTED_TYPE", strfmt("%s is an activation format: it has no dot product of its own", ti->name));
   }
-  fail("UNSUPPORTED_TYPE", strfmt("no dot product for tensor type %s", ti ? ti->name : strfmt("%u", uint32_t(weight)).c_str()));
+  fail("UNSUPPORTED_TYPE",
+       strfmt("no dot product for tensor type %s", ti ? ti->name : strfmt("%u", uint32_t(weight)).c_str()));
 }
 
 KernelTable build_kernel_table(Isa isa, bool use_extension) {
@@ -175,14 +176,26 @@ const Tables& tables() {
 
 // Sizes of our block structs, checked once against the type table (types.cc) they must agree with.
 bool block_sizes_match() {
-  struct { TensorType t; size_t bytes; uint32_t elems; } expect[] = {
-      {TensorType::Q4_0, sizeof(BlockQ4_0), QK}, {TensorType::Q4_1, sizeof(BlockQ4_1), QK},
-      {TensorType::Q5_0, sizeof(BlockQ5_0), QK}, {TensorType::Q5_1, sizeof(BlockQ5_1), QK},
-      {TensorType::Q8_0, sizeof(BlockQ8_0), QK}, {TensorType::Q8_1, sizeof(BlockQ8_1), QK},
-      {TensorType::Q4_K, sizeof(BlockQ4_K), QK_K}, {TensorType::Q5_K, sizeof(BlockQ5_K), QK_K},
-      {TensorType::Q6_K, sizeof(BlockQ6_K), QK_K}, {TensorType::Q8_K, sizeof(BlockQ8_K), QK_K},
-      {TensorType::Q4_K_R8, sizeof(BlockQ4_Kx8) / 8, QK_K}, {TensorType::Q6_K_R8, sizeof(BlockQ6_Kx8) / 8, QK_K},
-      {TensorType::F32, 4, 1}, {TensorType::F16, 2, 1}, {TensorType::BF16, 2, 1},
+  struct {
+    TensorType t;
+    size_t bytes;
+    uint32_t elems;
+  } expect[] = {
+      {TensorType::Q4_0, sizeof(BlockQ4_0), QK},
+      {TensorType::Q4_1, sizeof(BlockQ4_1), QK},
+      {TensorType::Q5_0, sizeof(BlockQ5_0), QK},
+      {TensorType::Q5_1, sizeof(BlockQ5_1), QK},
+      {TensorType::Q8_0, sizeof(BlockQ8_0), QK},
+      {TensorType::Q8_1, sizeof(BlockQ8_1), QK},
+      {TensorType::Q4_K, sizeof(BlockQ4_K), QK_K},
+      {TensorType::Q5_K, sizeof(BlockQ5_K), QK_K},
+      {TensorType::Q6_K, sizeof(BlockQ6_K), QK_K},
+      {TensorType::Q8_K, sizeof(BlockQ8_K), QK_K},
+      {TensorType::Q4_K_R8, sizeof(BlockQ4_Kx8) / 8, QK_K},
+      {TensorType::Q6_K_R8, sizeof(BlockQ6_Kx8) / 8, QK_K},
+      {TensorType::F32, 4, 1},
+      {TensorType::F16, 2, 1},
+      {TensorType::BF16, 2, 1},
   };
   for (const auto& e : expect) {
     const TypeInfo& ti = type_info(e.t);

@@ -17,7 +17,9 @@ namespace {
 constexpr int kR8 = 8;
 
 template <typename Block>
-const Block* r8_blocks(const void* group) { return reinterpret_cast<const Block*>(group); }
+const Block* r8_blocks(const void* group) {
+  return reinterpret_cast<const Block*>(group);
+}
 
 // Rows [8·g0, 8·g1) of src into the interleaved blocks at dst: each Out block zeroed, then
 // fill(out block, row r's In block, r) for its 8 rows.
@@ -52,7 +54,8 @@ void fill_q4_k_r8(BlockQ4_Kx8& o, const BlockQ4_K& q, int r) {
       uint32_t a, c;
       std::memcpy(&a, chunk + 4 * e, 4);
       std::memcpy(&c, chunk + 16 + 4 * e, 4);
-      const uint32_t v = s % 2 ? ((a >> 4) & 0x0f0f0f0fu) | (c & 0xf0f0f0f0u) : (a & 0x0f0f0f0fu) | ((c & 0x0f0f0f0fu) << 4);
+      const uint32_t v =
+          s % 2 ? ((a >> 4) & 0x0f0f0f0fu) | (c & 0xf0f0f0f0u) : (a & 0x0f0f0f0fu) | ((c & 0x0f0f0f0fu) << 4);
       std::memcpy(o.qs[s][e][r], &v, 4);
     }
   }
@@ -100,8 +103,8 @@ int r8_quant(const BlockQ6_Kx8& b, int r, int j, int i) {
 // the sum over super-blocks of dot(block, row, activation block), whose integer sums per sub-block or
 // group are those of Q4_K's or Q6_K's vec_dot.
 template <typename Block, float (*Dot)(const Block&, int, const BlockQ8_K&)>
-void gemv_r8_scalar(int64_t k, const void* w, size_t ldw, const void* x, size_t ldx, float* y, int64_t ldy,
-                    int64_t m, int64_t n) {
+void gemv_r8_scalar(int64_t k, const void* w, size_t ldw, const void* x, size_t ldx, float* y, int64_t ldy, int64_t m,
+                    int64_t n) {
   for (int64_t g = 0; g < m / kR8; ++g) {
     const Block* blk = r8_blocks<Block>(static_cast<const uint8_t*>(w) + size_t(g) * kR8 * ldw);
     for (int64_t t = 0; t < n; ++t) {
@@ -138,9 +141,7 @@ float dot_q6_k_r8(const BlockQ6_Kx8& b, int r, const BlockQ8_K& x) {
 
 }  // namespace
 
-int64_t row_group(TensorType type) {
-  return type == TensorType::Q4_K_R8 || type == TensorType::Q6_K_R8 ? kR8 : 1;
-}
+int64_t row_group(TensorType type) { return type == TensorType::Q4_K_R8 || type == TensorType::Q6_K_R8 ? kR8 : 1; }
 
 TensorType cpu_layout(TensorType type, int64_t rows, Isa isa) {
   static const bool off = [] {

@@ -7,12 +7,12 @@
 namespace folio {
 
 struct SamplingParams {
-  float temperature = 0.8f;    // <= 0: greedy
-  int32_t top_k = 40;          // <= 0: off
-  float top_p = 0.95f;         // >= 1: off
-  float min_p = 0.05f;         // <= 0: off
-  float repeat_penalty = 1.0f; // 1: off
-  int32_t repeat_last_n = 64;  // how many recent tokens the penalty looks at
+  float temperature = 0.8f;     // <= 0: greedy
+  int32_t top_k = 40;           // <= 0: off
+  float top_p = 0.95f;          // >= 1: off
+  float min_p = 0.05f;          // <= 0: off
+  float repeat_penalty = 1.0f;  // 1: off
+  int32_t repeat_last_n = 64;   // how many recent tokens the penalty looks at
   uint64_t seed = 0;
 };
 

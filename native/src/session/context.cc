@@ -12,7 +12,8 @@ namespace folio {
 
 const char* backend_name(BackendKind b) { return b == BackendKind::Cuda ? "cuda" : "cpu"; }
 
-Context::Context(const Model& model, const ContextParams& params) : model_(model), params_(params), pool_(params.n_threads) {
+Context::Context(const Model& model, const ContextParams& params)
+    : model_(model), params_(params), pool_(params.n_threads) {
   const HParams& hp = model.hparams();
   if (params_.n_ctx <= 0) params_.n_ctx = std::min<int32_t>(hp.n_ctx_train, kDefaultContext);
   if (params_.n_ctx > hp.n_ctx_train)
@@ -53,7 +54,8 @@ void Context::restore(FlatKvCache cache, int32_t n_past) {
 }
 
 void Context::truncate(int32_t n) {
-  if (n < 0 || n > n_past_) fail("INVALID_ARGUMENT", strfmt("cannot truncate to %d tokens: the context holds %d", n, n_past_));
+  if (n < 0 || n > n_past_)
+    fail("INVALID_ARGUMENT", strfmt("cannot truncate to %d tokens: the context holds %d", n, n_past_));
   kv_->truncate(n);
   host_stale_ = true;
   n_past_ = n;
@@ -64,8 +66,8 @@ void Context::check_tokens(const std::vector<int32_t>& tokens) const {
   const int64_t n = int64_t(tokens.size());
   if (n == 0) fail("INVALID_ARGUMENT", "nothing to evaluate: the token list is empty");
   if (n_past_ + n > params_.n_ctx)
-    fail("CONTEXT_FULL", strfmt("%lld new tokens do not fit: the context holds %d of %d tokens", (long long)n, n_past_,
-                                params_.n_ctx));
+    fail("CONTEXT_FULL",
+         strfmt("%lld new tokens do not fit: the context holds %d of %d tokens", (long long)n, n_past_, params_.n_ctx));
   for (int32_t t : tokens)
     if (t < 0 || t >= hp.n_vocab)
       fail("INVALID_TOKEN", strfmt("token id %d is outside the vocabulary (0 to %d)", t, hp.n_vocab - 1));
@@ -77,7 +79,8 @@ void Context::run(const std::vector<int32_t>& tokens, bool all_logits, float* lo
   const int32_t start = n_past_;
   host_stale_ = true;
   try {
-    if (!weights_) weights_ = forward::BackendWeights::of(model_, *backend_, pool_);  // the CPU repacks here, in the job
+    if (!weights_)
+      weights_ = forward::BackendWeights::of(model_, *backend_, pool_);  // the CPU repacks here, in the job
     forward::Control ctl(*backend_, progress, cancel);
     pass_->run(weights_->get(), *kv_, tokens.data(), int64_t(tokens.size()), start, params_.n_ctx, all_logits, logits,
                ctl, comp);
@@ -98,8 +101,7 @@ void Context::eval(const std::vector<int32_t>& tokens, bool all_logits, std::vec
 kv::CompressionStats Context::compress(const std::vector<int32_t>& tokens, const kv::CompressOptions& opts,
                                        std::vector<float>& logits, const ProgressFn& progress,
                                        const std::atomic<bool>* cancel) {
-  if (n_past_ != 0)
-    fail("NOT_EMPTY", "compression reads the whole prefix in one prefill: start from an empty session");
+  if (n_past_ != 0) fail("NOT_EMPTY", "compression reads the whole prefix in one prefill: start from an empty session");
   kv::validate(opts);
   check_tokens(tokens);
   const HParams& hp = model_.hparams();

@@ -25,14 +25,15 @@ enum class BackendKind { Cpu, Cuda };
 const char* backend_name(BackendKind b);
 
 // Positions a context holds when neither the caller nor a smaller model says otherwise.
-constexpr int32_t kDefaultContext = 8192;  // electron/api/contract.ts DEFAULT_CONTEXT_TOKENS, held equal by test/default-context.test.ts
+constexpr int32_t kDefaultContext =
+    8192;  // electron/api/contract.ts DEFAULT_CONTEXT_TOKENS, held equal by test/default-context.test.ts
 
 struct ContextParams {
-  int32_t n_ctx = 0;                // positions the context can hold; 0: the model's, capped at kDefaultContext
-  int32_t n_batch = 512;            // tokens per step of a prefill
-  int n_threads = 0;                // 0: all hardware threads
-  KvType kv_type = KvType::F16;     // element type of the cached keys and values
-  bool reference_attention = false; // use the slow reference attention (tests; CPU only)
+  int32_t n_ctx = 0;                 // positions the context can hold; 0: the model's, capped at kDefaultContext
+  int32_t n_batch = 512;             // tokens per step of a prefill
+  int n_threads = 0;                 // 0: all hardware threads
+  KvType kv_type = KvType::F16;      // element type of the cached keys and values
+  bool reference_attention = false;  // use the slow reference attention (tests; CPU only)
   BackendKind backend = BackendKind::Cpu;
 };
 
@@ -83,7 +84,7 @@ class Context {
   std::shared_ptr<const forward::BackendWeights> weights_;  // made by the first pass (the CPU repacks then)
   std::unique_ptr<backend::KvStore> kv_;
   std::unique_ptr<forward::ForwardPass> pass_;
-  mutable FlatKvCache host_;   // where the store is not a host cache: its copy, refreshed by cache() when stale
+  mutable FlatKvCache host_;  // where the store is not a host cache: its copy, refreshed by cache() when stale
   mutable bool host_stale_ = true;
   int32_t n_past_ = 0;
 };

@@ -49,10 +49,13 @@ class Writer {
   void bytes(const void* p, size_t n) {
     if (n == 0) return;
     hash_.update(p, n);
-    if (std::fwrite(p, 1, n, f_) != n) fail("SESSION_FILE_WRITE", strfmt("cannot write %s: %s", path_.c_str(), std::strerror(errno)));
+    if (std::fwrite(p, 1, n, f_) != n)
+      fail("SESSION_FILE_WRITE", strfmt("cannot write %s: %s", path_.c_str(), std::strerror(errno)));
   }
   template <typename T>
-  void value(T v) { bytes(&v, sizeof v); }
+  void value(T v) {
+    bytes(&v, sizeof v);
+  }
   // Appends the checksum and makes the file durable.
   void finish() {
     const uint64_t sum = hash_.digest();
@@ -77,8 +80,7 @@ class Reader {
  public:
   Reader(const uint8_t* p, size_t n, const std::string& path) : p_(p), n_(n), path_(path) {}
   const uint8_t* take(size_t n, const char* what) {
-    if (n > n_ - pos_)
-      fail("SESSION_FILE_CORRUPT", strfmt("%s is damaged: it ends inside %s", path_.c_str(), what));
+    if (n > n_ - pos_) fail("SESSION_FILE_CORRUPT", strfmt("%s is damaged: it ends inside %s", path_.c_str(), what));
     const uint8_t* p = p_ + pos_;
     pos_ += n;
     return p;
@@ -92,7 +94,8 @@ class Reader {
   // A count of elements of `elem` bytes each that must fit in what is left of the file.
   uint32_t count(size_t elem, const char* what) {
     const uint32_t c = value<uint32_t>(what);
-    if (size_t(c) * elem > n_ - pos_) fail("SESSION_FILE_CORRUPT", strfmt("%s is damaged: %s is larger than the file", path_.c_str(), what));
+    if (size_t(c) * elem > n_ - pos_)
+      fail("SESSION_FILE_CORRUPT", strfmt("%s is damaged: %s is larger than the file", path_.c_str(), what));
     return c;
   }
   size_t pos() const { return pos_; }
@@ -163,8 +166,7 @@ std::unique_ptr<Session> Session::load(std::shared_ptr<const Model> model, const
   MappedFile file(path);
   const uint8_t* data = file.data();
   const size_t size = file.size();
-  if (size < 8 || std::memcmp(data, kMagic, 8) != 0)
-    fail("SESSION_FILE_FORMAT", path + " is not a Folio session file");
+  if (size < 8 || std::memcmp(data, kMagic, 8) != 0) fail("SESSION_FILE_FORMAT", path + " is not a Folio session file");
   if (size < 8 + 4 + 8) fail("SESSION_FILE_CORRUPT", path + " is damaged: it is truncated");
   uint64_t stored;
   std::memcpy(&stored, data + size - 8, 8);
@@ -176,7 +178,8 @@ std::unique_ptr<Session> Session::load(std::shared_ptr<const Model> model, const
   if (version != kVersion)
     fail("SESSION_FILE_VERSION", strfmt("%s was written by another version of Folio (format %u, this one reads %u)",
                                         path.c_str(), version, kVersion));
-  if (h.digest() != stored) fail("SESSION_FILE_CORRUPT", path + " is damaged: its checksum does not match its contents");
+  if (h.digest() != stored)
+    fail("SESSION_FILE_CORRUPT", path + " is damaged: its checksum does not match its contents");
 
   const uint64_t fingerprint = r.value<uint64_t>("the model fingerprint");
   r.value<uint64_t>("the model size");
@@ -197,8 +200,8 @@ std::unique_ptr<Session> Session::load(std::shared_ptr<const Model> model, const
   cp.kv_type = KvType(type);  // the saved cache decides its element type
   auto s = std::make_unique<Session>(model, cp);
   if (n_past < 0 || n_past > s->ctx_->n_ctx())
-    fail("SESSION_FILE_CONTEXT", strfmt("%s holds %d positions, more than this context's %d", path.c_str(), n_past,
-                                        s->ctx_->n_ctx()));
+    fail("SESSION_FILE_CONTEXT",
+         strfmt("%s holds %d positions, more than this context's %d", path.c_str(), n_past, s->ctx_->n_ctx()));
   const uint32_t n_tokens = r.count(4, "the token list");
   s->tokens_.resize(n_tokens);
   std::memcpy(s->tokens_.data(), r.take(size_t(n_tokens) * 4, "the token list"), size_t(n_tokens) * 4);
@@ -219,7 +222,8 @@ std::unique_ptr<Session> Session::load(std::shared_ptr<const Model> model, const
     std::vector<const uint8_t*> at(n_head_kv);
     for (uint32_t g = 0; g < n_head_kv; g++) {
       const int32_t len = r.value<int32_t>("a head length");
-      if (len < 0 || len > n_past) fail("SESSION_FILE_CORRUPT", path + " is damaged: a head holds more entries than positions");
+      if (len < 0 || len > n_past)
+        fail("SESSION_FILE_CORRUPT", path + " is damaged: a head holds more entries than positions");
       lens[g] = len;
       at[g] = r.take(size_t(len) * (4 + kb + vb), "the cache entries");
     }
@@ -230,12 +234,14 @@ std::unique_ptr<Session> Session::load(std::shared_ptr<const Model> model, const
           fail("SESSION_FILE_CORRUPT", path + " is damaged: cache positions out of order");
     }
     std::vector<int32_t> caps(n_head_kv);
-    for (uint32_t g = 0; g < n_head_kv; g++) caps[g] = lens[g] + std::min(FlatKvCache::kSpare, s->ctx_->n_ctx() - n_past);
+    for (uint32_t g = 0; g < n_head_kv; g++)
+      caps[g] = lens[g] + std::min(FlatKvCache::kSpare, s->ctx_->n_ctx() - n_past);
     cache.reserve_heads(l, caps);
     for (uint32_t g = 0; g < n_head_kv; g++) {
       const uint8_t* p = at[g];
       const int32_t len = lens[g];
-      cache.append_raw(l, int(g), reinterpret_cast<const int32_t*>(p), p + size_t(len) * 4, p + size_t(len) * (4 + kb), len);
+      cache.append_raw(l, int(g), reinterpret_cast<const int32_t*>(p), p + size_t(len) * 4, p + size_t(len) * (4 + kb),
+                       len);
     }
   }
   if (r.pos() != size - 8) fail("SESSION_FILE_CORRUPT", path + " is damaged: it has trailing bytes");

@@ -37,8 +37,7 @@ kv::CompressionStats Session::compress(const std::vector<int32_t>& tokens, const
 
 GenerateResult Session::generate(const GenerateParams& params, const TokenFn& on_token,
                                  const std::atomic<bool>* cancel) {
-  if (last_logits_.empty())
-    fail("NO_PROMPT", "generate() needs a prefill first: there are no logits to sample from");
+  if (last_logits_.empty()) fail("NO_PROMPT", "generate() needs a prefill first: there are no logits to sample from");
   const Vocab& vocab = model_->vocab();
   Sampler sampler(params.sampling, model_->hparams().n_vocab);
   Utf8Stream utf8;
@@ -47,14 +46,23 @@ GenerateResult Session::generate(const GenerateParams& params, const TokenFn& on
   const auto t0 = std::chrono::steady_clock::now();
   r.stop_reason = "length";
   for (int32_t i = 0; i < params.n; i++) {
-    if (cancel && *cancel) { r.stop_reason = "cancelled"; break; }
+    if (cancel && *cancel) {
+      r.stop_reason = "cancelled";
+      break;
+    }
     const int32_t id = sampler.sample(last_logits_.data(), tokens_);
     r.tokens.push_back(id);
     const std::string piece = utf8.push(id < vocab.n_tokens() ? vocab.token_to_piece(id, false) : std::string());
     r.text += piece;
     if (on_token) on_token(id, piece);
-    if (params.stop_at_eog && id < vocab.n_tokens() && vocab.is_eog(id)) { r.stop_reason = "eog"; break; }
-    if (ctx_->n_past() >= ctx_->n_ctx()) { r.stop_reason = "context"; break; }
+    if (params.stop_at_eog && id < vocab.n_tokens() && vocab.is_eog(id)) {
+      r.stop_reason = "eog";
+      break;
+    }
+    if (ctx_->n_past() >= ctx_->n_ctx()) {
+      r.stop_reason = "context";
+      break;
+    }
     // Feed the token back so the cache holds the whole answer for the next turn.
     try {
       ctx_->eval({id}, false, logits, nullptr, cancel);

@@ -17,7 +17,7 @@
 namespace folio {
 
 struct GenerateParams {
-  int32_t n = 128;           // exactly this many tokens unless stopped
+  int32_t n = 128;  // exactly this many tokens unless stopped
   SamplingParams sampling;
   bool stop_at_eog = false;  // stop at an end-of-generation token
 };

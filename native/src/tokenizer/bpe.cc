@@ -10,7 +10,7 @@ namespace folio {
 namespace {
 
 struct Symbol {
-  int32_t id;  // token or merged-text id; -1 for a character that is no token (it never merges)
+  int32_t id;           // token or merged-text id; -1 for a character that is no token (it never merges)
   uint32_t start, len;  // in bytes of the word; len 0 once merged into the symbol on its left
   int32_t prev, next;
 };

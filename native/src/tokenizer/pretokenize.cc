@@ -65,8 +65,8 @@ size_t match_gpt2(const Text& t, size_t p, size_t e) {
   if (t.other(s)) return run_end(s, e, [&](size_t i) { return t.other(i); }) - p;
   if (t.ws(p)) {
     const size_t r = run_of(t, p, e, kWhitespace);
-    if (r == e) return r - p;          // nothing after it: (?!\S) holds
-    if (r - p > 1) return r - 1 - p;   // leave the last space to the word that follows
+    if (r == e) return r - p;         // nothing after it: (?!\S) holds
+    if (r - p > 1) return r - 1 - p;  // leave the last space to the word that follows
   }
   return 0;  // a lone space before a non-space stays a piece of its own
 }
@@ -130,7 +130,8 @@ size_t ws_then_run(const Text& t, size_t p, size_t e, Pred pred) {
 }
 
 bool in_ranges(uint32_t c, const std::pair<uint32_t, uint32_t>* r, size_t n) {
-  auto it = std::upper_bound(r, r + n, c, [](uint32_t v, const std::pair<uint32_t, uint32_t>& x) { return v < x.first; });
+  auto it =
+      std::upper_bound(r, r + n, c, [](uint32_t v, const std::pair<uint32_t, uint32_t>& x) { return v < x.first; });
   return it != r && c <= (it - 1)->second;
 }
 
@@ -198,8 +199,8 @@ size_t match_ws_punct(const Text& t, size_t p, size_t e) {
 // BLOOM:  ?[^(\s|.,!?…。，、।۔،)]+
 size_t match_bloom(const Text& t, size_t p, size_t e) {
   auto ok = [&](size_t i) {
-    return !t.ws(i) && !in(t.cp[i], {'(', ')', '|', '.', ',', '!', '?', 0x2026, 0x3002, 0xFF0C, 0x3001, 0x0964,
-                                     0x06D4, 0x060C});
+    return !t.ws(i) &&
+           !in(t.cp[i], {'(', ')', '|', '.', ',', '!', '?', 0x2026, 0x3002, 0xFF0C, 0x3001, 0x0964, 0x06D4, 0x060C});
   };
   const size_t s = t.cp[p] == ' ' && p + 1 < e && ok(p + 1) ? p + 1 : p;
   return ok(s) ? run_end(s, e, ok) - p : 0;
@@ -230,18 +231,16 @@ void apply(Text& t, Matcher m, const std::vector<size_t>& in, std::vector<size_t
 
 std::vector<Matcher> stages(PreTokenizer kind) {
   switch (kind) {
-    case PreTokenizer::Default:
-      return {match_punct_run<false>, match_gpt2, match_number_run, match_digit_triple};
+    case PreTokenizer::Default: return {match_punct_run<false>, match_gpt2, match_number_run, match_digit_triple};
     case PreTokenizer::Gpt2: return {match_gpt2};
     case PreTokenizer::Llama3: return {match_llama3<3>};
     case PreTokenizer::Qwen2: return {match_llama3<1>};
     case PreTokenizer::Falcon: return {match_punct_run<true>, match_gpt2, match_digit_triple};
     case PreTokenizer::Starcoder: return {match_number, match_gpt2};
     case PreTokenizer::DeepseekLlm:
-      return {match_newline, match_deepseek_letters, match_deepseek_punct, match_trailing_ws, match_cjk,
-              match_number_run};
-    case PreTokenizer::DeepseekCoder:
-      return {match_newline, match_ws_letters, match_ws_punct, match_cjk, match_number};
+      return {match_newline, match_deepseek_letters, match_deepseek_punct, match_trailing_ws,
+              match_cjk,     match_number_run};
+    case PreTokenizer::DeepseekCoder: return {match_newline, match_ws_letters, match_ws_punct, match_cjk, match_number};
     case PreTokenizer::Bloom: return {match_bloom};
     case PreTokenizer::Viking: return {match_bloom, match_number};
   }

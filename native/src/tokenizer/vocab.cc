@@ -10,7 +10,7 @@
 namespace folio {
 namespace {
 
-const char kSpace[] = "\xE2\x96\x81";  // U+2581, SentencePiece's visible space
+const char kSpace[] = "\xE2\x96\x81";      // U+2581, SentencePiece's visible space
 const char kBadType[] = "VOCAB_BAD_TYPE";  // the code of a tokenizer key of the wrong type
 
 bool ascii_space(char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
@@ -192,10 +192,10 @@ void Vocab::load_special_ids(const gguf::File& file) {
     bool strict;  // an out-of-range id is an error; otherwise it is ignored, as llama.cpp does
   };
   const Key keys[] = {
-      {"tokenizer.ggml.bos_token_id", &bos_, true},       {"tokenizer.ggml.eos_token_id", &eos_, true},
-      {"tokenizer.ggml.eot_token_id", &eot_, true},       {"tokenizer.ggml.eom_token_id", &eom_, true},
-      {"tokenizer.ggml.unknown_token_id", &unk_, true},   {"tokenizer.ggml.seperator_token_id", &sep_, true},
-      {"tokenizer.ggml.padding_token_id", &pad_, false},  {"tokenizer.ggml.mask_token_id", &mask_, false},
+      {"tokenizer.ggml.bos_token_id", &bos_, true},          {"tokenizer.ggml.eos_token_id", &eos_, true},
+      {"tokenizer.ggml.eot_token_id", &eot_, true},          {"tokenizer.ggml.eom_token_id", &eom_, true},
+      {"tokenizer.ggml.unknown_token_id", &unk_, true},      {"tokenizer.ggml.seperator_token_id", &sep_, true},
+      {"tokenizer.ggml.padding_token_id", &pad_, false},     {"tokenizer.ggml.mask_token_id", &mask_, false},
       {"tokenizer.ggml.fim_pre_token_id", &fim_pre_, false}, {"tokenizer.ggml.fim_suf_token_id", &fim_suf_, false},
       {"tokenizer.ggml.fim_mid_token_id", &fim_mid_, false}, {"tokenizer.ggml.fim_pad_token_id", &fim_pad_, false},
       {"tokenizer.ggml.fim_rep_token_id", &fim_rep_, false}, {"tokenizer.ggml.fim_sep_token_id", &fim_sep_, false},
@@ -210,8 +210,8 @@ void Vocab::load_special_ids(const gguf::File& file) {
     if (id == -1 || id == 0xFFFFFFFFll) continue;  // "none", as converters write it
     if (id < 0 || id >= n) {
       if (k.strict)
-        fail("VOCAB_BAD_SPECIAL", strfmt("%s: %s is %lld, outside the vocabulary of %d tokens", path.c_str(), k.key,
-                                         (long long)id, n));
+        fail("VOCAB_BAD_SPECIAL",
+             strfmt("%s: %s is %lld, outside the vocabulary of %d tokens", path.c_str(), k.key, (long long)id, n));
       continue;
     }
     *k.id = int32_t(id);
@@ -248,7 +248,8 @@ void Vocab::detect_special_tokens(const std::string& general_name) {
   };
   if (eot_ < 0) {
     eot_ = first_of({"<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<EOT>", "_<EOT>",
-                     "<\xEF\xBD\x9C" "end\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>"});
+                     "<\xEF\xBD\x9C"
+                     "end\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>"});
     make_control(eot_);
   }
   if (eom_ < 0) {
@@ -260,12 +261,23 @@ void Vocab::detect_special_tokens(const std::string& general_name) {
     std::initializer_list<const char*> names;
   };
   const Fim fims[] = {
-      {&fim_pre_, {"<|fim_prefix|>", "<fim-prefix>", "<fim_prefix>", "<\xEF\xBD\x9C" "fim\xE2\x96\x81" "begin\xEF\xBD\x9C>",
-                   "<PRE>", "\xE2\x96\x81<PRE>"}},
-      {&fim_suf_, {"<|fim_suffix|>", "<fim-suffix>", "<fim_suffix>", "<\xEF\xBD\x9C" "fim\xE2\x96\x81hole\xEF\xBD\x9C>",
-                   "<SUF>", "\xE2\x96\x81<SUF>"}},
-      {&fim_mid_, {"<|fim_middle|>", "<fim-middle>", "<fim_middle>", "<\xEF\xBD\x9C" "fim\xE2\x96\x81" "end\xEF\xBD\x9C>",
-                   "<MID>", "\xE2\x96\x81<MID>"}},
+      {&fim_pre_,
+       {"<|fim_prefix|>", "<fim-prefix>", "<fim_prefix>",
+        "<\xEF\xBD\x9C"
+        "fim\xE2\x96\x81"
+        "begin\xEF\xBD\x9C>",
+        "<PRE>", "\xE2\x96\x81<PRE>"}},
+      {&fim_suf_,
+       {"<|fim_suffix|>", "<fim-suffix>", "<fim_suffix>",
+        "<\xEF\xBD\x9C"
+        "fim\xE2\x96\x81hole\xEF\xBD\x9C>",
+        "<SUF>", "\xE2\x96\x81<SUF>"}},
+      {&fim_mid_,
+       {"<|fim_middle|>", "<fim-middle>", "<fim_middle>",
+        "<\xEF\xBD\x9C"
+        "fim\xE2\x96\x81"
+        "end\xEF\xBD\x9C>",
+        "<MID>", "\xE2\x96\x81<MID>"}},
       {&fim_pad_, {"<|fim_pad|>", "<fim-pad>", "<fim_pad>", "<PAD>"}},
       {&fim_rep_, {"<|fim_repo|>", "<|repo_name|>", "<fim-repo>", "<REPO>", "<reponame>"}},
       {&fim_sep_, {"<|file_sep|>"}},
@@ -278,8 +290,8 @@ void Vocab::detect_special_tokens(const std::string& general_name) {
 
   // End-of-generation tokens: by name, plus EOS/EOT/EOM and the FIM separators.
   std::vector<int32_t> eog;
-  for (const char* nm : {"<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<|eom_id|>",
-                         "<EOT>", "_<EOT>", "<|end_of_text|>", "<end_of_utterance>"}) {
+  for (const char* nm : {"<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<|eom_id|>", "<EOT>",
+                         "_<EOT>", "<|end_of_text|>", "<end_of_utterance>"}) {
     const int32_t id = find_token(nm);
     if (id < 0) continue;
     eog.push_back(id);
@@ -455,7 +467,10 @@ uint8_t Vocab::token_to_byte(int32_t id) const {
   int v = 0;
   for (size_t i = 3; i < std::min<size_t>(5, s.size()); i++) {
     const char c = s[i];
-    int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+    int d = c >= '0' && c <= '9'   ? c - '0'
+            : c >= 'a' && c <= 'f' ? c - 'a' + 10
+            : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                   : -1;
     if (d < 0) break;
     v = v * 16 + d;
   }
@@ -518,8 +533,8 @@ std::string Vocab::detokenize(const std::vector<int32_t>& ids, bool special) con
     for (size_t i = 1; i < a.size(); i++) {
       const char x = a[i];
       if (x == '\'' && i + 1 < a.size() && a[i - 1] == ' ' && a[i + 1] == ' ') {
-        b.pop_back();     // " ' " loses both spaces
-        a[++i] = '\0';    // (the following space is skipped, and no longer counts as a space)
+        b.pop_back();   // " ' " loses both spaces
+        a[++i] = '\0';  // (the following space is skipped, and no longer counts as a space)
       }
       b += x;
     }

@@ -70,7 +70,7 @@ class Vocab {
   float token_score(int32_t id) const;
   uint32_t token_attr(int32_t id) const;
   int32_t find_token(std::string_view text) const;  // -1 if no token has exactly this text
-  size_t memory_bytes() const;                       // rough size of the tables, for the GC's accounting
+  size_t memory_bytes() const;                      // rough size of the tables, for the GC's accounting
 
  private:
   struct Token {
@@ -101,9 +101,9 @@ class Vocab {
   void build_special_cache();
 
   std::vector<Fragment> partition(std::string_view text, bool parse_special) const;
-  void tokenize_spm(std::string_view text, std::vector<int32_t>& out) const;     // spm.cc
-  void tokenize_bpe(std::string_view text, std::vector<int32_t>& out) const;     // bpe.cc
-  void tokenize_wpm(std::string_view text, std::vector<int32_t>& out) const;     // wpm.cc
+  void tokenize_spm(std::string_view text, std::vector<int32_t>& out) const;  // spm.cc
+  void tokenize_bpe(std::string_view text, std::vector<int32_t>& out) const;  // bpe.cc
+  void tokenize_wpm(std::string_view text, std::vector<int32_t>& out) const;  // wpm.cc
   int32_t byte_token(uint8_t b) const;  // SPM byte fallback: <0xXX>, else the byte as a one-byte token
   uint8_t token_to_byte(int32_t id) const;
 
@@ -127,7 +127,7 @@ class Vocab {
 
   // Control, user-defined and unknown tokens, longest text first: the order llama.cpp splits them out in.
   std::vector<int32_t> specials_;
-  std::vector<TrieNode> special_trie_;  // over the same texts, to find which of them occur in a text at all
+  std::vector<TrieNode> special_trie_;    // over the same texts, to find which of them occur in a text at all
   std::array<int32_t, 256> trie_root_{};  // the trie's first level as a table
 };
 

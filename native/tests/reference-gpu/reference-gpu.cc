@@ -228,8 +228,10 @@ int kv_gather(const folio_gpu_kv_layer* src, const folio_gpu_kv_layer* dst, cons
   for (int g = 0; g < src->n_head_kv; g++)
     for (int64_t i = 0; i < start[g + 1] - start[g]; i++) {
       const int64_t from = src->offset[g] + keep[start[g] + i], to = dst->offset[g] + i;
-      std::memcpy(static_cast<uint8_t*>(dst->k) + size_t(to) * kb, static_cast<const uint8_t*>(src->k) + size_t(from) * kb, kb);
-      std::memcpy(static_cast<uint8_t*>(dst->v) + size_t(to) * vb, static_cast<const uint8_t*>(src->v) + size_t(from) * vb, vb);
+      std::memcpy(static_cast<uint8_t*>(dst->k) + size_t(to) * kb,
+                  static_cast<const uint8_t*>(src->k) + size_t(from) * kb, kb);
+      std::memcpy(static_cast<uint8_t*>(dst->v) + size_t(to) * vb,
+                  static_cast<const uint8_t*>(src->v) + size_t(from) * vb, vb);
       dst->pos[to] = src->pos[from];
     }
   return 0;
@@ -238,9 +240,10 @@ int kv_gather(const folio_gpu_kv_layer* src, const folio_gpu_kv_layer* dst, cons
 }  // namespace
 
 extern "C" __attribute__((visibility("default"))) int folio_gpu_open(uint32_t abi_version, int32_t, folio_gpu_api* api,
-                                                                      char* err, size_t err_len) {
+                                                                     char* err, size_t err_len) {
   if (abi_version != FOLIO_GPU_ABI_VERSION) {
-    std::snprintf(err, err_len, "reference backend speaks GPU ABI %d, the engine %u", FOLIO_GPU_ABI_VERSION, abi_version);
+    std::snprintf(err, err_len, "reference backend speaks GPU ABI %d, the engine %u", FOLIO_GPU_ABI_VERSION,
+                  abi_version);
     return 1;
   }
   std::memset(api, 0, sizeof *api);

@@ -45,7 +45,8 @@ export function resolveApi(win: Window = window): { api: FolioBridge; ws: WsApi 
 
 /** A failed call's message for people (ApiError carries code + message). */
 export function errorMessage(e: unknown): string {
-  if (e && typeof e === 'object' && 'message' in e && typeof (e as { message: unknown }).message === 'string') return (e as Error).message;
+  if (e && typeof e === 'object' && 'message' in e && typeof (e as { message: unknown }).message === 'string')
+    return (e as Error).message;
   return String(e);
 }
 

@@ -7,12 +7,16 @@ import { createFakeApi } from '../test/fake-api.ts';
 import { ApiAccess } from './ApiAccess.tsx';
 
 describe('API access', () => {
-  it('shows the web host\'s base URL, its token with a copy button, and a curl example', async () => {
-    setApi(createFakeApi({ 'server.info': () => ({ apiUrl: 'http://127.0.0.1:8080', apiToken: 'tok-0123456789abcdef' }) }));
+  it("shows the web host's base URL, its token with a copy button, and a curl example", async () => {
+    setApi(
+      createFakeApi({ 'server.info': () => ({ apiUrl: 'http://127.0.0.1:8080', apiToken: 'tok-0123456789abcdef' }) }),
+    );
     render(<ApiAccess />);
     expect((await screen.findByTestId('api-url')).textContent).toBe('http://127.0.0.1:8080/v1');
     expect((screen.getByLabelText('Token') as HTMLInputElement).value).toBe('tok-0123456789abcdef');
-    expect(screen.getByTestId('api-example').textContent).toMatch(/^curl http:\/\/127\.0\.0\.1:8080\/v1\/chat\/completions -H 'Authorization: Bearer tok-0123456789abcdef'/);
+    expect(screen.getByTestId('api-example').textContent).toMatch(
+      /^curl http:\/\/127\.0\.0\.1:8080\/v1\/chat\/completions -H 'Authorization: Bearer tok-0123456789abcdef'/,
+    );
     await userEvent.click(screen.getByRole('button', { name: 'Copy' }));
     expect(navigator.clipboard.writeText).toHaveBeenCalledWith('tok-0123456789abcdef');
   });

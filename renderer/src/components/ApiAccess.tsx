@@ -16,19 +16,29 @@ export function ApiAccess() {
   const [info, setInfo] = useState<ServerInfo | null>(null);
   useEffect(() => {
     let live = true;
-    if (hasApi()) api().call('server.info', {}).then((i) => live && setInfo(i), () => {});
+    if (hasApi())
+      api()
+        .call('server.info', {})
+        .then(
+          (i) => live && setInfo(i),
+          () => {},
+        );
     return () => {
       live = false;
     };
   }, []);
   if (!info?.apiUrl || !info.apiToken) return null;
   const base = `${info.apiUrl}/v1`;
-  const curl = `curl ${base}/chat/completions -H 'Authorization: Bearer ${info.apiToken}' -H 'Content-Type: application/json' ` +
+  const curl =
+    `curl ${base}/chat/completions -H 'Authorization: Bearer ${info.apiToken}' -H 'Content-Type: application/json' ` +
     `-d '{"model":"folio","messages":[{"role":"user","content":"Hello"}]}'`;
   return (
     <section className="card" aria-labelledby="api-heading" data-testid="api-access">
       <h3 id="api-heading">API access</h3>
-      <p className="small muted">Other programs (OpenAI clients, scripts) reach Folio here with this token as their API key. Keep it private: it lets them use your library.</p>
+      <p className="small muted">
+        Other programs (OpenAI clients, scripts) reach Folio here with this token as their API key. Keep it private: it
+        lets them use your library.
+      </p>
       <div className="field">
         <span className="label-like">Base URL</span>
         <code data-testid="api-url">{base}</code>
@@ -36,7 +46,14 @@ export function ApiAccess() {
       <div className="field">
         <label htmlFor="api-token">Token</label>
         <div className="inline-row">
-          <input id="api-token" type="text" readOnly value={info.apiToken} spellCheck={false} onFocus={(e) => e.target.select()} />
+          <input
+            id="api-token"
+            type="text"
+            readOnly
+            value={info.apiToken}
+            spellCheck={false}
+            onFocus={(e) => e.target.select()}
+          />
           <button type="button" className="button" onClick={() => void copy(info.apiToken!, 'The token')}>
             Copy
           </button>
@@ -44,7 +61,9 @@ export function ApiAccess() {
       </div>
       <div className="field">
         <span className="label-like">Example</span>
-        <code className="small" data-testid="api-example">{curl}</code>
+        <code className="small" data-testid="api-example">
+          {curl}
+        </code>
       </div>
     </section>
   );

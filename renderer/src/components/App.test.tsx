@@ -12,14 +12,26 @@ function libraryApi() {
   return createFakeApi({
     'documents.list': () => [
       doc({ id: 'd1', title: 'Lily and the kite', createdAt: '2026-02-01T00:00:00Z' }),
-      doc({ id: 'd2', title: 'Broken scan', status: 'failed', error: 'the PDF has no text layer', kvBytesFull: null, kvBytesKept: null, createdAt: '2026-01-01T00:00:00Z' }),
+      doc({
+        id: 'd2',
+        title: 'Broken scan',
+        status: 'failed',
+        error: 'the PDF has no text layer',
+        kvBytesFull: null,
+        kvBytesKept: null,
+        createdAt: '2026-01-01T00:00:00Z',
+      }),
       doc({ id: 'd3', title: 'Old settings', status: 'stale', createdAt: '2025-12-01T00:00:00Z' }),
     ],
     'documents.get': (p) => detail({ id: p.documentId }),
     'documents.delete': () => ({ ok: true }),
     'documents.import': () => ({ documentId: 'd9', taskId: 't9' }),
     'chats.list': () => [chat()],
-    'chats.get': () => ({ chat: chat(), messages: [], usage: { documentTokens: 375, conversationTokens: 0, contextTokens: 512 } }),
+    'chats.get': () => ({
+      chat: chat(),
+      messages: [],
+      usage: { documentTokens: 375, conversationTokens: 0, contextTokens: 512 },
+    }),
     'chats.create': () => chat({ id: 'c2', title: 'Chat 2' }),
   });
 }
@@ -29,7 +41,9 @@ describe('the library', () => {
     await renderApp(libraryApi());
     const items = await screen.findAllByTestId('document');
     expect(items).toHaveLength(3);
-    expect(items[0].textContent).toMatch(/Lily and the kite1 page · 375 tokensReady Ada-SnapKV · 30%saves 70% of the cache/);
+    expect(items[0].textContent).toMatch(
+      /Lily and the kite1 page · 375 tokensReady Ada-SnapKV · 30%saves 70% of the cache/,
+    );
     expect(items[1].textContent).toMatch(/Failed/);
     expect(items[1].textContent).toMatch(/the PDF has no text layer/);
     expect(items[2].textContent).toMatch(/Stale/);
@@ -75,7 +89,17 @@ describe('the library', () => {
     const api = libraryApi();
     await renderApp(api);
     await screen.findAllByTestId('document');
-    act(() => api.emit('task.progress', { taskId: 't1', kind: 'prefill', documentId: 'd1', done: 50, total: 200, etaMs: 4000, message: 'reading' }));
+    act(() =>
+      api.emit('task.progress', {
+        taskId: 't1',
+        kind: 'prefill',
+        documentId: 'd1',
+        done: 50,
+        total: 200,
+        etaMs: 4000,
+        message: 'reading',
+      }),
+    );
     const bars = screen.getAllByRole('progressbar', { name: 'Reading into the model' });
     expect(bars.length).toBeGreaterThan(0);
     expect(bars[0].getAttribute('aria-valuetext')).toBe('50 of 200 tokens · 25% · 4 s left');
@@ -111,8 +135,12 @@ describe('engine and connection', () => {
   it('says when the engine crashed and is restarting', async () => {
     const api = libraryApi();
     await renderApp(api);
-    act(() => api.emit('engine.status', engine({ state: 'crashed', message: 'killed by signal SIGKILL', willRestart: true })));
-    expect(screen.getByTestId('engine-crashed').textContent).toMatch(/stopped unexpectedly \(killed by signal SIGKILL\)/);
+    act(() =>
+      api.emit('engine.status', engine({ state: 'crashed', message: 'killed by signal SIGKILL', willRestart: true })),
+    );
+    expect(screen.getByTestId('engine-crashed').textContent).toMatch(
+      /stopped unexpectedly \(killed by signal SIGKILL\)/,
+    );
     expect(screen.queryByRole('button', { name: 'Retry' })).toBeNull();
     expect(screen.getByRole('status', { name: 'Engine stopped unexpectedly, restarting' })).toBeTruthy();
     act(() => api.emit('engine.status', engine({ state: 'starting', restarts: 1 })));
@@ -122,7 +150,8 @@ describe('engine and connection', () => {
   });
 
   it('an engine that crashed too often: the last error, a Retry that starts it again, and why when it does not', async () => {
-    const message = 'the engine stopped unexpectedly 4 times in a minute (last: killed by signal SIGSEGV), so it is not restarted by itself: retry, or choose a model, to start it again';
+    const message =
+      'the engine stopped unexpectedly 4 times in a minute (last: killed by signal SIGSEGV), so it is not restarted by itself: retry, or choose a model, to start it again';
     let fail = true;
     const api = createFakeApi({
       'engine.restart': () => {
@@ -153,7 +182,12 @@ describe('engine and connection', () => {
   it('in a browser: connection lost, then restored (and everything loaded again)', async () => {
     const api = libraryApi();
     const listeners = new Set<(c: boolean) => void>();
-    const ws = { ...api, connected: false, onConnection: (l: (c: boolean) => void) => (listeners.add(l), () => listeners.delete(l)), close() {} } as unknown as WsApi;
+    const ws = {
+      ...api,
+      connected: false,
+      onConnection: (l: (c: boolean) => void) => (listeners.add(l), () => listeners.delete(l)),
+      close() {},
+    } as unknown as WsApi;
     await renderApp(api, ws);
     const set = (c: boolean) => act(() => listeners.forEach((l) => l(c)));
     set(true);
@@ -172,8 +206,10 @@ describe('accessibility basics', () => {
   it('every control has a name, tabs are a tab list, the sidebar and main are landmarks', async () => {
     await renderApp(libraryApi());
     await screen.findAllByTestId('document');
-    for (const b of screen.getAllByRole('button')) expect(b.textContent?.trim() || b.getAttribute('aria-label'), b.outerHTML).toBeTruthy();
-    for (const t of screen.getAllByRole('textbox')) expect(t.id && document.querySelector(`label[for="${t.id}"]`), t.outerHTML).toBeTruthy();
+    for (const b of screen.getAllByRole('button'))
+      expect(b.textContent?.trim() || b.getAttribute('aria-label'), b.outerHTML).toBeTruthy();
+    for (const t of screen.getAllByRole('textbox'))
+      expect(t.id && document.querySelector(`label[for="${t.id}"]`), t.outerHTML).toBeTruthy();
     expect(screen.getByRole('complementary', { name: 'Library' })).toBeTruthy();
     expect(screen.getByRole('main')).toBeTruthy();
     const tabs = within(screen.getByRole('tablist', { name: 'Views of the document' })).getAllByRole('tab');
@@ -206,7 +242,9 @@ describe('the desktop shell', () => {
     await waitFor(() => expect(api.callsOf('documents.import')).toEqual([{ path: '/home/me/paper.pdf' }]));
     act(() => shell.opened({ path: '/home/me/notes.md', ok: true, documentId: 'd7', taskId: 't7' }));
     expect(useUi.getState().documentId).toBe('d7');
-    act(() => shell.opened({ path: '/home/me/x.exe', ok: false, error: { code: 'UNSUPPORTED', message: 'not a document' } }));
+    act(() =>
+      shell.opened({ path: '/home/me/x.exe', ok: false, error: { code: 'UNSUPPORTED', message: 'not a document' } }),
+    );
     expect(screen.getByText('x.exe was not imported: not a document')).toBeTruthy();
     // The Import button uses the native dialog, not the page's file input.
     act(() => useUi.setState({ route: 'main' }));

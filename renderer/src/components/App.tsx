@@ -19,7 +19,12 @@ import { useThemeEffect } from './theme.ts';
 function isTextField(el: Element | null): boolean {
   if (!el) return false;
   const tag = el.tagName;
-  return tag === 'TEXTAREA' || tag === 'SELECT' || (tag === 'INPUT' && !['checkbox', 'radio', 'button', 'submit'].includes((el as HTMLInputElement).type)) || (el as HTMLElement).isContentEditable;
+  return (
+    tag === 'TEXTAREA' ||
+    tag === 'SELECT' ||
+    (tag === 'INPUT' && !['checkbox', 'radio', 'button', 'submit'].includes((el as HTMLInputElement).type)) ||
+    (el as HTMLElement).isContentEditable
+  );
 }
 
 export function useShortcuts(): void {
@@ -28,7 +33,15 @@ export function useShortcuts(): void {
       if (e.defaultPrevented) return;
       // Dialogs handle their own keys (Escape closes them).
       if (useUi.getState().confirm) return;
-      const action = matchShortcut({ key: e.key, code: e.code, ctrlKey: e.ctrlKey, metaKey: e.metaKey, shiftKey: e.shiftKey, altKey: e.altKey, inTextField: isTextField(document.activeElement) });
+      const action = matchShortcut({
+        key: e.key,
+        code: e.code,
+        ctrlKey: e.ctrlKey,
+        metaKey: e.metaKey,
+        shiftKey: e.shiftKey,
+        altKey: e.altKey,
+        inTextField: isTextField(document.activeElement),
+      });
       if (action && runShortcut(action)) e.preventDefault();
     };
     window.addEventListener('keydown', onKey);
@@ -86,7 +99,8 @@ function Banners() {
       {status?.state === 'crashed' && !status.willRestart && <EngineDownBanner status={status} />}
       {status?.state === 'crashed' && status.willRestart && (
         <div className="banner error" role="alert" data-testid="engine-crashed">
-          The engine stopped unexpectedly{status.message ? ` (${status.message})` : ''}. It is being restarted; your chats are safe.
+          The engine stopped unexpectedly{status.message ? ` (${status.message})` : ''}. It is being restarted; your
+          chats are safe.
         </div>
       )}
       {status?.state === 'starting' && status.restarts > 0 && (
@@ -106,7 +120,14 @@ function Notices() {
         <div key={n.id} className={`toast ${n.kind}`} role={n.kind === 'error' ? 'alert' : 'status'}>
           <span>{n.text}</span>
           {n.action && (
-            <button type="button" className="link-button" onClick={() => { go(n.action!.route as Route); dismiss(n.id); }}>
+            <button
+              type="button"
+              className="link-button"
+              onClick={() => {
+                go(n.action!.route as Route);
+                dismiss(n.id);
+              }}
+            >
               {n.action.label}
             </button>
           )}
@@ -133,7 +154,8 @@ function useDropZone(): { over: boolean; handlers: Record<string, (e: DragEvent)
         setOver(true);
       },
       onDragLeave: (e) => {
-        if (e.currentTarget === e.target || !(e.currentTarget as Node).contains(e.relatedTarget as Node)) setOver(false);
+        if (e.currentTarget === e.target || !(e.currentTarget as Node).contains(e.relatedTarget as Node))
+          setOver(false);
       },
       onDrop: (e) => {
         if (!hasFiles(e)) return;
@@ -154,7 +176,13 @@ function SettingsShell() {
         <h1>{route === 'models' ? 'Models' : 'Settings'}</h1>
         <nav className="tabs" aria-label="Models and settings">
           {(['models', 'settings'] as const).map((r) => (
-            <button key={r} type="button" className="tab-link" aria-current={route === r ? 'page' : undefined} onClick={() => go(r)}>
+            <button
+              key={r}
+              type="button"
+              className="tab-link"
+              aria-current={route === r ? 'page' : undefined}
+              onClick={() => go(r)}
+            >
               {r === 'models' ? 'Models' : 'Settings'}
             </button>
           ))}

@@ -8,7 +8,17 @@ import { renderApp } from '../test/render-app.tsx';
 import { useUi } from '../stores/ui.ts';
 
 const m = (over: Partial<Message>): Message => ({
-  id: 'x', chatId: 'c1', role: 'assistant', text: '', status: 'complete', createdAt: '2026-01-01T00:00:00.000Z', tokens: null, tokensPerSecond: null, pageRefs: [], error: null, ...over,
+  id: 'x',
+  chatId: 'c1',
+  role: 'assistant',
+  text: '',
+  status: 'complete',
+  createdAt: '2026-01-01T00:00:00.000Z',
+  tokens: null,
+  tokensPerSecond: null,
+  pageRefs: [],
+  error: null,
+  ...over,
 });
 
 /** A chat whose stored messages follow what the fake core does, as the real one's would. */
@@ -18,7 +28,11 @@ function chatApi(messages: Message[] = []): FakeApi & { finish(message: Message)
     'documents.list': () => [doc()],
     'documents.get': () => detail(),
     'chats.list': () => [chat({ messageCount: stored.length })],
-    'chats.get': () => ({ chat: chat(), messages: stored, usage: { documentTokens: 375, conversationTokens: 12, contextTokens: 512 } }),
+    'chats.get': () => ({
+      chat: chat(),
+      messages: stored,
+      usage: { documentTokens: 375, conversationTokens: 12, contextTokens: 512 },
+    }),
     'chats.send': (p) => {
       const user = m({ id: `u${stored.length}`, role: 'user', text: p.text });
       const assistant = m({ id: `a${stored.length}`, status: 'streaming' });
@@ -75,7 +89,12 @@ describe('the chat', () => {
   });
 
   it('stop (button and Esc), regenerate, edit and copy', async () => {
-    const api = chatApi([m({ id: 'u1', role: 'user', text: 'Q1' }), m({ id: 'a1', text: 'A1' }), m({ id: 'u2', role: 'user', text: 'Q2' }), m({ id: 'a2', status: 'streaming', text: 'partial' })]);
+    const api = chatApi([
+      m({ id: 'u1', role: 'user', text: 'Q1' }),
+      m({ id: 'a1', text: 'A1' }),
+      m({ id: 'u2', role: 'user', text: 'Q2' }),
+      m({ id: 'a2', status: 'streaming', text: 'partial' }),
+    ]);
     await renderApp(api);
     await screen.findByText('partial');
     await userEvent.click(screen.getByRole('button', { name: 'Stop' }));
@@ -99,10 +118,19 @@ describe('the chat', () => {
   });
 
   it('shows interrupted and failed answers as such', async () => {
-    await renderApp(chatApi([
-      m({ id: 'u1', role: 'user', text: 'Q' }), m({ id: 'a1', text: 'half', status: 'interrupted', error: 'the engine stopped while answering; the answer was interrupted' }),
-      m({ id: 'u2', role: 'user', text: 'Q' }), m({ id: 'a2', status: 'failed', error: 'out of memory' }),
-    ]));
+    await renderApp(
+      chatApi([
+        m({ id: 'u1', role: 'user', text: 'Q' }),
+        m({
+          id: 'a1',
+          text: 'half',
+          status: 'interrupted',
+          error: 'the engine stopped while answering; the answer was interrupted',
+        }),
+        m({ id: 'u2', role: 'user', text: 'Q' }),
+        m({ id: 'a2', status: 'failed', error: 'out of memory' }),
+      ]),
+    );
     const answers = await screen.findAllByRole('article', { name: 'Answer' });
     expect(within(answers[0]).getByText('Interrupted')).toBeTruthy();
     expect(within(answers[0]).getByText(/engine stopped/)).toBeTruthy();

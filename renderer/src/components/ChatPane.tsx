@@ -1,12 +1,32 @@
 // The chat over a document: the conversation (virtualised), each answer rendered as sanitised Markdown
 // while it streams, with stop / regenerate / edit / copy, tokens per second, the pages where the answer's
 // evidence was found, and how full the context is.
-import { memo, useDeferredValue, useEffect, useMemo, useRef, useState, type FormEvent, type KeyboardEvent } from 'react';
+import {
+  memo,
+  useDeferredValue,
+  useEffect,
+  useMemo,
+  useRef,
+  useState,
+  type FormEvent,
+  type KeyboardEvent,
+} from 'react';
 import { useShallow } from 'zustand/react/shallow';
 
 import type { Message } from '../../../electron/api/contract.ts';
 import {
-  createChat, editQuestion, EMPTY, liveRate, liveUsage, refreshChat, regenerateAnswer, renameChat, sendQuestion, stopAnswer, streamingMessage, useChats,
+  createChat,
+  editQuestion,
+  EMPTY,
+  liveRate,
+  liveUsage,
+  refreshChat,
+  regenerateAnswer,
+  renameChat,
+  sendQuestion,
+  stopAnswer,
+  streamingMessage,
+  useChats,
   type ContextUsage,
 } from '../stores/chats.ts';
 import { recompressDocument, useDocuments } from '../stores/documents.ts';
@@ -46,14 +66,21 @@ export const MessageRow = memo(function MessageRow({ id, isLast }: { id: string;
   const streaming = m.status === 'streaming';
   const who = m.role === 'user' ? 'You' : 'Folio';
   const rate = streaming ? liveRate(live) : m.tokensPerSecond;
-  const tokens = streaming ? live?.tokens ?? 0 : m.tokens;
+  const tokens = streaming ? (live?.tokens ?? 0) : m.tokens;
   const saveEdit = async (e: FormEvent) => {
     e.preventDefault();
     if (!draft.trim()) return;
     if (await editQuestion(m.chatId, m.id, draft.trim())) setEditing(false);
   };
   return (
-    <article className={`msg msg-${m.role} msg-${m.status}`} aria-label={m.role === 'user' ? 'Your question' : 'Answer'} aria-busy={streaming || undefined} data-testid={`msg-${m.role}`} data-status={m.status} data-message-id={m.id}>
+    <article
+      className={`msg msg-${m.role} msg-${m.status}`}
+      aria-label={m.role === 'user' ? 'Your question' : 'Answer'}
+      aria-busy={streaming || undefined}
+      data-testid={`msg-${m.role}`}
+      data-status={m.status}
+      data-message-id={m.id}
+    >
       <div className="msg-head">
         <span className="msg-who">{who}</span>
         {streaming && <span className="badge status-compressing">Writing…</span>}
@@ -65,7 +92,13 @@ export const MessageRow = memo(function MessageRow({ id, isLast }: { id: string;
             <label className="sr-only" htmlFor={`edit-${m.id}`}>
               Edit your question
             </label>
-            <textarea id={`edit-${m.id}`} value={draft} onChange={(e) => setDraft(e.target.value)} rows={Math.min(8, draft.split('\n').length + 1)} autoFocus />
+            <textarea
+              id={`edit-${m.id}`}
+              value={draft}
+              onChange={(e) => setDraft(e.target.value)}
+              rows={Math.min(8, draft.split('\n').length + 1)}
+              autoFocus
+            />
             <div className="msg-edit-actions">
               <button type="button" className="button small" onClick={() => setEditing(false)}>
                 Cancel
@@ -100,7 +133,13 @@ export const MessageRow = memo(function MessageRow({ id, isLast }: { id: string;
           <span className="page-refs">
             Evidence on
             {m.pageRefs.map((p) => (
-              <button key={p} type="button" className="page-ref" onClick={() => openPage(p)} aria-label={`Open page ${p}`}>
+              <button
+                key={p}
+                type="button"
+                className="page-ref"
+                onClick={() => openPage(p)}
+                aria-label={`Open page ${p}`}
+              >
                 p. {p}
               </button>
             ))}
@@ -109,17 +148,35 @@ export const MessageRow = memo(function MessageRow({ id, isLast }: { id: string;
         {!streaming && !editing && (
           <span className="msg-actions">
             {m.text && (
-              <button type="button" className="link-button" onClick={() => void copyMessage(m.text)} aria-label={m.role === 'user' ? 'Copy question' : 'Copy answer'}>
+              <button
+                type="button"
+                className="link-button"
+                onClick={() => void copyMessage(m.text)}
+                aria-label={m.role === 'user' ? 'Copy question' : 'Copy answer'}
+              >
                 Copy
               </button>
             )}
             {m.role === 'user' && !chatBusy && (
-              <button type="button" className="link-button" onClick={() => { setDraft(m.text); setEditing(true); }} aria-label="Edit question">
+              <button
+                type="button"
+                className="link-button"
+                onClick={() => {
+                  setDraft(m.text);
+                  setEditing(true);
+                }}
+                aria-label="Edit question"
+              >
                 Edit
               </button>
             )}
             {m.role === 'assistant' && isLast && !chatBusy && (
-              <button type="button" className="link-button" onClick={() => void regenerateAnswer(m.chatId)} aria-label="Regenerate answer">
+              <button
+                type="button"
+                className="link-button"
+                onClick={() => void regenerateAnswer(m.chatId)}
+                aria-label="Regenerate answer"
+              >
                 Regenerate
               </button>
             )}
@@ -140,9 +197,22 @@ export function ContextMeter({ usage }: { usage: ContextUsage | null }) {
   return (
     <div className={`context-meter level-${level}`} title={text}>
       <span className="context-label">Context</span>
-      <div className="meter" role="meter" aria-label="Context used" aria-valuemin={0} aria-valuemax={usage.contextTokens} aria-valuenow={Math.min(used, usage.contextTokens)} aria-valuetext={text}>
+      <div
+        className="meter"
+        role="meter"
+        aria-label="Context used"
+        aria-valuemin={0}
+        aria-valuemax={usage.contextTokens}
+        aria-valuenow={Math.min(used, usage.contextTokens)}
+        aria-valuetext={text}
+      >
         <span className="meter-doc" style={{ width: `${Math.min(100, (100 * usage.documentTokens) / ctx)}%` }} />
-        <span className="meter-conv" style={{ width: `${Math.min(100 - Math.min(100, (100 * usage.documentTokens) / ctx), (100 * usage.conversationTokens) / ctx)}%` }} />
+        <span
+          className="meter-conv"
+          style={{
+            width: `${Math.min(100 - Math.min(100, (100 * usage.documentTokens) / ctx), (100 * usage.conversationTokens) / ctx)}%`,
+          }}
+        />
       </div>
       <span className="context-numbers">
         {formatCount(used)} / {formatCount(usage.contextTokens)}
@@ -170,12 +240,28 @@ function ChatTitle({ chatId }: { chatId: string | null }) {
         <label className="sr-only" htmlFor="rename-chat">
           Chat name
         </label>
-        <input id="rename-chat" value={draft} onChange={(e) => setDraft(e.target.value)} autoFocus onBlur={() => setEditing(false)} onKeyDown={(e) => e.key === 'Escape' && setEditing(false)} maxLength={200} />
+        <input
+          id="rename-chat"
+          value={draft}
+          onChange={(e) => setDraft(e.target.value)}
+          autoFocus
+          onBlur={() => setEditing(false)}
+          onKeyDown={(e) => e.key === 'Escape' && setEditing(false)}
+          maxLength={200}
+        />
       </form>
     );
   return (
     <h2 className="chat-heading">
-      <button type="button" className="title-button" onClick={() => { setDraft(title ?? ''); setEditing(true); }} title="Rename this chat">
+      <button
+        type="button"
+        className="title-button"
+        onClick={() => {
+          setDraft(title ?? '');
+          setEditing(true);
+        }}
+        title="Rename this chat"
+      >
         {title ?? 'Chat'}
       </button>
     </h2>
@@ -188,7 +274,15 @@ function Composer({ documentId, chatId }: { documentId: string; chatId: string |
   const doc = useDocuments((s) => s.byId[documentId]);
   const streaming = useChats((s) => !!streamingMessage(s, chatId));
   const ref = useRef<HTMLTextAreaElement>(null);
-  const blocked = !doc ? 'The document is gone.' : doc.status === 'importing' ? 'The document is still being read.' : doc.status === 'compressing' ? 'The document is being compressed.' : doc.status === 'failed' ? 'The document could not be read: see the error above.' : null;
+  const blocked = !doc
+    ? 'The document is gone.'
+    : doc.status === 'importing'
+      ? 'The document is still being read.'
+      : doc.status === 'compressing'
+        ? 'The document is being compressed.'
+        : doc.status === 'failed'
+          ? 'The document could not be read: see the error above.'
+          : null;
   const submit = async (e?: FormEvent) => {
     e?.preventDefault();
     const q = text.trim();
@@ -236,7 +330,9 @@ function Composer({ documentId, chatId }: { documentId: string; chatId: string |
         )}
       </div>
       <p id="composer-hint" className="composer-hint muted small">
-        {doc?.status === 'stale' ? 'The saved cache was made with other settings; it is rebuilt before the first answer. ' : ''}
+        {doc?.status === 'stale'
+          ? 'The saved cache was made with other settings; it is rebuilt before the first answer. '
+          : ''}
         Enter to send · Shift + Enter for a new line · Esc stops
         {doc?.status === 'failed' && (
           <>
@@ -261,12 +357,14 @@ function useDocumentOnlyUsage(documentId: string): ContextUsage | null {
   const modelId = useSettings((s) => s.settings?.modelId ?? null);
   const modelCtx = useModels((s) => s.list.find((m) => m.id === modelId)?.contextLength ?? null);
   const ctx = nCtx ?? (modelCtx ? Math.min(modelCtx, 8192) : null);
-  return tokens > 0 && ctx ? { documentTokens: tokens, conversationTokens: 0, contextTokens: modelCtx ? Math.min(ctx, modelCtx) : ctx } : null;
+  return tokens > 0 && ctx
+    ? { documentTokens: tokens, conversationTokens: 0, contextTokens: modelCtx ? Math.min(ctx, modelCtx) : ctx }
+    : null;
 }
 
 export function ChatPane({ documentId }: { documentId: string }) {
   const chatId = useUi((s) => s.chatId);
-  const ids = useChats((s) => (chatId ? s.order[chatId] ?? EMPTY : EMPTY));
+  const ids = useChats((s) => (chatId ? (s.order[chatId] ?? EMPTY) : EMPTY));
   const chatUsage = useChats(useShallow((s) => liveUsage(s, chatId)));
   const docUsage = useDocumentOnlyUsage(documentId);
   const usage = chatUsage ?? docUsage;

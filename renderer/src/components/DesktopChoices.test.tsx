@@ -13,7 +13,9 @@ import { go, useUi } from '../stores/ui.ts';
 describe('the desktop app names only files and folders the user chose', () => {
   it('adds a model from the native dialog; there is no typed path', async () => {
     const dialogs: string[] = [];
-    const shell = fakeShell({ openFileDialog: async (kind) => (dialogs.push(kind ?? 'document'), ['/models/qwen.gguf']) });
+    const shell = fakeShell({
+      openFileDialog: async (kind) => (dialogs.push(kind ?? 'document'), ['/models/qwen.gguf']),
+    });
     const api = createFakeApi({ 'models.add': () => model({ id: 'new', name: 'new' }) }, { shell });
     await renderApp(api);
     act(() => go('models'));
@@ -27,10 +29,13 @@ describe('the desktop app names only files and folders the user chose', () => {
     let s: Settings = settings({ modelFolders: ['/old'] });
     const dialogs: string[] = [];
     const shell = fakeShell({ openFileDialog: async (kind) => (dialogs.push(kind ?? 'document'), ['/data/models']) });
-    const api = createFakeApi({
-      'settings.get': () => s,
-      'settings.update': (p: SettingsPatch) => (s = { ...s, ...p } as Settings),
-    }, { shell });
+    const api = createFakeApi(
+      {
+        'settings.get': () => s,
+        'settings.update': (p: SettingsPatch) => (s = { ...s, ...p } as Settings),
+      },
+      { shell },
+    );
     await renderApp(api);
     act(() => go('settings'));
     await userEvent.click(await screen.findByRole('button', { name: 'Choose a folder…' }));
@@ -40,7 +45,14 @@ describe('the desktop app names only files and folders the user chose', () => {
   });
 
   it('a download by URL declined in the confirmation dialog is no error; the address stays to edit', async () => {
-    const api = createFakeApi({ 'models.download': () => { throw new ApiError('CANCELLED', 'The download was cancelled: nothing was downloaded'); } }, { shell: fakeShell() });
+    const api = createFakeApi(
+      {
+        'models.download': () => {
+          throw new ApiError('CANCELLED', 'The download was cancelled: nothing was downloaded');
+        },
+      },
+      { shell: fakeShell() },
+    );
     await renderApp(api);
     act(() => go('models'));
     const input = await screen.findByRole('textbox', { name: 'From a Hugging Face URL' });

@@ -6,7 +6,19 @@ import { closeConfirm, setHelp, useUi } from '../stores/ui.ts';
 import { api, hasApi } from '../api/client.ts';
 import { keyLabel, SHORTCUTS } from '../lib/shortcuts.ts';
 
-export function Modal({ title, onClose, children, labelledBy, className }: { title: string; onClose: () => void; children: ReactNode; labelledBy?: string; className?: string }) {
+export function Modal({
+  title,
+  onClose,
+  children,
+  labelledBy,
+  className,
+}: {
+  title: string;
+  onClose: () => void;
+  children: ReactNode;
+  labelledBy?: string;
+  className?: string;
+}) {
   const ref = useRef<HTMLDivElement>(null);
   useEffect(() => {
     const before = document.activeElement as HTMLElement | null;
@@ -21,9 +33,14 @@ export function Modal({ title, onClose, children, labelledBy, className }: { tit
       return;
     }
     if (e.key !== 'Tab' || !ref.current) return;
-    const items = [...ref.current.querySelectorAll<HTMLElement>('button:not([disabled]), [href], input, textarea, select, [tabindex="0"]')];
+    const items = [
+      ...ref.current.querySelectorAll<HTMLElement>(
+        'button:not([disabled]), [href], input, textarea, select, [tabindex="0"]',
+      ),
+    ];
     if (!items.length) return;
-    const first = items[0], last = items[items.length - 1];
+    const first = items[0],
+      last = items[items.length - 1];
     if (e.shiftKey && document.activeElement === first) {
       e.preventDefault();
       last.focus();
@@ -34,7 +51,15 @@ export function Modal({ title, onClose, children, labelledBy, className }: { tit
   };
   return (
     <div className="backdrop" onMouseDown={(e) => e.target === e.currentTarget && onClose()}>
-      <div ref={ref} className={`modal ${className ?? ''}`} role="dialog" aria-modal="true" aria-label={labelledBy ? undefined : title} aria-labelledby={labelledBy} onKeyDown={onKeyDown}>
+      <div
+        ref={ref}
+        className={`modal ${className ?? ''}`}
+        role="dialog"
+        aria-modal="true"
+        aria-label={labelledBy ? undefined : title}
+        aria-labelledby={labelledBy}
+        onKeyDown={onKeyDown}
+      >
         {children}
       </div>
     </div>
@@ -79,7 +104,7 @@ export function HelpOverlay() {
           {SHORTCUTS.filter((s) => s.keys.length || desktop).map((s) => (
             <tr key={s.action}>
               <td>
-                {[...(desktop ? s.desktopKeys ?? [] : []), ...s.keys].map((combo, j) => (
+                {[...(desktop ? (s.desktopKeys ?? []) : []), ...s.keys].map((combo, j) => (
                   <span key={j} className="combo">
                     {j > 0 && <span className="muted"> or </span>}
                     {combo.map((k, i) => (

@@ -39,7 +39,8 @@ export function segmentsOf(text: string, passages: RetainedPassage[]): Segment[]
 
 /** Mean retention of each page, weighted by passage length (null: nothing known). */
 export function pageRetention(detail: DocumentDetail): Map<number, number> {
-  const sum = new Map<number, number>(), len = new Map<number, number>();
+  const sum = new Map<number, number>(),
+    len = new Map<number, number>();
   for (const p of detail.passages) {
     const n = p.end - p.start;
     sum.set(p.page, (sum.get(p.page) ?? 0) + p.retention * n);
@@ -52,7 +53,10 @@ export function pageRetention(detail: DocumentDetail): Map<number, number> {
 
 export function RetentionLegend() {
   return (
-    <div className="retention-legend" aria-label="Legend: shading shows the share of the model's cache that kept a passage">
+    <div
+      className="retention-legend"
+      aria-label="Legend: shading shows the share of the model's cache that kept a passage"
+    >
       <span className="muted small">Kept by</span>
       <span className="retention-scale" aria-hidden="true" />
       <span className="small">
@@ -95,7 +99,10 @@ export function DocumentPane({ documentId }: { documentId: string }) {
     if (!detail) void loadDetail(documentId);
   }, [documentId, detail]);
   const perPage = useMemo(() => (detail ? pageRetention(detail) : new Map<number, number>()), [detail]);
-  if (!detail) return <div className="pane-pad muted">{error ? `Could not open the document: ${error}` : 'Opening the document…'}</div>;
+  if (!detail)
+    return (
+      <div className="pane-pad muted">{error ? `Could not open the document: ${error}` : 'Opening the document…'}</div>
+    );
   const pages = detail.pageList;
   if (pages.length === 0) return <div className="pane-pad muted">The document has no text yet.</div>;
   const index = Math.min(pages.length, Math.max(1, page)) - 1;
@@ -107,7 +114,13 @@ export function DocumentPane({ documentId }: { documentId: string }) {
     <div className="document-pane">
       <div className="doc-toolbar">
         <nav className="pager" aria-label="Pages">
-          <button type="button" className="button small" onClick={() => go(index - 1)} disabled={index === 0} aria-label="Previous page">
+          <button
+            type="button"
+            className="button small"
+            onClick={() => go(index - 1)}
+            disabled={index === 0}
+            aria-label="Previous page"
+          >
             ←
           </button>
           <label className="page-input">
@@ -125,7 +138,13 @@ export function DocumentPane({ documentId }: { documentId: string }) {
             />
             <span>of {pages.length}</span>
           </label>
-          <button type="button" className="button small" onClick={() => go(index + 1)} disabled={index === pages.length - 1} aria-label="Next page">
+          <button
+            type="button"
+            className="button small"
+            onClick={() => go(index + 1)}
+            disabled={index === pages.length - 1}
+            aria-label="Next page"
+          >
             →
           </button>
         </nav>
@@ -144,7 +163,11 @@ export function DocumentPane({ documentId }: { documentId: string }) {
                 key={p.page}
                 type="button"
                 className={`page-chip${i === index ? ' current' : ''}`}
-                style={r !== undefined && shade ? { backgroundColor: `rgb(var(--keep-rgb) / ${retentionAlpha(r).toFixed(3)})` } : undefined}
+                style={
+                  r !== undefined && shade
+                    ? { backgroundColor: `rgb(var(--keep-rgb) / ${retentionAlpha(r).toFixed(3)})` }
+                    : undefined
+                }
                 onClick={() => go(i)}
                 aria-label={`Page ${p.page}${r !== undefined ? `, ${formatPercent(r)} kept` : ''}`}
                 aria-current={i === index ? 'page' : undefined}
@@ -162,7 +185,11 @@ export function DocumentPane({ documentId }: { documentId: string }) {
             : 'The retention map appears once the document is compressed.'}
         </p>
       ) : (
-        detail.status === 'stale' && <p className="notice small">The shading shows the saved cache, made with other settings than the current ones.</p>
+        detail.status === 'stale' && (
+          <p className="notice small">
+            The shading shows the saved cache, made with other settings than the current ones.
+          </p>
+        )
       )}
       <article className="page" aria-label={`Page ${current.page}`} data-testid="page">
         <header className="page-head muted small">

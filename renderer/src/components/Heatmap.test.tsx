@@ -8,8 +8,16 @@ import { Heatmap, HeatmapLegend } from './Heatmap.tsx';
 function recordingCanvas() {
   const fills: string[] = [];
   const ctx = {
-    fillStyle: '', strokeStyle: '', lineWidth: 1, font: '', textAlign: 'left', textBaseline: 'alphabetic',
-    setTransform() {}, clearRect() {}, strokeRect() {}, fillText() {},
+    fillStyle: '',
+    strokeStyle: '',
+    lineWidth: 1,
+    font: '',
+    textAlign: 'left',
+    textBaseline: 'alphabetic',
+    setTransform() {},
+    clearRect() {},
+    strokeRect() {},
+    fillText() {},
     fillRect() {
       fills.push(String(ctx.fillStyle));
     },
@@ -34,9 +42,29 @@ describe('the heatmap component', () => {
   it('hover shows a head’s numbers; a click locks it', () => {
     recordingCanvas();
     const onSelect = vi.fn();
-    render(<Heatmap stats={s} metric="budget" domain={domain} label="Saved cache" testId="hm" onSelect={onSelect} fallbackWidth={560} />);
+    render(
+      <Heatmap
+        stats={s}
+        metric="budget"
+        domain={domain}
+        label="Saved cache"
+        testId="hm"
+        onSelect={onSelect}
+        fallbackWidth={560}
+      />,
+    );
     const canvas = screen.getByTestId('hm');
-    canvas.getBoundingClientRect = () => ({ left: 0, top: 0, right: 0, bottom: 0, width: 0, height: 0, x: 0, y: 0, toJSON() {} });
+    canvas.getBoundingClientRect = () => ({
+      left: 0,
+      top: 0,
+      right: 0,
+      bottom: 0,
+      width: 0,
+      height: 0,
+      x: 0,
+      y: 0,
+      toJSON() {},
+    });
     const l = computeLayout(3, 4, 560, { maxCell: 56, maxHeight: 520 });
     const p = cellCenter(l, 2, 3);
     fireEvent.mouseMove(canvas, { clientX: p.x, clientY: p.y });

@@ -5,7 +5,17 @@ import { useEffect, useLayoutEffect, useMemo, useRef, useState, type KeyboardEve
 
 import type { CompressionStats } from '../../../electron/api/contract.ts';
 import { cssGradient } from '../lib/colormap.ts';
-import { cellAt, cellRect, computeLayout, drawHeatmap, formatMetric, metricGrid, METRICS, type Domain, type Metric } from '../lib/heatmap.ts';
+import {
+  cellAt,
+  cellRect,
+  computeLayout,
+  drawHeatmap,
+  formatMetric,
+  metricGrid,
+  METRICS,
+  type Domain,
+  type Metric,
+} from '../lib/heatmap.ts';
 import { formatPercent } from '../lib/format.ts';
 import { useResolvedTheme } from './theme.ts';
 
@@ -31,7 +41,18 @@ export function headSummary(stats: CompressionStats, c: Cell): string {
   return `Layer ${c.row}, head ${c.col}: ${h.kept.toLocaleString('en-US')} kept tokens, ${formatPercent(h.retainedMass, 1)} of attention retained, ${formatPercent(h.concentration)} of tokens hold 90%`;
 }
 
-export function Heatmap({ stats, metric, domain, selected = null, onSelect, label, testId, maxCell = 56, maxHeight = 520, fallbackWidth = 560 }: HeatmapProps) {
+export function Heatmap({
+  stats,
+  metric,
+  domain,
+  selected = null,
+  onSelect,
+  label,
+  testId,
+  maxCell = 56,
+  maxHeight = 520,
+  fallbackWidth = 560,
+}: HeatmapProps) {
   const wrapRef = useRef<HTMLDivElement>(null);
   const canvasRef = useRef<HTMLCanvasElement>(null);
   const [width, setWidth] = useState(fallbackWidth);
@@ -45,7 +66,10 @@ export function Heatmap({ stats, metric, domain, selected = null, onSelect, labe
     labelColor.current = canvasRef.current ? getComputedStyle(canvasRef.current).color || null : null;
   }, [theme]);
   const grid = useMemo(() => metricGrid(stats, metric), [stats, metric]);
-  const layout = useMemo(() => computeLayout(grid.rows, grid.cols, width, { maxCell, maxHeight }), [grid.rows, grid.cols, width, maxCell, maxHeight]);
+  const layout = useMemo(
+    () => computeLayout(grid.rows, grid.cols, width, { maxCell, maxHeight }),
+    [grid.rows, grid.cols, width, maxCell, maxHeight],
+  );
 
   useEffect(() => {
     const el = wrapRef.current;
@@ -65,7 +89,12 @@ export function Heatmap({ stats, metric, domain, selected = null, onSelect, labe
     canvas.height = Math.round(layout.height * dpr);
     const ctx = canvas.getContext('2d');
     if (!ctx) return;
-    drawHeatmap(ctx, layout, grid, domain, { dpr, selected, hover: hover ?? cursor, labelColor: labelColor.current ?? '#666' });
+    drawHeatmap(ctx, layout, grid, domain, {
+      dpr,
+      selected,
+      hover: hover ?? cursor,
+      labelColor: labelColor.current ?? '#666',
+    });
   }, [layout, grid, domain, selected, hover, cursor, theme]);
 
   const pick = (e: MouseEvent<HTMLCanvasElement>): Cell | null => {
@@ -76,11 +105,19 @@ export function Heatmap({ stats, metric, domain, selected = null, onSelect, labe
 
   const onKeyDown = (e: KeyboardEvent<HTMLCanvasElement>) => {
     const c = cursor ?? selected ?? { row: 0, col: 0 };
-    const moves: Record<string, [number, number]> = { ArrowUp: [-1, 0], ArrowDown: [1, 0], ArrowLeft: [0, -1], ArrowRight: [0, 1] };
+    const moves: Record<string, [number, number]> = {
+      ArrowUp: [-1, 0],
+      ArrowDown: [1, 0],
+      ArrowLeft: [0, -1],
+      ArrowRight: [0, 1],
+    };
     if (moves[e.key]) {
       e.preventDefault();
       const [dr, dc] = moves[e.key];
-      setCursor({ row: Math.min(grid.rows - 1, Math.max(0, c.row + dr)), col: Math.min(grid.cols - 1, Math.max(0, c.col + dc)) });
+      setCursor({
+        row: Math.min(grid.rows - 1, Math.max(0, c.row + dr)),
+        col: Math.min(grid.cols - 1, Math.max(0, c.col + dc)),
+      });
     } else if (e.key === 'Enter' || e.key === ' ') {
       e.preventDefault();
       onSelect?.(same(c, selected) ? null : c);
@@ -110,7 +147,14 @@ export function Heatmap({ stats, metric, domain, selected = null, onSelect, labe
           className="heatmap-canvas"
           style={{ width: layout.width, height: layout.height }}
           data-testid={testId}
-          data-layout={JSON.stringify({ x0: layout.x0, y0: layout.y0, cell: layout.cell, gap: layout.gap, rows: layout.rows, cols: layout.cols })}
+          data-layout={JSON.stringify({
+            x0: layout.x0,
+            y0: layout.y0,
+            cell: layout.cell,
+            gap: layout.gap,
+            rows: layout.rows,
+            cols: layout.cols,
+          })}
           data-domain={JSON.stringify(domain)}
           data-metric={metric}
           tabIndex={0}
@@ -131,12 +175,7 @@ export function Heatmap({ stats, metric, domain, selected = null, onSelect, labe
           onBlur={() => setCursor(null)}
         />
         {tip && tipRect && head && (
-          <div
-            className="heatmap-tip"
-            style={tipStyle}
-            aria-hidden="true"
-            data-testid="heatmap-tip"
-          >
+          <div className="heatmap-tip" style={tipStyle} aria-hidden="true" data-testid="heatmap-tip">
             <strong>
               Layer {tip.row} · head {tip.col}
             </strong>
@@ -149,7 +188,12 @@ export function Heatmap({ stats, metric, domain, selected = null, onSelect, labe
       <p className="sr-only" aria-live="polite">
         {cursor ? headSummary(stats, cursor) : ''}
       </p>
-      <button type="button" className="link-button table-toggle" aria-expanded={asTable} onClick={() => setAsTable(!asTable)}>
+      <button
+        type="button"
+        className="link-button table-toggle"
+        aria-expanded={asTable}
+        onClick={() => setAsTable(!asTable)}
+      >
         {asTable ? 'Hide the numbers' : 'Show the numbers as a table'}
       </button>
       {asTable && <HeatmapTable stats={stats} metric={metric} label={label} />}

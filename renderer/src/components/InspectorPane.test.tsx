@@ -27,15 +27,33 @@ describe('the inspector', () => {
     expect((screen.getByRole('radio', { name: 'Uniform' }) as HTMLButtonElement).disabled).toBe(true);
     await userEvent.click(screen.getByRole('button', { name: 'Compare' }));
     expect(api.callsOf('documents.compare')).toEqual([{ documentId: 'd1', budget: 0.3 }]);
-    act(() => api.emit('task.progress', { taskId: 'cmp', kind: 'compare', documentId: 'd1', done: 100, total: 375, etaMs: 500, message: 'snapkv at 0.3' }));
-    expect(screen.getByRole('progressbar', { name: 'Comparing uniform and Ada' }).getAttribute('aria-valuetext')).toBe('100 of 375 tokens · 27% · 1 s left');
-    const uniform = stats([[113, 113, 113, 113], [113, 113, 113, 113], [113, 113, 113, 113]]);
+    act(() =>
+      api.emit('task.progress', {
+        taskId: 'cmp',
+        kind: 'compare',
+        documentId: 'd1',
+        done: 100,
+        total: 375,
+        etaMs: 500,
+        message: 'snapkv at 0.3',
+      }),
+    );
+    expect(screen.getByRole('progressbar', { name: 'Comparing uniform and Ada' }).getAttribute('aria-valuetext')).toBe(
+      '100 of 375 tokens · 27% · 1 s left',
+    );
+    const uniform = stats([
+      [113, 113, 113, 113],
+      [113, 113, 113, 113],
+      [113, 113, 113, 113],
+    ]);
     act(() => finish({ uniform: { ...uniform, method: 'snapkv' }, ada: stats() }));
     await screen.findByTestId('heatmap-uniform');
     expect(screen.getByTestId('heatmap-ada')).toBeTruthy();
     expect(screen.getByRole('radio', { name: 'Ada' }).getAttribute('aria-checked')).toBe('true');
     await userEvent.click(screen.getByRole('radio', { name: 'Uniform' }));
-    await waitFor(() => expect(screen.getByRole('heading', { name: /Budget by layer and KV head · Uniform \(SnapKV\)/ })).toBeTruthy());
+    await waitFor(() =>
+      expect(screen.getByRole('heading', { name: /Budget by layer and KV head · Uniform \(SnapKV\)/ })).toBeTruthy(),
+    );
     // One colour domain for the three grids, so colours compare across them.
     const domains = ['heatmap', 'heatmap-uniform', 'heatmap-ada'].map((id) => screen.getByTestId(id).dataset.domain);
     expect(new Set(domains).size).toBe(1);

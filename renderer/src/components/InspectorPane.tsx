@@ -34,7 +34,8 @@ function MemorySummary({ stats }: { stats: CompressionStats }) {
         saves {formatPercent(f)}
       </p>
       <p className="small">
-        The cache of this document takes <strong>{formatBytes(stats.kvBytesKept)}</strong> instead of {formatBytes(stats.kvBytesFull)}: {formatBytes(saved)} less.
+        The cache of this document takes <strong>{formatBytes(stats.kvBytesKept)}</strong> instead of{' '}
+        {formatBytes(stats.kvBytesFull)}: {formatBytes(saved)} less.
       </p>
       <div className="stack-bar" aria-hidden="true">
         <span style={{ width: `${100 - 100 * f}%` }} />
@@ -48,7 +49,8 @@ function MemorySummary({ stats }: { stats: CompressionStats }) {
           <>
             <dt>Budget per head</dt>
             <dd>
-              {formatCount(stats.budget)} tokens ({formatCount(stats.budgetSelectable)} chosen + {formatCount(stats.window)} window)
+              {formatCount(stats.budget)} tokens ({formatCount(stats.budgetSelectable)} chosen +{' '}
+              {formatCount(stats.window)} window)
             </dd>
             <dt>Safeguard α</dt>
             <dd>{stats.alpha}</dd>
@@ -59,7 +61,11 @@ function MemorySummary({ stats }: { stats: CompressionStats }) {
           read {formatDuration(stats.msPrefill)} · compressed {formatDuration(stats.msCompress)}
         </dd>
       </dl>
-      {stats.budgetClamped && <p className="notice small">The budget was too small for the observation window and was raised to window + 1.</p>}
+      {stats.budgetClamped && (
+        <p className="notice small">
+          The budget was too small for the observation window and was raised to window + 1.
+        </p>
+      )}
       {!stats.compressed && <p className="notice small">Not compressed{stats.reason ? `: ${stats.reason}` : ''}.</p>}
     </section>
   );
@@ -71,11 +77,16 @@ function LayerMemory({ stats }: { stats: CompressionStats }) {
     <section className="card layer-memory" aria-labelledby="layer-memory-heading">
       <h3 id="layer-memory-heading">Memory per layer</h3>
       <p className="muted small">
-        <span className="swatch full" aria-hidden="true" /> full cache <span className="swatch kept" aria-hidden="true" /> kept
+        <span className="swatch full" aria-hidden="true" /> full cache{' '}
+        <span className="swatch kept" aria-hidden="true" /> kept
       </p>
       <ul className="layer-bars">
         {stats.layers.map((l, i) => (
-          <li key={i} className="layer-bar" aria-label={`Layer ${i}: ${formatBytes(l.bytesKept)} kept of ${formatBytes(l.bytesFull)}`}>
+          <li
+            key={i}
+            className="layer-bar"
+            aria-label={`Layer ${i}: ${formatBytes(l.bytesKept)} kept of ${formatBytes(l.bytesFull)}`}
+          >
             <span className="layer-name">L{i}</span>
             <span className="bar-track" style={{ width: `${(100 * l.bytesFull) / max}%` }}>
               <span className="bar-kept" style={{ width: `${(100 * l.bytesKept) / Math.max(1, l.bytesFull)}%` }} />
@@ -121,7 +132,9 @@ function HeadDetail({ stats, cell }: { stats: CompressionStats; cell: { row: num
         <dt>Attention retained</dt>
         <dd>{formatPercent(head.retainedMass, 1)}</dd>
         <dt>Concentration</dt>
-        <dd title="Share of the document's tokens that hold 90% of this head's attention">{formatPercent(head.concentration, 1)} of tokens hold 90%</dd>
+        <dd title="Share of the document's tokens that hold 90% of this head's attention">
+          {formatPercent(head.concentration, 1)} of tokens hold 90%
+        </dd>
         <dt>Layer budget</dt>
         <dd>{formatCount(layer.budget)} per head</dd>
         <dt>Layer bound ε/C</dt>
@@ -137,7 +150,9 @@ function HeadDetail({ stats, cell }: { stats: CompressionStats; cell: { row: num
           </>
         )}
         <dt>Layer time</dt>
-        <dd className="small">{formatDuration(layer.msScore + layer.msSelect + layer.msCompact)} (score, select, compact)</dd>
+        <dd className="small">
+          {formatDuration(layer.msScore + layer.msSelect + layer.msCompact)} (score, select, compact)
+        </dd>
       </dl>
     </section>
   );
@@ -150,20 +165,28 @@ function CompareSection({ documentId, budget }: { documentId: string; budget: nu
   const task = useTasks((s) => documentTask(s, documentId, 'compare'));
   const metric = useInspector((s) => s.metric);
   const domain = useMemo(
-    () => (comparison ? metricDomain([metricGrid(comparison.uniform, metric), metricGrid(comparison.ada, metric)], metric) : ([0, 1] as const)),
+    () =>
+      comparison
+        ? metricDomain([metricGrid(comparison.uniform, metric), metricGrid(comparison.ada, metric)], metric)
+        : ([0, 1] as const),
     [comparison, metric],
   );
   return (
     <section className="card compare" aria-labelledby="compare-heading">
       <div className="section-head">
         <h3 id="compare-heading">Uniform (SnapKV) and Ada-SnapKV, side by side</h3>
-        <button type="button" className="button small" onClick={() => void runCompare(documentId, budget)} disabled={comparing}>
+        <button
+          type="button"
+          className="button small"
+          onClick={() => void runCompare(documentId, budget)}
+          disabled={comparing}
+        >
           {comparison ? 'Compute again' : 'Compare'}
         </button>
       </div>
       <p className="muted small">
-        Compresses this document twice at the same budget{budget !== undefined ? ` (${budgetInline(budget)})` : ''}: every head the same share, and
-        Ada’s share by need. Nothing is saved.
+        Compresses this document twice at the same budget{budget !== undefined ? ` (${budgetInline(budget)})` : ''}:
+        every head the same share, and Ada’s share by need. Nothing is saved.
       </p>
       {comparing && task && <TaskProgress task={task} title="Comparing uniform and Ada" />}
       {comparing && !task && <p className="muted small">Starting…</p>}
@@ -178,9 +201,19 @@ function CompareSection({ documentId, budget }: { documentId: string; budget: nu
             {(['uniform', 'ada'] as const).map((k) => (
               <figure key={k}>
                 <figcaption>
-                  {k === 'uniform' ? 'Uniform (SnapKV)' : 'Ada-SnapKV'} · mean attention retained {formatPercent(meanMass(comparison[k]), 1)}
+                  {k === 'uniform' ? 'Uniform (SnapKV)' : 'Ada-SnapKV'} · mean attention retained{' '}
+                  {formatPercent(meanMass(comparison[k]), 1)}
                 </figcaption>
-                <Heatmap stats={comparison[k]} metric={metric} domain={domain} label={k === 'uniform' ? 'Uniform SnapKV' : 'Ada-SnapKV'} testId={`heatmap-${k}`} maxCell={28} maxHeight={320} fallbackWidth={260} />
+                <Heatmap
+                  stats={comparison[k]}
+                  metric={metric}
+                  domain={domain}
+                  label={k === 'uniform' ? 'Uniform SnapKV' : 'Ada-SnapKV'}
+                  testId={`heatmap-${k}`}
+                  maxCell={28}
+                  maxHeight={320}
+                  fallbackWidth={260}
+                />
               </figure>
             ))}
           </div>
@@ -222,32 +255,60 @@ function CompareSection({ documentId, budget }: { documentId: string; budget: nu
 export function InspectorPane({ documentId }: { documentId: string }) {
   const detail = useDocuments((s) => s.details[documentId]);
   const error = useDocuments((s) => s.detailError[documentId]);
-  const { metric, source, selected } = useInspector(useShallow((s) => ({ metric: s.metric, source: s.source, selected: s.selected })));
+  const { metric, source, selected } = useInspector(
+    useShallow((s) => ({ metric: s.metric, source: s.source, selected: s.selected })),
+  );
   const comparison = useInspector((s) => s.compare[documentId]);
   useEffect(() => {
     if (!detail) void loadDetail(documentId);
   }, [documentId, detail]);
   const cache = detail?.stats ?? null;
-  const shown: CompressionStats | null = source === 'uniform' ? comparison?.uniform ?? cache : source === 'ada' ? comparison?.ada ?? cache : cache;
+  const shown: CompressionStats | null =
+    source === 'uniform' ? (comparison?.uniform ?? cache) : source === 'ada' ? (comparison?.ada ?? cache) : cache;
   const domain = useMemo(() => {
     const all = [cache, comparison?.uniform, comparison?.ada].filter((x): x is CompressionStats => !!x);
-    return metricDomain(all.map((s) => metricGrid(s, metric)), metric);
+    return metricDomain(
+      all.map((s) => metricGrid(s, metric)),
+      metric,
+    );
   }, [cache, comparison, metric]);
-  if (!detail) return <div className="pane-pad muted">{error ? `Could not open the document: ${error}` : 'Opening the statistics…'}</div>;
+  if (!detail)
+    return (
+      <div className="pane-pad muted">
+        {error ? `Could not open the document: ${error}` : 'Opening the statistics…'}
+      </div>
+    );
   if (!shown) {
     return (
       <div className="pane-pad">
-        <p className="muted">The inspector shows what compression did once the document has been compressed{detail.status === 'failed' ? '; this one failed' : ''}.</p>
+        <p className="muted">
+          The inspector shows what compression did once the document has been compressed
+          {detail.status === 'failed' ? '; this one failed' : ''}.
+        </p>
       </div>
     );
   }
   const info = METRICS.find((m) => m.id === metric)!;
-  const sourceLabel = source === 'uniform' && comparison ? 'Uniform (SnapKV)' : source === 'ada' && comparison ? 'Ada-SnapKV' : `Saved cache (${methodLabel(shown.method)})`;
-  const valid = selected && selected.row < shown.layers.length && selected.col < (shown.layers[selected.row]?.heads.length ?? 0) ? selected : null;
+  const sourceLabel =
+    source === 'uniform' && comparison
+      ? 'Uniform (SnapKV)'
+      : source === 'ada' && comparison
+        ? 'Ada-SnapKV'
+        : `Saved cache (${methodLabel(shown.method)})`;
+  const valid =
+    selected && selected.row < shown.layers.length && selected.col < (shown.layers[selected.row]?.heads.length ?? 0)
+      ? selected
+      : null;
   return (
     <div className="inspector">
       <div className="inspector-controls">
-        <Segmented<Metric> label="Show" value={metric} onChange={setMetric} options={METRICS.map((m) => ({ value: m.id, label: m.label, title: m.explain }))} name="metric" />
+        <Segmented<Metric>
+          label="Show"
+          value={metric}
+          onChange={setMetric}
+          options={METRICS.map((m) => ({ value: m.id, label: m.label, title: m.explain }))}
+          name="metric"
+        />
         <Segmented<Source>
           label="Cache"
           value={comparison ? source : 'cache'}
@@ -255,8 +316,18 @@ export function InspectorPane({ documentId }: { documentId: string }) {
           name="source"
           options={[
             { value: 'cache', label: 'Saved cache' },
-            { value: 'uniform', label: 'Uniform', disabled: !comparison, title: comparison ? 'SnapKV: every head the same budget' : 'Run the comparison first' },
-            { value: 'ada', label: 'Ada', disabled: !comparison, title: comparison ? 'Ada-SnapKV: budgets by need' : 'Run the comparison first' },
+            {
+              value: 'uniform',
+              label: 'Uniform',
+              disabled: !comparison,
+              title: comparison ? 'SnapKV: every head the same budget' : 'Run the comparison first',
+            },
+            {
+              value: 'ada',
+              label: 'Ada',
+              disabled: !comparison,
+              title: comparison ? 'Ada-SnapKV: budgets by need' : 'Run the comparison first',
+            },
           ]}
         />
       </div>
@@ -266,7 +337,15 @@ export function InspectorPane({ documentId }: { documentId: string }) {
             {info.label} by layer and KV head <span className="muted small">· {sourceLabel}</span>
           </h3>
           <p className="muted small">{info.explain} Hover a cell for its numbers; click to lock a head.</p>
-          <Heatmap stats={shown} metric={metric} domain={domain} selected={valid} onSelect={lockHead} label={sourceLabel} testId="heatmap" />
+          <Heatmap
+            stats={shown}
+            metric={metric}
+            domain={domain}
+            selected={valid}
+            onSelect={lockHead}
+            label={sourceLabel}
+            testId="heatmap"
+          />
           <HeatmapLegend metric={metric} domain={domain} />
         </section>
         <div className="inspector-side">
@@ -276,7 +355,9 @@ export function InspectorPane({ documentId }: { documentId: string }) {
           ) : (
             <section className="card hint">
               <h3>A head’s detail</h3>
-              <p className="muted small">Click a cell (or focus the grid and press Enter) to lock a head and see its numbers here.</p>
+              <p className="muted small">
+                Click a cell (or focus the grid and press Enter) to lock a head and see its numbers here.
+              </p>
               <p className="small">
                 Mean attention retained: <strong>{formatPercent(meanMass(shown), 1)}</strong>
                 <br />
@@ -287,7 +368,10 @@ export function InspectorPane({ documentId }: { documentId: string }) {
         </div>
       </div>
       <LayerMemory stats={shown} />
-      <CompareSection documentId={documentId} budget={detail.compression?.method === 'full' ? undefined : detail.compression?.budget} />
+      <CompareSection
+        documentId={documentId}
+        budget={detail.compression?.method === 'full' ? undefined : detail.compression?.budget}
+      />
     </div>
   );
 }

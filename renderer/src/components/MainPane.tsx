@@ -25,7 +25,16 @@ function Tabs({ tab }: { tab: Tab }) {
   const refs = useRef<Record<string, HTMLButtonElement | null>>({});
   const onKey = (e: KeyboardEvent) => {
     const i = TABS.findIndex((t) => t.id === tab);
-    const j = e.key === 'ArrowRight' ? i + 1 : e.key === 'ArrowLeft' ? i - 1 : e.key === 'Home' ? 0 : e.key === 'End' ? TABS.length - 1 : -99;
+    const j =
+      e.key === 'ArrowRight'
+        ? i + 1
+        : e.key === 'ArrowLeft'
+          ? i - 1
+          : e.key === 'Home'
+            ? 0
+            : e.key === 'End'
+              ? TABS.length - 1
+              : -99;
     if (j === -99) return;
     e.preventDefault();
     const next = TABS[(j + TABS.length) % TABS.length];
@@ -61,8 +70,8 @@ function EmptyLibrary() {
     <div className="empty-state">
       <h1>Chat with your documents, on your machine</h1>
       <p>
-        Import a PDF, Word, Markdown or text file. Folio reads it into the local model once, compresses the model’s memory of it with Ada-SnapKV, and keeps
-        that cache so every later question starts at once.
+        Import a PDF, Word, Markdown or text file. Folio reads it into the local model once, compresses the model’s
+        memory of it with Ada-SnapKV, and keeps that cache so every later question starts at once.
       </p>
       <button type="button" className="button primary" onClick={picker.open}>
         Import a document…
@@ -99,7 +108,8 @@ export function MainPane() {
             )}
             {saved && (
               <span title="Memory of the model's cache of this document">
-                cache {formatBytes(doc.kvBytesKept)} of {formatBytes(doc.kvBytesFull)}: saves {formatPercent(saved.fraction)}
+                cache {formatBytes(doc.kvBytesKept)} of {formatBytes(doc.kvBytesFull)}: saves{' '}
+                {formatPercent(saved.fraction)}
               </span>
             )}
             {(doc.status === 'failed' || doc.status === 'stale') && (

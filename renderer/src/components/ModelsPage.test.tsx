@@ -8,7 +8,13 @@ import { renderApp } from '../test/render-app.tsx';
 import { go } from '../stores/ui.ts';
 
 const estimate = (fits: boolean): MemoryEstimate => ({
-  weightBytes: 4e9, kvBytesFull: 2e9, kvBytesCompressed: 4e8, workingBytes: 2e8, totalBytes: 4.6e9, availableBytes: fits ? 16e9 : 2e9, fits,
+  weightBytes: 4e9,
+  kvBytesFull: 2e9,
+  kvBytesCompressed: 4e8,
+  workingBytes: 2e8,
+  totalBytes: 4.6e9,
+  availableBytes: fits ? 16e9 : 2e9,
+  fits,
   message: fits ? 'needs 4.6 GB of 16 GB' : 'needs 4.6 GB but only 2 GB is free',
 });
 
@@ -16,12 +22,35 @@ function modelsApi() {
   return createFakeApi({
     'models.list': () => [
       model({ id: 'm1', name: 'tiny' }),
-      model({ id: 'big', name: 'Big 70B', parameters: 70e9, fileBytes: 40e9, quantization: 'Q4_K_M', contextLength: 131072, source: 'lmstudio' }),
-      model({ id: 'bert', name: 'bert-base', architecture: 'bert', supported: false, unsupportedReason: 'Folio does not run the bert architecture' }),
+      model({
+        id: 'big',
+        name: 'Big 70B',
+        parameters: 70e9,
+        fileBytes: 40e9,
+        quantization: 'Q4_K_M',
+        contextLength: 131072,
+        source: 'lmstudio',
+      }),
+      model({
+        id: 'bert',
+        name: 'bert-base',
+        architecture: 'bert',
+        supported: false,
+        unsupportedReason: 'Folio does not run the bert architecture',
+      }),
     ],
     'models.estimate': (p) => estimate(p.modelId !== 'big'),
     'models.select': (p) => engine({ modelId: p.modelId }),
-    'models.catalog': () => [{ id: 'qwen', name: 'Qwen2.5 0.5B', url: 'https://huggingface.co/q/resolve/main/q.gguf', fileBytes: 4.9e8, sha256: null, description: 'Small.' }],
+    'models.catalog': () => [
+      {
+        id: 'qwen',
+        name: 'Qwen2.5 0.5B',
+        url: 'https://huggingface.co/q/resolve/main/q.gguf',
+        fileBytes: 4.9e8,
+        sha256: null,
+        description: 'Small.',
+      },
+    ],
     'models.download': () => ({ taskId: 'dl1' }),
     'models.add': () => model({ id: 'new', name: 'new' }),
   });
@@ -49,7 +78,9 @@ describe('models', () => {
     const preview = await screen.findByRole('region', { name: 'Big 70B: memory and loading' });
     await within(preview).findByTestId('estimate');
     expect(within(preview).getByRole('alert').textContent).toMatch(/Does not fit: needs 4.6 GB but only 2 GB is free/);
-    expect((within(preview).getByRole('button', { name: 'Load and use this model' }) as HTMLButtonElement).disabled).toBe(true);
+    expect(
+      (within(preview).getByRole('button', { name: 'Load and use this model' }) as HTMLButtonElement).disabled,
+    ).toBe(true);
     await userEvent.click(screen.getByRole('button', { name: /^tiny/ }));
     const tiny = await screen.findByRole('region', { name: 'tiny: memory and loading' });
     await within(tiny).findByText(/needs 4.6 GB of 16 GB/);
@@ -78,9 +109,24 @@ describe('models', () => {
     act(() => go('models'));
     await userEvent.click(await screen.findByRole('button', { name: 'Download Qwen2.5 0.5B' }));
     expect(api.callsOf('models.download')).toEqual([{ catalogId: 'qwen' }]);
-    act(() => api.emit('task.progress', { taskId: 'dl1', kind: 'download', documentId: null, done: 1e8, total: 4.9e8, etaMs: 30_000, message: 'downloading: 20%' }));
-    expect(screen.getAllByRole('progressbar', { name: 'Downloading Qwen2.5 0.5B' })[0].getAttribute('aria-valuetext')).toMatch(/of 467 MB · 20% · 30 s left/);
-    await userEvent.type(screen.getByRole('textbox', { name: 'From a Hugging Face URL' }), 'https://huggingface.co/a/b/resolve/main/m.gguf');
+    act(() =>
+      api.emit('task.progress', {
+        taskId: 'dl1',
+        kind: 'download',
+        documentId: null,
+        done: 1e8,
+        total: 4.9e8,
+        etaMs: 30_000,
+        message: 'downloading: 20%',
+      }),
+    );
+    expect(
+      screen.getAllByRole('progressbar', { name: 'Downloading Qwen2.5 0.5B' })[0].getAttribute('aria-valuetext'),
+    ).toMatch(/of 467 MB · 20% · 30 s left/);
+    await userEvent.type(
+      screen.getByRole('textbox', { name: 'From a Hugging Face URL' }),
+      'https://huggingface.co/a/b/resolve/main/m.gguf',
+    );
     await userEvent.click(screen.getAllByRole('button', { name: 'Download' }).at(-1)!);
     expect(api.callsOf('models.download')[1]).toEqual({ url: 'https://huggingface.co/a/b/resolve/main/m.gguf' });
     await userEvent.type(screen.getByRole('textbox', { name: 'Add a GGUF file' }), '/data/m.gguf');

@@ -7,14 +7,28 @@ import { useShallow } from 'zustand/react/shallow';
 import type { MemoryEstimate, ModelEntry } from '../../../electron/api/contract.ts';
 import type { FolioShell } from '../../../electron/shell/bridge.ts';
 import { api } from '../api/client.ts';
-import { addModel, downloadModel, estimateModel, loadCatalog, loadModels, rescanModels, selectModel, useModels } from '../stores/models.ts';
+import {
+  addModel,
+  downloadModel,
+  estimateModel,
+  loadCatalog,
+  loadModels,
+  rescanModels,
+  selectModel,
+  useModels,
+} from '../stores/models.ts';
 import { useSettings } from '../stores/settings.ts';
 import { runningTasks, useTasks } from '../stores/tasks.ts';
 import { formatBytes, formatCount, formatParams } from '../lib/format.ts';
 import { TaskProgress } from './Progress.tsx';
 
 const SOURCE: Record<ModelEntry['source'], string> = {
-  lmstudio: 'LM Studio', ollama: 'Ollama', huggingface: 'Hugging Face cache', folder: 'Model folder', download: 'Downloaded', added: 'Added by you',
+  lmstudio: 'LM Studio',
+  ollama: 'Ollama',
+  huggingface: 'Hugging Face cache',
+  folder: 'Model folder',
+  download: 'Downloaded',
+  added: 'Added by you',
 };
 
 function unsupportedWhy(m: ModelEntry): string {
@@ -57,15 +71,41 @@ function EstimateView({ estimate }: { estimate: MemoryEstimate | { error: string
   );
 }
 
-function ModelRow({ m, active, previewed, onPreview }: { m: ModelEntry; active: boolean; previewed: boolean; onPreview: () => void }) {
+function ModelRow({
+  m,
+  active,
+  previewed,
+  onPreview,
+}: {
+  m: ModelEntry;
+  active: boolean;
+  previewed: boolean;
+  onPreview: () => void;
+}) {
   return (
-    <li className={`model-row${m.supported ? '' : ' unsupported'}${previewed ? ' previewed' : ''}`} aria-disabled={!m.supported || undefined}>
-      <button type="button" className="model-select" onClick={onPreview} aria-expanded={previewed} aria-describedby={m.supported ? undefined : `why-${m.id}`}>
+    <li
+      className={`model-row${m.supported ? '' : ' unsupported'}${previewed ? ' previewed' : ''}`}
+      aria-disabled={!m.supported || undefined}
+    >
+      <button
+        type="button"
+        className="model-select"
+        onClick={onPreview}
+        aria-expanded={previewed}
+        aria-describedby={m.supported ? undefined : `why-${m.id}`}
+      >
         <span className="model-name">
           {m.name} {active && <span className="badge status-ready">In use</span>}
         </span>
         <span className="model-meta small">
-          {[m.architecture ?? 'unknown architecture', m.parameters ? `${formatParams(m.parameters)} parameters` : null, m.quantization, formatBytes(m.fileBytes), m.contextLength ? `${formatCount(m.contextLength)} context` : null, SOURCE[m.source]]
+          {[
+            m.architecture ?? 'unknown architecture',
+            m.parameters ? `${formatParams(m.parameters)} parameters` : null,
+            m.quantization,
+            formatBytes(m.fileBytes),
+            m.contextLength ? `${formatCount(m.contextLength)} context` : null,
+            SOURCE[m.source],
+          ]
             .filter(Boolean)
             .join(' · ')}
         </span>
@@ -101,7 +141,12 @@ function Preview({ m, active }: { m: ModelEntry; active: boolean }) {
           {error}
         </p>
       )}
-      <button type="button" className="button primary" disabled={!m.supported || !fits || selecting !== null || active} onClick={() => void selectModel(m.id)}>
+      <button
+        type="button"
+        className="button primary"
+        disabled={!m.supported || !fits || selecting !== null || active}
+        onClick={() => void selectModel(m.id)}
+      >
         {active ? 'In use' : selecting === m.id ? 'Loading…' : 'Load and use this model'}
       </button>
     </section>
@@ -113,7 +158,11 @@ function ChooseModelFile({ shell }: { shell: FolioShell }) {
   return (
     <div className="inline-form">
       <div className="inline-row">
-        <button type="button" className="button" onClick={() => void shell.openFileDialog('model').then((p) => (p[0] ? addModel(p[0]) : null))}>
+        <button
+          type="button"
+          className="button"
+          onClick={() => void shell.openFileDialog('model').then((p) => (p[0] ? addModel(p[0]) : null))}
+        >
           Choose a GGUF file…
         </button>
       </div>
@@ -137,7 +186,14 @@ function AddModelByPath() {
     <form className="inline-form" onSubmit={submit}>
       <label htmlFor="model-path">Add a GGUF file</label>
       <div className="inline-row">
-        <input id="model-path" type="text" placeholder="/path/to/model.gguf" value={path} onChange={(e) => setPath(e.target.value)} spellCheck={false} />
+        <input
+          id="model-path"
+          type="text"
+          placeholder="/path/to/model.gguf"
+          value={path}
+          onChange={(e) => setPath(e.target.value)}
+          spellCheck={false}
+        />
         <button type="submit" className="button" disabled={!path.trim()}>
           Add
         </button>
@@ -174,7 +230,12 @@ function Downloads() {
                 <strong>{c.name}</strong> <span className="muted small">{formatBytes(c.fileBytes)}</span>
                 <p className="small muted">{c.description}</p>
               </div>
-              <button type="button" className="button small" onClick={() => void downloadModel({ catalogId: c.id }, c.name)} aria-label={`Download ${c.name}`}>
+              <button
+                type="button"
+                className="button small"
+                onClick={() => void downloadModel({ catalogId: c.id }, c.name)}
+                aria-label={`Download ${c.name}`}
+              >
                 Download
               </button>
             </li>
@@ -184,7 +245,14 @@ function Downloads() {
       <form className="inline-form" onSubmit={submit}>
         <label htmlFor="hf-url">From a Hugging Face URL</label>
         <div className="inline-row">
-          <input id="hf-url" type="url" placeholder="https://huggingface.co/…/resolve/main/model.gguf" value={url} onChange={(e) => setUrl(e.target.value)} spellCheck={false} />
+          <input
+            id="hf-url"
+            type="url"
+            placeholder="https://huggingface.co/…/resolve/main/model.gguf"
+            value={url}
+            onChange={(e) => setUrl(e.target.value)}
+            spellCheck={false}
+          />
           <button type="submit" className="button" disabled={!url.trim()}>
             Download
           </button>
@@ -215,10 +283,18 @@ export function ModelsPage() {
               {scanning ? 'Searching…' : 'Search again'}
             </button>
           </div>
-          {loaded && list.length === 0 && <p className="muted small">No GGUF models found. Add a file below or download one.</p>}
+          {loaded && list.length === 0 && (
+            <p className="muted small">No GGUF models found. Add a file below or download one.</p>
+          )}
           <ul className="model-list">
             {list.map((m) => (
-              <ModelRow key={m.id} m={m} active={m.id === active} previewed={m.id === preview} onPreview={() => setPreview(m.id === preview ? null : m.id)} />
+              <ModelRow
+                key={m.id}
+                m={m}
+                active={m.id === active}
+                previewed={m.id === preview}
+                onPreview={() => setPreview(m.id === preview ? null : m.id)}
+              />
             ))}
           </ul>
           <AddModel />

@@ -9,9 +9,15 @@ import { amountText, progressText, ProgressBar, TaskProgress } from './Progress.
 
 describe('progress and time left', () => {
   it('says tokens done of total, percent and the ETA from TaskProgress.etaMs', () => {
-    expect(progressText({ phase: 'prefill', done: 1203, total: 2400, etaMs: 12_500 })).toBe('1,203 of 2,400 tokens · 50% · 13 s left');
-    expect(progressText({ phase: 'prefill', done: 10, total: 2400, etaMs: null })).toBe('10 of 2,400 tokens · 0% · estimating time left…');
-    expect(progressText({ phase: 'download', done: 5 * 2 ** 20, total: 20 * 2 ** 20, etaMs: 65_000 })).toBe('5.00 MB of 20.0 MB · 25% · 1 min 5 s left');
+    expect(progressText({ phase: 'prefill', done: 1203, total: 2400, etaMs: 12_500 })).toBe(
+      '1,203 of 2,400 tokens · 50% · 13 s left',
+    );
+    expect(progressText({ phase: 'prefill', done: 10, total: 2400, etaMs: null })).toBe(
+      '10 of 2,400 tokens · 0% · estimating time left…',
+    );
+    expect(progressText({ phase: 'download', done: 5 * 2 ** 20, total: 20 * 2 ** 20, etaMs: 65_000 })).toBe(
+      '5.00 MB of 20.0 MB · 25% · 1 min 5 s left',
+    );
     expect(progressText({ phase: 'save', done: 1, total: 1, etaMs: 0 })).toBe('100%');
     expect(amountText('load-model', 0, 1)).toBe('');
   });
@@ -20,7 +26,15 @@ describe('progress and time left', () => {
     const api = createFakeApi();
     setApi(api);
     registerTask('t1', 'import', 'd1', 'lily.txt');
-    onTaskProgress({ taskId: 't1', kind: 'prefill', documentId: 'd1', done: 100, total: 400, etaMs: 3000, message: 'reading' });
+    onTaskProgress({
+      taskId: 't1',
+      kind: 'prefill',
+      documentId: 'd1',
+      done: 100,
+      total: 400,
+      etaMs: 3000,
+      message: 'reading',
+    });
     render(<TaskProgress task={useTasks.getState().byId.t1} />);
     const bar = screen.getByRole('progressbar', { name: 'Reading into the model lily.txt' });
     expect(bar.getAttribute('aria-valuenow')).toBe('25');

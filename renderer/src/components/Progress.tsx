@@ -3,7 +3,17 @@
 import { cancelTask, KIND_LABEL, type TaskEntry, type TaskKind } from '../stores/tasks.ts';
 import { formatBytes, formatCount, formatEta, fraction } from '../lib/format.ts';
 
-export function ProgressBar({ value, label, valueText, indeterminate }: { value: number; label: string; valueText?: string; indeterminate?: boolean }) {
+export function ProgressBar({
+  value,
+  label,
+  valueText,
+  indeterminate,
+}: {
+  value: number;
+  label: string;
+  valueText?: string;
+  indeterminate?: boolean;
+}) {
   const pct = Math.round(value * 100);
   return (
     <div
@@ -38,7 +48,11 @@ export function amountText(phase: TaskKind, done: number, total: number): string
 /** The line under a task's bar: amount, percent, time left. */
 export function progressText(t: Pick<TaskEntry, 'phase' | 'done' | 'total' | 'etaMs'>): string {
   const f = fraction(t.done, t.total);
-  const parts = [amountText(t.phase, t.done, t.total), t.total > 0 ? `${Math.round(f * 100)}%` : '', t.done >= t.total && t.total > 0 ? '' : formatEta(t.etaMs)];
+  const parts = [
+    amountText(t.phase, t.done, t.total),
+    t.total > 0 ? `${Math.round(f * 100)}%` : '',
+    t.done >= t.total && t.total > 0 ? '' : formatEta(t.etaMs),
+  ];
   return parts.filter(Boolean).join(' · ');
 }
 
@@ -52,14 +66,31 @@ export function TaskProgress({ task, compact = false, title }: { task: TaskEntry
       <div className="task-head">
         <span className="task-title">{heading}</span>
         {!finished && (
-          <button type="button" className="link-button" onClick={() => cancelTask(task.taskId)} disabled={task.cancelling} aria-label={`Cancel: ${heading}`}>
+          <button
+            type="button"
+            className="link-button"
+            onClick={() => cancelTask(task.taskId)}
+            disabled={task.cancelling}
+            aria-label={`Cancel: ${heading}`}
+          >
             {task.cancelling ? 'Cancelling…' : 'Cancel'}
           </button>
         )}
       </div>
-      <ProgressBar value={finished?.ok ? 1 : f} label={heading} valueText={text || undefined} indeterminate={!finished && task.total <= 0} />
+      <ProgressBar
+        value={finished?.ok ? 1 : f}
+        label={heading}
+        valueText={text || undefined}
+        indeterminate={!finished && task.total <= 0}
+      />
       <div className="task-detail">
-        {finished ? (finished.ok ? 'Done' : finished.cancelled ? 'Cancelled' : `Failed: ${finished.error ?? ''}`) : text || task.message}
+        {finished
+          ? finished.ok
+            ? 'Done'
+            : finished.cancelled
+              ? 'Cancelled'
+              : `Failed: ${finished.error ?? ''}`
+          : text || task.message}
       </div>
     </div>
   );

@@ -12,7 +12,12 @@ function settingsApi() {
   const api = createFakeApi({
     'settings.get': () => s,
     'settings.update': (p: SettingsPatch) => {
-      s = { ...s, ...p, compression: { ...s.compression, ...p.compression }, sampling: { ...s.sampling, ...p.sampling } } as Settings;
+      s = {
+        ...s,
+        ...p,
+        compression: { ...s.compression, ...p.compression },
+        sampling: { ...s.sampling, ...p.sampling },
+      } as Settings;
       return s;
     },
   });

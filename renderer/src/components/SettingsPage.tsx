@@ -31,12 +31,25 @@ interface Draft {
 }
 
 function draftOf(s: Settings): Draft {
-  const c = s.compression, p = s.sampling;
+  const c = s.compression,
+    p = s.sampling;
   return {
-    method: c.method, budget: String(c.budget), alpha: String(c.alpha), window: String(c.window), kernel: String(c.kernel),
-    temperature: String(p.temperature), topK: String(p.topK), topP: String(p.topP), minP: String(p.minP), repeatPenalty: String(p.repeatPenalty),
-    maxTokens: String(p.maxTokens), seed: p.seed === null ? '' : String(p.seed), systemPrompt: s.systemPrompt,
-    nCtx: s.nCtx === null ? '' : String(s.nCtx), threads: s.threads === null ? '' : String(s.threads), kvType: s.kvType,
+    method: c.method,
+    budget: String(c.budget),
+    alpha: String(c.alpha),
+    window: String(c.window),
+    kernel: String(c.kernel),
+    temperature: String(p.temperature),
+    topK: String(p.topK),
+    topP: String(p.topP),
+    minP: String(p.minP),
+    repeatPenalty: String(p.repeatPenalty),
+    maxTokens: String(p.maxTokens),
+    seed: p.seed === null ? '' : String(p.seed),
+    systemPrompt: s.systemPrompt,
+    nCtx: s.nCtx === null ? '' : String(s.nCtx),
+    threads: s.threads === null ? '' : String(s.threads),
+    kvType: s.kvType,
   };
 }
 
@@ -58,9 +71,16 @@ export function patchOf(d: Draft): { patch: SettingsPatch; errors: Partial<Recor
   const window = num('window', 1, 4096, true);
   const kernel = num('kernel', 1, 255, true);
   if (kernel !== null && kernel % 2 === 0) errors.kernel = 'an odd number';
-  if (budget !== null && budget > 1 && !Number.isInteger(budget)) errors.budget = 'a ratio up to 1, or a whole number of tokens';
+  if (budget !== null && budget > 1 && !Number.isInteger(budget))
+    errors.budget = 'a ratio up to 1, or a whole number of tokens';
   const patch: SettingsPatch = {
-    compression: { method: d.method, budget: budget ?? undefined, alpha: alpha ?? undefined, window: window ?? undefined, kernel: kernel ?? undefined },
+    compression: {
+      method: d.method,
+      budget: budget ?? undefined,
+      alpha: alpha ?? undefined,
+      window: window ?? undefined,
+      kernel: kernel ?? undefined,
+    },
     sampling: {
       temperature: num('temperature', 0, 10) ?? undefined,
       topK: num('topK', 0, 1_000_000, true) ?? undefined,
@@ -78,7 +98,19 @@ export function patchOf(d: Draft): { patch: SettingsPatch; errors: Partial<Recor
   return { patch, errors };
 }
 
-function Field({ id, label, hint, error, children }: { id: string; label: string; hint?: string; error?: string; children: ReactNode }) {
+function Field({
+  id,
+  label,
+  hint,
+  error,
+  children,
+}: {
+  id: string;
+  label: string;
+  hint?: string;
+  error?: string;
+  children: ReactNode;
+}) {
   return (
     <div className={`field${error ? ' invalid' : ''}`}>
       <label htmlFor={id}>{label}</label>
@@ -119,7 +151,8 @@ function ModelFolders() {
   // The desktop app searches only folders chosen in its folder dialog (its main process refuses typed ones).
   const shell = hasApi() ? api().shell : undefined;
   const add = (folder: string) => {
-    if (!folders.includes(folder)) void updateSettings({ modelFolders: [...folders, folder] }).then((ok) => ok && setPath(''));
+    if (!folders.includes(folder))
+      void updateSettings({ modelFolders: [...folders, folder] }).then((ok) => ok && setPath(''));
   };
   return (
     <div>
@@ -127,14 +160,23 @@ function ModelFolders() {
         {folders.map((f) => (
           <li key={f}>
             <code>{f}</code>
-            <button type="button" className="link-button" aria-label={`Remove ${f}`} onClick={() => void updateSettings({ modelFolders: folders.filter((x) => x !== f) })}>
+            <button
+              type="button"
+              className="link-button"
+              aria-label={`Remove ${f}`}
+              onClick={() => void updateSettings({ modelFolders: folders.filter((x) => x !== f) })}
+            >
               Remove
             </button>
           </li>
         ))}
       </ul>
       {shell ? (
-        <button type="button" className="button" onClick={() => void shell.openFileDialog('folder').then((p) => p[0] && add(p[0]))}>
+        <button
+          type="button"
+          className="button"
+          onClick={() => void shell.openFileDialog('folder').then((p) => p[0] && add(p[0]))}
+        >
           Choose a folder…
         </button>
       ) : (
@@ -148,7 +190,14 @@ function ModelFolders() {
           <label htmlFor="folder-path" className="sr-only">
             Folder to search for models
           </label>
-          <input id="folder-path" type="text" placeholder="/path/to/models" value={path} onChange={(e) => setPath(e.target.value)} spellCheck={false} />
+          <input
+            id="folder-path"
+            type="text"
+            placeholder="/path/to/models"
+            value={path}
+            onChange={(e) => setPath(e.target.value)}
+            spellCheck={false}
+          />
           <button type="submit" className="button" disabled={!path.trim()}>
             Add folder
           </button>
@@ -172,7 +221,12 @@ export function SettingsPage() {
     setDraft({ ...draft, [k]: v });
     setSaved(false);
   };
-  const text = (k: keyof Draft, label: string, hint?: string, o: { inputMode?: 'decimal' | 'numeric'; placeholder?: string } = {}) => (
+  const text = (
+    k: keyof Draft,
+    label: string,
+    hint?: string,
+    o: { inputMode?: 'decimal' | 'numeric'; placeholder?: string } = {},
+  ) => (
     <Field id={`set-${k}`} label={label} hint={hint} error={errors[k]}>
       <input
         id={`set-${k}`}
@@ -187,7 +241,9 @@ export function SettingsPage() {
     </Field>
   );
   const dirty = JSON.stringify(draft) !== JSON.stringify(draftOf(settings));
-  const compressionChanged = (['method', 'budget', 'alpha', 'window', 'kernel'] as const).some((k) => String(draft[k]) !== String(draftOf(settings)[k]));
+  const compressionChanged = (['method', 'budget', 'alpha', 'window', 'kernel'] as const).some(
+    (k) => String(draft[k]) !== String(draftOf(settings)[k]),
+  );
   const submit = async (e: FormEvent) => {
     e.preventDefault();
     const r = patchOf(draft);
@@ -214,7 +270,12 @@ export function SettingsPage() {
       <section className="card" aria-labelledby="compression-heading">
         <h3 id="compression-heading">Compression</h3>
         <Field id="set-method" label="Method" hint={METHOD_CHOICES.find((m) => m.value === draft.method)?.hint}>
-          <select id="set-method" value={draft.method} onChange={(e) => set('method', e.target.value as CompressionMethod)} aria-describedby="set-method-msg">
+          <select
+            id="set-method"
+            value={draft.method}
+            onChange={(e) => set('method', e.target.value as CompressionMethod)}
+            aria-describedby="set-method-msg"
+          >
             {METHOD_CHOICES.map((m) => (
               <option key={m.value} value={m.value}>
                 {m.label}
@@ -225,10 +286,16 @@ export function SettingsPage() {
         <div className="field-row">
           {text('budget', 'Budget', 'A share of the document (0.2 = 20%) or tokens per KV head (e.g. 512)')}
           {text('alpha', 'Safeguard α', '0 to 1: the share every head gets regardless of need')}
-          {text('window', 'Observation window', 'The last tokens whose attention scores the rest', { inputMode: 'numeric' })}
+          {text('window', 'Observation window', 'The last tokens whose attention scores the rest', {
+            inputMode: 'numeric',
+          })}
           {text('kernel', 'Pooling kernel', 'Odd; smooths scores over neighbouring tokens', { inputMode: 'numeric' })}
         </div>
-        {compressionChanged && <p className="notice small">Documents compressed with the old settings become stale and are compressed again when you next use them.</p>}
+        {compressionChanged && (
+          <p className="notice small">
+            Documents compressed with the old settings become stale and are compressed again when you next use them.
+          </p>
+        )}
       </section>
       <section className="card" aria-labelledby="sampling-heading">
         <h3 id="sampling-heading">Answers</h3>
@@ -241,17 +308,35 @@ export function SettingsPage() {
           {text('maxTokens', 'Longest answer (tokens)', undefined, { inputMode: 'numeric' })}
           {text('seed', 'Seed', 'Empty = random', { inputMode: 'numeric', placeholder: 'random' })}
         </div>
-        <Field id="set-systemPrompt" label="System prompt" hint="Sent before the document; changing it means reading documents again.">
-          <textarea id="set-systemPrompt" rows={4} value={draft.systemPrompt} onChange={(e) => set('systemPrompt', e.target.value)} aria-describedby="set-systemPrompt-msg" />
+        <Field
+          id="set-systemPrompt"
+          label="System prompt"
+          hint="Sent before the document; changing it means reading documents again."
+        >
+          <textarea
+            id="set-systemPrompt"
+            rows={4}
+            value={draft.systemPrompt}
+            onChange={(e) => set('systemPrompt', e.target.value)}
+            aria-describedby="set-systemPrompt-msg"
+          />
         </Field>
       </section>
       <section className="card" aria-labelledby="engine-heading">
         <h3 id="engine-heading">Engine</h3>
         <div className="field-row">
-          {text('nCtx', 'Context length', 'Empty = the model’s own (capped by memory)', { inputMode: 'numeric', placeholder: 'model default' })}
+          {text('nCtx', 'Context length', 'Empty = the model’s own (capped by memory)', {
+            inputMode: 'numeric',
+            placeholder: 'model default',
+          })}
           {text('threads', 'Threads', 'Empty = all cores', { inputMode: 'numeric', placeholder: 'all cores' })}
           <Field id="set-kvType" label="Cache precision" hint="f16 halves the cache’s memory">
-            <select id="set-kvType" value={draft.kvType} onChange={(e) => set('kvType', e.target.value as Settings['kvType'])} aria-describedby="set-kvType-msg">
+            <select
+              id="set-kvType"
+              value={draft.kvType}
+              onChange={(e) => set('kvType', e.target.value as Settings['kvType'])}
+              aria-describedby="set-kvType-msg"
+            >
               <option value="f16">f16</option>
               <option value="f32">f32</option>
             </select>
@@ -260,12 +345,22 @@ export function SettingsPage() {
         <div className="field">
           <span className="label-like">Model folders</span>
           <ModelFolders />
-          <span className="field-hint small muted">Searched for GGUF files besides LM Studio, Ollama and the Hugging Face cache.</span>
+          <span className="field-hint small muted">
+            Searched for GGUF files besides LM Studio, Ollama and the Hugging Face cache.
+          </span>
         </div>
       </section>
       <ApiAccess />
       <div className="settings-actions">
-        <button type="button" className="button" disabled={!dirty || saving} onClick={() => { setDraft(draftOf(settings)); setErrors({}); }}>
+        <button
+          type="button"
+          className="button"
+          disabled={!dirty || saving}
+          onClick={() => {
+            setDraft(draftOf(settings));
+            setErrors({});
+          }}
+        >
           Discard changes
         </button>
         <button type="submit" className="button primary" disabled={!dirty || saving}>

@@ -32,7 +32,12 @@ function DocumentRow({ id, selected }: { id: string; selected: boolean }) {
     });
   return (
     <li className={`doc-item${selected ? ' selected' : ''}`} data-testid="document" data-status={d.status}>
-      <button type="button" className="doc-select" aria-current={selected ? 'true' : undefined} onClick={() => selectDocument(id)}>
+      <button
+        type="button"
+        className="doc-select"
+        aria-current={selected ? 'true' : undefined}
+        onClick={() => selectDocument(id)}
+      >
         <span className="doc-title">{d.title}</span>
         <span className="doc-meta">
           {d.pages > 0 && `${d.pages} ${d.pages === 1 ? 'page' : 'pages'} · `}
@@ -49,14 +54,20 @@ function DocumentRow({ id, selected }: { id: string; selected: boolean }) {
           )}
         </span>
         {saved && d.status !== 'failed' && (
-          <span className="doc-meta saved">
-            saves {formatPercent(saved.fraction)} of the cache
-          </span>
+          <span className="doc-meta saved">saves {formatPercent(saved.fraction)} of the cache</span>
         )}
-        {d.status === 'stale' && <span className="doc-note">Compressed for another model or settings; rebuilt when you next ask.</span>}
+        {d.status === 'stale' && (
+          <span className="doc-note">Compressed for another model or settings; rebuilt when you next ask.</span>
+        )}
         {d.status === 'failed' && d.error && <span className="doc-error">{d.error}</span>}
       </button>
-      <button type="button" className="icon-button doc-delete" aria-label={`Delete ${d.title}`} title="Delete" onClick={askDelete}>
+      <button
+        type="button"
+        className="icon-button doc-delete"
+        aria-label={`Delete ${d.title}`}
+        title="Delete"
+        onClick={askDelete}
+      >
         <TrashIcon />
       </button>
       {task && (
@@ -83,7 +94,12 @@ function ChatList({ documentId }: { documentId: string }) {
     <section className="chat-list" aria-labelledby="chats-heading">
       <div className="section-head">
         <h2 id="chats-heading">Chats</h2>
-        <button type="button" className="button small" onClick={() => void createChat(documentId)} title="New chat (Ctrl/⌘ + Shift + O)">
+        <button
+          type="button"
+          className="button small"
+          onClick={() => void createChat(documentId)}
+          title="New chat (Ctrl/⌘ + Shift + O)"
+        >
           New chat
         </button>
       </div>
@@ -94,7 +110,12 @@ function ChatList({ documentId }: { documentId: string }) {
           {chats.map((c) =>
             c ? (
               <li key={c.id} className={c.id === chatId ? 'selected' : ''}>
-                <button type="button" className="chat-select" aria-current={c.id === chatId ? 'true' : undefined} onClick={() => selectChat(c.id)}>
+                <button
+                  type="button"
+                  className="chat-select"
+                  aria-current={c.id === chatId ? 'true' : undefined}
+                  onClick={() => selectChat(c.id)}
+                >
                   <span className="chat-title">{c.title}</span>
                   <span className="chat-count">{c.messageCount}</span>
                 </button>
@@ -104,7 +125,13 @@ function ChatList({ documentId }: { documentId: string }) {
                   aria-label={`Delete chat ${c.title}`}
                   title="Delete chat"
                   onClick={() =>
-                    askConfirm({ title: `Delete “${c.title}”?`, body: 'Its messages are removed. The document stays.', confirmLabel: 'Delete chat', danger: true, onConfirm: () => void deleteChat(c.id) })
+                    askConfirm({
+                      title: `Delete “${c.title}”?`,
+                      body: 'Its messages are removed. The document stays.',
+                      confirmLabel: 'Delete chat',
+                      danger: true,
+                      onConfirm: () => void deleteChat(c.id),
+                    })
                   }
                 >
                   <TrashIcon />
@@ -144,7 +171,10 @@ export function EngineBadge() {
       <span className={`dot engine-${state}`} aria-hidden="true" />
       <span className="engine-text">
         <span>{model ? model.name : modelId ? 'model' : 'No model chosen'}</span>
-        <span className="muted small" title={(state === 'crashed' ? status?.message : status?.backendReason) || undefined}>
+        <span
+          className="muted small"
+          title={(state === 'crashed' ? status?.message : status?.backendReason) || undefined}
+        >
           Engine {text}
           {status?.backend ? ` · ${status.backend}` : ''}
         </span>
@@ -162,7 +192,9 @@ export function Sidebar() {
   return (
     <aside className="sidebar" aria-label="Library">
       <div className="brand">
-        <span className="logo" aria-hidden="true">F</span>
+        <span className="logo" aria-hidden="true">
+          F
+        </span>
         <span className="brand-name">Folio</span>
       </div>
       <section className="library" aria-labelledby="library-heading">
@@ -182,7 +214,9 @@ export function Sidebar() {
           </p>
         )}
         {loaded && order.length === 0 ? (
-          <p className="muted small">No documents yet. Import a PDF, Word, Markdown or text file, or drop one anywhere in the window.</p>
+          <p className="muted small">
+            No documents yet. Import a PDF, Word, Markdown or text file, or drop one anywhere in the window.
+          </p>
         ) : (
           <ul className="doc-list">
             {order.map((id) => (
@@ -196,10 +230,22 @@ export function Sidebar() {
         <OtherTasks />
         <EngineBadge />
         <nav className="foot-nav" aria-label="App">
-          <button type="button" className={`nav-button${route !== 'main' ? ' active' : ''}`} aria-current={route !== 'main' ? 'page' : undefined} onClick={() => go(route === 'main' ? 'models' : 'main')} title="Models and settings (Ctrl/⌘ + ,)">
+          <button
+            type="button"
+            className={`nav-button${route !== 'main' ? ' active' : ''}`}
+            aria-current={route !== 'main' ? 'page' : undefined}
+            onClick={() => go(route === 'main' ? 'models' : 'main')}
+            title="Models and settings (Ctrl/⌘ + ,)"
+          >
             {route === 'main' ? 'Models & settings' : '← Back to library'}
           </button>
-          <button type="button" className="icon-button" aria-label="Keyboard shortcuts" title="Keyboard shortcuts (Ctrl/⌘ + /)" onClick={() => setHelp(true)}>
+          <button
+            type="button"
+            className="icon-button"
+            aria-label="Keyboard shortcuts"
+            title="Keyboard shortcuts (Ctrl/⌘ + /)"
+            onClick={() => setHelp(true)}
+          >
             ?
           </button>
         </nav>

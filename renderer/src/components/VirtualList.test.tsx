@@ -7,7 +7,9 @@ const keys = Array.from({ length: 1000 }, (_, i) => `m${i}`);
 
 describe('the virtualised message list', () => {
   it('puts only the messages near the viewport in the DOM, out of 1,000', () => {
-    render(<VirtualList keys={keys} label="Conversation" estimate={100} overscan={200} renderItem={(k) => <p>{k}</p>} />);
+    render(
+      <VirtualList keys={keys} label="Conversation" estimate={100} overscan={200} renderItem={(k) => <p>{k}</p>} />,
+    );
     const list = screen.getByRole('log', { name: 'Conversation' });
     const rendered = list.querySelectorAll('.vlist-item');
     expect(rendered.length).toBeGreaterThan(5);

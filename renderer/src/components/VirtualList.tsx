@@ -20,7 +20,16 @@ export interface VirtualListProps {
   busy?: boolean;
 }
 
-export function VirtualList({ keys, renderItem, estimate = 120, overscan = 800, bottomKey, className, label, busy }: VirtualListProps) {
+export function VirtualList({
+  keys,
+  renderItem,
+  estimate = 120,
+  overscan = 800,
+  bottomKey,
+  className,
+  label,
+  busy,
+}: VirtualListProps) {
   const scrollRef = useRef<HTMLDivElement>(null);
   const cache = useMemo(() => new HeightCache(estimate), [estimate]);
   const [version, setVersion] = useState(0);
@@ -117,7 +126,16 @@ export function VirtualList({ keys, renderItem, estimate = 120, overscan = 800, 
 
   const total = offsets[offsets.length - 1];
   return (
-    <div ref={scrollRef} className={`vlist ${className ?? ''}`} onScroll={onScroll} role="log" aria-label={label} aria-busy={busy || undefined} tabIndex={0} data-testid="message-list">
+    <div
+      ref={scrollRef}
+      className={`vlist ${className ?? ''}`}
+      onScroll={onScroll}
+      role="log"
+      aria-label={label}
+      aria-busy={busy || undefined}
+      tabIndex={0}
+      data-testid="message-list"
+    >
       <div className="vlist-inner" style={{ height: total }}>
         <div className="vlist-window" style={{ transform: `translateY(${offsets[range.start] ?? 0}px)` }}>
           {keys.slice(range.start, range.end).map((key, i) => (

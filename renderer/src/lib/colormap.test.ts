@@ -1,6 +1,15 @@
 import { describe, expect, it } from 'vitest';
 
-import { colorAt, colorTable, cssGradient, hexToRgb, luminance, rgbToHex, tOfColor, VIRIDIS_STOPS } from './colormap.ts';
+import {
+  colorAt,
+  colorTable,
+  cssGradient,
+  hexToRgb,
+  luminance,
+  rgbToHex,
+  tOfColor,
+  VIRIDIS_STOPS,
+} from './colormap.ts';
 
 describe('the colour scale', () => {
   it('runs from viridis dark violet to yellow through its stops', () => {

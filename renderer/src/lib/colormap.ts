@@ -6,7 +6,17 @@ export type Rgb = readonly [number, number, number];
 
 /** Viridis sampled at t = 0, 0.1, ..., 1. */
 export const VIRIDIS_STOPS: readonly string[] = [
-  '#440154', '#482475', '#414487', '#355f8d', '#2a788e', '#21918c', '#22a884', '#44bf70', '#7ad151', '#bddf26', '#fde725',
+  '#440154',
+  '#482475',
+  '#414487',
+  '#355f8d',
+  '#2a788e',
+  '#21918c',
+  '#22a884',
+  '#44bf70',
+  '#7ad151',
+  '#bddf26',
+  '#fde725',
 ];
 
 const STOPS: Rgb[] = VIRIDIS_STOPS.map(hexToRgb);
@@ -26,8 +36,13 @@ export function colorAt(t: number): Rgb {
   const f = x * (STOPS.length - 1);
   const i = Math.min(STOPS.length - 2, Math.floor(f));
   const u = f - i;
-  const a = STOPS[i], b = STOPS[i + 1];
-  return [Math.round(a[0] + (b[0] - a[0]) * u), Math.round(a[1] + (b[1] - a[1]) * u), Math.round(a[2] + (b[2] - a[2]) * u)];
+  const a = STOPS[i],
+    b = STOPS[i + 1];
+  return [
+    Math.round(a[0] + (b[0] - a[0]) * u),
+    Math.round(a[1] + (b[1] - a[1]) * u),
+    Math.round(a[2] + (b[2] - a[2]) * u),
+  ];
 }
 
 /** A lookup table of n CSS colours, for drawing many cells without string work per cell. */
@@ -37,7 +52,8 @@ export function colorTable(n = 256): string[] {
 
 /** Inverse of colorAt: the t whose colour is nearest to rgb (used by tests reading pixels back). */
 export function tOfColor(rgb: Rgb, steps = 1000): number {
-  let best = 0, bestD = Infinity;
+  let best = 0,
+    bestD = Infinity;
   for (let i = 0; i <= steps; i++) {
     const c = colorAt(i / steps);
     const d = (c[0] - rgb[0]) ** 2 + (c[1] - rgb[1]) ** 2 + (c[2] - rgb[2]) ** 2;

@@ -3,7 +3,8 @@
 export function formatBytes(n: number | null | undefined): string {
   if (n === null || n === undefined || !Number.isFinite(n)) return '–';
   const units = ['B', 'KB', 'MB', 'GB', 'TB'];
-  let v = Math.abs(n), u = 0;
+  let v = Math.abs(n),
+    u = 0;
   while (v >= 1024 && u < units.length - 1) {
     v /= 1024;
     u++;
@@ -51,7 +52,10 @@ export function fraction(done: number, total: number): number {
 }
 
 /** The saving of a compressed cache: bytes and fraction saved. */
-export function saving(full: number | null | undefined, kept: number | null | undefined): { bytes: number; fraction: number } | null {
+export function saving(
+  full: number | null | undefined,
+  kept: number | null | undefined,
+): { bytes: number; fraction: number } | null {
   if (!full || kept === null || kept === undefined) return null;
   return { bytes: full - kept, fraction: (full - kept) / full };
 }

@@ -2,19 +2,45 @@ import { describe, expect, it } from 'vitest';
 
 import { stats } from '../test/fake-api.ts';
 import { colorTable, tOfColor, hexToRgb } from './colormap.ts';
-import { cellAt, cellCenter, cellColor, cellRect, computeLayout, drawHeatmap, formatMetric, metricDomain, metricGrid, normalize, type Ctx2D } from './heatmap.ts';
+import {
+  cellAt,
+  cellCenter,
+  cellColor,
+  cellRect,
+  computeLayout,
+  drawHeatmap,
+  formatMetric,
+  metricDomain,
+  metricGrid,
+  normalize,
+  type Ctx2D,
+} from './heatmap.ts';
 
 function recorder() {
   const fills: { style: string; x: number; y: number; w: number; h: number }[] = [];
   const strokes: { style: string; x: number; y: number }[] = [];
   const texts: string[] = [];
   const ctx: Ctx2D & { fills: typeof fills; strokes: typeof strokes; texts: string[] } = {
-    fills, strokes, texts,
-    fillStyle: '', strokeStyle: '', lineWidth: 1, font: '', textAlign: 'left', textBaseline: 'alphabetic',
-    setTransform() {}, clearRect() {},
-    fillRect(x, y, w, h) { fills.push({ style: String(this.fillStyle), x, y, w, h }); },
-    strokeRect(x, y) { strokes.push({ style: String(this.strokeStyle), x, y }); },
-    fillText(t) { texts.push(t); },
+    fills,
+    strokes,
+    texts,
+    fillStyle: '',
+    strokeStyle: '',
+    lineWidth: 1,
+    font: '',
+    textAlign: 'left',
+    textBaseline: 'alphabetic',
+    setTransform() {},
+    clearRect() {},
+    fillRect(x, y, w, h) {
+      fills.push({ style: String(this.fillStyle), x, y, w, h });
+    },
+    strokeRect(x, y) {
+      strokes.push({ style: String(this.strokeStyle), x, y });
+    },
+    fillText(t) {
+      texts.push(t);
+    },
   };
   return ctx;
 }
@@ -73,7 +99,12 @@ describe('the cell geometry', () => {
 
   it('maps points to cells and back', () => {
     const l = computeLayout(32, 32, 800);
-    for (const [r, c] of [[0, 0], [5, 7], [31, 31], [17, 2]]) {
+    for (const [r, c] of [
+      [0, 0],
+      [5, 7],
+      [31, 31],
+      [17, 2],
+    ]) {
       const p = cellCenter(l, r, c);
       expect(cellAt(l, p.x, p.y)).toEqual({ row: r, col: c });
       const rect = cellRect(l, r, c);
@@ -98,7 +129,8 @@ describe('drawing', () => {
     expect(ctx.fills).toHaveLength(12);
     const table = colorTable(256);
     ctx.fills.forEach((f, i) => {
-      const r = Math.floor(i / g.cols), c = i % g.cols;
+      const r = Math.floor(i / g.cols),
+        c = i % g.cols;
       expect(f).toMatchObject(cellRect(l, r, c));
       expect(f.style).toBe(cellColor(g.values[i], domain));
       expect(table).toContain(f.style);

@@ -7,9 +7,25 @@ import { colorTable } from './colormap.ts';
 export type Metric = 'budget' | 'mass' | 'concentration';
 
 export const METRICS: { id: Metric; label: string; unit: string; explain: string }[] = [
-  { id: 'budget', label: 'Budget', unit: 'kept tokens', explain: 'Tokens of the document each KV head kept (its share of the layer budget).' },
-  { id: 'mass', label: 'Retained attention', unit: 'of attention mass', explain: 'Share of the observation window’s attention that falls on the tokens the head kept.' },
-  { id: 'concentration', label: 'Concentration', unit: 'of tokens hold 90%', explain: 'Share of the document’s tokens that hold 90% of the head’s attention: low means focused, high means spread.' },
+  {
+    id: 'budget',
+    label: 'Budget',
+    unit: 'kept tokens',
+    explain: 'Tokens of the document each KV head kept (its share of the layer budget).',
+  },
+  {
+    id: 'mass',
+    label: 'Retained attention',
+    unit: 'of attention mass',
+    explain: 'Share of the observation window’s attention that falls on the tokens the head kept.',
+  },
+  {
+    id: 'concentration',
+    label: 'Concentration',
+    unit: 'of tokens hold 90%',
+    explain:
+      'Share of the document’s tokens that hold 90% of the head’s attention: low means focused, high means spread.',
+  },
 ];
 
 export interface Grid {
@@ -39,11 +55,14 @@ export type Domain = readonly [number, number];
  * [0, 1] for fractions.
  */
 export function metricDomain(grids: Grid[], metric: Metric): Domain {
-  let lo = Infinity, hi = -Infinity;
-  for (const g of grids) for (const v of g.values) if (Number.isFinite(v)) {
-    if (v < lo) lo = v;
-    if (v > hi) hi = v;
-  }
+  let lo = Infinity,
+    hi = -Infinity;
+  for (const g of grids)
+    for (const v of g.values)
+      if (Number.isFinite(v)) {
+        if (v < lo) lo = v;
+        if (v > hi) hi = v;
+      }
   if (!Number.isFinite(lo)) return metric === 'budget' ? [0, 1] : [0, 1];
   if (hi > lo) return [lo, hi];
   return metric === 'budget' ? [0, Math.max(hi, 1)] : [0, 1];
@@ -96,7 +115,13 @@ export function computeLayout(rows: number, cols: number, availableWidth: number
   const cell = Math.max(minCell, Math.min(maxCell, Math.floor(Math.min(byWidth, byHeight))));
   const labelEvery = cell >= 14 ? 1 : cell >= 7 ? 4 : 8;
   return {
-    rows, cols, cell, gap, x0: labelLeft, y0: labelTop, labelEvery,
+    rows,
+    cols,
+    cell,
+    gap,
+    x0: labelLeft,
+    y0: labelTop,
+    labelEvery,
     width: labelLeft + cols * cell + Math.max(0, cols - 1) * gap + pad,
     height: labelTop + rows * cell + Math.max(0, rows - 1) * gap + pad,
   };
@@ -178,7 +203,10 @@ export function drawHeatmap(ctx: Ctx2D, l: Layout, grid: Grid, domain: Domain, o
   ctx.textBaseline = 'alphabetic';
   for (let c = 0; c < grid.cols; c += l.labelEvery) ctx.fillText(`H${c}`, l.x0 + c * pitch + l.cell / 2, l.y0 - 6);
   // Hover and the locked head: a dark and a light ring, visible on every colour of the scale.
-  for (const [cell, width] of [[o.hover, 1.5], [o.selected, 2.5]] as const) {
+  for (const [cell, width] of [
+    [o.hover, 1.5],
+    [o.selected, 2.5],
+  ] as const) {
     if (!cell) continue;
     const { x, y, w, h } = cellRect(l, cell.row, cell.col);
     ctx.lineWidth = width;

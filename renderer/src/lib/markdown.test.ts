@@ -21,7 +21,9 @@ describe('answers as Markdown', () => {
   });
 
   it('strips javascript: links, iframes, forms and styles; links open outside', () => {
-    const html = renderMarkdown('[x](javascript:alert(1)) [ok](https://example.com) <iframe src="https://e.vil"></iframe><form><input></form><style>*{}</style><p style="color:red">s</p>');
+    const html = renderMarkdown(
+      '[x](javascript:alert(1)) [ok](https://example.com) <iframe src="https://e.vil"></iframe><form><input></form><style>*{}</style><p style="color:red">s</p>',
+    );
     expect(html).not.toMatch(/javascript:/i);
     expect(html).not.toMatch(/<iframe|<form|<input|<style|style=/i);
     expect(html).toContain('href="https://example.com"');

@@ -5,8 +5,10 @@ import { METHOD_TABLE, methodLabel, type CompressionMethod } from '../../../elec
 export { methodLabel };
 
 /** The methods a user can choose, in the table's order, with their labels and descriptions. */
-export const METHOD_CHOICES: readonly { value: CompressionMethod; label: string; hint: string }[] = METHOD_TABLE.map((m) => ({
-  value: m.name,
-  label: m.label,
-  hint: m.description,
-}));
+export const METHOD_CHOICES: readonly { value: CompressionMethod; label: string; hint: string }[] = METHOD_TABLE.map(
+  (m) => ({
+    value: m.name,
+    label: m.label,
+    hint: m.description,
+  }),
+);

@@ -2,7 +2,14 @@ import { describe, expect, it } from 'vitest';
 
 import { keyLabel, matchShortcut, SHORTCUTS, type KeyLike } from './shortcuts.ts';
 
-const k = (key: string, o: Partial<KeyLike> = {}): KeyLike => ({ key, ctrlKey: false, metaKey: false, shiftKey: false, altKey: false, ...o });
+const k = (key: string, o: Partial<KeyLike> = {}): KeyLike => ({
+  key,
+  ctrlKey: false,
+  metaKey: false,
+  shiftKey: false,
+  altKey: false,
+  ...o,
+});
 
 describe('keyboard shortcuts', () => {
   it('maps the frequent actions (Ctrl on Linux and Windows)', () => {

@@ -2,7 +2,16 @@
 // Modifier combinations only (except Escape and "/" outside text fields), so screen-reader and typing
 // keys are never taken.
 
-export type ShortcutAction = 'import' | 'new-chat' | 'focus-question' | 'stop' | 'tab-chat' | 'tab-document' | 'tab-inspector' | 'settings' | 'help';
+export type ShortcutAction =
+  | 'import'
+  | 'new-chat'
+  | 'focus-question'
+  | 'stop'
+  | 'tab-chat'
+  | 'tab-document'
+  | 'tab-inspector'
+  | 'settings'
+  | 'help';
 
 export interface Shortcut {
   action: ShortcutAction;
@@ -15,12 +24,24 @@ export interface Shortcut {
 
 export const SHORTCUTS: Shortcut[] = [
   { action: 'import', keys: [], desktopKeys: [['Mod', 'O']], label: 'Import a document' },
-  { action: 'new-chat', keys: [['Mod', 'Shift', 'O']], desktopKeys: [['Mod', 'N']], label: 'New chat over the selected document' },
+  {
+    action: 'new-chat',
+    keys: [['Mod', 'Shift', 'O']],
+    desktopKeys: [['Mod', 'N']],
+    label: 'New chat over the selected document',
+  },
   { action: 'focus-question', keys: [['/'], ['Mod', 'Shift', 'L']], label: 'Focus the question box' },
   { action: 'stop', keys: [['Esc']], label: 'Stop the answer being written' },
   { action: 'tab-chat', keys: [['Mod', 'Shift', '1']], label: 'Open the chat' },
   { action: 'tab-document', keys: [['Mod', 'Shift', '2']], label: 'Open the document view' },
-  { action: 'tab-inspector', keys: [['Mod', 'I'], ['Mod', 'Shift', '3']], label: 'Open the inspector' },
+  {
+    action: 'tab-inspector',
+    keys: [
+      ['Mod', 'I'],
+      ['Mod', 'Shift', '3'],
+    ],
+    label: 'Open the inspector',
+  },
   { action: 'settings', keys: [['Mod', ',']], label: 'Models and settings' },
   { action: 'help', keys: [['Mod', '/'], ['?']], label: 'Show these shortcuts' },
 ];

@@ -5,8 +5,15 @@ import { ApiError, UPLOAD_FILE_NAME_HEADER, UPLOAD_ROUTE } from '../../../electr
 import { MAX_DOCUMENT_BYTES } from '../../../electron/documents/limits.ts';
 import { formatBytes } from './format.ts';
 
-export async function uploadDocument(file: File, fetchImpl: typeof fetch = fetch): Promise<{ documentId: string; taskId: string }> {
-  if (file.size > MAX_DOCUMENT_BYTES) throw new ApiError('TOO_LARGE', `the file is ${formatBytes(file.size)}; the largest document Folio reads is ${formatBytes(MAX_DOCUMENT_BYTES)}`);
+export async function uploadDocument(
+  file: File,
+  fetchImpl: typeof fetch = fetch,
+): Promise<{ documentId: string; taskId: string }> {
+  if (file.size > MAX_DOCUMENT_BYTES)
+    throw new ApiError(
+      'TOO_LARGE',
+      `the file is ${formatBytes(file.size)}; the largest document Folio reads is ${formatBytes(MAX_DOCUMENT_BYTES)}`,
+    );
   let res: Response;
   try {
     res = await fetchImpl(UPLOAD_ROUTE, {
@@ -17,7 +24,13 @@ export async function uploadDocument(file: File, fetchImpl: typeof fetch = fetch
   } catch (e) {
     throw new ApiError('DISCONNECTED', `the upload did not reach Folio: ${(e as Error).message}`);
   }
-  const body = (await res.json().catch(() => null)) as { result?: { documentId: string; taskId: string }; error?: { code: string; message: string } } | null;
+  const body = (await res.json().catch(() => null)) as {
+    result?: { documentId: string; taskId: string };
+    error?: { code: string; message: string };
+  } | null;
   if (res.ok && body?.result) return body.result;
-  throw new ApiError(body?.error?.code ?? `HTTP_${res.status}`, body?.error?.message ?? `the upload failed (HTTP ${res.status})`);
+  throw new ApiError(
+    body?.error?.code ?? `HTTP_${res.status}`,
+    body?.error?.message ?? `the upload failed (HTTP ${res.status})`,
+  );
 }

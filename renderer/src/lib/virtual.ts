@@ -38,7 +38,8 @@ export class HeightCache {
 /** First index i with offsets[i + 1] > y (the item containing y), by binary search. */
 export function indexAt(offsets: Float64Array, y: number): number {
   const n = offsets.length - 1;
-  let lo = 0, hi = n;
+  let lo = 0,
+    hi = n;
   while (lo < hi) {
     const mid = (lo + hi) >> 1;
     if (offsets[mid + 1] > y) hi = mid;
@@ -48,7 +49,12 @@ export function indexAt(offsets: Float64Array, y: number): number {
 }
 
 /** The half-open range [start, end) of items to render for a viewport, with overscan in pixels. */
-export function visibleRange(offsets: Float64Array, scrollTop: number, viewport: number, overscan: number): { start: number; end: number } {
+export function visibleRange(
+  offsets: Float64Array,
+  scrollTop: number,
+  viewport: number,
+  overscan: number,
+): { start: number; end: number } {
   const n = offsets.length - 1;
   if (n <= 0) return { start: 0, end: 0 };
   const top = Math.max(0, scrollTop - overscan);

@@ -4,15 +4,38 @@ import type { Message } from '../../../electron/api/contract.ts';
 import { setApi } from '../api/client.ts';
 import { chat, createFakeApi } from '../test/fake-api.ts';
 import {
-  editQuestion, liveRate, liveUsage, onChatMessage, onChatToken, refreshChat, regenerateAnswer, sendQuestion, streamingMessage, useChats,
+  editQuestion,
+  liveRate,
+  liveUsage,
+  onChatMessage,
+  onChatToken,
+  refreshChat,
+  regenerateAnswer,
+  sendQuestion,
+  streamingMessage,
+  useChats,
 } from './chats.ts';
 
 const msg = (over: Partial<Message>): Message => ({
-  id: 'x', chatId: 'c1', role: 'assistant', text: '', status: 'complete', createdAt: '2026-01-01T00:00:00.000Z', tokens: null, tokensPerSecond: null, pageRefs: [], error: null, ...over,
+  id: 'x',
+  chatId: 'c1',
+  role: 'assistant',
+  text: '',
+  status: 'complete',
+  createdAt: '2026-01-01T00:00:00.000Z',
+  tokens: null,
+  tokensPerSecond: null,
+  pageRefs: [],
+  error: null,
+  ...over,
 });
 
 function openChat(messages: Message[] = []) {
-  useChats.setState({ order: { c1: messages.map((m) => m.id) }, messages: Object.fromEntries(messages.map((m) => [m.id, m])), usage: { c1: { documentTokens: 300, conversationTokens: 10, contextTokens: 512 } } });
+  useChats.setState({
+    order: { c1: messages.map((m) => m.id) },
+    messages: Object.fromEntries(messages.map((m) => [m.id, m])),
+    usage: { c1: { documentTokens: 300, conversationTokens: 10, contextTokens: 512 } },
+  });
 }
 
 describe('streaming answers, by message id', () => {
@@ -30,7 +53,13 @@ describe('streaming answers, by message id', () => {
   });
 
   it('keeps two chats streaming at once apart', () => {
-    useChats.setState({ order: { c1: ['a1'], c2: ['b1'] }, messages: { a1: msg({ id: 'a1', status: 'streaming' }), b1: msg({ id: 'b1', chatId: 'c2', status: 'streaming' }) } });
+    useChats.setState({
+      order: { c1: ['a1'], c2: ['b1'] },
+      messages: {
+        a1: msg({ id: 'a1', status: 'streaming' }),
+        b1: msg({ id: 'b1', chatId: 'c2', status: 'streaming' }),
+      },
+    });
     onChatToken({ chatId: 'c1', messageId: 'a1', text: 'A' });
     onChatToken({ chatId: 'c2', messageId: 'b1', text: 'B' });
     onChatToken({ chatId: 'c1', messageId: 'a1', text: 'A' });
@@ -49,7 +78,11 @@ describe('streaming answers, by message id', () => {
         onChatToken({ chatId: 'c1', messageId: 'a1', text: ' did' });
         return { user, assistant };
       },
-      'chats.get': () => ({ chat: chat(), messages: [user, { ...assistant, text: 'Lily did.', status: 'complete' }], usage: { documentTokens: 300, conversationTokens: 20, contextTokens: 512 } }),
+      'chats.get': () => ({
+        chat: chat(),
+        messages: [user, { ...assistant, text: 'Lily did.', status: 'complete' }],
+        usage: { documentTokens: 300, conversationTokens: 20, contextTokens: 512 },
+      }),
     });
     setApi(api);
     expect(await sendQuestion('c1', 'Who?')).toBe(true);
@@ -57,7 +90,14 @@ describe('streaming answers, by message id', () => {
     expect(s.order.c1).toEqual(['u1', 'a1']);
     expect(s.messages.a1.text).toBe('Lily did');
     // The final message replaces the streamed one (final text, status, speed, pages).
-    onChatMessage({ ...assistant, text: 'Lily did.', status: 'complete', tokens: 3, tokensPerSecond: 42, pageRefs: [1] });
+    onChatMessage({
+      ...assistant,
+      text: 'Lily did.',
+      status: 'complete',
+      tokens: 3,
+      tokensPerSecond: 42,
+      pageRefs: [1],
+    });
     s = useChats.getState();
     expect(s.messages.a1).toMatchObject({ text: 'Lily did.', status: 'complete', tokensPerSecond: 42, pageRefs: [1] });
     expect(s.live.a1).toBeUndefined();
@@ -73,10 +113,15 @@ describe('streaming answers, by message id', () => {
 
   it('regenerate drops the last answer; edit drops the question and what followed', async () => {
     openChat([msg({ id: 'u1', role: 'user' }), msg({ id: 'a1' }), msg({ id: 'u2', role: 'user' }), msg({ id: 'a2' })]);
-    setApi(createFakeApi({
-      'chats.regenerate': () => ({ assistant: msg({ id: 'a3', status: 'streaming' }) }),
-      'chats.edit': () => ({ user: msg({ id: 'u4', role: 'user', text: 'new' }), assistant: msg({ id: 'a4', status: 'streaming' }) }),
-    }));
+    setApi(
+      createFakeApi({
+        'chats.regenerate': () => ({ assistant: msg({ id: 'a3', status: 'streaming' }) }),
+        'chats.edit': () => ({
+          user: msg({ id: 'u4', role: 'user', text: 'new' }),
+          assistant: msg({ id: 'a4', status: 'streaming' }),
+        }),
+      }),
+    );
     await regenerateAnswer('c1');
     expect(useChats.getState().order.c1).toEqual(['u1', 'a1', 'u2', 'a3']);
     expect(await editQuestion('c1', 'u2', 'new')).toBe(true);
@@ -86,7 +131,15 @@ describe('streaming answers, by message id', () => {
   it('a refresh keeps unchanged messages as they were (no re-render) and adopts changed ones', async () => {
     const m1 = msg({ id: 'u1', role: 'user', text: 'Q' });
     openChat([m1, msg({ id: 'a1', text: 'old' })]);
-    setApi(createFakeApi({ 'chats.get': () => ({ chat: chat(), messages: [{ ...m1 }, msg({ id: 'a1', text: 'new' })], usage: { documentTokens: 1, conversationTokens: 2, contextTokens: 3 } }) }));
+    setApi(
+      createFakeApi({
+        'chats.get': () => ({
+          chat: chat(),
+          messages: [{ ...m1 }, msg({ id: 'a1', text: 'new' })],
+          usage: { documentTokens: 1, conversationTokens: 2, contextTokens: 3 },
+        }),
+      }),
+    );
     await refreshChat('c1');
     expect(useChats.getState().messages.u1).toBe(m1);
     expect(useChats.getState().messages.a1.text).toBe('new');

@@ -37,8 +37,15 @@ export function resetChats(): void {
 const now = () => (typeof performance !== 'undefined' ? performance.now() : Date.now());
 
 function sameMessage(a: Message, b: Message): boolean {
-  return a.text === b.text && a.status === b.status && a.tokens === b.tokens && a.tokensPerSecond === b.tokensPerSecond &&
-    a.error === b.error && a.pageRefs.length === b.pageRefs.length && a.pageRefs.every((p, i) => p === b.pageRefs[i]);
+  return (
+    a.text === b.text &&
+    a.status === b.status &&
+    a.tokens === b.tokens &&
+    a.tokensPerSecond === b.tokensPerSecond &&
+    a.error === b.error &&
+    a.pageRefs.length === b.pageRefs.length &&
+    a.pageRefs.every((p, i) => p === b.pageRefs[i])
+  );
 }
 
 /** A message as stored, but keeping text already streamed when the stored copy is behind it. */
@@ -64,15 +71,26 @@ export function onChatToken(t: EventPayload<'chat.token'>): void {
     const existing = s.messages[t.messageId];
     if (!existing && !order) return s; // a chat this window has not opened
     const base: Message = existing ?? {
-      id: t.messageId, chatId: t.chatId, role: 'assistant', text: '', status: 'streaming', createdAt: new Date().toISOString(),
-      tokens: null, tokensPerSecond: null, pageRefs: [], error: null,
+      id: t.messageId,
+      chatId: t.chatId,
+      role: 'assistant',
+      text: '',
+      status: 'streaming',
+      createdAt: new Date().toISOString(),
+      tokens: null,
+      tokensPerSecond: null,
+      pageRefs: [],
+      error: null,
     };
     const at = now();
     const live = s.live[t.messageId];
     return {
       messages: { ...s.messages, [t.messageId]: { ...base, text: base.text + t.text } },
       order: order && !order.includes(t.messageId) ? { ...s.order, [t.chatId]: [...order, t.messageId] } : s.order,
-      live: { ...s.live, [t.messageId]: live ? { ...live, lastAt: at, tokens: live.tokens + 1 } : { firstAt: at, lastAt: at, tokens: 1 } },
+      live: {
+        ...s.live,
+        [t.messageId]: live ? { ...live, lastAt: at, tokens: live.tokens + 1 } : { firstAt: at, lastAt: at, tokens: 1 },
+      },
     };
   });
 }
@@ -103,7 +121,16 @@ export async function loadChats(documentId: string): Promise<void> {
     useChats.setState((s) => {
       const chats = { ...s.chats };
       for (const c of list) chats[c.id] = c;
-      return { chats, byDoc: { ...s.byDoc, [documentId]: sortChats(list.map((c) => c.id), chats) } };
+      return {
+        chats,
+        byDoc: {
+          ...s.byDoc,
+          [documentId]: sortChats(
+            list.map((c) => c.id),
+            chats,
+          ),
+        },
+      };
     });
   } catch (e) {
     notify(`Could not list the chats: ${errorMessage(e)}`);
@@ -130,10 +157,14 @@ export async function refreshChat(chatId: string): Promise<void> {
     const chats = { ...s.chats, [chatId]: r.chat };
     const docChats = s.byDoc[r.chat.documentId] ?? [];
     return {
-      messages, chats,
+      messages,
+      chats,
       order: { ...s.order, [chatId]: ids },
       usage: { ...s.usage, [chatId]: r.usage },
-      byDoc: { ...s.byDoc, [r.chat.documentId]: sortChats(docChats.includes(chatId) ? docChats : [chatId, ...docChats], chats) },
+      byDoc: {
+        ...s.byDoc,
+        [r.chat.documentId]: sortChats(docChats.includes(chatId) ? docChats : [chatId, ...docChats], chats),
+      },
     };
   });
 }
@@ -168,11 +199,13 @@ export async function deleteChat(chatId: string): Promise<void> {
     delete chats[chatId];
     const order = { ...s.order };
     delete order[chatId];
-    const byDoc = chat ? { ...s.byDoc, [chat.documentId]: (s.byDoc[chat.documentId] ?? []).filter((id) => id !== chatId) } : s.byDoc;
+    const byDoc = chat
+      ? { ...s.byDoc, [chat.documentId]: (s.byDoc[chat.documentId] ?? []).filter((id) => id !== chatId) }
+      : s.byDoc;
     return { chats, order, byDoc };
   });
   if (useUi.getState().chatId === chatId) {
-    const next = chat ? useChats.getState().byDoc[chat.documentId]?.[0] ?? null : null;
+    const next = chat ? (useChats.getState().byDoc[chat.documentId]?.[0] ?? null) : null;
     useUi.setState({ chatId: next });
   }
 }
@@ -271,6 +304,6 @@ export function liveUsage(s: ChatsState, chatId: string | null): ContextUsage | 
   const u = s.usage[chatId];
   if (!u) return null;
   const m = streamingMessage(s, chatId);
-  const extra = m ? s.live[m.id]?.tokens ?? 0 : 0;
+  const extra = m ? (s.live[m.id]?.tokens ?? 0) : 0;
   return extra ? { ...u, conversationTokens: u.conversationTokens + extra } : u;
 }

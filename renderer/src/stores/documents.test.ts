@@ -13,7 +13,14 @@ describe('the library', () => {
   });
 
   it('lists documents newest first and selects one', async () => {
-    setApi(createFakeApi({ 'documents.list': () => [doc({ id: 'a', createdAt: '2026-01-01T00:00:00Z' }), doc({ id: 'b', createdAt: '2026-02-01T00:00:00Z' })] }));
+    setApi(
+      createFakeApi({
+        'documents.list': () => [
+          doc({ id: 'a', createdAt: '2026-01-01T00:00:00Z' }),
+          doc({ id: 'b', createdAt: '2026-02-01T00:00:00Z' }),
+        ],
+      }),
+    );
     await loadDocuments();
     expect(useDocuments.getState().order).toEqual(['b', 'a']);
     expect(useUi.getState().documentId).toBe('b');
@@ -36,20 +43,35 @@ describe('the library', () => {
     expect(sent[0].url).toBe('/api/upload');
     expect(sent[0].init.method).toBe('POST');
     expect(sent[0].init.body).toBe(file);
-    expect(sent[0].init.headers).toEqual({ 'content-type': 'application/octet-stream', 'x-folio-file-name': 'my%20story%20%231.txt' });
+    expect(sent[0].init.headers).toEqual({
+      'content-type': 'application/octet-stream',
+      'x-folio-file-name': 'my%20story%20%231.txt',
+    });
     expect(useTasks.getState().byId.t9).toMatchObject({ kind: 'import', documentId: 'd9', label: 'my story #1.txt' });
     expect(useUi.getState().documentId).toBe('d9');
   });
 
   it('says why an upload was refused', async () => {
     setApi(createFakeApi());
-    vi.stubGlobal('fetch', async () => new Response(JSON.stringify({ error: { code: 'TOO_LARGE', message: 'big.pdf is larger than the limit of 256 MiB' } }), { status: 413 }));
+    vi.stubGlobal(
+      'fetch',
+      async () =>
+        new Response(
+          JSON.stringify({ error: { code: 'TOO_LARGE', message: 'big.pdf is larger than the limit of 256 MiB' } }),
+          { status: 413 },
+        ),
+    );
     await importFiles([new File(['x'], 'big.pdf')]);
-    expect(useUi.getState().notices.at(-1)?.text).toBe('big.pdf was not imported: big.pdf is larger than the limit of 256 MiB');
+    expect(useUi.getState().notices.at(-1)?.text).toBe(
+      'big.pdf was not imported: big.pdf is larger than the limit of 256 MiB',
+    );
   });
 
   it('imports by path when the desktop shell can tell a file’s path', async () => {
-    const api = createFakeApi({ 'documents.import': () => ({ documentId: 'd9', taskId: 't9' }) }, { shell: fakeShell({ pathForFile: async (f: File) => `/home/me/${f.name}` }) });
+    const api = createFakeApi(
+      { 'documents.import': () => ({ documentId: 'd9', taskId: 't9' }) },
+      { shell: fakeShell({ pathForFile: async (f: File) => `/home/me/${f.name}` }) },
+    );
     setApi(api);
     await importFiles([new File(['x'], 'paper.pdf')]);
     expect(api.callsOf('documents.import')).toEqual([{ path: '/home/me/paper.pdf' }]);
@@ -57,7 +79,13 @@ describe('the library', () => {
 
   it('explains that a model is needed first', async () => {
     setApi(createFakeApi());
-    vi.stubGlobal('fetch', async () => new Response(JSON.stringify({ error: new ApiError('NO_MODEL', 'choose a model first').toJSON() }), { status: 422 }));
+    vi.stubGlobal(
+      'fetch',
+      async () =>
+        new Response(JSON.stringify({ error: new ApiError('NO_MODEL', 'choose a model first').toJSON() }), {
+          status: 422,
+        }),
+    );
     await importFiles([new File(['x'], 'a.txt')]);
     const n = useUi.getState().notices[0];
     expect(n.text).toMatch(/Choose a model first/);
@@ -65,7 +93,13 @@ describe('the library', () => {
   });
 
   it('deleting removes the document and moves the selection', async () => {
-    const api = createFakeApi({ 'documents.list': () => [doc({ id: 'a', createdAt: '2026-01-01T00:00:00Z' }), doc({ id: 'b', createdAt: '2026-02-01T00:00:00Z' })], 'documents.delete': () => ({ ok: true }) });
+    const api = createFakeApi({
+      'documents.list': () => [
+        doc({ id: 'a', createdAt: '2026-01-01T00:00:00Z' }),
+        doc({ id: 'b', createdAt: '2026-02-01T00:00:00Z' }),
+      ],
+      'documents.delete': () => ({ ok: true }),
+    });
     setApi(api);
     await loadDocuments();
     await deleteDocument('b');

@@ -26,13 +26,17 @@ export function resetDocuments(): void {
 }
 
 function ordered(byId: Record<string, DocumentSummary>): string[] {
-  return Object.values(byId).sort((a, b) => b.createdAt.localeCompare(a.createdAt) || a.title.localeCompare(b.title)).map((d) => d.id);
+  return Object.values(byId)
+    .sort((a, b) => b.createdAt.localeCompare(a.createdAt) || a.title.localeCompare(b.title))
+    .map((d) => d.id);
 }
 
 export function setDocuments(list: DocumentSummary[]): void {
   const byId = Object.fromEntries(list.map((d) => [d.id, d]));
   useDocuments.setState((s) => ({
-    byId, order: ordered(byId), loaded: true,
+    byId,
+    order: ordered(byId),
+    loaded: true,
     details: Object.fromEntries(Object.entries(s.details).filter(([id]) => byId[id])),
   }));
 }
@@ -82,7 +86,11 @@ export function loadDetail(documentId: string): Promise<void> {
       useDocuments.setState((s) => {
         const detailError = { ...s.detailError };
         delete detailError[documentId];
-        return { details: { ...s.details, [documentId]: d }, byId: s.byId[documentId] ? { ...s.byId, [documentId]: stripDetail(d) } : s.byId, detailError };
+        return {
+          details: { ...s.details, [documentId]: d },
+          byId: s.byId[documentId] ? { ...s.byId, [documentId]: stripDetail(d) } : s.byId,
+          detailError,
+        };
       });
     } catch (e) {
       useDocuments.setState((s) => ({ detailError: { ...s.detailError, [documentId]: errorMessage(e) } }));
@@ -123,7 +131,11 @@ export async function importFiles(files: File[]): Promise<void> {
       selectDocument(r.documentId);
     } catch (e) {
       const code = errorCode(e);
-      if (code === 'NO_MODEL') notify('Choose a model first: documents are compressed for the model that reads them.', 'error', { label: 'Models', route: 'models' });
+      if (code === 'NO_MODEL')
+        notify('Choose a model first: documents are compressed for the model that reads them.', 'error', {
+          label: 'Models',
+          route: 'models',
+        });
       else notify(`${file.name} was not imported: ${errorMessage(e)}`);
     }
   }

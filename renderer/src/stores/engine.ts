@@ -14,7 +14,12 @@ export interface EngineState {
   restoredAt: number | null;
 }
 
-export const useEngine = create<EngineState>()(() => ({ status: null, connected: null, everConnected: false, restoredAt: null }));
+export const useEngine = create<EngineState>()(() => ({
+  status: null,
+  connected: null,
+  everConnected: false,
+  restoredAt: null,
+}));
 
 export function setEngineStatus(status: EngineStatus): void {
   useEngine.setState({ status });
@@ -23,5 +28,9 @@ export function setEngineStatus(status: EngineStatus): void {
 export function setConnected(connected: boolean): void {
   const s = useEngine.getState();
   const restored = connected && s.connected === false && s.everConnected;
-  useEngine.setState({ connected, everConnected: s.everConnected || connected, restoredAt: restored ? Date.now() : s.restoredAt });
+  useEngine.setState({
+    connected,
+    everConnected: s.everConnected || connected,
+    restoredAt: restored ? Date.now() : s.restoredAt,
+  });
 }

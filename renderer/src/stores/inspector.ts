@@ -23,7 +23,14 @@ export interface InspectorState {
   compareError: Record<string, string>;
 }
 
-const initial: InspectorState = { metric: 'budget', source: 'cache', selected: null, compare: {}, comparing: {}, compareError: {} };
+const initial: InspectorState = {
+  metric: 'budget',
+  source: 'cache',
+  selected: null,
+  compare: {},
+  comparing: {},
+  compareError: {},
+};
 export const useInspector = create<InspectorState>()(() => ({ ...initial }));
 
 export function resetInspector(): void {
@@ -51,10 +58,14 @@ export async function runCompare(documentId: string, budget?: number): Promise<v
   });
   try {
     const r = await api().call('documents.compare', budget === undefined ? { documentId } : { documentId, budget });
-    useInspector.setState((s) => ({ compare: { ...s.compare, [documentId]: { budget: r.ada.budget, uniform: r.uniform, ada: r.ada } }, source: s.source === 'cache' ? 'ada' : s.source }));
+    useInspector.setState((s) => ({
+      compare: { ...s.compare, [documentId]: { budget: r.ada.budget, uniform: r.uniform, ada: r.ada } },
+      source: s.source === 'cache' ? 'ada' : s.source,
+    }));
   } catch (e) {
     const cancelled = errorCode(e) === 'CANCELLED' || /cancel/i.test(errorMessage(e));
-    if (!cancelled) useInspector.setState((s) => ({ compareError: { ...s.compareError, [documentId]: errorMessage(e) } }));
+    if (!cancelled)
+      useInspector.setState((s) => ({ compareError: { ...s.compareError, [documentId]: errorMessage(e) } }));
   } finally {
     useInspector.setState((s) => ({ comparing: { ...s.comparing, [documentId]: false } }));
   }

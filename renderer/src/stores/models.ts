@@ -18,7 +18,15 @@ export interface ModelsState {
   selectError: Record<string, string>;
 }
 
-const initial: ModelsState = { list: [], loaded: false, scanning: false, catalog: [], estimates: {}, selecting: null, selectError: {} };
+const initial: ModelsState = {
+  list: [],
+  loaded: false,
+  scanning: false,
+  catalog: [],
+  estimates: {},
+  selecting: null,
+  selectError: {},
+};
 export const useModels = create<ModelsState>()(() => ({ ...initial }));
 
 export function resetModels(): void {

@@ -2,17 +2,49 @@ import { describe, expect, it, vi } from 'vitest';
 
 import { setApi } from '../api/client.ts';
 import { createFakeApi } from '../test/fake-api.ts';
-import { cancelTask, documentTask, LINGER_MS, onTaskDone, onTaskProgress, registerTask, runningTasks, useTasks } from './tasks.ts';
+import {
+  cancelTask,
+  documentTask,
+  LINGER_MS,
+  onTaskDone,
+  onTaskProgress,
+  registerTask,
+  runningTasks,
+  useTasks,
+} from './tasks.ts';
 import { useUi } from './ui.ts';
 
 describe('tasks', () => {
   it('follow progress events by id, through phases, and finish', () => {
     vi.useFakeTimers();
-    onTaskProgress({ taskId: 't1', kind: 'import', documentId: 'd1', done: 0, total: 1, etaMs: null, message: 'reading' });
+    onTaskProgress({
+      taskId: 't1',
+      kind: 'import',
+      documentId: 'd1',
+      done: 0,
+      total: 1,
+      etaMs: null,
+      message: 'reading',
+    });
     registerTask('t1', 'import', 'd1', 'lily.txt'); // the call's answer may come after the first event
-    onTaskProgress({ taskId: 't1', kind: 'prefill', documentId: 'd1', done: 200, total: 400, etaMs: 1500, message: 'reading 400 tokens' });
+    onTaskProgress({
+      taskId: 't1',
+      kind: 'prefill',
+      documentId: 'd1',
+      done: 200,
+      total: 400,
+      etaMs: 1500,
+      message: 'reading 400 tokens',
+    });
     let t = useTasks.getState().byId.t1;
-    expect(t).toMatchObject({ kind: 'import', phase: 'prefill', label: 'lily.txt', done: 200, total: 400, etaMs: 1500 });
+    expect(t).toMatchObject({
+      kind: 'import',
+      phase: 'prefill',
+      label: 'lily.txt',
+      done: 200,
+      total: 400,
+      etaMs: 1500,
+    });
     expect(documentTask(useTasks.getState(), 'd1')?.taskId).toBe('t1');
     onTaskDone({ taskId: 't1', kind: 'import', documentId: 'd1', ok: true, cancelled: false, error: null });
     t = useTasks.getState().byId.t1;

@@ -46,16 +46,33 @@ export const LINGER_MS = 2500;
 
 function blank(taskId: string, kind: TaskKind, documentId: string | null): TaskEntry {
   return {
-    taskId, kind, phase: kind, documentId, label: null, done: 0, total: 0, etaMs: null, message: '',
-    startedAt: Date.now(), finished: null, cancelling: false,
+    taskId,
+    kind,
+    phase: kind,
+    documentId,
+    label: null,
+    done: 0,
+    total: 0,
+    etaMs: null,
+    message: '',
+    startedAt: Date.now(),
+    finished: null,
+    cancelling: false,
   };
 }
 
 /** Called with a started task's id (its events may already have come). */
-export function registerTask(taskId: string, kind: TaskKind, documentId: string | null, label: string | null = null): void {
+export function registerTask(
+  taskId: string,
+  kind: TaskKind,
+  documentId: string | null,
+  label: string | null = null,
+): void {
   useTasks.setState((s) => {
     const t = s.byId[taskId] ?? blank(taskId, kind, documentId);
-    return { byId: { ...s.byId, [taskId]: { ...t, kind, label: label ?? t.label, documentId: documentId ?? t.documentId } } };
+    return {
+      byId: { ...s.byId, [taskId]: { ...t, kind, label: label ?? t.label, documentId: documentId ?? t.documentId } },
+    };
   });
 }
 
@@ -63,7 +80,18 @@ export function onTaskProgress(p: EventPayload<'task.progress'>): void {
   useTasks.setState((s) => {
     const t = s.byId[p.taskId] ?? blank(p.taskId, p.kind, p.documentId);
     return {
-      byId: { ...s.byId, [p.taskId]: { ...t, phase: p.kind, documentId: p.documentId ?? t.documentId, done: p.done, total: p.total, etaMs: p.etaMs, message: p.message } },
+      byId: {
+        ...s.byId,
+        [p.taskId]: {
+          ...t,
+          phase: p.kind,
+          documentId: p.documentId ?? t.documentId,
+          done: p.done,
+          total: p.total,
+          etaMs: p.etaMs,
+          message: p.message,
+        },
+      },
     };
   });
 }
@@ -72,10 +100,16 @@ export function onTaskDone(d: EventPayload<'task.done'>): void {
   const before = useTasks.getState().byId[d.taskId];
   useTasks.setState((s) => {
     const t = s.byId[d.taskId] ?? blank(d.taskId, d.kind, d.documentId);
-    return { byId: { ...s.byId, [d.taskId]: { ...t, kind: d.kind, finished: { ok: d.ok, cancelled: d.cancelled, error: d.error } } } };
+    return {
+      byId: {
+        ...s.byId,
+        [d.taskId]: { ...t, kind: d.kind, finished: { ok: d.ok, cancelled: d.cancelled, error: d.error } },
+      },
+    };
   });
   // A failed document task shows on the document itself; anything else gets a notice.
-  if (!d.ok && !d.cancelled && !d.documentId) notify(`${KIND_LABEL[d.kind]}${before?.label ? ` ${before.label}` : ''} failed: ${d.error ?? 'unknown error'}`);
+  if (!d.ok && !d.cancelled && !d.documentId)
+    notify(`${KIND_LABEL[d.kind]}${before?.label ? ` ${before.label}` : ''} failed: ${d.error ?? 'unknown error'}`);
   setTimeout(() => forgetTask(d.taskId), d.ok || d.cancelled ? LINGER_MS : LINGER_MS * 3);
 }
 
@@ -89,7 +123,9 @@ export function forgetTask(taskId: string): void {
 }
 
 export async function cancelTask(taskId: string): Promise<void> {
-  useTasks.setState((s) => (s.byId[taskId] ? { byId: { ...s.byId, [taskId]: { ...s.byId[taskId], cancelling: true } } } : s));
+  useTasks.setState((s) =>
+    s.byId[taskId] ? { byId: { ...s.byId, [taskId]: { ...s.byId[taskId], cancelling: true } } } : s,
+  );
   try {
     await api().call('tasks.cancel', { taskId });
   } catch (e) {
@@ -100,7 +136,9 @@ export async function cancelTask(taskId: string): Promise<void> {
 
 /** Running (unfinished) tasks, oldest first. */
 export function runningTasks(s: TasksState): TaskEntry[] {
-  return Object.values(s.byId).filter((t) => !t.finished).sort((a, b) => a.startedAt - b.startedAt);
+  return Object.values(s.byId)
+    .filter((t) => !t.finished)
+    .sort((a, b) => a.startedAt - b.startedAt);
 }
 
 /** The running task of a document (the newest), if any: of one kind, or any but comparisons (the inspector shows those). */

@@ -33,7 +33,14 @@ export interface UiState {
 }
 
 const initial: UiState = {
-  route: 'main', tab: 'chat', documentId: null, chatId: null, docPage: 1, helpOpen: false, confirm: null, notices: [],
+  route: 'main',
+  tab: 'chat',
+  documentId: null,
+  chatId: null,
+  docPage: 1,
+  helpOpen: false,
+  confirm: null,
+  notices: [],
 };
 
 export const useUi = create<UiState>()(() => ({ ...initial }));
@@ -84,7 +91,9 @@ export function closeConfirm(): void {
 let nextNotice = 1;
 export function notify(text: string, kind: Notice['kind'] = 'error', action?: Notice['action']): number {
   const id = nextNotice++;
-  useUi.setState((s) => ({ notices: [...s.notices.filter((n) => n.text !== text), { id, kind, text, action }].slice(-4) }));
+  useUi.setState((s) => ({
+    notices: [...s.notices.filter((n) => n.text !== text), { id, kind, text, action }].slice(-4),
+  }));
   if (kind === 'info') setTimeout(() => dismiss(id), 5000);
   return id;
 }

@@ -1,6 +1,19 @@
 // An in-memory FolioApi for component tests: calls go to handlers (a test replaces the ones it needs),
 // every call is recorded, and the test pushes events as the core would.
-import type { ChatSummary, CompressionStats, DocumentDetail, DocumentSummary, EngineStatus, EventName, EventPayload, MethodName, ModelEntry, Params, Result, Settings } from '../../../electron/api/contract.ts';
+import type {
+  ChatSummary,
+  CompressionStats,
+  DocumentDetail,
+  DocumentSummary,
+  EngineStatus,
+  EventName,
+  EventPayload,
+  MethodName,
+  ModelEntry,
+  Params,
+  Result,
+  Settings,
+} from '../../../electron/api/contract.ts';
 import { ApiError } from '../../../electron/api/contract.ts';
 import type { FolioShell, MenuAction, OpenedDocument } from '../../../electron/shell/bridge.ts';
 import type { FolioBridge } from '../api/client.ts';
@@ -19,30 +32,99 @@ export const settings = (over: Partial<Settings> = {}): Settings => ({
   modelId: 'm1',
   compression: { method: 'ada-snapkv', budget: 0.3, alpha: 0.2, window: 32, kernel: 7 },
   sampling: { temperature: 0, topK: 40, topP: 0.95, minP: 0.05, repeatPenalty: 1.1, maxTokens: 64, seed: null },
-  systemPrompt: '', nCtx: null, threads: null, kvType: 'f16', theme: 'light', modelFolders: [],
+  systemPrompt: '',
+  nCtx: null,
+  threads: null,
+  kvType: 'f16',
+  theme: 'light',
+  modelFolders: [],
   ...over,
 });
 
-export const engine = (over: Partial<EngineStatus> = {}): EngineStatus => ({ state: 'ready', modelId: 'm1', backend: 'cpu (avx2)', backendReason: 'no CUDA backend in this build', message: null, restarts: 0, willRestart: false, ...over });
+export const engine = (over: Partial<EngineStatus> = {}): EngineStatus => ({
+  state: 'ready',
+  modelId: 'm1',
+  backend: 'cpu (avx2)',
+  backendReason: 'no CUDA backend in this build',
+  message: null,
+  restarts: 0,
+  willRestart: false,
+  ...over,
+});
 
 export const model = (over: Partial<ModelEntry> = {}): ModelEntry => ({
-  id: 'm1', path: '/models/tiny.gguf', name: 'tiny', source: 'added', fileBytes: 1_200_000, architecture: 'llama', quantization: 'Q8_0',
-  contextLength: 512, parameters: 260_000, layers: 5, kvHeads: 4, supported: true, unsupportedReason: null, error: null, ...over,
+  id: 'm1',
+  path: '/models/tiny.gguf',
+  name: 'tiny',
+  source: 'added',
+  fileBytes: 1_200_000,
+  architecture: 'llama',
+  quantization: 'Q8_0',
+  contextLength: 512,
+  parameters: 260_000,
+  layers: 5,
+  kvHeads: 4,
+  supported: true,
+  unsupportedReason: null,
+  error: null,
+  ...over,
 });
 
 export const doc = (over: Partial<DocumentSummary> = {}): DocumentSummary => ({
-  id: 'd1', title: 'Lily and the kite', kind: 'text', fileName: 'lily.txt', pages: 1, tokens: 375, status: 'ready', error: null,
-  createdAt: '2026-01-01T00:00:00.000Z', modelId: 'm1', compression: settings().compression, kvBytesFull: 240_000, kvBytesKept: 72_000, ...over,
+  id: 'd1',
+  title: 'Lily and the kite',
+  kind: 'text',
+  fileName: 'lily.txt',
+  pages: 1,
+  tokens: 375,
+  status: 'ready',
+  error: null,
+  createdAt: '2026-01-01T00:00:00.000Z',
+  modelId: 'm1',
+  compression: settings().compression,
+  kvBytesFull: 240_000,
+  kvBytesKept: 72_000,
+  ...over,
 });
 
 /** Statistics of a small model: `kept[layer][head]` tokens kept. */
-export function stats(kept: number[][] = [[183, 108, 76, 85], [102, 133, 121, 96], [61, 73, 132, 186]]): CompressionStats {
+export function stats(
+  kept: number[][] = [
+    [183, 108, 76, 85],
+    [102, 133, 121, 96],
+    [61, 73, 132, 186],
+  ],
+): CompressionStats {
   return {
-    method: 'ada-snapkv', prefixTokens: 375, window: 32, kernel: 7, alpha: 0.2, kvType: 'f16', compressed: true, reason: null,
-    budget: 113, budgetSelectable: 81, budgetClamped: false, kvBytesFull: 240_000, kvBytesKept: 72_000, msPrefill: 30, msCompress: 3,
+    method: 'ada-snapkv',
+    prefixTokens: 375,
+    window: 32,
+    kernel: 7,
+    alpha: 0.2,
+    kvType: 'f16',
+    compressed: true,
+    reason: null,
+    budget: 113,
+    budgetSelectable: 81,
+    budgetClamped: false,
+    kvBytesFull: 240_000,
+    kvBytesKept: 72_000,
+    msPrefill: 30,
+    msCompress: 3,
     layers: kept.map((heads, l) => ({
-      budget: 113, bytesFull: 48_000, bytesKept: 14_400, epsOverC: 0.1 * (l + 1), attnL1: null, msScore: 0.5, msSelect: 0.04, msCompact: 0.05,
-      heads: heads.map((k, h) => ({ kept: k, retainedMass: 0.9 + 0.02 * h - 0.01 * l, concentration: 0.05 + 0.05 * h + 0.02 * l })),
+      budget: 113,
+      bytesFull: 48_000,
+      bytesKept: 14_400,
+      epsOverC: 0.1 * (l + 1),
+      attnL1: null,
+      msScore: 0.5,
+      msSelect: 0.04,
+      msCompact: 0.05,
+      heads: heads.map((k, h) => ({
+        kept: k,
+        retainedMass: 0.9 + 0.02 * h - 0.01 * l,
+        concentration: 0.05 + 0.05 * h + 0.02 * l,
+      })),
     })),
     tokenRetention: [],
   };
@@ -64,7 +146,13 @@ export const detail = (over: Partial<DocumentDetail> = {}): DocumentDetail => ({
 });
 
 export const chat = (over: Partial<ChatSummary> = {}): ChatSummary => ({
-  id: 'c1', documentId: 'd1', title: 'Chat 1', createdAt: '2026-01-01T00:00:00.000Z', updatedAt: '2026-01-01T00:00:00.000Z', messageCount: 0, ...over,
+  id: 'c1',
+  documentId: 'd1',
+  title: 'Chat 1',
+  createdAt: '2026-01-01T00:00:00.000Z',
+  updatedAt: '2026-01-01T00:00:00.000Z',
+  messageCount: 0,
+  ...over,
 });
 
 export function createFakeApi(handlers: Handlers = {}, extras: Partial<FolioBridge> = {}): FakeApi {
@@ -105,7 +193,9 @@ export function createFakeApi(handlers: Handlers = {}, extras: Partial<FolioBrid
 }
 
 /** The desktop shell's part of window.folio, with hooks for a test to fire menu actions and opened documents. */
-export function fakeShell(over: Partial<FolioShell> = {}): FolioShell & { menu(action: MenuAction): void; opened(d: OpenedDocument): void } {
+export function fakeShell(
+  over: Partial<FolioShell> = {},
+): FolioShell & { menu(action: MenuAction): void; opened(d: OpenedDocument): void } {
   const menu = new Set<(a: MenuAction) => void>();
   const opened = new Set<(d: OpenedDocument) => void>();
   return {

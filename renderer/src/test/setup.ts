@@ -25,7 +25,16 @@ beforeEach(() => {
   if (!window.matchMedia)
     Object.defineProperty(window, 'matchMedia', {
       configurable: true,
-      value: (query: string) => ({ matches: false, media: query, addEventListener() {}, removeEventListener() {}, addListener() {}, removeListener() {}, onchange: null, dispatchEvent: () => false }),
+      value: (query: string) => ({
+        matches: false,
+        media: query,
+        addEventListener() {},
+        removeEventListener() {},
+        addListener() {},
+        removeListener() {},
+        onchange: null,
+        dispatchEvent: () => false,
+      }),
     });
   // jsdom has no canvas: tests that draw install a recording context; others get none.
   HTMLCanvasElement.prototype.getContext = (() => null) as never;
