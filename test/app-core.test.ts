@@ -138,7 +138,7 @@ test('import text, compress with progress, the document view with its retention 
   assert.equal(doc.status, 'ready');
   assert.equal(doc.kind, 'text');
   assert.ok(doc.tokens > 300 && doc.tokens < 512);
-  assert.ok(doc.stats && doc.stats.compressed && doc.stats.method === 'ada-snapkv');
+  assert.ok(doc.stats?.compressed && doc.stats.method === 'ada-snapkv');
   assert.equal(doc.stats!.tokenRetention.length, doc.tokens);
   assert.ok(doc.kvBytesKept! < doc.kvBytesFull!);
   assert.ok(doc.passages.length > 3 && doc.passages.every((p) => p.retention >= 0 && p.retention <= 1 && p.page === 1));

@@ -10,7 +10,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 import {
-  ImportError,
   PAGE_CHARS,
   charRangeTokens,
   foldRetention,

@@ -80,7 +80,7 @@ async function readCells(
 }
 
 type Metric = 'budget' | 'mass' | 'concentration';
-const valueOf = (h: CompressionStats['layers'][number]['heads'][number], m: Metric) =>
+const metricValue = (h: CompressionStats['layers'][number]['heads'][number], m: Metric) =>
   m === 'budget' ? h.kept : m === 'mass' ? h.retainedMass : h.concentration;
 
 /** Checks one cell per (layer, head) and that the colours follow the values: same order, right place on the scale. */
@@ -90,7 +90,7 @@ async function assertHeatmapFollows(testId: string, stats: CompressionStats, met
   assert.equal(cells.rows, stats.layers.length, 'one row per layer');
   assert.equal(cells.cols, stats.layers[0].heads.length, 'one column per KV head');
   assert.equal(cells.rgb.length, stats.layers.length * stats.layers[0].heads.length);
-  const values = stats.layers.flatMap((l) => l.heads.map((h) => valueOf(h, metric)));
+  const values = stats.layers.flatMap((l) => l.heads.map((h) => metricValue(h, metric)));
   const [lo, hi] = cells.domain;
   assert.ok(lo <= Math.min(...values) + 1e-9 && hi >= Math.max(...values) - 1e-9, 'the domain covers the values');
   for (let i = 0; i < values.length; i++) {
@@ -225,7 +225,7 @@ test('import a document through the file picker and watch its progress', { skip 
 
 test('a page on another local port cannot take the server down or drive the engine', { skip }, async () => {
   const before = (await api.call('settings.get', {})).systemPrompt;
-  const evil = createServer((req, res) => {
+  const evil = createServer((_req, res) => {
     res.writeHead(200, { 'content-type': 'text/html' });
     res.end(`<!doctype html><title>evil</title><body><script>
       const folio = 'http://127.0.0.1:${host.port}';
@@ -318,7 +318,7 @@ test('the inspector draws one cell per (layer, KV head), coloured by the budgets
   await page.getByRole('tab', { name: 'Inspector', selected: true }).waitFor();
   await page.locator('canvas[data-testid="heatmap"]').waitFor();
   stats = (await api.call('documents.get', { documentId })).stats!;
-  assert.ok(stats && stats.compressed);
+  assert.ok(stats?.compressed);
   await assertHeatmapFollows('heatmap', stats, 'budget');
   // Hover shows a head's numbers; a click locks it and shows its detail.
   const canvas = page.locator('canvas[data-testid="heatmap"]');

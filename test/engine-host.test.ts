@@ -17,7 +17,7 @@ import {
   type EngineState,
   type RestartEvent,
 } from '../electron/engine/client.ts';
-import { EngineRequestError, ModelInfo, tokenCharOffsets, TEST_HOOKS_ENV } from '../electron/engine/protocol.ts';
+import { ModelInfo, tokenCharOffsets, TEST_HOOKS_ENV } from '../electron/engine/protocol.ts';
 import { spawnNodeHost } from '../electron/engine/spawn.ts';
 import { missing, sharedModel, sharedReference } from './helpers/shared.ts';
 import { writeRandomModel } from './helpers/random-model.ts';

@@ -10,12 +10,7 @@ import { join } from 'node:path';
 
 import type { EngineStatus } from '../electron/api/contract.ts';
 import { createAppCore, type AppCore } from '../electron/services/app-core.ts';
-import {
-  EngineClient,
-  EngineRequestError,
-  TEST_HOOKS_ENV,
-  type EngineClientStatus,
-} from '../electron/engine/client.ts';
+import { EngineClient, TEST_HOOKS_ENV, type EngineClientStatus } from '../electron/engine/client.ts';
 import { missing, repoRoot, sharedModel } from './helpers/shared.ts';
 import { writeRandomModel } from './helpers/random-model.ts';
 import { engineRejection } from './helpers/rejections.ts';

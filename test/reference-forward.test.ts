@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 import { arr, buildGguf, f32Bytes, TensorType, ValueType, type Typed } from './helpers/gguf-writer.ts';
-import { GGUF_VALUE_TYPE, parseGguf, readGguf, type GgufFile } from './helpers/gguf-reader.ts';
+import { GGUF_VALUE_TYPE, parseGguf, readGguf } from './helpers/gguf-reader.ts';
 import {
   bf16Bits,
   bf16Value,

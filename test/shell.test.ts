@@ -1875,7 +1875,7 @@ describe('startup and shutdown', () => {
       method: 'tasks.cancel',
       params: { taskId: 't' },
     })) as CallReply | undefined;
-    assert.ok(!r || !r.ok);
+    assert.ok(!r?.ok);
   });
 });
 

@@ -245,8 +245,8 @@ test('client mistakes are 4xx: max_tokens over the engine limit, bad escapes, un
     const unsupported = await post({ model: 'unsupported', messages });
     assert.equal(unsupported.status, 422);
     assert.equal((await unsupported.json()).error.type, 'invalid_request_error');
-    const escape = await rawRequest(host.port, head(host, 'GET /docs/%E0%A4%A HTTP/1.1'));
-    assert.equal(escape.status, 400);
+    const badEscape = await rawRequest(host.port, head(host, 'GET /docs/%E0%A4%A HTTP/1.1'));
+    assert.equal(badEscape.status, 400);
     const call = await fetch(host.url + '/api/call', {
       method: 'POST',
       body: '{"method":"settings.get"}',

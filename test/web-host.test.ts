@@ -151,8 +151,8 @@ test('static files: the renderer, client-side routes, no way out of the folder',
     const js = await http(host.port, 'GET', '/assets/app.js');
     assert.match(String(js.headers['content-type']), /javascript/);
     assert.match((await http(host.port, 'GET', '/chats/123')).text, /<title>Folio/, 'unknown paths get the app');
-    const escape = await http(host.port, 'GET', '/..%2fsecret.txt');
-    assert.ok(escape.status === 403 || !escape.text.includes('do not serve'));
+    const traversal = await http(host.port, 'GET', '/..%2fsecret.txt');
+    assert.ok(traversal.status === 403 || !traversal.text.includes('do not serve'));
     assert.ok(!(await http(host.port, 'GET', '/../secret.txt')).text.includes('do not serve'));
   } finally {
     await host.close();

@@ -129,7 +129,7 @@ export function fidelitySvg(r: PlotInput): string {
   const pad = bx1 > bx0 ? (bx1 - bx0) * 0.06 : Math.max(bx0 * 0.1, 0.05);
   const xOf = (b: number) => left.x + ((b - (bx0 - pad)) / (bx1 + pad - (bx0 - pad))) * left.w;
   const kls = r.rows.filter((x) => x.kl > 0 && Number.isFinite(x.kl)).map((x) => x.kl);
-  let lo = kls.length ? Math.floor(Math.log10(Math.min(...kls))) : -3;
+  const lo = kls.length ? Math.floor(Math.log10(Math.min(...kls))) : -3;
   let hi = kls.length ? Math.ceil(Math.log10(Math.max(...kls))) : 0;
   if (hi <= lo) hi = lo + 1;
   const yKl = (k: number) => left.y + left.h - ((Math.log10(k) - lo) / (hi - lo)) * left.h;

@@ -195,7 +195,10 @@ function xyCut(frags: Frag[], col: number, ids: { next: number }, out: Frag[], d
       out.push(f);
     }
   };
-  if (frags.length <= 1 || depth > 256) return finish();
+  if (frags.length <= 1 || depth > 256) {
+    finish();
+    return;
+  }
   const em = median(frags.map((f) => f.size));
 
   const xs = [...frags].sort((a, b) => a.x0 - b.x0);

@@ -5,13 +5,7 @@
 import type Database from 'better-sqlite3';
 import { z } from 'zod';
 
-import {
-  CompressionSettings,
-  DocumentKind,
-  DocumentPage,
-  DocumentStatus,
-  type DocumentSummary,
-} from '../api/contract.ts';
+import { CompressionSettings, DocumentPage, type DocumentSummary } from '../api/contract.ts';
 import { decodeInt32, encodeInt32 } from './blob.ts';
 import { isoTime, newId, type Scheduler } from './clock.ts';
 import { StorageError } from './errors.ts';

@@ -105,7 +105,7 @@ export async function handleModels(res: ServerResponse, backend: OpenAiBackend) 
 }
 
 export async function handleChatCompletions(
-  req: IncomingMessage,
+  _req: IncomingMessage,
   res: ServerResponse,
   body: unknown,
   backend: OpenAiBackend,

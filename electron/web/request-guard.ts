@@ -14,7 +14,7 @@ export interface RequestTarget {
 export function parseTarget(raw: string | undefined): RequestTarget {
   // Only origin-form ("/path?query") is served: an absolute URL or "*" is for proxies, "//host" is a trap
   // for URL parsers (it reads as an authority).
-  if (!raw || raw[0] !== '/' || raw.startsWith('//'))
+  if (raw?.[0] !== '/' || raw.startsWith('//'))
     throw new HttpError(400, `the request target '${clip(raw)}' is not a path starting with a single /`, 'BAD_URL');
   let url: URL;
   try {

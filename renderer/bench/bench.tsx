@@ -180,7 +180,7 @@ async function scroll(n = 1000, step = 120) {
   box.style.cssText = 'height: 760px; width: 960px; display: flex; flex-direction: column;';
   document.getElementById('root')!.appendChild(box);
   const croot = createRoot(box);
-  let t = performance.now();
+  const t = performance.now();
   flushSync(() =>
     croot.render(
       <VirtualList

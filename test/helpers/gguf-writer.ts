@@ -3,7 +3,7 @@
 // documents in native/src/gguf/gguf.h.
 import { writeFileSync } from 'node:fs';
 
-export const enum ValueType {
+export enum ValueType {
   UINT8 = 0,
   INT8 = 1,
   UINT16 = 2,

@@ -116,7 +116,7 @@ function addInPlace(x: Float64Array, y: Float64Array) {
 function rope(v: Float64Array, at: number, pos: number, hp: HyperParams, freqFactors: Float64Array | undefined) {
   const half = hp.ropeDim / 2;
   for (let i = 0; i < half; i++) {
-    let theta = pos * Math.pow(hp.ropeBase, (-2 * i) / hp.ropeDim);
+    let theta = pos * hp.ropeBase ** ((-2 * i) / hp.ropeDim);
     if (freqFactors) theta /= freqFactors[i];
     const cos = Math.cos(theta),
       sin = Math.sin(theta);

@@ -23,7 +23,7 @@ function document(model: Model, n: number): Int32Array {
   const info = model.info();
   const t = new Int32Array(n);
   const span = Math.min(info.nVocab, info.tokenizer.nTokens) - 300;
-  t[0] = info.tokenizer.bos >= 0 ? info.tokenizer.bos : 0;
+  t[0] = Math.max(info.tokenizer.bos, 0);
   for (let i = 1; i < n; i++) t[i] = 256 + ((i * 7919 + 104729) % span);
   return t;
 }

@@ -195,7 +195,7 @@ async function benchModel(path: string, v: Values): Promise<BenchResult> {
   const opts = { ...base, nCtx };
   const bos = info.tokenizer.bos;
   const prompt = promptIds(P, info.nVocab, bos, info.tokenizer.addBos);
-  const first = Int32Array.of(bos >= 0 ? bos : 0);
+  const first = Int32Array.of(Math.max(bos, 0));
 
   // Warm-up: brings the mapped weights into memory and the threads up.
   let threads = 0;

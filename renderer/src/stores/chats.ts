@@ -288,7 +288,7 @@ export const EMPTY: readonly string[] = Object.freeze([]);
 export function streamingMessage(s: ChatsState, chatId: string | null): Message | null {
   if (!chatId) return null;
   const ids = s.order[chatId];
-  const last = ids && ids.length ? s.messages[ids[ids.length - 1]] : undefined;
+  const last = ids?.length ? s.messages[ids[ids.length - 1]] : undefined;
   return last && last.status === 'streaming' ? last : null;
 }
 

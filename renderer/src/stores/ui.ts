@@ -59,7 +59,10 @@ export function setTab(tab: Tab): void {
 
 export function selectDocument(documentId: string | null): void {
   const s = useUi.getState();
-  if (s.documentId === documentId) return useUi.setState({ route: 'main' });
+  if (s.documentId === documentId) {
+    useUi.setState({ route: 'main' });
+    return;
+  }
   useUi.setState({ documentId, chatId: null, docPage: 1, route: 'main' });
 }
 
