@@ -5,7 +5,14 @@
 import type Database from 'better-sqlite3';
 import { z } from 'zod';
 
-import { CompressionSettings, DocumentPage, type DocumentSummary } from '../api/contract.ts';
+// biome-ignore lint/style/useImportType: DocumentKind and DocumentStatus are zod values whose inferred types are re-exported under the same names.
+import {
+  CompressionSettings,
+  DocumentKind,
+  DocumentPage,
+  DocumentStatus,
+  type DocumentSummary,
+} from '../api/contract.ts';
 import { decodeInt32, encodeInt32 } from './blob.ts';
 import { isoTime, newId, type Scheduler } from './clock.ts';
 import { StorageError } from './errors.ts';
