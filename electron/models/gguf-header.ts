@@ -17,26 +17,12 @@ import { open, type FileHandle } from 'node:fs/promises';
 
 import { ApiError } from '../api/contract.ts';
 import { checkMetadataTypes } from './gguf-metadata-rules.ts';
+import { GGUF_VALUE_TYPE, SUPPORTED_ARCHITECTURES } from './gguf-tables.ts';
+
+export { GGUF_VALUE_TYPE, SUPPORTED_ARCHITECTURES } from './gguf-tables.ts';
 
 // ---------------------------------------------------------------------------------------------------
 // Tables
-
-/** GGUF metadata value types, as numbered in the file. */
-export const GGUF_VALUE_TYPE = {
-  UINT8: 0,
-  INT8: 1,
-  UINT16: 2,
-  INT16: 3,
-  UINT32: 4,
-  INT32: 5,
-  FLOAT32: 6,
-  BOOL: 7,
-  STRING: 8,
-  ARRAY: 9,
-  UINT64: 10,
-  INT64: 11,
-  FLOAT64: 12,
-} as const;
 
 /** Encoded size of each scalar value type; strings and arrays have a minimum of 8 and 12 bytes. */
 const VALUE_SIZE: Record<number, number> = { 0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8 };
@@ -135,9 +121,6 @@ export const LLAMA_FILE_TYPES: Readonly<Record<number, string>> = {
 export function fileTypeName(fileType: number): string | null {
   return LLAMA_FILE_TYPES[fileType] ?? null;
 }
-
-/** Architectures Folio's engine runs (docs/architecture.md, "model"). */
-export const SUPPORTED_ARCHITECTURES: readonly string[] = ['llama', 'qwen2', 'qwen3'];
 
 // ---------------------------------------------------------------------------------------------------
 // Types

@@ -3,7 +3,7 @@
 // wrong-typed key (the reason names the key, the type found and the type expected) before a load is tried.
 // The engine refuses the same files with the same message; test/gguf-rules.test.ts holds this table to the
 // addon's (ggufMetadataRules) and feeds the same wrong-typed files to both.
-import { GGUF_VALUE_TYPE, SUPPORTED_ARCHITECTURES, type GgufHeader } from './gguf-header.ts';
+import { GGUF_VALUE_TYPE, type GgufMetadataView, SUPPORTED_ARCHITECTURES } from './gguf-tables.ts';
 
 /** What a key must hold (gguf::Kind in native/src/gguf/gguf.h, spelled as gguf::kind_name spells it). */
 export type MetadataKind = 'string' | 'integer' | 'number' | 'bool' | 'string array' | 'integer array' | 'number array';
@@ -80,9 +80,6 @@ const KIND_DESCRIPTION: Record<MetadataKind, string> = {
   'number array': 'an array of numbers',
 };
 
-// gguf-header.ts imports this module and this one imports its tables: read them when called, never while
-// the modules load.
-
 /** A GGUF value type's name as the engine's value_type_name spells it. */
 function valueTypeName(type: number): string {
   return (
@@ -144,7 +141,7 @@ function rulesFor(arch: string | null): Map<string, MetadataKind> {
  * check a model load makes (gguf::check_metadata_types). The "{arch}." keys apply only to an architecture
  * Folio runs: a file of another one is unsupported for that, whatever its keys hold.
  */
-export function checkMetadataTypes(h: GgufHeader): MetadataTypeError | null {
+export function checkMetadataTypes(h: GgufMetadataView): MetadataTypeError | null {
   const a = h.metadata.get('general.architecture');
   const arch = typeof a === 'string' && SUPPORTED_ARCHITECTURES.includes(a) ? a : null;
   const rules = rulesFor(arch);

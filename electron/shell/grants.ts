@@ -6,7 +6,11 @@
 import { isAbsolute } from 'node:path';
 
 import { ApiError, parseParams, type Params } from '../api/contract.ts';
-import type { DispatcherLike } from './ipc.ts';
+
+/** What the IPC layer needs of the app core. */
+export interface DispatcherLike {
+  dispatch(method: string, params: unknown): Promise<unknown>;
+}
 
 /** The longest path a grant may name (Windows' extended-length limit; more is no real path). */
 export const MAX_GRANTED_PATH_CHARS = 32_767;

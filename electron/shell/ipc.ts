@@ -18,13 +18,11 @@ import {
   type FileDialogKind,
 } from './bridge.ts';
 import type { ElectronApi } from './electron-api.ts';
-import { authorizeCall, isGrantablePath, type Grants } from './grants.ts';
+import { authorizeCall, type DispatcherLike, isGrantablePath, type Grants } from './grants.ts';
+
+export type { DispatcherLike } from './grants.ts';
 import { isTrustedSender, type TrustedWindow } from './security.ts';
 
-/** What the IPC layer needs of the app core. */
-export interface DispatcherLike {
-  dispatch(method: string, params: unknown): Promise<unknown>;
-}
 export interface BusLike {
   subscribe(listener: (event: EventName, payload: unknown) => void): () => void;
 }
