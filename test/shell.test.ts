@@ -150,7 +150,7 @@ describe('build: tsconfig.electron.json', () => {
       assert.ok(existsSync(join(out, f)), `${f} is emitted`);
     const main = readFileSync(join(out, 'main.js'), 'utf8');
     assert.match(main, /from "\.\/shell\/shell\.js"/);
-    assert.match(main, /import\("\.\/core\/app-core\.js"\)/);
+    assert.match(main, /import\("\.\/services\/app-core\.js"\)/);
     assert.doesNotMatch(main, /\.ts["']/, 'no .ts import is left');
     const preload = readFileSync(join(out, 'preload.cjs'), 'utf8');
     assert.match(preload, /require\("electron"\)/);
