@@ -280,7 +280,6 @@ export class DocumentsService {
       const { replacedKvPath } = this.storage.documents.saveCache(documentId, {
         kvPath,
         modelId: model.entryId,
-        modelFingerprint: model.entryId,
         prefixKey: prefixKey(settings.systemPrompt),
         compression,
         kvBytesFull: r.stats.kvBytesFull,

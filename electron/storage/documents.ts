@@ -60,7 +60,8 @@ export interface DocumentContent {
 export interface SavedCache {
   kvPath: string;
   modelId: string;
-  modelFingerprint: string;
+  /** A column of an earlier design: nothing reads it and the app no longer writes it (modelId names the file). */
+  modelFingerprint?: string | null;
   /** What the prefix was made from besides the document (see DocumentRecord.prefixKey). */
   prefixKey?: string | null;
   compression: CompressionSettings;
@@ -322,7 +323,7 @@ export class DocumentsRepo {
         id,
         kvPath: cache.kvPath,
         modelId: cache.modelId,
-        modelFingerprint: cache.modelFingerprint,
+        modelFingerprint: cache.modelFingerprint ?? null,
         prefixKey: cache.prefixKey ?? null,
         compression: JSON.stringify(compression.data),
         kvBytesFull: cache.kvBytesFull,

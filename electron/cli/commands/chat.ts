@@ -36,8 +36,8 @@ export const conversationReserve = 64;
 export const chat: Command = {
   summary: 'ask questions about one compressed document, line by line from stdin',
   usage:
-    'folio chat --model M --doc FILE --method ada-snapkv --budget 0.2 [--alpha 0.2] [--window 32] [--kernel 7] [--system "..."]\n' +
-    '           [--n 256] [--temp 0.8] [--top-k 40] [--top-p 0.95] [--min-p 0.05] [--repeat-penalty 1] [--repeat-last-n 64]\n' +
+    'folio chat --model M --doc FILE --method ada-snapkv --budget 0.2 [--alpha 0.2] [--window 32] [--kernel 7] [--beta 20]\n' +
+    '           [--system "..."] [--n 256] [--temp 0.8] [--top-k 40] [--top-p 0.95] [--min-p 0.05] [--repeat-penalty 1] [--repeat-last-n 64]\n' +
     '           [--seed S] [--ctx N] [--threads N] [--kv-type f16|f32]\n' +
     '      then type questions; /reset drops the conversation (the document stays compressed), /stats, /quit',
   options: {
@@ -52,6 +52,7 @@ export const chat: Command = {
     alpha: compressFlags.alpha,
     window: compressFlags.window,
     kernel: compressFlags.kernel,
+    beta: compressFlags.beta,
     system: { type: 'string' },
     n: { type: 'string' },
     ...samplingFlags,
