@@ -64,4 +64,21 @@ describe('settings', () => {
     expect(patch.sampling?.seed).toBeNull();
     expect(await screen.findByText('Saved.')).toBeTruthy();
   });
+  it('sets the pyramid steepness β, a whole number from 1, or empty for the engine default', async () => {
+    const api = settingsApi();
+    await renderApp(api);
+    act(() => go('settings'));
+    const beta = await screen.findByRole('textbox', { name: 'Pyramid steepness β' });
+    expect((beta as HTMLInputElement).value).toBe('');
+    await userEvent.type(beta, '0');
+    await userEvent.click(screen.getByRole('button', { name: 'Save settings' }));
+    expect(beta.getAttribute('aria-invalid')).toBe('true');
+    expect(api.callsOf('settings.update')).toEqual([]);
+    await userEvent.clear(beta);
+    await userEvent.type(beta, '12');
+    expect(screen.getByText(/become stale/)).toBeTruthy();
+    await userEvent.click(screen.getByRole('button', { name: 'Save settings' }));
+    await waitFor(() => expect(api.callsOf('settings.update')).toHaveLength(1));
+    expect((api.callsOf('settings.update')[0] as SettingsPatch).compression?.beta).toBe(12);
+  });
 });

@@ -1,4 +1,4 @@
-// Settings: compression (method, budget, alpha, window, pooling kernel), sampling, the system prompt,
+// Settings: compression (method, budget, alpha, window, pooling kernel, pyramid steepness), sampling, the system prompt,
 // context and engine, appearance (the theme applies at once), and extra model folders. Edits are a draft
 // until saved; what would make compressed documents stale says so.
 import { useEffect, useState, type FormEvent, type ReactNode } from 'react';
@@ -17,6 +17,7 @@ interface Draft {
   alpha: string;
   window: string;
   kernel: string;
+  beta: string;
   temperature: string;
   topK: string;
   topP: string;
@@ -39,6 +40,7 @@ function draftOf(s: Settings): Draft {
     alpha: String(c.alpha),
     window: String(c.window),
     kernel: String(c.kernel),
+    beta: c.beta === undefined ? '' : String(c.beta),
     temperature: String(p.temperature),
     topK: String(p.topK),
     topP: String(p.topP),
@@ -70,6 +72,7 @@ export function patchOf(d: Draft): { patch: SettingsPatch; errors: Partial<Recor
   const alpha = num('alpha', 0, 1);
   const window = num('window', 1, 4096, true);
   const kernel = num('kernel', 1, 255, true);
+  const beta = num('beta', 1, 1 << 20, true, true);
   if (kernel !== null && kernel % 2 === 0) errors.kernel = 'an odd number';
   if (budget !== null && budget > 1 && !Number.isInteger(budget))
     errors.budget = 'a ratio up to 1, or a whole number of tokens';
@@ -80,6 +83,7 @@ export function patchOf(d: Draft): { patch: SettingsPatch; errors: Partial<Recor
       alpha: alpha ?? undefined,
       window: window ?? undefined,
       kernel: kernel ?? undefined,
+      beta: beta ?? undefined,
     },
     sampling: {
       temperature: num('temperature', 0, 10) ?? undefined,
@@ -241,7 +245,7 @@ export function SettingsPage() {
     </Field>
   );
   const dirty = JSON.stringify(draft) !== JSON.stringify(draftOf(settings));
-  const compressionChanged = (['method', 'budget', 'alpha', 'window', 'kernel'] as const).some(
+  const compressionChanged = (['method', 'budget', 'alpha', 'window', 'kernel', 'beta'] as const).some(
     (k) => String(draft[k]) !== String(draftOf(settings)[k]),
   );
   const submit = async (e: FormEvent) => {
@@ -290,6 +294,9 @@ export function SettingsPage() {
             inputMode: 'numeric',
           })}
           {text('kernel', 'Pooling kernel', 'Odd; smooths scores over neighbouring tokens', { inputMode: 'numeric' })}
+          {text('beta', 'Pyramid steepness β', 'Pyramid methods: how fast budgets shrink with depth; empty: 20', {
+            inputMode: 'numeric',
+          })}
         </div>
         {compressionChanged && (
           <p className="notice small">
