@@ -80,5 +80,10 @@ describe('settings', () => {
     await userEvent.click(screen.getByRole('button', { name: 'Save settings' }));
     await waitFor(() => expect(api.callsOf('settings.update')).toHaveLength(1));
     expect((api.callsOf('settings.update')[0] as SettingsPatch).compression?.beta).toBe(12);
+    // Cleared, β goes back to the engine's default rather than keeping 12.
+    await userEvent.clear(beta);
+    await userEvent.click(screen.getByRole('button', { name: 'Save settings' }));
+    await waitFor(() => expect(api.callsOf('settings.update')).toHaveLength(2));
+    expect((api.callsOf('settings.update')[1] as SettingsPatch).compression?.beta).toBe(20);
   });
 });

@@ -9,6 +9,7 @@ import { updateSettings, useSettings } from '../stores/settings.ts';
 import { ApiAccess } from './ApiAccess.tsx';
 import { Segmented } from './Segmented.tsx';
 import { METHOD_CHOICES } from '../lib/method-label.ts';
+import { DEFAULT_BETA } from '../../../electron/kv/budget.ts';
 
 /** The draft of the form: numbers as the user types them. */
 interface Draft {
@@ -55,8 +56,14 @@ function draftOf(s: Settings): Draft {
   };
 }
 
-/** Checks a draft; returns the patch or the problems by field. */
-export function patchOf(d: Draft): { patch: SettingsPatch; errors: Partial<Record<keyof Draft, string>> } {
+/**
+ * Checks a draft; returns the patch or the problems by field. `stored`: the saved compression settings, so that
+ * clearing β (whose absence a patch cannot say) sends the engine's default instead of keeping the old value.
+ */
+export function patchOf(
+  d: Draft,
+  stored?: Settings['compression'],
+): { patch: SettingsPatch; errors: Partial<Record<keyof Draft, string>> } {
   const errors: Partial<Record<keyof Draft, string>> = {};
   const num = (k: keyof Draft, min: number, max: number, int = false, optional = false): number | null => {
     const raw = String(d[k]).trim();
@@ -83,7 +90,7 @@ export function patchOf(d: Draft): { patch: SettingsPatch; errors: Partial<Recor
       alpha: alpha ?? undefined,
       window: window ?? undefined,
       kernel: kernel ?? undefined,
-      beta: beta ?? undefined,
+      beta: beta ?? (stored?.beta !== undefined && !errors.beta ? DEFAULT_BETA : undefined),
     },
     sampling: {
       temperature: num('temperature', 0, 10) ?? undefined,
@@ -250,7 +257,7 @@ export function SettingsPage() {
   );
   const submit = async (e: FormEvent) => {
     e.preventDefault();
-    const r = patchOf(draft);
+    const r = patchOf(draft, settings.compression);
     setErrors(r.errors);
     if (Object.keys(r.errors).length) return;
     if (await updateSettings(r.patch)) {
