@@ -142,6 +142,12 @@ function sampleStats(
     kvBytesKept: 200_000,
     msPrefill: 12.5,
     msCompress: 1.25,
+    chunks: 2,
+    chunkTokens: 512,
+    kvBytesPeak: 400_000,
+    kvBytesBound: 420_000,
+    positions: prefixTokens,
+    rebased: false,
     layers: [
       {
         budget: 128,
@@ -230,7 +236,7 @@ test('a new data folder gets every migration, WAL mode and foreign keys; reopeni
   again.close();
 });
 
-test('statistics stored in snake_case before version 6 open as camelCase, nothing lost', () => {
+test('statistics stored in snake_case before version 6 open as camelCase and read in one pass, nothing lost', () => {
   const dir = tempDir();
   const clock = new FakeClock();
   // A database as version 5 left it, holding statistics in the names of that time.
@@ -284,7 +290,7 @@ test('statistics stored in snake_case before version 6 open as camelCase, nothin
   old.close();
 
   const s = open(dir, { scheduler: clock });
-  assert.deepEqual(s.migrated, [6]);
+  assert.deepEqual(s.migrated, [6, 7]);
   const back = s.stats.get('d1')!;
   assert.deepEqual(back, {
     method: 'ada-snapkv',
@@ -302,6 +308,13 @@ test('statistics stored in snake_case before version 6 open as camelCase, nothin
     kvBytesKept: 768,
     msPrefill: 5.5,
     msCompress: 0.5,
+    // version 7: every cache stored before was read in one pass at its own positions, its peak unmeasured
+    chunks: 1,
+    chunkTokens: 4,
+    kvBytesPeak: 0,
+    kvBytesBound: 0,
+    positions: 4,
+    rebased: false,
     layers: [
       {
         budget: 3,

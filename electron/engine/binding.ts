@@ -213,6 +213,15 @@ export interface CompressOptions {
   beta?: number;
   /** Measure the L1 change of the window queries' attention output per layer (slower). */
   measureLoss?: boolean;
+  /** How the document is read (docs/compression.md, "Reading a long document"): 0 or absent in one pass;
+   * 'auto' or a number of tokens in chunks, each compressed back to the budget, so the cache never holds
+   * more than the budget plus one chunk. */
+  chunk?: 'auto' | number;
+  /** When the document's positions would run out of the context, give the kept entries contiguous
+   * positions (lower quality; a document longer than the model's context). */
+  rebase?: boolean;
+  /** Positions a re-based read keeps free after the document for the conversation. */
+  room?: number;
   onProgress?: (done: number, total: number) => void;
 }
 

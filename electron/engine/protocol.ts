@@ -97,6 +97,9 @@ export const CompressOptions = z.strictObject({
   kernel: Int.optional(),
   beta: Int.optional(),
   measureLoss: z.boolean().optional(),
+  chunk: z.union([z.literal('auto'), Int]).optional(),
+  rebase: z.boolean().optional(),
+  room: Int.optional(),
 });
 
 export const SamplingOptions = z.strictObject({

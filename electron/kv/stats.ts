@@ -68,6 +68,17 @@ export const COMPRESSION_STATS_FIELDS = {
   /** The whole prefill, compression included; and scoring, selection and compaction summed over layers. */
   msPrefill: 'number',
   msCompress: 'number',
+  /** How the document was read: in one pass (1) or in chunks, each compressed back to the budget. */
+  chunks: 'integer',
+  /** Tokens per chunk (the prefix for one pass; the last chunk may be longer by less than the window). */
+  chunkTokens: 'integer',
+  /** The most the cache reserved at any moment of the read, and the bound a chunked read keeps under (0: none). */
+  kvBytesPeak: 'integer',
+  kvBytesBound: 'integer',
+  /** Positions the document takes in the context: prefixTokens, unless re-based. */
+  positions: 'integer',
+  /** The kept entries were given contiguous positions (a document longer than the context's positions). */
+  rebased: 'boolean',
   layers: 'layers',
   /** Per prefix token: how many (layer, KV head) slots kept it. */
   tokenRetention: 'int32Array',

@@ -176,6 +176,26 @@ export const migrations: readonly Migration[] = [
       for (const r of rows) update.run(JSON.stringify(statsToCamelCase(JSON.parse(r.json))), r.id);
     },
   },
+  {
+    version: 7,
+    name: 'how a document was read',
+    up(db) {
+      // Statistics gained how the document was read (one pass or chunks), the cache's peak and bound, and
+      // its positions. Every cache stored before was read in one pass at its own positions; its peak was
+      // not measured (0).
+      const rows = db.prepare(`SELECT document_id AS id, json FROM compression_stats`).all() as {
+        id: string;
+        json: string;
+      }[];
+      const update = db.prepare(`UPDATE compression_stats SET json = ? WHERE document_id = ?`);
+      for (const r of rows) {
+        const s = JSON.parse(r.json) as { prefixTokens?: number };
+        const L = s.prefixTokens ?? 0;
+        const read = { chunks: 1, chunkTokens: L, kvBytesPeak: 0, kvBytesBound: 0, positions: L, rebased: false };
+        update.run(JSON.stringify({ ...read, ...s }), r.id);
+      }
+    },
+  },
 ];
 
 export const LATEST_VERSION = migrations[migrations.length - 1].version;

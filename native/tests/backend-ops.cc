@@ -660,25 +660,39 @@ void test_attention() {
 // means are probabilities off by a few float roundings, NMSE ~1e-13; 1e-9 is loose for that and tight for
 // any wrong causal limit, mask or pooling. But selection downstream is exact: the line also counts the
 // entries that differ at all, and how many tokens a top-20% selection per head picks differently.
-void window_case(KvType type, int Hk, int G_, int D, int32_t L, int32_t w, int kernel) {
-  const std::string desc = strfmt("%s L=%d w=%d k=%d Hk=%d G=%d D=%d", kv_type_name(type), L, w, kernel, Hk, G_, D);
+// ragged: the heads are scored over different lengths (a chunked read), L to L + 74.
+void window_case(KvType type, int Hk, int G_, int D, int32_t L, int32_t w, int kernel, bool ragged = false) {
+  const std::string desc = strfmt("%s L=%d%s w=%d k=%d Hk=%d G=%d D=%d", kv_type_name(type), L, ragged ? "+ragged" : "",
+                                  w, kernel, Hk, G_, D);
   run_case("window_scores", desc, [&] {
-    std::vector<int32_t> lens(static_cast<size_t>(Hk));
-    for (int g = 0; g < Hk; g++) lens[size_t(g)] = L + g % 3;  // entries past L must not count
+    std::vector<int32_t> scored(static_cast<size_t>(Hk)), lens(static_cast<size_t>(Hk));
+    for (int g = 0; g < Hk; g++) {
+      scored[size_t(g)] = ragged ? L + 37 * (g % 3) : L;
+      lens[size_t(g)] = scored[size_t(g)] + g % 3;  // entries past the scored ones must not count
+    }
     FlatKvCache cache = random_cache(type, Hk, D, D, lens, lens);
     kv::WindowShape shape;
     shape.n_head = Hk * G_, shape.n_head_kv = Hk, shape.head_dim = D, shape.head_dim_v = D, shape.L = L, shape.w = w;
+    if (ragged) shape.lens = scored;
+    const int32_t M = shape.max_len();
     const std::vector<float> qw = randn(size_t(w) * size_t(shape.n_head) * size_t(D), 2.0f);
-    const kv::EntryReader keys = [&](int g, float* out) { cache.read_k(0, g, 0, L, out); };
+    const kv::EntryReader keys = [&](int g, float* out) { cache.read_k(0, g, 0, shape.len(g), out); };
     const kv::WindowScores want = kv::snapkv_scores(*P, shape, qw.data(), keys, kernel);
     const std::unique_ptr<backend::KvStore> store = BE->kv_store_from_host(cache.clone());
-    const size_t n = size_t(L - w);
-    Dev dq = up(qw), dattn(size_t(Hk) * size_t(L) * 4), dscore(size_t(Hk) * n * 4);
-    BE->window_scores(dq.as<float>(), *store, 0, shape.n_head, L, w, kernel, dattn.as<float>(), dscore.as<float>());
+    const size_t n = size_t(M - w);
+    Dev dq = up(qw), dattn(size_t(Hk) * size_t(M) * 4), dscore(size_t(Hk) * n * 4);
+    BE->window_scores(dq.as<float>(), *store, 0, shape.n_head, scored.data(), w, kernel, dattn.as<float>(),
+                      dscore.as<float>());
     sync();
-    const std::vector<float> attn = down<float>(dattn, size_t(Hk * L)), score = down<float>(dscore, size_t(Hk) * n);
-    std::vector<float> want_attn, want_score;
-    for (int g = 0; g < Hk; g++) {
+    const std::vector<float> all_attn = down<float>(dattn, size_t(Hk * M)),
+                             all_score = down<float>(dscore, size_t(Hk) * n);
+    std::vector<float> attn, score, want_attn, want_score;
+    for (int g = 0; g < Hk; g++) {  // row g is filled up to its own length
+      const size_t ng = size_t(shape.len(g));
+      attn.insert(attn.end(), all_attn.begin() + ptrdiff_t(size_t(g) * size_t(M)),
+                  all_attn.begin() + ptrdiff_t(size_t(g) * size_t(M) + ng));
+      score.insert(score.end(), all_score.begin() + ptrdiff_t(size_t(g) * n),
+                   all_score.begin() + ptrdiff_t(size_t(g) * n + ng - size_t(w)));
       want_attn.insert(want_attn.end(), want.attn[size_t(g)].begin(), want.attn[size_t(g)].end());
       want_score.insert(want_score.end(), want.score[size_t(g)].begin(), want.score[size_t(g)].end());
     }
@@ -686,9 +700,10 @@ void window_case(KvType type, int Hk, int G_, int D, int32_t L, int32_t w, int k
     for (size_t i = 0; i < attn.size(); i++) attn_differ += !(attn[i] == want_attn[i]);
     for (size_t i = 0; i < score.size(); i++) score_differ += !(score[i] == want_score[i]);
     for (int g = 0; g < Hk; g++) {
-      const auto first = score.begin() + ptrdiff_t(size_t(g) * n);
-      const std::vector<float> row(first, first + ptrdiff_t(n));
-      const auto a = kv::top_tokens(row, int32_t(n / 5)), b = kv::top_tokens(want.score[size_t(g)], int32_t(n / 5));
+      const size_t ng = size_t(shape.len(g) - w);
+      const auto first = all_score.begin() + ptrdiff_t(size_t(g) * n);
+      const std::vector<float> row(first, first + ptrdiff_t(ng));
+      const auto a = kv::top_tokens(row, int32_t(ng / 5)), b = kv::top_tokens(want.score[size_t(g)], int32_t(ng / 5));
       std::vector<int32_t> only;
       std::set_symmetric_difference(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(only));
       picked_differ += only.size() / 2;
@@ -714,6 +729,11 @@ void test_window_scores() {
           const C& s = shapes[size_t(i++ % 4)];
           window_case(type, s.Hk, s.G, s.D, L, w, kernel);
         }
+  for (KvType type : {KvType::F32, KvType::F16})  // heads of different lengths, as while a long document is read
+    for (int32_t w : {1, 32}) {
+      window_case(type, 8, 4, 128, 300, w, 7, true);
+      window_case(type, 3, 3, 80, 40, w, 1, true);
+    }
 }
 
 // Scores [Hk][n]: continuous (non-negative, like window scores), or drawn from three values (ties

@@ -36,6 +36,12 @@ function syntheticStats(layers: number, heads: number): CompressionStats {
     kvBytesKept: 8e8,
     msPrefill: 1e5,
     msCompress: 900,
+    chunks: 16,
+    chunkTokens: 2048,
+    kvBytesPeak: 1.1e9,
+    kvBytesBound: 1.2e9,
+    positions: 32_000,
+    rebased: false,
     layers: Array.from({ length: layers }, () => ({
       budget: 6400,
       bytesFull: 1.25e8,

@@ -75,10 +75,12 @@ class Backend {
   // t of head h reads KV head g = h / (n_head / Hk), entries [0, len_g − m + t].
   // q: [m, n_head·head_dim]; out: [m, n_head·head_dim_v].
   virtual void attention(const float* q, const KvStore& kv, int l, int64_t m, int n_head, float* out) = 0;
-  // SnapKV window scores (kv/scorer.h) over each head's first L entries of layer l, the last w of them the
-  // window: qw [w, n_head·head_dim]; attn [Hk, L] the window-mean attention; score [Hk, L − w] it max-pooled.
-  virtual void window_scores(const float* qw, const KvStore& kv, int l, int n_head, int32_t L, int32_t w, int kernel,
-                             float* attn, float* score) = 0;
+  // SnapKV window scores (kv/scorer.h) of layer l: head g's first lens_host[g] entries, the last w of them
+  // the window (the heads differ in length while a long document is read in chunks). qw [w, n_head·head_dim];
+  // with M = max_g lens_host[g]: attn [Hk, M] the window-mean attention, score [Hk, M − w] it max-pooled,
+  // row g filled up to its own length.
+  virtual void window_scores(const float* qw, const KvStore& kv, int l, int n_head, const int32_t* lens_host, int32_t w,
+                             int kernel, float* attn, float* score) = 0;
   // The global top k of score [Hk, n], counted per head into won_host [Hk] (kv::global_topk_counts).
   virtual void topk_per_head(const float* score, int n_head_kv, int32_t n, int64_t k, int32_t* won_host) = 0;
   // Per head g the caps_host[g] best tokens of score[g, :], ascending, back to back in out (kv::top_tokens).

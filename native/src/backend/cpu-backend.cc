@@ -34,6 +34,13 @@ class CpuKvStore final : public KvStore {
   void truncate(int32_t p) override { c_.truncate(p); }
   void read_k(int l, int h, int32_t n, float* out) const override { c_.read_k(l, h, 0, n, out); }
   void read_v(int l, int h, int32_t n, float* out) const override { c_.read_v(l, h, 0, n, out); }
+  void read_pos(int l, int h, int32_t n, int32_t* out) const override {
+    std::memcpy(out, c_.layer(l).positions(h), size_t(n) * 4);
+  }
+  void rewrite_keys(int l, int h, int32_t n, const float* k, const int32_t* pos) override {
+    c_.rewrite_keys(l, h, n, k, pos);
+  }
+  size_t bytes_reserved() const override { return c_.bytes_reserved(); }
   std::unique_ptr<KvStore> clone() const override { return std::make_unique<CpuKvStore>(c_.clone()); }
   FlatKvCache to_host() const override { return c_.clone(); }
   const FlatKvCache* host() const override { return &c_; }
@@ -102,17 +109,18 @@ class CpuBackend final : public Backend {
     if (reference_attention_) cpu::attention_reference(pool_, scratch_, q, flat(kv), l, m, n_head, out);
     else cpu::attention(pool_, scratch_, q, flat(kv), l, m, n_head, out, stop_);
   }
-  void window_scores(const float* qw, const KvStore& kv, int l, int n_head, int32_t L, int32_t w, int kernel,
-                     float* attn, float* score) override {
+  void window_scores(const float* qw, const KvStore& kv, int l, int n_head, const int32_t* lens_host, int32_t w,
+                     int kernel, float* attn, float* score) override {
     const FlatKvCache& c = flat(kv);
     kv::WindowShape s;
     s.n_head = n_head, s.n_head_kv = c.n_head_kv(), s.head_dim = c.head_dim(), s.head_dim_v = c.head_dim_v();
-    s.L = L, s.w = w;
-    const kv::EntryReader keys = [&](int g, float* out) { c.read_k(l, g, 0, L, out); };
+    s.lens.assign(lens_host, lens_host + s.n_head_kv);
+    s.L = s.max_len(), s.w = w;
+    const kv::EntryReader keys = [&](int g, float* out) { c.read_k(l, g, 0, s.len(g), out); };
     const kv::WindowScores ws = kv::snapkv_scores(pool_, s, qw, keys, kernel);
     for (int g = 0; g < s.n_head_kv; g++) {
-      std::memcpy(attn + int64_t(g) * L, ws.attn[size_t(g)].data(), size_t(L) * sizeof(float));
-      std::memcpy(score + int64_t(g) * (L - w), ws.score[size_t(g)].data(), size_t(L - w) * sizeof(float));
+      std::memcpy(attn + int64_t(g) * s.L, ws.attn[size_t(g)].data(), size_t(s.len(g)) * sizeof(float));
+      std::memcpy(score + int64_t(g) * (s.L - w), ws.score[size_t(g)].data(), size_t(s.len(g) - w) * sizeof(float));
     }
   }
   void topk_per_head(const float* score, int n_head_kv, int32_t n, int64_t k, int32_t* won_host) override {

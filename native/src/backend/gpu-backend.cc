@@ -1,5 +1,6 @@
 #include "backend/gpu-backend.h"
 
+#include <algorithm>
 #include <mutex>
 
 #include "backend/gpu-kv-cache.h"
@@ -31,6 +32,11 @@ class GpuKvStore final : public KvStore {
   void truncate(int32_t p) override { c_.truncate(p); }
   void read_k(int l, int h, int32_t n, float* out) const override { c_.read_k(l, h, n, out); }
   void read_v(int l, int h, int32_t n, float* out) const override { c_.read_v(l, h, n, out); }
+  void read_pos(int l, int h, int32_t n, int32_t* out) const override { c_.read_pos(l, h, n, out); }
+  void rewrite_keys(int l, int h, int32_t n, const float* k, const int32_t* pos) override {
+    c_.rewrite_keys(l, h, n, k, pos);
+  }
+  size_t bytes_reserved() const override { return c_.bytes_reserved(); }
   std::unique_ptr<KvStore> clone() const override { return std::make_unique<GpuKvStore>(c_.clone()); }
   FlatKvCache to_host() const override { return c_.to_host(); }
 
@@ -102,10 +108,32 @@ class GpuBackend final : public Backend {
     const folio_gpu_kv_layer layer = device(kv).layer(l);
     run(op(api_.attention, "attention")(q, &layer, int32_t(m), n_head, out), "GPU attention");
   }
-  void window_scores(const float* qw, const KvStore& kv, int l, int n_head, int32_t L, int32_t w, int kernel,
-                     float* attn, float* score) override {
+  void window_scores(const float* qw, const KvStore& kv, int l, int n_head, const int32_t* lens_host, int32_t w,
+                     int kernel, float* attn, float* score) override {
     const folio_gpu_kv_layer layer = device(kv).layer(l);
-    run(op(api_.window_scores, "window_scores")(qw, &layer, n_head, L, w, kernel, attn, score), "GPU window scores");
+    const int Hk = layer.n_head_kv;
+    const int32_t M = *std::max_element(lens_host, lens_host + Hk);
+    if (std::all_of(lens_host, lens_host + Hk, [&](int32_t n) { return n == M; })) {
+      run(op(api_.window_scores, "window_scores")(qw, &layer, n_head, M, w, kernel, attn, score), "GPU window scores");
+      return;
+    }
+    // Heads of different lengths (a chunked read): the table's operation takes one length, so each KV head
+    // is scored alone, as a layer of one head, with its query group's rows of the window gathered.
+    const int G = n_head / Hk, D = layer.head_dim;
+    Buffer group(*this, size_t(w) * size_t(G) * size_t(D) * sizeof(float));  // [w, G·head_dim]
+    for (int g = 0; g < Hk; g++) {
+      for (int32_t i = 0; i < w; i++)
+        copy(group.as<float>() + int64_t(i) * G * D, qw + (int64_t(i) * n_head + int64_t(g) * G) * D,
+             size_t(G) * size_t(D) * sizeof(float));
+      folio_gpu_kv_layer one = layer;
+      one.offset = layer.offset + g;
+      one.len = layer.len + g;
+      one.n_head_kv = 1;
+      run(op(api_.window_scores, "window_scores")(group.as<float>(), &one, G, lens_host[g], w, kernel,
+                                                  attn + int64_t(g) * M, score + int64_t(g) * (M - w)),
+          "GPU window scores");
+    }
+    synchronize();  // `group` is freed here
   }
   void topk_per_head(const float* score, int n_head_kv, int32_t n, int64_t k, int32_t* won_host) override {
     run(op(api_.topk_per_head, "topk_per_head")(score, n_head_kv, n, k, won_host), "GPU top-k");

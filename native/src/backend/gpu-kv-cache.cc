@@ -194,6 +194,29 @@ void KvCache::read(int l, int h, int32_t n, float* out, bool values) const {
 }
 
 void KvCache::read_k(int l, int h, int32_t n, float* out) const { read(l, h, n, out, false); }
+
+void KvCache::read_pos(int l, int h, int32_t n, int32_t* out) const {
+  const Layer& L = layers_[size_t(l)];
+  std::memcpy(out, L.pos_host.data() + L.heads[size_t(h)].offset, size_t(n) * 4);
+}
+
+void KvCache::rewrite_keys(int l, int h, int32_t n, const float* k, const int32_t* pos) {
+  Layer& L = layers_[size_t(l)];
+  const HeadSegment& s = L.heads[size_t(h)];
+  if (n > s.len) fail("INTERNAL", "rewriting more keys than the head holds");
+  std::vector<uint8_t> raw(size_t(n) * k_entry_bytes());
+  if (type_ == KvType::F32) std::memcpy(raw.data(), k, raw.size());
+  else quant::kernels(TensorType::F16).quantize_row(k, raw.data(), int64_t(n) * head_dim_);
+  L.k.upload(raw.data(), raw.size(), size_t(s.offset) * k_entry_bytes());
+  L.pos.upload(pos, size_t(n) * 4, size_t(s.offset) * 4);
+  std::memcpy(L.pos_host.data() + s.offset, pos, size_t(n) * 4);
+}
+
+size_t KvCache::bytes_reserved() const {
+  size_t n = 0;
+  for (const Layer& L : layers_) n += size_t(L.capacity);
+  return n * (k_entry_bytes() + v_entry_bytes() + 4);
+}
 void KvCache::read_v(int l, int h, int32_t n, float* out) const { read(l, h, n, out, true); }
 
 FlatKvCache KvCache::to_host() const {

@@ -39,6 +39,10 @@ class KvCache {
   // Entries [0, n) of head h as floats (downloaded): out [n, head_dim] / [n, head_dim_v].
   void read_k(int l, int h, int32_t n, float* out) const;
   void read_v(int l, int h, int32_t n, float* out) const;
+  void read_pos(int l, int h, int32_t n, int32_t* out) const;
+  // Replaces the keys and positions of entries [0, n) of head h (host floats and positions, uploaded).
+  void rewrite_keys(int l, int h, int32_t n, const float* k, const int32_t* pos);
+  size_t bytes_reserved() const;  // Σ capacity × (K + V entry bytes + 4)
 
   // To and from the host cache (saving and loading sessions, statistics).
   FlatKvCache to_host() const;

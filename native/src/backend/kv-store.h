@@ -37,6 +37,13 @@ class KvStore {
   // Entries [0, n) of head h of layer l as floats on the host: out [n, head_dim] / [n, head_dim_v].
   virtual void read_k(int l, int h, int32_t n, float* out) const = 0;
   virtual void read_v(int l, int h, int32_t n, float* out) const = 0;
+  // The source positions of entries [0, n) of head h of layer l: out [n] on the host.
+  virtual void read_pos(int l, int h, int32_t n, int32_t* out) const = 0;
+  // Replaces the keys and positions of entries [0, n) of head h of layer l (re-based positions): k [n,
+  // head_dim] floats and pos [n], both on the host.
+  virtual void rewrite_keys(int l, int h, int32_t n, const float* k, const int32_t* pos) = 0;
+  // The bytes the store holds: every head's reserved room, keys, values and positions.
+  virtual size_t bytes_reserved() const = 0;
 
   virtual std::unique_ptr<KvStore> clone() const = 0;
   // A host copy (saving a session, statistics); host() is the cache itself where the store is one.

@@ -15,32 +15,39 @@ std::vector<int32_t> global_topk_counts(const std::vector<std::vector<float>>& s
   const int H = int(scores.size());
   std::vector<int32_t> won(size_t(H), 0);
   if (H == 0 || k <= 0) return won;
-  const int64_t n = int64_t(scores[0].size());
-  if (k > int64_t(H) * n) fail("INTERNAL", "global top-k: k larger than the scores");
+  // Every (head, token) pair, the heads' rows back to back (they may differ in length).
+  std::vector<std::pair<int32_t, int32_t>> order;
+  for (int h = 0; h < H; h++)
+    for (int32_t j = 0; j < int32_t(scores[size_t(h)].size()); j++) order.emplace_back(h, j);
+  if (k > int64_t(order.size())) fail("INTERNAL", "global top-k: k larger than the scores");
   // The k-th best score is the threshold; ties break to the lower token index, then the lower head, as
   // everywhere in Folio.
-  std::vector<int64_t> order(size_t(H * n));
-  std::iota(order.begin(), order.end(), int64_t(0));
-  auto score = [&](int64_t i) { return scores[size_t(i / n)][size_t(i % n)]; };
-  auto better = [&](int64_t a, int64_t c) {
-    const float sa = score(a), sc = score(c);
+  auto better = [&](const std::pair<int32_t, int32_t>& a, const std::pair<int32_t, int32_t>& c) {
+    const float sa = scores[size_t(a.first)][size_t(a.second)], sc = scores[size_t(c.first)][size_t(c.second)];
     if (sa != sc) return sa > sc;
-    if (a % n != c % n) return a % n < c % n;
-    return a < c;
+    if (a.second != c.second) return a.second < c.second;
+    return a.first < c.first;
   };
   std::nth_element(order.begin(), order.begin() + (k - 1), order.end(), better);
-  for (int64_t i = 0; i < k; i++) won[size_t(order[size_t(i)] / n)]++;
+  for (int64_t i = 0; i < k; i++) won[size_t(order[size_t(i)].first)]++;
   return won;
 }
 
 std::vector<int32_t> ada_caps(const std::vector<std::vector<float>>& scores, int32_t b, double alpha) {
   if (scores.empty()) return {};
-  const int64_t n = int64_t(scores[0].size());
-  if (b > n) fail("INTERNAL", "ada: budget larger than the selectable tokens");
+  std::vector<int64_t> n(scores.size());
+  int64_t total = 0;
+  for (size_t h = 0; h < scores.size(); h++) total += n[h] = int64_t(scores[h].size());
+  if (int64_t(scores.size()) * b > total) fail("INTERNAL", "ada: budget larger than the selectable tokens");
   return ada_caps_from_won(global_topk_counts(scores, int64_t(scores.size()) * b), n, b, alpha);
 }
 
 std::vector<int32_t> ada_caps_from_won(const std::vector<int32_t>& won, int64_t n, int32_t b, double alpha) {
+  return ada_caps_from_won(won, std::vector<int64_t>(won.size(), n), b, alpha);
+}
+
+std::vector<int32_t> ada_caps_from_won(const std::vector<int32_t>& won, const std::vector<int64_t>& n, int32_t b,
+                                       double alpha) {
   const int H = int(won.size());
   const int64_t k = int64_t(H) * b;
   // floor(alpha·b) for every head, then the rest in proportion to what each head won.
@@ -53,11 +60,12 @@ std::vector<int32_t> ada_caps_from_won(const std::vector<int32_t>& won, int64_t 
   for (int h = 0; h < H; h++) caps[size_t(h)] = int32_t(floor_share + share[size_t(h)]);
   // A head cannot keep more than it has; hand any excess to the heads with room, in head order.
   int64_t excess = 0;
-  for (auto& c : caps)
-    if (c > n) excess += c - n, c = int32_t(n);
-  for (auto& c : caps) {
-    const int64_t add = std::min<int64_t>(excess, n - c);
-    c += int32_t(add);
+  for (int h = 0; h < H; h++)
+    if (caps[size_t(h)] > n[size_t(h)])
+      excess += caps[size_t(h)] - n[size_t(h)], caps[size_t(h)] = int32_t(n[size_t(h)]);
+  for (int h = 0; h < H; h++) {
+    const int64_t add = std::min<int64_t>(excess, n[size_t(h)] - caps[size_t(h)]);
+    caps[size_t(h)] += int32_t(add);
     excess -= add;
   }
   return caps;

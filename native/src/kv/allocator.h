@@ -12,13 +12,16 @@ std::vector<int32_t> uniform_caps(int n_heads, int32_t b);
 // cap_h = floor(alpha·b) + a share of the rest Hk·(b − floor(alpha·b)) proportional to c_h, rounded by
 // largest remainder so that Σ cap_h = Hk·b exactly (the paper's (1 − alpha)·c_h + floor(alpha·b), with
 // the rounding the official code leaves under budget made exact). alpha = 1 gives uniform, alpha = 0
-// gives c_h. scores: [n_heads][n] with n = L − w selectable tokens per head, b <= n.
+// gives c_h. scores: [n_heads][n_h] with n_h = L_h − w selectable tokens per head (the rows may differ in
+// length while a document is read in chunks; a head never gets more than its n_h), Σ n_h >= n_heads·b.
 std::vector<int32_t> ada_caps(const std::vector<std::vector<float>>& scores, int32_t b, double alpha);
-// Its two steps: the global top k of scores [n_heads][n] counted per head (ties to the lower token index,
-// then the lower head), and the caps from those counts (won: [n_heads], Σ won = n_heads·b; a GPU can
-// count them on the device).
+// Its two steps: the global top k of scores [n_heads][n_h] counted per head (ties to the lower token index,
+// then the lower head), and the caps from those counts (won: [n_heads], Σ won = n_heads·b; n: the
+// selectable tokens of every head, or of each; a GPU can count them on the device).
 std::vector<int32_t> global_topk_counts(const std::vector<std::vector<float>>& scores, int64_t k);
 std::vector<int32_t> ada_caps_from_won(const std::vector<int32_t>& won, int64_t n, int32_t b, double alpha);
+std::vector<int32_t> ada_caps_from_won(const std::vector<int32_t>& won, const std::vector<int64_t>& n, int32_t b,
+                                       double alpha);
 
 // The `cap` best tokens of one head by score, ties to the lower index, returned in ascending order.
 std::vector<int32_t> top_tokens(const std::vector<float>& scores, int32_t cap);

@@ -28,9 +28,22 @@ double concentration(const std::vector<float>& attn) {
 
 }  // namespace
 
+std::vector<int32_t> chunk_starts(int32_t L, int32_t chunk, int32_t w) {
+  std::vector<int32_t> s = {0};
+  if (chunk > 0 && chunk < L) {
+    chunk = std::max(chunk, w);
+    for (int32_t t = chunk; t < L; t += chunk)
+      if (L - t >= w) s.push_back(t);
+  }
+  s.push_back(L);
+  return s;
+}
+
+int32_t default_chunk(int32_t B, int32_t n_ctx) { return std::min(std::clamp(B, 512, 2048), std::max(n_ctx / 4, 1)); }
+
 Compressor::Compressor(const CompressOptions& opts, const WindowShape& shape, int n_layers, size_t k_entry_bytes,
                        size_t v_entry_bytes, const std::string& kv_type)
-    : opts_(opts), shape_(shape) {
+    : opts_(opts), shape_(shape), entry_bytes_(k_entry_bytes + v_entry_bytes) {
   shape_.w = std::min(opts.window, shape.L);
   qw_.resize(size_t(shape_.w) * size_t(shape.n_head) * size_t(shape.head_dim));
   stats_.method = opts.method.name;
@@ -45,81 +58,144 @@ Compressor::Compressor(const CompressOptions& opts, const WindowShape& shape, in
     layer_b_ = opts.method.schedule == Schedule::Pyramid
                    ? pyramid_schedule(B.b, shape.L - opts.window, n_layers, opts.beta)
                    : flat_schedule(B.b, n_layers);
+  const size_t Hk = size_t(shape.n_head_kv);
   stats_.layers.resize(size_t(n_layers));
   stats_.token_retention.assign(size_t(shape.L), 0);
-  for (auto& ls : stats_.layers)
-    ls.bytes_full = size_t(shape.L) * size_t(shape.n_head_kv) * (k_entry_bytes + v_entry_bytes);
+  for (auto& ls : stats_.layers) ls.bytes_full = size_t(shape.L) * Hk * entry_bytes_;
+  source_.assign(size_t(n_layers), std::vector<std::vector<int32_t>>(Hk));
+  compacts_.assign(size_t(n_layers), 0);
+  mass_sum_.assign(size_t(n_layers), std::vector<double>(Hk, 0.0));
+  conc_sum_ = mass_sum_;
+  steps_.assign(size_t(n_layers), 0);
+  l1_steps_.assign(size_t(n_layers), 0);
+  l1_sum_.assign(size_t(n_layers), 0.0);
 }
 
-std::vector<std::vector<int32_t>> Compressor::select(int l, const WindowScores& ws) const {
+void Compressor::begin_chunk(int32_t first, int32_t n) {
+  for (auto& layer : source_)
+    for (auto& head : layer)
+      for (int32_t t = first; t < first + n; t++) head.push_back(t);
+}
+
+std::vector<std::vector<int32_t>> Compressor::select(int l, const std::vector<int32_t>& lens,
+                                                     const WindowScores& ws) const {
   const int Hk = shape_.n_head_kv;
-  const int32_t L = shape_.L, w = shape_.w;
+  const int32_t w = shape_.w;
   const Budget& B = stats_.budget;
   std::vector<std::vector<int32_t>> keep(static_cast<size_t>(Hk));
-  if (!B.compress) {
-    for (auto& k : keep) k.resize(size_t(L)), std::iota(k.begin(), k.end(), 0);
+  auto keep_all = [&] {
+    for (int g = 0; g < Hk; g++)
+      keep[size_t(g)].resize(size_t(lens[size_t(g)])), std::iota(keep[size_t(g)].begin(), keep[size_t(g)].end(), 0);
     return keep;
-  }
+  };
+  if (!B.compress) return keep_all();
   if (opts_.method.selection == Selection::Streaming) {
-    // The first `sinks` tokens and the most recent B − sinks.
+    // The first `sinks` entries and the most recent B − sinks.
     const int32_t sinks = std::min(opts_.sinks, B.B);
-    std::vector<int32_t> idx;
-    for (int32_t j = 0; j < sinks; j++) idx.push_back(j);
-    for (int32_t j = std::max(sinks, L - (B.B - sinks)); j < L; j++) idx.push_back(j);
-    std::fill(keep.begin(), keep.end(), idx);
+    for (int g = 0; g < Hk; g++) {
+      const int32_t n = lens[size_t(g)];
+      std::vector<int32_t>& idx = keep[size_t(g)];
+      for (int32_t j = 0; j < std::min(sinks, n); j++) idx.push_back(j);
+      for (int32_t j = std::max(sinks, n - (B.B - sinks)); j < n; j++) idx.push_back(j);
+    }
     return keep;
   }
+  // A layer that holds no more than its budget (early chunks of a long read) keeps everything.
   const int32_t b = layer_b_[size_t(l)];
-  const std::vector<int32_t> caps =
+  int64_t selectable = 0;
+  for (int32_t n : lens) selectable += n - w;
+  if (selectable <= int64_t(Hk) * b) return keep_all();
+  std::vector<int32_t> caps =
       opts_.method.allocator == Allocator::Ada ? ada_caps(ws.score, b, opts_.alpha) : uniform_caps(Hk, b);
   for (int g = 0; g < Hk; g++) {
+    const int32_t n = lens[size_t(g)];
     keep[size_t(g)] = top_tokens(ws.score[size_t(g)], caps[size_t(g)]);
-    for (int32_t j = L - w; j < L; j++) keep[size_t(g)].push_back(j);  // the window is always kept
+    for (int32_t j = n - w; j < n; j++) keep[size_t(g)].push_back(j);  // the window is always kept
   }
   return keep;
 }
 
-std::vector<std::vector<int32_t>> Compressor::plan_layer(ThreadPool& pool, int l, const WindowScores& ws,
-                                                         double ms_score, size_t entry_bytes, const EntryReader& keys,
-                                                         const EntryReader& values) {
+std::vector<std::vector<int32_t>> Compressor::plan_layer(ThreadPool& pool, int l, const std::vector<int32_t>& lens,
+                                                         const WindowScores& ws, double ms_score,
+                                                         const EntryReader& keys, const EntryReader& values) {
   LayerStats& ls = stats_.layers[size_t(l)];
   const int Hk = shape_.n_head_kv;
-  const int32_t L = shape_.L;
-  ls.ms_score = ms_score;
+  ls.ms_score += ms_score;
 
   auto t0 = std::chrono::steady_clock::now();
-  std::vector<std::vector<int32_t>> keep = select(l, ws);
-  ls.ms_select = ms_since(t0);
+  std::vector<std::vector<int32_t>> keep = select(l, lens, ws);
+  ls.ms_select += ms_since(t0);
 
   ls.budget = stats_.budget.compress && opts_.method.selection == Selection::Scored ? layer_b_[size_t(l)] + shape_.w
                                                                                     : stats_.budget.B;
-  ls.heads.resize(size_t(Hk));
-  double mass_sum = 0;
-  std::vector<std::vector<uint8_t>> mask(size_t(Hk), std::vector<uint8_t>(size_t(L), 0));
+  std::vector<std::vector<uint8_t>> mask(static_cast<size_t>(Hk));
+  bool drops = false;
   for (int g = 0; g < Hk; g++) {
-    HeadStats& hs = ls.heads[size_t(g)];
     const std::vector<float>& a = ws.attn[size_t(g)];
+    mask[size_t(g)].assign(size_t(lens[size_t(g)]), 0);
     double kept = 0, total = 0;
     for (int32_t j : keep[size_t(g)]) mask[size_t(g)][size_t(j)] = 1, kept += a[size_t(j)];
     for (float x : a) total += x;
-    hs.kept = int32_t(keep[size_t(g)].size());
-    hs.retained_mass = total > 0 ? kept / total : 1.0;
-    hs.concentration = concentration(a);
-    mass_sum += hs.retained_mass;
-    for (int32_t j : keep[size_t(g)]) stats_.token_retention[size_t(j)]++;
-    ls.bytes_kept += size_t(hs.kept) * entry_bytes;
+    mass_sum_[size_t(l)][size_t(g)] += total > 0 ? kept / total : 1.0;
+    conc_sum_[size_t(l)][size_t(g)] += concentration(a);
+    drops = drops || int32_t(keep[size_t(g)].size()) < lens[size_t(g)];
+    // The document tokens the head keeps.
+    std::vector<int32_t>& src = source_[size_t(l)][size_t(g)];
+    std::vector<int32_t> kept_src(keep[size_t(g)].size());
+    for (size_t i = 0; i < kept_src.size(); i++) kept_src[i] = src[size_t(keep[size_t(g)][i])];
+    src.swap(kept_src);
   }
-  ls.eps_over_c = 2.0 * (double(Hk) - mass_sum);
-  if (opts_.measure_loss) ls.attn_l1 = attention_l1_loss(pool, shape_, qw_.data(), keys, values, mask);
+  steps_[size_t(l)]++;
+  compacts_[size_t(l)] = drops;
+  if (opts_.measure_loss) {
+    WindowShape s = shape_;
+    s.lens = lens;
+    l1_sum_[size_t(l)] += attention_l1_loss(pool, s, qw_.data(), keys, values, mask);
+    l1_steps_[size_t(l)]++;
+  }
   return keep;
 }
 
-void Compressor::add_compact_time(int l, double ms_compact) {
-  LayerStats& ls = stats_.layers[size_t(l)];
-  ls.ms_compact = ms_compact;
-  stats_.kv_bytes_full += ls.bytes_full;
-  stats_.kv_bytes_kept += ls.bytes_kept;
-  stats_.ms_compress += ls.ms_score + ls.ms_select + ls.ms_compact;
+size_t Compressor::chunked_bound(int32_t chunk) const {
+  const Budget& B = stats_.budget;
+  if (!B.compress) return 0;
+  size_t entries = 0;
+  for (size_t l = 0; l < stats_.layers.size(); l++) {
+    const int32_t Bl = opts_.method.selection == Selection::Scored ? layer_b_[l] + shape_.w : B.B;
+    entries += size_t(shape_.n_head_kv) * size_t(Bl + chunk);
+  }
+  return entries * (entry_bytes_ + 4);
+}
+
+void Compressor::add_compact_time(int l, double ms_compact) { stats_.layers[size_t(l)].ms_compact += ms_compact; }
+
+void Compressor::finish() {
+  const int Hk = shape_.n_head_kv;
+  stats_.kv_bytes_full = stats_.kv_bytes_kept = 0;
+  stats_.ms_compress = 0;
+  std::fill(stats_.token_retention.begin(), stats_.token_retention.end(), 0);
+  for (size_t l = 0; l < stats_.layers.size(); l++) {
+    LayerStats& ls = stats_.layers[l];
+    const double steps = std::max(steps_[l], 1);
+    ls.heads.assign(size_t(Hk), HeadStats());
+    ls.bytes_kept = 0;
+    double mass_sum = 0;
+    for (int g = 0; g < Hk; g++) {
+      HeadStats& hs = ls.heads[size_t(g)];
+      const std::vector<int32_t>& src = source_[l][size_t(g)];
+      hs.kept = int32_t(src.size());
+      hs.retained_mass = steps_[l] ? mass_sum_[l][size_t(g)] / steps : 1.0;
+      hs.concentration = steps_[l] ? conc_sum_[l][size_t(g)] / steps : 1.0;
+      mass_sum += hs.retained_mass;
+      for (int32_t t : src) stats_.token_retention[size_t(t)]++;
+      ls.bytes_kept += src.size() * entry_bytes_;
+    }
+    ls.eps_over_c = 2.0 * (double(Hk) - mass_sum);
+    ls.attn_l1 = l1_steps_[l] ? l1_sum_[l] / l1_steps_[l] : -1;
+    stats_.kv_bytes_full += ls.bytes_full;
+    stats_.kv_bytes_kept += ls.bytes_kept;
+    stats_.ms_compress += ls.ms_score + ls.ms_select + ls.ms_compact;
+  }
 }
 
 }  // namespace folio::kv

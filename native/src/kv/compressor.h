@@ -1,8 +1,11 @@
-// Compression during prefill, one layer at a time: right after a layer has been prefilled, its entries
-// are scored (on the backend that holds the cache), then this class allocates and selects what each head
-// keeps and records the statistics, and the layer is compacted, so the peak holds one layer's full cache
-// rather than the model's. The driver that runs these steps over a backend is forward/compress-layer.h.
+// Compression during prefill, one layer at a time: right after a layer has read the prefix (or, for a long
+// document read in chunks, the next chunk), its entries are scored (on the backend that holds the cache),
+// then this class allocates and selects what each head keeps and records the statistics, and the layer is
+// compacted. A one-shot read is one step per layer over the whole prefix; a chunked read is one step per
+// layer and chunk, each bringing the layer back to its budget, so the cache never holds more than the
+// budget plus one chunk. The driver that runs these steps over a backend is forward/compress-layer.h.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -14,36 +17,70 @@
 
 namespace folio::kv {
 
+// The chunks a prefix of L tokens is read in: their first tokens, then L ([0, L] for one pass, chunk = 0 or
+// chunk >= L). Every chunk holds at least the window w (a short tail joins the chunk before it).
+std::vector<int32_t> chunk_starts(int32_t L, int32_t chunk, int32_t w);
+// The chunk size the engine chooses for a budget of B tokens per head in a context of n_ctx positions: about
+// the budget, so that the cache holds at most about twice it, within 512 to 2048 tokens, and at most a
+// quarter of the positions (a re-based read needs room for the kept entries, a chunk and the conversation).
+int32_t default_chunk(int32_t B, int32_t n_ctx);
+
 class Compressor {
  public:
-  // L: prefix tokens, all of them in the cache (which was empty before this prefill).
+  // shape.L: the prefix's tokens, the whole document however it is read (the budget, the layer schedule
+  // and the statistics are about it); the cache was empty before it.
   Compressor(const CompressOptions& opts, const WindowShape& shape, int n_layers, size_t k_entry_bytes,
              size_t v_entry_bytes, const std::string& kv_type);
 
-  int32_t window() const { return shape_.w; }         // w: window queries, the last w prefix tokens
-  int32_t prefix_tokens() const { return shape_.L; }  // L: prefix tokens, all of them in the cache
+  int32_t window() const { return shape_.w; }         // w: window queries, the last w tokens read
+  int32_t prefix_tokens() const { return shape_.L; }  // L: prefix tokens
   const WindowShape& shape() const { return shape_; }
+  // The next tokens read are the document's [first, first + n): every head of every layer gets n entries.
+  void begin_chunk(int32_t first, int32_t n);
+  // Free entries per head a compaction leaves: room for the next chunk while reading, else `after`.
+  void set_room(int32_t next_chunk) { room_ = next_chunk; }
+  int32_t room(int32_t after) const { return room_ > 0 ? room_ : after; }
   // The host copy of the current layer's window queries, [w, H · head_dim]: the driver fills it before
   // plan_layer (the attention-loss measurement reads it).
   float* window_queries() { return qw_.data(); }
-  // Given layer l's window scores (and how long they took), chooses what each head keeps ([Hk] ascending
-  // indices) and records the statistics; keys/values read the layer's first L entries (only for the
-  // attention-loss measurement). The caller compacts (when budget().compress) and reports the time with
+  // One step of layer l: given the window scores of its heads as they are (head g holds lens[g] entries,
+  // the last w of them the window) and how long they took, chooses what each head keeps ([Hk] ascending
+  // entry indices) and records the statistics; keys/values read a head's entries (only for the
+  // attention-loss measurement). The caller compacts when compacts() and reports the time with
   // add_compact_time.
-  std::vector<std::vector<int32_t>> plan_layer(ThreadPool& pool, int l, const WindowScores& ws, double ms_score,
-                                               size_t entry_bytes, const EntryReader& keys, const EntryReader& values);
+  std::vector<std::vector<int32_t>> plan_layer(ThreadPool& pool, int l, const std::vector<int32_t>& lens,
+                                               const WindowScores& ws, double ms_score, const EntryReader& keys,
+                                               const EntryReader& values);
+  // Whether the last plan_layer of layer l dropped anything.
+  bool compacts(int l) const { return compacts_[size_t(l)] != 0; }
   void add_compact_time(int l, double ms_compact);
+  // The cache's reserved bytes at a moment of the read (the peak is kept in the statistics).
+  void note_reserved(size_t bytes) { stats_.kv_bytes_peak = std::max(stats_.kv_bytes_peak, bytes); }
+  // The most a chunked read may reserve, chunks of at most `chunk` tokens: every layer's heads at their
+  // budget plus one chunk, keys, values and positions; 0 when nothing is compressed (no bound).
+  size_t chunked_bound(int32_t chunk) const;
+  // Closes the statistics once every token has been read: what each head holds, per-token retention.
+  void finish();
   const Budget& budget() const { return stats_.budget; }
   const CompressOptions& options() const { return opts_; }
   CompressionStats& stats() { return stats_; }
 
  private:
-  std::vector<std::vector<int32_t>> select(int l, const WindowScores& ws) const;
+  std::vector<std::vector<int32_t>> select(int l, const std::vector<int32_t>& lens, const WindowScores& ws) const;
 
   CompressOptions opts_;
   WindowShape shape_;
   std::vector<float> qw_;
   std::vector<int32_t> layer_b_;  // selectable budget b_l per layer
+  size_t entry_bytes_ = 0;        // K + V bytes of one entry
+  int32_t room_ = 0;
+  // [layer][head][entry]: the document token each cached entry came from, kept in step with the cache.
+  std::vector<std::vector<std::vector<int32_t>>> source_;
+  std::vector<uint8_t> compacts_;  // [layer]
+  // [layer][head] sums over the steps of a layer, averaged by finish(); attention loss: sum and count.
+  std::vector<std::vector<double>> mass_sum_, conc_sum_;
+  std::vector<int32_t> steps_, l1_steps_;
+  std::vector<double> l1_sum_;
   CompressionStats stats_;
 };
 

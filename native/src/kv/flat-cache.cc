@@ -176,6 +176,16 @@ void FlatKvCache::read_v(int l, int h, int32_t j0, int32_t n, float* out) const 
   else quant::kernels(TensorType::F16).dequantize_row(src, out, int64_t(n) * head_dim_v_);
 }
 
+void FlatKvCache::rewrite_keys(int l, int h, int32_t n, const float* k, const int32_t* pos) {
+  LayerKv& L = layers_[size_t(l)];
+  const HeadSegment& s = L.heads[size_t(h)];
+  if (n > s.len) fail("INTERNAL", "rewriting more keys than the head holds");
+  uint8_t* dst = L.k.data() + size_t(s.offset) * k_entry_bytes();
+  if (type_ == KvType::F32) std::memcpy(dst, k, size_t(n) * k_entry_bytes());
+  else quant::kernels(TensorType::F16).quantize_row(k, dst, int64_t(n) * head_dim_);
+  std::memcpy(L.pos.data() + size_t(s.offset) * 4, pos, size_t(n) * 4);
+}
+
 size_t FlatKvCache::bytes_used() const {
   size_t n = 0;
   for (const LayerKv& L : layers_)

@@ -80,6 +80,9 @@ class FlatKvCache {
   // Entries [j0, j0 + n) of head h of layer l as floats: out [n, head_dim] / [n, head_dim_v].
   void read_k(int l, int h, int32_t j0, int32_t n, float* out) const;
   void read_v(int l, int h, int32_t j0, int32_t n, float* out) const;
+  // Replaces the keys (floats, converted to the element type) and positions of entries [0, n) of head h
+  // of layer l: re-based positions, the keys rotated to them.
+  void rewrite_keys(int l, int h, int32_t n, const float* k, const int32_t* pos);
 
   size_t bytes_used() const;      // Σ len × (K + V entry bytes): the cache's content
   size_t bytes_reserved() const;  // Σ cap × (K + V entry bytes + 4 for the position): what it holds

@@ -8,11 +8,12 @@ namespace folio::kv {
 
 namespace {
 
-// Softmax probabilities of window query i (absolute index L − w + i) of query head h over the keys
-// K [L, D] of its KV head: p [L], zero past the causal limit.
+// Softmax probabilities of window query i (entry L_g − w + i) of query head h over the keys K [L_g, D] of its
+// KV head g: p [L_g], zero past the causal limit.
 void window_probs(const WindowShape& s, const float* qw, int h, int i, const float* K, float* p) {
   const int D = s.head_dim;
-  const int32_t visible = s.L - s.w + i + 1;
+  const int32_t Lg = s.len(h / (s.n_head / s.n_head_kv));
+  const int32_t visible = Lg - s.w + i + 1;
   const float* q = qw + (int64_t(i) * s.n_head + h) * D;
   const float scale = 1.0f / std::sqrt(float(D));
   float mx = -std::numeric_limits<float>::infinity();
@@ -27,10 +28,16 @@ void window_probs(const WindowShape& s, const float* qw, int h, int i, const flo
   for (int32_t j = 0; j < visible; j++) sum += p[j] = std::exp(p[j] - mx);
   const float inv = float(1.0 / sum);
   for (int32_t j = 0; j < visible; j++) p[j] *= inv;
-  std::fill(p + visible, p + s.L, 0.0f);
+  std::fill(p + visible, p + Lg, 0.0f);
 }
 
 }  // namespace
+
+int32_t WindowShape::max_len() const {
+  int32_t m = L;
+  for (int32_t x : lens) m = std::max(m, x);
+  return m;
+}
 
 std::vector<float> max_pool(const std::vector<float>& x, int kernel) {
   const int64_t n = int64_t(x.size()), r = kernel / 2;
@@ -47,21 +54,23 @@ WindowScores snapkv_scores(ThreadPool& pool, const WindowShape& s, const float* 
                            int kernel) {
   const int G = s.n_head / s.n_head_kv;
   WindowScores out;
-  out.attn.assign(size_t(s.n_head_kv), std::vector<float>(size_t(s.L), 0.0f));
+  out.attn.resize(size_t(s.n_head_kv));
   out.score.resize(size_t(s.n_head_kv));
   pool.parallel_for(s.n_head_kv, [&](int64_t g, int) {
-    std::vector<float> K(size_t(s.L) * size_t(s.head_dim)), p(size_t(s.L));
+    const int32_t Lg = s.len(int(g));
+    std::vector<float> K(size_t(Lg) * size_t(s.head_dim)), p(static_cast<size_t>(Lg));
     keys(int(g), K.data());
-    std::vector<double> acc(size_t(s.L), 0.0);
+    std::vector<double> acc(size_t(Lg), 0.0);
     for (int hh = 0; hh < G; hh++)
       for (int i = 0; i < s.w; i++) {
         window_probs(s, qw, int(g) * G + hh, i, K.data(), p.data());
-        for (int32_t j = 0; j < s.L; j++) acc[size_t(j)] += p[size_t(j)];
+        for (int32_t j = 0; j < Lg; j++) acc[size_t(j)] += p[size_t(j)];
       }
     std::vector<float>& a = out.attn[size_t(g)];
+    a.resize(size_t(Lg));
     const double norm = 1.0 / (double(G) * double(s.w));  // mean over the window, then over the group
-    for (int32_t j = 0; j < s.L; j++) a[size_t(j)] = float(acc[size_t(j)] * norm);
-    out.score[size_t(g)] = max_pool(std::vector<float>(a.begin(), a.begin() + (s.L - s.w)), kernel);
+    for (int32_t j = 0; j < Lg; j++) a[size_t(j)] = float(acc[size_t(j)] * norm);
+    out.score[size_t(g)] = max_pool(std::vector<float>(a.begin(), a.begin() + (Lg - s.w)), kernel);
   });
   return out;
 }
@@ -71,7 +80,8 @@ double attention_l1_loss(ThreadPool& pool, const WindowShape& s, const float* qw
   const int G = s.n_head / s.n_head_kv, Dv = s.head_dim_v;
   std::vector<double> loss(size_t(s.n_head_kv), 0.0);
   pool.parallel_for(s.n_head_kv, [&](int64_t g, int) {
-    std::vector<float> K(size_t(s.L) * size_t(s.head_dim)), V(size_t(s.L) * size_t(Dv)), p(size_t(s.L));
+    const int32_t Lg = s.len(int(g));
+    std::vector<float> K(size_t(Lg) * size_t(s.head_dim)), V(size_t(Lg) * size_t(Dv)), p(static_cast<size_t>(Lg));
     keys(int(g), K.data());
     values(int(g), V.data());
     std::vector<double> full(static_cast<size_t>(Dv)), kept(static_cast<size_t>(Dv));
@@ -81,7 +91,7 @@ double attention_l1_loss(ThreadPool& pool, const WindowShape& s, const float* qw
         std::fill(full.begin(), full.end(), 0.0);
         std::fill(kept.begin(), kept.end(), 0.0);
         double kept_mass = 0;
-        for (int32_t j = 0; j < s.L; j++) {
+        for (int32_t j = 0; j < Lg; j++) {
           if (p[size_t(j)] == 0) continue;
           const float* v = V.data() + int64_t(j) * Dv;
           const bool k = keep[size_t(g)][size_t(j)] != 0;

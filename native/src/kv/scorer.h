@@ -1,6 +1,8 @@
 // The SnapKV observation-window scorer (docs/compression.md, "Scoring"): the last w prefix tokens' queries attend
 // to all L prefix keys (causal only inside the window), softmax in fp32 over all L keys, mean over the
-// w queries, mean over each KV head's G query heads, then max-pooling over the key axis.
+// w queries, mean over each KV head's G query heads, then max-pooling over the key axis. While a long
+// document is read in chunks the heads hold different numbers of entries (what each kept, then the chunk):
+// head g then has its own L_g, and its window is still its last w entries (the chunk's last w tokens).
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -10,7 +12,7 @@
 
 namespace folio::kv {
 
-// Reads keys (or values) [0, L) of KV head g as floats into out [L, dim].
+// Reads keys (or values) [0, L_g) of KV head g as floats into out [L_g, dim].
 using EntryReader = std::function<void(int g, float* out)>;
 
 struct WindowShape {
@@ -20,11 +22,16 @@ struct WindowShape {
   int head_dim_v = 0;
   int32_t L = 0;  // prefix tokens (keys)
   int32_t w = 0;  // window queries: the last w of the L tokens
+  // Entries of each KV head when they differ ([Hk]; empty: every head holds L).
+  std::vector<int32_t> lens;
+
+  int32_t len(int g) const { return lens.empty() ? L : lens[size_t(g)]; }
+  int32_t max_len() const;
 };
 
 struct WindowScores {
-  std::vector<std::vector<float>> attn;   // [Hk][L]: Ā, window-mean attention averaged over the G heads
-  std::vector<std::vector<float>> score;  // [Hk][L − w]: Ā of the prefix tokens, max-pooled
+  std::vector<std::vector<float>> attn;   // [Hk][L_g]: Ā, window-mean attention averaged over the G heads
+  std::vector<std::vector<float>> score;  // [Hk][L_g − w]: Ā of the prefix tokens, max-pooled
 };
 
 // qw: [w, H · head_dim] the window queries, post-RoPE, in the projections' layout.

@@ -47,6 +47,13 @@ struct CompressionStats {
   size_t kv_bytes_kept = 0;
   double ms_prefill = 0;   // the whole prefill, compression included
   double ms_compress = 0;  // scoring, selection and compaction summed over layers
+  // How the document was read: in one pass (chunks = 1) or in chunks, each compressed back to the budget.
+  int32_t chunks = 1;
+  int32_t chunk_tokens = 0;   // tokens per chunk (the last may be longer by less than the window)
+  size_t kv_bytes_peak = 0;   // the most the cache reserved at any moment of the read
+  size_t kv_bytes_bound = 0;  // what a chunked read promised not to exceed (0 for one pass)
+  int32_t positions = 0;      // positions the document takes in the context (L unless re-based)
+  bool rebased = false;       // the kept entries were given contiguous positions (beyond the context)
 };
 
 // X(name, kind, expression of s) for s a HeadStats.
@@ -85,6 +92,12 @@ struct CompressionStats {
   X("kvBytesKept", integer, s.kv_bytes_kept)                                                    \
   X("msPrefill", number, s.ms_prefill)                                                          \
   X("msCompress", number, s.ms_compress)                                                        \
+  X("chunks", integer, s.chunks)                                                                \
+  X("chunkTokens", integer, s.chunk_tokens)                                                     \
+  X("kvBytesPeak", integer, s.kv_bytes_peak)                                                    \
+  X("kvBytesBound", integer, s.kv_bytes_bound)                                                  \
+  X("positions", integer, s.positions)                                                          \
+  X("rebased", boolean, s.rebased)                                                              \
   X("layers", layers, s.layers)                                                                 \
   X("tokenRetention", int32Array, s.token_retention)
 

@@ -23,6 +23,18 @@ kv::CompressOptions compress_options(Napi::Env env, const Napi::Object& o, const
   return c;
 }
 
+ReadOptions read_options(Napi::Env env, const Napi::Object& o) {
+  ReadOptions r;
+  const Napi::Value chunk = o.Has("chunk") ? o.Get("chunk") : env.Undefined();
+  if (chunk.IsString() && chunk.As<Napi::String>().Utf8Value() == "auto") r.chunk = ReadOptions::kAutoChunk;
+  else if (!chunk.IsUndefined() && !chunk.IsString()) r.chunk = int32_t(num_opt(env, o, "chunk", 0, 0, 1 << 24));
+  else if (!chunk.IsUndefined())
+    throw js_error(env, "INVALID_ARGUMENT", "chunk must be 'auto' or a number of tokens (0: one pass)");
+  r.rebase = bool_opt(env, o, "rebase", false);
+  r.room = int32_t(num_opt(env, o, "room", 0, 0, 1 << 24));
+  return r;
+}
+
 namespace {
 
 // The kinds of kv/stats.h's tables; each checks at compile time that its rows read the C++ type it means.

@@ -118,18 +118,19 @@ class SessionWrap : public Napi::ObjectWrap<SessionWrap> {
     std::vector<int32_t> tokens = token_array(env, info.Length() ? info[0] : env.Undefined(), "tokens");
     Napi::Object o = opts_arg(info, 1);
     const kv::CompressOptions opts = compress_options(env, o, "ada-snapkv");
+    const ReadOptions read = read_options(env, o);
     auto on_progress = progress_events(env, o);
     auto st = state_;
     auto stats = std::make_shared<kv::CompressionStats>();
     return run(
         env,
-        [st, tokens, opts, stats](const Job::Emit& emit) {
+        [st, tokens, opts, read, stats](const Job::Emit& emit) {
           *stats = st->session->compress(
               tokens, opts,
               [&](int64_t d, int64_t t) {
                 emit({d, t, {}});
               },
-              &st->cancel);
+              &st->cancel, read);
         },
         [st, stats](Napi::Env env) {
           Napi::Object r = Napi::Object::New(env);

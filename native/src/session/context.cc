@@ -6,6 +6,7 @@
 #include "backend/cpu-backend.h"
 #include "backend/gpu-backend.h"
 #include "core/error.h"
+#include "forward/rebase.h"
 #include "kv/compressor.h"
 
 namespace folio {
@@ -62,12 +63,16 @@ void Context::truncate(int32_t n) {
 }
 
 void Context::check_tokens(const std::vector<int32_t>& tokens) const {
-  const HParams& hp = model_.hparams();
   const int64_t n = int64_t(tokens.size());
-  if (n == 0) fail("INVALID_ARGUMENT", "nothing to evaluate: the token list is empty");
+  check_ids(tokens);
   if (n_past_ + n > params_.n_ctx)
     fail("CONTEXT_FULL",
          strfmt("%lld new tokens do not fit: the context holds %d of %d tokens", (long long)n, n_past_, params_.n_ctx));
+}
+
+void Context::check_ids(const std::vector<int32_t>& tokens) const {
+  const HParams& hp = model_.hparams();
+  if (tokens.empty()) fail("INVALID_ARGUMENT", "nothing to evaluate: the token list is empty");
   for (int32_t t : tokens)
     if (t < 0 || t >= hp.n_vocab)
       fail("INVALID_TOKEN", strfmt("token id %d is outside the vocabulary (0 to %d)", t, hp.n_vocab - 1));
@@ -100,23 +105,76 @@ void Context::eval(const std::vector<int32_t>& tokens, bool all_logits, std::vec
 
 kv::CompressionStats Context::compress(const std::vector<int32_t>& tokens, const kv::CompressOptions& opts,
                                        std::vector<float>& logits, const ProgressFn& progress,
-                                       const std::atomic<bool>* cancel) {
+                                       const std::atomic<bool>* cancel, const ReadOptions& read) {
   if (n_past_ != 0) fail("NOT_EMPTY", "compression reads the whole prefix in one prefill: start from an empty session");
   kv::validate(opts);
-  check_tokens(tokens);
+  if (read.chunk < ReadOptions::kAutoChunk || read.room < 0)
+    fail("INVALID_ARGUMENT", "the chunk size and the room must not be negative");
+  check_ids(tokens);
   const HParams& hp = model_.hparams();
+  const int32_t L = int32_t(tokens.size());
+  if (!read.rebase && L > params_.n_ctx)
+    fail("CONTEXT_FULL", strfmt("the document is %d tokens and the context holds %d positions: read it with re-based "
+                                "positions, or a part of it",
+                                L, params_.n_ctx));
   kv::WindowShape shape;
   shape.n_head = hp.n_head;
   shape.n_head_kv = hp.n_head_kv;
   shape.head_dim = hp.head_dim;
   shape.head_dim_v = hp.head_dim_v;
-  shape.L = int32_t(tokens.size());
+  shape.L = L;
   kv::Compressor comp(opts, shape, hp.n_layer, kv_->k_entry_bytes(), kv_->v_entry_bytes(), kv_type_name(kv_->type()));
+  const int32_t chunk = read.chunk != ReadOptions::kAutoChunk ? read.chunk
+                        : comp.budget().compress              ? kv::default_chunk(comp.budget().B, params_.n_ctx)
+                                                              : 0;
+  const std::vector<int32_t> starts = kv::chunk_starts(L, chunk, comp.window());
+  const int32_t n_chunks = int32_t(starts.size()) - 1;
+  kv::CompressionStats& st = comp.stats();
+  st.chunks = n_chunks;
+  st.chunk_tokens = n_chunks > 1 ? starts[1] : L;
+  int32_t longest = 0;
+  for (int32_t c = 0; c < n_chunks; c++) longest = std::max(longest, starts[size_t(c) + 1] - starts[size_t(c)]);
+  if (n_chunks > 1) st.kv_bytes_bound = comp.chunked_bound(std::max(longest, FlatKvCache::kSpare));
+  const float* freq_factors = model_.weights().rope_freqs ? model_.weights().rope_freqs.f32() : nullptr;
+
   logits.assign(size_t(hp.n_vocab), 0.0f);
   const auto t0 = std::chrono::steady_clock::now();
-  run(tokens, false, logits.data(), progress, cancel, &comp);
-  comp.stats().ms_prefill = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  return comp.stats();
+  try {
+    for (int32_t c = 0; c < n_chunks; c++) {
+      const int32_t first = starts[size_t(c)], m = starts[size_t(c) + 1] - first;
+      // Positions this chunk needs: its own, and after the last one the room for the conversation.
+      const int32_t need = m + (c + 1 == n_chunks ? read.room : 0);
+      if (read.rebase && n_past_ + need > params_.n_ctx) {
+        n_past_ = forward::rebase_positions(*kv_, hp, freq_factors, pool_);
+        st.rebased = true;
+      }
+      if (n_past_ + need > params_.n_ctx)
+        fail("CONTEXT_FULL", strfmt("the compressed document needs more than the context's %d positions even with "
+                                    "re-based positions (%d kept, %d to read, %d for the conversation): use a smaller "
+                                    "budget or a larger context",
+                                    params_.n_ctx, n_past_, m, c + 1 == n_chunks ? read.room : 0));
+      const ProgressFn chunk_progress =
+          progress ? ProgressFn([&](int64_t done, int64_t) { progress(first + done, L); }) : ProgressFn();
+      comp.begin_chunk(first, m);
+      comp.set_room(c + 1 < n_chunks ? starts[size_t(c) + 2] - starts[size_t(c) + 1] : 0);
+      const bool last = c + 1 == n_chunks;
+      run(std::vector<int32_t>(tokens.begin() + first, tokens.begin() + first + m), false,
+          last ? logits.data() : nullptr, chunk_progress, cancel, &comp);
+      comp.note_reserved(kv_->bytes_reserved());
+      if (st.kv_bytes_bound && st.kv_bytes_peak > st.kv_bytes_bound)
+        fail("INTERNAL", strfmt("reading chunk %d of %d, the cache held %zu bytes, over its bound of %zu", c + 1,
+                                n_chunks, st.kv_bytes_peak, st.kv_bytes_bound));
+    }
+  } catch (...) {
+    kv_ = backend_->make_kv_store(hp.n_layer, hp.n_head_kv, hp.head_dim, hp.head_dim_v, params_.kv_type);
+    host_stale_ = true;
+    n_past_ = 0;
+    throw;
+  }
+  comp.finish();
+  st.positions = n_past_;
+  st.ms_prefill = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  return st;
 }
 
 }  // namespace folio

@@ -37,6 +37,16 @@ struct ContextParams {
   BackendKind backend = BackendKind::Cpu;
 };
 
+// How compress() reads a prefix (docs/compression.md, "Reading a long document").
+struct ReadOptions {
+  // Tokens per chunk, each compressed back to the budget; 0: the whole prefix in one pass; kAutoChunk: the
+  // engine's choice for the budget (kv::default_chunk).
+  static constexpr int32_t kAutoChunk = -1;
+  int32_t chunk = 0;
+  bool rebase = false;  // beyond the context's positions: give the kept entries contiguous positions
+  int32_t room = 0;     // positions a re-based read keeps free after the document for the conversation
+};
+
 class Context {
  public:
   Context(const Model& model, const ContextParams& params);
@@ -64,16 +74,21 @@ class Context {
             const ProgressFn& progress = nullptr, const std::atomic<bool>* cancel = nullptr);
 
   // Prefills `tokens` into an empty context and compresses the cache layer by layer as it goes
-  // (docs/compression.md). Writes the last position's logits. Throws NOT_EMPTY when the context holds tokens.
+  // (docs/compression.md): in one pass, or in chunks after each of which every layer is brought back to
+  // its budget, so that the cache never holds more than the budget plus one chunk (checked at every chunk:
+  // INTERNAL if not). Writes the last position's logits. Throws NOT_EMPTY when the context holds tokens,
+  // CONTEXT_FULL when the prefix does not fit the positions (re-based or not); on any failure the context
+  // is empty again.
   kv::CompressionStats compress(const std::vector<int32_t>& tokens, const kv::CompressOptions& opts,
                                 std::vector<float>& logits, const ProgressFn& progress = nullptr,
-                                const std::atomic<bool>* cancel = nullptr);
+                                const std::atomic<bool>* cancel = nullptr, const ReadOptions& read = {});
 
   // Forgets every position from n onwards (regenerate, edit).
   void truncate(int32_t n);
 
  private:
   void check_tokens(const std::vector<int32_t>& tokens) const;
+  void check_ids(const std::vector<int32_t>& tokens) const;
   void run(const std::vector<int32_t>& tokens, bool all_logits, float* logits, const ProgressFn& progress,
            const std::atomic<bool>* cancel, kv::Compressor* comp);
 

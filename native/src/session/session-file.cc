@@ -1,7 +1,7 @@
 // Saved sessions. Layout (little-endian), every section counted so a reader can check it against the file:
 //   "FOLIOKV\0"  u32 version  u64 model fingerprint  u64 model file size
 //   u32 kv type  u32 n_layer  u32 n_head_kv  u32 head_dim  u32 head_dim_v  i32 n_past
-//   u32 n_tokens  i32 tokens[n_tokens]
+//   u32 n_tokens  i32 tokens[n_tokens]   (n_tokens >= n_past: more after a re-based read)
 //   u32 n_logits  f32 logits[n_logits]
 //   u32 meta_len  meta bytes
 //   per layer, per KV head: i32 len, i32 pos[len], K entries [len], V entries [len]
@@ -206,7 +206,8 @@ std::unique_ptr<Session> Session::load(std::shared_ptr<const Model> model, const
   s->tokens_.resize(n_tokens);
   std::memcpy(s->tokens_.data(), r.take(size_t(n_tokens) * 4, "the token list"), size_t(n_tokens) * 4);
   const uint32_t n_logits = r.count(4, "the logits");
-  if (n_tokens != uint32_t(n_past) || (n_logits != 0 && n_logits != uint32_t(hp.n_vocab)))
+  // As many tokens as positions, or more after a re-based read (docs/compression.md).
+  if (n_tokens < uint32_t(n_past) || (n_logits != 0 && n_logits != uint32_t(hp.n_vocab)))
     fail("SESSION_FILE_CORRUPT", path + " is damaged: its token list, position and logits disagree");
   s->last_logits_.resize(n_logits);
   std::memcpy(s->last_logits_.data(), r.take(size_t(n_logits) * 4, "the logits"), size_t(n_logits) * 4);

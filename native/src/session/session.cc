@@ -27,9 +27,10 @@ void Session::prefill(const std::vector<int32_t>& tokens, bool all_logits, std::
 }
 
 kv::CompressionStats Session::compress(const std::vector<int32_t>& tokens, const kv::CompressOptions& opts,
-                                       const ProgressFn& progress, const std::atomic<bool>* cancel) {
+                                       const ProgressFn& progress, const std::atomic<bool>* cancel,
+                                       const ReadOptions& read) {
   std::vector<float> logits;
-  kv::CompressionStats stats = ctx_->compress(tokens, opts, logits, progress, cancel);
+  kv::CompressionStats stats = ctx_->compress(tokens, opts, logits, progress, cancel, read);
   tokens_ = tokens;
   last_logits_ = std::move(logits);
   return stats;
@@ -80,8 +81,9 @@ GenerateResult Session::generate(const GenerateParams& params, const TokenFn& on
 }
 
 void Session::truncate(int32_t n) {
+  const size_t dropped = size_t(ctx_->n_past() - std::max(n, 0));
   ctx_->truncate(n);
-  tokens_.resize(size_t(n));
+  tokens_.resize(tokens_.size() - dropped);
   last_logits_.clear();
 }
 

@@ -49,10 +49,12 @@ class Session {
   void prefill(const std::vector<int32_t>& tokens, bool all_logits, std::vector<float>& logits,
                const ProgressFn& progress, const std::atomic<bool>* cancel);
   kv::CompressionStats compress(const std::vector<int32_t>& tokens, const kv::CompressOptions& opts,
-                                const ProgressFn& progress, const std::atomic<bool>* cancel);
+                                const ProgressFn& progress, const std::atomic<bool>* cancel,
+                                const ReadOptions& read = {});
   // Samples from the last logits, feeds each token back; needs a prefill first (NO_PROMPT).
   GenerateResult generate(const GenerateParams& params, const TokenFn& on_token, const std::atomic<bool>* cancel);
-  // Forgets every position from n on; the logits to sample from are gone until the next prefill.
+  // Forgets every position from n on; the logits to sample from are gone until the next prefill. (After a
+  // re-based read the document's tokens outnumber its positions; the tokens after position n are dropped.)
   void truncate(int32_t n);
 
   // Writes the session to `path` atomically (a temporary file renamed into place), with a checksum;

@@ -111,6 +111,12 @@ export function stats(
     kvBytesKept: 72_000,
     msPrefill: 30,
     msCompress: 3,
+    chunks: 1,
+    chunkTokens: 375,
+    kvBytesPeak: 110_000,
+    kvBytesBound: 0,
+    positions: 375,
+    rebased: false,
     layers: kept.map((heads, l) => ({
       budget: 113,
       bytesFull: 48_000,
