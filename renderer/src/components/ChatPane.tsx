@@ -36,13 +36,14 @@ import { notify, openPage, useUi } from '../stores/ui.ts';
 import { copyText } from '../lib/clipboard.ts';
 import { formatCount, formatPercent, formatRate } from '../lib/format.ts';
 import { renderMarkdown } from '../lib/markdown.ts';
+import { SanitizedHtml } from './SanitizedHtml.tsx';
 import { VirtualList } from './VirtualList.tsx';
 
 export function Markdown({ text, streaming }: { text: string; streaming?: boolean }) {
   // While an answer streams, rendering may lag a token or two behind rather than block typing.
   const deferred = useDeferredValue(text);
   const html = useMemo(() => renderMarkdown(deferred), [deferred]);
-  return <div className={`markdown${streaming ? ' streaming' : ''}`} dangerouslySetInnerHTML={{ __html: html }} />;
+  return <SanitizedHtml className={`markdown${streaming ? ' streaming' : ''}`} html={html} />;
 }
 
 async function copyMessage(text: string) {
