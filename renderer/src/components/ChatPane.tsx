@@ -63,6 +63,11 @@ export const MessageRow = memo(function MessageRow({ id, isLast }: { id: string;
   const [editing, setEditing] = useState(false);
   const [draft, setDraft] = useState('');
   const chatBusy = useChats((s) => !!streamingMessage(s, m?.chatId ?? null));
+  // The user asked to edit: the cursor goes into the question box (when editing starts, not on any mount).
+  const editBox = useRef<HTMLTextAreaElement>(null);
+  useEffect(() => {
+    if (editing) editBox.current?.focus();
+  }, [editing]);
   if (!m) return null;
   const streaming = m.status === 'streaming';
   const who = m.role === 'user' ? 'You' : 'Folio';
@@ -95,10 +100,10 @@ export const MessageRow = memo(function MessageRow({ id, isLast }: { id: string;
             </label>
             <textarea
               id={`edit-${m.id}`}
+              ref={editBox}
               value={draft}
               onChange={(e) => setDraft(e.target.value)}
               rows={Math.min(8, draft.split('\n').length + 1)}
-              autoFocus
             />
             <div className="msg-edit-actions">
               <button type="button" className="button small" onClick={() => setEditing(false)}>
@@ -195,18 +200,20 @@ export function ContextMeter({ usage }: { usage: ContextUsage | null }) {
   const f = used / ctx;
   const level = f >= 0.9 ? 'full' : f >= 0.75 ? 'high' : 'ok';
   const text = `${formatCount(used)} of ${formatCount(usage.contextTokens)} tokens (${formatPercent(f)}): document ${formatCount(usage.documentTokens)}, conversation ${formatCount(usage.conversationTokens)}`;
+  // A native <meter> carries the value for assistive technology; the bar drawn beside it shows the document's
+  // and the conversation's shares, which one <meter> cannot, and is hidden from it.
   return (
     <div className={`context-meter level-${level}`} title={text}>
       <span className="context-label">Context</span>
-      <div
-        className="meter"
-        role="meter"
+      <meter
+        className="sr-only"
         aria-label="Context used"
-        aria-valuemin={0}
-        aria-valuemax={usage.contextTokens}
-        aria-valuenow={Math.min(used, usage.contextTokens)}
+        min={0}
+        max={usage.contextTokens}
+        value={Math.min(used, usage.contextTokens)}
         aria-valuetext={text}
-      >
+      />
+      <div className="meter" aria-hidden="true">
         <span className="meter-doc" style={{ width: `${Math.min(100, (100 * usage.documentTokens) / ctx)}%` }} />
         <span
           className="meter-conv"
@@ -227,6 +234,11 @@ function ChatTitle({ chatId }: { chatId: string | null }) {
   const title = useChats((s) => (chatId ? s.chats[chatId]?.title : undefined));
   const [editing, setEditing] = useState(false);
   const [draft, setDraft] = useState('');
+  // The user asked to rename: the cursor goes into the name box (when editing starts, not on any mount).
+  const nameBox = useRef<HTMLInputElement>(null);
+  useEffect(() => {
+    if (editing) nameBox.current?.focus();
+  }, [editing]);
   if (!chatId) return <h2 className="chat-heading">New chat</h2>;
   if (editing)
     return (
@@ -243,9 +255,9 @@ function ChatTitle({ chatId }: { chatId: string | null }) {
         </label>
         <input
           id="rename-chat"
+          ref={nameBox}
           value={draft}
           onChange={(e) => setDraft(e.target.value)}
-          autoFocus
           onBlur={() => setEditing(false)}
           onKeyDown={(e) => e.key === 'Escape' && setEditing(false)}
           maxLength={200}

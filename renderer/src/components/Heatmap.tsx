@@ -158,7 +158,7 @@ export function Heatmap({
           data-domain={JSON.stringify(domain)}
           data-metric={metric}
           tabIndex={0}
-          role="application"
+          role="img"
           aria-roledescription="heatmap"
           aria-label={`${label}: ${info.label.toLowerCase()} of ${grid.rows} layers by ${grid.cols} KV heads. Arrow keys move, Enter locks a head.`}
           onMouseMove={(e) => {

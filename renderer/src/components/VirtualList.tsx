@@ -125,6 +125,9 @@ export function VirtualList({
   };
 
   const total = offsets[offsets.length - 1];
+  // No tabIndex: a log is no control. The keyboard still scrolls it: Chromium (Electron) makes a scroller
+  // without focusable content a tab stop itself, and otherwise Tab reaches the messages' buttons, from where
+  // the arrow and page keys scroll the list.
   return (
     <div
       ref={scrollRef}
@@ -133,7 +136,6 @@ export function VirtualList({
       role="log"
       aria-label={label}
       aria-busy={busy || undefined}
-      tabIndex={0}
       data-testid="message-list"
     >
       <div className="vlist-inner" style={{ height: total }}>
