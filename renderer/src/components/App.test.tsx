@@ -126,6 +126,12 @@ describe('keyboard shortcuts', () => {
     expect(help.textContent).toMatch(/New chat over the selected document/);
     fireEvent.keyDown(help, { key: 'Escape' });
     expect(screen.queryByRole('dialog')).toBeNull();
+    // A click inside the dialog keeps it; a click outside it closes it.
+    fireEvent.keyDown(window, { key: '/', ctrlKey: true });
+    await userEvent.click(screen.getByRole('heading', { name: 'Keyboard shortcuts' }));
+    expect(screen.getByRole('dialog', { name: 'Keyboard shortcuts' })).toBeTruthy();
+    await userEvent.click(document.querySelector('.backdrop-close') as HTMLElement);
+    expect(screen.queryByRole('dialog')).toBeNull();
     fireEvent.keyDown(window, { key: ',', ctrlKey: true });
     expect(useUi.getState().route).toBe('settings');
   });

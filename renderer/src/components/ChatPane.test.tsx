@@ -111,10 +111,15 @@ describe('the chat', () => {
     expect(navigator.clipboard.writeText).toHaveBeenCalledWith('A1');
     await userEvent.click(screen.getAllByRole('button', { name: 'Edit question' })[0]);
     const edit = screen.getByRole('textbox', { name: 'Edit your question' });
+    // Editing puts the cursor in the question box.
+    expect(document.activeElement).toBe(edit);
     await userEvent.clear(edit);
     await userEvent.type(edit, 'Where did Lily go?');
     await userEvent.click(screen.getByRole('button', { name: 'Ask again' }));
     expect(api.callsOf('chats.edit')).toEqual([{ chatId: 'c1', messageId: 'u1', text: 'Where did Lily go?' }]);
+    // Renaming the chat puts the cursor in the name box.
+    await userEvent.click(screen.getByTitle('Rename this chat'));
+    expect(document.activeElement).toBe(screen.getByRole('textbox', { name: 'Chat name' }));
   });
 
   it('shows interrupted and failed answers as such', async () => {
@@ -142,7 +147,8 @@ describe('the chat', () => {
     await renderApp(chatApi([m({ id: 'u1', role: 'user', text: 'Q' })]));
     const meter = await screen.findByRole('meter', { name: 'Context used' });
     expect(meter.getAttribute('aria-valuetext')).toBe('387 of 512 tokens (76%): document 375, conversation 12');
-    expect(meter.getAttribute('aria-valuenow')).toBe('387');
+    expect((meter as HTMLMeterElement).value).toBe(387);
+    expect((meter as HTMLMeterElement).max).toBe(512);
   });
 
   it('the question box waits while the document is still being read', async () => {

@@ -36,13 +36,14 @@ import { notify, openPage, useUi } from '../stores/ui.ts';
 import { copyText } from '../lib/clipboard.ts';
 import { formatCount, formatPercent, formatRate } from '../lib/format.ts';
 import { renderMarkdown } from '../lib/markdown.ts';
+import { SanitizedHtml } from './SanitizedHtml.tsx';
 import { VirtualList } from './VirtualList.tsx';
 
 export function Markdown({ text, streaming }: { text: string; streaming?: boolean }) {
   // While an answer streams, rendering may lag a token or two behind rather than block typing.
   const deferred = useDeferredValue(text);
   const html = useMemo(() => renderMarkdown(deferred), [deferred]);
-  return <div className={`markdown${streaming ? ' streaming' : ''}`} dangerouslySetInnerHTML={{ __html: html }} />;
+  return <SanitizedHtml className={`markdown${streaming ? ' streaming' : ''}`} html={html} />;
 }
 
 async function copyMessage(text: string) {
@@ -62,6 +63,11 @@ export const MessageRow = memo(function MessageRow({ id, isLast }: { id: string;
   const [editing, setEditing] = useState(false);
   const [draft, setDraft] = useState('');
   const chatBusy = useChats((s) => !!streamingMessage(s, m?.chatId ?? null));
+  // The user asked to edit: the cursor goes into the question box (when editing starts, not on any mount).
+  const editBox = useRef<HTMLTextAreaElement>(null);
+  useEffect(() => {
+    if (editing) editBox.current?.focus();
+  }, [editing]);
   if (!m) return null;
   const streaming = m.status === 'streaming';
   const who = m.role === 'user' ? 'You' : 'Folio';
@@ -94,10 +100,10 @@ export const MessageRow = memo(function MessageRow({ id, isLast }: { id: string;
             </label>
             <textarea
               id={`edit-${m.id}`}
+              ref={editBox}
               value={draft}
               onChange={(e) => setDraft(e.target.value)}
               rows={Math.min(8, draft.split('\n').length + 1)}
-              autoFocus
             />
             <div className="msg-edit-actions">
               <button type="button" className="button small" onClick={() => setEditing(false)}>
@@ -194,18 +200,20 @@ export function ContextMeter({ usage }: { usage: ContextUsage | null }) {
   const f = used / ctx;
   const level = f >= 0.9 ? 'full' : f >= 0.75 ? 'high' : 'ok';
   const text = `${formatCount(used)} of ${formatCount(usage.contextTokens)} tokens (${formatPercent(f)}): document ${formatCount(usage.documentTokens)}, conversation ${formatCount(usage.conversationTokens)}`;
+  // A native <meter> carries the value for assistive technology; the bar drawn beside it shows the document's
+  // and the conversation's shares, which one <meter> cannot, and is hidden from it.
   return (
     <div className={`context-meter level-${level}`} title={text}>
       <span className="context-label">Context</span>
-      <div
-        className="meter"
-        role="meter"
+      <meter
+        className="sr-only"
         aria-label="Context used"
-        aria-valuemin={0}
-        aria-valuemax={usage.contextTokens}
-        aria-valuenow={Math.min(used, usage.contextTokens)}
+        min={0}
+        max={usage.contextTokens}
+        value={Math.min(used, usage.contextTokens)}
         aria-valuetext={text}
-      >
+      />
+      <div className="meter" aria-hidden="true">
         <span className="meter-doc" style={{ width: `${Math.min(100, (100 * usage.documentTokens) / ctx)}%` }} />
         <span
           className="meter-conv"
@@ -226,6 +234,11 @@ function ChatTitle({ chatId }: { chatId: string | null }) {
   const title = useChats((s) => (chatId ? s.chats[chatId]?.title : undefined));
   const [editing, setEditing] = useState(false);
   const [draft, setDraft] = useState('');
+  // The user asked to rename: the cursor goes into the name box (when editing starts, not on any mount).
+  const nameBox = useRef<HTMLInputElement>(null);
+  useEffect(() => {
+    if (editing) nameBox.current?.focus();
+  }, [editing]);
   if (!chatId) return <h2 className="chat-heading">New chat</h2>;
   if (editing)
     return (
@@ -242,9 +255,9 @@ function ChatTitle({ chatId }: { chatId: string | null }) {
         </label>
         <input
           id="rename-chat"
+          ref={nameBox}
           value={draft}
           onChange={(e) => setDraft(e.target.value)}
-          autoFocus
           onBlur={() => setEditing(false)}
           onKeyDown={(e) => e.key === 'Escape' && setEditing(false)}
           maxLength={200}

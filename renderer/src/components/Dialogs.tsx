@@ -1,5 +1,5 @@
-// Modal dialogs (the delete confirmation, the shortcut help): focus moves in, Tab stays inside, Escape
-// closes, and focus returns to where it was.
+// Modal dialogs (the delete confirmation, the shortcut help): focus moves in, Tab stays inside, Escape or a
+// click outside closes, and focus returns to where it was.
 import { useEffect, useRef, type ReactNode } from 'react';
 
 import { closeConfirm, setHelp, useUi } from '../stores/ui.ts';
@@ -49,8 +49,12 @@ export function Modal({
       first.focus();
     }
   };
+  // A click outside the dialog closes it: the backdrop holds a full-size button under the dialog for that,
+  // out of the tab order and hidden from assistive technology (Escape and the dialog's own buttons close it
+  // from the keyboard). A press that starts in the dialog and ends outside is no click on it.
   return (
-    <div className="backdrop" onMouseDown={(e) => e.target === e.currentTarget && onClose()}>
+    <div className="backdrop">
+      <button type="button" className="backdrop-close" tabIndex={-1} aria-hidden="true" onClick={onClose} />
       <div
         ref={ref}
         className={`modal ${className ?? ''}`}

@@ -55,6 +55,7 @@ export function RetentionLegend() {
   return (
     <div
       className="retention-legend"
+      role="note"
       aria-label="Legend: shading shows the share of the model's cache that kept a passage"
     >
       <span className="muted small">Kept by</span>
@@ -155,7 +156,7 @@ export function DocumentPane({ documentId }: { documentId: string }) {
         {detail.passages.length > 0 && shade && <RetentionLegend />}
       </div>
       {pages.length > 1 && (
-        <div className="page-strip" role="group" aria-label="All pages, shaded by how much of each the model kept">
+        <nav className="page-strip" aria-label="All pages, shaded by how much of each the model kept">
           {pages.map((p, i) => {
             const r = perPage.get(p.page);
             return (
@@ -176,7 +177,7 @@ export function DocumentPane({ documentId }: { documentId: string }) {
               </button>
             );
           })}
-        </div>
+        </nav>
       )}
       {detail.passages.length === 0 ? (
         <p className="notice small">

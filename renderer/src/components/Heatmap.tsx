@@ -60,11 +60,9 @@ export function Heatmap({
   const [cursor, setCursor] = useState<Cell | null>(null);
   const [asTable, setAsTable] = useState(false);
   const theme = useResolvedTheme();
-  // The labels' colour comes from CSS; reading it forces a style pass, so only when the theme changes.
-  const labelColor = useRef<string | null>(null);
-  useLayoutEffect(() => {
-    labelColor.current = canvasRef.current ? getComputedStyle(canvasRef.current).color || null : null;
-  }, [theme]);
+  // The labels' colour comes from CSS; reading it forces a style pass, so it is read again only when the
+  // theme changes (remembered with the theme it was read for).
+  const labelColor = useRef<{ theme: string; color: string | null } | null>(null);
   const grid = useMemo(() => metricGrid(stats, metric), [stats, metric]);
   const layout = useMemo(
     () => computeLayout(grid.rows, grid.cols, width, { maxCell, maxHeight }),
@@ -89,11 +87,13 @@ export function Heatmap({
     canvas.height = Math.round(layout.height * dpr);
     const ctx = canvas.getContext('2d');
     if (!ctx) return;
+    if (labelColor.current?.theme !== theme)
+      labelColor.current = { theme, color: getComputedStyle(canvas).color || null };
     drawHeatmap(ctx, layout, grid, domain, {
       dpr,
       selected,
       hover: hover ?? cursor,
-      labelColor: labelColor.current ?? '#666',
+      labelColor: labelColor.current.color ?? '#666',
     });
   }, [layout, grid, domain, selected, hover, cursor, theme]);
 
@@ -158,7 +158,7 @@ export function Heatmap({
           data-domain={JSON.stringify(domain)}
           data-metric={metric}
           tabIndex={0}
-          role="application"
+          role="img"
           aria-roledescription="heatmap"
           aria-label={`${label}: ${info.label.toLowerCase()} of ${grid.rows} layers by ${grid.cols} KV heads. Arrow keys move, Enter locks a head.`}
           onMouseMove={(e) => {

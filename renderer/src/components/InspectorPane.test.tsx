@@ -24,7 +24,7 @@ describe('the inspector', () => {
     await userEvent.click(screen.getByRole('radio', { name: 'Retained attention' }));
     expect(screen.getByTestId('heatmap').dataset.metric).toBe('mass');
     await userEvent.click(screen.getByRole('radio', { name: 'Budget' }));
-    expect((screen.getByRole('radio', { name: 'Uniform' }) as HTMLButtonElement).disabled).toBe(true);
+    expect((screen.getByRole('radio', { name: 'Uniform' }) as HTMLInputElement).disabled).toBe(true);
     await userEvent.click(screen.getByRole('button', { name: 'Compare' }));
     expect(api.callsOf('documents.compare')).toEqual([{ documentId: 'd1', budget: 0.3 }]);
     act(() =>
@@ -49,7 +49,7 @@ describe('the inspector', () => {
     act(() => finish({ uniform: { ...uniform, method: 'snapkv' }, ada: stats() }));
     await screen.findByTestId('heatmap-uniform');
     expect(screen.getByTestId('heatmap-ada')).toBeTruthy();
-    expect(screen.getByRole('radio', { name: 'Ada' }).getAttribute('aria-checked')).toBe('true');
+    expect((screen.getByRole('radio', { name: 'Ada' }) as HTMLInputElement).checked).toBe(true);
     await userEvent.click(screen.getByRole('radio', { name: 'Uniform' }));
     await waitFor(() =>
       expect(screen.getByRole('heading', { name: /Budget by layer and KV head · Uniform \(SnapKV\)/ })).toBeTruthy(),

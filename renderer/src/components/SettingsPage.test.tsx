@@ -35,6 +35,10 @@ describe('settings', () => {
     expect(api.callsOf('settings.update')).toEqual([{ theme: 'dark' }]);
     await userEvent.click(screen.getByRole('radio', { name: 'Light' }));
     await waitFor(() => expect(document.documentElement.dataset.theme).toBe('light'));
+    // From the keyboard, as any radio group: the arrow keys move to the next option and choose it.
+    await userEvent.keyboard('{ArrowRight}');
+    await waitFor(() => expect(document.documentElement.dataset.theme).toBe('dark'));
+    expect(document.activeElement).toBe(screen.getByRole('radio', { name: 'Dark' }));
   });
 
   it('edits compression and sampling, checks the numbers, and saves one patch', async () => {

@@ -31,6 +31,24 @@ describe('the virtualised message list', () => {
     expect(window.style.transform).toBe('translateY(50000px)');
   });
 
+  it('starts at the bottom and follows it as messages are added', () => {
+    const more = [...keys, 'm1000'];
+    const list = (k: readonly string[]) => (
+      <VirtualList keys={k} label="Conversation" estimate={100} overscan={0} renderItem={(key) => <p>{key}</p>} />
+    );
+    const { rerender } = render(list(keys));
+    const log = screen.getByRole('log');
+    // jsdom lays nothing out: the viewport is the list's default 800 px, the content 100 px a message.
+    expect(log.scrollTop).toBe(100_000 - 800);
+    rerender(list(more));
+    expect(log.scrollTop).toBe(100_100 - 800);
+    act(() => {
+      fireEvent.scroll(log);
+    });
+    expect(screen.getByText('m1000')).toBeTruthy();
+    expect(screen.queryByText('m0')).toBeNull();
+  });
+
   it('shows new items as they are added', () => {
     const { rerender } = render(<VirtualList keys={['a']} label="Conversation" renderItem={(k) => <p>{k}</p>} />);
     rerender(<VirtualList keys={['a', 'b']} label="Conversation" renderItem={(k) => <p>{k}</p>} />);

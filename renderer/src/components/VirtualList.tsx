@@ -2,7 +2,7 @@
 // measured as items render (ResizeObserver) and estimated until then; an item above the viewport that
 // changes height moves the scroll position by the same amount, so what the user reads stays put. When the
 // list is scrolled to the bottom it stays there as content grows (a streaming answer).
-import { useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState, type ReactNode } from 'react';
+import { useCallback, useEffect, useLayoutEffect, useMemo, useReducer, useRef, useState, type ReactNode } from 'react';
 
 import { atBottom, HeightCache, visibleRange } from '../lib/virtual.ts';
 
@@ -32,13 +32,14 @@ export function VirtualList({
 }: VirtualListProps) {
   const scrollRef = useRef<HTMLDivElement>(null);
   const cache = useMemo(() => new HeightCache(estimate), [estimate]);
-  const [version, setVersion] = useState(0);
   const [viewport, setViewport] = useState(800);
   const scrollTop = useRef(0);
   const stick = useRef(true);
-  const [, setTick] = useState(0);
+  // A render for what React does not see: a height measured into the cache, a scroll to other items.
+  const [, rerender] = useReducer((n: number) => n + 1, 0);
 
-  const offsets = useMemo(() => cache.offsets(keys), [cache, keys, version]);
+  // Recomputed on every render (the cache changes under React): one pass over the keys, a few hundred at most.
+  const offsets = cache.offsets(keys);
   const range = visibleRange(offsets, scrollTop.current, viewport, overscan);
   const latest = useRef({ keys, offsets, range });
   latest.current = { keys, offsets, range };
@@ -64,7 +65,7 @@ export function VirtualList({
         if (el && !stick.current && oldBottom <= el.scrollTop) anchor += d;
       }
       if (!changed) return;
-      setVersion((v) => v + 1);
+      rerender();
       if (anchor && el) {
         el.scrollTop += anchor;
         scrollTop.current = el.scrollTop;
@@ -94,14 +95,16 @@ export function VirtualList({
 
   useEffect(() => cache.retain(keys), [cache, keys]);
 
-  // Stay at the bottom while content grows, if the user was there.
+  // Stay at the bottom while content grows, if the user was there: whenever the content's height (items
+  // added, heights measured) or the viewport's changes, scroll to the new bottom.
+  const total = offsets[offsets.length - 1];
   useLayoutEffect(() => {
     const el = scrollRef.current;
     if (el && stick.current) {
-      el.scrollTop = el.scrollHeight;
+      el.scrollTop = Math.max(0, total - (el.clientHeight || viewport));
       scrollTop.current = el.scrollTop;
     }
-  }, [keys, version, viewport]);
+  }, [total, viewport]);
 
   useLayoutEffect(() => {
     if (bottomKey === undefined) return;
@@ -110,7 +113,7 @@ export function VirtualList({
     if (el) {
       el.scrollTop = el.scrollHeight;
       scrollTop.current = el.scrollTop;
-      setTick((t) => t + 1);
+      rerender();
     }
   }, [bottomKey]);
 
@@ -121,10 +124,12 @@ export function VirtualList({
     stick.current = atBottom(el.scrollTop, el.clientHeight, el.scrollHeight);
     const next = visibleRange(latest.current.offsets, el.scrollTop, el.clientHeight || viewport, overscan);
     const cur = latest.current.range;
-    if (next.start !== cur.start || next.end !== cur.end) setTick((t) => t + 1);
+    if (next.start !== cur.start || next.end !== cur.end) rerender();
   };
 
-  const total = offsets[offsets.length - 1];
+  // No tabIndex: a log is no control. The keyboard still scrolls it: Chromium (Electron) makes a scroller
+  // without focusable content a tab stop itself, and otherwise Tab reaches the messages' buttons, from where
+  // the arrow and page keys scroll the list.
   return (
     <div
       ref={scrollRef}
@@ -133,7 +138,6 @@ export function VirtualList({
       role="log"
       aria-label={label}
       aria-busy={busy || undefined}
-      tabIndex={0}
       data-testid="message-list"
     >
       <div className="vlist-inner" style={{ height: total }}>

@@ -58,3 +58,24 @@ if (typeof Blob.prototype.arrayBuffer !== 'function') {
     });
   };
 }
+
+// jsdom has no CSS.escape, which user-event uses to find a radio group when arrow keys move through it.
+// CSSOM's serialize-an-identifier, as browsers implement it.
+if (typeof globalThis.CSS?.escape !== 'function') {
+  const cssEscape = (value: string): string => {
+    let out = '';
+    for (let i = 0; i < value.length; i++) {
+      const c = value.charCodeAt(i);
+      const digit = c >= 0x30 && c <= 0x39;
+      if (c === 0) out += '\uFFFD';
+      else if ((c >= 0x1 && c <= 0x1f) || c === 0x7f || (i === 0 && digit) || (i === 1 && digit && value[0] === '-'))
+        out += `\\${c.toString(16)} `;
+      else if (i === 0 && value === '-') out += '\\-';
+      else if (c >= 0x80 || c === 0x2d || c === 0x5f || digit || (c >= 0x41 && c <= 0x5a) || (c >= 0x61 && c <= 0x7a))
+        out += value[i];
+      else out += `\\${value[i]}`;
+    }
+    return out;
+  };
+  Object.defineProperty(globalThis, 'CSS', { configurable: true, value: { ...globalThis.CSS, escape: cssEscape } });
+}
