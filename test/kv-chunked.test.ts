@@ -125,6 +125,13 @@ test('streaming read in chunks keeps exactly the sinks and the most recent token
 });
 
 test('a document four times the context is read with re-based positions and answers', { skip }, async () => {
+  // A budget whose kept entries alone outnumber the free positions: the longest heads' oldest entries share
+  // position 0, and the read still leaves the conversation its room.
+  const big = await read(longDoc(2048), { method: 'ada-snapkv', budget: 0.3, chunk: 'auto', rebase: true, room: 64 });
+  assert.ok(big.stats.positions + 64 <= 512, `room for the conversation: ${big.stats.positions}`);
+  assert.ok(Math.max(...big.s.memory().headLengths.flat()) > big.stats.positions, 'some head holds more than R');
+  big.s.dispose();
+
   const tokens = longDoc(2048);
   const r = await read(tokens, { method: 'ada-snapkv', budget: 64, chunk: 'auto', rebase: true, room: 64 });
   const st = r.stats;
@@ -163,10 +170,11 @@ test('a document longer than the positions is refused, saying how to read it', {
     (e: EngineError) => e.code === 'CONTEXT_FULL' && /1024 tokens/.test(e.message) && /re-based/.test(e.message),
   );
   assert.equal(s.nPast, 0);
-  // Even re-based, a budget that leaves no room is refused, and the session stays empty.
+  // Even re-based, a context that cannot hold a chunk and the conversation's room is refused, and the session
+  // stays empty.
   await assert.rejects(
-    s.compress(longDoc(2048), { method: 'ada-snapkv', budget: 0.9, chunk: 'auto', rebase: true }),
-    (e: EngineError) => e.code === 'CONTEXT_FULL' && /smaller budget/.test(e.message),
+    s.compress(longDoc(2048), { method: 'ada-snapkv', budget: 0.2, chunk: 128, rebase: true, room: 400 }),
+    (e: EngineError) => e.code === 'CONTEXT_FULL' && /smaller room/.test(e.message),
   );
   assert.equal(s.nPast, 0);
   assert.equal(s.memory().bytesUsed, 0);

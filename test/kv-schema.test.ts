@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { CompressionSettings } from '../electron/api/contract.ts';
 import { compressOptions, UsageError } from '../electron/cli/args.ts';
 import { loadAddon, type EngineError, type Model } from '../electron/engine/binding.ts';
-import { DEFAULT_BETA, resolveBudget } from '../electron/kv/budget.ts';
+import { DEFAULT_BETA, defaultChunk, resolveBudget } from '../electron/kv/budget.ts';
 import { METHOD_NAMES, METHOD_TABLE, type CompressionMethod } from '../electron/kv/methods.ts';
 import { CompressionStats, EngineCompressionStats, STATS_SCHEMA } from '../electron/kv/stats.ts';
 import { keptPrefixTokens } from '../electron/models/estimate.ts';
@@ -194,6 +194,16 @@ test('a document one token longer than the window: the estimate keeps what the e
       );
     }
   }
+});
+
+test('the chunk a chunked read takes: the estimate’s rule is the engine’s', () => {
+  let compared = 0;
+  for (const B of [1, 33, 200, 511, 512, 513, 1000, 2048, 2049, 6400, 100_000])
+    for (const nCtx of [64, 128, 512, 2047, 4096, 8192, 131072]) {
+      assert.equal(defaultChunk(B, nCtx), addon.kv.defaultChunk(B, nCtx), `B ${B}, nCtx ${nCtx}`);
+      compared++;
+    }
+  assert.ok(compared > 70);
 });
 
 // The places where a list of all the methods could hide: the app's and the engine's sources.

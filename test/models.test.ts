@@ -1417,7 +1417,8 @@ test('estimate: KV cache per token, full and compressed, and the working buffers
   assert.equal(full.kvBytesFull, 8192 * 32768);
   assert.equal(full.kvBytesCompressed, full.kvBytesFull, 'no compression asked');
   const n = 512;
-  const activations = 4 * n * (2 * 2048 + 32 * 64 + 8 * 128 + 32 * 64 + 3 * 8192 + 128256);
+  // one step's activations, and the residual stream of the 6,144-token prefix (8,192 − 2,048 conversation room)
+  const activations = 4 * n * (2 * 2048 + 32 * 64 + 8 * 128 + 32 * 64 + 3 * 8192 + 128256) + 4 * 2048 * 6144;
   assert.equal(full.workingBytes, activations);
   assert.equal(full.totalBytes, 807_000_000 + full.kvBytesFull + activations);
   assert.equal(full.fits, true);
@@ -1473,11 +1474,11 @@ test('estimate: the message when it does not fit', () => {
   const e = estimateMemory(big, { nCtx: 16384, memory: { free: () => 3.1 * GiB, total: () => 8 * GiB } });
   assert.equal(e.fits, false);
   assert.equal(e.availableBytes, 3.1 * GiB);
-  assert.equal(formatBytes(e.totalBytes), '5.2 GiB');
+  assert.equal(formatBytes(e.totalBytes), '5.3 GiB');
   assert.equal(
     e.message,
-    'needs 5.2 GiB, 3.1 GiB available: weights 4.4 GiB + KV cache 512.0 MiB (16,384 tokens × 32 KiB) ' +
-      '+ working buffers 316.5 MiB. Close other programs, or choose a shorter context, a smaller compression budget or a smaller model',
+    'needs 5.3 GiB, 3.1 GiB available: weights 4.4 GiB + KV cache 512.0 MiB (16,384 tokens × 32 KiB) ' +
+      '+ working buffers 428.5 MiB. Close other programs, or choose a shorter context, a smaller compression budget or a smaller model',
   );
   const tooBig = estimateMemory(
     { ...big, weightBytes: 20 * GiB },

@@ -28,6 +28,7 @@ let settings: Settings = {
   sampling: { temperature: 0.7, topK: 40, topP: 0.95, minP: 0.05, repeatPenalty: 1.1, maxTokens: 64, seed: null },
   systemPrompt: '',
   nCtx: null,
+  conversationRoom: null,
   threads: null,
   kvType: 'f16',
   theme: 'system',

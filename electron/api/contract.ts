@@ -67,8 +67,17 @@ export const Settings = z.object({
   compression: CompressionSettings,
   sampling: SamplingSettings,
   systemPrompt: z.string().max(100_000),
-  /** Context length; null: the model's own, at most DEFAULT_CONTEXT_TOKENS. */
+  /** Context length cap. A document is read into a context sized to it (its tokens plus the conversation
+   * room, up to the model's trained context and this cap); other sessions get this, or null: the model's own
+   * up to DEFAULT_CONTEXT_TOKENS. A cap beyond the model's trained context is refused. */
   nCtx: z.number().int().min(64).nullable(),
+  /** Positions kept free after a document for the conversation; null: 1,024, at most a quarter of the context. */
+  conversationRoom: z
+    .number()
+    .int()
+    .min(16)
+    .max(1 << 20)
+    .nullable(),
   /** Engine threads; null: all cores. */
   threads: z.number().int().min(1).max(1024).nullable(),
   kvType: z.enum(['f16', 'f32']),
@@ -175,6 +184,12 @@ export const DocumentSummary = z.object({
   compression: CompressionSettings.nullable(),
   kvBytesFull: z.number().nullable(),
   kvBytesKept: z.number().nullable(),
+  /** The context (positions) the document was read into: its tokens plus room for the conversation, up to the
+   * model's; null when read before this was recorded. */
+  contextTokens: z.number().int().nullable(),
+  /** How the document was read, in a sentence: one pass, chunks, or re-based positions (then with the pages
+   * that would fit); null when read before this was recorded. */
+  readNote: z.string().nullable(),
 });
 export type DocumentSummary = z.infer<typeof DocumentSummary>;
 

@@ -315,6 +315,8 @@ export interface KvOps {
   pyramidSchedule(b: number, selectable: number, layers: number, beta: number): number[];
   /** The per-head budget of an L-token prefix, with the options read as compress() reads them. */
   resolveBudget(opts: Omit<CompressOptions, 'onProgress'>, L: number): ResolvedBudget;
+  /** The chunk size a chunked read takes ('auto') for a budget of B tokens per head in an nCtx context. */
+  defaultChunk(B: number, nCtx: number): number;
 }
 
 /** The compute backend sessions get by default, and why. */

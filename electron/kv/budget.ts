@@ -3,6 +3,8 @@
 // it (native/src/kv/method.cc: set_budget, resolve_budget; compress() returns the result in its
 // statistics). The memory estimate runs before any model is loaded, without the engine, so it resolves
 // with the copy below; test/kv-schema.test.ts compares the two over a grid of prefixes, windows and budgets.
+// The same holds for the chunk size of a chunked read (native/src/kv/compressor.cc: default_chunk) and the
+// bound such a read keeps the cache under (Compressor::chunked_bound).
 import { z } from 'zod';
 
 import { methodRow, type CompressionMethod } from './methods.ts';
@@ -56,4 +58,10 @@ export function resolveBudget(
   }
   if (B >= L) return { compress: false, reason: 'budget covers the prefix', B: L, b: 0, clamped };
   return { compress: true, reason: '', B, b: B - w, clamped };
+}
+
+/** The chunk size the engine takes for a chunked read ('auto') with a per-head budget of B tokens in an nCtx
+ * context: about the budget, within 512 to 2048 tokens, at most a quarter of the positions. */
+export function defaultChunk(B: number, nCtx: number): number {
+  return Math.min(Math.min(Math.max(B, 512), 2048), Math.max(Math.floor(nCtx / 4), 1));
 }

@@ -17,9 +17,14 @@
 //            E: embedding length (the residual stream and its normed copy), H·dk: queries,
 //            Hk·(dk+dv): keys and values, H·dv: attention output, 3·F: FFN gate, up and their
 //            product, V: logits over the vocabulary;
+//          + the residual stream of everything read at once (the pass keeps it from layer to layer):
+//            4 · E · L for the prefix in one pass, 4 · E · C for a chunk;
 //          + while compressing (a layer is compressed right after its prefill, docs/compression.md), that layer's
 //            full K/V of the prefix, L · Hk · (dk + dv) · element bytes, and the window's attention
-//            scores, 4 · H · w · L.
+//            scores, 4 · H · w · L;
+//          or, for a document read in chunks of C tokens (each compressed back to the budget as it comes), one
+//            chunk more in every layer, (C + w) · KV bytes per token (a chunk may be longer by less than the
+//            window), and the window's scores over the budget and the chunk, 4 · H · w · (B + C).
 // Not counted: the flat cache's int32 source position per kept entry (under 1% at head size 128) and
 // allocator slack; the engine's real numbers come back in the compression statistics.
 import { freemem, totalmem } from 'node:os';
@@ -69,6 +74,33 @@ export function shapeFromSummary(s: GgufSummary): ModelShape {
   };
 }
 
+/** The shape of a model the engine has loaded (its info()). */
+export function shapeFromInfo(i: {
+  nLayer: number;
+  nHead: number;
+  nHeadKv: number;
+  headDim: number;
+  headDimV: number;
+  nEmbd: number;
+  nFf: number;
+  nVocab: number;
+  contextLength: number;
+  weightBytes: number;
+}): ModelShape {
+  return {
+    layers: i.nLayer,
+    heads: i.nHead,
+    kvHeads: i.nHeadKv,
+    headSize: i.headDim,
+    valueHeadSize: i.headDimV,
+    embeddingLength: i.nEmbd,
+    feedForwardLength: i.nFf,
+    vocabSize: i.nVocab,
+    contextLength: i.contextLength,
+    weightBytes: i.weightBytes,
+  };
+}
+
 export type KvType = 'f16' | 'f32';
 const KV_ELEMENT_BYTES: Record<KvType, number> = { f16: 2, f32: 4 };
 const F32 = 4;
@@ -107,6 +139,8 @@ export interface EstimateOptions {
   kvType?: KvType;
   /** Tokens per prefill step; default 512. */
   batchTokens?: number;
+  /** The document is read in chunks of this many tokens (docs/compression.md); default one pass. */
+  chunkTokens?: number;
   /** Where free and total memory come from; default node:os. */
   memory?: { free(): number; total(): number };
   /** What that memory is, for the message (e.g. "the NVIDIA H200's memory"); default this machine's. */
@@ -145,13 +179,18 @@ export function estimateMemory(shape: ModelShape, o: EstimateOptions = {}): Memo
     feedForwardLength: F,
     vocabSize: V,
   } = shape;
-  const n = Math.min(o.batchTokens ?? 512, nCtx);
-  const activationBytes = F32 * n * (2 * E + H * dk + Hk * (dk + dv) + H * dv + 3 * F + V);
+  const chunk = o.chunkTokens && compressed ? o.chunkTokens : 0;
+  const n = Math.min(o.batchTokens ?? 512, nCtx, chunk || nCtx);
+  const activationBytes =
+    F32 * n * (2 * E + H * dk + Hk * (dk + dv) + H * dv + 3 * F + V) + F32 * E * (chunk || prefixTokens);
   const w = o.compression?.window ?? DEFAULT_WINDOW;
-  // while a layer is compressed: its full K/V of the prefix, and the window's attention scores
-  const compressionBytes = compressed
-    ? prefixTokens * Hk * (dk + dv) * KV_ELEMENT_BYTES[kvType] + F32 * H * w * prefixTokens
-    : 0;
+  // while a layer is compressed: its full K/V of the prefix, and the window's attention scores; read in
+  // chunks, one chunk more in every layer and the scores over the budget and the chunk
+  const compressionBytes = !compressed
+    ? 0
+    : chunk
+      ? (chunk + w) * perToken + F32 * H * w * (kept + chunk)
+      : prefixTokens * Hk * (dk + dv) * KV_ELEMENT_BYTES[kvType] + F32 * H * w * prefixTokens;
   const workingBytes = activationBytes + compressionBytes;
 
   const totalBytes = shape.weightBytes + kvBytesCompressed + workingBytes;

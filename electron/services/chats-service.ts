@@ -49,7 +49,7 @@ export class ChatsService {
       usage: {
         documentTokens: doc.tokens,
         conversationTokens: this.storage.messages.conversationTokens(chatId).tokens,
-        contextTokens: this.engine.sessionOptions().nCtx,
+        contextTokens: doc.contextTokens ?? this.engine.sessionOptions().nCtx,
       },
     };
   }

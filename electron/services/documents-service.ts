@@ -30,13 +30,12 @@ import { DEFAULT_BETA } from '../kv/budget.ts';
 import { methodRow } from '../kv/methods.ts';
 import { toSummary, type DocumentRecord, type Storage } from '../storage/index.ts';
 import type { EngineManager, LoadedModel } from './engine-manager.ts';
+import { shapeFromInfo } from '../models/estimate.ts';
 import { documentPrefix, pagesThatFit } from './prefix.ts';
+import { planRead } from './read-plan.ts';
 import { SessionKey } from './session-key.ts';
 import type { ModelsService } from './models-service.ts';
 import type { Task, Tasks } from './tasks.ts';
-
-/** Room kept free after the document for a conversation (a question and its answer). */
-export const CONVERSATION_ROOM = 512;
 
 export class DocumentsService {
   private building = new Map<string, Promise<string>>();
@@ -235,27 +234,26 @@ export class DocumentsService {
       settings.systemPrompt,
       pages,
     );
-    const opts = this.engine.sessionOptions();
-    const nCtx = opts.nCtx;
-    const room = Math.min(CONVERSATION_ROOM, Math.floor(nCtx / 4));
-    if (tokenized.tokens.length + room > nCtx) {
-      const fit = pagesThatFit(map.pages, nCtx - room);
-      const first = pages[0]?.page ?? 1;
-      throw new ApiError(
-        'DOC_TOO_LONG',
-        `the document is ${tokenized.tokens.length} tokens long, but the model's context holds ${nCtx} with ${room} kept free for the conversation` +
-          (fit > 0
-            ? `: compress pages ${first} to ${pages[fit - 1].page} instead (they fit), or choose a model with a longer context`
-            : ': even its first page does not fit; choose a model with a longer context'),
-        { tokens: tokenized.tokens.length, nCtx, fittingPages: fit > 0 ? [first, pages[fit - 1].page] : null },
-      );
+    // The context, one pass or chunks, the document's own positions or re-based (read-plan.ts).
+    const plan = planRead({
+      prefixTokens: tokenized.tokens.length,
+      shape: shapeFromInfo(model.info),
+      compression: settings.compression,
+      kvType: settings.kvType,
+      contextCap: settings.nCtx,
+      conversationRoom: settings.conversationRoom,
+    });
+    let readNote = plan.note;
+    if (plan.rebase) {
+      const fit = pagesThatFit(map.pages, plan.nCtx - plan.room);
+      if (fit > 0) readNote += ` Pages ${pages[0].page} to ${pages[fit - 1].page} fit.`;
     }
     this.storage.documents.update(documentId, { status: 'compressing', error: null });
     this.storage.documents.setContent(documentId, { pages: map.pages, tokens: tokenized.tokens, charMap: map.charMap });
     this.changed(documentId);
 
     const compression = settings.compression;
-    const handle = await this.engine.createSession(model, opts);
+    const handle = await this.engine.createSession(model, { ...this.engine.sessionOptions(), nCtx: plan.nCtx });
     let kept = false;
     try {
       const r = await this.engine.compress(
@@ -268,10 +266,14 @@ export class DocumentsService {
           window: compression.window,
           kernel: compression.kernel,
           beta: compression.beta,
+          chunk: plan.chunk,
+          rebase: plan.rebase,
+          room: plan.room,
         },
         {
           signal: task.signal,
-          onProgress: (d, t) => task.progress('prefill', d, t, `reading ${t} tokens into the model`),
+          onProgress: (d, t) =>
+            task.progress('prefill', d, t, `reading ${t} tokens into the model${plan.chunk ? ' in chunks' : ''}`),
         },
       );
       task.progress('save', 0, 1, 'saving the compressed cache');
@@ -284,6 +286,8 @@ export class DocumentsService {
         compression,
         kvBytesFull: r.stats.kvBytesFull,
         kvBytesKept: r.stats.kvBytesKept,
+        contextTokens: plan.nCtx,
+        readNote,
         stats: r.stats,
         status: 'ready',
       });
@@ -323,7 +327,7 @@ export class DocumentsService {
     const usable = doc.kvPath && existsSync(doc.kvPath) && this.cacheMatches(doc, model.entryId);
     if (usable) {
       try {
-        const h = await this.engine.loadSession(model, doc.kvPath!);
+        const h = await this.engine.loadSession(model, doc.kvPath!, this.documentSessionOptions(doc));
         this.engine.setSession(SessionKey.document(documentId), h.sessionId);
         return h.sessionId;
       } catch (e) {
@@ -348,6 +352,12 @@ export class DocumentsService {
     return id;
   }
 
+  /** A document's sessions get the context it was read into. */
+  private documentSessionOptions(doc: DocumentRecord) {
+    const opts = this.engine.sessionOptions();
+    return doc.contextTokens ? { ...opts, nCtx: doc.contextTokens } : opts;
+  }
+
   /** Uniform SnapKV against Ada-SnapKV at the same budget, on fresh sessions (nothing is saved). */
   async compare(params: Params<'documents.compare'>): Promise<Result<'documents.compare'>> {
     const doc = this.storage.documents.require(params.documentId);
@@ -356,13 +366,16 @@ export class DocumentsService {
     const model = await this.model();
     const c = this.storage.settings.get().compression;
     const budget = params.budget ?? c.budget;
+    // Read as the document was: into its context, in one pass or in chunks, re-based or not.
+    const read = this.storage.stats.get(doc.id);
+    const how = read ? { chunk: read.chunks > 1 ? ('auto' as const) : 0, rebase: read.rebased } : {};
     const run = async (method: 'snapkv' | 'ada-snapkv', task: Task) => {
-      const h = await this.engine.createSession(model);
+      const h = await this.engine.createSession(model, this.documentSessionOptions(doc));
       try {
         const r = await this.engine.compress(
           h.sessionId,
           tokens,
-          { method, budget, alpha: c.alpha, window: c.window, kernel: c.kernel },
+          { method, budget, alpha: c.alpha, window: c.window, kernel: c.kernel, ...how },
           {
             signal: task.signal,
             onProgress: (d, t) => task.progress('compare', d, t, `${method} at ${budget}`),

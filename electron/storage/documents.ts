@@ -67,6 +67,10 @@ export interface SavedCache {
   compression: CompressionSettings;
   kvBytesFull: number;
   kvBytesKept: number;
+  /** The context the cache was read into (its positions); null: the settings' context. */
+  contextTokens?: number | null;
+  /** How it was read, for the user (one pass, chunks, re-based). */
+  readNote?: string | null;
   stats?: StatsInput | null;
   /** Default 'ready'. */
   status?: DocumentStatus;
@@ -91,10 +95,12 @@ interface Row {
   kv_path: string | null;
   kv_bytes_full: number | null;
   kv_bytes_kept: number | null;
+  context_tokens: number | null;
+  read_note: string | null;
 }
 
 const COLUMNS = `id, title, kind, file_name, file_sha256, status, error, created_at, updated_at, page_count, token_count,
-  model_id, model_fingerprint, prefix_key, compression, kv_path, kv_bytes_full, kv_bytes_kept`;
+  model_id, model_fingerprint, prefix_key, compression, kv_path, kv_bytes_full, kv_bytes_kept, context_tokens, read_note`;
 
 function toRecord(r: Row): DocumentRecord {
   return {
@@ -111,6 +117,8 @@ function toRecord(r: Row): DocumentRecord {
     compression: r.compression === null ? null : (JSON.parse(r.compression) as CompressionSettings),
     kvBytesFull: r.kv_bytes_full,
     kvBytesKept: r.kv_bytes_kept,
+    contextTokens: r.context_tokens,
+    readNote: r.read_note,
     sha256: r.file_sha256,
     modelFingerprint: r.model_fingerprint,
     prefixKey: r.prefix_key,
@@ -135,6 +143,8 @@ export function toSummary(d: DocumentRecord): DocumentSummary {
     compression,
     kvBytesFull,
     kvBytesKept,
+    contextTokens,
+    readNote,
   } = d;
   return {
     id,
@@ -150,6 +160,8 @@ export function toSummary(d: DocumentRecord): DocumentSummary {
     compression,
     kvBytesFull,
     kvBytesKept,
+    contextTokens,
+    readNote,
   };
 }
 
@@ -203,8 +215,8 @@ export class DocumentsRepo {
     this.selectCharMap = db.prepare(`SELECT char_map FROM documents WHERE id = ?`).pluck();
     this.setCache = db.prepare(
       `UPDATE documents SET kv_path = @kvPath, model_id = @modelId, model_fingerprint = @modelFingerprint,
-         prefix_key = @prefixKey, compression = @compression, kv_bytes_full = @kvBytesFull, kv_bytes_kept = @kvBytesKept, status = @status,
-         error = NULL, updated_at = @now WHERE id = @id`,
+         prefix_key = @prefixKey, compression = @compression, kv_bytes_full = @kvBytesFull, kv_bytes_kept = @kvBytesKept, context_tokens = @contextTokens,
+         read_note = @readNote, status = @status, error = NULL, updated_at = @now WHERE id = @id`,
     );
     this.unsetCache = db.prepare(
       `UPDATE documents SET kv_path = NULL, kv_bytes_full = NULL, kv_bytes_kept = NULL, status = @status, updated_at = @now WHERE id = @id`,
@@ -328,6 +340,8 @@ export class DocumentsRepo {
         compression: JSON.stringify(compression.data),
         kvBytesFull: cache.kvBytesFull,
         kvBytesKept: cache.kvBytesKept,
+        contextTokens: cache.contextTokens ?? null,
+        readNote: cache.readNote ?? null,
         status: cache.status ?? 'ready',
         now: isoTime(this.scheduler),
       });

@@ -196,6 +196,17 @@ export const migrations: readonly Migration[] = [
       }
     },
   },
+  {
+    version: 8,
+    name: 'the context a document was read into, and how',
+    up(db) {
+      // A long document is read into a context sized to it (its positions); a saved cache is loaded into the
+      // same. NULL: read before this was recorded, into the settings' context. read_note: what the app
+      // said about how it read the document (one pass, chunks, re-based positions).
+      db.exec(`ALTER TABLE documents ADD COLUMN context_tokens INTEGER;
+               ALTER TABLE documents ADD COLUMN read_note TEXT;`);
+    },
+  },
 ];
 
 export const LATEST_VERSION = migrations[migrations.length - 1].version;

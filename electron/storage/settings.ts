@@ -9,9 +9,8 @@ import { isoTime, type Scheduler } from './clock.ts';
 import { StorageError } from './errors.ts';
 import type { ModelsRepo } from './models.ts';
 
-export const DEFAULT_SYSTEM_PROMPT =
-  'You are Folio, a careful assistant. Answer questions about the document using what it says, ' +
-  'mention the page numbers your answer comes from, and say plainly when the document does not answer the question.';
+// Short on purpose: it is read with every document and takes room in the context.
+export const DEFAULT_SYSTEM_PROMPT = 'Answer from the document and name the pages you used.';
 
 export const DEFAULT_SETTINGS: Settings = Object.freeze({
   modelId: null,
@@ -27,6 +26,7 @@ export const DEFAULT_SETTINGS: Settings = Object.freeze({
   }),
   systemPrompt: DEFAULT_SYSTEM_PROMPT,
   nCtx: null,
+  conversationRoom: null,
   threads: null,
   kvType: 'f16',
   theme: 'system',

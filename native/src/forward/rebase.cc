@@ -7,10 +7,12 @@
 
 namespace folio::forward {
 
-int32_t rebase_positions(backend::KvStore& kv, const HParams& hp, const float* freq_factors, ThreadPool& pool) {
+int32_t rebase_positions(backend::KvStore& kv, const HParams& hp, const float* freq_factors, ThreadPool& pool,
+                         int32_t max_frontier) {
   int32_t R = 0;
   for (int l = 0; l < kv.n_layer(); l++)
     for (int g = 0; g < kv.n_head_kv(); g++) R = std::max(R, kv.len(l, g));
+  R = std::min(R, std::max(max_frontier, 0));
   backend::RopeParams rope;
   rope.rope_dim = hp.rope_dim;
   rope.neox = hp.rope_type == RopeType::Neox;
@@ -27,8 +29,9 @@ int32_t rebase_positions(backend::KvStore& kv, const HParams& hp, const float* f
       kv.read_pos(l, g, n, pos.data());
       bool moves = false;
       for (int32_t i = 0; i < n; i++) {
-        delta[size_t(i)] = R - n + i - pos[size_t(i)];
-        pos[size_t(i)] = R - n + i;
+        const int32_t p = std::max(R - n + i, 0);
+        delta[size_t(i)] = p - pos[size_t(i)];
+        pos[size_t(i)] = p;
         moves = moves || delta[size_t(i)] != 0;
       }
       if (!moves) continue;

@@ -13,9 +13,11 @@
 
 namespace folio::forward {
 
-// The frontier R = the most entries any head holds. Head g of layer l, holding n entries, gets the positions
-// R − n .. R − 1, its keys rotated to them. freq_factors: the model's [rope_dim/2] divisors (host) or null.
-// Returns R, the position the next token takes.
-int32_t rebase_positions(backend::KvStore& kv, const HParams& hp, const float* freq_factors, ThreadPool& pool);
+// The frontier R = the most entries any head holds, at most max_frontier. Head g of layer l, holding n
+// entries, gets the positions R − n .. R − 1, its keys rotated to them; a head holding more than R (Ada gives
+// some heads far more than others) has its oldest entries share position 0, as if at the context's far end.
+// freq_factors: the model's [rope_dim/2] divisors (host) or null. Returns R, the position the next token takes.
+int32_t rebase_positions(backend::KvStore& kv, const HParams& hp, const float* freq_factors, ThreadPool& pool,
+                         int32_t max_frontier);
 
 }  // namespace folio::forward

@@ -1,6 +1,7 @@
 // The pieces of KV compression as plain functions, for unit tests with hand-computed cases:
 // exports.kv = { windowScores, maxPool, adaCaps, topTokens, pyramidSchedule, resolveBudget }.
 #include "kv/allocator.h"
+#include "kv/compressor.h"
 #include "kv/method.h"
 #include "kv/schedule.h"
 #include "kv/scorer.h"
@@ -116,6 +117,11 @@ Napi::Value ResolveBudget(const Napi::CallbackInfo& info) {
   return r;
 }
 
+// defaultChunk(B, nCtx) -> the chunk size a chunked read takes for a budget of B tokens per head.
+Napi::Value DefaultChunk(const Napi::CallbackInfo& info) {
+  return Napi::Number::New(info.Env(), kv::default_chunk(int_arg(info, 0, "B"), int_arg(info, 1, "nCtx")));
+}
+
 }  // namespace
 
 void init_kv_ops(Napi::Env env, Napi::Object exports) {
@@ -126,6 +132,7 @@ void init_kv_ops(Napi::Env env, Napi::Object exports) {
   kv.Set("topTokens", Napi::Function::New(env, TopTokens, "topTokens"));
   kv.Set("pyramidSchedule", Napi::Function::New(env, PyramidSchedule, "pyramidSchedule"));
   kv.Set("resolveBudget", Napi::Function::New(env, ResolveBudget, "resolveBudget"));
+  kv.Set("defaultChunk", Napi::Function::New(env, DefaultChunk, "defaultChunk"));
   exports.Set("kv", kv);
 }
 

@@ -142,17 +142,17 @@ kv::CompressionStats Context::compress(const std::vector<int32_t>& tokens, const
   try {
     for (int32_t c = 0; c < n_chunks; c++) {
       const int32_t first = starts[size_t(c)], m = starts[size_t(c) + 1] - first;
-      // Positions this chunk needs: its own, and after the last one the room for the conversation.
-      const int32_t need = m + (c + 1 == n_chunks ? read.room : 0);
+      // Positions this chunk needs: its own, and after the last one the room for the conversation. A re-based
+      // read keeps that room free all along, so that it re-bases as seldom as possible.
+      const int32_t need = m + (c + 1 == n_chunks || read.rebase ? read.room : 0);
       if (read.rebase && n_past_ + need > params_.n_ctx) {
-        n_past_ = forward::rebase_positions(*kv_, hp, freq_factors, pool_);
+        n_past_ = forward::rebase_positions(*kv_, hp, freq_factors, pool_, params_.n_ctx - need);
         st.rebased = true;
       }
       if (n_past_ + need > params_.n_ctx)
-        fail("CONTEXT_FULL", strfmt("the compressed document needs more than the context's %d positions even with "
-                                    "re-based positions (%d kept, %d to read, %d for the conversation): use a smaller "
-                                    "budget or a larger context",
-                                    params_.n_ctx, n_past_, m, c + 1 == n_chunks ? read.room : 0));
+        fail("CONTEXT_FULL", strfmt("the context's %d positions cannot hold a chunk of %d tokens and %d for the "
+                                    "conversation: use a larger context or a smaller room",
+                                    params_.n_ctx, m, read.room));
       const ProgressFn chunk_progress =
           progress ? ProgressFn([&](int64_t done, int64_t) { progress(first + done, L); }) : ProgressFn();
       comp.begin_chunk(first, m);

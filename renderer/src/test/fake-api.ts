@@ -34,6 +34,7 @@ export const settings = (over: Partial<Settings> = {}): Settings => ({
   sampling: { temperature: 0, topK: 40, topP: 0.95, minP: 0.05, repeatPenalty: 1.1, maxTokens: 64, seed: null },
   systemPrompt: '',
   nCtx: null,
+  conversationRoom: null,
   threads: null,
   kvType: 'f16',
   theme: 'light',
@@ -84,6 +85,8 @@ export const doc = (over: Partial<DocumentSummary> = {}): DocumentSummary => ({
   compression: settings().compression,
   kvBytesFull: 240_000,
   kvBytesKept: 72_000,
+  contextTokens: 512,
+  readNote: 'Read in one pass, then compressed.',
   ...over,
 });
 

@@ -1,0 +1,98 @@
+// How the app reads a document (electron/services/read-plan.ts): the context sized to the document and the
+// memory, one pass or chunks, re-based positions beyond the model's context, on a Llama-3.2-1B shape with
+// faked memory.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+
+import { ApiError, type CompressionSettings } from '../electron/api/contract.ts';
+import { estimateMemory, type ModelShape } from '../electron/models/estimate.ts';
+import { ONE_PASS_MAX_TOKENS, planRead, type ReadPlanInput } from '../electron/services/read-plan.ts';
+
+const GiB = 1024 ** 3;
+const llama1b: ModelShape = {
+  layers: 16,
+  heads: 32,
+  kvHeads: 8,
+  headSize: 64,
+  valueHeadSize: 64,
+  embeddingLength: 2048,
+  feedForwardLength: 8192,
+  vocabSize: 128256,
+  contextLength: 131072,
+  weightBytes: 807_000_000,
+};
+const compression: CompressionSettings = { method: 'ada-snapkv', budget: 0.2, alpha: 0.2, window: 32, kernel: 7 };
+const memory = (free: number) => ({ free: () => free, total: () => 16 * GiB });
+
+function plan(prefixTokens: number, o: Partial<ReadPlanInput> = {}) {
+  return planRead({
+    prefixTokens,
+    shape: llama1b,
+    compression,
+    kvType: 'f16',
+    contextCap: null,
+    conversationRoom: null,
+    memory: memory(64 * GiB),
+    ...o,
+  });
+}
+
+test('plenty of memory: a document that fits is read in one pass into the model’s whole context', () => {
+  const p = plan(5000);
+  assert.deepEqual([p.nCtx, p.room, p.chunk, p.rebase], [131072, 1024, 0, false]);
+  assert.equal(p.note, 'Read in one pass, then compressed.');
+});
+
+test('the context is the largest whose estimate fits the memory, from the document and its room up', () => {
+  const free = 3 * GiB;
+  const p = plan(5000, { memory: memory(free) });
+  assert.equal(p.chunk, 0);
+  assert.ok(p.nCtx >= 5000 + 1024 && p.nCtx < 131072, `${p.nCtx}`);
+  const at = (nCtx: number) =>
+    estimateMemory(llama1b, { nCtx, conversationTokens: nCtx - 5000, compression, memory: memory(free) }).fits;
+  assert.equal(at(p.nCtx), true);
+  assert.equal(at(p.nCtx + 1), false);
+  assert.match(p.note, /the context is [\d,]+ positions, what the memory allows/);
+});
+
+test('a setting caps the context; a cap beyond the model’s trained context is refused with the reason', () => {
+  const p = plan(3000, { contextCap: 4096 });
+  assert.deepEqual([p.nCtx, p.room, p.chunk, p.rebase], [4096, 1024, 0, false]);
+  assert.throws(
+    () => plan(3000, { contextCap: 200_000 }),
+    (e: ApiError) => e.code === 'CONTEXT_TOO_LONG' && /trained context of 131072/.test(e.message),
+  );
+  // The room for the conversation is a setting too, at most a quarter of the context.
+  assert.equal(plan(3000, { conversationRoom: 300 }).room, 300);
+  assert.equal(plan(3000, { contextCap: 4096, conversationRoom: 3000 }).room, 1024);
+});
+
+test('longer than one pass reads, or a one pass that does not fit the memory: chunks', () => {
+  const long = plan(ONE_PASS_MAX_TOKENS + 1);
+  assert.deepEqual([long.chunk, long.rebase], ['auto', false]);
+  assert.match(long.note, /^Read in chunks.*longer than 8,192 tokens/);
+  // 100K tokens in one pass hold one layer's whole cache and the scores of the window; in chunks they do not.
+  const L = 8000;
+  const onePass = estimateMemory(llama1b, { nCtx: L + 1024, conversationTokens: 1024, compression });
+  const chunked = estimateMemory(llama1b, {
+    nCtx: L + 1024,
+    conversationTokens: 1024,
+    compression,
+    chunkTokens: 1600,
+  });
+  assert.ok(chunked.totalBytes < onePass.totalBytes);
+  const between = (onePass.totalBytes + chunked.totalBytes) / 2;
+  const p = plan(L, { memory: memory(between) });
+  assert.equal(p.chunk, 'auto');
+  assert.match(p.note, /one pass would not fit the memory/);
+});
+
+test('beyond the model’s context: chunks with re-based positions, labelled; no memory at all: refused', () => {
+  const p = plan(200_000);
+  assert.deepEqual([p.nCtx, p.chunk, p.rebase], [131072, 'auto', true]);
+  assert.match(p.note, /does not fit the model's context of 131,072.*re-based positions.*less accurately/);
+  assert.throws(
+    () => plan(5000, { memory: memory(100e6) }),
+    (e: ApiError) => e.code === 'NOT_ENOUGH_MEMORY' && /cannot be read: it needs/.test(e.message),
+  );
+});
