@@ -4,7 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 
-import { ApiError, type CompressionSettings } from '../electron/api/contract.ts';
+import type { ApiError, CompressionSettings } from '../electron/api/contract.ts';
 import { estimateMemory, type ModelShape } from '../electron/models/estimate.ts';
 import { ONE_PASS_MAX_TOKENS, planRead, type ReadPlanInput } from '../electron/services/read-plan.ts';
 
