@@ -254,11 +254,18 @@ export const ChatSummary = z.object({
 });
 export type ChatSummary = z.infer<typeof ChatSummary>;
 
-/** How full the context is: the compressed document plus the conversation, against the model's context. */
+/** How full the context is: the compressed document plus the conversation, against the model's context, in
+ * positions; and what the compression bought, in memory. */
 export const ContextUsage = z.object({
+  /** Positions of the system prompt and the chat template around the document. */
+  systemTokens: z.number().int(),
+  /** Positions of the document itself (fewer than its tokens when it was read with re-based positions). */
   documentTokens: z.number().int(),
   conversationTokens: z.number().int(),
   contextTokens: z.number().int(),
+  /** The document's cache as kept, and as it would be uncompressed (null before it is read). */
+  kvBytesKept: z.number().nullable(),
+  kvBytesFull: z.number().nullable(),
 });
 
 // ---------------------------------------------------------------------------------------------------------

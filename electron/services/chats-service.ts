@@ -5,7 +5,7 @@
 // from the document's saved cache plus the stored conversation.
 import { ApiError, type ChatSummary, type Message, type Params, type Result } from '../api/contract.ts';
 import type { EventBus } from '../api/dispatcher.ts';
-import type { Storage } from '../storage/index.ts';
+import type { DocumentRecord, Storage } from '../storage/index.ts';
 import type { StreamingAnswer } from '../storage/streaming.ts';
 import { ConversationSession } from './conversation.ts';
 import type { DocumentsService } from './documents-service.ts';
@@ -46,11 +46,22 @@ export class ChatsService {
     return {
       chat,
       messages,
-      usage: {
-        documentTokens: doc.tokens,
-        conversationTokens: this.storage.messages.conversationTokens(chatId).tokens,
-        contextTokens: doc.contextTokens ?? this.engine.sessionOptions().nCtx,
-      },
+      usage: this.usage(doc, chatId),
+    };
+  }
+
+  /** The context meter: the prefix's positions split into the system prompt (and template) and the document. */
+  private usage(doc: DocumentRecord, chatId: string): Result<'chats.get'>['usage'] {
+    const pageTokens = this.storage.documents.pages(doc.id).reduce((n, p) => n + (p.tokenEnd - p.tokenStart), 0);
+    const systemTokens = Math.max(0, doc.tokens - pageTokens);
+    const positions = this.storage.stats.get(doc.id)?.positions ?? doc.tokens;
+    return {
+      systemTokens,
+      documentTokens: Math.max(0, positions - systemTokens),
+      conversationTokens: this.storage.messages.conversationTokens(chatId).tokens,
+      contextTokens: doc.contextTokens ?? this.engine.sessionOptions().nCtx,
+      kvBytesKept: doc.kvBytesKept,
+      kvBytesFull: doc.kvBytesFull,
     };
   }
 
