@@ -2,12 +2,14 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 import { missing, repoRoot, sharedModel, sharedReference } from './helpers/shared.ts';
 
 const stories = sharedModel('stories260K.gguf');
+const stories260K = stories;
 const skip = missing(stories, sharedReference('stories260K/p1_once.json'));
 
 function folio(...args: string[]) {
@@ -93,4 +95,60 @@ test('errors: unknown command, bad flags, missing model, broken file', () => {
   r = folio();
   assert.equal(r.code, 2);
   assert.match(r.out, /Commands:/);
+});
+
+test('compress reads a PDF four times longer than the context in chunks, with re-based positions', {
+  skip,
+}, async () => {
+  // One story per page, every story of test/docs twice: about 5,000 tokens for a 512-token model.
+  const { PDFDocument, StandardFonts } = await import('pdf-lib');
+  const pdf = await PDFDocument.create();
+  const font = await pdf.embedFont(StandardFonts.Helvetica);
+  const stories = readdirSync(join(repoRoot, 'test/docs')).filter((f) => f.endsWith('.txt'));
+  for (const f of [...stories, ...stories]) {
+    const page = pdf.addPage([612, 792]);
+    const words = readFileSync(join(repoRoot, 'test/docs', f), 'utf8')
+      .replace(/\s+/g, ' ')
+      .split(' ');
+    let y = 760;
+    for (let i = 0; i < words.length; i += 14) {
+      page.drawText(words.slice(i, i + 14).join(' '), { x: 30, y, size: 9, font });
+      y -= 12;
+    }
+  }
+  const dir = mkdtempSync(join(tmpdir(), 'folio-cli-'));
+  const file = join(dir, 'stories.pdf');
+  writeFileSync(file, await pdf.save());
+  try {
+    const r = folio(
+      'compress',
+      '--model',
+      stories260K,
+      '--doc',
+      file,
+      '--method',
+      'ada-snapkv',
+      '--budget',
+      '0.2',
+      '--json',
+    );
+    assert.equal(r.code, 0, r.err);
+    const s = JSON.parse(r.out);
+    assert.ok(s.prefixTokens > 4 * 512, `${s.prefixTokens} tokens`);
+    assert.equal(s.rebased, true);
+    assert.ok(s.chunks > 4);
+    assert.equal(s.context_tokens, 512);
+    assert.ok(s.positions < 512 && s.kvBytesPeak <= s.kvBytesBound);
+    // The text form says how it was read.
+    const text = folio('compress', '--model', stories260K, '--doc', file, '--method', 'snapkv', '--budget', '64').out;
+    assert.match(
+      text,
+      /read in \d+ chunks of 128 tokens; the cache peaked at [\d.]+ MiB \(bound [\d.]+ MiB\); positions re-based/,
+    );
+    // By hand, one pass is refused for what does not fit, saying how to read it.
+    const one = folio('compress', '--model', stories260K, '--doc', file, '--budget', '0.2', '--chunk', '0', '--json');
+    assert.equal(one.code, 1);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });

@@ -133,15 +133,8 @@ export function compressOptions(v: Values): CompressOptions {
   };
 }
 
-/**
- * The tokens of a document to compress: BOS as the model says, the document's text, and with a question
- * (question-aware compression) the question after a blank line, so the observation window holds it.
- */
-export function documentTokens(
-  model: Model,
-  docPath: string,
-  question?: string,
-): { tokens: Int32Array; questionTokens: number } {
+/** A text file's contents; DOC_READ / DOC_EMPTY errors say what is wrong. */
+export function readText(docPath: string): string {
   let text: string;
   try {
     text = readFileSync(docPath, 'utf8');
@@ -150,6 +143,20 @@ export function documentTokens(
       code: 'DOC_READ',
     });
   }
+  if (text.trim() === '') throw Object.assign(new Error(`the document ${docPath} is empty`), { code: 'DOC_EMPTY' });
+  return text;
+}
+
+/**
+ * The tokens of a document's text to compress: BOS as the model says, the text, and with a question
+ * (question-aware compression) the question after a blank line, so the observation window holds it.
+ */
+export function documentTokens(
+  model: Model,
+  text: string,
+  docPath: string,
+  question?: string,
+): { tokens: Int32Array; questionTokens: number } {
   if (text.trim() === '') throw Object.assign(new Error(`the document ${docPath} is empty`), { code: 'DOC_EMPTY' });
   const doc = model.tokenize(text, { addSpecial: true, parseSpecial: false });
   if (question === undefined) return { tokens: doc, questionTokens: 0 };

@@ -261,7 +261,7 @@ export class DocumentsService {
         tokenized.tokens,
         {
           method: compression.method,
-          budget: compression.method === 'full' ? undefined : compression.budget,
+          budget: compression.method === 'full' ? undefined : (plan.budget ?? compression.budget),
           alpha: compression.alpha,
           window: compression.window,
           kernel: compression.kernel,

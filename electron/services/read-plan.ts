@@ -44,6 +44,9 @@ export interface ReadPlan {
   /** 0: one pass; 'auto': chunks of the engine's size. */
   chunk: 0 | 'auto';
   rebase: boolean;
+  /** A budget in tokens per head that replaces the settings' for this read: a re-based read keeps no more per
+   * head than the positions left after a chunk and the room (undefined: the settings' budget). */
+  budget?: number;
   /** What the app says about it, one sentence. */
   note: string;
   /** The memory estimate the choice was made on. */
@@ -85,15 +88,25 @@ export function planRead(i: ReadPlanInput): ReadPlan {
   if (L + room > positions) {
     const e = est(positions, true);
     if (!e.fits) throw notEnoughMemory(e.message);
+    // Kept entries beyond the free positions would share the oldest position: keep no more than fit.
+    const resolved = resolveBudget({ ...i.compression, window: i.compression.window ?? DEFAULT_WINDOW }, L);
+    const fitting = positions - room - chunkFor(i, positions);
+    const budget =
+      resolved.compress && resolved.B > fitting && fitting > (i.compression.window ?? DEFAULT_WINDOW)
+        ? fitting
+        : undefined;
     return {
       nCtx: positions,
       room,
       chunk: 'auto',
       rebase: true,
+      budget,
       note:
         `The document (${count(L)} tokens with the system prompt, and ${count(room)} kept for the conversation) does not fit ` +
         `the model's context of ${count(positions)}: ` +
-        `it was read in chunks with re-based positions, which answers less accurately than a document that fits. ` +
+        `it was read in chunks with re-based positions, which answers less accurately than a document that fits` +
+        (budget ? `, keeping ${count(budget)} tokens per head (what the positions hold)` : '') +
+        `. ` +
         `Compressing a range of pages that fits avoids that.`,
       totalBytes: e.totalBytes,
       availableBytes: e.availableBytes,

@@ -4,7 +4,6 @@
 // conversation is the app's chat driver (conversation.ts) in a fork of that untouched session, so /reset is
 // a new fork, never a new prefill. Questions come line by line from stdin (a terminal or a pipe), answers
 // stream token by token, and a status line after every turn says where the cache stands.
-import { readFileSync } from 'node:fs';
 import { basename } from 'node:path';
 import { createInterface } from 'node:readline';
 
@@ -23,6 +22,7 @@ import {
   int,
   mib,
   need,
+  readText,
   samplingFlags,
   samplingOptions,
   sessionOptions,
@@ -64,16 +64,7 @@ export const chat: Command = {
     const sampling = samplingOptions(v);
     const { nCtx: ctx, nThreads, kvType } = sessionOptions(v);
     const docPath = need(v, 'doc');
-    let docText: string;
-    try {
-      docText = readFileSync(docPath, 'utf8');
-    } catch (e) {
-      throw Object.assign(new Error(`cannot read the document ${docPath}: ${(e as Error).message}`), {
-        code: 'DOC_READ',
-      });
-    }
-    if (docText.trim() === '')
-      throw Object.assign(new Error(`the document ${docPath} is empty`), { code: 'DOC_EMPTY' });
+    const docText = readText(docPath);
     const system = str(v, 'system') ?? '';
     const modelPath = need(v, 'model');
 

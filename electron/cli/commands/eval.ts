@@ -16,6 +16,7 @@ import {
   common,
   compressionMethod,
   documentTokens,
+  readText,
   float,
   int,
   openModel,
@@ -236,7 +237,11 @@ export async function runFidelity(model: Model, modelPath: string, o: FidelityOp
     threads = 0;
 
   // Every document is tokenized and checked first: a document that does not fit stops the run before any work.
-  const docs = files.map((path) => ({ path, name: basename(path), tokens: documentTokens(model, path).tokens }));
+  const docs = files.map((path) => ({
+    path,
+    name: basename(path),
+    tokens: documentTokens(model, readText(path), path).tokens,
+  }));
   {
     const probe = model.createSession(sessionOpts);
     nCtx = probe.nCtx;
