@@ -4,8 +4,9 @@
 //   - peak resident memory of a full and of a compressed prefill (each in a child process of its own, so
 //     each peak is that prefill's);
 //   - decode tokens/s over a full and over a compressed cache at growing context lengths;
-//   - with --long N: one prefill of an N-token document (16K on the 1B shape) with progress, its time and
-//     peak memory.
+//   - with --long 4096,16384,...: long documents read in one pass (up to --one-pass-max tokens) and in chunks
+//     (docs/compression.md, "Reading a long document"), each read in a child process of its own: time,
+//     tokens/s, peak resident memory, the cache's peak and kept bytes, and decode speed after.
 // Without --model it uses the 1B Q4_K_M file of `folio bench` (bench-models/, made if missing).
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -69,6 +70,97 @@ async function decodeRate(
   return { tokensPerSecond: g.tokensPerSecond, kvBytes };
 }
 
+interface LongRead {
+  tokens: number;
+  chunks: number;
+  chunk_tokens: number;
+  seconds: number;
+  tokens_per_s: number;
+  peak_rss_bytes: number;
+  kv_bytes_peak: number;
+  kv_bytes_kept: number;
+  decode_tokens_per_s: number;
+}
+
+/** One long document read (in this process: the child of a measurement), then 16 tokens decoded after it. */
+async function longRead(model: Model, L: number, chunked: boolean, ratio: number, threads: number): Promise<LongRead> {
+  const doc = document(model, L);
+  const s = model.createSession({ nCtx: Math.min(model.info().contextLength, L + 64), nThreads: threads });
+  let last = performance.now();
+  const t0 = performance.now();
+  const r = await s.compress(doc, {
+    method: 'ada-snapkv',
+    budget: ratio,
+    chunk: chunked ? 'auto' : 0,
+    rebase: L + 64 > model.info().contextLength,
+    room: 64,
+    onProgress: (d, t) => {
+      if (performance.now() - last > 10_000) {
+        last = performance.now();
+        process.stderr.write(`  reading ${L} tokens${chunked ? ' in chunks' : ''}: ${d} / ${t}\n`);
+      }
+    },
+  });
+  const ms = performance.now() - t0;
+  const g = await s.generate({ n: 16, temperature: 0 });
+  s.dispose();
+  return {
+    tokens: L,
+    chunks: r.stats.chunks,
+    chunk_tokens: r.stats.chunkTokens,
+    seconds: ms / 1000,
+    tokens_per_s: L / (ms / 1000),
+    peak_rss_bytes: process.resourceUsage().maxRSS * 1024,
+    kv_bytes_peak: r.stats.kvBytesPeak,
+    kv_bytes_kept: r.stats.kvBytesKept,
+    decode_tokens_per_s: g.tokensPerSecond,
+  };
+}
+
+/** Long reads, one pass (up to onePassMax tokens) and chunked, each in a child process of its own. */
+function runLongReads(
+  path: string,
+  lengths: number[],
+  onePassMax: number,
+  ratio: number,
+  threads: number,
+  log: (s: string) => void,
+): LongRead[] {
+  const long: LongRead[] = [];
+  for (const L of lengths)
+    for (const chunked of L <= onePassMax ? [false, true] : [true]) {
+      const r = spawnSync(
+        process.execPath,
+        [
+          join(repoRoot, 'electron/cli/folio.mjs'),
+          'bench-kv',
+          '--model',
+          path,
+          '--child-long',
+          String(L),
+          ...(chunked ? ['--child-chunked'] : []),
+          '--budget',
+          String(ratio),
+          ...(threads ? ['--threads', String(threads)] : []),
+        ],
+        { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] },
+      );
+      if (r.status !== 0) throw new Error(`the long read of ${L} tokens failed`);
+      const one = JSON.parse(r.stdout) as LongRead;
+      long.push(one);
+      log(`  ${longLine(one).trim()}`);
+    }
+  return long;
+}
+
+function longLine(l: LongRead): string {
+  return (
+    `read ${l.tokens} tokens ${l.chunks > 1 ? `in ${l.chunks} chunks of ${l.chunk_tokens}` : 'in one pass'}: ${l.seconds.toFixed(1)} s ` +
+    `(${l.tokens_per_s.toFixed(1)} t/s), peak ${mib(l.peak_rss_bytes)}, cache peak ${mib(l.kv_bytes_peak)}, kept ${mib(l.kv_bytes_kept)}, ` +
+    `decode after ${l.decode_tokens_per_s.toFixed(1)} t/s\n`
+  );
+}
+
 function defaultModel(): string {
   const path = join(repoRoot, 'bench-models', 'llama-1b-q4_k_m.gguf');
   if (!existsSync(path)) {
@@ -88,7 +180,7 @@ export const benchKv: Command = {
     'what KV compression costs and saves: prefill time, peak memory, decode speed over full and compressed caches',
   usage:
     'folio bench-kv [--model M] [--doc-tokens 2048] [--contexts 512,1024,2048] [--budget 0.2] [--gen-tokens 32]\n' +
-    '               [--repeats 3] [--threads N] [--long 16384] [--json]',
+    '               [--repeats 3] [--threads N] [--long 4096,16384,65536] [--one-pass-max 16384] [--long-only] [--json]',
   options: {
     model: common.model,
     json: common.json,
@@ -100,8 +192,12 @@ export const benchKv: Command = {
     'gen-tokens': { type: 'string' },
     repeats: { type: 'string' },
     long: { type: 'string' },
-    // internal: one measured prefill in a child process
+    'one-pass-max': { type: 'string' },
+    // internal: one measured prefill in a child process; one long read in a child process
     child: { type: 'string' },
+    'child-long': { type: 'string' },
+    'child-chunked': { type: 'boolean' },
+    'long-only': { type: 'boolean' },
   },
   async run(v: Values) {
     const threads = int(v, 'threads', 0);
@@ -119,6 +215,12 @@ export const benchKv: Command = {
     const path = str(v, 'model') ?? defaultModel();
     const model = await loadAddon().loadModel(path);
 
+    if (v['child-long']) {
+      process.stdout.write(
+        JSON.stringify(await longRead(model, int(v, 'child-long', 0, 1), !!v['child-chunked'], ratio, threads)) + '\n',
+      );
+      return;
+    }
     if (v.child) {
       // A child: one prefill, then its peak resident memory.
       const { ms, kvBytes } = await prefillOnce(
@@ -132,10 +234,24 @@ export const benchKv: Command = {
       return;
     }
 
-    const tokens = document(model, docTokens);
     const log = (s: string) => {
       if (!v.json) process.stderr.write(s + '\n');
     };
+    const longLengths = (str(v, 'long') ?? '')
+      .split(',')
+      .filter((x) => x !== '')
+      .map((x) => {
+        const n = Number(x);
+        if (!Number.isInteger(n) || n < 64) throw new UsageError(`--long: '${x}' is not a length of at least 64`);
+        return n;
+      });
+    const onePassMax = int(v, 'one-pass-max', 16384, 0);
+    if (v['long-only']) {
+      const long = runLongReads(path, longLengths, onePassMax, ratio, threads, log);
+      print(v, { model: path, budget: ratio, threads, long }, long.map(longLine).join(''));
+      return;
+    }
+    const tokens = document(model, docTokens);
     log(`${path}: ${docTokens}-token document, budget ${ratio}, ${repeats} repeats, backend ${model.info().backend}`);
 
     // Prefill time: full, snapkv, ada-snapkv, interleaved so that the machine's noise hits all alike.
@@ -235,28 +351,7 @@ export const benchKv: Command = {
       `  cancellation lands in: compress ${cancelMs.compress.map((x) => x.toFixed(0)).join(', ')} ms; generate ${cancelMs.generate.map((x) => x.toFixed(0)).join(', ')} ms`,
     );
 
-    // One long prefill, with progress.
-    let long = null;
-    const longTokens = int(v, 'long', 0, 0);
-    if (longTokens > 0) {
-      const doc = document(model, longTokens);
-      let last = 0;
-      const { s, ms, kvBytes } = await prefillOnce(model, doc, 'ada-snapkv', ratio, threads, (d, t) => {
-        if (performance.now() - last > 2000) {
-          last = performance.now();
-          log(`  long prefill: ${d} / ${t} tokens`);
-        }
-      });
-      s.dispose();
-      long = {
-        tokens: longTokens,
-        seconds: ms / 1000,
-        tokens_per_s: longTokens / (ms / 1000),
-        kv_bytes_kept: kvBytes,
-        peak_rss_bytes: process.resourceUsage().maxRSS * 1024,
-      };
-      log(`  long prefill of ${longTokens} tokens: ${(ms / 1000).toFixed(1)} s, peak ${mib(long.peak_rss_bytes)}`);
-    }
+    const long = runLongReads(path, longLengths, onePassMax, ratio, threads, log);
 
     const info = model.info();
     model.dispose();
@@ -299,9 +394,7 @@ export const benchKv: Command = {
         '\n' +
         `cancellation lands in: compress median ${result.cancel_ms.compress.median.toFixed(0)} ms (max ${result.cancel_ms.compress.max.toFixed(0)}), ` +
         `generate median ${result.cancel_ms.generate.median.toFixed(0)} ms (max ${result.cancel_ms.generate.max.toFixed(0)})\n` +
-        (long
-          ? `long prefill: ${long.tokens} tokens in ${long.seconds.toFixed(1)} s (${long.tokens_per_s.toFixed(1)} t/s), peak ${mib(long.peak_rss_bytes)}\n`
-          : ''),
+        long.map(longLine).join(''),
     );
   },
 };
