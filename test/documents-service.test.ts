@@ -4,13 +4,13 @@
 // the file is refused.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 import type { EventPayload } from '../electron/api/contract.ts';
 import { createAppCore, type AppCore } from '../electron/services/app-core.ts';
-import { missing, sharedModel } from './helpers/shared.ts';
+import { missing, repoRoot, sharedModel } from './helpers/shared.ts';
 
 const model = sharedModel('stories260K.gguf');
 const skip = missing(model);
@@ -78,3 +78,85 @@ test('importUpload: the temporary file is imported, then removed; a refused one 
   assert.ok(!existsSync(bad), 'a refused upload is removed too');
   assert.equal(core.documents.list().length, count, 'no document record for a refused upload');
 });
+
+test('a long read killed or quit half-way goes on from its last checkpoint', { skip }, async () => {
+  const library = join(dir, 'resume-library');
+  const open = () =>
+    createAppCore({
+      dataDir: library,
+      model,
+      models: { discovery: { knownPlaces: false, systemWide: false } },
+      readCheckpointSeconds: 0,
+    });
+  // Six pages of stories: several times stories260K's context, read in chunks with re-based positions.
+  const story = readFileSync(join(repoRoot, 'test/docs/lily-and-the-red-kite.txt'), 'utf8');
+  const text = Array.from({ length: 6 }, (_, i) => `Page ${i + 1}. ${story}`).join('\f');
+  const first = await open();
+  /** Progress of the document's reads: [done, total] as reported. */
+  const progressOf = (c: AppCore, id: string, onEach?: (done: number, total: number) => void) => {
+    const seen: number[] = [];
+    c.bus.subscribe((event, payload) => {
+      const p = payload as EventPayload<'task.progress'>;
+      if (event === 'task.progress' && p.documentId === id && p.kind === 'prefill' && p.total > 1) {
+        seen.push(p.done);
+        onEach?.(p.done, p.total);
+      }
+    });
+    return seen;
+  };
+  writeFileSync(join(dir, 'long.txt'), text);
+  let killed = false;
+  const r = await first.documents.import({ path: join(dir, 'long.txt') });
+  progressOf(first, r.documentId, (done, total) => {
+    if (!killed && done > total / 2) {
+      killed = true;
+      process.kill(first.engine.client.status().pid!, 'SIGKILL');
+    }
+  });
+  const crashed = await taskDoneOn(first, r.taskId);
+  assert.equal(crashed.ok, false);
+  assert.match(first.documents.get(r.documentId).error ?? '', /trying again continues the read from where it stopped$/);
+
+  // Try again: the read goes on from its checkpoint, past the half.
+  const again = progressOf(first, r.documentId);
+  const retry = first.documents.recompress({ documentId: r.documentId });
+  assert.equal((await taskDoneOn(first, retry.taskId)).ok, true);
+  assert.ok(again[0] > 0, `resumed at ${again[0]}`);
+  const read = first.documents.get(r.documentId);
+  assert.equal(read.status, 'ready');
+  assert.ok(read.stats!.rebased && read.stats!.prefixTokens === read.tokens);
+
+  // A quit in the middle of a read: the next start goes on by itself.
+  let quit: Promise<void> | null = null;
+  const re = first.documents.recompress({ documentId: r.documentId });
+  progressOf(first, r.documentId, (done, total) => {
+    if (!quit && done > total / 2) quit = first.close();
+  });
+  await taskDoneOn(first, re.taskId).catch(() => {});
+  await quit;
+  const second = await open();
+  const resumed = progressOf(second, r.documentId);
+  await new Promise<void>((resolve) => {
+    const off = second.bus.subscribe((event, payload) => {
+      const d = payload as EventPayload<'documents.changed'>;
+      if (event === 'documents.changed' && d.id === r.documentId && (d.status === 'ready' || d.status === 'failed')) {
+        off();
+        resolve();
+      }
+    });
+  });
+  assert.equal(second.documents.get(r.documentId).status, 'ready', second.documents.get(r.documentId).error ?? '');
+  assert.ok(resumed[0] > 0, `resumed at ${resumed[0]}`);
+  await second.close();
+});
+
+function taskDoneOn(c: AppCore, taskId: string): Promise<EventPayload<'task.done'>> {
+  return new Promise((resolve) => {
+    const off = c.bus.subscribe((event, payload) => {
+      if (event === 'task.done' && (payload as EventPayload<'task.done'>).taskId === taskId) {
+        off();
+        resolve(payload as EventPayload<'task.done'>);
+      }
+    });
+  });
+}

@@ -71,6 +71,14 @@ export interface NiahOptions {
   kernel: number;
   questionAware: boolean;
   sessionOpts: { nThreads: number; nCtx: number; kvType: 'f16' | 'f32' };
+  /** How the haystack is read (docs/compression.md, "Reading a long document"). */
+  read?: ReadChoice;
+}
+
+/** One pass (chunk 0), or chunks; re-based positions for a haystack longer than the context. */
+export interface ReadChoice {
+  chunk: 'auto' | number;
+  rebase: boolean;
 }
 
 export async function runNiah(model: Model, cases: NiahCase[], o: NiahOptions): Promise<NiahRow[]> {
@@ -96,6 +104,9 @@ export async function runNiah(model: Model, cases: NiahCase[], o: NiahOptions): 
           alpha: o.alpha,
           window: o.window,
           kernel: o.kernel,
+          ...o.read,
+          // the question and the answer after the haystack
+          room: o.read?.rebase ? tokens.length - cut + c.answer_tokens.length : undefined,
         });
         if (cut < tokens.length) await session.prefill(tokens.subarray(cut));
         const g = await session.generate({ n: c.answer_tokens.length, temperature: 0 });

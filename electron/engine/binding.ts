@@ -222,6 +222,10 @@ export interface CompressOptions {
   rebase?: boolean;
   /** Positions a re-based read keeps free after the document for the conversation. */
   room?: number;
+  /** A chunked read saves where it stands in this file (at most every checkpointSeconds, default 30) and a read
+   * of the same tokens and options resumes from it; removed when the read completes. */
+  checkpoint?: string;
+  checkpointSeconds?: number;
   onProgress?: (done: number, total: number) => void;
 }
 

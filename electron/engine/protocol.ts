@@ -100,6 +100,8 @@ export const CompressOptions = z.strictObject({
   chunk: z.union([z.literal('auto'), Int]).optional(),
   rebase: z.boolean().optional(),
   room: Int.optional(),
+  checkpoint: z.string().min(1).optional(),
+  checkpointSeconds: Num.optional(),
 });
 
 export const SamplingOptions = z.strictObject({

@@ -20,6 +20,8 @@ export interface AppCoreOptions {
   models?: Omit<ModelsServiceOptions, 'downloadDir'>;
   /** A model file to use when none is chosen yet (folio serve --model). */
   model?: string;
+  /** How often a long document's read saves where it stands (seconds; default 30). */
+  readCheckpointSeconds?: number;
 }
 
 export interface AppCore {
@@ -47,7 +49,7 @@ export async function createAppCore(o: AppCoreOptions): Promise<AppCore> {
   const client = new EngineClient(o.engine);
   const engine = new EngineManager(client, bus, () => storage.settings.get());
   const models = new ModelsService(storage, engine, tasks, bus, { ...o.models, downloadDir: paths.models });
-  const documents = new DocumentsService(storage, engine, models, tasks, bus, paths.caches);
+  const documents = new DocumentsService(storage, engine, models, tasks, bus, paths.caches, o.readCheckpointSeconds);
   const chats = new ChatsService(storage, engine, documents, bus);
   const openai = new OpenAiService(storage, engine, models, documents);
 
@@ -56,6 +58,8 @@ export async function createAppCore(o: AppCoreOptions): Promise<AppCore> {
     storage.settings.update({ modelId: entry.id });
     openai.preferred = entry.id;
   }
+  // Reads cut short when the app last stopped go on from their checkpoints.
+  documents.resumeInterrupted();
 
   const ok = { ok: true as const };
   let serverInfo: ServerInfo = { apiUrl: null, apiToken: null };

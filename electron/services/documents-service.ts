@@ -47,8 +47,33 @@ export class DocumentsService {
     private readonly tasks: Tasks,
     private readonly bus: EventBus,
     private readonly cacheDir: string,
+    /** How often a chunked read saves where it stands (seconds). */
+    private readonly checkpointSeconds = 30,
   ) {
     mkdirSync(cacheDir, { recursive: true });
+  }
+
+  /** Where a document's read saves where it stands, so that a crash or a quit does not lose it. */
+  private checkpointPath(documentId: string): string {
+    return join(this.cacheDir, `${documentId}.reading`);
+  }
+
+  /**
+   * Reads cut short by a quit or a crash of the app go on from their last checkpoint (once at startup; the
+   * engine starts over instead when the settings have changed since).
+   */
+  resumeInterrupted(): string[] {
+    if (!this.storage.settings.get().modelId) return [];
+    const resumed: string[] = [];
+    for (const d of this.storage.documents.list()) {
+      // failed: cut short with no cache yet (or cancelled by a quit); stale: an earlier cache was being replaced
+      if ((d.status !== 'failed' && d.status !== 'stale') || !existsSync(this.checkpointPath(d.id))) continue;
+      this.storage.documents.update(d.id, { status: 'compressing', error: null });
+      this.changed(d.id);
+      this.recompress({ documentId: d.id });
+      resumed.push(d.id);
+    }
+    return resumed;
   }
 
   list(): DocumentSummary[] {
@@ -197,9 +222,12 @@ export class DocumentsService {
   private fail(documentId: string, e: unknown, task: Task) {
     if (!this.storage.documents.get(documentId)) return; // deleted meanwhile
     const cancelled = task.signal.aborted || (e as { code?: string }).code === 'CANCELLED';
+    const resumable = existsSync(this.checkpointPath(documentId))
+      ? ': trying again continues the read from where it stopped'
+      : '';
     this.storage.documents.update(documentId, {
       status: 'failed',
-      error: cancelled ? 'cancelled' : (e as Error).message,
+      error: (cancelled ? 'cancelled' : (e as Error).message) + resumable,
     });
     this.changed(documentId);
   }
@@ -269,6 +297,8 @@ export class DocumentsService {
           chunk: plan.chunk,
           rebase: plan.rebase,
           room: plan.room,
+          checkpoint: this.checkpointPath(documentId),
+          checkpointSeconds: this.checkpointSeconds,
         },
         {
           signal: task.signal,
@@ -397,7 +427,7 @@ export class DocumentsService {
     this.tasks.cancelDocument(documentId);
     await this.engine.dropDocumentSessions(documentId);
     const { files } = this.storage.documents.delete(documentId);
-    for (const f of files) rmSync(f, { force: true });
+    for (const f of [...files, this.checkpointPath(documentId)]) rmSync(f, { force: true });
     this.bus.emit('documents.deleted', { documentId });
   }
 

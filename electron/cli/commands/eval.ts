@@ -26,7 +26,7 @@ import {
 } from '../args.ts';
 import { METHOD_NAMES } from '../../kv/methods.ts';
 import { fidelitySvg } from '../eval-plot.ts';
-import { niahTable, readNiahCases, runNiah } from '../eval-niah.ts';
+import { niahTable, type ReadChoice, readNiahCases, runNiah } from '../eval-niah.ts';
 
 const defaultMethods: CompressionMethod[] = [...METHOD_NAMES];
 const defaultBudgets = [0.2, 0.4, 0.6, 0.8];
@@ -219,6 +219,8 @@ export interface FidelityOptions {
   kernel: number;
   docsDir: string;
   sessionOpts: { nThreads: number; nCtx: number };
+  /** How each document's prefix is read: one pass (default) or chunks. */
+  read?: ReadChoice;
   progress?: (line: string) => void;
 }
 
@@ -301,6 +303,7 @@ export async function runFidelity(model: Model, modelPath: string, o: FidelityOp
             window: o.window,
             kernel: o.kernel,
             measureLoss: true,
+            ...o.read,
           });
           const rows = await continuationRows(session, c.logits, rest, nVocab);
           run = { stats: c.stats, s: compare(ref, rows, rest, nVocab) };
@@ -451,7 +454,9 @@ export const evalCommand: Command = {
     '      documents: every .txt/.md in DIR but README.md (default test/docs); KV caches are F32\n' +
     'folio eval --model M --suite niah --cases FILE.jsonl [--tasks passkey] [--lengths 256,512] [--question-aware]\n' +
     '           [--methods ...] [--budgets ...] [--alpha 0.2] [--window 32] [--kernel 7] [--json]\n' +
-    '      cases in the needle-eval format (../shared/models/needle-eval); budgets as ratios or tokens per head',
+    '      cases in the needle-eval format (../shared/models/needle-eval); budgets as ratios or tokens per head\n' +
+    'both suites: [--chunk auto|N] reads each document in chunks (default 0: one pass); [--rebase] with re-based\n' +
+    '      positions where it is longer than --ctx',
   options: {
     model: common.model,
     json: common.json,
@@ -472,6 +477,8 @@ export const evalCommand: Command = {
     lengths: { type: 'string' },
     'question-aware': { type: 'boolean' },
     'kv-type': common['kv-type'],
+    chunk: { type: 'string' },
+    rebase: { type: 'boolean' },
   },
   async run(v) {
     const suite = str(v, 'suite') ?? 'fidelity';
@@ -487,6 +494,10 @@ export const evalCommand: Command = {
     if (!(alpha >= 0 && alpha <= 1)) throw new UsageError(`--alpha must be between 0 and 1, not '${v.alpha}'`);
     const window = int(v, 'window', 32, 1);
     const kernel = int(v, 'kernel', 7, 1);
+    const chunkFlag = str(v, 'chunk') ?? '0';
+    if (chunkFlag !== 'auto' && !/^\d+$/.test(chunkFlag))
+      throw new UsageError(`--chunk must be auto, 0 (one pass) or a number of tokens, not '${chunkFlag}'`);
+    const read: ReadChoice = { chunk: chunkFlag === 'auto' ? 'auto' : Number(chunkFlag), rebase: !!v.rebase };
     const docsDir = resolve(str(v, 'docs') ?? defaultDocsDir);
     const { nThreads, nCtx } = sessionOptions(v);
     const svg = str(v, 'svg');
@@ -517,6 +528,7 @@ export const evalCommand: Command = {
         kernel,
         questionAware,
         sessionOpts: sessionOptions(v),
+        read,
       });
       model.dispose();
       print(
@@ -525,7 +537,7 @@ export const evalCommand: Command = {
           suite: 'niah',
           model: modelPath,
           cases: casesPath,
-          settings: { methods, budgets, alpha, window, kernel, question_aware: questionAware, tasks, lengths },
+          settings: { methods, budgets, alpha, window, kernel, question_aware: questionAware, tasks, lengths, ...read },
           rows,
         },
         niahTable(rows, questionAware),
@@ -542,6 +554,7 @@ export const evalCommand: Command = {
       kernel,
       docsDir,
       sessionOpts: { nThreads, nCtx },
+      read,
       progress: v.json ? undefined : (line) => process.stderr.write(line + '\n'),
     });
     model.dispose();

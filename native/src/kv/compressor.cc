@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <numeric>
 
+#include "core/error.h"
 #include "kv/allocator.h"
 #include "kv/schedule.h"
 
@@ -168,6 +170,86 @@ size_t Compressor::chunked_bound(int32_t chunk) const {
 }
 
 void Compressor::add_compact_time(int l, double ms_compact) { stats_.layers[size_t(l)].ms_compact += ms_compact; }
+
+namespace {
+
+// Little-endian scalars and vectors, appended and read back with bounds checks.
+struct Writer {
+  std::string out;
+  template <typename T>
+  void put(const T& v) {
+    out.append(reinterpret_cast<const char*>(&v), sizeof(T));
+  }
+  template <typename T>
+  void put_vec(const std::vector<T>& v) {
+    put(uint64_t(v.size()));
+    out.append(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T));
+  }
+};
+
+struct Reader {
+  const std::string& in;
+  size_t at = 0;
+  template <typename T>
+  T get() {
+    if (at + sizeof(T) > in.size()) fail("INTERNAL", "a read checkpoint's state is truncated");
+    T v;
+    std::memcpy(&v, in.data() + at, sizeof(T));
+    at += sizeof(T);
+    return v;
+  }
+  template <typename T>
+  std::vector<T> get_vec(size_t expect = SIZE_MAX) {
+    const uint64_t n = get<uint64_t>();
+    if ((expect != SIZE_MAX && n != expect) || n > (in.size() - at) / sizeof(T))
+      fail("INTERNAL", "a read checkpoint's state does not fit this read");
+    std::vector<T> v(n);
+    std::memcpy(v.data(), in.data() + at, n * sizeof(T));
+    at += n * sizeof(T);
+    return v;
+  }
+};
+
+}  // namespace
+
+std::string Compressor::save_state() const {
+  Writer w;
+  w.put(uint64_t(stats_.layers.size()));
+  w.put(uint64_t(shape_.n_head_kv));
+  w.put(stats_.kv_bytes_peak);
+  for (size_t l = 0; l < stats_.layers.size(); l++) {
+    const LayerStats& ls = stats_.layers[l];
+    w.put(steps_[l]), w.put(l1_steps_[l]), w.put(l1_sum_[l]), w.put(compacts_[l]);
+    w.put(ls.budget), w.put(ls.ms_score), w.put(ls.ms_select), w.put(ls.ms_compact);
+    w.put_vec(mass_sum_[l]);
+    w.put_vec(conc_sum_[l]);
+    for (const auto& head : source_[l]) w.put_vec(head);
+  }
+  return w.out;
+}
+
+void Compressor::load_state(const std::string& bytes) {
+  Reader r{bytes};
+  const size_t Hk = size_t(shape_.n_head_kv);
+  if (r.get<uint64_t>() != stats_.layers.size() || r.get<uint64_t>() != Hk)
+    fail("INTERNAL", "a read checkpoint's state is of another model");
+  stats_.kv_bytes_peak = r.get<size_t>();
+  for (size_t l = 0; l < stats_.layers.size(); l++) {
+    LayerStats& ls = stats_.layers[l];
+    steps_[l] = r.get<int32_t>(), l1_steps_[l] = r.get<int32_t>(), l1_sum_[l] = r.get<double>();
+    compacts_[l] = r.get<uint8_t>();
+    ls.budget = r.get<int32_t>(), ls.ms_score = r.get<double>(), ls.ms_select = r.get<double>();
+    ls.ms_compact = r.get<double>();
+    mass_sum_[l] = r.get_vec<double>(Hk);
+    conc_sum_[l] = r.get_vec<double>(Hk);
+    for (auto& head : source_[l]) {
+      head = r.get_vec<int32_t>();
+      for (int32_t t : head)
+        if (t < 0 || t >= shape_.L) fail("INTERNAL", "a read checkpoint's state does not fit this read");
+    }
+  }
+  if (r.at != bytes.size()) fail("INTERNAL", "a read checkpoint's state does not fit this read");
+}
 
 void Compressor::finish() {
   const int Hk = shape_.n_head_kv;

@@ -61,6 +61,11 @@ class Compressor {
   size_t chunked_bound(int32_t chunk) const;
   // Closes the statistics once every token has been read: what each head holds, per-token retention.
   void finish();
+  // What a chunked read carries from one chunk to the next (the tokens each entry came from, the sums of
+  // the statistics), as bytes for a checkpoint, and back into a compressor made with the same options and
+  // shape (INTERNAL when the bytes do not fit it).
+  std::string save_state() const;
+  void load_state(const std::string& bytes);
   const Budget& budget() const { return stats_.budget; }
   const CompressOptions& options() const { return opts_; }
   CompressionStats& stats() { return stats_; }

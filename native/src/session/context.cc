@@ -105,8 +105,10 @@ void Context::eval(const std::vector<int32_t>& tokens, bool all_logits, std::vec
 
 kv::CompressionStats Context::compress(const std::vector<int32_t>& tokens, const kv::CompressOptions& opts,
                                        std::vector<float>& logits, const ProgressFn& progress,
-                                       const std::atomic<bool>* cancel, const ReadOptions& read) {
-  if (n_past_ != 0) fail("NOT_EMPTY", "compression reads the whole prefix in one prefill: start from an empty session");
+                                       const std::atomic<bool>* cancel, const ReadOptions& read,
+                                       const ChunkHook& on_chunk, const ReadResume* resume) {
+  if (n_past_ != 0 && !resume)
+    fail("NOT_EMPTY", "compression reads the whole prefix in one prefill: start from an empty session");
   kv::validate(opts);
   if (read.chunk < ReadOptions::kAutoChunk || read.room < 0)
     fail("INVALID_ARGUMENT", "the chunk size and the room must not be negative");
@@ -139,8 +141,16 @@ kv::CompressionStats Context::compress(const std::vector<int32_t>& tokens, const
 
   logits.assign(size_t(hp.n_vocab), 0.0f);
   const auto t0 = std::chrono::steady_clock::now();
+  int32_t c0 = 0;
+  if (resume) {
+    if (resume->chunks_done <= 0 || resume->chunks_done >= n_chunks)
+      fail("INTERNAL", "a read checkpoint of another read: its chunks do not match");
+    comp.load_state(resume->state);
+    c0 = resume->chunks_done;
+    st.rebased = resume->rebased;
+  }
   try {
-    for (int32_t c = 0; c < n_chunks; c++) {
+    for (int32_t c = c0; c < n_chunks; c++) {
       const int32_t first = starts[size_t(c)], m = starts[size_t(c) + 1] - first;
       // Positions this chunk needs: its own, and after the last one the room for the conversation. A re-based
       // read keeps that room free all along, so that it re-bases as seldom as possible.
@@ -164,6 +174,7 @@ kv::CompressionStats Context::compress(const std::vector<int32_t>& tokens, const
       if (st.kv_bytes_bound && st.kv_bytes_peak > st.kv_bytes_bound)
         fail("INTERNAL", strfmt("reading chunk %d of %d, the cache held %zu bytes, over its bound of %zu", c + 1,
                                 n_chunks, st.kv_bytes_peak, st.kv_bytes_bound));
+      if (on_chunk && c + 1 < n_chunks) on_chunk(c + 1, starts[size_t(c) + 1], {c + 1, st.rebased, comp.save_state()});
     }
   } catch (...) {
     kv_ = backend_->make_kv_store(hp.n_layer, hp.n_head_kv, hp.head_dim, hp.head_dim_v, params_.kv_type);

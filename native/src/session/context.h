@@ -3,7 +3,9 @@
 #pragma once
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "backend/backend.h"
@@ -45,7 +47,22 @@ struct ReadOptions {
   int32_t chunk = 0;
   bool rebase = false;  // beyond the context's positions: give the kept entries contiguous positions
   int32_t room = 0;     // positions a re-based read keeps free after the document for the conversation
+  // A chunked read saves its state here (Session::compress) at most every checkpoint_seconds, and a read of
+  // the same tokens with the same options picks it up from there; empty: no checkpoints.
+  std::string checkpoint;
+  double checkpoint_seconds = 30;
 };
+
+// Where a chunked read stands after a chunk, to pick it up again after a crash or a quit: the context's cache
+// (saved beside this) and the compressor's state.
+struct ReadResume {
+  int32_t chunks_done = 0;
+  bool rebased = false;
+  std::string state;  // kv::Compressor::save_state()
+};
+// Called after every chunk but the last of a chunked read, with the chunks done, the token the next starts
+// at, and the state to resume from.
+using ChunkHook = std::function<void(int32_t chunks_done, int32_t next_token, const ReadResume& at)>;
 
 class Context {
  public:
@@ -78,10 +95,12 @@ class Context {
   // its budget, so that the cache never holds more than the budget plus one chunk (checked at every chunk:
   // INTERNAL if not). Writes the last position's logits. Throws NOT_EMPTY when the context holds tokens,
   // CONTEXT_FULL when the prefix does not fit the positions (re-based or not); on any failure the context
-  // is empty again.
+  // is empty again. With `resume`, the cache restored into this context is that of resume->chunks_done
+  // chunks of the same read, which goes on from there.
   kv::CompressionStats compress(const std::vector<int32_t>& tokens, const kv::CompressOptions& opts,
                                 std::vector<float>& logits, const ProgressFn& progress = nullptr,
-                                const std::atomic<bool>* cancel = nullptr, const ReadOptions& read = {});
+                                const std::atomic<bool>* cancel = nullptr, const ReadOptions& read = {},
+                                const ChunkHook& on_chunk = nullptr, const ReadResume* resume = nullptr);
 
   // Forgets every position from n onwards (regenerate, edit).
   void truncate(int32_t n);

@@ -1,8 +1,11 @@
 #include "session/session.h"
 
 #include <chrono>
+#include <cstdio>
+#include <cstring>
 
 #include "core/error.h"
+#include "core/hash.h"
 #include "tokenizer/vocab.h"
 
 namespace folio {
@@ -26,11 +29,90 @@ void Session::prefill(const std::vector<int32_t>& tokens, bool all_logits, std::
   last_logits_.assign(logits.end() - std::ptrdiff_t(nv), logits.end());
 }
 
+namespace {
+
+constexpr char kCheckpointMagic[] = "FOLIO-READ-1";
+
+// What makes two reads the same: the tokens, every option that changes what is kept, the context.
+uint64_t read_key(const std::vector<int32_t>& tokens, const kv::CompressOptions& o, const ReadOptions& r,
+                  const ContextParams& p) {
+  Hash64 h;
+  h.update(tokens.data(), tokens.size() * 4);
+  h.update(o.method.name.data(), o.method.name.size());
+  for (double x : {o.budget_ratio, o.alpha}) h.update_value(x);
+  for (int32_t x : {o.budget_tokens, o.window, o.kernel, o.beta, o.sinks, r.chunk, r.room, p.n_ctx}) h.update_value(x);
+  h.update_value(uint8_t(r.rebase));
+  h.update_value(uint8_t(p.kv_type));
+  return h.digest();
+}
+
+std::string encode_checkpoint(uint64_t key, const ReadResume& at) {
+  std::string m(kCheckpointMagic, sizeof(kCheckpointMagic));
+  m.append(reinterpret_cast<const char*>(&key), 8);
+  m.append(reinterpret_cast<const char*>(&at.chunks_done), 4);
+  m.push_back(char(at.rebased));
+  return m + at.state;
+}
+
+bool decode_checkpoint(const std::string& m, uint64_t key, ReadResume* at) {
+  const size_t head = sizeof(kCheckpointMagic) + 8 + 4 + 1;
+  if (m.size() < head ||
+      m.compare(0, sizeof(kCheckpointMagic), std::string(kCheckpointMagic, sizeof(kCheckpointMagic))))
+    return false;
+  uint64_t k;
+  std::memcpy(&k, m.data() + sizeof(kCheckpointMagic), 8);
+  if (k != key) return false;
+  std::memcpy(&at->chunks_done, m.data() + sizeof(kCheckpointMagic) + 8, 4);
+  at->rebased = m[head - 1] != 0;
+  at->state = m.substr(head);
+  return true;
+}
+
+}  // namespace
+
 kv::CompressionStats Session::compress(const std::vector<int32_t>& tokens, const kv::CompressOptions& opts,
                                        const ProgressFn& progress, const std::atomic<bool>* cancel,
                                        const ReadOptions& read) {
+  const uint64_t key = read_key(tokens, opts, read, ctx_->params());
+  ReadResume resume;
+  bool resuming = false;
+  if (!read.checkpoint.empty() && ctx_->n_past() == 0) {
+    try {
+      std::string meta;
+      const std::unique_ptr<Session> saved = load(model_, read.checkpoint, ctx_->params(), &meta);
+      if (decode_checkpoint(meta, key, &resume) && saved->ctx_->params().kv_type == ctx_->params().kv_type) {
+        ctx_->restore(saved->ctx_->cache().clone(), saved->ctx_->n_past());
+        resuming = true;
+      }
+    } catch (const Error&) {
+      // No checkpoint, or a damaged one: the read starts over.
+    }
+  }
+  ChunkHook hook;
+  auto last_save = std::chrono::steady_clock::now();
+  if (!read.checkpoint.empty())
+    hook = [&](int32_t, int32_t next_token, const ReadResume& at) {
+      const auto now = std::chrono::steady_clock::now();
+      if (std::chrono::duration<double>(now - last_save).count() < read.checkpoint_seconds) return;
+      tokens_.assign(tokens.begin(), tokens.begin() + next_token);
+      last_logits_.clear();
+      try {
+        save(read.checkpoint, encode_checkpoint(key, at));
+        last_save = now;
+      } catch (const Error&) {
+        // A checkpoint that cannot be written costs only the resume.
+      }
+    };
   std::vector<float> logits;
-  kv::CompressionStats stats = ctx_->compress(tokens, opts, logits, progress, cancel, read);
+  kv::CompressionStats stats;
+  try {
+    stats = ctx_->compress(tokens, opts, logits, progress, cancel, read, hook, resuming ? &resume : nullptr);
+  } catch (...) {
+    tokens_.clear();
+    last_logits_.clear();
+    throw;
+  }
+  if (!read.checkpoint.empty()) std::remove(read.checkpoint.c_str());
   tokens_ = tokens;
   last_logits_ = std::move(logits);
   return stats;

@@ -48,6 +48,9 @@ class Session {
 
   void prefill(const std::vector<int32_t>& tokens, bool all_logits, std::vector<float>& logits,
                const ProgressFn& progress, const std::atomic<bool>* cancel);
+  // With read.checkpoint, a chunked read saves where it stands there (a session file whose meta holds the
+  // read's key and state) and starts from a checkpoint of the same read when there is one; the file is removed
+  // when the read completes. A damaged or foreign checkpoint is ignored (the read starts over).
   kv::CompressionStats compress(const std::vector<int32_t>& tokens, const kv::CompressOptions& opts,
                                 const ProgressFn& progress, const std::atomic<bool>* cancel,
                                 const ReadOptions& read = {});
