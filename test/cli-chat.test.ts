@@ -34,7 +34,7 @@ interface Turn {
 /** The turns of a chat transcript: the answer text before each status line, and the status line's numbers. */
 function turns(out: string): Turn[] {
   const re =
-    /([^\]]*?)\n\[turn (\d+): (\d+) prompt tokens, (\d+) answer tokens \(stop: (\w+)\); position (\d+) of 512\]\n/g;
+    /([^\]]*?)\n\[turn (\d+): (\d+) prompt tokens, (\d+) answer tokens \(stop: (\w+)\); position (\d+) of 512(?:;[^\]]*)?\]\n/g;
   return [...out.matchAll(re)].map((m) => ({
     text: m[1].slice(m[1].lastIndexOf(']\n') + 1).replace(/^\n/, ''),
     turn: +m[2],
@@ -120,22 +120,26 @@ test('questions are answered as they arrive, before stdin ends (a terminal or a 
   assert.equal(code, 0);
 });
 
-test('a question that would overflow the context is refused; /reset makes room again', { skip }, () => {
+test('a question that would overflow the context sets the oldest turn aside; /reset drops the conversation', {
+  skip,
+}, () => {
   const q = 'What did Lily have?';
   const r = chat([q, q, q, '/reset', q].join('\n') + '\n', '--n', '40');
   assert.equal(r.code, 0, r.err);
   const t = turns(r.out);
-  assert.equal(t.length, 3, r.out);
+  assert.equal(t.length, 4, r.out);
   assert.equal(t[1].position, t[0].position + t[1].prompt + t[1].answer);
-  assert.ok(t[1].position + t[0].prompt + 1 > 512, 'the third question cannot fit');
-  assert.match(
-    r.err,
-    /this question does not fit: its prompt is \d+ tokens and \d+ of the 512 context tokens are free.*\/reset/,
+  assert.ok(t[1].position + t[0].prompt + 1 > 512, 'the third question cannot fit beside both turns');
+  // The third turn went where the first began: the first was set aside, the document kept.
+  assert.match(r.out, /\[turn 3: .*; the oldest turn was set aside to make room\]/);
+  assert.equal(
+    t[2].position,
+    t[0].position + (t[1].prompt + t[1].answer) + (t[2].prompt + t[2].answer) - (t[0].position - 376),
   );
-  assert.match(r.out, new RegExp(`\\[position ${t[1].position} of 512\\]`), 'the session stays where it was');
-  assert.equal(t[2].turn, 1);
-  assert.equal(t[2].position, t[0].position, 'after /reset the question fits again');
-  assert.equal(t[2].text, t[0].text);
+  assert.ok(t[2].position <= 512);
+  assert.equal(t[3].turn, 1);
+  assert.equal(t[3].position, t[0].position, 'after /reset the conversation starts over');
+  assert.equal(t[3].text, t[0].text);
 });
 
 test('a document that leaves no room for a conversation is refused; bad flags; an empty conversation', { skip }, () => {

@@ -64,7 +64,7 @@ test('a turn: the question after the document, the answer streamed and kept in t
 }, async () => {
   const a = await fork();
   const b = await fork();
-  assert.deepEqual(a.status(), { position: L, nCtx: 512, free: 512 - L, turns: 0 });
+  assert.deepEqual(a.status(), { position: L, nCtx: 512, free: 512 - L, turns: 0, forgottenTurns: 0 });
   const { promptTokens } = await a.ask('What did Lily have?');
   assert.ok(promptTokens > 3);
   let streamed = '';
@@ -81,7 +81,7 @@ test('a turn: the question after the document, the answer streamed and kept in t
 
   // Reset: back to the document, the same answer again.
   await a.reset();
-  assert.deepEqual(a.status(), { position: L, nCtx: 512, free: 512 - L, turns: 0 });
+  assert.deepEqual(a.status(), { position: L, nCtx: 512, free: 512 - L, turns: 0, forgottenTurns: 0 });
   await a.ask('What did Lily have?');
   assert.equal((await a.answer({ ...greedy, maxTokens: 12 })).text, answer.text);
   await a.dispose();
@@ -151,7 +151,7 @@ test('a question that does not fit is refused before anything changes; an answer
     assert.ok(e.promptTokens + 1 > e.free);
     return true;
   });
-  assert.deepEqual(c.status(), { position: L, nCtx: 512, free: 512 - L, turns: 0 });
+  assert.deepEqual(c.status(), { position: L, nCtx: 512, free: 512 - L, turns: 0, forgottenTurns: 0 });
   await c.ask('What did Lily have?');
   const before = c.status().free;
   // More tokens than the context has room for: the answer gets what is left, and the cache ends full.
@@ -161,7 +161,33 @@ test('a question that does not fit is refused before anything changes; an answer
     assert.equal(r.tokens, before);
     assert.equal(c.status().free, 0);
   }
-  await assert.rejects(c.ask('Who helped her?'), ContextFullError);
+  // The next question sets the oldest turn aside: the document stays as it was, the chat goes on.
+  const { promptTokens } = await c.ask('Who helped her?');
+  assert.equal(c.status().forgottenTurns, 1);
+  assert.equal(c.status().position, L + promptTokens);
+  const next = await c.answer({ ...greedy, maxTokens: 8 });
+  assert.ok(next.tokens > 0);
+  await c.dispose();
+});
+
+test('a long chat never hits the wall: the oldest turns are set aside, newest first kept, document whole', {
+  skip,
+}, async () => {
+  const c = await fork();
+  const positions: number[] = [];
+  for (let i = 0; i < 12; i++) {
+    await c.ask(`Question ${i + 1}: what did Lily do with her kite?`);
+    const a = await c.answer({ ...greedy, maxTokens: 40 });
+    assert.ok(a.tokens > 0, `answer ${i + 1}`);
+    positions.push(c.status().position);
+    assert.ok(c.status().position <= 512);
+  }
+  assert.ok(c.status().forgottenTurns > 0, 'some turns were set aside');
+  assert.ok(c.status().forgottenTurns < 12, 'the newest turns stay');
+  // The document's entries were never touched: going back to it is where it began.
+  const fresh = await fork();
+  assert.equal(fresh.status().position, L);
+  await fresh.dispose();
   await c.dispose();
 });
 

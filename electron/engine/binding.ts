@@ -270,6 +270,8 @@ export interface Session {
   cancel(): void;
   /** Forgets every position from n on. */
   truncate(n: number): void;
+  /** Forgets positions [from, to) (a conversation's oldest turns); what follows moves back to `from`. */
+  forget(from: number, to: number): void;
   /** The tokens the cache holds. */
   tokens(): Int32Array;
   lastLogits(): Float32Array;

@@ -738,6 +738,10 @@ export class EngineClient {
     return this.request('truncate', { sessionId, n });
   }
 
+  forget(sessionId: string, from: number, to: number) {
+    return this.request('forget', { sessionId, from, to });
+  }
+
   fork(sessionId: string) {
     return this.request('fork', { sessionId });
   }

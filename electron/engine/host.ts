@@ -396,6 +396,12 @@ function makeHandlers(addon: FolioAddon): Handlers {
         return { nPast: s.nPast };
       }),
 
+    forget: ({ sessionId, from, to }, ctx) =>
+      onSession(sessionEntry(sessionId), ctx.id, false, (s) => {
+        s.forget(from, to);
+        return { nPast: s.nPast };
+      }),
+
     fork: ({ sessionId }, ctx) => {
       const entry = sessionEntry(sessionId);
       return onSession(entry, ctx.id, false, (s) => {

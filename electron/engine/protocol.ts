@@ -255,6 +255,11 @@ export const methods = {
     result: z.object({ nPast: Int }),
     events: 'none',
   },
+  forget: {
+    params: z.strictObject({ sessionId: HandleId, from: Int.min(0), to: Int.min(0) }),
+    result: z.object({ nPast: Int }),
+    events: 'none',
+  },
   /** A new session with a copy of this one's cache. */
   fork: { params: z.strictObject({ sessionId: HandleId }), result: SessionHandle, events: 'none' },
   save: {

@@ -17,7 +17,7 @@ import { tokenizeFormatted, type ChatFormat } from './prefix.ts';
 /** The engine methods a conversation needs (EngineManager's). */
 export type ConversationEngine = Pick<
   EngineManager,
-  'tokenize' | 'fork' | 'prefill' | 'truncate' | 'generate' | 'disposeSession'
+  'tokenize' | 'fork' | 'prefill' | 'truncate' | 'forget' | 'generate' | 'disposeSession'
 >;
 
 /** A question (or a replayed answer) and room for an answer do not fit in what is left of the context. */
@@ -68,11 +68,16 @@ export interface ConversationStatus {
   free: number;
   /** Questions asked since the document (or the last reset). */
   turns: number;
+  /** The oldest turns set aside to make room (the cache no longer holds them; the document stays whole). */
+  forgottenTurns: number;
 }
 
 export class ConversationSession {
   /** Cache position where the last answer begins, -1 when there is none (the conversation's answerStart). */
   private answerStart = -1;
+  /** Cache position where each turn the cache still holds begins (its question), oldest first. */
+  private turnStarts: number[] = [];
+  private forgottenTurns = 0;
 
   private constructor(
     private readonly engine: ConversationEngine,
@@ -107,7 +112,13 @@ export class ConversationSession {
 
   status(): ConversationStatus {
     const { nPast, nCtx } = this.session;
-    return { position: nPast, nCtx, free: nCtx - nPast, turns: this.conversation.turns };
+    return {
+      position: nPast,
+      nCtx,
+      free: nCtx - nPast,
+      turns: this.conversation.turns,
+      forgottenTurns: this.forgottenTurns,
+    };
   }
 
   private tokenize(text: string, signal?: AbortSignal) {
@@ -133,17 +144,38 @@ export class ConversationSession {
     const { tokens } = await this.tokenize(plan.text, o.signal);
     // The template renders the last answer differently from how it was generated (it trims it, say): the
     // cache goes back to where that answer began and the plan re-sends it as rendered.
-    const from = plan.dropLastAnswer ? this.answerStart : this.session.nPast;
-    if (from + tokens.length + (o.answerRoom ?? 1) > this.session.nCtx)
-      throw new ContextFullError(tokens.length, this.session.nCtx - from, this.session.nCtx);
+    const fromNow = () => (plan.dropLastAnswer ? this.answerStart : this.session.nPast);
+    const fits = () => fromNow() + tokens.length + (o.answerRoom ?? 1) <= this.session.nCtx;
+    // No room: the oldest turns are set aside, one at a time, while that makes room (the document stays).
+    const last = plan.dropLastAnswer ? 1 : 0; // the turn whose answer is re-sent stays
+    while (!fits() && this.turnStarts.length > last) {
+      if (this.session.nCtx - this.turnStarts[0] < tokens.length + (o.answerRoom ?? 1)) break; // never enough
+      await this.forgetOldestTurn();
+    }
+    if (!fits()) throw new ContextFullError(tokens.length, this.session.nCtx - fromNow(), this.session.nCtx);
+    const from = fromNow();
     if (plan.dropLastAnswer) {
       await this.engine.truncate(this.session.sessionId, from);
       this.session.nPast = from;
     }
+    if (!plan.dropLastAnswer) this.turnStarts.push(from);
     this.answerStart = -1;
     await this.append(tokens, o.signal);
     this.conversation.accept(plan);
     return { promptTokens: tokens.length };
+  }
+
+  /** Drops the oldest turn the cache holds; the turns after it move back (docs/compression.md, "The conversation"). */
+  private async forgetOldestTurn(): Promise<void> {
+    const from = this.turnStarts[0];
+    const to = this.turnStarts.length > 1 ? this.turnStarts[1] : this.session.nPast;
+    const r = await this.engine.forget(this.session.sessionId, from, to);
+    this.session.nPast = r.nPast;
+    const shift = to - from;
+    this.turnStarts = this.turnStarts.slice(1).map((p) => p - shift);
+    if (this.answerStart >= to) this.answerStart -= shift;
+    else if (this.answerStart >= from) this.answerStart = -1;
+    this.forgottenTurns++;
   }
 
   /** Appends an answer given as text (a stored one, an OpenAI request's history), as if it had been generated. */
@@ -193,6 +225,8 @@ export class ConversationSession {
     this.session = { sessionId: h.sessionId, nPast: h.nPast, nCtx: h.nCtx };
     this.conversation.reset();
     this.answerStart = -1;
+    this.turnStarts = [];
+    this.forgottenTurns = 0;
   }
 
   async dispose(): Promise<void> {

@@ -219,6 +219,10 @@ export class EngineManager {
     return this.client.truncate(sessionId, n);
   }
 
+  forget(sessionId: string, from: number, to: number) {
+    return this.client.forget(sessionId, from, to);
+  }
+
   /** Streams tokens to opts.onToken, in order, all before the promise resolves. */
   generate(sessionId: string, options: GenerateOptions, opts: RequestOptions = {}) {
     return this.client.generate(sessionId, options, opts);

@@ -1,8 +1,8 @@
-// Re-based positions (forward/rebase.h) against keys rotated straight to their new positions: a key cached
-// after RoPE at position p and rotated by the angle of p' − p must equal the key rotated to p' directly
-// (RoPE's angle is linear in the position). Random caches whose heads keep different, gappy subsets of the
-// tokens (as after compression), F32 and F16 entries, normal and NeoX pairs, partial rotary dims, linear
-// scaling and per-pair frequency factors.
+// Re-based and forgotten positions (forward/rebase.h) against keys rotated straight to their new positions: a key
+// cached after RoPE at position p and rotated by the angle of p' − p must equal the key rotated to p' directly (RoPE's
+// angle is linear in the position). Random caches whose heads keep different, gappy subsets of the tokens (as after
+// compression), F32 and F16 entries, normal and NeoX pairs, partial rotary dims, linear scaling and per-pair frequency
+// factors.
 //   rebase-selftest [SEED]
 #include <algorithm>
 #include <cmath>
@@ -63,6 +63,45 @@ int main(int argc, char** argv) {
           for (int32_t t = 0; t < n; t++)
             if (rng() % 3 != 0 || t == n - 1) kept[size_t(l)][size_t(g)].push_back(t);
         cache.compact(l, kept[size_t(l)], 0);
+      }
+      // Half the trials forget a range of positions instead (a conversation's oldest turns): the entries in it
+      // go, those after it move back by its length, the others stay.
+      if (trial % 2 == 1) {
+        std::unique_ptr<backend::KvStore> store = be->kv_store_from_host(std::move(cache));
+        const int32_t from = pos[size_t(n / 3)], to = pos[size_t(2 * n / 3)];
+        forward::forget_positions(*store, hp, ff, pool, from, to);
+        double worst = 0;
+        bool ok = true;
+        for (int l = 0; l < hp.n_layer; l++)
+          for (int g = 0; g < Hk; g++) {
+            std::vector<int32_t> idx, want_pos;
+            for (int32_t t : kept[size_t(l)][size_t(g)])
+              if (pos[size_t(t)] < from || pos[size_t(t)] >= to)
+                idx.push_back(t),
+                    want_pos.push_back(pos[size_t(t)] >= to ? pos[size_t(t)] - (to - from) : pos[size_t(t)]);
+            const int32_t m = int32_t(idx.size());
+            ok = ok && store->len(l, g) == m;
+            if (!ok) continue;
+            std::vector<float> got(size_t(m) * size_t(D)), want(size_t(m) * size_t(D));
+            std::vector<int32_t> got_pos(static_cast<size_t>(m));
+            store->read_k(l, g, m, got.data());
+            store->read_pos(l, g, m, got_pos.data());
+            for (int32_t i = 0; i < m; i++) {
+              const float* src = raw[size_t(l)].data() + (int64_t(idx[size_t(i)]) * Hk + g) * D;
+              std::copy(src, src + D, want.begin() + int64_t(i) * D);
+            }
+            cpu::rope(pool, want.data(), m, 1, D, want_pos.data(), rope, ff);
+            ok = ok && got_pos == want_pos;
+            for (size_t i = 0; i < want.size(); i++) worst = std::max(worst, double(std::fabs(got[i] - want[i])));
+          }
+        const double tol = type == KvType::F32 ? 2e-3 : 1.5e-2;
+        cases++;
+        if (!ok || !(worst <= tol)) {
+          failures++;
+          std::printf("FAIL forget %s trial %d: [%d, %d) %s, max |error| %.3g (tol %.1g)\n", kv_type_name(type), trial,
+                      from, to, ok ? "positions ok" : "wrong entries or positions", worst, tol);
+        }
+        continue;
       }
       std::unique_ptr<backend::KvStore> store = be->kv_store_from_host(std::move(cache));
       int32_t longest = 0;

@@ -143,6 +143,7 @@ async function converse(engine: EngineManager, o: ChatRun) {
 
   async function turn(question: string) {
     let promptTokens: number;
+    const forgotten = chat.status().forgottenTurns;
     try {
       ({ promptTokens } = await chat.ask(question));
     } catch (e) {
@@ -174,11 +175,17 @@ async function converse(engine: EngineManager, o: ChatRun) {
     }
     process.stdout.write('\n');
     const st = chat.status();
+    const setAside = st.forgottenTurns - forgotten;
     status(
-      `turn ${st.turns}: ${promptTokens} prompt tokens, ${a.cacheTokens} answer tokens (stop: ${a.stopReason}); position ${st.position} of ${nCtx}`,
+      `turn ${st.turns}: ${promptTokens} prompt tokens, ${a.cacheTokens} answer tokens (stop: ${a.stopReason}); position ${st.position} of ${nCtx}` +
+        (setAside > 0
+          ? `; the oldest ${setAside === 1 ? 'turn was' : `${setAside} turns were`} set aside to make room`
+          : ''),
     );
     if (st.free <= 0)
-      process.stderr.write('the context is full: /reset drops the conversation and keeps the document\n');
+      process.stderr.write(
+        'the context is full: the next question sets the oldest turn aside (the document stays); /reset drops the conversation\n',
+      );
   }
 
   try {

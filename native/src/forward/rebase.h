@@ -20,4 +20,10 @@ namespace folio::forward {
 int32_t rebase_positions(backend::KvStore& kv, const HParams& hp, const float* freq_factors, ThreadPool& pool,
                          int32_t max_frontier);
 
+// Drops every entry whose position is in [from, to) and moves the entries after them back by to − from, their
+// keys rotated to the new positions: the conversation's oldest turns forgotten, the rest unchanged relative to
+// each other and to what comes before `from` (the document).
+void forget_positions(backend::KvStore& kv, const HParams& hp, const float* freq_factors, ThreadPool& pool,
+                      int32_t from, int32_t to);
+
 }  // namespace folio::forward

@@ -35,11 +35,11 @@ class SessionWrap : public Napi::ObjectWrap<SessionWrap> {
         env, "Session",
         {InstanceMethod("prefill", &SessionWrap::Prefill), InstanceMethod("compress", &SessionWrap::Compress),
          InstanceMethod("generate", &SessionWrap::Generate), InstanceMethod("cancel", &SessionWrap::Cancel),
-         InstanceMethod("truncate", &SessionWrap::Truncate), InstanceMethod("fork", &SessionWrap::Fork),
-         InstanceMethod("save", &SessionWrap::Save), InstanceMethod("tokens", &SessionWrap::Tokens),
-         InstanceMethod("lastLogits", &SessionWrap::LastLogits), InstanceMethod("memory", &SessionWrap::Memory),
-         InstanceMethod("dispose", &SessionWrap::Dispose), InstanceAccessor("nPast", &SessionWrap::NPast, nullptr),
-         InstanceAccessor("nCtx", &SessionWrap::NCtx, nullptr),
+         InstanceMethod("truncate", &SessionWrap::Truncate), InstanceMethod("forget", &SessionWrap::Forget),
+         InstanceMethod("fork", &SessionWrap::Fork), InstanceMethod("save", &SessionWrap::Save),
+         InstanceMethod("tokens", &SessionWrap::Tokens), InstanceMethod("lastLogits", &SessionWrap::LastLogits),
+         InstanceMethod("memory", &SessionWrap::Memory), InstanceMethod("dispose", &SessionWrap::Dispose),
+         InstanceAccessor("nPast", &SessionWrap::NPast, nullptr), InstanceAccessor("nCtx", &SessionWrap::NCtx, nullptr),
          InstanceAccessor("nThreads", &SessionWrap::NThreads, nullptr),
          InstanceAccessor("backend", &SessionWrap::BackendName, nullptr),
          InstanceAccessor("busy", &SessionWrap::Busy, nullptr)});
@@ -244,6 +244,16 @@ class SessionWrap : public Napi::ObjectWrap<SessionWrap> {
     if (info.Length() < 1 || !info[0].IsNumber()) throw js_error(env, "INVALID_ARGUMENT", "truncate(n) needs a number");
     SessionState& s = idle(env);
     guard(env, [&] { s.session->truncate(info[0].As<Napi::Number>().Int32Value()); });
+    return env.Undefined();
+  }
+
+  Napi::Value Forget(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    if (info.Length() < 2 || !info[0].IsNumber() || !info[1].IsNumber())
+      throw js_error(env, "INVALID_ARGUMENT", "forget(from, to) needs two numbers");
+    SessionState& s = idle(env);
+    guard(env,
+          [&] { s.session->forget(info[0].As<Napi::Number>().Int32Value(), info[1].As<Napi::Number>().Int32Value()); });
     return env.Undefined();
   }
 

@@ -62,6 +62,16 @@ void Context::truncate(int32_t n) {
   n_past_ = n;
 }
 
+void Context::forget(int32_t from, int32_t to) {
+  if (from < 0 || to < from || to > n_past_)
+    fail("INVALID_ARGUMENT", strfmt("cannot forget positions %d to %d: the context holds %d", from, to, n_past_));
+  if (from == to) return;
+  const float* freq_factors = model_.weights().rope_freqs ? model_.weights().rope_freqs.f32() : nullptr;
+  forward::forget_positions(*kv_, model_.hparams(), freq_factors, pool_, from, to);
+  host_stale_ = true;
+  n_past_ -= to - from;
+}
+
 void Context::check_tokens(const std::vector<int32_t>& tokens) const {
   const int64_t n = int64_t(tokens.size());
   check_ids(tokens);

@@ -104,6 +104,9 @@ class Context {
 
   // Forgets every position from n onwards (regenerate, edit).
   void truncate(int32_t n);
+  // Forgets positions [from, to) (a conversation's oldest turns) and moves what follows back to `from`, its
+  // keys rotated to the new positions (docs/compression.md, "The conversation").
+  void forget(int32_t from, int32_t to);
 
  private:
   void check_tokens(const std::vector<int32_t>& tokens) const;

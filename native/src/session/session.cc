@@ -162,6 +162,15 @@ GenerateResult Session::generate(const GenerateParams& params, const TokenFn& on
   return r;
 }
 
+void Session::forget(int32_t from, int32_t to) {
+  ctx_->forget(from, to);
+  // Positions count the last n_past tokens (a re-based document holds more tokens than positions before them).
+  const size_t offset = tokens_.size() - size_t(ctx_->n_past() + (to - from));
+  tokens_.erase(tokens_.begin() + std::ptrdiff_t(offset + size_t(from)),
+                tokens_.begin() + std::ptrdiff_t(offset + size_t(to)));
+  last_logits_.clear();
+}
+
 void Session::truncate(int32_t n) {
   const size_t dropped = size_t(ctx_->n_past() - std::max(n, 0));
   ctx_->truncate(n);

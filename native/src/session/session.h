@@ -60,6 +60,10 @@ class Session {
   // re-based read the document's tokens outnumber its positions; the tokens after position n are dropped.)
   void truncate(int32_t n);
 
+  // Forgets positions [from, to) and their tokens; what follows moves back to `from`. The logits to sample
+  // from are gone until the next prefill.
+  void forget(int32_t from, int32_t to);
+
   // Writes the session to `path` atomically (a temporary file renamed into place), with a checksum;
   // `meta` is kept as given (the app stores the compression statistics there).
   void save(const std::string& path, const std::string& meta) const;
