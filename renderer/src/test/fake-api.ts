@@ -18,6 +18,8 @@ import { ApiError } from '../../../electron/api/contract.ts';
 import type { FolioShell, MenuAction, OpenedDocument } from '../../../electron/shell/bridge.ts';
 import type { FolioBridge } from '../api/client.ts';
 
+type ContextUsage = Result<'chats.get'>['usage'];
+
 type Handler<M extends MethodName> = (params: Params<M>) => Result<M> | Promise<Result<M>>;
 export type Handlers = { [M in MethodName]?: Handler<M> };
 
@@ -151,6 +153,18 @@ export const detail = (over: Partial<DocumentDetail> = {}): DocumentDetail => ({
     { page: 1, start: 36, end: 51, retention: 0.9 },
     { page: 2, start: 0, end: 24, retention: 0.5 },
   ],
+  ...over,
+});
+
+/** A chat's context usage over doc(): its 375-token prefix is 24 positions of system prompt and template and
+ * 351 of the document, in the 512 positions it was read into; the cache as doc() reports it. */
+export const usage = (over: Partial<ContextUsage> = {}): ContextUsage => ({
+  systemTokens: 24,
+  documentTokens: 351,
+  conversationTokens: 0,
+  contextTokens: 512,
+  kvBytesKept: 72_000,
+  kvBytesFull: 240_000,
   ...over,
 });
 
