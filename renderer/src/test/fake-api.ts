@@ -168,6 +168,41 @@ export const usage = (over: Partial<ContextUsage> = {}): ContextUsage => ({
   ...over,
 });
 
+/** A document read with re-based positions: six 100-token pages after a 30-token prompt, 630 tokens in the 512
+ * positions of stories260K's context, read in chunks. With the default room (128) pages 1 to 3 fit. */
+export const rebasedDetail = (over: Partial<DocumentDetail> = {}): DocumentDetail =>
+  detail({
+    id: 'd1',
+    title: 'Six stories',
+    kind: 'pdf',
+    fileName: 'six-stories.pdf',
+    pages: 6,
+    tokens: 630,
+    contextTokens: 512,
+    readNote:
+      "The document (630 tokens with the system prompt, and 128 kept for the conversation) does not fit the model's " +
+      'context of 512: it was read in chunks with re-based positions, which answers less accurately than a document ' +
+      'that fits. Compressing a range of pages that fits avoids that. Pages 1 to 3 fit.',
+    pageList: Array.from({ length: 6 }, (_, i) => ({
+      page: i + 1,
+      text: `Story ${i + 1}. Once upon a time there was a little bird.`,
+      tokenStart: 30 + 100 * i,
+      tokenEnd: 130 + 100 * i,
+    })),
+    stats: {
+      ...stats(),
+      prefixTokens: 630,
+      chunks: 3,
+      chunkTokens: 224,
+      kvBytesPeak: 150_000,
+      kvBytesBound: 160_000,
+      positions: 380,
+      rebased: true,
+    },
+    passages: [],
+    ...over,
+  });
+
 export const chat = (over: Partial<ChatSummary> = {}): ChatSummary => ({
   id: 'c1',
   documentId: 'd1',
