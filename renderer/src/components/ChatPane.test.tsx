@@ -176,6 +176,31 @@ describe('the chat', () => {
     expect(screen.getByTestId('context-cache').textContent).toBe('cache 70.3 KB of 234 KB');
   });
 
+  it('an answer stopped by a full context offers a new chat over the same document', async () => {
+    const api = chatApi([
+      m({ id: 'u1', role: 'user', text: 'Tell me everything' }),
+      m({ id: 'a1', text: 'Once upon', error: 'the answer stopped because the context is full' }),
+    ]);
+    api.handlers['chats.create'] = (p) => chat({ id: 'c2', documentId: p.documentId, title: 'Chat 2' });
+    await renderApp(api);
+    const answer = await screen.findByRole('article', { name: 'Answer' });
+    expect(within(answer).getByText('Stopped: the context is full')).toBeTruthy();
+    // The core's sentence is replaced by the UI's, not shown beside it.
+    expect(within(answer).queryByText(/because the context is full/)).toBeNull();
+    await userEvent.click(within(answer).getByRole('button', { name: 'New chat over this document' }));
+    expect(api.callsOf('chats.create')).toEqual([{ documentId: 'd1' }]);
+    await waitFor(() => expect(useUi.getState()).toMatchObject({ chatId: 'c2', tab: 'chat' }));
+  });
+
+  it('other errors are shown as the core words them, with no new-chat offer', async () => {
+    await renderApp(
+      chatApi([m({ id: 'u1', role: 'user', text: 'Q' }), m({ id: 'a1', text: 'A', error: 'something else' })]),
+    );
+    const answer = await screen.findByRole('article', { name: 'Answer' });
+    expect(within(answer).getByText('something else')).toBeTruthy();
+    expect(within(answer).queryByRole('button', { name: 'New chat over this document' })).toBeNull();
+  });
+
   it('the question box waits while the document is still being read', async () => {
     const api = chatApi();
     api.handlers['documents.list'] = () => [doc({ status: 'compressing' })];

@@ -58,6 +58,29 @@ const STATUS_NOTE: Partial<Record<Message['status'], string>> = {
   failed: 'Failed',
 };
 
+/** The error the app core gives an answer cut short by the end of the context (chats-service.ts). */
+export const CONTEXT_FULL_ERROR = 'the answer stopped because the context is full';
+
+/**
+ * An answer stopped by the end of the context: nothing more fits this chat, so the way on is a new chat over
+ * the same document, which starts from the document alone.
+ */
+function ContextFullNote({ chatId }: { chatId: string }) {
+  const chatDoc = useChats((s) => s.chats[chatId]?.documentId);
+  const shownDoc = useUi((s) => s.documentId);
+  const documentId = chatDoc ?? shownDoc;
+  return (
+    <p className="msg-error context-full" data-testid="context-full">
+      <strong>Stopped: the context is full</strong>{' '}
+      {documentId && (
+        <button type="button" className="button small" onClick={() => void createChat(documentId)}>
+          New chat over this document
+        </button>
+      )}
+    </p>
+  );
+}
+
 export const MessageRow = memo(function MessageRow({ id, isLast }: { id: string; isLast: boolean }) {
   const m = useChats((s) => s.messages[id]);
   const live = useChats((s) => s.live[id]);
@@ -123,10 +146,14 @@ export const MessageRow = memo(function MessageRow({ id, isLast }: { id: string;
       ) : streaming ? (
         <p className="muted">Reading your question…</p>
       ) : null}
-      {m.error && (
-        <p className="msg-error" role={m.status === 'failed' ? 'alert' : undefined}>
-          {m.error}
-        </p>
+      {m.error === CONTEXT_FULL_ERROR ? (
+        <ContextFullNote chatId={m.chatId} />
+      ) : (
+        m.error && (
+          <p className="msg-error" role={m.status === 'failed' ? 'alert' : undefined}>
+            {m.error}
+          </p>
+        )
       )}
       {m.status === 'interrupted' && !m.error && <p className="msg-error">The engine stopped while answering.</p>}
       <div className="msg-foot">
