@@ -238,7 +238,7 @@ test('the six stories and a PDF of all six, imported through the file picker, ea
   await shots2('01-library');
 });
 
-test("the PDF's document view says it was read with re-based positions, as a warning with its remedy", {
+test("the PDF's document view says it was read with re-based positions, as a warning (no page fits the default room)", {
   skip,
 }, async () => {
   await selectDocument(pdfDoc.title);
