@@ -302,7 +302,7 @@ test('ask a question: the answer streams in, then shows its speed and the contex
   assert.equal(shown, final.text.replace(/\s+/g, ' ').trim(), 'the page shows the stored answer');
   assert.match(await answer.locator('.msg-stats').innerText(), /tokens · [\d.]+ tokens\/s/);
   const meter = page.getByRole('meter', { name: 'Context used' });
-  const used = stored.usage.documentTokens + stored.usage.conversationTokens;
+  const used = stored.usage.systemTokens + stored.usage.documentTokens + stored.usage.conversationTokens;
   assert.match(
     (await meter.getAttribute('aria-valuetext')) ?? '',
     new RegExp(`^${used} of ${stored.usage.contextTokens} tokens`),

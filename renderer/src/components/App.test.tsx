@@ -3,7 +3,7 @@ import userEvent from '@testing-library/user-event';
 import { describe, expect, it, vi } from 'vitest';
 
 import type { WsApi } from '../../../electron/api/ws-client.ts';
-import { chat, createFakeApi, detail, doc, engine } from '../test/fake-api.ts';
+import { chat, createFakeApi, detail, doc, engine, usage } from '../test/fake-api.ts';
 import { renderApp } from '../test/render-app.tsx';
 import { useUi } from '../stores/ui.ts';
 import { ApiError } from '../../../electron/api/contract.ts';
@@ -30,7 +30,7 @@ function libraryApi() {
     'chats.get': () => ({
       chat: chat(),
       messages: [],
-      usage: { documentTokens: 375, conversationTokens: 0, contextTokens: 512 },
+      usage: usage(),
     }),
     'chats.create': () => chat({ id: 'c2', title: 'Chat 2' }),
   });

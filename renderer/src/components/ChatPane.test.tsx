@@ -3,7 +3,7 @@ import userEvent from '@testing-library/user-event';
 import { describe, expect, it } from 'vitest';
 
 import type { Message } from '../../../electron/api/contract.ts';
-import { chat, createFakeApi, detail, doc, type FakeApi } from '../test/fake-api.ts';
+import { chat, createFakeApi, detail, doc, type FakeApi, usage } from '../test/fake-api.ts';
 import { renderApp } from '../test/render-app.tsx';
 import { useUi } from '../stores/ui.ts';
 
@@ -28,10 +28,10 @@ function chatApi(messages: Message[] = []): FakeApi & { finish(message: Message)
     'documents.list': () => [doc()],
     'documents.get': () => detail(),
     'chats.list': () => [chat({ messageCount: stored.length })],
-    'chats.get': () => ({
-      chat: chat(),
-      messages: stored,
-      usage: { documentTokens: 375, conversationTokens: 12, contextTokens: 512 },
+    'chats.get': (p) => ({
+      chat: chat({ id: p.chatId }),
+      messages: p.chatId === 'c1' ? stored : [],
+      usage: usage({ conversationTokens: 12 }),
     }),
     'chats.send': (p) => {
       const user = m({ id: `u${stored.length}`, role: 'user', text: p.text });
@@ -143,12 +143,62 @@ describe('the chat', () => {
     expect(within(answers[1]).getByRole('alert').textContent).toBe('out of memory');
   });
 
-  it('shows how full the context is', async () => {
+  it('shows how full the context is: system prompt, document and conversation, and the cache kept', async () => {
     await renderApp(chatApi([m({ id: 'u1', role: 'user', text: 'Q' })]));
     const meter = await screen.findByRole('meter', { name: 'Context used' });
-    expect(meter.getAttribute('aria-valuetext')).toBe('387 of 512 tokens (76%): document 375, conversation 12');
+    await waitFor(() =>
+      expect(meter.getAttribute('aria-valuetext')).toBe(
+        '387 of 512 tokens (76%): system prompt 24, document 351, conversation 12',
+      ),
+    );
     expect((meter as HTMLMeterElement).value).toBe(387);
     expect((meter as HTMLMeterElement).max).toBe(512);
+    const bar = screen.getByTestId('context-meter');
+    expect(within(bar).getByText('387 / 512')).toBeTruthy();
+    // The cache as kept against full, in the app's byte format (72,000 and 240,000 bytes).
+    expect(screen.getByTestId('context-cache').textContent).toBe('cache 70.3 KB of 234 KB');
+    // Each part of the bar is its share of the context.
+    const widths = ['sys', 'doc', 'conv'].map((k) => bar.querySelector<HTMLElement>(`.meter-${k}`)?.style.width);
+    expect(widths.map((w) => Number.parseFloat(w ?? '')).map((w) => w.toFixed(2))).toEqual(['4.69', '68.55', '2.34']);
+  });
+
+  it('before any chat, meters the document against the context it was read into', async () => {
+    const api = chatApi();
+    api.handlers['chats.list'] = () => [];
+    await renderApp(api);
+    const meter = await screen.findByRole('meter', { name: 'Context used' });
+    // The split comes with the document's detail: its pages hold 30 of its 375 tokens, the rest is the prompt.
+    await waitFor(() =>
+      expect(meter.getAttribute('aria-valuetext')).toBe(
+        '375 of 512 tokens (73%): system prompt 345, document 30, conversation 0',
+      ),
+    );
+    expect(screen.getByTestId('context-cache').textContent).toBe('cache 70.3 KB of 234 KB');
+  });
+
+  it('an answer stopped by a full context offers a new chat over the same document', async () => {
+    const api = chatApi([
+      m({ id: 'u1', role: 'user', text: 'Tell me everything' }),
+      m({ id: 'a1', text: 'Once upon', error: 'the answer stopped because the context is full' }),
+    ]);
+    api.handlers['chats.create'] = (p) => chat({ id: 'c2', documentId: p.documentId, title: 'Chat 2' });
+    await renderApp(api);
+    const answer = await screen.findByRole('article', { name: 'Answer' });
+    expect(within(answer).getByText('Stopped: the context is full')).toBeTruthy();
+    // The core's sentence is replaced by the UI's, not shown beside it.
+    expect(within(answer).queryByText(/because the context is full/)).toBeNull();
+    await userEvent.click(within(answer).getByRole('button', { name: 'New chat over this document' }));
+    expect(api.callsOf('chats.create')).toEqual([{ documentId: 'd1' }]);
+    await waitFor(() => expect(useUi.getState()).toMatchObject({ chatId: 'c2', tab: 'chat' }));
+  });
+
+  it('other errors are shown as the core words them, with no new-chat offer', async () => {
+    await renderApp(
+      chatApi([m({ id: 'u1', role: 'user', text: 'Q' }), m({ id: 'a1', text: 'A', error: 'something else' })]),
+    );
+    const answer = await screen.findByRole('article', { name: 'Answer' });
+    expect(within(answer).getByText('something else')).toBeTruthy();
+    expect(within(answer).queryByRole('button', { name: 'New chat over this document' })).toBeNull();
   });
 
   it('the question box waits while the document is still being read', async () => {

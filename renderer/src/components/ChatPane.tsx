@@ -13,7 +13,7 @@ import {
 } from 'react';
 import { useShallow } from 'zustand/react/shallow';
 
-import type { Message } from '../../../electron/api/contract.ts';
+import type { DocumentDetail, Message } from '../../../electron/api/contract.ts';
 import {
   createChat,
   editQuestion,
@@ -29,13 +29,14 @@ import {
   useChats,
   type ContextUsage,
 } from '../stores/chats.ts';
-import { recompressDocument, useDocuments } from '../stores/documents.ts';
+import { loadDetail, recompressDocument, useDocuments } from '../stores/documents.ts';
 import { useModels } from '../stores/models.ts';
 import { useSettings } from '../stores/settings.ts';
 import { notify, openPage, useUi } from '../stores/ui.ts';
 import { copyText } from '../lib/clipboard.ts';
-import { formatCount, formatPercent, formatRate } from '../lib/format.ts';
+import { formatCount, formatRate } from '../lib/format.ts';
 import { renderMarkdown } from '../lib/markdown.ts';
+import { ContextMeter } from './ContextMeter.tsx';
 import { SanitizedHtml } from './SanitizedHtml.tsx';
 import { VirtualList } from './VirtualList.tsx';
 
@@ -56,6 +57,29 @@ const STATUS_NOTE: Partial<Record<Message['status'], string>> = {
   interrupted: 'Interrupted',
   failed: 'Failed',
 };
+
+/** The error the app core gives an answer cut short by the end of the context (chats-service.ts). */
+export const CONTEXT_FULL_ERROR = 'the answer stopped because the context is full';
+
+/**
+ * An answer stopped by the end of the context: nothing more fits this chat, so the way on is a new chat over
+ * the same document, which starts from the document alone.
+ */
+function ContextFullNote({ chatId }: { chatId: string }) {
+  const chatDoc = useChats((s) => s.chats[chatId]?.documentId);
+  const shownDoc = useUi((s) => s.documentId);
+  const documentId = chatDoc ?? shownDoc;
+  return (
+    <p className="msg-error context-full" data-testid="context-full">
+      <strong>Stopped: the context is full</strong>{' '}
+      {documentId && (
+        <button type="button" className="button small" onClick={() => void createChat(documentId)}>
+          New chat over this document
+        </button>
+      )}
+    </p>
+  );
+}
 
 export const MessageRow = memo(function MessageRow({ id, isLast }: { id: string; isLast: boolean }) {
   const m = useChats((s) => s.messages[id]);
@@ -122,10 +146,14 @@ export const MessageRow = memo(function MessageRow({ id, isLast }: { id: string;
       ) : streaming ? (
         <p className="muted">Reading your question…</p>
       ) : null}
-      {m.error && (
-        <p className="msg-error" role={m.status === 'failed' ? 'alert' : undefined}>
-          {m.error}
-        </p>
+      {m.error === CONTEXT_FULL_ERROR ? (
+        <ContextFullNote chatId={m.chatId} />
+      ) : (
+        m.error && (
+          <p className="msg-error" role={m.status === 'failed' ? 'alert' : undefined}>
+            {m.error}
+          </p>
+        )
       )}
       {m.status === 'interrupted' && !m.error && <p className="msg-error">The engine stopped while answering.</p>}
       <div className="msg-foot">
@@ -192,43 +220,6 @@ export const MessageRow = memo(function MessageRow({ id, isLast }: { id: string;
     </article>
   );
 });
-
-export function ContextMeter({ usage }: { usage: ContextUsage | null }) {
-  if (!usage) return <div className="context-meter muted small">Context: –</div>;
-  const used = usage.documentTokens + usage.conversationTokens;
-  const ctx = Math.max(1, usage.contextTokens);
-  const f = used / ctx;
-  const level = f >= 0.9 ? 'full' : f >= 0.75 ? 'high' : 'ok';
-  const text = `${formatCount(used)} of ${formatCount(usage.contextTokens)} tokens (${formatPercent(f)}): document ${formatCount(usage.documentTokens)}, conversation ${formatCount(usage.conversationTokens)}`;
-  // A native <meter> carries the value for assistive technology; the bar drawn beside it shows the document's
-  // and the conversation's shares, which one <meter> cannot, and is hidden from it.
-  return (
-    <div className={`context-meter level-${level}`} title={text}>
-      <span className="context-label">Context</span>
-      <meter
-        className="sr-only"
-        aria-label="Context used"
-        min={0}
-        max={usage.contextTokens}
-        value={Math.min(used, usage.contextTokens)}
-        aria-valuetext={text}
-      />
-      <div className="meter" aria-hidden="true">
-        <span className="meter-doc" style={{ width: `${Math.min(100, (100 * usage.documentTokens) / ctx)}%` }} />
-        <span
-          className="meter-conv"
-          style={{
-            width: `${Math.min(100 - Math.min(100, (100 * usage.documentTokens) / ctx), (100 * usage.conversationTokens) / ctx)}%`,
-          }}
-        />
-      </div>
-      <span className="context-numbers">
-        {formatCount(used)} / {formatCount(usage.contextTokens)}
-      </span>
-      {level === 'full' && <span className="context-warning">nearly full: start a new chat</span>}
-    </div>
-  );
-}
 
 function ChatTitle({ chatId }: { chatId: string | null }) {
   const title = useChats((s) => (chatId ? s.chats[chatId]?.title : undefined));
@@ -360,19 +351,43 @@ function Composer({ documentId, chatId }: { documentId: string; chatId: string |
   );
 }
 
+/** The document's share of the context as the app core counts it (chats-service.ts usage): the pages' tokens
+ * are the document, the rest of the prefix the system prompt and template; re-based, the document takes fewer
+ * positions than its tokens. Null until the document's detail is loaded. */
+function prefixSplit(d: DocumentDetail | undefined): { systemTokens: number; documentTokens: number } | null {
+  if (!d) return null;
+  const pageTokens = d.pageList.reduce((n, p) => n + (p.tokenEnd - p.tokenStart), 0);
+  const systemTokens = Math.max(0, d.tokens - pageTokens);
+  return { systemTokens, documentTokens: Math.max(0, (d.stats?.positions ?? d.tokens) - systemTokens) };
+}
+
 /**
- * Before a chat exists the API reports no usage: the document's tokens against the context the engine will
- * use (the settings' context length, else the model's own capped at 8192, as the core chooses it).
+ * Before a chat exists the API reports no usage: the document against the context it was read into (or, read
+ * before that was recorded, the one the engine will use: the settings' cap, else the model's own up to 8192),
+ * split as the core splits it once the document's detail is here.
  */
 function useDocumentOnlyUsage(documentId: string): ContextUsage | null {
-  const tokens = useDocuments((s) => s.byId[documentId]?.tokens ?? 0);
+  const doc = useDocuments((s) => s.byId[documentId]);
+  const split = useDocuments(useShallow((s) => prefixSplit(s.details[documentId])));
   const nCtx = useSettings((s) => s.settings?.nCtx ?? null);
   const modelId = useSettings((s) => s.settings?.modelId ?? null);
   const modelCtx = useModels((s) => s.list.find((m) => m.id === modelId)?.contextLength ?? null);
-  const ctx = nCtx ?? (modelCtx ? Math.min(modelCtx, 8192) : null);
-  return tokens > 0 && ctx
-    ? { documentTokens: tokens, conversationTokens: 0, contextTokens: modelCtx ? Math.min(ctx, modelCtx) : ctx }
-    : null;
+  const ready = doc?.status === 'ready' || doc?.status === 'stale';
+  // The split needs the pages and the statistics: fetched once, as the document view and inspector do.
+  useEffect(() => {
+    if (ready && !split) void loadDetail(documentId);
+  }, [ready, split, documentId]);
+  const fallback = nCtx ?? (modelCtx ? Math.min(modelCtx, 8192) : null);
+  const ctx = doc?.contextTokens ?? (fallback && modelCtx ? Math.min(fallback, modelCtx) : fallback);
+  if (!doc || doc.tokens <= 0 || !ctx) return null;
+  return {
+    systemTokens: split?.systemTokens ?? 0,
+    documentTokens: split?.documentTokens ?? Math.min(doc.tokens, ctx),
+    conversationTokens: 0,
+    contextTokens: ctx,
+    kvBytesKept: doc.kvBytesKept,
+    kvBytesFull: doc.kvBytesFull,
+  };
 }
 
 export function ChatPane({ documentId }: { documentId: string }) {

@@ -8,6 +8,7 @@ import type { DocumentDetail, RetainedPassage } from '../../../electron/api/cont
 import { loadDetail, useDocuments } from '../stores/documents.ts';
 import { setDocPage, useUi } from '../stores/ui.ts';
 import { formatPercent } from '../lib/format.ts';
+import { ReadNote } from './ReadNote.tsx';
 
 /** Background alpha of a passage kept by `retention` of the cache (0: barely tinted, 1: strong). */
 export function retentionAlpha(retention: number): number {
@@ -155,6 +156,7 @@ export function DocumentPane({ documentId }: { documentId: string }) {
         </label>
         {detail.passages.length > 0 && shade && <RetentionLegend />}
       </div>
+      <ReadNote detail={detail} />
       {pages.length > 1 && (
         <nav className="page-strip" aria-label="All pages, shaded by how much of each the model kept">
           {pages.map((p, i) => {

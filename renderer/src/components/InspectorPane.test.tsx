@@ -1,9 +1,9 @@
-import { act, screen, waitFor } from '@testing-library/react';
+import { act, screen, waitFor, within } from '@testing-library/react';
 import userEvent from '@testing-library/user-event';
 import { describe, expect, it } from 'vitest';
 
 import type { Result } from '../../../electron/api/contract.ts';
-import { createFakeApi, detail, doc, stats } from '../test/fake-api.ts';
+import { createFakeApi, detail, doc, rebasedDetail, stats } from '../test/fake-api.ts';
 import { renderApp } from '../test/render-app.tsx';
 import { setTab } from '../stores/ui.ts';
 
@@ -58,5 +58,40 @@ describe('the inspector', () => {
     const domains = ['heatmap', 'heatmap-uniform', 'heatmap-ada'].map((id) => screen.getByTestId(id).dataset.domain);
     expect(new Set(domains).size).toBe(1);
     expect(JSON.parse(domains[0]!)).toEqual([61, 186]);
+  });
+});
+
+describe('the inspector: how the document was read', () => {
+  it('one pass: the note, and the positions against the context', async () => {
+    await renderApp(createFakeApi({ 'documents.list': () => [doc()], 'documents.get': () => detail() }));
+    await screen.findAllByTestId('document');
+    act(() => setTab('inspector'));
+    const reading = await screen.findByTestId('reading');
+    expect(reading.textContent).toBe('ReadingReadin one passPositions375 of 512');
+    expect(screen.getByTestId('read-note').textContent).toBe('Read in one pass, then compressed.');
+  });
+
+  it('chunks and re-based positions: chunk size, the peak against its bound, and the warning with its remedy', async () => {
+    const api = createFakeApi({
+      'documents.list': () => [rebasedDetail()],
+      'documents.get': () => rebasedDetail(),
+      'documents.recompress': () => ({ taskId: 't1' }),
+    });
+    await renderApp(api);
+    await screen.findAllByTestId('document');
+    act(() => setTab('inspector'));
+    const reading = await screen.findByTestId('reading');
+    // 150,000 and 160,000 bytes in the app's byte format.
+    expect(reading.textContent).toBe(
+      'ReadingReadin 3 chunks of 224 tokensCache peak146 KB of 156 KB boundPositions380 of 512 · re-based',
+    );
+    const warning = screen.getByRole('region', { name: /^Lower quality/ });
+    await userEvent.click(within(warning).getByRole('button', { name: 'Compress pages 1 to 3 only' }));
+    await userEvent.click(
+      within(screen.getByRole('dialog', { name: 'Compress pages 1 to 3 only?' })).getByRole('button', {
+        name: 'Compress pages 1 to 3',
+      }),
+    );
+    await waitFor(() => expect(api.callsOf('documents.recompress')).toEqual([{ documentId: 'd1', pages: [1, 3] }]));
   });
 });

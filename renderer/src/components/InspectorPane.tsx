@@ -13,6 +13,7 @@ import { formatBytes, formatCount, formatDuration, formatPercent } from '../lib/
 import { formatMetric, metricDomain, metricGrid, METRICS, type Metric } from '../lib/heatmap.ts';
 import { methodLabel } from '../lib/method-label.ts';
 import { Heatmap, HeatmapLegend } from './Heatmap.tsx';
+import { ReadNote } from './ReadNote.tsx';
 import { TaskProgress } from './Progress.tsx';
 import { Segmented } from './Segmented.tsx';
 
@@ -67,6 +68,38 @@ function MemorySummary({ stats }: { stats: CompressionStats }) {
         </p>
       )}
       {!stats.compressed && <p className="notice small">Not compressed{stats.reason ? `: ${stats.reason}` : ''}.</p>}
+    </section>
+  );
+}
+
+/** How the saved cache was read: one pass or chunks, the cache's peak during the read against the bound a
+ * chunked read keeps under, and the positions the document takes in its context. */
+function ReadingSummary({ stats, contextTokens }: { stats: CompressionStats; contextTokens: number | null }) {
+  return (
+    <section className="card reading-summary" aria-labelledby="reading-heading" data-testid="reading">
+      <h3 id="reading-heading">Reading</h3>
+      <dl className="facts side-facts small">
+        <dt>Read</dt>
+        <dd>
+          {stats.chunks > 1
+            ? `in ${formatCount(stats.chunks)} chunks of ${formatCount(stats.chunkTokens)} tokens`
+            : 'in one pass'}
+        </dd>
+        {stats.chunks > 1 && (
+          <>
+            <dt>Cache peak</dt>
+            <dd title="The most the cache held during the read, against the bound a chunked read keeps under">
+              {formatBytes(stats.kvBytesPeak)} of {formatBytes(stats.kvBytesBound)} bound
+            </dd>
+          </>
+        )}
+        <dt>Positions</dt>
+        <dd>
+          {formatCount(stats.positions)}
+          {contextTokens ? ` of ${formatCount(contextTokens)}` : ''}
+          {stats.rebased ? <strong className="warn-text"> · re-based</strong> : null}
+        </dd>
+      </dl>
     </section>
   );
 }
@@ -281,6 +314,7 @@ export function InspectorPane({ documentId }: { documentId: string }) {
   if (!shown) {
     return (
       <div className="pane-pad">
+        <ReadNote detail={detail} />
         <p className="muted">
           The inspector shows what compression did once the document has been compressed
           {detail.status === 'failed' ? '; this one failed' : ''}.
@@ -301,6 +335,7 @@ export function InspectorPane({ documentId }: { documentId: string }) {
       : null;
   return (
     <div className="inspector">
+      <ReadNote detail={detail} />
       <div className="inspector-controls">
         <Segmented<Metric>
           label="Show"
@@ -349,6 +384,7 @@ export function InspectorPane({ documentId }: { documentId: string }) {
           <HeatmapLegend metric={metric} domain={domain} />
         </section>
         <div className="inspector-side">
+          {cache && <ReadingSummary stats={cache} contextTokens={detail.contextTokens} />}
           <MemorySummary stats={shown} />
           {valid ? (
             <HeadDetail stats={shown} cell={valid} />

@@ -90,4 +90,34 @@ describe('settings', () => {
     await waitFor(() => expect(api.callsOf('settings.update')).toHaveLength(2));
     expect((api.callsOf('settings.update')[1] as SettingsPatch).compression?.beta).toBe(20);
   });
+
+  it('the context is a cap, and the conversation room a whole number from 16, or empty for the default', async () => {
+    const api = settingsApi();
+    await renderApp(api);
+    act(() => go('settings'));
+    const cap = await screen.findByRole('textbox', { name: 'Context cap' });
+    expect(cap.getAttribute('aria-describedby')).toBe('set-nCtx-msg');
+    expect(document.getElementById('set-nCtx-msg')?.textContent).toMatch(
+      /a context sized to it, up to the model’s own/,
+    );
+    const room = screen.getByRole('textbox', { name: 'Conversation room' });
+    expect((room as HTMLInputElement).value).toBe('');
+    expect(document.getElementById('set-conversationRoom-msg')?.textContent).toMatch(/Empty = 1,024/);
+    await userEvent.type(room, '8');
+    await userEvent.click(screen.getByRole('button', { name: 'Save settings' }));
+    expect(room.getAttribute('aria-invalid')).toBe('true');
+    expect(screen.getByText('Expected a whole number from 16 to 1048576')).toBeTruthy();
+    expect(api.callsOf('settings.update')).toEqual([]);
+    await userEvent.clear(room);
+    await userEvent.type(room, '256');
+    await userEvent.click(screen.getByRole('button', { name: 'Save settings' }));
+    await waitFor(() => expect(api.callsOf('settings.update')).toHaveLength(1));
+    expect((api.callsOf('settings.update')[0] as SettingsPatch).conversationRoom).toBe(256);
+    // Cleared, it sends null: the default rule again.
+    await userEvent.clear(room);
+    await userEvent.click(screen.getByRole('button', { name: 'Save settings' }));
+    await waitFor(() => expect(api.callsOf('settings.update')).toHaveLength(2));
+    expect((api.callsOf('settings.update')[1] as SettingsPatch).conversationRoom).toBeNull();
+    expect((room as HTMLInputElement).value).toBe('');
+  });
 });

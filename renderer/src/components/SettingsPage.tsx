@@ -28,6 +28,7 @@ interface Draft {
   seed: string;
   systemPrompt: string;
   nCtx: string;
+  conversationRoom: string;
   threads: string;
   kvType: Settings['kvType'];
 }
@@ -51,6 +52,7 @@ function draftOf(s: Settings): Draft {
     seed: p.seed === null ? '' : String(p.seed),
     systemPrompt: s.systemPrompt,
     nCtx: s.nCtx === null ? '' : String(s.nCtx),
+    conversationRoom: s.conversationRoom === null ? '' : String(s.conversationRoom),
     threads: s.threads === null ? '' : String(s.threads),
     kvType: s.kvType,
   };
@@ -103,6 +105,7 @@ export function patchOf(
     },
     systemPrompt: d.systemPrompt,
     nCtx: num('nCtx', 64, 1 << 22, true, true),
+    conversationRoom: num('conversationRoom', 16, 1 << 20, true, true),
     threads: num('threads', 1, 1024, true, true),
     kvType: d.kvType,
   };
@@ -339,10 +342,18 @@ export function SettingsPage() {
       <section className="card" aria-labelledby="engine-heading">
         <h3 id="engine-heading">Engine</h3>
         <div className="field-row">
-          {text('nCtx', 'Context length', 'Empty = the model’s own (capped by memory)', {
-            inputMode: 'numeric',
-            placeholder: 'model default',
-          })}
+          {text(
+            'nCtx',
+            'Context cap',
+            'A cap: each document gets a context sized to it, up to the model’s own and this. Empty = the model’s own',
+            { inputMode: 'numeric', placeholder: 'model’s own' },
+          )}
+          {text(
+            'conversationRoom',
+            'Conversation room',
+            'Positions kept free after a document for the conversation. Empty = 1,024, at most a quarter of the context',
+            { inputMode: 'numeric', placeholder: 'default' },
+          )}
           {text('threads', 'Threads', 'Empty = all cores', { inputMode: 'numeric', placeholder: 'all cores' })}
           <Field id="set-kvType" label="Cache precision" hint="f16 halves the cache’s memory">
             <select

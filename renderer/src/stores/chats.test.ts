@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 
 import type { Message } from '../../../electron/api/contract.ts';
 import { setApi } from '../api/client.ts';
-import { chat, createFakeApi } from '../test/fake-api.ts';
+import { chat, createFakeApi, usage } from '../test/fake-api.ts';
 import {
   editQuestion,
   liveRate,
@@ -34,7 +34,7 @@ function openChat(messages: Message[] = []) {
   useChats.setState({
     order: { c1: messages.map((m) => m.id) },
     messages: Object.fromEntries(messages.map((m) => [m.id, m])),
-    usage: { c1: { documentTokens: 300, conversationTokens: 10, contextTokens: 512 } },
+    usage: { c1: usage({ conversationTokens: 10 }) },
   });
 }
 
@@ -49,7 +49,7 @@ describe('streaming answers, by message id', () => {
     expect(s.messages.u1).toBe(before); // untouched object: its row does not re-render
     expect(s.live.a1.tokens).toBe(2);
     expect(streamingMessage(s, 'c1')?.id).toBe('a1');
-    expect(liveUsage(s, 'c1')).toEqual({ documentTokens: 300, conversationTokens: 12, contextTokens: 512 });
+    expect(liveUsage(s, 'c1')).toEqual(usage({ conversationTokens: 12 }));
   });
 
   it('keeps two chats streaming at once apart', () => {
@@ -81,7 +81,7 @@ describe('streaming answers, by message id', () => {
       'chats.get': () => ({
         chat: chat(),
         messages: [user, { ...assistant, text: 'Lily did.', status: 'complete' }],
-        usage: { documentTokens: 300, conversationTokens: 20, contextTokens: 512 },
+        usage: usage({ conversationTokens: 20 }),
       }),
     });
     setApi(api);
@@ -136,7 +136,7 @@ describe('streaming answers, by message id', () => {
         'chats.get': () => ({
           chat: chat(),
           messages: [{ ...m1 }, msg({ id: 'a1', text: 'new' })],
-          usage: { documentTokens: 1, conversationTokens: 2, contextTokens: 3 },
+          usage: usage({ conversationTokens: 2 }),
         }),
       }),
     );

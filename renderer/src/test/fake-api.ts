@@ -18,6 +18,8 @@ import { ApiError } from '../../../electron/api/contract.ts';
 import type { FolioShell, MenuAction, OpenedDocument } from '../../../electron/shell/bridge.ts';
 import type { FolioBridge } from '../api/client.ts';
 
+type ContextUsage = Result<'chats.get'>['usage'];
+
 type Handler<M extends MethodName> = (params: Params<M>) => Result<M> | Promise<Result<M>>;
 export type Handlers = { [M in MethodName]?: Handler<M> };
 
@@ -153,6 +155,53 @@ export const detail = (over: Partial<DocumentDetail> = {}): DocumentDetail => ({
   ],
   ...over,
 });
+
+/** A chat's context usage over doc(): its 375-token prefix is 24 positions of system prompt and template and
+ * 351 of the document, in the 512 positions it was read into; the cache as doc() reports it. */
+export const usage = (over: Partial<ContextUsage> = {}): ContextUsage => ({
+  systemTokens: 24,
+  documentTokens: 351,
+  conversationTokens: 0,
+  contextTokens: 512,
+  kvBytesKept: 72_000,
+  kvBytesFull: 240_000,
+  ...over,
+});
+
+/** A document read with re-based positions: six 100-token pages after a 30-token prompt, 630 tokens in the 512
+ * positions of stories260K's context, read in chunks. With the default room (128) pages 1 to 3 fit. */
+export const rebasedDetail = (over: Partial<DocumentDetail> = {}): DocumentDetail =>
+  detail({
+    id: 'd1',
+    title: 'Six stories',
+    kind: 'pdf',
+    fileName: 'six-stories.pdf',
+    pages: 6,
+    tokens: 630,
+    contextTokens: 512,
+    readNote:
+      "The document (630 tokens with the system prompt, and 128 kept for the conversation) does not fit the model's " +
+      'context of 512: it was read in chunks with re-based positions, which answers less accurately than a document ' +
+      'that fits. Compressing a range of pages that fits avoids that. Pages 1 to 3 fit.',
+    pageList: Array.from({ length: 6 }, (_, i) => ({
+      page: i + 1,
+      text: `Story ${i + 1}. Once upon a time there was a little bird.`,
+      tokenStart: 30 + 100 * i,
+      tokenEnd: 130 + 100 * i,
+    })),
+    stats: {
+      ...stats(),
+      prefixTokens: 630,
+      chunks: 3,
+      chunkTokens: 224,
+      kvBytesPeak: 150_000,
+      kvBytesBound: 160_000,
+      positions: 380,
+      rebased: true,
+    },
+    passages: [],
+    ...over,
+  });
 
 export const chat = (over: Partial<ChatSummary> = {}): ChatSummary => ({
   id: 'c1',
