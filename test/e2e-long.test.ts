@@ -20,7 +20,7 @@ import { createAppCore, type AppCore } from '../electron/services/app-core.ts';
 import { dataPaths } from '../electron/services/paths.ts';
 import { MAX_DOCUMENT_BYTES } from '../electron/documents/limits.ts';
 import { startWebHost, type WebHost } from '../electron/web/server.ts';
-import { fittingPages } from '../renderer/src/lib/fitting-pages.ts';
+import { fittingPages } from '../electron/services/room.ts';
 import { missing, repoRoot, sharedModel } from './helpers/shared.ts';
 
 const CHROMIUM = '/usr/bin/chromium';

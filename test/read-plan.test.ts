@@ -67,6 +67,15 @@ test('a setting caps the context; a cap beyond the model’s trained context is 
   assert.equal(plan(3000, { contextCap: 4096, conversationRoom: 3000 }).room, 1024);
 });
 
+test('a document that fits but not with the whole room is read at its own positions with what is left', () => {
+  const small: ModelShape = { ...llama1b, contextLength: 512 };
+  const p = plan(420, { shape: small });
+  assert.deepEqual([p.nCtx, p.room, p.chunk, p.rebase], [512, 92, 0, false]);
+  assert.match(p.note, /leaves 92 positions for the conversation, whose oldest turns are set aside/);
+  // Less than 64 left: re-based instead.
+  assert.equal(plan(460, { shape: small }).rebase, true);
+});
+
 test('longer than one pass reads, or a one pass that does not fit the memory: chunks', () => {
   const long = plan(ONE_PASS_MAX_TOKENS + 1);
   assert.deepEqual([long.chunk, long.rebase], ['auto', false]);

@@ -209,10 +209,12 @@ export class ConversationSession {
     // (an end-of-generation token, or the one sampled when the context filled).
     this.conversation.answered(a.pieces.slice(0, a.nPast - start).join(''));
     this.answerStart = start;
+    // An answer cut by the end of the context, not by the length asked for, says so.
+    const full = a.stopReason === 'length' && o.maxTokens > this.session.nCtx - start && a.nPast >= this.session.nCtx;
     return {
       text: a.text,
       tokens: a.tokens,
-      stopReason: a.stopReason,
+      stopReason: full ? 'context' : a.stopReason,
       tokensPerSecond: a.tokensPerSecond,
       cacheTokens: a.nPast - start,
     };

@@ -138,13 +138,3 @@ export function mapPrefix(
   for (const p of out) if (p.tokenStart < 0) p.tokenStart = p.tokenEnd = 0;
   return { charMap, pages: out };
 }
-
-/** The largest number of pages from the first that fit in `budget` tokens, given each page's token range. */
-export function pagesThatFit(pages: readonly DocumentPage[], budget: number): number {
-  let n = 0;
-  for (const p of pages) {
-    if (p.tokenEnd > budget) break;
-    n++;
-  }
-  return n;
-}

@@ -16,12 +16,10 @@
 import { ApiError, type CompressionSettings } from '../api/contract.ts';
 import { DEFAULT_WINDOW, defaultChunk, resolveBudget } from '../kv/budget.ts';
 import { estimateMemory, type KvType, type ModelShape } from '../models/estimate.ts';
+import { conversationRoom, MIN_CONVERSATION_ROOM } from './room.ts';
 
 /** Documents up to this many tokens are read in one pass when they fit; longer ones in chunks. */
 export const ONE_PASS_MAX_TOKENS = 8192;
-/** Positions kept free after the document for the conversation, unless the settings say otherwise: at most
- * this, at most a quarter of the context. */
-export const DEFAULT_CONVERSATION_ROOM = 1024;
 
 export interface ReadPlanInput {
   /** The prefix's tokens: system prompt, chat template and the document. */
@@ -66,15 +64,14 @@ export function maxPositions(shape: Pick<ModelShape, 'contextLength'>, cap: numb
   return cap ?? trained;
 }
 
-/** The room kept for the conversation in a context of `positions`. */
-export function conversationRoom(positions: number, setting: number | null): number {
-  return Math.max(1, Math.min(setting ?? DEFAULT_CONVERSATION_ROOM, Math.floor(positions / 4)));
-}
-
 export function planRead(i: ReadPlanInput): ReadPlan {
   const L = i.prefixTokens;
   const positions = maxPositions(i.shape, i.contextCap);
-  const room = conversationRoom(positions, i.conversationRoom);
+  let room = conversationRoom(positions, i.conversationRoom);
+  // A document that fits but leaves less than that room is read at its own positions with what is left (the
+  // conversation sets its oldest turns aside when it fills), rather than re-based.
+  const shrunk = L + room > positions && L + Math.min(room, MIN_CONVERSATION_ROOM) <= positions;
+  if (shrunk) room = positions - L;
   const est = (nCtx: number, chunked: boolean) =>
     estimateMemory(i.shape, {
       nCtx,
@@ -126,7 +123,11 @@ export function planRead(i: ReadPlanInput): ReadPlan {
     else hi = mid;
   }
   const e = est(lo, chunked);
-  const memoryNote = lo < positions ? `; the context is ${count(lo)} positions, what the memory allows` : '';
+  const memoryNote =
+    (lo < positions ? `; the context is ${count(lo)} positions, what the memory allows` : '') +
+    (shrunk
+      ? `; it leaves ${count(room)} positions for the conversation, whose oldest turns are set aside when it fills`
+      : '');
   return {
     nCtx: lo,
     room,

@@ -7,7 +7,7 @@ import { recompressDocument } from '../stores/documents.ts';
 import { useSettings } from '../stores/settings.ts';
 import { documentTask, useTasks } from '../stores/tasks.ts';
 import { askConfirm } from '../stores/ui.ts';
-import { fittingPages } from '../lib/fitting-pages.ts';
+import { fittingPages } from '../../../electron/services/room.ts';
 
 const pageRange = ([a, b]: [number, number]) => (a === b ? `page ${a}` : `pages ${a} to ${b}`);
 
