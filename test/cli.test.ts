@@ -2,10 +2,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
+import { storiesPdf, storyFiles } from './helpers/e2e-host.ts';
 import { missing, repoRoot, sharedModel, sharedReference } from './helpers/shared.ts';
 
 const stories = sharedModel('stories260K.gguf');
@@ -100,25 +101,9 @@ test('errors: unknown command, bad flags, missing model, broken file', () => {
 test('compress reads a PDF four times longer than the context in chunks, with re-based positions', {
   skip,
 }, async () => {
-  // One story per page, every story of test/docs twice: about 5,000 tokens for a 512-token model.
-  const { PDFDocument, StandardFonts } = await import('pdf-lib');
-  const pdf = await PDFDocument.create();
-  const font = await pdf.embedFont(StandardFonts.Helvetica);
-  const stories = readdirSync(join(repoRoot, 'test/docs')).filter((f) => f.endsWith('.txt'));
-  for (const f of [...stories, ...stories]) {
-    const page = pdf.addPage([612, 792]);
-    const words = readFileSync(join(repoRoot, 'test/docs', f), 'utf8')
-      .replace(/\s+/g, ' ')
-      .split(' ');
-    let y = 760;
-    for (let i = 0; i < words.length; i += 14) {
-      page.drawText(words.slice(i, i + 14).join(' '), { x: 30, y, size: 9, font });
-      y -= 12;
-    }
-  }
   const dir = mkdtempSync(join(tmpdir(), 'folio-cli-'));
   const file = join(dir, 'stories.pdf');
-  writeFileSync(file, await pdf.save());
+  await storiesPdf(file, [...storyFiles, ...storyFiles]); // one story a page, every story twice: ~5,000 tokens
   try {
     const r = folio(
       'compress',

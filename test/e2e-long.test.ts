@@ -8,30 +8,25 @@
 // 800×600 go to test/.output/screenshots/long-*.png.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import WebSocket from 'ws';
 import type { BrowserContext, Locator, Page } from 'playwright-core';
 
 import type { DocumentSummary } from '../electron/api/contract.ts';
-import { connectApi, type WsApi } from '../electron/api/ws-client.ts';
-import { createAppCore, type AppCore } from '../electron/services/app-core.ts';
-import { dataPaths } from '../electron/services/paths.ts';
-import { MAX_DOCUMENT_BYTES } from '../electron/documents/limits.ts';
-import { startWebHost, type WebHost } from '../electron/web/server.ts';
+import type { WsApi } from '../electron/api/ws-client.ts';
+import type { AppCore } from '../electron/services/app-core.ts';
+import type { WebHost } from '../electron/web/server.ts';
 import { fittingPages } from '../electron/services/room.ts';
+import { CHROMIUM, launchChromium, serveApp, storiesDir, storiesPdf, storyFiles } from './helpers/e2e-host.ts';
 import { missing, repoRoot, sharedModel } from './helpers/shared.ts';
 
-const CHROMIUM = '/usr/bin/chromium';
 const model = sharedModel('stories260K.gguf');
 const skip =
   missing(model) || (existsSync(CHROMIUM) ? false : `needs ${CHROMIUM} (Debian's chromium package) to drive the UI`);
 const shots = join(repoRoot, 'test/.output/screenshots');
-const docsDir = join(repoRoot, 'test/docs');
-const stories = readdirSync(docsDir)
-  .filter((f) => f.endsWith('.txt'))
-  .sort();
+const docsDir = storiesDir;
+const stories = storyFiles;
 
 let dir = '';
 let core: AppCore;
@@ -60,20 +55,6 @@ async function shots2(name: string, centre?: Locator) {
 }
 
 /** All six stories in one PDF, a story a page, titled so that the library names it. */
-async function makePdf(path: string) {
-  const { PDFDocument, StandardFonts } = await import('pdf-lib');
-  const pdf = await PDFDocument.create();
-  pdf.setTitle('Six stories');
-  const font = await pdf.embedFont(StandardFonts.Helvetica);
-  for (const f of stories) {
-    const text = readFileSync(join(docsDir, f), 'utf8')
-      .trim()
-      .replace(/\n\s*\n/g, '\n');
-    pdf.addPage([612, 792]).drawText(text, { x: 50, y: 740, size: 11, font, maxWidth: 512, lineHeight: 15 });
-  }
-  writeFileSync(path, await pdf.save());
-}
-
 async function selectDocument(title: string) {
   await page.locator('[data-testid="document"] .doc-title', { hasText: title }).click();
   await page.getByRole('heading', { level: 1, name: title }).waitFor();
@@ -153,46 +134,10 @@ before(async () => {
   dir = mkdtempSync(join(tmpdir(), 'folio-e2e-long-'));
   mkdirSync(shots, { recursive: true });
   pdfPath = join(dir, 'six-stories.pdf');
-  await makePdf(pdfPath);
-  const { build } = await import('vite');
-  await build({ configFile: join(repoRoot, 'renderer/vite.config.ts'), logLevel: 'warn' });
+  await storiesPdf(pdfPath);
   // The default settings: only the model is chosen (createAppCore's `model`).
-  core = await createAppCore({ dataDir: join(dir, 'library'), model });
-  host = await startWebHost({
-    dispatcher: core.dispatcher,
-    openai: core.openai,
-    staticDir: join(repoRoot, 'dist/renderer'),
-    apiToken,
-    uploads: {
-      dir: dataPaths(join(dir, 'library')).tmp,
-      maxBytes: MAX_DOCUMENT_BYTES,
-      importUpload: (fileName, tempPath) => core.documents.importUpload({ fileName, tempPath }),
-    },
-  });
-  core.setServerInfo({ apiUrl: host.url, apiToken });
-  api = connectApi(`ws://127.0.0.1:${host.port}/api/ws`, WebSocket as never, { token: apiToken });
-  const { chromium } = await import('playwright-core');
-  context = await chromium.launchPersistentContext(join(dir, 'chromium'), {
-    executablePath: CHROMIUM,
-    headless: true,
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-quic',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-    ],
-    viewport: { width: 1280, height: 800 },
-  });
-  page = context.pages()[0] ?? (await context.newPage());
-  page.setDefaultTimeout(20_000);
-  const errors: string[] = [];
-  page.on('pageerror', (e) => errors.push(e.message));
-  page.on('console', (m) => m.type() === 'error' && errors.push(m.text()));
-  (globalThis as { pageErrors?: string[] }).pageErrors = errors;
+  ({ core, host, api } = await serveApp({ dataDir: join(dir, 'library'), model, apiToken }));
+  ({ context, page } = await launchChromium(join(dir, 'chromium'), { width: 1280, height: 800 }));
   await page.goto(host.url + '/');
   await page.getByRole('heading', { name: 'Library' }).waitFor();
 });

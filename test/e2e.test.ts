@@ -10,19 +10,17 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs
 import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import WebSocket from 'ws';
 import type { BrowserContext, Page } from 'playwright-core';
 
 import type { CompressionStats } from '../electron/api/contract.ts';
-import { connectApi, type WsApi } from '../electron/api/ws-client.ts';
-import { createAppCore, type AppCore } from '../electron/services/app-core.ts';
+import type { WsApi } from '../electron/api/ws-client.ts';
+import type { AppCore } from '../electron/services/app-core.ts';
 import { dataPaths } from '../electron/services/paths.ts';
-import { MAX_DOCUMENT_BYTES } from '../electron/documents/limits.ts';
-import { startWebHost, type WebHost } from '../electron/web/server.ts';
+import type { WebHost } from '../electron/web/server.ts';
 import { colorAt, luminance, tOfColor, type Rgb } from '../renderer/src/lib/colormap.ts';
+import { CHROMIUM, launchChromium, serveApp } from './helpers/e2e-host.ts';
 import { missing, repoRoot, sharedModel } from './helpers/shared.ts';
 
-const CHROMIUM = '/usr/bin/chromium';
 const model = sharedModel('stories260K.gguf');
 const skip =
   missing(model) || (existsSync(CHROMIUM) ? false : `needs ${CHROMIUM} (Debian's chromium package) to drive the UI`);
@@ -122,54 +120,23 @@ before(async () => {
   if (skip) return;
   dir = mkdtempSync(join(tmpdir(), 'folio-e2e-'));
   mkdirSync(shots, { recursive: true });
-  // Build the renderer as `npm run build:renderer` does (dist/renderer, what folio serve serves).
-  const { build } = await import('vite');
-  await build({ configFile: join(repoRoot, 'renderer/vite.config.ts'), logLevel: 'warn' });
-  core = await createAppCore({ dataDir: join(dir, 'library'), model });
   // As folio serve wires it (serve.ts), counting the completions the OpenAI endpoint starts.
-  const complete = core.openai.complete.bind(core.openai);
-  core.openai.complete = (...a) => (completions++, complete(...a));
-  host = await startWebHost({
-    dispatcher: core.dispatcher,
-    openai: core.openai,
-    staticDir: join(repoRoot, 'dist/renderer'),
+  ({ core, host, api } = await serveApp({
+    dataDir: join(dir, 'library'),
+    model,
     apiToken,
-    uploads: {
-      dir: dataPaths(join(dir, 'library')).tmp,
-      maxBytes: MAX_DOCUMENT_BYTES,
-      importUpload: (fileName, tempPath) => core.documents.importUpload({ fileName, tempPath }),
+    beforeServe: (c) => {
+      const complete = c.openai.complete.bind(c.openai);
+      c.openai.complete = (...a) => (completions++, complete(...a));
     },
-  });
-  core.setServerInfo({ apiUrl: host.url, apiToken });
-  api = connectApi(`ws://127.0.0.1:${host.port}/api/ws`, WebSocket as never, { token: apiToken });
+  }));
   await api.call('settings.update', {
     systemPrompt: '',
     sampling: { maxTokens: 40, temperature: 0 },
     compression: { method: 'ada-snapkv', budget: 0.3 },
     theme: 'light',
   });
-  const { chromium } = await import('playwright-core');
-  context = await chromium.launchPersistentContext(join(dir, 'chromium'), {
-    executablePath: CHROMIUM,
-    headless: true,
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-quic',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-    ],
-    viewport: { width: 1280, height: 820 },
-  });
-  page = context.pages()[0] ?? (await context.newPage());
-  page.setDefaultTimeout(20_000);
-  const errors: string[] = [];
-  page.on('pageerror', (e) => errors.push(e.message));
-  page.on('console', (m) => m.type() === 'error' && errors.push(m.text()));
-  (globalThis as { pageErrors?: string[] }).pageErrors = errors;
+  ({ context, page } = await launchChromium(join(dir, 'chromium'), { width: 1280, height: 820 }));
   await page.goto(host.url + '/');
   await page.getByRole('heading', { name: 'Library' }).waitFor();
 });

@@ -19,7 +19,12 @@ const name =
       ? 'libfolio-reference-gpu.dylib'
       : 'libfolio-reference-gpu.so';
 const library = join(dirname(addonPath()), name);
-const files = ['test/gpu.test.ts', 'test/model-reference.test.ts', 'test/kv-session.test.ts'];
+const files = [
+  'test/gpu.test.ts',
+  'test/model-reference.test.ts',
+  'test/kv-session.test.ts',
+  'test/kv-chunked.test.ts',
+];
 
 test('engine tests on the GPU path (reference backend)', {
   skip: existsSync(library) ? false : `${library} is not built (npm run build:native)`,

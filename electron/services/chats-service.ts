@@ -19,6 +19,9 @@ const ANSWER_ROOM = 16;
 
 export class ChatsService {
   private live = new Map<string, Promise<ConversationSession>>();
+  /** Where each live chat's cache stands after its last answer (positions): what the meter shows, since the
+   * oldest turns may have been set aside (conversation.ts) and no longer count. */
+  private positions = new Map<string, number>();
   private running = new Map<string, { controller: AbortController; done: Promise<void> }>();
 
   constructor(
@@ -55,10 +58,12 @@ export class ChatsService {
     const pageTokens = this.storage.documents.pages(doc.id).reduce((n, p) => n + (p.tokenEnd - p.tokenStart), 0);
     const systemTokens = Math.max(0, doc.tokens - pageTokens);
     const positions = this.storage.stats.get(doc.id)?.positions ?? doc.tokens;
+    const live = this.positions.get(chatId);
     return {
       systemTokens,
       documentTokens: Math.max(0, positions - systemTokens),
-      conversationTokens: this.storage.messages.conversationTokens(chatId).tokens,
+      conversationTokens:
+        live !== undefined ? Math.max(0, live - positions) : this.storage.messages.conversationTokens(chatId).tokens,
       contextTokens: doc.contextTokens ?? this.engine.sessionOptions().nCtx,
       kvBytesKept: doc.kvBytesKept,
       kvBytesFull: doc.kvBytesFull,
@@ -82,6 +87,7 @@ export class ChatsService {
 
   private async forget(chat: ChatSummary): Promise<void> {
     this.live.delete(chat.id);
+    this.positions.delete(chat.id);
     await this.engine.dropSession(this.key(chat));
   }
 
@@ -196,6 +202,7 @@ export class ChatsService {
             this.bus.emit('chat.token', { chatId: chat.id, messageId: answer.id, text });
           },
         });
+        this.positions.set(chat.id, live.status().position);
         const pages = this.storage.documents.pages(chat.documentId);
         const status = r.stopReason === 'cancelled' ? 'cancelled' : 'complete';
         const error = r.stopReason === 'context' ? 'the answer stopped because the context is full' : null;

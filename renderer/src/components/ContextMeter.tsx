@@ -78,7 +78,7 @@ export function ContextMeter({ usage }: { usage: ContextUsage | null }) {
           {cache}
         </span>
       )}
-      {p.level === 'full' && <span className="context-warning">nearly full: start a new chat</span>}
+      {p.level === 'full' && <span className="context-warning">nearly full: the oldest turns will be set aside</span>}
     </div>
   );
 }

@@ -1,0 +1,107 @@
+// What the end-to-end tests share: the app as `folio serve` runs it (the renderer built, a real app core
+// behind the web host, an API client), Debian's Chromium driven by playwright-core, and a PDF made of the
+// test stories.
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import WebSocket from 'ws';
+import type { BrowserContext, Page } from 'playwright-core';
+
+import { connectApi, type WsApi } from '../../electron/api/ws-client.ts';
+import { createAppCore, type AppCore } from '../../electron/services/app-core.ts';
+import { dataPaths } from '../../electron/services/paths.ts';
+import { MAX_DOCUMENT_BYTES } from '../../electron/documents/limits.ts';
+import { startWebHost, type WebHost } from '../../electron/web/server.ts';
+import { repoRoot } from './shared.ts';
+
+export const CHROMIUM = '/usr/bin/chromium';
+
+/** The test stories (test/docs/*.txt), in name order. */
+export const storiesDir = join(repoRoot, 'test/docs');
+export const storyFiles = readdirSync(storiesDir)
+  .filter((f) => f.endsWith('.txt'))
+  .sort();
+
+/** A PDF of the given stories (default all six), one story a page. */
+export async function storiesPdf(path: string, files: readonly string[] = storyFiles): Promise<void> {
+  const { PDFDocument, StandardFonts } = await import('pdf-lib');
+  const pdf = await PDFDocument.create();
+  pdf.setTitle('Six stories');
+  const font = await pdf.embedFont(StandardFonts.Helvetica);
+  for (const f of files) {
+    const text = readFileSync(join(storiesDir, f), 'utf8')
+      .trim()
+      .replace(/\n\s*\n/g, '\n');
+    pdf.addPage([612, 792]).drawText(text, { x: 50, y: 740, size: 11, font, maxWidth: 512, lineHeight: 15 });
+  }
+  writeFileSync(path, await pdf.save());
+}
+
+export interface ServedApp {
+  core: AppCore;
+  host: WebHost;
+  api: WsApi;
+}
+
+/**
+ * The renderer built as `npm run build:renderer` builds it (dist/renderer), and a fresh app core in `dataDir`
+ * with `model` behind the web host, wired as `folio serve` wires them (`beforeServe` may wrap the core's
+ * services first); an API client with the token.
+ */
+export async function serveApp(o: {
+  dataDir: string;
+  model: string;
+  apiToken: string;
+  beforeServe?: (core: AppCore) => void;
+}): Promise<ServedApp> {
+  const { build } = await import('vite');
+  await build({ configFile: join(repoRoot, 'renderer/vite.config.ts'), logLevel: 'warn' });
+  const core = await createAppCore({ dataDir: o.dataDir, model: o.model });
+  o.beforeServe?.(core);
+  const host = await startWebHost({
+    dispatcher: core.dispatcher,
+    openai: core.openai,
+    staticDir: join(repoRoot, 'dist/renderer'),
+    apiToken: o.apiToken,
+    uploads: {
+      dir: dataPaths(o.dataDir).tmp,
+      maxBytes: MAX_DOCUMENT_BYTES,
+      importUpload: (fileName, tempPath) => core.documents.importUpload({ fileName, tempPath }),
+    },
+  });
+  core.setServerInfo({ apiUrl: host.url, apiToken: o.apiToken });
+  const api = connectApi(`ws://127.0.0.1:${host.port}/api/ws`, WebSocket as never, { token: o.apiToken });
+  return { core, host, api };
+}
+
+/**
+ * Chromium with a fresh profile in `userDataDir`, headless and off the network, its page's errors collected
+ * in `errors` (and in globalThis.pageErrors, which the tests check at the end).
+ */
+export async function launchChromium(
+  userDataDir: string,
+  viewport: { width: number; height: number },
+): Promise<{ context: BrowserContext; page: Page; errors: string[] }> {
+  const { chromium } = await import('playwright-core');
+  const context = await chromium.launchPersistentContext(userDataDir, {
+    executablePath: CHROMIUM,
+    headless: true,
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
+    viewport,
+  });
+  const page = context.pages()[0] ?? (await context.newPage());
+  page.setDefaultTimeout(20_000);
+  const errors: string[] = [];
+  page.on('pageerror', (e) => errors.push(e.message));
+  page.on('console', (m) => m.type() === 'error' && errors.push(m.text()));
+  (globalThis as { pageErrors?: string[] }).pageErrors = errors;
+  return { context, page, errors };
+}
