@@ -11,11 +11,12 @@ import { EventBus } from '../../api/dispatcher.ts';
 import { ChatFormatError } from '../../services/chat-format.ts';
 import { ContextFullError, ConversationSession } from '../../services/conversation.ts';
 import { EngineManager } from '../../services/engine-manager.ts';
+import { shapeFromInfo } from '../../models/estimate.ts';
 import { documentPrefix } from '../../services/prefix.ts';
+import { planRead } from '../../services/read-plan.ts';
 import { EngineClient } from '../../engine/client.ts';
 import {
   type Command,
-  checkFits,
   common,
   compressFlags,
   compressOptions,
@@ -30,7 +31,7 @@ import {
 } from '../args.ts';
 import { table as statsTable } from './compress.ts';
 
-/** Tokens the context must keep free after the document for a question and its answer. */
+/** Positions the context keeps free after the document for the conversation (the app's room is a setting). */
 export const conversationReserve = 64;
 
 export const chat: Command = {
@@ -76,7 +77,7 @@ export const chat: Command = {
       kvType,
     }));
     try {
-      await converse(engine, { modelPath, docPath, docText, system, copts, nMax, sampling });
+      await converse(engine, { ctx, kvType, modelPath, docPath, docText, system, copts, nMax, sampling });
     } finally {
       await client.stop();
     }
@@ -84,6 +85,8 @@ export const chat: Command = {
 };
 
 interface ChatRun {
+  ctx: number;
+  kvType: 'f16' | 'f32';
   modelPath: string;
   docPath: string;
   docText: string;
@@ -101,21 +104,38 @@ async function converse(engine: EngineManager, o: ChatRun) {
     { page: 1, text: o.docText },
   ]);
 
-  const base = await engine.createSession(model);
+  // Read as the app reads a document (read-plan.ts): a context sized to it, one pass or chunks, re-based
+  // beyond the model's context.
+  const plan = planRead({
+    prefixTokens: prefix.tokenized.tokens.length,
+    shape: shapeFromInfo(model.info),
+    compression: { alpha: 0.2, window: 32, kernel: 7, ...o.copts, budget: o.copts.budget ?? 1 },
+    kvType: o.kvType,
+    contextCap: o.ctx || null,
+    conversationRoom: conversationReserve,
+  });
+  const base = await engine.createSession(model, { ...engine.sessionOptions(), nCtx: plan.nCtx });
   const nCtx = base.nCtx;
-  checkFits(prefix.tokenized.tokens.length, nCtx, conversationReserve);
-  const { stats, nPast: L } = await engine.compress(base.sessionId, prefix.tokenized.tokens, o.copts, {
-    onProgress: process.stderr.isTTY ? (d, t) => process.stderr.write(`\rprefill ${d}/${t} tokens`) : undefined,
+  const copts = {
+    ...o.copts,
+    budget: plan.budget ?? o.copts.budget,
+    chunk: plan.chunk,
+    rebase: plan.rebase,
+    room: plan.room,
+  };
+  const { stats, nPast: L } = await engine.compress(base.sessionId, prefix.tokenized.tokens, copts, {
+    onProgress: process.stderr.isTTY ? (d, t) => process.stderr.write(`\rreading ${d}/${t} tokens`) : undefined,
   });
   if (process.stderr.isTTY) process.stderr.write('\r\x1b[K');
   const saved = 100 * (1 - stats.kvBytesKept / stats.kvBytesFull);
   process.stdout.write(
-    `[document ${basename(o.docPath)}: ${L} tokens${format.template ? ' (with the chat template)' : ''}, ${stats.method}` +
+    `[document ${basename(o.docPath)}: ${stats.prefixTokens} tokens${format.template ? ' (with the chat template)' : ''}, ${stats.method}` +
       (stats.compressed
         ? ` at budget ${o.copts.budget} (${stats.budget} tokens per head)`
         : ` (nothing compressed: ${stats.reason})`) +
       `, KV cache ${mib(stats.kvBytesFull)} -> ${mib(stats.kvBytesKept)} (${saved.toFixed(1)}% saved); ` +
-      `${nCtx - L} of ${nCtx} context tokens free for the conversation; ${format.template ? 'chat template' : 'plain question/answer format'}]\n`,
+      `${nCtx - L} of ${nCtx} context tokens free for the conversation; ${format.template ? 'chat template' : 'plain question/answer format'}]\n` +
+      (plan.chunk || plan.rebase ? `[${plan.note}]\n` : ''),
   );
   // Each token after the compressed prefix adds one entry per (layer, KV head): a full-cache token's bytes.
   const cacheBytes = (position: number) => stats.kvBytesKept + (position - L) * (stats.kvBytesFull / L);
