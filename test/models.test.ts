@@ -67,6 +67,7 @@ import {
   type MetaValue,
 } from './helpers/gguf-writer.ts';
 import { buildRandomModel, writeRandomModel } from './helpers/random-model.ts';
+import { llama1b } from './helpers/model-shapes.ts';
 import { missing, sharedModel } from './helpers/shared.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'folio-models-'));
@@ -1393,20 +1394,6 @@ test('catalog: valid entries with Hugging Face URLs, sizes and digests', () => {
 // Memory estimate
 
 const GiB = 1024 ** 3;
-// Llama-3.2-1B (its config.json): 16 layers, 32 heads, 8 KV heads, head 64, hidden 2048, FFN 8192,
-// vocabulary 128256, context 131072; the Q4_K_M file's tensor data ~ 0.75 GiB
-const llama1b: ModelShape = {
-  layers: 16,
-  heads: 32,
-  kvHeads: 8,
-  headSize: 64,
-  valueHeadSize: 64,
-  embeddingLength: 2048,
-  feedForwardLength: 8192,
-  vocabSize: 128256,
-  contextLength: 131072,
-  weightBytes: 807_000_000,
-};
 const plenty = { free: () => 64 * GiB, total: () => 128 * GiB };
 
 test('estimate: KV cache per token, full and compressed, and the working buffers', () => {

@@ -6,21 +6,10 @@ import assert from 'node:assert/strict';
 
 import type { ApiError, CompressionSettings } from '../electron/api/contract.ts';
 import { estimateMemory, type ModelShape } from '../electron/models/estimate.ts';
+import { llama1b } from './helpers/model-shapes.ts';
 import { ONE_PASS_MAX_TOKENS, planRead, type ReadPlanInput } from '../electron/services/read-plan.ts';
 
 const GiB = 1024 ** 3;
-const llama1b: ModelShape = {
-  layers: 16,
-  heads: 32,
-  kvHeads: 8,
-  headSize: 64,
-  valueHeadSize: 64,
-  embeddingLength: 2048,
-  feedForwardLength: 8192,
-  vocabSize: 128256,
-  contextLength: 131072,
-  weightBytes: 807_000_000,
-};
 const compression: CompressionSettings = { method: 'ada-snapkv', budget: 0.2, alpha: 0.2, window: 32, kernel: 7 };
 const memory = (free: number) => ({ free: () => free, total: () => 16 * GiB });
 
