@@ -3,7 +3,7 @@
 // output L1 loss per layer at the smallest budget. Each method has its own colour, lightness, dash pattern
 // and marker, so the lines stay apart in grayscale too.
 import type { CompressionMethod } from '../engine/binding.ts';
-import { methodRow, type Allocator, type Schedule } from '../kv/methods.ts';
+import { methodRow, type Allocator, type Schedule, type Scorer } from '../kv/methods.ts';
 
 /** What the plot needs of a fidelity report (see commands/eval.ts). */
 export interface PlotInput {
@@ -22,25 +22,32 @@ interface Style {
 }
 
 // A method's style follows from what it is (its row in electron/kv/methods.ts), so a new method needs
-// nothing here. Lightness goes from black (full) and grey (streaming) through dark to light: uniform heads
-// blue and dashed, Ada red to orange and solid; the flat schedule dark, the pyramid light; the marker
-// tells all four scored combinations apart.
-const scoredStyles: Record<Allocator, Record<Schedule, Style>> = {
-  uniform: {
-    flat: { colour: '#1b3f8b', dash: '7 4', marker: 'square', width: 2 },
-    pyramid: { colour: '#6fa8dc', dash: '3 2 8 2', marker: 'triangle', width: 2 },
-  },
-  ada: {
-    flat: { colour: '#b22222', dash: '', marker: 'circle', width: 2.5 },
-    pyramid: { colour: '#f2a33a', dash: '', marker: 'diamond', width: 2.5 },
-  },
+// nothing here: black (full) and grey (streaming); a scored method's hue is its scorer's, dark and dashed for
+// uniform heads, light and solid for Ada; the marker tells the layer schedule (and the marker's fill the
+// allocator), so the lines stay apart in grayscale too.
+const scorerColours: Record<Exclude<Scorer, 'none'>, Record<Allocator, string>> = {
+  snapkv: { uniform: '#1b3f8b', ada: '#b22222' },
+  critical: { uniform: '#3d6b2e', ada: '#7fbf3f' },
+  defensive: { uniform: '#5b2a86', ada: '#c27ee0' },
+  expected: { uniform: '#7a4b12', ada: '#f2a33a' },
+  kvzip: { uniform: '#0e6b6b', ada: '#35c7c7' },
+};
+const scheduleMarkers: Record<Allocator, Record<Schedule, Marker>> = {
+  uniform: { flat: 'square', pyramid: 'triangle', global: 'cross' },
+  ada: { flat: 'circle', pyramid: 'diamond', global: 'cross' },
 };
 
 function styleOf(method: CompressionMethod): Style {
   const m = methodRow(method);
-  if (m.selection === 'full') return { colour: '#000000', dash: '', marker: 'none', width: 1.5 };
   if (m.selection === 'streaming') return { colour: '#8c8c8c', dash: '2 3', marker: 'cross', width: 2 };
-  return scoredStyles[m.allocator][m.schedule];
+  if (m.scorer === 'none') return { colour: '#000000', dash: '', marker: 'none', width: 1.5 };
+  const ada = m.allocator === 'ada';
+  return {
+    colour: scorerColours[m.scorer][m.allocator],
+    dash: ada ? (m.schedule === 'global' ? '10 3' : '') : m.schedule === 'pyramid' ? '3 2 8 2' : '7 4',
+    marker: scheduleMarkers[m.allocator][m.schedule],
+    width: ada ? 2.5 : 2,
+  };
 }
 
 const esc = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');

@@ -2,13 +2,26 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <limits>
 #include <vector>
+
+#include "core/error.h"
+#include "quant/quant.h"
 
 namespace folio::forward {
 
 namespace {
 double ms_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// Activations on the host: the pointer itself on a host backend, else a downloaded copy in `tmp`.
+const float* on_host(backend::Backend& be, const float* x, size_t count, std::vector<float>& tmp) {
+  if (be.host_memory()) return x;
+  tmp.resize(count);
+  be.download(tmp.data(), x, count * sizeof(float));
+  return tmp.data();
 }
 }  // namespace
 
@@ -36,16 +49,96 @@ void compress_layer(kv::Compressor& comp, backend::Backend& be, backend::KvStore
     if (n > w)
       be.download(ws.score[size_t(g)].data(), score.as<float>() + int64_t(g) * (M - w), size_t(n - w) * sizeof(float));
   }
-  // The window queries on the host too: the attention-loss measurement reads them.
+  // The window queries on the host too: the scorers and the attention-loss measurement read them.
   be.download(comp.window_queries(), qwin, size_t(w) * size_t(s.n_head) * size_t(s.head_dim) * sizeof(float));
-  const double ms_score = ms_since(t0);
-
   const kv::EntryReader keys = [&](int g, float* out) { kv.read_k(l, g, lens[size_t(g)], out); };
   const kv::EntryReader values = [&](int g, float* out) { kv.read_v(l, g, lens[size_t(g)], out); };
-  const std::vector<std::vector<int32_t>> keep = comp.plan_layer(pool, l, lens, ws, ms_score, keys, values);
+  comp.score_layer(pool, l, lens, ws, ms_since(t0), keys, values);
+  if (!comp.deferred()) compact_layer(comp, kv, pool, l, spare);
+}
+
+namespace {
+// Layer l's entries as they are now, through the compressor's readers.
+struct LayerReaders {
+  std::vector<int32_t> lens;
+  kv::EntryReader keys, values;
+  LayerReaders(const backend::KvStore& kv, int l) : lens(static_cast<size_t>(kv.n_head_kv())) {
+    for (int g = 0; g < kv.n_head_kv(); g++) lens[size_t(g)] = kv.len(l, g);
+    keys = [&kv, l, this](int g, float* out) { kv.read_k(l, g, lens[size_t(g)], out); };
+    values = [&kv, l, this](int g, float* out) { kv.read_v(l, g, lens[size_t(g)], out); };
+  }
+};
+}  // namespace
+
+void rank_layer(kv::Compressor& comp, const backend::KvStore& kv, ThreadPool& pool, int l) {
+  const LayerReaders r(kv, l);
+  comp.rank_layer(pool, l, r.keys, r.values);
+}
+
+void compact_layer(kv::Compressor& comp, backend::KvStore& kv, ThreadPool& pool, int l, int32_t spare) {
+  const LayerReaders r(kv, l);
+  const std::vector<std::vector<int32_t>> keep = comp.plan_layer(pool, l, r.keys, r.values);
   const auto t1 = std::chrono::steady_clock::now();
   if (comp.compacts(l)) kv.compact(l, keep, comp.room(spare));
   comp.add_compact_time(l, ms_since(t1));
+}
+
+void observe_queries(kv::Compressor& comp, backend::Backend& be, int l, const float* q, int64_t m, int32_t first) {
+  std::vector<float> tmp;
+  const kv::WindowShape& s = comp.shape();
+  comp.add_queries(l, on_host(be, q, size_t(m) * size_t(s.n_head) * size_t(s.head_dim), tmp), m, first);
+}
+
+void observe_reread(kv::Compressor& comp, backend::Backend& be, const backend::KvStore& kv, ThreadPool& pool, int l,
+                    const float* q, int64_t m) {
+  const kv::WindowShape& s = comp.shape();
+  const int G = s.n_head / s.n_head_kv, D = s.head_dim;
+  std::vector<float> tmp;
+  const float* qh = on_host(be, q, size_t(m) * size_t(s.n_head) * size_t(D), tmp);
+  std::vector<std::vector<float>>& seen = comp.seen(l);
+  const float scale = 1.0f / std::sqrt(float(D));
+  pool.parallel_for(s.n_head_kv, [&](int64_t g, int) {
+    const int32_t Lg = kv.len(l, int(g));
+    std::vector<float>& best = seen[size_t(g)];  // the entries before the re-reading
+    std::vector<float> K(size_t(Lg) * size_t(D)), p(static_cast<size_t>(Lg));
+    kv.read_k(l, int(g), Lg, K.data());
+    for (int hh = 0; hh < G; hh++)
+      for (int64_t t = 0; t < m; t++) {
+        // query t sees entries [0, Lg − m + t]: softmax over them, then the earlier entries' largest share
+        const float* qt = qh + (t * s.n_head + int64_t(g) * G + hh) * D;
+        const int32_t visible = Lg - int32_t(m) + int32_t(t) + 1;
+        float mx = -std::numeric_limits<float>::infinity();
+        for (int32_t j = 0; j < visible; j++) {
+          const float* k = K.data() + int64_t(j) * D;
+          float dot = 0;
+          for (int d = 0; d < D; d++) dot += qt[d] * k[d];
+          mx = std::max(mx, p[size_t(j)] = dot * scale);
+        }
+        double sum = 0;
+        for (int32_t j = 0; j < visible; j++) sum += p[size_t(j)] = std::exp(p[size_t(j)] - mx);
+        const float inv = float(1.0 / sum);
+        for (size_t j = 0; j < best.size(); j++) best[j] = std::max(best[j], p[j] * inv);
+      }
+  });
+}
+
+std::vector<float> value_gram(const Weight& wo, int n_head, int head_dim_v, ThreadPool& pool) {
+  const int64_t E = wo.rows, AW = wo.cols, Dv = head_dim_v;
+  if (AW != int64_t(n_head) * Dv) fail("INTERNAL", "the output projection does not match the heads");
+  std::vector<float> W(size_t(E) * size_t(AW));  // [E, AW] dequantized
+  const quant::Kernels& kern = quant::kernels(wo.type);
+  pool.parallel_for(E, [&](int64_t r, int) { kern.dequantize_row(wo.row(r), W.data() + r * AW, AW); });
+  std::vector<float> gram(size_t(n_head) * size_t(Dv * Dv));
+  pool.parallel_for(n_head, [&](int64_t h, int) {
+    std::vector<double> acc(size_t(Dv * Dv), 0.0);
+    for (int64_t r = 0; r < E; r++) {
+      const float* x = W.data() + r * AW + h * Dv;
+      for (int64_t a = 0; a < Dv; a++)
+        for (int64_t c = 0; c < Dv; c++) acc[size_t(a * Dv + c)] += double(x[a]) * x[c];
+    }
+    for (int64_t i = 0; i < Dv * Dv; i++) gram[size_t(h * Dv * Dv + i)] = float(acc[size_t(i)]);
+  });
+  return gram;
 }
 
 }  // namespace folio::forward

@@ -39,6 +39,10 @@ void ForwardPass::run(const ModelWeights& w, backend::KvStore& kv, const int32_t
   // token embeddings: x[t] = token_embd[tokens[t]]
   be.get_rows(w.tok_embd, ids_.as<int32_t>(), n, x);
 
+  // A compressor either reads a chunk of the document (scoring each layer) or watches its re-reading (kvzip).
+  kv::Compressor* reread = comp && comp->rereading() ? comp : nullptr;
+  if (reread) comp = nullptr;
+  const bool query_stats = comp && comp->scorer() && comp->scorer()->query_stats;
   // Room in every head: for compression exactly the prefix; otherwise some slack for what comes next.
   const int32_t slack = comp ? 0 : std::max<int32_t>(FlatKvCache::kSpare, int32_t(n / 4));
   backend::RopeParams rope;
@@ -73,10 +77,12 @@ void ForwardPass::run(const ModelWeights& w, backend::KvStore& kv, const int32_t
         be.rms_norm(q, L.q_norm.f32(), q, m * hp.n_head, hp.head_dim, hp.rms_eps);
         be.rms_norm(k, L.k_norm.f32(), k, m * hp.n_head_kv, hp.head_dim, hp.rms_eps);
       }
+      if (query_stats) observe_queries(*comp, be, l, q, m, comp->chunk_first() + int32_t(c0));  // before RoPE
       be.rope(q, m, hp.n_head, hp.head_dim, pos + c0, rope, rope_ff);
       be.rope(k, m, hp.n_head_kv, hp.head_dim, pos + c0, rope, rope_ff);
       kv.append(l, k, v, pos + c0, pos_host_.data() + c0, int32_t(m));  // every head grows by m entries
-      const int64_t t_win = std::max<int64_t>(c0, w_first);             // keep the window's queries for the compressor
+      if (reread) observe_reread(*reread, be, kv, pool_, l, q, m);
+      const int64_t t_win = std::max<int64_t>(c0, w_first);  // keep the window's queries for the compressor
       if (comp && t_win < c0 + m)
         be.copy(qwin + (t_win - w_first) * QW, q + (t_win - c0) * QW,
                 size_t(c0 + m - t_win) * size_t(QW) * sizeof(float));

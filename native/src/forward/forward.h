@@ -23,7 +23,8 @@ class ForwardPass {
   // Runs n tokens at positions p0 .. p0 + n − 1 over the weights w (in the backend's memory) and appends
   // them to kv. Writes the logits (host memory) of every position ([n, n_vocab]) when all_logits, else of
   // the last one ([n_vocab]); none when logits is null. With a compressor, each layer is compressed as
-  // soon as every token has passed it (forward/compress-layer.h); n_ctx bounds the room left after it.
+  // soon as every token has passed it (forward/compress-layer.h); n_ctx bounds the room left after it. A
+  // compressor that is re-reading (kvzip) only watches the attention.
   void run(const ModelWeights& w, backend::KvStore& kv, const int32_t* tokens, int64_t n, int32_t p0, int32_t n_ctx,
            bool all_logits, float* logits, Control& ctl, kv::Compressor* comp);
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <limits>
 #include <numeric>
 
 #include "core/error.h"
@@ -56,31 +57,110 @@ Compressor::Compressor(const CompressOptions& opts, const WindowShape& shape, in
   stats_.kv_type = kv_type;
   stats_.budget = resolve_budget(opts, shape.L);
   const Budget& B = stats_.budget;
-  if (B.compress && opts.method.selection == Selection::Scored)
+  const size_t Hk = size_t(shape.n_head_kv), layers = size_t(n_layers);
+  if (B.compress && opts.method.selection == Selection::Scored) {
     layer_b_ = opts.method.schedule == Schedule::Pyramid
                    ? pyramid_schedule(B.b, shape.L - opts.window, n_layers, opts.beta)
                    : flat_schedule(B.b, n_layers);
-  const size_t Hk = size_t(shape.n_head_kv);
-  stats_.layers.resize(size_t(n_layers));
+    scorer_ = &scorer_row(opts.method.scorer);
+    deferred_ = opts.method.schedule == Schedule::Global || scorer_->rereads;
+  }
+  stats_.layers.resize(layers);
   stats_.token_retention.assign(size_t(shape.L), 0);
   for (auto& ls : stats_.layers) ls.bytes_full = size_t(shape.L) * Hk * entry_bytes_;
-  source_.assign(size_t(n_layers), std::vector<std::vector<int32_t>>(Hk));
-  compacts_.assign(size_t(n_layers), 0);
-  mass_sum_.assign(size_t(n_layers), std::vector<double>(Hk, 0.0));
+  source_.assign(layers, std::vector<std::vector<int32_t>>(Hk));
+  if (scorer_ && scorer_->rereads) seen_.assign(layers, std::vector<std::vector<float>>(Hk));
+  if (scorer_ && scorer_->query_stats) queries_.resize(layers);
+  value_gram_.resize(layers);
+  scored_.resize(layers);
+  compacts_.assign(layers, 0);
+  mass_sum_.assign(layers, std::vector<double>(Hk, 0.0));
   conc_sum_ = mass_sum_;
-  steps_.assign(size_t(n_layers), 0);
-  l1_steps_.assign(size_t(n_layers), 0);
-  l1_sum_.assign(size_t(n_layers), 0.0);
+  steps_.assign(layers, 0);
+  l1_steps_.assign(layers, 0);
+  l1_sum_.assign(layers, 0.0);
 }
 
-void Compressor::begin_chunk(int32_t first, int32_t n) {
+void Compressor::begin_chunk(int32_t first, int32_t n, int32_t pos0) {
+  chunk_first_ = first;
+  next_pos_ = pos0 + n;
+  global_ready_ = false;
   for (auto& layer : source_)
     for (auto& head : layer)
       for (int32_t t = first; t < first + n; t++) head.push_back(t);
+  for (auto& layer : seen_)
+    for (auto& head : layer) head.resize(head.size() + size_t(n), 0.0f);
 }
 
-std::vector<std::vector<int32_t>> Compressor::select(int l, const std::vector<int32_t>& lens,
-                                                     const WindowScores& ws) const {
+void Compressor::add_queries(int l, const float* q, int64_t m, int32_t first) {
+  queries_[size_t(l)].add(q, m, first, shape_.n_head, shape_.head_dim);
+}
+
+void Compressor::score_layer(ThreadPool& pool, int l, const std::vector<int32_t>& lens, const WindowScores& ws,
+                             double ms_score, const EntryReader& keys, const EntryReader& values) {
+  Scored& sc = scored_[size_t(l)];
+  sc.lens = lens;
+  sc.window = ws;
+  sc.qw.assign(qw_.begin(), qw_.end());
+  sc.scores = EntryScores();
+  stats_.layers[size_t(l)].ms_score += ms_score;
+  if (!scorer_ || !scorer_->rereads) rank_layer(pool, l, keys, values);  // kvzip ranks after the re-reading
+}
+
+void Compressor::rank_layer(ThreadPool& pool, int l, const EntryReader& keys, const EntryReader& values) {
+  Scored& sc = scored_[size_t(l)];
+  const auto t0 = std::chrono::steady_clock::now();
+  if (scorer_ && scorer_->score) {
+    WindowShape s = shape_;
+    s.lens = sc.lens;
+    const LayerView view{s,
+                         sc.window,
+                         sc.qw.data(),
+                         keys,
+                         values,
+                         layer_b_[size_t(l)],
+                         value_gram_[size_t(l)].empty() ? nullptr : value_gram_[size_t(l)].data(),
+                         queries_.empty() ? nullptr : &queries_[size_t(l)],
+                         &rope_,
+                         next_pos_,
+                         seen_.empty() ? nullptr : &seen_[size_t(l)]};
+    sc.scores = scorer_->score(pool, view);
+  } else {
+    sc.scores.score = sc.window.score;
+  }
+  stats_.layers[size_t(l)].ms_score += ms_since(t0);
+}
+
+void Compressor::assign_global_budgets() {
+  const int Hk = shape_.n_head_kv, layers = int(scored_.size());
+  const int64_t total = int64_t(layers) * int64_t(Hk) * stats_.budget.b;
+  std::vector<std::vector<float>> rows;  // every layer's heads, layer by layer
+  int64_t selectable = 0;
+  for (const Scored& sc : scored_) {
+    const auto& by = sc.scores.first.empty() ? sc.scores.score : sc.scores.first;
+    rows.insert(rows.end(), by.begin(), by.end());
+    for (const auto& r : by) selectable += int64_t(r.size());
+  }
+  if (selectable <= total) {  // everything fits: every layer keeps all it holds
+    for (int l = 0; l < layers; l++) {
+      int32_t most = 0;
+      for (int32_t n : scored_[size_t(l)].lens) most = std::max(most, n);
+      layer_b_[size_t(l)] = most;
+    }
+    global_ready_ = true;
+    return;
+  }
+  std::vector<int64_t> won(static_cast<size_t>(layers), 0);
+  const std::vector<int32_t> per_head = global_topk_counts(rows, total);
+  for (size_t r = 0; r < per_head.size(); r++) won[r / size_t(Hk)] += per_head[r];
+  // b_l: the layer's winners per head, rounded so that the layers' budgets still sum to layers · b.
+  const std::vector<int64_t> b = largest_remainder(won, Hk, total / Hk);
+  for (int l = 0; l < layers; l++) layer_b_[size_t(l)] = int32_t(b[size_t(l)]);
+  global_ready_ = true;
+}
+
+std::vector<std::vector<int32_t>> Compressor::select(int l, const Scored& sc) const {
+  const std::vector<int32_t>& lens = sc.lens;
   const int Hk = shape_.n_head_kv;
   const int32_t w = shape_.w;
   const Budget& B = stats_.budget;
@@ -107,33 +187,42 @@ std::vector<std::vector<int32_t>> Compressor::select(int l, const std::vector<in
   int64_t selectable = 0;
   for (int32_t n : lens) selectable += n - w;
   if (selectable <= int64_t(Hk) * b) return keep_all();
+  const EntryScores& es = sc.scores;
+  const auto& rank_by = es.first.empty() ? es.score : es.first;  // the allocation follows the first stage
   std::vector<int32_t> caps =
-      opts_.method.allocator == Allocator::Ada ? ada_caps(ws.score, b, opts_.alpha) : uniform_caps(Hk, b);
+      opts_.method.allocator == Allocator::Ada ? ada_caps(rank_by, b, opts_.alpha) : uniform_caps(Hk, b);
   for (int g = 0; g < Hk; g++) {
-    const int32_t n = lens[size_t(g)];
-    keep[size_t(g)] = top_tokens(ws.score[size_t(g)], caps[size_t(g)]);
+    const int32_t n = lens[size_t(g)], cap = caps[size_t(g)];
+    if (es.first.empty()) {
+      keep[size_t(g)] = top_tokens(es.score[size_t(g)], cap);
+    } else {  // two stages: half the cap by the first scores, the rest by the second
+      std::vector<float> second = es.score[size_t(g)];
+      for (int32_t j : top_tokens(es.first[size_t(g)], cap / 2))
+        second[size_t(j)] = std::numeric_limits<float>::infinity();
+      keep[size_t(g)] = top_tokens(second, cap);
+    }
     for (int32_t j = n - w; j < n; j++) keep[size_t(g)].push_back(j);  // the window is always kept
   }
   return keep;
 }
 
-std::vector<std::vector<int32_t>> Compressor::plan_layer(ThreadPool& pool, int l, const std::vector<int32_t>& lens,
-                                                         const WindowScores& ws, double ms_score,
-                                                         const EntryReader& keys, const EntryReader& values) {
+std::vector<std::vector<int32_t>> Compressor::plan_layer(ThreadPool& pool, int l, const EntryReader& keys,
+                                                         const EntryReader& values) {
   LayerStats& ls = stats_.layers[size_t(l)];
   const int Hk = shape_.n_head_kv;
-  ls.ms_score += ms_score;
+  const Scored& sc = scored_[size_t(l)];
+  const std::vector<int32_t>& lens = sc.lens;
 
   auto t0 = std::chrono::steady_clock::now();
-  std::vector<std::vector<int32_t>> keep = select(l, lens, ws);
+  if (opts_.method.schedule == Schedule::Global && scorer_ && !global_ready_) assign_global_budgets();
+  std::vector<std::vector<int32_t>> keep = select(l, sc);
   ls.ms_select += ms_since(t0);
 
-  ls.budget = stats_.budget.compress && opts_.method.selection == Selection::Scored ? layer_b_[size_t(l)] + shape_.w
-                                                                                    : stats_.budget.B;
+  ls.budget = scorer_ ? layer_b_[size_t(l)] + shape_.w : stats_.budget.B;
   std::vector<std::vector<uint8_t>> mask(static_cast<size_t>(Hk));
   bool drops = false;
   for (int g = 0; g < Hk; g++) {
-    const std::vector<float>& a = ws.attn[size_t(g)];
+    const std::vector<float>& a = sc.window.attn[size_t(g)];
     mask[size_t(g)].assign(size_t(lens[size_t(g)]), 0);
     double kept = 0, total = 0;
     for (int32_t j : keep[size_t(g)]) mask[size_t(g)][size_t(j)] = 1, kept += a[size_t(j)];
@@ -141,30 +230,40 @@ std::vector<std::vector<int32_t>> Compressor::plan_layer(ThreadPool& pool, int l
     mass_sum_[size_t(l)][size_t(g)] += total > 0 ? kept / total : 1.0;
     conc_sum_[size_t(l)][size_t(g)] += concentration(a);
     drops = drops || int32_t(keep[size_t(g)].size()) < lens[size_t(g)];
-    // The document tokens the head keeps.
+    // The document tokens the head keeps (and, for kvzip, their scores so far).
+    const std::vector<int32_t>& idx = keep[size_t(g)];
     std::vector<int32_t>& src = source_[size_t(l)][size_t(g)];
-    std::vector<int32_t> kept_src(keep[size_t(g)].size());
-    for (size_t i = 0; i < kept_src.size(); i++) kept_src[i] = src[size_t(keep[size_t(g)][i])];
+    std::vector<int32_t> kept_src(idx.size());
+    for (size_t i = 0; i < idx.size(); i++) kept_src[i] = src[size_t(idx[i])];
     src.swap(kept_src);
+    if (!seen_.empty()) {
+      std::vector<float>& seen = seen_[size_t(l)][size_t(g)];
+      std::vector<float> kept_seen(idx.size());
+      for (size_t i = 0; i < idx.size(); i++) kept_seen[i] = seen[size_t(idx[i])];
+      seen.swap(kept_seen);
+    }
   }
   steps_[size_t(l)]++;
   compacts_[size_t(l)] = drops;
   if (opts_.measure_loss) {
     WindowShape s = shape_;
     s.lens = lens;
-    l1_sum_[size_t(l)] += attention_l1_loss(pool, s, qw_.data(), keys, values, mask);
+    l1_sum_[size_t(l)] += attention_l1_loss(pool, s, sc.qw.data(), keys, values, mask);
     l1_steps_[size_t(l)]++;
   }
   return keep;
 }
 
-size_t Compressor::chunked_bound(int32_t chunk) const {
+size_t Compressor::chunked_bound(int32_t chunk, int32_t reread) const {
   const Budget& B = stats_.budget;
   if (!B.compress) return 0;
   size_t entries = 0;
   for (size_t l = 0; l < stats_.layers.size(); l++) {
-    const int32_t Bl = opts_.method.selection == Selection::Scored ? layer_b_[l] + shape_.w : B.B;
-    entries += size_t(shape_.n_head_kv) * size_t(Bl + chunk);
+    // The global schedule moves budget between layers from chunk to chunk; their sum stays that of flat.
+    const int32_t Bl = !scorer_                                    ? B.B
+                       : opts_.method.schedule == Schedule::Global ? B.b + shape_.w
+                                                                   : layer_b_[l] + shape_.w;
+    entries += size_t(shape_.n_head_kv) * size_t(Bl + chunk + reread);
   }
   return entries * (entry_bytes_ + 4);
 }
@@ -224,6 +323,13 @@ std::string Compressor::save_state() const {
     w.put_vec(mass_sum_[l]);
     w.put_vec(conc_sum_[l]);
     for (const auto& head : source_[l]) w.put_vec(head);
+    if (!seen_.empty())
+      for (const auto& head : seen_[l]) w.put_vec(head);
+    if (!queries_.empty()) {
+      w.put(queries_[l].count);
+      w.put_vec(queries_[l].sum);
+      w.put_vec(queries_[l].outer);
+    }
   }
   return w.out;
 }
@@ -246,6 +352,17 @@ void Compressor::load_state(const std::string& bytes) {
       head = r.get_vec<int32_t>();
       for (int32_t t : head)
         if (t < 0 || t >= shape_.L) fail("INTERNAL", "a read checkpoint's state does not fit this read");
+    }
+    if (!seen_.empty())
+      for (size_t g = 0; g < Hk; g++) seen_[l][g] = r.get_vec<float>(source_[l][g].size());
+    if (!queries_.empty()) {
+      queries_[l].count = r.get<double>();
+      const size_t HD = size_t(shape_.n_head) * size_t(shape_.head_dim);
+      queries_[l].sum = r.get_vec<double>();
+      queries_[l].outer = r.get_vec<double>();
+      if (queries_[l].sum.size() != (queries_[l].sum.empty() ? 0 : HD) ||
+          queries_[l].outer.size() != queries_[l].sum.size() * size_t(shape_.head_dim))
+        fail("INTERNAL", "a read checkpoint's state does not fit this read");
     }
   }
   if (r.at != bytes.size()) fail("INTERNAL", "a read checkpoint's state does not fit this read");

@@ -13,6 +13,7 @@
 #include "core/thread-pool.h"
 #include "kv/method.h"
 #include "kv/scorer.h"
+#include "kv/scorers/scorers.h"
 #include "kv/stats.h"
 
 namespace folio::kv {
@@ -35,35 +36,58 @@ class Compressor {
   int32_t window() const { return shape_.w; }         // w: window queries, the last w tokens read
   int32_t prefix_tokens() const { return shape_.L; }  // L: prefix tokens
   const WindowShape& shape() const { return shape_; }
-  // The next tokens read are the document's [first, first + n): every head of every layer gets n entries.
-  void begin_chunk(int32_t first, int32_t n);
+  // The scorer's row (kv/scorers/scorers.h); null when nothing is ranked (full, streaming) or nothing is cut.
+  const ScorerRow* scorer() const { return scorer_; }
+  // Whether the layers are cut together once the chunk has passed every layer (and been re-read, for kvzip)
+  // rather than each right after it is scored: the global schedule ranks all layers at once.
+  bool deferred() const { return deferred_; }
+  // What the scorer needs from the driver: each layer's W_oᵀW_o per query head ([H, Dv, Dv]), the RoPE.
+  void set_value_gram(int l, std::vector<float> gram) { value_gram_[size_t(l)] = std::move(gram); }
+  void set_rope(RopeAngles rope) { rope_ = std::move(rope); }
+  // The next tokens read are the document's [first, first + n), at positions pos0 ..: every head of every
+  // layer gets n entries.
+  void begin_chunk(int32_t first, int32_t n, int32_t pos0);
+  int32_t chunk_first() const { return chunk_first_; }
   // Free entries per head a compaction leaves: room for the next chunk while reading, else `after`.
   void set_room(int32_t next_chunk) { room_ = next_chunk; }
   int32_t room(int32_t after) const { return room_ > 0 ? room_ : after; }
   // The host copy of the current layer's window queries, [w, H · head_dim]: the driver fills it before
-  // plan_layer (the attention-loss measurement reads it).
+  // score_layer.
   float* window_queries() { return qw_.data(); }
-  // One step of layer l: given the window scores of its heads as they are (head g holds lens[g] entries,
-  // the last w of them the window) and how long they took, chooses what each head keeps ([Hk] ascending
-  // entry indices) and records the statistics; keys/values read a head's entries (only for the
-  // attention-loss measurement). The caller compacts when compacts() and reports the time with
-  // add_compact_time.
-  std::vector<std::vector<int32_t>> plan_layer(ThreadPool& pool, int l, const std::vector<int32_t>& lens,
-                                               const WindowScores& ws, double ms_score, const EntryReader& keys,
+  // The prefix's queries of layer l before RoPE, [m, H · head_dim], document tokens first .. first + m − 1
+  // (only when the scorer asks for query statistics).
+  void add_queries(int l, const float* q, int64_t m, int32_t first);
+  // kvzip: while a chunk is re-read, the largest attention each entry of layer l has had ([Hk][entries], in step
+  // with the cache; the entries the re-reading appends are not in it). rereading() tells the forward pass.
+  std::vector<std::vector<float>>& seen(int l) { return seen_[size_t(l)]; }
+  void set_rereading(bool on) { rereading_ = on; }
+  bool rereading() const { return rereading_; }
+  // Layer l's window scores as its heads are now (head g holds lens[g] entries, the last w the window) and
+  // how long they took; ranks the entries with the method's scorer (keys/values read a head's entries).
+  void score_layer(ThreadPool& pool, int l, const std::vector<int32_t>& lens, const WindowScores& ws, double ms_score,
+                   const EntryReader& keys, const EntryReader& values);
+  // Ranks layer l's entries with the method's scorer; score_layer does it, but for a scorer that re-reads the
+  // document (kvzip), the driver does once the re-reading is over (keys/values as for score_layer).
+  void rank_layer(ThreadPool& pool, int l, const EntryReader& keys, const EntryReader& values);
+  // What each head of layer l keeps ([Hk] ascending entry indices), from its last scores, and the statistics;
+  // the global schedule plans once every layer is scored. The caller compacts when compacts() and reports
+  // the time with add_compact_time.
+  std::vector<std::vector<int32_t>> plan_layer(ThreadPool& pool, int l, const EntryReader& keys,
                                                const EntryReader& values);
   // Whether the last plan_layer of layer l dropped anything.
   bool compacts(int l) const { return compacts_[size_t(l)] != 0; }
   void add_compact_time(int l, double ms_compact);
   // The cache's reserved bytes at a moment of the read (the peak is kept in the statistics).
   void note_reserved(size_t bytes) { stats_.kv_bytes_peak = std::max(stats_.kv_bytes_peak, bytes); }
-  // The most a chunked read may reserve, chunks of at most `chunk` tokens: every layer's heads at their
-  // budget plus one chunk, keys, values and positions; 0 when nothing is compressed (no bound).
-  size_t chunked_bound(int32_t chunk) const;
+  // The most a chunked read may reserve, chunks of at most `chunk` tokens (and a re-reading of `reread` more):
+  // every layer's heads at their budget plus one chunk, keys, values and positions; 0 when nothing is
+  // compressed (no bound).
+  size_t chunked_bound(int32_t chunk, int32_t reread = 0) const;
   // Closes the statistics once every token has been read: what each head holds, per-token retention.
   void finish();
   // What a chunked read carries from one chunk to the next (the tokens each entry came from, the sums of
-  // the statistics), as bytes for a checkpoint, and back into a compressor made with the same options and
-  // shape (INTERNAL when the bytes do not fit it).
+  // the statistics, the scorer's running state), as bytes for a checkpoint, and back into a compressor made
+  // with the same options and shape (INTERNAL when the bytes do not fit it).
   std::string save_state() const;
   void load_state(const std::string& bytes);
   const Budget& budget() const { return stats_.budget; }
@@ -71,16 +95,36 @@ class Compressor {
   CompressionStats& stats() { return stats_; }
 
  private:
-  std::vector<std::vector<int32_t>> select(int l, const std::vector<int32_t>& lens, const WindowScores& ws) const;
+  // Layer l as last scored, until it is planned.
+  struct Scored {
+    std::vector<int32_t> lens;
+    WindowScores window;  // attn: the window's mean attention (statistics); score: SnapKV's ranks
+    EntryScores scores;
+    std::vector<float> qw;  // the window queries (the attention-loss measurement)
+  };
+  std::vector<std::vector<int32_t>> select(int l, const Scored& sc) const;
+  // The global schedule: every layer's budget for this chunk from one ranking of all layers' scores.
+  void assign_global_budgets();
 
   CompressOptions opts_;
   WindowShape shape_;
+  const ScorerRow* scorer_ = nullptr;
+  bool deferred_ = false;
   std::vector<float> qw_;
-  std::vector<int32_t> layer_b_;  // selectable budget b_l per layer
+  std::vector<int32_t> layer_b_;  // selectable budget b_l per layer (the global schedule: this chunk's)
+  bool global_ready_ = false;     // layer_b_ holds this chunk's global budgets
   size_t entry_bytes_ = 0;        // K + V bytes of one entry
   int32_t room_ = 0;
-  // [layer][head][entry]: the document token each cached entry came from, kept in step with the cache.
+  int32_t chunk_first_ = 0, next_pos_ = 0;
+  bool rereading_ = false;
+  RopeAngles rope_;
+  std::vector<std::vector<float>> value_gram_;  // [layer] [H, Dv, Dv]
+  std::vector<QueryStats> queries_;             // [layer]
+  std::vector<Scored> scored_;                  // [layer]
+  // [layer][head][entry]: the document token each cached entry came from, kept in step with the cache; for
+  // kvzip also the largest re-reading attention of each.
   std::vector<std::vector<std::vector<int32_t>>> source_;
+  std::vector<std::vector<std::vector<float>>> seen_;
   std::vector<uint8_t> compacts_;  // [layer]
   // [layer][head] sums over the steps of a layer, averaged by finish(); attention loss: sum and count.
   std::vector<std::vector<double>> mass_sum_, conc_sum_;

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "kv/scorers/scorers.h"
 
 namespace folio::kv {
 
@@ -15,26 +16,60 @@ const char* selection_name(Selection s) {
   return "?";
 }
 
-const char* schedule_name(Schedule s) { return s == Schedule::Pyramid ? "pyramid" : "flat"; }
+const char* schedule_name(Schedule s) {
+  switch (s) {
+    case Schedule::Flat: return "flat";
+    case Schedule::Pyramid: return "pyramid";
+    case Schedule::Global: return "global";
+  }
+  return "?";
+}
 const char* allocator_name(Allocator a) { return a == Allocator::Ada ? "ada" : "uniform"; }
-const char* scorer_name(Scorer s) { return s == Scorer::SnapkvWindow ? "snapkv" : "none"; }
+const char* scorer_name(Scorer s) { return s == Scorer::None ? "none" : scorer_row(s).name; }
 
-// The one method table: adding a method is a row here (and its copy in electron/kv/methods.ts).
+namespace {
+
+// The method the app starts with and the UI recommends (docs/quality.md measures why).
+constexpr const char* kRecommended = "ada-snapkv";
+
+MethodSpec scored_method(const ScorerRow& sc, Allocator a, Schedule sch) {
+  const bool ada = a == Allocator::Ada;
+  MethodSpec m;
+  m.selection = Selection::Scored;
+  m.schedule = sch;
+  m.allocator = a;
+  m.scorer = sc.id;
+  // SnapKV over the pyramid schedule is PyramidKV, by its published name.
+  const bool pyramidkv = sc.id == Scorer::SnapkvWindow && sch == Schedule::Pyramid;
+  const std::string suffix = sch == Schedule::Flat ? "" : std::string("-") + schedule_name(sch);
+  m.name = (ada ? "ada-" : "") + (pyramidkv ? std::string("pyramidkv") : sc.name + suffix);
+  const std::string where = sch == Schedule::Pyramid ? " (pyramid)" : sch == Schedule::Global ? " (global)" : "";
+  m.label = (ada ? "Ada-" : "") + (pyramidkv ? std::string("PyramidKV") : sc.label + where);
+  m.description = std::string(m.name == kRecommended ? "Recommended: ranks by " : "Ranks by ") + sc.ranks + "; " +
+                  (ada ? "each layer’s budget shared among its heads by need" : "every head keeps as many") +
+                  (sch == Schedule::Pyramid  ? ", more for early layers."
+                   : sch == Schedule::Global ? ", the layers’ budgets by one ranking over them all."
+                                             : ".");
+  return m;
+}
+
+}  // namespace
+
+// The one method table, derived from the scorer table: adding a scorer adds its methods.
 const std::vector<MethodSpec>& method_table() {
-  static const std::vector<MethodSpec> table = {
-      {"full", Selection::Full, Schedule::Flat, Allocator::Uniform, Scorer::None, "Full cache",
-       "No compression: the whole cache (most memory)."},
-      {"streaming", Selection::Streaming, Schedule::Flat, Allocator::Uniform, Scorer::None, "StreamingLLM",
-       "Keeps the first tokens and the most recent ones only."},
-      {"snapkv", Selection::Scored, Schedule::Flat, Allocator::Uniform, Scorer::SnapkvWindow, "SnapKV",
-       "Every head keeps the same number of tokens."},
-      {"pyramidkv", Selection::Scored, Schedule::Pyramid, Allocator::Uniform, Scorer::SnapkvWindow, "PyramidKV",
-       "Uniform heads, more budget for early layers."},
-      {"ada-snapkv", Selection::Scored, Schedule::Flat, Allocator::Ada, Scorer::SnapkvWindow, "Ada-SnapKV",
-       "Recommended: each layer’s budget shared among its heads by need."},
-      {"ada-pyramidkv", Selection::Scored, Schedule::Pyramid, Allocator::Ada, Scorer::SnapkvWindow, "Ada-PyramidKV",
-       "Ada’s sharing with more budget for early layers."},
-  };
+  static const std::vector<MethodSpec> table = [] {
+    std::vector<MethodSpec> t = {
+        {"full", Selection::Full, Schedule::Flat, Allocator::Uniform, Scorer::None, "Full cache",
+         "No compression: the whole cache (most memory)."},
+        {"streaming", Selection::Streaming, Schedule::Flat, Allocator::Uniform, Scorer::None, "StreamingLLM",
+         "Keeps the first tokens and the most recent ones only."},
+    };
+    for (const ScorerRow& sc : scorer_table())
+      for (Allocator a : {Allocator::Uniform, Allocator::Ada})
+        for (Schedule sch : {Schedule::Flat, Schedule::Pyramid, Schedule::Global})
+          t.push_back(scored_method(sc, a, sch));
+    return t;
+  }();
   return table;
 }
 

@@ -1,7 +1,8 @@
 // Compression methods and budgets (docs/compression.md). A method combines a selection (keep all, keep sinks and
 // the recent tokens, or keep what a scorer ranks highest), a layer schedule, a head allocator and a
-// scorer. The methods are the rows of one table (method_table(), kv/method.cc); the app's copy,
-// electron/kv/methods.ts, is held equal to it by test/kv-schema.test.ts, so a new method is a row in each.
+// scorer. The methods are the rows of one table (method_table(), kv/method.cc): full, streaming, and every
+// scorer of kv/scorers/ under every allocator and schedule, named [ada-]<scorer>[-pyramid|-global]. The
+// app's copy, electron/kv/methods.ts, derives the same rows and is held equal by test/kv-schema.test.ts.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -10,15 +11,17 @@
 namespace folio::kv {
 
 enum class Selection { Full, Streaming, Scored };
-enum class Schedule { Flat, Pyramid };
+// Global: one top-k over every layer's heads decides each layer's budget (KVzip's, Layer-DefensiveKV's).
+enum class Schedule { Flat, Pyramid, Global };
 enum class Allocator { Uniform, Ada };
-enum class Scorer { None, SnapkvWindow };  // None: the selection ranks nothing (full, streaming)
+// None: the selection ranks nothing (full, streaming). The others are the rows of kv/scorers/scorers.h.
+enum class Scorer { None, SnapkvWindow, Critical, Defensive, Expected, Kvzip };
 
 // The names the engine reports (methods()) and the app's table uses for each value.
 const char* selection_name(Selection s);  // "full", "streaming", "scored"
-const char* schedule_name(Schedule s);    // "flat", "pyramid"
+const char* schedule_name(Schedule s);    // "flat", "pyramid", "global"
 const char* allocator_name(Allocator a);  // "uniform", "ada"
-const char* scorer_name(Scorer s);        // "none", "snapkv"
+const char* scorer_name(Scorer s);        // "none", "snapkv", "critical", "defensive", "expected", "kvzip"
 
 struct MethodSpec {
   std::string name;

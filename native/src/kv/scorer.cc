@@ -6,10 +6,6 @@
 
 namespace folio::kv {
 
-namespace {
-
-// Softmax probabilities of window query i (entry L_g − w + i) of query head h over the keys K [L_g, D] of its
-// KV head g: p [L_g], zero past the causal limit.
 void window_probs(const WindowShape& s, const float* qw, int h, int i, const float* K, float* p) {
   const int D = s.head_dim;
   const int32_t Lg = s.len(h / (s.n_head / s.n_head_kv));
@@ -30,8 +26,6 @@ void window_probs(const WindowShape& s, const float* qw, int h, int i, const flo
   for (int32_t j = 0; j < visible; j++) p[j] *= inv;
   std::fill(p + visible, p + Lg, 0.0f);
 }
-
-}  // namespace
 
 int32_t WindowShape::max_len() const {
   int32_t m = L;

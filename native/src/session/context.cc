@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 
 #include "backend/cpu-backend.h"
 #include "backend/gpu-backend.h"
 #include "core/error.h"
+#include "forward/compress-layer.h"
 #include "forward/rebase.h"
 #include "kv/compressor.h"
 
@@ -113,6 +115,68 @@ void Context::eval(const std::vector<int32_t>& tokens, bool all_logits, std::vec
   run(tokens, all_logits, logits.data(), progress, cancel, nullptr);
 }
 
+void Context::prepare_scorer(kv::Compressor& comp) {
+  const kv::ScorerRow* sc = comp.scorer();
+  if (!sc) return;
+  const HParams& hp = model_.hparams();
+  if (sc->value_gram)
+    for (int l = 0; l < hp.n_layer; l++)
+      comp.set_value_gram(l,
+                          forward::value_gram(model_.weights().layers[size_t(l)].wo, hp.n_head, hp.head_dim_v, pool_));
+  if (sc->query_stats) {
+    kv::RopeAngles rope;
+    rope.neox = hp.rope_type == RopeType::Neox;
+    const float* ff = model_.weights().rope_freqs ? model_.weights().rope_freqs.f32() : nullptr;
+    for (int i = 0; i < hp.rope_dim / 2; i++)
+      rope.inv_freq.push_back(hp.rope_freq_scale * std::pow(hp.rope_base, -2.0f * float(i) / float(hp.rope_dim)) /
+                              (ff ? ff[i] : 1.0f));
+    comp.set_rope(std::move(rope));
+  }
+}
+
+namespace {
+// KVzip's re-reading: the document is re-read in pieces of at most this many tokens (its authors' 2,000), each
+// after a request to repeat it (the pieces after the first quote the 8 tokens they start after).
+constexpr int32_t kRereadPiece = 2048;
+constexpr int32_t kRereadQuote = 8;
+constexpr const char* kRepeatFirst = "\n\nRepeat the previous context exactly.";
+constexpr const char* kRepeatFrom = "\n\nRepeat the part of the previous context exactly, starting with ";
+}  // namespace
+
+int32_t Context::reread_room(int32_t chunk) const {
+  const int32_t n =
+      std::min(chunk, kRereadPiece) + kRereadQuote + int32_t(model_.vocab().tokenize(kRepeatFrom, false, false).size());
+  return n + std::max<int32_t>(FlatKvCache::kSpare, n / 4);  // the forward pass's slack for what it appends
+}
+
+void Context::reread(kv::Compressor& comp, const std::vector<int32_t>& tokens, int32_t first, int32_t m,
+                     const std::atomic<bool>* cancel, const ProgressFn& progress) {
+  const int32_t start = n_past_;
+  comp.set_rereading(true);
+  try {
+    for (int32_t t = first; t < first + m; t += kRereadPiece) {
+      std::vector<int32_t> in = model_.vocab().tokenize(t == 0 ? kRepeatFirst : kRepeatFrom, false, false);
+      if (t > 0) in.insert(in.end(), tokens.begin() + std::max(0, t - kRereadQuote), tokens.begin() + t);
+      const int32_t piece = std::min(first + m, t + kRereadPiece) - t;
+      in.insert(in.end(), tokens.begin() + t, tokens.begin() + t + piece);
+      // Progress in the piece's tokens (the request to repeat it counted in them).
+      const int64_t at = t - first, len = int64_t(in.size());
+      const ProgressFn piece_progress =
+          progress ? ProgressFn([&](int64_t done, int64_t) { progress(at + done * piece / len, m); }) : ProgressFn();
+      // At the positions after the document, which may pass the context's end: nothing of it is kept.
+      forward::Control ctl(*backend_, piece_progress, cancel);
+      pass_->run(weights_->get(), *kv_, in.data(), int64_t(in.size()), start, params_.n_ctx, false, nullptr, ctl,
+                 &comp);
+      comp.note_reserved(kv_->bytes_reserved());
+      kv_->truncate(start);
+    }
+  } catch (...) {
+    comp.set_rereading(false);
+    throw;
+  }
+  comp.set_rereading(false);
+}
+
 kv::CompressionStats Context::compress(const std::vector<int32_t>& tokens, const kv::CompressOptions& opts,
                                        std::vector<float>& logits, const ProgressFn& progress,
                                        const std::atomic<bool>* cancel, const ReadOptions& read,
@@ -136,6 +200,7 @@ kv::CompressionStats Context::compress(const std::vector<int32_t>& tokens, const
   shape.head_dim_v = hp.head_dim_v;
   shape.L = L;
   kv::Compressor comp(opts, shape, hp.n_layer, kv_->k_entry_bytes(), kv_->v_entry_bytes(), kv_type_name(kv_->type()));
+  prepare_scorer(comp);
   const int32_t chunk = read.chunk != ReadOptions::kAutoChunk ? read.chunk
                         : comp.budget().compress              ? kv::default_chunk(comp.budget().B, params_.n_ctx)
                                                               : 0;
@@ -146,7 +211,9 @@ kv::CompressionStats Context::compress(const std::vector<int32_t>& tokens, const
   st.chunk_tokens = n_chunks > 1 ? starts[1] : L;
   int32_t longest = 0;
   for (int32_t c = 0; c < n_chunks; c++) longest = std::max(longest, starts[size_t(c) + 1] - starts[size_t(c)]);
-  if (n_chunks > 1) st.kv_bytes_bound = comp.chunked_bound(std::max(longest, FlatKvCache::kSpare));
+  const bool rereads = comp.scorer() && comp.scorer()->rereads;
+  if (n_chunks > 1)
+    st.kv_bytes_bound = comp.chunked_bound(std::max(longest, FlatKvCache::kSpare), rereads ? reread_room(longest) : 0);
   const float* freq_factors = model_.weights().rope_freqs ? model_.weights().rope_freqs.f32() : nullptr;
 
   logits.assign(size_t(hp.n_vocab), 0.0f);
@@ -173,14 +240,27 @@ kv::CompressionStats Context::compress(const std::vector<int32_t>& tokens, const
         fail("CONTEXT_FULL", strfmt("the context's %d positions cannot hold a chunk of %d tokens and %d for the "
                                     "conversation: use a larger context or a smaller room",
                                     params_.n_ctx, m, read.room));
+      // Progress in tokens of work: a re-reading scorer reads every chunk twice.
+      const int64_t f = rereads ? 2 : 1;
       const ProgressFn chunk_progress =
-          progress ? ProgressFn([&](int64_t done, int64_t) { progress(first + done, L); }) : ProgressFn();
-      comp.begin_chunk(first, m);
+          progress ? ProgressFn([&](int64_t done, int64_t) { progress(f * first + done, f * L); }) : ProgressFn();
+      comp.begin_chunk(first, m, n_past_);
       comp.set_room(c + 1 < n_chunks ? starts[size_t(c) + 2] - starts[size_t(c) + 1] : 0);
       const bool last = c + 1 == n_chunks;
       run(std::vector<int32_t>(tokens.begin() + first, tokens.begin() + first + m), false,
           last ? logits.data() : nullptr, chunk_progress, cancel, &comp);
       comp.note_reserved(kv_->bytes_reserved());
+      if (comp.deferred()) {  // every layer is scored: re-read the chunk (kvzip), then cut them all
+        if (rereads) {
+          reread(comp, tokens, first, m, cancel,
+                 progress ? ProgressFn(
+                                [&](int64_t done, int64_t) { progress(2 * int64_t(first) + m + done, 2 * int64_t(L)); })
+                          : ProgressFn());
+          for (int l = 0; l < hp.n_layer; l++) forward::rank_layer(comp, *kv_, pool_, l);
+        }
+        const int32_t spare = std::min<int32_t>(FlatKvCache::kSpare, params_.n_ctx - n_past_);
+        for (int l = 0; l < hp.n_layer; l++) forward::compact_layer(comp, *kv_, pool_, l, spare);
+      }
       if (st.kv_bytes_bound && st.kv_bytes_peak > st.kv_bytes_bound)
         fail("INTERNAL", strfmt("reading chunk %d of %d, the cache held %zu bytes, over its bound of %zu", c + 1,
                                 n_chunks, st.kv_bytes_peak, st.kv_bytes_bound));

@@ -113,6 +113,14 @@ class Context {
   void check_ids(const std::vector<int32_t>& tokens) const;
   void run(const std::vector<int32_t>& tokens, bool all_logits, float* logits, const ProgressFn& progress,
            const std::atomic<bool>* cancel, kv::Compressor* comp);
+  // What the compressor's scorer needs of the model (value projections, RoPE).
+  void prepare_scorer(kv::Compressor& comp);
+  // kvzip: re-reads the document's tokens [first, first + m) after a request to repeat them, the compressor
+  // watching the attention; the re-reading leaves nothing in the cache. reread_room: the entries per head it
+  // adds meanwhile for a chunk of `chunk` tokens.
+  void reread(kv::Compressor& comp, const std::vector<int32_t>& tokens, int32_t first, int32_t m,
+              const std::atomic<bool>* cancel, const ProgressFn& progress);
+  int32_t reread_room(int32_t chunk) const;
 
   const Model& model_;
   ContextParams params_;
