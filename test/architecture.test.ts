@@ -89,7 +89,7 @@ const NATIVE_LAYERS: Record<string, string[]> = {
   gguf: ['quant'], // the file format: metadata, tensor directory, metadata rules
   tokenizer: ['gguf'], // vocabularies read from GGUF metadata
   sampling: ['core'], // logits to a token
-  kv: ['quant'], // KV cache compression: the flat cache, scorers, allocation, schedule, statistics
+  kv: ['quant'], // KV cache compression: the flat cache, scorers (kv/scorers/), allocation, schedule, statistics
   backend: ['kv'], // the operations of a forward pass (CPU, GPU through the C table), the KV stores
   model: ['gguf', 'tokenizer'], // what describes a model: hyper-parameters, weights, loading
   forward: ['backend', 'model'], // the one forward pass and the compression of a layer, over a backend

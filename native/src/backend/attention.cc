@@ -239,4 +239,56 @@ void attention_reference(ThreadPool& pool, Scratch& s, const float* q, const Fla
   });
 }
 
+namespace {
+
+// scores[j] = scale · Σ_d q[d] · kt[d·ld + j] for j < n: over the keys, so that it vectorises without
+// reassociating a sum.
+FOLIO_VECTOR_CLONES
+void scores_over_keys(const float* __restrict q, const float* __restrict kt, int64_t ld, int D, int32_t n, float scale,
+                      float* __restrict scores) {
+  std::fill(scores, scores + n, 0.0f);
+  for (int d = 0; d < D; d++) {
+    const float qd = q[d] * scale;
+    const float* __restrict row = kt + d * ld;
+    for (int32_t j = 0; j < n; j++) scores[j] += qd * row[j];
+  }
+}
+
+// best[j] = max(best[j], p[j] · inv) for j < n.
+FOLIO_VECTOR_CLONES
+void raise_to(float* __restrict best, const float* __restrict p, float inv, size_t n) {
+  for (size_t j = 0; j < n; j++) best[j] = std::max(best[j], p[j] * inv);
+}
+
+}  // namespace
+
+void reread_attention(ThreadPool& pool, Scratch& s, const float* q, const FlatKvCache& cache, int l, int64_t m,
+                      int n_head, std::vector<std::vector<float>>& best) {
+  const int Hk = cache.n_head_kv(), G = n_head / Hk, D = cache.head_dim();
+  const float scale = 1.0f / std::sqrt(float(D));
+  pool.parallel_for(Hk, [&](int64_t g, int thread) {
+    const int32_t Lg = cache.len(l, int(g));
+    // [Lg, D] keys, then [D, Lg] transposed, then [Lg] one query's scores
+    float* k = s.thread_buffer(thread, size_t(Lg) * size_t(2 * D + 1));
+    float* kt = k + size_t(Lg) * size_t(D);
+    float* p = kt + size_t(Lg) * size_t(D);
+    cache.read_k(l, int(g), 0, Lg, k);
+    for (int32_t j = 0; j < Lg; j++)
+      for (int d = 0; d < D; d++) kt[size_t(d) * size_t(Lg) + size_t(j)] = k[size_t(j) * size_t(D) + size_t(d)];
+    std::vector<float>& b = best[size_t(g)];
+    for (int64_t t = 0; t < m; t++)
+      for (int hh = 0; hh < G; hh++) {
+        const int32_t visible = Lg - int32_t(m) + int32_t(t) + 1;
+        scores_over_keys(q + (t * n_head + g * G + hh) * D, kt, Lg, D, visible, scale, p);
+        float mx = -std::numeric_limits<float>::infinity();
+        for (int32_t j = 0; j < visible; j++) mx = std::max(mx, p[j]);
+        for (int32_t j = 0; j < visible; j++) p[j] -= mx;
+        exp_below_zero(p, visible);
+        double sum = 0;
+        for (int32_t j = 0; j < visible; j++) sum += p[j];
+        raise_to(b.data(), p, float(1.0 / sum), std::min(b.size(), size_t(visible)));
+      }
+  });
+}
+
 }  // namespace folio::cpu

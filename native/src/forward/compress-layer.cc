@@ -89,37 +89,9 @@ void observe_queries(kv::Compressor& comp, backend::Backend& be, int l, const fl
   comp.add_queries(l, on_host(be, q, size_t(m) * size_t(s.n_head) * size_t(s.head_dim), tmp), m, first);
 }
 
-void observe_reread(kv::Compressor& comp, backend::Backend& be, const backend::KvStore& kv, ThreadPool& pool, int l,
-                    const float* q, int64_t m) {
-  const kv::WindowShape& s = comp.shape();
-  const int G = s.n_head / s.n_head_kv, D = s.head_dim;
-  std::vector<float> tmp;
-  const float* qh = on_host(be, q, size_t(m) * size_t(s.n_head) * size_t(D), tmp);
-  std::vector<std::vector<float>>& seen = comp.seen(l);
-  const float scale = 1.0f / std::sqrt(float(D));
-  pool.parallel_for(s.n_head_kv, [&](int64_t g, int) {
-    const int32_t Lg = kv.len(l, int(g));
-    std::vector<float>& best = seen[size_t(g)];  // the entries before the re-reading
-    std::vector<float> K(size_t(Lg) * size_t(D)), p(static_cast<size_t>(Lg));
-    kv.read_k(l, int(g), Lg, K.data());
-    for (int hh = 0; hh < G; hh++)
-      for (int64_t t = 0; t < m; t++) {
-        // query t sees entries [0, Lg − m + t]: softmax over them, then the earlier entries' largest share
-        const float* qt = qh + (t * s.n_head + int64_t(g) * G + hh) * D;
-        const int32_t visible = Lg - int32_t(m) + int32_t(t) + 1;
-        float mx = -std::numeric_limits<float>::infinity();
-        for (int32_t j = 0; j < visible; j++) {
-          const float* k = K.data() + int64_t(j) * D;
-          float dot = 0;
-          for (int d = 0; d < D; d++) dot += qt[d] * k[d];
-          mx = std::max(mx, p[size_t(j)] = dot * scale);
-        }
-        double sum = 0;
-        for (int32_t j = 0; j < visible; j++) sum += p[size_t(j)] = std::exp(p[size_t(j)] - mx);
-        const float inv = float(1.0 / sum);
-        for (size_t j = 0; j < best.size(); j++) best[j] = std::max(best[j], p[j] * inv);
-      }
-  });
+void observe_reread(kv::Compressor& comp, backend::Backend& be, const backend::KvStore& kv, int l, const float* q,
+                    int64_t m) {
+  be.reread_attention(q, kv, l, m, comp.shape().n_head, comp.shape().head_dim, comp.seen(l));
 }
 
 std::vector<float> value_gram(const Weight& wo, int n_head, int head_dim_v, ThreadPool& pool) {

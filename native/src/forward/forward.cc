@@ -81,7 +81,7 @@ void ForwardPass::run(const ModelWeights& w, backend::KvStore& kv, const int32_t
       be.rope(q, m, hp.n_head, hp.head_dim, pos + c0, rope, rope_ff);
       be.rope(k, m, hp.n_head_kv, hp.head_dim, pos + c0, rope, rope_ff);
       kv.append(l, k, v, pos + c0, pos_host_.data() + c0, int32_t(m));  // every head grows by m entries
-      if (reread) observe_reread(*reread, be, kv, pool_, l, q, m);
+      if (reread) observe_reread(*reread, be, kv, l, q, m);
       const int64_t t_win = std::max<int64_t>(c0, w_first);  // keep the window's queries for the compressor
       if (comp && t_win < c0 + m)
         be.copy(qwin + (t_win - w_first) * QW, q + (t_win - c0) * QW,
