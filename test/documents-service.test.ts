@@ -160,3 +160,38 @@ function taskDoneOn(c: AppCore, taskId: string): Promise<EventPayload<'task.done
     });
   });
 }
+
+test('a method that re-reads the document (KVzip) says so while it reads, and reads it whole', { skip }, async () => {
+  core.storage.settings.update({
+    compression: { ...core.storage.settings.get().compression, method: 'ada-kvzip-global', budget: 0.3 },
+  });
+  try {
+    const story = readFileSync(join(repoRoot, 'test/docs/sam-builds-a-boat.txt'), 'utf8');
+    writeFileSync(join(dir, 'boat.txt'), story);
+    const r = await core.documents.import({ path: join(dir, 'boat.txt') });
+    const messages: string[] = [];
+    let last = { done: 0, total: 0 };
+    const off = core.bus.subscribe((event, payload) => {
+      const p = payload as EventPayload<'task.progress'>;
+      if (event === 'task.progress' && p.documentId === r.documentId && p.kind === 'prefill' && p.total > 1) {
+        messages.push(p.message);
+        last = { done: p.done, total: p.total };
+      }
+    });
+    const done = await taskDone(r.taskId);
+    off();
+    assert.equal(done.ok, true, done.error ?? '');
+    const doc = core.documents.get(r.documentId);
+    assert.equal(doc.stats?.method, 'ada-kvzip-global');
+    assert.ok(messages.length > 0, 'progress was reported');
+    assert.match(
+      messages.at(-1)!,
+      new RegExp(`^reading ${doc.tokens} tokens into the model( in chunks)?, each read twice`),
+    );
+    assert.equal(last.total, 2 * doc.tokens, 'progress counts both reads');
+  } finally {
+    core.storage.settings.update({
+      compression: { ...core.storage.settings.get().compression, method: 'ada-snapkv', budget: 0.2 },
+    });
+  }
+});

@@ -4,7 +4,7 @@ import type { ParseArgsConfig } from 'node:util';
 
 import { loadAddon, type CompressOptions, type Model } from '../engine/binding.ts';
 import { BudgetValue, DEFAULT_BETA, DEFAULT_WINDOW } from '../kv/budget.ts';
-import { isCompressionMethod, METHOD_NAMES, type CompressionMethod } from '../kv/methods.ts';
+import { isCompressionMethod, METHOD_NAMES, RECOMMENDED_METHOD, type CompressionMethod } from '../kv/methods.ts';
 
 export type Values = Record<string, string | boolean | undefined>;
 export interface Command {
@@ -119,7 +119,7 @@ export function budgetValue(s: string, flag = 'budget'): number {
 
 /** Compression options from --method, --budget, --alpha, --window, --kernel, --beta. */
 export function compressOptions(v: Values): CompressOptions {
-  const method = compressionMethod(str(v, 'method') ?? 'ada-snapkv');
+  const method = compressionMethod(str(v, 'method') ?? RECOMMENDED_METHOD);
   const budget = str(v, 'budget');
   if (budget === undefined && method !== 'full')
     throw new UsageError('--budget is required: a kept ratio such as 0.2 or tokens per head such as 512');

@@ -303,8 +303,15 @@ export class DocumentsService {
         },
         {
           signal: task.signal,
+          // A scorer that re-reads the document (KVzip) counts both reads in its progress.
           onProgress: (d, t) =>
-            task.progress('prefill', d, t, `reading ${t} tokens into the model${plan.chunk ? ' in chunks' : ''}`),
+            task.progress(
+              'prefill',
+              d,
+              t,
+              `reading ${tokenized.tokens.length} tokens into the model${plan.chunk ? ' in chunks' : ''}` +
+                (t > tokenized.tokens.length ? ', each read twice to rank what to keep' : ''),
+            ),
         },
       );
       task.progress('save', 0, 1, 'saving the compressed cache');
