@@ -239,14 +239,14 @@ function CompareSection({
         </button>
       </div>
       <div className="field-row">
-        <label className="field">
-          <span>First method</span>
+        <div className="field">
+          <label htmlFor="compare-a">First method</label>
           <MethodSelect id="compare-a" value={a} onChange={setA} />
-        </label>
-        <label className="field">
-          <span>Second method</span>
+        </div>
+        <div className="field">
+          <label htmlFor="compare-b">Second method</label>
           <MethodSelect id="compare-b" value={b} onChange={setB} />
-        </label>
+        </div>
       </div>
       <p className="muted small">
         Compresses this document with both at the same budget{budget !== undefined ? ` (${budgetInline(budget)})` : ''}.
