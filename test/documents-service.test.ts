@@ -1,14 +1,15 @@
 // DocumentsService's import entry points on a real app core (storage, the engine process, stories260K):
 // a path that is not a regular file is refused at once, before any record is made;
 // an upload handed over as a temporary file is imported and its file removed, whether the import goes on or
-// the file is refused.
+// the file is refused; the comparison of two methods on a document, by default its method and the counterpart.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-import type { EventPayload } from '../electron/api/contract.ts';
+import { compareCounterpart, methods, type EventPayload } from '../electron/api/contract.ts';
+import { METHOD_NAMES, RECOMMENDED_METHOD } from '../electron/kv/methods.ts';
 import { createAppCore, type AppCore } from '../electron/services/app-core.ts';
 import { missing, repoRoot, sharedModel } from './helpers/shared.ts';
 
@@ -194,4 +195,38 @@ test('a method that re-reads the document (KVzip) says so while it reads, and re
       compression: { ...core.storage.settings.get().compression, method: 'ada-snapkv', budget: 0.2 },
     });
   }
+});
+
+test('compare: by default the document’s method against its counterpart; any two named methods otherwise', {
+  skip,
+}, async () => {
+  const tempPath = join(dir, 'upload-compare');
+  writeFileSync(tempPath, 'Once upon a time, there was a little cat named Tom.\n\nTom liked to sleep in the sun.\n');
+  const r = await core.documents.importUpload({ fileName: 'tom.txt', tempPath });
+  const done = await taskDone(r.taskId);
+  assert.equal(done.ok, true, done.error ?? '');
+  const method = core.documents.get(r.documentId).compression!.method;
+  const byDefault = await core.documents.compare({ documentId: r.documentId, budget: 0.5 });
+  assert.deepEqual([byDefault.a.method, byDefault.b.method], [method, compareCounterpart(method)]);
+  assert.equal(byDefault.budget, 0.5);
+  const named = await core.documents.compare({
+    documentId: r.documentId,
+    budget: 0.5,
+    a: 'streaming',
+    b: 'critical-global',
+  });
+  assert.deepEqual([named.a.method, named.b.method], ['streaming', 'critical-global']);
+  // The contract names the methods from the table: an unknown one is refused before the service sees it.
+  const params = methods['documents.compare'].params;
+  assert.equal(params.safeParse({ documentId: r.documentId, a: 'snapkv', b: 'bogus' }).success, false);
+});
+
+test('compareCounterpart: Ada against uniform of the same scorer and schedule, the recommended method for the rest', () => {
+  assert.equal(compareCounterpart('ada-snapkv'), 'snapkv');
+  assert.equal(compareCounterpart('snapkv'), 'ada-snapkv');
+  assert.equal(compareCounterpart('ada-pyramidkv'), 'pyramidkv');
+  assert.equal(compareCounterpart('kvzip-global'), 'ada-kvzip-global');
+  assert.equal(compareCounterpart('full'), RECOMMENDED_METHOD);
+  assert.equal(compareCounterpart('streaming'), RECOMMENDED_METHOD);
+  for (const m of METHOD_NAMES) assert.notEqual(compareCounterpart(m), m, m);
 });

@@ -2,7 +2,7 @@
 // core and the real engine with stories260K, as `folio serve` runs them: import a document through the
 // file picker and watch its progress, ask a question and see the answer stream, read the inspector's
 // heatmap back pixel by pixel and check that each (layer, head) cell's colour follows the budget the API
-// reports, compare uniform against Ada, see the retention shading in the document view, switch themes.
+// reports, compare two methods side by side, see the retention shading in the document view, switch themes.
 // Screenshots of every screen go to test/.output/screenshots/.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -320,23 +320,27 @@ test('the inspector draws one cell per (layer, KV head), coloured by the budgets
   await page.getByRole('radio', { name: 'Budget' }).click();
 });
 
-test('uniform (SnapKV) against Ada for the same document and budget, toggled', { skip }, async () => {
+test('two chosen methods side by side for the same document and budget, toggled', { skip }, async () => {
+  // The document's method (Ada-SnapKV) is the first pick; the second is chosen from the grouped list.
+  assert.equal(await page.getByRole('combobox', { name: 'First method' }).inputValue(), 'ada-snapkv');
+  await page.getByRole('combobox', { name: 'Second method' }).selectOption('snapkv');
   await page.getByRole('button', { name: 'Compare', exact: true }).click();
-  await page.locator('canvas[data-testid="heatmap-uniform"]').waitFor({ timeout: 60_000 });
-  await page.locator('canvas[data-testid="heatmap-ada"]').waitFor();
-  const r = await api.call('documents.compare', { documentId });
+  await page.locator('canvas[data-testid="heatmap-a"]').waitFor({ timeout: 60_000 });
+  await page.locator('canvas[data-testid="heatmap-b"]').waitFor();
+  const r = await api.call('documents.compare', { documentId, a: 'ada-snapkv', b: 'snapkv' });
+  assert.deepEqual([r.a.method, r.b.method], ['ada-snapkv', 'snapkv']);
   // Uniform: every head of a layer keeps the same number of tokens; Ada does not.
-  for (const l of r.uniform.layers) assert.equal(new Set(l.heads.map((h) => h.kept)).size, 1);
-  assert.ok(r.ada.layers.some((l) => new Set(l.heads.map((h) => h.kept)).size > 1));
-  await page.getByRole('radio', { name: 'Uniform' }).click();
-  await assertHeatmapFollows('heatmap', r.uniform, 'budget');
+  for (const l of r.b.layers) assert.equal(new Set(l.heads.map((h) => h.kept)).size, 1);
+  assert.ok(r.a.layers.some((l) => new Set(l.heads.map((h) => h.kept)).size > 1));
+  await page.getByRole('radio', { name: 'SnapKV', exact: true }).click();
+  await assertHeatmapFollows('heatmap', r.b, 'budget');
   const uniformCells = await readCells('heatmap');
-  await page.getByRole('radio', { name: 'Ada' }).click();
-  await assertHeatmapFollows('heatmap', r.ada, 'budget');
+  await page.getByRole('radio', { name: 'Ada-SnapKV', exact: true }).click();
+  await assertHeatmapFollows('heatmap', r.a, 'budget');
   const adaCells = await readCells('heatmap');
   assert.notDeepEqual(uniformCells.rgb, adaCells.rgb, 'the toggle changed the grid');
-  await assertHeatmapFollows('heatmap-uniform', r.uniform, 'budget');
-  await assertHeatmapFollows('heatmap-ada', r.ada, 'budget');
+  await assertHeatmapFollows('heatmap-a', r.a, 'budget');
+  await assertHeatmapFollows('heatmap-b', r.b, 'budget');
   await page.locator('.compare').scrollIntoViewIfNeeded();
   await shot('06-inspector-compare');
 });

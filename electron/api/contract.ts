@@ -4,7 +4,7 @@
 import { z } from 'zod';
 
 import { BudgetValue } from '../kv/budget.ts';
-import { CompressionMethod } from '../kv/methods.ts';
+import { CompressionMethod, METHOD_TABLE, RECOMMENDED_METHOD, methodRow } from '../kv/methods.ts';
 import { CompressionStats } from '../kv/stats.ts';
 
 // ---------------------------------------------------------------------------------------------------------
@@ -13,6 +13,15 @@ import { CompressionStats } from '../kv/stats.ts';
 export const Id = z.string().min(1).max(128);
 
 export { CompressionMethod };
+
+/** What a method is compared with by default: the same scorer and schedule under the other head allocator
+ * (Ada against uniform and back), or the recommended method for the unscored ones. */
+export function compareCounterpart(method: CompressionMethod): CompressionMethod {
+  const m = methodRow(method);
+  if (m.selection !== 'scored') return RECOMMENDED_METHOD;
+  const other = m.allocator === 'ada' ? 'uniform' : 'ada';
+  return METHOD_TABLE.find((r) => r.scorer === m.scorer && r.schedule === m.schedule && r.allocator === other)!.name;
+}
 
 /** How a document's KV cache is compressed. budget: a kept ratio (<= 1) or tokens per KV head (> 1). */
 export const CompressionSettings = z.object({
@@ -373,10 +382,17 @@ export const methods = {
     }),
     result: z.object({ taskId: Id }),
   },
-  /** Uniform (SnapKV) against Ada for the same document and budget, computed on demand. */
+  /** Two methods side by side on the same document and budget, computed on demand (nothing is saved). By
+   * default a is the document's method and b its counterpart (compareCounterpart). */
   'documents.compare': {
-    params: z.object({ documentId: Id, budget: BudgetValue.optional() }),
-    result: z.object({ uniform: CompressionStats, ada: CompressionStats }),
+    params: z.object({
+      documentId: Id,
+      budget: BudgetValue.optional(),
+      a: CompressionMethod.optional(),
+      b: CompressionMethod.optional(),
+    }),
+    // Each run's stats name its method.
+    result: z.object({ budget: BudgetValue, a: CompressionStats, b: CompressionStats }),
   },
 
   'tasks.cancel': { params: z.object({ taskId: Id }), result: Ok },

@@ -8,6 +8,8 @@ import { join } from 'node:path';
 
 import {
   ApiError,
+  compareCounterpart,
+  type CompressionMethod,
   type CompressionSettings,
   type CompressionStats,
   type DocumentDetail,
@@ -27,7 +29,7 @@ import {
 import { baseName } from '../documents/detect.ts';
 import { tooLarge } from '../documents/read-file.ts';
 import { DEFAULT_BETA } from '../kv/budget.ts';
-import { methodRow } from '../kv/methods.ts';
+import { methodLabel, methodRow } from '../kv/methods.ts';
 import { toSummary, type DocumentRecord, type Storage } from '../storage/index.ts';
 import type { EngineManager, LoadedModel } from './engine-manager.ts';
 import { shapeFromInfo } from '../models/estimate.ts';
@@ -396,7 +398,8 @@ export class DocumentsService {
     return doc.contextTokens ? { ...opts, nCtx: doc.contextTokens } : opts;
   }
 
-  /** Uniform SnapKV against Ada-SnapKV at the same budget, on fresh sessions (nothing is saved). */
+  /** Two methods at the same budget, on fresh sessions (nothing is saved): by default the document's method
+   * and its counterpart. */
   async compare(params: Params<'documents.compare'>): Promise<Result<'documents.compare'>> {
     const doc = this.storage.documents.require(params.documentId);
     const tokens = this.storage.documents.tokens(doc.id);
@@ -404,10 +407,12 @@ export class DocumentsService {
     const model = await this.model();
     const c = this.storage.settings.get().compression;
     const budget = params.budget ?? c.budget;
+    const a = params.a ?? doc.compression?.method ?? c.method;
+    const b = params.b ?? compareCounterpart(a);
     // Read as the document was: into its context, in one pass or in chunks, re-based or not.
     const read = this.storage.stats.get(doc.id);
     const how = read ? { chunk: read.chunks > 1 ? ('auto' as const) : 0, rebase: read.rebased } : {};
-    const run = async (method: 'snapkv' | 'ada-snapkv', task: Task) => {
+    const run = async (method: CompressionMethod, task: Task) => {
       const h = await this.engine.createSession(model, this.documentSessionOptions(doc));
       try {
         const r = await this.engine.compress(
@@ -416,7 +421,7 @@ export class DocumentsService {
           { method, budget, alpha: c.alpha, window: c.window, kernel: c.kernel, ...how },
           {
             signal: task.signal,
-            onProgress: (d, t) => task.progress('compare', d, t, `${method} at ${budget}`),
+            onProgress: (d, t) => task.progress('compare', d, t, `${methodLabel(method)} at ${budget}`),
           },
         );
         return { ...r.stats, tokenRetention: Array.from(r.stats.tokenRetention) };
@@ -425,8 +430,9 @@ export class DocumentsService {
       }
     };
     return this.tasks.run('compare', doc.id, async (task) => ({
-      uniform: await run('snapkv', task),
-      ada: await run('ada-snapkv', task),
+      budget,
+      a: await run(a, task),
+      b: await run(b, task),
     }));
   }
 

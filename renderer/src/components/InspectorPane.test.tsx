@@ -8,7 +8,7 @@ import { renderApp } from '../test/render-app.tsx';
 import { setTab } from '../stores/ui.ts';
 
 describe('the inspector', () => {
-  it('switches metrics, shows memory saved, and compares uniform with Ada on demand with progress', async () => {
+  it('switches metrics, shows memory saved, and compares two chosen methods on demand with progress', async () => {
     let finish: (r: Result<'documents.compare'>) => void = () => {};
     const api = createFakeApi({
       'documents.list': () => [doc()],
@@ -24,9 +24,17 @@ describe('the inspector', () => {
     await userEvent.click(screen.getByRole('radio', { name: 'Retained attention' }));
     expect(screen.getByTestId('heatmap').dataset.metric).toBe('mass');
     await userEvent.click(screen.getByRole('radio', { name: 'Budget' }));
-    expect((screen.getByRole('radio', { name: 'Uniform' }) as HTMLInputElement).disabled).toBe(true);
+    expect((screen.getByRole('radio', { name: 'Second' }) as HTMLInputElement).disabled).toBe(true);
+    // By default the document's method (Ada-SnapKV) against its uniform counterpart.
+    const first = screen.getByRole('combobox', { name: 'First method' }) as HTMLSelectElement;
+    const second = screen.getByRole('combobox', { name: 'Second method' }) as HTMLSelectElement;
+    expect([first.value, second.value]).toEqual(['ada-snapkv', 'snapkv']);
+    expect(within(second).getByRole('group', { name: 'CriticalKV' })).toBeTruthy();
+    await userEvent.selectOptions(second, 'critical');
     await userEvent.click(screen.getByRole('button', { name: 'Compare' }));
-    expect(api.callsOf('documents.compare')).toEqual([{ documentId: 'd1', budget: 0.3 }]);
+    expect(api.callsOf('documents.compare')).toEqual([
+      { documentId: 'd1', budget: 0.3, a: 'ada-snapkv', b: 'critical' },
+    ]);
     act(() =>
       api.emit('task.progress', {
         taskId: 'cmp',
@@ -35,27 +43,28 @@ describe('the inspector', () => {
         done: 100,
         total: 375,
         etaMs: 500,
-        message: 'snapkv at 0.3',
+        message: 'Ada-SnapKV at 0.3',
       }),
     );
-    expect(screen.getByRole('progressbar', { name: 'Comparing uniform and Ada' }).getAttribute('aria-valuetext')).toBe(
-      '100 of 375 tokens · 27% · 1 s left',
-    );
-    const uniform = stats([
+    expect(
+      screen.getByRole('progressbar', { name: 'Comparing Ada-SnapKV and CriticalKV' }).getAttribute('aria-valuetext'),
+    ).toBe('100 of 375 tokens · 27% · 1 s left');
+    const even = stats([
       [113, 113, 113, 113],
       [113, 113, 113, 113],
       [113, 113, 113, 113],
     ]);
-    act(() => finish({ uniform: { ...uniform, method: 'snapkv' }, ada: stats() }));
-    await screen.findByTestId('heatmap-uniform');
-    expect(screen.getByTestId('heatmap-ada')).toBeTruthy();
-    expect((screen.getByRole('radio', { name: 'Ada' }) as HTMLInputElement).checked).toBe(true);
-    await userEvent.click(screen.getByRole('radio', { name: 'Uniform' }));
+    act(() => finish({ budget: 0.3, a: stats(), b: { ...even, method: 'critical' } }));
+    await screen.findByTestId('heatmap-a');
+    expect(screen.getByTestId('heatmap-b')).toBeTruthy();
+    expect(screen.getByRole('columnheader', { name: 'Retained, CriticalKV' })).toBeTruthy();
+    expect((screen.getByRole('radio', { name: 'CriticalKV' }) as HTMLInputElement).checked).toBe(true);
+    await userEvent.click(screen.getByRole('radio', { name: 'Ada-SnapKV' }));
     await waitFor(() =>
-      expect(screen.getByRole('heading', { name: /Budget by layer and KV head · Uniform \(SnapKV\)/ })).toBeTruthy(),
+      expect(screen.getByRole('heading', { name: /Budget by layer and KV head · Ada-SnapKV$/ })).toBeTruthy(),
     );
     // One colour domain for the three grids, so colours compare across them.
-    const domains = ['heatmap', 'heatmap-uniform', 'heatmap-ada'].map((id) => screen.getByTestId(id).dataset.domain);
+    const domains = ['heatmap', 'heatmap-a', 'heatmap-b'].map((id) => screen.getByTestId(id).dataset.domain);
     expect(new Set(domains).size).toBe(1);
     expect(JSON.parse(domains[0]!)).toEqual([61, 186]);
   });

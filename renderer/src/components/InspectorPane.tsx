@@ -1,18 +1,28 @@
 // The inspector: what Ada-KV compression did to this document's cache. A layer x KV-head heatmap of the
 // allocated budgets (or of retained attention mass, or concentration), a locked head's detail, per-layer
-// memory, the memory saved, and uniform SnapKV against Ada-SnapKV for the same document and budget.
-import { useEffect, useMemo } from 'react';
+// memory, the memory saved, and any two methods side by side for the same document and budget.
+import { useEffect, useMemo, useState } from 'react';
 import { useShallow } from 'zustand/react/shallow';
 
-import type { CompressionStats } from '../../../electron/api/contract.ts';
+import { compareCounterpart, type CompressionMethod, type CompressionStats } from '../../../electron/api/contract.ts';
 import { loadDetail, useDocuments } from '../stores/documents.ts';
-import { lockHead, runCompare, setMetric, setSource, useInspector, type Source } from '../stores/inspector.ts';
+import {
+  lockHead,
+  runCompare,
+  setMetric,
+  setSource,
+  useInspector,
+  type Comparison,
+  type Source,
+} from '../stores/inspector.ts';
+import { RECOMMENDED_METHOD } from '../../../electron/kv/methods.ts';
 import { documentTask, useTasks } from '../stores/tasks.ts';
 import { budgetInline } from '../lib/budget-label.ts';
 import { formatBytes, formatCount, formatDuration, formatPercent } from '../lib/format.ts';
 import { formatMetric, metricDomain, metricGrid, METRICS, type Metric } from '../lib/heatmap.ts';
 import { methodLabel } from '../lib/method-label.ts';
 import { Heatmap, HeatmapLegend } from './Heatmap.tsx';
+import { MethodSelect } from './MethodSelect.tsx';
 import { ReadNote } from './ReadNote.tsx';
 import { TaskProgress } from './Progress.tsx';
 import { Segmented } from './Segmented.tsx';
@@ -191,97 +201,135 @@ function HeadDetail({ stats, cell }: { stats: CompressionStats; cell: { row: num
   );
 }
 
-function CompareSection({ documentId, budget }: { documentId: string; budget: number | undefined }) {
+function CompareSection({
+  documentId,
+  method,
+  budget,
+}: {
+  documentId: string;
+  /** The document's method: the first pick by default, its counterpart the second. */
+  method: CompressionMethod;
+  budget: number | undefined;
+}) {
   const comparison = useInspector((s) => s.compare[documentId]);
   const comparing = useInspector((s) => !!s.comparing[documentId]);
   const error = useInspector((s) => s.compareError[documentId]);
   const task = useTasks((s) => documentTask(s, documentId, 'compare'));
   const metric = useInspector((s) => s.metric);
+  const [a, setA] = useState<CompressionMethod>(method);
+  const [b, setB] = useState<CompressionMethod>(() => compareCounterpart(method));
   const domain = useMemo(
     () =>
       comparison
-        ? metricDomain([metricGrid(comparison.uniform, metric), metricGrid(comparison.ada, metric)], metric)
+        ? metricDomain([metricGrid(comparison.a, metric), metricGrid(comparison.b, metric)], metric)
         : ([0, 1] as const),
     [comparison, metric],
   );
   return (
     <section className="card compare" aria-labelledby="compare-heading">
       <div className="section-head">
-        <h3 id="compare-heading">Uniform (SnapKV) and Ada-SnapKV, side by side</h3>
+        <h3 id="compare-heading">Two methods, side by side</h3>
         <button
           type="button"
           className="button small"
-          onClick={() => void runCompare(documentId, budget)}
+          onClick={() => void runCompare(documentId, { a, b }, budget)}
           disabled={comparing}
         >
           {comparison ? 'Compute again' : 'Compare'}
         </button>
       </div>
+      <div className="field-row">
+        <div className="field">
+          <label htmlFor="compare-a">First method</label>
+          <MethodSelect id="compare-a" value={a} onChange={setA} />
+        </div>
+        <div className="field">
+          <label htmlFor="compare-b">Second method</label>
+          <MethodSelect id="compare-b" value={b} onChange={setB} />
+        </div>
+      </div>
       <p className="muted small">
-        Compresses this document twice at the same budget{budget !== undefined ? ` (${budgetInline(budget)})` : ''}:
-        every head the same share, and Ada’s share by need. Nothing is saved.
+        Compresses this document with both at the same budget{budget !== undefined ? ` (${budgetInline(budget)})` : ''}.
+        Nothing is saved.
       </p>
-      {comparing && task && <TaskProgress task={task} title="Comparing uniform and Ada" />}
+      {comparing && task && <TaskProgress task={task} title={`Comparing ${methodLabel(a)} and ${methodLabel(b)}`} />}
       {comparing && !task && <p className="muted small">Starting…</p>}
       {error && (
         <p className="msg-error" role="alert">
           {error}
         </p>
       )}
-      {comparison && (
-        <>
-          <div className="compare-grids">
-            {(['uniform', 'ada'] as const).map((k) => (
-              <figure key={k}>
-                <figcaption>
-                  {k === 'uniform' ? 'Uniform (SnapKV)' : 'Ada-SnapKV'} · mean attention retained{' '}
-                  {formatPercent(meanMass(comparison[k]), 1)}
-                </figcaption>
-                <Heatmap
-                  stats={comparison[k]}
-                  metric={metric}
-                  domain={domain}
-                  label={k === 'uniform' ? 'Uniform SnapKV' : 'Ada-SnapKV'}
-                  testId={`heatmap-${k}`}
-                  maxCell={28}
-                  maxHeight={320}
-                  fallbackWidth={260}
-                />
-              </figure>
-            ))}
-          </div>
-          <HeatmapLegend metric={metric} domain={domain} />
-          <table className="compare-table small">
-            <caption className="sr-only">Per layer: attention retained and error bound, uniform against Ada</caption>
-            <thead>
-              <tr>
-                <th scope="col">Layer</th>
-                <th scope="col">Retained, uniform</th>
-                <th scope="col">Retained, Ada</th>
-                <th scope="col">ε/C uniform</th>
-                <th scope="col">ε/C Ada</th>
-              </tr>
-            </thead>
-            <tbody>
-              {comparison.ada.layers.map((l, i) => {
-                const u = comparison.uniform.layers[i];
-                const mu = mean(u?.heads.map((h) => h.retainedMass) ?? []);
-                const ma = mean(l.heads.map((h) => h.retainedMass));
-                return (
-                  <tr key={i}>
-                    <th scope="row">L{i}</th>
-                    <td>{formatPercent(mu, 1)}</td>
-                    <td className={ma > mu + 1e-9 ? 'better' : ''}>{formatPercent(ma, 1)}</td>
-                    <td>{u ? u.epsOverC.toFixed(3) : '–'}</td>
-                    <td className={u && l.epsOverC < u.epsOverC - 1e-9 ? 'better' : ''}>{l.epsOverC.toFixed(3)}</td>
-                  </tr>
-                );
-              })}
-            </tbody>
-          </table>
-        </>
-      )}
+      {comparison && <ComparisonView comparison={comparison} metric={metric} domain={domain} />}
     </section>
+  );
+}
+
+function ComparisonView({
+  comparison,
+  metric,
+  domain,
+}: {
+  comparison: Comparison;
+  metric: Metric;
+  domain: readonly [number, number];
+}) {
+  const la = methodLabel(comparison.a.method);
+  const lb = methodLabel(comparison.b.method);
+  return (
+    <>
+      <div className="compare-grids">
+        {(['a', 'b'] as const).map((k) => (
+          <figure key={k}>
+            <figcaption>
+              {methodLabel(comparison[k].method)} · mean attention retained {formatPercent(meanMass(comparison[k]), 1)}
+            </figcaption>
+            <Heatmap
+              stats={comparison[k]}
+              metric={metric}
+              domain={domain}
+              label={methodLabel(comparison[k].method)}
+              testId={`heatmap-${k}`}
+              maxCell={28}
+              maxHeight={320}
+              fallbackWidth={260}
+            />
+          </figure>
+        ))}
+      </div>
+      <HeatmapLegend metric={metric} domain={domain} />
+      <table className="compare-table small">
+        <caption className="sr-only">
+          Per layer: attention retained and error bound, {la} against {lb}
+        </caption>
+        <thead>
+          <tr>
+            <th scope="col">Layer</th>
+            <th scope="col">Retained, {la}</th>
+            <th scope="col">Retained, {lb}</th>
+            <th scope="col">ε/C {la}</th>
+            <th scope="col">ε/C {lb}</th>
+          </tr>
+        </thead>
+        <tbody>
+          {comparison.b.layers.map((l, i) => {
+            const u = comparison.a.layers[i];
+            const ma = mean(u?.heads.map((h) => h.retainedMass) ?? []);
+            const mb = mean(l.heads.map((h) => h.retainedMass));
+            return (
+              <tr key={i}>
+                <th scope="row">L{i}</th>
+                <td className={ma > mb + 1e-9 ? 'better' : ''}>{formatPercent(ma, 1)}</td>
+                <td className={mb > ma + 1e-9 ? 'better' : ''}>{formatPercent(mb, 1)}</td>
+                <td className={u && u.epsOverC < l.epsOverC - 1e-9 ? 'better' : ''}>
+                  {u ? u.epsOverC.toFixed(3) : '–'}
+                </td>
+                <td className={u && l.epsOverC < u.epsOverC - 1e-9 ? 'better' : ''}>{l.epsOverC.toFixed(3)}</td>
+              </tr>
+            );
+          })}
+        </tbody>
+      </table>
+    </>
   );
 }
 
@@ -296,10 +344,9 @@ export function InspectorPane({ documentId }: { documentId: string }) {
     if (!detail) void loadDetail(documentId);
   }, [documentId, detail]);
   const cache = detail?.stats ?? null;
-  const shown: CompressionStats | null =
-    source === 'uniform' ? (comparison?.uniform ?? cache) : source === 'ada' ? (comparison?.ada ?? cache) : cache;
+  const shown: CompressionStats | null = source === 'cache' ? cache : (comparison?.[source] ?? cache);
   const domain = useMemo(() => {
-    const all = [cache, comparison?.uniform, comparison?.ada].filter((x): x is CompressionStats => !!x);
+    const all = [cache, comparison?.a, comparison?.b].filter((x): x is CompressionStats => !!x);
     return metricDomain(
       all.map((s) => metricGrid(s, metric)),
       metric,
@@ -324,11 +371,7 @@ export function InspectorPane({ documentId }: { documentId: string }) {
   }
   const info = METRICS.find((m) => m.id === metric)!;
   const sourceLabel =
-    source === 'uniform' && comparison
-      ? 'Uniform (SnapKV)'
-      : source === 'ada' && comparison
-        ? 'Ada-SnapKV'
-        : `Saved cache (${methodLabel(shown.method)})`;
+    source !== 'cache' && comparison ? methodLabel(shown.method) : `Saved cache (${methodLabel(shown.method)})`;
   const valid =
     selected && selected.row < shown.layers.length && selected.col < (shown.layers[selected.row]?.heads.length ?? 0)
       ? selected
@@ -351,18 +394,12 @@ export function InspectorPane({ documentId }: { documentId: string }) {
           name="source"
           options={[
             { value: 'cache', label: 'Saved cache' },
-            {
-              value: 'uniform',
-              label: 'Uniform',
+            ...(['a', 'b'] as const).map((k) => ({
+              value: k,
+              label: comparison ? methodLabel(comparison[k].method) : k === 'a' ? 'First' : 'Second',
               disabled: !comparison,
-              title: comparison ? 'SnapKV: every head the same budget' : 'Run the comparison first',
-            },
-            {
-              value: 'ada',
-              label: 'Ada',
-              disabled: !comparison,
-              title: comparison ? 'Ada-SnapKV: budgets by need' : 'Run the comparison first',
-            },
+              title: comparison ? 'From the comparison' : 'Run the comparison first',
+            })),
           ]}
         />
       </div>
@@ -405,7 +442,9 @@ export function InspectorPane({ documentId }: { documentId: string }) {
       </div>
       <LayerMemory stats={shown} />
       <CompareSection
+        key={documentId}
         documentId={documentId}
+        method={detail.compression?.method ?? RECOMMENDED_METHOD}
         budget={detail.compression?.method === 'full' ? undefined : detail.compression?.budget}
       />
     </div>

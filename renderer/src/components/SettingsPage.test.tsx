@@ -1,4 +1,4 @@
-import { act, screen, waitFor } from '@testing-library/react';
+import { act, screen, waitFor, within } from '@testing-library/react';
 import userEvent from '@testing-library/user-event';
 import { describe, expect, it } from 'vitest';
 
@@ -45,7 +45,10 @@ describe('settings', () => {
     const api = settingsApi();
     await renderApp(api);
     act(() => go('settings'));
-    await userEvent.selectOptions(await screen.findByRole('combobox', { name: 'Method' }), 'snapkv');
+    const method = await screen.findByRole('combobox', { name: 'Method' });
+    // Grouped by scorer: SnapKV's six methods under one heading.
+    expect(within(screen.getByRole('group', { name: 'SnapKV' })).getAllByRole('option')).toHaveLength(6);
+    await userEvent.selectOptions(method, 'snapkv');
     const budget = screen.getByRole('textbox', { name: 'Budget' });
     await userEvent.clear(budget);
     await userEvent.type(budget, '0.5');

@@ -9,6 +9,7 @@ import { updateSettings, useSettings } from '../stores/settings.ts';
 import { ApiAccess } from './ApiAccess.tsx';
 import { Segmented } from './Segmented.tsx';
 import { METHOD_CHOICES } from '../lib/method-label.ts';
+import { MethodSelect } from './MethodSelect.tsx';
 import { DEFAULT_BETA } from '../../../electron/kv/budget.ts';
 
 /** The draft of the form: numbers as the user types them. */
@@ -284,18 +285,12 @@ export function SettingsPage() {
       <section className="card" aria-labelledby="compression-heading">
         <h3 id="compression-heading">Compression</h3>
         <Field id="set-method" label="Method" hint={METHOD_CHOICES.find((m) => m.value === draft.method)?.hint}>
-          <select
+          <MethodSelect
             id="set-method"
             value={draft.method}
-            onChange={(e) => set('method', e.target.value as CompressionMethod)}
-            aria-describedby="set-method-msg"
-          >
-            {METHOD_CHOICES.map((m) => (
-              <option key={m.value} value={m.value}>
-                {m.label}
-              </option>
-            ))}
-          </select>
+            onChange={(m) => set('method', m)}
+            describedBy="set-method-msg"
+          />
         </Field>
         <div className="field-row">
           {text('budget', 'Budget', 'A share of the document (0.2 = 20%) or tokens per KV head (e.g. 512)')}

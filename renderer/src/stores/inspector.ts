@@ -1,18 +1,16 @@
 // The inspector's state: which number the grid shows, which cache (the document's saved one, or the
-// uniform / Ada pair computed on demand by documents.compare), and the locked head.
+// pair of methods computed on demand by documents.compare), and the locked head.
 import { create } from 'zustand';
 
-import type { CompressionStats } from '../../../electron/api/contract.ts';
+import type { CompressionMethod, Result } from '../../../electron/api/contract.ts';
 import { api, errorCode, errorMessage } from '../api/client.ts';
 import type { Metric } from '../lib/heatmap.ts';
 
-export type Source = 'cache' | 'uniform' | 'ada';
+/** The grid's cache: the saved one, or one of the comparison's two runs. */
+export type Source = 'cache' | 'a' | 'b';
 
-export interface Comparison {
-  budget: number;
-  uniform: CompressionStats;
-  ada: CompressionStats;
-}
+/** Two methods' runs at one budget; each run's stats name its method. */
+export type Comparison = Result<'documents.compare'>;
 
 export interface InspectorState {
   metric: Metric;
@@ -49,18 +47,25 @@ export function lockHead(cell: { row: number; col: number } | null): void {
   useInspector.setState({ selected: cell });
 }
 
-/** Runs uniform SnapKV and Ada-SnapKV on the document at one budget (progress comes as a 'compare' task). */
-export async function runCompare(documentId: string, budget?: number): Promise<void> {
+/** Runs two methods on the document at one budget (progress comes as a 'compare' task). */
+export async function runCompare(
+  documentId: string,
+  methods: { a: CompressionMethod; b: CompressionMethod },
+  budget?: number,
+): Promise<void> {
   useInspector.setState((s) => {
     const compareError = { ...s.compareError };
     delete compareError[documentId];
     return { comparing: { ...s.comparing, [documentId]: true }, compareError };
   });
   try {
-    const r = await api().call('documents.compare', budget === undefined ? { documentId } : { documentId, budget });
+    const r = await api().call(
+      'documents.compare',
+      budget === undefined ? { documentId, ...methods } : { documentId, budget, ...methods },
+    );
     useInspector.setState((s) => ({
-      compare: { ...s.compare, [documentId]: { budget: r.ada.budget, uniform: r.uniform, ada: r.ada } },
-      source: s.source === 'cache' ? 'ada' : s.source,
+      compare: { ...s.compare, [documentId]: r },
+      source: s.source === 'cache' ? 'b' : s.source,
     }));
   } catch (e) {
     const cancelled = errorCode(e) === 'CANCELLED' || /cancel/i.test(errorMessage(e));

@@ -38,7 +38,7 @@ export const KIND_LABEL: Record<TaskKind, string> = {
   save: 'Saving the compressed cache',
   'load-model': 'Loading the model',
   download: 'Downloading',
-  compare: 'Comparing uniform and Ada',
+  compare: 'Comparing two methods',
 };
 
 /** How long a finished task stays visible. */
