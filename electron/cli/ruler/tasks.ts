@@ -130,7 +130,7 @@ function niah(shape: NiahShape): TaskMaker {
     const asked = shape.queryKeys > 0 ? [keys.slice(0, shape.queryKeys).map((_, i) => i)] : keys.map((_, i) => [i]);
     return {
       instruction: `Some special magic ${kind}s are hidden within the following text. Make sure to memorize it. I will quiz you about the ${kind}s afterwards.`,
-      minFill: 1,
+      minFill: 0,
       maxFill: Number.POSITIVE_INFINITY,
       at: (k) => ({ haystack: plant(fill(k), needles), questions: asked.map(question) }),
       problems: ({ haystack, questions }) => {
@@ -169,7 +169,7 @@ const variableTracking: TaskMaker = (rng) => {
   };
   return {
     instruction: 'Memorize and track the chain(s) of variable assignment hidden in the following text.',
-    minFill: 1,
+    minFill: 0,
     maxFill: Number.POSITIVE_INFINITY,
     at: (k) => ({ haystack: plant(cycle(NOISE_SENTENCES, 0, k), needles), questions: [question] }),
     problems: ({ haystack }) => {
