@@ -1,7 +1,8 @@
-// Scoring as RULER does it (string match, case-insensitive): every expected value must be in the answer,
-// and a task with several values scores the fraction found (string_match_all). A single-answer question is
-// stricter than RULER's containment: the answer must begin with the value, so echoing the haystack cannot
-// score. Values match as whole words: 12 is not found in 123.
+// Scoring as RULER does it (string match, ignoring case): every expected value must be in the answer, and
+// a question with several values scores the fraction found (RULER's string_match_all). A single-value
+// question is stricter than RULER's containment: the answer must begin with the value, so that echoing the
+// haystack cannot score; what follows the value is not read (a greedy decode runs on past the answer, as
+// RULER's does). In the haystack (answerability), values count as whole words: 12 is not in 123.
 
 /** How a question is scored. */
 export type Scoring = 'exact' | 'all';
@@ -19,16 +20,19 @@ export function countWord(text: string, value: string): number {
   return normalize(text).match(wordPattern(value))?.length ?? 0;
 }
 
-/** 1 when the answer, after leading white space and punctuation, begins with the value as a whole word. */
+/** 1 when the answer, after leading white space and punctuation, begins with the value. */
 export function scoreExact(output: string, value: string): number {
-  const start = normalize(output).replace(/^[\s"'“‘:,.*-]+/u, '');
-  const m = wordPattern(value).exec(start);
-  return m !== null && m.index === 0 ? 1 : 0;
+  return normalize(output)
+    .replace(/^[\s"'“‘:,.*-]+/u, '')
+    .startsWith(normalize(value))
+    ? 1
+    : 0;
 }
 
-/** The fraction of the values the answer holds as whole words (RULER's string_match_all). */
+/** The fraction of the values the answer holds (RULER's string_match_all). */
 export function scoreAll(output: string, values: readonly string[]): number {
-  return values.filter((v) => countWord(output, v) > 0).length / values.length;
+  const text = normalize(output);
+  return values.filter((v) => text.includes(normalize(v))).length / values.length;
 }
 
 export function score(scoring: Scoring, output: string, values: readonly string[]): number {
