@@ -125,8 +125,10 @@ export function generateCase(
     for (let k = best; k >= Math.max(draft.minFill, best - SHRINK_TRIES); k--) {
       const filled = draft.at(k);
       problems = draft.problems(filled);
-      if (problems.length > 0) continue;
-      const { prefix, questions } = render(tok, draft.instruction, filled);
+      const rendered = render(tok, draft.instruction, filled);
+      // A smaller haystack can have other answers, longer in tokens: the case is measured again.
+      if (problems.length > 0 || footprint(rendered) > length) continue;
+      const { prefix, questions } = rendered;
       return {
         id,
         task,
