@@ -80,7 +80,7 @@ function hash(s: string): number {
 }
 
 /** The most filler units whose case fits in `length` tokens. */
-function fit(draft: Draft, size: (k: number) => number, length: number, task: string): number {
+function largestFill(draft: Draft, size: (k: number) => number, length: number, task: string): number {
   const lo0 = draft.minFill;
   const least = size(lo0);
   if (least > length)
@@ -121,7 +121,7 @@ export function generateCase(
   for (let draw = 0; draw < DRAWS; draw++) {
     const draft = TASKS[task](rng, corpus, length);
     const size = (k: number) => footprint(render(tok, draft.instruction, draft.at(k)));
-    const best = fit(draft, size, length, task);
+    const best = largestFill(draft, size, length, task);
     for (let k = best; k >= Math.max(draft.minFill, best - SHRINK_TRIES); k--) {
       const filled = draft.at(k);
       problems = draft.problems(filled);
