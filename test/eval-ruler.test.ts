@@ -13,7 +13,9 @@ import { loadAddon } from '../electron/engine/binding.ts';
 import { documentFiles } from '../electron/cli/commands/eval.ts';
 import { generateCases, modelTokenizer } from '../electron/cli/ruler/generate.ts';
 import { readCorpus } from '../electron/cli/ruler/haystack.ts';
+import { runRuler } from '../electron/cli/ruler/run.ts';
 import { score } from '../electron/cli/ruler/score.ts';
+import { templateRenderer } from '../electron/services/chat-format.ts';
 import type { RulerReport } from '../electron/cli/ruler/suite.ts';
 import { RULER_TASKS } from '../electron/cli/ruler/tasks.ts';
 import { missing, repoRoot, sharedModel } from './helpers/shared.ts';
@@ -152,4 +154,38 @@ test('usage errors: unknown task, bad lengths, a length past the context, two mo
     assert.equal(r.code, 2, `${args.join(' ')}: ${r.err}`);
     assert.match(r.err, message);
   }
+});
+
+test('a chat template: the document is the system message, the answer prefix follows the assistant header, turns continue', {
+  skip,
+}, async () => {
+  // stories260K has no template; a ChatML one is put on its tokenizer. It renders an answer in capitals, so a
+  // later turn finds the cache's answer rendered otherwise and sends it again as rendered (dropLastAnswer).
+  const chatml =
+    '{% for m in messages %}<|im_start|>{{ m.role }}\n' +
+    "{% if m.role == 'assistant' %}{{ m.content | upper }}{% else %}{{ m.content }}{% endif %}<|im_end|>\n" +
+    '{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}';
+  const model = await loadAddon().loadModel(stories);
+  const plainTok = modelTokenizer(model);
+  const tok = {
+    ...plainTok,
+    format: { ...plainTok.format, renderer: templateRenderer(chatml, { bos: '', eos: '' }), template: true },
+  };
+  const corpus = readCorpus(documentFiles(join(repoRoot, 'test/docs')));
+  const cases = generateCases(tok, corpus, { tasks: ['qa'], lengths: [300], samples: 2, seed });
+  for (const c of cases) {
+    for (const q of c.questions) {
+      assert.ok(q.prompt.startsWith('<|im_start|>user\n'), JSON.stringify(q.prompt));
+      assert.ok(q.prompt.endsWith(`<|im_start|>assistant\n${q.answerPrefix}`), JSON.stringify(q.prompt));
+    }
+    assert.ok(c.prefixTokens[0] === 1, 'BOS as the model asks');
+  }
+  const o = { methods: ['full' as const], budgets: [1], alpha: 0.2, window: 32, kernel: 7 };
+  const sessionOpts = { nCtx: 512, nThreads: 2, kvType: 'f16' as const };
+  const multi = await runRuler(model, tok, cases, { ...o, sessionOpts, mode: 'multi-question' });
+  const agnostic = await runRuler(model, tok, cases, { ...o, sessionOpts, mode: 'question-agnostic' });
+  assert.equal(multi.results.length, 4);
+  for (const r of multi.results.filter((x) => x.question === 0))
+    assert.equal(r.output, agnostic.results.find((a) => a.case === r.case && a.question === 0)!.output);
+  model.dispose();
 });
