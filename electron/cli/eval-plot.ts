@@ -108,7 +108,7 @@ function series(points: [number, number][], s: Style): string {
 /** The two-panel plot of a fidelity report, as SVG text. */
 export function fidelitySvg(r: PlotInput): string {
   const W = 980,
-    H = 500;
+    H = 460 + legendHeight(r.settings.methods, W);
   const left: Panel = { x: 80, y: 60, w: 380, h: 320 };
   const right: Panel = { x: 570, y: 60, w: 380, h: 320 };
   const methods = r.settings.methods;
@@ -211,7 +211,7 @@ export function fidelitySvg(r: PlotInput): string {
     parts.push(series(pts, styleOf(row.method)));
   }
 
-  parts.push(legend(methods, W, H - 40), '</svg>');
+  parts.push(legend(methods, W, 460), '</svg>');
   return parts.join('\n') + '\n';
 }
 
@@ -241,18 +241,27 @@ function budgetAxis(p: Panel, budgets: number[]): { xOf: (b: number) => number; 
   return { xOf, marks: marks.join('\n') };
 }
 
-/** The methods' styles in one row at height y. */
+const LEGEND_ROW = 20;
+/** Legend entries in a row of a plot `W` wide: as many as the longest name leaves room for (12px text). */
+const legendPerRow = (methods: CompressionMethod[], W: number) =>
+  Math.max(1, Math.floor((W - 160) / (48 + 6 * Math.max(...methods.map((m) => m.length)))));
+/** Height of the methods' legend, a margin below included. */
+const legendHeight = (methods: CompressionMethod[], W: number) =>
+  Math.ceil(methods.length / legendPerRow(methods, W)) * LEGEND_ROW + 20;
+
+/** The methods' styles in rows from height y on. */
 function legend(methods: CompressionMethod[], W: number, y: number): string {
-  const x0 = 80,
-    step = (W - 2 * x0) / Math.max(1, methods.length);
+  const perRow = legendPerRow(methods, W),
+    step = (W - 160) / Math.min(perRow, Math.max(1, methods.length));
   return methods
     .map((m, i) => {
       const s = styleOf(m);
-      const x = x0 + i * step;
+      const x = 80 + (i % perRow) * step,
+        ly = y + Math.floor(i / perRow) * LEGEND_ROW;
       return (
-        `<line x1="${x}" x2="${x + 36}" y1="${y}" y2="${y}" stroke="${s.colour}" stroke-width="${s.width}"${s.dash ? ` stroke-dasharray="${s.dash}"` : ''}/>` +
-        marker(s.marker, x + 18, y, s.colour) +
-        `<text x="${x + 44}" y="${y + 4}" font-size="12">${esc(m)}</text>`
+        `<line x1="${n(x)}" x2="${n(x + 36)}" y1="${ly}" y2="${ly}" stroke="${s.colour}" stroke-width="${s.width}"${s.dash ? ` stroke-dasharray="${s.dash}"` : ''}/>` +
+        marker(s.marker, x + 18, ly, s.colour) +
+        `<text x="${n(x + 44)}" y="${ly + 4}" font-size="12">${esc(m)}</text>`
       );
     })
     .join('\n');
@@ -277,7 +286,8 @@ export function rulerSvg(r: RulerPlotInput): string {
     gapX = 80,
     gapY = 90;
   const W = 80 + cols * pw + (cols - 1) * gapX + 30,
-    H = 60 + rowsOfPanels * (ph + gapY) + 30;
+    top = 60 + rowsOfPanels * (ph + gapY),
+    H = top + legendHeight(r.settings.methods, W);
   const parts: string[] = [
     svgStart(
       W,
@@ -305,6 +315,6 @@ export function rulerSvg(r: RulerPlotInput): string {
       parts.push(series(pts, styleOf(m)));
     }
   });
-  parts.push(legend(r.settings.methods, W, H - 24), '</svg>');
+  parts.push(legend(r.settings.methods, W, top), '</svg>');
   return parts.join('\n') + '\n';
 }

@@ -129,18 +129,20 @@ const MODE_TEXT: Record<RulerMode, string> = {
 export function rulerTable(r: RulerReport): string {
   const s = r.settings;
   const lengths = s.lengths.map(String);
+  // Method names are as long as the method table makes them.
+  const mw = Math.max(14, ...s.methods.map((m) => m.length));
   const out = [
     `RULER on ${r.model.name || basename(r.model.path)}${r.model.chat_template ? ' (chat template)' : ' (plain prompts)'}: ` +
       `${r.cases.length} cases (${s.samples} per task and length), seed ${s.seed}, haystacks from ${s.docs}`,
     MODE_TEXT[s.mode],
     '',
-    'task             method          budget   questions  accuracy  correct' +
+    `task             ${'method'.padEnd(mw)}  budget   questions  accuracy  correct` +
       (lengths.length > 1 ? lengths.map((l) => `len ${l}`.padStart(9)).join('') : '') +
       '   KV kept   seconds',
   ];
   for (const row of r.rows) {
     out.push(
-      `${row.task.padEnd(16)} ${row.method.padEnd(14)}  ${fmtBudget(row.budget).padStart(6)}  ${String(row.questions).padStart(10)}  ` +
+      `${row.task.padEnd(16)} ${row.method.padEnd(mw)}  ${fmtBudget(row.budget).padStart(6)}  ${String(row.questions).padStart(10)}  ` +
         `${row.accuracy.toFixed(3).padStart(8)}  ${String(row.correct).padStart(7)}` +
         (lengths.length > 1 ? lengths.map((l) => (row.by_length[l] ?? NaN).toFixed(2).padStart(9)).join('') : '') +
         `  ${(100 * row.kept_ratio).toFixed(1).padStart(7)}%  ${row.seconds.toFixed(2).padStart(8)}`,
@@ -149,7 +151,7 @@ export function rulerTable(r: RulerReport): string {
   out.push('', 'mean over the tasks');
   for (const a of r.average)
     out.push(
-      `${'all'.padEnd(16)} ${a.method.padEnd(14)}  ${fmtBudget(a.budget).padStart(6)}  ${a.accuracy.toFixed(3).padStart(20)}`,
+      `${'all'.padEnd(16)} ${a.method.padEnd(mw)}  ${fmtBudget(a.budget).padStart(6)}  ${a.accuracy.toFixed(3).padStart(20)}`,
     );
   out.push(`(${r.seconds.toFixed(1)} s)`);
   return out.join('\n') + '\n';
