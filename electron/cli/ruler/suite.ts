@@ -47,6 +47,9 @@ export interface RulerReport {
     kv_type: 'f16' | 'f32';
     n_ctx: number;
     docs: string;
+    /** How each document was read (docs/compression.md, "Reading a long document"): 0 in one pass. */
+    chunk: 'auto' | number;
+    rebase: boolean;
   };
   cases: RulerCaseSummary[];
   rows: RulerRow[];
@@ -102,6 +105,8 @@ export async function runRulerSuite(model: Model, modelPath: string, o: RulerSui
       kv_type: o.sessionOpts.kvType,
       n_ctx: nCtx,
       docs: o.docsDir,
+      chunk: o.read?.chunk ?? 0,
+      rebase: o.read?.rebase ?? false,
     },
     cases: cases.map((c) => ({
       id: c.id,
