@@ -545,6 +545,7 @@ export const evalCommand: Command = {
         samples,
         seed,
         docsDir,
+        documents: documentFiles(docsDir),
         methods,
         budgets,
         alpha,

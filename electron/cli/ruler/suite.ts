@@ -5,7 +5,6 @@ import { basename } from 'node:path';
 
 import type { CompressionMethod, Model } from '../../engine/binding.ts';
 import { UsageError } from '../args.ts';
-import { documentFiles } from '../commands/eval.ts';
 import { generateCases, modelTokenizer } from './generate.ts';
 import { readCorpus } from './haystack.ts';
 import { runRuler, type RulerMode, type RulerResult, type RulerRow, type RulerRunOptions } from './run.ts';
@@ -17,7 +16,9 @@ export interface RulerSuiteOptions extends RulerRunOptions {
   lengths: number[];
   samples: number;
   seed: number;
+  /** The folder the haystacks come from, and its documents (commands/eval.ts documentFiles). */
   docsDir: string;
+  documents: string[];
 }
 
 export interface RulerCaseSummary {
@@ -76,7 +77,7 @@ export async function runRulerSuite(model: Model, modelPath: string, o: RulerSui
   if (over.length)
     throw new UsageError(`--lengths: ${over.join(', ')} is longer than the context (${nCtx} tokens): a larger --ctx`);
   const tok = modelTokenizer(model);
-  const cases = generateCases(tok, readCorpus(documentFiles(o.docsDir)), { ...o, lengths });
+  const cases = generateCases(tok, readCorpus(o.documents), { ...o, lengths });
   o.progress?.(
     `${cases.length} cases (${o.tasks.length} tasks × ${lengths.length} lengths × ${o.samples}), seed ${o.seed}`,
   );
