@@ -115,26 +115,22 @@ function series(points: [number, number][], s: Style): string {
 /** The two-panel plot of a fidelity report, as SVG text. */
 export function fidelitySvg(r: PlotInput): string {
   const W = 980,
-    H = 500;
+    H = 460 + legendHeight(r.settings.methods, W);
   const left: Panel = { x: 80, y: 60, w: 380, h: 320 };
   const right: Panel = { x: 570, y: 60, w: 380, h: 320 };
   const methods = r.settings.methods;
   const budgets = [...r.settings.budgets].sort((a, b) => a - b);
-  const parts: string[] = [];
-  parts.push(
-    `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" font-family="Helvetica, Arial, sans-serif">`,
-    `<rect width="${W}" height="${H}" fill="white"/>`,
-    `<text x="${W / 2}" y="22" text-anchor="middle" font-size="15">${esc(
+  const parts: string[] = [
+    svgStart(
+      W,
+      H,
       `Compression fidelity: ${r.model.name || r.model.path}, ${r.documents.length} documents, split ${r.settings.split}, ` +
         `window ${r.settings.window}, alpha ${r.settings.alpha}, F32 caches`,
-    )}</text>`,
-  );
+    ),
+  ];
 
   // Left panel: KL against the budget, log scale.
-  const bx0 = budgets[0],
-    bx1 = budgets[budgets.length - 1];
-  const pad = bx1 > bx0 ? (bx1 - bx0) * 0.06 : Math.max(bx0 * 0.1, 0.05);
-  const xOf = (b: number) => left.x + ((b - (bx0 - pad)) / (bx1 + pad - (bx0 - pad))) * left.w;
+  const { xOf, marks } = budgetAxis(left, budgets);
   const kls = r.rows.filter((x) => x.kl > 0 && Number.isFinite(x.kl)).map((x) => x.kl);
   const lo = kls.length ? Math.floor(Math.log10(Math.min(...kls))) : -3;
   let hi = kls.length ? Math.ceil(Math.log10(Math.max(...kls))) : 0;
@@ -156,15 +152,7 @@ export function fidelitySvg(r: PlotInput): string {
           parts.push(`<text x="${left.x - 8}" y="${n(ym + 4)}" text-anchor="end" fill="#555">${m}e${e}</text>`);
       }
   }
-  for (const b of budgets) {
-    const x = xOf(b);
-    parts.push(
-      `<line x1="${n(x)}" x2="${n(x)}" y1="${left.y}" y2="${left.y + left.h}" stroke="#eeeeee"/>`,
-      `<line x1="${n(x)}" x2="${n(x)}" y1="${left.y + left.h}" y2="${left.y + left.h + 5}" stroke="#000"/>`,
-      `<text x="${n(x)}" y="${left.y + left.h + 18}" text-anchor="middle">${b <= 1 ? b : `${b} tok`}</text>`,
-    );
-  }
-  parts.push(`</g>`);
+  parts.push(marks, `</g>`);
   parts.push(
     frame(
       left,
@@ -230,19 +218,110 @@ export function fidelitySvg(r: PlotInput): string {
     parts.push(series(pts, styleOf(row.method)));
   }
 
-  // Legend, one row under both panels.
-  const lx0 = 80,
-    ly = H - 40,
-    step = (W - 2 * lx0) / Math.max(1, methods.length);
-  methods.forEach((m, i) => {
-    const s = styleOf(m);
-    const x = lx0 + i * step;
-    parts.push(
-      `<line x1="${x}" x2="${x + 36}" y1="${ly}" y2="${ly}" stroke="${s.colour}" stroke-width="${s.width}"${s.dash ? ` stroke-dasharray="${s.dash}"` : ''}/>`,
-      marker(s.marker, x + 18, ly, s.colour),
-      `<text x="${x + 44}" y="${ly + 4}" font-size="12">${esc(m)}</text>`,
+  parts.push(legend(methods, W, 460), '</svg>');
+  return parts.join('\n') + '\n';
+}
+
+/** The opening of a plot: size, white background, the title. */
+function svgStart(W: number, H: number, title: string): string {
+  return (
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" font-family="Helvetica, Arial, sans-serif">\n` +
+    `<rect width="${W}" height="${H}" fill="white"/>\n` +
+    `<text x="${W / 2}" y="22" text-anchor="middle" font-size="15">${esc(title)}</text>`
+  );
+}
+
+/** A panel's x axis of budgets: where a budget goes, and its grid lines and labels. */
+function budgetAxis(p: Panel, budgets: number[]): { xOf: (b: number) => number; marks: string } {
+  const bx0 = budgets[0],
+    bx1 = budgets[budgets.length - 1];
+  const pad = bx1 > bx0 ? (bx1 - bx0) * 0.06 : Math.max(bx0 * 0.1, 0.05);
+  const xOf = (b: number) => p.x + ((b - (bx0 - pad)) / (bx1 + pad - (bx0 - pad))) * p.w;
+  const marks = budgets.map((b) => {
+    const x = xOf(b);
+    return (
+      `<line x1="${n(x)}" x2="${n(x)}" y1="${p.y}" y2="${p.y + p.h}" stroke="#eeeeee"/>` +
+      `<line x1="${n(x)}" x2="${n(x)}" y1="${p.y + p.h}" y2="${p.y + p.h + 5}" stroke="#000"/>` +
+      `<text x="${n(x)}" y="${p.y + p.h + 18}" text-anchor="middle">${b <= 1 ? b : `${b} tok`}</text>`
     );
   });
-  parts.push('</svg>');
+  return { xOf, marks: marks.join('\n') };
+}
+
+const LEGEND_ROW = 20;
+/** Legend entries in a row of a plot `W` wide: as many as the longest name leaves room for (12px text). */
+const legendPerRow = (methods: CompressionMethod[], W: number) =>
+  Math.max(1, Math.floor((W - 160) / (48 + 6 * Math.max(...methods.map((m) => m.length)))));
+/** Height of the methods' legend, a margin below included. */
+const legendHeight = (methods: CompressionMethod[], W: number) =>
+  Math.ceil(methods.length / legendPerRow(methods, W)) * LEGEND_ROW + 20;
+
+/** The methods' styles in rows from height y on. */
+function legend(methods: CompressionMethod[], W: number, y: number): string {
+  const perRow = legendPerRow(methods, W),
+    step = (W - 160) / Math.min(perRow, Math.max(1, methods.length));
+  return methods
+    .map((m, i) => {
+      const s = styleOf(m);
+      const x = 80 + (i % perRow) * step,
+        ly = y + Math.floor(i / perRow) * LEGEND_ROW;
+      return (
+        `<line x1="${n(x)}" x2="${n(x + 36)}" y1="${ly}" y2="${ly}" stroke="${s.colour}" stroke-width="${s.width}"${s.dash ? ` stroke-dasharray="${s.dash}"` : ''}/>` +
+        marker(s.marker, x + 18, ly, s.colour) +
+        `<text x="${n(x + 44)}" y="${ly + 4}" font-size="12">${esc(m)}</text>`
+      );
+    })
+    .join('\n');
+}
+
+/** What the RULER plot needs of its report (ruler/suite.ts). */
+export interface RulerPlotInput {
+  model: { name: string; path: string };
+  settings: { methods: CompressionMethod[]; budgets: number[]; mode: string; tasks: string[]; lengths: number[] };
+  rows: { task: string; method: CompressionMethod; budget: number; accuracy: number }[];
+  cases: unknown[];
+}
+
+/** The RULER plot: accuracy against the budget, one line per method, one panel per task (three to a row). */
+export function rulerSvg(r: RulerPlotInput): string {
+  const tasks = [...new Set(r.rows.map((x) => x.task))];
+  const budgets = [...r.settings.budgets].sort((a, b) => a - b);
+  const cols = Math.min(3, tasks.length),
+    rowsOfPanels = Math.ceil(tasks.length / cols);
+  const pw = 260,
+    ph = 180,
+    gapX = 80,
+    gapY = 90;
+  const W = 80 + cols * pw + (cols - 1) * gapX + 30,
+    top = 60 + rowsOfPanels * (ph + gapY),
+    H = top + legendHeight(r.settings.methods, W);
+  const parts: string[] = [
+    svgStart(
+      W,
+      H,
+      `RULER accuracy: ${r.model.name || r.model.path}, ${r.cases.length} cases, lengths ${r.settings.lengths.join(', ')}, ${r.settings.mode}`,
+    ),
+  ];
+  const yTicks = [0, 0.25, 0.5, 0.75, 1];
+  tasks.forEach((task, i) => {
+    const p: Panel = { x: 80 + (i % cols) * (pw + gapX), y: 60 + Math.floor(i / cols) * (ph + gapY), w: pw, h: ph };
+    const { xOf, marks } = budgetAxis(p, budgets);
+    const yOf = (a: number) => p.y + p.h - a * p.h;
+    parts.push(`<g font-size="11">`, marks);
+    for (const t of yTicks)
+      parts.push(
+        `<line x1="${p.x}" x2="${p.x + p.w}" y1="${n(yOf(t))}" y2="${n(yOf(t))}" stroke="#d0d0d0"/>` +
+          `<text x="${p.x - 8}" y="${n(yOf(t) + 4)}" text-anchor="end">${t}</text>`,
+      );
+    parts.push(`</g>`, frame(p, task, 'budget (kept fraction per head)', 'accuracy'));
+    for (const m of r.settings.methods) {
+      const pts = budgets
+        .map((b) => r.rows.find((x) => x.task === task && x.method === m && x.budget === b))
+        .filter((x): x is NonNullable<typeof x> => !!x)
+        .map((x) => [xOf(x.budget), yOf(x.accuracy)] as [number, number]);
+      parts.push(series(pts, styleOf(m)));
+    }
+  });
+  parts.push(legend(r.settings.methods, W, top), '</svg>');
   return parts.join('\n') + '\n';
 }

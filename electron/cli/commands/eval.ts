@@ -25,8 +25,10 @@ import {
   str,
 } from '../args.ts';
 import { METHOD_NAMES } from '../../kv/methods.ts';
-import { fidelitySvg } from '../eval-plot.ts';
+import { fidelitySvg, rulerSvg } from '../eval-plot.ts';
 import { niahTable, type ReadChoice, readNiahCases, runNiah } from '../eval-niah.ts';
+import { RULER_TASKS, isRulerTask } from '../ruler/tasks.ts';
+import { rulerTable, runRulerSuite } from '../ruler/suite.ts';
 
 const defaultMethods: CompressionMethod[] = [...METHOD_NAMES];
 const defaultBudgets = [0.2, 0.4, 0.6, 0.8];
@@ -446,7 +448,8 @@ function list<T>(s: string | undefined, def: T[], parse: (x: string) => T, flag:
 }
 
 export const evalCommand: Command = {
-  summary: 'measure what compression does to the model: its predictions (fidelity) or its retrieval (niah)',
+  summary:
+    'measure what compression does to the model: its predictions (fidelity), its retrieval (niah) or RULER tasks (ruler)',
   usage:
     `folio eval --model M --suite fidelity [--methods ${METHOD_NAMES.join(',')}]\n` +
     '           [--budgets 0.2,0.4,0.6,0.8] [--docs DIR] [--split 0.75] [--alpha 0.2] [--window 32] [--kernel 7]\n' +
@@ -455,7 +458,12 @@ export const evalCommand: Command = {
     'folio eval --model M --suite niah --cases FILE.jsonl [--tasks passkey] [--lengths 256,512] [--question-aware]\n' +
     '           [--methods ...] [--budgets ...] [--alpha 0.2] [--window 32] [--kernel 7] [--json]\n' +
     '      cases in the needle-eval format (../shared/models/needle-eval); budgets as ratios or tokens per head\n' +
-    'both suites: [--chunk auto|N] reads each document in chunks (default 0: one pass); [--rebase] with re-based\n' +
+    `folio eval --model M --suite ruler [--tasks ${RULER_TASKS.join(',')}]\n` +
+    '           [--lengths 512,1024] [--samples 5] [--seed 0] [--docs DIR] [--question-aware | --multi-question]\n' +
+    '           [--methods ...] [--budgets ...] [--alpha 0.2] [--window 32] [--kernel 7] [--svg FILE] [--json]\n' +
+    "      RULER cases generated from the documents of DIR with the model's tokenizer; lengths in its tokens\n" +
+    '      (default: powers of two from 512 up to the context)\n' +
+    'all suites: [--chunk auto|N] reads each document in chunks (default 0: one pass); [--rebase] with re-based\n' +
     '      positions where it is longer than --ctx',
   options: {
     model: common.model,
@@ -476,14 +484,17 @@ export const evalCommand: Command = {
     tasks: { type: 'string' },
     lengths: { type: 'string' },
     'question-aware': { type: 'boolean' },
+    'multi-question': { type: 'boolean' },
+    samples: { type: 'string' },
+    seed: { type: 'string' },
     'kv-type': common['kv-type'],
     chunk: { type: 'string' },
     rebase: { type: 'boolean' },
   },
   async run(v) {
     const suite = str(v, 'suite') ?? 'fidelity';
-    if (suite !== 'fidelity' && suite !== 'niah')
-      throw new UsageError(`unknown suite '${suite}': use fidelity or niah`);
+    if (suite !== 'fidelity' && suite !== 'niah' && suite !== 'ruler')
+      throw new UsageError(`unknown suite '${suite}': use fidelity, niah or ruler`);
     const methods = [...new Set(list(str(v, 'methods'), defaultMethods, compressionMethod, 'methods'))];
     const budgets = [
       ...new Set(list(str(v, 'budgets'), defaultBudgets, (x) => budgetValue(x, 'budgets'), 'budgets')),
@@ -502,21 +513,62 @@ export const evalCommand: Command = {
     const { nThreads, nCtx } = sessionOptions(v);
     const svg = str(v, 'svg');
     const modelPath = str(v, 'model');
+    const lengths = list(
+      str(v, 'lengths'),
+      [] as number[],
+      (x) => {
+        const n = Number(x);
+        if (!Number.isInteger(n) || n < 1) throw new UsageError(`--lengths: '${x}' is not a length`);
+        return n;
+      },
+      'lengths',
+    );
+    const questionAware = !!v['question-aware'];
+    if (suite === 'ruler') {
+      const tasks = list(
+        str(v, 'tasks'),
+        [...RULER_TASKS],
+        (x) => {
+          if (!isRulerTask(x)) throw new UsageError(`unknown task '${x}': use ${RULER_TASKS.join(', ')}`);
+          return x;
+        },
+        'tasks',
+      );
+      if (questionAware && v['multi-question'])
+        throw new UsageError('--question-aware and --multi-question do not go together: choose one');
+      const samples = int(v, 'samples', 5, 1);
+      const seed = int(v, 'seed', 0);
+      const model = await openModel(v);
+      const report = await runRulerSuite(model, modelPath!, {
+        tasks: [...new Set(tasks)],
+        lengths: [...new Set(lengths)].sort((a, b) => a - b),
+        samples,
+        seed,
+        docsDir,
+        documents: documentFiles(docsDir),
+        methods,
+        budgets,
+        alpha,
+        window,
+        kernel,
+        mode: questionAware ? 'question-aware' : v['multi-question'] ? 'multi-question' : 'question-agnostic',
+        sessionOpts: sessionOptions(v),
+        read,
+        progress: v.json ? undefined : (line) => process.stderr.write(line + '\n'),
+      });
+      model.dispose();
+      if (svg !== undefined) writeFileSync(svg, rulerSvg(report));
+      print(
+        v,
+        { ...report, ...(svg !== undefined ? { svg } : {}) },
+        rulerTable(report) + (svg !== undefined ? `plot: ${svg}\n` : ''),
+      );
+      return;
+    }
     if (suite === 'niah') {
       const casesPath = str(v, 'cases');
       if (casesPath === undefined) throw new UsageError('--cases is required for the niah suite');
       const tasks = str(v, 'tasks')?.split(',');
-      const lengths = list(
-        str(v, 'lengths'),
-        [] as number[],
-        (x) => {
-          const n = Number(x);
-          if (!Number.isInteger(n) || n < 1) throw new UsageError(`--lengths: '${x}' is not a length`);
-          return n;
-        },
-        'lengths',
-      );
-      const questionAware = !!v['question-aware'];
       const model = await openModel(v);
       const cases = readNiahCases(casesPath, tasks, lengths.length ? lengths : undefined);
       if (cases.length === 0) throw new UsageError(`--cases: no case of ${casesPath} matches --tasks and --lengths`);
