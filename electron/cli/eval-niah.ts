@@ -81,6 +81,24 @@ export interface ReadChoice {
   rebase: boolean;
 }
 
+/** An eval's compression options: `after` tokens follow the document, room a re-based read keeps for them. */
+export function evalCompressOptions(
+  method: CompressionMethod,
+  budget: number,
+  o: { alpha: number; window: number; kernel: number; read?: ReadChoice },
+  after: number,
+) {
+  return {
+    method,
+    budget: method === 'full' ? undefined : budget,
+    alpha: o.alpha,
+    window: o.window,
+    kernel: o.kernel,
+    ...o.read,
+    room: o.read?.rebase ? after : undefined,
+  };
+}
+
 export async function runNiah(model: Model, cases: NiahCase[], o: NiahOptions): Promise<NiahRow[]> {
   const split = cases.map((c) => ({ c, ...splitQuestion(model, c) }));
   const rows: NiahRow[] = [];
@@ -98,16 +116,11 @@ export async function runNiah(model: Model, cases: NiahCase[], o: NiahOptions): 
       for (const { c, tokens, questionStart } of split) {
         const cut = o.questionAware ? tokens.length : questionStart;
         const session = model.createSession(o.sessionOpts);
-        const r = await session.compress(tokens.subarray(0, cut), {
-          method,
-          budget: method === 'full' ? undefined : budget,
-          alpha: o.alpha,
-          window: o.window,
-          kernel: o.kernel,
-          ...o.read,
-          // the question and the answer after the haystack
-          room: o.read?.rebase ? tokens.length - cut + c.answer_tokens.length : undefined,
-        });
+        // the question and the answer come after the haystack
+        const r = await session.compress(
+          tokens.subarray(0, cut),
+          evalCompressOptions(method, budget, o, tokens.length - cut + c.answer_tokens.length),
+        );
         if (cut < tokens.length) await session.prefill(tokens.subarray(cut));
         const g = await session.generate({ n: c.answer_tokens.length, temperature: 0 });
         session.dispose();

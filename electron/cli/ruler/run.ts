@@ -8,7 +8,7 @@
 //     SCBench's shared-context mode does.
 import type { CompressionMethod, CompressionStats, Model, Session } from '../../engine/binding.ts';
 import { ChatFormatError, Conversation, formatTokens, systemContent } from '../../services/chat-format.ts';
-import type { ReadChoice } from '../eval-niah.ts';
+import { evalCompressOptions, type ReadChoice } from '../eval-niah.ts';
 import { answerText, type CaseQuestion, type RulerCase, type Tokenizer } from './generate.ts';
 import { score } from './score.ts';
 
@@ -76,16 +76,7 @@ async function runCase(
   o: RulerRunOptions,
 ): Promise<CaseRun> {
   const t0 = performance.now();
-  const compressOpts = (after: number) => ({
-    method,
-    budget: method === 'full' ? undefined : budget,
-    alpha: o.alpha,
-    window: o.window,
-    kernel: o.kernel,
-    ...o.read,
-    // what comes after the document when a re-based read needs room for it
-    room: o.read?.rebase ? after : undefined,
-  });
+  const compressOpts = (after: number) => evalCompressOptions(method, budget, o, after);
   const outputs: string[] = [];
   const stats: CompressionStats[] = [];
   const after = (qs: CaseQuestion[]) => qs.reduce((a, q) => a + q.tokens.length + q.maxTokens, 0);
