@@ -157,7 +157,7 @@ void attention(ThreadPool& pool, Scratch& s, const float* q, const FlatKvCache& 
   const int64_t tile_q = std::max<int64_t>(1, kTileRows / G);
   const int64_t tiles = (m + tile_q - 1) / tile_q;
   const size_t per_thread = tile_floats(D, Dv);
-  for (int th = 0; th < pool.size(); th++) s.thread_buffer(th, per_thread);
+  s.reserve(pool.size(), per_thread);
   const quant::Kernels& f32 = quant::kernels(TensorType::F32);
 
   pool.parallel_for(int64_t(Hk) * tiles, [&](int64_t item, int thread) {
@@ -165,7 +165,7 @@ void attention(ThreadPool& pool, Scratch& s, const float* q, const FlatKvCache& 
     const int g = int(item / tiles);
     const int64_t t0 = (item % tiles) * tile_q, t1 = std::min(m, t0 + tile_q);
     const int32_t before = cache.len(l, g) - int32_t(m);  // entries older than this call's tokens
-    TileBuffers b = carve(s.per_thread[size_t(thread)].data(), D, Dv);
+    TileBuffers b = carve(s.thread_buffer(thread), D, Dv);
     // Rows in order (query, head): the tile's queries and how far each may look.
     const int rows = int((t1 - t0) * G);
     for (int64_t t = t0; t < t1; t++)
@@ -209,12 +209,12 @@ void attention_reference(ThreadPool& pool, Scratch& s, const float* q, const Fla
   int32_t max_len = 0;
   for (int g = 0; g < Hk; g++) max_len = std::max(max_len, cache.len(l, g));
   const size_t per_thread = size_t(max_len) * size_t(1 + D + Dv);
-  for (int th = 0; th < pool.size(); th++) s.thread_buffer(th, per_thread);
+  s.reserve(pool.size(), per_thread);
   pool.parallel_for(m * H, [&](int64_t item, int thread) {
     const int64_t t = item / H;
     const int h = int(item % H), g = h / G;
     const int32_t n_keys = cache.len(l, g) - int32_t(m) + int32_t(t) + 1;
-    float* sc = s.per_thread[size_t(thread)].data();
+    float* sc = s.thread_buffer(thread);
     float* K = sc + max_len;
     float* V = K + size_t(max_len) * size_t(D);
     cache.read_k(l, g, 0, n_keys, K);
@@ -266,10 +266,13 @@ void reread_attention(ThreadPool& pool, Scratch& s, const float* q, const FlatKv
                       int n_head, std::vector<std::vector<float>>& best) {
   const int Hk = cache.n_head_kv(), G = n_head / Hk, D = cache.head_dim();
   const float scale = 1.0f / std::sqrt(float(D));
+  int32_t max_len = 0;
+  for (int g = 0; g < Hk; g++) max_len = std::max(max_len, cache.len(l, g));
+  s.reserve(pool.size(), size_t(max_len) * size_t(2 * D + 1));
   pool.parallel_for(Hk, [&](int64_t g, int thread) {
     const int32_t Lg = cache.len(l, int(g));
     // [Lg, D] keys, then [D, Lg] transposed, then [Lg] one query's scores
-    float* k = s.thread_buffer(thread, size_t(Lg) * size_t(2 * D + 1));
+    float* k = s.thread_buffer(thread);
     float* kt = k + size_t(Lg) * size_t(D);
     float* p = kt + size_t(Lg) * size_t(D);
     cache.read_k(l, int(g), 0, Lg, k);

@@ -6,11 +6,10 @@
 
 namespace folio::cpu {
 
-float* Scratch::thread_buffer(int thread, size_t n) {
-  if (per_thread.size() <= size_t(thread)) per_thread.resize(size_t(thread) + 1);
-  auto& b = per_thread[size_t(thread)];
-  if (b.size() < n) b.resize(n);
-  return b.data();
+void Scratch::reserve(int threads, size_t n) {
+  if (per_thread.size() < size_t(threads)) per_thread.resize(size_t(threads));
+  for (auto& b : per_thread)
+    if (b.size() < n) b.resize(n);
 }
 
 void rms_norm(ThreadPool& pool, const float* x, const float* g, float* y, int64_t n, int64_t width, float eps) {

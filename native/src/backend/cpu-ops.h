@@ -14,10 +14,13 @@
 namespace folio::cpu {
 
 // Per-thread and per-call working memory, grown on demand and reused across calls.
+// Per-thread buffers are grown by reserve() before a parallel region and only read inside it: growing the
+// outer vector from a worker would move the other threads' buffers under them.
 struct Scratch {
   std::vector<uint8_t> act;                    // activations converted to a weight's vec_dot_type
   std::vector<std::vector<float>> per_thread;  // e.g. attention score rows
-  float* thread_buffer(int thread, size_t n);
+  void reserve(int threads, size_t n);         // every thread's buffer holds at least n floats
+  float* thread_buffer(int thread) { return per_thread[size_t(thread)].data(); }
 };
 
 // y[t, :] = x[t, :] / rms(x[t, :]) * g     x, y: [n, width]; g: [width]; y may alias x.
