@@ -136,12 +136,21 @@ test('the table for people; documents that do not fit are refused, not truncated
   const mk = (name: string, text: string) => writeFileSync(join(small, name), text);
   copyFileSync(join(docsDir, 'lily-and-the-red-kite.txt'), join(small, 'lily.txt'));
   mk('README.md', 'not a document\n');
-  let r = folio('eval', '--model', stories, '--docs', small, '--methods', 'full,ada-snapkv', '--budgets', '0.5');
+  const methods = 'full,ada-snapkv,ada-defensive-pyramid';
+  let r = folio('eval', '--model', stories, '--docs', small, '--methods', methods, '--budgets', '0.5,0.25');
   assert.equal(r.code, 0, r.err);
   assert.match(r.out, /F32 KV caches/);
   assert.match(r.out, /method\s+budget\s+KL\(full\|\|m\)\s+top-1\s+perplexity/);
-  assert.match(r.out, /^full\s+0\.50\s+0\s+1\.000/m);
+  assert.equal(r.out.match(/^full\s+all\s+0\s+1\.000/gm)?.length, 1, 'full keeps everything: one row');
   assert.match(r.out, /^ada-snapkv\s+0\.50\s/m);
+  assert.match(r.out, /^ada-snapkv\s+0\.25\s/m);
+  // The longest method name sets the column: every row's budget ends where the header's does.
+  const lines = r.out.split('\n');
+  const header = lines.find((l) => l.startsWith('method'))!;
+  const rows = lines.filter((l) => methods.split(',').some((m) => l.startsWith(m + ' ')));
+  assert.equal(rows.length, 1 + 2 * 2 + 3, 'the main table, then the per-layer table at the first budget');
+  for (const row of rows.slice(0, 5))
+    assert.equal(row.match(/^\S+\s+\S+/)![0].length, header.indexOf('budget') + 6, row);
   assert.match(r.out, /lily\.txt\s+376 tokens: 282 compressed, 94 teacher-forced/);
   assert.doesNotMatch(r.out, /README/);
 

@@ -7,6 +7,7 @@ import { readFileSync } from 'node:fs';
 
 import type { CompressionMethod, Model } from '../engine/binding.ts';
 import { UsageError } from './args.ts';
+import { fmtBudget, methodWidth } from './text-table.ts';
 
 /** One case of a needle-eval set (JSON lines: ../shared/models/needle-eval/README.md). */
 export interface NiahCase {
@@ -149,14 +150,15 @@ export async function runNiah(model: Model, cases: NiahCase[], o: NiahOptions): 
 
 export function niahTable(rows: NiahRow[], questionAware: boolean): string {
   const lengths = Object.keys(rows[0]?.by_length ?? {});
+  const mw = methodWidth(rows.map((r) => r.method));
   const out = [
     `needle in a haystack, ${questionAware ? 'question-aware (the question is compressed with the haystack)' : 'question-agnostic (the haystack is compressed before the question is seen)'}`,
     '',
-    'method          budget   accuracy  ' + lengths.map((l) => `len ${l}`.padStart(9)).join('') + '   KV kept',
+    `${'method'.padEnd(mw)}  budget   accuracy  ` + lengths.map((l) => `len ${l}`.padStart(9)).join('') + '   KV kept',
   ];
   for (const r of rows) {
     out.push(
-      `${r.method.padEnd(14)}  ${(r.budget <= 1 ? r.budget.toFixed(2) : `${r.budget} tok`).padStart(6)}   ` +
+      `${r.method.padEnd(mw)}  ${(r.method === 'full' ? 'all' : fmtBudget(r.budget)).padStart(6)}   ` +
         `${r.accuracy.toFixed(3).padStart(8)}  ${lengths.map((l) => r.by_length[l].toFixed(2).padStart(9)).join('')}  ${(100 * r.kept_ratio).toFixed(1).padStart(7)}%`,
     );
   }

@@ -29,6 +29,7 @@ import { fidelitySvg, rulerSvg } from '../eval-plot.ts';
 import { niahTable, type ReadChoice, readNiahCases, runNiah } from '../eval-niah.ts';
 import { RULER_TASKS, isRulerTask } from '../ruler/tasks.ts';
 import { rulerTable, runRulerSuite } from '../ruler/suite.ts';
+import { fmtBudget, methodWidth } from '../text-table.ts';
 
 const defaultMethods: CompressionMethod[] = [...METHOD_NAMES];
 const defaultBudgets = [0.2, 0.4, 0.6, 0.8];
@@ -399,32 +400,34 @@ export async function runFidelity(model: Model, modelPath: string, o: FidelityOp
   };
 }
 
-const fmtBudget = (b: number) => (b <= 1 ? b.toFixed(2) : `${b} tok`);
 const fmtNum = (x: number | null, d = 4) => (x === null ? '-' : x.toFixed(d));
 const fmtKl = (x: number) => (x === 0 ? '0' : x < 1e-3 ? x.toExponential(2) : x.toFixed(4));
 
 /** The report as a table for people. */
 export function fidelityTable(r: FidelityReport): string {
   const out: string[] = [];
+  const mw = methodWidth(r.settings.methods);
   out.push(
     `fidelity of compressed caches: ${r.model.name || basename(r.model.path)} (${r.model.layers} layers, ${r.model.heads} query heads, ${r.model.kv_heads} KV heads)`,
     `${r.documents.length} documents from ${r.settings.docs}; the first ${Math.round(r.settings.split * 100)}% of each compressed question-agnostically ` +
       `(window ${r.settings.window}, kernel ${r.settings.kernel}, alpha ${r.settings.alpha}), the rest teacher-forced`,
     `F32 KV caches throughout, so the differences come from compression, not from F16 rounding`,
     '',
-    'method          budget   KL(full||m)   top-1   perplexity   attn L1 (mean)   KV kept',
+    `${'method'.padEnd(mw)}  budget   KL(full||m)   top-1   perplexity   attn L1 (mean)   KV kept`,
   );
-  for (const row of r.rows) {
+  // 'full' keeps everything whatever the budget: one row says so.
+  const rows = r.rows.filter((row) => row.method !== 'full' || row.budget === r.settings.budgets[0]);
+  for (const row of rows) {
     out.push(
-      `${row.method.padEnd(14)}  ${fmtBudget(row.budget).padStart(6)}  ${fmtKl(row.kl).padStart(12)}  ${row.top1.toFixed(3).padStart(6)}  ` +
+      `${row.method.padEnd(mw)}  ${(row.method === 'full' ? 'all' : fmtBudget(row.budget)).padStart(6)}  ${fmtKl(row.kl).padStart(12)}  ${row.top1.toFixed(3).padStart(6)}  ` +
         `${row.perplexity.toFixed(3).padStart(11)}  ${fmtNum(row.attn_l1_mean).padStart(15)}  ${(100 * row.kept_ratio).toFixed(1).padStart(6)}%`,
     );
   }
   const smallest = r.settings.budgets[0];
   out.push('', `attention L1 loss per layer at budget ${fmtBudget(smallest)} (mean over documents)`);
-  out.push('method         ' + r.rows[0].attn_l1_layers.map((_, l) => `   layer ${l}`.padStart(10)).join(''));
+  out.push('method'.padEnd(mw) + ' ' + r.rows[0].attn_l1_layers.map((_, l) => `   layer ${l}`.padStart(10)).join(''));
   for (const row of r.rows.filter((x) => x.budget === smallest)) {
-    out.push(row.method.padEnd(14) + ' ' + row.attn_l1_layers.map((x) => fmtNum(x).padStart(10)).join(''));
+    out.push(row.method.padEnd(mw) + ' ' + row.attn_l1_layers.map((x) => fmtNum(x).padStart(10)).join(''));
   }
   out.push('', 'documents');
   for (const d of r.documents) {

@@ -9,6 +9,7 @@ import { generateCases, modelTokenizer } from './generate.ts';
 import { readCorpus } from './haystack.ts';
 import { runRuler, type RulerMode, type RulerResult, type RulerRow, type RulerRunOptions } from './run.ts';
 import type { RulerTask } from './tasks.ts';
+import { fmtBudget, methodWidth } from '../text-table.ts';
 
 export interface RulerSuiteOptions extends RulerRunOptions {
   tasks: RulerTask[];
@@ -124,7 +125,6 @@ export async function runRulerSuite(model: Model, modelPath: string, o: RulerSui
   };
 }
 
-const fmtBudget = (b: number) => (b <= 1 ? b.toFixed(2) : `${b} tok`);
 const MODE_TEXT: Record<RulerMode, string> = {
   'question-agnostic': 'question-agnostic: the document is compressed before the question is seen',
   'question-aware': 'question-aware: the document and the question are compressed together',
@@ -135,8 +135,7 @@ const MODE_TEXT: Record<RulerMode, string> = {
 export function rulerTable(r: RulerReport): string {
   const s = r.settings;
   const lengths = s.lengths.map(String);
-  // Method names are as long as the method table makes them.
-  const mw = Math.max(14, ...s.methods.map((m) => m.length));
+  const mw = methodWidth(s.methods);
   const out = [
     `RULER on ${r.model.name || basename(r.model.path)}${r.model.chat_template ? ' (chat template)' : ' (plain prompts)'}: ` +
       `${r.cases.length} cases (${s.samples} per task and length), seed ${s.seed}, haystacks from ${s.docs}`,

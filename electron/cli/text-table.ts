@@ -1,0 +1,7 @@
+// Pieces the eval suites' text tables share, so that every table prints a budget and a method column alike.
+
+/** A budget as the tables print it: a ratio with two decimals, or tokens per head. */
+export const fmtBudget = (b: number) => (b <= 1 ? b.toFixed(2) : `${b} tok`);
+
+/** The width of a method column: its longest name (the method table makes names up to ~20 characters). */
+export const methodWidth = (names: readonly string[]) => Math.max('method'.length, ...names.map((n) => n.length));
