@@ -75,7 +75,8 @@ void fill_q6_k_r8(BlockQ6_Kx8& o, const BlockQ6_K& q6, int r) {
       std::memcpy(&hw, q6.qh + 32 * h + l % 32, 4);
       const uint32_t lo = (lw >> (4 * (l / 64))) & 0x0f0f0f0fu, hi = (hw >> (2 * (l / 32))) & 0x03030303u;
       uint32_t a, b;
-      uint8_t* lo_dst = (j % 4 < 2 ? qu.lo : qu.lo2)[e][r];
+      // Indexed in each branch: GCC 12's bounds sanitizer miscompiles indexing a conditional of two arrays.
+      uint8_t* lo_dst = j % 4 < 2 ? qu.lo[e][r] : qu.lo2[e][r];
       std::memcpy(&a, lo_dst, 4);
       std::memcpy(&b, qu.hi[e][r], 4);
       a |= lo << (4 * (j % 2));
@@ -94,7 +95,7 @@ int r8_quant(const BlockQ4_Kx8& b, int r, int s, int i) {
 }
 int r8_quant(const BlockQ6_Kx8& b, int r, int j, int i) {
   const BlockQ6_Kx8::Quartet& qu = b.quartets[j / 4];
-  const int lo = ((j % 4 < 2 ? qu.lo : qu.lo2)[i / 4][r][i % 4] >> (4 * (j % 2))) & 15;
+  const int lo = ((j % 4 < 2 ? qu.lo[i / 4][r][i % 4] : qu.lo2[i / 4][r][i % 4]) >> (4 * (j % 2))) & 15;
   const int hi = (qu.hi[i / 4][r][i % 4] >> (2 * (j % 4))) & 3;
   return lo | hi << 4;
 }
