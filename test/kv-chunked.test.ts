@@ -11,6 +11,7 @@ import { join } from 'node:path';
 
 import { loadAddon, type CompressOptions, type EngineError, type Model } from '../electron/engine/binding.ts';
 import { METHOD_NAMES } from '../electron/kv/methods.ts';
+import { estimateMemory, kvBytesPerToken, shapeFromInfo } from '../electron/models/estimate.ts';
 import { missing, sharedModel, sharedReference } from './helpers/shared.ts';
 
 const addon = loadAddon();
@@ -109,6 +110,37 @@ test('every method keeps the cache within the budget plus one chunk, at every ch
     }
     // The bound does not grow with the document (chunks of 64 tokens throughout).
     assert.equal(new Set(bounds).size, 1, `${method}: bounds ${bounds}`);
+  }
+});
+
+test('the memory estimate is never under what the engine reserves: every method, in one pass and in chunks', {
+  skip,
+}, async () => {
+  const shape = shapeFromInfo(model.info());
+  const kvType = 'f32' as const;
+  // The engine's bytes count each entry's position (4 bytes per layer and head); the estimate leaves them out.
+  const perEntry = kvBytesPerToken(shape, kvType) / (shape.layers * shape.kvHeads);
+  const withoutPositions = (bytes: number) => (bytes * perEntry) / (perEntry + 4);
+  for (const method of METHOD_NAMES.filter((m) => m !== 'full')) {
+    for (const chunk of [0, 128]) {
+      const r = await read(doc, { method, budget: 0.25, chunk });
+      const e = estimateMemory(shape, {
+        nCtx: 512,
+        conversationTokens: 512 - doc.length,
+        compression: { method, budget: 0.25 },
+        kvType,
+        chunkTokens: chunk || undefined,
+        memory: { free: () => 1e12, total: () => 1e12 },
+      });
+      const engine = withoutPositions(r.stats.kvBytesPeak);
+      const tag = `${method}, chunk ${chunk}: estimate ${e.kvBytesReading}, engine ${Math.round(engine)}`;
+      assert.ok(e.kvBytesReading >= engine, tag);
+      // and close to it: no further over than the engine's slack and the estimate's round numbers
+      assert.ok(e.kvBytesReading <= 1.35 * engine, tag);
+      // and close to it: no further over than the engine's own slack (a quarter of what a pass appends)
+
+      r.s.dispose();
+    }
   }
 });
 

@@ -1424,7 +1424,16 @@ test('estimate: KV cache per token, full and compressed, and the working buffers
   assert.equal(c.keptPrefixTokens, 1229);
   assert.equal(c.kvBytesFull, 8192 * 32768);
   assert.equal(c.kvBytesCompressed, (1229 + 2048) * 32768);
-  assert.equal(c.workingBytes, activations + 6144 * 8 * 128 * 2 + 4 * 32 * 32 * 6144);
+  // one layer's whole prefix, 32 free entries per head of every cut layer, the window's scores
+  assert.equal(c.workingBytes, activations + 6144 * 8 * 128 * 2 + 32 * 32768 + 4 * 32 * 32 * 6144);
+  // the global schedule cuts every layer at the end of the pass: every layer's whole prefix until then
+  const g = estimateMemory(llama1b, {
+    nCtx: 8192,
+    compression: { method: 'ada-snapkv-global', budget: 0.2, window: 32 },
+    memory: plenty,
+  });
+  assert.equal(g.kvBytesReading, 6144 * 32768);
+  assert.equal(g.workingBytes, activations + (6144 - 1229) * 32768 + 4 * 32 * 32 * 6144);
   assert.equal(c.totalBytes, 807_000_000 + c.kvBytesCompressed + c.workingBytes);
   assert.match(c.message, /1,229 of the 6,144-token document kept per head; 256\.0 MiB uncompressed/);
 

@@ -19,18 +19,24 @@
 //            product, V: logits over the vocabulary;
 //          + the residual stream of everything read at once (the pass keeps it from layer to layer):
 //            4 · E · L for the prefix in one pass, 4 · E · C for a chunk;
-//          + while compressing (a layer is compressed right after its prefill, docs/compression.md), that layer's
-//            full K/V of the prefix, L · Hk · (dk + dv) · element bytes, and the window's attention
-//            scores, 4 · H · w · L;
+//          + while compressing in one pass (a layer is compressed right after its prefill, docs/compression.md),
+//            that layer's full K/V of the prefix, L · Hk · (dk + dv) · element bytes, the 32 entries each head
+//            of a cut layer keeps free, and the window's attention scores, 4 · H · w · L; but a method that cuts every layer at the end (the global schedule ranks
+//            them together, kvzip re-reads the document first) holds every layer's whole prefix until then,
+//            (L − B) · KV bytes per token more than the kept cache;
 //          or, for a document read in chunks of C tokens (each compressed back to the budget as it comes), one
 //            chunk more in every layer, (C + w) · KV bytes per token (a chunk may be longer by less than the
-//            window), and the window's scores over the budget and the chunk, 4 · H · w · (B + C).
+//            window), and the window's scores over the budget and the chunk, 4 · H · w · (B + C);
+//          + for kvzip, the re-reading in every layer: a piece of at most 2,048 tokens of the prefix or chunk,
+//            the request to repeat it (at most 64 tokens), and the pass's slack (a quarter more, at least 32), as
+//            Context::reread_room.
 // Not counted: the flat cache's int32 source position per kept entry (under 1% at head size 128) and
 // allocator slack; the engine's real numbers come back in the compression statistics.
 import { freemem, totalmem } from 'node:os';
 
 import { ApiError, type CompressionSettings, type MemoryEstimate } from '../api/contract.ts';
 import { DEFAULT_WINDOW, resolveBudget } from '../kv/budget.ts';
+import { methodRow } from '../kv/methods.ts';
 import { inspectGguf, type GgufSummary } from './gguf-header.ts';
 
 /** The numbers of a model that the estimate needs. */
@@ -155,8 +161,18 @@ export interface MemoryBreakdown extends MemoryEstimate {
   kvBytesPerToken: number;
   activationBytes: number;
   compressionBytes: number;
+  /** The KV cache at its fullest while the document is read (part of the total with compressionBytes). */
+  kvBytesReading: number;
   machineBytes: number;
 }
+
+/** KVzip re-reads a document in pieces of at most this many tokens (Context::reread), each after a request to
+ * repeat it of at most this many more (the request and the 8 tokens it quotes); test/kv-chunked.test.ts holds
+ * the estimate to the engine's peak. */
+const REREAD_PIECE_TOKENS = 2048;
+const REREAD_REQUEST_TOKENS = 64;
+/** Entries a head keeps free after it is cut, for what comes next (FlatKvCache::kSpare). */
+const CACHE_SPARE_TOKENS = 32;
 
 /** Memory needed to run a model with a context and compression, against the memory available now. */
 export function estimateMemory(shape: ModelShape, o: EstimateOptions = {}): MemoryBreakdown {
@@ -186,11 +202,22 @@ export function estimateMemory(shape: ModelShape, o: EstimateOptions = {}): Memo
   const w = o.compression?.window ?? DEFAULT_WINDOW;
   // while a layer is compressed: its full K/V of the prefix, and the window's attention scores; read in
   // chunks, one chunk more in every layer and the scores over the budget and the chunk
+  const row = o.compression ? methodRow(o.compression.method) : undefined;
+  const rereads = compressed && row?.scorer === 'kvzip';
+  const cutsAtEnd = rereads || row?.schedule === 'global';
+  const rereadTokens = Math.min(chunk ? chunk + w : prefixTokens, REREAD_PIECE_TOKENS) + REREAD_REQUEST_TOKENS;
+  // the cache at its fullest while the document is read; a layer cut in one pass keeps room for 32 more entries
+  const kvBytesReading = !compressed
+    ? perToken * prefixTokens
+    : (chunk
+        ? perToken * (kept + chunk + w)
+        : cutsAtEnd
+          ? perToken * prefixTokens
+          : perToken * (kept + CACHE_SPARE_TOKENS) + prefixTokens * Hk * (dk + dv) * KV_ELEMENT_BYTES[kvType]) +
+      (rereads ? perToken * (rereadTokens + Math.max(32, Math.floor(rereadTokens / 4))) : 0);
   const compressionBytes = !compressed
     ? 0
-    : chunk
-      ? (chunk + w) * perToken + F32 * H * w * (kept + chunk)
-      : prefixTokens * Hk * (dk + dv) * KV_ELEMENT_BYTES[kvType] + F32 * H * w * prefixTokens;
+    : kvBytesReading - perToken * kept + F32 * H * w * (chunk ? kept + chunk : prefixTokens);
   const workingBytes = activationBytes + compressionBytes;
 
   const totalBytes = shape.weightBytes + kvBytesCompressed + workingBytes;
@@ -228,6 +255,7 @@ export function estimateMemory(shape: ModelShape, o: EstimateOptions = {}): Memo
     kvBytesPerToken: perToken,
     activationBytes,
     compressionBytes,
+    kvBytesReading,
     machineBytes,
   };
 }
