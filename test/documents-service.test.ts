@@ -1,7 +1,8 @@
 // DocumentsService's import entry points on a real app core (storage, the engine process, stories260K):
 // a path that is not a regular file is refused at once, before any record is made;
 // an upload handed over as a temporary file is imported and its file removed, whether the import goes on or
-// the file is refused; the comparison of two methods on a document, by default its method and the counterpart.
+// the file is refused; the comparison of two methods on a document, by default its method and the counterpart;
+// a range of pages to compress instead of a document read with re-based positions, refused when it does not fit.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -11,6 +12,7 @@ import { join } from 'node:path';
 import { compareCounterpart, methods, type EventPayload } from '../electron/api/contract.ts';
 import { METHOD_NAMES, RECOMMENDED_METHOD } from '../electron/kv/methods.ts';
 import { createAppCore, type AppCore } from '../electron/services/app-core.ts';
+import { fittingEnds, fittingPages } from '../electron/services/room.ts';
 import { missing, repoRoot, sharedModel } from './helpers/shared.ts';
 
 const model = sharedModel('stories260K.gguf');
@@ -219,6 +221,55 @@ test('compare: by default the document’s method against its counterpart; any t
   // The contract names the methods from the table: an unknown one is refused before the service sees it.
   const params = methods['documents.compare'].params;
   assert.equal(params.safeParse({ documentId: r.documentId, a: 'snapkv', b: 'bogus' }).success, false);
+});
+
+test('a range of pages: one that fits from a later page is read at its own positions; a longer one is refused at once', {
+  skip,
+}, async () => {
+  // A story a paragraph a page: longer than stories260K's 512 positions less the room (128), so read with
+  // re-based positions, but a few pages fit.
+  const story = readFileSync(join(repoRoot, 'test/docs/mia-and-the-rainy-day.txt'), 'utf8');
+  writeFileSync(join(dir, 'mia.txt'), story.trim().split(/\n\n+/).join('\f'));
+  const r = await core.documents.import({ path: join(dir, 'mia.txt') });
+  assert.equal((await taskDone(r.taskId)).ok, true);
+  const whole = core.documents.get(r.documentId);
+  assert.equal(whole.stats?.rebased, true, `${whole.tokens} tokens in ${whole.contextTokens} positions`);
+  const read = { pages: whole.pageList, prefixTokens: whole.tokens, contextTokens: whole.contextTokens! };
+  const ends = fittingEnds(read, null);
+  // The note names the pages that fit from the first, by the same rule.
+  const fit = fittingPages(read, null);
+  assert.ok(fit, 'the first page fits');
+  assert.match(whole.readNote!, new RegExp(`re-based positions.* Pages ${fit[0]} to ${fit[1]} fit\\.$`));
+  // A later first page whose longest range stops before the last page.
+  const i = ends.findIndex((last, k) => k > 0 && last !== null && last < whole.pageList.at(-1)!.page);
+  assert.ok(i > 0, `some range from a later page ends before the last: ${JSON.stringify(ends)}`);
+  const first = whole.pageList[i].page;
+  const last = ends[i]!;
+  const beyond = whole.pageList.find((p) => p.page > last)!.page;
+
+  assert.throws(
+    () => core.documents.recompress({ documentId: r.documentId, pages: [first, beyond] }),
+    (e: { code: string; message: string }) =>
+      e.code === 'PAGES_DO_NOT_FIT' &&
+      e.message ===
+        `pages ${first} to ${beyond} do not fit the context of 512 positions with 128 kept for the conversation: ` +
+          `from page ${first}, compress up to page ${last}`,
+  );
+  assert.throws(() => core.documents.recompress({ documentId: r.documentId, pages: [90, 99] }), /no pages 90 to 99/);
+  // The contract refuses a range that ends before it starts.
+  const params = methods['documents.recompress'].params;
+  assert.equal(params.safeParse({ documentId: r.documentId, pages: [3, 2] }).success, false);
+  const unchanged = core.documents.get(r.documentId);
+  assert.deepEqual([unchanged.status, unchanged.pageList], ['ready', whole.pageList], 'nothing started');
+
+  const done = await taskDone(core.documents.recompress({ documentId: r.documentId, pages: [first, last] }).taskId);
+  assert.equal(done.ok, true, done.error ?? '');
+  const ranged = core.documents.get(r.documentId);
+  assert.equal(ranged.stats?.rebased, false, ranged.readNote ?? '');
+  assert.deepEqual(
+    ranged.pageList.map((p) => p.page),
+    whole.pageList.filter((p) => p.page >= first && p.page <= last).map((p) => p.page),
+  );
 });
 
 test('compareCounterpart: Ada against uniform of the same scorer and schedule, the recommended method for the rest', () => {

@@ -202,7 +202,8 @@ test("the PDF's document view says it was read with re-based positions, as a war
   // and the note names no pages either.
   const settings = await api.call('settings.get', {});
   assert.equal(settings.conversationRoom, null);
-  assert.equal(fittingPages(detail.pageList, detail.contextTokens!, null), null);
+  const read = { pages: detail.pageList, prefixTokens: detail.tokens, contextTokens: detail.contextTokens! };
+  assert.equal(fittingPages(read, null), null);
   await warning.getByText('Not even the first page fits the context with room for the conversation.').waitFor();
   assert.equal(await warning.getByRole('button').count(), 0);
   assert.doesNotMatch(detail.readNote!, /Pages \d+ to \d+ fit/);
@@ -265,11 +266,17 @@ test('with a smaller conversation room (Settings), the pages that fit are offere
   await selectDocument(pdfDoc.title);
   await page.getByRole('tab', { name: 'Document' }).click();
   const before = await api.call('documents.get', { documentId: pdfDoc.id });
-  const range = fittingPages(before.pageList, before.contextTokens!, 16);
+  const range = fittingPages(
+    { pages: before.pageList, prefixTokens: before.tokens, contextTokens: before.contextTokens! },
+    16,
+  );
   assert.ok(range, 'with 16 positions of room, the first page fits');
   const label = range[0] === range[1] ? `page ${range[0]}` : `pages ${range[0]} to ${range[1]}`;
   const warning = page.getByRole('region', { name: /^Lower quality/ });
-  await warning.getByRole('button', { name: `Compress ${label} only` }).click();
+  // The picker starts at the first page, with the longest range that fits from there.
+  assert.equal(await warning.getByRole('combobox', { name: 'From page' }).inputValue(), String(range[0]));
+  assert.equal(await warning.getByRole('combobox', { name: 'to page' }).inputValue(), String(range[1]));
+  await warning.getByRole('button', { name: `Compress ${label}`, exact: true }).click();
   const dialog = page.getByRole('dialog', { name: `Compress ${label} only?` });
   await dialog.waitFor();
   await shots2('07-pdf-confirm');

@@ -378,7 +378,12 @@ export const methods = {
     params: z.object({
       documentId: Id,
       compression: CompressionSettings.optional(),
-      pages: z.tuple([z.number().int().min(1), z.number().int().min(1)]).optional(),
+      /** Only these pages, first to last; refused when they do not fit the context with room for the
+       * conversation (electron/services/room.ts). */
+      pages: z
+        .tuple([z.number().int().min(1), z.number().int().min(1)])
+        .refine(([a, b]) => a <= b, 'the first page comes after the last')
+        .optional(),
     }),
     result: z.object({ taskId: Id }),
   },

@@ -35,7 +35,7 @@ import type { EngineManager, LoadedModel } from './engine-manager.ts';
 import { shapeFromInfo } from '../models/estimate.ts';
 import { documentPrefix } from './prefix.ts';
 import { planRead } from './read-plan.ts';
-import { pagesThatFit } from './room.ts';
+import { conversationRoom, fittingPages, lastFittingPage } from './room.ts';
 import { SessionKey } from './session-key.ts';
 import type { ModelsService } from './models-service.ts';
 import type { Task, Tasks } from './tasks.ts';
@@ -210,6 +210,7 @@ export class DocumentsService {
   /** Compresses the document again (other settings, a range of pages, or a damaged cache). */
   recompress(params: Params<'documents.recompress'>): Result<'documents.recompress'> {
     const doc = this.storage.documents.require(params.documentId);
+    if (params.pages) this.checkRange(doc, params.pages);
     if (params.compression) this.storage.settings.update({ compression: params.compression });
     const { taskId } = this.tasks.start('compress', doc.id, async (task) => {
       try {
@@ -220,6 +221,32 @@ export class DocumentsService {
       }
     });
     return { taskId };
+  }
+
+  /**
+   * A range must hold pages of the document and fit its context with room for the conversation, measured by
+   * the document's last read (room.ts, the rule the UI offers ranges by): a longer one would be read with
+   * re-based positions again. Refused before anything starts, so the document stays as it is.
+   */
+  private checkRange(doc: DocumentRecord, [a, b]: [number, number]): void {
+    const pages = this.storage.documents.pages(doc.id);
+    const inRange = pages.filter((p) => p.page >= a && p.page <= b);
+    if (inRange.length === 0) throw new ApiError('BAD_REQUEST', `the document has no pages ${a} to ${b}`);
+    if (!doc.contextTokens) return; // never measured: the read plan decides
+    const room = this.storage.settings.get().conversationRoom;
+    const read = { pages, prefixTokens: doc.tokens, contextTokens: doc.contextTokens };
+    const last = lastFittingPage(read, a, room);
+    if (last !== null && last >= inRange[inRange.length - 1].page) return;
+    const count = (n: number) => n.toLocaleString('en-US');
+    throw new ApiError(
+      'PAGES_DO_NOT_FIT',
+      `pages ${a} to ${b} do not fit the context of ${count(doc.contextTokens)} positions with ` +
+        `${count(conversationRoom(doc.contextTokens, room))} kept for the conversation: ` +
+        (last === null
+          ? `not even page ${inRange[0].page} fits`
+          : `from page ${inRange[0].page}, compress up to page ${last}`),
+      { pages: [a, b], fit: last === null ? null : [inRange[0].page, last] },
+    );
   }
 
   private fail(documentId: string, e: unknown, task: Task) {
@@ -254,9 +281,9 @@ export class DocumentsService {
     task.progress('prefill', 0, 1, 'reading the document into the model');
     let pages = this.storage.documents.pages(documentId).map((p) => ({ page: p.page, text: p.text }));
     if (range) {
+      // recompress checked that the range holds pages and fits
       const [a, b] = range;
       pages = pages.filter((p) => p.page >= a && p.page <= b);
-      if (pages.length === 0) throw new ApiError('BAD_REQUEST', `the document has no pages ${a} to ${b}`);
     }
     const format = await this.engine.chatFormat(model);
     const { tokenized, map } = await documentPrefix(
@@ -276,8 +303,11 @@ export class DocumentsService {
     });
     let readNote = plan.note;
     if (plan.rebase) {
-      const fit = pagesThatFit(map.pages, plan.nCtx - plan.room);
-      if (fit > 0) readNote += ` Pages ${pages[0].page} to ${pages[fit - 1].page} fit.`;
+      const fit = fittingPages(
+        { pages: map.pages, prefixTokens: tokenized.tokens.length, contextTokens: plan.nCtx },
+        settings.conversationRoom,
+      );
+      if (fit) readNote += ` Pages ${fit[0]} to ${fit[1]} fit.`;
     }
     this.storage.documents.update(documentId, { status: 'compressing', error: null });
     this.storage.documents.setContent(documentId, { pages: map.pages, tokens: tokenized.tokens, charMap: map.charMap });

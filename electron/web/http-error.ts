@@ -20,6 +20,7 @@ const BAD_REQUEST_CODES = new Set([
   'INVALID_TOKEN',
   'CONTEXT_FULL',
   'DOC_TOO_LONG',
+  'PAGES_DO_NOT_FIT',
   'BAD_URL',
 ]);
 /** Codes that mean this machine failed, not the caller. */

@@ -59,7 +59,7 @@ describe('how the document was read', () => {
     expect(screen.queryByRole('button', { name: /^Compress pages/ })).toBeNull();
   });
 
-  it('warns of re-based positions and compresses the pages that fit, computed from the page list', async () => {
+  it('warns of re-based positions and offers the pages that fit from the first, computed from the page list', async () => {
     const api = createFakeApi({
       'documents.list': () => [rebasedDetail()],
       'documents.get': () => rebasedDetail(),
@@ -70,8 +70,14 @@ describe('how the document was read', () => {
     act(() => setTab('document'));
     const warning = await screen.findByRole('region', { name: /^Lower quality/ });
     expect(warning.textContent).toMatch(/^⚠ Lower quality: The document \(630 tokens .* re-based positions/);
-    // 512 positions less the default room of 128 (a quarter): pages 1 to 3 end by token 330, page 4 at 430.
-    await userEvent.click(within(warning).getByRole('button', { name: 'Compress pages 1 to 3 only' }));
+    // 512 positions less the default room of 128 (a quarter) and the prompt's 30: pages 1 to 3 take 300 tokens,
+    // page 4 would make 400. Any page may start a range: each fits on its own.
+    const from = within(warning).getByRole('combobox', { name: 'From page' }) as HTMLSelectElement;
+    const to = within(warning).getByRole('combobox', { name: 'to page' }) as HTMLSelectElement;
+    expect(optionsOf(from)).toEqual(['1', '2', '3', '4', '5', '6']);
+    expect([from.value, to.value]).toEqual(['1', '3']);
+    expect(optionsOf(to)).toEqual(['1', '2', '3']);
+    await userEvent.click(within(warning).getByRole('button', { name: 'Compress pages 1 to 3' }));
     const dialog = screen.getByRole('dialog', { name: 'Compress pages 1 to 3 only?' });
     expect(api.callsOf('documents.recompress')).toEqual([]);
     await userEvent.click(within(dialog).getByRole('button', { name: 'Compress pages 1 to 3' }));
@@ -84,6 +90,59 @@ describe('how the document was read', () => {
     );
   });
 
+  it('compresses a range from a later page: the end goes as far as fits from there, or shorter', async () => {
+    const api = createFakeApi({
+      'documents.list': () => [rebasedDetail()],
+      'documents.get': () => rebasedDetail(),
+      'documents.recompress': () => ({ taskId: 't1' }),
+    });
+    await renderApp(api);
+    await screen.findAllByTestId('document');
+    act(() => setTab('document'));
+    const warning = await screen.findByRole('region', { name: /^Lower quality/ });
+    const from = within(warning).getByRole('combobox', { name: 'From page' }) as HTMLSelectElement;
+    const to = within(warning).getByRole('combobox', { name: 'to page' }) as HTMLSelectElement;
+    // From page 4 the rest of the document fits (300 tokens).
+    await userEvent.selectOptions(from, '4');
+    expect(optionsOf(to)).toEqual(['4', '5', '6']);
+    expect(to.value).toBe('6');
+    // From page 3: pages 3 to 5; page 6 would make 400 tokens of 354.
+    await userEvent.selectOptions(from, '3');
+    expect(optionsOf(to)).toEqual(['3', '4', '5']);
+    expect(to.value).toBe('5');
+    within(warning).getByRole('button', { name: 'Compress pages 3 to 5' });
+    await userEvent.selectOptions(to, '4');
+    await userEvent.click(within(warning).getByRole('button', { name: 'Compress pages 3 to 4' }));
+    const dialog = screen.getByRole('dialog', { name: 'Compress pages 3 to 4 only?' });
+    expect(dialog.textContent).toMatch(/The document is read again, only pages 3 to 4, at its own positions/);
+    await userEvent.click(within(dialog).getByRole('button', { name: 'Compress pages 3 to 4' }));
+    await waitFor(() => expect(api.callsOf('documents.recompress')).toEqual([{ documentId: 'd1', pages: [3, 4] }]));
+  });
+
+  it('offers as first pages only those that fit on their own', async () => {
+    // Page 2 takes 400 tokens: it fits nowhere, and a range from page 1 ends before it.
+    const pageList = rebasedDetail().pageList.map((p) =>
+      p.page === 1 ? p : { ...p, tokenStart: p.tokenStart + (p.page === 2 ? 0 : 300), tokenEnd: p.tokenEnd + 300 },
+    );
+    await renderApp(
+      createFakeApi({
+        'documents.list': () => [rebasedDetail()],
+        'documents.get': () => rebasedDetail({ pageList, tokens: 930 }),
+      }),
+    );
+    await screen.findAllByTestId('document');
+    act(() => setTab('document'));
+    const warning = await screen.findByRole('region', { name: /^Lower quality/ });
+    expect(optionsOf(within(warning).getByRole('combobox', { name: 'From page' }) as HTMLSelectElement)).toEqual([
+      '1',
+      '3',
+      '4',
+      '5',
+      '6',
+    ]);
+    expect(within(warning).getByRole('button', { name: /^Compress/ }).textContent).toBe('Compress page 1');
+  });
+
   it('counts the conversation room from the settings, whatever the note says', async () => {
     const api = createFakeApi({
       'settings.get': () => settings({ conversationRoom: 50 }),
@@ -94,8 +153,8 @@ describe('how the document was read', () => {
     await screen.findAllByTestId('document');
     act(() => setTab('document'));
     const warning = await screen.findByRole('region', { name: /^Lower quality/ });
-    // 512 - 50 = 462: page 4 (ending at 430) fits too.
-    expect(await within(warning).findByRole('button', { name: 'Compress pages 1 to 4 only' })).toBeTruthy();
+    // 512 − 50 − 30 = 432: page 4 (400 tokens with pages 1 to 3) fits too.
+    expect(await within(warning).findByRole('button', { name: 'Compress pages 1 to 4' })).toBeTruthy();
   });
 
   it('says so when not even the first page fits', async () => {
@@ -115,5 +174,10 @@ describe('how the document was read', () => {
     const warning = await screen.findByRole('region', { name: /^Lower quality/ });
     expect(within(warning).getByText(/Not even the first page fits/)).toBeTruthy();
     expect(within(warning).queryByRole('button')).toBeNull();
+    expect(within(warning).queryByRole('combobox')).toBeNull();
   });
 });
+
+function optionsOf(select: HTMLSelectElement): string[] {
+  return [...select.options].map((o) => o.value);
+}

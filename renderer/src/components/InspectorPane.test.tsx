@@ -95,7 +95,7 @@ describe('the inspector: how the document was read', () => {
       'ReadingReadin 3 chunks of 224 tokensCache peak146 KB of 156 KB boundPositions380 of 512 · re-based',
     );
     const warning = screen.getByRole('region', { name: /^Lower quality/ });
-    await userEvent.click(within(warning).getByRole('button', { name: 'Compress pages 1 to 3 only' }));
+    await userEvent.click(within(warning).getByRole('button', { name: 'Compress pages 1 to 3' }));
     await userEvent.click(
       within(screen.getByRole('dialog', { name: 'Compress pages 1 to 3 only?' })).getByRole('button', {
         name: 'Compress pages 1 to 3',

@@ -1,13 +1,16 @@
 // How a document was read into the model (the app core's read plan, DocumentSummary.readNote), shown in the
 // document view and the inspector. A document longer than the model's context was read with re-based
 // positions, which answers less accurately: that is a quality warning, with the way out beside it, compressing
-// only the pages that fit. Those pages are computed here from the page list, never read back from the note.
+// only a range of pages that fits, from any page. The ranges are computed here from the page list (the rule
+// the app core checks them by, room.ts), never read back from the note.
+import { useId, useMemo, useState } from 'react';
+
 import type { DocumentDetail } from '../../../electron/api/contract.ts';
 import { recompressDocument } from '../stores/documents.ts';
 import { useSettings } from '../stores/settings.ts';
 import { documentTask, useTasks } from '../stores/tasks.ts';
 import { askConfirm } from '../stores/ui.ts';
-import { fittingPages } from '../../../electron/services/room.ts';
+import { fittingEnds } from '../../../electron/services/room.ts';
 
 const pageRange = ([a, b]: [number, number]) => (a === b ? `page ${a}` : `pages ${a} to ${b}`);
 
@@ -22,16 +25,6 @@ export function ReadNote({ detail }: { detail: DocumentDetail }) {
         {detail.readNote}
       </p>
     );
-  const range = detail.contextTokens ? fittingPages(detail.pageList, detail.contextTokens, roomSetting) : null;
-  const compressRange = (r: [number, number]) =>
-    askConfirm({
-      title: `Compress ${pageRange(r)} only?`,
-      body:
-        `The document is read again, only ${pageRange(r)}, at its own positions: answers are more accurate, ` +
-        'but know nothing of the other pages until the whole document is compressed again.',
-      confirmLabel: `Compress ${pageRange(r)}`,
-      onConfirm: () => void recompressDocument(detail.id, r),
-    });
   return (
     <section
       className="read-note warning"
@@ -44,18 +37,88 @@ export function ReadNote({ detail }: { detail: DocumentDetail }) {
         </strong>{' '}
         {detail.readNote}
       </p>
-      {range ? (
-        <button
-          type="button"
-          className="button small"
-          onClick={() => compressRange(range)}
-          disabled={busy || detail.status === 'compressing' || detail.status === 'importing'}
-        >
-          Compress {pageRange(range)} only
-        </button>
-      ) : (
-        <p className="small">Not even the first page fits the context with room for the conversation.</p>
-      )}
+      <PageRangeOffer
+        detail={detail}
+        roomSetting={roomSetting}
+        disabled={busy || detail.status === 'compressing' || detail.status === 'importing'}
+      />
     </section>
+  );
+}
+
+/** The first page of a range and its last, among those that fit from there; by default the longest range from
+ * the document's first page that fits. */
+function PageRangeOffer({
+  detail,
+  roomSetting,
+  disabled,
+}: {
+  detail: DocumentDetail;
+  roomSetting: number | null;
+  disabled: boolean;
+}) {
+  const id = useId();
+  const [chosenFrom, setFrom] = useState<number | null>(null);
+  // null: as far as fits from the chosen first page
+  const [chosenTo, setTo] = useState<number | null>(null);
+  const { pageList, tokens, contextTokens } = detail;
+  // Each page that fits on its own may start a range, with the last page that fits after it.
+  const starts = useMemo(() => {
+    const out = new Map<number, number>();
+    if (!contextTokens) return out;
+    const ends = fittingEnds({ pages: pageList, prefixTokens: tokens, contextTokens }, roomSetting);
+    pageList.forEach((p, i) => {
+      const last = ends[i];
+      if (last !== null) out.set(p.page, last);
+    });
+    return out;
+  }, [pageList, tokens, contextTokens, roomSetting]);
+  if (starts.size === 0)
+    return <p className="small">Not even the first page fits the context with room for the conversation.</p>;
+  // A choice the page list no longer offers (the document was read again) falls back to the default.
+  const from = chosenFrom !== null && starts.has(chosenFrom) ? chosenFrom : starts.keys().next().value!;
+  const longest = starts.get(from)!;
+  const ends = pageList.filter((p) => p.page >= from && p.page <= longest).map((p) => p.page);
+  const to = chosenTo !== null && ends.includes(chosenTo) ? chosenTo : longest;
+  const range: [number, number] = [from, to];
+  const compress = () =>
+    askConfirm({
+      title: `Compress ${pageRange(range)} only?`,
+      body:
+        `The document is read again, only ${pageRange(range)}, at its own positions: answers are more accurate, ` +
+        'but know nothing of the other pages until the whole document is compressed again.',
+      confirmLabel: `Compress ${pageRange(range)}`,
+      onConfirm: () => void recompressDocument(detail.id, range),
+    });
+  return (
+    <fieldset className="page-range">
+      <legend className="sr-only">A range of pages that fits the context</legend>
+      <label htmlFor={`${id}-from`}>From page</label>
+      <select
+        id={`${id}-from`}
+        value={from}
+        onChange={(e) => {
+          setFrom(Number(e.target.value));
+          setTo(null);
+        }}
+      >
+        {[...starts.keys()].map((p) => (
+          <option key={p} value={p}>
+            {p}
+          </option>
+        ))}
+      </select>
+      <label htmlFor={`${id}-to`}>to page</label>
+      <select id={`${id}-to`} value={to} onChange={(e) => setTo(Number(e.target.value))}>
+        {ends.map((p) => (
+          <option key={p} value={p}>
+            {p}
+          </option>
+        ))}
+      </select>
+      <button type="button" className="button small" onClick={compress} disabled={disabled}>
+        Compress {pageRange(range)}
+      </button>
+    </fieldset>
   );
 }
