@@ -120,7 +120,7 @@ test('questions are answered as they arrive, before stdin ends (a terminal or a 
   assert.equal(code, 0);
 });
 
-test('a question that would overflow the context sets the oldest turn aside; /reset drops the conversation', {
+test('a question that would overflow the context compresses the older turns; /reset drops the conversation', {
   skip,
 }, () => {
   const q = 'What did Lily have?';
@@ -130,12 +130,12 @@ test('a question that would overflow the context sets the oldest turn aside; /re
   assert.equal(t.length, 4, r.out);
   assert.equal(t[1].position, t[0].position + t[1].prompt + t[1].answer);
   assert.ok(t[1].position + t[0].prompt + 1 > 512, 'the third question cannot fit beside both turns');
-  // The third turn went where the first began: the first was set aside, the document kept.
-  assert.match(r.out, /\[turn 3: .*; the oldest turn was set aside to make room\]/);
-  assert.equal(
-    t[2].position,
-    t[0].position + (t[1].prompt + t[1].answer) + (t[2].prompt + t[2].answer) - (t[0].position - 376),
-  );
+  // The two older turns were compressed together to half their positions (or what the third question needs),
+  // the document kept (it ends at 376).
+  assert.match(r.out, /\[turn 3: .*; the older 2 turns were compressed to make room\]/);
+  const span = t[1].position - 376;
+  const need = t[1].position + t[2].prompt + 1 - 512;
+  assert.equal(t[2].position, 376 + Math.min(Math.floor(span / 2), span - need) + t[2].prompt + t[2].answer);
   assert.ok(t[2].position <= 512);
   assert.equal(t[3].turn, 1);
   assert.equal(t[3].position, t[0].position, 'after /reset the conversation starts over');

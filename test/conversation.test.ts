@@ -1,8 +1,9 @@
 // The chat driver (electron/services/conversation.ts) on stories260K through the engine process, as the app and
 // `folio chat` drive it: forks of one compressed document do not disturb each other, a replayed conversation
 // leaves the cache as the live one did, stop sequences cut the answer where the unstopped one had the
-// sequence, a question that does not fit is refused before anything changes, and reset goes back to the
-// document. (The chat template's re-sent answer is run end to end by chat.test.ts.)
+// sequence, a question that does not fit is refused before anything changes, a full context compresses the
+// older turns by the next question (or sets them aside), and reset goes back to the document. (The chat
+// template's re-sent answer is run end to end by chat.test.ts.)
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
@@ -64,7 +65,14 @@ test('a turn: the question after the document, the answer streamed and kept in t
 }, async () => {
   const a = await fork();
   const b = await fork();
-  assert.deepEqual(a.status(), { position: L, nCtx: 512, free: 512 - L, turns: 0, forgottenTurns: 0 });
+  assert.deepEqual(a.status(), {
+    position: L,
+    nCtx: 512,
+    free: 512 - L,
+    turns: 0,
+    forgottenTurns: 0,
+    compressedTurns: 0,
+  });
   const { promptTokens } = await a.ask('What did Lily have?');
   assert.ok(promptTokens > 3);
   let streamed = '';
@@ -81,7 +89,14 @@ test('a turn: the question after the document, the answer streamed and kept in t
 
   // Reset: back to the document, the same answer again.
   await a.reset();
-  assert.deepEqual(a.status(), { position: L, nCtx: 512, free: 512 - L, turns: 0, forgottenTurns: 0 });
+  assert.deepEqual(a.status(), {
+    position: L,
+    nCtx: 512,
+    free: 512 - L,
+    turns: 0,
+    forgottenTurns: 0,
+    compressedTurns: 0,
+  });
   await a.ask('What did Lily have?');
   assert.equal((await a.answer({ ...greedy, maxTokens: 12 })).text, answer.text);
   await a.dispose();
@@ -151,7 +166,14 @@ test('a question that does not fit is refused before anything changes; an answer
     assert.ok(e.promptTokens + 1 > e.free);
     return true;
   });
-  assert.deepEqual(c.status(), { position: L, nCtx: 512, free: 512 - L, turns: 0, forgottenTurns: 0 });
+  assert.deepEqual(c.status(), {
+    position: L,
+    nCtx: 512,
+    free: 512 - L,
+    turns: 0,
+    forgottenTurns: 0,
+    compressedTurns: 0,
+  });
   await c.ask('What did Lily have?');
   const before = c.status().free;
   // More tokens than the context has room for: the answer gets what is left, the cache ends full, and the
@@ -162,16 +184,69 @@ test('a question that does not fit is refused before anything changes; an answer
     assert.equal(r.tokens, before);
     assert.equal(c.status().free, 0);
   }
-  // The next question sets the oldest turn aside: the document stays as it was, the chat goes on.
+  // The next question compresses the older turn to half its positions (the entries the question attends to
+  // most): the document stays as it was, the chat goes on.
+  const span = c.status().position - L;
   const { promptTokens } = await c.ask('Who helped her?');
-  assert.equal(c.status().forgottenTurns, 1);
-  assert.equal(c.status().position, L + promptTokens);
+  assert.equal(c.status().compressedTurns, 1);
+  assert.equal(c.status().forgottenTurns, 0);
+  assert.equal(c.status().position, L + Math.floor(span / 2) + promptTokens);
   const next = await c.answer({ ...greedy, maxTokens: 8 });
   assert.ok(next.tokens > 0);
   await c.dispose();
 });
 
-test('a long chat never hits the wall: the oldest turns are set aside, newest first kept, document whole', {
+/** Text of at most `n` − 4 tokens: an answer appended to fill most of what is free. */
+async function filler(n: number): Promise<string> {
+  const unit = 'Lily ran to the park with her red kite. ';
+  const count = async (k: number) =>
+    (await engine.tokenize(model, unit.repeat(k), { addSpecial: false, parseSpecial: false })).tokens.length;
+  let lo = 0,
+    hi = n;
+  while (lo < hi) {
+    const mid = Math.ceil((lo + hi) / 2);
+    if ((await count(mid)) <= n - 4) lo = mid;
+    else hi = mid - 1;
+  }
+  return unit.repeat(lo);
+}
+
+test('a full context: the older turns are compressed by the next question; set aside whole when that cannot make room', {
+  skip,
+}, async () => {
+  const a = await fork();
+  const b = await fork();
+  for (const c of [a, b]) {
+    await c.ask('What did Lily have?');
+    await c.appendAnswer(await filler(c.status().free));
+  }
+  const span = a.status().position - L;
+  // The question and its answer's room (all that is free) do not fit: the one older turn keeps half its
+  // positions, the entries the question attends to most.
+  const { promptTokens, compressedTurns, forgottenTurns } = await a.ask('Who helped her?', {
+    answerRoom: a.status().free,
+  });
+  assert.deepEqual({ compressedTurns, forgottenTurns }, { compressedTurns: 1, forgottenTurns: 0 });
+  assert.deepEqual(a.status(), {
+    position: L + Math.floor(span / 2) + promptTokens,
+    nCtx: 512,
+    free: 512 - (L + Math.floor(span / 2) + promptTokens),
+    turns: 2,
+    forgottenTurns: 0,
+    compressedTurns: 1,
+  });
+  assert.ok((await a.answer({ ...greedy, maxTokens: 8 })).tokens > 0, 'the chat goes on');
+  // An answer room that leaves the older turn fewer than MIN_COMPRESSED_POSITIONS: it is set aside whole.
+  const room = 512 - L - promptTokens - 2;
+  assert.equal((await b.ask('Who helped her?', { answerRoom: room })).forgottenTurns, 1);
+  assert.equal(b.status().forgottenTurns, 1);
+  assert.equal(b.status().compressedTurns, 0);
+  assert.equal(b.status().position, L + promptTokens);
+  await a.dispose();
+  await b.dispose();
+});
+
+test('a long chat never hits the wall: the older turns are compressed by halves, document whole', {
   skip,
 }, async () => {
   const c = await fork();
@@ -183,8 +258,10 @@ test('a long chat never hits the wall: the oldest turns are set aside, newest fi
     positions.push(c.status().position);
     assert.ok(c.status().position <= 512);
   }
-  assert.ok(c.status().forgottenTurns > 0, 'some turns were set aside');
-  assert.ok(c.status().forgottenTurns < 12, 'the newest turns stay');
+  const st = c.status();
+  assert.ok(st.compressedTurns > 1, `${st.compressedTurns} turns compressed together`);
+  assert.ok(st.compressedTurns + st.forgottenTurns < 12, 'the newest turns stay whole');
+  assert.equal(st.forgottenTurns, 0, 'halving the older turns made room every time');
   // The document's entries were never touched: going back to it is where it began.
   const fresh = await fork();
   assert.equal(fresh.status().position, L);

@@ -312,3 +312,83 @@ test('compression is cancellable and leaves an empty session behind', { skip }, 
   assert.equal(again.stats.compressed, true);
   s.dispose();
 });
+
+test("compressSpan: older turns compressed by a question's attention free positions; the document stays", {
+  skip,
+}, async () => {
+  const { s } = await compressed('ada-snapkv', 0.3);
+  const L = s.nPast;
+  const doc = s.memory().headLengths;
+  const pristine = s.fork();
+  // Two "turns" after the document: 40 and 30 tokens.
+  const turns = [prefix.slice(0, 40), prefix.slice(100, 130)];
+  for (const t of turns) await s.prefill(t);
+  const forgets = s.fork();
+  const zero = s.fork();
+  const partial = s.fork();
+  const tokensBefore = s.tokens().length;
+
+  // Both turns at a quarter: every head held all 70 span entries; each layer keeps ceil(70·Hk/4) of them, no
+  // head more than ceil(70/4) = 18, the positions the span takes.
+  const r = await s.compressSpan(L, L + 70, 0.25, question);
+  assert.equal(r.nPast, L + 18);
+  assert.equal(s.nPast, L + 18);
+  assert.equal(s.tokens().length, tokensBefore - (70 - 18), 'one token per position after the document');
+  const kept = s.memory().headLengths.map((l, i) => l.map((n, g) => n - doc[i][g]));
+  for (const layer of kept) {
+    assert.equal(
+      layer.reduce((a, b) => a + b, 0),
+      Math.ceil((70 * layer.length) / 4),
+    );
+    assert.ok(
+      layer.every((n) => n >= 1 && n <= 18),
+      `${layer}`,
+    );
+  }
+  assert.equal(Math.max(...kept.flat()), 18);
+  // The chat goes on after the compressed turns.
+  await s.prefill(question);
+  const g = await s.generate({ n: 8, temperature: 0 });
+  assert.equal(g.tokens.length, 8);
+  assert.equal(s.nPast, L + 18 + question.length + 8);
+  // The document's entries are as they were: without the conversation, the next logits are the pristine ones.
+  s.truncate(L);
+  assert.deepEqual(s.memory().headLengths, doc);
+  sameArray((await s.prefill(question)).logits, (await pristine.prefill(question)).logits, 'the document alone');
+
+  // Keeping nothing is forgetting.
+  forgets.forget(L, L + 70);
+  assert.equal((await zero.compressSpan(L, L + 70, 0, question)).nPast, forgets.nPast);
+  sameArray((await zero.prefill(question)).logits, (await forgets.prefill(question)).logits, 'keep nothing = forget');
+
+  // Only the first turn: the second moves back behind its kept 10 positions (ceil(40/4)).
+  assert.equal((await partial.compressSpan(L, L + 40, 0.25, question)).nPast, L + 10 + 30);
+  await partial.prefill(question);
+  assert.equal((await partial.generate({ n: 4, temperature: 0 })).tokens.length, 4);
+
+  // Refused: a span outside the cache, a ratio outside [0, 1].
+  await assert.rejects(
+    partial.compressSpan(L, partial.nPast + 1, 0.5, question),
+    (e: EngineError) => e.code === 'INVALID_ARGUMENT',
+  );
+  await assert.rejects(
+    partial.compressSpan(L, L + 10, 1.5, question),
+    (e: EngineError) => e.code === 'INVALID_ARGUMENT',
+  );
+  for (const x of [s, pristine, forgets, zero, partial]) x.dispose();
+});
+
+test('compressSpan near the end of the context: the question runs past it and nothing of it stays', {
+  skip,
+}, async () => {
+  const { s } = await compressed('ada-snapkv', 0.3);
+  const L = s.nPast;
+  const fill = [...prefix, ...prefix].slice(0, 512 - L - 2);
+  await s.prefill(fill);
+  const window = prefix.slice(200, 240); // 40 tokens: positions 510 .. 549, past the 512 of the context
+  const r = await s.compressSpan(L, s.nPast, 0.5, window);
+  assert.equal(r.nPast, L + Math.ceil(fill.length / 2));
+  await s.prefill(window);
+  assert.equal(s.nPast, r.nPast + 40);
+  s.dispose();
+});

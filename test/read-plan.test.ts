@@ -60,7 +60,7 @@ test('a document that fits but not with the whole room is read at its own positi
   const small: ModelShape = { ...llama1b, contextLength: 512 };
   const p = plan(420, { shape: small });
   assert.deepEqual([p.nCtx, p.room, p.chunk, p.rebase], [512, 92, 0, false]);
-  assert.match(p.note, /leaves 92 positions for the conversation, whose oldest turns are set aside/);
+  assert.match(p.note, /leaves 92 positions for the conversation, whose older turns are compressed \(or set aside\)/);
   // Less than 64 left: re-based instead.
   assert.equal(plan(460, { shape: small }).rebase, true);
 });

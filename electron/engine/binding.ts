@@ -272,6 +272,12 @@ export interface Session {
   truncate(n: number): void;
   /** Forgets positions [from, to) (a conversation's oldest turns); what follows moves back to `from`. */
   forget(from: number, to: number): void;
+  /**
+   * Compresses positions [from, to) (a conversation's older turns) by the attention `window` (the next
+   * question's tokens, run and not kept) gives them: each layer keeps about keepRatio of the span's entries,
+   * on ceil(keepRatio·(to − from)) positions at most, and what follows moves back. keepRatio 0 is forget().
+   */
+  compressSpan(from: number, to: number, keepRatio: number, window: Int32Array | number[]): Promise<{ nPast: number }>;
   /** The tokens the cache holds. */
   tokens(): Int32Array;
   lastLogits(): Float32Array;

@@ -134,7 +134,16 @@ export interface EngineClientOptions {
 }
 
 /** Requests that make the engine 'busy' while they run. */
-const LONG_METHODS = new Set<string>(['loadModel', 'loadSession', 'prefill', 'compress', 'generate', 'save', 'fork']);
+const LONG_METHODS = new Set<string>([
+  'loadModel',
+  'loadSession',
+  'prefill',
+  'compress',
+  'compressSpan',
+  'generate',
+  'save',
+  'fork',
+]);
 const STDERR_TAIL = 8192;
 
 interface Pending {
@@ -740,6 +749,17 @@ export class EngineClient {
 
   forget(sessionId: string, from: number, to: number) {
     return this.request('forget', { sessionId, from, to });
+  }
+
+  compressSpan(
+    sessionId: string,
+    from: number,
+    to: number,
+    keepRatio: number,
+    window: Int32Array | number[],
+    opts: RequestOptions = {},
+  ) {
+    return this.request('compressSpan', { sessionId, from, to, keepRatio, window }, opts);
   }
 
   fork(sessionId: string) {

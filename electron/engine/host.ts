@@ -402,6 +402,9 @@ function makeHandlers(addon: FolioAddon): Handlers {
         return { nPast: s.nPast };
       }),
 
+    compressSpan: ({ sessionId, from, to, keepRatio, window }, ctx) =>
+      onSession(sessionEntry(sessionId), ctx.id, true, (s) => s.compressSpan(from, to, keepRatio, window)),
+
     fork: ({ sessionId }, ctx) => {
       const entry = sessionEntry(sessionId);
       return onSession(entry, ctx.id, false, (s) => {

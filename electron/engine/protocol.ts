@@ -260,6 +260,22 @@ export const methods = {
     result: z.object({ nPast: Int }),
     events: 'none',
   },
+  /**
+   * Compresses positions [from, to) (a conversation's older turns) by the attention of `window` (the next
+   * question's tokens) instead of dropping them: about keepRatio of the span's entries stay, on fewer positions
+   * (docs/compression.md, "The conversation"). Cancelling rejects with CANCELLED, the cache as it was.
+   */
+  compressSpan: {
+    params: z.strictObject({
+      sessionId: HandleId,
+      from: Int.min(0),
+      to: Int.min(0),
+      keepRatio: Num.min(0).max(1),
+      window: Tokens,
+    }),
+    result: z.object({ nPast: Int }),
+    events: 'none',
+  },
   /** A new session with a copy of this one's cache. */
   fork: { params: z.strictObject({ sessionId: HandleId }), result: SessionHandle, events: 'none' },
   save: {

@@ -20,7 +20,7 @@ const ANSWER_ROOM = 16;
 export class ChatsService {
   private live = new Map<string, Promise<ConversationSession>>();
   /** Where each live chat's cache stands after its last answer (positions): what the meter shows, since the
-   * oldest turns may have been set aside (conversation.ts) and no longer count. */
+   * older turns may have been compressed or set aside (conversation.ts) and take fewer positions or none. */
   private positions = new Map<string, number>();
   private running = new Map<string, { controller: AbortController; done: Promise<void> }>();
 

@@ -3,8 +3,9 @@
 // their turns through it, over the engine methods of EngineManager. What it does, turn by turn:
 //   fork     a copy of the document's pristine cache (no prefill of the document);
 //   ask      plan the question's text with the chat format (chat-format.ts Conversation), check that it and
-//            room for an answer fit the context, go back to where the last answer began when the template
-//            renders that answer differently, append (tokenize + prefill);
+//            room for an answer fit the context (else compress the older turns by the question, or set the
+//            oldest aside), go back to where the last answer began when the template renders that answer
+//            differently, append (tokenize + prefill);
 //   answer   generate, streaming, with stop sequences; the cache then holds the answer for the next turn;
 //   replay   re-append a stored conversation (a rebuilt chat, an OpenAI request's history);
 //   reset    back to the document alone, in a new fork;
@@ -17,8 +18,11 @@ import { tokenizeFormatted, type ChatFormat } from './prefix.ts';
 /** The engine methods a conversation needs (EngineManager's). */
 export type ConversationEngine = Pick<
   EngineManager,
-  'tokenize' | 'fork' | 'prefill' | 'truncate' | 'forget' | 'generate' | 'disposeSession'
+  'tokenize' | 'fork' | 'prefill' | 'truncate' | 'forget' | 'compressSpan' | 'generate' | 'disposeSession'
 >;
+
+/** Positions below which older turns are not compressed further: they are set aside whole instead. */
+export const MIN_COMPRESSED_POSITIONS = 8;
 
 /** A question (or a replayed answer) and room for an answer do not fit in what is left of the context. */
 export class ContextFullError extends ApiError {
@@ -70,14 +74,23 @@ export interface ConversationStatus {
   turns: number;
   /** The oldest turns set aside to make room (the cache no longer holds them; the document stays whole). */
   forgottenTurns: number;
+  /** Older turns compressed to make room: the cache holds the entries of theirs the later questions attended to. */
+  compressedTurns: number;
 }
 
 export class ConversationSession {
   /** Cache position where the last answer begins, -1 when there is none (the conversation's answerStart). */
   private answerStart = -1;
-  /** Cache position where each turn the cache still holds begins (its question), oldest first. */
+  /**
+   * Cache position where each turn region the cache still holds begins (its question), oldest first: a turn,
+   * or the older turns compressed together (always the first region).
+   */
   private turnStarts: number[] = [];
+  /** Questions in each region of turnStarts. */
+  private turnCounts: number[] = [];
   private forgottenTurns = 0;
+  /** Questions in the compressed region (turnStarts[0] when not 0). */
+  private compressedTurns = 0;
 
   private constructor(
     private readonly engine: ConversationEngine,
@@ -118,6 +131,7 @@ export class ConversationSession {
       free: nCtx - nPast,
       turns: this.conversation.turns,
       forgottenTurns: this.forgottenTurns,
+      compressedTurns: this.compressedTurns,
     };
   }
 
@@ -134,23 +148,31 @@ export class ConversationSession {
   /**
    * Appends a question and the answer's header. Refused with ContextFullError, before anything changes, when
    * it and `answerRoom` tokens for the answer do not fit; ChatFormatError when the template cannot continue
-   * the cache. Returns the tokens the question's text took.
+   * the cache. Returns the tokens the question's text took, and the older turns it compressed and set aside to
+   * make room.
    */
   async ask(
     question: string,
     o: { answerRoom?: number; signal?: AbortSignal } = {},
-  ): Promise<{ promptTokens: number }> {
+  ): Promise<{ promptTokens: number; compressedTurns: number; forgottenTurns: number }> {
     const plan = this.conversation.plan(question);
     const { tokens } = await this.tokenize(plan.text, o.signal);
     // The template renders the last answer differently from how it was generated (it trims it, say): the
     // cache goes back to where that answer began and the plan re-sends it as rendered.
     const fromNow = () => (plan.dropLastAnswer ? this.answerStart : this.session.nPast);
-    const fits = () => fromNow() + tokens.length + (o.answerRoom ?? 1) <= this.session.nCtx;
-    // No room: the oldest turns are set aside, one at a time, while that makes room (the document stays).
+    const room = tokens.length + (o.answerRoom ?? 1);
+    const fits = () => fromNow() + room <= this.session.nCtx;
+    // No room: the older turns are compressed by the attention this question gives them; where that cannot
+    // make room, the oldest turns are set aside whole, one at a time (the document stays).
     const last = plan.dropLastAnswer ? 1 : 0; // the turn whose answer is re-sent stays
+    let compressedTurns = 0,
+      forgottenTurns = 0;
     while (!fits() && this.turnStarts.length > last) {
-      if (this.session.nCtx - this.turnStarts[0] < tokens.length + (o.answerRoom ?? 1)) break; // never enough
-      await this.forgetOldestTurn();
+      if (this.session.nCtx - this.turnStarts[0] < room) break; // never enough
+      const need = fromNow() + room - this.session.nCtx;
+      const compressed = await this.compressOlderTurns(last, need, tokens, o.signal);
+      if (compressed > 0) compressedTurns = compressed;
+      else forgottenTurns += await this.forgetOldestTurn();
     }
     if (!fits()) throw new ContextFullError(tokens.length, this.session.nCtx - fromNow(), this.session.nCtx);
     const from = fromNow();
@@ -158,24 +180,71 @@ export class ConversationSession {
       await this.engine.truncate(this.session.sessionId, from);
       this.session.nPast = from;
     }
-    if (!plan.dropLastAnswer) this.turnStarts.push(from);
+    if (!plan.dropLastAnswer) {
+      this.turnStarts.push(from);
+      this.turnCounts.push(1);
+    }
     this.answerStart = -1;
     await this.append(tokens, o.signal);
     this.conversation.accept(plan);
-    return { promptTokens: tokens.length };
+    return { promptTokens: tokens.length, compressedTurns, forgottenTurns };
   }
 
-  /** Drops the oldest turn the cache holds; the turns after it move back (docs/compression.md, "The conversation"). */
-  private async forgetOldestTurn(): Promise<void> {
+  /**
+   * Compresses every turn but the last `keepLast` into one region of fewer positions, ranked by the attention
+   * the question's tokens (`window`) give them, to free `need` positions (docs/compression.md, "The
+   * conversation"). The region keeps at most half its positions each time, so that older turns fade by
+   * halves. Returns the turns now compressed together; 0, with nothing done, when the region would keep fewer
+   * than MIN_COMPRESSED_POSITIONS.
+   */
+  private async compressOlderTurns(
+    keepLast: number,
+    need: number,
+    window: Int32Array,
+    signal?: AbortSignal,
+  ): Promise<number> {
+    const regions = this.turnStarts.length - keepLast;
+    const from = this.turnStarts[0];
+    const to = keepLast > 0 ? this.turnStarts[regions] : this.session.nPast;
+    const span = to - from;
+    const keep = Math.min(Math.floor(span / 2), span - need);
+    if (keep < MIN_COMPRESSED_POSITIONS) return 0;
+    const r = await this.engine.compressSpan(this.session.sessionId, from, to, keep / span, window, { signal });
+    const turns = this.turnCounts.slice(0, regions).reduce((a, b) => a + b, 0);
+    this.moveBack(from, to, this.session.nPast - r.nPast, regions);
+    this.session.nPast = r.nPast;
+    this.turnStarts.unshift(from);
+    this.turnCounts.unshift(turns);
+    this.compressedTurns = turns;
+    return turns;
+  }
+
+  /**
+   * Drops the oldest turn region the cache holds; the turns after it move back (docs/compression.md, "The
+   * conversation"). Returns the turns it held.
+   */
+  private async forgetOldestTurn(): Promise<number> {
     const from = this.turnStarts[0];
     const to = this.turnStarts.length > 1 ? this.turnStarts[1] : this.session.nPast;
     const r = await this.engine.forget(this.session.sessionId, from, to);
     this.session.nPast = r.nPast;
-    const shift = to - from;
-    this.turnStarts = this.turnStarts.slice(1).map((p) => p - shift);
+    const turns = this.turnCounts[0];
+    this.forgottenTurns += turns;
+    if (this.compressedTurns > 0) this.compressedTurns = 0; // the compressed region is always the first
+    this.moveBack(from, to, to - from, 1);
+    return turns;
+  }
+
+  /**
+   * Bookkeeping after positions [from, to), the first `regions` turn regions, gave up `shift` positions: those
+   * regions leave the lists, what follows moves back, and an answer that began inside them no longer stands
+   * as it was generated (dropped, or compressed): there is none to go back to.
+   */
+  private moveBack(from: number, to: number, shift: number, regions: number): void {
+    this.turnStarts = this.turnStarts.slice(regions).map((p) => p - shift);
+    this.turnCounts = this.turnCounts.slice(regions);
     if (this.answerStart >= to) this.answerStart -= shift;
     else if (this.answerStart >= from) this.answerStart = -1;
-    this.forgottenTurns++;
   }
 
   /** Appends an answer given as text (a stored one, an OpenAI request's history), as if it had been generated. */
@@ -228,7 +297,9 @@ export class ConversationSession {
     this.conversation.reset();
     this.answerStart = -1;
     this.turnStarts = [];
+    this.turnCounts = [];
     this.forgottenTurns = 0;
+    this.compressedTurns = 0;
   }
 
   async dispose(): Promise<void> {

@@ -223,6 +223,17 @@ export class EngineManager {
     return this.client.forget(sessionId, from, to);
   }
 
+  compressSpan(
+    sessionId: string,
+    from: number,
+    to: number,
+    keepRatio: number,
+    window: Int32Array | number[],
+    opts: RequestOptions = {},
+  ) {
+    return this.client.compressSpan(sessionId, from, to, keepRatio, window, opts);
+  }
+
   /** Streams tokens to opts.onToken, in order, all before the promise resolves. */
   generate(sessionId: string, options: GenerateOptions, opts: RequestOptions = {}) {
     return this.client.generate(sessionId, options, opts);

@@ -126,7 +126,7 @@ export function planRead(i: ReadPlanInput): ReadPlan {
   const memoryNote =
     (lo < positions ? `; the context is ${count(lo)} positions, what the memory allows` : '') +
     (shrunk
-      ? `; it leaves ${count(room)} positions for the conversation, whose oldest turns are set aside when it fills`
+      ? `; it leaves ${count(room)} positions for the conversation, whose older turns are compressed (or set aside) when it fills`
       : '');
   return {
     nCtx: lo,

@@ -119,7 +119,7 @@ void reread_case(ThreadPool& pool, backend::Backend& be) {
   cache.append(0, k, v, pos, 5);
   std::unique_ptr<backend::KvStore> store = be.kv_store_from_host(std::move(cache));
   const float q[] = {2, 1, -1, 2};
-  forward::observe_reread(comp, be, *store, 0, q, 2);
+  be.reread_attention(q, *store, 0, 2, 1, 2, comp.seen(0));  // the forward pass's watch over the re-reading
   expect_near("kvzip re-reading attention", comp.seen(0), {{0.258570926, 0.370766464, 0.524411568}}, 1e-6);
 }
 

@@ -162,10 +162,9 @@ async function converse(engine: EngineManager, o: ChatRun) {
   const status = (s: string) => process.stdout.write(`[${s}]\n`);
 
   async function turn(question: string) {
-    let promptTokens: number;
-    const forgotten = chat.status().forgottenTurns;
+    let promptTokens: number, compressed: number, setAside: number;
     try {
-      ({ promptTokens } = await chat.ask(question));
+      ({ promptTokens, compressedTurns: compressed, forgottenTurns: setAside } = await chat.ask(question));
     } catch (e) {
       if (e instanceof ChatFormatError) {
         process.stderr.write(`error: ${e.message}\n`);
@@ -195,16 +194,15 @@ async function converse(engine: EngineManager, o: ChatRun) {
     }
     process.stdout.write('\n');
     const st = chat.status();
-    const setAside = st.forgottenTurns - forgotten;
+    const turns = (n: number) => (n === 1 ? 'turn was' : `${n} turns were`);
     status(
       `turn ${st.turns}: ${promptTokens} prompt tokens, ${a.cacheTokens} answer tokens (stop: ${a.stopReason}); position ${st.position} of ${nCtx}` +
-        (setAside > 0
-          ? `; the oldest ${setAside === 1 ? 'turn was' : `${setAside} turns were`} set aside to make room`
-          : ''),
+        (compressed > 0 ? `; the older ${turns(compressed)} compressed to make room` : '') +
+        (setAside > 0 ? `; the oldest ${turns(setAside)} set aside to make room` : ''),
     );
     if (st.free <= 0)
       process.stderr.write(
-        'the context is full: the next question sets the oldest turn aside (the document stays); /reset drops the conversation\n',
+        'the context is full: the next question compresses the older turns, or sets the oldest aside (the document stays); /reset drops the conversation\n',
       );
   }
 

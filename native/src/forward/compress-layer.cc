@@ -89,11 +89,6 @@ void observe_queries(kv::Compressor& comp, backend::Backend& be, int l, const fl
   comp.add_queries(l, on_host(be, q, size_t(m) * size_t(s.n_head) * size_t(s.head_dim), tmp), m, first);
 }
 
-void observe_reread(kv::Compressor& comp, backend::Backend& be, const backend::KvStore& kv, int l, const float* q,
-                    int64_t m) {
-  be.reread_attention(q, kv, l, m, comp.shape().n_head, comp.shape().head_dim, comp.seen(l));
-}
-
 std::vector<float> value_gram(const Weight& wo, int n_head, int head_dim_v, ThreadPool& pool) {
   const int64_t E = wo.rows, AW = wo.cols, Dv = head_dim_v;
   if (AW != int64_t(n_head) * Dv) fail("INTERNAL", "the output projection does not match the heads");

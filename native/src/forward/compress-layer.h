@@ -26,10 +26,6 @@ void compact_layer(kv::Compressor& comp, backend::KvStore& kv, ThreadPool& pool,
 // The prefix's queries before RoPE, q [m, n_head·head_dim] in the backend's memory, document tokens from
 // `first` (ExpectedAttention's statistics).
 void observe_queries(kv::Compressor& comp, backend::Backend& be, int l, const float* q, int64_t m, int32_t first);
-// While a chunk is re-read (kvzip): the m newest queries q [m, n_head·head_dim] of layer l, post-RoPE, their
-// entries just appended; raises each earlier entry's largest attention (Compressor::seen).
-void observe_reread(kv::Compressor& comp, backend::Backend& be, const backend::KvStore& kv, int l, const float* q,
-                    int64_t m);
 // W_o^(h)ᵀ W_o^(h) of every query head's slice of an output projection wo ([n_head·head_dim_v] -> [n_embd], host
 // memory): [n_head, Dv, Dv] (CriticalKV's and DefensiveKV's value norms).
 std::vector<float> value_gram(const Weight& wo, int n_head, int head_dim_v, ThreadPool& pool);

@@ -14,6 +14,9 @@
 
 namespace folio::forward {
 
+// The largest attention each cached entry gets from the queries of a pass, [layer][KV head][entry].
+using AttentionWatch = std::vector<std::vector<std::vector<float>>>;
+
 class ForwardPass {
  public:
   // n_batch: tokens per chunk of a prefill. `pool` runs the compressor's host work.
@@ -23,10 +26,12 @@ class ForwardPass {
   // Runs n tokens at positions p0 .. p0 + n − 1 over the weights w (in the backend's memory) and appends
   // them to kv. Writes the logits (host memory) of every position ([n, n_vocab]) when all_logits, else of
   // the last one ([n_vocab]); none when logits is null. With a compressor, each layer is compressed as
-  // soon as every token has passed it (forward/compress-layer.h); n_ctx bounds the room left after it. A
-  // compressor that is re-reading (kvzip) only watches the attention.
+  // soon as every token has passed it (forward/compress-layer.h); n_ctx bounds the room left after it.
+  // With a watch ([layer][head][entry], sized to the entries to watch: a re-reading for kvzip, a question
+  // scoring a conversation's old turns), each watched entry's score is raised to the largest attention any
+  // of these tokens' queries gives it (Backend::reread_attention).
   void run(const ModelWeights& w, backend::KvStore& kv, const int32_t* tokens, int64_t n, int32_t p0, int32_t n_ctx,
-           bool all_logits, float* logits, Control& ctl, kv::Compressor* comp);
+           bool all_logits, float* logits, Control& ctl, kv::Compressor* comp, AttentionWatch* watch = nullptr);
 
  private:
   float* floats(backend::Buffer& b, int64_t count);

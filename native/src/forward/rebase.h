@@ -6,6 +6,7 @@
 // cache's rounding). Written once over the KV store interface, for every backend.
 #pragma once
 #include <cstdint>
+#include <vector>
 
 #include "backend/kv-store.h"
 #include "core/thread-pool.h"
@@ -20,10 +21,27 @@ namespace folio::forward {
 int32_t rebase_positions(backend::KvStore& kv, const HParams& hp, const float* freq_factors, ThreadPool& pool,
                          int32_t max_frontier);
 
+// What each head of each layer keeps of its entries whose position lies in a span: [layer][head] ascending
+// indices among those entries, in their stored order.
+using SpanKeep = std::vector<std::vector<std::vector<int32_t>>>;
+
+// Keeps, of the entries whose position is in [from, to), those `keep` names. Head g's n_g kept entries take
+// the positions from + R − n_g .. from + R − 1 in their order (right-aligned, as rebase_positions does), R the
+// most any head of any layer keeps, and the entries after the span move back by to − from − R, their keys
+// rotated to the new positions; the entries before `from` (the document) stay as they are. Returns R.
+int32_t squeeze_span(backend::KvStore& kv, const HParams& hp, const float* freq_factors, ThreadPool& pool, int32_t from,
+                     int32_t to, const SpanKeep& keep);
+
 // Drops every entry whose position is in [from, to) and moves the entries after them back by to − from, their
-// keys rotated to the new positions: the conversation's oldest turns forgotten, the rest unchanged relative to
-// each other and to what comes before `from` (the document).
+// keys rotated to the new positions: the conversation's oldest turns forgotten (squeeze_span keeping nothing).
 void forget_positions(backend::KvStore& kv, const HParams& hp, const float* freq_factors, ThreadPool& pool,
                       int32_t from, int32_t to);
+
+// The entries of the span [from, to) to keep by their scores (docs/compression.md, "The conversation"): in each
+// layer its heads compete for ceil(keep_ratio · the span's entries over the heads) slots, no head more than
+// ceil(keep_ratio · (to − from)), the positions the span keeps (kv::capped_top). scores: [layer][head][entry],
+// a score for each of the head's first entries (at least those up to the span's end).
+SpanKeep top_of_span(const backend::KvStore& kv, int32_t from, int32_t to, double keep_ratio,
+                     const std::vector<std::vector<std::vector<float>>>& scores);
 
 }  // namespace folio::forward

@@ -85,4 +85,41 @@ std::vector<int32_t> top_tokens(const std::vector<float>& scores, int32_t cap) {
   return idx;
 }
 
+std::vector<std::vector<int32_t>> capped_top(const std::vector<std::vector<float>>& scores, int64_t k, int32_t cap) {
+  const size_t H = scores.size();
+  int64_t room = 0;
+  for (const auto& row : scores) room += std::min<int64_t>(int64_t(row.size()), std::max(cap, 0));
+  k = std::min(k, room);
+  const bool any = k > 0;
+  // The global top k; the heads that won more than the cap keep the cap, and the others compete again for
+  // the rest: the same as taking the pairs best first and passing over a head once it is full.
+  std::vector<int32_t> count(H, 0);
+  std::vector<size_t> open(H);
+  std::iota(open.begin(), open.end(), size_t(0));
+  while (k > 0) {
+    std::vector<std::vector<float>> rows;
+    for (size_t h : open) rows.push_back(scores[h]);
+    const std::vector<int32_t> won = global_topk_counts(rows, k);
+    std::vector<size_t> under;
+    for (size_t i = 0; i < open.size(); i++)
+      if (won[i] > cap) {
+        count[open[i]] = cap;
+        k -= cap;
+      } else {
+        under.push_back(open[i]);
+      }
+    if (under.size() == open.size()) {
+      for (size_t i = 0; i < open.size(); i++) count[open[i]] = won[i];
+      break;
+    }
+    open = std::move(under);
+  }
+  std::vector<std::vector<int32_t>> keep(H);
+  for (size_t h = 0; h < H; h++) {
+    if (any && count[h] == 0 && !scores[h].empty()) count[h] = 1;
+    keep[h] = top_tokens(scores[h], count[h]);
+  }
+  return keep;
+}
+
 }  // namespace folio::kv

@@ -26,4 +26,10 @@ std::vector<int32_t> ada_caps_from_won(const std::vector<int32_t>& won, const st
 // The `cap` best tokens of one head by score, ties to the lower index, returned in ascending order.
 std::vector<int32_t> top_tokens(const std::vector<float>& scores, int32_t cap);
 
+// A conversation's compressed turns (docs/compression.md, "The conversation"): what each head keeps of a layer
+// whose heads compete for k slots by score (Ada's global top k over scores [n_heads][n_h]), no head more than
+// `cap` (the positions the kept entries get; a full head's slots go to the next best of the others) and at
+// least one of each head that has any when k > 0. Per head its kept entries, ascending.
+std::vector<std::vector<int32_t>> capped_top(const std::vector<std::vector<float>>& scores, int64_t k, int32_t cap);
+
 }  // namespace folio::kv

@@ -57,11 +57,10 @@ class Compressor {
   // The prefix's queries of layer l before RoPE, [m, H · head_dim], document tokens first .. first + m − 1
   // (only when the scorer asks for query statistics).
   void add_queries(int l, const float* q, int64_t m, int32_t first);
-  // kvzip: while a chunk is re-read, the largest attention each entry of layer l has had ([Hk][entries], in step
-  // with the cache; the entries the re-reading appends are not in it). rereading() tells the forward pass.
+  // kvzip: the largest attention each entry has had while the chunks are re-read ([layer][Hk][entries], in step
+  // with the cache; the entries the re-reading appends are not in it): the forward pass's watch.
+  std::vector<std::vector<std::vector<float>>>& seen() { return seen_; }
   std::vector<std::vector<float>>& seen(int l) { return seen_[size_t(l)]; }
-  void set_rereading(bool on) { rereading_ = on; }
-  bool rereading() const { return rereading_; }
   // Layer l's window scores as its heads are now (head g holds lens[g] entries, the last w the window) and
   // how long they took; ranks the entries with the method's scorer (keys/values read a head's entries).
   void score_layer(ThreadPool& pool, int l, const std::vector<int32_t>& lens, const WindowScores& ws, double ms_score,
@@ -116,7 +115,6 @@ class Compressor {
   size_t entry_bytes_ = 0;        // K + V bytes of one entry
   int32_t room_ = 0;
   int32_t chunk_first_ = 0, next_pos_ = 0;
-  bool rereading_ = false;
   RopeAngles rope_;
   std::vector<std::vector<float>> value_gram_;  // [layer] [H, Dv, Dv]
   std::vector<QueryStats> queries_;             // [layer]

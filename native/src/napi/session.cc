@@ -36,10 +36,11 @@ class SessionWrap : public Napi::ObjectWrap<SessionWrap> {
         {InstanceMethod("prefill", &SessionWrap::Prefill), InstanceMethod("compress", &SessionWrap::Compress),
          InstanceMethod("generate", &SessionWrap::Generate), InstanceMethod("cancel", &SessionWrap::Cancel),
          InstanceMethod("truncate", &SessionWrap::Truncate), InstanceMethod("forget", &SessionWrap::Forget),
-         InstanceMethod("fork", &SessionWrap::Fork), InstanceMethod("save", &SessionWrap::Save),
-         InstanceMethod("tokens", &SessionWrap::Tokens), InstanceMethod("lastLogits", &SessionWrap::LastLogits),
-         InstanceMethod("memory", &SessionWrap::Memory), InstanceMethod("dispose", &SessionWrap::Dispose),
-         InstanceAccessor("nPast", &SessionWrap::NPast, nullptr), InstanceAccessor("nCtx", &SessionWrap::NCtx, nullptr),
+         InstanceMethod("compressSpan", &SessionWrap::CompressSpan), InstanceMethod("fork", &SessionWrap::Fork),
+         InstanceMethod("save", &SessionWrap::Save), InstanceMethod("tokens", &SessionWrap::Tokens),
+         InstanceMethod("lastLogits", &SessionWrap::LastLogits), InstanceMethod("memory", &SessionWrap::Memory),
+         InstanceMethod("dispose", &SessionWrap::Dispose), InstanceAccessor("nPast", &SessionWrap::NPast, nullptr),
+         InstanceAccessor("nCtx", &SessionWrap::NCtx, nullptr),
          InstanceAccessor("nThreads", &SessionWrap::NThreads, nullptr),
          InstanceAccessor("backend", &SessionWrap::BackendName, nullptr),
          InstanceAccessor("busy", &SessionWrap::Busy, nullptr)});
@@ -255,6 +256,29 @@ class SessionWrap : public Napi::ObjectWrap<SessionWrap> {
     guard(env,
           [&] { s.session->forget(info[0].As<Napi::Number>().Int32Value(), info[1].As<Napi::Number>().Int32Value()); });
     return env.Undefined();
+  }
+
+  // compressSpan(from, to, keepRatio, windowTokens): a conversation's older turns compressed by the attention of
+  // the next question (Session::compress_span), off the JS thread (it runs the question through the model).
+  Napi::Value CompressSpan(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    if (info.Length() < 4 || !info[0].IsNumber() || !info[1].IsNumber() || !info[2].IsNumber())
+      throw js_error(env, "INVALID_ARGUMENT", "compressSpan(from, to, keepRatio, windowTokens) needs three numbers");
+    const int32_t from = info[0].As<Napi::Number>().Int32Value(), to = info[1].As<Napi::Number>().Int32Value();
+    const double ratio = info[2].As<Napi::Number>().DoubleValue();
+    std::vector<int32_t> window = token_array(env, info[3], "windowTokens");
+    auto st = state_;
+    auto n_past = std::make_shared<int32_t>(0);
+    return run(
+        env,
+        [st, from, to, ratio, window, n_past](const Job::Emit&) {
+          *n_past = st->session->compress_span(from, to, ratio, window, &st->cancel);
+        },
+        [n_past](Napi::Env env) {
+          Napi::Object r = Napi::Object::New(env);
+          r.Set("nPast", *n_past);
+          return r;
+        });
   }
 
   Napi::Value Tokens(const Napi::CallbackInfo& info) {

@@ -74,6 +74,44 @@ void Context::forget(int32_t from, int32_t to) {
   n_past_ -= to - from;
 }
 
+int32_t Context::compress_span(int32_t from, int32_t to, double keep_ratio, const std::vector<int32_t>& window,
+                               const std::atomic<bool>* cancel) {
+  if (from < 0 || to < from || to > n_past_)
+    fail("INVALID_ARGUMENT", strfmt("cannot compress positions %d to %d: the context holds %d", from, to, n_past_));
+  if (!(keep_ratio >= 0 && keep_ratio <= 1))
+    fail("INVALID_ARGUMENT", strfmt("the kept ratio must be within 0 and 1, not %g", keep_ratio));
+  check_ids(window);
+  if (from == to) return n_past_;
+  const HParams& hp = model_.hparams();
+  forward::AttentionWatch seen(size_t(hp.n_layer));  // [layer][head][entry] the window's largest attention
+  for (int l = 0; l < hp.n_layer; l++)
+    for (int g = 0; g < hp.n_head_kv; g++) seen[size_t(l)].emplace_back(size_t(kv_->len(l, g)), 0.0f);
+  if (keep_ratio > 0) {
+    // At the positions after the conversation, which may pass the context's end as a re-reading does: nothing
+    // of it is kept. A window longer than the context is cut to its last n_ctx tokens.
+    const int64_t n = std::min<int64_t>(int64_t(window.size()), params_.n_ctx);
+    const int32_t* w = window.data() + (int64_t(window.size()) - n);
+    const int32_t start = n_past_;
+    host_stale_ = true;
+    try {
+      if (!weights_) weights_ = forward::BackendWeights::of(model_, *backend_, pool_);
+      const ProgressFn none;  // Control holds a reference to it
+      forward::Control ctl(*backend_, none, cancel);
+      pass_->run(weights_->get(), *kv_, w, n, start, params_.n_ctx, false, nullptr, ctl, nullptr, &seen);
+    } catch (...) {
+      kv_->truncate(start);
+      throw;
+    }
+    kv_->truncate(start);
+  }
+  const float* freq_factors = model_.weights().rope_freqs ? model_.weights().rope_freqs.f32() : nullptr;
+  const int32_t R = forward::squeeze_span(*kv_, hp, freq_factors, pool_, from, to,
+                                          forward::top_of_span(*kv_, from, to, keep_ratio, seen));
+  host_stale_ = true;
+  n_past_ -= to - from - R;
+  return n_past_;
+}
+
 void Context::check_tokens(const std::vector<int32_t>& tokens) const {
   const int64_t n = int64_t(tokens.size());
   check_ids(tokens);
@@ -152,29 +190,22 @@ int32_t Context::reread_room(int32_t chunk) const {
 void Context::reread(kv::Compressor& comp, const std::vector<int32_t>& tokens, int32_t first, int32_t m,
                      const std::atomic<bool>* cancel, const ProgressFn& progress) {
   const int32_t start = n_past_;
-  comp.set_rereading(true);
-  try {
-    for (int32_t t = first; t < first + m; t += kRereadPiece) {
-      std::vector<int32_t> in = model_.vocab().tokenize(t == 0 ? kRepeatFirst : kRepeatFrom, false, false);
-      if (t > 0) in.insert(in.end(), tokens.begin() + std::max(0, t - kRereadQuote), tokens.begin() + t);
-      const int32_t piece = std::min(first + m, t + kRereadPiece) - t;
-      in.insert(in.end(), tokens.begin() + t, tokens.begin() + t + piece);
-      // Progress in the piece's tokens (the request to repeat it counted in them).
-      const int64_t at = t - first, len = int64_t(in.size());
-      const ProgressFn piece_progress =
-          progress ? ProgressFn([&](int64_t done, int64_t) { progress(at + done * piece / len, m); }) : ProgressFn();
-      // At the positions after the document, which may pass the context's end: nothing of it is kept.
-      forward::Control ctl(*backend_, piece_progress, cancel);
-      pass_->run(weights_->get(), *kv_, in.data(), int64_t(in.size()), start, params_.n_ctx, false, nullptr, ctl,
-                 &comp);
-      comp.note_reserved(kv_->bytes_reserved());
-      kv_->truncate(start);
-    }
-  } catch (...) {
-    comp.set_rereading(false);
-    throw;
+  for (int32_t t = first; t < first + m; t += kRereadPiece) {
+    std::vector<int32_t> in = model_.vocab().tokenize(t == 0 ? kRepeatFirst : kRepeatFrom, false, false);
+    if (t > 0) in.insert(in.end(), tokens.begin() + std::max(0, t - kRereadQuote), tokens.begin() + t);
+    const int32_t piece = std::min(first + m, t + kRereadPiece) - t;
+    in.insert(in.end(), tokens.begin() + t, tokens.begin() + t + piece);
+    // Progress in the piece's tokens (the request to repeat it counted in them).
+    const int64_t at = t - first, len = int64_t(in.size());
+    const ProgressFn piece_progress =
+        progress ? ProgressFn([&](int64_t done, int64_t) { progress(at + done * piece / len, m); }) : ProgressFn();
+    // At the positions after the document, which may pass the context's end: nothing of it is kept.
+    forward::Control ctl(*backend_, piece_progress, cancel);
+    pass_->run(weights_->get(), *kv_, in.data(), int64_t(in.size()), start, params_.n_ctx, false, nullptr, ctl, nullptr,
+               &comp.seen());
+    comp.note_reserved(kv_->bytes_reserved());
+    kv_->truncate(start);
   }
-  comp.set_rereading(false);
 }
 
 kv::CompressionStats Context::compress(const std::vector<int32_t>& tokens, const kv::CompressOptions& opts,

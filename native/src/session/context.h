@@ -107,6 +107,15 @@ class Context {
   // Forgets positions [from, to) (a conversation's oldest turns) and moves what follows back to `from`, its
   // keys rotated to the new positions (docs/compression.md, "The conversation").
   void forget(int32_t from, int32_t to);
+  // Compresses positions [from, to) (a conversation's older turns) by score instead (docs/compression.md, "The
+  // conversation"): the `window` tokens (the next question) run at positions n_past, n_past + 1, ... without
+  // staying in the cache, and their attention ranks the span's entries; each layer keeps ceil(keep_ratio · its
+  // span entries) of them, no head more than ceil(keep_ratio · (to − from)) (forward::top_of_span). The kept
+  // entries end just before from + R, R the most any head kept, and what follows moves back to it, keys rotated.
+  // keep_ratio 0 is forget(). Returns the new n_past. Throws CANCELLED when *cancel becomes true; the cache
+  // is then as it was.
+  int32_t compress_span(int32_t from, int32_t to, double keep_ratio, const std::vector<int32_t>& window,
+                        const std::atomic<bool>* cancel = nullptr);
 
  private:
   void check_tokens(const std::vector<int32_t>& tokens) const;

@@ -171,6 +171,19 @@ void Session::forget(int32_t from, int32_t to) {
   last_logits_.clear();
 }
 
+int32_t Session::compress_span(int32_t from, int32_t to, double keep_ratio, const std::vector<int32_t>& window,
+                               const std::atomic<bool>* cancel) {
+  const int32_t before = ctx_->n_past();
+  const int32_t after = ctx_->compress_span(from, to, keep_ratio, window, cancel);
+  const int32_t freed = before - after;
+  // Positions count the last n_past tokens (as in forget).
+  const size_t offset = tokens_.size() - size_t(before);
+  tokens_.erase(tokens_.begin() + std::ptrdiff_t(offset + size_t(from)),
+                tokens_.begin() + std::ptrdiff_t(offset + size_t(from + freed)));
+  last_logits_.clear();
+  return after;
+}
+
 void Session::truncate(int32_t n) {
   const size_t dropped = size_t(ctx_->n_past() - std::max(n, 0));
   ctx_->truncate(n);

@@ -63,6 +63,12 @@ class Session {
   // Forgets positions [from, to) and their tokens; what follows moves back to `from`. The logits to sample
   // from are gone until the next prefill.
   void forget(int32_t from, int32_t to);
+  // Compresses positions [from, to) by the attention of `window` (the next question) instead of dropping them
+  // (Context::compress_span); returns the new n_past. The span's positions keep the span's last tokens, one
+  // per position as truncate and forget expect (each head kept entries of its own). The logits to sample
+  // from are gone until the next prefill.
+  int32_t compress_span(int32_t from, int32_t to, double keep_ratio, const std::vector<int32_t>& window,
+                        const std::atomic<bool>* cancel);
 
   // Writes the session to `path` atomically (a temporary file renamed into place), with a checksum;
   // `meta` is kept as given (the app stores the compression statistics there).

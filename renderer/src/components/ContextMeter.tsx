@@ -78,7 +78,9 @@ export function ContextMeter({ usage }: { usage: ContextUsage | null }) {
           {cache}
         </span>
       )}
-      {p.level === 'full' && <span className="context-warning">nearly full: the oldest turns will be set aside</span>}
+      {p.level === 'full' && (
+        <span className="context-warning">nearly full: the older turns will be compressed, or set aside</span>
+      )}
     </div>
   );
 }
