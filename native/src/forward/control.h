@@ -39,7 +39,7 @@ class Control {
 
  private:
   backend::Backend& be_;
-  const ProgressFn& progress_;
+  ProgressFn progress_;  // a copy: a temporary passed in (nullptr, a lambda) would not outlive the call
   const std::atomic<bool>* cancel_;
   int64_t reported_ = 0;
 };

@@ -95,8 +95,7 @@ int32_t Context::compress_span(int32_t from, int32_t to, double keep_ratio, cons
     host_stale_ = true;
     try {
       if (!weights_) weights_ = forward::BackendWeights::of(model_, *backend_, pool_);
-      const ProgressFn none;  // Control holds a reference to it
-      forward::Control ctl(*backend_, none, cancel);
+      forward::Control ctl(*backend_, nullptr, cancel);
       pass_->run(weights_->get(), *kv_, w, n, start, params_.n_ctx, false, nullptr, ctl, nullptr, &seen);
     } catch (...) {
       kv_->truncate(start);
