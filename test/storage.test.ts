@@ -44,6 +44,7 @@ import {
   type StorageOptions,
 } from '../electron/storage/index.ts';
 import { migrate, type Migration } from '../electron/storage/migrations.ts';
+import { RECOMMENDED_METHOD } from '../electron/kv/methods.ts';
 
 const repoRoot = resolve(fileURLToPath(new URL('..', import.meta.url)));
 
@@ -474,7 +475,7 @@ test('settings: the defaults', () => {
   const v = s.settings.get();
   assert.deepEqual(Settings.parse(v), v);
   assert.equal(v.modelId, null);
-  assert.deepEqual(v.compression, { method: 'ada-snapkv', budget: 0.2, alpha: 0.2, window: 32, kernel: 7 });
+  assert.deepEqual(v.compression, { method: RECOMMENDED_METHOD, budget: 0.2, alpha: 0.2, window: 32, kernel: 7 });
   assert.deepEqual(v.sampling, {
     temperature: 0.7,
     topK: 40,

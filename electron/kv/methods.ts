@@ -45,7 +45,7 @@ export interface MethodRow {
 }
 
 /** The method the app starts with and the UI recommends (docs/quality.md measures why). */
-export const RECOMMENDED_METHOD: CompressionMethod = 'ada-snapkv';
+export const RECOMMENDED_METHOD: CompressionMethod = 'ada-snapkv-global';
 
 function scoredMethod(sc: (typeof SCORER_TABLE)[number], allocator: Allocator, schedule: Schedule): MethodRow {
   const ada = allocator === 'ada';

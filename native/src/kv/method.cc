@@ -30,7 +30,7 @@ const char* scorer_name(Scorer s) { return s == Scorer::None ? "none" : scorer_r
 namespace {
 
 // The method the app starts with and the UI recommends (docs/quality.md measures why).
-constexpr const char* kRecommended = "ada-snapkv";
+constexpr const char* kRecommended = "ada-snapkv-global";
 
 MethodSpec scored_method(const ScorerRow& sc, Allocator a, Schedule sch) {
   const bool ada = a == Allocator::Ada;
