@@ -2,7 +2,9 @@
 // a path that is not a regular file is refused at once, before any record is made;
 // an upload handed over as a temporary file is imported and its file removed, whether the import goes on or
 // the file is refused; the comparison of two methods on a document, by default its method and the counterpart;
-// a range of pages to compress instead of a document read with re-based positions, refused when it does not fit.
+// a range of pages to compress instead of a document read with re-based positions, refused when it does not fit;
+// after a range read every page keeps its text, the cache's prefix holds the range only, and the whole
+// document can be compressed again.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -12,6 +14,7 @@ import { join } from 'node:path';
 import { compareCounterpart, methods, type EventPayload } from '../electron/api/contract.ts';
 import { METHOD_NAMES, RECOMMENDED_METHOD } from '../electron/kv/methods.ts';
 import { createAppCore, type AppCore } from '../electron/services/app-core.ts';
+import { tokenizeFormatted } from '../electron/services/prefix.ts';
 import { fittingEnds, fittingPages } from '../electron/services/room.ts';
 import { missing, repoRoot, sharedModel } from './helpers/shared.ts';
 
@@ -223,7 +226,7 @@ test('compare: by default the document’s method against its counterpart; any t
   assert.equal(params.safeParse({ documentId: r.documentId, a: 'snapkv', b: 'bogus' }).success, false);
 });
 
-test('a range of pages: one that fits from a later page is read at its own positions; a longer one is refused at once', {
+test('a range of pages: one that fits from a later page is read at its own positions, every page kept; a longer one is refused at once', {
   skip,
 }, async () => {
   // A story a paragraph a page: longer than stories260K's 512 positions less the room (128), so read with
@@ -266,10 +269,56 @@ test('a range of pages: one that fits from a later page is read at its own posit
   assert.equal(done.ok, true, done.error ?? '');
   const ranged = core.documents.get(r.documentId);
   assert.equal(ranged.stats?.rebased, false, ranged.readNote ?? '');
+  assert.deepEqual(ranged.readPages, [first, last]);
+  const inRange = (page: number) => page >= first && page <= last;
+  // Every page keeps its text; those left out have no tokens.
   assert.deepEqual(
-    ranged.pageList.map((p) => p.page),
-    whole.pageList.filter((p) => p.page >= first && p.page <= last).map((p) => p.page),
+    ranged.pageList.map((p) => [p.page, p.text]),
+    whole.pageList.map((p) => [p.page, p.text]),
   );
+  assert.equal(ranged.pages, whole.pages);
+  for (const p of ranged.pageList)
+    if (inRange(p.page)) assert.ok(p.tokenStart >= 0 && p.tokenEnd > p.tokenStart, `page ${p.page} was read`);
+    else assert.deepEqual([p.tokenStart, p.tokenEnd], [-1, -1], `page ${p.page} was not read`);
+  assert.ok(
+    ranged.passages.every((x) => inRange(x.page)),
+    'the retention map covers the pages read',
+  );
+
+  // The prefix chats and the OpenAI endpoint go on from is the cache's: the range's pages only, the very
+  // tokens the cache was made from.
+  const loaded = core.engine.requireModel();
+  const format = await core.engine.chatFormat(loaded);
+  const prefix = core.documents.prefixConversation(r.documentId, format, core.storage.settings.get().systemPrompt);
+  for (const p of whole.pageList) assert.equal(prefix.prefixText.includes(p.text), inRange(p.page), `page ${p.page}`);
+  const t = await tokenizeFormatted((x, o) => core.engine.tokenize(loaded, x, o), format, prefix.prefixText, true);
+  assert.deepEqual(Array.from(t.tokens), Array.from(core.storage.documents.tokens(r.documentId)!));
+  assert.equal(t.tokens.length, ranged.tokens);
+
+  // The pages left out were not measured: no range offered reaches them, and the core refuses one that does.
+  const rangedRead = { pages: ranged.pageList, prefixTokens: ranged.tokens, contextTokens: ranged.contextTokens! };
+  fittingEnds(rangedRead, null).forEach((end, k) => {
+    const page = ranged.pageList[k].page;
+    if (!inRange(page)) assert.equal(end, null, `no range from page ${page}`);
+    else assert.ok(end === null || end <= last, `a range from page ${page} ends by page ${last}`);
+  });
+  assert.throws(
+    () => core.documents.recompress({ documentId: r.documentId, pages: [first, beyond] }),
+    (e: { code: string; message: string }) =>
+      e.code === 'PAGES_DO_NOT_FIT' &&
+      e.message.startsWith(
+        `pages ${first} to ${beyond} reach beyond the pages the last read took in (${first} to ${last}): `,
+      ),
+  );
+
+  // Compressing the whole document again reads every page, as the first read did.
+  const again = await taskDone(core.documents.recompress({ documentId: r.documentId }).taskId);
+  assert.equal(again.ok, true, again.error ?? '');
+  const restored = core.documents.get(r.documentId);
+  assert.equal(restored.readPages, null);
+  assert.deepEqual(restored.pageList, whole.pageList, 'every page has its token range again');
+  assert.equal(restored.stats?.rebased, true);
+  assert.equal(restored.readNote, whole.readNote);
 });
 
 test('compareCounterpart: Ada against uniform of the same scorer and schedule, the recommended method for the rest', () => {

@@ -4,7 +4,8 @@
 // context) through the file picker; each becomes ready; the PDF's document view and inspector say it was read
 // with re-based positions, as a quality warning; a question gets a complete streamed answer over the PDF and
 // over a story, and the context meter says what the API says; with a smaller conversation room set in
-// Settings, the remedy (compress the pages that fit) is offered and works. Screenshots at 1280×800 and
+// Settings, the remedy (compress the pages that fit) is offered and works, every page is still there with the
+// unread ones marked, and the whole document is compressed again on request. Screenshots at 1280×800 and
 // 800×600 go to test/.output/screenshots/long-*.png.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -286,15 +287,41 @@ test('with a smaller conversation room (Settings), the pages that fit are offere
   await page.locator('[data-testid="document"][data-status="ready"]', { hasText: pdfDoc.title }).waitFor();
   const detail = await api.call('documents.get', { documentId: pdfDoc.id });
   assert.equal(detail.stats?.rebased, false, 'no longer re-based');
+  // Every page keeps its text; the read took in the range only.
+  assert.deepEqual(detail.readPages, range);
   assert.deepEqual(
-    detail.pageList.map((p) => p.page),
-    Array.from({ length: range[1] - range[0] + 1 }, (_, i) => range[0] + i),
+    detail.pageList.map((p) => [p.page, p.text]),
+    before.pageList.map((p) => [p.page, p.text]),
+  );
+  const inRange = (n: number) => n >= range[0] && n <= range[1];
+  assert.deepEqual(
+    detail.pageList.filter((p) => p.tokenStart >= 0).map((p) => p.page),
+    before.pageList.filter((p) => inRange(p.page)).map((p) => p.page),
   );
   assert.equal(
     (await page.getByTestId('read-note').innerText()).trim(),
     detail.readNote,
     'the quiet note says how it was read now',
   );
+  const readPages = page.getByTestId('read-pages');
+  assert.match(
+    await readPages.innerText(),
+    new RegExp(`^Read: ${label} of ${before.pageList.length}\\. Answers know nothing of the other pages\\.`),
+  );
+  const unread = before.pageList.find((p) => !inRange(p.page))!.page;
+  await page.getByRole('button', { name: `Page ${unread}, not read`, exact: true }).waitFor();
   await shots2('08-pdf-range');
+
+  // The whole document again: read with re-based positions as at first, every page measured.
+  await readPages.getByRole('button', { name: 'Compress the whole document' }).click();
+  const whole = page.getByRole('dialog', { name: 'Compress the whole document?' });
+  await whole.getByRole('button', { name: 'Compress the whole document' }).click();
+  await page.getByRole('region', { name: /^Lower quality/ }).waitFor({ timeout: 180_000 });
+  await page.locator('[data-testid="document"][data-status="ready"]', { hasText: pdfDoc.title }).waitFor();
+  const again = await api.call('documents.get', { documentId: pdfDoc.id });
+  assert.equal(again.readPages, null);
+  assert.equal(again.stats?.rebased, true);
+  assert.deepEqual(again.pageList, before.pageList, 'every page has its token range again');
+  assert.equal(await page.getByTestId('read-pages').count(), 0);
   assert.deepEqual((globalThis as { pageErrors?: string[] }).pageErrors, [], 'no errors in the page');
 });

@@ -9,6 +9,7 @@ import {
   fittingEnds,
   fittingPages,
   lastFittingPage,
+  pagesRead,
   type PagesRead,
 } from '../electron/services/room.ts';
 
@@ -80,7 +81,7 @@ test('not even the first page of the range fits: null', () => {
   assert.deepEqual(fittingPages(paged([10, 10], 364), null), [1, 2]);
 });
 
-test('pages that became no tokens (empty, or not read: -1) take no room, wherever they are', () => {
+test('empty pages take no room, wherever they are; pages the last read left out (-1) were not measured: no range holds them', () => {
   const gaps: DocumentPage[] = [
     { page: 1, text: '', tokenStart: -1, tokenEnd: -1 },
     { page: 2, text: 'two', tokenStart: 30, tokenEnd: 130 },
@@ -91,15 +92,31 @@ test('pages that became no tokens (empty, or not read: -1) take no room, whereve
     { page: 7, text: '', tokenStart: -1, tokenEnd: -1 },
   ];
   const r = { pages: gaps, prefixTokens: 430, contextTokens: 512 };
-  // The prompt is what comes before page 2 (30 tokens): 354 left, pages 2 to 5 take 300.
-  assert.deepEqual(fittingPages(r, null), [1, 5]);
-  // From the empty page 3 the tokens start at page 4's: pages 4 to 6 take 300, and the empty page 7 none.
-  assert.equal(lastFittingPage(r, 3, null), 7);
-  assert.equal(lastFittingPage(r, 7, null), 7);
+  // Page 1 was not read: what it takes is unknown, so no range starts there. The prompt is what comes
+  // before page 2 (30 tokens): 354 left, pages 2 to 5 take 300.
+  assert.equal(fittingPages(r, null), null);
+  assert.equal(lastFittingPage(r, 2, null), 5);
+  // From the empty page 3 the tokens start at page 4's: pages 4 to 6 take 300; page 7 was not read.
+  assert.equal(lastFittingPage(r, 3, null), 6);
+  assert.equal(lastFittingPage(r, 7, null), null);
+  // However few tokens the measured pages take, a range stops before an unread page.
+  let at = 30;
+  const few = gaps.map((p) => (p.tokenStart > 0 ? { ...p, tokenStart: at, tokenEnd: ++at } : p));
+  assert.deepEqual(fittingEnds({ ...r, pages: few, prefixTokens: at }, null), [null, 6, 6, 6, 6, 6, null]);
   // A document not read yet: no page has tokens, and the whole prefix is the template's.
   const unread = gaps.map((p) => ({ ...p, tokenStart: 0, tokenEnd: 0 }));
   assert.deepEqual(fittingPages({ pages: unread, prefixTokens: 30, contextTokens: 512 }, null), [1, 7]);
   assert.equal(fittingPages({ pages: unread, prefixTokens: 400, contextTokens: 512 }, null), null);
+});
+
+test('the pages a read took in: its range, or every page', () => {
+  assert.deepEqual(
+    pagesRead(pages, [2, 4]).map((p) => p.page),
+    [2, 3, 4],
+  );
+  assert.deepEqual(pagesRead(pages, null), pages);
+  assert.notEqual(pagesRead(pages, null), pages, 'a list of its own');
+  assert.deepEqual(pagesRead(pages, [7, 9]), []);
 });
 
 test('every page at once (fittingEnds) agrees with measuring each range by its definition', () => {
@@ -125,6 +142,7 @@ test('every page at once (fittingEnds) agrees with measuring each range by its d
     const read = list.filter((p) => p.tokenStart >= 0 && p.tokenEnd > p.tokenStart);
     const notPages = (read[0]?.tokenStart ?? 0) + r.prefixTokens - (read.at(-1)?.tokenEnd ?? 0);
     const cost = (i: number, j: number) => {
+      if (list.slice(i, j + 1).some((p) => p.tokenStart < 0)) return Infinity; // not measured
       const inRange = list.slice(i, j + 1).filter((p) => read.includes(p));
       return notPages + (inRange.length ? inRange.at(-1)!.tokenEnd - inRange[0].tokenStart : 0);
     };

@@ -291,7 +291,9 @@ test('statistics stored in snake_case before version 6 open as camelCase and rea
   old.close();
 
   const s = open(dir, { scheduler: clock });
-  assert.deepEqual(s.migrated, [6, 7, 8]);
+  assert.deepEqual(s.migrated, [6, 7, 8, 9]);
+  // version 9: a document read before held only the pages it read, so it read them all
+  assert.equal(s.documents.require('d1').readPages, null);
   const back = s.stats.get('d1')!;
   assert.deepEqual(back, {
     method: 'ada-snapkv',
@@ -710,6 +712,58 @@ test('documents: invalid input is refused without partial writes; unknown ids ar
   assert.equal(s.documents.get('nope'), null);
   assert.deepEqual(s.documents.delete('nope'), { deleted: false, files: [] });
   s.close();
+});
+
+test('documents: a read of a range keeps every page with its text, the others without tokens; a whole read measures them all again', () => {
+  const dir = tempDir();
+  const s = open(dir);
+  const d = s.documents.create({ title: 'Five', kind: 'pdf', fileName: 'five.pdf' });
+  const text = (page: number) => `Page ${page} of five.`;
+  const imported = [1, 2, 3, 4, 5].map((page) => ({ page, text: text(page), tokenStart: 0, tokenEnd: 0 }));
+  s.documents.setContent(d.id, { pages: imported, tokens: [] });
+  assert.equal(s.documents.require(d.id).readPages, null);
+
+  const range = [2, 3].map((page, i) => ({ page, text: text(page), tokenStart: 4 + 6 * i, tokenEnd: 10 + 6 * i }));
+  const tokens = Int32Array.from({ length: 20 }, (_, i) => i + 1);
+  const read = s.documents.setRead(d.id, { pages: range, tokens, charMap: new Int32Array(60), range: [2, 3] });
+  assert.deepEqual([read.readPages, read.pages, read.tokens], [[2, 3], 5, 20]);
+  const expected = imported.map((p) =>
+    p.page === 2 || p.page === 3 ? range[p.page - 2] : { ...p, tokenStart: -1, tokenEnd: -1 },
+  );
+  assert.deepEqual(s.documents.pages(d.id), expected);
+  assert.deepEqual(s.documents.tokens(d.id), tokens);
+  assert.deepEqual(DocumentSummary.strict().parse(s.documents.list()[0]).readPages, [2, 3]);
+
+  // Refused, with nothing written: a page outside the range, one left out of it, one not stored, other text.
+  const refused = [
+    { pages: [range[0]], range: [2, 3] as [number, number], why: /leaves out stored pages/ },
+    { pages: range, range: [2, 2] as [number, number], why: /page 3 is not a stored page of the range read/ },
+    { pages: range, range: null, why: /leaves out stored pages/ },
+    {
+      pages: [...range, { page: 6, text: 'new', tokenStart: 16, tokenEnd: 18 }],
+      range: [2, 6] as [number, number],
+      why: /page 6 is not a stored page/,
+    },
+    { pages: [range[0], { ...range[1], text: 'other' }], range: [2, 3] as [number, number], why: /page 3/ },
+  ];
+  for (const r of refused)
+    expectStorageError(() => s.documents.setRead(d.id, { ...r, tokens: [1] }), 'BAD_REQUEST', r.why);
+  assert.deepEqual(s.documents.pages(d.id), expected);
+  assert.deepEqual(s.documents.require(d.id).readPages, [2, 3]);
+  s.close();
+
+  // The range survives reopening; a whole read measures every page and records no range.
+  const r = open(dir);
+  assert.deepEqual(r.documents.require(d.id).readPages, [2, 3]);
+  const all = imported.map((p, i) => ({ ...p, tokenStart: 4 * i, tokenEnd: 4 * i + 4 }));
+  const whole = r.documents.setRead(d.id, { pages: all, tokens: new Int32Array(24), range: null });
+  assert.deepEqual([whole.readPages, whole.tokens], [null, 24]);
+  assert.deepEqual(r.documents.pages(d.id), all);
+  // An import replaces the pages and forgets the read.
+  r.documents.setRead(d.id, { pages: range, tokens, range: [2, 3] });
+  assert.equal(r.documents.setContent(d.id, { pages: imported, tokens: [] }).readPages, null);
+  expectStorageError(() => r.documents.setRead('nope', { pages: [], tokens: [], range: null }), 'NOT_FOUND');
+  r.close();
 });
 
 // ---------------------------------------------------------------------------------------------------------

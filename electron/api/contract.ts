@@ -199,6 +199,9 @@ export const DocumentSummary = z.object({
   /** How the document was read, in a sentence: one pass, chunks, or re-based positions (then with the pages
    * that would fit); null when read before this was recorded. */
   readNote: z.string().nullable(),
+  /** The pages the last read took in (first, last) when it read a range of them: the cache knows only those,
+   * and the others keep their text with no tokens (-1). Null: the whole document. */
+  readPages: z.tuple([z.number().int(), z.number().int()]).nullable(),
 });
 export type DocumentSummary = z.infer<typeof DocumentSummary>;
 

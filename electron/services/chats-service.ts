@@ -11,7 +11,7 @@ import { ConversationSession } from './conversation.ts';
 import type { DocumentsService } from './documents-service.ts';
 import type { EngineManager } from './engine-manager.ts';
 import { evidencePages } from './evidence.ts';
-import { conversationFor } from './prefix.ts';
+import { pagesRead } from './room.ts';
 import { SessionKey } from './session-key.ts';
 
 /** Tokens kept free at the end of the context for the answer's first words. */
@@ -55,7 +55,7 @@ export class ChatsService {
 
   /** The context meter: the prefix's positions split into the system prompt (and template) and the document. */
   private usage(doc: DocumentRecord, chatId: string): Result<'chats.get'>['usage'] {
-    const pageTokens = this.storage.documents.pages(doc.id).reduce((n, p) => n + (p.tokenEnd - p.tokenStart), 0);
+    const pageTokens = this.pagesRead(doc).reduce((n, p) => n + (p.tokenEnd - p.tokenStart), 0);
     const systemTokens = Math.max(0, doc.tokens - pageTokens);
     const positions = this.storage.stats.get(doc.id)?.positions ?? doc.tokens;
     const live = this.positions.get(chatId);
@@ -68,6 +68,11 @@ export class ChatsService {
       kvBytesKept: doc.kvBytesKept,
       kvBytesFull: doc.kvBytesFull,
     };
+  }
+
+  /** The pages the document's cache holds: what the meter counts and what answers may cite. */
+  private pagesRead(doc: DocumentRecord) {
+    return pagesRead(this.storage.documents.pages(doc.id), doc.readPages);
   }
 
   rename(params: Params<'chats.rename'>): ChatSummary {
@@ -105,8 +110,11 @@ export class ChatsService {
     const docSession = await this.documents.session(chat.documentId);
     const model = this.engine.requireModel();
     const format = await this.engine.chatFormat(model);
-    const pages = this.storage.documents.pages(chat.documentId);
-    const { conversation } = conversationFor(format, this.storage.settings.get().systemPrompt, pages);
+    const conversation = this.documents.prefixConversation(
+      chat.documentId,
+      format,
+      this.storage.settings.get().systemPrompt,
+    );
     const live = await ConversationSession.fork(this.engine, model, format, conversation, docSession);
     this.engine.setSession(this.key(chat), live.sessionId);
     // Replay what was said (finished answers only; an interrupted one is replayed as far as it got).
@@ -203,7 +211,8 @@ export class ChatsService {
           },
         });
         this.positions.set(chat.id, live.status().position);
-        const pages = this.storage.documents.pages(chat.documentId);
+        // Only the pages the model read can hold an answer's evidence.
+        const pages = this.pagesRead(this.storage.documents.require(chat.documentId));
         const status = r.stopReason === 'cancelled' ? 'cancelled' : 'complete';
         const error = r.stopReason === 'context' ? 'the answer stopped because the context is full' : null;
         this.finish(answer, status, {

@@ -33,9 +33,10 @@ import { methodLabel, methodRow } from '../kv/methods.ts';
 import { toSummary, type DocumentRecord, type Storage } from '../storage/index.ts';
 import type { EngineManager, LoadedModel } from './engine-manager.ts';
 import { shapeFromInfo } from '../models/estimate.ts';
-import { documentPrefix } from './prefix.ts';
+import type { Conversation } from './chat-format.ts';
+import { conversationFor, documentPrefix, type ChatFormat } from './prefix.ts';
 import { planRead } from './read-plan.ts';
-import { conversationRoom, fittingPages, lastFittingPage } from './room.ts';
+import { conversationRoom, fittingPages, lastFittingPage, pagesRead } from './room.ts';
 import { SessionKey } from './session-key.ts';
 import type { ModelsService } from './models-service.ts';
 import type { Task, Tasks } from './tasks.ts';
@@ -73,7 +74,8 @@ export class DocumentsService {
       if ((d.status !== 'failed' && d.status !== 'stale') || !existsSync(this.checkpointPath(d.id))) continue;
       this.storage.documents.update(d.id, { status: 'compressing', error: null });
       this.changed(d.id);
-      this.recompress({ documentId: d.id });
+      // The read goes on over the pages it was taking in (recorded when it started; checked then).
+      this.startBuild(d.id, d.readPages ?? undefined);
       resumed.push(d.id);
     }
     return resumed;
@@ -109,11 +111,11 @@ export class DocumentsService {
       ...toSummary(this.withStaleness(doc)),
       pageList: pages,
       stats,
-      passages: this.passages(documentId, pages, stats),
+      passages: this.passages(documentId, pagesRead(pages, doc.readPages), stats),
     };
   }
 
-  /** The retention map folded onto sentences of each page. */
+  /** The retention map folded onto sentences of each page read. */
   private passages(
     documentId: string,
     pages: DocumentPage[],
@@ -207,45 +209,62 @@ export class DocumentsService {
     return { documentId: doc.id, taskId };
   }
 
-  /** Compresses the document again (other settings, a range of pages, or a damaged cache). */
+  /** Compresses the document again (other settings, a range of pages, or a damaged cache): without a range,
+   * the whole document, every page however much of it the last read took in. */
   recompress(params: Params<'documents.recompress'>): Result<'documents.recompress'> {
     const doc = this.storage.documents.require(params.documentId);
     if (params.pages) this.checkRange(doc, params.pages);
     if (params.compression) this.storage.settings.update({ compression: params.compression });
-    const { taskId } = this.tasks.start('compress', doc.id, async (task) => {
+    return this.startBuild(doc.id, params.pages);
+  }
+
+  private startBuild(documentId: string, range: [number, number] | undefined): { taskId: string } {
+    return this.tasks.start('compress', documentId, async (task) => {
       try {
-        await this.build(doc.id, task, params.pages);
+        await this.build(documentId, task, range);
       } catch (e) {
-        this.fail(doc.id, e, task);
+        this.fail(documentId, e, task);
         throw e;
       }
     });
-    return { taskId };
   }
 
   /**
    * A range must hold pages of the document and fit its context with room for the conversation, measured by
    * the document's last read (room.ts, the rule the UI offers ranges by): a longer one would be read with
-   * re-based positions again. Refused before anything starts, so the document stays as it is.
+   * re-based positions again, and a page that read left out was not measured. Refused before anything
+   * starts, so the document stays as it is.
    */
   private checkRange(doc: DocumentRecord, [a, b]: [number, number]): void {
     const pages = this.storage.documents.pages(doc.id);
     const inRange = pages.filter((p) => p.page >= a && p.page <= b);
     if (inRange.length === 0) throw new ApiError('BAD_REQUEST', `the document has no pages ${a} to ${b}`);
     if (!doc.contextTokens) return; // never measured: the read plan decides
+    // What the last read took in, read again (other settings, a failed read): checked when it was chosen,
+    // and rebuilt as it was, as a chat's rebuild of a stale cache does.
+    if (doc.readPages && doc.readPages[0] === a && doc.readPages[1] === b) return;
     const room = this.storage.settings.get().conversationRoom;
     const read = { pages, prefixTokens: doc.tokens, contextTokens: doc.contextTokens };
     const last = lastFittingPage(read, a, room);
     if (last !== null && last >= inRange[inRange.length - 1].page) return;
     const count = (n: number) => n.toLocaleString('en-US');
+    const first = inRange[0];
+    // Pages the last read left out were not measured (room.ts): the message says so rather than 'too long'.
+    const taken = doc.readPages;
+    const unread = (p: number) => !!taken && (p < taken[0] || p > taken[1]);
     throw new ApiError(
       'PAGES_DO_NOT_FIT',
-      `pages ${a} to ${b} do not fit the context of ${count(doc.contextTokens)} positions with ` +
-        `${count(conversationRoom(doc.contextTokens, room))} kept for the conversation: ` +
-        (last === null
-          ? `not even page ${inRange[0].page} fits`
-          : `from page ${inRange[0].page}, compress up to page ${last}`),
-      { pages: [a, b], fit: last === null ? null : [inRange[0].page, last] },
+      (taken && (unread(a) || unread(b))
+        ? `pages ${a} to ${b} reach beyond the pages the last read took in (${taken[0]} to ${taken[1]}): ` +
+          'what the others take is unknown until the whole document is compressed again'
+        : `pages ${a} to ${b} do not fit the context of ${count(doc.contextTokens)} positions with ` +
+          `${count(conversationRoom(doc.contextTokens, room))} kept for the conversation`) +
+        (last !== null
+          ? `: from page ${first.page}, compress up to page ${last}`
+          : unread(first.page)
+            ? ''
+            : `: not even page ${first.page} fits`),
+      { pages: [a, b], fit: last === null ? null : [first.page, last] },
     );
   }
 
@@ -260,6 +279,16 @@ export class DocumentsService {
       error: (cancelled ? 'cancelled' : (e as Error).message) + resumable,
     });
     this.changed(documentId);
+  }
+
+  /**
+   * A conversation over the document as its cache holds it: the system prompt and the pages the last read
+   * took in, the prefix text the cache was made from (chats and the OpenAI endpoint go on from there).
+   */
+  prefixConversation(documentId: string, format: ChatFormat, systemPrompt: string): Conversation {
+    const doc = this.storage.documents.require(documentId);
+    return conversationFor(format, systemPrompt, pagesRead(this.storage.documents.pages(doc.id), doc.readPages))
+      .conversation;
   }
 
   /** The model the documents are compressed for, loaded. */
@@ -279,12 +308,11 @@ export class DocumentsService {
     const settings = this.storage.settings.get();
     const model = await this.model();
     task.progress('prefill', 0, 1, 'reading the document into the model');
-    let pages = this.storage.documents.pages(documentId).map((p) => ({ page: p.page, text: p.text }));
-    if (range) {
-      // recompress checked that the range holds pages and fits
-      const [a, b] = range;
-      pages = pages.filter((p) => p.page >= a && p.page <= b);
-    }
+    const stored = this.storage.documents.pages(documentId).map((p) => ({ page: p.page, text: p.text }));
+    // recompress checked that the range holds pages and fits
+    const pages = range ? pagesRead(stored, range) : stored;
+    // A range of every page is the whole document.
+    const readPages = range && pages.length < stored.length ? range : null;
     const format = await this.engine.chatFormat(model);
     const { tokenized, map } = await documentPrefix(
       (text, o) => this.engine.tokenize(model, text, { ...o, signal: task.signal }),
@@ -310,7 +338,13 @@ export class DocumentsService {
       if (fit) readNote += ` Pages ${fit[0]} to ${fit[1]} fit.`;
     }
     this.storage.documents.update(documentId, { status: 'compressing', error: null });
-    this.storage.documents.setContent(documentId, { pages: map.pages, tokens: tokenized.tokens, charMap: map.charMap });
+    // Recorded before the read, so that a read cut short resumes over the same pages (resumeInterrupted).
+    this.storage.documents.setRead(documentId, {
+      pages: map.pages,
+      tokens: tokenized.tokens,
+      charMap: map.charMap,
+      range: readPages,
+    });
     this.changed(documentId);
 
     const compression = settings.compression;
@@ -411,8 +445,9 @@ export class DocumentsService {
         this.changed(documentId);
       }
     }
-    // The build's own error (a document that no longer fits, say) is the answer's.
-    await this.tasks.run('compress', documentId, (task) => this.build(documentId, task));
+    // The build's own error (a document that no longer fits, say) is the answer's. The pages the cache held
+    // are read again, a range or the whole document.
+    await this.tasks.run('compress', documentId, (task) => this.build(documentId, task, doc.readPages ?? undefined));
     const id = this.engine.session(SessionKey.document(documentId));
     if (!id)
       throw new ApiError(

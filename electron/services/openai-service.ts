@@ -10,7 +10,7 @@ import { ConversationSession, generateAnswer, type AnswerOptions } from './conve
 import type { DocumentsService } from './documents-service.ts';
 import type { EngineManager, LoadedModel } from './engine-manager.ts';
 import type { ModelsService } from './models-service.ts';
-import { conversationFor, tokenizeFormatted } from './prefix.ts';
+import { tokenizeFormatted } from './prefix.ts';
 
 /** Tokenizers whose tokens are pieces of the text itself (the text is their concatenation, nothing dropped). */
 const PIECEWISE_TOKENIZERS = new Set(['llama', 'gpt2']);
@@ -152,7 +152,7 @@ export class OpenAiService implements OpenAiBackend {
     ]
       .filter(Boolean)
       .join('\n\n');
-    const { conversation } = conversationFor(format, system, this.storage.documents.pages(doc.id));
+    const conversation = this.documents.prefixConversation(doc.id, format, system);
     const chat = await ConversationSession.fork(this.engine, model, format, conversation, docSession);
     try {
       // The messages' own text is part of what is prefilled: too many bytes for the room left, refuse now.

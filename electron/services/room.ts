@@ -1,7 +1,7 @@
 // The room a document leaves for its conversation, and the pages that fit a context with that room: one rule
 // for the app core (read-plan.ts, the documents service) and the UI (the ranges of pages it offers to compress
-// instead of a document read with re-based positions). Plain functions with no imports of Node, so the
-// renderer imports them as they are.
+// instead of a document read with re-based positions); and which pages a read took in. Plain functions with
+// no imports of Node, so the renderer imports them as they are.
 import type { DocumentPage } from '../api/contract.ts';
 
 /** Positions kept for the conversation after a document when the settings say nothing: at most this, and at
@@ -25,11 +25,23 @@ export interface PagesRead {
   contextTokens: number;
 }
 
-/** A page that became no tokens (no text, or not read yet: its range is empty or -1) takes no room. */
-const hasTokens = (p: DocumentPage) => p.tokenStart >= 0 && p.tokenEnd > p.tokenStart;
+/** The pages a read took in (DocumentSummary.readPages): those of its range, or all of them. The cache holds
+ * these only: its prefix text, its retention map and the pages its answers cite are made of them. */
+export function pagesRead<P extends { page: number }>(
+  pages: readonly P[],
+  readPages: readonly [number, number] | null,
+): P[] {
+  return readPages ? pages.filter((p) => p.page >= readPages[0] && p.page <= readPages[1]) : [...pages];
+}
+
+/** A page the last read left out (-1) was not measured: what it takes is unknown, so no range holds it. */
+const measured = (p: DocumentPage) => p.tokenStart >= 0;
+/** A page that became no tokens (no text: its range is empty), or was not measured, takes no room. */
+const hasTokens = (p: DocumentPage) => measured(p) && p.tokenEnd > p.tokenStart;
 
 /**
- * For each page, the last page of the longest range from it that fits, or null when not even that page does:
+ * For each page, the last page of the longest range from it that fits, or null when not even that page does
+ * (or it was not measured: a range stops before a page the last read left out):
  * the prefix's tokens that are no page's (the system prompt and the template, before and after the pages) and
  * the tokens from the range's first page to its last, separators included, within the context less the
  * conversation's room. In one pass, for a page list of any length.
@@ -46,11 +58,12 @@ export function fittingEnds(read: PagesRead, roomSetting: number | null): (numbe
   const startsAt = new Array<number>(pages.length);
   for (let i = pages.length - 1, at = Infinity; i >= 0; i--)
     startsAt[i] = at = hasTokens(pages[i]) ? pages[i].tokenStart : at;
-  // j: the first page from i on whose tokens end beyond the budget. A later start takes fewer tokens, so j
-  // never moves back.
+  // j: the first page from i on that was not measured or whose tokens end beyond the budget. A later start
+  // takes fewer tokens, so j never moves back.
   for (let i = 0, j = 0; i < pages.length; i++) {
     j = Math.max(j, i);
-    while (j < pages.length && !(hasTokens(pages[j]) && pages[j].tokenEnd - startsAt[i] > budget)) j++;
+    while (j < pages.length && measured(pages[j]) && !(hasTokens(pages[j]) && pages[j].tokenEnd - startsAt[i] > budget))
+      j++;
     if (j > i) ends[i] = pages[j - 1].page;
   }
   return ends;

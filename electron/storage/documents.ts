@@ -1,5 +1,6 @@
 // Documents: what was imported (title, kind, file, sha256), its pages with their token ranges, its token
-// ids and per-token character map (int32 BLOBs), its status, and the saved compressed KV cache it has
+// ids and per-token character map (int32 BLOBs), the range of pages the last read took in (every page keeps
+// its text whatever was read), its status, and the saved compressed KV cache it has
 // (model, model file fingerprint, compression settings, file path, bytes). Deleting a document deletes its
 // pages, statistics, chats and messages through foreign-key cascades, and hands back the files to remove.
 import type Database from 'better-sqlite3';
@@ -56,6 +57,16 @@ export interface DocumentContent {
   charMap?: Int32Array | readonly number[] | null;
 }
 
+/** A read of a document's stored pages: all of them, or a range. */
+export interface DocumentRead {
+  /** The pages read, in order, each with the token range it became; their text is the stored text. */
+  pages: readonly DocumentPage[];
+  tokens: Int32Array | readonly number[];
+  charMap?: Int32Array | readonly number[] | null;
+  /** The first and last page read; null: the whole document. */
+  range: [number, number] | null;
+}
+
 /** A compressed cache that was saved to disk, with what it was made from. */
 export interface SavedCache {
   kvPath: string;
@@ -97,10 +108,13 @@ interface Row {
   kv_bytes_kept: number | null;
   context_tokens: number | null;
   read_note: string | null;
+  read_first: number | null;
+  read_last: number | null;
 }
 
 const COLUMNS = `id, title, kind, file_name, file_sha256, status, error, created_at, updated_at, page_count, token_count,
-  model_id, model_fingerprint, prefix_key, compression, kv_path, kv_bytes_full, kv_bytes_kept, context_tokens, read_note`;
+  model_id, model_fingerprint, prefix_key, compression, kv_path, kv_bytes_full, kv_bytes_kept, context_tokens, read_note,
+  read_first, read_last`;
 
 function toRecord(r: Row): DocumentRecord {
   return {
@@ -119,6 +133,7 @@ function toRecord(r: Row): DocumentRecord {
     kvBytesKept: r.kv_bytes_kept,
     contextTokens: r.context_tokens,
     readNote: r.read_note,
+    readPages: r.read_first === null || r.read_last === null ? null : [r.read_first, r.read_last],
     sha256: r.file_sha256,
     modelFingerprint: r.model_fingerprint,
     prefixKey: r.prefix_key,
@@ -145,6 +160,7 @@ export function toSummary(d: DocumentRecord): DocumentSummary {
     kvBytesKept,
     contextTokens,
     readNote,
+    readPages,
   } = d;
   return {
     id,
@@ -162,10 +178,18 @@ export function toSummary(d: DocumentRecord): DocumentSummary {
     kvBytesKept,
     contextTokens,
     readNote,
+    readPages,
   };
 }
 
 const Pages = z.array(DocumentPage);
+
+function parsePages(pages: readonly DocumentPage[]): DocumentPage[] {
+  const parsed = Pages.safeParse(pages);
+  if (parsed.success) return parsed.data;
+  const issue = parsed.error.issues[0];
+  throw new StorageError('BAD_REQUEST', `pages.${issue.path.join('.')}: ${issue.message}`, parsed.error.issues);
+}
 
 export const INTERRUPTED_IMPORT = 'Folio closed before this document was ready. Import it again.';
 
@@ -178,6 +202,10 @@ export class DocumentsRepo {
   private readonly deletePages;
   private readonly insertPage;
   private readonly setTokens;
+  private readonly unsetPageTokens;
+  private readonly setPageTokens;
+  private readonly countPages;
+  private readonly setReadTokens;
   private readonly selectPages;
   private readonly selectTokens;
   private readonly selectCharMap;
@@ -206,7 +234,21 @@ export class DocumentsRepo {
       `INSERT INTO document_pages (document_id, page, text, token_start, token_end) VALUES (?, ?, ?, ?, ?)`,
     );
     this.setTokens = db.prepare(
-      `UPDATE documents SET tokens = ?, char_map = ?, token_count = ?, page_count = ?, updated_at = ? WHERE id = ?`,
+      `UPDATE documents SET tokens = ?, char_map = ?, token_count = ?, page_count = ?, read_first = NULL, read_last = NULL,
+         updated_at = ? WHERE id = ?`,
+    );
+    this.unsetPageTokens = db.prepare(
+      `UPDATE document_pages SET token_start = -1, token_end = -1 WHERE document_id = ?`,
+    );
+    this.setPageTokens = db.prepare(
+      `UPDATE document_pages SET token_start = ?, token_end = ? WHERE document_id = ? AND page = ? AND text = ?`,
+    );
+    this.countPages = db
+      .prepare(`SELECT COUNT(*) FROM document_pages WHERE document_id = ? AND page BETWEEN ? AND ?`)
+      .pluck();
+    this.setReadTokens = db.prepare(
+      `UPDATE documents SET tokens = @tokens, char_map = @charMap, token_count = @tokenCount, read_first = @first,
+         read_last = @last, updated_at = @now WHERE id = @id`,
     );
     this.selectPages = db.prepare(
       `SELECT page, text, token_start AS tokenStart, token_end AS tokenEnd FROM document_pages WHERE document_id = ? ORDER BY page`,
@@ -281,24 +323,54 @@ export class DocumentsRepo {
     })();
   }
 
-  /** Replaces the pages, token ids and character map, in one transaction. */
+  /** Replaces the pages, token ids and character map, in one transaction (an import: no read yet). */
   setContent(id: string, content: DocumentContent): DocumentRecord {
-    const pages = Pages.safeParse(content.pages);
-    if (!pages.success) {
-      const issue = pages.error.issues[0];
-      throw new StorageError('BAD_REQUEST', `pages.${issue.path.join('.')}: ${issue.message}`, pages.error.issues);
-    }
+    const pages = parsePages(content.pages);
     const tokens = encodeInt32(content.tokens, 'tokens');
     const charMap = content.charMap == null ? null : encodeInt32(content.charMap, 'charMap');
     return this.db.transaction(() => {
       this.require(id);
       this.deletePages.run(id);
-      for (const p of pages.data) this.insertPage.run(id, p.page, p.text, p.tokenStart, p.tokenEnd);
-      this.setTokens.run(tokens, charMap, content.tokens.length, pages.data.length, isoTime(this.scheduler), id);
+      for (const p of pages) this.insertPage.run(id, p.page, p.text, p.tokenStart, p.tokenEnd);
+      this.setTokens.run(tokens, charMap, content.tokens.length, pages.length, isoTime(this.scheduler), id);
       return this.require(id);
     })();
   }
 
+  /**
+   * Records a read of the stored pages, in one transaction: the token ids, the character map, each page's
+   * token range and the range read. No page's text is lost: a page the read left out keeps it, with no
+   * tokens (-1). Refused unless the read's pages are exactly the stored ones of its range, with their text.
+   */
+  setRead(id: string, read: DocumentRead): DocumentRecord {
+    const pages = parsePages(read.pages);
+    const tokens = encodeInt32(read.tokens, 'tokens');
+    const charMap = read.charMap == null ? null : encodeInt32(read.charMap, 'charMap');
+    const [first, last] = read.range ?? [1, Number.MAX_SAFE_INTEGER];
+    return this.db.transaction(() => {
+      this.require(id);
+      this.unsetPageTokens.run(id);
+      for (const p of pages) {
+        const inRange = p.page >= first && p.page <= last;
+        if (!inRange || this.setPageTokens.run(p.tokenStart, p.tokenEnd, id, p.page, p.text).changes !== 1)
+          throw new StorageError('BAD_REQUEST', `page ${p.page} is not a stored page of the range read`);
+      }
+      if (this.countPages.get(id, first, last) !== pages.length)
+        throw new StorageError('BAD_REQUEST', 'the read leaves out stored pages of its range');
+      this.setReadTokens.run({
+        id,
+        tokens,
+        charMap,
+        tokenCount: read.tokens.length,
+        first: read.range?.[0] ?? null,
+        last: read.range?.[1] ?? null,
+        now: isoTime(this.scheduler),
+      });
+      return this.require(id);
+    })();
+  }
+
+  /** Every stored page, read or not (DocumentSummary.readPages says which the cache holds). */
   pages(id: string): DocumentPage[] {
     return this.selectPages.all(id) as DocumentPage[];
   }

@@ -207,6 +207,17 @@ export const migrations: readonly Migration[] = [
                ALTER TABLE documents ADD COLUMN read_note TEXT;`);
     },
   },
+  {
+    version: 9,
+    name: 'the pages a read took in',
+    up(db) {
+      // A range of pages is read while every page keeps its text: read_first and read_last name the range the
+      // cache holds. NULL: the whole document. A document read before this held only the pages it read (a
+      // range read dropped the others), so NULL says the truth for it too.
+      db.exec(`ALTER TABLE documents ADD COLUMN read_first INTEGER;
+               ALTER TABLE documents ADD COLUMN read_last INTEGER;`);
+    },
+  },
 ];
 
 export const LATEST_VERSION = migrations[migrations.length - 1].version;

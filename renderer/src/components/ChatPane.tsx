@@ -39,6 +39,7 @@ import { renderMarkdown } from '../lib/markdown.ts';
 import { ContextMeter } from './ContextMeter.tsx';
 import { SanitizedHtml } from './SanitizedHtml.tsx';
 import { VirtualList } from './VirtualList.tsx';
+import { pagesRead } from '../../../electron/services/room.ts';
 
 export function Markdown({ text, streaming }: { text: string; streaming?: boolean }) {
   // While an answer streams, rendering may lag a token or two behind rather than block typing.
@@ -341,7 +342,11 @@ function Composer({ documentId, chatId }: { documentId: string; chatId: string |
         {doc?.status === 'failed' && (
           <>
             {' · '}
-            <button type="button" className="link-button" onClick={() => void recompressDocument(documentId)}>
+            <button
+              type="button"
+              className="link-button"
+              onClick={() => void recompressDocument(documentId, doc.readPages ?? undefined)}
+            >
               Try reading it again
             </button>
           </>
@@ -356,7 +361,7 @@ function Composer({ documentId, chatId }: { documentId: string; chatId: string |
  * positions than its tokens. Null until the document's detail is loaded. */
 function prefixSplit(d: DocumentDetail | undefined): { systemTokens: number; documentTokens: number } | null {
   if (!d) return null;
-  const pageTokens = d.pageList.reduce((n, p) => n + (p.tokenEnd - p.tokenStart), 0);
+  const pageTokens = pagesRead(d.pageList, d.readPages).reduce((n, p) => n + (p.tokenEnd - p.tokenStart), 0);
   const systemTokens = Math.max(0, d.tokens - pageTokens);
   return { systemTokens, documentTokens: Math.max(0, (d.stats?.positions ?? d.tokens) - systemTokens) };
 }

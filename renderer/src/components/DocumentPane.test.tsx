@@ -178,6 +178,96 @@ describe('how the document was read', () => {
   });
 });
 
+describe('after a range of pages was read', () => {
+  /** Six pages of which 2 to 3 were read, at their own positions: the others keep their text, no tokens. */
+  const rangeDetail = () =>
+    rebasedDetail({
+      tokens: 230,
+      readPages: [2, 3],
+      readNote: 'Read in one pass, then compressed.',
+      pageList: rebasedDetail().pageList.map((p) =>
+        p.page === 2 || p.page === 3
+          ? { ...p, tokenStart: 30 + 100 * (p.page - 2), tokenEnd: 130 + 100 * (p.page - 2) }
+          : { ...p, tokenStart: -1, tokenEnd: -1 },
+      ),
+      stats: { ...rebasedDetail().stats!, rebased: false, chunks: 1, positions: 230, prefixTokens: 230 },
+      passages: [{ page: 2, start: 0, end: 8, retention: 0.5 }],
+    });
+
+  it('shows every page, says which were read, and marks the others as not read', async () => {
+    await renderApp(createFakeApi({ 'documents.list': () => [rangeDetail()], 'documents.get': () => rangeDetail() }));
+    await screen.findAllByTestId('document');
+    act(() => setTab('document'));
+    const note = await screen.findByTestId('read-pages');
+    expect(note.textContent).toBe(
+      'Read: pages 2 to 3 of 6. Answers know nothing of the other pages. Compress the whole document',
+    );
+    expect(screen.getByTestId('read-note').textContent).toBe('Read in one pass, then compressed.');
+    const strip = screen.getByRole('navigation', { name: /^All pages/ });
+    expect(
+      within(strip)
+        .getAllByRole('button')
+        .map((b) => b.getAttribute('aria-label')),
+    ).toEqual([
+      'Page 1, not read',
+      'Page 2, 50% kept',
+      'Page 3',
+      'Page 4, not read',
+      'Page 5, not read',
+      'Page 6, not read',
+    ]);
+    const page = await screen.findByRole('article', { name: 'Page 1' });
+    expect(page.textContent).toBe(
+      'Page 1 · not read: the model knows nothing of this pageStory 1. Once upon a time there was a little bird.',
+    );
+    expect(page.classList.contains('unread')).toBe(true);
+    await userEvent.click(within(strip).getByRole('button', { name: 'Page 3' }));
+    const read = await screen.findByRole('article', { name: 'Page 3' });
+    expect(read.classList.contains('unread')).toBe(false);
+    expect(read.textContent).toMatch(/^Page 3Story 3/);
+  });
+
+  it('compresses the whole document again on request, without a range', async () => {
+    const api = createFakeApi({
+      'documents.list': () => [rangeDetail()],
+      'documents.get': () => rangeDetail(),
+      'documents.recompress': () => ({ taskId: 't1' }),
+    });
+    await renderApp(api);
+    await screen.findAllByTestId('document');
+    act(() => setTab('document'));
+    const note = await screen.findByTestId('read-pages');
+    await userEvent.click(within(note).getByRole('button', { name: 'Compress the whole document' }));
+    const dialog = screen.getByRole('dialog', { name: 'Compress the whole document?' });
+    expect(dialog.textContent).toMatch(/All 6 pages are read again/);
+    expect(api.callsOf('documents.recompress')).toEqual([]);
+    await userEvent.click(within(dialog).getByRole('button', { name: 'Compress the whole document' }));
+    await waitFor(() => expect(api.callsOf('documents.recompress')).toEqual([{ documentId: 'd1' }]));
+  });
+
+  it('offers ranges only within the pages read: the others were not measured', async () => {
+    // Pages 2 to 5 were read (and re-based), 100 tokens each after the prompt's 30: 354 positions for pages.
+    const pageList = rebasedDetail().pageList.map((p) =>
+      p.page >= 2 && p.page <= 5
+        ? { ...p, tokenStart: 30 + 100 * (p.page - 2), tokenEnd: 130 + 100 * (p.page - 2) }
+        : { ...p, tokenStart: -1, tokenEnd: -1 },
+    );
+    const ranged = () => rebasedDetail({ tokens: 430, readPages: [2, 5], pageList });
+    await renderApp(createFakeApi({ 'documents.list': () => [ranged()], 'documents.get': () => ranged() }));
+    await screen.findAllByTestId('document');
+    act(() => setTab('document'));
+    const warning = await screen.findByRole('region', { name: /^Lower quality/ });
+    within(warning).getByText(/^Read: pages 2 to 5 of 6\./);
+    const from = within(warning).getByRole('combobox', { name: 'From page' }) as HTMLSelectElement;
+    const to = within(warning).getByRole('combobox', { name: 'to page' }) as HTMLSelectElement;
+    expect(optionsOf(from)).toEqual(['2', '3', '4', '5']);
+    expect([from.value, to.value]).toEqual(['2', '4']);
+    // From page 4 the rest of what was read fits; page 6 was not measured, so it is not offered.
+    await userEvent.selectOptions(from, '4');
+    expect(optionsOf(to)).toEqual(['4', '5']);
+  });
+});
+
 function optionsOf(select: HTMLSelectElement): string[] {
   return [...select.options].map((o) => o.value);
 }

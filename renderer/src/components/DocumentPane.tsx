@@ -1,7 +1,8 @@
 // The document view: a page's text with the retention map folded onto it. Each passage is shaded by how
 // much of the model's cache kept it (the share of (layer, KV head) slots that kept its tokens), so the
 // user sees what the model remembers of the document. Pages are navigated with buttons, a page number,
-// and a strip of all pages shaded by their mean retention.
+// and a strip of all pages shaded by their mean retention. After a range of pages was read, every page is
+// still shown; those the model did not read are dimmed and labelled so.
 import { useEffect, useMemo, useState, type ReactNode } from 'react';
 
 import type { DocumentDetail, RetainedPassage } from '../../../electron/api/contract.ts';
@@ -9,6 +10,7 @@ import { loadDetail, useDocuments } from '../stores/documents.ts';
 import { setDocPage, useUi } from '../stores/ui.ts';
 import { formatPercent } from '../lib/format.ts';
 import { ReadNote } from './ReadNote.tsx';
+import { pagesRead } from '../../../electron/services/room.ts';
 
 /** Background alpha of a passage kept by `retention` of the cache (0: barely tinted, 1: strong). */
 export function retentionAlpha(retention: number): number {
@@ -101,6 +103,10 @@ export function DocumentPane({ documentId }: { documentId: string }) {
     if (!detail) void loadDetail(documentId);
   }, [documentId, detail]);
   const perPage = useMemo(() => (detail ? pageRetention(detail) : new Map<number, number>()), [detail]);
+  const read = useMemo(
+    () => new Set(detail ? pagesRead(detail.pageList, detail.readPages).map((p) => p.page) : []),
+    [detail],
+  );
   if (!detail)
     return (
       <div className="pane-pad muted">{error ? `Could not open the document: ${error}` : 'Opening the document…'}</div>
@@ -112,6 +118,7 @@ export function DocumentPane({ documentId }: { documentId: string }) {
   const passages = detail.passages.filter((p) => p.page === current.page);
   const go = (i: number) => setDocPage(Math.min(pages.length, Math.max(1, i + 1)));
   const mean = perPage.get(current.page);
+  const unread = !read.has(current.page);
   return (
     <div className="document-pane">
       <div className="doc-toolbar">
@@ -161,18 +168,19 @@ export function DocumentPane({ documentId }: { documentId: string }) {
         <nav className="page-strip" aria-label="All pages, shaded by how much of each the model kept">
           {pages.map((p, i) => {
             const r = perPage.get(p.page);
+            const notRead = !read.has(p.page);
             return (
               <button
                 key={p.page}
                 type="button"
-                className={`page-chip${i === index ? ' current' : ''}`}
+                className={`page-chip${i === index ? ' current' : ''}${notRead ? ' unread' : ''}`}
                 style={
                   r !== undefined && shade
                     ? { backgroundColor: `rgb(var(--keep-rgb) / ${retentionAlpha(r).toFixed(3)})` }
                     : undefined
                 }
                 onClick={() => go(i)}
-                aria-label={`Page ${p.page}${r !== undefined ? `, ${formatPercent(r)} kept` : ''}`}
+                aria-label={`Page ${p.page}${notRead ? ', not read' : r !== undefined ? `, ${formatPercent(r)} kept` : ''}`}
                 aria-current={i === index ? 'page' : undefined}
               >
                 {p.page}
@@ -194,9 +202,10 @@ export function DocumentPane({ documentId }: { documentId: string }) {
           </p>
         )
       )}
-      <article className="page" aria-label={`Page ${current.page}`} data-testid="page">
+      <article className={`page${unread ? ' unread' : ''}`} aria-label={`Page ${current.page}`} data-testid="page">
         <header className="page-head muted small">
           Page {current.page}
+          {unread && ' · not read: the model knows nothing of this page'}
           {mean !== undefined && ` · on average kept by ${formatPercent(mean)} of the cache’s heads`}
         </header>
         <PageText text={current.text} passages={passages} shade={shade} />

@@ -113,7 +113,12 @@ export function MainPane() {
               </span>
             )}
             {(doc.status === 'failed' || doc.status === 'stale') && (
-              <button type="button" className="link-button" onClick={() => void recompressDocument(doc.id)}>
+              // The pages the last read took in, read again: a range stays a range.
+              <button
+                type="button"
+                className="link-button"
+                onClick={() => void recompressDocument(doc.id, doc.readPages ?? undefined)}
+              >
                 {doc.status === 'failed' ? 'Try again' : 'Compress now'}
               </button>
             )}

@@ -2,7 +2,8 @@
 // document view and the inspector. A document longer than the model's context was read with re-based
 // positions, which answers less accurately: that is a quality warning, with the way out beside it, compressing
 // only a range of pages that fits, from any page. The ranges are computed here from the page list (the rule
-// the app core checks them by, room.ts), never read back from the note.
+// the app core checks them by, room.ts), never read back from the note. After a range was read, the note says
+// which pages the model knows, with the way back: compressing the whole document.
 import { useId, useMemo, useState } from 'react';
 
 import type { DocumentDetail } from '../../../electron/api/contract.ts';
@@ -19,11 +20,15 @@ export function ReadNote({ detail }: { detail: DocumentDetail }) {
   const busy = useTasks((s) => !!documentTask(s, detail.id));
   if (!detail.readNote) return null;
   const rebased = !!detail.stats?.rebased;
+  const disabled = busy || detail.status === 'compressing' || detail.status === 'importing';
   if (!rebased)
     return (
-      <p className="read-note muted small" data-testid="read-note">
-        {detail.readNote}
-      </p>
+      <>
+        <p className="read-note muted small" data-testid="read-note">
+          {detail.readNote}
+        </p>
+        <PagesRead detail={detail} disabled={disabled} />
+      </>
     );
   return (
     <section
@@ -37,12 +42,33 @@ export function ReadNote({ detail }: { detail: DocumentDetail }) {
         </strong>{' '}
         {detail.readNote}
       </p>
-      <PageRangeOffer
-        detail={detail}
-        roomSetting={roomSetting}
-        disabled={busy || detail.status === 'compressing' || detail.status === 'importing'}
-      />
+      <PagesRead detail={detail} disabled={disabled} />
+      <PageRangeOffer detail={detail} roomSetting={roomSetting} disabled={disabled} />
     </section>
+  );
+}
+
+/** After a range was read: the pages the model knows, and the way to read the whole document again. */
+function PagesRead({ detail, disabled }: { detail: DocumentDetail; disabled: boolean }) {
+  const taken = detail.readPages;
+  if (!taken) return null;
+  const total = detail.pageList.length;
+  const compressWhole = () =>
+    askConfirm({
+      title: 'Compress the whole document?',
+      body:
+        `All ${total} pages are read again. A document longer than the model's context is read with re-based ` +
+        'positions, which answers less accurately; the ranges of pages that fit are offered then.',
+      confirmLabel: 'Compress the whole document',
+      onConfirm: () => void recompressDocument(detail.id),
+    });
+  return (
+    <p className="read-pages small" data-testid="read-pages">
+      Read: {pageRange(taken)} of {total}. Answers know nothing of the other pages.{' '}
+      <button type="button" className="button small" onClick={compressWhole} disabled={disabled}>
+        Compress the whole document
+      </button>
+    </p>
   );
 }
 
@@ -62,7 +88,8 @@ function PageRangeOffer({
   // null: as far as fits from the chosen first page
   const [chosenTo, setTo] = useState<number | null>(null);
   const { pageList, tokens, contextTokens } = detail;
-  // Each page that fits on its own may start a range, with the last page that fits after it.
+  // Each page that fits on its own may start a range, with the last page that fits after it; pages the last
+  // read left out were not measured, so no range holds them (room.ts).
   const starts = useMemo(() => {
     const out = new Map<number, number>();
     if (!contextTokens) return out;
@@ -74,7 +101,13 @@ function PageRangeOffer({
     return out;
   }, [pageList, tokens, contextTokens, roomSetting]);
   if (starts.size === 0)
-    return <p className="small">Not even the first page fits the context with room for the conversation.</p>;
+    return (
+      <p className="small">
+        {detail.readPages
+          ? `Of the pages read (${pageRange(detail.readPages)}), not even one fits the context with room for the conversation.`
+          : 'Not even the first page fits the context with room for the conversation.'}
+      </p>
+    );
   // A choice the page list no longer offers (the document was read again) falls back to the default.
   const from = chosenFrom !== null && starts.has(chosenFrom) ? chosenFrom : starts.keys().next().value!;
   const longest = starts.get(from)!;

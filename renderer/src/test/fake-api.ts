@@ -89,6 +89,7 @@ export const doc = (over: Partial<DocumentSummary> = {}): DocumentSummary => ({
   kvBytesKept: 72_000,
   contextTokens: 512,
   readNote: 'Read in one pass, then compressed.',
+  readPages: null,
   ...over,
 });
 
