@@ -263,11 +263,24 @@ test('stop, regenerate, edit; a second chat forks the same document without dist
 });
 
 test('reopening the library answers from the saved cache without a new prefill', { skip }, async () => {
+  // A chat whose answers fill the context: the second question compresses the first turn, so the meter's
+  // conversation is fewer positions than its messages' tokens, and stays so after the library is reopened.
+  await api.call('settings.update', { sampling: { maxTokens: 400, temperature: 0 } });
+  const chatD = (await api.call('chats.create', { documentId: docId })).id;
+  await answer(chatD, 'Tell me a long story about Lily.');
+  await answer(chatD, 'And then?');
+  await api.call('settings.update', { sampling: { maxTokens: 16, temperature: 0 } });
+  const before = await api.call('chats.get', { chatId: chatD });
+  const said = before.messages.reduce((n, m) => n + (m.tokens ?? 0), 0); // the answers' tokens alone
+  const used = (u: typeof before.usage) => u.systemTokens + u.documentTokens + u.conversationTokens;
+  assert.ok(before.usage.conversationTokens < said, `compressed: ${before.usage.conversationTokens} < ${said}`);
+  assert.ok(used(before.usage) <= before.usage.contextTokens, 'the meter never passes the context');
   await close();
   seen.length = 0;
   await open();
   const docs = await api.call('documents.list', {});
   assert.ok(docs.find((d) => d.id === docId)?.status === 'ready');
+  assert.deepEqual((await api.call('chats.get', { chatId: chatD })).usage, before.usage, 'the meter as it was');
   const chatC = (await api.call('chats.create', { documentId: docId })).id;
   const c = await answer(chatC, 'Who had a kite?');
   assert.equal(c.final.status, 'complete');

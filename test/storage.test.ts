@@ -291,7 +291,7 @@ test('statistics stored in snake_case before version 6 open as camelCase and rea
   old.close();
 
   const s = open(dir, { scheduler: clock });
-  assert.deepEqual(s.migrated, [6, 7, 8, 9]);
+  assert.deepEqual(s.migrated, [6, 7, 8, 9, 10]);
   // version 9: a document read before held only the pages it read, so it read them all
   assert.equal(s.documents.require('d1').readPages, null);
   const back = s.stats.get('d1')!;
@@ -471,6 +471,22 @@ test("someone else's SQLite database is refused, not adopted", () => {
 
 // ---------------------------------------------------------------------------------------------------------
 // Settings
+
+test('chats: the positions a conversation took, valid while its messages are unchanged', () => {
+  const s = open(tempDir());
+  const doc = s.documents.create({ title: 'd', kind: 'text', fileName: 'd.txt' });
+  const chat = s.chats.create(doc.id);
+  assert.equal(s.chats.conversationPositions(chat.id), null, 'never measured');
+  s.messages.add(chat.id, { role: 'user', text: 'q' });
+  s.messages.add(chat.id, { role: 'assistant', text: 'a' });
+  s.chats.setConversationPositions(chat.id, { positions: 37, messages: 2 });
+  assert.equal(s.chats.conversationPositions(chat.id), 37);
+  s.messages.add(chat.id, { role: 'user', text: 'another' });
+  assert.equal(s.chats.conversationPositions(chat.id), null, 'a message since: no longer the cache');
+  s.chats.setConversationPositions(chat.id, { positions: 50, messages: 3 });
+  s.chats.setConversationPositions(chat.id, null);
+  assert.equal(s.chats.conversationPositions(chat.id), null, 'forgotten');
+});
 
 test('settings: the defaults', () => {
   const s = open(tempDir());

@@ -19,9 +19,6 @@ const ANSWER_ROOM = 16;
 
 export class ChatsService {
   private live = new Map<string, Promise<ConversationSession>>();
-  /** Where each live chat's cache stands after its last answer (positions): what the meter shows, since the
-   * older turns may have been compressed or set aside (conversation.ts) and take fewer positions or none. */
-  private positions = new Map<string, number>();
   private running = new Map<string, { controller: AbortController; done: Promise<void> }>();
 
   constructor(
@@ -57,13 +54,14 @@ export class ChatsService {
   private usage(doc: DocumentRecord, chatId: string): Result<'chats.get'>['usage'] {
     const pageTokens = this.pagesRead(doc).reduce((n, p) => n + (p.tokenEnd - p.tokenStart), 0);
     const systemTokens = Math.max(0, doc.tokens - pageTokens);
-    const positions = this.storage.stats.get(doc.id)?.positions ?? doc.tokens;
-    const live = this.positions.get(chatId);
+    const positions = this.prefixPositions(doc.id);
+    // What the cache held after the last answer (older turns may have been compressed or set aside,
+    // conversation.ts), else the messages' own tokens.
+    const held = this.storage.chats.conversationPositions(chatId);
     return {
       systemTokens,
       documentTokens: Math.max(0, positions - systemTokens),
-      conversationTokens:
-        live !== undefined ? Math.max(0, live - positions) : this.storage.messages.conversationTokens(chatId).tokens,
+      conversationTokens: held ?? this.storage.messages.conversationTokens(chatId).tokens,
       contextTokens: doc.contextTokens ?? this.engine.sessionOptions().nCtx,
       kvBytesKept: doc.kvBytesKept,
       kvBytesFull: doc.kvBytesFull,
@@ -73,6 +71,11 @@ export class ChatsService {
   /** The pages the document's cache holds: what the meter counts and what answers may cite. */
   private pagesRead(doc: DocumentRecord) {
     return pagesRead(this.storage.documents.pages(doc.id), doc.readPages);
+  }
+
+  /** Positions the document's prefix takes in its cache (fewer than its tokens when read with re-based positions). */
+  private prefixPositions(documentId: string): number {
+    return this.storage.stats.get(documentId)?.positions ?? this.storage.documents.require(documentId).tokens;
   }
 
   rename(params: Params<'chats.rename'>): ChatSummary {
@@ -92,7 +95,7 @@ export class ChatsService {
 
   private async forget(chat: ChatSummary): Promise<void> {
     this.live.delete(chat.id);
-    this.positions.delete(chat.id);
+    this.storage.chats.setConversationPositions(chat.id, null);
     await this.engine.dropSession(this.key(chat));
   }
 
@@ -210,7 +213,11 @@ export class ChatsService {
             this.bus.emit('chat.token', { chatId: chat.id, messageId: answer.id, text });
           },
         });
-        this.positions.set(chat.id, live.status().position);
+        // Recorded before the answer is announced, so that the meter read on that event counts it.
+        this.storage.chats.setConversationPositions(chat.id, {
+          positions: Math.max(0, live.status().position - this.prefixPositions(chat.documentId)),
+          messages: this.storage.chats.require(chat.id).messageCount,
+        });
         // Only the pages the model read can hold an answer's evidence.
         const pages = this.pagesRead(this.storage.documents.require(chat.documentId));
         const status = r.stopReason === 'cancelled' ? 'cancelled' : 'complete';

@@ -17,6 +17,8 @@ export class ChatsRepo {
   private readonly renameStmt;
   private readonly touchStmt;
   private readonly remove;
+  private readonly setPositionsStmt;
+  private readonly selectPositions;
 
   constructor(
     db: Database.Database,
@@ -30,6 +32,12 @@ export class ChatsRepo {
     this.renameStmt = db.prepare(`UPDATE chats SET title = ?, updated_at = ? WHERE id = ?`);
     this.touchStmt = db.prepare(`UPDATE chats SET updated_at = ? WHERE id = ?`);
     this.remove = db.prepare(`DELETE FROM chats WHERE id = ?`);
+    this.setPositionsStmt = db.prepare(
+      `UPDATE chats SET conversation_positions = ?, conversation_messages = ? WHERE id = ?`,
+    );
+    this.selectPositions = db.prepare(
+      `SELECT conversation_positions AS positions, conversation_messages AS messages FROM chats WHERE id = ?`,
+    );
   }
 
   create(documentId: string, title?: string): ChatSummary {
@@ -69,6 +77,21 @@ export class ChatsRepo {
   /** Marks the chat active now (messages.ts calls this when a message is added or finished). */
   touch(id: string): void {
     this.touchStmt.run(isoTime(this.scheduler), id);
+  }
+
+  /**
+   * Records the positions the chat's conversation took in the cache after its last answer, when it held
+   * `messages` messages; null forgets them (the conversation changed under the cache).
+   */
+  setConversationPositions(id: string, at: { positions: number; messages: number } | null): void {
+    this.setPositionsStmt.run(at?.positions ?? null, at?.messages ?? null, id);
+  }
+
+  /** The positions last recorded, if they still describe the chat: its message count is unchanged since. */
+  conversationPositions(id: string): number | null {
+    const r = this.selectPositions.get(id) as { positions: number | null; messages: number | null } | undefined;
+    if (!r || r.positions === null || r.messages !== this.require(id).messageCount) return null;
+    return r.positions;
   }
 
   /** Deletes the chat and its messages (cascade). False when there was no such chat. */

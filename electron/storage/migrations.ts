@@ -218,6 +218,17 @@ export const migrations: readonly Migration[] = [
                ALTER TABLE documents ADD COLUMN read_last INTEGER;`);
     },
   },
+  {
+    version: 10,
+    name: 'the positions a conversation takes in the cache',
+    up(db) {
+      // Older turns are compressed or set aside when the context fills, so a conversation takes fewer
+      // positions than its messages' tokens: the meter shows what the cache held after the last answer, also
+      // once the app is restarted. conversation_messages: the message count it was measured at (NULL: never).
+      db.exec(`ALTER TABLE chats ADD COLUMN conversation_positions INTEGER;
+               ALTER TABLE chats ADD COLUMN conversation_messages INTEGER;`);
+    },
+  },
 ];
 
 export const LATEST_VERSION = migrations[migrations.length - 1].version;
