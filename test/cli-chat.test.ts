@@ -7,6 +7,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
+import { RECOMMENDED_METHOD } from '../electron/kv/methods.ts';
 import { readGguf } from './helpers/gguf-reader.ts';
 import { ValueType, arr, writeGguf, type MetaValue } from './helpers/gguf-writer.ts';
 import { missing, repoRoot, sharedModel } from './helpers/shared.ts';
@@ -215,7 +216,9 @@ test('a model with a chat template: one BOS, rendered turns, a trimmed answer re
   // "<s>" + the document: the template's own BOS and nothing more, so the same 376 tokens as the plain format.
   assert.match(
     r.stdout,
-    /^\[document lily-and-the-red-kite\.txt: 376 tokens \(with the chat template\), ada-snapkv at budget 0\.3 .*; chat template\]\n/,
+    new RegExp(
+      `^\\[document lily-and-the-red-kite\\.txt: 376 tokens \\(with the chat template\\), ${RECOMMENDED_METHOD} at budget 0\\.3 .*; chat template\\]\n`,
+    ),
   );
   const [a, b, c] = turns(r.stdout);
   assert.equal(a.position, 376 + a.prompt + a.answer);
