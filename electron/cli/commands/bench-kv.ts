@@ -14,7 +14,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 import { loadAddon, type CompressionMethod, type Model } from '../../engine/binding.ts';
-import { type Command, type Values, common, int, mib, print, str, UsageError } from '../args.ts';
+import { type Command, type Values, budgetValue, common, int, mib, print, str, UsageError } from '../args.ts';
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
 const median = (a: number[]) => [...a].sort((x, y) => x - y)[Math.floor((a.length - 1) / 2)];
@@ -29,8 +29,8 @@ function document(model: Model, n: number): Int32Array {
   return t;
 }
 
-function budgetFor(method: CompressionMethod, ratio: number) {
-  return method === 'full' ? { method } : { method, budget: ratio };
+function budgetFor(method: CompressionMethod, budget: number) {
+  return method === 'full' ? { method } : { method, budget };
 }
 
 /** One prefill in this process (the child of a peak-memory measurement, or a timing). */
@@ -38,7 +38,7 @@ async function prefillOnce(
   model: Model,
   tokens: Int32Array,
   method: CompressionMethod,
-  ratio: number,
+  budget: number,
   threads: number,
   onProgress?: (d: number, t: number) => void,
 ) {
@@ -49,7 +49,7 @@ async function prefillOnce(
     await s.prefill(tokens, { onProgress });
     kvBytes = s.memory().bytesUsed;
   } else {
-    const r = await s.compress(tokens, { ...budgetFor(method, ratio), onProgress });
+    const r = await s.compress(tokens, { ...budgetFor(method, budget), onProgress });
     kvBytes = r.stats.kvBytesKept;
   }
   const ms = performance.now() - t0;
@@ -60,11 +60,11 @@ async function decodeRate(
   model: Model,
   tokens: Int32Array,
   method: CompressionMethod,
-  ratio: number,
+  budget: number,
   threads: number,
   n: number,
 ) {
-  const { s, kvBytes } = await prefillOnce(model, tokens, method, ratio, threads);
+  const { s, kvBytes } = await prefillOnce(model, tokens, method, budget, threads);
   const g = await s.generate({ n, temperature: 0 });
   s.dispose();
   return { tokensPerSecond: g.tokensPerSecond, kvBytes };
@@ -83,14 +83,14 @@ interface LongRead {
 }
 
 /** One long document read (in this process: the child of a measurement), then 16 tokens decoded after it. */
-async function longRead(model: Model, L: number, chunked: boolean, ratio: number, threads: number): Promise<LongRead> {
+async function longRead(model: Model, L: number, chunked: boolean, budget: number, threads: number): Promise<LongRead> {
   const doc = document(model, L);
   const s = model.createSession({ nCtx: Math.min(model.info().contextLength, L + 64), nThreads: threads });
   let last = performance.now();
   const t0 = performance.now();
   const r = await s.compress(doc, {
     method: 'ada-snapkv',
-    budget: ratio,
+    budget,
     chunk: chunked ? 'auto' : 0,
     rebase: L + 64 > model.info().contextLength,
     room: 64,
@@ -122,7 +122,7 @@ function runLongReads(
   path: string,
   lengths: number[],
   onePassMax: number,
-  ratio: number,
+  budget: number,
   threads: number,
   log: (s: string) => void,
 ): LongRead[] {
@@ -140,7 +140,7 @@ function runLongReads(
           String(L),
           ...(chunked ? ['--child-chunked'] : []),
           '--budget',
-          String(ratio),
+          String(budget),
           ...(threads ? ['--threads', String(threads)] : []),
         ],
         { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] },
@@ -202,8 +202,7 @@ export const benchKv: Command = {
   async run(v: Values) {
     const threads = int(v, 'threads', 0);
     const docTokens = int(v, 'doc-tokens', 2048, 64);
-    const ratio = Number(str(v, 'budget') ?? '0.2');
-    if (!(ratio > 0 && ratio < 1)) throw new UsageError('--budget must be a kept ratio between 0 and 1');
+    const budget = budgetValue(str(v, 'budget') ?? '0.2');
     const genTokens = int(v, 'gen-tokens', 32, 1);
     const repeats = int(v, 'repeats', 3, 1);
     const contexts = (str(v, 'contexts') ?? '512,1024,2048').split(',').map((x) => {
@@ -217,7 +216,7 @@ export const benchKv: Command = {
 
     if (v['child-long']) {
       process.stdout.write(
-        JSON.stringify(await longRead(model, int(v, 'child-long', 0, 1), !!v['child-chunked'], ratio, threads)) + '\n',
+        JSON.stringify(await longRead(model, int(v, 'child-long', 0, 1), !!v['child-chunked'], budget, threads)) + '\n',
       );
       return;
     }
@@ -227,7 +226,7 @@ export const benchKv: Command = {
         model,
         document(model, docTokens),
         v.child as CompressionMethod,
-        ratio,
+        budget,
         threads,
       );
       process.stdout.write(JSON.stringify({ ms, kvBytes, peak: process.resourceUsage().maxRSS * 1024 }) + '\n');
@@ -247,24 +246,24 @@ export const benchKv: Command = {
       });
     const onePassMax = int(v, 'one-pass-max', 16384, 0);
     if (v['long-only']) {
-      const long = runLongReads(path, longLengths, onePassMax, ratio, threads, log);
-      print(v, { model: path, budget: ratio, threads, long }, long.map(longLine).join(''));
+      const long = runLongReads(path, longLengths, onePassMax, budget, threads, log);
+      print(v, { model: path, budget, threads, long }, long.map(longLine).join(''));
       return;
     }
     const tokens = document(model, docTokens);
-    log(`${path}: ${docTokens}-token document, budget ${ratio}, ${repeats} repeats, backend ${model.info().backend}`);
+    log(`${path}: ${docTokens}-token document, budget ${budget}, ${repeats} repeats, backend ${model.info().backend}`);
 
     // Prefill time: full, snapkv, ada-snapkv, interleaved so that the machine's noise hits all alike.
     const methods: CompressionMethod[] = ['full', 'snapkv', 'ada-snapkv'];
     const times: Record<string, number[]> = { full: [], snapkv: [], 'ada-snapkv': [] };
     const compressMs: Record<string, number[]> = { snapkv: [], 'ada-snapkv': [] };
-    await (await prefillOnce(model, tokens.subarray(0, 256), 'full', ratio, threads)).s.dispose(); // warm-up
+    await (await prefillOnce(model, tokens.subarray(0, 256), 'full', budget, threads)).s.dispose(); // warm-up
     for (let r = 0; r < repeats; r++)
       for (const m of methods) {
         const s = model.createSession({ nCtx: docTokens + 64, nThreads: threads });
         const t0 = performance.now();
         if (m === 'full') await s.prefill(tokens);
-        else compressMs[m].push((await s.compress(tokens, budgetFor(m, ratio))).stats.msCompress);
+        else compressMs[m].push((await s.compress(tokens, budgetFor(m, budget))).stats.msCompress);
         times[m].push(performance.now() - t0);
         s.dispose();
         log(`  prefill ${m}: ${(times[m].at(-1)! / 1000).toFixed(2)} s`);
@@ -286,7 +285,7 @@ export const benchKv: Command = {
           '--doc-tokens',
           String(docTokens),
           '--budget',
-          String(ratio),
+          String(budget),
           ...(threads ? ['--threads', String(threads)] : []),
         ],
         { encoding: 'utf8' },
@@ -302,8 +301,8 @@ export const benchKv: Command = {
     const decode = [];
     for (const L of contexts) {
       const doc = document(model, L);
-      const full = await decodeRate(model, doc, 'full', ratio, threads, genTokens);
-      const ada = await decodeRate(model, doc, 'ada-snapkv', ratio, threads, genTokens);
+      const full = await decodeRate(model, doc, 'full', budget, threads, genTokens);
+      const ada = await decodeRate(model, doc, 'ada-snapkv', budget, threads, genTokens);
       decode.push({
         context: L,
         full_tokens_per_s: full.tokensPerSecond,
@@ -329,7 +328,7 @@ export const benchKv: Command = {
       const s = model.createSession({ nCtx: docTokens + 64, nThreads: threads });
       const at = { t: 0 };
       const timer = cancelLater(s, 300 + (700 * r) / repeats, at);
-      const code = await s.compress(tokens, budgetFor('ada-snapkv', ratio)).then(
+      const code = await s.compress(tokens, budgetFor('ada-snapkv', budget)).then(
         () => 'finished',
         (e: { code?: string }) => e.code,
       );
@@ -351,7 +350,7 @@ export const benchKv: Command = {
       `  cancellation lands in: compress ${cancelMs.compress.map((x) => x.toFixed(0)).join(', ')} ms; generate ${cancelMs.generate.map((x) => x.toFixed(0)).join(', ')} ms`,
     );
 
-    const long = runLongReads(path, longLengths, onePassMax, ratio, threads, log);
+    const long = runLongReads(path, longLengths, onePassMax, budget, threads, log);
 
     const info = model.info();
     model.dispose();
@@ -361,7 +360,7 @@ export const benchKv: Command = {
       backend: info.backend,
       threads,
       document_tokens: docTokens,
-      budget: ratio,
+      budget,
       prefill,
       ada_overhead_vs_snapkv: adaOverhead,
       compress_ms: { snapkv: median(compressMs.snapkv), 'ada-snapkv': median(compressMs['ada-snapkv']) },
