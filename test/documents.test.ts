@@ -93,9 +93,11 @@ test('PDF: pages in order with numbers, accents, paragraphs, hyphenation, two co
   assert.deepEqual(doc.warnings, ['page 4 has no text (images only?); OCR is not supported']);
 });
 
-test('PDF: without a metadata title, the title is the biggest text on the first page', async () => {
-  const doc = await imp('untitled.pdf', (await textPdf()).bytes);
-  assert.equal(doc.title, 'Reading Order and Hyphens');
+test('PDF: without a metadata title, or with a placeholder one, the title is the file name, not page text', async () => {
+  const doc = await imp('reading_order.pdf', (await textPdf()).bytes);
+  assert.equal(doc.title, 'reading order');
+  const junk = await imp('Annual Report.pdf', (await textPdf({ title: 'Microsoft Word - draft3.doc' })).bytes);
+  assert.equal(junk.title, 'Annual Report');
 });
 
 test('PDF: placeholder metadata titles are ignored; concurrent imports each get their own parser', async () => {
@@ -126,7 +128,7 @@ test('PDF: an image-only (scanned) PDF is NO_TEXT_LAYER; blank pages are EMPTY',
   );
 });
 
-test('PDF: RC4 encryption (40 and 128 bit) with an empty user password opens; with a password it is ENCRYPTED', async () => {
+test('PDF: RC4 encryption (40 and 128 bit) with an empty user password opens; with a password it asks for it', async () => {
   for (const bits of [40, 128] as const) {
     const open = encryptedPdf({
       pages: [['Secret café report.', 'Second line.'], ['Page two.']],
@@ -145,12 +147,12 @@ test('PDF: RC4 encryption (40 and 128 bit) with an empty user password opens; wi
     const locked = encryptedPdf({ pages: [['Top secret.']], userPassword: 'hunter2', bits });
     await importRejection(
       imp(`locked-${bits}.pdf`, locked),
-      'ENCRYPTED',
+      'PASSWORD_REQUIRED',
       /locked-\d+\.pdf: the PDF is password-protected/,
     );
     await importRejection(
       imp(`locked-${bits}.pdf`, locked, { password: 'wrong' }),
-      'ENCRYPTED',
+      'PASSWORD_WRONG',
       /password-protected and the password given is wrong/,
     );
     const unlocked = await imp(`locked-${bits}.pdf`, locked, { password: 'hunter2' });

@@ -178,6 +178,42 @@ export type EngineStatus = z.infer<typeof EngineStatus>;
 export const DocumentKind = z.enum(['pdf', 'docx', 'markdown', 'text']);
 export const DocumentStatus = z.enum(['importing', 'compressing', 'ready', 'failed', 'stale']);
 
+/**
+ * What can help a failed document: compress it again ('compress'), read its file again ('import': the app
+ * still holds the file), give the PDF's password ('password': held too); null: nothing in the app can (a
+ * damaged or unsupported file, or a file the app no longer holds: the error says what to do).
+ */
+export const FailureRemedy = z.enum(['compress', 'import', 'password']);
+export type FailureRemedy = z.infer<typeof FailureRemedy>;
+
+/** Failures of the file itself: trying again with the same file cannot help (electron/documents/errors.ts). */
+const FILE_FAILURES = new Set([
+  'READ_FAILED',
+  'EMPTY',
+  'UNSUPPORTED',
+  'MISMATCH',
+  'BAD_ENCODING',
+  'ENCRYPTED',
+  'CORRUPT',
+  'NO_TEXT_LAYER',
+  'TOO_LARGE',
+  'TIMEOUT',
+]);
+/** A PDF that needs its password (none given, or a wrong one). */
+export const PASSWORD_CODES = new Set(['PASSWORD_REQUIRED', 'PASSWORD_WRONG']);
+
+/**
+ * The one rule of what can help a failure with this code: the password when one is needed, nothing for the
+ * file's own faults, else trying again (a crash, a cancel, a missing model may pass). `stage` says what
+ * failed: reading the file (then trying again needs the file, `held`) or compressing its pages.
+ */
+export function failureRemedy(code: string | null, stage: 'import' | 'compress', held: boolean): FailureRemedy | null {
+  if (code !== null && PASSWORD_CODES.has(code)) return held ? 'password' : null;
+  if (code !== null && FILE_FAILURES.has(code)) return null;
+  if (stage === 'compress') return 'compress';
+  return held ? 'import' : null;
+}
+
 export const DocumentSummary = z.object({
   id: Id,
   title: z.string(),
@@ -188,6 +224,10 @@ export const DocumentSummary = z.object({
   /** stale: the saved cache was made with another model or other compression settings. */
   status: DocumentStatus,
   error: z.string().nullable(),
+  /** The failure's code (an import error's, an engine's; CANCELLED), null unless failed. */
+  errorCode: z.string().nullable(),
+  /** What can help a failed document (failureRemedy); null when nothing in the app can, or not failed. */
+  remedy: FailureRemedy.nullable(),
   createdAt: z.string(),
   modelId: Id.nullable(),
   compression: CompressionSettings.nullable(),
@@ -253,8 +293,29 @@ export const Message = z.object({
   /** Pages where the answer's evidence was found. */
   pageRefs: z.array(z.number().int()),
   error: z.string().nullable(),
+  /** An answer regenerated keeps its earlier versions: which one this is (1 = the first) of how many. The
+   * conversation goes on from the version shown. */
+  version: z.object({ index: z.number().int().min(1), count: z.number().int().min(1) }),
 });
 export type Message = z.infer<typeof Message>;
+
+/** A message whose text matches a chat search, with a piece of its text around the match. */
+export const ChatSearchHit = z.object({
+  chatId: Id,
+  documentId: Id,
+  chatTitle: z.string(),
+  messageId: Id,
+  role: z.enum(['user', 'assistant']),
+  /** Text around the first match; [matchStart, matchEnd) is the match within it. */
+  snippet: z.string(),
+  matchStart: z.number().int(),
+  matchEnd: z.number().int(),
+  createdAt: z.string(),
+});
+export type ChatSearchHit = z.infer<typeof ChatSearchHit>;
+
+export const ChatExportFormat = z.enum(['markdown', 'json']);
+export type ChatExportFormat = z.infer<typeof ChatExportFormat>;
 
 export const ChatSummary = z.object({
   id: Id,
@@ -325,6 +386,11 @@ export const MAX_INLINE_BASE64_CHARS = MAX_JSON_BODY_BYTES - 64 * 1024;
 /** The web host's document upload: POST raw bytes (application/octet-stream), the file name URI-encoded in a header. */
 export const UPLOAD_ROUTE = '/api/upload';
 export const UPLOAD_FILE_NAME_HEADER = 'x-folio-file-name';
+/** Present (any value) on an upload that keeps a duplicate (documents.import's keepDuplicate). */
+export const UPLOAD_KEEP_DUPLICATE_HEADER = 'x-folio-keep-duplicate';
+
+/** A PDF's user password (documents.import). */
+const Password = z.string().max(1024);
 
 /** The most tokens the engine generates in one call (native/src/napi/session.cc, Generate: `n`). */
 export const MAX_GENERATE_TOKENS = 1 << 24;
@@ -362,18 +428,32 @@ export const methods = {
 
   'documents.list': { params: Empty, result: z.array(DocumentSummary) },
   'documents.get': { params: z.object({ documentId: Id }), result: DocumentDetail },
-  /** Imports a file by path (desktop) or by content (browser upload), then compresses it. */
+  /**
+   * Imports a file by path (desktop) or by content (browser upload), then compresses it. A file already in
+   * the library is refused with DUPLICATE (details: { documentId, title }) before any work: open that one,
+   * or call again with keepDuplicate to keep both. A file whose earlier import failed is read again into
+   * that document. Third form: reads again the file of a failed import that the app still holds (its
+   * remedy is 'import' or 'password'), with the PDF's password where one is needed. A password is used for
+   * this read only: never stored or logged.
+   */
   'documents.import': {
     params: z.union([
-      z.object({ path: z.string().min(1) }),
+      z.object({ path: z.string().min(1), password: Password.optional(), keepDuplicate: z.boolean().optional() }),
       z.object({
         fileName: z.string().min(1).max(1024),
         dataBase64: z
           .string()
           .max(MAX_INLINE_BASE64_CHARS, 'the file is too large to send inline: upload it (POST ' + UPLOAD_ROUTE + ')'),
+        password: Password.optional(),
+        keepDuplicate: z.boolean().optional(),
       }),
+      z.object({ documentId: Id, password: Password.optional() }),
     ]),
     result: z.object({ documentId: Id, taskId: Id }),
+  },
+  'documents.rename': {
+    params: z.object({ documentId: Id, title: z.string().trim().min(1, 'the title is empty').max(200) }),
+    result: DocumentSummary,
   },
   'documents.delete': { params: z.object({ documentId: Id }), result: Ok },
   /** Compresses again with other settings (or the current ones). */
@@ -408,8 +488,31 @@ export const methods = {
   /** The web host's address and API token for other programs (Settings → API access). */
   'server.info': { params: Empty, result: ServerInfo },
 
+  /** A document's chats that hold messages, and its one empty chat if it has one. */
   'chats.list': { params: z.object({ documentId: Id }), result: z.array(ChatSummary) },
+  /** A chat to start with: the document's empty chat when it has one (no pile of empty chats), else a new
+   * one. Untitled, it takes its title from its first question. */
   'chats.create': { params: z.object({ documentId: Id, title: z.string().max(200).optional() }), result: ChatSummary },
+  /** Messages whose text holds `query` (case-insensitive), newest first: in the chats of `documentId`, or in
+   * every document's chats when it is absent. */
+  'chats.search': {
+    params: z.object({
+      query: z.string().trim().min(1, 'the search is empty').max(200),
+      documentId: Id.optional(),
+      limit: z.number().int().min(1).max(200).optional(),
+    }),
+    result: z.array(ChatSearchHit),
+  },
+  /** A chat as a file: Markdown to read, or JSON with every field (the versions shown). */
+  'chats.export': {
+    params: z.object({ chatId: Id, format: ChatExportFormat }),
+    result: z.object({ fileName: z.string(), mimeType: z.string(), text: z.string() }),
+  },
+  /** Shows another version of a regenerated answer; the conversation goes on from it. */
+  'chats.selectVersion': {
+    params: z.object({ chatId: Id, messageId: Id, version: z.number().int().min(1) }),
+    result: Message,
+  },
   'chats.get': {
     params: z.object({ chatId: Id }),
     result: z.object({ chat: ChatSummary, messages: z.array(Message), usage: ContextUsage }),
@@ -422,7 +525,7 @@ export const methods = {
     result: z.object({ user: Message, assistant: Message }),
   },
   'chats.stop': { params: z.object({ chatId: Id }), result: Ok },
-  /** Drops the last answer and answers the last question again. */
+  /** Answers the last question again; the answer it replaces stays as an earlier version. */
   'chats.regenerate': { params: z.object({ chatId: Id }), result: z.object({ assistant: Message }) },
   /** Replaces a question, drops everything after it and answers again. */
   'chats.edit': {

@@ -14,8 +14,12 @@ export type ImportErrorCode =
   | 'MISMATCH'
   /** Text that is neither valid UTF-8/UTF-16 nor plainly a single-byte (Windows-1252) file. */
   | 'BAD_ENCODING'
-  /** A password-protected PDF (or an encryption scheme pdf.js cannot open). */
+  /** A PDF encrypted with a scheme pdf.js cannot open. */
   | 'ENCRYPTED'
+  /** A password-protected PDF imported without its password. */
+  | 'PASSWORD_REQUIRED'
+  /** A password-protected PDF imported with a wrong password. */
+  | 'PASSWORD_WRONG'
   /** The file claims a format but cannot be parsed (truncated, damaged). */
   | 'CORRUPT'
   /** A PDF whose pages carry no text, only images or drawings (a scan): OCR is not supported. */

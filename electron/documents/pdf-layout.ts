@@ -417,17 +417,3 @@ export function renderParagraphs(paragraphs: readonly Paragraph[], hyphenated: R
     .filter((s) => s.trim())
     .join('\n\n');
 }
-
-/**
- * A title from the first page's layout: the biggest text when it stands out (at least 1.25 times the usual
- * size), else the first line; null when the page has no text.
- */
-export function layoutTitle(paragraphs: readonly Paragraph[]): string | null {
-  if (!paragraphs.length) return null;
-  const sizes = paragraphs.flatMap((p) => p.lines.map(() => p.size));
-  const usual = median(sizes);
-  const biggest = paragraphs.reduce((m, p) => (p.size > m.size ? p : m), paragraphs[0]);
-  const pick =
-    biggest.size >= 1.25 * usual ? renderParagraphs([biggest], new Set()).replace(/\n/g, ' ') : paragraphs[0].lines[0];
-  return pick;
-}

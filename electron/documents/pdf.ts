@@ -6,8 +6,8 @@
 //
 // Pages keep their numbers (an empty page stays, with empty text). The text of a page comes from
 // pdf-layout.ts. The title is the document's Title (Info dictionary, else XMP dc:title) unless it is
-// missing or a placeholder ("Untitled", "Microsoft Word - x.docx", a file name), else the biggest text on
-// the first page with text, else its first line, else the file name.
+// missing or a placeholder ("Untitled", "Microsoft Word - x.docx", a file name), else the file's name: text
+// from a page (its first line, its biggest words) names a document wrongly too often to stand for it.
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 
@@ -16,7 +16,6 @@ import { cleanTitle, titleFromFileName, type PageText } from './pages.ts';
 import {
   hyphenatedWords,
   layoutPage,
-  layoutTitle,
   renderParagraphs,
   type Paragraph,
   type TextRun,
@@ -84,11 +83,13 @@ function openError(e: unknown, fileName: string, truncated: boolean, password: b
   const msg = describe(e).replace(/\.$/, '');
   if (err?.name === 'PasswordException') {
     return err.code === 2 && password
-      ? new ImportError('ENCRYPTED', `${fileName}: the PDF is password-protected and the password given is wrong`, {
-          cause: e,
-        })
+      ? new ImportError(
+          'PASSWORD_WRONG',
+          `${fileName}: the PDF is password-protected and the password given is wrong: try it again`,
+          { cause: e },
+        )
       : new ImportError(
-          'ENCRYPTED',
+          'PASSWORD_REQUIRED',
           `${fileName}: the PDF is password-protected; Folio cannot read it without its password`,
           { cause: e },
         );
@@ -242,12 +243,7 @@ export async function importPdf(bytes: Uint8Array, fileName: string, opts: PdfOp
     const meta = await doc.getMetadata().catch(() => null);
     const info = (meta?.info ?? {}) as Record<string, unknown>;
     const xmpTitle = meta?.metadata?.get('dc:title');
-    const firstWithText = layouts.find((l) => l.length);
-    const title =
-      pdfTitle(info.Title) ??
-      pdfTitle(xmpTitle) ??
-      cleanTitle(firstWithText ? layoutTitle(firstWithText) : null) ??
-      titleFromFileName(fileName);
+    const title = pdfTitle(info.Title) ?? pdfTitle(xmpTitle) ?? titleFromFileName(fileName);
     return { title, pages, warnings };
   } finally {
     // Not awaited: a parse that failed badly may never answer; its thread is then ended by its owner.

@@ -86,6 +86,7 @@ export async function createAppCore(o: AppCoreOptions): Promise<AppCore> {
     'documents.list': () => documents.list(),
     'documents.get': (p) => documents.get(p.documentId),
     'documents.import': (p) => documents.import(p),
+    'documents.rename': (p) => documents.rename(p),
     'documents.delete': async (p) => (await documents.delete(p.documentId), ok),
     'documents.recompress': (p) => documents.recompress(p),
     'documents.compare': (p) => documents.compare(p),
@@ -103,6 +104,9 @@ export async function createAppCore(o: AppCoreOptions): Promise<AppCore> {
       return ok;
     },
     'chats.regenerate': (p) => chats.regenerate(p.chatId),
+    'chats.search': (p) => chats.search(p),
+    'chats.export': (p) => chats.export(p),
+    'chats.selectVersion': (p) => chats.selectVersion(p),
     'chats.edit': (p) => chats.edit(p),
   };
   const dispatcher = new Dispatcher(handlers, bus);

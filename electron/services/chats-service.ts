@@ -4,9 +4,13 @@
 // mid-answer the answer is kept as interrupted, and the chat's session is rebuilt on the next question
 // from the document's saved cache plus the stored conversation.
 import { ApiError, type ChatSummary, type Message, type Params, type Result } from '../api/contract.ts';
+import { toSummary } from '../storage/index.ts';
 import type { EventBus } from '../api/dispatcher.ts';
 import type { DocumentRecord, Storage } from '../storage/index.ts';
 import type { StreamingAnswer } from '../storage/streaming.ts';
+import { exportChat } from './chat-export.ts';
+import { SEARCH_LIMIT, searchHit } from './chat-search.ts';
+import { isUntitled, titleFromQuestion } from './chat-title.ts';
 import { ConversationSession } from './conversation.ts';
 import type { DocumentsService } from './documents-service.ts';
 import type { EngineManager } from './engine-manager.ts';
@@ -28,15 +32,62 @@ export class ChatsService {
     private readonly bus: EventBus,
   ) {}
 
+  /** The chats that hold messages, and the newest empty one (the one "New chat" reuses); other empty
+   * chats (left by an older version of the app) are not listed. */
   list(documentId: string): ChatSummary[] {
     this.storage.documents.require(documentId);
-    return this.storage.chats.list(documentId);
+    const empty = this.emptyChat(documentId);
+    return this.storage.chats.list(documentId).filter((c) => c.messageCount > 0 || c.id === empty?.id);
   }
 
+  /** The document's newest chat without messages, if any. */
+  private emptyChat(documentId: string): ChatSummary | undefined {
+    return this.storage.chats.list(documentId).find((c) => c.messageCount === 0);
+  }
+
+  /** The document's empty chat (renamed when a title is given, and made the most recent), else a new one. */
   create(params: Params<'chats.create'>): ChatSummary {
     const doc = this.storage.documents.require(params.documentId);
-    const n = this.storage.chats.list(doc.id).length + 1;
-    return this.storage.chats.create(doc.id, params.title ?? `Chat ${n}`);
+    const title = params.title?.trim();
+    const empty = this.emptyChat(doc.id);
+    if (!empty) return this.storage.chats.create(doc.id, title);
+    if (title) return this.storage.chats.rename(empty.id, title);
+    this.storage.chats.touch(empty.id);
+    return this.storage.chats.require(empty.id);
+  }
+
+  /** Messages holding the query, in one document's chats or in all of them. */
+  search(params: Params<'chats.search'>): Result<'chats.search'> {
+    if (params.documentId) this.storage.documents.require(params.documentId);
+    const rows = this.storage.messages.search(params.query, {
+      documentId: params.documentId,
+      limit: params.limit ?? SEARCH_LIMIT,
+    });
+    return rows.map((r) => searchHit(r, params.query));
+  }
+
+  export(params: Params<'chats.export'>): Result<'chats.export'> {
+    const chat = this.storage.chats.require(params.chatId);
+    const doc = toSummary(this.storage.documents.require(chat.documentId));
+    return exportChat(chat, doc, this.storage.messages.list(chat.id), params.format);
+  }
+
+  /**
+   * Shows another version of an answer. The cache holds the conversation with the version shown before, so
+   * the chat's session is rebuilt on the next question, replaying the version shown now.
+   */
+  async selectVersion(params: Params<'chats.selectVersion'>): Promise<Message> {
+    const chat = this.storage.chats.require(params.chatId);
+    if (this.running.has(chat.id))
+      throw new ApiError('BUSY', 'an answer is still being written in this chat: stop it first');
+    const m = this.storage.messages.require(params.messageId);
+    if (m.chatId !== chat.id || m.role !== 'assistant')
+      throw new ApiError('BAD_REQUEST', 'only an answer of this chat has versions');
+    if (m.version.index === params.version) return m;
+    const shown = this.storage.messages.selectVersion(m.id, params.version);
+    await this.forget(chat);
+    this.bus.emit('chat.message', shown);
+    return shown;
   }
 
   get(chatId: string): Result<'chats.get'> {
@@ -135,6 +186,11 @@ export class ChatsService {
     const chat = this.storage.chats.require(params.chatId);
     if (this.running.has(chat.id))
       throw new ApiError('BUSY', 'an answer is still being written in this chat: stop it first');
+    // An untitled chat is named after its first question.
+    if (chat.messageCount === 0 && isUntitled(chat.title)) {
+      const title = titleFromQuestion(params.text);
+      if (title) this.storage.chats.rename(chat.id, title);
+    }
     const user = this.storage.messages.add(chat.id, { role: 'user', text: params.text, status: 'complete' });
     const answer = this.storage.messages.beginAnswer(chat.id);
     this.start(
@@ -150,7 +206,7 @@ export class ChatsService {
     return { user, assistant: this.storage.messages.require(answer.id) };
   }
 
-  /** Answers the last question again. */
+  /** Answers the last question again: a new version of its answer, the earlier ones kept (selectVersion). */
   regenerate(chatId: string): Result<'chats.regenerate'> {
     const chat = this.storage.chats.require(chatId);
     if (this.running.has(chat.id))
@@ -158,10 +214,13 @@ export class ChatsService {
     const messages = this.storage.messages.list(chatId);
     const last = messages[messages.length - 1];
     if (!last) throw new ApiError('NOTHING_TO_REGENERATE', 'the chat has no question yet');
-    if (last.role === 'assistant') this.storage.messages.truncateFrom(chatId, last.id);
     // The conversation changed under the session: rebuild it (the document's cache is reused, not re-read).
     void this.forget(chat);
-    const answer = this.storage.messages.beginAnswer(chat.id);
+    // The answer is rewritten in place, so the replay stops before it (upTo) and the question is the last.
+    const answer =
+      last.role === 'assistant'
+        ? this.storage.messages.reviseAnswer(last.id)
+        : this.storage.messages.beginAnswer(chat.id);
     this.start(chat, answer, async () => {}, answer.id);
     return { assistant: this.storage.messages.require(answer.id) };
   }

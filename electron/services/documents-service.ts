@@ -15,6 +15,7 @@ import {
   type DocumentDetail,
   type DocumentPage,
   type DocumentSummary,
+  failureRemedy,
   type Params,
   type Result,
 } from '../api/contract.ts';
@@ -41,8 +42,24 @@ import { SessionKey } from './session-key.ts';
 import type { ModelsService } from './models-service.ts';
 import type { Task, Tasks } from './tasks.ts';
 
+/** Files of failed imports held in memory so that trying again (or a password) can read them: at most this many. */
+const MAX_HELD_FILES = 4;
+
+/** The code a failure is stored with: what failureRemedy (contract.ts) judges by. */
+function failureCode(e: unknown, cancelled: boolean): string | null {
+  const code = (e as { code?: unknown }).code;
+  if (cancelled || code === 'ABORTED') return 'CANCELLED';
+  return typeof code === 'string' ? code : null;
+}
+
 export class DocumentsService {
   private building = new Map<string, Promise<string>>();
+  /**
+   * The files of imports that failed while reading them, by document, for as long as trying again can
+   * help (a cancel, a password): in memory only, never written anywhere, the oldest let go past
+   * MAX_HELD_FILES. A password is never held.
+   */
+  private held = new Map<string, { fileName: string; bytes: Uint8Array }>();
 
   constructor(
     private readonly storage: Storage,
@@ -82,9 +99,20 @@ export class DocumentsService {
   }
 
   list(): DocumentSummary[] {
-    return this.storage.documents
-      .list()
-      .map((d) => toSummary(this.withStaleness(this.storage.documents.require(d.id))));
+    return this.storage.documents.list().map((d) => this.summary(this.storage.documents.require(d.id)));
+  }
+
+  /** What the UI sees of a document: stale when its cache no longer matches, and what can help a failure. */
+  private summary(d: DocumentRecord): DocumentSummary {
+    return toSummary(this.withStaleness(d), this.held.has(d.id));
+  }
+
+  /** Renames a document (the title the library shows; the file name stays). */
+  rename(params: Params<'documents.rename'>): DocumentSummary {
+    this.storage.documents.require(params.documentId);
+    this.storage.documents.update(params.documentId, { title: params.title.replace(/\s+/g, ' ').trim() });
+    this.changed(params.documentId);
+    return this.summary(this.storage.documents.require(params.documentId));
   }
 
   /** A document whose cache was made with another model, other settings or another system prompt shows as stale. */
@@ -108,7 +136,7 @@ export class DocumentsService {
     const pages = this.storage.documents.pages(documentId);
     const stats = this.storage.stats.get(documentId);
     return {
-      ...toSummary(this.withStaleness(doc)),
+      ...this.summary(doc),
       pageList: pages,
       stats,
       passages: this.passages(documentId, pagesRead(pages, doc.readPages), stats),
@@ -152,19 +180,39 @@ export class DocumentsService {
    */
   async import(params: Params<'documents.import'>): Promise<Result<'documents.import'>> {
     this.requireModel();
-    if ('path' in params) return this.start(baseName(params.path), await readDocumentFile(params.path));
+    if ('documentId' in params) return this.importAgain(params.documentId, params.password);
+    const how = { password: params.password, keepDuplicate: params.keepDuplicate };
+    if ('path' in params) return this.start(baseName(params.path), await readDocumentFile(params.path), how);
     const fileName = baseName(params.fileName);
     // Refused before decoding: base64 takes 4 characters for 3 bytes.
     const size = Math.floor((params.dataBase64.length * 3) / 4);
     if (size > MAX_DOCUMENT_BYTES + 2) throw tooLarge(fileName, size, MAX_DOCUMENT_BYTES);
-    return this.start(fileName, ownedBytes(Buffer.from(params.dataBase64, 'base64')));
+    return this.start(fileName, ownedBytes(Buffer.from(params.dataBase64, 'base64')), how);
+  }
+
+  /** Reads again the held file of a failed import (trying again, or with the PDF's password). */
+  private importAgain(documentId: string, password: string | undefined): Result<'documents.import'> {
+    const doc = this.storage.documents.require(documentId);
+    const file = this.held.get(documentId);
+    if (doc.status !== 'failed' || !file)
+      throw new ApiError(
+        'FILE_NOT_HELD',
+        doc.status === 'failed'
+          ? `Folio no longer holds ${doc.fileName}: import the file again`
+          : `${doc.fileName} did not fail to import: there is nothing to read again`,
+      );
+    return { documentId, taskId: this.startImport(documentId, file.fileName, file.bytes, password) };
   }
 
   /**
    * Imports an upload that the web host streamed to `tempPath`. The file becomes this service's: it is
    * removed once read, whether the import then goes on, fails or is cancelled (its bytes are in memory).
    */
-  async importUpload(params: { fileName: string; tempPath: string }): Promise<Result<'documents.import'>> {
+  async importUpload(params: {
+    fileName: string;
+    tempPath: string;
+    keepDuplicate?: boolean;
+  }): Promise<Result<'documents.import'>> {
     let bytes: Uint8Array;
     try {
       this.requireModel();
@@ -172,7 +220,7 @@ export class DocumentsService {
     } finally {
       await rm(params.tempPath, { force: true }).catch(() => {});
     }
-    return this.start(baseName(params.fileName), bytes);
+    return this.start(baseName(params.fileName), bytes, { keepDuplicate: params.keepDuplicate });
   }
 
   private requireModel(): void {
@@ -180,33 +228,72 @@ export class DocumentsService {
       throw new ApiError('NO_MODEL', 'choose a model first: documents are compressed for the model they are read with');
   }
 
-  /** Checks the kind (a bad file fails here, before any record), then parses and compresses in a task. */
-  private start(fileName: string, bytes: Uint8Array): Result<'documents.import'> {
+  /**
+   * Checks the kind (a bad file fails here, before any record) and whether the library has the file
+   * already (by its content), then parses and compresses in a task. A file already there is refused with
+   * DUPLICATE unless kept; one whose import failed before is read again into that document.
+   */
+  private start(
+    fileName: string,
+    bytes: Uint8Array,
+    o: { password?: string; keepDuplicate?: boolean } = {},
+  ): Result<'documents.import'> {
     const kind = detectKind(bytes, fileName);
-    const doc = this.storage.documents.create({ title: fileName, kind, fileName, status: 'importing' });
-    this.changed(doc.id);
-    const { taskId } = this.tasks.start('import', doc.id, async (task) => {
+    const sha256 = createHash('sha256').update(bytes).digest('hex');
+    const same = this.storage.documents.findBySha256(sha256);
+    const failed = same.find((d) => d.status === 'failed');
+    const present = same.find((d) => d.status !== 'failed');
+    if (present && !o.keepDuplicate)
+      throw new ApiError(
+        'DUPLICATE',
+        `${fileName} is already in the library as “${present.title}”: open that one, or import it again to keep both`,
+        { documentId: present.id, title: present.title },
+      );
+    const doc = failed ?? this.storage.documents.create({ title: fileName, kind, fileName, sha256, status: 'importing' });
+    return { documentId: doc.id, taskId: this.startImport(doc.id, fileName, bytes, o.password) };
+  }
+
+  /** The import task: parse (the file held meanwhile, for trying again), store the pages, compress. */
+  private startImport(documentId: string, fileName: string, bytes: Uint8Array, password?: string): string {
+    this.hold(documentId, fileName, bytes);
+    this.storage.documents.update(documentId, { status: 'importing', error: null });
+    this.changed(documentId);
+    const { taskId } = this.tasks.start('import', documentId, async (task) => {
       try {
         const imported = await importDocument(
-          { fileName, bytes },
+          // A copy goes to the parser thread: the file stays held until it is read.
+          { fileName, bytes: new Uint8Array(bytes) },
           {
             signal: task.signal,
             transferBytes: true,
+            password,
             onProgress: (d, t) => task.progress('import', d, t, `reading ${fileName}`),
           },
         );
-        this.storage.documents.update(doc.id, { title: imported.title || fileName });
-        this.storage.documents.setContent(doc.id, {
+        this.held.delete(documentId);
+        this.storage.documents.update(documentId, { title: imported.title || fileName });
+        this.storage.documents.setContent(documentId, {
           pages: imported.pages.map((p) => ({ ...p, tokenStart: 0, tokenEnd: 0 })),
           tokens: [],
         });
-        await this.build(doc.id, task, undefined);
+        await this.build(documentId, task, undefined);
       } catch (e) {
-        this.fail(doc.id, e, task);
+        this.fail(documentId, e, task);
         throw e;
       }
     });
-    return { documentId: doc.id, taskId };
+    return taskId;
+  }
+
+  /** Holds a file being imported; past MAX_HELD_FILES the oldest is let go (its document says so). */
+  private hold(documentId: string, fileName: string, bytes: Uint8Array): void {
+    this.held.delete(documentId);
+    this.held.set(documentId, { fileName, bytes });
+    for (const id of this.held.keys()) {
+      if (this.held.size <= MAX_HELD_FILES) break;
+      this.held.delete(id);
+      this.changed(id);
+    }
   }
 
   /** Compresses the document again (other settings, a range of pages, or a damaged cache): without a range,
@@ -274,10 +361,14 @@ export class DocumentsService {
     const resumable = existsSync(this.checkpointPath(documentId))
       ? ': trying again continues the read from where it stopped'
       : '';
-    this.storage.documents.update(documentId, {
+    const errorCode = failureCode(e, cancelled);
+    const d = this.storage.documents.update(documentId, {
       status: 'failed',
       error: (cancelled ? 'cancelled' : (e as Error).message) + resumable,
+      errorCode,
     });
+    // A file whose own fault stopped the import cannot be helped by reading it again: let it go.
+    if (!failureRemedy(errorCode, d.pages > 0 ? 'compress' : 'import', true)) this.held.delete(documentId);
     this.changed(documentId);
   }
 
@@ -505,6 +596,7 @@ export class DocumentsService {
     this.storage.documents.require(documentId);
     this.tasks.cancelDocument(documentId);
     await this.engine.dropDocumentSessions(documentId);
+    this.held.delete(documentId);
     const { files } = this.storage.documents.delete(documentId);
     for (const f of [...files, this.checkpointPath(documentId)]) rmSync(f, { force: true });
     this.bus.emit('documents.deleted', { documentId });
@@ -512,13 +604,14 @@ export class DocumentsService {
 
   changed(documentId: string): void {
     const d = this.storage.documents.get(documentId);
-    if (d) this.bus.emit('documents.changed', toSummary(this.withStaleness(d)));
+    if (d) this.bus.emit('documents.changed', this.summary(d));
   }
 }
 
 /**
- * The bytes of a Buffer as a Uint8Array that owns its whole ArrayBuffer, so it can be moved to the parser
- * thread: a big Buffer already does (no copy); a small one lives in Node's shared pool and is copied.
+ * The bytes of a Buffer as a Uint8Array that owns its whole ArrayBuffer, so that holding them (a failed
+ * import's file) holds nothing else: a big Buffer already does (no copy); a small one lives in Node's
+ * shared pool and is copied.
  */
 function ownedBytes(b: Buffer): Uint8Array {
   if (b.byteOffset === 0 && b.byteLength === b.buffer.byteLength && b.buffer instanceof ArrayBuffer)

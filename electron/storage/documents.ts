@@ -13,6 +13,7 @@ import {
   DocumentPage,
   DocumentStatus,
   type DocumentSummary,
+  failureRemedy,
 } from '../api/contract.ts';
 import { decodeInt32, encodeInt32 } from './blob.ts';
 import { isoTime, newId, type Scheduler } from './clock.ts';
@@ -47,7 +48,9 @@ export interface DocumentRecord extends DocumentSummary {
 export interface DocumentPatch {
   title?: string;
   status?: DocumentStatus;
+  /** Clearing the error (null) clears its code too, unless errorCode says otherwise. */
   error?: string | null;
+  errorCode?: string | null;
 }
 
 export interface DocumentContent {
@@ -95,6 +98,7 @@ interface Row {
   file_sha256: string | null;
   status: DocumentStatus;
   error: string | null;
+  error_code: string | null;
   created_at: string;
   updated_at: string;
   page_count: number;
@@ -112,7 +116,7 @@ interface Row {
   read_last: number | null;
 }
 
-const COLUMNS = `id, title, kind, file_name, file_sha256, status, error, created_at, updated_at, page_count, token_count,
+const COLUMNS = `id, title, kind, file_name, file_sha256, status, error, error_code, created_at, updated_at, page_count, token_count,
   model_id, model_fingerprint, prefix_key, compression, kv_path, kv_bytes_full, kv_bytes_kept, context_tokens, read_note,
   read_first, read_last`;
 
@@ -126,6 +130,8 @@ function toRecord(r: Row): DocumentRecord {
     tokens: r.token_count,
     status: r.status,
     error: r.error,
+    errorCode: r.status === 'failed' ? r.error_code : null,
+    remedy: r.status === 'failed' ? failureRemedy(r.error_code, r.page_count > 0 ? 'compress' : 'import', false) : null,
     createdAt: r.created_at,
     modelId: r.model_id,
     compression: r.compression === null ? null : (JSON.parse(r.compression) as CompressionSettings),
@@ -142,8 +148,11 @@ function toRecord(r: Row): DocumentRecord {
   };
 }
 
-/** The contract's DocumentSummary of a record (no extra fields). */
-export function toSummary(d: DocumentRecord): DocumentSummary {
+/**
+ * The contract's DocumentSummary of a record (no extra fields). `held`: the app still holds the file of a
+ * failed import in memory (documents-service.ts), so reading it again can help.
+ */
+export function toSummary(d: DocumentRecord, held = false): DocumentSummary {
   const {
     id,
     title,
@@ -153,6 +162,7 @@ export function toSummary(d: DocumentRecord): DocumentSummary {
     tokens,
     status,
     error,
+    errorCode,
     createdAt,
     modelId,
     compression,
@@ -162,6 +172,7 @@ export function toSummary(d: DocumentRecord): DocumentSummary {
     readNote,
     readPages,
   } = d;
+  const remedy = status === 'failed' ? failureRemedy(errorCode, pages > 0 ? 'compress' : 'import', held) : null;
   return {
     id,
     title,
@@ -171,6 +182,8 @@ export function toSummary(d: DocumentRecord): DocumentSummary {
     tokens,
     status,
     error,
+    errorCode,
+    remedy,
     createdAt,
     modelId,
     compression,
@@ -227,7 +240,8 @@ export class DocumentsRepo {
     this.selectAll = db.prepare(`SELECT ${COLUMNS} FROM documents ORDER BY created_at DESC, rowid DESC`);
     this.selectBySha = db.prepare(`SELECT ${COLUMNS} FROM documents WHERE file_sha256 = ? ORDER BY created_at DESC`);
     this.updateFields = db.prepare(
-      `UPDATE documents SET title = @title, status = @status, error = @error, updated_at = @now WHERE id = @id`,
+      `UPDATE documents SET title = @title, status = @status, error = @error, error_code = @errorCode, updated_at = @now
+         WHERE id = @id`,
     );
     this.deletePages = db.prepare(`DELETE FROM document_pages WHERE document_id = ?`);
     this.insertPage = db.prepare(
@@ -258,7 +272,7 @@ export class DocumentsRepo {
     this.setCache = db.prepare(
       `UPDATE documents SET kv_path = @kvPath, model_id = @modelId, model_fingerprint = @modelFingerprint,
          prefix_key = @prefixKey, compression = @compression, kv_bytes_full = @kvBytesFull, kv_bytes_kept = @kvBytesKept, context_tokens = @contextTokens,
-         read_note = @readNote, status = @status, error = NULL, updated_at = @now WHERE id = @id`,
+         read_note = @readNote, status = @status, error = NULL, error_code = NULL, updated_at = @now WHERE id = @id`,
     );
     this.unsetCache = db.prepare(
       `UPDATE documents SET kv_path = NULL, kv_bytes_full = NULL, kv_bytes_kept = NULL, status = @status, updated_at = @now WHERE id = @id`,
@@ -304,6 +318,11 @@ export class DocumentsRepo {
     return (this.selectAll.all() as Row[]).map((r) => toSummary(toRecord(r)));
   }
 
+  /** The stored code of the document's last failure (kept while it is not failed too, until cleared). */
+  private errorCode(id: string): string | null {
+    return (this.selectOne.get(id) as Row | undefined)?.error_code ?? null;
+  }
+
   /** Documents imported from a file with this content (to offer the existing one instead of a re-import). */
   findBySha256(sha256: string): DocumentRecord[] {
     return (this.selectBySha.all(sha256) as Row[]).map(toRecord);
@@ -317,6 +336,8 @@ export class DocumentsRepo {
         title: patch.title ?? d.title,
         status: patch.status ?? d.status,
         error: patch.error === undefined ? d.error : patch.error,
+        errorCode:
+          patch.errorCode !== undefined ? patch.errorCode : patch.error === null ? null : (this.errorCode(id) ?? null),
         now: isoTime(this.scheduler),
       });
       return this.require(id);

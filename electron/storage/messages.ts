@@ -54,6 +54,24 @@ interface Row {
   page_refs: string;
   error: string | null;
   cache_tokens: number | null;
+  /** The number of the answer version the row holds (migration 11). */
+  version: number;
+  /** The answer's other versions (answer_versions). */
+  others: number;
+}
+
+/** Every read of a message counts its other versions. */
+const SELECT_MESSAGE = `SELECT m.*, (SELECT COUNT(*) FROM answer_versions v WHERE v.message_id = m.id) AS others FROM messages m`;
+
+/** A message that matched a search (chat-search.ts makes the hit). */
+export interface SearchRow {
+  messageId: string;
+  chatId: string;
+  documentId: string;
+  chatTitle: string;
+  role: MessageRole;
+  text: string;
+  createdAt: string;
 }
 
 function toMessage(r: Row): Message {
@@ -68,6 +86,7 @@ function toMessage(r: Row): Message {
     tokensPerSecond: r.tokens_per_second,
     pageRefs: JSON.parse(r.page_refs) as number[],
     error: r.error,
+    version: { index: r.version, count: r.others + 1 },
   };
 }
 
@@ -88,6 +107,13 @@ export class MessagesRepo {
   private readonly deleteFrom;
   private readonly sumCache;
   private readonly recover;
+  private readonly archiveVersion;
+  private readonly selectVersionRow;
+  private readonly deleteVersion;
+  private readonly lastVersion;
+  private readonly restoreVersion;
+  private readonly searchAll;
+  private readonly searchDocument;
   private readonly streams = new Map<string, StreamingAnswer>();
   private readonly flushIntervalMs: number;
   private readonly onError: (e: unknown) => void;
@@ -105,8 +131,8 @@ export class MessagesRepo {
       `INSERT INTO messages (id, chat_id, seq, role, text, status, created_at, updated_at, tokens, tokens_per_second, page_refs, error, cache_tokens)
        VALUES (@id, @chatId, @seq, @role, @text, @status, @now, @now, @tokens, @tokensPerSecond, @pageRefs, @error, @cacheTokens)`,
     );
-    this.selectOne = db.prepare(`SELECT * FROM messages WHERE id = ?`);
-    this.selectByChat = db.prepare(`SELECT * FROM messages WHERE chat_id = ? ORDER BY seq`);
+    this.selectOne = db.prepare(`${SELECT_MESSAGE} WHERE m.id = ?`);
+    this.selectByChat = db.prepare(`${SELECT_MESSAGE} WHERE m.chat_id = ? ORDER BY m.seq`);
     this.updateAll = db.prepare(
       `UPDATE messages SET text = @text, status = @status, tokens = @tokens, tokens_per_second = @tokensPerSecond,
          page_refs = @pageRefs, error = @error, cache_tokens = @cacheTokens, updated_at = @now WHERE id = @id`,
@@ -124,6 +150,30 @@ export class MessagesRepo {
     this.recover = db.prepare(
       `UPDATE messages SET status = 'interrupted', updated_at = ?
        WHERE status = 'streaming' AND id NOT IN (SELECT value FROM json_each(?))`,
+    );
+    this.archiveVersion = db.prepare(
+      `INSERT INTO answer_versions (message_id, version, text, status, created_at, tokens, tokens_per_second, page_refs, error, cache_tokens)
+       SELECT id, version, text, status, created_at, tokens, tokens_per_second, page_refs, error, cache_tokens FROM messages WHERE id = ?`,
+    );
+    this.selectVersionRow = db.prepare(`SELECT * FROM answer_versions WHERE message_id = ? AND version = ?`);
+    this.deleteVersion = db.prepare(`DELETE FROM answer_versions WHERE message_id = ? AND version = ?`);
+    this.lastVersion = db
+      .prepare(`SELECT MAX(m.version, COALESCE((SELECT MAX(version) FROM answer_versions WHERE message_id = m.id), 0))
+                FROM messages m WHERE m.id = ?`)
+      .pluck();
+    this.restoreVersion = db.prepare(
+      `UPDATE messages SET version = @version, text = @text, status = @status, created_at = @createdAt, tokens = @tokens,
+         tokens_per_second = @tokensPerSecond, page_refs = @pageRefs, error = @error, cache_tokens = @cacheTokens,
+         updated_at = @now WHERE id = @id`,
+    );
+    // instr over lower(): case-insensitive for ASCII (SQLite's lower), which a search box needs most.
+    const search = `SELECT m.id AS messageId, m.chat_id AS chatId, c.document_id AS documentId, c.title AS chatTitle,
+        m.role, m.text, m.created_at AS createdAt
+      FROM messages m JOIN chats c ON c.id = m.chat_id
+      WHERE instr(lower(m.text), lower(@query)) > 0`;
+    this.searchAll = db.prepare(`${search} ORDER BY m.created_at DESC, m.rowid DESC LIMIT @limit`);
+    this.searchDocument = db.prepare(
+      `${search} AND c.document_id = @documentId ORDER BY m.created_at DESC, m.rowid DESC LIMIT @limit`,
     );
   }
 
@@ -226,17 +276,94 @@ export class MessagesRepo {
   /** Starts an assistant answer: a message marked 'streaming' whose text arrives through append(). */
   beginAnswer(chatId: string, options: { text?: string } = {}): StreamingAnswer {
     const m = this.add(chatId, { role: 'assistant', text: options.text ?? '', status: 'streaming' });
-    const answer = new StreamingAnswer(
-      this.host,
-      m.id,
-      chatId,
-      m.text,
-      this.scheduler,
-      this.flushIntervalMs,
-      this.onError,
-    );
-    this.streams.set(m.id, answer);
+    return this.startStream(m.id, chatId, m.text);
+  }
+
+  private startStream(id: string, chatId: string, text: string): StreamingAnswer {
+    const answer = new StreamingAnswer(this.host, id, chatId, text, this.scheduler, this.flushIntervalMs, this.onError);
+    this.streams.set(id, answer);
     return answer;
+  }
+
+  /**
+   * Starts a new version of a finished answer, in place (same message, same position): the version it held
+   * is kept in answer_versions (unless it holds nothing: an empty answer that failed is replaced), and the
+   * message becomes the new version, streaming.
+   */
+  reviseAnswer(messageId: string): StreamingAnswer {
+    const m = this.db
+      .transaction(() => {
+        const row = this.selectOne.get(messageId) as Row | undefined;
+        if (!row || row.role !== 'assistant') throw new StorageError('NOT_FOUND', `no answer ${messageId}`);
+        if (row.status === 'streaming')
+          throw new StorageError('BAD_REQUEST', 'the answer is still being written: stop it first');
+        const keep = row.text !== '' || row.status === 'complete';
+        if (keep) this.archiveVersion.run(messageId);
+        this.restoreVersion.run({
+          id: messageId,
+          version: keep ? (this.lastVersion.get(messageId) as number) + 1 : row.version,
+          text: '',
+          status: 'streaming',
+          createdAt: isoTime(this.scheduler),
+          tokens: null,
+          tokensPerSecond: null,
+          pageRefs: '[]',
+          error: null,
+          cacheTokens: null,
+          now: isoTime(this.scheduler),
+        });
+        this.chats.touch(row.chat_id);
+        return toMessage(this.selectOne.get(messageId) as Row);
+      })
+      .immediate();
+    return this.startStream(m.id, m.chatId, '');
+  }
+
+  /**
+   * Shows version `version` of an answer: it takes the message's place (what the conversation replays) and
+   * the version shown before joins the others. Refused while the answer is being written.
+   */
+  selectVersion(messageId: string, version: number): Message {
+    return this.db
+      .transaction(() => {
+        const row = this.selectOne.get(messageId) as Row | undefined;
+        if (!row) throw new StorageError('NOT_FOUND', `no message ${messageId}`);
+        if (row.version === version) return toMessage(row);
+        if (row.status === 'streaming')
+          throw new StorageError('BAD_REQUEST', 'the answer is still being written: stop it first');
+        const v = this.selectVersionRow.get(messageId, version) as
+          | (Omit<Row, 'id' | 'chat_id' | 'seq' | 'role' | 'others'> & { message_id: string })
+          | undefined;
+        if (!v)
+          throw new StorageError('NOT_FOUND', `the answer has no version ${version} (it has ${row.others + 1})`);
+        this.archiveVersion.run(messageId);
+        this.deleteVersion.run(messageId, version);
+        this.restoreVersion.run({
+          id: messageId,
+          version,
+          text: v.text,
+          status: v.status,
+          createdAt: v.created_at,
+          tokens: v.tokens,
+          tokensPerSecond: v.tokens_per_second,
+          pageRefs: v.page_refs,
+          error: v.error,
+          cacheTokens: v.cache_tokens,
+          now: isoTime(this.scheduler),
+        });
+        this.chats.touch(row.chat_id);
+        return toMessage(this.selectOne.get(messageId) as Row);
+      })
+      .immediate();
+  }
+
+  /** Messages (the versions shown) whose text holds `query`, ignoring case; newest first. */
+  search(query: string, o: { documentId?: string; limit: number }): SearchRow[] {
+    return (
+      o.documentId
+        ? this.searchDocument.all({ query, documentId: o.documentId, limit: o.limit })
+        : this.searchAll.all({ query, limit: o.limit })
+    ) as SearchRow[];
   }
 
   /** The open streaming answer with this id (e.g. for chats.stop), if any. */

@@ -229,6 +229,40 @@ export const migrations: readonly Migration[] = [
                ALTER TABLE chats ADD COLUMN conversation_messages INTEGER;`);
     },
   },
+  {
+    version: 11,
+    name: 'earlier versions of regenerated answers',
+    up(db) {
+      // Regenerating an answer keeps the one it replaces. The messages row holds the version shown (the one
+      // the conversation replays); answer_versions holds the others, each with its number among them all
+      // (1 = the first answer). messages.version: the number of the version the row holds.
+      db.exec(`
+        ALTER TABLE messages ADD COLUMN version INTEGER NOT NULL DEFAULT 1;
+        CREATE TABLE answer_versions (
+          message_id        TEXT NOT NULL REFERENCES messages (id) ON DELETE CASCADE,
+          version           INTEGER NOT NULL CHECK (version >= 1),
+          text              TEXT NOT NULL,
+          status            TEXT NOT NULL CHECK (status IN ('complete', 'interrupted', 'cancelled', 'failed')),
+          created_at        TEXT NOT NULL,
+          tokens            INTEGER,
+          tokens_per_second REAL,
+          page_refs         TEXT NOT NULL DEFAULT '[]',
+          error             TEXT,
+          cache_tokens      INTEGER,
+          PRIMARY KEY (message_id, version)
+        );
+      `);
+    },
+  },
+  {
+    version: 12,
+    name: 'why a document failed',
+    up(db) {
+      // The code of a failed import or read (CORRUPT, PASSWORD_REQUIRED, ENGINE_CRASHED...), which says what
+      // can help (contract.ts, failureRemedy). NULL: not failed, or failed before this was recorded.
+      db.exec(`ALTER TABLE documents ADD COLUMN error_code TEXT;`);
+    },
+  },
 ];
 
 export const LATEST_VERSION = migrations[migrations.length - 1].version;

@@ -10,7 +10,7 @@
 import { createHash, timingSafeEqual, type BinaryLike } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 
-import { UPLOAD_FILE_NAME_HEADER } from '../api/contract.ts';
+import { UPLOAD_FILE_NAME_HEADER, UPLOAD_KEEP_DUPLICATE_HEADER } from '../api/contract.ts';
 import { HttpError } from './http-error.ts';
 
 const LOOPBACK_NAMES = new Set(['127.0.0.1', 'localhost', '::1']);
@@ -167,7 +167,7 @@ export class AccessPolicy {
     return {
       ...corsHeaders(cors),
       'access-control-allow-methods': 'GET, POST, OPTIONS',
-      'access-control-allow-headers': `authorization, content-type, ${UPLOAD_FILE_NAME_HEADER}`,
+      'access-control-allow-headers': `authorization, content-type, ${UPLOAD_FILE_NAME_HEADER}, ${UPLOAD_KEEP_DUPLICATE_HEADER}`,
       'access-control-max-age': '600',
     };
   }

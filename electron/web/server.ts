@@ -31,7 +31,11 @@ export interface UploadOptions {
   /** Largest upload in bytes. */
   maxBytes: number;
   /** Imports an uploaded file; it owns the temporary file from then on (and removes it when done). */
-  importUpload(fileName: string, tempPath: string): Promise<{ documentId: string; taskId: string }>;
+  importUpload(
+    fileName: string,
+    tempPath: string,
+    o: { keepDuplicate: boolean },
+  ): Promise<{ documentId: string; taskId: string }>;
 }
 
 export interface WebHostOptions {
@@ -158,7 +162,7 @@ export async function startWebHost(o: WebHostOptions): Promise<WebHost> {
     const up = await receiveUpload(req, o.uploads.dir, o.uploads.maxBytes);
     let result: unknown;
     try {
-      result = methods['documents.import'].result.parse(await o.uploads.importUpload(up.fileName, up.tempPath));
+      result = methods['documents.import'].result.parse(await o.uploads.importUpload(up.fileName, up.tempPath, up));
     } catch (e) {
       rmSync(up.tempPath, { force: true }); // refused before the importer took it
       throw e;

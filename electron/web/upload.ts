@@ -6,7 +6,7 @@ import { createWriteStream, mkdirSync, readdirSync, rmSync, statSync } from 'nod
 import type { IncomingMessage } from 'node:http';
 import { basename, join } from 'node:path';
 
-import { UPLOAD_FILE_NAME_HEADER } from '../api/contract.ts';
+import { UPLOAD_FILE_NAME_HEADER, UPLOAD_KEEP_DUPLICATE_HEADER } from '../api/contract.ts';
 import { checkDeclaredLength, requireMediaType, tooLarge } from './body.ts';
 import { HttpError } from './http-error.ts';
 import { decodeHeader } from './request-guard.ts';
@@ -19,6 +19,8 @@ export interface ReceivedUpload {
   fileName: string;
   tempPath: string;
   bytes: number;
+  /** The upload keeps a file the library has already (documents.import's keepDuplicate). */
+  keepDuplicate: boolean;
 }
 
 /** Makes the folder and removes stale uploads left by a crash. */
@@ -50,6 +52,7 @@ export function uploadFileName(req: IncomingMessage): string {
 export function receiveUpload(req: IncomingMessage, dir: string, cap: number): Promise<ReceivedUpload> {
   requireMediaType(req, 'application/octet-stream');
   const fileName = uploadFileName(req);
+  const keepDuplicate = req.headers[UPLOAD_KEEP_DUPLICATE_HEADER] !== undefined;
   checkDeclaredLength(req, cap, fileName);
   const tempPath = join(dir, `${PREFIX}${randomBytes(12).toString('hex')}.part`);
   return new Promise((ok, fail) => {
@@ -77,7 +80,7 @@ export function receiveUpload(req: IncomingMessage, dir: string, cap: number): P
     out.on('close', () => {
       if (settled || !out.writableFinished) return;
       settled = true;
-      ok({ fileName, tempPath, bytes });
+      ok({ fileName, tempPath, bytes, keepDuplicate });
     });
     req.pipe(out);
   });

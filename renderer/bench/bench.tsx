@@ -171,6 +171,7 @@ function chatMessages(n: number): Message[] {
       tokensPerSecond: user ? null : 20 + r() * 20,
       pageRefs: user ? [] : [1 + Math.floor(r() * 30)],
       error: null,
+      version: { index: 1, count: 1 },
     };
   });
 }

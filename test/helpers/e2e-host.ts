@@ -65,7 +65,8 @@ export async function serveApp(o: {
     uploads: {
       dir: dataPaths(o.dataDir).tmp,
       maxBytes: MAX_DOCUMENT_BYTES,
-      importUpload: (fileName, tempPath) => core.documents.importUpload({ fileName, tempPath }),
+      importUpload: (fileName, tempPath, o) =>
+        core.documents.importUpload({ fileName, tempPath, keepDuplicate: o.keepDuplicate }),
     },
   });
   core.setServerInfo({ apiUrl: host.url, apiToken: o.apiToken });

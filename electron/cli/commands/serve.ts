@@ -52,7 +52,8 @@ export const serve: Command = {
       uploads: {
         dir: dataPaths(dataDir).tmp,
         maxBytes: MAX_DOCUMENT_BYTES,
-        importUpload: async (fileName, tempPath) => core.documents.importUpload({ fileName, tempPath }),
+        importUpload: async (fileName, tempPath, o) =>
+          core.documents.importUpload({ fileName, tempPath, keepDuplicate: o.keepDuplicate }),
       },
     });
     core.setServerInfo({ apiUrl: host.url, apiToken: apiToken.token });

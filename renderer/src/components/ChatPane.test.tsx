@@ -18,6 +18,7 @@ const m = (over: Partial<Message>): Message => ({
   tokensPerSecond: null,
   pageRefs: [],
   error: null,
+  version: { index: 1, count: 1 },
   ...over,
 });
 

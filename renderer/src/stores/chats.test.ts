@@ -27,6 +27,7 @@ const msg = (over: Partial<Message>): Message => ({
   tokensPerSecond: null,
   pageRefs: [],
   error: null,
+  version: { index: 1, count: 1 },
   ...over,
 });
 

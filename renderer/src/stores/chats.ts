@@ -81,6 +81,7 @@ export function onChatToken(t: EventPayload<'chat.token'>): void {
       tokensPerSecond: null,
       pageRefs: [],
       error: null,
+      version: { index: 1, count: 1 },
     };
     const at = now();
     const live = s.live[t.messageId];

@@ -82,6 +82,8 @@ export const doc = (over: Partial<DocumentSummary> = {}): DocumentSummary => ({
   tokens: 375,
   status: 'ready',
   error: null,
+  errorCode: null,
+  remedy: null,
   createdAt: '2026-01-01T00:00:00.000Z',
   modelId: 'm1',
   compression: settings().compression,
