@@ -71,14 +71,15 @@ test('a file already in the library is refused before any work, and kept when as
   docId = await importText('max.txt', story);
   const count = core.documents.list().length;
   let details: unknown;
-  await assert.rejects(core.documents.import({ fileName: 'copy of max.txt', dataBase64: base64(story) }), (e: {
-    code: string;
-    message: string;
-    details: unknown;
-  }) => {
-    details = e.details;
-    return e.code === 'DUPLICATE' && /^copy of max\.txt is already in the library as “.+”: open that one/.test(e.message);
-  });
+  await assert.rejects(
+    core.documents.import({ fileName: 'copy of max.txt', dataBase64: base64(story) }),
+    (e: { code: string; message: string; details: unknown }) => {
+      details = e.details;
+      return (
+        e.code === 'DUPLICATE' && /^copy of max\.txt is already in the library as “.+”: open that one/.test(e.message)
+      );
+    },
+  );
   assert.deepEqual(details, { documentId: docId, title: core.documents.get(docId).title });
   assert.equal(core.documents.list().length, count, 'nothing was added');
   const twin = await importText('copy of max.txt', story, { keepDuplicate: true });
@@ -180,7 +181,10 @@ test('one empty chat per document; a title from the first question; search and e
     fileName: string;
   };
   assert.equal(md.fileName, 'Who found the red ball.md');
-  assert.match(md.text, /^# Who found the red ball\?\n\nAbout \*.*\* \(max\.txt\)\.\n\n## Question\n\nWho found {3}the red ball\?/);
+  assert.match(
+    md.text,
+    /^# Who found the red ball\?\n\nAbout \*.*\* \(max\.txt\)\.\n\n## Question\n\nWho found {3}the red ball\?/,
+  );
   const json = (await core.dispatcher.dispatch('chats.export', { chatId: a.id, format: 'json' })) as { text: string };
   assert.equal((JSON.parse(json.text) as { messages: unknown[] }).messages.length, 2);
 });

@@ -737,6 +737,15 @@ describe('security: navigation, new windows, permissions, network', () => {
     };
     ses.emit('will-download', download);
     assert.equal(download.defaultPrevented, true);
+    // Only a file the app's page made itself (a chat's export) is saved.
+    const save = (url: string) => {
+      const d = { ...download, defaultPrevented: false };
+      ses.emit('will-download', d, { getURL: () => url });
+      return !d.defaultPrevented;
+    };
+    assert.equal(save('blob:app://folio/0b6f5a4e-9c1d-4f7e-8f59-0c2a8d1b9e11'), true);
+    for (const u of ['blob:https://evil.example/x', 'https://example.org/model.gguf', 'app://folio/index.html'])
+      assert.equal(save(u), false, u);
 
     // The renderer's session makes no network request.
     assert.ok(ses.beforeRequest);

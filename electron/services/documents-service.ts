@@ -249,7 +249,8 @@ export class DocumentsService {
         `${fileName} is already in the library as “${present.title}”: open that one, or import it again to keep both`,
         { documentId: present.id, title: present.title },
       );
-    const doc = failed ?? this.storage.documents.create({ title: fileName, kind, fileName, sha256, status: 'importing' });
+    const doc =
+      failed ?? this.storage.documents.create({ title: fileName, kind, fileName, sha256, status: 'importing' });
     return { documentId: doc.id, taskId: this.startImport(doc.id, fileName, bytes, o.password) };
   }
 

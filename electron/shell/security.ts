@@ -123,6 +123,11 @@ export function isAppUrl(url: string | undefined | null): boolean {
   }
 }
 
+/** A blob: URL made by the app's own page (blob:app://folio/<uuid>). */
+export function isOwnBlob(url: string | undefined | null): boolean {
+  return !!url && url.startsWith('blob:') && isAppUrl(url.slice('blob:'.length));
+}
+
 /** Links that may leave the app, to the OS browser or mail client: https and mailto, nothing else. */
 export function isSafeExternalUrl(url: string): boolean {
   try {
@@ -211,8 +216,12 @@ export function installSecurityHandlers(
   session.setPermissionCheckHandler(handlers.permissionCheck);
   session.setDevicePermissionHandler(() => false);
   session.setDisplayMediaRequestHandler((_request, callback) => callback(null));
-  // The renderer downloads nothing (models are downloaded by the core, not through the session).
-  session.on('will-download', (e) => e.preventDefault());
+  // The renderer downloads nothing from anywhere (models are downloaded by the core, not through the session),
+  // only files it made itself: a chat's export, a blob: URL of the app's own page, which Electron asks where
+  // to save.
+  session.on('will-download', (e, item) => {
+    if (!isOwnBlob(item?.getURL?.())) e.preventDefault();
+  });
   // A second wall behind the CSP: the renderer's session makes no network request at all.
   session.webRequest.onBeforeRequest(
     { urls: ['http://*/*', 'https://*/*', 'ws://*/*', 'wss://*/*', 'ftp://*/*'] },

@@ -294,7 +294,7 @@ export class MessagesRepo {
     const m = this.db
       .transaction(() => {
         const row = this.selectOne.get(messageId) as Row | undefined;
-        if (!row || row.role !== 'assistant') throw new StorageError('NOT_FOUND', `no answer ${messageId}`);
+        if (row?.role !== 'assistant') throw new StorageError('NOT_FOUND', `no answer ${messageId}`);
         if (row.status === 'streaming')
           throw new StorageError('BAD_REQUEST', 'the answer is still being written: stop it first');
         const keep = row.text !== '' || row.status === 'complete';
@@ -334,8 +334,7 @@ export class MessagesRepo {
         const v = this.selectVersionRow.get(messageId, version) as
           | (Omit<Row, 'id' | 'chat_id' | 'seq' | 'role' | 'others'> & { message_id: string })
           | undefined;
-        if (!v)
-          throw new StorageError('NOT_FOUND', `the answer has no version ${version} (it has ${row.others + 1})`);
+        if (!v) throw new StorageError('NOT_FOUND', `the answer has no version ${version} (it has ${row.others + 1})`);
         this.archiveVersion.run(messageId);
         this.deleteVersion.run(messageId, version);
         this.restoreVersion.run({

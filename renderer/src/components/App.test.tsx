@@ -37,30 +37,32 @@ function libraryApi() {
 }
 
 describe('the library', () => {
-  it('shows each document with its size, status, method, budget and memory saved; errors in words', async () => {
+  it('shows each document with its file, size, status, method, budget and memory saved; failures apart, in words', async () => {
     await renderApp(libraryApi());
     const items = await screen.findAllByTestId('document');
-    expect(items).toHaveLength(3);
+    expect(items).toHaveLength(2);
     expect(items[0].textContent).toMatch(
-      /Lily and the kite1 page · 375 tokensReady Ada-SnapKV · 30%saves 70% of the cache/,
+      /Lily and the kitelily\.txt1 page · 375 tokensReady Ada-SnapKV · 30%saves 70% of the cache/,
     );
-    expect(items[1].textContent).toMatch(/Failed/);
-    expect(items[1].textContent).toMatch(/the PDF has no text layer/);
-    expect(items[2].textContent).toMatch(/Stale/);
-    expect(items[2].textContent).toMatch(/rebuilt when you next ask/);
+    expect(items[1].textContent).toMatch(/Stale/);
+    expect(items[1].textContent).toMatch(/rebuilt when you next ask/);
+    const failed = screen.getAllByTestId('failed-document');
+    expect(failed).toHaveLength(1);
+    expect(failed[0].textContent).toMatch(/Broken scan/);
+    expect(failed[0].textContent).toMatch(/the PDF has no text layer/);
   });
 
   it('deletes only after a confirmation', async () => {
     const api = libraryApi();
     await renderApp(api);
-    await userEvent.click(await screen.findByRole('button', { name: 'Delete Broken scan' }));
-    const dialog = screen.getByRole('dialog', { name: 'Delete “Broken scan”?' });
+    await userEvent.click(await screen.findByRole('button', { name: 'Delete Old settings' }));
+    const dialog = screen.getByRole('dialog', { name: 'Delete “Old settings”?' });
     await userEvent.click(within(dialog).getByRole('button', { name: 'Keep it' }));
     expect(api.callsOf('documents.delete')).toEqual([]);
-    await userEvent.click(screen.getByRole('button', { name: 'Delete Broken scan' }));
+    await userEvent.click(screen.getByRole('button', { name: 'Delete Old settings' }));
     await userEvent.click(within(screen.getByRole('dialog')).getByRole('button', { name: 'Delete' }));
-    expect(api.callsOf('documents.delete')).toEqual([{ documentId: 'd2' }]);
-    await waitFor(() => expect(screen.getAllByTestId('document')).toHaveLength(2));
+    expect(api.callsOf('documents.delete')).toEqual([{ documentId: 'd3' }]);
+    await waitFor(() => expect(screen.getAllByTestId('document')).toHaveLength(1));
   });
 
   it('imports files dropped on the window', async () => {

@@ -37,6 +37,8 @@ import { copyText } from '../lib/clipboard.ts';
 import { formatCount, formatRate } from '../lib/format.ts';
 import { renderMarkdown } from '../lib/markdown.ts';
 import { ContextMeter } from './ContextMeter.tsx';
+import { ExportMenu } from './ExportMenu.tsx';
+import { VersionPager } from './VersionPager.tsx';
 import { SanitizedHtml } from './SanitizedHtml.tsx';
 import { VirtualList } from './VirtualList.tsx';
 import { pagesRead } from '../../../electron/services/room.ts';
@@ -88,6 +90,7 @@ export const MessageRow = memo(function MessageRow({ id, isLast }: { id: string;
   const [editing, setEditing] = useState(false);
   const [draft, setDraft] = useState('');
   const chatBusy = useChats((s) => !!streamingMessage(s, m?.chatId ?? null));
+  const focused = useChats((s) => s.focus === id);
   // The user asked to edit: the cursor goes into the question box (when editing starts, not on any mount).
   const editBox = useRef<HTMLTextAreaElement>(null);
   useEffect(() => {
@@ -105,7 +108,7 @@ export const MessageRow = memo(function MessageRow({ id, isLast }: { id: string;
   };
   return (
     <article
-      className={`msg msg-${m.role} msg-${m.status}`}
+      className={`msg msg-${m.role} msg-${m.status}${focused ? ' msg-focus' : ''}`}
       aria-label={m.role === 'user' ? 'Your question' : 'Answer'}
       aria-busy={streaming || undefined}
       data-testid={`msg-${m.role}`}
@@ -205,6 +208,7 @@ export const MessageRow = memo(function MessageRow({ id, isLast }: { id: string;
                 Edit
               </button>
             )}
+            {m.role === 'assistant' && <VersionPager m={m} disabled={chatBusy} />}
             {m.role === 'assistant' && isLast && !chatBusy && (
               <button
                 type="button"
@@ -413,12 +417,15 @@ export function ChatPane({ documentId }: { documentId: string }) {
     if (chatId) void refreshChat(chatId);
   }, [chatId]);
   const lastId = ids[ids.length - 1];
+  // A search hit opened: its message is brought into view.
+  const focus = useChats((s) => s.focus);
   return (
     <div className="chat-pane">
       <div className="chat-bar">
         <ChatTitle chatId={chatId} />
         {streaming && rate ? <span className="live-rate muted small">{formatRate(rate)}</span> : null}
         <ContextMeter usage={usage} />
+        {chatId && ids.length > 0 && <ExportMenu chatId={chatId} />}
       </div>
       {ids.length ? (
         <VirtualList
@@ -426,6 +433,7 @@ export function ChatPane({ documentId }: { documentId: string }) {
           label="Conversation"
           busy={!!streaming}
           bottomKey={lastUser}
+          scrollToKey={focus}
           renderItem={(id) => <MessageRow id={id} isLast={id === lastId} />}
           estimate={140}
         />

@@ -11,6 +11,7 @@ import { methodLabel } from '../lib/method-label.ts';
 import { useImportPicker } from '../lib/use-import-picker.tsx';
 import { ChatPane } from './ChatPane.tsx';
 import { DocumentPane } from './DocumentPane.tsx';
+import { FailureAction } from './FailedImports.tsx';
 import { InspectorPane } from './InspectorPane.tsx';
 import { TaskProgress } from './Progress.tsx';
 import { StatusBadge } from './StatusBadge.tsx';
@@ -100,6 +101,9 @@ export function MainPane() {
           <h1>{doc.title}</h1>
           <div className="doc-header-meta">
             <StatusBadge status={doc.status} />
+            <span className="doc-header-file" title="The imported file">
+              {doc.fileName}
+            </span>
             {doc.compression && (
               <span>
                 {methodLabel(doc.compression.method)}
@@ -112,16 +116,18 @@ export function MainPane() {
                 {formatPercent(saved.fraction)}
               </span>
             )}
-            {(doc.status === 'failed' || doc.status === 'stale') && (
+            {doc.status === 'stale' && (
               // The pages the last read took in, read again: a range stays a range.
               <button
                 type="button"
                 className="link-button"
                 onClick={() => void recompressDocument(doc.id, doc.readPages ?? undefined)}
               >
-                {doc.status === 'failed' ? 'Try again' : 'Compress now'}
+                Compress now
               </button>
             )}
+            {/* Only what can help a failure: compress again, read the file again, its password. */}
+            <FailureAction doc={doc} />
           </div>
         </div>
         <Tabs tab={tab} />

@@ -1,6 +1,6 @@
 // The left sidebar: the library (documents with their status, size and memory saved; import; delete), the
 // chats of the selected document, the tasks that are running, and the engine's status.
-import { useEffect } from 'react';
+import { useEffect, useState } from 'react';
 import { useShallow } from 'zustand/react/shallow';
 
 import { createChat, deleteChat, EMPTY, loadChats, useChats } from '../stores/chats.ts';
@@ -14,12 +14,18 @@ import { budgetShortLabel } from '../lib/budget-label.ts';
 import { formatCount, formatPercent, saving } from '../lib/format.ts';
 import { methodLabel } from '../lib/method-label.ts';
 import { useImportPicker } from '../lib/use-import-picker.tsx';
+import { renameDocument } from '../stores/library.ts';
+import { ChatSearch } from './ChatSearch.tsx';
+import { FailedImports } from './FailedImports.tsx';
+import { DuplicateDialog, PasswordDialog } from './LibraryDialogs.tsx';
 import { TaskProgress } from './Progress.tsx';
+import { RenameForm } from './RenameForm.tsx';
 import { StatusBadge } from './StatusBadge.tsx';
 
 function DocumentRow({ id, selected }: { id: string; selected: boolean }) {
   const d = useDocuments((s) => s.byId[id]);
   const task = useTasks((s) => documentTask(s, id));
+  const [renaming, setRenaming] = useState(false);
   if (!d) return null;
   const saved = saving(d.kvBytesFull, d.kvBytesKept);
   const askDelete = () =>
@@ -37,8 +43,10 @@ function DocumentRow({ id, selected }: { id: string; selected: boolean }) {
         className="doc-select"
         aria-current={selected ? 'true' : undefined}
         onClick={() => selectDocument(id)}
+        title={`${d.title} (${d.fileName})`}
       >
         <span className="doc-title">{d.title}</span>
+        {d.fileName !== d.title && <span className="doc-file">{d.fileName}</span>}
         <span className="doc-meta">
           {d.pages > 0 && `${d.pages} ${d.pages === 1 ? 'page' : 'pages'} · `}
           {d.tokens > 0 ? `${formatCount(d.tokens)} tokens` : d.kind.toUpperCase()}
@@ -60,6 +68,26 @@ function DocumentRow({ id, selected }: { id: string; selected: boolean }) {
           <span className="doc-note">Compressed for another model or settings; rebuilt when you next ask.</span>
         )}
         {d.status === 'failed' && d.error && <span className="doc-error">{d.error}</span>}
+      </button>
+      {renaming && (
+        <div className="doc-rename">
+          <RenameForm
+            id={`rename-${id}`}
+            label="Document title"
+            initial={d.title}
+            onSave={(title) => void renameDocument(id, title)}
+            onClose={() => setRenaming(false)}
+          />
+        </div>
+      )}
+      <button
+        type="button"
+        className="icon-button doc-rename-button"
+        aria-label={`Rename ${d.title}`}
+        title="Rename"
+        onClick={() => setRenaming(true)}
+      >
+        ✎
       </button>
       <button
         type="button"
@@ -103,6 +131,7 @@ function ChatList({ documentId }: { documentId: string }) {
           New chat
         </button>
       </div>
+      <ChatSearch documentId={documentId} />
       {chats.length === 0 ? (
         <p className="muted small">No chats yet: ask a question to start one.</p>
       ) : (
@@ -185,6 +214,8 @@ export function EngineBadge() {
 
 export function Sidebar() {
   const order = useDocuments((s) => s.order);
+  // Failed imports are listed apart (FailedImports).
+  const working = useDocuments(useShallow((s) => s.order.filter((id) => s.byId[id]?.status !== 'failed')));
   const loaded = useDocuments((s) => s.loaded);
   const { documentId, route } = useUi(useShallow((s) => ({ documentId: s.documentId, route: s.route })));
   const hasModel = useSettings((s) => !!s.settings?.modelId);
@@ -219,13 +250,16 @@ export function Sidebar() {
           </p>
         ) : (
           <ul className="doc-list">
-            {order.map((id) => (
+            {working.map((id) => (
               <DocumentRow key={id} id={id} selected={id === documentId && route === 'main'} />
             ))}
           </ul>
         )}
+        <FailedImports />
       </section>
       {documentId && <ChatList documentId={documentId} />}
+      <DuplicateDialog />
+      <PasswordDialog />
       <div className="sidebar-foot">
         <OtherTasks />
         <EngineBadge />

@@ -18,6 +18,8 @@ export interface VirtualListProps {
   className?: string;
   label: string;
   busy?: boolean;
+  /** An item to bring to the top of the view (a search hit), once it is among the keys. */
+  scrollToKey?: string | null;
 }
 
 export function VirtualList({
@@ -29,6 +31,7 @@ export function VirtualList({
   className,
   label,
   busy,
+  scrollToKey,
 }: VirtualListProps) {
   const scrollRef = useRef<HTMLDivElement>(null);
   const cache = useMemo(() => new HeightCache(estimate), [estimate]);
@@ -116,6 +119,16 @@ export function VirtualList({
       rerender();
     }
   }, [bottomKey]);
+
+  const scrollIndex = scrollToKey ? keys.indexOf(scrollToKey) : -1;
+  useLayoutEffect(() => {
+    const el = scrollRef.current;
+    if (scrollIndex < 0 || !el) return;
+    stick.current = false;
+    el.scrollTop = latest.current.offsets[scrollIndex];
+    scrollTop.current = el.scrollTop;
+    rerender();
+  }, [scrollIndex]);
 
   const onScroll = () => {
     const el = scrollRef.current;

@@ -3,9 +3,17 @@
 // references). Each message row reads only its own message, so a token re-renders one row.
 import { create } from 'zustand';
 
-import type { ChatSummary, EventPayload, Message, Result } from '../../../electron/api/contract.ts';
+import type {
+  ChatExportFormat,
+  ChatSearchHit,
+  ChatSummary,
+  EventPayload,
+  Message,
+  Result,
+} from '../../../electron/api/contract.ts';
 import { api, errorMessage } from '../api/client.ts';
-import { notify, selectChat, useUi } from './ui.ts';
+import { saveTextFile } from '../lib/save-file.ts';
+import { notify, selectChat, selectDocument, useUi } from './ui.ts';
 
 export type ContextUsage = Result<'chats.get'>['usage'];
 
@@ -25,9 +33,11 @@ export interface ChatsState {
   order: Record<string, string[]>;
   usage: Record<string, ContextUsage>;
   live: Record<string, LiveStream>;
+  /** A message to bring into view (a search hit opened), and mark. */
+  focus: string | null;
 }
 
-const initial: ChatsState = { byDoc: {}, chats: {}, messages: {}, order: {}, usage: {}, live: {} };
+const initial: ChatsState = { byDoc: {}, chats: {}, messages: {}, order: {}, usage: {}, live: {}, focus: null };
 export const useChats = create<ChatsState>()(() => ({ ...initial }));
 
 export function resetChats(): void {
@@ -51,7 +61,10 @@ function sameMessage(a: Message, b: Message): boolean {
 /** A message as stored, but keeping text already streamed when the stored copy is behind it. */
 function merged(existing: Message | undefined, incoming: Message): Message {
   if (!existing) return incoming;
-  // A finished message never streams again (regenerating makes a new one): a stale copy cannot undo it.
+  // Another version of an answer (regenerated in place, or browsed to) replaces the one shown, unless the
+  // one shown is being written: a stale copy cannot end a stream.
+  if (incoming.version.index !== existing.version.index) return existing.status === 'streaming' ? existing : incoming;
+  // A finished version never streams again (regenerating makes a new version): a stale copy cannot undo it.
   if (incoming.status === 'streaming' && existing.status !== 'streaming') return existing;
   if (incoming.status === 'streaming' && existing.status === 'streaming' && existing.text.length > incoming.text.length)
     return { ...incoming, text: existing.text };
@@ -70,7 +83,21 @@ export function onChatToken(t: EventPayload<'chat.token'>): void {
     const order = s.order[t.chatId];
     const existing = s.messages[t.messageId];
     if (!existing && !order) return s; // a chat this window has not opened
-    const base: Message = existing ?? {
+    // The first words of a new version of a finished answer (regenerated in place): it starts empty.
+    const revised: Message | undefined =
+      existing && existing.status !== 'streaming'
+        ? {
+            ...existing,
+            text: '',
+            status: 'streaming',
+            pageRefs: [],
+            error: null,
+            tokens: null,
+            tokensPerSecond: null,
+            version: { index: existing.version.count + 1, count: existing.version.count + 1 },
+          }
+        : existing;
+    const base: Message = revised ?? {
       id: t.messageId,
       chatId: t.chatId,
       role: 'assistant',
@@ -239,6 +266,8 @@ export async function sendQuestion(chatId: string, text: string): Promise<boolea
   try {
     const r = await api().call('chats.send', { chatId, text });
     placeExchange(chatId, r.user, r.assistant);
+    // A chat's first question names it.
+    if (r.user && useChats.getState().chats[chatId]?.messageCount === 0) void refreshChat(chatId);
     return true;
   } catch (e) {
     notify(`The question was not sent: ${errorMessage(e)}`);
@@ -277,6 +306,45 @@ export async function editQuestion(chatId: string, messageId: string, text: stri
   } catch (e) {
     notify(`The question was not changed: ${errorMessage(e)}`);
     return false;
+  }
+}
+
+/** Shows another version of an answer; the conversation goes on from it. */
+export async function selectVersion(chatId: string, messageId: string, version: number): Promise<void> {
+  try {
+    const m = await api().call('chats.selectVersion', { chatId, messageId, version });
+    useChats.setState((s) => ({ messages: { ...s.messages, [m.id]: merged(s.messages[m.id], m) } }));
+    void refreshChat(chatId);
+  } catch (e) {
+    notify(`Could not show that version: ${errorMessage(e)}`);
+  }
+}
+
+/** Messages holding `query`: in one document's chats, or in all of them (documentId null). */
+export async function searchChats(query: string, documentId: string | null): Promise<ChatSearchHit[] | null> {
+  try {
+    return await api().call('chats.search', documentId ? { query, documentId } : { query });
+  } catch (e) {
+    notify(`The search failed: ${errorMessage(e)}`);
+    return null;
+  }
+}
+
+/** Opens a search hit: its document, its chat, the message brought into view. */
+export function openHit(hit: ChatSearchHit): void {
+  if (useUi.getState().documentId !== hit.documentId) selectDocument(hit.documentId);
+  selectChat(hit.chatId);
+  useChats.setState({ focus: hit.messageId });
+}
+
+/** Saves a chat as a Markdown or JSON file (a download: the browser's, or the desktop's save dialog). */
+export async function exportChat(chatId: string, format: ChatExportFormat): Promise<void> {
+  try {
+    const file = await api().call('chats.export', { chatId, format });
+    saveTextFile(file.fileName, file.mimeType, file.text);
+    notify(`Exported ${file.fileName}`, 'info');
+  } catch (e) {
+    notify(`The chat was not exported: ${errorMessage(e)}`);
   }
 }
 

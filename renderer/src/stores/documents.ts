@@ -6,6 +6,7 @@ import type { DocumentDetail, DocumentSummary } from '../../../electron/api/cont
 import { api, errorCode, errorMessage } from '../api/client.ts';
 import { fileToBase64 } from '../lib/base64.ts';
 import { uploadDocument } from '../lib/upload.ts';
+import { askDuplicate, duplicateOf, onDocumentChanged } from './library.ts';
 import { registerTask } from './tasks.ts';
 import { notify, selectDocument, useUi } from './ui.ts';
 
@@ -45,6 +46,7 @@ export function setDocuments(list: DocumentSummary[]): void {
 export function upsertDocument(d: DocumentSummary): void {
   const prev = useDocuments.getState();
   const hadDetail = !!prev.details[d.id];
+  onDocumentChanged(prev.byId[d.id], d);
   useDocuments.setState((s) => {
     const byId = { ...s.byId, [d.id]: d };
     const detail = s.details[d.id];
@@ -115,41 +117,54 @@ export const ACCEPTED_EXTENSIONS = ['.pdf', '.docx', '.md', '.markdown', '.txt']
  * (raw bytes, streamed). Each import is a task.
  */
 export async function importFiles(files: File[]): Promise<void> {
+  for (const file of files) await importFile(file, false);
+}
+
+async function importFile(file: File, keepDuplicate: boolean): Promise<void> {
   const bridge = api();
-  for (const file of files) {
-    try {
-      let r: { documentId: string; taskId: string };
-      if (bridge.shell) {
-        // The desktop shell records the dropped file as the user's choice; only then may it be imported by path.
-        const path = (await bridge.shell.pathForFile(file)) ?? '';
-        const params = path ? { path } : { fileName: file.name, dataBase64: await fileToBase64(file) };
-        r = await bridge.call('documents.import', params);
-      } else {
-        r = await uploadDocument(file);
-      }
-      registerTask(r.taskId, 'import', r.documentId, file.name);
-      selectDocument(r.documentId);
-    } catch (e) {
-      const code = errorCode(e);
-      if (code === 'NO_MODEL')
-        notify('Choose a model first: documents are compressed for the model that reads them.', 'error', {
-          label: 'Models',
-          route: 'models',
-        });
-      else notify(`${file.name} was not imported: ${errorMessage(e)}`);
+  try {
+    let r: { documentId: string; taskId: string };
+    if (bridge.shell) {
+      // The desktop shell records the dropped file as the user's choice; only then may it be imported by path.
+      const path = (await bridge.shell.pathForFile(file)) ?? '';
+      const params = path ? { path } : { fileName: file.name, dataBase64: await fileToBase64(file) };
+      r = await bridge.call('documents.import', keepDuplicate ? { ...params, keepDuplicate } : params);
+    } else {
+      r = await uploadDocument(file, fetch, { keepDuplicate });
     }
+    registerTask(r.taskId, 'import', r.documentId, file.name);
+    selectDocument(r.documentId);
+  } catch (e) {
+    const code = errorCode(e);
+    if (code === 'NO_MODEL')
+      notify('Choose a model first: documents are compressed for the model that reads them.', 'error', {
+        label: 'Models',
+        route: 'models',
+      });
+    else if (!askAboutDuplicate(e, file.name, () => importFile(file, true)))
+      notify(`${file.name} was not imported: ${errorMessage(e)}`);
   }
 }
 
+/** A refusal as a duplicate becomes the question "open the existing one, or keep both"; false for other errors. */
+function askAboutDuplicate(e: unknown, fileName: string, keepBoth: () => Promise<void>): boolean {
+  const existing = duplicateOf(e);
+  if (!existing) return false;
+  askDuplicate({ fileName, existingId: existing.documentId, existingTitle: existing.title, keepBoth });
+  return true;
+}
+
 /** Imports by path (the desktop shell's own file dialog). */
-export async function importPaths(paths: string[]): Promise<void> {
+export async function importPaths(paths: string[], keepDuplicate = false): Promise<void> {
   for (const path of paths) {
+    const name = path.split(/[\\/]/).pop() ?? path;
     try {
-      const r = await api().call('documents.import', { path });
-      registerTask(r.taskId, 'import', r.documentId, path.split(/[\\/]/).pop() ?? path);
+      const r = await api().call('documents.import', keepDuplicate ? { path, keepDuplicate } : { path });
+      registerTask(r.taskId, 'import', r.documentId, name);
       selectDocument(r.documentId);
     } catch (e) {
-      notify(`${path} was not imported: ${errorMessage(e)}`);
+      if (!askAboutDuplicate(e, name, () => importPaths([path], true)))
+        notify(`${path} was not imported: ${errorMessage(e)}`);
     }
   }
 }

@@ -1,0 +1,134 @@
+// The library's questions to the user and what answers them: a file already in the library (open that one,
+// or keep both), the password of an encrypted PDF (asked when its import says one is needed, and again,
+// saying so, when it was wrong), renaming documents, trying a failed import again where that can help,
+// and dismissing failed imports. The password goes to the core in one call and is kept nowhere here.
+import { create } from 'zustand';
+
+import type { DocumentSummary } from '../../../electron/api/contract.ts';
+import { api, errorMessage } from '../api/client.ts';
+import { deleteDocument, recompressDocument, useDocuments } from './documents.ts';
+import { registerTask } from './tasks.ts';
+import { notify, selectDocument } from './ui.ts';
+
+export interface DuplicateQuestion {
+  fileName: string;
+  /** The document the library has with the same content. */
+  existingId: string;
+  existingTitle: string;
+  /** Imports the file again, keeping both. */
+  keepBoth: () => Promise<void>;
+}
+
+export interface PasswordQuestion {
+  documentId: string;
+  fileName: string;
+  /** The last password given was wrong. */
+  wrong: boolean;
+}
+
+export interface LibraryState {
+  duplicate: DuplicateQuestion | null;
+  password: PasswordQuestion | null;
+  /** The failed imports' section is open. */
+  failedOpen: boolean;
+}
+
+const initial: LibraryState = { duplicate: null, password: null, failedOpen: true };
+export const useLibrary = create<LibraryState>()(() => ({ ...initial }));
+
+export function resetLibrary(): void {
+  useLibrary.setState({ ...initial }, true);
+}
+
+/** The details of a DUPLICATE refusal (contract: documents.import). */
+export function duplicateOf(e: unknown): { documentId: string; title: string } | null {
+  const d = (e as { code?: string; details?: unknown }).details as
+    | { documentId?: unknown; title?: unknown }
+    | undefined;
+  if ((e as { code?: string }).code !== 'DUPLICATE' || typeof d?.documentId !== 'string') return null;
+  return { documentId: d.documentId, title: typeof d.title === 'string' ? d.title : '' };
+}
+
+export function askDuplicate(q: DuplicateQuestion): void {
+  useLibrary.setState({ duplicate: q });
+}
+
+export function closeDuplicate(): void {
+  useLibrary.setState({ duplicate: null });
+}
+
+/** Answers the duplicate question: open the document the library has, or import the file again beside it. */
+export async function resolveDuplicate(choice: 'open' | 'keep'): Promise<void> {
+  const q = useLibrary.getState().duplicate;
+  closeDuplicate();
+  if (!q) return;
+  if (choice === 'open') selectDocument(q.existingId);
+  else await q.keepBoth();
+}
+
+export function askPassword(d: Pick<DocumentSummary, 'id' | 'fileName' | 'errorCode'>): void {
+  useLibrary.setState({
+    password: { documentId: d.id, fileName: d.fileName, wrong: d.errorCode === 'PASSWORD_WRONG' },
+  });
+}
+
+export function closePassword(): void {
+  useLibrary.setState({ password: null });
+}
+
+/**
+ * A document changed: when its import has just stopped for a password, the password is asked for (again,
+ * saying it was wrong, after a wrong one).
+ */
+export function onDocumentChanged(before: DocumentSummary | undefined, d: DocumentSummary): void {
+  if (d.status === 'failed' && d.remedy === 'password' && before && before.status !== 'failed') askPassword(d);
+}
+
+/** Reads a failed import's file again (the core holds it), with the PDF's password where one is needed. */
+export async function importAgain(documentId: string, password?: string): Promise<void> {
+  const title = useDocuments.getState().byId[documentId]?.fileName ?? null;
+  try {
+    const r = await api().call('documents.import', password === undefined ? { documentId } : { documentId, password });
+    registerTask(r.taskId, 'import', r.documentId, title);
+  } catch (e) {
+    notify(`Could not read the file again: ${errorMessage(e)}`);
+  }
+}
+
+export async function submitPassword(password: string): Promise<void> {
+  const q = useLibrary.getState().password;
+  closePassword();
+  if (q) await importAgain(q.documentId, password);
+}
+
+/** What helps a failed document, run: its remedy (contract.ts failureRemedy). */
+export function runRemedy(d: DocumentSummary): void {
+  if (d.remedy === 'compress') void recompressDocument(d.id, d.readPages ?? undefined);
+  else if (d.remedy === 'import') void importAgain(d.id);
+  else if (d.remedy === 'password') askPassword(d);
+}
+
+export async function renameDocument(documentId: string, title: string): Promise<boolean> {
+  try {
+    const d = await api().call('documents.rename', { documentId, title });
+    useDocuments.setState((s) => (s.byId[d.id] ? { byId: { ...s.byId, [d.id]: d } } : s));
+    return true;
+  } catch (e) {
+    notify(`The document was not renamed: ${errorMessage(e)}`);
+    return false;
+  }
+}
+
+/** Removes failed imports from the library (they hold no pages or cache worth keeping). */
+export async function dismissFailed(ids: readonly string[]): Promise<void> {
+  for (const id of ids) await deleteDocument(id);
+}
+
+export function setFailedOpen(open: boolean): void {
+  useLibrary.setState({ failedOpen: open });
+}
+
+/** Failed documents, newest first. */
+export function failedIds(s: { order: string[]; byId: Record<string, DocumentSummary> }): string[] {
+  return s.order.filter((id) => s.byId[id]?.status === 'failed');
+}
