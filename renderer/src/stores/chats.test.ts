@@ -129,6 +129,31 @@ describe('streaming answers, by message id', () => {
     expect(useChats.getState().order.c1).toEqual(['u1', 'a1', 'u4', 'a4']);
   });
 
+  it('regenerate rewrites the answer in place as a new version; its first tokens start it empty', async () => {
+    openChat([msg({ id: 'u1', role: 'user' }), msg({ id: 'a1', text: 'Old answer.' })]);
+    setApi(
+      createFakeApi({
+        'chats.regenerate': () => ({
+          assistant: msg({ id: 'a1', status: 'streaming', version: { index: 2, count: 2 } }),
+        }),
+      }),
+    );
+    // A token may come before the call returns: it starts the new version, not the old text.
+    onChatToken({ chatId: 'c1', messageId: 'a1', text: 'New' });
+    expect(useChats.getState().messages.a1).toMatchObject({ text: 'New', status: 'streaming', version: { index: 2 } });
+    await regenerateAnswer('c1');
+    expect(useChats.getState().order.c1).toEqual(['u1', 'a1']);
+    expect(useChats.getState().messages.a1.text).toBe('New');
+    // A stale copy of the old version cannot end the stream; the finished new one replaces it.
+    onChatMessage(msg({ id: 'a1', text: 'Old answer.', version: { index: 1, count: 2 } }));
+    expect(useChats.getState().messages.a1.status).toBe('streaming');
+    onChatMessage(msg({ id: 'a1', text: 'New answer.', version: { index: 2, count: 2 } }));
+    expect(useChats.getState().messages.a1).toMatchObject({ text: 'New answer.', status: 'complete' });
+    // Browsing back to the first version shows it.
+    onChatMessage(msg({ id: 'a1', text: 'Old answer.', version: { index: 1, count: 2 } }));
+    expect(useChats.getState().messages.a1.text).toBe('Old answer.');
+  });
+
   it('a refresh keeps unchanged messages as they were (no re-render) and adopts changed ones', async () => {
     const m1 = msg({ id: 'u1', role: 'user', text: 'Q' });
     openChat([m1, msg({ id: 'a1', text: 'old' })]);

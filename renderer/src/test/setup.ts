@@ -8,6 +8,7 @@ import { resetChats } from '../stores/chats.ts';
 import { resetDocuments } from '../stores/documents.ts';
 import { useEngine } from '../stores/engine.ts';
 import { resetInspector } from '../stores/inspector.ts';
+import { resetLibrary } from '../stores/library.ts';
 import { resetModels } from '../stores/models.ts';
 import { useSettings } from '../stores/settings.ts';
 import { useTasks } from '../stores/tasks.ts';
@@ -19,6 +20,7 @@ beforeEach(() => {
   resetChats();
   resetModels();
   resetInspector();
+  resetLibrary();
   useTasks.setState({ byId: {} }, true);
   useSettings.setState({ settings: null, saving: false }, true);
   useEngine.setState({ status: null, connected: null, everConnected: false, restoredAt: null }, true);
