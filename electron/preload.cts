@@ -54,6 +54,7 @@ const METHODS = [
   'documents.delete',
   'documents.recompress',
   'documents.compare',
+  'documents.rename',
   'tasks.cancel',
   'server.info',
   'chats.list',
@@ -65,6 +66,9 @@ const METHODS = [
   'chats.stop',
   'chats.regenerate',
   'chats.edit',
+  'chats.search',
+  'chats.export',
+  'chats.selectVersion',
 ] as const satisfies AllMethods;
 
 const EVENTS = [

@@ -2,11 +2,12 @@
 // of an encrypted PDF (said again, when the last one was wrong). The password box is cleared once sent.
 import { useState } from 'react';
 
-import { closeDuplicate, closePassword, resolveDuplicate, submitPassword, useLibrary } from '../stores/library.ts';
+import { closeDuplicate, resolveDuplicate, useDuplicate } from '../stores/duplicate.ts';
+import { closePassword, submitPassword, useLibrary } from '../stores/library.ts';
 import { Modal } from './Dialogs.tsx';
 
 export function DuplicateDialog() {
-  const q = useLibrary((s) => s.duplicate);
+  const q = useDuplicate((s) => s.question);
   if (!q) return null;
   return (
     <Modal title="Already in the library" onClose={closeDuplicate} labelledBy="duplicate-title">

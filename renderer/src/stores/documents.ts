@@ -6,7 +6,7 @@ import type { DocumentDetail, DocumentSummary } from '../../../electron/api/cont
 import { api, errorCode, errorMessage } from '../api/client.ts';
 import { fileToBase64 } from '../lib/base64.ts';
 import { uploadDocument } from '../lib/upload.ts';
-import { askDuplicate, duplicateOf, onDocumentChanged } from './library.ts';
+import { askDuplicate, duplicateOf } from './duplicate.ts';
 import { registerTask } from './tasks.ts';
 import { notify, selectDocument, useUi } from './ui.ts';
 
@@ -46,7 +46,6 @@ export function setDocuments(list: DocumentSummary[]): void {
 export function upsertDocument(d: DocumentSummary): void {
   const prev = useDocuments.getState();
   const hadDetail = !!prev.details[d.id];
-  onDocumentChanged(prev.byId[d.id], d);
   useDocuments.setState((s) => {
     const byId = { ...s.byId, [d.id]: d };
     const detail = s.details[d.id];

@@ -1,5 +1,5 @@
-// The library's questions to the user and what answers them: a file already in the library (open that one,
-// or keep both), the password of an encrypted PDF (asked when its import says one is needed, and again,
+// The library's questions to the user and what answers them (a file already in the library: duplicate.ts):
+// the password of an encrypted PDF (asked when its import says one is needed, and again,
 // saying so, when it was wrong), renaming documents, trying a failed import again where that can help,
 // and dismissing failed imports. The password goes to the core in one call and is kept nowhere here.
 import { create } from 'zustand';
@@ -8,16 +8,7 @@ import type { DocumentSummary } from '../../../electron/api/contract.ts';
 import { api, errorMessage } from '../api/client.ts';
 import { deleteDocument, recompressDocument, useDocuments } from './documents.ts';
 import { registerTask } from './tasks.ts';
-import { notify, selectDocument } from './ui.ts';
-
-export interface DuplicateQuestion {
-  fileName: string;
-  /** The document the library has with the same content. */
-  existingId: string;
-  existingTitle: string;
-  /** Imports the file again, keeping both. */
-  keepBoth: () => Promise<void>;
-}
+import { notify } from './ui.ts';
 
 export interface PasswordQuestion {
   documentId: string;
@@ -27,43 +18,16 @@ export interface PasswordQuestion {
 }
 
 export interface LibraryState {
-  duplicate: DuplicateQuestion | null;
   password: PasswordQuestion | null;
   /** The failed imports' section is open. */
   failedOpen: boolean;
 }
 
-const initial: LibraryState = { duplicate: null, password: null, failedOpen: true };
+const initial: LibraryState = { password: null, failedOpen: true };
 export const useLibrary = create<LibraryState>()(() => ({ ...initial }));
 
 export function resetLibrary(): void {
   useLibrary.setState({ ...initial }, true);
-}
-
-/** The details of a DUPLICATE refusal (contract: documents.import). */
-export function duplicateOf(e: unknown): { documentId: string; title: string } | null {
-  const d = (e as { code?: string; details?: unknown }).details as
-    | { documentId?: unknown; title?: unknown }
-    | undefined;
-  if ((e as { code?: string }).code !== 'DUPLICATE' || typeof d?.documentId !== 'string') return null;
-  return { documentId: d.documentId, title: typeof d.title === 'string' ? d.title : '' };
-}
-
-export function askDuplicate(q: DuplicateQuestion): void {
-  useLibrary.setState({ duplicate: q });
-}
-
-export function closeDuplicate(): void {
-  useLibrary.setState({ duplicate: null });
-}
-
-/** Answers the duplicate question: open the document the library has, or import the file again beside it. */
-export async function resolveDuplicate(choice: 'open' | 'keep'): Promise<void> {
-  const q = useLibrary.getState().duplicate;
-  closeDuplicate();
-  if (!q) return;
-  if (choice === 'open') selectDocument(q.existingId);
-  else await q.keepBoth();
 }
 
 export function askPassword(d: Pick<DocumentSummary, 'id' | 'fileName' | 'errorCode'>): void {
@@ -83,6 +47,11 @@ export function closePassword(): void {
 export function onDocumentChanged(before: DocumentSummary | undefined, d: DocumentSummary): void {
   if (d.status === 'failed' && d.remedy === 'password' && before && before.status !== 'failed') askPassword(d);
 }
+
+useDocuments.subscribe((s, prev) => {
+  if (s.byId === prev.byId) return;
+  for (const id of Object.keys(s.byId)) if (s.byId[id] !== prev.byId[id]) onDocumentChanged(prev.byId[id], s.byId[id]);
+});
 
 /** Reads a failed import's file again (the core holds it), with the PDF's password where one is needed. */
 export async function importAgain(documentId: string, password?: string): Promise<void> {

@@ -6,6 +6,7 @@ import { afterEach, beforeEach, vi } from 'vitest';
 import { setApi } from '../api/client.ts';
 import { resetChats } from '../stores/chats.ts';
 import { resetDocuments } from '../stores/documents.ts';
+import { resetDuplicate } from '../stores/duplicate.ts';
 import { useEngine } from '../stores/engine.ts';
 import { resetInspector } from '../stores/inspector.ts';
 import { resetLibrary } from '../stores/library.ts';
@@ -21,6 +22,7 @@ beforeEach(() => {
   resetModels();
   resetInspector();
   resetLibrary();
+  resetDuplicate();
   useTasks.setState({ byId: {} }, true);
   useSettings.setState({ settings: null, saving: false }, true);
   useEngine.setState({ status: null, connected: null, everConnected: false, restoredAt: null }, true);
