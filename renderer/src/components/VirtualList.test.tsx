@@ -49,6 +49,29 @@ describe('the virtualised message list', () => {
     expect(screen.queryByText('m0')).toBeNull();
   });
 
+  it('brings an item to the top of the view when asked (a search hit), once it is among the keys', () => {
+    const list = (k: readonly string[], to: string | null) => (
+      <VirtualList
+        keys={k}
+        label="Conversation"
+        estimate={100}
+        overscan={0}
+        scrollToKey={to}
+        renderItem={(key) => <p>{key}</p>}
+      />
+    );
+    const { rerender } = render(list(['m0'], 'm250'));
+    const log = screen.getByRole('log');
+    expect(log.scrollTop).toBe(0);
+    rerender(list(keys, 'm250'));
+    expect(log.scrollTop).toBe(25_000);
+    expect(screen.getByText('m250')).toBeTruthy();
+    expect(screen.queryByText('m999')).toBeNull();
+    // Items added later do not pull the view to the bottom: the user is reading the hit.
+    rerender(list([...keys, 'm1000'], 'm250'));
+    expect(log.scrollTop).toBe(25_000);
+  });
+
   it('shows new items as they are added', () => {
     const { rerender } = render(<VirtualList keys={['a']} label="Conversation" renderItem={(k) => <p>{k}</p>} />);
     rerender(<VirtualList keys={['a', 'b']} label="Conversation" renderItem={(k) => <p>{k}</p>} />);
