@@ -8,7 +8,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-import { ChatSearchHit, DocumentSummary, Message, failureRemedy } from '../electron/api/contract.ts';
+import { ChatSearchHit, DocumentSummary, Message } from '../electron/api/contract.ts';
+import { failureRemedy } from '../electron/documents/errors.ts';
 import { exportChat, exportFileName } from '../electron/services/chat-export.ts';
 import { searchHit } from '../electron/services/chat-search.ts';
 import { isUntitled, TITLE_CHARS, titleFromQuestion } from '../electron/services/chat-title.ts';

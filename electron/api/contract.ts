@@ -181,38 +181,11 @@ export const DocumentStatus = z.enum(['importing', 'compressing', 'ready', 'fail
 /**
  * What can help a failed document: compress it again ('compress'), read its file again ('import': the app
  * still holds the file), give the PDF's password ('password': held too); null: nothing in the app can (a
- * damaged or unsupported file, or a file the app no longer holds: the error says what to do).
+ * damaged or unsupported file, or a file the app no longer holds: the error says what to do). The rule is
+ * failureRemedy (electron/documents/errors.ts).
  */
 export const FailureRemedy = z.enum(['compress', 'import', 'password']);
 export type FailureRemedy = z.infer<typeof FailureRemedy>;
-
-/** Failures of the file itself: trying again with the same file cannot help (electron/documents/errors.ts). */
-const FILE_FAILURES = new Set([
-  'READ_FAILED',
-  'EMPTY',
-  'UNSUPPORTED',
-  'MISMATCH',
-  'BAD_ENCODING',
-  'ENCRYPTED',
-  'CORRUPT',
-  'NO_TEXT_LAYER',
-  'TOO_LARGE',
-  'TIMEOUT',
-]);
-/** A PDF that needs its password (none given, or a wrong one). */
-export const PASSWORD_CODES = new Set(['PASSWORD_REQUIRED', 'PASSWORD_WRONG']);
-
-/**
- * The one rule of what can help a failure with this code: the password when one is needed, nothing for the
- * file's own faults, else trying again (a crash, a cancel, a missing model may pass). `stage` says what
- * failed: reading the file (then trying again needs the file, `held`) or compressing its pages.
- */
-export function failureRemedy(code: string | null, stage: 'import' | 'compress', held: boolean): FailureRemedy | null {
-  if (code !== null && PASSWORD_CODES.has(code)) return held ? 'password' : null;
-  if (code !== null && FILE_FAILURES.has(code)) return null;
-  if (stage === 'compress') return 'compress';
-  return held ? 'import' : null;
-}
 
 export const DocumentSummary = z.object({
   id: Id,
@@ -226,7 +199,7 @@ export const DocumentSummary = z.object({
   error: z.string().nullable(),
   /** The failure's code (an import error's, an engine's; CANCELLED), null unless failed. */
   errorCode: z.string().nullable(),
-  /** What can help a failed document (failureRemedy); null when nothing in the app can, or not failed. */
+  /** What can help a failed document; null when nothing in the app can, or not failed. */
   remedy: FailureRemedy.nullable(),
   createdAt: z.string(),
   modelId: Id.nullable(),

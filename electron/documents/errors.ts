@@ -1,6 +1,6 @@
 // Errors of document import: a stable code the services and the UI can branch on, and a message for people
 // that names the file and says what to do. They are ApiErrors, so the API layer carries them as they are.
-import { ApiError } from '../api/contract.ts';
+import { ApiError, type FailureRemedy } from '../api/contract.ts';
 import { MAX_PAGES, MAX_TEXT_CHARS } from './limits.ts';
 
 export type ImportErrorCode =
@@ -30,6 +30,37 @@ export type ImportErrorCode =
   | 'TIMEOUT'
   /** Cancelled through the AbortSignal. */
   | 'ABORTED';
+
+/** Whether an import that failed with this code failed for a fault of the file itself: trying the same file
+ * again cannot help (a password can, for the two that ask for one). */
+const FILE_FAULT: Record<ImportErrorCode, boolean> = {
+  READ_FAILED: true,
+  EMPTY: true,
+  UNSUPPORTED: true,
+  MISMATCH: true,
+  BAD_ENCODING: true,
+  ENCRYPTED: true,
+  PASSWORD_REQUIRED: false,
+  PASSWORD_WRONG: false,
+  CORRUPT: true,
+  NO_TEXT_LAYER: true,
+  TOO_LARGE: true,
+  TIMEOUT: true,
+  ABORTED: false,
+};
+
+/**
+ * The one rule of what can help a document that failed with `code` (an import's, an engine's, CANCELLED):
+ * the password when one is needed, nothing for the file's own faults, else trying again (a crash, a cancel,
+ * a missing model may pass). `stage`: what failed, reading the file (then trying again needs the file,
+ * `held`) or compressing its pages.
+ */
+export function failureRemedy(code: string | null, stage: 'import' | 'compress', held: boolean): FailureRemedy | null {
+  if (code === 'PASSWORD_REQUIRED' || code === 'PASSWORD_WRONG') return held ? 'password' : null;
+  if (code !== null && Object.hasOwn(FILE_FAULT, code) && FILE_FAULT[code as ImportErrorCode]) return null;
+  if (stage === 'compress') return 'compress';
+  return held ? 'import' : null;
+}
 
 export class ImportError extends ApiError {
   declare readonly code: ImportErrorCode;

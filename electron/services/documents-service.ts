@@ -15,7 +15,6 @@ import {
   type DocumentDetail,
   type DocumentPage,
   type DocumentSummary,
-  failureRemedy,
   type Params,
   type Result,
 } from '../api/contract.ts';
@@ -28,6 +27,7 @@ import {
   passages as splitPassages,
 } from '../documents/index.ts';
 import { baseName } from '../documents/detect.ts';
+import { failureRemedy } from '../documents/errors.ts';
 import { tooLarge } from '../documents/read-file.ts';
 import { DEFAULT_BETA } from '../kv/budget.ts';
 import { methodLabel, methodRow } from '../kv/methods.ts';

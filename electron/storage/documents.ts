@@ -13,8 +13,8 @@ import {
   DocumentPage,
   DocumentStatus,
   type DocumentSummary,
-  failureRemedy,
 } from '../api/contract.ts';
+import { failureRemedy } from '../documents/errors.ts';
 import { decodeInt32, encodeInt32 } from './blob.ts';
 import { isoTime, newId, type Scheduler } from './clock.ts';
 import { StorageError } from './errors.ts';
