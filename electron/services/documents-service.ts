@@ -45,7 +45,7 @@ import type { Task, Tasks } from './tasks.ts';
 /** Files of failed imports held in memory so that trying again (or a password) can read them: at most this many. */
 const MAX_HELD_FILES = 4;
 
-/** The code a failure is stored with: what failureRemedy (contract.ts) judges by. */
+/** The code a failure is stored with: what failureRemedy (documents/errors.ts) judges by. */
 function failureCode(e: unknown, cancelled: boolean): string | null {
   const code = (e as { code?: unknown }).code;
   if (cancelled || code === 'ABORTED') return 'CANCELLED';
