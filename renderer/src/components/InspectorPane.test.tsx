@@ -90,9 +90,9 @@ describe('the inspector: how the document was read', () => {
     await screen.findAllByTestId('document');
     act(() => setTab('inspector'));
     const reading = await screen.findByTestId('reading');
-    // 150,000 and 160,000 bytes in the app's byte format.
+    // 150,000 and 160,000 bytes in the app's byte format (binary units).
     expect(reading.textContent).toBe(
-      'ReadingReadin 3 chunks of 224 tokensCache peak146 KB of 156 KB boundPositions380 of 512 · re-based',
+      'ReadingReadin 3 chunks of 224 tokensCache peak146.5 KiB of 156.3 KiB boundPositions380 of 512 · re-based',
     );
     const warning = screen.getByRole('region', { name: /^Lower quality/ });
     await userEvent.click(within(warning).getByRole('button', { name: 'Compress pages 1 to 3' }));
