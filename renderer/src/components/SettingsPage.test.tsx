@@ -75,6 +75,9 @@ describe('settings', () => {
     const api = settingsApi();
     await renderApp(api);
     act(() => go('settings'));
+    // β is shown for the pyramid methods only.
+    expect(screen.queryByRole('textbox', { name: 'Pyramid steepness β' })).toBeNull();
+    await userEvent.selectOptions(await screen.findByRole('combobox', { name: 'Method' }), 'ada-pyramidkv');
     const beta = await screen.findByRole('textbox', { name: 'Pyramid steepness β' });
     expect((beta as HTMLInputElement).value).toBe('');
     await userEvent.type(beta, '0');
