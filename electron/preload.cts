@@ -39,6 +39,7 @@ const GRANT: GrantChannel = 'folio:grant-file';
 const METHODS = [
   'settings.get',
   'settings.update',
+  'settings.reset',
   'engine.status',
   'engine.restart',
   'models.list',
@@ -54,6 +55,7 @@ const METHODS = [
   'documents.delete',
   'documents.recompress',
   'documents.compare',
+  'documents.keptPositions',
   'tasks.cancel',
   'server.info',
   'chats.list',

@@ -3,7 +3,7 @@ import userEvent from '@testing-library/user-event';
 import { describe, expect, it } from 'vitest';
 
 import type { Result } from '../../../electron/api/contract.ts';
-import { createFakeApi, detail, doc, rebasedDetail, stats } from '../test/fake-api.ts';
+import { createFakeApi, detail, doc, rebasedDetail, settings, stats } from '../test/fake-api.ts';
 import type { KeptPositions } from '../../../electron/api/contract.ts';
 import { GLOSSARY } from '../lib/glossary.ts';
 import { renderApp } from '../test/render-app.tsx';
@@ -155,6 +155,9 @@ describe('the inspector: never stale', () => {
       a: 'ada-snapkv',
       b: 'snapkv',
     });
+    // Another safeguard α in the settings: the comparison ran with the old one.
+    act(() => api.emit('settings.changed', settings({ compression: { ...settings().compression, alpha: 0.5 } })));
+    await screen.findByTestId('compare-stale');
   });
 
   it('a saved cache made with other settings says so, with a way to compress it now', async () => {

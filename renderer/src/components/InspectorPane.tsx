@@ -14,8 +14,10 @@ import {
   type KeptPositions,
 } from '../../../electron/api/contract.ts';
 import { loadDetail, recompressDocument, useDocuments } from '../stores/documents.ts';
+import { useSettings } from '../stores/settings.ts';
 import {
   cacheKey,
+  compareKey,
   keptKey,
   loadKeptPositions,
   lockHead,
@@ -390,7 +392,8 @@ function CompareSection({
 }) {
   const documentId = detail.id;
   const raw = useInspector((s) => s.compare[documentId]);
-  const entry = raw ? { result: raw.result, stale: raw.key !== cacheKey(detail) } : null;
+  const compression = useSettings((s) => s.settings?.compression ?? null);
+  const entry = raw ? { result: raw.result, stale: raw.key !== compareKey(detail, compression) } : null;
   const comparing = useInspector((s) => !!s.comparing[documentId]);
   const error = useInspector((s) => s.compareError[documentId]);
   const task = useTasks((s) => documentTask(s, documentId, 'compare'));
@@ -439,8 +442,8 @@ function CompareSection({
       {comparison && entry.stale && (
         <div className="notice stale-notice" role="status" data-testid="compare-stale">
           <span>
-            <strong>Out of date:</strong> computed at {budgetInline(comparison.budget)} for the cache the document had
-            then; it has been compressed again since
+            <strong>Out of date:</strong> computed at {budgetInline(comparison.budget)} for the cache and the settings
+            of then; the document or the compression settings have changed since
             {budget !== undefined ? ` (now ${budgetInline(budget)})` : ''}.
           </span>{' '}
           <button type="button" className="button small" onClick={compute} disabled={comparing}>
@@ -538,7 +541,8 @@ export function InspectorPane({ documentId }: { documentId: string }) {
     useShallow((s) => ({ metric: s.metric, source: s.source, selected: s.selected })),
   );
   const raw = useInspector((s) => s.compare[documentId]);
-  const entry = raw && detail ? { result: raw.result, stale: raw.key !== cacheKey(detail) } : null;
+  const compression = useSettings((s) => s.settings?.compression ?? null);
+  const entry = raw && detail ? { result: raw.result, stale: raw.key !== compareKey(detail, compression) } : null;
   useEffect(() => {
     if (!detail) void loadDetail(documentId);
   }, [documentId, detail]);

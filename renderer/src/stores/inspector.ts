@@ -5,9 +5,16 @@
 // the current cache's.
 import { create } from 'zustand';
 
-import type { CompressionMethod, DocumentSummary, KeptPositions, Result } from '../../../electron/api/contract.ts';
+import type {
+  CompressionMethod,
+  CompressionSettings,
+  DocumentSummary,
+  KeptPositions,
+  Result,
+} from '../../../electron/api/contract.ts';
 import { api, errorCode, errorMessage } from '../api/client.ts';
 import type { Metric } from '../lib/heatmap.ts';
+import { useSettings } from './settings.ts';
 
 /** The grid's cache: the saved one, or one of the comparison's two runs. */
 export type Source = 'cache' | 'a' | 'b';
@@ -15,7 +22,7 @@ export type Source = 'cache' | 'a' | 'b';
 /** Two methods' runs at one budget; each run's stats name its method. */
 export type Comparison = Result<'documents.compare'>;
 
-/** A comparison and the cache it was computed from (cacheKey of the document then). */
+/** A comparison and what it was computed from (compareKey then). */
 export interface ComparisonEntry {
   result: Comparison;
   key: string;
@@ -59,6 +66,12 @@ export function cacheKey(
   return JSON.stringify([d.modelId, d.compression, d.readPages, d.tokens, d.kvBytesKept]);
 }
 
+/** What a comparison is computed from: the document's cache and the compression settings now (the core runs
+ * both methods with the settings' α, window and kernel). */
+export function compareKey(d: Parameters<typeof cacheKey>[0], compression: CompressionSettings | null): string {
+  return JSON.stringify([cacheKey(d), compression]);
+}
+
 export function setMetric(metric: Metric): void {
   useInspector.setState({ metric });
 }
@@ -78,7 +91,7 @@ export async function runCompare(
   budget?: number,
 ): Promise<void> {
   const documentId = document.id;
-  const key = cacheKey(document);
+  const key = compareKey(document, useSettings.getState().settings?.compression ?? null);
   useInspector.setState((s) => {
     const compareError = { ...s.compareError };
     delete compareError[documentId];
