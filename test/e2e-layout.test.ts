@@ -168,6 +168,7 @@ for (const [width, height] of [
       await page.keyboard.press('Enter');
     }
     await page.getByTestId('kept-text').waitFor();
+    await page.getByTestId('head-detail').screenshot({ path: join(shots, `layout-${size}-head-detail.png`) });
     await page.screenshot({ path: join(shots, `layout-${size}-inspector.png`), fullPage: true });
     assert.deepEqual(await overflows(), [], `inspector at ${size}`);
 
