@@ -39,6 +39,7 @@ const GRANT: GrantChannel = 'folio:grant-file';
 const METHODS = [
   'settings.get',
   'settings.update',
+  'settings.reset',
   'engine.status',
   'engine.restart',
   'models.list',
@@ -55,6 +56,7 @@ const METHODS = [
   'documents.recompress',
   'documents.compare',
   'documents.rename',
+  'documents.keptPositions',
   'tasks.cancel',
   'server.info',
   'chats.list',

@@ -241,6 +241,27 @@ export const RetainedPassage = z.object({
 });
 export type RetainedPassage = z.infer<typeof RetainedPassage>;
 
+/** Which entries one KV head kept of the document, read from the saved cache (documents.keptPositions). */
+export const KeptPositions = z.object({
+  layer: z.number().int(),
+  head: z.number().int(),
+  /** Entries the head holds, the observation window included. */
+  kept: z.number().int(),
+  prefixTokens: z.number().int(),
+  /** The observation window: the prefix's last tokens, which every head keeps; and how many of them this head holds. */
+  window: z.number().int(),
+  inWindow: z.number().int(),
+  /** Kept entries of the system prompt and the chat template around the pages. */
+  outsidePages: z.number().int(),
+  /** Per page read: its tokens and how many of them the head kept. */
+  pages: z.array(z.object({ page: z.number().int(), tokens: z.number().int(), kept: z.number().int() })),
+  /** Character ranges of a page's text the head kept (runs of kept tokens); window: in the observation window. */
+  spans: z.array(
+    z.object({ page: z.number().int(), start: z.number().int(), end: z.number().int(), window: z.boolean() }),
+  ),
+});
+export type KeptPositions = z.infer<typeof KeptPositions>;
+
 export const DocumentDetail = DocumentSummary.extend({
   pageList: z.array(DocumentPage),
   stats: CompressionStats.nullable(),
@@ -375,6 +396,8 @@ export type ServerInfo = z.infer<typeof ServerInfo>;
 export const methods = {
   'settings.get': { params: Empty, result: Settings },
   'settings.update': { params: SettingsPatch, result: Settings },
+  /** Every setting back to its default (the model and the model folders stay); refused values are checked as in update. */
+  'settings.reset': { params: Empty, result: Settings },
 
   'engine.status': { params: Empty, result: EngineStatus },
   /** Retry: starts an engine that crashed too often to restart by itself (or was stopped); no-op otherwise. */
@@ -454,6 +477,12 @@ export const methods = {
     }),
     // Each run's stats name its method.
     result: z.object({ budget: BudgetValue, a: CompressionStats, b: CompressionStats }),
+  },
+
+  /** The positions one KV head of the saved cache kept, folded onto the document's pages. */
+  'documents.keptPositions': {
+    params: z.object({ documentId: Id, layer: z.number().int().min(0), head: z.number().int().min(0) }),
+    result: KeptPositions,
   },
 
   'tasks.cancel': { params: z.object({ taskId: Id }), result: Ok },

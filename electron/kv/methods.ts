@@ -110,3 +110,22 @@ export function isCompressionMethod(name: string): name is CompressionMethod {
 export function methodLabel(name: string): string {
   return isCompressionMethod(name) ? methodRow(name).label : name;
 }
+
+/** Which compression settings a method reads, from its row: the safeguard α shares a layer's budget among
+ * its heads (the Ada allocator), β shapes the pyramid schedule, and the observation window and the pooling
+ * kernel score the tokens (the scored methods; StreamingLLM keeps the first and the last tokens unscored). */
+export function methodParams(name: CompressionMethod): {
+  alpha: boolean;
+  beta: boolean;
+  window: boolean;
+  kernel: boolean;
+} {
+  const m = methodRow(name);
+  const scored = m.selection === 'scored';
+  return {
+    alpha: scored && m.allocator === 'ada',
+    beta: scored && m.schedule === 'pyramid',
+    window: scored,
+    kernel: scored,
+  };
+}

@@ -39,7 +39,7 @@ export const CATALOG: readonly CatalogEntry[] = [
     fileBytes: 2_104_932_768,
     sha256: '626b4a6678b86442240e33df819e00132d3ba7dddfe1cdc4fbb18e0a9615c62d',
     description:
-      'Better answers on longer documents; wants 8 GB of memory or more. 32K context. Qwen Research License.',
+      'Better answers on longer documents; wants 8 GiB of memory or more. 32K context. Qwen Research License.',
   },
   {
     id: 'llama-3.2-1b-instruct-q4_k_m',
@@ -56,7 +56,7 @@ export const CATALOG: readonly CatalogEntry[] = [
     url: 'https://huggingface.co/bartowski/Llama-3.2-3B-Instruct-GGUF/resolve/main/Llama-3.2-3B-Instruct-Q4_K_M.gguf',
     fileBytes: 2_019_377_696,
     sha256: '6c1a2b41161032677be168d354123594c0e6e67d2b9227c84f296ad037c728ff',
-    description: 'Stronger answers with a 128K context; wants 8 GB of memory or more. Llama 3.2 Community License.',
+    description: 'Stronger answers with a 128K context; wants 8 GiB of memory or more. Llama 3.2 Community License.',
   },
 ];
 

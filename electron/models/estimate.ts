@@ -35,6 +35,7 @@
 import { freemem, totalmem } from 'node:os';
 
 import { ApiError, type CompressionSettings, type MemoryEstimate } from '../api/contract.ts';
+import { formatBytes } from '../api/units.ts';
 import { DEFAULT_WINDOW, resolveBudget } from '../kv/budget.ts';
 import { methodRow } from '../kv/methods.ts';
 import { inspectGguf, type GgufSummary } from './gguf-header.ts';
@@ -285,17 +286,7 @@ export async function estimateForFile(path: string, o: EstimateOptions = {}): Pr
   return estimateMemory(shapeFromSummary(await inspectGguf(path)), o);
 }
 
-const KiB = 1024;
-const MiB = 1024 * KiB;
-const GiB = 1024 * MiB;
-
-/** 5.2 GiB, 310.4 MiB, 32 KiB, 100 B. */
-export function formatBytes(n: number): string {
-  if (n >= GiB) return `${(n / GiB).toFixed(1)} GiB`;
-  if (n >= MiB) return `${(n / MiB).toFixed(1)} MiB`;
-  if (n >= KiB) return `${Number((n / KiB).toFixed(1))} KiB`;
-  return `${Math.round(n)} B`;
-}
+export { formatBytes };
 
 function count(n: number): string {
   return n.toLocaleString('en-US');

@@ -1,6 +1,6 @@
 // The app core: storage, the engine process and the services, wired to the API contract. The Electron
 // shell and the web host both serve `dispatcher`; nothing here imports 'electron'.
-import { ApiError, type EngineStatus, type ServerInfo, type Settings } from '../api/contract.ts';
+import { ApiError, type EngineStatus, type ServerInfo } from '../api/contract.ts';
 import { Dispatcher, EventBus, type Handlers } from '../api/dispatcher.ts';
 import { EngineClient, type EngineClientOptions } from '../engine/client.ts';
 import { openStorage, type Storage, type StorageOptions } from '../storage/index.ts';
@@ -10,6 +10,7 @@ import { EngineManager } from './engine-manager.ts';
 import { ModelsService, type ModelsServiceOptions } from './models-service.ts';
 import { OpenAiService } from './openai-service.ts';
 import { dataPaths } from './paths.ts';
+import { SettingsService } from './settings-service.ts';
 import { Tasks } from './tasks.ts';
 
 export interface AppCoreOptions {
@@ -52,6 +53,7 @@ export async function createAppCore(o: AppCoreOptions): Promise<AppCore> {
   const documents = new DocumentsService(storage, engine, models, tasks, bus, paths.caches, o.readCheckpointSeconds);
   const chats = new ChatsService(storage, engine, documents, bus);
   const openai = new OpenAiService(storage, engine, models, documents);
+  const settings = new SettingsService(storage, models, documents, bus);
 
   if (o.model) {
     const entry = await models.add(o.model);
@@ -64,16 +66,9 @@ export async function createAppCore(o: AppCoreOptions): Promise<AppCore> {
   const ok = { ok: true as const };
   let serverInfo: ServerInfo = { apiUrl: null, apiToken: null };
   const handlers: Handlers = {
-    'settings.get': () => storage.settings.get(),
-    'settings.update': (p) => {
-      const before = storage.settings.get();
-      const s: Settings = storage.settings.update(p);
-      bus.emit('settings.changed', s);
-      // Documents compressed with other settings show as stale now.
-      if (before.modelId !== s.modelId || JSON.stringify(before.compression) !== JSON.stringify(s.compression))
-        for (const d of storage.documents.list()) documents.changed(d.id);
-      return s;
-    },
+    'settings.get': () => settings.get(),
+    'settings.update': (p) => settings.update(p),
+    'settings.reset': () => settings.reset(),
     'engine.status': (): EngineStatus => engine.status(),
     'engine.restart': () => engine.restart(),
     'models.list': () => models.list(),
@@ -90,6 +85,7 @@ export async function createAppCore(o: AppCoreOptions): Promise<AppCore> {
     'documents.delete': async (p) => (await documents.delete(p.documentId), ok),
     'documents.recompress': (p) => documents.recompress(p),
     'documents.compare': (p) => documents.compare(p),
+    'documents.keptPositions': (p) => documents.keptPositions(p),
     'tasks.cancel': (p) => (tasks.cancel(p.taskId), ok),
     'server.info': () => serverInfo,
     'chats.list': (p) => chats.list(p.documentId),

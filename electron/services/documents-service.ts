@@ -35,6 +35,8 @@ import { toSummary, type DocumentRecord, type Storage } from '../storage/index.t
 import type { EngineManager, LoadedModel } from './engine-manager.ts';
 import { shapeFromInfo } from '../models/estimate.ts';
 import type { Conversation } from './chat-format.ts';
+import { readKeptPositions } from '../engine/session-file.ts';
+import { foldKeptPositions } from './kept-positions.ts';
 import { conversationFor, documentPrefix, type ChatFormat } from './prefix.ts';
 import { planRead } from './read-plan.ts';
 import { conversationRoom, fittingPages, lastFittingPage, pagesRead } from './room.ts';
@@ -141,6 +143,47 @@ export class DocumentsService {
       stats,
       passages: this.passages(documentId, pagesRead(pages, doc.readPages), stats),
     };
+  }
+
+  /**
+   * The positions one KV head kept, read from the saved cache (not the engine's copy in memory, so nothing is
+   * loaded), folded onto the pages read. Refused when there is no saved cache, when the read re-based the
+   * positions (the cache no longer says which token an entry came from), or when the file does not match
+   * the document's read.
+   */
+  async keptPositions(params: Params<'documents.keptPositions'>): Promise<Result<'documents.keptPositions'>> {
+    const doc = this.storage.documents.require(params.documentId);
+    const stats = this.storage.stats.get(doc.id);
+    const charMap = this.storage.documents.charMap(doc.id);
+    const tokens = this.storage.documents.tokens(doc.id);
+    if (!doc.kvPath || !existsSync(doc.kvPath) || !stats || !charMap || !tokens)
+      throw new ApiError('DOCUMENT_NOT_READY', 'the document has no saved cache yet: compress it first');
+    const { layer, head } = params;
+    if (layer >= stats.layers.length || head >= (stats.layers[layer]?.heads.length ?? 0))
+      throw new ApiError(
+        'BAD_REQUEST',
+        `the cache has ${stats.layers.length} layers of ${stats.layers[0]?.heads.length ?? 0} KV heads: there is no layer ${layer}, head ${head}`,
+      );
+    if (stats.rebased)
+      throw new ApiError(
+        'NOT_AVAILABLE',
+        'this document was read with re-based positions, so its cache no longer says which token each entry came from: compress a range of pages that fits the context to see them',
+      );
+    const { header, positions } = await readKeptPositions(doc.kvPath, layer, head);
+    if (header.tokens !== tokens.length || header.layers !== stats.layers.length)
+      throw new ApiError(
+        'SESSION_FILE_CORRUPT',
+        'the saved cache does not match the document as it was read: compress it again to rebuild it',
+      );
+    return foldKeptPositions({
+      layer,
+      head,
+      positions,
+      charMap,
+      pages: pagesRead(this.storage.documents.pages(doc.id), doc.readPages),
+      prefixTokens: stats.prefixTokens,
+      window: stats.compressed ? stats.window : 0,
+    });
   }
 
   /** The retention map folded onto sentences of each page read. */

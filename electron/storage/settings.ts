@@ -138,6 +138,24 @@ export class SettingsRepo {
    * that fails validation, alone or merged, throws StorageError BAD_REQUEST and changes nothing.
    */
   update(patch: SettingsPatch | unknown): Settings {
+    const next = this.merged(patch);
+    this.db.transaction(() => {
+      const { modelFolders, ...stored } = next;
+      this.upsertRow.run(JSON.stringify(stored satisfies Stored), isoTime(this.scheduler));
+      if ((patch as SettingsPatch).modelFolders !== undefined) this.models.setFolders(modelFolders);
+    })();
+    return this.get();
+  }
+
+  /** Every setting to its default but the model and the model folders (kept: they say what is on this machine). */
+  reset(): Settings {
+    const { modelFolders: _folders, ...stored } = { ...copyDefaults(), modelId: this.get().modelId };
+    this.upsertRow.run(JSON.stringify(stored satisfies Stored), isoTime(this.scheduler));
+    return this.get();
+  }
+
+  /** The settings a patch would make, checked, without storing them (throws as update does). */
+  merged(patch: SettingsPatch | unknown): Settings {
     const parsed = StrictSettingsPatch.safeParse(patch);
     if (!parsed.success)
       throw new StorageError('BAD_REQUEST', `settings: ${issueText(parsed.error, '')}`, parsed.error.issues);
@@ -154,13 +172,7 @@ export class SettingsRepo {
     const checked = Settings.safeParse(merged);
     if (!checked.success)
       throw new StorageError('BAD_REQUEST', `settings: ${issueText(checked.error, '')}`, checked.error.issues);
-    const next = checked.data;
-    this.db.transaction(() => {
-      const { modelFolders, ...stored } = next;
-      this.upsertRow.run(JSON.stringify(stored satisfies Stored), isoTime(this.scheduler));
-      if (p.modelFolders !== undefined) this.models.setFolders(modelFolders);
-    })();
-    return this.get();
+    return checked.data;
   }
 }
 

@@ -14,6 +14,7 @@ import { MainPane } from './MainPane.tsx';
 import { ModelsPage } from './ModelsPage.tsx';
 import { SettingsPage } from './SettingsPage.tsx';
 import { Sidebar } from './Sidebar.tsx';
+import { SidebarToggle, useSidebar } from './SidebarToggle.tsx';
 import { useThemeEffect } from './theme.ts';
 
 function isTextField(el: Element | null): boolean {
@@ -198,13 +199,23 @@ export function App({ loadError }: { loadError?: string | null }) {
   useShortcuts();
   const route = useUi((s) => s.route);
   const drop = useDropZone();
+  const sidebar = useSidebar();
   return (
-    <div className="app" {...drop.handlers}>
+    <div
+      className="app"
+      data-sidebar={sidebar.overlay ? 'overlay' : sidebar.visible ? 'shown' : 'hidden'}
+      {...drop.handlers}
+    >
       <a className="skip-link" href="#main">
         Skip to the main content
       </a>
-      <Sidebar />
+      {sidebar.visible && (
+        <div id="sidebar" className="sidebar-slot">
+          <Sidebar />
+        </div>
+      )}
       <main id="main" className="main" tabIndex={-1}>
+        <SidebarToggle />
         <Banners />
         {loadError && (
           <div className="banner error" role="alert">

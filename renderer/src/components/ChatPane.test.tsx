@@ -157,7 +157,7 @@ describe('the chat', () => {
     const bar = screen.getByTestId('context-meter');
     expect(within(bar).getByText('387 / 512')).toBeTruthy();
     // The cache as kept against full, in the app's byte format (72,000 and 240,000 bytes).
-    expect(screen.getByTestId('context-cache').textContent).toBe('cache 70.3 KB of 234 KB');
+    expect(screen.getByTestId('context-cache').textContent).toBe('cache 70.3 KiB of 234.4 KiB');
     // Each part of the bar is its share of the context.
     const widths = ['sys', 'doc', 'conv'].map((k) => bar.querySelector<HTMLElement>(`.meter-${k}`)?.style.width);
     expect(widths.map((w) => Number.parseFloat(w ?? '')).map((w) => w.toFixed(2))).toEqual(['4.69', '68.55', '2.34']);
@@ -174,7 +174,7 @@ describe('the chat', () => {
         '375 of 512 tokens (73%): system prompt 345, document 30, conversation 0',
       ),
     );
-    expect(screen.getByTestId('context-cache').textContent).toBe('cache 70.3 KB of 234 KB');
+    expect(screen.getByTestId('context-cache').textContent).toBe('cache 70.3 KiB of 234.4 KiB');
   });
 
   it('an answer stopped by a full context offers a new chat over the same document', async () => {

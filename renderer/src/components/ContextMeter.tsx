@@ -37,7 +37,7 @@ export function usageParts(u: ContextUsage): UsageParts {
   return { used, fraction, level: fraction >= 0.9 ? 'full' : fraction >= 0.75 ? 'high' : 'ok', widths, text };
 }
 
-/** "cache 72.0 KB of 240 KB", or null while the document has no cache. */
+/** "cache 70.3 KiB of 234.4 KiB", or null while the document has no cache. */
 export function cacheText(u: ContextUsage): string | null {
   if (u.kvBytesKept === null || u.kvBytesFull === null || u.kvBytesFull <= 0) return null;
   return `cache ${formatBytes(u.kvBytesKept)} of ${formatBytes(u.kvBytesFull)}`;

@@ -238,12 +238,21 @@ function HeatmapTable({ stats, metric, label }: { stats: CompressionStats; metri
   );
 }
 
-export function HeatmapLegend({ metric, domain }: { metric: Metric; domain: Domain }) {
+/** The colour scale of the grid beside it: its ends are the shown data's lowest and highest values. */
+export function HeatmapLegend({
+  metric,
+  domain,
+  testId = 'heatmap-legend',
+}: {
+  metric: Metric;
+  domain: Domain;
+  testId?: string;
+}) {
   const info = METRICS.find((m) => m.id === metric)!;
   return (
-    <div className="heatmap-legend" data-testid="heatmap-legend">
-      <span className="legend-title small">
-        {info.label} <span className="muted">({info.unit})</span>
+    <div className="heatmap-legend" data-testid={testId} data-domain={JSON.stringify(domain)}>
+      <span className="legend-title small" title={info.explain}>
+        {info.label} <span className="muted">({info.unit}: lowest to highest shown)</span>
       </span>
       <span className="legend-bar" style={{ backgroundImage: cssGradient() }} aria-hidden="true" />
       <span className="legend-ends small">

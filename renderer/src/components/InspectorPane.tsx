@@ -1,12 +1,25 @@
 // The inspector: what Ada-KV compression did to this document's cache. A layer x KV-head heatmap of the
-// allocated budgets (or of retained attention mass, or concentration), a locked head's detail, per-layer
-// memory, the memory saved, and any two methods side by side for the same document and budget.
+// allocated budgets (or of retained attention mass, or concentration), a locked head's detail with the
+// tokens it kept on the document's text, per-layer memory, the memory saved, and any two methods side by
+// side for the same document and budget. Every term carries its one-line explanation (lib/glossary.ts);
+// a comparison computed from another cache than the document's now is marked stale, with a recompute.
 import { useEffect, useMemo, useState } from 'react';
 import { useShallow } from 'zustand/react/shallow';
 
-import { compareCounterpart, type CompressionMethod, type CompressionStats } from '../../../electron/api/contract.ts';
-import { loadDetail, useDocuments } from '../stores/documents.ts';
 import {
+  compareCounterpart,
+  type CompressionMethod,
+  type CompressionStats,
+  type DocumentDetail,
+  type KeptPositions,
+} from '../../../electron/api/contract.ts';
+import { loadDetail, recompressDocument, useDocuments } from '../stores/documents.ts';
+import { useSettings } from '../stores/settings.ts';
+import {
+  cacheKey,
+  compareKey,
+  keptKey,
+  loadKeptPositions,
   lockHead,
   runCompare,
   setMetric,
@@ -15,7 +28,8 @@ import {
   type Comparison,
   type Source,
 } from '../stores/inspector.ts';
-import { RECOMMENDED_METHOD } from '../../../electron/kv/methods.ts';
+import { methodParams, RECOMMENDED_METHOD } from '../../../electron/kv/methods.ts';
+import { explain, Term } from './Term.tsx';
 import { documentTask, useTasks } from '../stores/tasks.ts';
 import { budgetInline } from '../lib/budget-label.ts';
 import { formatBytes, formatCount, formatDuration, formatPercent } from '../lib/format.ts';
@@ -36,11 +50,15 @@ export function meanMass(stats: CompressionStats): number {
 }
 
 function MemorySummary({ stats }: { stats: CompressionStats }) {
+  // Only the settings this method reads (α for the Ada allocator, window and kernel for the scored ones).
+  const params = methodParams(stats.method);
   const saved = stats.kvBytesFull - stats.kvBytesKept;
   const f = stats.kvBytesFull > 0 ? saved / stats.kvBytesFull : 0;
   return (
     <section className="card memory-summary" aria-labelledby="memory-heading">
-      <h3 id="memory-heading">Memory</h3>
+      <h3 id="memory-heading">
+        <Term id="memory" />
+      </h3>
       <p className="big-number" data-testid="memory-saved">
         saves {formatPercent(f)}
       </p>
@@ -58,13 +76,35 @@ function MemorySummary({ stats }: { stats: CompressionStats }) {
         <dd>{formatCount(stats.prefixTokens)} tokens</dd>
         {stats.compressed && (
           <>
-            <dt>Budget per head</dt>
+            <dt>
+              <Term id="budget">Budget per head</Term>
+            </dt>
             <dd>
-              {formatCount(stats.budget)} tokens ({formatCount(stats.budgetSelectable)} chosen +{' '}
-              {formatCount(stats.window)} window)
+              {formatCount(stats.budget)} tokens
+              {params.window && (
+                <>
+                  {' '}
+                  ({formatCount(stats.budgetSelectable)} chosen + {formatCount(stats.window)}{' '}
+                  <Term id="window">window</Term>)
+                </>
+              )}
             </dd>
-            <dt>Safeguard α</dt>
-            <dd>{stats.alpha}</dd>
+            {params.alpha && (
+              <>
+                <dt>
+                  <Term id="alpha" />
+                </dt>
+                <dd>{stats.alpha}</dd>
+              </>
+            )}
+            {params.window && (
+              <>
+                <dt>
+                  <Term id="kernel" />
+                </dt>
+                <dd>{stats.kernel}</dd>
+              </>
+            )}
           </>
         )}
         <dt>Time</dt>
@@ -74,7 +114,7 @@ function MemorySummary({ stats }: { stats: CompressionStats }) {
       </dl>
       {stats.budgetClamped && (
         <p className="notice small">
-          The budget was too small for the observation window and was raised to window + 1.
+          The budget was too small for the <Term id="window">observation window</Term> and was raised to window + 1.
         </p>
       )}
       {!stats.compressed && <p className="notice small">Not compressed{stats.reason ? `: ${stats.reason}` : ''}.</p>}
@@ -97,13 +137,17 @@ function ReadingSummary({ stats, contextTokens }: { stats: CompressionStats; con
         </dd>
         {stats.chunks > 1 && (
           <>
-            <dt>Cache peak</dt>
-            <dd title="The most the cache held during the read, against the bound a chunked read keeps under">
+            <dt>
+              <Term id="cachePeak" />
+            </dt>
+            <dd>
               {formatBytes(stats.kvBytesPeak)} of {formatBytes(stats.kvBytesBound)} bound
             </dd>
           </>
         )}
-        <dt>Positions</dt>
+        <dt>
+          <Term id="positions" />
+        </dt>
         <dd>
           {formatCount(stats.positions)}
           {contextTokens ? ` of ${formatCount(contextTokens)}` : ''}
@@ -144,7 +188,16 @@ function LayerMemory({ stats }: { stats: CompressionStats }) {
   );
 }
 
-function HeadDetail({ stats, cell }: { stats: CompressionStats; cell: { row: number; col: number } }) {
+function HeadDetail({
+  stats,
+  cell,
+  detail,
+}: {
+  stats: CompressionStats;
+  cell: { row: number; col: number };
+  /** The document whose saved cache `stats` describes; null when the grid shows a comparison's run. */
+  detail: DocumentDetail | null;
+}) {
   const layer = stats.layers[cell.row];
   const head = layer?.heads[cell.col];
   if (!layer || !head) return null;
@@ -155,14 +208,16 @@ function HeadDetail({ stats, cell }: { stats: CompressionStats; cell: { row: num
     <section className="card head-detail" aria-labelledby="head-heading" data-testid="head-detail">
       <div className="section-head">
         <h3 id="head-heading">
-          Layer {cell.row} · KV head {cell.col}
+          Layer {cell.row} · <Term id="kvHead">KV head</Term> {cell.col}
         </h3>
         <button type="button" className="link-button" onClick={() => lockHead(null)}>
           Unlock
         </button>
       </div>
       <dl className="facts side-facts">
-        <dt>Kept tokens</dt>
+        <dt>
+          <Term id="keptTokens" />
+        </dt>
         <dd>
           {formatCount(head.kept)}{' '}
           <span className="muted small">
@@ -172,52 +227,181 @@ function HeadDetail({ stats, cell }: { stats: CompressionStats; cell: { row: num
         </dd>
         <dt>Share of the layer’s budget</dt>
         <dd>{formatPercent(layerKept > 0 ? head.kept / layerKept : 0, 1)}</dd>
-        <dt>Attention retained</dt>
+        <dt>
+          <Term id="retainedMass" />
+        </dt>
         <dd>{formatPercent(head.retainedMass, 1)}</dd>
-        <dt>Concentration</dt>
-        <dd title="Share of the document's tokens that hold 90% of this head's attention">
-          {formatPercent(head.concentration, 1)} of tokens hold 90%
-        </dd>
-        <dt>Layer budget</dt>
+        <dt>
+          <Term id="concentration" />
+        </dt>
+        <dd>{formatPercent(head.concentration, 1)} of tokens hold 90%</dd>
+        <dt>
+          <Term id="budget">Layer budget</Term>
+        </dt>
         <dd>{formatCount(layer.budget)} per head</dd>
-        <dt>Layer bound ε/C</dt>
-        <dd title="2·(heads − Σ retained mass): lower is better">{layer.epsOverC.toFixed(3)}</dd>
-        <dt>Layer memory</dt>
+        <dt>
+          <Term id="epsOverC" />
+        </dt>
+        <dd>{layer.epsOverC.toFixed(3)}</dd>
+        <dt>
+          <Term id="memory">Layer memory</Term>
+        </dt>
         <dd>
           {formatBytes(layer.bytesKept)} of {formatBytes(layer.bytesFull)}
         </dd>
         {layer.attnL1 !== null && (
           <>
-            <dt>Attention L1 loss</dt>
+            <dt>
+              <Term id="attnL1" />
+            </dt>
             <dd>{layer.attnL1.toFixed(4)}</dd>
           </>
         )}
-        <dt>Layer time</dt>
+        <dt>
+          <Term id="layerTime" />
+        </dt>
         <dd className="small">
           {formatDuration(layer.msScore + layer.msSelect + layer.msCompact)} (score, select, compact)
         </dd>
       </dl>
+      {detail ? (
+        <KeptTokens key={`${cell.row}:${cell.col}`} detail={detail} layer={cell.row} head={cell.col} />
+      ) : (
+        <p className="muted small">
+          Which tokens a head kept is read from the saved cache: switch the grid to the saved cache to see them.
+        </p>
+      )}
     </section>
   );
 }
 
+/** One head's kept tokens on the document: counts, the pages, and a page's text with what it kept marked. */
+function KeptTokens({ detail, layer, head }: { detail: DocumentDetail; layer: number; head: number }) {
+  const k = keptKey(detail.id, cacheKey(detail), layer, head);
+  const kept = useInspector((s) => s.kept[k]);
+  const error = useInspector((s) => s.keptError[k]);
+  const [page, setPage] = useState<number | null>(null);
+  useEffect(() => {
+    void loadKeptPositions(detail, layer, head);
+  }, [detail, layer, head]);
+  if (error)
+    return (
+      <div className="kept-tokens" data-testid="kept-tokens">
+        <p className="msg-error small" role="alert">
+          Could not read the head’s tokens: {error}
+        </p>
+        <button type="button" className="link-button" onClick={() => void loadKeptPositions(detail, layer, head, true)}>
+          Try again
+        </button>
+      </div>
+    );
+  if (!kept)
+    return (
+      <p className="muted small" data-testid="kept-tokens">
+        Reading the head’s tokens from the saved cache…
+      </p>
+    );
+  const shown = page ?? busiestPage(kept);
+  return (
+    <div className="kept-tokens" data-testid="kept-tokens">
+      <h4>On the document</h4>
+      <p className="small" data-testid="kept-summary">
+        Kept {formatCount(kept.kept)} of {formatCount(kept.prefixTokens)} tokens:{' '}
+        {formatCount(kept.kept - kept.inWindow - kept.outsidePages)} chosen on the pages, {formatCount(kept.inWindow)}{' '}
+        of the <Term id="window">observation window</Term> (every head keeps it)
+        {kept.outsidePages > 0 ? `, ${formatCount(kept.outsidePages)} of the prompt around the pages` : ''}.
+      </p>
+      <ul className="kept-pages" aria-label="Kept tokens per page">
+        {kept.pages.map((p) => (
+          <li key={p.page}>
+            <button type="button" className="kept-page" aria-pressed={p.page === shown} onClick={() => setPage(p.page)}>
+              <span>p. {p.page}</span>
+              <span className="bar-track" aria-hidden="true">
+                <span className="bar-kept" style={{ width: `${(100 * p.kept) / Math.max(1, p.tokens)}%` }} />
+              </span>
+              <span className="small">
+                {formatCount(p.kept)} of {formatCount(p.tokens)}
+              </span>
+            </button>
+          </li>
+        ))}
+      </ul>
+      {shown !== null && <KeptText detail={detail} kept={kept} page={shown} />}
+    </div>
+  );
+}
+
+/** The page whose tokens the head kept the most of (the window aside), the one shown first. */
+function busiestPage(kept: KeptPositions): number | null {
+  const chosen = new Map<number, number>();
+  for (const s of kept.spans) if (!s.window) chosen.set(s.page, (chosen.get(s.page) ?? 0) + s.end - s.start);
+  let best: number | null = kept.pages[0]?.page ?? null,
+    most = 0;
+  for (const [p, n] of chosen)
+    if (n > most) {
+      best = p;
+      most = n;
+    }
+  return best;
+}
+
+function KeptText({ detail, kept, page }: { detail: DocumentDetail; kept: KeptPositions; page: number }) {
+  const text = detail.pageList.find((p) => p.page === page)?.text ?? '';
+  const parts = useMemo(() => {
+    const out: { text: string; mark: 'chosen' | 'window' | null }[] = [];
+    let at = 0;
+    for (const s of kept.spans) {
+      if (s.page !== page || s.start < at) continue;
+      if (s.start > at) out.push({ text: text.slice(at, s.start), mark: null });
+      out.push({ text: text.slice(s.start, s.end), mark: s.window ? 'window' : 'chosen' });
+      at = s.end;
+    }
+    if (at < text.length) out.push({ text: text.slice(at), mark: null });
+    return out;
+  }, [kept, page, text]);
+  return (
+    <figure className="kept-text-figure">
+      <figcaption className="small muted">
+        Page {page}: <mark className="kept-chosen">chosen by the head</mark>{' '}
+        <mark className="kept-window">observation window</mark>, the rest dropped.
+      </figcaption>
+      <div className="kept-text" data-testid="kept-text">
+        {parts.map((x, i) =>
+          x.mark ? (
+            <mark key={i} className={`kept-${x.mark}`}>
+              {x.text}
+            </mark>
+          ) : (
+            <span key={i}>{x.text}</span>
+          ),
+        )}
+      </div>
+    </figure>
+  );
+}
+
 function CompareSection({
-  documentId,
+  detail,
   method,
   budget,
 }: {
-  documentId: string;
+  detail: DocumentDetail;
   /** The document's method: the first pick by default, its counterpart the second. */
   method: CompressionMethod;
   budget: number | undefined;
 }) {
-  const comparison = useInspector((s) => s.compare[documentId]);
+  const documentId = detail.id;
+  const raw = useInspector((s) => s.compare[documentId]);
+  const compression = useSettings((s) => s.settings?.compression ?? null);
+  const entry = raw ? { result: raw.result, stale: raw.key !== compareKey(detail, compression) } : null;
   const comparing = useInspector((s) => !!s.comparing[documentId]);
   const error = useInspector((s) => s.compareError[documentId]);
   const task = useTasks((s) => documentTask(s, documentId, 'compare'));
   const metric = useInspector((s) => s.metric);
   const [a, setA] = useState<CompressionMethod>(method);
   const [b, setB] = useState<CompressionMethod>(() => compareCounterpart(method));
+  const comparison = entry?.result;
+  // One domain for the two grids shown side by side (equal colours, equal values), from those two only.
   const domain = useMemo(
     () =>
       comparison
@@ -225,16 +409,12 @@ function CompareSection({
         : ([0, 1] as const),
     [comparison, metric],
   );
+  const compute = () => void runCompare(detail, { a, b }, budget);
   return (
     <section className="card compare" aria-labelledby="compare-heading">
       <div className="section-head">
         <h3 id="compare-heading">Two methods, side by side</h3>
-        <button
-          type="button"
-          className="button small"
-          onClick={() => void runCompare(documentId, { a, b }, budget)}
-          disabled={comparing}
-        >
+        <button type="button" className="button small" onClick={compute} disabled={comparing}>
           {comparison ? 'Compute again' : 'Compare'}
         </button>
       </div>
@@ -249,8 +429,8 @@ function CompareSection({
         </div>
       </div>
       <p className="muted small">
-        Compresses this document with both at the same budget{budget !== undefined ? ` (${budgetInline(budget)})` : ''}.
-        Nothing is saved.
+        Compresses this document with both at the same <Term id="budget">budget</Term>
+        {budget !== undefined ? ` (${budgetInline(budget)})` : ''}. Nothing is saved.
       </p>
       {comparing && task && <TaskProgress task={task} title={`Comparing ${methodLabel(a)} and ${methodLabel(b)}`} />}
       {comparing && !task && <p className="muted small">Starting…</p>}
@@ -259,7 +439,19 @@ function CompareSection({
           {error}
         </p>
       )}
-      {comparison && <ComparisonView comparison={comparison} metric={metric} domain={domain} />}
+      {comparison && entry.stale && (
+        <div className="notice stale-notice" role="status" data-testid="compare-stale">
+          <span>
+            <strong>Out of date:</strong> computed at {budgetInline(comparison.budget)} for the cache and the settings
+            of then; the document or the compression settings have changed since
+            {budget !== undefined ? ` (now ${budgetInline(budget)})` : ''}.
+          </span>{' '}
+          <button type="button" className="button small" onClick={compute} disabled={comparing}>
+            Compute for the cache now
+          </button>
+        </div>
+      )}
+      {comparison && <ComparisonView comparison={comparison} metric={metric} domain={domain} stale={entry.stale} />}
     </section>
   );
 }
@@ -268,20 +460,23 @@ function ComparisonView({
   comparison,
   metric,
   domain,
+  stale,
 }: {
   comparison: Comparison;
   metric: Metric;
   domain: readonly [number, number];
+  stale: boolean;
 }) {
   const la = methodLabel(comparison.a.method);
   const lb = methodLabel(comparison.b.method);
   return (
-    <>
+    <div className={stale ? 'comparison stale' : 'comparison'} data-stale={stale || undefined}>
       <div className="compare-grids">
         {(['a', 'b'] as const).map((k) => (
           <figure key={k}>
             <figcaption>
-              {methodLabel(comparison[k].method)} · mean attention retained {formatPercent(meanMass(comparison[k]), 1)}
+              {methodLabel(comparison[k].method)} · mean <Term id="retainedMass">attention retained</Term>{' '}
+              {formatPercent(meanMass(comparison[k]), 1)}
             </figcaption>
             <Heatmap
               stats={comparison[k]}
@@ -296,40 +491,46 @@ function ComparisonView({
           </figure>
         ))}
       </div>
-      <HeatmapLegend metric={metric} domain={domain} />
-      <table className="compare-table small">
-        <caption className="sr-only">
-          Per layer: attention retained and error bound, {la} against {lb}
-        </caption>
-        <thead>
-          <tr>
-            <th scope="col">Layer</th>
-            <th scope="col">Retained, {la}</th>
-            <th scope="col">Retained, {lb}</th>
-            <th scope="col">ε/C {la}</th>
-            <th scope="col">ε/C {lb}</th>
-          </tr>
-        </thead>
-        <tbody>
-          {comparison.b.layers.map((l, i) => {
-            const u = comparison.a.layers[i];
-            const ma = mean(u?.heads.map((h) => h.retainedMass) ?? []);
-            const mb = mean(l.heads.map((h) => h.retainedMass));
-            return (
-              <tr key={i}>
-                <th scope="row">L{i}</th>
-                <td className={ma > mb + 1e-9 ? 'better' : ''}>{formatPercent(ma, 1)}</td>
-                <td className={mb > ma + 1e-9 ? 'better' : ''}>{formatPercent(mb, 1)}</td>
-                <td className={u && u.epsOverC < l.epsOverC - 1e-9 ? 'better' : ''}>
-                  {u ? u.epsOverC.toFixed(3) : '–'}
-                </td>
-                <td className={u && l.epsOverC < u.epsOverC - 1e-9 ? 'better' : ''}>{l.epsOverC.toFixed(3)}</td>
-              </tr>
-            );
-          })}
-        </tbody>
-      </table>
-    </>
+      <HeatmapLegend metric={metric} domain={domain} testId="compare-legend" />
+      <div className="table-scroll">
+        <table className="compare-table small">
+          <caption className="sr-only">
+            Per layer: attention retained and error bound, {la} against {lb}
+          </caption>
+          <thead>
+            <tr>
+              <th scope="col">Layer</th>
+              <th scope="col">Retained, {la}</th>
+              <th scope="col">Retained, {lb}</th>
+              <th scope="col" title={explain('epsOverC')}>
+                ε/C {la}
+              </th>
+              <th scope="col" title={explain('epsOverC')}>
+                ε/C {lb}
+              </th>
+            </tr>
+          </thead>
+          <tbody>
+            {comparison.b.layers.map((l, i) => {
+              const u = comparison.a.layers[i];
+              const ma = mean(u?.heads.map((h) => h.retainedMass) ?? []);
+              const mb = mean(l.heads.map((h) => h.retainedMass));
+              return (
+                <tr key={i}>
+                  <th scope="row">L{i}</th>
+                  <td className={ma > mb + 1e-9 ? 'better' : ''}>{formatPercent(ma, 1)}</td>
+                  <td className={mb > ma + 1e-9 ? 'better' : ''}>{formatPercent(mb, 1)}</td>
+                  <td className={u && u.epsOverC < l.epsOverC - 1e-9 ? 'better' : ''}>
+                    {u ? u.epsOverC.toFixed(3) : '–'}
+                  </td>
+                  <td className={u && l.epsOverC < u.epsOverC - 1e-9 ? 'better' : ''}>{l.epsOverC.toFixed(3)}</td>
+                </tr>
+              );
+            })}
+          </tbody>
+        </table>
+      </div>
+    </div>
   );
 }
 
@@ -339,19 +540,19 @@ export function InspectorPane({ documentId }: { documentId: string }) {
   const { metric, source, selected } = useInspector(
     useShallow((s) => ({ metric: s.metric, source: s.source, selected: s.selected })),
   );
-  const comparison = useInspector((s) => s.compare[documentId]);
+  const raw = useInspector((s) => s.compare[documentId]);
+  const compression = useSettings((s) => s.settings?.compression ?? null);
+  const entry = raw && detail ? { result: raw.result, stale: raw.key !== compareKey(detail, compression) } : null;
   useEffect(() => {
     if (!detail) void loadDetail(documentId);
   }, [documentId, detail]);
   const cache = detail?.stats ?? null;
-  const shown: CompressionStats | null = source === 'cache' ? cache : (comparison?.[source] ?? cache);
-  const domain = useMemo(() => {
-    const all = [cache, comparison?.a, comparison?.b].filter((x): x is CompressionStats => !!x);
-    return metricDomain(
-      all.map((s) => metricGrid(s, metric)),
-      metric,
-    );
-  }, [cache, comparison, metric]);
+  // A stale comparison is never shown in the main grid: that is the saved cache's.
+  const comparison = entry && !entry.stale ? entry.result : null;
+  const fromCache = source === 'cache' || !comparison;
+  const shown: CompressionStats | null = fromCache ? cache : comparison[source as 'a' | 'b'];
+  // The legend's range is the shown grid's own, never one kept from another grid.
+  const domain = useMemo(() => metricDomain(shown ? [metricGrid(shown, metric)] : [], metric), [shown, metric]);
   if (!detail)
     return (
       <div className="pane-pad muted">
@@ -370,8 +571,7 @@ export function InspectorPane({ documentId }: { documentId: string }) {
     );
   }
   const info = METRICS.find((m) => m.id === metric)!;
-  const sourceLabel =
-    source !== 'cache' && comparison ? methodLabel(shown.method) : `Saved cache (${methodLabel(shown.method)})`;
+  const sourceLabel = !fromCache ? methodLabel(shown.method) : `Saved cache (${methodLabel(shown.method)})`;
   const valid =
     selected && selected.row < shown.layers.length && selected.col < (shown.layers[selected.row]?.heads.length ?? 0)
       ? selected
@@ -379,6 +579,16 @@ export function InspectorPane({ documentId }: { documentId: string }) {
   return (
     <div className="inspector">
       <ReadNote detail={detail} />
+      {detail.status === 'stale' && (
+        <div className="notice stale-notice" role="status" data-testid="cache-stale">
+          <span>
+            The saved cache was made with other settings than the current ones: these numbers are the old cache’s.
+          </span>{' '}
+          <button type="button" className="button small" onClick={() => void recompressDocument(detail.id)}>
+            Compress now
+          </button>
+        </div>
+      )}
       <div className="inspector-controls">
         <Segmented<Metric>
           label="Show"
@@ -389,7 +599,7 @@ export function InspectorPane({ documentId }: { documentId: string }) {
         />
         <Segmented<Source>
           label="Cache"
-          value={comparison ? source : 'cache'}
+          value={fromCache ? 'cache' : source}
           onChange={setSource}
           name="source"
           options={[
@@ -398,7 +608,11 @@ export function InspectorPane({ documentId }: { documentId: string }) {
               value: k,
               label: comparison ? methodLabel(comparison[k].method) : k === 'a' ? 'First' : 'Second',
               disabled: !comparison,
-              title: comparison ? 'From the comparison' : 'Run the comparison first',
+              title: comparison
+                ? 'From the comparison'
+                : entry?.stale
+                  ? 'The comparison is out of date: compute it again'
+                  : 'Run the comparison first',
             })),
           ]}
         />
@@ -408,7 +622,7 @@ export function InspectorPane({ documentId }: { documentId: string }) {
           <h3 id="heatmap-heading">
             {info.label} by layer and KV head <span className="muted small">· {sourceLabel}</span>
           </h3>
-          <p className="muted small">{info.explain} Hover a cell for its numbers; click to lock a head.</p>
+          <p className="muted small">{info.explain} Hover a cell for its numbers; click to see what that head kept.</p>
           <Heatmap
             stats={shown}
             metric={metric}
@@ -424,15 +638,17 @@ export function InspectorPane({ documentId }: { documentId: string }) {
           {cache && <ReadingSummary stats={cache} contextTokens={detail.contextTokens} />}
           <MemorySummary stats={shown} />
           {valid ? (
-            <HeadDetail stats={shown} cell={valid} />
+            <HeadDetail stats={shown} cell={valid} detail={fromCache ? detail : null} />
           ) : (
             <section className="card hint">
               <h3>A head’s detail</h3>
               <p className="muted small">
-                Click a cell (or focus the grid and press Enter) to lock a head and see its numbers here.
+                Click a cell (or focus the grid and press Enter) to lock a head and see its numbers and the tokens it
+                kept on the document.
               </p>
               <p className="small">
-                Mean attention retained: <strong>{formatPercent(meanMass(shown), 1)}</strong>
+                Mean <Term id="retainedMass">attention retained</Term>:{' '}
+                <strong>{formatPercent(meanMass(shown), 1)}</strong>
                 <br />
                 Range of the grid: {formatMetric(metric, domain[0])} to {formatMetric(metric, domain[1])}
               </p>
@@ -443,7 +659,7 @@ export function InspectorPane({ documentId }: { documentId: string }) {
       <LayerMemory stats={shown} />
       <CompareSection
         key={documentId}
-        documentId={documentId}
+        detail={detail}
         method={detail.compression?.method ?? RECOMMENDED_METHOD}
         budget={detail.compression?.method === 'full' ? undefined : detail.compression?.budget}
       />

@@ -15,7 +15,7 @@ const estimate = (fits: boolean): MemoryEstimate => ({
   totalBytes: 4.6e9,
   availableBytes: fits ? 16e9 : 2e9,
   fits,
-  message: fits ? 'needs 4.6 GB of 16 GB' : 'needs 4.6 GB but only 2 GB is free',
+  message: fits ? 'needs 4.6 GiB of 16.0 GiB' : 'needs 4.6 GiB but only 2.0 GiB is free',
 });
 
 function modelsApi() {
@@ -64,7 +64,7 @@ describe('models', () => {
     const card = list.closest('section')!;
     await waitFor(() => expect(card.querySelectorAll('.model-row')).toHaveLength(3));
     const rows = card.querySelectorAll('.model-row');
-    expect(rows[1].textContent).toMatch(/llama · 70.0B parameters · Q4_K_M · 37.3 GB · 131,072 context · LM Studio/);
+    expect(rows[1].textContent).toMatch(/llama · 70.0B parameters · Q4_K_M · 37.3 GiB · 131,072 context · LM Studio/);
     expect(rows[2].className).toMatch(/unsupported/);
     expect(rows[2].getAttribute('aria-disabled')).toBe('true');
     expect(rows[2].textContent).toMatch(/Not supported: Folio does not run the bert architecture/);
@@ -77,14 +77,16 @@ describe('models', () => {
     await userEvent.click(await screen.findByRole('button', { name: /Big 70B/ }));
     const preview = await screen.findByRole('region', { name: 'Big 70B: memory and loading' });
     await within(preview).findByTestId('estimate');
-    expect(within(preview).getByRole('alert').textContent).toMatch(/Does not fit: needs 4.6 GB but only 2 GB is free/);
+    expect(within(preview).getByRole('alert').textContent).toMatch(
+      /Does not fit: needs 4.6 GiB but only 2.0 GiB is free/,
+    );
     expect(
       (within(preview).getByRole('button', { name: 'Load and use this model' }) as HTMLButtonElement).disabled,
     ).toBe(true);
     await userEvent.click(screen.getByRole('button', { name: /^tiny/ }));
     const tiny = await screen.findByRole('region', { name: 'tiny: memory and loading' });
-    await within(tiny).findByText(/needs 4.6 GB of 16 GB/);
-    expect(within(tiny).getByText(/4.28 GB of 14.9 GB available/)).toBeTruthy();
+    await within(tiny).findByText(/needs 4.6 GiB of 16.0 GiB/);
+    expect(within(tiny).getByText(/4.3 GiB of 14.9 GiB available/)).toBeTruthy();
   });
 
   it('loads a model that fits, and reports a refusal from the core', async () => {
@@ -96,10 +98,12 @@ describe('models', () => {
     const load = await screen.findByRole('button', { name: 'Load and use this model' });
     await waitFor(() => expect((load as HTMLButtonElement).disabled).toBe(false));
     api.handlers['models.select'] = () => {
-      throw new ApiError('MODEL_TOO_LARGE', 'needs 4.6 GB but only 2 GB is free');
+      throw new ApiError('MODEL_TOO_LARGE', 'needs 4.6 GiB but only 2.0 GiB is free');
     };
     await userEvent.click(load);
-    expect(await screen.findByText('needs 4.6 GB but only 2 GB is free', { selector: '[role="alert"]' })).toBeTruthy();
+    expect(
+      await screen.findByText('needs 4.6 GiB but only 2.0 GiB is free', { selector: '[role="alert"]' }),
+    ).toBeTruthy();
     expect(api.callsOf('models.select')).toEqual([{ modelId: 'm1' }]);
   });
 
@@ -122,7 +126,7 @@ describe('models', () => {
     );
     expect(
       screen.getAllByRole('progressbar', { name: 'Downloading Qwen2.5 0.5B' })[0].getAttribute('aria-valuetext'),
-    ).toMatch(/of 467 MB · 20% · 30 s left/);
+    ).toMatch(/of 467.3 MiB · 20% · 30 s left/);
     await userEvent.type(
       screen.getByRole('textbox', { name: 'From a Hugging Face URL' }),
       'https://huggingface.co/a/b/resolve/main/m.gguf',

@@ -16,7 +16,7 @@ describe('progress and time left', () => {
       '10 of 2,400 tokens · 0% · estimating time left…',
     );
     expect(progressText({ phase: 'download', done: 5 * 2 ** 20, total: 20 * 2 ** 20, etaMs: 65_000 })).toBe(
-      '5.00 MB of 20.0 MB · 25% · 1 min 5 s left',
+      '5.0 MiB of 20.0 MiB · 25% · 1 min 5 s left',
     );
     expect(progressText({ phase: 'save', done: 1, total: 1, etaMs: 0 })).toBe('100%');
     expect(amountText('load-model', 0, 1)).toBe('');

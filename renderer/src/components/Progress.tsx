@@ -37,7 +37,7 @@ function unitOf(phase: TaskKind): 'tokens' | 'bytes' | 'pages' | null {
   return null;
 }
 
-/** "180 of 400 tokens", "12 MB of 1.2 GB", or nothing for one-step phases. */
+/** "180 of 400 tokens", "12.0 MiB of 1.2 GiB", or nothing for one-step phases. */
 export function amountText(phase: TaskKind, done: number, total: number): string {
   const unit = unitOf(phase);
   if (!unit || total <= 1) return '';

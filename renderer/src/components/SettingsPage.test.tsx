@@ -3,6 +3,7 @@ import userEvent from '@testing-library/user-event';
 import { describe, expect, it } from 'vitest';
 
 import type { Settings, SettingsPatch } from '../../../electron/api/contract.ts';
+import { ApiError } from '../../../electron/api/contract.ts';
 import { createFakeApi, settings } from '../test/fake-api.ts';
 import { renderApp } from '../test/render-app.tsx';
 import { go } from '../stores/ui.ts';
@@ -75,6 +76,9 @@ describe('settings', () => {
     const api = settingsApi();
     await renderApp(api);
     act(() => go('settings'));
+    // β is shown for the pyramid methods only.
+    expect(screen.queryByRole('textbox', { name: 'Pyramid steepness β' })).toBeNull();
+    await userEvent.selectOptions(await screen.findByRole('combobox', { name: 'Method' }), 'ada-pyramidkv');
     const beta = await screen.findByRole('textbox', { name: 'Pyramid steepness β' });
     expect((beta as HTMLInputElement).value).toBe('');
     await userEvent.type(beta, '0');
@@ -122,5 +126,76 @@ describe('settings', () => {
     await waitFor(() => expect(api.callsOf('settings.update')).toHaveLength(2));
     expect((api.callsOf('settings.update')[1] as SettingsPatch).conversationRoom).toBeNull();
     expect((room as HTMLInputElement).value).toBe('');
+  });
+});
+
+describe('settings the model cannot take, and the defaults', () => {
+  it('a context beyond the model’s is refused by the core: the reason at the field, nothing else lost', async () => {
+    const api = settingsApi();
+    const update = api.handlers['settings.update']!;
+    api.handlers['settings.update'] = (p) => {
+      if (p.nCtx && p.nCtx > 1024)
+        throw new ApiError('INVALID_SETTING', `settings: nCtx: a context of ${p.nCtx} tokens exceeds …`, {
+          field: 'nCtx',
+          problems: [
+            {
+              field: 'nCtx',
+              message: `a context of ${p.nCtx} tokens exceeds the model's trained context of 1024: choose 1024 or less`,
+            },
+          ],
+        });
+      return update(p);
+    };
+    await renderApp(api);
+    act(() => go('settings'));
+    const cap = await screen.findByRole('textbox', { name: 'Context cap' });
+    await userEvent.type(cap, '4096');
+    await userEvent.click(screen.getByRole('button', { name: 'Save settings' }));
+    await waitFor(() => expect(cap.getAttribute('aria-invalid')).toBe('true'));
+    expect(document.getElementById('set-nCtx-msg')?.textContent).toBe(
+      "a context of 4096 tokens exceeds the model's trained context of 1024: choose 1024 or less",
+    );
+    expect(screen.getByText('Some values need fixing.')).toBeTruthy();
+    expect(document.querySelector('.toast')).toBeNull();
+    // A value it can take is saved, with a message.
+    await userEvent.clear(cap);
+    await userEvent.type(cap, '1024');
+    expect(cap.getAttribute('aria-invalid')).toBeNull();
+    await userEvent.click(screen.getByRole('button', { name: 'Save settings' }));
+    expect(await screen.findByText('Settings saved')).toBeTruthy();
+    expect((api.callsOf('settings.update').at(-1) as SettingsPatch).nCtx).toBe(1024);
+  });
+
+  it('reset to defaults asks first, then goes through the core and shows the defaults', async () => {
+    const api = settingsApi();
+    api.handlers['settings.reset'] = () =>
+      settings({ theme: 'system', sampling: { ...settings().sampling, temperature: 0.7 } });
+    await renderApp(api);
+    act(() => go('settings'));
+    const temperature = await screen.findByRole('textbox', { name: 'Temperature' });
+    expect((temperature as HTMLInputElement).value).toBe('0');
+    await userEvent.click(screen.getByRole('button', { name: 'Reset to defaults…' }));
+    const dialog = screen.getByRole('dialog', { name: 'Reset every setting to its default?' });
+    expect(api.callsOf('settings.reset')).toEqual([]);
+    await userEvent.click(within(dialog).getByRole('button', { name: 'Reset to defaults' }));
+    await waitFor(() => expect(api.callsOf('settings.reset')).toEqual([{}]));
+    await waitFor(() => expect((temperature as HTMLInputElement).value).toBe('0.7'));
+    expect(await screen.findByText('Settings are back to their defaults')).toBeTruthy();
+  });
+
+  it('shows only the compression settings the chosen method reads', async () => {
+    await renderApp(settingsApi());
+    act(() => go('settings'));
+    const method = await screen.findByRole('combobox', { name: 'Method' });
+    expect(screen.getByRole('textbox', { name: 'Safeguard α' })).toBeTruthy();
+    await userEvent.selectOptions(method, 'snapkv');
+    expect(screen.queryByRole('textbox', { name: 'Safeguard α' })).toBeNull();
+    expect(screen.getByRole('textbox', { name: 'Observation window' })).toBeTruthy();
+    await userEvent.selectOptions(method, 'streaming');
+    expect(screen.queryByRole('textbox', { name: 'Observation window' })).toBeNull();
+    expect(screen.queryByRole('textbox', { name: 'Pooling kernel' })).toBeNull();
+    expect(screen.getByRole('textbox', { name: 'Budget' })).toBeTruthy();
+    await userEvent.selectOptions(method, 'full');
+    expect(screen.queryByRole('textbox', { name: 'Budget' })).toBeNull();
   });
 });

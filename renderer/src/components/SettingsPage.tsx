@@ -5,7 +5,11 @@ import { useEffect, useState, type FormEvent, type ReactNode } from 'react';
 
 import type { CompressionMethod, Settings, SettingsPatch } from '../../../electron/api/contract.ts';
 import { api, hasApi } from '../api/client.ts';
-import { updateSettings, useSettings } from '../stores/settings.ts';
+import { resetSettings, updateSettings, useSettings } from '../stores/settings.ts';
+import { askConfirm, notify } from '../stores/ui.ts';
+import { explain } from './Term.tsx';
+import { GLOSSARY } from '../lib/glossary.ts';
+import { methodParams } from '../../../electron/kv/methods.ts';
 import { ApiAccess } from './ApiAccess.tsx';
 import { Segmented } from './Segmented.tsx';
 import { METHOD_CHOICES } from '../lib/method-label.ts';
@@ -132,7 +136,7 @@ function Field({
       {children}
       {error ? (
         <span id={`${id}-msg`} className="field-error small" role="alert">
-          Expected {error}
+          {error}
         </span>
       ) : hint ? (
         <span id={`${id}-msg`} className="field-hint small muted">
@@ -227,6 +231,8 @@ export function SettingsPage() {
   const saving = useSettings((s) => s.saving);
   const [draft, setDraft] = useState<Draft | null>(settings ? draftOf(settings) : null);
   const [errors, setErrors] = useState<Partial<Record<keyof Draft, string>>>({});
+  // Values the core refused for the model (settings-rules.ts), with its reason, until the field changes.
+  const [refused, setRefused] = useState<Partial<Record<keyof Draft, string>>>({});
   const [saved, setSaved] = useState(false);
   useEffect(() => {
     if (settings && !draft) setDraft(draftOf(settings));
@@ -235,14 +241,18 @@ export function SettingsPage() {
   const set = <K extends keyof Draft>(k: K, v: Draft[K]) => {
     setDraft({ ...draft, [k]: v });
     setSaved(false);
+    if (refused[k]) setRefused({ ...refused, [k]: undefined });
   };
+  // Only the settings the chosen method reads (methods.ts, methodParams).
+  const params = methodParams(draft.method);
+  const problem = (k: keyof Draft) => (errors[k] ? `Expected ${errors[k]}` : refused[k]);
   const text = (
     k: keyof Draft,
     label: string,
     hint?: string,
     o: { inputMode?: 'decimal' | 'numeric'; placeholder?: string } = {},
   ) => (
-    <Field id={`set-${k}`} label={label} hint={hint} error={errors[k]}>
+    <Field id={`set-${k}`} label={label} hint={hint} error={problem(k)}>
       <input
         id={`set-${k}`}
         type="text"
@@ -250,7 +260,7 @@ export function SettingsPage() {
         placeholder={o.placeholder}
         value={String(draft[k])}
         onChange={(e) => set(k, e.target.value as never)}
-        aria-invalid={!!errors[k] || undefined}
+        aria-invalid={!!problem(k) || undefined}
         aria-describedby={`set-${k}-msg`}
       />
     </Field>
@@ -264,12 +274,34 @@ export function SettingsPage() {
     const r = patchOf(draft, settings.compression);
     setErrors(r.errors);
     if (Object.keys(r.errors).length) return;
-    if (await updateSettings(r.patch)) {
+    const ok = await updateSettings(r.patch, {
+      // 'compression.window' is the draft's 'window'.
+      onRefused: (x) => setRefused({ [x.field.split('.').pop() as keyof Draft]: x.message }),
+    });
+    if (ok) {
       setSaved(true);
+      setRefused({});
+      notify('Settings saved', 'success');
       const s = useSettings.getState().settings;
       if (s) setDraft(draftOf(s));
     }
   };
+  const reset = () =>
+    askConfirm({
+      title: 'Reset every setting to its default?',
+      body: 'Compression, answers, the system prompt, the context and the engine go back to their defaults; the model and the model folders stay. Documents compressed with other settings are compressed again when you next use them.',
+      confirmLabel: 'Reset to defaults',
+      danger: true,
+      onConfirm: () =>
+        void resetSettings().then((ok) => {
+          const s = useSettings.getState().settings;
+          if (ok && s) {
+            setDraft(draftOf(s));
+            setErrors({});
+            setRefused({});
+          }
+        }),
+    });
   return (
     <form className="settings-page" onSubmit={submit} noValidate>
       <section className="card" aria-labelledby="appearance-heading">
@@ -293,15 +325,12 @@ export function SettingsPage() {
           />
         </Field>
         <div className="field-row">
-          {text('budget', 'Budget', 'A share of the document (0.2 = 20%) or tokens per KV head (e.g. 512)')}
-          {text('alpha', 'Safeguard α', '0 to 1: the share every head gets regardless of need')}
-          {text('window', 'Observation window', 'The last tokens whose attention scores the rest', {
-            inputMode: 'numeric',
-          })}
-          {text('kernel', 'Pooling kernel', 'Odd; smooths scores over neighbouring tokens', { inputMode: 'numeric' })}
-          {text('beta', 'Pyramid steepness β', 'Pyramid methods: how fast budgets shrink with depth; empty: 20', {
-            inputMode: 'numeric',
-          })}
+          {draft.method !== 'full' && text('budget', GLOSSARY.budget.label, explain('budget'))}
+          {params.alpha && text('alpha', GLOSSARY.alpha.label, explain('alpha'))}
+          {params.window && text('window', GLOSSARY.window.label, explain('window'), { inputMode: 'numeric' })}
+          {params.kernel && text('kernel', GLOSSARY.kernel.label, explain('kernel'), { inputMode: 'numeric' })}
+          {params.beta &&
+            text('beta', GLOSSARY.beta.label, `${explain('beta')} Empty: ${DEFAULT_BETA}.`, { inputMode: 'numeric' })}
         </div>
         {compressionChanged && (
           <p className="notice small">
@@ -387,8 +416,15 @@ export function SettingsPage() {
           {saving ? 'Saving…' : 'Save settings'}
         </button>
         <span className="small muted" role="status">
-          {saved && !dirty ? 'Saved.' : Object.keys(errors).length ? 'Some values need fixing.' : ''}
+          {saved && !dirty
+            ? 'Saved.'
+            : Object.keys(errors).length || Object.values(refused).some(Boolean)
+              ? 'Some values need fixing.'
+              : ''}
         </span>
+        <button type="button" className="button reset-settings" onClick={reset} disabled={saving}>
+          Reset to defaults…
+        </button>
       </div>
     </form>
   );

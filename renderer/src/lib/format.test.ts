@@ -14,8 +14,10 @@ describe('numbers for people', () => {
 
   it('formats bytes, rates, fractions and savings', () => {
     expect(formatBytes(512)).toBe('512 B');
-    expect(formatBytes(240_640)).toBe('235 KB');
-    expect(formatBytes(1.5 * 2 ** 30)).toBe('1.50 GB');
+    expect(formatBytes(240_640)).toBe('235 KiB');
+    expect(formatBytes(4.3 * 2 ** 20)).toBe('4.3 MiB');
+    expect(formatBytes(-2048)).toBe('-2 KiB');
+    expect(formatBytes(1.5 * 2 ** 30)).toBe('1.5 GiB');
     expect(formatBytes(null)).toBe('–');
     expect(formatRate(12.345)).toBe('12.3 tokens/s');
     expect(formatRate(1342.2)).toBe('1342 tokens/s');

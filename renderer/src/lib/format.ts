@@ -1,16 +1,10 @@
 // Numbers for people: bytes, percentages, durations, token counts.
+import { formatBytes as formatBinaryBytes } from '../../../electron/api/units.ts';
 
+/** Bytes in binary units (electron/api/units.ts: the core's messages use the same); '–' when unknown. */
 export function formatBytes(n: number | null | undefined): string {
   if (n === null || n === undefined || !Number.isFinite(n)) return '–';
-  const units = ['B', 'KB', 'MB', 'GB', 'TB'];
-  let v = Math.abs(n),
-    u = 0;
-  while (v >= 1024 && u < units.length - 1) {
-    v /= 1024;
-    u++;
-  }
-  const s = u === 0 ? String(Math.round(v)) : v >= 100 ? v.toFixed(0) : v >= 10 ? v.toFixed(1) : v.toFixed(2);
-  return `${n < 0 ? '-' : ''}${s} ${units[u]}`;
+  return formatBinaryBytes(n);
 }
 
 export function formatPercent(fraction: number, digits = 0): string {

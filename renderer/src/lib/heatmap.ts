@@ -3,28 +3,19 @@
 // only needs the few canvas calls it makes, so tests hand it a recording context.
 import type { CompressionStats } from '../../../electron/api/contract.ts';
 import { colorTable } from './colormap.ts';
+import { GLOSSARY } from './glossary.ts';
 
 export type Metric = 'budget' | 'mass' | 'concentration';
 
+/** The grid's numbers; their labels and explanations are the glossary's (lib/glossary.ts). */
 export const METRICS: { id: Metric; label: string; unit: string; explain: string }[] = [
-  {
-    id: 'budget',
-    label: 'Budget',
-    unit: 'kept tokens',
-    explain: 'Tokens of the document each KV head kept (its share of the layer budget).',
-  },
-  {
-    id: 'mass',
-    label: 'Retained attention',
-    unit: 'of attention mass',
-    explain: 'Share of the observation window’s attention that falls on the tokens the head kept.',
-  },
+  { id: 'budget', label: GLOSSARY.budget.label, unit: 'kept tokens', explain: GLOSSARY.keptTokens.explain },
+  { id: 'mass', label: GLOSSARY.retainedMass.label, unit: 'of attention mass', explain: GLOSSARY.retainedMass.explain },
   {
     id: 'concentration',
-    label: 'Concentration',
+    label: GLOSSARY.concentration.label,
     unit: 'of tokens hold 90%',
-    explain:
-      'Share of the document’s tokens that hold 90% of the head’s attention: low means focused, high means spread.',
+    explain: GLOSSARY.concentration.explain,
   },
 ];
 

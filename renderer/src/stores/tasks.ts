@@ -41,6 +41,14 @@ export const KIND_LABEL: Record<TaskKind, string> = {
   compare: 'Comparing two methods',
 };
 
+/** What a finished task did, after its label ("lily.txt is read…"); kinds without one finish quietly (a
+ * comparison shows its result where it was asked for). */
+const SUCCESS_TEXT: Partial<Record<TaskKind, string>> = {
+  import: 'is read and compressed: ask away',
+  compress: 'is compressed again',
+  download: 'is downloaded',
+};
+
 /** How long a finished task stays visible. */
 export const LINGER_MS = 2500;
 
@@ -107,7 +115,10 @@ export function onTaskDone(d: EventPayload<'task.done'>): void {
       },
     };
   });
-  // A failed document task shows on the document itself; anything else gets a notice.
+  // A finished import, compression or download says so; a failed document task shows on the document
+  // itself, anything else failed gets a notice.
+  const success = d.ok && SUCCESS_TEXT[d.kind];
+  if (success) notify(`${before?.label ?? (d.documentId ? 'The document' : 'It')} ${success}`, 'success');
   if (!d.ok && !d.cancelled && !d.documentId)
     notify(`${KIND_LABEL[d.kind]}${before?.label ? ` ${before.label}` : ''} failed: ${d.error ?? 'unknown error'}`);
   setTimeout(() => forgetTask(d.taskId), d.ok || d.cancelled ? LINGER_MS : LINGER_MS * 3);

@@ -5,9 +5,16 @@ import { create } from 'zustand';
 export type Tab = 'chat' | 'document' | 'inspector';
 export type Route = 'main' | 'models' | 'settings';
 
+/** error: something failed, with the reason; success: a finished action; info: anything else worth a word. */
+export type NoticeKind = 'error' | 'info' | 'success';
+
+/** How long a notice stays before it goes by itself: an error longer, as it has a reason to read. Every one
+ * has a close button too. */
+export const NOTICE_MS: Record<NoticeKind, number> = { success: 4000, info: 6000, error: 15000 };
+
 export interface Notice {
   id: number;
-  kind: 'error' | 'info';
+  kind: NoticeKind;
   text: string;
   action?: { label: string; route: Route };
 }
@@ -20,8 +27,12 @@ export interface ConfirmRequest {
   onConfirm: () => void;
 }
 
+/** The sidebar: shown or hidden by its toggle, or 'auto' (shown, but hidden on its own in a narrow window). */
+export type SidebarMode = 'auto' | 'shown' | 'hidden';
+
 export interface UiState {
   route: Route;
+  sidebar: SidebarMode;
   tab: Tab;
   documentId: string | null;
   chatId: string | null;
@@ -34,6 +45,7 @@ export interface UiState {
 
 const initial: UiState = {
   route: 'main',
+  sidebar: 'auto',
   tab: 'chat',
   documentId: null,
   chatId: null,
@@ -79,6 +91,12 @@ export function setDocPage(page: number): void {
   useUi.setState({ docPage: Math.max(1, Math.floor(page)) });
 }
 
+/** The toggle: hides the sidebar when it is on screen, shows it when it is not (in a wide window by going
+ * back to 'auto', so that it hides again on its own once the window is narrow). */
+export function toggleSidebar(visibleNow: boolean, narrow: boolean): void {
+  useUi.setState({ sidebar: visibleNow ? 'hidden' : narrow ? 'shown' : 'auto' });
+}
+
 export function setHelp(open: boolean): void {
   useUi.setState({ helpOpen: open });
 }
@@ -92,12 +110,14 @@ export function closeConfirm(): void {
 }
 
 let nextNotice = 1;
-export function notify(text: string, kind: Notice['kind'] = 'error', action?: Notice['action']): number {
+/** The one way to tell the user something in passing (a toast): it expires after NOTICE_MS[kind]; the
+ * same text again replaces the earlier one, and at most three stay. */
+export function notify(text: string, kind: NoticeKind = 'error', action?: Notice['action']): number {
   const id = nextNotice++;
   useUi.setState((s) => ({
-    notices: [...s.notices.filter((n) => n.text !== text), { id, kind, text, action }].slice(-4),
+    notices: [...s.notices.filter((n) => n.text !== text), { id, kind, text, action }].slice(-3),
   }));
-  if (kind === 'info') setTimeout(() => dismiss(id), 5000);
+  setTimeout(() => dismiss(id), NOTICE_MS[kind]);
   return id;
 }
 

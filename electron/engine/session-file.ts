@@ -1,0 +1,137 @@
+// Reads the kept positions of one (layer, KV head) out of a saved session file (native/src/session/
+// session-file.cc), without the engine: the file's header, then each head's length, skipping the keys and
+// values of the heads before it. Only the few bytes it needs are read, so a cache of hundreds of MiB costs a
+// few thousand small reads. Every count is checked against the file, so a damaged file is refused with what
+// is wrong rather than read as garbage (the engine's checksum is not recomputed here: the engine checks it
+// when it loads the file).
+import { open, type FileHandle } from 'node:fs/promises';
+
+/** The layout's constants, as session-file.cc writes them. */
+const MAGIC = 'FOLIOKV\0';
+const VERSION = 1;
+/** KvType in native/src/kv/flat-cache.h: the ggml type ids, and their element sizes. */
+const ELEMENT_BYTES: Record<number, number> = { 0: 4, 1: 2 };
+const CHECKSUM_BYTES = 8;
+
+export interface SessionFileHeader {
+  kvType: 'f32' | 'f16';
+  layers: number;
+  kvHeads: number;
+  headDim: number;
+  headDimV: number;
+  nPast: number;
+  /** Tokens the session holds (more than nPast after a re-based read). */
+  tokens: number;
+  meta: string;
+}
+
+/** A file that is not a session file or is damaged (the engine's code for it: the dispatcher carries it). */
+export class SessionFileError extends Error {
+  readonly code = 'SESSION_FILE_CORRUPT';
+  constructor(message: string) {
+    super(message);
+    this.name = 'SessionFileError';
+  }
+}
+
+/** A cursor over a file handle that refuses to read past the end of the data (the checksum excluded). */
+class Cursor {
+  pos = 0;
+  constructor(
+    private readonly fh: FileHandle,
+    private readonly end: number,
+    private readonly path: string,
+  ) {}
+  async take(n: number, what: string): Promise<Buffer> {
+    if (n < 0 || n > this.end - this.pos) throw new SessionFileError(`${this.path} is damaged: it ends inside ${what}`);
+    const buf = Buffer.alloc(n);
+    let done = 0;
+    while (done < n) {
+      const { bytesRead } = await this.fh.read(buf, done, n - done, this.pos + done);
+      if (bytesRead === 0) throw new SessionFileError(`${this.path} is damaged: it ends inside ${what}`);
+      done += bytesRead;
+    }
+    this.pos += n;
+    return buf;
+  }
+  skip(n: number, what: string): void {
+    if (n < 0 || n > this.end - this.pos) throw new SessionFileError(`${this.path} is damaged: it ends inside ${what}`);
+    this.pos += n;
+  }
+  async u32(what: string): Promise<number> {
+    return (await this.take(4, what)).readUInt32LE(0);
+  }
+  async i32(what: string): Promise<number> {
+    return (await this.take(4, what)).readInt32LE(0);
+  }
+  get left(): number {
+    return this.end - this.pos;
+  }
+}
+
+async function readHeader(c: Cursor, path: string): Promise<SessionFileHeader> {
+  const magic = (await c.take(8, 'the magic')).toString('latin1');
+  if (magic !== MAGIC) throw new SessionFileError(`${path} is not a Folio session file`);
+  const version = await c.u32('the version');
+  if (version !== VERSION)
+    throw new SessionFileError(
+      `${path} was written by another version of Folio (format ${version}, this one reads ${VERSION})`,
+    );
+  c.skip(16, 'the model fingerprint'); // fingerprint and model size: the engine checks them when it loads the file
+  const type = await c.u32('the cache type');
+  if (!(type in ELEMENT_BYTES)) throw new SessionFileError(`${path} is damaged: unknown cache type ${type}`);
+  const layers = await c.u32('the layer count');
+  const kvHeads = await c.u32('the head count');
+  const headDim = await c.u32('the head size');
+  const headDimV = await c.u32('the value head size');
+  const nPast = await c.i32('the position');
+  const tokens = await c.u32('the token count');
+  if (tokens * 4 > c.left) throw new SessionFileError(`${path} is damaged: the token count is larger than the file`);
+  c.skip(tokens * 4, 'the tokens');
+  const logits = await c.u32('the logit count');
+  if (logits * 4 > c.left) throw new SessionFileError(`${path} is damaged: the logit count is larger than the file`);
+  c.skip(logits * 4, 'the logits');
+  const metaLen = await c.u32('the meta length');
+  const meta = (await c.take(metaLen, 'the meta')).toString('utf8');
+  return { kvType: type === 0 ? 'f32' : 'f16', layers, kvHeads, headDim, headDimV, nPast, tokens, meta };
+}
+
+/**
+ * The positions one KV head of one layer kept, in the order the cache holds them, and the file's header.
+ * Throws SessionFileError for a file that is not a session file, is damaged, or has no such head.
+ */
+export async function readKeptPositions(
+  path: string,
+  layer: number,
+  head: number,
+): Promise<{ header: SessionFileHeader; positions: Int32Array }> {
+  const fh = await open(path, 'r');
+  try {
+    const size = (await fh.stat()).size;
+    if (size < 8 + 4 + CHECKSUM_BYTES) throw new SessionFileError(`${path} is damaged: it is truncated`);
+    const c = new Cursor(fh, size - CHECKSUM_BYTES, path);
+    const header = await readHeader(c, path);
+    if (layer < 0 || layer >= header.layers || head < 0 || head >= header.kvHeads)
+      throw new SessionFileError(
+        `the cache has ${header.layers} layers of ${header.kvHeads} KV heads: there is no layer ${layer}, head ${head}`,
+      );
+    const el = ELEMENT_BYTES[header.kvType === 'f32' ? 0 : 1];
+    const entryBytes = (header.headDim + header.headDimV) * el;
+    for (let l = 0; l < header.layers; l++)
+      for (let h = 0; h < header.kvHeads; h++) {
+        const len = await c.i32('a head’s length');
+        if (len < 0 || len * (4 + entryBytes) > c.left)
+          throw new SessionFileError(`${path} is damaged: layer ${l}, head ${h} is larger than the file`);
+        if (l === layer && h === head) {
+          const b = await c.take(len * 4, 'the positions');
+          const positions = new Int32Array(len);
+          for (let i = 0; i < len; i++) positions[i] = b.readInt32LE(i * 4);
+          return { header, positions };
+        }
+        c.skip(len * (4 + entryBytes), 'the cache entries');
+      }
+    throw new SessionFileError(`${path} is damaged: it ends before layer ${layer}, head ${head}`);
+  } finally {
+    await fh.close();
+  }
+}

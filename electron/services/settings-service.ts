@@ -1,0 +1,60 @@
+// Settings: changes and the reset to defaults, checked against the chosen model (settings-rules.ts) before
+// anything is stored, then announced; documents compressed with other settings show as stale at once.
+import type { Settings, SettingsPatch } from '../api/contract.ts';
+import type { EventBus } from '../api/dispatcher.ts';
+import type { Storage } from '../storage/index.ts';
+import type { DocumentsService } from './documents-service.ts';
+import type { ModelsService } from './models-service.ts';
+import { patchFields, refuseProblems, settingsProblems, type ModelLimits } from './settings-rules.ts';
+
+export class SettingsService {
+  constructor(
+    private readonly storage: Storage,
+    private readonly models: ModelsService,
+    private readonly documents: DocumentsService,
+    private readonly bus: EventBus,
+  ) {}
+
+  get(): Settings {
+    return this.storage.settings.get();
+  }
+
+  /** Refused (INVALID_SETTING, details.field) when a value the patch sets cannot work with the model; a new
+   * model is checked against every setting. */
+  async update(patch: SettingsPatch): Promise<Settings> {
+    const next = this.storage.settings.merged(patch);
+    const fields = patch.modelId !== undefined ? null : patchFields(patch);
+    refuseProblems(settingsProblems(next, await this.limits(next.modelId)), fields);
+    return this.store(() => this.storage.settings.update(patch));
+  }
+
+  /** Every setting to its default; the model and the model folders stay. */
+  async reset(): Promise<Settings> {
+    return this.store(() => this.storage.settings.reset());
+  }
+
+  private store(write: () => Settings): Settings {
+    const before = this.storage.settings.get();
+    const s = write();
+    this.bus.emit('settings.changed', s);
+    // Documents compressed with other settings show as stale now.
+    if (
+      before.modelId !== s.modelId ||
+      JSON.stringify(before.compression) !== JSON.stringify(s.compression) ||
+      before.systemPrompt !== s.systemPrompt
+    )
+      for (const d of this.storage.documents.list()) this.documents.changed(d.id);
+    return s;
+  }
+
+  /** The chosen model's limits; null when none is chosen or it is no longer on disk (nothing to check against). */
+  private async limits(modelId: string | null): Promise<ModelLimits | null> {
+    if (!modelId) return null;
+    try {
+      const m = await this.models.get(modelId);
+      return { name: m.name, contextLength: m.contextLength };
+    } catch {
+      return null;
+    }
+  }
+}
