@@ -228,10 +228,26 @@ export const RetainedPassage = z.object({
 });
 export type RetainedPassage = z.infer<typeof RetainedPassage>;
 
+/**
+ * The observation window: the last `tokens` tokens of the read, which every method keeps whole (the scores
+ * were computed from them). It starts on `page` at character `start` and runs to the end of the read; the
+ * passages' retention leaves it out, so it does not set the scale.
+ */
+export const KeptWindow = z.object({
+  page: z.number().int(),
+  start: z.number().int(),
+  tokens: z.number().int(),
+});
+export type KeptWindow = z.infer<typeof KeptWindow>;
+
 export const DocumentDetail = DocumentSummary.extend({
   pageList: z.array(DocumentPage),
   stats: CompressionStats.nullable(),
   passages: z.array(RetainedPassage),
+  /** Where the always-kept window lies in the text; null when nothing was compressed. */
+  keptWindow: KeptWindow.nullable(),
+  /** The imported original is stored (documentFileRoute serves it); false for documents imported before. */
+  hasFile: z.boolean(),
 });
 export type DocumentDetail = z.infer<typeof DocumentDetail>;
 
@@ -325,6 +341,35 @@ export const MAX_INLINE_BASE64_CHARS = MAX_JSON_BODY_BYTES - 64 * 1024;
 /** The web host's document upload: POST raw bytes (application/octet-stream), the file name URI-encoded in a header. */
 export const UPLOAD_ROUTE = '/api/upload';
 export const UPLOAD_FILE_NAME_HEADER = 'x-folio-file-name';
+
+/**
+ * A document's imported original: GET, the same path on both transports (the web host's route, and the
+ * desktop app's own protocol, app://folio/...), so the renderer names it relative to its page.
+ */
+export const DOCUMENT_FILE_ROUTE = '/api/documents/{id}/file';
+export function documentFileRoute(documentId: string): string {
+  return DOCUMENT_FILE_ROUTE.replace('{id}', encodeURIComponent(documentId));
+}
+/** The document id a request path names under DOCUMENT_FILE_ROUTE, or null when it names none. */
+export function documentIdOfFileRoute(pathname: string): string | null {
+  const m = /^\/api\/documents\/([^/]+)\/file$/.exec(pathname);
+  const id = m ? safeDecode(m[1]) : null;
+  return id !== null && Id.safeParse(id).success ? id : null;
+}
+function safeDecode(s: string): string | null {
+  try {
+    return decodeURIComponent(s);
+  } catch {
+    return null;
+  }
+}
+/** The media type an original is served with, by kind. */
+export const DOCUMENT_FILE_TYPES: Record<z.infer<typeof DocumentKind>, string> = {
+  pdf: 'application/pdf',
+  docx: 'application/vnd.openxmlformats-officedocument.wordprocessingml.document',
+  markdown: 'text/markdown; charset=utf-8',
+  text: 'text/plain; charset=utf-8',
+};
 
 /** The most tokens the engine generates in one call (native/src/napi/session.cc, Generate: `n`). */
 export const MAX_GENERATE_TOKENS = 1 << 24;

@@ -30,7 +30,8 @@ import { baseName } from '../documents/detect.ts';
 import { tooLarge } from '../documents/read-file.ts';
 import { DEFAULT_BETA } from '../kv/budget.ts';
 import { methodLabel, methodRow } from '../kv/methods.ts';
-import { toSummary, type DocumentRecord, type Storage } from '../storage/index.ts';
+import { toSummary, type DocumentKind, type DocumentRecord, type Storage } from '../storage/index.ts';
+import type { DocumentFiles } from './document-files.ts';
 import type { EngineManager, LoadedModel } from './engine-manager.ts';
 import { shapeFromInfo } from '../models/estimate.ts';
 import type { Conversation } from './chat-format.ts';
@@ -40,6 +41,13 @@ import { conversationRoom, fittingPages, lastFittingPage, pagesRead } from './ro
 import { SessionKey } from './session-key.ts';
 import type { ModelsService } from './models-service.ts';
 import type { Task, Tasks } from './tasks.ts';
+
+/** A document's imported original, for the routes that serve it (web host, app protocol). */
+export interface DocumentFile {
+  path: string;
+  kind: DocumentKind;
+  fileName: string;
+}
 
 export class DocumentsService {
   private building = new Map<string, Promise<string>>();
@@ -53,6 +61,8 @@ export class DocumentsService {
     private readonly cacheDir: string,
     /** How often a chunked read saves where it stands (seconds). */
     private readonly checkpointSeconds = 30,
+    /** The imported originals, which the document view shows. */
+    private readonly files?: DocumentFiles,
   ) {
     mkdirSync(cacheDir, { recursive: true });
   }
@@ -111,27 +121,36 @@ export class DocumentsService {
       ...toSummary(this.withStaleness(doc)),
       pageList: pages,
       stats,
-      passages: this.passages(documentId, pagesRead(pages, doc.readPages), stats),
+      ...this.retentionMap(documentId, pagesRead(pages, doc.readPages), stats),
+      hasFile: this.files?.path(doc.sha256) != null,
     };
   }
 
-  /** The retention map folded onto sentences of each page read. */
-  private passages(
+  /**
+   * The retention map folded onto sentences of each page read. The observation window (the read's last
+   * `window` tokens, kept by every head whatever the scores) is left out of the passages' means and
+   * reported apart: otherwise the ending reads as the part the model found most important.
+   */
+  private retentionMap(
     documentId: string,
     pages: DocumentPage[],
     stats: CompressionStats | null,
-  ): DocumentDetail['passages'] {
+  ): Pick<DocumentDetail, 'passages' | 'keptWindow'> {
     const map = this.storage.documents.charMap(documentId);
-    if (!stats || !map) return [];
+    if (!stats || !map) return { passages: [], keptWindow: null };
     const slots = stats.layers.length * (stats.layers[0]?.heads.length ?? 1);
     const retention = stats.tokenRetention;
-    const out: DocumentDetail['passages'] = [];
+    const windowStart = stats.compressed ? Math.max(0, retention.length - stats.window) : retention.length;
+    let keptWindow: DocumentDetail['keptWindow'] = null;
+    for (let t = windowStart; t < retention.length && t * 3 < map.length && !keptWindow; t++)
+      if (map[t * 3] > 0) keptWindow = { page: map[t * 3], start: map[t * 3 + 1], tokens: retention.length - windowStart };
+    const passages: DocumentDetail['passages'] = [];
     for (const p of pages) {
       const ps = splitPassages(p.text, 'sentences');
       const sum = new Float64Array(ps.length),
         count = new Int32Array(ps.length);
       let k = 0;
-      for (let t = p.tokenStart; t < p.tokenEnd && t < retention.length; t++) {
+      for (let t = p.tokenStart; t < p.tokenEnd && t < windowStart; t++) {
         if (map[t * 3] !== p.page) continue;
         const c = map[t * 3 + 1];
         while (k + 1 < ps.length && c >= ps[k].end) k++;
@@ -139,11 +158,14 @@ export class DocumentsService {
         count[k]++;
       }
       ps.forEach((x, i) => {
-        if (count[i] > 0)
-          out.push({ page: p.page, start: x.start, end: x.end, retention: Math.min(1, sum[i] / count[i]) });
+        if (count[i] === 0) return;
+        // A sentence the window begins in ends, for the map, where the window begins.
+        const end = keptWindow?.page === p.page && keptWindow.start < x.end ? Math.max(x.start, keptWindow.start) : x.end;
+        if (end > x.start)
+          passages.push({ page: p.page, start: x.start, end, retention: Math.min(1, sum[i] / count[i]) });
       });
     }
-    return out;
+    return { passages, keptWindow };
   }
 
   /**
@@ -183,7 +205,9 @@ export class DocumentsService {
   /** Checks the kind (a bad file fails here, before any record), then parses and compresses in a task. */
   private start(fileName: string, bytes: Uint8Array): Result<'documents.import'> {
     const kind = detectKind(bytes, fileName);
-    const doc = this.storage.documents.create({ title: fileName, kind, fileName, status: 'importing' });
+    // Kept before the parser takes the bytes (they are moved to its thread).
+    const sha256 = this.files?.put(bytes) ?? null;
+    const doc = this.storage.documents.create({ title: fileName, kind, fileName, sha256, status: 'importing' });
     this.changed(doc.id);
     const { taskId } = this.tasks.start('import', doc.id, async (task) => {
       try {
@@ -505,9 +529,19 @@ export class DocumentsService {
     this.storage.documents.require(documentId);
     this.tasks.cancelDocument(documentId);
     await this.engine.dropDocumentSessions(documentId);
+    const { sha256 } = this.storage.documents.require(documentId);
     const { files } = this.storage.documents.delete(documentId);
     for (const f of [...files, this.checkpointPath(documentId)]) rmSync(f, { force: true });
+    // The original goes with the last document made from it.
+    if (sha256 && this.storage.documents.findBySha256(sha256).length === 0) this.files?.remove(sha256);
     this.bus.emit('documents.deleted', { documentId });
+  }
+
+  /** The imported original of a document, or null when there is none (unknown id, imported before originals were kept). */
+  file(documentId: string): DocumentFile | null {
+    const doc = this.storage.documents.get(documentId);
+    const path = doc ? (this.files?.path(doc.sha256) ?? null) : null;
+    return doc && path ? { path, kind: doc.kind, fileName: doc.fileName } : null;
   }
 
   changed(documentId: string): void {

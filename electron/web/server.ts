@@ -3,6 +3,7 @@
 //   POST /api/call            { method, params } -> { result } | { error }      (application/json)
 //   POST /api/upload          a document's raw bytes -> { result: { documentId, taskId } } | { error }
 //                             (application/octet-stream; the file name URI-encoded in x-folio-file-name)
+//   GET  /api/documents/:id/file   a document's imported original (404 when it has none)
 //   GET  /api/ws              WebSocket: { type: 'call', id, method, params } -> { type: 'result' | 'error', id, ... };
 //                             the server pushes { type: 'event', event, payload }
 //   GET  /api/health          { ok: true }
@@ -16,7 +17,14 @@ import type { Duplex } from 'node:stream';
 import { extname, join, normalize, resolve, sep } from 'node:path';
 import { WebSocketServer, type WebSocket } from 'ws';
 
-import { ApiError, MAX_JSON_BODY_BYTES, methods, UPLOAD_ROUTE } from '../api/contract.ts';
+import {
+  ApiError,
+  DOCUMENT_FILE_TYPES,
+  documentIdOfFileRoute,
+  MAX_JSON_BODY_BYTES,
+  methods,
+  UPLOAD_ROUTE,
+} from '../api/contract.ts';
 import { toApiError, type Dispatcher } from '../api/dispatcher.ts';
 import { AccessPolicy, corsHeaders } from './access.ts';
 import { discardBody, readJsonBody } from './body.ts';
@@ -34,6 +42,12 @@ export interface UploadOptions {
   importUpload(fileName: string, tempPath: string): Promise<{ documentId: string; taskId: string }>;
 }
 
+/** A document's stored original: where it is and what it is. */
+export interface StoredDocumentFile {
+  path: string;
+  kind: keyof typeof DOCUMENT_FILE_TYPES;
+}
+
 export interface WebHostOptions {
   dispatcher: Dispatcher;
   openai?: OpenAiBackend;
@@ -48,6 +62,8 @@ export interface WebHostOptions {
   maxBodyBytes?: number;
   /** POST /api/upload; without it, the route answers 404. */
   uploads?: UploadOptions;
+  /** GET /api/documents/:id/file: the original of a document, null when it has none (404). */
+  documentFile?: (documentId: string) => StoredDocumentFile | null;
 }
 
 export interface WebHost {
@@ -166,6 +182,29 @@ export async function startWebHost(o: WebHostOptions): Promise<WebHost> {
     sendJson(res, 200, { result });
   };
 
+  // Only a path the app core gives for a stored document's id is ever read: the request names an id, never a file.
+  const handleDocumentFile = (req: IncomingMessage, res: ServerResponse, documentId: string) => {
+    if (req.method !== 'GET' && req.method !== 'HEAD') throw new HttpError(405, 'use GET');
+    const file = o.documentFile?.(documentId) ?? null;
+    let size = -1;
+    try {
+      if (file) size = statSync(file.path).size;
+    } catch {
+      // removed meanwhile: a 404 like any document without its file
+    }
+    if (!file || size < 0)
+      throw new HttpError(404, `document ${documentId} has no stored file (unknown, or imported before originals were kept)`);
+    res.writeHead(200, {
+      'content-type': DOCUMENT_FILE_TYPES[file.kind],
+      'content-length': String(size),
+      'cache-control': 'private, no-cache',
+    });
+    if (req.method === 'HEAD') return res.end();
+    createReadStream(file.path)
+      .on('error', () => res.destroy())
+      .pipe(res);
+  };
+
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
     setSecurityHeaders(res);
     let openAiShape = false;
@@ -182,6 +221,8 @@ export async function startWebHost(o: WebHostOptions): Promise<WebHost> {
       if (pathname === '/api/health') return sendJson(res, 200, { ok: true });
       if (pathname === '/api/call') return await handleCall(req, res);
       if (pathname === UPLOAD_ROUTE) return await handleUpload(req, res);
+      const fileOf = documentIdOfFileRoute(pathname);
+      if (fileOf !== null) return handleDocumentFile(req, res, fileOf);
       if (pathname.startsWith('/api/')) throw new HttpError(404, `unknown endpoint ${pathname}`);
       if (req.method !== 'GET' && req.method !== 'HEAD') throw new HttpError(405, 'method not allowed');
       serveStatic(req, res, pathname);

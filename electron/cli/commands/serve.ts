@@ -54,6 +54,7 @@ export const serve: Command = {
         maxBytes: MAX_DOCUMENT_BYTES,
         importUpload: async (fileName, tempPath) => core.documents.importUpload({ fileName, tempPath }),
       },
+      documentFile: (id) => core.documents.file(id),
     });
     core.setServerInfo({ apiUrl: host.url, apiToken: apiToken.token });
     process.stdout.write(

@@ -1,0 +1,50 @@
+// The imported originals, kept so the document view can show the file itself (the PDF's pages, the Word
+// document's formatting). Content-addressed: a file is stored once under its sha256, whatever it was named
+// and however often it was imported, and removed when the last document made from it is deleted. Names in
+// the folder are only ever 64 hex digits, so a name that reaches here from a request cannot leave it.
+import { createHash, randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+const SHA256_HEX = /^[0-9a-f]{64}$/;
+
+export function sha256Hex(bytes: Uint8Array): string {
+  return createHash('sha256').update(bytes).digest('hex');
+}
+
+export class DocumentFiles {
+  constructor(private readonly dir: string) {
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+  }
+
+  /** Stores the bytes (once: an identical file is already there) and returns their sha256. */
+  put(bytes: Uint8Array): string {
+    const sha = sha256Hex(bytes);
+    const path = join(this.dir, sha);
+    if (existsSync(path)) return sha;
+    // Written aside and renamed, so a crash never leaves a partial file under a content name.
+    const part = join(this.dir, `.${sha}.${randomBytes(6).toString('hex')}.part`);
+    try {
+      writeFileSync(part, bytes, { mode: 0o600, flag: 'wx' });
+      renameSync(part, path);
+    } finally {
+      rmSync(part, { force: true });
+    }
+    return sha;
+  }
+
+  /** The stored file of a sha256, or null when there is none (or the name is not a sha256). */
+  path(sha256: string | null | undefined): string | null {
+    if (!sha256 || !SHA256_HEX.test(sha256)) return null;
+    const path = join(this.dir, sha256);
+    try {
+      return statSync(path).isFile() ? path : null;
+    } catch {
+      return null;
+    }
+  }
+
+  remove(sha256: string): void {
+    if (SHA256_HEX.test(sha256)) rmSync(join(this.dir, sha256), { force: true });
+  }
+}
