@@ -62,7 +62,12 @@ test('the store keeps a file once by its sha256 and names nothing but sha256s', 
 test('the route names a document by id, and nothing else', () => {
   assert.equal(documentFileRoute('doc-1'), '/api/documents/doc-1/file');
   assert.equal(documentIdOfFileRoute(documentFileRoute('a b/c')), 'a b/c');
-  for (const p of ['/api/documents//file', '/api/documents/x/file/', '/api/documents/x/y/file', '/api/documents/%E0/file'])
+  for (const p of [
+    '/api/documents//file',
+    '/api/documents/x/file/',
+    '/api/documents/x/y/file',
+    '/api/documents/%E0/file',
+  ])
     assert.equal(documentIdOfFileRoute(p), null, p);
 });
 

@@ -143,7 +143,8 @@ export class DocumentsService {
     const windowStart = stats.compressed ? Math.max(0, retention.length - stats.window) : retention.length;
     let keptWindow: DocumentDetail['keptWindow'] = null;
     for (let t = windowStart; t < retention.length && t * 3 < map.length && !keptWindow; t++)
-      if (map[t * 3] > 0) keptWindow = { page: map[t * 3], start: map[t * 3 + 1], tokens: retention.length - windowStart };
+      if (map[t * 3] > 0)
+        keptWindow = { page: map[t * 3], start: map[t * 3 + 1], tokens: retention.length - windowStart };
     const passages: DocumentDetail['passages'] = [];
     for (const p of pages) {
       const ps = splitPassages(p.text, 'sentences');
@@ -160,7 +161,8 @@ export class DocumentsService {
       ps.forEach((x, i) => {
         if (count[i] === 0) return;
         // A sentence the window begins in ends, for the map, where the window begins.
-        const end = keptWindow?.page === p.page && keptWindow.start < x.end ? Math.max(x.start, keptWindow.start) : x.end;
+        const end =
+          keptWindow?.page === p.page && keptWindow.start < x.end ? Math.max(x.start, keptWindow.start) : x.end;
         if (end > x.start)
           passages.push({ page: p.page, start: x.start, end, retention: Math.min(1, sum[i] / count[i]) });
       });

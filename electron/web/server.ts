@@ -193,7 +193,10 @@ export async function startWebHost(o: WebHostOptions): Promise<WebHost> {
       // removed meanwhile: a 404 like any document without its file
     }
     if (!file || size < 0)
-      throw new HttpError(404, `document ${documentId} has no stored file (unknown, or imported before originals were kept)`);
+      throw new HttpError(
+        404,
+        `document ${documentId} has no stored file (unknown, or imported before originals were kept)`,
+      );
     res.writeHead(200, {
       'content-type': DOCUMENT_FILE_TYPES[file.kind],
       'content-length': String(size),

@@ -1,33 +1,30 @@
-import { act, screen, waitFor, within } from '@testing-library/react';
+import { act, render, screen, waitFor, within } from '@testing-library/react';
 import userEvent from '@testing-library/user-event';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 
 import { createFakeApi, detail, doc, rebasedDetail, settings } from '../test/fake-api.ts';
 import { renderApp } from '../test/render-app.tsx';
 import { setTab } from '../stores/ui.ts';
-import { retentionAlpha, segmentsOf } from './DocumentPane.tsx';
+import { startApp } from '../wire.ts';
+import { openPdf, fetchDocumentFile, PasswordDeclined } from '../lib/pdfjs.ts';
+import { DocumentPane } from './DocumentPane.tsx';
+
+// pdf.js needs a canvas jsdom does not have: the loader is replaced, the rest of the view is real.
+vi.mock('../lib/pdfjs.ts', async (importOriginal) => ({
+  ...(await importOriginal<typeof import('../lib/pdfjs.ts')>()),
+  fetchDocumentFile: vi.fn(),
+  openPdf: vi.fn(),
+}));
+
+async function openDocumentTab(d = detail()) {
+  await renderApp(createFakeApi({ 'documents.list': () => [doc()], 'documents.get': () => d }));
+  await screen.findAllByTestId('document');
+  act(() => setTab('document'));
+}
 
 describe('the document view', () => {
-  it('splits a page into passages with their retention and the text between', () => {
-    expect(
-      segmentsOf('abcdefghij', [
-        { page: 1, start: 5, end: 8, retention: 0.5 },
-        { page: 1, start: 0, end: 2, retention: 0.1 },
-      ]),
-    ).toEqual([
-      { start: 0, end: 2, retention: 0.1 },
-      { start: 2, end: 5, retention: null },
-      { start: 5, end: 8, retention: 0.5 },
-      { start: 8, end: 10, retention: null },
-    ]);
-    expect(retentionAlpha(1)).toBeGreaterThan(retentionAlpha(0.5));
-    expect(retentionAlpha(0)).toBeGreaterThan(0);
-  });
-
   it('shades each passage by how much of the cache kept it, with a legend; pages navigate', async () => {
-    await renderApp(createFakeApi({ 'documents.list': () => [doc()], 'documents.get': () => detail() }));
-    await screen.findAllByTestId('document');
-    act(() => setTab('document'));
+    await openDocumentTab();
     const page = await screen.findByRole('article', { name: 'Page 1' });
     const passages = page.querySelectorAll<HTMLElement>('.passage');
     expect([...passages].map((p) => p.dataset.retention)).toEqual(['0.200', '0.900']);
@@ -36,7 +33,11 @@ describe('the document view', () => {
     expect(page.textContent).toBe(
       'Page 1 · on average kept by 41% of the cache’s headsOnce upon a time, there was a girl. She had a kite. The end.',
     );
-    expect(screen.getByLabelText(/Legend: shading shows/)).toBeTruthy();
+    // The legend says what the shading means, and its scale ends at the highest value shown.
+    const legend = screen.getByTestId('retention-legend');
+    expect(legend.textContent).toMatch(/share of the model’s cache .* kept each sentence/);
+    expect(legend.textContent).toContain('0%90%');
+    expect(screen.queryByTestId('window-label')).toBeNull();
     await userEvent.click(screen.getByRole('button', { name: 'Next page' }));
     expect(await screen.findByRole('article', { name: 'Page 2' })).toBeTruthy();
     await userEvent.click(screen.getByRole('button', { name: 'Page 1, 41% kept' }));
@@ -44,6 +45,83 @@ describe('the document view', () => {
     await userEvent.click(screen.getByRole('checkbox', { name: 'Show what the model kept' }));
     await waitFor(() =>
       expect(screen.getByRole('article', { name: 'Page 1' }).querySelectorAll('.passage')).toHaveLength(0),
+    );
+  });
+
+  it('draws the always-kept window apart, labelled, and off the scale; low values still show', async () => {
+    await openDocumentTab(
+      detail({
+        passages: [
+          { page: 1, start: 0, end: 35, retention: 0.03 },
+          { page: 1, start: 36, end: 45, retention: 0.06 },
+        ],
+        keptWindow: { page: 1, start: 45, tokens: 16 },
+      }),
+    );
+    const page = await screen.findByRole('article', { name: 'Page 1' });
+    const windowSpans = page.querySelectorAll<HTMLElement>('.kept-window');
+    expect([...windowSpans].map((s) => s.textContent).join('')).toBe(' kite. The end.');
+    expect(windowSpans[0].dataset.retention).toBeUndefined();
+    expect(screen.getByTestId('window-label').textContent).toBe(
+      ' Always kept: the last 16 tokens, from which the scores were computed (not on the scale)',
+    );
+    // The scale's top is 6%, not the window's 100%: the 3% sentence is well tinted.
+    expect(screen.getByTestId('retention-legend').textContent).toContain('0%6.0%');
+    const low = page.querySelector<HTMLElement>('.passage[data-retention="0.030"]')!;
+    const alpha = Number(/([\d.]+)\)$/.exec(low.style.backgroundColor)?.[1]);
+    expect(alpha).toBeGreaterThan(0.4);
+  });
+
+  it('searches every page: counts the hits, steps to the next on another page and marks it', async () => {
+    await openDocumentTab();
+    await screen.findByRole('article', { name: 'Page 1' });
+    await userEvent.type(screen.getByRole('searchbox', { name: 'Search in the document' }), 'words');
+    expect(screen.getByTestId('search-count').textContent).toBe('0 of 1');
+    await userEvent.click(screen.getByRole('button', { name: 'Next match' }));
+    const page2 = await screen.findByRole('article', { name: 'Page 2' });
+    expect(screen.getByTestId('search-count').textContent).toBe('1 of 1');
+    expect([...page2.querySelectorAll('.search-hit')].map((s) => s.textContent)).toEqual(['words']);
+    await userEvent.clear(screen.getByRole('searchbox', { name: 'Search in the document' }));
+    await userEvent.type(screen.getByRole('searchbox', { name: 'Search in the document' }), 'dragon');
+    expect(screen.getByTestId('search-count').textContent).toBe('not found');
+  });
+
+  it('opens a citation’s page and draws its ranges in their own style', async () => {
+    const api = createFakeApi({ 'documents.list': () => [doc()], 'documents.get': () => detail() });
+    const stop = startApp(api, null);
+    render(
+      <DocumentPane
+        documentId="d1"
+        citation={{ documentId: 'd1', page: 2, ranges: [{ start: 0, end: 8, share: 0.8 }] }}
+      />,
+    );
+    const page2 = await screen.findByRole('article', { name: 'Page 2' });
+    expect([...page2.querySelectorAll('.cited')].map((s) => s.textContent)).toEqual(['Page two']);
+    stop();
+  });
+
+  it('says why a PDF imported before originals were kept shows its text', async () => {
+    await openDocumentTab(detail({ kind: 'pdf', hasFile: false }));
+    expect((await screen.findByTestId('no-original')).textContent).toMatch(/imported before Folio kept the original/);
+    expect(screen.getByRole('article', { name: 'Page 1' })).toBeTruthy();
+  });
+
+  it('shows a stored PDF’s pages, asking for its password when pdf.js needs one', async () => {
+    vi.mocked(fetchDocumentFile).mockResolvedValue(new Uint8Array([1, 2, 3]));
+    vi.mocked(openPdf).mockImplementation(async (_bytes, askPassword) => {
+      if ((await askPassword(false)) === 'wrong' && (await askPassword(true)) === null) throw new PasswordDeclined();
+      throw new Error('unreachable');
+    });
+    await openDocumentTab(detail({ kind: 'pdf', hasFile: true }));
+    const form = await screen.findByRole('form', { name: 'PDF password' });
+    expect(vi.mocked(fetchDocumentFile)).toHaveBeenCalledWith('d1');
+    expect(screen.queryByRole('article', { name: 'Page 1' })).toBeNull();
+    await userEvent.type(within(form).getByLabelText('Password'), 'wrong');
+    await userEvent.click(within(form).getByRole('button', { name: 'Open' }));
+    expect((await screen.findByText(/That password is not the right one/)).textContent).toMatch(/password-protected/);
+    await userEvent.click(screen.getByRole('button', { name: 'Cancel' }));
+    expect((await screen.findByRole('alert')).textContent).toBe(
+      'This PDF is password-protected: the pages are shown once its password is given.',
     );
   });
 });

@@ -117,7 +117,7 @@ function DocSearch({
   onStep: (step: 1 | -1) => void;
 }) {
   return (
-    <div className="doc-search" role="search">
+    <search className="doc-search">
       <input
         type="search"
         value={query}
@@ -145,10 +145,16 @@ function DocSearch({
       >
         ↑
       </button>
-      <button type="button" className="button small" aria-label="Next match" disabled={count === 0} onClick={() => onStep(1)}>
+      <button
+        type="button"
+        className="button small"
+        aria-label="Next match"
+        disabled={count === 0}
+        onClick={() => onStep(1)}
+      >
         ↓
       </button>
-    </div>
+    </search>
   );
 }
 
@@ -169,11 +175,11 @@ export function DocumentPane({ documentId, citation = null }: { documentId: stri
     [detail],
   );
   const hits = useMemo(() => (detail ? searchPages(detail.pageList, query) : []), [detail, query]);
-  useEffect(() => setCurrent(-1), [hits]);
-  // A citation opens its page.
+  // A citation opens its page (once the document is there to show it).
+  const loaded = !!detail;
   useEffect(() => {
-    if (citation?.documentId === documentId) setDocPage(citation.page);
-  }, [citation, documentId]);
+    if (loaded && citation?.documentId === documentId) setDocPage(citation.page);
+  }, [citation, documentId, loaded]);
   const onStep = useCallback(
     (step: 1 | -1) => {
       const next = stepHit(hits.length, current, step);
@@ -233,7 +239,16 @@ export function DocumentPane({ documentId, citation = null }: { documentId: stri
             →
           </button>
         </nav>
-        <DocSearch query={query} onQuery={setQuery} count={hits.length} current={current} onStep={onStep} />
+        <DocSearch
+          query={query}
+          onQuery={(q) => {
+            setQuery(q);
+            setCurrent(-1);
+          }}
+          count={hits.length}
+          current={current}
+          onStep={onStep}
+        />
         <label className="checkbox">
           <input type="checkbox" checked={shade} onChange={(e) => setShade(e.target.checked)} />
           Show what the model kept
@@ -277,8 +292,8 @@ export function DocumentPane({ documentId, citation = null }: { documentId: stri
       )}
       {detail.kind === 'pdf' && !detail.hasFile && (
         <p className="muted small" data-testid="no-original">
-          This PDF was imported before Folio kept the original file, so its text is shown instead of its pages.
-          Import it again to see the pages.
+          This PDF was imported before Folio kept the original file, so its text is shown instead of its pages. Import
+          it again to see the pages.
         </p>
       )}
       {showPdf ? (

@@ -10,13 +10,7 @@ import type { DocumentDetail } from '../../../electron/api/contract.ts';
 import { errorMessage } from '../api/client.ts';
 import type { SearchHit } from '../lib/doc-search.ts';
 import { fetchDocumentFile, loadPdfjs, openPdf, PasswordDeclined } from '../lib/pdfjs.ts';
-import {
-  pageRetention,
-  retentionColor,
-  shadeOf,
-  windowStartOn,
-  type Citation,
-} from '../lib/retention-overlay.ts';
+import { pageRetention, retentionColor, shadeOf, windowStartOn, type Citation } from '../lib/retention-overlay.ts';
 import { mapItemsToText, overlap, type TextRange } from '../lib/text-layer-map.ts';
 import { formatPercent } from '../lib/format.ts';
 
@@ -76,7 +70,7 @@ export function PdfView({ detail, page, onPageShown, shade, scaleMax, citation, 
   const [zoom, setZoom] = useState<number | 'fit'>('fit');
   const [width, setWidth] = useState(0);
   const [sizes, setSizes] = useState<Record<number, Size>>({});
-  const pagesRef = useRef<HTMLDivElement>(null);
+  const [pagesEl, setPagesEl] = useState<HTMLDivElement | null>(null);
   const placeholders = useRef(new Map<number, HTMLElement>());
   const reported = useRef(page);
   const [near, setNear] = useState<ReadonlySet<number>>(new Set());
@@ -116,7 +110,7 @@ export function PdfView({ detail, page, onPageShown, shade, scaleMax, citation, 
 
   // The width of the pane, for "fit width".
   useEffect(() => {
-    const el = pagesRef.current;
+    const el = pagesEl;
     if (!el) return;
     const measure = () => setWidth(el.clientWidth);
     measure();
@@ -124,11 +118,12 @@ export function PdfView({ detail, page, onPageShown, shade, scaleMax, citation, 
     const ro = new ResizeObserver(measure);
     ro.observe(el);
     return () => ro.disconnect();
-  }, [opening.state]);
+  }, [pagesEl]);
 
   const pdf = opening.state === 'open' ? opening.pdf : null;
   const first = opening.state === 'open' ? opening.first : null;
-  const scale = zoom === 'fit' ? (first && width > 0 ? Math.min(2, Math.max(0.4, (width - 2) / first.width)) : 1) : zoom;
+  const scale =
+    zoom === 'fit' ? (first && width > 0 ? Math.min(2, Math.max(0.4, (width - 2) / first.width)) : 1) : zoom;
   const sizeOf = (n: number): Size => sizes[n] ?? first ?? { width: 612, height: 792 };
   const numPages = pdf?.numPages ?? 0;
 
@@ -223,7 +218,8 @@ export function PdfView({ detail, page, onPageShown, shade, scaleMax, citation, 
 
   return (
     <div className="pdf-view" data-testid="pdf-view">
-      <div className="pdf-zoom" role="group" aria-label="Zoom">
+      <fieldset className="pdf-zoom">
+        <legend className="sr-only">Zoom</legend>
         <button
           type="button"
           className="button small"
@@ -254,7 +250,7 @@ export function PdfView({ detail, page, onPageShown, shade, scaleMax, citation, 
         >
           Fit width
         </button>
-      </div>
+      </fieldset>
       <div className="pdf-body">
         {pdf && (
           <nav className="pdf-thumbs" aria-label="Page thumbnails, shaded by how much of each page the model kept">
@@ -272,7 +268,7 @@ export function PdfView({ detail, page, onPageShown, shade, scaleMax, citation, 
             ))}
           </nav>
         )}
-        <div className="pdf-pages" ref={pagesRef}>
+        <div className="pdf-pages" ref={setPagesEl}>
           {!pdf && <p className="muted small">Opening the PDF…</p>}
           {pdf &&
             Array.from({ length: numPages }, (_, i) => i + 1).map((n) => {
@@ -288,10 +284,20 @@ export function PdfView({ detail, page, onPageShown, shade, scaleMax, citation, 
                     if (el) placeholders.current.set(n, el);
                     else placeholders.current.delete(n);
                   }}
-                  style={{ width: Math.round(s.width * scale), height: Math.round(s.height * scale), marginBottom: GAP }}
+                  style={{
+                    width: Math.round(s.width * scale),
+                    height: Math.round(s.height * scale),
+                    marginBottom: GAP,
+                  }}
                 >
                   {near.has(n) && (
-                    <PdfPage pdf={pdf} page={n} scale={scale} overlay={overlays.get(n) ?? EMPTY_OVERLAY} onSize={onSize} />
+                    <PdfPage
+                      pdf={pdf}
+                      page={n}
+                      scale={scale}
+                      overlay={overlays.get(n) ?? EMPTY_OVERLAY}
+                      onSize={onSize}
+                    />
                   )}
                 </section>
               );
@@ -450,9 +456,13 @@ function PdfPage({
   return (
     <div
       className="pdf-page-inner"
-      style={{ ['--total-scale-factor' as string]: String(scale), ['--scale-round-x' as string]: '1px', ['--scale-round-y' as string]: '1px' }}
+      style={{
+        ['--total-scale-factor' as string]: String(scale),
+        ['--scale-round-x' as string]: '1px',
+        ['--scale-round-y' as string]: '1px',
+      }}
     >
-      <canvas ref={canvasRef} className="pdf-canvas" aria-hidden="true" />
+      <canvas ref={canvasRef} className="pdf-canvas" />
       <div ref={layerRef} className="textLayer" data-testid="text-layer" />
     </div>
   );
@@ -516,7 +526,7 @@ function PdfThumb({
       aria-current={current ? 'page' : undefined}
       style={retention !== undefined ? { borderColor: retentionColor(retention, scaleMax) } : undefined}
     >
-      <canvas ref={canvasRef} style={{ width: THUMB_WIDTH, height }} aria-hidden="true" />
+      <canvas ref={canvasRef} style={{ width: THUMB_WIDTH, height }} />
       <span className="small">{page}</span>
       {retention !== undefined && (
         <span className="pdf-thumb-heat" style={{ backgroundColor: retentionColor(retention, scaleMax) }} />

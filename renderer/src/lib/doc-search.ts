@@ -7,13 +7,13 @@ export interface SearchHit {
   end: number;
 }
 
-const escape = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+const escapeRegExp = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 /** The query as a pattern, or null when it has nothing to look for. */
 export function searchPattern(query: string): RegExp | null {
   const words = query.trim().split(/\s+/).filter(Boolean);
   if (!words.length) return null;
-  return new RegExp(words.map(escape).join('\\s+'), 'giu');
+  return new RegExp(words.map(escapeRegExp).join('\\s+'), 'giu');
 }
 
 /** Every hit of the query, page by page, in text order; at most `limit`. */

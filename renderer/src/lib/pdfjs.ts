@@ -12,7 +12,10 @@ let pdfjsModule: Promise<Pdfjs> | null = null;
 
 export function loadPdfjs(): Promise<Pdfjs> {
   pdfjsModule ??= (async () => {
-    const [pdfjs, worker] = await Promise.all([import('pdfjs-dist'), import('pdfjs-dist/build/pdf.worker.min.mjs?url')]);
+    const [pdfjs, worker] = await Promise.all([
+      import('pdfjs-dist'),
+      import('pdfjs-dist/build/pdf.worker.min.mjs?url'),
+    ]);
     pdfjs.GlobalWorkerOptions.workerSrc = worker.default;
     return pdfjs;
   })();

@@ -92,7 +92,8 @@ export interface Segment extends Shade {
 }
 
 /**
- * A page's text cut into runs drawn alike: at every edge of a passage, of the window and of a citation.
+ * A page's text cut into runs drawn alike: at every edge of a passage (two sentences kept alike stay two),
+ * of the window, of a citation and of a search hit.
  * Text with no passage, outside the window, not cited and not found has retention null, window false, cited
  * null, hit false.
  */
@@ -114,18 +115,7 @@ export function segmentsOf(
   const out: Segment[] = [];
   for (let i = 0; i + 1 < sorted.length; i++) {
     const range = { start: sorted[i], end: sorted[i + 1] };
-    const shade = shadeOf(range, passages, windowStart, cited, hits);
-    const last = out[out.length - 1];
-    // Neighbours drawn alike are one run (the text between passages stays one piece).
-    if (
-      last &&
-      last.retention === shade.retention &&
-      last.window === shade.window &&
-      last.cited === shade.cited &&
-      last.hit === shade.hit
-    )
-      last.end = range.end;
-    else out.push({ ...range, ...shade });
+    out.push({ ...range, ...shadeOf(range, passages, windowStart, cited, hits) });
   }
   return out;
 }

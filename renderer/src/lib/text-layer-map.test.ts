@@ -1,11 +1,6 @@
 import { describe, expect, it } from 'vitest';
 
-import {
-  hyphenatedWords,
-  layoutPage,
-  renderParagraphs,
-  type TextRun,
-} from '../../../electron/documents/pdf-layout.ts';
+import { hyphenatedWords, layoutPage, renderParagraphs, type TextRun } from '../../../electron/documents/pdf-layout.ts';
 import { itemText, mapItemsToText } from './text-layer-map.ts';
 
 const SIZE = 10;
