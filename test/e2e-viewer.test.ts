@@ -118,9 +118,9 @@ test('search finds a word on the last page, scrolls there and marks it', { skip 
   const last = page.locator('[data-testid="pdf-page"][data-page="3"]');
   await page.getByRole('searchbox', { name: 'Search in the document' }).fill('boat');
   await page.getByRole('button', { name: 'Next match' }).click();
-  const current = last.locator('.textLayer span.search-current');
+  const current = last.locator('.textLayer .search-current');
   await current.first().waitFor();
-  assert.match((await current.first().textContent()) ?? '', /boat/i);
+  assert.match((await current.first().textContent()) ?? '', /^boat$/i, 'the hit itself is marked, not its whole line');
   assert.ok(await current.first().isVisible());
   const inView = await current.first().evaluate((el) => {
     const r = el.getBoundingClientRect();
@@ -132,6 +132,16 @@ test('search finds a word on the last page, scrolls there and marks it', { skip 
   // The last page ends with the window, hatched.
   assert.ok((await last.locator('.textLayer span.kept-window').count()) > 0, 'the window is drawn on the last page');
   await page.screenshot({ path: join(shots, 'viewer-02-search.png') });
+});
+
+test('the document view fits a small window: no horizontal overflow at 800×600', { skip }, async () => {
+  await page.setViewportSize({ width: 800, height: 600 });
+  await page.locator('[data-testid="pdf-page"][data-page="1"]').scrollIntoViewIfNeeded();
+  await page.locator('[data-testid="pdf-page"][data-page="1"] .textLayer span').first().waitFor();
+  const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+  assert.ok(overflow <= 0, `the page is ${overflow} px wider than the window`);
+  await page.screenshot({ path: join(shots, 'viewer-03-800x600.png') });
+  await page.setViewportSize({ width: 1400, height: 900 });
 });
 
 test('the file route refuses other pages; the page logged no error', { skip }, async () => {

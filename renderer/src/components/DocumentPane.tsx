@@ -121,7 +121,7 @@ function DocSearch({
       <input
         type="search"
         value={query}
-        placeholder="Search in the document"
+        placeholder="Search the document"
         aria-label="Search in the document"
         onChange={(e) => onQuery(e.target.value)}
         onKeyDown={(e) => {

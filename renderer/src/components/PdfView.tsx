@@ -11,8 +11,9 @@ import { errorMessage } from '../api/client.ts';
 import type { SearchHit } from '../lib/doc-search.ts';
 import { fetchDocumentFile, loadPdfjs, openPdf, PasswordDeclined } from '../lib/pdfjs.ts';
 import { pageRetention, retentionColor, shadeOf, windowStartOn, type Citation } from '../lib/retention-overlay.ts';
-import { mapItemsToText, overlap, type TextRange } from '../lib/text-layer-map.ts';
+import { mapItemsToText, offsetsInItem, overlap, type TextRange } from '../lib/text-layer-map.ts';
 import { formatPercent } from '../lib/format.ts';
+import { pagesRead } from '../../../electron/services/room.ts';
 
 export const ZOOM_STEPS = [0.5, 0.67, 0.8, 1, 1.25, 1.5, 2, 3] as const;
 const GAP = 16;
@@ -184,6 +185,11 @@ export function PdfView({ detail, page, onPageShown, shade, scaleMax, citation, 
   }, [pdf, hit, scrollTo]);
 
   const perPage = useMemo(() => pageRetention(detail.passages), [detail.passages]);
+  // After a range was read, the pages the model knows nothing of are dimmed and labelled so.
+  const read = useMemo(
+    () => new Set(pagesRead(detail.pageList, detail.readPages).map((p) => p.page)),
+    [detail.pageList, detail.readPages],
+  );
   // Each page's overlay, made again only when what it draws changes (a new object redraws the spans).
   const overlays = useMemo(() => {
     const out = new Map<number, Overlay>();
@@ -276,10 +282,10 @@ export function PdfView({ detail, page, onPageShown, shade, scaleMax, citation, 
               return (
                 <section
                   key={n}
-                  className="pdf-page"
+                  className={`pdf-page${read.has(n) ? '' : ' unread'}`}
                   data-page={n}
                   data-testid="pdf-page"
-                  aria-label={`Page ${n}`}
+                  aria-label={`Page ${n}${read.has(n) ? '' : ', not read: the model knows nothing of this page'}`}
                   ref={(el) => {
                     if (el) placeholders.current.set(n, el);
                     else placeholders.current.delete(n);
@@ -357,7 +363,11 @@ function PdfPage({
 }) {
   const canvasRef = useRef<HTMLCanvasElement>(null);
   const layerRef = useRef<HTMLDivElement>(null);
-  const [layer, setLayer] = useState<{ divs: HTMLElement[]; ranges: (TextRange | null)[] } | null>(null);
+  const [layer, setLayer] = useState<{
+    divs: HTMLElement[];
+    strs: string[];
+    ranges: (TextRange | null)[];
+  } | null>(null);
   const [proxy, setProxy] = useState<PDFPageProxy | null>(null);
 
   useEffect(() => {
@@ -403,7 +413,8 @@ function PdfPage({
       await tl.render();
       if (!alive) return;
       const divs = tl.textDivs;
-      setLayer({ divs, ranges: mapItemsToText(pageText, tl.textContentItemsStr) });
+      const strs = tl.textContentItemsStr;
+      setLayer({ divs, strs, ranges: mapItemsToText(pageText, strs) });
     })().catch(() => {});
     return () => {
       alive = false;
@@ -432,16 +443,40 @@ function PdfPage({
       if (kept) div.dataset.retention = s!.retention!.toFixed(3);
       else delete div.dataset.retention;
       div.classList.toggle('kept-window', shade && !!s?.window);
-      div.classList.toggle('cited', s?.cited != null);
-      if (s?.cited != null) div.style.setProperty('--cited-share', s.cited.toFixed(3));
       div.title = kept
         ? `Kept by ${formatPercent(s!.retention!)} of the cache’s heads`
         : shade && s?.window
           ? 'Always kept (the observation window)'
           : '';
-      const current = !!range && !!focus && overlap(range, focus) > 0;
-      div.classList.toggle('search-hit', !!s?.hit);
-      div.classList.toggle('search-current', current);
+      // Citations and search hits: marks on their own characters when the offsets are exact, else the span.
+      const str = layer.strs[i];
+      const marks: Mark[] = [];
+      let whole = { cited: null as number | null, hit: false, current: false };
+      if (range) {
+        const targets: [TextRange, Omit<Mark, 'from' | 'to'>][] = [
+          ...cited.map((c): [TextRange, Omit<Mark, 'from' | 'to'>] => [c, { className: 'cited', share: c.share }]),
+          ...hits.map((h): [TextRange, Omit<Mark, 'from' | 'to'>] => [
+            h,
+            { className: h === focus ? 'search-hit search-current' : 'search-hit' },
+          ]),
+        ];
+        for (const [t, m] of targets) {
+          if (overlap(range, t) === 0) continue;
+          const at = offsetsInItem(range, str, t);
+          if (at) marks.push({ ...m, from: at[0], to: at[1] });
+          else
+            whole = {
+              cited: m.share !== undefined ? Math.max(whole.cited ?? 0, m.share) : whole.cited,
+              hit: whole.hit || m.className.startsWith('search'),
+              current: whole.current || t === focus,
+            };
+        }
+      }
+      drawMarks(div, str, marks);
+      div.classList.toggle('cited', whole.cited !== null);
+      if (whole.cited !== null) div.style.setProperty('--cited-share', whole.cited.toFixed(3));
+      div.classList.toggle('search-hit', whole.hit);
+      div.classList.toggle('search-current', whole.current);
     });
   }, [layer, passages, windowStart, scaleMax, shade, cited, hits, focus]);
 
@@ -450,7 +485,7 @@ function PdfPage({
     if (!layer || (!focus && !cited.length)) return;
     const target = focus ?? cited[0];
     const i = layer.ranges.findIndex((r) => !!r && overlap(r, target) > 0);
-    if (i >= 0) layer.divs[i].scrollIntoView({ block: 'center' });
+    if (i >= 0) (layer.divs[i].querySelector('mark') ?? layer.divs[i]).scrollIntoView({ block: 'center' });
   }, [layer, focus, cited]);
 
   return (
@@ -466,6 +501,39 @@ function PdfPage({
       <div ref={layerRef} className="textLayer" data-testid="text-layer" />
     </div>
   );
+}
+
+interface Mark {
+  from: number;
+  to: number;
+  className: string;
+  /** A citation's share of the answer's attention. */
+  share?: number;
+}
+
+/** A text-layer span's text with `marks` (offsets in its string) wrapped in <mark>s; its plain text without. */
+function drawMarks(div: HTMLElement, str: string, marks: Mark[]): void {
+  if (!marks.length) {
+    if (div.firstElementChild) div.textContent = str;
+    return;
+  }
+  const edges = [...new Set([0, str.length, ...marks.flatMap((m) => [m.from, m.to])])].sort((a, b) => a - b);
+  const nodes: Node[] = [];
+  for (let k = 0; k + 1 < edges.length; k++) {
+    const [a, b] = [edges[k], edges[k + 1]];
+    const on = marks.filter((m) => m.from <= a && m.to >= b);
+    if (!on.length) {
+      nodes.push(document.createTextNode(str.slice(a, b)));
+      continue;
+    }
+    const mark = document.createElement('mark');
+    mark.className = [...new Set(on.flatMap((m) => m.className.split(' ')))].join(' ');
+    const share = Math.max(-1, ...on.map((m) => m.share ?? -1));
+    if (share >= 0) mark.style.setProperty('--cited-share', share.toFixed(3));
+    mark.textContent = str.slice(a, b);
+    nodes.push(mark);
+  }
+  div.replaceChildren(...nodes);
 }
 
 /** A page's thumbnail, drawn when the thumbnail column scrolls near it; its frame shaded by the page's retention. */

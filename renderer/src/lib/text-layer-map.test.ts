@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 
 import { hyphenatedWords, layoutPage, renderParagraphs, type TextRun } from '../../../electron/documents/pdf-layout.ts';
-import { itemText, mapItemsToText } from './text-layer-map.ts';
+import { itemText, mapItemsToText, offsetsInItem } from './text-layer-map.ts';
 
 const SIZE = 10;
 /** A run as pdf.js reports a text item: upright, half an em a character. */
@@ -89,5 +89,19 @@ describe('page text to text-layer items', () => {
       { start: 12, end: 22 },
     ]);
     expect(mapItemsToText(text, ['missing'])).toEqual([null]);
+  });
+});
+
+describe('a range inside an item', () => {
+  it('gives exact offsets when the item is the page text one for one, else null', () => {
+    const range = { start: 10, end: 20 };
+    expect(offsetsInItem(range, 'boats go b', { start: 10, end: 14 })).toEqual([0, 4]);
+    expect(offsetsInItem(range, 'boats go b', { start: 18, end: 25 })).toEqual([8, 10]);
+    expect(offsetsInItem(range, 'boats go b', { start: 20, end: 25 })).toBeNull();
+    // Clean-up changed the characters (a ligature spelled out, spaces collapsed): offsets would be wrong.
+    expect(offsetsInItem({ start: 0, end: 4 }, '\ufb01ne', { start: 0, end: 2 })).toBeNull();
+    expect(offsetsInItem({ start: 0, end: 3 }, 'a  b', { start: 0, end: 1 })).toBeNull();
+    // A line-end hyphen dropped from the page text: the item's offsets still start at the same place.
+    expect(offsetsInItem({ start: 5, end: 9 }, 'exam-', { start: 5, end: 9 })).toEqual([0, 4]);
   });
 });

@@ -68,3 +68,15 @@ export function mapItemsToText(pageText: string, items: readonly string[]): (Tex
 export function overlap(a: TextRange, b: TextRange): number {
   return Math.max(0, Math.min(a.end, b.end) - Math.max(a.start, b.start));
 }
+
+/**
+ * Where `target` (a range of the page text) lies inside an item's own string, as [from, to) offsets, when
+ * the item's characters are the page text's one for one (no clean-up changed them: the usual case); null
+ * when it does not meet the item or the offsets would not be exact (then the whole span is marked).
+ */
+export function offsetsInItem(range: TextRange, str: string, target: TextRange): [number, number] | null {
+  if (overlap(range, target) === 0) return null;
+  const text = itemText(str);
+  if (!str.startsWith(text) || range.end - range.start > text.length) return null;
+  return [Math.max(target.start, range.start) - range.start, Math.min(target.end, range.end) - range.start];
+}
