@@ -8,7 +8,7 @@ import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-import { documentFileRoute, documentIdOfFileRoute } from '../electron/api/contract.ts';
+import { documentFileRoute, parseDocumentFileRoute, type DocumentFilePart } from '../electron/api/contract.ts';
 import { Dispatcher, EventBus, type Handlers } from '../electron/api/dispatcher.ts';
 import { DocumentFiles, sha256Hex } from '../electron/services/document-files.ts';
 import { createAppProtocolHandler, type StoredDocumentFile } from '../electron/shell/app-protocol.ts';
@@ -25,10 +25,10 @@ const sha = files.put(pdfBytes);
 const secret = join(dir, 'secret.txt');
 writeFileSync(secret, 'not yours');
 
-/** The app core's answer: only document "doc-1" has a stored file. */
-const documentFile = (id: string): StoredDocumentFile | null => {
-  const path = id === 'doc-1' ? files.path(sha) : null;
-  return path ? { path, kind: 'pdf' } : null;
+/** The app core's answer: only document "doc-1" has a stored original, and no HTML. */
+const documentFile = (id: string, part: DocumentFilePart): StoredDocumentFile | null => {
+  const path = id === 'doc-1' && part === 'file' ? files.path(sha) : null;
+  return path ? { path, type: 'application/pdf' } : null;
 };
 
 async function withHost(fn: (host: WebHost, own: string) => Promise<void>) {
@@ -59,16 +59,19 @@ test('the store keeps a file once by its sha256 and names nothing but sha256s', 
   assert.ok(existsSync(secret), 'remove ignores what is not a sha256');
 });
 
-test('the route names a document by id, and nothing else', () => {
+test('the route names a document by id and one of its parts, and nothing else', () => {
   assert.equal(documentFileRoute('doc-1'), '/api/documents/doc-1/file');
-  assert.equal(documentIdOfFileRoute(documentFileRoute('a b/c')), 'a b/c');
+  assert.equal(documentFileRoute('doc-1', 'html'), '/api/documents/doc-1/html');
+  assert.deepEqual(parseDocumentFileRoute(documentFileRoute('a b/c')), { documentId: 'a b/c', part: 'file' });
+  assert.deepEqual(parseDocumentFileRoute(documentFileRoute('d', 'html')), { documentId: 'd', part: 'html' });
   for (const p of [
     '/api/documents//file',
     '/api/documents/x/file/',
     '/api/documents/x/y/file',
     '/api/documents/%E0/file',
+    '/api/documents/x/secret',
   ])
-    assert.equal(documentIdOfFileRoute(p), null, p);
+    assert.equal(parseDocumentFileRoute(p), null, p);
 });
 
 test('web host: the app page and token holders get the file; no token, another site or an unknown id are refused', async () => {
@@ -104,6 +107,7 @@ test('web host: the app page and token holders get the file; no token, another s
       `/api/documents/${encodeURIComponent(secret)}/file`,
       `/api/documents/${sha}/file`,
       '/api/documents/doc-1/file/..',
+      documentFileRoute('doc-1', 'html'),
     ]) {
       const r = await fetch(host.url + path, { headers: auth });
       assert.equal(r.status, 404, path);

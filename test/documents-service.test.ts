@@ -349,7 +349,8 @@ test('the imported original is kept once by content, served by id, and removed w
   assert.ok(fa && fb);
   assert.equal(fa.path, fb.path, 'one file for the same content');
   assert.deepEqual(readFileSync(fa.path), bytes);
-  assert.equal(fa.kind, 'text');
+  assert.equal(fa.type, 'text/plain; charset=utf-8');
+  assert.equal(core.documents.file(a.documentId, 'html'), null, 'only a Word document has HTML');
   assert.equal(core.documents.get(a.documentId).hasFile, true);
   assert.equal(core.documents.file('no-such-document'), null);
 
@@ -373,4 +374,34 @@ test('the imported original is kept once by content, served by id, and removed w
   assert.ok(existsSync(fb.path), 'still used by the other document');
   await core.documents.delete(b.documentId);
   assert.ok(!existsSync(fb.path), 'removed with the last document made from it');
+});
+
+test('a Word document keeps the HTML mammoth made of it at import, served as text beside its original', {
+  skip,
+}, async () => {
+  const { sampleDocx } = await import('./helpers/make-docx.ts');
+  const bytes = await sampleDocx({ title: 'Kept as written' });
+  const r = await core.documents.import({
+    fileName: 'written.docx',
+    dataBase64: Buffer.from(bytes).toString('base64'),
+  });
+  assert.equal((await taskDone(r.taskId)).ok, true);
+  const d = core.documents.get(r.documentId);
+  assert.equal(d.kind, 'docx');
+  assert.equal(d.hasHtml, true);
+  const html = core.documents.file(r.documentId, 'html');
+  assert.ok(html);
+  assert.equal(html.type, 'text/plain; charset=utf-8', 'never served as a page of the app');
+  const text = readFileSync(html.path, 'utf8');
+  assert.match(text, /<(h1|h2|p|table)\b/);
+  assert.ok(
+    d.pageList[0].text
+      .split(/\s+/)
+      .slice(0, 5)
+      .every((w) => text.includes(w.replace(/[•|]/g, ''))),
+  );
+  const original = core.documents.file(r.documentId);
+  assert.ok(original);
+  await core.documents.delete(r.documentId);
+  assert.ok(!existsSync(html.path) && !existsSync(original.path), 'both go with the document');
 });

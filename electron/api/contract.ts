@@ -248,6 +248,8 @@ export const DocumentDetail = DocumentSummary.extend({
   keptWindow: KeptWindow.nullable(),
   /** The imported original is stored (documentFileRoute serves it); false for documents imported before. */
   hasFile: z.boolean(),
+  /** A Word document's HTML is stored (documentFileRoute(id, 'html') serves it). */
+  hasHtml: z.boolean(),
 });
 export type DocumentDetail = z.infer<typeof DocumentDetail>;
 
@@ -343,18 +345,23 @@ export const UPLOAD_ROUTE = '/api/upload';
 export const UPLOAD_FILE_NAME_HEADER = 'x-folio-file-name';
 
 /**
- * A document's imported original: GET, the same path on both transports (the web host's route, and the
- * desktop app's own protocol, app://folio/...), so the renderer names it relative to its page.
+ * A document's stored files: GET, the same path on both transports (the web host's route, and the desktop
+ * app's own protocol, app://folio/...), so the renderer names them relative to its page. `file`: the
+ * imported original; `html`: a Word document's HTML as mammoth wrote it at import (served as text, for the
+ * renderer to sanitise and show).
  */
-export const DOCUMENT_FILE_ROUTE = '/api/documents/{id}/file';
-export function documentFileRoute(documentId: string): string {
-  return DOCUMENT_FILE_ROUTE.replace('{id}', encodeURIComponent(documentId));
+export const DOCUMENT_FILE_ROUTE = '/api/documents/{id}/{part}';
+export const DOCUMENT_FILE_PARTS = ['file', 'html'] as const;
+export type DocumentFilePart = (typeof DOCUMENT_FILE_PARTS)[number];
+export function documentFileRoute(documentId: string, part: DocumentFilePart = 'file'): string {
+  return DOCUMENT_FILE_ROUTE.replace('{id}', encodeURIComponent(documentId)).replace('{part}', part);
 }
-/** The document id a request path names under DOCUMENT_FILE_ROUTE, or null when it names none. */
-export function documentIdOfFileRoute(pathname: string): string | null {
-  const m = /^\/api\/documents\/([^/]+)\/file$/.exec(pathname);
-  const id = m ? safeDecode(m[1]) : null;
-  return id !== null && Id.safeParse(id).success ? id : null;
+/** The document and part a request path names under DOCUMENT_FILE_ROUTE, or null when it names none. */
+export function parseDocumentFileRoute(pathname: string): { documentId: string; part: DocumentFilePart } | null {
+  const m = /^\/api\/documents\/([^/]+)\/([a-z]+)$/.exec(pathname);
+  const part = DOCUMENT_FILE_PARTS.find((p) => p === m?.[2]);
+  const documentId = m && part ? safeDecode(m[1]) : null;
+  return part && documentId !== null && Id.safeParse(documentId).success ? { documentId, part } : null;
 }
 function safeDecode(s: string): string | null {
   try {

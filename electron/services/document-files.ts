@@ -1,7 +1,8 @@
 // The imported originals, kept so the document view can show the file itself (the PDF's pages, the Word
 // document's formatting). Content-addressed: a file is stored once under its sha256, whatever it was named
-// and however often it was imported, and removed when the last document made from it is deleted. Names in
-// the folder are only ever 64 hex digits, so a name that reaches here from a request cannot leave it.
+// and however often it was imported, and removed when the last document made from it is deleted. Beside a
+// Word document, the HTML mammoth made of it at import (<sha256>.html), which the view shows. Names in the
+// folder are only ever 64 hex digits (and .html), so a name that reaches here from a request cannot leave it.
 import { createHash, randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -44,7 +45,32 @@ export class DocumentFiles {
     }
   }
 
+  /** Keeps what the import made of a file beside it (a Word document's HTML), under the same name. */
+  putHtml(sha256: string, html: string): void {
+    if (!SHA256_HEX.test(sha256)) return;
+    const part = join(this.dir, `.${sha256}.${randomBytes(6).toString('hex')}.html.part`);
+    try {
+      writeFileSync(part, html, { mode: 0o600, flag: 'wx' });
+      renameSync(part, join(this.dir, `${sha256}.html`));
+    } finally {
+      rmSync(part, { force: true });
+    }
+  }
+
+  /** The stored HTML of a sha256, or null. */
+  htmlPath(sha256: string | null | undefined): string | null {
+    const original = this.path(sha256);
+    if (!original) return null;
+    try {
+      return statSync(`${original}.html`).isFile() ? `${original}.html` : null;
+    } catch {
+      return null;
+    }
+  }
+
   remove(sha256: string): void {
-    if (SHA256_HEX.test(sha256)) rmSync(join(this.dir, sha256), { force: true });
+    if (!SHA256_HEX.test(sha256)) return;
+    rmSync(join(this.dir, sha256), { force: true });
+    rmSync(join(this.dir, `${sha256}.html`), { force: true });
   }
 }

@@ -12,7 +12,9 @@ import {
   type CompressionMethod,
   type CompressionSettings,
   type CompressionStats,
+  DOCUMENT_FILE_TYPES,
   type DocumentDetail,
+  type DocumentFilePart,
   type DocumentPage,
   type DocumentSummary,
   type Params,
@@ -30,7 +32,7 @@ import { baseName } from '../documents/detect.ts';
 import { tooLarge } from '../documents/read-file.ts';
 import { DEFAULT_BETA } from '../kv/budget.ts';
 import { methodLabel, methodRow } from '../kv/methods.ts';
-import { toSummary, type DocumentKind, type DocumentRecord, type Storage } from '../storage/index.ts';
+import { toSummary, type DocumentRecord, type Storage } from '../storage/index.ts';
 import type { DocumentFiles } from './document-files.ts';
 import type { EngineManager, LoadedModel } from './engine-manager.ts';
 import { shapeFromInfo } from '../models/estimate.ts';
@@ -42,11 +44,11 @@ import { SessionKey } from './session-key.ts';
 import type { ModelsService } from './models-service.ts';
 import type { Task, Tasks } from './tasks.ts';
 
-/** A document's imported original, for the routes that serve it (web host, app protocol). */
+/** A document's stored file, for the routes that serve it (web host, app protocol). */
 export interface DocumentFile {
   path: string;
-  kind: DocumentKind;
-  fileName: string;
+  /** The media type it is served with. */
+  type: string;
 }
 
 export class DocumentsService {
@@ -123,6 +125,7 @@ export class DocumentsService {
       stats,
       ...this.retentionMap(documentId, pagesRead(pages, doc.readPages), stats),
       hasFile: this.files?.path(doc.sha256) != null,
+      hasHtml: this.files?.htmlPath(doc.sha256) != null,
     };
   }
 
@@ -222,6 +225,7 @@ export class DocumentsService {
           },
         );
         this.storage.documents.update(doc.id, { title: imported.title || fileName });
+        if (sha256 && imported.html !== undefined) this.files?.putHtml(sha256, imported.html);
         this.storage.documents.setContent(doc.id, {
           pages: imported.pages.map((p) => ({ ...p, tokenStart: 0, tokenEnd: 0 })),
           tokens: [],
@@ -539,11 +543,15 @@ export class DocumentsService {
     this.bus.emit('documents.deleted', { documentId });
   }
 
-  /** The imported original of a document, or null when there is none (unknown id, imported before originals were kept). */
-  file(documentId: string): DocumentFile | null {
+  /**
+   * A document's stored original, or its HTML (a Word document's, as mammoth wrote it; served as text: the
+   * renderer sanitises it); null when there is none (unknown id, imported before originals were kept).
+   */
+  file(documentId: string, part: DocumentFilePart = 'file'): DocumentFile | null {
     const doc = this.storage.documents.get(documentId);
-    const path = doc ? (this.files?.path(doc.sha256) ?? null) : null;
-    return doc && path ? { path, kind: doc.kind, fileName: doc.fileName } : null;
+    if (!doc || !this.files) return null;
+    const path = part === 'html' ? this.files.htmlPath(doc.sha256) : this.files.path(doc.sha256);
+    return path ? { path, type: part === 'html' ? 'text/plain; charset=utf-8' : DOCUMENT_FILE_TYPES[doc.kind] } : null;
   }
 
   changed(documentId: string): void {

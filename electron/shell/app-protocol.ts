@@ -6,7 +6,7 @@
 import { readFile, realpath, stat } from 'node:fs/promises';
 import { extname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 
-import { DOCUMENT_FILE_TYPES, documentIdOfFileRoute } from '../api/contract.ts';
+import { parseDocumentFileRoute, type DocumentFilePart } from '../api/contract.ts';
 import type { ElectronApi } from './electron-api.ts';
 import { APP_HOST, APP_SCHEME, securityHeaders } from './security.ts';
 
@@ -75,10 +75,10 @@ async function isFile(path: string): Promise<boolean> {
   }
 }
 
-/** A document's stored original: where it is and what it is (the app core's DocumentsService.file). */
+/** A document's stored file: where it is, and its media type (the app core's DocumentsService.file). */
 export interface StoredDocumentFile {
   path: string;
-  kind: keyof typeof DOCUMENT_FILE_TYPES;
+  type: string;
 }
 
 /** The original of a document, or 404 when the id names no document with a stored file. */
@@ -88,7 +88,7 @@ async function documentFileResponse(request: Request, file: StoredDocumentFile |
     const body = request.method === 'HEAD' ? null : await readFile(file.path);
     return new Response(body, {
       status: 200,
-      headers: { ...securityHeaders(), 'content-type': DOCUMENT_FILE_TYPES[file.kind], 'cache-control': 'no-cache' },
+      headers: { ...securityHeaders(), 'content-type': file.type, 'cache-control': 'no-cache' },
     });
   } catch {
     return text(404, 'this document has no stored file');
@@ -101,7 +101,7 @@ async function documentFileResponse(request: Request, file: StoredDocumentFile |
  */
 export function createAppProtocolHandler(
   rendererDir: string,
-  documentFile: (documentId: string) => StoredDocumentFile | null = () => null,
+  documentFile: (documentId: string, part: DocumentFilePart) => StoredDocumentFile | null = () => null,
 ): (request: Request) => Promise<Response> {
   const root = resolve(rendererDir);
   return async (request) => {
@@ -113,8 +113,8 @@ export function createAppProtocolHandler(
     }
     if (url.protocol !== `${APP_SCHEME}:` || url.host !== APP_HOST) return text(404, 'not found');
     if (request.method !== 'GET' && request.method !== 'HEAD') return text(405, 'method not allowed');
-    const documentId = documentIdOfFileRoute(url.pathname);
-    if (documentId !== null) return documentFileResponse(request, documentFile(documentId));
+    const named = parseDocumentFileRoute(url.pathname);
+    if (named) return documentFileResponse(request, documentFile(named.documentId, named.part));
     if (url.pathname.startsWith('/api/')) return text(404, 'not found');
     let file = resolveAppPath(root, url.pathname);
     if (!file) return text(403, 'forbidden');

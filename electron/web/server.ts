@@ -3,7 +3,8 @@
 //   POST /api/call            { method, params } -> { result } | { error }      (application/json)
 //   POST /api/upload          a document's raw bytes -> { result: { documentId, taskId } } | { error }
 //                             (application/octet-stream; the file name URI-encoded in x-folio-file-name)
-//   GET  /api/documents/:id/file   a document's imported original (404 when it has none)
+//   GET  /api/documents/:id/file   a document's imported original (404 when it has none); .../html: a Word
+//                             document's HTML
 //   GET  /api/ws              WebSocket: { type: 'call', id, method, params } -> { type: 'result' | 'error', id, ... };
 //                             the server pushes { type: 'event', event, payload }
 //   GET  /api/health          { ok: true }
@@ -19,8 +20,8 @@ import { WebSocketServer, type WebSocket } from 'ws';
 
 import {
   ApiError,
-  DOCUMENT_FILE_TYPES,
-  documentIdOfFileRoute,
+  parseDocumentFileRoute,
+  type DocumentFilePart,
   MAX_JSON_BODY_BYTES,
   methods,
   UPLOAD_ROUTE,
@@ -42,10 +43,10 @@ export interface UploadOptions {
   importUpload(fileName: string, tempPath: string): Promise<{ documentId: string; taskId: string }>;
 }
 
-/** A document's stored original: where it is and what it is. */
+/** A document's stored file: where it is, and the media type it is served with. */
 export interface StoredDocumentFile {
   path: string;
-  kind: keyof typeof DOCUMENT_FILE_TYPES;
+  type: string;
 }
 
 export interface WebHostOptions {
@@ -62,8 +63,8 @@ export interface WebHostOptions {
   maxBodyBytes?: number;
   /** POST /api/upload; without it, the route answers 404. */
   uploads?: UploadOptions;
-  /** GET /api/documents/:id/file: the original of a document, null when it has none (404). */
-  documentFile?: (documentId: string) => StoredDocumentFile | null;
+  /** GET /api/documents/:id/:part: a document's stored file, null when it has none (404). */
+  documentFile?: (documentId: string, part: DocumentFilePart) => StoredDocumentFile | null;
 }
 
 export interface WebHost {
@@ -183,9 +184,13 @@ export async function startWebHost(o: WebHostOptions): Promise<WebHost> {
   };
 
   // Only a path the app core gives for a stored document's id is ever read: the request names an id, never a file.
-  const handleDocumentFile = (req: IncomingMessage, res: ServerResponse, documentId: string) => {
+  const handleDocumentFile = (
+    req: IncomingMessage,
+    res: ServerResponse,
+    { documentId, part }: { documentId: string; part: DocumentFilePart },
+  ) => {
     if (req.method !== 'GET' && req.method !== 'HEAD') throw new HttpError(405, 'use GET');
-    const file = o.documentFile?.(documentId) ?? null;
+    const file = o.documentFile?.(documentId, part) ?? null;
     let size = -1;
     try {
       if (file) size = statSync(file.path).size;
@@ -198,7 +203,7 @@ export async function startWebHost(o: WebHostOptions): Promise<WebHost> {
         `document ${documentId} has no stored file (unknown, or imported before originals were kept)`,
       );
     res.writeHead(200, {
-      'content-type': DOCUMENT_FILE_TYPES[file.kind],
+      'content-type': file.type,
       'content-length': String(size),
       'cache-control': 'private, no-cache',
     });
@@ -224,7 +229,7 @@ export async function startWebHost(o: WebHostOptions): Promise<WebHost> {
       if (pathname === '/api/health') return sendJson(res, 200, { ok: true });
       if (pathname === '/api/call') return await handleCall(req, res);
       if (pathname === UPLOAD_ROUTE) return await handleUpload(req, res);
-      const fileOf = documentIdOfFileRoute(pathname);
+      const fileOf = parseDocumentFileRoute(pathname);
       if (fileOf !== null) return handleDocumentFile(req, res, fileOf);
       if (pathname.startsWith('/api/')) throw new HttpError(404, `unknown endpoint ${pathname}`);
       if (req.method !== 'GET' && req.method !== 'HEAD') throw new HttpError(405, 'method not allowed');

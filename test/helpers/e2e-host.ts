@@ -67,7 +67,7 @@ export async function serveApp(o: {
       maxBytes: MAX_DOCUMENT_BYTES,
       importUpload: (fileName, tempPath) => core.documents.importUpload({ fileName, tempPath }),
     },
-    documentFile: (id) => core.documents.file(id),
+    documentFile: (id, part) => core.documents.file(id, part),
   });
   core.setServerInfo({ apiUrl: host.url, apiToken: o.apiToken });
   const api = connectApi(`ws://127.0.0.1:${host.port}/api/ws`, WebSocket as never, { token: o.apiToken });

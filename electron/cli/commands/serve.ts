@@ -54,7 +54,7 @@ export const serve: Command = {
         maxBytes: MAX_DOCUMENT_BYTES,
         importUpload: async (fileName, tempPath) => core.documents.importUpload({ fileName, tempPath }),
       },
-      documentFile: (id) => core.documents.file(id),
+      documentFile: (id, part) => core.documents.file(id, part),
     });
     core.setServerInfo({ apiUrl: host.url, apiToken: apiToken.token });
     process.stdout.write(

@@ -6,15 +6,17 @@ import { createFakeApi, detail, doc, rebasedDetail, settings } from '../test/fak
 import { renderApp } from '../test/render-app.tsx';
 import { setTab } from '../stores/ui.ts';
 import { startApp } from '../wire.ts';
-import { openPdf, fetchDocumentFile, PasswordDeclined } from '../lib/pdfjs.ts';
+import { openPdf, PasswordDeclined } from '../lib/pdfjs.ts';
+import { fetchDocumentFile, fetchDocumentText } from '../lib/document-file.ts';
 import { DocumentPane } from './DocumentPane.tsx';
 
 // pdf.js needs a canvas jsdom does not have: the loader is replaced, the rest of the view is real.
 vi.mock('../lib/pdfjs.ts', async (importOriginal) => ({
   ...(await importOriginal<typeof import('../lib/pdfjs.ts')>()),
-  fetchDocumentFile: vi.fn(),
   openPdf: vi.fn(),
 }));
+// The stored files come from the web host in the app; here, from the test.
+vi.mock('../lib/document-file.ts', () => ({ fetchDocumentFile: vi.fn(), fetchDocumentText: vi.fn() }));
 
 async function openDocumentTab(d = detail()) {
   await renderApp(createFakeApi({ 'documents.list': () => [doc()], 'documents.get': () => d }));
@@ -102,7 +104,9 @@ describe('the document view', () => {
 
   it('says why a PDF imported before originals were kept shows its text', async () => {
     await openDocumentTab(detail({ kind: 'pdf', hasFile: false }));
-    expect((await screen.findByTestId('no-original')).textContent).toMatch(/imported before Folio kept the original/);
+    expect((await screen.findByTestId('no-original')).textContent).toMatch(
+      /imported before Folio kept the original file, so its text is shown instead of the pages/,
+    );
     expect(screen.getByRole('article', { name: 'Page 1' })).toBeTruthy();
   });
 
@@ -122,6 +126,55 @@ describe('the document view', () => {
     await userEvent.click(screen.getByRole('button', { name: 'Cancel' }));
     expect((await screen.findByRole('alert')).textContent).toBe(
       'This PDF is password-protected: the pages are shown once its password is given.',
+    );
+  });
+});
+
+describe('a Word document as written', () => {
+  const html =
+    '<h1>Kites</h1><p>Lily had a red kite.</p><ul><li>Blue tail</li><li>Long string</li></ul><p>The end.</p>';
+  // The page text as the importer makes it of that HTML (docx.ts's blocks, pages.ts's rule).
+  const text = 'Kites\n\nLily had a red kite.\n\n• Blue tail\n• Long string\n\nThe end.';
+  const wordDetail = () =>
+    detail({
+      kind: 'docx',
+      hasFile: true,
+      hasHtml: true,
+      pageList: [{ page: 1, text, tokenStart: 0, tokenEnd: 30 }],
+      passages: [
+        { page: 1, start: 0, end: 5, retention: 0.4 },
+        { page: 1, start: 7, end: 27, retention: 0.1 },
+      ],
+      keptWindow: { page: 1, start: text.indexOf('The end.'), tokens: 8 },
+    });
+
+  it('shows the sanitised HTML with the passages, the window and the hits drawn on it', async () => {
+    vi.mocked(fetchDocumentText).mockResolvedValue(html + '<script>alert(1)</script>');
+    await openDocumentTab(wordDetail());
+    const doc = await screen.findByTestId('html-doc');
+    await waitFor(() => expect(doc.querySelectorAll('.passage')).toHaveLength(2));
+    expect(vi.mocked(fetchDocumentText)).toHaveBeenCalledWith('d1', 'html');
+    expect(doc.querySelector('script')).toBeNull();
+    expect(doc.querySelector('h1')?.textContent).toBe('Kites');
+    expect(doc.querySelectorAll('li')).toHaveLength(2);
+    const [title, story] = doc.querySelectorAll<HTMLElement>('.passage');
+    expect([title.textContent, title.dataset.retention]).toEqual(['Kites', '0.400']);
+    expect([story.textContent, story.dataset.retention]).toEqual(['Lily had a red kite.', '0.100']);
+    expect([...doc.querySelectorAll('.kept-window')].map((e) => e.textContent).join('')).toBe('The end.');
+    await userEvent.type(screen.getByRole('searchbox', { name: 'Search in the document' }), 'string');
+    await userEvent.click(screen.getByRole('button', { name: 'Next match' }));
+    await waitFor(() =>
+      expect([...screen.getByTestId('html-doc').querySelectorAll('.search-current')].map((e) => e.textContent)).toEqual(
+        ['string'],
+      ),
+    );
+  });
+
+  it('says so when the HTML cannot be loaded', async () => {
+    vi.mocked(fetchDocumentText).mockRejectedValue(new Error('no stored html'));
+    await openDocumentTab(wordDetail());
+    expect((await screen.findByRole('alert')).textContent).toBe(
+      'The document could not be shown as written: no stored html.',
     );
   });
 });

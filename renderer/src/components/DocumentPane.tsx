@@ -1,11 +1,11 @@
 // The document view: the document itself with the retention map folded onto it. A PDF whose original is
-// stored shows its pages (PdfView: canvas and text layer); other documents, and PDFs imported before
-// originals were kept, show each page's text. Each passage is shaded by how much of the model's cache kept
-// it (the share of (layer, KV head) slots that kept its tokens), on a scale topped by the highest value
-// outside the observation window; the window, which every method keeps whole, is drawn apart and
-// labelled. Citations (ranges of a page's text) are drawn over it in their own style, and search finds
-// words on every page. After a range of pages was read, every page is still shown; those the model did not
-// read are dimmed and labelled so.
+// stored shows its pages (PdfView: canvas and text layer), a Word or Markdown document its formatted text
+// (HtmlDocView); plain text, and documents imported before originals were kept, show each page's text.
+// Each passage is shaded by how much of the model's cache kept it (the share of (layer, KV head) slots that
+// kept its tokens), on a scale topped by the highest value outside the observation window; the window,
+// which every method keeps whole, is drawn apart and labelled. Citations (ranges of a page's text) are
+// drawn over it in their own style, and search finds words on every page. After a range of pages was
+// read, every page is still shown; those the model did not read are dimmed and labelled so.
 import { useCallback, useEffect, useMemo, useState, type ReactNode } from 'react';
 
 import type { DocumentDetail, KeptWindow } from '../../../electron/api/contract.ts';
@@ -23,6 +23,7 @@ import {
   type CitedRange,
 } from '../lib/retention-overlay.ts';
 import { ReadNote } from './ReadNote.tsx';
+import { HtmlDocView } from './HtmlDocView.tsx';
 import { PdfView } from './PdfView.tsx';
 import { pagesRead } from '../../../electron/services/room.ts';
 
@@ -200,6 +201,8 @@ export function DocumentPane({ documentId, citation = null }: { documentId: stri
   const mean = perPage.get(currentPage.page);
   const unread = !read.has(currentPage.page);
   const showPdf = detail.kind === 'pdf' && detail.hasFile;
+  // Word and Markdown as written; plain text (and anything imported before files were kept) as page text.
+  const showHtml = (detail.kind === 'docx' && detail.hasHtml) || (detail.kind === 'markdown' && detail.hasFile);
   const citedHere = citation?.documentId === detail.id ? citation : null;
   return (
     <div className={`document-pane${showPdf ? ' with-pdf' : ''}`}>
@@ -290,10 +293,11 @@ export function DocumentPane({ documentId, citation = null }: { documentId: stri
           </p>
         )
       )}
-      {detail.kind === 'pdf' && !detail.hasFile && (
+      {!showPdf && !showHtml && detail.kind !== 'text' && (
         <p className="muted small" data-testid="no-original">
-          This PDF was imported before Folio kept the original file, so its text is shown instead of its pages. Import
-          it again to see the pages.
+          This document was imported before Folio kept the original file, so its text is shown instead of the
+          {detail.kind === 'pdf' ? ' pages' : ' formatted document'}. Import it again to see{' '}
+          {detail.kind === 'pdf' ? 'them' : 'it'}.
         </p>
       )}
       {showPdf ? (
@@ -301,6 +305,16 @@ export function DocumentPane({ documentId, citation = null }: { documentId: stri
           detail={detail}
           page={index + 1}
           onPageShown={setDocPage}
+          shade={shade}
+          scaleMax={max}
+          citation={citedHere}
+          hits={hits}
+          currentHit={current}
+        />
+      ) : showHtml ? (
+        <HtmlDocView
+          detail={detail}
+          page={index + 1}
           shade={shade}
           scaleMax={max}
           citation={citedHere}

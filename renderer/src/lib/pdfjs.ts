@@ -1,10 +1,8 @@
 // pdf.js in the renderer: loaded on first use (it is large), its worker a file of the build (Vite emits
-// pdf.worker.min.mjs as an asset; worker-src 'self' allows it), and a document opened from its stored
-// original (documentFileRoute, the same path on the web host and the desktop app's protocol). A
-// password-protected PDF asks for its password through `askPassword` (again, saying so, when it was wrong).
+// pdf.worker.min.mjs as an asset; worker-src 'self' allows it), and a document opened from its bytes (the
+// stored original, lib/document-file.ts). A password-protected PDF asks for its password through
+// `askPassword` (again, saying so, when it was wrong).
 import type { PDFDocumentProxy } from 'pdfjs-dist';
-
-import { documentFileRoute } from '../../../electron/api/contract.ts';
 
 type Pdfjs = typeof import('pdfjs-dist');
 
@@ -23,22 +21,6 @@ export function loadPdfjs(): Promise<Pdfjs> {
     pdfjsModule = null;
   });
   return pdfjsModule;
-}
-
-/** The stored original of a document; an Error with the host's message when there is none. */
-export async function fetchDocumentFile(documentId: string): Promise<Uint8Array> {
-  const res = await fetch(documentFileRoute(documentId), { credentials: 'same-origin' });
-  if (!res.ok) {
-    let message = `${res.status} ${res.statusText}`;
-    try {
-      const body = (await res.json()) as { error?: { message?: string } };
-      message = body.error?.message ?? message;
-    } catch {
-      // not JSON (the desktop protocol answers text): the status says enough
-    }
-    throw new Error(`the original file could not be loaded: ${message}`);
-  }
-  return new Uint8Array(await res.arrayBuffer());
 }
 
 /** Thrown when the user declines to give a PDF's password. */

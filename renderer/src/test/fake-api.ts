@@ -156,6 +156,7 @@ export const detail = (over: Partial<DocumentDetail> = {}): DocumentDetail => ({
   ],
   keptWindow: null,
   hasFile: false,
+  hasHtml: false,
   ...over,
 });
 
