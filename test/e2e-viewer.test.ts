@@ -2,11 +2,12 @@
 // engine with stories260K: a generated three-page PDF is imported through the file picker; the document
 // view draws its pages with pdf.js from the stored original (a canvas with ink on it, the text layer over
 // it), the text layer's spans carry the retention map, the observation window is drawn apart and labelled,
-// search finds a word of the last page and scrolls there, and the page logs no error. Screenshots go to
+// search finds a word of the last page and scrolls there; a Word document is shown as written with the same
+// shading; nothing overflows at 800×600, and the page logs no error. Screenshots go to
 // test/.output/screenshots/.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { BrowserContext, Page } from 'playwright-core';
@@ -132,6 +133,37 @@ test('search finds a word on the last page, scrolls there and marks it', { skip 
   // The last page ends with the window, hatched.
   assert.ok((await last.locator('.textLayer span.kept-window').count()) > 0, 'the window is drawn on the last page');
   await page.screenshot({ path: join(shots, 'viewer-02-search.png') });
+});
+
+test('a Word document is shown as written, with the same shading', { skip }, async () => {
+  const { sampleDocx } = await import('./helpers/make-docx.ts');
+  const docxPath = join(dir, 'written.docx');
+  writeFileSync(docxPath, await sampleDocx({ title: 'Written in Word' }));
+  const [chooser] = await Promise.all([
+    page.waitForEvent('filechooser'),
+    page.getByRole('button', { name: 'Import…' }).click(),
+  ]);
+  await chooser.setFiles(docxPath);
+  await page.locator('[data-testid="document"][data-status="ready"]').nth(1).waitFor({ timeout: 120_000 });
+  const docx = (await api.call('documents.list', {})).find((d) => d.kind === 'docx');
+  assert.ok(docx);
+  await page.locator('[data-testid="document"]').filter({ hasText: docx.title }).click();
+  await page.getByRole('tab', { name: 'Document' }).click();
+  const body = page.getByTestId('html-doc');
+  await body.locator('.passage').first().waitFor();
+  assert.ok((await body.locator('table').count()) > 0 && (await body.locator('li').count()) > 0, 'formatted');
+  const detail = await api.call('documents.get', { documentId: docx.id });
+  assert.ok(detail.hasHtml);
+  const shown = await body
+    .locator('.passage')
+    .evaluateAll((els) => els.map((el) => Number((el as HTMLElement).dataset.retention)));
+  const known = new Set(detail.passages.map((p) => p.retention.toFixed(3)));
+  for (const r of shown) assert.ok(known.has(r.toFixed(3)), `a shaded run carries a passage's retention (${r})`);
+  assert.ok((await body.locator('.kept-window').count()) > 0, 'the window is drawn');
+  await page.screenshot({ path: join(shots, 'viewer-04-word.png') });
+  // Back to the PDF for what follows.
+  await page.locator('[data-testid="document"]').filter({ hasText: 'Six stories' }).click();
+  await page.getByRole('tab', { name: 'Document' }).click();
 });
 
 test('the document view fits a small window: no horizontal overflow at 800×600', { skip }, async () => {
