@@ -89,6 +89,9 @@ test('a PDF imported through the file picker is kept, and shown page by page', {
     for (let i = 0; i < data.length; i += 4) if (data[i] < 128 && data[i + 3] > 0) ink++;
     return ink > 500;
   });
+  // Only the pages near the viewport are drawn: the third, two page-heights down, is a placeholder.
+  assert.equal(await page.locator('[data-testid="pdf-page"]').count(), 3);
+  assert.equal(await page.locator('[data-testid="pdf-page"][data-page="3"] canvas').count(), 0);
   await page.screenshot({ path: join(shots, 'viewer-01-pdf-page.png') });
 });
 

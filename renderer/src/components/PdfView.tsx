@@ -194,10 +194,16 @@ export function PdfView({ detail, page, onPageShown, shade, scaleMax, citation, 
   // Each page's overlay, made again only when what it draws changes (a new object redraws the spans).
   const overlays = useMemo(() => {
     const out = new Map<number, Overlay>();
+    const byPage = new Map<number, DocumentDetail['passages']>();
+    for (const x of detail.passages) {
+      const list = byPage.get(x.page);
+      if (list) list.push(x);
+      else byPage.set(x.page, [x]);
+    }
     for (const p of detail.pageList)
       out.set(p.page, {
         pageText: p.text,
-        passages: detail.passages.filter((x) => x.page === p.page),
+        passages: byPage.get(p.page) ?? [],
         windowStart: windowStartOn(p.page, detail.keptWindow),
         scaleMax,
         shade,
