@@ -259,8 +259,11 @@ export function DocumentPane({ documentId, citation = null }: { documentId: stri
       </div>
       {detail.passages.length > 0 && shade && <RetentionLegend max={max} window={detail.keptWindow} />}
       <ReadNote detail={detail} />
-      {pages.length > 1 && !showPdf && (
-        <nav className="page-strip" aria-label="All pages, shaded by how much of each the model kept">
+      {pages.length > 1 && (
+        <nav
+          className={`page-strip${showPdf ? ' beside-thumbnails' : ''}`}
+          aria-label="All pages, shaded by how much of each the model kept"
+        >
           {pages.map((p, i) => {
             const r = perPage.get(p.page);
             const notRead = !read.has(p.page);
