@@ -1,7 +1,7 @@
 // The PDF view over a stand-in pdf.js (jsdom has no canvas): pages are laid out, those in view are drawn with
 // their text layer, and the overlay lands on the text layer's spans: the retention of the passages each
 // span's text is part of, the window, a citation's and a search hit's own characters.
-import { render, screen, waitFor } from '@testing-library/react';
+import { cleanup, render, screen, waitFor } from '@testing-library/react';
 import userEvent from '@testing-library/user-event';
 import type { PDFDocumentProxy } from 'pdfjs-dist';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
@@ -129,5 +129,26 @@ describe('the PDF view', () => {
     await userEvent.click(screen.getByRole('button', { name: 'Fit width' }));
     expect(page1.style.width).toBe(before);
     stop();
+  });
+
+  it('asks a protected PDF’s password once a session, and opens it with it', async () => {
+    const given: string[] = [];
+    vi.mocked(openPdf).mockImplementation(async (_bytes, askPassword) => {
+      const password = await askPassword(false);
+      if (password === null) throw new Error('declined');
+      given.push(password);
+      return fakePdf;
+    });
+    const stop = showPdf();
+    await userEvent.type(await screen.findByLabelText('Password'), 'secret');
+    await userEvent.click(screen.getByRole('button', { name: 'Open' }));
+    await waitFor(() => expect(layer(1).querySelectorAll('span')).toHaveLength(3));
+    cleanup();
+    stop();
+    const again = showPdf();
+    await waitFor(() => expect(layer(1).querySelectorAll('span')).toHaveLength(3));
+    expect(screen.queryByLabelText('Password')).toBeNull();
+    expect(given).toEqual(['secret', 'secret']);
+    again();
   });
 });

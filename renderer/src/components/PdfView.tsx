@@ -37,6 +37,9 @@ interface Overlay {
   focus: TextRange | null;
 }
 
+/** Passwords the user gave for documents, kept in memory for this session only (never stored). */
+const sessionPasswords = new Map<string, string>();
+
 const EMPTY_OVERLAY: Overlay = {
   pageText: '',
   passages: [],
@@ -83,14 +86,23 @@ export function PdfView({ detail, page, onPageShown, shade, scaleMax, citation, 
     setOpening({ state: 'loading' });
     (async () => {
       const bytes = await fetchDocumentFile(detail.id);
-      pdf = await openPdf(
-        bytes,
-        (wrong) =>
-          new Promise((answer) => {
-            if (alive) setOpening({ state: 'password', wrong, answer });
-            else answer(null);
-          }),
-      );
+      pdf = await openPdf(bytes, (wrong) => {
+        // A password given earlier in this session opens the document again without asking.
+        const known = sessionPasswords.get(detail.id);
+        if (known !== undefined && !wrong) return Promise.resolve(known);
+        return new Promise((answer) => {
+          if (!alive) return answer(null);
+          setOpening({
+            state: 'password',
+            wrong,
+            answer: (password) => {
+              if (password === null) sessionPasswords.delete(detail.id);
+              else sessionPasswords.set(detail.id, password);
+              answer(password);
+            },
+          });
+        });
+      });
       const first = (await pdf.getPage(1)).getViewport({ scale: 1 });
       if (alive) setOpening({ state: 'open', pdf, first: { width: first.width, height: first.height } });
       else void pdf.destroy();
