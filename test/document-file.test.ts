@@ -4,7 +4,7 @@
 // unknown id or a path that tries to name a file are refused, and nothing else is ever read.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -57,6 +57,25 @@ test('the store keeps a file once by its sha256 and names nothing but sha256s', 
     assert.equal(files.path(bad), null, String(bad));
   files.remove('../secret.txt');
   assert.ok(existsSync(secret), 'remove ignores what is not a sha256');
+});
+
+test('the startup sweep removes files no document uses and stale half-writes, and nothing else', () => {
+  const store = new DocumentFiles(join(dir, 'sweep'));
+  const kept = store.put(new TextEncoder().encode('kept'));
+  store.putHtml(kept, '<p>kept</p>');
+  const orphan = store.put(new TextEncoder().encode('orphan'));
+  store.putHtml(orphan, '<p>orphan</p>');
+  const oldPart = join(dir, 'sweep', `.${orphan}.aaaaaa.part`);
+  const newPart = join(dir, 'sweep', `.${orphan}.bbbbbb.part`);
+  writeFileSync(oldPart, 'x');
+  writeFileSync(newPart, 'x');
+  utimesSync(oldPart, new Date(Date.now() - 2 * 3600_000), new Date(Date.now() - 2 * 3600_000));
+  writeFileSync(join(dir, 'sweep', 'notes.txt'), 'not ours to judge');
+  const removed = store.sweep(new Set([kept]));
+  assert.deepEqual(removed.sort(), [`.${orphan}.aaaaaa.part`, orphan, `${orphan}.html`].sort());
+  assert.ok(store.path(kept) && store.htmlPath(kept));
+  assert.ok(existsSync(newPart), 'a write that may be under way is left alone');
+  assert.ok(existsSync(join(dir, 'sweep', 'notes.txt')));
 });
 
 test('the route names a document by id and one of its parts, and nothing else', () => {

@@ -4,10 +4,12 @@
 // Word document, the HTML mammoth made of it at import (<sha256>.html), which the view shows. Names in the
 // folder are only ever 64 hex digits (and .html), so a name that reaches here from a request cannot leave it.
 import { createHash, randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 const SHA256_HEX = /^[0-9a-f]{64}$/;
+/** A file being written is left alone this long by the startup sweep (another process may be writing it). */
+const PART_STALE_MS = 60 * 60 * 1000;
 
 export function sha256Hex(bytes: Uint8Array): string {
   return createHash('sha256').update(bytes).digest('hex');
@@ -66,6 +68,31 @@ export class DocumentFiles {
     } catch {
       return null;
     }
+  }
+
+  /**
+   * Removes what no document uses: files of a sha256 not in `used` (a crash between storing a file and
+   * recording its document), and writes left half-done by a crash. Run once at startup.
+   */
+  sweep(used: ReadonlySet<string>, now = Date.now()): string[] {
+    const removed: string[] = [];
+    for (const name of readdirSync(this.dir)) {
+      const path = join(this.dir, name);
+      const sha = name.replace(/\.html$/, '');
+      let stale = false;
+      if (name.endsWith('.part')) {
+        try {
+          stale = now - statSync(path).mtimeMs > PART_STALE_MS;
+        } catch {
+          // gone meanwhile
+        }
+      } else stale = SHA256_HEX.test(sha) && !used.has(sha);
+      if (stale) {
+        rmSync(path, { force: true });
+        removed.push(name);
+      }
+    }
+    return removed;
   }
 
   remove(sha256: string): void {

@@ -67,6 +67,7 @@ export class DocumentsService {
     private readonly files?: DocumentFiles,
   ) {
     mkdirSync(cacheDir, { recursive: true });
+    files?.sweep(storage.documents.sha256s());
   }
 
   /** Where a document's read saves where it stands, so that a crash or a quit does not lose it. */
