@@ -88,6 +88,25 @@ describe('the document view', () => {
     expect(screen.getByTestId('search-count').textContent).toBe('not found');
   });
 
+  it('starts the search afresh in another document', async () => {
+    const api = createFakeApi({
+      'documents.list': () => [doc()],
+      'documents.get': (p) => detail({ id: p.documentId }),
+    });
+    const stop = startApp(api, null);
+    const { rerender } = render(<DocumentPane documentId="d1" />);
+    await screen.findByRole('article', { name: 'Page 1' });
+    await userEvent.type(screen.getByRole('searchbox', { name: 'Search in the document' }), 'words');
+    await userEvent.click(screen.getByRole('button', { name: 'Next match' }));
+    expect(screen.getByTestId('search-count').textContent).toBe('1 of 1');
+    rerender(<DocumentPane documentId="d2" />);
+    await waitFor(() =>
+      expect((screen.getByRole('searchbox', { name: 'Search in the document' }) as HTMLInputElement).value).toBe(''),
+    );
+    expect(screen.queryByTestId('search-count')).toBeNull();
+    stop();
+  });
+
   it('opens a citation’s page and draws its ranges in their own style', async () => {
     const api = createFakeApi({ 'documents.list': () => [doc()], 'documents.get': () => detail() });
     const stop = startApp(api, null);

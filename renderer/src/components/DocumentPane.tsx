@@ -164,8 +164,11 @@ export function DocumentPane({ documentId, citation = null }: { documentId: stri
   const error = useDocuments((s) => s.detailError[documentId]);
   const page = useUi((s) => s.docPage);
   const [shade, setShade] = useState(true);
-  const [query, setQuery] = useState('');
-  const [current, setCurrent] = useState(-1);
+  // The search belongs to the document it was typed in, and the current hit to the hits it was chosen
+  // among: another document, or new hits (another query, the document read again), start afresh.
+  const [search, setSearch] = useState({ documentId, query: '' });
+  const query = search.documentId === documentId ? search.query : '';
+  const [cursor, setCursor] = useState<{ hits: SearchHit[]; index: number }>({ hits: [], index: -1 });
   useEffect(() => {
     if (!detail) void loadDetail(documentId);
   }, [documentId, detail]);
@@ -176,6 +179,7 @@ export function DocumentPane({ documentId, citation = null }: { documentId: stri
     [detail],
   );
   const hits = useMemo(() => (detail ? searchPages(detail.pageList, query) : []), [detail, query]);
+  const current = cursor.hits === hits ? cursor.index : -1;
   // A citation opens its page (once the document is there to show it).
   const loaded = !!detail;
   useEffect(() => {
@@ -184,7 +188,7 @@ export function DocumentPane({ documentId, citation = null }: { documentId: stri
   const onStep = useCallback(
     (step: 1 | -1) => {
       const next = stepHit(hits.length, current, step);
-      setCurrent(next);
+      setCursor({ hits, index: next });
       if (next >= 0) setDocPage(hits[next].page);
     },
     [hits, current],
@@ -244,10 +248,7 @@ export function DocumentPane({ documentId, citation = null }: { documentId: stri
         </nav>
         <DocSearch
           query={query}
-          onQuery={(q) => {
-            setQuery(q);
-            setCurrent(-1);
-          }}
+          onQuery={(q) => setSearch({ documentId, query: q })}
           count={hits.length}
           current={current}
           onStep={onStep}
