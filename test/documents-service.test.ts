@@ -330,3 +330,78 @@ test('compareCounterpart: Ada against uniform of the same scorer and schedule, t
   assert.equal(compareCounterpart('streaming'), RECOMMENDED_METHOD);
   for (const m of METHOD_NAMES) assert.notEqual(compareCounterpart(m), m, m);
 });
+
+test('the imported original is kept once by content, served by id, and removed with the last document made from it', {
+  skip,
+}, async () => {
+  await core.dispatcher.dispatch('settings.update', { compression: { method: 'ada-snapkv', budget: 0.3 } });
+  // Content of its own (another test imports the story as it is).
+  const bytes = Buffer.concat([
+    readFileSync(join(repoRoot, 'test/docs/sam-builds-a-boat.txt')),
+    Buffer.from('\nAnd that is the story of the boat.\n'),
+  ]);
+  const dataBase64 = bytes.toString('base64');
+  const a = await core.documents.import({ fileName: 'sam.txt', dataBase64 });
+  const b = await core.documents.import({ fileName: 'sam again.txt', dataBase64 });
+  for (const r of [a, b]) assert.equal((await taskDone(r.taskId)).ok, true);
+  const fa = core.documents.file(a.documentId);
+  const fb = core.documents.file(b.documentId);
+  assert.ok(fa && fb);
+  assert.equal(fa.path, fb.path, 'one file for the same content');
+  assert.deepEqual(readFileSync(fa.path), bytes);
+  assert.equal(fa.type, 'text/plain; charset=utf-8');
+  assert.equal(core.documents.file(a.documentId, 'html'), null, 'only a Word document has HTML');
+  assert.equal(core.documents.get(a.documentId).hasFile, true);
+  assert.equal(core.documents.file('no-such-document'), null);
+
+  // The retention map leaves the observation window out: it is reported apart, where the read ends.
+  const d = core.documents.get(a.documentId);
+  assert.ok(d.stats?.compressed, 'the document was compressed');
+  assert.ok(d.keptWindow, 'the window is reported');
+  assert.equal(d.keptWindow.tokens, d.stats.window);
+  assert.ok(d.passages.length > 1);
+  for (const p of d.passages) {
+    assert.ok(
+      p.page < d.keptWindow.page || (p.page === d.keptWindow.page && p.end <= d.keptWindow.start),
+      'no passage inside the window',
+    );
+  }
+  // Every token of the window is kept by every (layer, KV head) slot: that is why it is drawn apart.
+  const slots = d.stats.layers.length * d.stats.layers[0].heads.length;
+  assert.ok(d.stats.tokenRetention.slice(-d.stats.window).every((r) => r === slots));
+
+  await core.documents.delete(a.documentId);
+  assert.ok(existsSync(fb.path), 'still used by the other document');
+  await core.documents.delete(b.documentId);
+  assert.ok(!existsSync(fb.path), 'removed with the last document made from it');
+});
+
+test('a Word document keeps the HTML mammoth made of it at import, served as text beside its original', {
+  skip,
+}, async () => {
+  const { sampleDocx } = await import('./helpers/make-docx.ts');
+  const bytes = await sampleDocx({ title: 'Kept as written' });
+  const r = await core.documents.import({
+    fileName: 'written.docx',
+    dataBase64: Buffer.from(bytes).toString('base64'),
+  });
+  assert.equal((await taskDone(r.taskId)).ok, true);
+  const d = core.documents.get(r.documentId);
+  assert.equal(d.kind, 'docx');
+  assert.equal(d.hasHtml, true);
+  const html = core.documents.file(r.documentId, 'html');
+  assert.ok(html);
+  assert.equal(html.type, 'text/plain; charset=utf-8', 'never served as a page of the app');
+  const text = readFileSync(html.path, 'utf8');
+  assert.match(text, /<(h1|h2|p|table)\b/);
+  assert.ok(
+    d.pageList[0].text
+      .split(/\s+/)
+      .slice(0, 5)
+      .every((w) => text.includes(w.replace(/[•|]/g, ''))),
+  );
+  const original = core.documents.file(r.documentId);
+  assert.ok(original);
+  await core.documents.delete(r.documentId);
+  assert.ok(!existsSync(html.path) && !existsSync(original.path), 'both go with the document');
+});

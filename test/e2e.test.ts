@@ -372,7 +372,7 @@ test('the document view shades each passage by how much of the cache kept it', {
     detail.passages.filter((p) => p.page === 1).map((p) => p.retention.toFixed(3)),
   );
   assert.match(await page.locator('[data-testid="page"]').innerText(), /Lily/);
-  await page.getByText('Kept by', { exact: true }).waitFor();
+  await page.getByTestId('retention-legend').waitFor();
   await shot('07-document');
 });
 

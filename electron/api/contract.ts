@@ -261,11 +261,28 @@ export const KeptPositions = z.object({
   ),
 });
 export type KeptPositions = z.infer<typeof KeptPositions>;
+/**
+ * The observation window: the last `tokens` tokens of the read, which every method keeps whole (the scores
+ * were computed from them). It starts on `page` at character `start` and runs to the end of the read; the
+ * passages' retention leaves it out, so it does not set the scale.
+ */
+export const KeptWindow = z.object({
+  page: z.number().int(),
+  start: z.number().int(),
+  tokens: z.number().int(),
+});
+export type KeptWindow = z.infer<typeof KeptWindow>;
 
 export const DocumentDetail = DocumentSummary.extend({
   pageList: z.array(DocumentPage),
   stats: CompressionStats.nullable(),
   passages: z.array(RetainedPassage),
+  /** Where the always-kept window lies in the text; null when nothing was compressed. */
+  keptWindow: KeptWindow.nullable(),
+  /** The imported original is stored (documentFileRoute serves it); false for documents imported before. */
+  hasFile: z.boolean(),
+  /** A Word document's HTML is stored (documentFileRoute(id, 'html') serves it). */
+  hasHtml: z.boolean(),
 });
 export type DocumentDetail = z.infer<typeof DocumentDetail>;
 
@@ -385,6 +402,40 @@ export const UPLOAD_KEEP_DUPLICATE_HEADER = 'x-folio-keep-duplicate';
 
 /** A PDF's user password (documents.import). */
 const Password = z.string().max(1024);
+
+/**
+ * A document's stored files: GET, the same path on both transports (the web host's route, and the desktop
+ * app's own protocol, app://folio/...), so the renderer names them relative to its page. `file`: the
+ * imported original; `html`: a Word document's HTML as mammoth wrote it at import (served as text, for the
+ * renderer to sanitise and show).
+ */
+export const DOCUMENT_FILE_ROUTE = '/api/documents/{id}/{part}';
+export const DOCUMENT_FILE_PARTS = ['file', 'html'] as const;
+export type DocumentFilePart = (typeof DOCUMENT_FILE_PARTS)[number];
+export function documentFileRoute(documentId: string, part: DocumentFilePart = 'file'): string {
+  return DOCUMENT_FILE_ROUTE.replace('{id}', encodeURIComponent(documentId)).replace('{part}', part);
+}
+/** The document and part a request path names under DOCUMENT_FILE_ROUTE, or null when it names none. */
+export function parseDocumentFileRoute(pathname: string): { documentId: string; part: DocumentFilePart } | null {
+  const m = /^\/api\/documents\/([^/]+)\/([a-z]+)$/.exec(pathname);
+  const part = DOCUMENT_FILE_PARTS.find((p) => p === m?.[2]);
+  const documentId = m && part ? safeDecode(m[1]) : null;
+  return part && documentId !== null && Id.safeParse(documentId).success ? { documentId, part } : null;
+}
+function safeDecode(s: string): string | null {
+  try {
+    return decodeURIComponent(s);
+  } catch {
+    return null;
+  }
+}
+/** The media type an original is served with, by kind. */
+export const DOCUMENT_FILE_TYPES: Record<z.infer<typeof DocumentKind>, string> = {
+  pdf: 'application/pdf',
+  docx: 'application/vnd.openxmlformats-officedocument.wordprocessingml.document',
+  markdown: 'text/markdown; charset=utf-8',
+  text: 'text/plain; charset=utf-8',
+};
 
 /** The most tokens the engine generates in one call (native/src/napi/session.cc, Generate: `n`). */
 export const MAX_GENERATE_TOKENS = 1 << 24;

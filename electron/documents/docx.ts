@@ -180,6 +180,8 @@ export interface DocxImport {
   title: string;
   pages: PageText[];
   warnings: string[];
+  /** mammoth's HTML of the document (images left out), which the document view shows. */
+  html: string;
 }
 
 /** The archive interface mammoth uses internally (its `{ file }` input, which skips its own unzipping). */
@@ -262,5 +264,5 @@ export async function importDocx(
     (firstPara && firstPara.length <= 120 ? cleanTitle(firstPara) : null) ??
     titleFromFileName(fileName);
   const warnings = result.messages.filter((m) => m.type === 'error').map((m) => m.message);
-  return { title, pages, warnings };
+  return { title, pages, warnings, html: result.value };
 }

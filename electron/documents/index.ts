@@ -45,6 +45,8 @@ export interface ImportedDocument {
   encoding?: TextEncoding;
   /** Things the user may want to know that did not stop the import (e.g. pages without text). */
   warnings: string[];
+  /** A Word document's HTML (mammoth's), which the document view shows. */
+  html?: string;
 }
 
 async function readInput(input: ImportInput, opts: ImportOptions): Promise<{ fileName: string; bytes: Uint8Array }> {
@@ -80,6 +82,7 @@ export async function importDocument(input: ImportInput, opts: ImportOptions = {
     pages: doc.pages,
     sha256: doc.sha256,
     ...(doc.encoding ? { encoding: doc.encoding } : {}),
+    ...(doc.html !== undefined ? { html: doc.html } : {}),
     warnings: doc.warnings,
   };
 }

@@ -19,6 +19,8 @@ export interface ParsedDocument {
   sha256: string;
   encoding?: TextEncoding;
   warnings: string[];
+  /** A Word document's HTML (mammoth's), for the document view. */
+  html?: string;
 }
 
 export interface ParseHooks {
@@ -46,13 +48,14 @@ export async function parseDocument(
   let pages: PageText[];
   let encoding: TextEncoding | undefined;
   let warnings: string[] = [];
+  let html: string | undefined;
   if (kind === 'pdf') {
     ({ title, pages, warnings } = await importPdf(bytes, fileName, { onProgress, onPhase, password: hooks.password }));
   } else {
     onProgress?.(0, 1);
     if (kind === 'docx') {
       onPhase?.('reading the Word document');
-      ({ title, pages, warnings } = await importDocx(bytes, fileName, onPhase));
+      ({ title, pages, warnings, html } = await importDocx(bytes, fileName, onPhase));
     } else {
       // Cheap before costly: UTF-8 takes at most 3 bytes per UTF-16 code unit (UTF-16 takes 2), so a file
       // over 3 × the limit is too long whatever it holds, and is refused before it is decoded.
@@ -72,5 +75,13 @@ export async function parseDocument(
     pages.reduce((n, p) => n + p.text.length, 0),
   );
   if (kind !== 'pdf') onProgress?.(pages.length, pages.length);
-  return { kind, title, pages, sha256, ...(encoding ? { encoding } : {}), warnings };
+  return {
+    kind,
+    title,
+    pages,
+    sha256,
+    ...(encoding ? { encoding } : {}),
+    ...(html !== undefined ? { html } : {}),
+    warnings,
+  };
 }

@@ -5,6 +5,7 @@ import { Dispatcher, EventBus, type Handlers } from '../api/dispatcher.ts';
 import { EngineClient, type EngineClientOptions } from '../engine/client.ts';
 import { openStorage, type Storage, type StorageOptions } from '../storage/index.ts';
 import { ChatsService } from './chats-service.ts';
+import { DocumentFiles } from './document-files.ts';
 import { DocumentsService } from './documents-service.ts';
 import { EngineManager } from './engine-manager.ts';
 import { ModelsService, type ModelsServiceOptions } from './models-service.ts';
@@ -50,7 +51,16 @@ export async function createAppCore(o: AppCoreOptions): Promise<AppCore> {
   const client = new EngineClient(o.engine);
   const engine = new EngineManager(client, bus, () => storage.settings.get());
   const models = new ModelsService(storage, engine, tasks, bus, { ...o.models, downloadDir: paths.models });
-  const documents = new DocumentsService(storage, engine, models, tasks, bus, paths.caches, o.readCheckpointSeconds);
+  const documents = new DocumentsService(
+    storage,
+    engine,
+    models,
+    tasks,
+    bus,
+    paths.caches,
+    o.readCheckpointSeconds,
+    new DocumentFiles(paths.documents),
+  );
   const chats = new ChatsService(storage, engine, documents, bus);
   const openai = new OpenAiService(storage, engine, models, documents);
   const settings = new SettingsService(storage, models, documents, bus);

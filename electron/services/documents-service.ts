@@ -12,7 +12,9 @@ import {
   type CompressionMethod,
   type CompressionSettings,
   type CompressionStats,
+  DOCUMENT_FILE_TYPES,
   type DocumentDetail,
+  type DocumentFilePart,
   type DocumentPage,
   type DocumentSummary,
   type Params,
@@ -32,6 +34,7 @@ import { tooLarge } from '../documents/read-file.ts';
 import { DEFAULT_BETA } from '../kv/budget.ts';
 import { methodLabel, methodRow } from '../kv/methods.ts';
 import { toSummary, type DocumentRecord, type Storage } from '../storage/index.ts';
+import { sha256Hex, type DocumentFiles } from './document-files.ts';
 import type { EngineManager, LoadedModel } from './engine-manager.ts';
 import { shapeFromInfo } from '../models/estimate.ts';
 import type { Conversation } from './chat-format.ts';
@@ -54,6 +57,13 @@ function failureCode(e: unknown, cancelled: boolean): string | null {
   return typeof code === 'string' ? code : null;
 }
 
+/** A document's stored file, for the routes that serve it (web host, app protocol). */
+export interface DocumentFile {
+  path: string;
+  /** The media type it is served with. */
+  type: string;
+}
+
 export class DocumentsService {
   private building = new Map<string, Promise<string>>();
   /**
@@ -72,8 +82,11 @@ export class DocumentsService {
     private readonly cacheDir: string,
     /** How often a chunked read saves where it stands (seconds). */
     private readonly checkpointSeconds = 30,
+    /** The imported originals, which the document view shows. */
+    private readonly files?: DocumentFiles,
   ) {
     mkdirSync(cacheDir, { recursive: true });
+    files?.sweep(storage.documents.sha256s());
   }
 
   /** Where a document's read saves where it stands, so that a crash or a quit does not lose it. */
@@ -141,7 +154,9 @@ export class DocumentsService {
       ...this.summary(doc),
       pageList: pages,
       stats,
-      passages: this.passages(documentId, pagesRead(pages, doc.readPages), stats),
+      ...this.retentionMap(documentId, pagesRead(pages, doc.readPages), stats),
+      hasFile: this.files?.path(doc.sha256) != null,
+      hasHtml: this.files?.htmlPath(doc.sha256) != null,
     };
   }
 
@@ -186,23 +201,32 @@ export class DocumentsService {
     });
   }
 
-  /** The retention map folded onto sentences of each page read. */
-  private passages(
+  /**
+   * The retention map folded onto sentences of each page read. The observation window (the read's last
+   * `window` tokens, kept by every head whatever the scores) is left out of the passages' means and
+   * reported apart: otherwise the ending reads as the part the model found most important.
+   */
+  private retentionMap(
     documentId: string,
     pages: DocumentPage[],
     stats: CompressionStats | null,
-  ): DocumentDetail['passages'] {
+  ): Pick<DocumentDetail, 'passages' | 'keptWindow'> {
     const map = this.storage.documents.charMap(documentId);
-    if (!stats || !map) return [];
+    if (!stats || !map) return { passages: [], keptWindow: null };
     const slots = stats.layers.length * (stats.layers[0]?.heads.length ?? 1);
     const retention = stats.tokenRetention;
-    const out: DocumentDetail['passages'] = [];
+    const windowStart = stats.compressed ? Math.max(0, retention.length - stats.window) : retention.length;
+    let keptWindow: DocumentDetail['keptWindow'] = null;
+    for (let t = windowStart; t < retention.length && t * 3 < map.length && !keptWindow; t++)
+      if (map[t * 3] > 0)
+        keptWindow = { page: map[t * 3], start: map[t * 3 + 1], tokens: retention.length - windowStart };
+    const passages: DocumentDetail['passages'] = [];
     for (const p of pages) {
       const ps = splitPassages(p.text, 'sentences');
       const sum = new Float64Array(ps.length),
         count = new Int32Array(ps.length);
       let k = 0;
-      for (let t = p.tokenStart; t < p.tokenEnd && t < retention.length; t++) {
+      for (let t = p.tokenStart; t < p.tokenEnd && t < windowStart; t++) {
         if (map[t * 3] !== p.page) continue;
         const c = map[t * 3 + 1];
         while (k + 1 < ps.length && c >= ps[k].end) k++;
@@ -210,11 +234,15 @@ export class DocumentsService {
         count[k]++;
       }
       ps.forEach((x, i) => {
-        if (count[i] > 0)
-          out.push({ page: p.page, start: x.start, end: x.end, retention: Math.min(1, sum[i] / count[i]) });
+        if (count[i] === 0) return;
+        // A sentence the window begins in ends, for the map, where the window begins.
+        const end =
+          keptWindow?.page === p.page && keptWindow.start < x.end ? Math.max(x.start, keptWindow.start) : x.end;
+        if (end > x.start)
+          passages.push({ page: p.page, start: x.start, end, retention: Math.min(1, sum[i] / count[i]) });
       });
     }
-    return out;
+    return { passages, keptWindow };
   }
 
   /**
@@ -282,7 +310,7 @@ export class DocumentsService {
     o: { password?: string; keepDuplicate?: boolean } = {},
   ): Result<'documents.import'> {
     const kind = detectKind(bytes, fileName);
-    const sha256 = createHash('sha256').update(bytes).digest('hex');
+    const sha256 = sha256Hex(bytes);
     const same = this.storage.documents.findBySha256(sha256);
     const failed = same.find((d) => d.status === 'failed');
     const present = same.find((d) => d.status !== 'failed');
@@ -292,6 +320,8 @@ export class DocumentsService {
         `${fileName} is already in the library as “${present.title}”: open that one, or import it again to keep both`,
         { documentId: present.id, title: present.title },
       );
+    // The original is kept by its content before the parser takes the bytes (document-files.ts).
+    this.files?.put(bytes);
     const doc =
       failed ?? this.storage.documents.create({ title: fileName, kind, fileName, sha256, status: 'importing' });
     return { documentId: doc.id, taskId: this.startImport(doc.id, fileName, bytes, o.password) };
@@ -300,6 +330,7 @@ export class DocumentsService {
   /** The import task: parse (the file held meanwhile, for trying again), store the pages, compress. */
   private startImport(documentId: string, fileName: string, bytes: Uint8Array, password?: string): string {
     this.hold(documentId, fileName, bytes);
+    const { sha256 } = this.storage.documents.require(documentId);
     this.storage.documents.update(documentId, { status: 'importing', error: null });
     this.changed(documentId);
     const { taskId } = this.tasks.start('import', documentId, async (task) => {
@@ -316,6 +347,7 @@ export class DocumentsService {
         );
         this.held.delete(documentId);
         this.storage.documents.update(documentId, { title: imported.title || fileName });
+        if (sha256 && imported.html !== undefined) this.files?.putHtml(sha256, imported.html);
         this.storage.documents.setContent(documentId, {
           pages: imported.pages.map((p) => ({ ...p, tokenStart: 0, tokenEnd: 0 })),
           tokens: [],
@@ -641,9 +673,23 @@ export class DocumentsService {
     this.tasks.cancelDocument(documentId);
     await this.engine.dropDocumentSessions(documentId);
     this.held.delete(documentId);
+    const { sha256 } = this.storage.documents.require(documentId);
     const { files } = this.storage.documents.delete(documentId);
     for (const f of [...files, this.checkpointPath(documentId)]) rmSync(f, { force: true });
+    // The original goes with the last document made from it.
+    if (sha256 && this.storage.documents.findBySha256(sha256).length === 0) this.files?.remove(sha256);
     this.bus.emit('documents.deleted', { documentId });
+  }
+
+  /**
+   * A document's stored original, or its HTML (a Word document's, as mammoth wrote it; served as text: the
+   * renderer sanitises it); null when there is none (unknown id, imported before originals were kept).
+   */
+  file(documentId: string, part: DocumentFilePart = 'file'): DocumentFile | null {
+    const doc = this.storage.documents.get(documentId);
+    if (!doc || !this.files) return null;
+    const path = part === 'html' ? this.files.htmlPath(doc.sha256) : this.files.path(doc.sha256);
+    return path ? { path, type: part === 'html' ? 'text/plain; charset=utf-8' : DOCUMENT_FILE_TYPES[doc.kind] } : null;
   }
 
   changed(documentId: string): void {

@@ -20,7 +20,7 @@ export function dataPaths(dataDir: string) {
     root: dataDir,
     caches: join(dataDir, 'caches'), // saved compressed KV caches, one per document
     models: join(dataDir, 'models'), // downloaded models
-    documents: join(dataDir, 'documents'), // copies of imported files (for re-import with other pages)
+    documents: join(dataDir, 'documents'), // the imported originals, by content (document-files.ts)
     tmp: join(dataDir, 'tmp'), // uploads on their way in (web host), removed once imported
   };
 }

@@ -1,10 +1,12 @@
 // The app:// protocol: the built renderer (dist/renderer) served as app://folio/..., each response with
 // the Content-Security-Policy header (security.ts). A path that leaves the renderer folder (.., encoded
 // separators, absolute paths, NUL bytes) is refused; a path without an extension that names no file is a
-// client-side route and gets index.html.
+// client-side route and gets index.html. A document's stored original is served under the same path as on
+// the web host (DOCUMENT_FILE_ROUTE), read only from where the app core says that document's file is.
 import { readFile, realpath, stat } from 'node:fs/promises';
 import { extname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 
+import { parseDocumentFileRoute, type DocumentFilePart } from '../api/contract.ts';
 import type { ElectronApi } from './electron-api.ts';
 import { APP_HOST, APP_SCHEME, securityHeaders } from './security.ts';
 
@@ -73,8 +75,34 @@ async function isFile(path: string): Promise<boolean> {
   }
 }
 
-/** The protocol handler: a Request for app://folio/... → the file, with the security headers. */
-export function createAppProtocolHandler(rendererDir: string): (request: Request) => Promise<Response> {
+/** A document's stored file: where it is, and its media type (the app core's DocumentsService.file). */
+export interface StoredDocumentFile {
+  path: string;
+  type: string;
+}
+
+/** The original of a document, or 404 when the id names no document with a stored file. */
+async function documentFileResponse(request: Request, file: StoredDocumentFile | null): Promise<Response> {
+  try {
+    if (!file) throw new Error('no file');
+    const body = request.method === 'HEAD' ? null : await readFile(file.path);
+    return new Response(body, {
+      status: 200,
+      headers: { ...securityHeaders(), 'content-type': file.type, 'cache-control': 'no-cache' },
+    });
+  } catch {
+    return text(404, 'this document has no stored file');
+  }
+}
+
+/**
+ * The protocol handler: a Request for app://folio/... → the file, with the security headers. `documentFile`
+ * gives a document's stored original (null: none, or the core is not ready).
+ */
+export function createAppProtocolHandler(
+  rendererDir: string,
+  documentFile: (documentId: string, part: DocumentFilePart) => StoredDocumentFile | null = () => null,
+): (request: Request) => Promise<Response> {
   const root = resolve(rendererDir);
   return async (request) => {
     let url: URL;
@@ -85,6 +113,9 @@ export function createAppProtocolHandler(rendererDir: string): (request: Request
     }
     if (url.protocol !== `${APP_SCHEME}:` || url.host !== APP_HOST) return text(404, 'not found');
     if (request.method !== 'GET' && request.method !== 'HEAD') return text(405, 'method not allowed');
+    const named = parseDocumentFileRoute(url.pathname);
+    if (named) return documentFileResponse(request, documentFile(named.documentId, named.part));
+    if (url.pathname.startsWith('/api/')) return text(404, 'not found');
     let file = resolveAppPath(root, url.pathname);
     if (!file) return text(403, 'forbidden');
     if (!(await isFile(file))) {

@@ -14,8 +14,8 @@ import { join } from 'node:path';
 import type { BrowserWindow, OpenDialogOptions } from 'electron';
 
 import type { AppCoreOptions } from '../services/app-core.ts';
-import { ApiError } from '../api/contract.ts';
-import { createAppProtocolHandler, registerAppScheme } from './app-protocol.ts';
+import { ApiError, type DocumentFilePart } from '../api/contract.ts';
+import { createAppProtocolHandler, registerAppScheme, type StoredDocumentFile } from './app-protocol.ts';
 import { SHELL_CHANNEL, type FileDialogKind, type MenuAction, type OpenedDocument, type ShellEvent } from './bridge.ts';
 import { createDownloadConfirmer } from './download-confirmation.ts';
 import type { ElectronApi } from './electron-api.ts';
@@ -31,6 +31,8 @@ import { loadWindowState, restoreBounds, trackWindowState } from './window-state
 export interface CoreLike {
   dispatcher: DispatcherLike;
   bus: BusLike;
+  /** The documents' stored originals, served under the app protocol. */
+  documents?: { file(documentId: string, part: DocumentFilePart): StoredDocumentFile | null };
   close(): Promise<void>;
 }
 
@@ -295,7 +297,10 @@ export function createShell(electron: ElectronApi, o: ShellOptions): Shell {
   }
 
   result.ready = app.whenReady().then(async () => {
-    protocol.handle(APP_SCHEME, createAppProtocolHandler(o.rendererDir));
+    protocol.handle(
+      APP_SCHEME,
+      createAppProtocolHandler(o.rendererDir, (id, part) => core?.documents?.file(id, part) ?? null),
+    );
     security = installSecurityHandlers(electron, session.defaultSession);
     ipc = installIpc({
       ipcMain,

@@ -211,6 +211,7 @@ export class DocumentsRepo {
   private readonly selectOne;
   private readonly selectAll;
   private readonly selectBySha;
+  private readonly selectShas;
   private readonly updateFields;
   private readonly deletePages;
   private readonly insertPage;
@@ -239,6 +240,7 @@ export class DocumentsRepo {
     this.selectOne = db.prepare(`SELECT ${COLUMNS} FROM documents WHERE id = ?`);
     this.selectAll = db.prepare(`SELECT ${COLUMNS} FROM documents ORDER BY created_at DESC, rowid DESC`);
     this.selectBySha = db.prepare(`SELECT ${COLUMNS} FROM documents WHERE file_sha256 = ? ORDER BY created_at DESC`);
+    this.selectShas = db.prepare(`SELECT DISTINCT file_sha256 FROM documents WHERE file_sha256 IS NOT NULL`).pluck();
     this.updateFields = db.prepare(
       `UPDATE documents SET title = @title, status = @status, error = @error, error_code = @errorCode, updated_at = @now
          WHERE id = @id`,
@@ -326,6 +328,11 @@ export class DocumentsRepo {
   /** Documents imported from a file with this content (to offer the existing one instead of a re-import). */
   findBySha256(sha256: string): DocumentRecord[] {
     return (this.selectBySha.all(sha256) as Row[]).map(toRecord);
+  }
+
+  /** The sha256 of every file some document was imported from. */
+  sha256s(): Set<string> {
+    return new Set(this.selectShas.all() as string[]);
   }
 
   update(id: string, patch: DocumentPatch): DocumentRecord {

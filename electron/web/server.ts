@@ -3,6 +3,8 @@
 //   POST /api/call            { method, params } -> { result } | { error }      (application/json)
 //   POST /api/upload          a document's raw bytes -> { result: { documentId, taskId } } | { error }
 //                             (application/octet-stream; the file name URI-encoded in x-folio-file-name)
+//   GET  /api/documents/:id/file   a document's imported original (404 when it has none); .../html: a Word
+//                             document's HTML
 //   GET  /api/ws              WebSocket: { type: 'call', id, method, params } -> { type: 'result' | 'error', id, ... };
 //                             the server pushes { type: 'event', event, payload }
 //   GET  /api/health          { ok: true }
@@ -16,7 +18,14 @@ import type { Duplex } from 'node:stream';
 import { extname, join, normalize, resolve, sep } from 'node:path';
 import { WebSocketServer, type WebSocket } from 'ws';
 
-import { ApiError, MAX_JSON_BODY_BYTES, methods, UPLOAD_ROUTE } from '../api/contract.ts';
+import {
+  ApiError,
+  parseDocumentFileRoute,
+  type DocumentFilePart,
+  MAX_JSON_BODY_BYTES,
+  methods,
+  UPLOAD_ROUTE,
+} from '../api/contract.ts';
 import { toApiError, type Dispatcher } from '../api/dispatcher.ts';
 import { AccessPolicy, corsHeaders } from './access.ts';
 import { discardBody, readJsonBody } from './body.ts';
@@ -38,6 +47,12 @@ export interface UploadOptions {
   ): Promise<{ documentId: string; taskId: string }>;
 }
 
+/** A document's stored file: where it is, and the media type it is served with. */
+export interface StoredDocumentFile {
+  path: string;
+  type: string;
+}
+
 export interface WebHostOptions {
   dispatcher: Dispatcher;
   openai?: OpenAiBackend;
@@ -52,6 +67,8 @@ export interface WebHostOptions {
   maxBodyBytes?: number;
   /** POST /api/upload; without it, the route answers 404. */
   uploads?: UploadOptions;
+  /** GET /api/documents/:id/:part: a document's stored file, null when it has none (404). */
+  documentFile?: (documentId: string, part: DocumentFilePart) => StoredDocumentFile | null;
 }
 
 export interface WebHost {
@@ -170,6 +187,36 @@ export async function startWebHost(o: WebHostOptions): Promise<WebHost> {
     sendJson(res, 200, { result });
   };
 
+  // Only a path the app core gives for a stored document's id is ever read: the request names an id, never a file.
+  const handleDocumentFile = (
+    req: IncomingMessage,
+    res: ServerResponse,
+    { documentId, part }: { documentId: string; part: DocumentFilePart },
+  ) => {
+    if (req.method !== 'GET' && req.method !== 'HEAD') throw new HttpError(405, 'use GET');
+    const file = o.documentFile?.(documentId, part) ?? null;
+    let size = -1;
+    try {
+      if (file) size = statSync(file.path).size;
+    } catch {
+      // removed meanwhile: a 404 like any document without its file
+    }
+    if (!file || size < 0)
+      throw new HttpError(
+        404,
+        `document ${documentId} has no stored file (unknown, or imported before originals were kept)`,
+      );
+    res.writeHead(200, {
+      'content-type': file.type,
+      'content-length': String(size),
+      'cache-control': 'private, no-cache',
+    });
+    if (req.method === 'HEAD') return res.end();
+    createReadStream(file.path)
+      .on('error', () => res.destroy())
+      .pipe(res);
+  };
+
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
     setSecurityHeaders(res);
     let openAiShape = false;
@@ -186,6 +233,8 @@ export async function startWebHost(o: WebHostOptions): Promise<WebHost> {
       if (pathname === '/api/health') return sendJson(res, 200, { ok: true });
       if (pathname === '/api/call') return await handleCall(req, res);
       if (pathname === UPLOAD_ROUTE) return await handleUpload(req, res);
+      const fileOf = parseDocumentFileRoute(pathname);
+      if (fileOf !== null) return handleDocumentFile(req, res, fileOf);
       if (pathname.startsWith('/api/')) throw new HttpError(404, `unknown endpoint ${pathname}`);
       if (req.method !== 'GET' && req.method !== 'HEAD') throw new HttpError(405, 'method not allowed');
       serveStatic(req, res, pathname);

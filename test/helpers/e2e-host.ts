@@ -68,6 +68,7 @@ export async function serveApp(o: {
       importUpload: (fileName, tempPath, o) =>
         core.documents.importUpload({ fileName, tempPath, keepDuplicate: o.keepDuplicate }),
     },
+    documentFile: (id, part) => core.documents.file(id, part),
   });
   core.setServerInfo({ apiUrl: host.url, apiToken: o.apiToken });
   const api = connectApi(`ws://127.0.0.1:${host.port}/api/ws`, WebSocket as never, { token: o.apiToken });

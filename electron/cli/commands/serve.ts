@@ -55,6 +55,7 @@ export const serve: Command = {
         importUpload: async (fileName, tempPath, o) =>
           core.documents.importUpload({ fileName, tempPath, keepDuplicate: o.keepDuplicate }),
       },
+      documentFile: (id, part) => core.documents.file(id, part),
     });
     core.setServerInfo({ apiUrl: host.url, apiToken: apiToken.token });
     process.stdout.write(

@@ -1,33 +1,32 @@
-import { act, screen, waitFor, within } from '@testing-library/react';
+import { act, render, screen, waitFor, within } from '@testing-library/react';
 import userEvent from '@testing-library/user-event';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 
 import { createFakeApi, detail, doc, rebasedDetail, settings } from '../test/fake-api.ts';
 import { renderApp } from '../test/render-app.tsx';
 import { setTab } from '../stores/ui.ts';
-import { retentionAlpha, segmentsOf } from './DocumentPane.tsx';
+import { startApp } from '../wire.ts';
+import { openPdf, PasswordDeclined } from '../lib/pdfjs.ts';
+import { fetchDocumentFile, fetchDocumentText } from '../lib/document-file.ts';
+import { DocumentPane } from './DocumentPane.tsx';
+
+// pdf.js needs a canvas jsdom does not have: the loader is replaced, the rest of the view is real.
+vi.mock('../lib/pdfjs.ts', async (importOriginal) => ({
+  ...(await importOriginal<typeof import('../lib/pdfjs.ts')>()),
+  openPdf: vi.fn(),
+}));
+// The stored files come from the web host in the app; here, from the test.
+vi.mock('../lib/document-file.ts', () => ({ fetchDocumentFile: vi.fn(), fetchDocumentText: vi.fn() }));
+
+async function openDocumentTab(d = detail()) {
+  await renderApp(createFakeApi({ 'documents.list': () => [doc()], 'documents.get': () => d }));
+  await screen.findAllByTestId('document');
+  act(() => setTab('document'));
+}
 
 describe('the document view', () => {
-  it('splits a page into passages with their retention and the text between', () => {
-    expect(
-      segmentsOf('abcdefghij', [
-        { page: 1, start: 5, end: 8, retention: 0.5 },
-        { page: 1, start: 0, end: 2, retention: 0.1 },
-      ]),
-    ).toEqual([
-      { start: 0, end: 2, retention: 0.1 },
-      { start: 2, end: 5, retention: null },
-      { start: 5, end: 8, retention: 0.5 },
-      { start: 8, end: 10, retention: null },
-    ]);
-    expect(retentionAlpha(1)).toBeGreaterThan(retentionAlpha(0.5));
-    expect(retentionAlpha(0)).toBeGreaterThan(0);
-  });
-
   it('shades each passage by how much of the cache kept it, with a legend; pages navigate', async () => {
-    await renderApp(createFakeApi({ 'documents.list': () => [doc()], 'documents.get': () => detail() }));
-    await screen.findAllByTestId('document');
-    act(() => setTab('document'));
+    await openDocumentTab();
     const page = await screen.findByRole('article', { name: 'Page 1' });
     const passages = page.querySelectorAll<HTMLElement>('.passage');
     expect([...passages].map((p) => p.dataset.retention)).toEqual(['0.200', '0.900']);
@@ -36,7 +35,11 @@ describe('the document view', () => {
     expect(page.textContent).toBe(
       'Page 1 · on average kept by 41% of the cache’s headsOnce upon a time, there was a girl. She had a kite. The end.',
     );
-    expect(screen.getByLabelText(/Legend: shading shows/)).toBeTruthy();
+    // The legend says what the shading means, and its scale ends at the highest value shown.
+    const legend = screen.getByTestId('retention-legend');
+    expect(legend.textContent).toMatch(/share of the model’s cache .* kept each sentence/);
+    expect(legend.textContent).toContain('0%90%');
+    expect(screen.queryByTestId('window-label')).toBeNull();
     await userEvent.click(screen.getByRole('button', { name: 'Next page' }));
     expect(await screen.findByRole('article', { name: 'Page 2' })).toBeTruthy();
     await userEvent.click(screen.getByRole('button', { name: 'Page 1, 41% kept' }));
@@ -44,6 +47,153 @@ describe('the document view', () => {
     await userEvent.click(screen.getByRole('checkbox', { name: 'Show what the model kept' }));
     await waitFor(() =>
       expect(screen.getByRole('article', { name: 'Page 1' }).querySelectorAll('.passage')).toHaveLength(0),
+    );
+  });
+
+  it('draws the always-kept window apart, labelled, and off the scale; low values still show', async () => {
+    await openDocumentTab(
+      detail({
+        passages: [
+          { page: 1, start: 0, end: 35, retention: 0.03 },
+          { page: 1, start: 36, end: 45, retention: 0.06 },
+        ],
+        keptWindow: { page: 1, start: 45, tokens: 16 },
+      }),
+    );
+    const page = await screen.findByRole('article', { name: 'Page 1' });
+    const windowSpans = page.querySelectorAll<HTMLElement>('.kept-window');
+    expect([...windowSpans].map((s) => s.textContent).join('')).toBe(' kite. The end.');
+    expect(windowSpans[0].dataset.retention).toBeUndefined();
+    expect(screen.getByTestId('window-label').textContent).toBe(
+      ' Always kept: the last 16 tokens, from which the scores were computed (not on the scale)',
+    );
+    // The scale's top is 6%, not the window's 100%: the 3% sentence is well tinted.
+    expect(screen.getByTestId('retention-legend').textContent).toContain('0%6.0%');
+    const low = page.querySelector<HTMLElement>('.passage[data-retention="0.030"]')!;
+    const alpha = Number(/([\d.]+)\)$/.exec(low.style.backgroundColor)?.[1]);
+    expect(alpha).toBeGreaterThan(0.4);
+  });
+
+  it('searches every page: counts the hits, steps to the next on another page and marks it', async () => {
+    await openDocumentTab();
+    await screen.findByRole('article', { name: 'Page 1' });
+    await userEvent.type(screen.getByRole('searchbox', { name: 'Search in the document' }), 'words');
+    expect(screen.getByTestId('search-count').textContent).toBe('0 of 1');
+    await userEvent.click(screen.getByRole('button', { name: 'Next match' }));
+    const page2 = await screen.findByRole('article', { name: 'Page 2' });
+    expect(screen.getByTestId('search-count').textContent).toBe('1 of 1');
+    expect([...page2.querySelectorAll('.search-hit')].map((s) => s.textContent)).toEqual(['words']);
+    await userEvent.clear(screen.getByRole('searchbox', { name: 'Search in the document' }));
+    await userEvent.type(screen.getByRole('searchbox', { name: 'Search in the document' }), 'dragon');
+    expect(screen.getByTestId('search-count').textContent).toBe('not found');
+  });
+
+  it('starts the search afresh in another document', async () => {
+    const api = createFakeApi({
+      'documents.list': () => [doc()],
+      'documents.get': (p) => detail({ id: p.documentId }),
+    });
+    const stop = startApp(api, null);
+    const { rerender } = render(<DocumentPane documentId="d1" />);
+    await screen.findByRole('article', { name: 'Page 1' });
+    await userEvent.type(screen.getByRole('searchbox', { name: 'Search in the document' }), 'words');
+    await userEvent.click(screen.getByRole('button', { name: 'Next match' }));
+    expect(screen.getByTestId('search-count').textContent).toBe('1 of 1');
+    rerender(<DocumentPane documentId="d2" />);
+    await waitFor(() =>
+      expect((screen.getByRole('searchbox', { name: 'Search in the document' }) as HTMLInputElement).value).toBe(''),
+    );
+    expect(screen.queryByTestId('search-count')).toBeNull();
+    stop();
+  });
+
+  it('opens a citation’s page and draws its ranges in their own style', async () => {
+    const api = createFakeApi({ 'documents.list': () => [doc()], 'documents.get': () => detail() });
+    const stop = startApp(api, null);
+    render(
+      <DocumentPane
+        documentId="d1"
+        citation={{ documentId: 'd1', page: 2, ranges: [{ start: 0, end: 8, share: 0.8 }] }}
+      />,
+    );
+    const page2 = await screen.findByRole('article', { name: 'Page 2' });
+    expect([...page2.querySelectorAll('.cited')].map((s) => s.textContent)).toEqual(['Page two']);
+    stop();
+  });
+
+  it('says why a PDF imported before originals were kept shows its text', async () => {
+    await openDocumentTab(detail({ kind: 'pdf', hasFile: false }));
+    expect((await screen.findByTestId('no-original')).textContent).toMatch(
+      /imported before Folio kept the original file, so its text is shown instead of the pages/,
+    );
+    expect(screen.getByRole('article', { name: 'Page 1' })).toBeTruthy();
+  });
+
+  it('shows a stored PDF’s pages, asking for its password when pdf.js needs one', async () => {
+    vi.mocked(fetchDocumentFile).mockResolvedValue(new Uint8Array([1, 2, 3]));
+    vi.mocked(openPdf).mockImplementation(async (_bytes, askPassword) => {
+      if ((await askPassword(false)) === 'wrong' && (await askPassword(true)) === null) throw new PasswordDeclined();
+      throw new Error('unreachable');
+    });
+    await openDocumentTab(detail({ kind: 'pdf', hasFile: true }));
+    const form = await screen.findByRole('form', { name: 'PDF password' });
+    expect(vi.mocked(fetchDocumentFile)).toHaveBeenCalledWith('d1');
+    expect(screen.queryByRole('article', { name: 'Page 1' })).toBeNull();
+    await userEvent.type(within(form).getByLabelText('Password'), 'wrong');
+    await userEvent.click(within(form).getByRole('button', { name: 'Open' }));
+    expect((await screen.findByText(/That password is not the right one/)).textContent).toMatch(/password-protected/);
+    await userEvent.click(screen.getByRole('button', { name: 'Cancel' }));
+    expect((await screen.findByRole('alert')).textContent).toBe(
+      'This PDF is password-protected: the pages are shown once its password is given.',
+    );
+  });
+});
+
+describe('a Word document as written', () => {
+  const html =
+    '<h1>Kites</h1><p>Lily had a red kite.</p><ul><li>Blue tail</li><li>Long string</li></ul><p>The end.</p>';
+  // The page text as the importer makes it of that HTML (docx.ts's blocks, pages.ts's rule).
+  const text = 'Kites\n\nLily had a red kite.\n\n• Blue tail\n• Long string\n\nThe end.';
+  const wordDetail = () =>
+    detail({
+      kind: 'docx',
+      hasFile: true,
+      hasHtml: true,
+      pageList: [{ page: 1, text, tokenStart: 0, tokenEnd: 30 }],
+      passages: [
+        { page: 1, start: 0, end: 5, retention: 0.4 },
+        { page: 1, start: 7, end: 27, retention: 0.1 },
+      ],
+      keptWindow: { page: 1, start: text.indexOf('The end.'), tokens: 8 },
+    });
+
+  it('shows the sanitised HTML with the passages, the window and the hits drawn on it', async () => {
+    vi.mocked(fetchDocumentText).mockResolvedValue(html + '<script>alert(1)</script>');
+    await openDocumentTab(wordDetail());
+    const doc = await screen.findByTestId('html-doc');
+    await waitFor(() => expect(doc.querySelectorAll('.passage')).toHaveLength(2));
+    expect(vi.mocked(fetchDocumentText)).toHaveBeenCalledWith('d1', 'html');
+    expect(doc.querySelector('script')).toBeNull();
+    expect(doc.querySelector('h1')?.textContent).toBe('Kites');
+    expect(doc.querySelectorAll('li')).toHaveLength(2);
+    const [title, story] = doc.querySelectorAll<HTMLElement>('.passage');
+    expect([title.textContent, title.dataset.retention]).toEqual(['Kites', '0.400']);
+    expect([story.textContent, story.dataset.retention]).toEqual(['Lily had a red kite.', '0.100']);
+    expect([...doc.querySelectorAll('.kept-window')].map((e) => e.textContent).join('')).toBe('The end.');
+    await userEvent.type(screen.getByRole('searchbox', { name: 'Search in the document' }), 'string');
+    await userEvent.click(screen.getByRole('button', { name: 'Next match' }));
+    await waitFor(() =>
+      expect([...screen.getByTestId('html-doc').querySelectorAll('.search-current')].map((e) => e.textContent)).toEqual(
+        ['string'],
+      ),
+    );
+  });
+
+  it('says so when the HTML cannot be loaded', async () => {
+    vi.mocked(fetchDocumentText).mockRejectedValue(new Error('no stored html'));
+    await openDocumentTab(wordDetail());
+    expect((await screen.findByRole('alert')).textContent).toBe(
+      'The document could not be shown as written: no stored html.',
     );
   });
 });

@@ -1,111 +1,197 @@
-// The document view: a page's text with the retention map folded onto it. Each passage is shaded by how
-// much of the model's cache kept it (the share of (layer, KV head) slots that kept its tokens), so the
-// user sees what the model remembers of the document. Pages are navigated with buttons, a page number,
-// and a strip of all pages shaded by their mean retention. After a range of pages was read, every page is
-// still shown; those the model did not read are dimmed and labelled so.
-import { useEffect, useMemo, useState, type ReactNode } from 'react';
+// The document view: the document itself with the retention map folded onto it. A PDF whose original is
+// stored shows its pages (PdfView: canvas and text layer), a Word or Markdown document its formatted text
+// (HtmlDocView); plain text, and documents imported before originals were kept, show each page's text.
+// Each passage is shaded by how much of the model's cache kept it (the share of (layer, KV head) slots that
+// kept its tokens), on a scale topped by the highest value outside the observation window; the window,
+// which every method keeps whole, is drawn apart and labelled. Citations (ranges of a page's text) are
+// drawn over it in their own style, and search finds words on every page. After a range of pages was
+// read, every page is still shown; those the model did not read are dimmed and labelled so.
+import { useCallback, useEffect, useMemo, useState, type ReactNode } from 'react';
 
-import type { DocumentDetail, RetainedPassage } from '../../../electron/api/contract.ts';
+import type { DocumentDetail, KeptWindow } from '../../../electron/api/contract.ts';
 import { loadDetail, useDocuments } from '../stores/documents.ts';
 import { setDocPage, useUi } from '../stores/ui.ts';
-import { formatPercent } from '../lib/format.ts';
+import { formatCount, formatPercent } from '../lib/format.ts';
+import { searchPages, stepHit, type SearchHit } from '../lib/doc-search.ts';
+import {
+  pageRetention,
+  retentionColor,
+  scaleMax as scaleMaxOf,
+  segmentsOf,
+  windowStartOn,
+  type Citation,
+  type CitedRange,
+} from '../lib/retention-overlay.ts';
 import { ReadNote } from './ReadNote.tsx';
+import { HtmlDocView } from './HtmlDocView.tsx';
+import { PdfView } from './PdfView.tsx';
 import { pagesRead } from '../../../electron/services/room.ts';
 
-/** Background alpha of a passage kept by `retention` of the cache (0: barely tinted, 1: strong). */
-export function retentionAlpha(retention: number): number {
-  return 0.06 + 0.64 * Math.min(1, Math.max(0, retention));
-}
-
-export interface Segment {
-  start: number;
-  end: number;
-  retention: number | null;
-}
-
-/** Splits a page's text into runs: passages with their retention, and the text between them (null). */
-export function segmentsOf(text: string, passages: RetainedPassage[]): Segment[] {
-  const sorted = [...passages].filter((p) => p.end > p.start).sort((a, b) => a.start - b.start);
-  const out: Segment[] = [];
-  let at = 0;
-  for (const p of sorted) {
-    const start = Math.max(p.start, at);
-    const end = Math.min(p.end, text.length);
-    if (end <= start) continue;
-    if (start > at) out.push({ start: at, end: start, retention: null });
-    out.push({ start, end, retention: p.retention });
-    at = end;
-  }
-  if (at < text.length) out.push({ start: at, end: text.length, retention: null });
-  return out;
-}
-
-/** Mean retention of each page, weighted by passage length (null: nothing known). */
-export function pageRetention(detail: DocumentDetail): Map<number, number> {
-  const sum = new Map<number, number>(),
-    len = new Map<number, number>();
-  for (const p of detail.passages) {
-    const n = p.end - p.start;
-    sum.set(p.page, (sum.get(p.page) ?? 0) + p.retention * n);
-    len.set(p.page, (len.get(p.page) ?? 0) + n);
-  }
-  const out = new Map<number, number>();
-  for (const [page, s] of sum) out.set(page, s / Math.max(1, len.get(page) ?? 1));
-  return out;
-}
-
-export function RetentionLegend() {
+/** What the shading means, its scale (from the data shown) and the window drawn apart. */
+export function RetentionLegend({ max, window }: { max: number; window: KeptWindow | null }) {
   return (
-    <div
-      className="retention-legend"
-      role="note"
-      aria-label="Legend: shading shows the share of the model's cache that kept a passage"
-    >
-      <span className="muted small">Kept by</span>
-      <span className="retention-scale" aria-hidden="true" />
+    <div className="retention-legend" role="note" aria-label="Legend" data-testid="retention-legend">
       <span className="small">
-        0% <span className="muted">→</span> 100%
+        Shading: the share of the model’s cache (every layer’s KV heads) that kept each sentence.
       </span>
-      <span className="muted small">of the cache’s heads</span>
+      <span className="retention-scale-wrap">
+        <span className="small">0%</span>
+        <span className="retention-scale" aria-hidden="true" />
+        <span className="small">{formatPercent(max, max < 0.1 ? 1 : 0)}</span>
+      </span>
+      <span className="muted small">
+        (the highest outside the window; a square-root scale, so faint tints are small shares, not none)
+      </span>
+      {window && (
+        <span className="small window-key" data-testid="window-label">
+          <span className="window-swatch" aria-hidden="true" /> Always kept: the last {formatCount(window.tokens)}{' '}
+          tokens, from which the scores were computed (not on the scale)
+        </span>
+      )}
     </div>
   );
 }
 
-function PageText({ text, passages, shade }: { text: string; passages: RetainedPassage[]; shade: boolean }) {
+function PageText({
+  text,
+  passages,
+  windowStart,
+  scaleMax,
+  shade,
+  cited,
+  hits,
+}: {
+  text: string;
+  passages: DocumentDetail['passages'];
+  windowStart: number | null;
+  scaleMax: number;
+  shade: boolean;
+  cited: CitedRange[];
+  hits: SearchHit[];
+}) {
   const parts: ReactNode[] = useMemo(
     () =>
-      segmentsOf(text, passages).map((s, i) =>
-        s.retention === null || !shade ? (
-          <span key={i}>{text.slice(s.start, s.end)}</span>
-        ) : (
+      segmentsOf(text, shade ? passages : [], shade ? windowStart : null, cited, hits).map((s, i) => {
+        const kept = s.retention !== null && !s.window;
+        const cls = [
+          kept && 'passage',
+          s.window && 'kept-window',
+          s.cited !== null && 'cited',
+          s.hit && 'search-hit',
+        ].filter(Boolean);
+        if (!cls.length) return <span key={i}>{text.slice(s.start, s.end)}</span>;
+        return (
           <span
             key={i}
-            className="passage"
-            data-retention={s.retention.toFixed(3)}
-            style={{ backgroundColor: `rgb(var(--keep-rgb) / ${retentionAlpha(s.retention).toFixed(3)})` }}
-            title={`Kept by ${formatPercent(s.retention)} of the cache’s heads`}
+            className={cls.join(' ')}
+            data-retention={kept ? s.retention!.toFixed(3) : undefined}
+            style={kept ? { backgroundColor: retentionColor(s.retention!, scaleMax) } : undefined}
+            title={
+              kept
+                ? `Kept by ${formatPercent(s.retention!)} of the cache’s heads`
+                : s.window
+                  ? 'Always kept (the observation window)'
+                  : undefined
+            }
           >
             {text.slice(s.start, s.end)}
           </span>
-        ),
-      ),
-    [text, passages, shade],
+        );
+      }),
+    [text, passages, windowStart, scaleMax, shade, cited, hits],
   );
   return <div className="page-text">{parts}</div>;
 }
 
-export function DocumentPane({ documentId }: { documentId: string }) {
+/** Search in the document: a field, the count, previous / next. */
+function DocSearch({
+  query,
+  onQuery,
+  count,
+  current,
+  onStep,
+}: {
+  query: string;
+  onQuery: (q: string) => void;
+  count: number;
+  current: number;
+  onStep: (step: 1 | -1) => void;
+}) {
+  return (
+    <search className="doc-search">
+      <input
+        type="search"
+        value={query}
+        placeholder="Search the document"
+        aria-label="Search in the document"
+        onChange={(e) => onQuery(e.target.value)}
+        onKeyDown={(e) => {
+          if (e.key === 'Enter') {
+            e.preventDefault();
+            onStep(e.shiftKey ? -1 : 1);
+          }
+        }}
+      />
+      {query.trim() && (
+        <span className="small muted" aria-live="polite" data-testid="search-count">
+          {count === 0 ? 'not found' : `${current >= 0 ? current + 1 : 0} of ${count}`}
+        </span>
+      )}
+      <button
+        type="button"
+        className="button small"
+        aria-label="Previous match"
+        disabled={count === 0}
+        onClick={() => onStep(-1)}
+      >
+        ↑
+      </button>
+      <button
+        type="button"
+        className="button small"
+        aria-label="Next match"
+        disabled={count === 0}
+        onClick={() => onStep(1)}
+      >
+        ↓
+      </button>
+    </search>
+  );
+}
+
+export function DocumentPane({ documentId, citation = null }: { documentId: string; citation?: Citation | null }) {
   const detail = useDocuments((s) => s.details[documentId]);
   const error = useDocuments((s) => s.detailError[documentId]);
   const page = useUi((s) => s.docPage);
   const [shade, setShade] = useState(true);
+  // The search belongs to the document it was typed in, and the current hit to the hits it was chosen
+  // among: another document, or new hits (another query, the document read again), start afresh.
+  const [search, setSearch] = useState({ documentId, query: '' });
+  const query = search.documentId === documentId ? search.query : '';
+  const [cursor, setCursor] = useState<{ hits: SearchHit[]; index: number }>({ hits: [], index: -1 });
   useEffect(() => {
     if (!detail) void loadDetail(documentId);
   }, [documentId, detail]);
-  const perPage = useMemo(() => (detail ? pageRetention(detail) : new Map<number, number>()), [detail]);
+  const perPage = useMemo(() => (detail ? pageRetention(detail.passages) : new Map<number, number>()), [detail]);
+  const max = useMemo(() => scaleMaxOf(detail?.passages ?? []), [detail]);
   const read = useMemo(
     () => new Set(detail ? pagesRead(detail.pageList, detail.readPages).map((p) => p.page) : []),
     [detail],
+  );
+  const hits = useMemo(() => (detail ? searchPages(detail.pageList, query) : []), [detail, query]);
+  const current = cursor.hits === hits ? cursor.index : -1;
+  // A citation opens its page (once the document is there to show it).
+  const loaded = !!detail;
+  useEffect(() => {
+    if (loaded && citation?.documentId === documentId) setDocPage(citation.page);
+  }, [citation, documentId, loaded]);
+  const onStep = useCallback(
+    (step: 1 | -1) => {
+      const next = stepHit(hits.length, current, step);
+      setCursor({ hits, index: next });
+      if (next >= 0) setDocPage(hits[next].page);
+    },
+    [hits, current],
   );
   if (!detail)
     return (
@@ -114,13 +200,16 @@ export function DocumentPane({ documentId }: { documentId: string }) {
   const pages = detail.pageList;
   if (pages.length === 0) return <div className="pane-pad muted">The document has no text yet.</div>;
   const index = Math.min(pages.length, Math.max(1, page)) - 1;
-  const current = pages[index];
-  const passages = detail.passages.filter((p) => p.page === current.page);
+  const currentPage = pages[index];
   const go = (i: number) => setDocPage(Math.min(pages.length, Math.max(1, i + 1)));
-  const mean = perPage.get(current.page);
-  const unread = !read.has(current.page);
+  const mean = perPage.get(currentPage.page);
+  const unread = !read.has(currentPage.page);
+  const showPdf = detail.kind === 'pdf' && detail.hasFile;
+  // Word and Markdown as written; plain text (and anything imported before files were kept) as page text.
+  const showHtml = (detail.kind === 'docx' && detail.hasHtml) || (detail.kind === 'markdown' && detail.hasFile);
+  const citedHere = citation?.documentId === detail.id ? citation : null;
   return (
-    <div className="document-pane">
+    <div className={`document-pane${showPdf ? ' with-pdf' : ''}`}>
       <div className="doc-toolbar">
         <nav className="pager" aria-label="Pages">
           <button
@@ -157,15 +246,25 @@ export function DocumentPane({ documentId }: { documentId: string }) {
             →
           </button>
         </nav>
+        <DocSearch
+          query={query}
+          onQuery={(q) => setSearch({ documentId, query: q })}
+          count={hits.length}
+          current={current}
+          onStep={onStep}
+        />
         <label className="checkbox">
           <input type="checkbox" checked={shade} onChange={(e) => setShade(e.target.checked)} />
           Show what the model kept
         </label>
-        {detail.passages.length > 0 && shade && <RetentionLegend />}
       </div>
+      {detail.passages.length > 0 && shade && <RetentionLegend max={max} window={detail.keptWindow} />}
       <ReadNote detail={detail} />
       {pages.length > 1 && (
-        <nav className="page-strip" aria-label="All pages, shaded by how much of each the model kept">
+        <nav
+          className={`page-strip${showPdf ? ' beside-thumbnails' : ''}`}
+          aria-label="All pages, shaded by how much of each the model kept"
+        >
           {pages.map((p, i) => {
             const r = perPage.get(p.page);
             const notRead = !read.has(p.page);
@@ -174,11 +273,7 @@ export function DocumentPane({ documentId }: { documentId: string }) {
                 key={p.page}
                 type="button"
                 className={`page-chip${i === index ? ' current' : ''}${notRead ? ' unread' : ''}`}
-                style={
-                  r !== undefined && shade
-                    ? { backgroundColor: `rgb(var(--keep-rgb) / ${retentionAlpha(r).toFixed(3)})` }
-                    : undefined
-                }
+                style={r !== undefined && shade ? { backgroundColor: retentionColor(r, max) } : undefined}
                 onClick={() => go(i)}
                 aria-label={`Page ${p.page}${notRead ? ', not read' : r !== undefined ? `, ${formatPercent(r)} kept` : ''}`}
                 aria-current={i === index ? 'page' : undefined}
@@ -202,14 +297,58 @@ export function DocumentPane({ documentId }: { documentId: string }) {
           </p>
         )
       )}
-      <article className={`page${unread ? ' unread' : ''}`} aria-label={`Page ${current.page}`} data-testid="page">
-        <header className="page-head muted small">
-          Page {current.page}
-          {unread && ' · not read: the model knows nothing of this page'}
-          {mean !== undefined && ` · on average kept by ${formatPercent(mean)} of the cache’s heads`}
-        </header>
-        <PageText text={current.text} passages={passages} shade={shade} />
-      </article>
+      {!showPdf && !showHtml && detail.kind !== 'text' && (
+        <p className="muted small" data-testid="no-original">
+          This document was imported before Folio kept the original file, so its text is shown instead of the
+          {detail.kind === 'pdf' ? ' pages' : ' formatted document'}. Import it again to see{' '}
+          {detail.kind === 'pdf' ? 'them' : 'it'}.
+        </p>
+      )}
+      {showPdf ? (
+        <PdfView
+          detail={detail}
+          page={index + 1}
+          onPageShown={setDocPage}
+          shade={shade}
+          scaleMax={max}
+          citation={citedHere}
+          hits={hits}
+          currentHit={current}
+        />
+      ) : showHtml ? (
+        <HtmlDocView
+          detail={detail}
+          page={index + 1}
+          shade={shade}
+          scaleMax={max}
+          citation={citedHere}
+          hits={hits}
+          currentHit={current}
+        />
+      ) : (
+        <article
+          className={`page${unread ? ' unread' : ''}`}
+          aria-label={`Page ${currentPage.page}`}
+          data-testid="page"
+        >
+          <header className="page-head muted small">
+            Page {currentPage.page}
+            {unread && ' · not read: the model knows nothing of this page'}
+            {mean !== undefined && ` · on average kept by ${formatPercent(mean)} of the cache’s heads`}
+          </header>
+          <PageText
+            text={currentPage.text}
+            passages={detail.passages.filter((p) => p.page === currentPage.page)}
+            windowStart={windowStartOn(currentPage.page, detail.keptWindow)}
+            scaleMax={max}
+            shade={shade}
+            cited={citedHere?.page === currentPage.page ? citedHere.ranges : NO_RANGES}
+            hits={hits.filter((h) => h.page === currentPage.page)}
+          />
+        </article>
+      )}
     </div>
   );
 }
+
+const NO_RANGES: CitedRange[] = [];

@@ -156,6 +156,9 @@ export const detail = (over: Partial<DocumentDetail> = {}): DocumentDetail => ({
     { page: 1, start: 36, end: 51, retention: 0.9 },
     { page: 2, start: 0, end: 24, retention: 0.5 },
   ],
+  keptWindow: null,
+  hasFile: false,
+  hasHtml: false,
   ...over,
 });
 

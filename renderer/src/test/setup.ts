@@ -83,3 +83,6 @@ if (typeof globalThis.CSS?.escape !== 'function') {
   };
   Object.defineProperty(globalThis, 'CSS', { configurable: true, value: { ...globalThis.CSS, escape: cssEscape } });
 }
+
+// jsdom lays nothing out and has no scrollIntoView; the views call it to bring a hit or a page into view.
+if (!Element.prototype.scrollIntoView) Element.prototype.scrollIntoView = () => {};

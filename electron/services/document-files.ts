@@ -1,0 +1,103 @@
+// The imported originals, kept so the document view can show the file itself (the PDF's pages, the Word
+// document's formatting). Content-addressed: a file is stored once under its sha256, whatever it was named
+// and however often it was imported, and removed when the last document made from it is deleted. Beside a
+// Word document, the HTML mammoth made of it at import (<sha256>.html), which the view shows. Names in the
+// folder are only ever 64 hex digits (and .html), so a name that reaches here from a request cannot leave it.
+import { createHash, randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+const SHA256_HEX = /^[0-9a-f]{64}$/;
+/** A file being written is left alone this long by the startup sweep (another process may be writing it). */
+const PART_STALE_MS = 60 * 60 * 1000;
+
+export function sha256Hex(bytes: Uint8Array): string {
+  return createHash('sha256').update(bytes).digest('hex');
+}
+
+export class DocumentFiles {
+  constructor(private readonly dir: string) {
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+  }
+
+  /** Stores the bytes (once: an identical file is already there) and returns their sha256. */
+  put(bytes: Uint8Array): string {
+    const sha = sha256Hex(bytes);
+    const path = join(this.dir, sha);
+    if (existsSync(path)) return sha;
+    // Written aside and renamed, so a crash never leaves a partial file under a content name.
+    const part = join(this.dir, `.${sha}.${randomBytes(6).toString('hex')}.part`);
+    try {
+      writeFileSync(part, bytes, { mode: 0o600, flag: 'wx' });
+      renameSync(part, path);
+    } finally {
+      rmSync(part, { force: true });
+    }
+    return sha;
+  }
+
+  /** The stored file of a sha256, or null when there is none (or the name is not a sha256). */
+  path(sha256: string | null | undefined): string | null {
+    if (!sha256 || !SHA256_HEX.test(sha256)) return null;
+    const path = join(this.dir, sha256);
+    try {
+      return statSync(path).isFile() ? path : null;
+    } catch {
+      return null;
+    }
+  }
+
+  /** Keeps what the import made of a file beside it (a Word document's HTML), under the same name. */
+  putHtml(sha256: string, html: string): void {
+    if (!SHA256_HEX.test(sha256)) return;
+    const part = join(this.dir, `.${sha256}.${randomBytes(6).toString('hex')}.html.part`);
+    try {
+      writeFileSync(part, html, { mode: 0o600, flag: 'wx' });
+      renameSync(part, join(this.dir, `${sha256}.html`));
+    } finally {
+      rmSync(part, { force: true });
+    }
+  }
+
+  /** The stored HTML of a sha256, or null. */
+  htmlPath(sha256: string | null | undefined): string | null {
+    const original = this.path(sha256);
+    if (!original) return null;
+    try {
+      return statSync(`${original}.html`).isFile() ? `${original}.html` : null;
+    } catch {
+      return null;
+    }
+  }
+
+  /**
+   * Removes what no document uses: files of a sha256 not in `used` (a crash between storing a file and
+   * recording its document), and writes left half-done by a crash. Run once at startup.
+   */
+  sweep(used: ReadonlySet<string>, now = Date.now()): string[] {
+    const removed: string[] = [];
+    for (const name of readdirSync(this.dir)) {
+      const path = join(this.dir, name);
+      const sha = name.replace(/\.html$/, '');
+      let stale = false;
+      if (name.endsWith('.part')) {
+        try {
+          stale = now - statSync(path).mtimeMs > PART_STALE_MS;
+        } catch {
+          // gone meanwhile
+        }
+      } else stale = SHA256_HEX.test(sha) && !used.has(sha);
+      if (stale) {
+        rmSync(path, { force: true });
+        removed.push(name);
+      }
+    }
+    return removed;
+  }
+
+  remove(sha256: string): void {
+    if (!SHA256_HEX.test(sha256)) return;
+    rmSync(join(this.dir, sha256), { force: true });
+    rmSync(join(this.dir, `${sha256}.html`), { force: true });
+  }
+}
