@@ -2,9 +2,9 @@
 // cache, so that regenerate and edit can cut the cache back exactly. Answers stream through
 // StreamingAnswer (streaming.ts), which writes at a bounded rate.
 import type Database from 'better-sqlite3';
-import type { z } from 'zod';
+import { z } from 'zod';
 
-import type { Message, MessageStatus as MessageStatusSchema } from '../api/contract.ts';
+import { CitedPage, type Message, type MessageStatus as MessageStatusSchema } from '../api/contract.ts';
 import type { ChatsRepo } from './chats.ts';
 import { isoTime, newId, type Scheduler } from './clock.ts';
 import { StorageError } from './errors.ts';
@@ -27,6 +27,7 @@ export interface NewMessage {
   tokens?: number | null;
   tokensPerSecond?: number | null;
   pageRefs?: number[];
+  citations?: CitedPage[] | null;
   error?: string | null;
   cacheTokens?: number | null;
 }
@@ -52,6 +53,7 @@ interface Row {
   tokens: number | null;
   tokens_per_second: number | null;
   page_refs: string;
+  citations: string | null;
   error: string | null;
   cache_tokens: number | null;
 }
@@ -67,8 +69,30 @@ function toMessage(r: Row): Message {
     tokens: r.tokens,
     tokensPerSecond: r.tokens_per_second,
     pageRefs: JSON.parse(r.page_refs) as number[],
+    citations: readCitations(r),
     error: r.error,
   };
+}
+
+const StoredCitations = z.array(CitedPage);
+
+/** A message's stored citations; a damaged value reads as none (its page chips fall back to pageRefs'
+ * order) rather than making the whole chat unreadable, and says so once on the console. */
+function readCitations(r: Row): CitedPage[] | null {
+  if (r.citations === null) return null;
+  try {
+    const parsed = StoredCitations.safeParse(JSON.parse(r.citations));
+    if (parsed.success) return parsed.data;
+  } catch {
+    // not JSON: reported below
+  }
+  console.warn(`folio storage: the citations of message ${r.id} are damaged and were ignored`);
+  return null;
+}
+
+/** Citations as stored: JSON after the contract's check, so that nothing unreadable is written. */
+function writeCitations(c: CitedPage[] | null | undefined): string | null {
+  return c ? JSON.stringify(StoredCitations.parse(c)) : null;
 }
 
 export interface MessagesOptions {
@@ -102,14 +126,14 @@ export class MessagesRepo {
     this.onError = options.onError ?? ((e) => console.error('folio storage: writing a streaming answer failed:', e));
     this.nextSeq = db.prepare(`SELECT COALESCE(MAX(seq), 0) + 1 FROM messages WHERE chat_id = ?`).pluck();
     this.insert = db.prepare(
-      `INSERT INTO messages (id, chat_id, seq, role, text, status, created_at, updated_at, tokens, tokens_per_second, page_refs, error, cache_tokens)
-       VALUES (@id, @chatId, @seq, @role, @text, @status, @now, @now, @tokens, @tokensPerSecond, @pageRefs, @error, @cacheTokens)`,
+      `INSERT INTO messages (id, chat_id, seq, role, text, status, created_at, updated_at, tokens, tokens_per_second, page_refs, citations, error, cache_tokens)
+       VALUES (@id, @chatId, @seq, @role, @text, @status, @now, @now, @tokens, @tokensPerSecond, @pageRefs, @citations, @error, @cacheTokens)`,
     );
     this.selectOne = db.prepare(`SELECT * FROM messages WHERE id = ?`);
     this.selectByChat = db.prepare(`SELECT * FROM messages WHERE chat_id = ? ORDER BY seq`);
     this.updateAll = db.prepare(
       `UPDATE messages SET text = @text, status = @status, tokens = @tokens, tokens_per_second = @tokensPerSecond,
-         page_refs = @pageRefs, error = @error, cache_tokens = @cacheTokens, updated_at = @now WHERE id = @id`,
+         page_refs = @pageRefs, citations = @citations, error = @error, cache_tokens = @cacheTokens, updated_at = @now WHERE id = @id`,
     );
     this.writeStreamingText = db.prepare(
       `UPDATE messages SET text = ?, updated_at = ? WHERE id = ? AND status = 'streaming'`,
@@ -144,6 +168,7 @@ export class MessagesRepo {
           tokens: m.tokens ?? null,
           tokensPerSecond: m.tokensPerSecond ?? null,
           pageRefs: JSON.stringify(m.pageRefs ?? []),
+          citations: writeCitations(m.citations),
           error: m.error ?? null,
           cacheTokens: m.cacheTokens ?? null,
         });
@@ -180,6 +205,7 @@ export class MessagesRepo {
         tokens: patch.tokens === undefined ? row.tokens : patch.tokens,
         tokensPerSecond: patch.tokensPerSecond === undefined ? row.tokens_per_second : patch.tokensPerSecond,
         pageRefs: patch.pageRefs === undefined ? row.page_refs : JSON.stringify(patch.pageRefs),
+        citations: patch.citations === undefined ? row.citations : writeCitations(patch.citations),
         error: patch.error === undefined ? row.error : patch.error,
         cacheTokens: patch.cacheTokens === undefined ? row.cache_tokens : patch.cacheTokens,
         now: isoTime(this.scheduler),
@@ -273,6 +299,7 @@ export class MessagesRepo {
           tokens: details.tokens ?? row.tokens,
           tokensPerSecond: details.tokensPerSecond ?? row.tokens_per_second,
           pageRefs: details.pageRefs ? JSON.stringify(details.pageRefs) : row.page_refs,
+          citations: details.citations === undefined ? row.citations : writeCitations(details.citations),
           error: details.error ?? row.error,
           cacheTokens: details.cacheTokens ?? row.cache_tokens,
           now: isoTime(this.scheduler),

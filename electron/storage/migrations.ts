@@ -229,6 +229,15 @@ export const migrations: readonly Migration[] = [
                ALTER TABLE chats ADD COLUMN conversation_messages INTEGER;`);
     },
   },
+  {
+    version: 13,
+    name: 'the citations of an answer, from the model\'s attention',
+    up(db) {
+      // The pages and sentences an answer's attention went to (contract.ts CitedPage[], JSON). NULL: none
+      // measured (answers before this, the OpenAI endpoint, a document read with re-based positions).
+      db.exec(`ALTER TABLE messages ADD COLUMN citations TEXT;`);
+    },
+  },
 ];
 
 export const LATEST_VERSION = migrations[migrations.length - 1].version;

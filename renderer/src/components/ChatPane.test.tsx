@@ -17,6 +17,7 @@ const m = (over: Partial<Message>): Message => ({
   tokens: null,
   tokensPerSecond: null,
   pageRefs: [],
+  citations: null,
   error: null,
   ...over,
 });
