@@ -27,6 +27,12 @@ export function citationLayers(nLayer: number): number[] {
   return Array.from({ length: Math.min(end, nLayer) - first }, (_, i) => first + i);
 }
 
+/**
+ * The first positions of the cache draw attention whatever they hold (attention sinks, as StreamingLLM keeps
+ * them): the answer's attention to them says nothing about the document, so it does not count.
+ */
+export const ATTENTION_SINKS = 4;
+
 /** A document's read as the citations need it: its pages with their token ranges, and the per-token map. */
 export interface CitationMap {
   pages: readonly DocumentPage[];
@@ -57,7 +63,7 @@ export function sentenceMass(
     const ps = passages(p.text, 'sentences');
     const sum = new Float64Array(ps.length);
     let k = 0;
-    for (let t = p.tokenStart; t < p.tokenEnd; t++) {
+    for (let t = Math.max(p.tokenStart, ATTENTION_SINKS); t < p.tokenEnd; t++) {
       if (map.charMap[t * 3] !== p.page) continue;
       const c = map.charMap[t * 3 + 1];
       while (k + 1 < ps.length && c >= ps[k].end) k++;
