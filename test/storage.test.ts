@@ -906,9 +906,7 @@ test("an answer's citations: stored when it finishes, patched, none for answers 
   s.messages.update(final.id, { citations });
 
   // Invalid citations are refused before anything is written.
-  assert.throws(() =>
-    s.messages.update(final.id, { citations: [{ page: 0, share: 2, sentences: [] }] as never }),
-  );
+  assert.throws(() => s.messages.update(final.id, { citations: [{ page: 0, share: 2, sentences: [] }] as never }));
   assert.deepEqual(s.messages.get(final.id)?.citations, citations);
 
   // A damaged value reads as none, with the rest of the message and the chat intact.

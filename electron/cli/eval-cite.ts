@@ -20,7 +20,12 @@ import { fmtBudget, methodWidth } from './text-table.ts';
 export const CITE_PAGE_CHARS = 400;
 
 /** The measures compared: attention over a set of layers, and the lexical fallback. */
-export type CiteMeasure = 'attention' | 'attention-all-layers' | 'attention-other-layers' | 'lexical' | 'lexical-restated';
+export type CiteMeasure =
+  | 'attention'
+  | 'attention-all-layers'
+  | 'attention-other-layers'
+  | 'lexical'
+  | 'lexical-restated';
 export const CITE_MEASURES: readonly CiteMeasure[] = [
   'attention',
   'attention-all-layers',

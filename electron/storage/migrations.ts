@@ -231,7 +231,7 @@ export const migrations: readonly Migration[] = [
   },
   {
     version: 13,
-    name: 'the citations of an answer, from the model\'s attention',
+    name: "the citations of an answer, from the model's attention",
     up(db) {
       // The pages and sentences an answer's attention went to (contract.ts CitedPage[], JSON). NULL: none
       // measured (answers before this, the OpenAI endpoint, a document read with re-based positions).

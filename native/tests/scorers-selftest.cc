@@ -155,37 +155,37 @@ void reread_kernel_case(ThreadPool& pool, backend::Backend& be) {
   std::normal_distribution<float> nd(0.0f, 1.5f);
   using Fold = backend::Backend::Fold;
   for (Fold fold : {Fold::Max, Fold::Sum})
-  for (KvType type : {KvType::F32, KvType::F16})
-    for (int trial = 0; trial < 6; trial++) {
-      const int hk = 1 + trial % 3, g = 1 + trial % 4, d = 8 * (1 + trial % 3), m = 1 + int(rng() % 40);
-      FlatKvCache cache(1, hk, d, d, type);
-      std::vector<std::vector<int32_t>> keep(static_cast<size_t>(hk));
-      const int32_t n = 50 + int32_t(rng() % 200);
-      std::vector<float> k(size_t(n) * size_t(hk * d)), v(k.size(), 0.0f);
-      std::vector<int32_t> pos(static_cast<size_t>(n));
-      for (float& x : k) x = nd(rng);
-      for (int32_t t = 0; t < n; t++) pos[size_t(t)] = t;
-      cache.reserve(0, n, 0);
-      cache.append(0, k.data(), v.data(), pos.data(), n);
-      for (int h = 0; h < hk; h++)  // ragged heads, every one ending with the m re-read entries
-        for (int32_t t = 0; t < n; t++)
-          if (t >= n - m || rng() % (2 + h) != 0) keep[size_t(h)].push_back(t);
-      cache.compact(0, keep, 0);
-      std::vector<float> q(size_t(m) * size_t(hk * g * d));
-      for (float& x : q) x = nd(rng);
-      std::unique_ptr<backend::KvStore> store = be.kv_store_from_host(std::move(cache));
-      std::vector<std::vector<float>> fast(static_cast<size_t>(hk)), slow;
-      for (int h = 0; h < hk; h++) fast[size_t(h)].assign(keep[size_t(h)].size() - size_t(m), 0.0f);
-      slow = fast;
-      be.watch_attention(q.data(), *store, 0, m, hk * g, d, fold, fast);
-      be.backend::Backend::watch_attention(q.data(), *store, 0, m, hk * g, d, fold, slow);
-      std::vector<std::vector<double>> want(slow.size());
-      for (size_t h = 0; h < slow.size(); h++) want[h].assign(slow[h].begin(), slow[h].end());
-      char what[96];
-      std::snprintf(what, sizeof what, "attention watch (%s), %s, Hk %d, G %d, d %d, m %d",
-                    fold == Fold::Max ? "max" : "sum", kv_type_name(type), hk, g, d, m);
-      expect_near(what, fast, want, fold == Fold::Max ? 2e-5 : 2e-5 * double(m * g));
-    }
+    for (KvType type : {KvType::F32, KvType::F16})
+      for (int trial = 0; trial < 6; trial++) {
+        const int hk = 1 + trial % 3, g = 1 + trial % 4, d = 8 * (1 + trial % 3), m = 1 + int(rng() % 40);
+        FlatKvCache cache(1, hk, d, d, type);
+        std::vector<std::vector<int32_t>> keep(static_cast<size_t>(hk));
+        const int32_t n = 50 + int32_t(rng() % 200);
+        std::vector<float> k(size_t(n) * size_t(hk * d)), v(k.size(), 0.0f);
+        std::vector<int32_t> pos(static_cast<size_t>(n));
+        for (float& x : k) x = nd(rng);
+        for (int32_t t = 0; t < n; t++) pos[size_t(t)] = t;
+        cache.reserve(0, n, 0);
+        cache.append(0, k.data(), v.data(), pos.data(), n);
+        for (int h = 0; h < hk; h++)  // ragged heads, every one ending with the m re-read entries
+          for (int32_t t = 0; t < n; t++)
+            if (t >= n - m || rng() % (2 + h) != 0) keep[size_t(h)].push_back(t);
+        cache.compact(0, keep, 0);
+        std::vector<float> q(size_t(m) * size_t(hk * g * d));
+        for (float& x : q) x = nd(rng);
+        std::unique_ptr<backend::KvStore> store = be.kv_store_from_host(std::move(cache));
+        std::vector<std::vector<float>> fast(static_cast<size_t>(hk)), slow;
+        for (int h = 0; h < hk; h++) fast[size_t(h)].assign(keep[size_t(h)].size() - size_t(m), 0.0f);
+        slow = fast;
+        be.watch_attention(q.data(), *store, 0, m, hk * g, d, fold, fast);
+        be.backend::Backend::watch_attention(q.data(), *store, 0, m, hk * g, d, fold, slow);
+        std::vector<std::vector<double>> want(slow.size());
+        for (size_t h = 0; h < slow.size(); h++) want[h].assign(slow[h].begin(), slow[h].end());
+        char what[96];
+        std::snprintf(what, sizeof what, "attention watch (%s), %s, Hk %d, G %d, d %d, m %d",
+                      fold == Fold::Max ? "max" : "sum", kv_type_name(type), hk, g, d, m);
+        expect_near(what, fast, want, fold == Fold::Max ? 2e-5 : 2e-5 * double(m * g));
+      }
 }
 
 // The global schedule: two layers of one head, 5 entries, window 1, 2 selectable per head on average. Layer 0's

@@ -296,10 +296,8 @@ void watch_attention(ThreadPool& pool, Scratch& s, const float* q, const FlatKvC
         double sum = 0;
         for (int32_t j = 0; j < visible; j++) sum += p[j];
         const size_t n = std::min(b.size(), size_t(visible));
-        if (fold == backend::Backend::Fold::Max)
-          raise_to(b.data(), p, float(1.0 / sum), n);
-        else
-          add_to(b.data(), p, float(1.0 / sum), n);
+        if (fold == backend::Backend::Fold::Max) raise_to(b.data(), p, float(1.0 / sum), n);
+        else add_to(b.data(), p, float(1.0 / sum), n);
       }
   });
 }

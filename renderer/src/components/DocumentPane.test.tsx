@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { createFakeApi, detail, doc, rebasedDetail, settings } from '../test/fake-api.ts';
 import { renderApp } from '../test/render-app.tsx';
 import { setTab } from '../stores/ui.ts';
-import { retentionAlpha, segmentsOf } from './DocumentPane.tsx';
+import { citedSegments, retentionAlpha, segmentsOf } from './DocumentPane.tsx';
 
 describe('the document view', () => {
   it('splits a page into passages with their retention and the text between', () => {
@@ -22,6 +22,17 @@ describe('the document view', () => {
     ]);
     expect(retentionAlpha(1)).toBeGreaterThan(retentionAlpha(0.5));
     expect(retentionAlpha(0)).toBeGreaterThan(0);
+  });
+
+  it('splits the runs further at the cited ranges, marking those inside one', () => {
+    const runs = segmentsOf('abcdefghij', [{ page: 1, start: 2, end: 8, retention: 0.5 }]);
+    expect(citedSegments(runs, [{ start: 6, end: 10, share: 0.4 }])).toEqual([
+      { start: 0, end: 2, retention: null, cited: null },
+      { start: 2, end: 6, retention: 0.5, cited: null },
+      { start: 6, end: 8, retention: 0.5, cited: 0.4 },
+      { start: 8, end: 10, retention: null, cited: 0.4 },
+    ]);
+    expect(citedSegments(runs, [])).toEqual(runs.map((r) => ({ ...r, cited: null })));
   });
 
   it('shades each passage by how much of the cache kept it, with a legend; pages navigate', async () => {

@@ -2,12 +2,13 @@
 // much of the model's cache kept it (the share of (layer, KV head) slots that kept its tokens), so the
 // user sees what the model remembers of the document. Pages are navigated with buttons, a page number,
 // and a strip of all pages shaded by their mean retention. After a range of pages was read, every page is
-// still shown; those the model did not read are dimmed and labelled so.
+// still shown; those the model did not read are dimmed and labelled so. An answer's page chip opens its page
+// with the sentences the answer looked at highlighted (ui.ts citation).
 import { useEffect, useMemo, useState, type ReactNode } from 'react';
 
 import type { DocumentDetail, RetainedPassage } from '../../../electron/api/contract.ts';
 import { loadDetail, useDocuments } from '../stores/documents.ts';
-import { setDocPage, useUi } from '../stores/ui.ts';
+import { clearCitation, setDocPage, useUi } from '../stores/ui.ts';
 import { formatPercent } from '../lib/format.ts';
 import { ReadNote } from './ReadNote.tsx';
 import { pagesRead } from '../../../electron/services/room.ts';
@@ -37,6 +38,30 @@ export function segmentsOf(text: string, passages: RetainedPassage[]): Segment[]
     at = end;
   }
   if (at < text.length) out.push({ start: at, end: text.length, retention: null });
+  return out;
+}
+
+export interface CitedSegment extends Segment {
+  /** The share of the answer's attention of the cited sentence this run is part of; null: not cited. */
+  cited: number | null;
+}
+
+/** Splits runs further at the cited ranges (an answer's sentences, ui.ts CitationView), marking those inside one. */
+export function citedSegments(segments: Segment[], ranges: readonly { start: number; end: number; share: number }[]) {
+  const sorted = [...ranges].filter((r) => r.end > r.start).sort((a, b) => a.start - b.start);
+  const out: CitedSegment[] = [];
+  for (const s of segments) {
+    let at = s.start;
+    for (const r of sorted) {
+      const start = Math.max(r.start, at),
+        end = Math.min(r.end, s.end);
+      if (end <= start) continue;
+      if (start > at) out.push({ ...s, start: at, end: start, cited: null });
+      out.push({ ...s, start, end, cited: r.share });
+      at = end;
+    }
+    if (at < s.end) out.push({ ...s, start: at, end: s.end, cited: null });
+  }
   return out;
 }
 
@@ -71,33 +96,60 @@ export function RetentionLegend() {
   );
 }
 
-function PageText({ text, passages, shade }: { text: string; passages: RetainedPassage[]; shade: boolean }) {
+function PageText({
+  text,
+  passages,
+  shade,
+  cited,
+}: {
+  text: string;
+  passages: RetainedPassage[];
+  shade: boolean;
+  cited: readonly { start: number; end: number; share: number }[];
+}) {
   const parts: ReactNode[] = useMemo(
     () =>
-      segmentsOf(text, passages).map((s, i) =>
-        s.retention === null || !shade ? (
-          <span key={i}>{text.slice(s.start, s.end)}</span>
+      citedSegments(segmentsOf(text, passages), cited).map((s, i) => {
+        const run = text.slice(s.start, s.end);
+        const inner =
+          s.retention === null || !shade ? (
+            <span key={i}>{run}</span>
+          ) : (
+            <span
+              key={i}
+              className="passage"
+              data-retention={s.retention.toFixed(3)}
+              style={{ backgroundColor: `rgb(var(--keep-rgb) / ${retentionAlpha(s.retention).toFixed(3)})` }}
+              title={`Kept by ${formatPercent(s.retention)} of the cache’s heads`}
+            >
+              {run}
+            </span>
+          );
+        return s.cited === null ? (
+          inner
         ) : (
-          <span
+          <mark
             key={i}
-            className="passage"
-            data-retention={s.retention.toFixed(3)}
-            style={{ backgroundColor: `rgb(var(--keep-rgb) / ${retentionAlpha(s.retention).toFixed(3)})` }}
-            title={`Kept by ${formatPercent(s.retention)} of the cache’s heads`}
+            className="cited"
+            data-share={s.cited.toFixed(3)}
+            title={`The answer looked here: ${formatPercent(s.cited, 1)} of its attention to the document`}
           >
-            {text.slice(s.start, s.end)}
-          </span>
-        ),
-      ),
-    [text, passages, shade],
+            {inner}
+          </mark>
+        );
+      }),
+    [text, passages, shade, cited],
   );
   return <div className="page-text">{parts}</div>;
 }
+
+const NO_RANGES: { start: number; end: number; share: number }[] = [];
 
 export function DocumentPane({ documentId }: { documentId: string }) {
   const detail = useDocuments((s) => s.details[documentId]);
   const error = useDocuments((s) => s.detailError[documentId]);
   const page = useUi((s) => s.docPage);
+  const citation = useUi((s) => s.citation);
   const [shade, setShade] = useState(true);
   useEffect(() => {
     if (!detail) void loadDetail(documentId);
@@ -119,6 +171,7 @@ export function DocumentPane({ documentId }: { documentId: string }) {
   const go = (i: number) => setDocPage(Math.min(pages.length, Math.max(1, i + 1)));
   const mean = perPage.get(current.page);
   const unread = !read.has(current.page);
+  const cited = citation && citation.documentId === documentId && citation.page === current.page ? citation : null;
   return (
     <div className="document-pane">
       <div className="doc-toolbar">
@@ -202,13 +255,21 @@ export function DocumentPane({ documentId }: { documentId: string }) {
           </p>
         )
       )}
+      {cited && (
+        <p className="notice small cited-note" role="status">
+          <mark className="cited">Highlighted</mark>: the sentences the answer looked at most on this page.{' '}
+          <button type="button" className="link-button" onClick={clearCitation}>
+            Clear
+          </button>
+        </p>
+      )}
       <article className={`page${unread ? ' unread' : ''}`} aria-label={`Page ${current.page}`} data-testid="page">
         <header className="page-head muted small">
           Page {current.page}
           {unread && ' · not read: the model knows nothing of this page'}
           {mean !== undefined && ` · on average kept by ${formatPercent(mean)} of the cache’s heads`}
         </header>
-        <PageText text={current.text} passages={passages} shade={shade} />
+        <PageText text={current.text} passages={passages} shade={shade} cited={cited?.ranges ?? NO_RANGES} />
       </article>
     </div>
   );

@@ -20,6 +20,14 @@ export interface ConfirmRequest {
   onConfirm: () => void;
 }
 
+/** Sentences an answer looked at on a page of a document (Message.citations): character ranges in the page's
+ * text with their share of the answer's attention to the document. The document view highlights them. */
+export interface CitationView {
+  documentId: string;
+  page: number;
+  ranges: { start: number; end: number; share: number }[];
+}
+
 export interface UiState {
   route: Route;
   tab: Tab;
@@ -27,6 +35,8 @@ export interface UiState {
   chatId: string | null;
   /** The page the document view shows (1-based). */
   docPage: number;
+  /** The cited sentences the document view highlights, set by an answer's page chip. */
+  citation: CitationView | null;
   helpOpen: boolean;
   confirm: ConfirmRequest | null;
   notices: Notice[];
@@ -38,6 +48,7 @@ const initial: UiState = {
   documentId: null,
   chatId: null,
   docPage: 1,
+  citation: null,
   helpOpen: false,
   confirm: null,
   notices: [],
@@ -72,7 +83,16 @@ export function selectChat(chatId: string | null): void {
 
 /** Opens the document view at a page (page references in answers link here). */
 export function openPage(page: number): void {
-  useUi.setState({ docPage: Math.max(1, Math.floor(page)), tab: 'document', route: 'main' });
+  useUi.setState({ docPage: Math.max(1, Math.floor(page)), citation: null, tab: 'document', route: 'main' });
+}
+
+/** Opens the document view at a cited page with the sentences the answer looked at highlighted. */
+export function openCitation(citation: CitationView): void {
+  useUi.setState({ citation, docPage: Math.max(1, Math.floor(citation.page)), tab: 'document', route: 'main' });
+}
+
+export function clearCitation(): void {
+  useUi.setState({ citation: null });
 }
 
 export function setDocPage(page: number): void {
