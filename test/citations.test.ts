@@ -1,7 +1,9 @@
-// Citations from the model's attention through the app's chats path (docs/citations.md), on needle-llama: each
-// needle-eval haystack is imported as a plain-text document of three pages (form feeds at sentence ends),
-// the question asked in a chat; when the answer is right, its citations put the needle's page first (the
-// page chips too) and highlight the needle's sentence there, and they are stored with the message.
+// Citations from the model's attention (docs/citations.md): the folding of the engine's per-position attention
+// onto sentences and pages; the engine's collectAttention on needle-llama (its shape, its sums, and that it
+// changes nothing of the answer); and the app's chats path: each needle-eval haystack imported as a plain-text
+// document of three pages (form feeds at sentence ends), the question asked in a chat; when the answer is right,
+// its citations put the needle's page first (the page chips too) and highlight the needle's sentence there, and
+// they are stored with the message.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -9,7 +11,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 import type { EventPayload, Message } from '../electron/api/contract.ts';
+import { loadAddon } from '../electron/engine/binding.ts';
 import { createAppCore, type AppCore } from '../electron/services/app-core.ts';
+import {
+  ATTENTION_SINKS,
+  citationLayers,
+  citationsFromAttention,
+  pageRefsOf,
+  rankCitations,
+  sentenceMass,
+} from '../electron/services/citations.ts';
 import { missing, sharedModel } from './helpers/shared.ts';
 
 const model = sharedModel('needle-llama.gguf');
@@ -55,6 +66,119 @@ function taskDone(taskId: string): Promise<EventPayload<'task.done'>> {
     });
   });
 }
+
+test('the layers counted: the middle half, at least one', () => {
+  assert.deepEqual(citationLayers(4), [1, 2]);
+  assert.deepEqual(citationLayers(32), Array.from({ length: 16 }, (_, i) => 8 + i));
+  assert.deepEqual(citationLayers(1), [0]);
+  assert.deepEqual(citationLayers(2), [0]);
+});
+
+test("attention folds onto sentences and pages: shares of the document's mass, sinks and other text left out", () => {
+  // Tokens 0..3 are the sinks (and not page text here); page 1 is tokens 4..9, page 2 tokens 10..15; token 16
+  // is the question. Each token covers 4 characters.
+  const pages = [
+    { page: 1, text: 'Aaa bbb. Ccc ddd. Eee.', tokenStart: 4, tokenEnd: 10 },
+    { page: 2, text: 'Fff ggg. Hhh iii. Jjj.', tokenStart: 10, tokenEnd: 16 },
+  ];
+  const charMap = new Int32Array(17 * 3);
+  for (const p of pages)
+    for (let t = p.tokenStart; t < p.tokenEnd; t++) {
+      const c = (t - p.tokenStart) * 4;
+      charMap.set([p.page, c, Math.min(p.text.length, c + 4)], t * 3);
+    }
+  // Layer 0 (not counted for 4 layers) looks at page 1; layers 1 and 2 at page 2's second sentence (tokens 12, 13)
+  // and a little at page 1; the question (16) and the sinks take much, and count for nothing.
+  const layer = (f: (t: number) => number) => Float32Array.from({ length: 17 }, (_, t) => f(t));
+  const attention = [
+    layer((t) => (t >= 4 && t < 10 ? 0.1 : 0)),
+    layer((t) => (t === 12 || t === 13 ? 0.2 : t === 5 ? 0.1 : t === 0 ? 0.5 : 0)),
+    layer((t) => (t === 13 ? 0.2 : t === 16 ? 0.4 : t === 1 ? 0.3 : 0)),
+    layer((t) => (t === 8 ? 0.9 : 0)),
+  ];
+  assert.equal(ATTENTION_SINKS, 4);
+  const ss = sentenceMass(attention, { pages, charMap });
+  assert.deepEqual(
+    ss.map((x) => [x.page, x.start, x.end, Number(x.mass.toFixed(6))]),
+    [
+      [1, 0, 8, 0.1],
+      [1, 9, 17, 0],
+      [1, 18, 22, 0],
+      [2, 0, 8, 0],
+      [2, 9, 17, 0.6],
+      [2, 18, 22, 0],
+    ],
+  );
+  const cited = citationsFromAttention(attention, { pages, charMap })!;
+  assert.equal(cited.length, 2);
+  assert.equal(cited[0].page, 2);
+  assert.ok(Math.abs(cited[0].share - 6 / 7) < 1e-6);
+  assert.deepEqual(
+    cited[0].sentences.map((x) => [x.start, x.end]),
+    [[9, 17]],
+  );
+  assert.ok(Math.abs(cited[1].share - 1 / 7) < 1e-6);
+  assert.deepEqual(pageRefsOf(cited), [2], 'page 1 has less than a quarter of page 2');
+  // No attention to the document at all: no citations.
+  assert.equal(citationsFromAttention([layer(() => 0), layer(() => 0)], { pages, charMap }), null);
+  assert.equal(citationsFromAttention(null, { pages, charMap }), null);
+});
+
+test('pages rank by their best sentence; a page keeps its sentences of at least a quarter of its best, three at most', () => {
+  const s = (page: number, start: number, mass: number) => ({ page, start, end: start + 5, mass });
+  const ranked = rankCitations([
+    // page 1: much diffuse mass, no sentence stands out; page 2: one sentence that does
+    s(1, 0, 0.1),
+    s(1, 10, 0.1),
+    s(1, 20, 0.1),
+    s(1, 30, 0.1),
+    s(2, 0, 0.25),
+    s(2, 10, 0.05),
+    s(2, 20, 0.07),
+  ])!;
+  assert.deepEqual(
+    ranked.map((p) => p.page),
+    [2, 1],
+  );
+  assert.deepEqual(
+    ranked[0].sentences.map((x) => x.start),
+    [0, 20],
+  );
+  assert.equal(ranked[1].sentences.length, 3);
+  assert.deepEqual(pageRefsOf(ranked), [2, 1]);
+});
+
+test('the engine adds up the answer\'s attention only when asked, without changing the answer', { skip }, async () => {
+  const m = await loadAddon().loadModel(model);
+  try {
+    const c = JSON.parse(readFileSync(cases, 'utf8').split('\n')[0]) as NeedleCase;
+    const tokens = m.tokenize(c.prompt, { addSpecial: true });
+    const run = async (collectAttention: boolean) => {
+      const s = m.createSession({ nCtx: 1024, nThreads: 2 });
+      try {
+        await s.prefill(tokens);
+        return await s.generate({ n: 4, temperature: 0, collectAttention });
+      } finally {
+        s.dispose();
+      }
+    };
+    const plain = await run(false);
+    const watched = await run(true);
+    assert.equal(plain.attention, null);
+    assert.deepEqual(watched.tokens, plain.tokens);
+    const a = watched.attention!;
+    assert.equal(a.length, m.info().nLayer);
+    for (const row of a) {
+      assert.equal(row.length, tokens.length, 'one value per position before the answer');
+      const sum = row.reduce((x, y) => x + y, 0);
+      // The answer's 4 tokens are fed back; each also attends to the answer itself, so a row sums below 1.
+      assert.ok(sum > 0.05 && sum <= 1 + 1e-4, `a layer's share ${sum}`);
+      assert.ok(row.every((x) => x >= 0));
+    }
+  } finally {
+    m.dispose();
+  }
+});
 
 /** The haystack in three pages: form feeds after the sentence ends nearest its thirds. */
 function threePages(haystack: string): string {
