@@ -69,7 +69,10 @@ function taskDone(taskId: string): Promise<EventPayload<'task.done'>> {
 
 test('the layers counted: the middle half, at least one', () => {
   assert.deepEqual(citationLayers(4), [1, 2]);
-  assert.deepEqual(citationLayers(32), Array.from({ length: 16 }, (_, i) => 8 + i));
+  assert.deepEqual(
+    citationLayers(32),
+    Array.from({ length: 16 }, (_, i) => 8 + i),
+  );
   assert.deepEqual(citationLayers(1), [0]);
   assert.deepEqual(citationLayers(2), [0]);
 });
@@ -148,7 +151,7 @@ test('pages rank by their best sentence; a page keeps its sentences of at least 
   assert.deepEqual(pageRefsOf(ranked), [2, 1]);
 });
 
-test('the engine adds up the answer\'s attention only when asked, without changing the answer', { skip }, async () => {
+test("the engine adds up the answer's attention only when asked, without changing the answer", { skip }, async () => {
   const m = await loadAddon().loadModel(model);
   try {
     const c = JSON.parse(readFileSync(cases, 'utf8').split('\n')[0]) as NeedleCase;
