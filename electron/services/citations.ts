@@ -15,7 +15,7 @@ const PAGE_REF_MIN_OF_BEST = 0.25;
 const SENTENCE_MIN_OF_BEST = 0.25;
 
 /**
- * The layers whose attention counts (docs/citations.md, "Which heads"): the middle half. The first layers attend
+ * The layers whose attention counts (docs/citations.md): the middle half. The first layers attend
  * by position (the tokens just before, the start); the last ones mostly to the question and the most recent
  * text; the retrieval of a fact, where the answer's queries find the sentence that holds it, happens in between.
  * Measured on needle-llama with `folio eval --suite cite` (docs/quality.md, "Citations"): of the rules that do not
@@ -77,9 +77,10 @@ export function sentenceMass(
 }
 
 /**
- * Pages ranked by the share of the document's attention mass their sentences took, best first, each with its
- * sentences that took the most (at least a quarter of its best one's, at most MAX_CITED_SENTENCES); null when
- * the answer paid the document no attention at all.
+ * Pages ranked by their best sentence's mass (a long page gathers diffuse mass; what the answer looked for is a
+ * sentence), at most MAX_CITED_PAGES, each with its share of the document's attention mass and its sentences
+ * that took the most (at least a quarter of its best one's, at most MAX_CITED_SENTENCES); null when the answer
+ * paid the document no attention at all.
  */
 export function rankCitations(sentences: readonly SentenceMass[]): CitedPage[] | null {
   const total = sentences.reduce((s, x) => s + x.mass, 0);
