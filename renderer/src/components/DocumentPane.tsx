@@ -4,7 +4,7 @@
 // and a strip of all pages shaded by their mean retention. After a range of pages was read, every page is
 // still shown; those the model did not read are dimmed and labelled so. An answer's page chip opens its page
 // with the sentences the answer looked at highlighted (ui.ts citation).
-import { useEffect, useMemo, useState, type ReactNode } from 'react';
+import { useEffect, useMemo, useRef, useState, type ReactNode } from 'react';
 
 import type { DocumentDetail, RetainedPassage } from '../../../electron/api/contract.ts';
 import { loadDetail, useDocuments } from '../stores/documents.ts';
@@ -154,6 +154,11 @@ export function DocumentPane({ documentId }: { documentId: string }) {
   useEffect(() => {
     if (!detail) void loadDetail(documentId);
   }, [documentId, detail]);
+  // A citation opened: its first highlighted sentence is brought into view (a long page may hide it).
+  const article = useRef<HTMLElement>(null);
+  useEffect(() => {
+    if (citation) article.current?.querySelector('mark.cited')?.scrollIntoView?.({ block: 'center' });
+  }, [citation, detail]);
   const perPage = useMemo(() => (detail ? pageRetention(detail) : new Map<number, number>()), [detail]);
   const read = useMemo(
     () => new Set(detail ? pagesRead(detail.pageList, detail.readPages).map((p) => p.page) : []),
@@ -263,7 +268,12 @@ export function DocumentPane({ documentId }: { documentId: string }) {
           </button>
         </p>
       )}
-      <article className={`page${unread ? ' unread' : ''}`} aria-label={`Page ${current.page}`} data-testid="page">
+      <article
+        ref={article}
+        className={`page${unread ? ' unread' : ''}`}
+        aria-label={`Page ${current.page}`}
+        data-testid="page"
+      >
         <header className="page-head muted small">
           Page {current.page}
           {unread && ' · not read: the model knows nothing of this page'}
