@@ -157,7 +157,7 @@ export function DocumentPane({ documentId }: { documentId: string }) {
   // A citation opened: its first highlighted sentence is brought into view (a long page may hide it).
   const article = useRef<HTMLElement>(null);
   useEffect(() => {
-    if (citation) article.current?.querySelector('mark.cited')?.scrollIntoView?.({ block: 'center' });
+    if (citation && detail) article.current?.querySelector('mark.cited')?.scrollIntoView?.({ block: 'center' });
   }, [citation, detail]);
   const perPage = useMemo(() => (detail ? pageRetention(detail) : new Map<number, number>()), [detail]);
   const read = useMemo(
