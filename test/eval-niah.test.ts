@@ -49,3 +49,45 @@ test('passkey retrieval at 256 tokens, question-agnostic: full, snapkv and ada-s
   // 36 tokens per head: the 32-token window plus 4; Ada gives them to the heads that need them.
   assert.ok(acc['ada-snapkv'] > acc.snapkv + 0.3, `ada-snapkv ${acc['ada-snapkv']} vs snapkv ${acc.snapkv}`);
 });
+
+test('folio eval --suite cite at 256 tokens: the attention cites the needle, the lexical fallback cannot', {
+  skip: missing(model, cases),
+}, () => {
+  const r = spawnSync(
+    process.execPath,
+    [
+      join(repoRoot, 'electron/cli/folio.mjs'),
+      'eval',
+      '--suite',
+      'cite',
+      '--model',
+      model,
+      '--cases',
+      cases,
+      '--lengths',
+      '256',
+      '--ctx',
+      '1024',
+      '--json',
+    ],
+    { encoding: 'utf8' },
+  );
+  assert.equal(r.status, 0, r.stderr);
+  type Tally = { sentence_first: number; page_first: number; none: number; cases: number };
+  const report = JSON.parse(r.stdout) as {
+    settings: { layers: number[]; n_layer: number };
+    rows: { method: string; cases: number; correct: number; right: Record<string, Tally>; by_layer: Tally[] }[];
+  };
+  assert.deepEqual(report.settings.layers, [1, 2]);
+  const [row] = report.rows;
+  assert.equal(row.method, 'full');
+  assert.equal(row.cases, 50);
+  assert.equal(row.correct, 47, "the model's documented 0.94 at 256 tokens");
+  const right = row.right;
+  // The needle's sentence first for most right answers; the four-digit answers give the lexical measure nothing.
+  assert.ok(right.attention.sentence_first / right.attention.cases > 0.8, JSON.stringify(right.attention));
+  assert.equal(right.lexical.none, right.lexical.cases);
+  assert.ok(right.attention.sentence_first > right['attention-all-layers'].sentence_first);
+  // The planted copying head's layer alone finds it nearly always.
+  assert.ok(row.by_layer[1].sentence_first / row.by_layer[1].cases > 0.9);
+});

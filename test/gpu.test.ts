@@ -93,6 +93,24 @@ test('GPU: logits at every position and 64 greedy tokens equal the CPU backend',
   b.dispose();
 });
 
+test("GPU: an answer's attention to the cache (citations) equals the CPU backend's", { skip }, async () => {
+  // The GPU backend has no kernel of its own: Backend::watch_attention's host default runs over the device cache.
+  const a = model.createSession(cpu),
+    b = model.createSession(cuda);
+  await a.prefill(prefix);
+  await b.prefill(prefix);
+  const ga = await a.generate({ n: 8, temperature: 0, collectAttention: true }),
+    gb = await b.generate({ n: 8, temperature: 0, collectAttention: true });
+  assert.deepEqual(gb.tokens, ga.tokens);
+  assert.equal(gb.attention!.length, ga.attention!.length);
+  ga.attention!.forEach((row, l) => {
+    const d = maxDiff(gb.attention![l], row);
+    assert.ok(d <= TOL, `layer ${l}: max |Δ| ${d}`);
+  });
+  a.dispose();
+  b.dispose();
+});
+
 test('GPU: a decode step at a time gives the logits of a batched prefill', { skip }, async () => {
   const batched = model.createSession(cuda),
     stepped = model.createSession(cuda);

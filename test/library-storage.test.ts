@@ -53,7 +53,8 @@ test('a regenerated answer keeps its earlier versions in place; the one shown is
   assert.deepEqual(m.version, { index: 2, count: 2 });
   assert.deepEqual(m.pageRefs, []);
   second.append('Tom flew it, then Lily.');
-  second.finish('complete', { tokens: 7, cacheTokens: 8, pageRefs: [2] });
+  const looked = [{ page: 2, share: 0.7, sentences: [{ start: 0, end: 12, share: 0.5 }] }];
+  second.finish('complete', { tokens: 7, cacheTokens: 8, pageRefs: [2], citations: looked });
   // Refused while streaming: a third version while the second is written.
   const third = s.messages.reviseAnswer(answerId);
   expectStorageError(() => s.messages.reviseAnswer(answerId), 'BAD_REQUEST');
@@ -66,6 +67,7 @@ test('a regenerated answer keeps its earlier versions in place; the one shown is
   m = s.messages.selectVersion(answerId, 1);
   assert.equal(m.text, 'Lily flew it.');
   assert.deepEqual(m.pageRefs, [1]);
+  assert.equal(m.citations, null, 'each version keeps its own citations');
   assert.deepEqual(m.version, { index: 1, count: 3 });
   assert.deepEqual(Message.strict().parse(m), m);
   assert.deepEqual(
@@ -74,6 +76,7 @@ test('a regenerated answer keeps its earlier versions in place; the one shown is
   );
   assert.deepEqual(s.messages.conversationTokens(chat.id), { tokens: 9 + 5, exact: true });
   assert.equal(s.messages.selectVersion(answerId, 2).text, 'Tom flew it, then Lily.');
+  assert.deepEqual(s.messages.require(answerId).citations, looked);
   assert.deepEqual(s.messages.conversationTokens(chat.id), { tokens: 9 + 8, exact: true });
   assert.equal(s.messages.selectVersion(answerId, 3).text, 'A bird.');
   expectStorageError(() => s.messages.selectVersion(answerId, 4), 'NOT_FOUND');

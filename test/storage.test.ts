@@ -291,7 +291,10 @@ test('statistics stored in snake_case before version 6 open as camelCase and rea
   old.close();
 
   const s = open(dir, { scheduler: clock });
-  assert.deepEqual(s.migrated, [6, 7, 8, 9, 10, 11, 12]);
+  assert.deepEqual(
+    s.migrated,
+    migrations.map((m) => m.version).filter((v) => v >= 6),
+  );
   // version 9: a document read before held only the pages it read, so it read them all
   assert.equal(s.documents.require('d1').readPages, null);
   const back = s.stats.get('d1')!;
@@ -876,6 +879,54 @@ test('truncateFrom gives the cache tokens to cut for regenerate and edit', () =>
     [q2b.id],
   );
   expectStorageError(() => s.messages.truncateFrom('other-chat', q1.id), 'NOT_FOUND');
+  s.close();
+});
+
+test("an answer's citations: stored when it finishes, patched, none for answers without; a damaged value reads as none, an invalid one is refused", () => {
+  const s = open(tempDir());
+  const { id: docId } = makeDocument(s);
+  const chat = s.chats.create(docId);
+  s.messages.add(chat.id, { role: 'user', text: 'Where is the key?' });
+  const before = s.messages.add(chat.id, { role: 'assistant', text: 'On page 1.', pageRefs: [1] });
+  assert.equal(before.citations, null, 'an answer without citations (the OpenAI endpoint, stored before) has none');
+
+  const citations = [
+    { page: 2, share: 0.7, sentences: [{ start: 10, end: 42, share: 0.55 }] },
+    { page: 1, share: 0.2, sentences: [] },
+  ];
+  const answer = s.messages.beginAnswer(chat.id);
+  answer.append('The key is 4721.');
+  const final = answer.finish('complete', { pageRefs: [2, 1], citations })!;
+  assert.deepEqual(final.citations, citations);
+  assert.deepEqual(Message.strict().parse(final), final);
+  assert.deepEqual(s.messages.get(final.id)?.citations, citations);
+  // A patch that says nothing of them keeps them; null removes them.
+  assert.deepEqual(s.messages.update(final.id, { error: null }).citations, citations);
+  assert.equal(s.messages.update(final.id, { citations: null }).citations, null);
+  s.messages.update(final.id, { citations });
+
+  // Invalid citations are refused before anything is written.
+  assert.throws(() => s.messages.update(final.id, { citations: [{ page: 0, share: 2, sentences: [] }] as never }));
+  assert.deepEqual(s.messages.get(final.id)?.citations, citations);
+
+  // A damaged value reads as none, with the rest of the message and the chat intact.
+  const warn = console.warn;
+  const warned: string[] = [];
+  console.warn = (m: string) => warned.push(m);
+  try {
+    for (const bad of ['{not json', JSON.stringify([{ page: 'two' }])]) {
+      s.db.prepare('UPDATE messages SET citations = ? WHERE id = ?').run(bad, final.id);
+      const m = s.messages.get(final.id)!;
+      assert.equal(m.citations, null);
+      assert.equal(m.text, 'The key is 4721.');
+      assert.deepEqual(m.pageRefs, [2, 1]);
+    }
+  } finally {
+    console.warn = warn;
+  }
+  assert.equal(warned.length, 2);
+  assert.match(warned[0], /citations of message .* are damaged/);
+  assert.equal(s.messages.list(chat.id).length, 3);
   s.close();
 });
 

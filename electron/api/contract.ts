@@ -291,6 +291,23 @@ export type DocumentDetail = z.infer<typeof DocumentDetail>;
 
 export const MessageStatus = z.enum(['complete', 'streaming', 'interrupted', 'cancelled', 'failed']);
 
+/** A sentence an answer looked at: its character range in its page's text, and its share of the attention the
+ * answer paid the document (docs/citations.md). */
+export const CitedSentence = z.object({
+  start: z.number().int().min(0),
+  end: z.number().int().min(0),
+  share: z.number().min(0).max(1),
+});
+export type CitedSentence = z.infer<typeof CitedSentence>;
+/** A page an answer looked at, with its share of the attention the answer paid the document and its sentences
+ * that took the most, best first. */
+export const CitedPage = z.object({
+  page: z.number().int().min(1),
+  share: z.number().min(0).max(1),
+  sentences: z.array(CitedSentence),
+});
+export type CitedPage = z.infer<typeof CitedPage>;
+
 export const Message = z.object({
   id: Id,
   chatId: Id,
@@ -301,8 +318,12 @@ export const Message = z.object({
   /** Answer tokens and their speed (assistant messages). */
   tokens: z.number().int().nullable(),
   tokensPerSecond: z.number().nullable(),
-  /** Pages where the answer's evidence was found. */
+  /** Pages where the answer's evidence was found: ranked by `citations` where there are some, else by the words
+   * the answer shares with each page. */
   pageRefs: z.array(z.number().int()),
+  /** The pages the model's attention looked at while it wrote the answer, best first; null where none was
+   * measured (the OpenAI endpoint, answers stored before, a document read with re-based positions). */
+  citations: z.array(CitedPage).nullable(),
   error: z.string().nullable(),
   /** An answer regenerated keeps its earlier versions: which one this is (1 = the first) of how many. The
    * conversation goes on from the version shown. */

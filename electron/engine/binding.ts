@@ -181,6 +181,9 @@ export interface GenerateOptions extends SamplingOptions {
   n?: number;
   /** Stop at an end-of-generation token (EOS, EOT, ...). Default false. */
   stopAtEog?: boolean;
+  /** Add up the attention the answer pays what the cache held before it (GenerateResult.attention; the
+   * citations, docs/citations.md). Default false: the pass then does none of that work. */
+  collectAttention?: boolean;
   /** Called for every token, with the complete UTF-8 text it finished; return false to stop. Generation
    * waits for the callback of each token before the next (at most a second), so a stop is exact. */
   onToken?: (t: { id: number; text: string }) => boolean | void;
@@ -193,6 +196,10 @@ export interface GenerateResult {
   seconds: number;
   tokensPerSecond: number;
   nPast: number;
+  /** With collectAttention, per layer, per position before the answer: the attention the queries of the
+   * answer's tokens (each fed back) gave the entries from that position, summed over the tokens and query heads
+   * and divided by their number (a layer's values sum to at most 1). Null when not collected or nothing was fed back. */
+  attention: Float32Array[] | null;
 }
 
 /** The methods of the engine's table (native/src/kv/method.cc; electron/kv/methods.ts). */

@@ -737,7 +737,7 @@ export class EngineClient {
   /** Streams tokens to opts.onToken, in order, all before the promise resolves. */
   generate(
     sessionId: string,
-    options: SamplingOptions & { n?: number; stopAtEog?: boolean } = {},
+    options: SamplingOptions & { n?: number; stopAtEog?: boolean; collectAttention?: boolean } = {},
     opts: RequestOptions = {},
   ) {
     return this.request('generate', { ...options, sessionId }, opts);

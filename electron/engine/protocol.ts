@@ -233,6 +233,7 @@ export const methods = {
       sessionId: HandleId,
       n: Int.min(0).optional(),
       stopAtEog: z.boolean().optional(),
+      collectAttention: z.boolean().optional(),
     }),
     result: z.object({
       tokens: z.array(Int),
@@ -241,6 +242,7 @@ export const methods = {
       seconds: Num,
       tokensPerSecond: Num,
       nPast: Int,
+      attention: z.array(Float32s).nullable(),
     }),
     events: 'token',
   },

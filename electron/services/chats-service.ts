@@ -3,7 +3,15 @@
 // the database as they grow; stop, regenerate and edit truncate the conversation. When the engine dies
 // mid-answer the answer is kept as interrupted, and the chat's session is rebuilt on the next question
 // from the document's saved cache plus the stored conversation.
-import { ApiError, type ChatSummary, type Message, type Params, type Result } from '../api/contract.ts';
+import {
+  ApiError,
+  type ChatSummary,
+  type CitedPage,
+  type DocumentPage,
+  type Message,
+  type Params,
+  type Result,
+} from '../api/contract.ts';
 import { toSummary } from '../storage/index.ts';
 import type { EventBus } from '../api/dispatcher.ts';
 import type { DocumentRecord, Storage } from '../storage/index.ts';
@@ -14,6 +22,7 @@ import { isUntitled, titleFromQuestion } from './chat-title.ts';
 import { ConversationSession } from './conversation.ts';
 import type { DocumentsService } from './documents-service.ts';
 import type { EngineManager } from './engine-manager.ts';
+import { citationsFromAttention, pageRefsOf } from './citations.ts';
 import { evidencePages } from './evidence.ts';
 import { pagesRead } from './room.ts';
 import { SessionKey } from './session-key.ts';
@@ -117,6 +126,14 @@ export class ChatsService {
       kvBytesKept: doc.kvBytesKept,
       kvBytesFull: doc.kvBytesFull,
     };
+  }
+
+  /** An answer's attention folded onto the document's sentences; null where its positions are not the
+   * document's tokens (a read with re-based positions) or nothing was measured. */
+  private citations(doc: DocumentRecord, pages: DocumentPage[], attention: Float32Array[] | null): CitedPage[] | null {
+    if (!attention || this.storage.stats.get(doc.id)?.rebased) return null;
+    const charMap = this.storage.documents.charMap(doc.id);
+    return charMap ? citationsFromAttention(attention, { pages, charMap }) : null;
   }
 
   /** The pages the document's cache holds: what the meter counts and what answers may cite. */
@@ -266,6 +283,7 @@ export class ChatsService {
           minP: s.minP,
           repeatPenalty: s.repeatPenalty,
           seed: s.seed ?? Math.floor(Math.random() * 2 ** 32),
+          collectAttention: true,
           signal: controller.signal,
           onText: (text) => {
             answer.append(text);
@@ -277,15 +295,19 @@ export class ChatsService {
           positions: Math.max(0, live.status().position - this.prefixPositions(chat.documentId)),
           messages: this.storage.chats.require(chat.id).messageCount,
         });
-        // Only the pages the model read can hold an answer's evidence.
-        const pages = this.pagesRead(this.storage.documents.require(chat.documentId));
+        // Only the pages the model read can hold an answer's evidence: ranked by the answer's attention to them,
+        // else (no attention measured) by the words they share with it.
+        const doc = this.storage.documents.require(chat.documentId);
+        const pages = this.pagesRead(doc);
+        const citations = this.citations(doc, pages, r.attention);
         const status = r.stopReason === 'cancelled' ? 'cancelled' : 'complete';
         const error = r.stopReason === 'context' ? 'the answer stopped because the context is full' : null;
         this.finish(answer, status, {
           text: r.text,
           tokens: r.tokens,
           tokensPerSecond: r.tokensPerSecond,
-          pageRefs: evidencePages(r.text, pages),
+          pageRefs: citations ? pageRefsOf(citations) : evidencePages(r.text, pages),
+          citations,
           cacheTokens: r.cacheTokens,
           error,
         });

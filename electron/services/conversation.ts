@@ -61,6 +61,9 @@ export interface Answer {
   tokensPerSecond: number;
   /** Tokens the answer added to the cache. */
   cacheTokens: number;
+  /** With collectAttention: the attention the answer paid each position before it, per layer (the engine's
+   * GenerateResult.attention); null otherwise. */
+  attention: Float32Array[] | null;
 }
 
 /** Where a conversation's cache stands. */
@@ -286,6 +289,7 @@ export class ConversationSession {
       stopReason: full ? 'context' : a.stopReason,
       tokensPerSecond: a.tokensPerSecond,
       cacheTokens: a.nPast - start,
+      attention: a.attention,
     };
   }
 
@@ -320,6 +324,7 @@ export async function generateAnswer(
   stopReason: Answer['stopReason'];
   tokensPerSecond: number;
   nPast: number;
+  attention: Float32Array[] | null;
 }> {
   const { maxTokens, stops = [], signal, onText, ...sampling } = o;
   // The engine's generation stops on this signal: the caller's, or a stop sequence.
@@ -370,6 +375,7 @@ export async function generateAnswer(
       stopReason: stopped ? 'stop' : r.stopReason,
       tokensPerSecond: r.tokensPerSecond,
       nPast: r.nPast,
+      attention: r.attention,
     };
   } finally {
     signal?.removeEventListener('abort', abort);

@@ -24,7 +24,7 @@ export interface LoadedModel {
 export type SessionSettings = Pick<Settings, 'nCtx' | 'threads' | 'kvType'>;
 
 /** Options of a generation: sampling, how many tokens at most, whether an end-of-generation token stops it. */
-export type GenerateOptions = SamplingOptions & { n?: number; stopAtEog?: boolean };
+export type GenerateOptions = SamplingOptions & { n?: number; stopAtEog?: boolean; collectAttention?: boolean };
 
 export class EngineManager {
   private model: LoadedModel | null = null;

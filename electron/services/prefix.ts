@@ -110,9 +110,6 @@ export function mapPrefix(
   documentStart: number,
   pages: readonly { page: number; text: string }[],
 ): PrefixMap {
-  const n = t.tokens.length;
-  const starts = tokenCharOffsets(rendered, t.pieceBytes);
-  const charMap = new Int32Array(n * 3);
   // Page p covers [pageStart[p], pageStart[p] + text.length) of the rendered text.
   const pageStart: number[] = [];
   let at = documentStart;
@@ -120,12 +117,28 @@ export function mapPrefix(
     pageStart.push(at);
     at += p.text.length + PAGE_SEPARATOR.length;
   }
+  return mapPages(rendered, t, documentStart < 0 ? null : pageStart, pages);
+}
+
+/**
+ * Maps tokens of `rendered` to pages that start at the given offsets of it, in order (null: no document text).
+ * mapPrefix's rule for a prefix; also for text paged otherwise (the citation suite's haystacks).
+ */
+export function mapPages(
+  rendered: string,
+  t: Tokenized,
+  pageStart: readonly number[] | null,
+  pages: readonly { page: number; text: string }[],
+): PrefixMap {
+  const n = t.tokens.length;
+  const starts = tokenCharOffsets(rendered, t.pieceBytes);
+  const charMap = new Int32Array(n * 3);
   const out: DocumentPage[] = pages.map((p) => ({ page: p.page, text: p.text, tokenStart: -1, tokenEnd: -1 }));
   let k = 0; // pages are in order, and so are the tokens
   for (let i = 0; i < n; i++) {
     const s = starts[i],
       e = i + 1 < n ? starts[i + 1] : rendered.length;
-    if (documentStart < 0 || e <= s) continue;
+    if (!pageStart || e <= s) continue;
     while (k < pages.length && s >= pageStart[k] + pages[k].text.length) k++;
     if (k >= pages.length || e <= pageStart[k]) continue; // template text, a separator, or past the document
     const page = out[k];

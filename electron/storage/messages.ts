@@ -2,9 +2,9 @@
 // cache, so that regenerate and edit can cut the cache back exactly. Answers stream through
 // StreamingAnswer (streaming.ts), which writes at a bounded rate.
 import type Database from 'better-sqlite3';
-import type { z } from 'zod';
+import { z } from 'zod';
 
-import type { Message, MessageStatus as MessageStatusSchema } from '../api/contract.ts';
+import { CitedPage, type Message, type MessageStatus as MessageStatusSchema } from '../api/contract.ts';
 import type { ChatsRepo } from './chats.ts';
 import { isoTime, newId, type Scheduler } from './clock.ts';
 import { StorageError } from './errors.ts';
@@ -27,6 +27,7 @@ export interface NewMessage {
   tokens?: number | null;
   tokensPerSecond?: number | null;
   pageRefs?: number[];
+  citations?: CitedPage[] | null;
   error?: string | null;
   cacheTokens?: number | null;
 }
@@ -52,6 +53,7 @@ interface Row {
   tokens: number | null;
   tokens_per_second: number | null;
   page_refs: string;
+  citations: string | null;
   error: string | null;
   cache_tokens: number | null;
   /** The number of the answer version the row holds (migration 11). */
@@ -85,9 +87,31 @@ function toMessage(r: Row): Message {
     tokens: r.tokens,
     tokensPerSecond: r.tokens_per_second,
     pageRefs: JSON.parse(r.page_refs) as number[],
+    citations: readCitations(r),
     error: r.error,
     version: { index: r.version, count: r.others + 1 },
   };
+}
+
+const StoredCitations = z.array(CitedPage);
+
+/** A message's stored citations; a damaged value reads as none (its page chips fall back to pageRefs'
+ * order) rather than making the whole chat unreadable, and says so once on the console. */
+function readCitations(r: Row): CitedPage[] | null {
+  if (r.citations === null) return null;
+  try {
+    const parsed = StoredCitations.safeParse(JSON.parse(r.citations));
+    if (parsed.success) return parsed.data;
+  } catch {
+    // not JSON: reported below
+  }
+  console.warn(`folio storage: the citations of message ${r.id} are damaged and were ignored`);
+  return null;
+}
+
+/** Citations as stored: JSON after the contract's check, so that nothing unreadable is written. */
+function writeCitations(c: CitedPage[] | null | undefined): string | null {
+  return c ? JSON.stringify(StoredCitations.parse(c)) : null;
 }
 
 export interface MessagesOptions {
@@ -128,14 +152,14 @@ export class MessagesRepo {
     this.onError = options.onError ?? ((e) => console.error('folio storage: writing a streaming answer failed:', e));
     this.nextSeq = db.prepare(`SELECT COALESCE(MAX(seq), 0) + 1 FROM messages WHERE chat_id = ?`).pluck();
     this.insert = db.prepare(
-      `INSERT INTO messages (id, chat_id, seq, role, text, status, created_at, updated_at, tokens, tokens_per_second, page_refs, error, cache_tokens)
-       VALUES (@id, @chatId, @seq, @role, @text, @status, @now, @now, @tokens, @tokensPerSecond, @pageRefs, @error, @cacheTokens)`,
+      `INSERT INTO messages (id, chat_id, seq, role, text, status, created_at, updated_at, tokens, tokens_per_second, page_refs, citations, error, cache_tokens)
+       VALUES (@id, @chatId, @seq, @role, @text, @status, @now, @now, @tokens, @tokensPerSecond, @pageRefs, @citations, @error, @cacheTokens)`,
     );
     this.selectOne = db.prepare(`${SELECT_MESSAGE} WHERE m.id = ?`);
     this.selectByChat = db.prepare(`${SELECT_MESSAGE} WHERE m.chat_id = ? ORDER BY m.seq`);
     this.updateAll = db.prepare(
       `UPDATE messages SET text = @text, status = @status, tokens = @tokens, tokens_per_second = @tokensPerSecond,
-         page_refs = @pageRefs, error = @error, cache_tokens = @cacheTokens, updated_at = @now WHERE id = @id`,
+         page_refs = @pageRefs, citations = @citations, error = @error, cache_tokens = @cacheTokens, updated_at = @now WHERE id = @id`,
     );
     this.writeStreamingText = db.prepare(
       `UPDATE messages SET text = ?, updated_at = ? WHERE id = ? AND status = 'streaming'`,
@@ -152,8 +176,8 @@ export class MessagesRepo {
        WHERE status = 'streaming' AND id NOT IN (SELECT value FROM json_each(?))`,
     );
     this.archiveVersion = db.prepare(
-      `INSERT INTO answer_versions (message_id, version, text, status, created_at, tokens, tokens_per_second, page_refs, error, cache_tokens)
-       SELECT id, version, text, status, created_at, tokens, tokens_per_second, page_refs, error, cache_tokens FROM messages WHERE id = ?`,
+      `INSERT INTO answer_versions (message_id, version, text, status, created_at, tokens, tokens_per_second, page_refs, citations, error, cache_tokens)
+       SELECT id, version, text, status, created_at, tokens, tokens_per_second, page_refs, citations, error, cache_tokens FROM messages WHERE id = ?`,
     );
     this.selectVersionRow = db.prepare(`SELECT * FROM answer_versions WHERE message_id = ? AND version = ?`);
     this.deleteVersion = db.prepare(`DELETE FROM answer_versions WHERE message_id = ? AND version = ?`);
@@ -163,8 +187,8 @@ export class MessagesRepo {
       .pluck();
     this.restoreVersion = db.prepare(
       `UPDATE messages SET version = @version, text = @text, status = @status, created_at = @createdAt, tokens = @tokens,
-         tokens_per_second = @tokensPerSecond, page_refs = @pageRefs, error = @error, cache_tokens = @cacheTokens,
-         updated_at = @now WHERE id = @id`,
+         tokens_per_second = @tokensPerSecond, page_refs = @pageRefs, citations = @citations, error = @error,
+         cache_tokens = @cacheTokens, updated_at = @now WHERE id = @id`,
     );
     // instr over lower(): case-insensitive for ASCII (SQLite's lower), which a search box needs most.
     const search = `SELECT m.id AS messageId, m.chat_id AS chatId, c.document_id AS documentId, c.title AS chatTitle,
@@ -194,6 +218,7 @@ export class MessagesRepo {
           tokens: m.tokens ?? null,
           tokensPerSecond: m.tokensPerSecond ?? null,
           pageRefs: JSON.stringify(m.pageRefs ?? []),
+          citations: writeCitations(m.citations),
           error: m.error ?? null,
           cacheTokens: m.cacheTokens ?? null,
         });
@@ -230,6 +255,7 @@ export class MessagesRepo {
         tokens: patch.tokens === undefined ? row.tokens : patch.tokens,
         tokensPerSecond: patch.tokensPerSecond === undefined ? row.tokens_per_second : patch.tokensPerSecond,
         pageRefs: patch.pageRefs === undefined ? row.page_refs : JSON.stringify(patch.pageRefs),
+        citations: patch.citations === undefined ? row.citations : writeCitations(patch.citations),
         error: patch.error === undefined ? row.error : patch.error,
         cacheTokens: patch.cacheTokens === undefined ? row.cache_tokens : patch.cacheTokens,
         now: isoTime(this.scheduler),
@@ -308,6 +334,7 @@ export class MessagesRepo {
           tokens: null,
           tokensPerSecond: null,
           pageRefs: '[]',
+          citations: null,
           error: null,
           cacheTokens: null,
           now: isoTime(this.scheduler),
@@ -346,6 +373,7 @@ export class MessagesRepo {
           tokens: v.tokens,
           tokensPerSecond: v.tokens_per_second,
           pageRefs: v.page_refs,
+          citations: v.citations,
           error: v.error,
           cacheTokens: v.cache_tokens,
           now: isoTime(this.scheduler),
@@ -399,6 +427,7 @@ export class MessagesRepo {
           tokens: details.tokens ?? row.tokens,
           tokensPerSecond: details.tokensPerSecond ?? row.tokens_per_second,
           pageRefs: details.pageRefs ? JSON.stringify(details.pageRefs) : row.page_refs,
+          citations: details.citations === undefined ? row.citations : writeCitations(details.citations),
           error: details.error ?? row.error,
           cacheTokens: details.cacheTokens ?? row.cache_tokens,
           now: isoTime(this.scheduler),

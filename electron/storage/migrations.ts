@@ -263,6 +263,19 @@ export const migrations: readonly Migration[] = [
       db.exec(`ALTER TABLE documents ADD COLUMN error_code TEXT;`);
     },
   },
+  {
+    version: 13,
+    name: "the citations of an answer, from the model's attention",
+    up(db) {
+      // The pages and sentences an answer's attention went to (contract.ts CitedPage[], JSON), on the answer
+      // shown and on its earlier versions. NULL: none measured (answers before this, the OpenAI endpoint, a
+      // document read with re-based positions).
+      db.exec(`
+        ALTER TABLE messages ADD COLUMN citations TEXT;
+        ALTER TABLE answer_versions ADD COLUMN citations TEXT;
+      `);
+    },
+  },
 ];
 
 export const LATEST_VERSION = migrations[migrations.length - 1].version;

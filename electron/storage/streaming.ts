@@ -2,7 +2,7 @@
 // most once per interval (250 ms by default) and when the answer finishes. A crash loses at most the text
 // of the last interval; on the next start the message, still marked 'streaming', becomes 'interrupted'
 // (MessagesRepo.recoverInterrupted) with the text of its last write.
-import type { Message } from '../api/contract.ts';
+import type { CitedPage, Message } from '../api/contract.ts';
 import type { Scheduler } from './clock.ts';
 import { StorageError } from './errors.ts';
 
@@ -14,6 +14,8 @@ export interface FinishDetails {
   tokens?: number | null;
   tokensPerSecond?: number | null;
   pageRefs?: number[];
+  /** The pages and sentences the answer's attention went to (null: none measured). */
+  citations?: CitedPage[] | null;
   error?: string | null;
   /** Tokens the message occupies in the session's KV cache (its prompt wrapping included). */
   cacheTokens?: number | null;

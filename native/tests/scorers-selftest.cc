@@ -119,46 +119,73 @@ void reread_case(ThreadPool& pool, backend::Backend& be) {
   cache.append(0, k, v, pos, 5);
   std::unique_ptr<backend::KvStore> store = be.kv_store_from_host(std::move(cache));
   const float q[] = {2, 1, -1, 2};
-  be.reread_attention(q, *store, 0, 2, 1, 2, comp.seen(0));  // the forward pass's watch over the re-reading
+  be.watch_attention(q, *store, 0, 2, 1, 2, backend::Backend::Fold::Max,
+                     comp.seen(0));  // the forward pass's watch over the re-reading
   expect_near("kvzip re-reading attention", comp.seen(0), {{0.258570926, 0.370766464, 0.524411568}}, 1e-6);
 }
 
-// The CPU's vectorised re-reading kernel against the backend's host reference: random caches whose heads hold
-// different numbers of entries, F32 and F16, GQA groups of 1 to 4.
+// Citations: the same cache and queries, the attention added instead. Query 0 (2, 1) sees entries 0..3 with
+// scores (2, 1, 3, 0.5)/√2, query 1 (−1, 2) all 5 with (−1, 2, 1, −1.5, 2)/√2; each document entry gets the sum
+// of its two softmax probabilities.
+void citation_case(backend::Backend& be) {
+  FlatKvCache cache(1, 1, 2, 2, KvType::F32);
+  const float k[] = {1, 0, 0, 1, 1, 1, 0.5f, -0.5f, -1, 0.5f}, v[10] = {};
+  const int32_t pos[] = {0, 1, 2, 3, 4};
+  cache.reserve(0, 5, 0);
+  cache.append(0, k, v, pos, 5);
+  std::unique_ptr<backend::KvStore> store = be.kv_store_from_host(std::move(cache));
+  const float q[] = {2, 1, -1, 2};
+  auto softmax = [](std::vector<double> x) {
+    double sum = 0;
+    for (double& v : x) sum += v = std::exp(v / std::sqrt(2.0));
+    for (double& v : x) v /= sum;
+    return x;
+  };
+  const std::vector<double> p0 = softmax({2, 1, 3, 0.5}), p1 = softmax({-1, 2, 1, -1.5, 2});
+  std::vector<std::vector<float>> acc{{0, 0, 0}};
+  be.watch_attention(q, *store, 0, 2, 1, 2, backend::Backend::Fold::Sum, acc);
+  expect_near("citation attention sum", acc, {{p0[0] + p1[0], p0[1] + p1[1], p0[2] + p1[2]}}, 1e-6);
+}
+
+// The CPU's vectorised attention watch against the backend's host reference, folding by the largest (the
+// re-reading) and by the sum (citations): random caches whose heads hold different numbers of entries, F32 and
+// F16, GQA groups of 1 to 4.
 void reread_kernel_case(ThreadPool& pool, backend::Backend& be) {
   std::mt19937 rng(7);
   std::normal_distribution<float> nd(0.0f, 1.5f);
-  for (KvType type : {KvType::F32, KvType::F16})
-    for (int trial = 0; trial < 6; trial++) {
-      const int hk = 1 + trial % 3, g = 1 + trial % 4, d = 8 * (1 + trial % 3), m = 1 + int(rng() % 40);
-      FlatKvCache cache(1, hk, d, d, type);
-      std::vector<std::vector<int32_t>> keep(static_cast<size_t>(hk));
-      const int32_t n = 50 + int32_t(rng() % 200);
-      std::vector<float> k(size_t(n) * size_t(hk * d)), v(k.size(), 0.0f);
-      std::vector<int32_t> pos(static_cast<size_t>(n));
-      for (float& x : k) x = nd(rng);
-      for (int32_t t = 0; t < n; t++) pos[size_t(t)] = t;
-      cache.reserve(0, n, 0);
-      cache.append(0, k.data(), v.data(), pos.data(), n);
-      for (int h = 0; h < hk; h++)  // ragged heads, every one ending with the m re-read entries
-        for (int32_t t = 0; t < n; t++)
-          if (t >= n - m || rng() % (2 + h) != 0) keep[size_t(h)].push_back(t);
-      cache.compact(0, keep, 0);
-      std::vector<float> q(size_t(m) * size_t(hk * g * d));
-      for (float& x : q) x = nd(rng);
-      std::unique_ptr<backend::KvStore> store = be.kv_store_from_host(std::move(cache));
-      std::vector<std::vector<float>> fast(static_cast<size_t>(hk)), slow;
-      for (int h = 0; h < hk; h++) fast[size_t(h)].assign(keep[size_t(h)].size() - size_t(m), 0.0f);
-      slow = fast;
-      be.reread_attention(q.data(), *store, 0, m, hk * g, d, fast);
-      be.backend::Backend::reread_attention(q.data(), *store, 0, m, hk * g, d, slow);
-      std::vector<std::vector<double>> want(slow.size());
-      for (size_t h = 0; h < slow.size(); h++) want[h].assign(slow[h].begin(), slow[h].end());
-      char what[96];
-      std::snprintf(what, sizeof what, "re-reading kernel, %s, Hk %d, G %d, d %d, m %d", kv_type_name(type), hk, g, d,
-                    m);
-      expect_near(what, fast, want, 2e-5);
-    }
+  using Fold = backend::Backend::Fold;
+  for (Fold fold : {Fold::Max, Fold::Sum})
+    for (KvType type : {KvType::F32, KvType::F16})
+      for (int trial = 0; trial < 6; trial++) {
+        const int hk = 1 + trial % 3, g = 1 + trial % 4, d = 8 * (1 + trial % 3), m = 1 + int(rng() % 40);
+        FlatKvCache cache(1, hk, d, d, type);
+        std::vector<std::vector<int32_t>> keep(static_cast<size_t>(hk));
+        const int32_t n = 50 + int32_t(rng() % 200);
+        std::vector<float> k(size_t(n) * size_t(hk * d)), v(k.size(), 0.0f);
+        std::vector<int32_t> pos(static_cast<size_t>(n));
+        for (float& x : k) x = nd(rng);
+        for (int32_t t = 0; t < n; t++) pos[size_t(t)] = t;
+        cache.reserve(0, n, 0);
+        cache.append(0, k.data(), v.data(), pos.data(), n);
+        for (int h = 0; h < hk; h++)  // ragged heads, every one ending with the m re-read entries
+          for (int32_t t = 0; t < n; t++)
+            if (t >= n - m || rng() % (2 + h) != 0) keep[size_t(h)].push_back(t);
+        cache.compact(0, keep, 0);
+        std::vector<float> q(size_t(m) * size_t(hk * g * d));
+        for (float& x : q) x = nd(rng);
+        std::unique_ptr<backend::KvStore> store = be.kv_store_from_host(std::move(cache));
+        std::vector<std::vector<float>> fast(static_cast<size_t>(hk)), slow;
+        for (int h = 0; h < hk; h++) fast[size_t(h)].assign(keep[size_t(h)].size() - size_t(m), 0.0f);
+        slow = fast;
+        be.watch_attention(q.data(), *store, 0, m, hk * g, d, fold, fast);
+        be.backend::Backend::watch_attention(q.data(), *store, 0, m, hk * g, d, fold, slow);
+        std::vector<std::vector<double>> want(slow.size());
+        for (size_t h = 0; h < slow.size(); h++) want[h].assign(slow[h].begin(), slow[h].end());
+        char what[96];
+        std::snprintf(what, sizeof what, "attention watch (%s), %s, Hk %d, G %d, d %d, m %d",
+                      fold == Fold::Max ? "max" : "sum", kv_type_name(type), hk, g, d, m);
+        expect_near(what, fast, want, fold == Fold::Max ? 2e-5 : 2e-5 * double(m * g));
+      }
 }
 
 // The global schedule: two layers of one head, 5 entries, window 1, 2 selectable per head on average. Layer 0's
@@ -202,6 +229,7 @@ int main() {
   scorer_cases(pool);
   reread_case(pool, *be);
   reread_kernel_case(pool, *be);
+  citation_case(*be);
   global_case(pool);
   std::printf("%s: %d failure(s)\n", failures ? "FAIL" : "PASS", failures);
   return failures ? 1 : 0;

@@ -170,6 +170,7 @@ function chatMessages(n: number): Message[] {
       tokens: user ? null : 40 + Math.floor(r() * 200),
       tokensPerSecond: user ? null : 20 + r() * 20,
       pageRefs: user ? [] : [1 + Math.floor(r() * 30)],
+      citations: null,
       error: null,
       version: { index: 1, count: 1 },
     };

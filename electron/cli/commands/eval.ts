@@ -26,7 +26,9 @@ import {
 } from '../args.ts';
 import { METHOD_NAMES } from '../../kv/methods.ts';
 import { fidelitySvg, rulerSvg } from '../eval-plot.ts';
+import { citeTable, runCite } from '../eval-cite.ts';
 import { niahTable, type ReadChoice, readNiahCases, runNiah } from '../eval-niah.ts';
+import { citationLayers } from '../../services/citations.ts';
 import { RULER_TASKS, isRulerTask } from '../ruler/tasks.ts';
 import { rulerTable, runRulerSuite } from '../ruler/suite.ts';
 import { fmtBudget, methodWidth } from '../text-table.ts';
@@ -452,7 +454,7 @@ function list<T>(s: string | undefined, def: T[], parse: (x: string) => T, flag:
 
 export const evalCommand: Command = {
   summary:
-    'measure what compression does to the model: its predictions (fidelity), its retrieval (niah) or RULER tasks (ruler)',
+    'measure what compression does to the model: its predictions (fidelity), its retrieval (niah) or RULER tasks (ruler); whether citations find the needle (cite)',
   usage:
     `folio eval --model M --suite fidelity [--methods ${METHOD_NAMES.join(',')}]\n` +
     '           [--budgets 0.2,0.4,0.6,0.8] [--docs DIR] [--split 0.75] [--alpha 0.2] [--window 32] [--kernel 7]\n' +
@@ -461,6 +463,9 @@ export const evalCommand: Command = {
     'folio eval --model M --suite niah --cases FILE.jsonl [--tasks passkey] [--lengths 256,512] [--question-aware]\n' +
     '           [--methods ...] [--budgets ...] [--alpha 0.2] [--window 32] [--kernel 7] [--json]\n' +
     '      cases in the needle-eval format (../shared/models/needle-eval); budgets as ratios or tokens per head\n' +
+    'folio eval --model M --suite cite --cases FILE.jsonl [--tasks passkey] [--lengths 256,512]\n' +
+    '           [--methods full] [--budgets ...] [--alpha 0.2] [--window 32] [--kernel 7] [--json]\n' +
+    "      the same cases: does the answer's attention (or the lexical fallback) cite the needle's sentence first?\n" +
     `folio eval --model M --suite ruler [--tasks ${RULER_TASKS.join(',')}]\n` +
     '           [--lengths 512,1024] [--samples 5] [--seed 0] [--docs DIR] [--question-aware | --multi-question]\n' +
     '           [--methods ...] [--budgets ...] [--alpha 0.2] [--window 32] [--kernel 7] [--svg FILE] [--json]\n' +
@@ -496,9 +501,14 @@ export const evalCommand: Command = {
   },
   async run(v) {
     const suite = str(v, 'suite') ?? 'fidelity';
-    if (suite !== 'fidelity' && suite !== 'niah' && suite !== 'ruler')
-      throw new UsageError(`unknown suite '${suite}': use fidelity, niah or ruler`);
-    const methods = [...new Set(list(str(v, 'methods'), defaultMethods, compressionMethod, 'methods'))];
+    if (suite !== 'fidelity' && suite !== 'niah' && suite !== 'ruler' && suite !== 'cite')
+      throw new UsageError(`unknown suite '${suite}': use fidelity, niah, ruler or cite`);
+    // The citation suite asks about the answers, not the compression: the full cache unless told otherwise.
+    const methods = [
+      ...new Set(
+        list(str(v, 'methods'), suite === 'cite' ? ['full' as const] : defaultMethods, compressionMethod, 'methods'),
+      ),
+    ];
     const budgets = [
       ...new Set(list(str(v, 'budgets'), defaultBudgets, (x) => budgetValue(x, 'budgets'), 'budgets')),
     ].sort((a, b) => a - b);
@@ -565,6 +575,37 @@ export const evalCommand: Command = {
         v,
         { ...report, ...(svg !== undefined ? { svg } : {}) },
         rulerTable(report) + (svg !== undefined ? `plot: ${svg}\n` : ''),
+      );
+      return;
+    }
+    if (suite === 'cite') {
+      const casesPath = str(v, 'cases');
+      if (casesPath === undefined) throw new UsageError('--cases is required for the cite suite');
+      const tasks = str(v, 'tasks')?.split(',') ?? ['passkey'];
+      const model = await openModel(v);
+      const cases = readNiahCases(casesPath, tasks, lengths.length ? lengths : undefined);
+      if (cases.length === 0) throw new UsageError(`--cases: no case of ${casesPath} matches --tasks and --lengths`);
+      const rows = await runCite(model, cases, {
+        methods,
+        budgets,
+        alpha,
+        window,
+        kernel,
+        sessionOpts: sessionOptions(v),
+      });
+      const nLayer = model.info().nLayer;
+      model.dispose();
+      const layers = citationLayers(nLayer);
+      print(
+        v,
+        {
+          suite: 'cite',
+          model: modelPath,
+          cases: casesPath,
+          settings: { methods, budgets, alpha, window, kernel, tasks, lengths, layers, n_layer: nLayer },
+          rows,
+        },
+        citeTable(rows, layers, nLayer),
       );
       return;
     }

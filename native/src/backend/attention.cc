@@ -260,10 +260,16 @@ void raise_to(float* __restrict best, const float* __restrict p, float inv, size
   for (size_t j = 0; j < n; j++) best[j] = std::max(best[j], p[j] * inv);
 }
 
+// sum[j] += p[j] · inv for j < n.
+FOLIO_VECTOR_CLONES
+void add_to(float* __restrict sum, const float* __restrict p, float inv, size_t n) {
+  for (size_t j = 0; j < n; j++) sum[j] += p[j] * inv;
+}
+
 }  // namespace
 
-void reread_attention(ThreadPool& pool, Scratch& s, const float* q, const FlatKvCache& cache, int l, int64_t m,
-                      int n_head, std::vector<std::vector<float>>& best) {
+void watch_attention(ThreadPool& pool, Scratch& s, const float* q, const FlatKvCache& cache, int l, int64_t m,
+                     int n_head, backend::Backend::Fold fold, std::vector<std::vector<float>>& acc) {
   const int Hk = cache.n_head_kv(), G = n_head / Hk, D = cache.head_dim();
   const float scale = 1.0f / std::sqrt(float(D));
   int32_t max_len = 0;
@@ -278,7 +284,7 @@ void reread_attention(ThreadPool& pool, Scratch& s, const float* q, const FlatKv
     cache.read_k(l, int(g), 0, Lg, k);
     for (int32_t j = 0; j < Lg; j++)
       for (int d = 0; d < D; d++) kt[size_t(d) * size_t(Lg) + size_t(j)] = k[size_t(j) * size_t(D) + size_t(d)];
-    std::vector<float>& b = best[size_t(g)];
+    std::vector<float>& b = acc[size_t(g)];
     for (int64_t t = 0; t < m; t++)
       for (int hh = 0; hh < G; hh++) {
         const int32_t visible = Lg - int32_t(m) + int32_t(t) + 1;
@@ -289,7 +295,9 @@ void reread_attention(ThreadPool& pool, Scratch& s, const float* q, const FlatKv
         exp_below_zero(p, visible);
         double sum = 0;
         for (int32_t j = 0; j < visible; j++) sum += p[j];
-        raise_to(b.data(), p, float(1.0 / sum), std::min(b.size(), size_t(visible)));
+        const size_t n = std::min(b.size(), size_t(visible));
+        if (fold == backend::Backend::Fold::Max) raise_to(b.data(), p, float(1.0 / sum), n);
+        else add_to(b.data(), p, float(1.0 / sum), n);
       }
   });
 }

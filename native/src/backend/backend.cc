@@ -6,8 +6,8 @@
 
 namespace folio::backend {
 
-void Backend::reread_attention(const float* q, const KvStore& kv, int l, int64_t m, int n_head, int head_dim,
-                               std::vector<std::vector<float>>& best) {
+void Backend::watch_attention(const float* q, const KvStore& kv, int l, int64_t m, int n_head, int head_dim, Fold fold,
+                              std::vector<std::vector<float>>& acc) {
   const int Hk = kv.n_head_kv(), G = n_head / Hk, D = head_dim;
   std::vector<float> K, qh(size_t(m) * size_t(n_head) * size_t(D)), p;
   download(qh.data(), q, qh.size() * sizeof(float));
@@ -17,7 +17,7 @@ void Backend::reread_attention(const float* q, const KvStore& kv, int l, int64_t
     K.resize(size_t(Lg) * size_t(D));
     p.resize(size_t(Lg));
     kv.read_k(l, g, Lg, K.data());
-    std::vector<float>& b = best[size_t(g)];
+    std::vector<float>& b = acc[size_t(g)];
     for (int hh = 0; hh < G; hh++)
       for (int64_t t = 0; t < m; t++) {
         const float* qt = qh.data() + (t * n_head + int64_t(g) * G + hh) * D;
@@ -30,7 +30,11 @@ void Backend::reread_attention(const float* q, const KvStore& kv, int l, int64_t
         }
         double sum = 0;
         for (int32_t j = 0; j < visible; j++) sum += p[size_t(j)] = std::exp(p[size_t(j)] - mx);
-        for (size_t j = 0; j < b.size(); j++) b[j] = std::max(b[j], float(p[j] / sum));
+        const size_t n = std::min(b.size(), size_t(visible));
+        if (fold == Fold::Max)
+          for (size_t j = 0; j < n; j++) b[j] = std::max(b[j], float(p[j] / sum));
+        else
+          for (size_t j = 0; j < n; j++) b[j] += float(p[j] / sum);
       }
   }
 }

@@ -82,13 +82,18 @@ class Backend {
   // row g filled up to its own length.
   virtual void window_scores(const float* qw, const KvStore& kv, int l, int n_head, const int32_t* lens_host, int32_t w,
                              int kernel, float* attn, float* score) = 0;
-  // KVzip's re-reading (kv/scorers/kvzip.cc): the m newest queries q [m, n_head·head_dim] of layer l, whose m
-  // entries are the last of every head (query t of head g sees entries [0, len_g − m + t]); raises best[g][j],
-  // for the first best[g].size() entries of each head, to the largest softmax probability any of the head's
-  // G·m queries gives entry j. The default computes it on the host from read_k: the reference the CPU's
-  // vectorised kernel is tested against, and what a backend without a kernel of its own runs.
-  virtual void reread_attention(const float* q, const KvStore& kv, int l, int64_t m, int n_head, int head_dim,
-                                std::vector<std::vector<float>>& best);
+  // How an attention watch folds the softmax probabilities its queries give each watched entry.
+  enum class Fold {
+    Max,  // the largest any query gives it: KVzip's re-reading (kv/scorers/kvzip.cc), a question scoring turns
+    Sum,  // the sum over the queries and their heads: the attention an answer paid the document (citations)
+  };
+  // The m newest queries q [m, n_head·head_dim] of layer l, whose m entries are the last of every head (query
+  // t of head g sees entries [0, len_g − m + t]), watching the first acc[g].size() entries of each head: folds
+  // into acc[g][j] the softmax probability each of the head's G·m queries gives entry j (raised to the largest,
+  // or added). The default computes it on the host from read_k: the reference the CPU's vectorised kernel is
+  // tested against, and what a backend without a kernel of its own runs.
+  virtual void watch_attention(const float* q, const KvStore& kv, int l, int64_t m, int n_head, int head_dim, Fold fold,
+                               std::vector<std::vector<float>>& acc);
   // The global top k of score [Hk, n], counted per head into won_host [Hk] (kv::global_topk_counts).
   virtual void topk_per_head(const float* score, int n_head_kv, int32_t n, int64_t k, int32_t* won_host) = 0;
   // Per head g the caps_host[g] best tokens of score[g, :], ascending, back to back in out (kv::top_tokens).

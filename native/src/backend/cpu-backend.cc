@@ -123,9 +123,9 @@ class CpuBackend final : public Backend {
       std::memcpy(score + int64_t(g) * (s.L - w), ws.score[size_t(g)].data(), size_t(s.len(g) - w) * sizeof(float));
     }
   }
-  void reread_attention(const float* q, const KvStore& kv, int l, int64_t m, int n_head, int,
-                        std::vector<std::vector<float>>& best) override {
-    cpu::reread_attention(pool_, scratch_, q, flat(kv), l, m, n_head, best);
+  void watch_attention(const float* q, const KvStore& kv, int l, int64_t m, int n_head, int, Fold fold,
+                       std::vector<std::vector<float>>& acc) override {
+    cpu::watch_attention(pool_, scratch_, q, flat(kv), l, m, n_head, fold, acc);
   }
   void topk_per_head(const float* score, int n_head_kv, int32_t n, int64_t k, int32_t* won_host) override {
     const std::vector<int32_t> won = kv::global_topk_counts(rows(score, n_head_kv, n), k);

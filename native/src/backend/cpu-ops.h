@@ -55,9 +55,9 @@ void attention(ThreadPool& pool, Scratch& s, const float* q, const FlatKvCache& 
 void attention_reference(ThreadPool& pool, Scratch& s, const float* q, const FlatKvCache& cache, int l, int64_t m,
                          int n_head, float* out);
 
-// Backend::reread_attention (backend/backend.h) over the flat cache, vectorised over the keys; the backend's
+// Backend::watch_attention (backend/backend.h) over the flat cache, vectorised over the keys; the backend's
 // default, on the host, is the reference it is tested against (native/tests/scorers-selftest.cc).
-void reread_attention(ThreadPool& pool, Scratch& s, const float* q, const FlatKvCache& cache, int l, int64_t m,
-                      int n_head, std::vector<std::vector<float>>& best);
+void watch_attention(ThreadPool& pool, Scratch& s, const float* q, const FlatKvCache& cache, int l, int64_t m,
+                     int n_head, backend::Backend::Fold fold, std::vector<std::vector<float>>& acc);
 
 }  // namespace folio::cpu

@@ -16,7 +16,7 @@ float* ForwardPass::floats(backend::Buffer& b, int64_t count) {
 // chunks of n_batch, so that one chunk's activations are all that is held besides the residual stream.
 void ForwardPass::run(const ModelWeights& w, backend::KvStore& kv, const int32_t* tokens, int64_t n, int32_t p0,
                       int32_t n_ctx, bool all_logits, float* logits, Control& ctl, kv::Compressor* comp,
-                      AttentionWatch* watch) {
+                      AttentionWatch* watch, backend::Backend::Fold fold) {
   backend::Backend& be = be_;
   const HParams& hp = hp_;
   const int64_t E = hp.n_embd, F = hp.n_ff, C = std::min<int64_t>(n_batch_, n);
@@ -79,7 +79,7 @@ void ForwardPass::run(const ModelWeights& w, backend::KvStore& kv, const int32_t
       be.rope(q, m, hp.n_head, hp.head_dim, pos + c0, rope, rope_ff);
       be.rope(k, m, hp.n_head_kv, hp.head_dim, pos + c0, rope, rope_ff);
       kv.append(l, k, v, pos + c0, pos_host_.data() + c0, int32_t(m));  // every head grows by m entries
-      if (watch) be.reread_attention(q, kv, l, m, hp.n_head, hp.head_dim, (*watch)[size_t(l)]);
+      if (watch) be.watch_attention(q, kv, l, m, hp.n_head, hp.head_dim, fold, (*watch)[size_t(l)]);
       const int64_t t_win = std::max<int64_t>(c0, w_first);  // keep the window's queries for the compressor
       if (comp && t_win < c0 + m)
         be.copy(qwin + (t_win - w_first) * QW, q + (t_win - c0) * QW,

@@ -14,7 +14,8 @@
 
 namespace folio::forward {
 
-// The largest attention each cached entry gets from the queries of a pass, [layer][KV head][entry].
+// The attention each watched cache entry gets from the queries of a pass, folded (Backend::Fold): the largest
+// or the sum, [layer][KV head][entry].
 using AttentionWatch = std::vector<std::vector<std::vector<float>>>;
 
 class ForwardPass {
@@ -27,11 +28,13 @@ class ForwardPass {
   // them to kv. Writes the logits (host memory) of every position ([n, n_vocab]) when all_logits, else of
   // the last one ([n_vocab]); none when logits is null. With a compressor, each layer is compressed as
   // soon as every token has passed it (forward/compress-layer.h); n_ctx bounds the room left after it.
-  // With a watch ([layer][head][entry], sized to the entries to watch: a re-reading for kvzip, a question
-  // scoring a conversation's old turns), each watched entry's score is raised to the largest attention any
-  // of these tokens' queries gives it (Backend::reread_attention).
+  // With a watch ([layer][head][entry], sized to the entries to watch), the attention these tokens' queries
+  // give each watched entry is folded into it (Backend::watch_attention): raised to the largest (a re-reading
+  // for kvzip, a question scoring a conversation's old turns) or added (an answer's citations). Without one
+  // the pass does no such work.
   void run(const ModelWeights& w, backend::KvStore& kv, const int32_t* tokens, int64_t n, int32_t p0, int32_t n_ctx,
-           bool all_logits, float* logits, Control& ctl, kv::Compressor* comp, AttentionWatch* watch = nullptr);
+           bool all_logits, float* logits, Control& ctl, kv::Compressor* comp, AttentionWatch* watch = nullptr,
+           backend::Backend::Fold fold = backend::Backend::Fold::Max);
 
  private:
   float* floats(backend::Buffer& b, int64_t count);

@@ -158,6 +158,7 @@ class SessionWrap : public Napi::ObjectWrap<SessionWrap> {
     sp.repeat_last_n = int32_t(num_opt(env, o, "repeatLastN", sp.repeat_last_n, -1, 1 << 30));
     sp.seed = uint64_t(num_opt(env, o, "seed", 0, 0, 9007199254740991.0));
     gp.stop_at_eog = bool_opt(env, o, "stopAtEog", false);
+    gp.collect_attention = bool_opt(env, o, "collectAttention", false);
     if (idle(env).session->last_logits().empty())
       throw js_error(env, "NO_PROMPT", "generate() needs a prefill first: there are no logits to sample from");
     Job::OnEvent on_event;
@@ -214,6 +215,15 @@ class SessionWrap : public Napi::ObjectWrap<SessionWrap> {
           r.Set("seconds", out->seconds);
           r.Set("tokensPerSecond", out->seconds > 0 ? double(out->tokens.size()) / out->seconds : 0.0);
           r.Set("nPast", st->session->context().n_past());
+          // [layer] Float32Array over the positions before the answer (Session::generate), or null.
+          if (out->attention.empty()) {
+            r.Set("attention", env.Null());
+          } else {
+            Napi::Array layers = Napi::Array::New(env, out->attention.size());
+            for (size_t l = 0; l < out->attention.size(); l++)
+              layers.Set(uint32_t(l), copy_floats(env, out->attention[l].data(), out->attention[l].size()));
+            r.Set("attention", layers);
+          }
           return r;
         },
         on_event);

@@ -83,9 +83,7 @@ int32_t Context::compress_span(int32_t from, int32_t to, double keep_ratio, cons
   check_ids(window);
   if (from == to) return n_past_;
   const HParams& hp = model_.hparams();
-  forward::AttentionWatch seen(size_t(hp.n_layer));  // [layer][head][entry] the window's largest attention
-  for (int l = 0; l < hp.n_layer; l++)
-    for (int g = 0; g < hp.n_head_kv; g++) seen[size_t(l)].emplace_back(size_t(kv_->len(l, g)), 0.0f);
+  forward::AttentionWatch seen = watch_entries();  // [layer][head][entry] the window's largest attention
   if (keep_ratio > 0) {
     // At the positions after the conversation, which may pass the context's end as a re-reading does: nothing
     // of it is kept. A window longer than the context is cut to its last n_ctx tokens.
@@ -111,6 +109,28 @@ int32_t Context::compress_span(int32_t from, int32_t to, double keep_ratio, cons
   return n_past_;
 }
 
+forward::AttentionWatch Context::watch_entries() const {
+  const HParams& hp = model_.hparams();
+  forward::AttentionWatch w(size_t(hp.n_layer));
+  for (int l = 0; l < hp.n_layer; l++)
+    for (int g = 0; g < hp.n_head_kv; g++) w[size_t(l)].emplace_back(size_t(kv_->len(l, g)), 0.0f);
+  return w;
+}
+
+std::vector<std::vector<float>> Context::by_position(const forward::AttentionWatch& watch, int32_t positions) const {
+  std::vector<std::vector<float>> out(watch.size(), std::vector<float>(size_t(std::max(positions, 0)), 0.0f));
+  std::vector<int32_t> pos;
+  for (size_t l = 0; l < watch.size(); l++)
+    for (size_t g = 0; g < watch[l].size(); g++) {
+      const int32_t n = std::min<int32_t>(int32_t(watch[l][g].size()), kv_->len(int(l), int(g)));
+      pos.resize(size_t(n));
+      kv_->read_pos(int(l), int(g), n, pos.data());
+      for (int32_t j = 0; j < n; j++)
+        if (pos[size_t(j)] >= 0 && pos[size_t(j)] < positions) out[l][size_t(pos[size_t(j)])] += watch[l][g][size_t(j)];
+    }
+  return out;
+}
+
 void Context::check_tokens(const std::vector<int32_t>& tokens) const {
   const int64_t n = int64_t(tokens.size());
   check_ids(tokens);
@@ -129,7 +149,7 @@ void Context::check_ids(const std::vector<int32_t>& tokens) const {
 
 // One forward pass over the tokens from n_past on; whatever happens, nothing half-done stays in the cache.
 void Context::run(const std::vector<int32_t>& tokens, bool all_logits, float* logits, const ProgressFn& progress,
-                  const std::atomic<bool>* cancel, kv::Compressor* comp) {
+                  const std::atomic<bool>* cancel, kv::Compressor* comp, forward::AttentionWatch* watch) {
   const int32_t start = n_past_;
   host_stale_ = true;
   try {
@@ -137,7 +157,7 @@ void Context::run(const std::vector<int32_t>& tokens, bool all_logits, float* lo
       weights_ = forward::BackendWeights::of(model_, *backend_, pool_);  // the CPU repacks here, in the job
     forward::Control ctl(*backend_, progress, cancel);
     pass_->run(weights_->get(), *kv_, tokens.data(), int64_t(tokens.size()), start, params_.n_ctx, all_logits, logits,
-               ctl, comp);
+               ctl, comp, watch, backend::Backend::Fold::Sum);
     n_past_ = start + int32_t(tokens.size());
   } catch (...) {
     kv_->truncate(start);
@@ -146,10 +166,10 @@ void Context::run(const std::vector<int32_t>& tokens, bool all_logits, float* lo
 }
 
 void Context::eval(const std::vector<int32_t>& tokens, bool all_logits, std::vector<float>& logits,
-                   const ProgressFn& progress, const std::atomic<bool>* cancel) {
+                   const ProgressFn& progress, const std::atomic<bool>* cancel, forward::AttentionWatch* watch) {
   check_tokens(tokens);
   logits.assign(size_t(all_logits ? tokens.size() : 1) * size_t(model_.hparams().n_vocab), 0.0f);
-  run(tokens, all_logits, logits.data(), progress, cancel, nullptr);
+  run(tokens, all_logits, logits.data(), progress, cancel, nullptr, watch);
 }
 
 void Context::prepare_scorer(kv::Compressor& comp) {

@@ -87,8 +87,16 @@ class Context {
   // every position ([n, n_vocab]) when all_logits, else of the last one ([n_vocab]).
   // Throws CONTEXT_FULL when they do not fit, INVALID_TOKEN for an id outside the vocabulary, CANCELLED
   // when *cancel becomes true; the cache is then rolled back to where it was.
+  // With a watch (watch_entries()), the attention the tokens' queries pay each watched entry is added to it.
   void eval(const std::vector<int32_t>& tokens, bool all_logits, std::vector<float>& logits,
-            const ProgressFn& progress = nullptr, const std::atomic<bool>* cancel = nullptr);
+            const ProgressFn& progress = nullptr, const std::atomic<bool>* cancel = nullptr,
+            forward::AttentionWatch* watch = nullptr);
+
+  // A watch over every entry the cache holds now, [layer][KV head][entry], all zero.
+  forward::AttentionWatch watch_entries() const;
+  // A watch's values moved to the positions their entries came from: [layer][position] for the positions
+  // [0, positions), the values of entries sharing a position added (a head's oldest after a re-based read).
+  std::vector<std::vector<float>> by_position(const forward::AttentionWatch& watch, int32_t positions) const;
 
   // Prefills `tokens` into an empty context and compresses the cache layer by layer as it goes
   // (docs/compression.md): in one pass, or in chunks after each of which every layer is brought back to
@@ -121,7 +129,7 @@ class Context {
   void check_tokens(const std::vector<int32_t>& tokens) const;
   void check_ids(const std::vector<int32_t>& tokens) const;
   void run(const std::vector<int32_t>& tokens, bool all_logits, float* logits, const ProgressFn& progress,
-           const std::atomic<bool>* cancel, kv::Compressor* comp);
+           const std::atomic<bool>* cancel, kv::Compressor* comp, forward::AttentionWatch* watch = nullptr);
   // What the compressor's scorer needs of the model (value projections, RoPE).
   void prepare_scorer(kv::Compressor& comp);
   // kvzip: re-reads the document's tokens [first, first + m) after a request to repeat them, the compressor

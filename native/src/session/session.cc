@@ -128,6 +128,11 @@ GenerateResult Session::generate(const GenerateParams& params, const TokenFn& on
   std::vector<float> logits;
   const auto t0 = std::chrono::steady_clock::now();
   r.stop_reason = "length";
+  // The citations' watch: every entry held before the answer; the entries the answer appends are not in it.
+  const int32_t before = ctx_->n_past();
+  forward::AttentionWatch watch;
+  if (params.collect_attention) watch = ctx_->watch_entries();
+  int32_t watched = 0;  // tokens whose queries the watch saw
   for (int32_t i = 0; i < params.n; i++) {
     if (cancel && *cancel) {
       r.stop_reason = "cancelled";
@@ -148,7 +153,8 @@ GenerateResult Session::generate(const GenerateParams& params, const TokenFn& on
     }
     // Feed the token back so the cache holds the whole answer for the next turn.
     try {
-      ctx_->eval({id}, false, logits, nullptr, cancel);
+      ctx_->eval({id}, false, logits, nullptr, cancel, params.collect_attention ? &watch : nullptr);
+      watched++;
     } catch (const Error& e) {
       if (e.code() != "CANCELLED") throw;
       r.stop_reason = "cancelled";
@@ -158,6 +164,12 @@ GenerateResult Session::generate(const GenerateParams& params, const TokenFn& on
     last_logits_.swap(logits);
   }
   r.text += utf8.flush();
+  if (params.collect_attention && watched > 0) {
+    r.attention = ctx_->by_position(watch, before);
+    const float per_query = 1.0f / (float(watched) * float(model_->hparams().n_head));
+    for (std::vector<float>& row : r.attention)
+      for (float& x : row) x *= per_query;
+  }
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return r;
 }

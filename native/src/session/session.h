@@ -20,6 +20,9 @@ struct GenerateParams {
   int32_t n = 128;  // exactly this many tokens unless stopped
   SamplingParams sampling;
   bool stop_at_eog = false;  // stop at an end-of-generation token
+  // Add up the attention the answer pays what the cache held before it (the citations, docs/citations.md):
+  // GenerateResult::attention. Off, the pass does none of that work.
+  bool collect_attention = false;
 };
 
 struct GenerateResult {
@@ -27,6 +30,12 @@ struct GenerateResult {
   std::string text;
   std::string stop_reason;  // length, eog, cancelled, context
   double seconds = 0;
+  // With collect_attention: [layer][position] for the positions before the answer, the attention the queries
+  // of the answer's tokens (each fed back) gave the entries that came from that position, summed over the
+  // tokens and the query heads and divided by their number: each layer's row sums to at most 1 (the share
+  // the answer's attention paid what came before it; the rest went to the answer itself). Empty when not
+  // collected or when no token was fed back.
+  std::vector<std::vector<float>> attention;
 };
 
 // Called for every generated token with the complete UTF-8 text it finished (may be empty).

@@ -17,6 +17,7 @@ const m = (over: Partial<Message>): Message => ({
   tokens: null,
   tokensPerSecond: null,
   pageRefs: [],
+  citations: null,
   error: null,
   version: { index: 1, count: 1 },
   ...over,
@@ -87,6 +88,55 @@ describe('the chat', () => {
     await userEvent.click(screen.getByRole('button', { name: 'Open page 2' }));
     expect(useUi.getState()).toMatchObject({ tab: 'document', docPage: 2 });
     expect(await screen.findByRole('article', { name: 'Page 2' })).toBeTruthy();
+  });
+
+  it("ranks an answer's page chips by its attention; a chip opens the page with the sentences it looked at", async () => {
+    const api = chatApi([
+      m({ id: 'u1', role: 'user', text: 'Who had a kite?' }),
+      m({
+        id: 'a1',
+        text: 'The girl.',
+        pageRefs: [1, 2],
+        citations: [
+          { page: 1, share: 0.8, sentences: [{ start: 36, end: 51, share: 0.6 }] },
+          { page: 2, share: 0.2, sentences: [{ start: 0, end: 24, share: 0.2 }] },
+        ],
+      }),
+    ]);
+    await renderApp(api);
+    const answer = await screen.findByRole('article', { name: 'Answer' });
+    // The chips in the citations' order, each saying its share; the label says where they come from.
+    const chips = within(answer).getAllByRole('button', { name: /^Open page/ });
+    expect(chips.map((c) => c.textContent)).toEqual(['p. 1', 'p. 2']);
+    expect(chips[0].getAttribute('aria-label')).toBe(
+      "Open page 1, where 80% of the answer's attention to the document went",
+    );
+    expect(within(answer).getByText('Looked at')).toBeTruthy();
+    await userEvent.click(chips[0]);
+    expect(useUi.getState()).toMatchObject({
+      tab: 'document',
+      docPage: 1,
+      citation: { documentId: 'd1', page: 1, ranges: [{ start: 36, end: 51, share: 0.6 }] },
+    });
+    // The document view highlights exactly the cited sentence.
+    const page = await screen.findByRole('article', { name: 'Page 1' });
+    const marks = page.querySelectorAll('mark.cited');
+    expect([...marks].map((x) => x.textContent)).toEqual(['She had a kite.']);
+    expect(screen.getByText(/the sentences the answer looked at most on this page/)).toBeTruthy();
+    await userEvent.click(screen.getByRole('button', { name: 'Clear' }));
+    expect(useUi.getState().citation).toBeNull();
+    expect(page.querySelectorAll('mark.cited')).toHaveLength(0);
+  });
+
+  it('an answer without citations keeps the lexical chips, which open the page without highlights', async () => {
+    const api = chatApi([m({ id: 'u1', role: 'user', text: 'Q' }), m({ id: 'a1', text: 'A kite.', pageRefs: [2] })]);
+    await renderApp(api);
+    const answer = await screen.findByRole('article', { name: 'Answer' });
+    expect(within(answer).getByText('Evidence on')).toBeTruthy();
+    await userEvent.click(within(answer).getByRole('button', { name: 'Open page 2' }));
+    expect(useUi.getState()).toMatchObject({ tab: 'document', docPage: 2, citation: null });
+    const page = await screen.findByRole('article', { name: 'Page 2' });
+    expect(page.querySelectorAll('mark.cited')).toHaveLength(0);
   });
 
   it('stop (button and Esc), regenerate, edit and copy', async () => {

@@ -32,9 +32,9 @@ import {
 import { loadDetail, recompressDocument, useDocuments } from '../stores/documents.ts';
 import { useModels } from '../stores/models.ts';
 import { useSettings } from '../stores/settings.ts';
-import { notify, openPage, useUi } from '../stores/ui.ts';
+import { notify, openCitation, openPage, useUi } from '../stores/ui.ts';
 import { copyText } from '../lib/clipboard.ts';
-import { formatCount, formatRate } from '../lib/format.ts';
+import { formatCount, formatPercent, formatRate } from '../lib/format.ts';
 import { renderMarkdown } from '../lib/markdown.ts';
 import { ContextMeter } from './ContextMeter.tsx';
 import { ExportMenu } from './ExportMenu.tsx';
@@ -81,6 +81,40 @@ function ContextFullNote({ chatId }: { chatId: string }) {
         </button>
       )}
     </p>
+  );
+}
+
+/**
+ * An answer's page chips, in pageRefs' order: ranked by the answer's attention where it was measured (then a chip
+ * opens its page with the sentences the answer looked at highlighted), else by the words the answer shares with
+ * each page (docs/citations.md).
+ */
+export function PageChips({ m }: { m: Message }) {
+  const documentId = useChats((s) => s.chats[m.chatId]?.documentId ?? null);
+  const shown = useUi((s) => s.documentId);
+  const cited = new Map((m.citations ?? []).map((c) => [c.page, c]));
+  const docId = documentId ?? shown;
+  return (
+    <span className="page-refs">
+      {m.citations ? 'Looked at' : 'Evidence on'}
+      {m.pageRefs.map((p) => {
+        const c = cited.get(p);
+        return (
+          <button
+            key={p}
+            type="button"
+            className="page-ref"
+            onClick={() =>
+              c && docId ? openCitation({ documentId: docId, page: p, ranges: c.sentences }) : openPage(p)
+            }
+            aria-label={`Open page ${p}${c ? `, where ${formatPercent(c.share)} of the answer's attention to the document went` : ''}`}
+            title={c ? `${formatPercent(c.share)} of the answer's attention to the document` : undefined}
+          >
+            p. {p}
+          </button>
+        );
+      })}
+    </span>
   );
 }
 
@@ -167,22 +201,7 @@ export const MessageRow = memo(function MessageRow({ id, isLast }: { id: string;
             {rate ? ` · ${formatRate(rate)}` : ''}
           </span>
         ) : null}
-        {m.pageRefs.length > 0 && (
-          <span className="page-refs">
-            Evidence on
-            {m.pageRefs.map((p) => (
-              <button
-                key={p}
-                type="button"
-                className="page-ref"
-                onClick={() => openPage(p)}
-                aria-label={`Open page ${p}`}
-              >
-                p. {p}
-              </button>
-            ))}
-          </span>
-        )}
+        {m.pageRefs.length > 0 && <PageChips m={m} />}
         {!streaming && !editing && (
           <span className="msg-actions">
             {m.text && (

@@ -4,7 +4,7 @@ import { describe, expect, it, vi } from 'vitest';
 
 import { createFakeApi, detail, doc, rebasedDetail, settings } from '../test/fake-api.ts';
 import { renderApp } from '../test/render-app.tsx';
-import { setTab } from '../stores/ui.ts';
+import { openCitation, setTab } from '../stores/ui.ts';
 import { startApp } from '../wire.ts';
 import { openPdf, PasswordDeclined } from '../lib/pdfjs.ts';
 import { fetchDocumentFile, fetchDocumentText } from '../lib/document-file.ts';
@@ -110,12 +110,8 @@ describe('the document view', () => {
   it('opens a citation’s page and draws its ranges in their own style', async () => {
     const api = createFakeApi({ 'documents.list': () => [doc()], 'documents.get': () => detail() });
     const stop = startApp(api, null);
-    render(
-      <DocumentPane
-        documentId="d1"
-        citation={{ documentId: 'd1', page: 2, ranges: [{ start: 0, end: 8, share: 0.8 }] }}
-      />,
-    );
+    act(() => openCitation({ documentId: 'd1', page: 2, ranges: [{ start: 0, end: 8, share: 0.8 }] }));
+    render(<DocumentPane documentId="d1" />);
     const page2 = await screen.findByRole('article', { name: 'Page 2' });
     expect([...page2.querySelectorAll('.cited')].map((s) => s.textContent)).toEqual(['Page two']);
     stop();

@@ -6,11 +6,11 @@
 // which every method keeps whole, is drawn apart and labelled. Citations (ranges of a page's text) are
 // drawn over it in their own style, and search finds words on every page. After a range of pages was
 // read, every page is still shown; those the model did not read are dimmed and labelled so.
-import { useCallback, useEffect, useMemo, useState, type ReactNode } from 'react';
+import { useCallback, useEffect, useMemo, useRef, useState, type ReactNode } from 'react';
 
 import type { DocumentDetail, KeptWindow } from '../../../electron/api/contract.ts';
 import { loadDetail, useDocuments } from '../stores/documents.ts';
-import { setDocPage, useUi } from '../stores/ui.ts';
+import { clearCitation, setDocPage, useUi } from '../stores/ui.ts';
 import { formatCount, formatPercent } from '../lib/format.ts';
 import { searchPages, stepHit, type SearchHit } from '../lib/doc-search.ts';
 import {
@@ -19,7 +19,6 @@ import {
   scaleMax as scaleMaxOf,
   segmentsOf,
   windowStartOn,
-  type Citation,
   type CitedRange,
 } from '../lib/retention-overlay.ts';
 import { ReadNote } from './ReadNote.tsx';
@@ -159,10 +158,11 @@ function DocSearch({
   );
 }
 
-export function DocumentPane({ documentId, citation = null }: { documentId: string; citation?: Citation | null }) {
+export function DocumentPane({ documentId }: { documentId: string }) {
   const detail = useDocuments((s) => s.details[documentId]);
   const error = useDocuments((s) => s.detailError[documentId]);
   const page = useUi((s) => s.docPage);
+  const citation = useUi((s) => s.citation);
   const [shade, setShade] = useState(true);
   // The search belongs to the document it was typed in, and the current hit to the hits it was chosen
   // among: another document, or new hits (another query, the document read again), start afresh.
@@ -180,11 +180,12 @@ export function DocumentPane({ documentId, citation = null }: { documentId: stri
   );
   const hits = useMemo(() => (detail ? searchPages(detail.pageList, query) : []), [detail, query]);
   const current = cursor.hits === hits ? cursor.index : -1;
-  // A citation opens its page (once the document is there to show it).
-  const loaded = !!detail;
+  // A citation opened (ui.ts openCitation, which also turns to its page): on the page text, its first
+  // highlighted sentence is brought into view (a long page may hide it); the PDF and HTML views do their own.
+  const article = useRef<HTMLElement>(null);
   useEffect(() => {
-    if (loaded && citation?.documentId === documentId) setDocPage(citation.page);
-  }, [citation, documentId, loaded]);
+    if (citation && detail) article.current?.querySelector('.cited')?.scrollIntoView?.({ block: 'center' });
+  }, [citation, detail]);
   const onStep = useCallback(
     (step: 1 | -1) => {
       const next = stepHit(hits.length, current, step);
@@ -304,6 +305,14 @@ export function DocumentPane({ documentId, citation = null }: { documentId: stri
           {detail.kind === 'pdf' ? 'them' : 'it'}.
         </p>
       )}
+      {citedHere && (
+        <p className="notice small cited-note" role="status">
+          <mark className="cited">Highlighted</mark>: the sentences the answer looked at most on page {citedHere.page}.{' '}
+          <button type="button" className="link-button" onClick={clearCitation}>
+            Clear
+          </button>
+        </p>
+      )}
       {showPdf ? (
         <PdfView
           detail={detail}
@@ -327,6 +336,7 @@ export function DocumentPane({ documentId, citation = null }: { documentId: stri
         />
       ) : (
         <article
+          ref={article}
           className={`page${unread ? ' unread' : ''}`}
           aria-label={`Page ${currentPage.page}`}
           data-testid="page"

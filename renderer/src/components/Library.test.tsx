@@ -186,6 +186,7 @@ const m = (over: Partial<Message>): Message => ({
   pageRefs: [],
   error: null,
   version: { index: 1, count: 1 },
+  citations: null,
   ...over,
 });
 

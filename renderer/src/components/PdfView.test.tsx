@@ -11,6 +11,8 @@ import { fetchDocumentFile } from '../lib/document-file.ts';
 import { loadPdfjs, openPdf } from '../lib/pdfjs.ts';
 import { startApp } from '../wire.ts';
 import { DocumentPane } from './DocumentPane.tsx';
+import { useUi } from '../stores/ui.ts';
+import type { Citation } from '../lib/retention-overlay.ts';
 
 vi.mock('../lib/pdfjs.ts', async (importOriginal) => ({
   ...(await importOriginal<typeof import('../lib/pdfjs.ts')>()),
@@ -74,13 +76,14 @@ beforeEach(() => {
 });
 afterEach(() => vi.unstubAllGlobals());
 
-function showPdf(citation: Parameters<typeof DocumentPane>[0]['citation'] = null) {
+function showPdf(citation: Citation | null = null) {
   const pdf = detail({ kind: 'pdf', hasFile: true, keptWindow: { page: 2, start: 10, tokens: 4 } });
   const stop = startApp(
     createFakeApi({ 'documents.list': () => [doc({ kind: 'pdf' })], 'documents.get': () => pdf }),
     null,
   );
-  render(<DocumentPane documentId="d1" citation={citation} />);
+  useUi.setState({ citation });
+  render(<DocumentPane documentId="d1" />);
   return stop;
 }
 

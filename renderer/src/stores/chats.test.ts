@@ -26,6 +26,7 @@ const msg = (over: Partial<Message>): Message => ({
   tokens: null,
   tokensPerSecond: null,
   pageRefs: [],
+  citations: null,
   error: null,
   version: { index: 1, count: 1 },
   ...over,

@@ -54,7 +54,8 @@ function sameMessage(a: Message, b: Message): boolean {
     a.tokensPerSecond === b.tokensPerSecond &&
     a.error === b.error &&
     a.pageRefs.length === b.pageRefs.length &&
-    a.pageRefs.every((p, i) => p === b.pageRefs[i])
+    a.pageRefs.every((p, i) => p === b.pageRefs[i]) &&
+    JSON.stringify(a.citations) === JSON.stringify(b.citations)
   );
 }
 
@@ -107,6 +108,7 @@ export function onChatToken(t: EventPayload<'chat.token'>): void {
       tokens: null,
       tokensPerSecond: null,
       pageRefs: [],
+      citations: null,
       error: null,
       version: { index: 1, count: 1 },
     };

@@ -1,6 +1,7 @@
 // Where the user is: the page, the selected document and chat, the main pane's tab, the page shown in
 // the document view, overlays, and notices (errors and confirmations for people).
 import { create } from 'zustand';
+import type { Citation } from '../lib/retention-overlay.ts';
 
 export type Tab = 'chat' | 'document' | 'inspector';
 export type Route = 'main' | 'models' | 'settings';
@@ -30,6 +31,9 @@ export interface ConfirmRequest {
 /** The sidebar: shown or hidden by its toggle, or 'auto' (shown, but hidden on its own in a narrow window). */
 export type SidebarMode = 'auto' | 'shown' | 'hidden';
 
+/** Sentences an answer looked at on a page of a document (Message.citations): character ranges in the page's
+ * text with their share of the answer's attention to the document. The document view highlights them. */
+
 export interface UiState {
   route: Route;
   sidebar: SidebarMode;
@@ -38,6 +42,8 @@ export interface UiState {
   chatId: string | null;
   /** The page the document view shows (1-based). */
   docPage: number;
+  /** The cited sentences the document view highlights, set by an answer's page chip. */
+  citation: Citation | null;
   helpOpen: boolean;
   confirm: ConfirmRequest | null;
   notices: Notice[];
@@ -50,6 +56,7 @@ const initial: UiState = {
   documentId: null,
   chatId: null,
   docPage: 1,
+  citation: null,
   helpOpen: false,
   confirm: null,
   notices: [],
@@ -84,7 +91,16 @@ export function selectChat(chatId: string | null): void {
 
 /** Opens the document view at a page (page references in answers link here). */
 export function openPage(page: number): void {
-  useUi.setState({ docPage: Math.max(1, Math.floor(page)), tab: 'document', route: 'main' });
+  useUi.setState({ docPage: Math.max(1, Math.floor(page)), citation: null, tab: 'document', route: 'main' });
+}
+
+/** Opens the document view at a cited page with the sentences the answer looked at highlighted. */
+export function openCitation(citation: Citation): void {
+  useUi.setState({ citation, docPage: Math.max(1, Math.floor(citation.page)), tab: 'document', route: 'main' });
+}
+
+export function clearCitation(): void {
+  useUi.setState({ citation: null });
 }
 
 export function setDocPage(page: number): void {
