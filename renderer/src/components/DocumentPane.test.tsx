@@ -110,8 +110,9 @@ describe('the document view', () => {
   it('opens a citation’s page and draws its ranges in their own style', async () => {
     const api = createFakeApi({ 'documents.list': () => [doc()], 'documents.get': () => detail() });
     const stop = startApp(api, null);
-    act(() => openCitation({ documentId: 'd1', page: 2, ranges: [{ start: 0, end: 8, share: 0.8 }] }));
     render(<DocumentPane documentId="d1" />);
+    await screen.findByRole('article', { name: 'Page 1' });
+    act(() => openCitation({ documentId: 'd1', page: 2, ranges: [{ start: 0, end: 8, share: 0.8 }] }));
     const page2 = await screen.findByRole('article', { name: 'Page 2' });
     expect([...page2.querySelectorAll('.cited')].map((s) => s.textContent)).toEqual(['Page two']);
     stop();
