@@ -9,7 +9,7 @@
 // 800×600 go to test/.output/screenshots/long-*.png.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { BrowserContext, Locator, Page } from 'playwright-core';
@@ -19,7 +19,7 @@ import type { WsApi } from '../electron/api/ws-client.ts';
 import type { AppCore } from '../electron/services/app-core.ts';
 import type { WebHost } from '../electron/web/server.ts';
 import { fittingPages } from '../electron/services/room.ts';
-import { CHROMIUM, launchChromium, serveApp, storiesDir, storiesPdf, storyFiles } from './helpers/e2e-host.ts';
+import { CHROMIUM, closeE2e, openAppPage, serveApp, storiesDir, storiesPdf, storyFiles } from './helpers/e2e-host.ts';
 import { missing, repoRoot, sharedModel } from './helpers/shared.ts';
 
 const model = sharedModel('stories260K.gguf');
@@ -121,7 +121,7 @@ async function checkChat(documentId: string) {
       `: system prompt ${u.systemTokens}, document ${u.documentTokens}, conversation ${u.conversationTokens}$`,
     ),
   );
-  assert.match(await page.getByTestId('context-cache').innerText(), /^cache [\d.]+ [KMG]?B of [\d.]+ [KMG]?B$/);
+  assert.match(await page.getByTestId('context-cache').innerText(), /^cache [\d.]+ [KMG]?i?B of [\d.]+ [KMG]?i?B$/);
   // An answer cut by the end of the context says so, with a new chat a click away.
   if (final.error === 'the answer stopped because the context is full') {
     await answer.getByText('Stopped: the context is full').waitFor();
@@ -138,18 +138,11 @@ before(async () => {
   await storiesPdf(pdfPath);
   // The default settings: only the model is chosen (createAppCore's `model`).
   ({ core, host, api } = await serveApp({ dataDir: join(dir, 'library'), model, apiToken }));
-  ({ context, page } = await launchChromium(join(dir, 'chromium'), { width: 1280, height: 800 }));
-  await page.goto(host.url + '/');
-  await page.getByRole('heading', { name: 'Library' }).waitFor();
+  ({ context, page } = await openAppPage(dir, host, { width: 1280, height: 800 }));
 });
 
 after(async () => {
-  if (skip) return;
-  await context?.close().catch(() => {});
-  api?.close();
-  await host?.close();
-  await core?.close();
-  rmSync(dir, { recursive: true, force: true });
+  if (!skip) await closeE2e({ dir, context, api, host, core });
 });
 
 test('the six stories and a PDF of all six, imported through the file picker, each become ready', {
@@ -189,7 +182,7 @@ test("the PDF's document view says it was read with re-based positions, as a war
 }, async () => {
   await selectDocument(pdfDoc.title);
   await page.getByRole('tab', { name: 'Document' }).click();
-  await page.locator('[data-testid="page"]').waitFor();
+  await page.locator('[data-testid="pdf-page"]').first().waitFor();
   const detail = await api.call('documents.get', { documentId: pdfDoc.id });
   assert.ok(detail.stats?.rebased, 'the statistics say re-based');
   assert.ok(detail.stats.chunks > 1, 'read in chunks');
@@ -219,7 +212,7 @@ test("the PDF's inspector: the note, chunks, the cache's peak against its bound,
   await page.getByRole('region', { name: /^Lower quality/ }).waitFor();
   const reading = (await page.getByTestId('reading').innerText()).replace(/\s+/g, ' ');
   assert.match(reading, new RegExp(`in ${s.chunks} chunks of ${s.chunkTokens.toLocaleString('en-US')} tokens`));
-  assert.match(reading, /Cache peak [\d.]+ [KMG]?B of [\d.]+ [KMG]?B bound/);
+  assert.match(reading, /Cache peak [\d.]+ [KMG]?i?B of [\d.]+ [KMG]?i?B bound/);
   assert.ok(s.kvBytesPeak <= s.kvBytesBound, 'the peak kept under its bound');
   assert.match(
     reading,

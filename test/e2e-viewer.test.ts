@@ -7,7 +7,7 @@
 // test/.output/screenshots/.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { BrowserContext, Page } from 'playwright-core';
@@ -16,7 +16,7 @@ import { documentFileRoute } from '../electron/api/contract.ts';
 import type { WsApi } from '../electron/api/ws-client.ts';
 import type { AppCore } from '../electron/services/app-core.ts';
 import type { WebHost } from '../electron/web/server.ts';
-import { CHROMIUM, launchChromium, serveApp, storiesPdf, storyFiles } from './helpers/e2e-host.ts';
+import { CHROMIUM, closeE2e, openAppPage, serveApp, storiesPdf, storyFiles } from './helpers/e2e-host.ts';
 import { missing, repoRoot, sharedModel } from './helpers/shared.ts';
 
 const model = sharedModel('stories260K.gguf');
@@ -46,18 +46,11 @@ before(async () => {
     compression: { method: 'ada-snapkv', budget: 0.3 },
     theme: 'light',
   });
-  ({ context, page, errors } = await launchChromium(join(dir, 'chromium'), { width: 1400, height: 900 }));
-  await page.goto(host.url + '/');
-  await page.getByRole('heading', { name: 'Library' }).waitFor();
+  ({ context, page, errors } = await openAppPage(dir, host, { width: 1400, height: 900 }));
 });
 
 after(async () => {
-  if (skip) return;
-  await context?.close().catch(() => {});
-  api?.close();
-  await host?.close();
-  await core?.close();
-  rmSync(dir, { recursive: true, force: true });
+  if (!skip) await closeE2e({ dir, context, api, host, core });
 });
 
 test('a PDF imported through the file picker is kept, and shown page by page', { skip }, async () => {

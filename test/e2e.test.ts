@@ -6,7 +6,7 @@
 // Screenshots of every screen go to test/.output/screenshots/.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -18,7 +18,7 @@ import type { AppCore } from '../electron/services/app-core.ts';
 import { dataPaths } from '../electron/services/paths.ts';
 import type { WebHost } from '../electron/web/server.ts';
 import { colorAt, luminance, tOfColor, type Rgb } from '../renderer/src/lib/colormap.ts';
-import { CHROMIUM, launchChromium, serveApp } from './helpers/e2e-host.ts';
+import { CHROMIUM, closeE2e, openAppPage, serveApp } from './helpers/e2e-host.ts';
 import { missing, repoRoot, sharedModel } from './helpers/shared.ts';
 
 const model = sharedModel('stories260K.gguf');
@@ -136,18 +136,11 @@ before(async () => {
     compression: { method: 'ada-snapkv', budget: 0.3 },
     theme: 'light',
   });
-  ({ context, page } = await launchChromium(join(dir, 'chromium'), { width: 1280, height: 820 }));
-  await page.goto(host.url + '/');
-  await page.getByRole('heading', { name: 'Library' }).waitFor();
+  ({ context, page } = await openAppPage(dir, host, { width: 1280, height: 820 }));
 });
 
 after(async () => {
-  if (skip) return;
-  await context?.close().catch(() => {});
-  api?.close();
-  await host?.close();
-  await core?.close();
-  rmSync(dir, { recursive: true, force: true });
+  if (!skip) await closeE2e({ dir, context, api, host, core });
 });
 
 test('import a document through the file picker and watch its progress', { skip }, async () => {

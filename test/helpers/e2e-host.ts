@@ -1,7 +1,7 @@
 // What the end-to-end tests share: the app as `folio serve` runs it (the renderer built, a real app core
 // behind the web host, an API client), Debian's Chromium driven by playwright-core, and a PDF made of the
 // test stories.
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import WebSocket from 'ws';
 import type { BrowserContext, Page } from 'playwright-core';
@@ -106,4 +106,31 @@ export async function launchChromium(
   page.on('console', (m) => m.type() === 'error' && errors.push(m.text()));
   (globalThis as { pageErrors?: string[] }).pageErrors = errors;
   return { context, page, errors };
+}
+
+/** Chromium (a fresh profile under `dir`) on the app's page, once the library is on screen. */
+export async function openAppPage(
+  dir: string,
+  host: WebHost,
+  viewport: { width: number; height: number },
+): Promise<{ context: BrowserContext; page: Page; errors: string[] }> {
+  const opened = await launchChromium(join(dir, 'chromium'), viewport);
+  await opened.page.goto(host.url + '/');
+  await opened.page.getByRole('heading', { name: 'Library' }).waitFor();
+  return opened;
+}
+
+/** Closes what a test opened, whatever of it was opened (a failed `before` leaves some undefined), and removes `dir`. */
+export async function closeE2e(o: {
+  dir: string;
+  context?: BrowserContext;
+  api?: WsApi;
+  host?: WebHost;
+  core?: AppCore;
+}): Promise<void> {
+  await o.context?.close().catch(() => {});
+  o.api?.close();
+  await o.host?.close();
+  await o.core?.close();
+  if (o.dir) rmSync(o.dir, { recursive: true, force: true });
 }

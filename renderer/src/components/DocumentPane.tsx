@@ -22,7 +22,7 @@ import {
   type CitedRange,
 } from '../lib/retention-overlay.ts';
 import { ReadNote } from './ReadNote.tsx';
-import { HtmlDocView } from './HtmlDocView.tsx';
+import { HtmlDocView, type HtmlDocViewProps } from './HtmlDocView.tsx';
 import { PdfView } from './PdfView.tsx';
 import { pagesRead } from '../../../electron/services/room.ts';
 
@@ -209,6 +209,16 @@ export function DocumentPane({ documentId }: { documentId: string }) {
   // Word and Markdown as written; plain text (and anything imported before files were kept) as page text.
   const showHtml = (detail.kind === 'docx' && detail.hasHtml) || (detail.kind === 'markdown' && detail.hasFile);
   const citedHere = citation?.documentId === detail.id ? citation : null;
+  // What the PDF and the HTML views draw, the same for both.
+  const view: HtmlDocViewProps = {
+    detail,
+    page: index + 1,
+    shade,
+    scaleMax: max,
+    citation: citedHere,
+    hits,
+    currentHit: current,
+  };
   return (
     <div className={`document-pane${showPdf ? ' with-pdf' : ''}`}>
       <div className="doc-toolbar">
@@ -314,26 +324,9 @@ export function DocumentPane({ documentId }: { documentId: string }) {
         </p>
       )}
       {showPdf ? (
-        <PdfView
-          detail={detail}
-          page={index + 1}
-          onPageShown={setDocPage}
-          shade={shade}
-          scaleMax={max}
-          citation={citedHere}
-          hits={hits}
-          currentHit={current}
-        />
+        <PdfView {...view} onPageShown={setDocPage} />
       ) : showHtml ? (
-        <HtmlDocView
-          detail={detail}
-          page={index + 1}
-          shade={shade}
-          scaleMax={max}
-          citation={citedHere}
-          hits={hits}
-          currentHit={current}
-        />
+        <HtmlDocView {...view} />
       ) : (
         <article
           ref={article}

@@ -15,6 +15,7 @@ import { pageRetention, retentionColor, shadeOf, windowStartOn, type Citation } 
 import { mapItemsToText, offsetsInItem, overlap, type TextRange } from '../lib/text-layer-map.ts';
 import { formatPercent } from '../lib/format.ts';
 import { pagesRead } from '../../../electron/services/room.ts';
+import type { HtmlDocViewProps } from './HtmlDocView.tsx';
 
 export const ZOOM_STEPS = [0.5, 0.67, 0.8, 1, 1.25, 1.5, 2, 3] as const;
 const GAP = 16;
@@ -51,17 +52,11 @@ const EMPTY_OVERLAY: Overlay = {
   focus: null,
 };
 
-export interface PdfViewProps {
-  detail: DocumentDetail;
+export interface PdfViewProps extends HtmlDocViewProps {
   /** The page to show (the ui store's docPage); changed from outside, the view scrolls to it. */
   page: number;
   /** The page most in view, as the user scrolls. */
   onPageShown: (page: number) => void;
-  shade: boolean;
-  scaleMax: number;
-  citation: Citation | null;
-  hits: SearchHit[];
-  currentHit: number;
 }
 
 type Opening =
@@ -286,6 +281,7 @@ export function PdfView({ detail, page, onPageShown, shade, scaleMax, citation, 
                 page={n}
                 size={sizeOf(n)}
                 current={n === page}
+                unread={!read.has(n)}
                 retention={shade ? perPage.get(n) : undefined}
                 scaleMax={scaleMax}
                 onPick={() => scrollTo(n)}
@@ -561,6 +557,7 @@ function PdfThumb({
   page,
   size,
   current,
+  unread,
   retention,
   scaleMax,
   onPick,
@@ -569,6 +566,8 @@ function PdfThumb({
   page: number;
   size: Size;
   current: boolean;
+  /** Not read by the model (a range of pages was read): dimmed and labelled, as the page strip does. */
+  unread: boolean;
   retention: number | undefined;
   scaleMax: number;
   onPick: () => void;
@@ -607,9 +606,9 @@ function PdfThumb({
     <button
       ref={ref}
       type="button"
-      className={`pdf-thumb${current ? ' current' : ''}`}
+      className={`pdf-thumb${current ? ' current' : ''}${unread ? ' unread' : ''}`}
       onClick={onPick}
-      aria-label={`Page ${page}${retention !== undefined ? `, ${formatPercent(retention)} kept` : ''}`}
+      aria-label={`Page ${page}${unread ? ', not read' : retention !== undefined ? `, ${formatPercent(retention)} kept` : ''}`}
       aria-current={current ? 'page' : undefined}
       style={retention !== undefined ? { borderColor: retentionColor(retention, scaleMax) } : undefined}
     >
