@@ -19,6 +19,7 @@ import { downloadModel } from '../models/download.ts';
 import { estimateForFile } from '../models/estimate.ts';
 import type { Storage } from '../storage/index.ts';
 import type { EngineManager } from './engine-manager.ts';
+import { settingsProblems } from './settings-rules.ts';
 import type { Tasks } from './tasks.ts';
 
 export interface ModelsServiceOptions {
@@ -143,10 +144,23 @@ export class ModelsService {
     };
   }
 
-  /** Makes a model the chat model: checks that it fits in memory, then loads it in the engine. */
+  /**
+   * Makes a model the chat model: checks that it fits in memory and that the settings work with it (a
+   * context beyond its trained one is refused, as settings.update refuses it), then loads it in the engine.
+   */
   async select(modelId: string): Promise<EngineStatus> {
     const m = await this.get(modelId);
     if (!m.supported) throw new ApiError('UNSUPPORTED_MODEL', `${m.name}: ${m.unsupportedReason}`);
+    const [problem, ...more] = settingsProblems(this.storage.settings.get(), {
+      name: m.name,
+      contextLength: m.contextLength,
+    });
+    if (problem)
+      throw new ApiError(
+        'INVALID_SETTING',
+        `${m.name} cannot be used with the current settings (${problem.field}: ${problem.message}): change it in Settings, or reset the settings to their defaults, and choose the model again`,
+        { field: problem.field, problems: [problem, ...more] },
+      );
     const e = await this.estimate({ modelId });
     if (!e.fits) throw new ApiError('MODEL_TOO_LARGE', e.message, e);
     await this.tasks.run('load-model', null, async (task) => {

@@ -1,0 +1,58 @@
+// Choosing a model checks the settings against it, as changing a setting checks it against the model: a
+// context set for needle-llama (1,024 positions) is refused for stories260K (512) with the field, the reason
+// and what to do, and nothing changes; with the setting fixed, the model is chosen.
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+import type { EngineStatus, ModelEntry, Settings } from '../electron/api/contract.ts';
+import { createAppCore, type AppCore } from '../electron/services/app-core.ts';
+import { missing, sharedModel } from './helpers/shared.ts';
+
+const needle = sharedModel('needle-llama.gguf');
+const stories = sharedModel('stories260K.gguf');
+const skip = missing(needle) || missing(stories);
+const dir = mkdtempSync(join(tmpdir(), 'folio-model-select-'));
+let core: AppCore;
+
+const call = <T>(method: string, params: unknown) => core.dispatcher.dispatch(method, params) as Promise<T>;
+
+before(async () => {
+  if (skip) return;
+  core = await createAppCore({
+    dataDir: join(dir, 'library'),
+    model: needle,
+    models: { discovery: { knownPlaces: false, systemWide: false } },
+  });
+});
+after(async () => {
+  await core?.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+test('a model the settings cannot work with is refused, naming the setting; fixed, it is chosen', {
+  skip,
+}, async () => {
+  await call('settings.update', { nCtx: 1024 });
+  const before = await call<Settings>('settings.get', {});
+  const small = await call<ModelEntry>('models.add', { path: stories });
+  assert.equal(small.contextLength, 512);
+  await assert.rejects(
+    call('models.select', { modelId: small.id }),
+    (e: { code: string; message: string; details: { field: string } }) => {
+      assert.equal(e.code, 'INVALID_SETTING');
+      assert.equal(e.details.field, 'nCtx');
+      assert.match(e.message, /^stories260K cannot be used with the current settings \(nCtx: a context of 1024 tokens/);
+      assert.match(e.message, /change it in Settings, or reset the settings to their defaults/);
+      return true;
+    },
+  );
+  assert.deepEqual(await call<Settings>('settings.get', {}), before, 'the model and settings stay as they were');
+
+  await call('settings.update', { nCtx: null });
+  const status = await call<EngineStatus>('models.select', { modelId: small.id });
+  assert.equal((await call<Settings>('settings.get', {})).modelId, small.id);
+  assert.ok(status);
+});
