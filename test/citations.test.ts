@@ -10,9 +10,9 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-import type { EventPayload, Message } from '../electron/api/contract.ts';
+import type { Message } from '../electron/api/contract.ts';
 import { loadAddon } from '../electron/engine/binding.ts';
-import { createAppCore, type AppCore } from '../electron/services/app-core.ts';
+import type { AppCore } from '../electron/services/app-core.ts';
 import {
   ATTENTION_SINKS,
   citationLayers,
@@ -22,6 +22,7 @@ import {
   sentenceMass,
 } from '../electron/services/citations.ts';
 import { missing, sharedModel } from './helpers/shared.ts';
+import { taskDone, testCore } from './helpers/test-core.ts';
 
 const model = sharedModel('needle-llama.gguf');
 const cases = sharedModel('needle-eval/dev.jsonl');
@@ -40,11 +41,7 @@ interface NeedleCase {
 
 before(async () => {
   if (skip) return;
-  core = await createAppCore({
-    dataDir: join(dir, 'library'),
-    model,
-    models: { discovery: { knownPlaces: false, systemWide: false } },
-  });
+  core = await testCore(join(dir, 'library'), model);
   await core.dispatcher.dispatch('settings.update', {
     systemPrompt: '',
     sampling: { maxTokens: 6, temperature: 0 },
@@ -55,17 +52,6 @@ after(async () => {
   await core?.close();
   rmSync(dir, { recursive: true, force: true });
 });
-
-function taskDone(taskId: string): Promise<EventPayload<'task.done'>> {
-  return new Promise((resolve) => {
-    const off = core.bus.subscribe((event, payload) => {
-      if (event === 'task.done' && (payload as EventPayload<'task.done'>).taskId === taskId) {
-        off();
-        resolve(payload as EventPayload<'task.done'>);
-      }
-    });
-  });
-}
 
 test('the layers counted: the middle half, at least one', () => {
   assert.deepEqual(citationLayers(4), [1, 2]);
@@ -212,7 +198,7 @@ test('a right answer cites the needle: its page first, its sentence highlighted,
       fileName: `${c.id}.txt`,
       dataBase64: Buffer.from(text).toString('base64'),
     })) as { documentId: string; taskId: string };
-    const done = await taskDone(r.taskId);
+    const done = await taskDone(core, r.taskId);
     assert.equal(done.ok, true, done.error ?? '');
     const doc = (await core.dispatcher.dispatch('documents.get', { documentId: r.documentId })) as {
       pageList: { page: number; text: string }[];

@@ -17,6 +17,7 @@ import { createAppCore, type AppCore } from '../electron/services/app-core.ts';
 import { tokenizeFormatted } from '../electron/services/prefix.ts';
 import { fittingEnds, fittingPages } from '../electron/services/room.ts';
 import { missing, repoRoot, sharedModel } from './helpers/shared.ts';
+import { taskDone, testCore } from './helpers/test-core.ts';
 
 const model = sharedModel('stories260K.gguf');
 const skip = missing(model);
@@ -25,27 +26,12 @@ let core: AppCore;
 
 before(async () => {
   if (skip) return;
-  core = await createAppCore({
-    dataDir: join(dir, 'library'),
-    model,
-    models: { discovery: { knownPlaces: false, systemWide: false } },
-  });
+  core = await testCore(join(dir, 'library'), model);
 });
 after(async () => {
   await core?.close();
   rmSync(dir, { recursive: true, force: true });
 });
-
-function taskDone(taskId: string): Promise<EventPayload<'task.done'>> {
-  return new Promise((resolve) => {
-    const off = core.bus.subscribe((event, payload) => {
-      if (event === 'task.done' && (payload as EventPayload<'task.done'>).taskId === taskId) {
-        off();
-        resolve(payload as EventPayload<'task.done'>);
-      }
-    });
-  });
-}
 
 test('import by path: /dev/zero is refused at once, with no document made', {
   skip: skip || (process.platform === 'win32' && 'POSIX paths'),
@@ -67,7 +53,7 @@ test('importUpload: the temporary file is imported, then removed; a refused one 
   writeFileSync(tempPath, 'Once upon a time, there was a little dog named Max.\n\nMax liked to run in the park.\n');
   const r = await core.documents.importUpload({ fileName: 'C:\\Users\\me\\max.txt', tempPath });
   assert.ok(!existsSync(tempPath), 'the service removed the upload once read');
-  const done = await taskDone(r.taskId);
+  const done = await taskDone(core, r.taskId);
   assert.equal(done.ok, true, done.error ?? '');
   const doc = core.documents.get(r.documentId);
   assert.equal(doc.fileName, 'max.txt');
@@ -119,14 +105,14 @@ test('a long read killed or quit half-way goes on from its last checkpoint', { s
       process.kill(first.engine.client.status().pid!, 'SIGKILL');
     }
   });
-  const crashed = await taskDoneOn(first, r.taskId);
+  const crashed = await taskDone(first, r.taskId);
   assert.equal(crashed.ok, false);
   assert.match(first.documents.get(r.documentId).error ?? '', /trying again continues the read from where it stopped$/);
 
   // Try again: the read goes on from its checkpoint, past the half.
   const again = progressOf(first, r.documentId);
   const retry = first.documents.recompress({ documentId: r.documentId });
-  assert.equal((await taskDoneOn(first, retry.taskId)).ok, true);
+  assert.equal((await taskDone(first, retry.taskId)).ok, true);
   assert.ok(again[0] > 0, `resumed at ${again[0]}`);
   const read = first.documents.get(r.documentId);
   assert.equal(read.status, 'ready');
@@ -138,7 +124,7 @@ test('a long read killed or quit half-way goes on from its last checkpoint', { s
   progressOf(first, r.documentId, (done, total) => {
     if (!quit && done > total / 2) quit = first.close();
   });
-  await taskDoneOn(first, re.taskId).catch(() => {});
+  await taskDone(first, re.taskId).catch(() => {});
   await quit;
   const second = await open();
   const resumed = progressOf(second, r.documentId);
@@ -155,17 +141,6 @@ test('a long read killed or quit half-way goes on from its last checkpoint', { s
   assert.ok(resumed[0] > 0, `resumed at ${resumed[0]}`);
   await second.close();
 });
-
-function taskDoneOn(c: AppCore, taskId: string): Promise<EventPayload<'task.done'>> {
-  return new Promise((resolve) => {
-    const off = c.bus.subscribe((event, payload) => {
-      if (event === 'task.done' && (payload as EventPayload<'task.done'>).taskId === taskId) {
-        off();
-        resolve(payload as EventPayload<'task.done'>);
-      }
-    });
-  });
-}
 
 test('a method that re-reads the document (KVzip) says so while it reads, and reads it whole', { skip }, async () => {
   core.storage.settings.update({
@@ -184,7 +159,7 @@ test('a method that re-reads the document (KVzip) says so while it reads, and re
         last = { done: p.done, total: p.total };
       }
     });
-    const done = await taskDone(r.taskId);
+    const done = await taskDone(core, r.taskId);
     off();
     assert.equal(done.ok, true, done.error ?? '');
     const doc = core.documents.get(r.documentId);
@@ -208,7 +183,7 @@ test('compare: by default the document’s method against its counterpart; any t
   const tempPath = join(dir, 'upload-compare');
   writeFileSync(tempPath, 'Once upon a time, there was a little cat named Tom.\n\nTom liked to sleep in the sun.\n');
   const r = await core.documents.importUpload({ fileName: 'tom.txt', tempPath });
-  const done = await taskDone(r.taskId);
+  const done = await taskDone(core, r.taskId);
   assert.equal(done.ok, true, done.error ?? '');
   const method = core.documents.get(r.documentId).compression!.method;
   const byDefault = await core.documents.compare({ documentId: r.documentId, budget: 0.5 });
@@ -234,7 +209,7 @@ test('a range of pages: one that fits from a later page is read at its own posit
   const story = readFileSync(join(repoRoot, 'test/docs/mia-and-the-rainy-day.txt'), 'utf8');
   writeFileSync(join(dir, 'mia.txt'), story.trim().split(/\n\n+/).join('\f'));
   const r = await core.documents.import({ path: join(dir, 'mia.txt') });
-  assert.equal((await taskDone(r.taskId)).ok, true);
+  assert.equal((await taskDone(core, r.taskId)).ok, true);
   const whole = core.documents.get(r.documentId);
   assert.equal(whole.stats?.rebased, true, `${whole.tokens} tokens in ${whole.contextTokens} positions`);
   const read = { pages: whole.pageList, prefixTokens: whole.tokens, contextTokens: whole.contextTokens! };
@@ -265,7 +240,10 @@ test('a range of pages: one that fits from a later page is read at its own posit
   const unchanged = core.documents.get(r.documentId);
   assert.deepEqual([unchanged.status, unchanged.pageList], ['ready', whole.pageList], 'nothing started');
 
-  const done = await taskDone(core.documents.recompress({ documentId: r.documentId, pages: [first, last] }).taskId);
+  const done = await taskDone(
+    core,
+    core.documents.recompress({ documentId: r.documentId, pages: [first, last] }).taskId,
+  );
   assert.equal(done.ok, true, done.error ?? '');
   const ranged = core.documents.get(r.documentId);
   assert.equal(ranged.stats?.rebased, false, ranged.readNote ?? '');
@@ -312,7 +290,7 @@ test('a range of pages: one that fits from a later page is read at its own posit
   );
 
   // Compressing the whole document again reads every page, as the first read did.
-  const again = await taskDone(core.documents.recompress({ documentId: r.documentId }).taskId);
+  const again = await taskDone(core, core.documents.recompress({ documentId: r.documentId }).taskId);
   assert.equal(again.ok, true, again.error ?? '');
   const restored = core.documents.get(r.documentId);
   assert.equal(restored.readPages, null);
@@ -342,8 +320,8 @@ test('the imported original is kept once by content, served by id, and removed w
   ]);
   const dataBase64 = bytes.toString('base64');
   const a = await core.documents.import({ fileName: 'sam.txt', dataBase64 });
-  const b = await core.documents.import({ fileName: 'sam again.txt', dataBase64 });
-  for (const r of [a, b]) assert.equal((await taskDone(r.taskId)).ok, true);
+  const b = await core.documents.import({ fileName: 'sam again.txt', dataBase64, keepDuplicate: true });
+  for (const r of [a, b]) assert.equal((await taskDone(core, r.taskId)).ok, true);
   const fa = core.documents.file(a.documentId);
   const fb = core.documents.file(b.documentId);
   assert.ok(fa && fb);
@@ -385,7 +363,7 @@ test('a Word document keeps the HTML mammoth made of it at import, served as tex
     fileName: 'written.docx',
     dataBase64: Buffer.from(bytes).toString('base64'),
   });
-  assert.equal((await taskDone(r.taskId)).ok, true);
+  assert.equal((await taskDone(core, r.taskId)).ok, true);
   const d = core.documents.get(r.documentId);
   assert.equal(d.kind, 'docx');
   assert.equal(d.hasHtml, true);

@@ -12,9 +12,10 @@ import { join } from 'node:path';
 
 import type { EventPayload, KeptPositions, Settings } from '../electron/api/contract.ts';
 import { readKeptPositions } from '../electron/engine/session-file.ts';
-import { createAppCore, type AppCore } from '../electron/services/app-core.ts';
+import type { AppCore } from '../electron/services/app-core.ts';
 import { DEFAULT_SETTINGS } from '../electron/storage/settings.ts';
 import { missing, repoRoot, sharedModel } from './helpers/shared.ts';
+import { testCore } from './helpers/test-core.ts';
 
 const model = sharedModel('stories260K.gguf');
 const skip = missing(model);
@@ -26,11 +27,7 @@ const call = <T>(method: string, params: unknown) => core.dispatcher.dispatch(me
 
 before(async () => {
   if (skip) return;
-  core = await createAppCore({
-    dataDir: join(dir, 'library'),
-    model,
-    models: { discovery: { knownPlaces: false, systemWide: false } },
-  });
+  core = await testCore(join(dir, 'library'), model);
   const story = readFileSync(join(repoRoot, 'test/docs/lily-and-the-red-kite.txt'), 'utf8').slice(0, 1200);
   const path = join(dir, 'story.txt');
   writeFileSync(path, story);

@@ -10,10 +10,10 @@ import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-import type { EventPayload } from '../electron/api/contract.ts';
-import { createAppCore, type AppCore } from '../electron/services/app-core.ts';
+import type { AppCore } from '../electron/services/app-core.ts';
 import { encryptedPdf } from './helpers/make-pdf.ts';
 import { missing, sharedModel } from './helpers/shared.ts';
+import { taskDone, testCore } from './helpers/test-core.ts';
 
 const model = sharedModel('stories260K.gguf');
 const skip = missing(model);
@@ -22,28 +22,13 @@ let core: AppCore;
 
 before(async () => {
   if (skip) return;
-  core = await createAppCore({
-    dataDir: join(dir, 'library'),
-    model,
-    models: { discovery: { knownPlaces: false, systemWide: false } },
-  });
+  core = await testCore(join(dir, 'library'), model);
   core.storage.settings.update({ systemPrompt: '', sampling: { maxTokens: 12, temperature: 0 } });
 });
 after(async () => {
   await core?.close();
   rmSync(dir, { recursive: true, force: true });
 });
-
-function taskDone(taskId: string): Promise<EventPayload<'task.done'>> {
-  return new Promise((resolve) => {
-    const off = core.bus.subscribe((event, payload) => {
-      if (event === 'task.done' && (payload as EventPayload<'task.done'>).taskId === taskId) {
-        off();
-        resolve(payload as EventPayload<'task.done'>);
-      }
-    });
-  });
-}
 
 const story =
   'Once upon a time, there was a little dog named Max. Max liked to run in the park. One day, Max found a red ball. ' +
@@ -52,7 +37,7 @@ const base64 = (s: string | Uint8Array) => Buffer.from(s).toString('base64');
 
 async function importText(fileName: string, text: string, more: { keepDuplicate?: boolean } = {}) {
   const r = await core.documents.import({ fileName, dataBase64: base64(text), ...more });
-  const done = await taskDone(r.taskId);
+  const done = await taskDone(core, r.taskId);
   assert.equal(done.ok, true, done.error ?? '');
   return r.documentId;
 }
@@ -101,7 +86,7 @@ test('an encrypted PDF asks for its password, again when wrong, opens with the r
 }, async () => {
   const pdf = encryptedPdf({ pages: [['Max found a red ball in the park.']], userPassword: 'hunter2', bits: 128 });
   const first = await core.documents.import({ fileName: 'locked.pdf', dataBase64: base64(pdf) });
-  assert.equal((await taskDone(first.taskId)).ok, false);
+  assert.equal((await taskDone(core, first.taskId)).ok, false);
   let d = core.documents.get(first.documentId);
   assert.equal(d.status, 'failed');
   assert.equal(d.errorCode, 'PASSWORD_REQUIRED');
@@ -109,7 +94,7 @@ test('an encrypted PDF asks for its password, again when wrong, opens with the r
 
   const wrong = await core.documents.import({ documentId: first.documentId, password: 'not-it' });
   assert.equal(wrong.documentId, first.documentId);
-  assert.equal((await taskDone(wrong.taskId)).ok, false);
+  assert.equal((await taskDone(core, wrong.taskId)).ok, false);
   d = core.documents.get(first.documentId);
   assert.equal(d.errorCode, 'PASSWORD_WRONG');
   assert.equal(d.remedy, 'password');
@@ -118,7 +103,7 @@ test('an encrypted PDF asks for its password, again when wrong, opens with the r
   // Importing the same file again goes into the failed document rather than beside it.
   const again = await core.documents.import({ fileName: 'locked.pdf', dataBase64: base64(pdf), password: 'hunter2' });
   assert.equal(again.documentId, first.documentId);
-  assert.equal((await taskDone(again.taskId)).ok, true);
+  assert.equal((await taskDone(core, again.taskId)).ok, true);
   d = core.documents.get(first.documentId);
   assert.equal(d.status, 'ready');
   assert.equal(d.errorCode, null);
@@ -141,7 +126,7 @@ test('an encrypted PDF asks for its password, again when wrong, opens with the r
 test('a damaged file offers nothing to try again; its file is not held', { skip }, async () => {
   const bad = new TextEncoder().encode('%PDF-1.7\n1 0 obj << /Type /Catalog >> garbage without end');
   const r = await core.documents.import({ fileName: 'broken.pdf', dataBase64: base64(bad) });
-  assert.equal((await taskDone(r.taskId)).ok, false);
+  assert.equal((await taskDone(core, r.taskId)).ok, false);
   const d = core.documents.get(r.documentId);
   assert.equal(d.errorCode, 'CORRUPT');
   assert.equal(d.remedy, null);

@@ -8,8 +8,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 import type { EngineStatus, ModelEntry, Settings } from '../electron/api/contract.ts';
-import { createAppCore, type AppCore } from '../electron/services/app-core.ts';
+import type { AppCore } from '../electron/services/app-core.ts';
 import { missing, sharedModel } from './helpers/shared.ts';
+import { testCore } from './helpers/test-core.ts';
 
 const needle = sharedModel('needle-llama.gguf');
 const stories = sharedModel('stories260K.gguf');
@@ -21,11 +22,7 @@ const call = <T>(method: string, params: unknown) => core.dispatcher.dispatch(me
 
 before(async () => {
   if (skip) return;
-  core = await createAppCore({
-    dataDir: join(dir, 'library'),
-    model: needle,
-    models: { discovery: { knownPlaces: false, systemWide: false } },
-  });
+  core = await testCore(join(dir, 'library'), needle);
 });
 after(async () => {
   await core?.close();

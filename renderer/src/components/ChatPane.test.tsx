@@ -3,25 +3,11 @@ import userEvent from '@testing-library/user-event';
 import { describe, expect, it } from 'vitest';
 
 import type { Message } from '../../../electron/api/contract.ts';
-import { chat, createFakeApi, detail, doc, type FakeApi, usage } from '../test/fake-api.ts';
+import { chat, createFakeApi, detail, doc, type FakeApi, message, usage } from '../test/fake-api.ts';
 import { renderApp } from '../test/render-app.tsx';
 import { useUi } from '../stores/ui.ts';
 
-const m = (over: Partial<Message>): Message => ({
-  id: 'x',
-  chatId: 'c1',
-  role: 'assistant',
-  text: '',
-  status: 'complete',
-  createdAt: '2026-01-01T00:00:00.000Z',
-  tokens: null,
-  tokensPerSecond: null,
-  pageRefs: [],
-  citations: null,
-  error: null,
-  version: { index: 1, count: 1 },
-  ...over,
-});
+const m = message;
 
 /** A chat whose stored messages follow what the fake core does, as the real one's would. */
 function chatApi(messages: Message[] = []): FakeApi & { finish(message: Message): void } {

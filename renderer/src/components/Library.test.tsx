@@ -5,11 +5,11 @@ import { act, screen, waitFor, within } from '@testing-library/react';
 import userEvent from '@testing-library/user-event';
 import { describe, expect, it, vi } from 'vitest';
 
-import { ApiError, type Message } from '../../../electron/api/contract.ts';
+import { ApiError } from '../../../electron/api/contract.ts';
 import { importFiles } from '../stores/documents.ts';
 import { useChats } from '../stores/chats.ts';
 import { useUi } from '../stores/ui.ts';
-import { chat, createFakeApi, detail, doc, usage } from '../test/fake-api.ts';
+import { chat, createFakeApi, detail, doc, message, usage } from '../test/fake-api.ts';
 import { renderApp } from '../test/render-app.tsx';
 
 const failed = (id: string, over: Parameters<typeof doc>[0]) =>
@@ -174,21 +174,7 @@ describe('the library', () => {
   });
 });
 
-const m = (over: Partial<Message>): Message => ({
-  id: 'x',
-  chatId: 'c1',
-  role: 'assistant',
-  text: '',
-  status: 'complete',
-  createdAt: '2026-01-01T00:00:00.000Z',
-  tokens: null,
-  tokensPerSecond: null,
-  pageRefs: [],
-  error: null,
-  version: { index: 1, count: 1 },
-  citations: null,
-  ...over,
-});
+const m = message;
 
 function chatApi() {
   let messages = [

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 
 import type { Message } from '../../../electron/api/contract.ts';
 import { setApi } from '../api/client.ts';
-import { chat, createFakeApi, usage } from '../test/fake-api.ts';
+import { chat, createFakeApi, message, usage } from '../test/fake-api.ts';
 import {
   editQuestion,
   liveRate,
@@ -16,21 +16,7 @@ import {
   useChats,
 } from './chats.ts';
 
-const msg = (over: Partial<Message>): Message => ({
-  id: 'x',
-  chatId: 'c1',
-  role: 'assistant',
-  text: '',
-  status: 'complete',
-  createdAt: '2026-01-01T00:00:00.000Z',
-  tokens: null,
-  tokensPerSecond: null,
-  pageRefs: [],
-  citations: null,
-  error: null,
-  version: { index: 1, count: 1 },
-  ...over,
-});
+const msg = message;
 
 function openChat(messages: Message[] = []) {
   useChats.setState({

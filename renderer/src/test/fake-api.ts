@@ -8,6 +8,7 @@ import type {
   EngineStatus,
   EventName,
   EventPayload,
+  Message,
   MethodName,
   ModelEntry,
   Params,
@@ -216,6 +217,22 @@ export const chat = (over: Partial<ChatSummary> = {}): ChatSummary => ({
   createdAt: '2026-01-01T00:00:00.000Z',
   updatedAt: '2026-01-01T00:00:00.000Z',
   messageCount: 0,
+  ...over,
+});
+
+export const message = (over: Partial<Message> = {}): Message => ({
+  id: 'x',
+  chatId: 'c1',
+  role: 'assistant',
+  text: '',
+  status: 'complete',
+  createdAt: '2026-01-01T00:00:00.000Z',
+  tokens: null,
+  tokensPerSecond: null,
+  pageRefs: [],
+  citations: null,
+  error: null,
+  version: { index: 1, count: 1 },
   ...over,
 });
 

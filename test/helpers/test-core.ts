@@ -1,0 +1,21 @@
+// A real app core for tests, and waiting for one of its tasks to finish.
+import type { EventPayload } from '../../electron/api/contract.ts';
+import { createAppCore, type AppCore } from '../../electron/services/app-core.ts';
+
+/** An app core on `dataDir` with `model` as its model. */
+export function testCore(dataDir: string, model: string): Promise<AppCore> {
+  // Discovery off: tests never scan the machine for models, they use only the one given.
+  return createAppCore({ dataDir, model, models: { discovery: { knownPlaces: false, systemWide: false } } });
+}
+
+/** The task.done event of the task `taskId` on `core`'s bus. */
+export function taskDone(core: AppCore, taskId: string): Promise<EventPayload<'task.done'>> {
+  return new Promise((resolve) => {
+    const off = core.bus.subscribe((event, payload) => {
+      if (event === 'task.done' && (payload as EventPayload<'task.done'>).taskId === taskId) {
+        off();
+        resolve(payload as EventPayload<'task.done'>);
+      }
+    });
+  });
+}
