@@ -7,9 +7,10 @@
 // test/.output/screenshots/.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, statSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import type { BrowserContext, Page } from 'playwright-core';
 
 import { documentFileRoute } from '../electron/api/contract.ts';
@@ -85,6 +86,22 @@ test('a PDF imported through the file picker is kept, and shown page by page', {
   // Only the pages near the viewport are drawn: the third, two page-heights down, is a placeholder.
   assert.equal(await page.locator('[data-testid="pdf-page"]').count(), 3);
   assert.equal(await page.locator('[data-testid="pdf-page"][data-page="3"] canvas').count(), 0);
+  // pdf.js's data, where lib/pdfjs.ts points it (CMaps for CJK text, the standard fonts a PDF may leave
+  // unembedded, the JPEG 2000 decoder), is served beside the build to the page.
+  const files = ['cmaps/UniJIS-UCS2-H.bcmap', 'standard_fonts/FoxitSerif.pfb', 'wasm/openjpeg.wasm'];
+  const served = await page.evaluate(
+    (names) =>
+      Promise.all(
+        names.map(async (f) => (await (await fetch(new URL(`pdfjs/${f}`, document.baseURI))).arrayBuffer()).byteLength),
+      ),
+    files,
+  );
+  const pdfjsRoot = dirname(createRequire(import.meta.url).resolve('pdfjs-dist/package.json'));
+  assert.deepEqual(
+    served,
+    files.map((f) => statSync(join(pdfjsRoot, f)).size),
+    'the files themselves, not the app page',
+  );
   await page.screenshot({ path: join(shots, 'viewer-01-pdf-page.png') });
 });
 

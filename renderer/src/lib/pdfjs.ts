@@ -1,6 +1,7 @@
 // pdf.js in the renderer: loaded on first use (it is large), its worker a file of the build (Vite emits
-// pdf.worker.min.mjs as an asset; worker-src 'self' allows it), and a document opened from its bytes (the
-// stored original, lib/document-file.ts). A password-protected PDF asks for its password through
+// pdf.worker.min.mjs as an asset; worker-src 'self' allows it), its data (CMaps, standard fonts, image
+// decoders) under pdfjs/ beside the build, and a document opened from its bytes (the stored original,
+// lib/document-file.ts). A password-protected PDF asks for its password through
 // `askPassword` (again, saying so, when it was wrong).
 import type { PDFDocumentProxy } from 'pdfjs-dist';
 
@@ -39,8 +40,15 @@ export async function openPdf(
   askPassword: (wrong: boolean) => Promise<string | null>,
 ): Promise<PDFDocumentProxy> {
   const pdfjs = await loadPdfjs();
+  // pdf.js wants absolute folder URLs ending in '/': the data vite.config.ts copies beside the build.
+  const data = (dir: string) => new URL(`pdfjs/${dir}/`, document.baseURI).href;
   const task = pdfjs.getDocument({
     data: bytes,
+    cMapUrl: data('cmaps'),
+    cMapPacked: true,
+    standardFontDataUrl: data('standard_fonts'),
+    wasmUrl: data('wasm'),
+    iccUrl: data('iccs'),
     verbosity: pdfjs.VerbosityLevel.ERRORS,
     isEvalSupported: false,
     enableXfa: false,
