@@ -33,13 +33,14 @@ export function RetentionLegend({ max, window }: { max: number; window: KeptWind
       <span className="small">
         Shading: the share of the model’s cache (every layer’s KV heads) that kept each sentence.
       </span>
-      <span className="retention-scale-wrap">
+      {/* How to read the scale, on hover: on a small window the legend must not push the page off screen. */}
+      <span
+        className="retention-scale-wrap"
+        title="The top is the highest share outside the window; a square-root scale, so faint tints are small shares, not none"
+      >
         <span className="small">0%</span>
         <span className="retention-scale" aria-hidden="true" />
         <span className="small">{formatPercent(max, max < 0.1 ? 1 : 0)}</span>
-      </span>
-      <span className="muted small">
-        (the highest outside the window; a square-root scale, so faint tints are small shares, not none)
       </span>
       {window && (
         <span className="small window-key" data-testid="window-label">
