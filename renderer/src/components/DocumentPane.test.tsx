@@ -186,6 +186,28 @@ describe('a Word document as written', () => {
     );
   });
 
+  it('dims the text of pages the model did not read', async () => {
+    vi.mocked(fetchDocumentText).mockResolvedValue('<p>Lily had a red kite.</p><p>The end.</p>');
+    await openDocumentTab(
+      detail({
+        kind: 'docx',
+        hasFile: true,
+        hasHtml: true,
+        readPages: [1, 1],
+        pageList: [
+          { page: 1, text: 'Lily had a red kite.', tokenStart: 0, tokenEnd: 8 },
+          { page: 2, text: 'The end.', tokenStart: -1, tokenEnd: -1 },
+        ],
+        passages: [{ page: 1, start: 0, end: 20, retention: 0.4 }],
+        keptWindow: null,
+      }),
+    );
+    const doc = await screen.findByTestId('html-doc');
+    await waitFor(() => expect(doc.querySelectorAll('.unread-text')).toHaveLength(1));
+    expect(doc.querySelector('.unread-text')?.textContent).toBe('The end.');
+    expect(doc.querySelector('.passage')?.classList.contains('unread-text')).toBe(false);
+  });
+
   it('says so when the HTML cannot be loaded', async () => {
     vi.mocked(fetchDocumentText).mockRejectedValue(new Error('no stored html'));
     await openDocumentTab(wordDetail());

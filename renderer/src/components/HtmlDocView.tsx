@@ -14,6 +14,7 @@ import { alignTexts, joinPages, mapRange } from '../lib/html-overlay.ts';
 import { renderMarkdown, sanitizeHtml, type SafeHtml } from '../lib/markdown.ts';
 import { retentionColor, type Citation } from '../lib/retention-overlay.ts';
 import { SanitizedHtml } from './SanitizedHtml.tsx';
+import { pagesRead } from '../../../electron/services/room.ts';
 
 export interface HtmlDocViewProps {
   detail: DocumentDetail;
@@ -50,6 +51,7 @@ interface CharMarks {
   window: Uint8Array;
   cited: Float32Array; // NaN: not cited
   hit: Uint8Array; // 1: a hit, 2: the current hit
+  unread: Uint8Array; // 1: on a page the model did not read (a range of pages was read)
 }
 
 let drawCount = 0;
@@ -78,6 +80,7 @@ export function HtmlDocView({ detail, page, shade, scaleMax, citation, hits, cur
       window: new Uint8Array(rendered.length),
       cited: new Float32Array(rendered.length).fill(NaN),
       hit: new Uint8Array(rendered.length),
+      unread: new Uint8Array(rendered.length),
     };
     const fill = (pageNo: number, start: number, end: number, set: (a: number, b: number) => void) => {
       const base = joined.base.get(pageNo);
@@ -102,6 +105,10 @@ export function HtmlDocView({ detail, page, shade, scaleMax, citation, hits, cur
           for (let k = a; k < b; k++)
             marks.cited[k] = Math.max(Number.isNaN(marks.cited[k]) ? 0 : marks.cited[k], c.share);
         });
+    // Pages the model did not read are dimmed, as in the page text and the PDF.
+    const read = new Set(pagesRead(detail.pageList, detail.readPages).map((p) => p.page));
+    for (const p of detail.pageList)
+      if (!read.has(p.page)) fill(p.page, 0, p.text.length, (a, b) => marks.unread.fill(1, a, b));
     for (const h of hits) fill(h.page, h.start, h.end, (a, b) => marks.hit.fill(h === current ? 2 : 1, a, b));
     drawMarks(nodes, marks, scaleMax);
     const target =
@@ -152,7 +159,8 @@ function drawMarks(nodes: Text[], m: CharMarks, scaleMax: number): void {
     (m.retention[a] === m.retention[b] || (Number.isNaN(m.retention[a]) && Number.isNaN(m.retention[b]))) &&
     m.window[a] === m.window[b] &&
     (m.cited[a] === m.cited[b] || (Number.isNaN(m.cited[a]) && Number.isNaN(m.cited[b]))) &&
-    m.hit[a] === m.hit[b];
+    m.hit[a] === m.hit[b] &&
+    m.unread[a] === m.unread[b];
   for (const node of nodes) {
     const start = at;
     const text = node.data;
@@ -171,6 +179,7 @@ function drawMarks(nodes: Text[], m: CharMarks, scaleMax: number): void {
         !Number.isNaN(m.cited[k]) && 'cited',
         m.hit[k] && 'search-hit',
         m.hit[k] === 2 && 'search-current',
+        m.unread[k] && 'unread-text',
       ].filter(Boolean) as string[];
       if (!cls.length) parts.push(document.createTextNode(text.slice(a, b)));
       else {
@@ -183,6 +192,7 @@ function drawMarks(nodes: Text[], m: CharMarks, scaleMax: number): void {
           span.style.backgroundColor = retentionColor(m.retention[k], scaleMax);
           span.title = `Kept by ${formatPercent(m.retention[k])} of the cache’s heads`;
         } else if (m.window[k]) span.title = 'Always kept (the observation window)';
+        else if (m.unread[k]) span.title = 'Not read: the model knows nothing of this page';
         if (!Number.isNaN(m.cited[k])) span.style.setProperty('--cited-share', m.cited[k].toFixed(3));
         parts.push(span);
       }
