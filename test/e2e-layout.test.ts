@@ -7,7 +7,7 @@
 // test/.output/screenshots/layout-*.png.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { BrowserContext, Page } from 'playwright-core';
@@ -16,13 +16,11 @@ import type { EventPayload } from '../electron/api/contract.ts';
 import type { WsApi } from '../electron/api/ws-client.ts';
 import type { AppCore } from '../electron/services/app-core.ts';
 import type { WebHost } from '../electron/web/server.ts';
-import { CHROMIUM, launchChromium, serveApp } from './helpers/e2e-host.ts';
-import { missing, repoRoot, sharedModel } from './helpers/shared.ts';
+import { e2eSkip, shots, launchChromium, serveApp } from './helpers/e2e-host.ts';
+import { sharedModel } from './helpers/shared.ts';
 
 const model = sharedModel('stories260K.gguf');
-const skip =
-  missing(model) || (existsSync(CHROMIUM) ? false : `needs ${CHROMIUM} (Debian's chromium package) to drive the UI`);
-const shots = join(repoRoot, 'test/.output/screenshots');
+const skip = e2eSkip(model);
 const apiToken = 'e2e-layout-token-0123456789abcdef';
 
 let dir = '';

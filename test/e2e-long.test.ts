@@ -9,7 +9,7 @@
 // 800×600 go to test/.output/screenshots/long-*.png.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, mkdtempSync } from 'node:fs';
+import { mkdirSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { BrowserContext, Locator, Page } from 'playwright-core';
@@ -19,13 +19,20 @@ import type { WsApi } from '../electron/api/ws-client.ts';
 import type { AppCore } from '../electron/services/app-core.ts';
 import type { WebHost } from '../electron/web/server.ts';
 import { fittingPages } from '../electron/services/room.ts';
-import { CHROMIUM, closeE2e, openAppPage, serveApp, storiesDir, storiesPdf, storyFiles } from './helpers/e2e-host.ts';
-import { missing, repoRoot, sharedModel } from './helpers/shared.ts';
+import {
+  e2eSkip,
+  shots,
+  closeE2e,
+  openAppPage,
+  serveApp,
+  storiesDir,
+  storiesPdf,
+  storyFiles,
+} from './helpers/e2e-host.ts';
+import { sharedModel } from './helpers/shared.ts';
 
 const model = sharedModel('stories260K.gguf');
-const skip =
-  missing(model) || (existsSync(CHROMIUM) ? false : `needs ${CHROMIUM} (Debian's chromium package) to drive the UI`);
-const shots = join(repoRoot, 'test/.output/screenshots');
+const skip = e2eSkip(model);
 const docsDir = storiesDir;
 const stories = storyFiles;
 

@@ -7,7 +7,7 @@
 // test/.output/screenshots/.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, mkdtempSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, statSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -17,13 +17,11 @@ import { documentFileRoute } from '../electron/api/contract.ts';
 import type { WsApi } from '../electron/api/ws-client.ts';
 import type { AppCore } from '../electron/services/app-core.ts';
 import type { WebHost } from '../electron/web/server.ts';
-import { CHROMIUM, closeE2e, openAppPage, serveApp, storiesPdf, storyFiles } from './helpers/e2e-host.ts';
-import { missing, repoRoot, sharedModel } from './helpers/shared.ts';
+import { e2eSkip, shots, closeE2e, openAppPage, serveApp, storiesPdf, storyFiles } from './helpers/e2e-host.ts';
+import { sharedModel } from './helpers/shared.ts';
 
 const model = sharedModel('stories260K.gguf');
-const skip =
-  missing(model) || (existsSync(CHROMIUM) ? false : `needs ${CHROMIUM} (Debian's chromium package) to drive the UI`);
-const shots = join(repoRoot, 'test/.output/screenshots');
+const skip = e2eSkip(model);
 const apiToken = 'e2e-viewer-token-0123456789abcdef';
 /** Three stories, one a page; "boat" is a word of the third only. */
 const stories = storyFiles.slice(0, 3);

@@ -6,7 +6,7 @@
 // Screenshots of every screen go to test/.output/screenshots/.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -18,13 +18,11 @@ import type { AppCore } from '../electron/services/app-core.ts';
 import { dataPaths } from '../electron/services/paths.ts';
 import type { WebHost } from '../electron/web/server.ts';
 import { colorAt, luminance, tOfColor, type Rgb } from '../renderer/src/lib/colormap.ts';
-import { CHROMIUM, closeE2e, openAppPage, serveApp } from './helpers/e2e-host.ts';
-import { missing, repoRoot, sharedModel } from './helpers/shared.ts';
+import { e2eSkip, shots, closeE2e, openAppPage, serveApp } from './helpers/e2e-host.ts';
+import { repoRoot, sharedModel } from './helpers/shared.ts';
 
 const model = sharedModel('stories260K.gguf');
-const skip =
-  missing(model) || (existsSync(CHROMIUM) ? false : `needs ${CHROMIUM} (Debian's chromium package) to drive the UI`);
-const shots = join(repoRoot, 'test/.output/screenshots');
+const skip = e2eSkip(model);
 const docFile = join(repoRoot, 'test/docs/lily-and-the-red-kite.txt');
 
 let dir = '';

@@ -1,7 +1,7 @@
 // What the end-to-end tests share: the app as `folio serve` runs it (the renderer built, a real app core
 // behind the web host, an API client), Debian's Chromium driven by playwright-core, and a PDF made of the
 // test stories.
-import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import WebSocket from 'ws';
 import type { BrowserContext, Page } from 'playwright-core';
@@ -11,9 +11,19 @@ import { createAppCore, type AppCore } from '../../electron/services/app-core.ts
 import { dataPaths } from '../../electron/services/paths.ts';
 import { MAX_DOCUMENT_BYTES } from '../../electron/documents/limits.ts';
 import { startWebHost, type WebHost } from '../../electron/web/server.ts';
-import { repoRoot } from './shared.ts';
+import { missing, repoRoot } from './shared.ts';
 
 export const CHROMIUM = '/usr/bin/chromium';
+
+/** Where the end-to-end tests keep their screenshots (artefacts, not checked in). */
+export const shots = join(repoRoot, 'test/.output/screenshots');
+
+/** Why an end-to-end test on `model` cannot run here (the model or Chromium missing), or false. */
+export function e2eSkip(model: string): string | false {
+  return (
+    missing(model) || (existsSync(CHROMIUM) ? false : `needs ${CHROMIUM} (Debian's chromium package) to drive the UI`)
+  );
+}
 
 /** The test stories (test/docs/*.txt), in name order. */
 export const storiesDir = join(repoRoot, 'test/docs');
