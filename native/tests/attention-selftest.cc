@@ -1,5 +1,7 @@
 // The fast attention against the reference attention on random flat caches: F16 and F32 entries, heads
-// of different lengths (as after compression), awkward sizes, GQA, several queries appended at once.
+// of different lengths (as after compression), awkward sizes, GQA, several queries appended at once, and
+// the shapes of real models (head sizes 64 and 128, groups of 4 and 8) with long caches, where the fast
+// path's register blocks are full.
 //   attention-selftest [SEED]
 #include <cmath>
 #include <cstdio>
@@ -20,19 +22,20 @@ int main(int argc, char** argv) {
   cpu::Scratch scratch;
   int failures = 0, cases = 0;
   for (KvType type : {KvType::F32, KvType::F16})
-    for (int trial = 0; trial < 40; trial++) {
+    for (int trial = 0; trial < 44; trial++) {
       HParams hp;
-      hp.n_head_kv = 1 + int(rng() % 4);
-      hp.n_head = hp.n_head_kv * (1 + int(rng() % 4));
-      hp.head_dim = 1 + int(rng() % 70);
-      hp.head_dim_v = trial % 3 ? hp.head_dim : 1 + int(rng() % 70);
-      const int32_t m = 1 + int32_t(rng() % 20);  // queries appended now
+      const bool real = trial >= 40;  // Llama-3.2-1B's heads (64, G = 4), then Llama-3.1-8B's (128, G = 8)
+      hp.n_head_kv = real ? 2 : 1 + int(rng() % 4);
+      hp.n_head = hp.n_head_kv * (real ? (trial % 2 ? 8 : 4) : 1 + int(rng() % 4));
+      hp.head_dim = real ? (trial % 2 ? 128 : 64) : 1 + int(rng() % 70);
+      hp.head_dim_v = real || trial % 3 ? hp.head_dim : 1 + int(rng() % 70);
+      const int32_t m = real ? 37 + int32_t(rng() % 40) : 1 + int32_t(rng() % 20);  // queries appended now
       FlatKvCache cache(1, hp.n_head_kv, hp.head_dim, hp.head_dim_v, type);
       // Older entries: a different number per head, then the m new tokens in every head.
       std::vector<int32_t> before(size_t(hp.n_head_kv));
       std::vector<int32_t> caps(size_t(hp.n_head_kv));
       for (int g = 0; g < hp.n_head_kv; g++)
-        before[size_t(g)] = int32_t(rng() % 200), caps[size_t(g)] = before[size_t(g)] + m;
+        before[size_t(g)] = int32_t(rng() % (real ? 600 : 200)), caps[size_t(g)] = before[size_t(g)] + m;
       cache.reserve_heads(0, caps);
       for (int g = 0; g < hp.n_head_kv; g++) {
         const int32_t n = before[size_t(g)];
