@@ -21,6 +21,7 @@ import { fileURLToPath } from 'node:url';
 
 import { addonPath, loadAddon } from '../../engine/binding.ts';
 import { type Command, type Values, common, int, print, sessionOptions, str, UsageError } from '../args.ts';
+import { alignColumns } from '../text-table.ts';
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
 const SHAPES = ['1b', '8b', 'tiny'];
@@ -306,11 +307,9 @@ function table(results: BenchResult[]): string {
       gib(r.peak_rss_bytes),
     ]);
   }
-  const w = rows[0].map((_, c) => Math.max(...rows.map((r) => r[c].length)));
-  const lines = rows.map((r) => r.map((cell, c) => (c === 0 ? cell.padEnd(w[c]) : cell.padStart(w[c]))).join('  '));
   const R = results[0]?.repeats ?? 0;
   return (
-    lines.join('\n') +
+    alignColumns(rows) +
     `\nmedians of ${R} runs; read GB/s: the machine's read bandwidth, probed before each decode run; ` +
     'bound = read bandwidth / (weight + KV bytes read per decoded token)\n'
   );
