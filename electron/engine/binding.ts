@@ -364,6 +364,8 @@ export interface FolioAddon {
   statsSchema(): StatsSchema;
   napiVersion: number;
   backendInfo(): BackendInfo;
+  /** The architectures and tensor types the engine opens (held equal to electron/models/gguf-tables.ts). */
+  capabilities(): { architectures: string[]; tensorTypes: string[] };
   /** Reads and checks a GGUF file's header without loading tensor data. */
   readGguf(path: string, opts?: { arrays?: 'summary' | 'full' }): GgufHeader;
   ops: OpsBinding;

@@ -17,9 +17,9 @@ import { open, type FileHandle } from 'node:fs/promises';
 
 import { ApiError } from '../api/contract.ts';
 import { checkMetadataTypes } from './gguf-metadata-rules.ts';
-import { GGUF_VALUE_TYPE, SUPPORTED_ARCHITECTURES } from './gguf-tables.ts';
+import { GGUF_VALUE_TYPE, SUPPORTED_ARCHITECTURES, SUPPORTED_TENSOR_TYPES } from './gguf-tables.ts';
 
-export { GGUF_VALUE_TYPE, SUPPORTED_ARCHITECTURES } from './gguf-tables.ts';
+export { GGUF_VALUE_TYPE, SUPPORTED_ARCHITECTURES, SUPPORTED_TENSOR_TYPES } from './gguf-tables.ts';
 
 // ---------------------------------------------------------------------------------------------------
 // Tables
@@ -771,6 +771,15 @@ export function summarizeGguf(h: GgufHeader): GgufSummary {
     unsupportedReason = `the model is split into ${splitCount} files, and Folio's engine cannot load split files yet`;
   } else if (h.tensors.length === 0) {
     unsupportedReason = 'the file holds no tensors (a vocabulary-only file?)';
+  } else {
+    const unread = tensorTypes.filter((t) => !SUPPORTED_TENSOR_TYPES.includes(t.type));
+    if (unread.length) {
+      const what = unread.map((t) => `${t.type} (${t.count} tensor${t.count === 1 ? '' : 's'})`).join(', ');
+      unsupportedReason =
+        `the file's weights use ${unread.length === 1 ? 'a tensor type' : 'tensor types'} Folio's engine cannot ` +
+        `read yet: ${what}. It reads ${SUPPORTED_TENSOR_TYPES.join(', ')}: get the model in another ` +
+        'quantization (Q4_K_M and Q8_0 files are common)';
+    }
   }
 
   return {

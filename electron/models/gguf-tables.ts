@@ -18,8 +18,27 @@ export const GGUF_VALUE_TYPE = {
   FLOAT64: 12,
 } as const;
 
+// What Folio's engine opens, for reading a header without the engine (the app's main process does not load
+// it): the engine's own lists (capabilities() in native/src/napi/model.cc) are held equal to these by
+// test/capabilities.test.ts.
+
 /** Architectures Folio's engine runs (docs/architecture.md, "model"). */
 export const SUPPORTED_ARCHITECTURES: readonly string[] = ['llama', 'qwen2', 'qwen3'];
+
+/** Tensor types Folio's engine has kernels for, by their ggml names (gguf-header.ts: GGML_TYPES). */
+export const SUPPORTED_TENSOR_TYPES: readonly string[] = [
+  'F32',
+  'F16',
+  'Q4_0',
+  'Q4_1',
+  'Q5_0',
+  'Q5_1',
+  'Q8_0',
+  'Q4_K',
+  'Q5_K',
+  'Q6_K',
+  'BF16',
+];
 
 /** What the metadata rules read of a header: each key's value and its value type. */
 export interface GgufMetadataView {

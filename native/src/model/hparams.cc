@@ -16,7 +16,7 @@ const char* arch_name(Arch arch) {
 }
 
 static bool arch_from_name(std::string_view name, Arch& arch) {
-  for (Arch a : {Arch::Llama, Arch::Qwen2, Arch::Qwen3})
+  for (Arch a : kArchitectures)
     if (name == arch_name(a)) {
       arch = a;
       return true;
@@ -40,9 +40,11 @@ static int32_t positive(const gguf::File& f, const std::string& key, int64_t v, 
 HParams read_hparams(const gguf::File& f) {
   HParams hp;
   hp.arch_name = f.get_string("general.architecture");
-  if (!arch_from_name(hp.arch_name, hp.arch))
-    fail("UNSUPPORTED_ARCH", "unsupported model architecture '" + hp.arch_name +
-                                 "': Folio runs llama (Llama 2/3, Mistral), qwen2 and qwen3 models");
+  if (!arch_from_name(hp.arch_name, hp.arch)) {
+    std::string known;
+    for (Arch a : kArchitectures) known += std::string(known.empty() ? "" : ", ") + arch_name(a);
+    fail("UNSUPPORTED_ARCH", "unsupported model architecture '" + hp.arch_name + "': Folio runs " + known);
+  }
   hp.name = f.get_string_or("general.name", "");
   const std::string a = hp.arch_name + ".";
   auto req = [&](const char* k, int64_t max) { return positive(f, a + k, f.get_int(a + k), max); };

@@ -8,6 +8,7 @@
 namespace folio {
 
 enum class Arch { Llama, Qwen2, Qwen3 };
+constexpr Arch kArchitectures[] = {Arch::Llama, Arch::Qwen2, Arch::Qwen3};  // every Arch, once
 enum class RopeType { Norm, Neox };  // Norm rotates adjacent pairs (2i, 2i+1); Neox rotates (i, i + dim/2)
 
 struct HParams {

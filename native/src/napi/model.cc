@@ -179,7 +179,26 @@ Napi::Value LoadModel(const Napi::CallbackInfo& info) {
 
 }  // namespace
 
+// What model files the engine can open: its architectures (general.architecture) and the tensor types it has
+// kernels for (ggml names; Folio's own repacked layouts are not file types). electron/models/gguf-tables.ts
+// holds the same lists for reading headers without the engine; test/capabilities.test.ts keeps them equal.
+static Napi::Value Capabilities(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Napi::Array archs = Napi::Array::New(env);
+  for (Arch a : kArchitectures) archs.Set(archs.Length(), std::string(arch_name(a)));
+  Napi::Array types = Napi::Array::New(env);
+  for (uint32_t id = 0; id < 256; id++) {
+    const TypeInfo* ti = type_info(id);
+    if (ti && ti->supported && !ti->internal) types.Set(types.Length(), std::string(ti->name));
+  }
+  Napi::Object o = Napi::Object::New(env);
+  o.Set("architectures", archs);
+  o.Set("tensorTypes", types);
+  return o;
+}
+
 void init_model(Napi::Env env, Napi::Object exports) {
+  exports.Set("capabilities", Napi::Function::New(env, Capabilities, "capabilities"));
   registry(env).model = Napi::Persistent(ModelWrap::Define(env));
   init_session(env, exports);
   exports.Set("loadModel", Napi::Function::New(env, LoadModel, "loadModel"));
