@@ -241,6 +241,10 @@ const FILE_TYPE: Record<GgmlTypeName, number> = {
   Q4_K: 14,
   Q5_K: 16,
   Q6_K: 18,
+  Q2_K: 10,
+  Q3_K: 11, // Q3_K_S: Q3_K nearly everywhere
+  IQ4_NL: 25,
+  IQ4_XS: 30,
   BF16: 32,
 };
 
