@@ -2,6 +2,7 @@
 // is tested against these. Layouts and reference formulas are ggml's (ggml-common.h, ggml-quants.c);
 // the struct definitions with their byte maps are in blocks.h.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 
@@ -825,18 +826,15 @@ float vec_dot_q3_k(int64_t n, const void* w, const void* x) {
 // IQ4_NL / IQ4_XS: 4-bit indices into the non-linear code book kIq4nlValues (blocks.h), one scale per 32
 // elements (IQ4_XS: a 6-bit one times the super-block's d).
 
-// The index of the code book value nearest to v (the lower one on ties).
+// The index of the code book value nearest to v (the lower one on ties): the number of midpoints between
+// neighbouring values that lie below v (the midpoints are exact in float).
 int nearest_iq4nl(float v) {
-  int best = 0;
-  float best_e = std::fabs(v - float(kIq4nlValues[0]));
-  for (int k = 1; k < 16; ++k) {
-    const float e = std::fabs(v - float(kIq4nlValues[k]));
-    if (e < best_e) {
-      best_e = e;
-      best = k;
-    }
-  }
-  return best;
+  static const auto kMid = [] {
+    std::array<float, 15> m{};
+    for (int k = 0; k < 15; ++k) m[size_t(k)] = 0.5f * float(kIq4nlValues[k] + kIq4nlValues[k + 1]);
+    return m;
+  }();
+  return int(std::lower_bound(kMid.begin(), kMid.end(), v) - kMid.begin());
 }
 
 // The scale of 32 elements over the code book: the value of largest magnitude maps to an end of the
