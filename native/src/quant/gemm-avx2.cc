@@ -463,6 +463,11 @@ FOLIO_GEMM(gemm_q6_k, kTilesK, pack_q6_k, size_t(k / QK_K) * sizeof(PanelK), nul
 FOLIO_GEMM(gemm_q4_k_vnni, kTilesKVnni, pack_q4_k, size_t(k / QK_K) * sizeof(PanelK), nullptr, 0)
 FOLIO_GEMM(gemm_q5_k_vnni, kTilesKVnni, pack_q5_k, size_t(k / QK_K) * sizeof(PanelK), nullptr, 0)
 FOLIO_GEMM(gemm_q6_k_vnni, kTilesKVnni, pack_q6_k, size_t(k / QK_K) * sizeof(PanelK), nullptr, 0)
+// Q2_K, Q3_K: the same tiles over the portable packers' panels (gemm-pack.cc).
+FOLIO_GEMM(gemm_q2_k, kTilesK, pack_q2_k_portable, size_t(k / QK_K) * sizeof(PanelK), nullptr, 0)
+FOLIO_GEMM(gemm_q3_k, kTilesK, pack_q3_k_portable, size_t(k / QK_K) * sizeof(PanelK), nullptr, 0)
+FOLIO_GEMM(gemm_q2_k_vnni, kTilesKVnni, pack_q2_k_portable, size_t(k / QK_K) * sizeof(PanelK), nullptr, 0)
+FOLIO_GEMM(gemm_q3_k_vnni, kTilesKVnni, pack_q3_k_portable, size_t(k / QK_K) * sizeof(PanelK), nullptr, 0)
 
 #undef FOLIO_GEMM
 
@@ -559,6 +564,8 @@ void add_avx2_gemm(KernelTable& t, bool avx_vnni) {
   slot(t, TensorType::Q4_K).gemv = avx_vnni ? gemv_k4<false, true> : gemv_k4<false, false>;
   slot(t, TensorType::Q5_K).gemv = avx_vnni ? gemv_k4<true, true> : gemv_k4<true, false>;
   slot(t, TensorType::Q6_K).gemm = avx_vnni ? gemm_q6_k_vnni : gemm_q6_k;
+  slot(t, TensorType::Q2_K).gemm = avx_vnni ? gemm_q2_k_vnni : gemm_q2_k;
+  slot(t, TensorType::Q3_K).gemm = avx_vnni ? gemm_q3_k_vnni : gemm_q3_k;
 }
 
 }  // namespace folio::quant

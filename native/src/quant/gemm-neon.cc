@@ -3,7 +3,7 @@
 //   F32, F16, BF16      4 rows × 4 tokens of 4-wide FMA accumulators, 8 elements per step.
 //   Q8_0, Q4_0, Q5_0    PanelQ8 against Q8_0, 4 × 4: SDOT (or vmull + vpadal without dotprod) per 16
 //                       bytes, then one FMA per block with the two scales' product.
-//   Q4_K, Q5_K, Q6_K    PanelK against Q8_K, 4 × 4 integer accumulators per super-block: SDOT per 16
+//   Q2_K .. Q6_K        PanelK against Q8_K, 4 × 4 integer accumulators per super-block: SDOT per 16
 //                       elements times that group's scale (vmla by scalar), scaled once per super-block.
 // The panels come from the portable packers (gemm-pack.cc). Integer sums per block are exact and equal
 // to vec_dot's; only the float scaling and accumulation order differ.
@@ -218,6 +218,10 @@ FOLIO_GEMM(gemm_q6_k, kTilesK, pack_q6_k_portable, K_PANEL, nullptr, 0)
 FOLIO_GEMM(gemm_q4_k_sdot, kTilesKSdot, pack_q4_k_portable, K_PANEL, nullptr, 0)
 FOLIO_GEMM(gemm_q5_k_sdot, kTilesKSdot, pack_q5_k_portable, K_PANEL, nullptr, 0)
 FOLIO_GEMM(gemm_q6_k_sdot, kTilesKSdot, pack_q6_k_portable, K_PANEL, nullptr, 0)
+FOLIO_GEMM(gemm_q2_k, kTilesK, pack_q2_k_portable, K_PANEL, nullptr, 0)
+FOLIO_GEMM(gemm_q3_k, kTilesK, pack_q3_k_portable, K_PANEL, nullptr, 0)
+FOLIO_GEMM(gemm_q2_k_sdot, kTilesKSdot, pack_q2_k_portable, K_PANEL, nullptr, 0)
+FOLIO_GEMM(gemm_q3_k_sdot, kTilesKSdot, pack_q3_k_portable, K_PANEL, nullptr, 0)
 #undef K_PANEL
 #undef FOLIO_GEMM
 
@@ -235,6 +239,8 @@ void add_neon_gemm(KernelTable& t, bool dotprod) {
   slot(t, TensorType::Q4_K).gemm = dotprod ? gemm_q4_k_sdot : gemm_q4_k;
   slot(t, TensorType::Q5_K).gemm = dotprod ? gemm_q5_k_sdot : gemm_q5_k;
   slot(t, TensorType::Q6_K).gemm = dotprod ? gemm_q6_k_sdot : gemm_q6_k;
+  slot(t, TensorType::Q2_K).gemm = dotprod ? gemm_q2_k_sdot : gemm_q2_k;
+  slot(t, TensorType::Q3_K).gemm = dotprod ? gemm_q3_k_sdot : gemm_q3_k;
 }
 
 }  // namespace folio::quant

@@ -137,6 +137,61 @@ size_t pack_q6_k_portable(int64_t k, const uint8_t* w, size_t ldw, int rm, uint8
   return size_t(nb) * sizeof(PanelK);
 }
 
+// Q2_K: q in 0..3, each group's 4-bit scale on its 8 pairs, its 4-bit min as the offset.
+size_t pack_q2_k_portable(int64_t k, const uint8_t* w, size_t ldw, int rm, uint8_t* dst) {
+  const int64_t nb = k / QK_K;
+  for (int i = 0; i < rm; ++i) {
+    const BlockQ2_K* src = reinterpret_cast<const BlockQ2_K*>(w + i * ldw);
+    PanelK* out = reinterpret_cast<PanelK*>(dst) + i * nb;
+    for (int64_t b = 0; b < nb; ++b) {
+      for (int h = 0; h < 2; ++h) {
+        for (int j = 0; j < 4; ++j) {
+          for (int l = 0; l < 32; ++l) out[b].q[128 * h + 32 * j + l] = (src[b].qs[32 * h + l] >> (2 * j)) & 3;
+        }
+      }
+      for (int s = 0; s < 8; ++s) {
+        for (int l = 0; l < 8; ++l) {
+          out[b].sc[s][l] = src[b].scales[2 * s] & 15;
+          out[b].sc[s][l + 8] = src[b].scales[2 * s + 1] & 15;
+        }
+      }
+      for (int g = 0; g < 16; ++g) out[b].off[g] = src[b].scales[g] >> 4;
+      out[b].d = fp16_to_f32(src[b].d);
+      out[b].dmin = fp16_to_f32(src[b].dmin);
+    }
+  }
+  return size_t(nb) * sizeof(PanelK);
+}
+
+// Q3_K: q + 4 in 0..7 (unsigned), each group's signed scale sc - 32 on its 8 pairs and 4 (sc - 32) as the
+// offset, dmin = d (as Q6_K does with 32).
+size_t pack_q3_k_portable(int64_t k, const uint8_t* w, size_t ldw, int rm, uint8_t* dst) {
+  const int64_t nb = k / QK_K;
+  for (int i = 0; i < rm; ++i) {
+    const BlockQ3_K* src = reinterpret_cast<const BlockQ3_K*>(w + i * ldw);
+    PanelK* out = reinterpret_cast<PanelK*>(dst) + i * nb;
+    for (int64_t b = 0; b < nb; ++b) {
+      for (int h = 0; h < 2; ++h) {
+        for (int j = 0; j < 4; ++j) {
+          for (int l = 0; l < 32; ++l) {
+            const int lo = (src[b].qs[32 * h + l] >> (2 * j)) & 3, hi = (src[b].hmask[l] >> (4 * h + j)) & 1;
+            out[b].q[128 * h + 32 * j + l] = uint8_t(lo | (hi << 2));
+          }
+        }
+      }
+      for (int s = 0; s < 8; ++s) {
+        for (int l = 0; l < 8; ++l) {
+          out[b].sc[s][l] = int16_t(q3_k_scale(src[b].scales, 2 * s) - 32);
+          out[b].sc[s][l + 8] = int16_t(q3_k_scale(src[b].scales, 2 * s + 1) - 32);
+        }
+      }
+      for (int g = 0; g < 16; ++g) out[b].off[g] = int16_t(4 * (q3_k_scale(src[b].scales, g) - 32));
+      out[b].d = out[b].dmin = fp16_to_f32(src[b].d);
+    }
+  }
+  return size_t(nb) * sizeof(PanelK);
+}
+
 int64_t prep_q8_0_portable(int64_t k, const uint8_t* x, size_t ldx, int64_t n, float* dst) {
   const int64_t nb = k / QK;
   for (int64_t j = 0; j < n; ++j) {

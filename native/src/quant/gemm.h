@@ -9,7 +9,7 @@
 //   Q8_0, Q4_0, Q5_0 -> PanelQ8 (d as a float, q − offset as int8): exact, the dot is the Q8_0 one
 //                       (AVX-512 with VNNI uses pairs of blocks with the quants biased to unsigned);
 //   Q4_1, Q5_1 -> PanelU8_1 (d, m as floats, q as uint8);
-//   Q4_K, Q5_K, Q6_K -> PanelK (q as uint8 in element order, each sub-block's int16 scales laid out
+//   Q2_K, Q3_K, Q4_K, Q5_K, Q6_K -> PanelK (q as uint8 in element order, each sub-block's int16 scales laid out
 //                       as the multipliers of vpmaddwd / the pairs of products, the offsets against
 //                       the activation group sums, and d, dmin as floats).
 #pragma once
@@ -191,6 +191,8 @@ size_t pack_q5_0_portable(int64_t k, const uint8_t* w, size_t ldw, int rm, uint8
 size_t pack_q4_k_portable(int64_t k, const uint8_t* w, size_t ldw, int rm, uint8_t* dst);
 size_t pack_q5_k_portable(int64_t k, const uint8_t* w, size_t ldw, int rm, uint8_t* dst);
 size_t pack_q6_k_portable(int64_t k, const uint8_t* w, size_t ldw, int rm, uint8_t* dst);
+size_t pack_q2_k_portable(int64_t k, const uint8_t* w, size_t ldw, int rm, uint8_t* dst);
+size_t pack_q3_k_portable(int64_t k, const uint8_t* w, size_t ldw, int rm, uint8_t* dst);
 int64_t prep_q8_0_portable(int64_t k, const uint8_t* x, size_t ldx, int64_t n, float* dst);
 
 #if FOLIO_QUANT_X86
