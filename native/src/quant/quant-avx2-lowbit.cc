@@ -73,9 +73,12 @@ FOLIO_AVX2 float vec_dot_q2_k(int64_t n, const void* w, const void* x) {
 // nibbles of bytes 0-7 then their high nibbles give the low 4 bits of scales 0-15; byte 8 + g % 4
 // shifted right by 2 (g / 4) gives the high 2 bits, which four shifted copies of bytes 8-11 line up.
 FOLIO_AVX2_INLINE __m256i q3_k_scales16(const uint8_t* s) {
-  uint8_t buf[16] = {};
-  std::memcpy(buf, s, 12);  // a 16-byte load would read past the last block of a row
-  const __m128i v = load128(buf);
+  // 8 + 4 bytes into one register: a 16-byte load would read past the last block of a row, and a copy
+  // through memory would stall on store forwarding
+  uint32_t c4;
+  std::memcpy(&c4, s + 8, 4);
+  const __m128i v =
+      _mm_unpacklo_epi64(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(s)), _mm_cvtsi32_si128(int(c4)));
   const __m128i m4 = _mm_set1_epi8(15);
   const __m128i lo = _mm_unpacklo_epi64(_mm_and_si128(v, m4), _mm_and_si128(_mm_srli_epi16(v, 4), m4));
   const __m128i c = _mm_shuffle_epi32(v, _MM_SHUFFLE(2, 2, 2, 2));
