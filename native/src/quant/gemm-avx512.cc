@@ -200,6 +200,12 @@ struct UnpackQ5_0 {
   }
 };
 
+struct UnpackIQ4_NL {
+  FOLIO_AVX512 __m256i operator()(const BlockIQ4_NL& b) const {
+    return _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(load128(kIq4nlValues)), avx2::nibbles16(b.qs));
+  }
+};
+
 FOLIO_AVX512 size_t pack_q8_0(int64_t k, const uint8_t* w, size_t ldw, int rm, uint8_t* dst) {
   return pack_pairs<BlockQ8_0>(k, w, ldw, rm, dst, UnpackQ8_0{});
 }
@@ -209,12 +215,16 @@ FOLIO_AVX512 size_t pack_q4_0(int64_t k, const uint8_t* w, size_t ldw, int rm, u
 FOLIO_AVX512 size_t pack_q5_0(int64_t k, const uint8_t* w, size_t ldw, int rm, uint8_t* dst) {
   return pack_pairs<BlockQ5_0>(k, w, ldw, rm, dst, UnpackQ5_0{});
 }
+FOLIO_AVX512 size_t pack_iq4_nl(int64_t k, const uint8_t* w, size_t ldw, int rm, uint8_t* dst) {
+  return pack_pairs<BlockIQ4_NL>(k, w, ldw, rm, dst, UnpackIQ4_NL{});
+}
 
 #define PAIRS_PANEL size_t((k / QK + 1) / 2) * sizeof(PanelQ8x2)
 #define PAIRS_PREP ((k / QK + 1) / 2 * 2)
 FOLIO_GEMM(gemm_q8_0, kTilesQ8x2, pack_q8_0, PAIRS_PANEL, prep_q8_0, PAIRS_PREP)
 FOLIO_GEMM(gemm_q4_0, kTilesQ8x2, pack_q4_0, PAIRS_PANEL, prep_q8_0, PAIRS_PREP)
 FOLIO_GEMM(gemm_q5_0, kTilesQ8x2, pack_q5_0, PAIRS_PANEL, prep_q8_0, PAIRS_PREP)
+FOLIO_GEMM(gemm_iq4_nl, kTilesQ8x2, pack_iq4_nl, PAIRS_PANEL, prep_q8_0, PAIRS_PREP)
 #undef PAIRS_PANEL
 #undef PAIRS_PREP
 
@@ -397,6 +407,7 @@ void add_avx512_gemm(KernelTable& t, bool vnni) {
     slot(t, TensorType::Q8_0).gemm = gemm_q8_0;
     slot(t, TensorType::Q4_0).gemm = gemm_q4_0;
     slot(t, TensorType::Q5_0).gemm = gemm_q5_0;
+    slot(t, TensorType::IQ4_NL).gemm = gemm_iq4_nl;
   }
 }
 

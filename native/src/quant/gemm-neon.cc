@@ -146,6 +146,8 @@ const TileTable<TileQ8Sdot, 4, 4> kTilesQ8Sdot;
 FOLIO_GEMM(gemm_q8_0, kTilesQ8, pack_q8_0_portable, Q8_PANEL, prep_q8_0_portable, k / QK)
 FOLIO_GEMM(gemm_q4_0, kTilesQ8, pack_q4_0_portable, Q8_PANEL, prep_q8_0_portable, k / QK)
 FOLIO_GEMM(gemm_q5_0, kTilesQ8, pack_q5_0_portable, Q8_PANEL, prep_q8_0_portable, k / QK)
+FOLIO_GEMM(gemm_iq4_nl, kTilesQ8, pack_iq4_nl_portable, Q8_PANEL, prep_q8_0_portable, k / QK)
+FOLIO_GEMM(gemm_iq4_nl_sdot, kTilesQ8Sdot, pack_iq4_nl_portable, Q8_PANEL, prep_q8_0_portable, k / QK)
 FOLIO_GEMM(gemm_q8_0_sdot, kTilesQ8Sdot, pack_q8_0_portable, Q8_PANEL, prep_q8_0_portable, k / QK)
 FOLIO_GEMM(gemm_q4_0_sdot, kTilesQ8Sdot, pack_q4_0_portable, Q8_PANEL, prep_q8_0_portable, k / QK)
 FOLIO_GEMM(gemm_q5_0_sdot, kTilesQ8Sdot, pack_q5_0_portable, Q8_PANEL, prep_q8_0_portable, k / QK)
@@ -236,6 +238,7 @@ void add_neon_gemm(KernelTable& t, bool dotprod) {
   slot(t, TensorType::Q8_0).gemm = dotprod ? gemm_q8_0_sdot : gemm_q8_0;
   slot(t, TensorType::Q4_0).gemm = dotprod ? gemm_q4_0_sdot : gemm_q4_0;
   slot(t, TensorType::Q5_0).gemm = dotprod ? gemm_q5_0_sdot : gemm_q5_0;
+  slot(t, TensorType::IQ4_NL).gemm = dotprod ? gemm_iq4_nl_sdot : gemm_iq4_nl;
   slot(t, TensorType::Q4_K).gemm = dotprod ? gemm_q4_k_sdot : gemm_q4_k;
   slot(t, TensorType::Q5_K).gemm = dotprod ? gemm_q5_k_sdot : gemm_q5_k;
   slot(t, TensorType::Q6_K).gemm = dotprod ? gemm_q6_k_sdot : gemm_q6_k;

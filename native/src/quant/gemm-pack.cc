@@ -54,6 +54,23 @@ size_t pack_q5_0_portable(int64_t k, const uint8_t* w, size_t ldw, int rm, uint8
   return size_t(nb) * sizeof(PanelQ8);
 }
 
+// IQ4_NL: the code book values (int8) of the indices, nibbles as Q4_0's.
+size_t pack_iq4_nl_portable(int64_t k, const uint8_t* w, size_t ldw, int rm, uint8_t* dst) {
+  const int64_t nb = k / QK;
+  for (int i = 0; i < rm; ++i) {
+    const BlockIQ4_NL* src = reinterpret_cast<const BlockIQ4_NL*>(w + i * ldw);
+    PanelQ8* out = reinterpret_cast<PanelQ8*>(dst) + i * nb;
+    for (int64_t b = 0; b < nb; ++b) {
+      out[b].d = fp16_to_f32(src[b].d);
+      for (int l = 0; l < QK / 2; ++l) {
+        out[b].qs[l] = kIq4nlValues[src[b].qs[l] & 15];
+        out[b].qs[l + QK / 2] = kIq4nlValues[src[b].qs[l] >> 4];
+      }
+    }
+  }
+  return size_t(nb) * sizeof(PanelQ8);
+}
+
 namespace {
 
 void k4_scales(const uint8_t* scales, uint16_t d, uint16_t dmin, PanelK& p) {

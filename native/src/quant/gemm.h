@@ -6,7 +6,8 @@
 // unpack (all but the float formats) are first unpacked RM rows at a time into a "panel" in a per-thread
 // buffer, which then serves all n tokens of the block; the activations' fp16 scales are likewise
 // converted to floats once per block of tokens (TileArgs::xs):
-//   Q8_0, Q4_0, Q5_0 -> PanelQ8 (d as a float, q − offset as int8): exact, the dot is the Q8_0 one
+//   Q8_0, Q4_0, Q5_0, IQ4_NL -> PanelQ8 (d as a float, q − offset or the code book value as int8): exact, the dot is
+//   the Q8_0 one
 //                       (AVX-512 with VNNI uses pairs of blocks with the quants biased to unsigned);
 //   Q4_1, Q5_1 -> PanelU8_1 (d, m as floats, q as uint8);
 //   Q2_K, Q3_K, Q4_K, Q5_K, Q6_K -> PanelK (q as uint8 in element order, each sub-block's int16 scales laid out
@@ -188,6 +189,7 @@ struct TileTable {
 size_t pack_q8_0_portable(int64_t k, const uint8_t* w, size_t ldw, int rm, uint8_t* dst);
 size_t pack_q4_0_portable(int64_t k, const uint8_t* w, size_t ldw, int rm, uint8_t* dst);
 size_t pack_q5_0_portable(int64_t k, const uint8_t* w, size_t ldw, int rm, uint8_t* dst);
+size_t pack_iq4_nl_portable(int64_t k, const uint8_t* w, size_t ldw, int rm, uint8_t* dst);
 size_t pack_q4_k_portable(int64_t k, const uint8_t* w, size_t ldw, int rm, uint8_t* dst);
 size_t pack_q5_k_portable(int64_t k, const uint8_t* w, size_t ldw, int rm, uint8_t* dst);
 size_t pack_q6_k_portable(int64_t k, const uint8_t* w, size_t ldw, int rm, uint8_t* dst);
