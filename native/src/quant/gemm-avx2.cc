@@ -576,6 +576,7 @@ void add_avx2_gemm(KernelTable& t, bool avx_vnni) {
   slot(t, TensorType::Q4_0).gemm = avx_vnni ? gemm_q4_0_vnni : gemm_q4_0;
   slot(t, TensorType::Q5_0).gemm = avx_vnni ? gemm_q5_0_vnni : gemm_q5_0;
   slot(t, TensorType::IQ4_NL).gemm = avx_vnni ? gemm_iq4_nl_vnni : gemm_iq4_nl;
+  add_avx2_iq4_gemm(t);
   slot(t, TensorType::Q4_1).gemm = gemm_q4_1;
   slot(t, TensorType::Q5_1).gemm = gemm_q5_1;
   slot(t, TensorType::Q4_K).gemm = avx_vnni ? gemm_q4_k_vnni : gemm_q4_k;

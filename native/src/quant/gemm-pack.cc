@@ -71,6 +71,26 @@ size_t pack_iq4_nl_portable(int64_t k, const uint8_t* w, size_t ldw, int rm, uin
   return size_t(nb) * sizeof(PanelQ8);
 }
 
+size_t pack_iq4_xs_portable(int64_t k, const uint8_t* w, size_t ldw, int rm, uint8_t* dst) {
+  const int64_t nb = k / QK_K;
+  for (int i = 0; i < rm; ++i) {
+    const BlockIQ4_XS* src = reinterpret_cast<const BlockIQ4_XS*>(w + i * ldw);
+    PanelIQ4* out = reinterpret_cast<PanelIQ4*>(dst) + i * nb;
+    for (int64_t b = 0; b < nb; ++b) {
+      for (int j = 0; j < QK_K / QK; ++j) {
+        const uint8_t* qs = src[b].qs + 16 * j;
+        for (int l = 0; l < 16; ++l) {
+          out[b].v[QK * j + l] = kIq4nlValues[qs[l] & 15];
+          out[b].v[QK * j + l + 16] = kIq4nlValues[qs[l] >> 4];
+        }
+        out[b].sc[j] = int16_t(iq4_xs_scale(src[b], j) - 32);
+      }
+      out[b].d = fp16_to_f32(src[b].d);
+    }
+  }
+  return size_t(nb) * sizeof(PanelIQ4);
+}
+
 namespace {
 
 void k4_scales(const uint8_t* scales, uint16_t d, uint16_t dmin, PanelK& p) {
