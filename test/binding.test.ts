@@ -83,12 +83,12 @@ test('bad model files are refused with a code that says what is wrong', async ()
     addon.loadModel(
       rewrite(bytes, (_m, t) => {
         const w = t.find((x) => x.name === 'blk.0.attn_q.weight')!;
-        w.type = 10; // Q2_K: a real type Folio has no kernels for
-        w.data = new Uint8Array((w.dims[0] / 256) * w.dims[1] * 84);
+        w.type = 16; // IQ2_XXS: a real type Folio has no kernels for
+        w.data = new Uint8Array((w.dims[0] / 256) * w.dims[1] * 66);
       }),
     ),
     'UNSUPPORTED_TYPE',
-    /blk\.0\.attn_q\.weight.*Q2_K/,
+    /blk\.0\.attn_q\.weight.*IQ2_XXS/,
   );
   await rejects(
     addon.loadModel(

@@ -26,9 +26,13 @@ const T = {
   Q5_0: 6,
   Q5_1: 7,
   Q8_0: 8,
+  Q2_K: 10,
+  Q3_K: 11,
   Q4_K: 12,
   Q5_K: 13,
   Q6_K: 14,
+  IQ4_NL: 20,
+  IQ4_XS: 23,
   BF16: 30,
 } as const;
 const NAME: Record<number, string> = Object.fromEntries(Object.entries(T).map(([k, v]) => [v, k]));
@@ -44,6 +48,10 @@ const BLOCK: Record<number, number> = {
   [T.Q4_K]: 256,
   [T.Q5_K]: 256,
   [T.Q6_K]: 256,
+  [T.Q2_K]: 256,
+  [T.Q3_K]: 256,
+  [T.IQ4_NL]: 32,
+  [T.IQ4_XS]: 256,
 };
 const TYPES = Object.values(T);
 const U = 2 ** -24;

@@ -1,4 +1,4 @@
-// The engine's standalone C++ self-tests (native/tests/*-selftest.cc), built beside the addon by
+// The engine's standalone C++ self-tests (native/tests/*-selftest.cc, and .cu where nvcc is), built beside the addon by
 // `npm install`: each compares a family of fast kernels with its reference on random inputs.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -11,8 +11,8 @@ import { repoRoot } from './helpers/shared.ts';
 
 const buildDir = dirname(dirname(addonPath())); // native/build (the addon is in native/build/Release)
 const selftests = readdirSync(join(repoRoot, 'native', 'tests'))
-  .filter((f) => f.endsWith('-selftest.cc'))
-  .map((f) => f.replace(/\.cc$/, ''));
+  .filter((f) => f.endsWith('-selftest.cc') || f.endsWith('-selftest.cu')) // .cu: built where nvcc is
+  .map((f) => f.replace(/\.(cc|cu)$/, ''));
 
 for (const name of selftests) {
   const bin = join(buildDir, process.platform === 'win32' ? `${name}.exe` : name);

@@ -6,6 +6,7 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 
 import { loadAddon, type EngineError, type OpsBinding } from '../electron/engine/binding.ts';
+import { dequantize as refDequantize } from './helpers/quant-ref.ts';
 
 const ops: OpsBinding = loadAddon().ops;
 const isas = ops.isas();
@@ -21,10 +22,14 @@ const T = {
   Q8_0: 8,
   Q8_1: 9,
   Q2_K: 10,
+  Q3_K: 11,
   Q4_K: 12,
   Q5_K: 13,
   Q6_K: 14,
   Q8_K: 15,
+  IQ2_XXS: 16,
+  IQ4_NL: 20,
+  IQ4_XS: 23,
   BF16: 30,
 } as const;
 const LAYOUT: Record<number, { name: string; block: number; bytes: number }> = {
@@ -41,8 +46,28 @@ const LAYOUT: Record<number, { name: string; block: number; bytes: number }> = {
   [T.Q5_K]: { name: 'Q5_K', block: 256, bytes: 176 },
   [T.Q6_K]: { name: 'Q6_K', block: 256, bytes: 210 },
   [T.Q8_K]: { name: 'Q8_K', block: 256, bytes: 292 },
+  [T.Q2_K]: { name: 'Q2_K', block: 256, bytes: 84 },
+  [T.Q3_K]: { name: 'Q3_K', block: 256, bytes: 110 },
+  [T.IQ4_NL]: { name: 'IQ4_NL', block: 32, bytes: 18 },
+  [T.IQ4_XS]: { name: 'IQ4_XS', block: 256, bytes: 136 },
 };
-const WEIGHT_TYPES = [T.F32, T.F16, T.BF16, T.Q4_0, T.Q4_1, T.Q5_0, T.Q5_1, T.Q8_0, T.Q4_K, T.Q5_K, T.Q6_K];
+const WEIGHT_TYPES = [
+  T.F32,
+  T.F16,
+  T.BF16,
+  T.Q4_0,
+  T.Q4_1,
+  T.Q5_0,
+  T.Q5_1,
+  T.Q8_0,
+  T.Q2_K,
+  T.Q3_K,
+  T.Q4_K,
+  T.Q5_K,
+  T.Q6_K,
+  T.IQ4_NL,
+  T.IQ4_XS,
+];
 const ACTIVATION_TYPES = [T.F32, T.F16, T.BF16, T.Q8_0, T.Q8_1, T.Q8_K];
 const ALL_TYPES = [...WEIGHT_TYPES, T.Q8_1, T.Q8_K];
 const VEC_DOT_TYPE: Record<number, number> = {
@@ -57,6 +82,10 @@ const VEC_DOT_TYPE: Record<number, number> = {
   [T.Q4_K]: T.Q8_K,
   [T.Q5_K]: T.Q8_K,
   [T.Q6_K]: T.Q8_K,
+  [T.Q2_K]: T.Q8_K,
+  [T.Q3_K]: T.Q8_K,
+  [T.IQ4_NL]: T.Q8_0,
+  [T.IQ4_XS]: T.Q8_K,
 };
 const name = (t: number) => LAYOUT[t].name;
 
@@ -145,6 +174,17 @@ function randomRow(type: number, n: number, r: Rng): Uint8Array {
         break;
       case T.Q6_K:
         put16(out, o + 208, saneF16(r));
+        break;
+      case T.Q2_K:
+        put16(out, o + 80, saneF16(r));
+        put16(out, o + 82, saneF16(r));
+        break;
+      case T.Q3_K:
+        put16(out, o + 108, saneF16(r));
+        break;
+      case T.IQ4_NL:
+      case T.IQ4_XS:
+        put16(out, o, saneF16(r));
         break;
       case T.Q8_0:
         put16(out, o, saneF16(r));
@@ -359,12 +399,18 @@ describe('quant: quantize → dequantize error bounds', () => {
     [T.Q4_1]: (b) => (rangeOf(b) / 15) * (0.5 + 15 * E16) + Math.abs(minOf(b)) * E16 + 1e-6 * amaxOf(b),
     [T.Q5_1]: (b) => (rangeOf(b) / 31) * (0.5 + 31 * E16) + Math.abs(minOf(b)) * E16 + 1e-6 * amaxOf(b),
   };
-  // K-quants: [RMS error / RMS, max error / amax] per super-block. Our quantizer reaches about 0.08/0.095
-  // (Q4_K), 0.04/0.05 (Q5_K) and 0.02/0.024 (Q6_K) on these inputs.
+  // K-quants and IQ4: [RMS error / RMS, max error / amax] per (super-)block. Our quantizer reaches about
+  // 0.08/0.095 (Q4_K), 0.04/0.05 (Q5_K) and 0.02/0.024 (Q6_K) on these inputs; on 64 super-blocks of
+  // normal(0, 1) its worst blocks reach 0.30/0.42 (Q2_K: 4 levels), 0.16/0.23 (Q3_K: 8 levels), 0.10/0.13
+  // (IQ4_NL, 32-element blocks) and 0.08/0.12 (IQ4_XS).
   const K_BOUNDS: Record<number, [number, number]> = {
     [T.Q4_K]: [0.1, 0.15],
     [T.Q5_K]: [0.05, 0.08],
     [T.Q6_K]: [0.025, 0.04],
+    [T.Q2_K]: [0.35, 0.5],
+    [T.Q3_K]: [0.19, 0.28],
+    [T.IQ4_NL]: [0.13, 0.16],
+    [T.IQ4_XS]: [0.1, 0.15],
   };
   const amaxOf = (b: Float32Array) => b.reduce((m, v) => Math.max(m, Math.abs(v)), 0);
   const minOf = (b: Float32Array) => b.reduce((m, v) => Math.min(m, v), Infinity);
@@ -444,6 +490,44 @@ describe('quant: quantize → dequantize error bounds', () => {
       }
     }
   });
+});
+
+// ---------------------------------------------------------------------------------------------------
+// The independent reference (test/helpers/quant-ref.ts, float64) on random blocks: every value it decodes
+// is exact before the last operation, so the engine's float32 must equal its rounding to float32. Random
+// bytes reach every scale, min, code book index and high bit; the counts include one block, odd numbers of
+// blocks and a row of 64 blocks.
+
+describe('quant: decoding equals the TS reference (quant-ref.ts)', () => {
+  for (const type of [
+    T.Q4_0,
+    T.Q4_1,
+    T.Q5_0,
+    T.Q5_1,
+    T.Q8_0,
+    T.Q4_K,
+    T.Q5_K,
+    T.Q6_K,
+    T.Q2_K,
+    T.Q3_K,
+    T.IQ4_NL,
+    T.IQ4_XS,
+  ]) {
+    test(`${name(type)}`, () => {
+      const r = prng(6000 + type);
+      for (const n of [...counts(type), 5 * LAYOUT[type].block]) {
+        const w = randomRow(type, n, r);
+        const want = Float32Array.from(refDequantize(type, w, n));
+        for (const isa of isas) {
+          const got = ops.dequantize(type, w, n, isa);
+          for (let i = 0; i < n; i++) {
+            if (got[i] !== want[i])
+              assert.fail(`${name(type)} ${isa} n=${n} element ${i}: ${got[i]}, expected ${want[i]}`);
+          }
+        }
+      }
+    });
+  }
 });
 
 // ---------------------------------------------------------------------------------------------------
@@ -699,9 +783,10 @@ describe('quant: argument validation', () => {
     expectCode(() => ops.dequantize(99, new Uint8Array(4), 1), 'UNSUPPORTED_TYPE');
     expectCode(() => ops.dequantize(4, new Uint8Array(4), 1), 'UNSUPPORTED_TYPE'); // removed Q4_2
     expectCode(() => ops.dequantize(40, new Uint8Array(148), 256), 'UNSUPPORTED_TYPE'); // Folio's Q4_K_R8: internal
-    expectCode(() => ops.dequantize(T.Q2_K, new Uint8Array(84), 256), 'UNSUPPORTED_TYPE');
-    expectCode(() => ops.quantize(T.Q2_K, new Float32Array(256)), 'UNSUPPORTED_TYPE');
-    expectCode(() => ops.vecDotType(T.Q2_K), 'UNSUPPORTED_TYPE');
+    // IQ2_XXS: a real ggml type without kernels
+    expectCode(() => ops.dequantize(T.IQ2_XXS, new Uint8Array(66), 256), 'UNSUPPORTED_TYPE');
+    expectCode(() => ops.quantize(T.IQ2_XXS, new Float32Array(256)), 'UNSUPPORTED_TYPE');
+    expectCode(() => ops.vecDotType(T.IQ2_XXS), 'UNSUPPORTED_TYPE');
     expectCode(() => ops.vecDotType(T.Q8_K), 'UNSUPPORTED_TYPE'); // an activation format has no dot of its own
     expectCode(() => ops.vecDot(T.Q8_1, new Uint8Array(36), new Uint8Array(36), 32), 'UNSUPPORTED_TYPE');
     expectCode(() => ops.vecDot(1000, w32, w32, 32), 'UNSUPPORTED_TYPE');

@@ -527,6 +527,36 @@ describe('quant-ref: round trips', () => {
           maxStep = Math.max(maxStep, Math.max(...b.subarray(16 * j, 16 * j + 16).map(Math.abs)) / 31);
         return 0.5 * maxStep * (128 / 127) * 1.02;
       }
+      case 'Q2_K': {
+        // d·sc <= step + d (sc rounded up, d = max step / 15); a min rounded to nearest can push the
+        // lowest or highest value half a dmin past the ends (clamped)
+        let maxStep = 0,
+          maxOffset = 0;
+        for (let j = 0; j < 16; j++) {
+          const s = b.subarray(16 * j, 16 * j + 16);
+          const sLo = Math.min(0, ...s),
+            sHi = Math.max(...s);
+          maxStep = Math.max(maxStep, (sHi - sLo) / 3);
+          maxOffset = Math.max(maxOffset, -sLo);
+        }
+        return 0.5 * maxStep * (16 / 15) * 1.02 + 0.5 * (maxOffset / 15) * slack;
+      }
+      case 'Q3_K': {
+        let maxStep = 0;
+        for (let j = 0; j < 16; j++)
+          maxStep = Math.max(maxStep, Math.max(...b.subarray(16 * j, 16 * j + 16).map(Math.abs)) / 3);
+        return 0.5 * maxStep * (32 / 31) * 1.02;
+      }
+      case 'IQ4_NL':
+        // half the widest gap of the code book (89..113: 12 steps of d = amax / 113), or a positive value
+        // above 113·d when the extreme is negative (d = amax / 127: at most 14 steps), plus fp16's d
+        return 0.112 * amax;
+      case 'IQ4_XS': {
+        // as IQ4_NL per sub-block, plus the 5-bit rounding of each sub-block's scale to a multiple of
+        // d = largest scale / 31 (half a d: 127 · 0.5 · d <= 0.018 of the super-block's amax)
+        const s = x.subarray(Math.floor(i / 32) * 32, Math.floor(i / 32) * 32 + 32);
+        return 0.112 * Math.max(...s.map(Math.abs)) + 0.025 * amax;
+      }
     }
   }
 
@@ -543,6 +573,10 @@ describe('quant-ref: round trips', () => {
     Q4_K: 0.12,
     Q5_K: 0.06,
     Q6_K: 0.03,
+    Q2_K: 0.4,
+    Q3_K: 0.25,
+    IQ4_NL: 0.12,
+    IQ4_XS: 0.12,
   };
 
   const rng = new Rng(11);
@@ -808,6 +842,10 @@ describe('random-model', () => {
       Q4_1: 0.12,
       Q4_K: 0.12,
       Q4_0: 0.15,
+      Q2_K: 0.4,
+      Q3_K: 0.25,
+      IQ4_NL: 0.12,
+      IQ4_XS: 0.12,
     };
     for (const type of GGML_TYPE_NAMES) {
       const m = loadReferenceModel(parseGguf(buildRandomModel({ arch: 'qwen2', type, seed: 9 }).bytes));

@@ -305,6 +305,92 @@ struct Q6_K {
   }
 };
 
+// Q2_K { u8 scales[16]; u8 qs[64]; fp16 d, dmin } (blocks.h): element 128h + 32j + l is bits 2j, 2j+1 of
+// qs[32h + l]; group g = element / 16 has scale byte g (low nibble scale, high nibble min);
+// x = (d·sc)·q − (dmin·m). 84 bytes: 4-byte aligned blocks.
+struct Q2_K {
+  static constexpr int kBlock = 256, kBytes = 84, kAlign = 4;
+  static constexpr bool kTail = false;
+  FOLIO_HD static void dequant8(const uint8_t* blk, int q, float out[8]) {
+    const int e0 = 8 * q, h = e0 >> 7, j = (e0 >> 5) & 3, l0 = e0 & 31;
+    const uint32_t dd = ld32(blk + 80);  // d, dmin
+    const uint32_t sc = blk[q >> 1];
+    const float dg = mul_rn(half_to_float(dd & 0xffff), float(sc & 15));
+    const float mg = mul_rn(half_to_float(dd >> 16), float(sc >> 4));
+    const uint8_t* p = blk + 16 + 32 * h + l0;
+    const uint2 qs = make_uint2(ld32(p), ld32(p + 4));
+    FOLIO_UNROLL
+    for (int i = 0; i < 8; ++i) out[i] = mul_rn(dg, float((byte_of(qs, i) >> (2 * j)) & 3)) - mg;
+  }
+};
+
+// Q3_K { u8 hmask[32]; u8 qs[64]; u8 scales[12]; fp16 d } (blocks.h): the low bits as Q2_K's, the high
+// bit of element 128h + 32j + l is bit 4h + j of hmask[l], q = low + 4·high − 4; group g's 6-bit scale
+// has its low 4 bits in nibble g / 8 of scales[g % 8] and its high 2 bits at bit 2(g / 4) of
+// scales[8 + g % 4]; x = (d·(sc − 32))·q. 110 bytes: 2-byte aligned blocks.
+struct Q3_K {
+  static constexpr int kBlock = 256, kBytes = 110, kAlign = 2;
+  static constexpr bool kTail = false;
+  FOLIO_HD static void dequant8(const uint8_t* blk, int q, float out[8]) {
+    const int e0 = 8 * q, h = e0 >> 7, j = (e0 >> 5) & 3, l0 = e0 & 31, g = q >> 1;
+    const int lo4 = g < 8 ? blk[96 + g] & 15 : blk[96 + g - 8] >> 4;
+    const int hi2 = (blk[104 + (g & 3)] >> (2 * (g >> 2))) & 3;
+    const float dg = mul_rn(half_to_float(ld16(blk + 108)), float((lo4 | hi2 << 4) - 32));
+    const uint2 qs = ld64_a2(blk + 32 + 32 * h + l0);
+    const uint2 hm = ld64_a2(blk + l0);
+    FOLIO_UNROLL
+    for (int i = 0; i < 8; ++i) {
+      const int v = int((byte_of(qs, i) >> (2 * j)) & 3) + 4 * int((byte_of(hm, i) >> (4 * h + j)) & 1) - 4;
+      out[i] = mul_rn(dg, float(v));
+    }
+  }
+};
+
+// The IQ4 code book (blocks.h, kIq4nlValues: ggml's kvalues_iq4nl) as bytes of two 64-bit words, so that
+// device code looks values up without a table in memory.
+constexpr int8_t kIq4nl[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+constexpr uint64_t iq4nl_word(int half) {
+  uint64_t w = 0;
+  for (int k = 0; k < 8; ++k) w |= uint64_t(uint8_t(kIq4nl[8 * half + k])) << (8 * k);
+  return w;
+}
+constexpr uint64_t kIq4nlLo = iq4nl_word(0), kIq4nlHi = iq4nl_word(1);
+FOLIO_HD float iq4nl_value(uint32_t idx) {
+  const uint64_t w = idx < 8 ? kIq4nlLo : kIq4nlHi;
+  return float(int8_t(uint8_t(w >> (8 * (idx & 7)))));
+}
+
+// IQ4_NL { fp16 d; u8 qs[16] }: code book indices packed as Q4_0's nibbles; x = d·value.
+struct IQ4_NL {
+  static constexpr int kBlock = 32, kBytes = 18, kAlign = 2;
+  static constexpr bool kTail = false;
+  FOLIO_HD static void dequant8(const uint8_t* blk, int q, float out[8]) {
+    const float d = half_to_float(ld16(blk));
+    const uint2 qs = ld64_a2(blk + 2 + 8 * (q & 1));
+    const int shift = 4 * (q >> 1);
+    FOLIO_UNROLL
+    for (int i = 0; i < 8; ++i) out[i] = mul_rn(d, iq4nl_value((byte_of(qs, i) >> shift) & 15));
+  }
+};
+
+// IQ4_XS { fp16 d; u16 scales_h; u8 scales_l[4]; u8 qs[128] }: sub-block j (32 elements) has the 6-bit
+// scale ls = nibble j % 2 of scales_l[j / 2] | bits 2j, 2j+1 of scales_h << 4 and its indices in
+// qs[16j .. 16j + 16) as IQ4_NL's; x = (d·(ls − 32))·value. 136 bytes: 8-byte aligned blocks.
+struct IQ4_XS {
+  static constexpr int kBlock = 256, kBytes = 136, kAlign = 8;
+  static constexpr bool kTail = false;
+  FOLIO_HD static void dequant8(const uint8_t* blk, int q, float out[8]) {
+    const int j = q >> 2, r = q & 3;
+    const uint2 head = ld64(blk);  // d, scales_h, scales_l[4]
+    const int ls = int((head.y >> (4 * j)) & 15) | int((head.x >> (16 + 2 * j)) & 3) << 4;
+    const float dl = mul_rn(half_to_float(head.x & 0xffff), float(ls - 32));
+    const uint2 qs = ld64(blk + 8 + 16 * j + 8 * (r & 1));
+    const int shift = 4 * (r >> 1);
+    FOLIO_UNROLL
+    for (int i = 0; i < 8; ++i) out[i] = mul_rn(dl, iq4nl_value((byte_of(qs, i) >> shift) & 15));
+  }
+};
+
 // Elements 8g .. 8g + 7 of the row at `row` of cols elements; past cols (a plain type's partial last
 // group) zeros, and nothing is read there.
 template <class T>

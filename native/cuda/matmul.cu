@@ -341,6 +341,10 @@ int with_type(int32_t type, const void* w, size_t ldw, F&& f) {
     case 12: return f(dq::Q4_K{});
     case 13: return f(dq::Q5_K{});
     case 14: return f(dq::Q6_K{});
+    case 10: return f(dq::Q2_K{});
+    case 11: return f(dq::Q3_K{});
+    case 20: return f(dq::IQ4_NL{});
+    case 23: return f(dq::IQ4_XS{});
   }
   return -1;  // not reached
 }
@@ -355,10 +359,14 @@ int block_of(int32_t type) {
     case 2:
     case 3:
     case 6:
-    case 7: return 32;
+    case 7:
+    case 20: return 32;
+    case 10:
+    case 11:
     case 12:
     case 13:
-    case 14: return 256;
+    case 14:
+    case 23: return 256;
   }
   return 0;
 }

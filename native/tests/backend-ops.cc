@@ -216,9 +216,10 @@ const char* tname(TensorType t) { return type_name(t); }
 // ---------------------------------------------------------------------------------------------------
 // matmul, get_rows
 
-const TensorType kWeightTypes[] = {TensorType::F32,  TensorType::F16,  TensorType::BF16, TensorType::Q8_0,
-                                   TensorType::Q4_0, TensorType::Q4_1, TensorType::Q5_0, TensorType::Q5_1,
-                                   TensorType::Q4_K, TensorType::Q5_K, TensorType::Q6_K};
+const TensorType kWeightTypes[] = {TensorType::F32,  TensorType::F16,    TensorType::BF16,  TensorType::Q8_0,
+                                   TensorType::Q4_0, TensorType::Q4_1,   TensorType::Q5_0,  TensorType::Q5_1,
+                                   TensorType::Q4_K, TensorType::Q5_K,   TensorType::Q6_K,  TensorType::Q2_K,
+                                   TensorType::Q3_K, TensorType::IQ4_NL, TensorType::IQ4_XS};
 
 // The reference multiplies the exact weight values (the scalar dequantizer's) with the float activations,
 // accumulating in double. The GPU multiplies the same exact weights with float activations in float32:

@@ -35,10 +35,11 @@ struct Variant {
   KernelTable table;
 };
 
-const TensorType kTypes[] = {TensorType::F32,    TensorType::F16,  TensorType::BF16, TensorType::Q8_0,
-                             TensorType::Q4_0,   TensorType::Q4_1, TensorType::Q5_0, TensorType::Q5_1,
-                             TensorType::Q4_K,   TensorType::Q5_K, TensorType::Q6_K, TensorType::Q4_K_R8,
-                             TensorType::Q6_K_R8};
+const TensorType kTypes[] = {TensorType::F32,     TensorType::F16,  TensorType::BF16, TensorType::Q8_0,
+                             TensorType::Q4_0,    TensorType::Q4_1, TensorType::Q5_0, TensorType::Q5_1,
+                             TensorType::Q4_K,    TensorType::Q5_K, TensorType::Q6_K, TensorType::Q4_K_R8,
+                             TensorType::Q6_K_R8, TensorType::Q2_K, TensorType::Q3_K, TensorType::IQ4_NL,
+                             TensorType::IQ4_XS};
 
 // A repacked layout is made from its file type's rows (quant/repack.h); the reference is that type's
 // vec_dot on the rows as they were.

@@ -68,6 +68,13 @@ std::vector<uint8_t> random_row(TensorType type, int64_t n) {
         put16(p + 2, sane_f16(false, 8, 16));
         break;
       case TensorType::Q6_K: put16(p + 208, sane_f16(false, 8, 16)); break;
+      case TensorType::Q2_K:
+        put16(p + 80, sane_f16(false, 8, 16));
+        put16(p + 82, sane_f16(false, 8, 16));
+        break;
+      case TensorType::Q3_K: put16(p + 108, sane_f16(false, 8, 16)); break;
+      case TensorType::IQ4_NL:
+      case TensorType::IQ4_XS: put16(p, sane_f16(false, 8, 16)); break;
       case TensorType::Q8_0: {
         put16(p, sane_f16(false, 8, 16));
         for (int i = 0; i < 32; ++i) p[2 + i] = uint8_t(q8());
@@ -119,9 +126,11 @@ struct Variant {
   KernelTable table;
 };
 
-const TensorType kTypes[] = {TensorType::F32,  TensorType::F16,  TensorType::BF16, TensorType::Q8_0, TensorType::Q8_1,
-                             TensorType::Q4_0, TensorType::Q4_1, TensorType::Q5_0, TensorType::Q5_1, TensorType::Q8_K,
-                             TensorType::Q4_K, TensorType::Q5_K, TensorType::Q6_K};
+const TensorType kTypes[] = {TensorType::F32,   TensorType::F16,  TensorType::BF16, TensorType::Q8_0,
+                             TensorType::Q8_1,  TensorType::Q4_0, TensorType::Q4_1, TensorType::Q5_0,
+                             TensorType::Q5_1,  TensorType::Q8_K, TensorType::Q4_K, TensorType::Q5_K,
+                             TensorType::Q6_K,  TensorType::Q2_K, TensorType::Q3_K, TensorType::IQ4_NL,
+                             TensorType::IQ4_XS};
 
 bool is_activation(TensorType t) {
   return t == TensorType::F32 || t == TensorType::F16 || t == TensorType::BF16 || t == TensorType::Q8_0 ||

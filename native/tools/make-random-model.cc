@@ -9,11 +9,9 @@
 // 256 special tokens with <|begin_of_text|> = 128000 and <|eot_id|> = 128009), F32 norms, and 2-D
 // weights ~ normal(0, 1/sqrt(fan_in)) quantized with the engine's own quantize_row kernels.
 //
-// Q4_K_M follows llama.cpp's mix for a dense model (llama_tensor_get_type): Q4_K everywhere except
-//   - output.weight, or token_embd.weight when the output is tied to it: Q6_K;
-//   - attn_v.weight and ffn_down.weight of layer i when use_more_bits(i, n_layer):
-//     i < n/8 || i >= 7n/8 || (i - n/8) % 3 == 2: Q6_K.
-// Q5_K_M is the same with Q5_K. Every other --type puts all 2-D weights in that type.
+// The names of llama.cpp's file types (q2_k, q3_k_s, q3_k_m, q3_k_l, q4_k_m, q5_k_m, iq4_xs) give the mix
+// of tensor types that llama.cpp's quantizer writes for them (mix_type below); every other --type puts
+// all 2-D weights in that one type.
 //
 // Weights are generated per row from a seed derived from (tensor, row), so the file does not depend on
 // the thread count. Rows are generated and quantized in parallel, then written in order.
@@ -258,30 +256,79 @@ std::vector<float> llama3_rope_factors(int head_dim, float base, float factor) {
   return out;
 }
 
-bool use_more_bits(int i, int n) { return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2; }
+// The mixes of llama.cpp's quantizer (llama_tensor_get_type in src/llama-quant.cpp; read in ik_llama.cpp's
+// src/llama-quantize.cpp) for a dense model without an importance matrix. `None`: one type everywhere.
+enum class Mix { None, Q2_K, Q3_K_S, Q3_K_M, Q3_K_L, Q4_K_M, Q5_K_M, IQ4_XS };
 
 struct TypeChoice {
   const char* name;
   TensorType base;
   int file_type;  // general.file_type (LLAMA_FTYPE_*)
-  bool k_mix;     // the _M mixes
+  Mix mix;
 };
 
 const TypeChoice kTypes[] = {
-    {"f32", TensorType::F32, 0, false},     {"f16", TensorType::F16, 1, false},
-    {"bf16", TensorType::BF16, 32, false},  {"q8_0", TensorType::Q8_0, 7, false},
-    {"q4_0", TensorType::Q4_0, 2, false},   {"q4_1", TensorType::Q4_1, 3, false},
-    {"q5_0", TensorType::Q5_0, 8, false},   {"q5_1", TensorType::Q5_1, 9, false},
-    {"q4_k", TensorType::Q4_K, 15, false},  {"q5_k", TensorType::Q5_K, 17, false},
-    {"q6_k", TensorType::Q6_K, 18, false},  {"q4_k_m", TensorType::Q4_K, 15, true},
-    {"q5_k_m", TensorType::Q5_K, 17, true},
+    {"f32", TensorType::F32, 0, Mix::None},        {"f16", TensorType::F16, 1, Mix::None},
+    {"bf16", TensorType::BF16, 32, Mix::None},     {"q8_0", TensorType::Q8_0, 7, Mix::None},
+    {"q4_0", TensorType::Q4_0, 2, Mix::None},      {"q4_1", TensorType::Q4_1, 3, Mix::None},
+    {"q5_0", TensorType::Q5_0, 8, Mix::None},      {"q5_1", TensorType::Q5_1, 9, Mix::None},
+    {"q4_k", TensorType::Q4_K, 15, Mix::None},     {"q5_k", TensorType::Q5_K, 17, Mix::None},
+    {"q6_k", TensorType::Q6_K, 18, Mix::None},     {"q3_k", TensorType::Q3_K, 11, Mix::None},
+    {"iq4_nl", TensorType::IQ4_NL, 25, Mix::None}, {"q2_k", TensorType::Q2_K, 10, Mix::Q2_K},
+    {"q3_k_s", TensorType::Q3_K, 11, Mix::Q3_K_S}, {"q3_k_m", TensorType::Q3_K, 12, Mix::Q3_K_M},
+    {"q3_k_l", TensorType::Q3_K, 13, Mix::Q3_K_L}, {"q4_k_m", TensorType::Q4_K, 15, Mix::Q4_K_M},
+    {"q5_k_m", TensorType::Q5_K, 17, Mix::Q5_K_M}, {"iq4_xs", TensorType::IQ4_XS, 30, Mix::IQ4_XS},
 };
+
+// llama.cpp's "use more bits" layers: the first and last eighth, and every third one between.
+bool use_more_bits(int i, int n) { return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2; }
+
+// The type llama.cpp's quantizer gives the 2-D tensor `role` of layer `layer` (of n_layer) in mix `mix`,
+// gqa = n_head / n_head_kv. In words:
+//   - the output projection (output.weight, or token_embd.weight when tied) gets Q6_K;
+//   - attn_v: Q2_K -> Q4_K when gqa >= 4, else Q3_K; Q3_K_M -> Q5_K in the first two layers, Q4_K after;
+//     Q3_K_L -> Q5_K; IQ4_XS -> Q5_K when gqa >= 4; Q4_K_M/Q5_K_M -> Q6_K in the use_more_bits layers;
+//   - attn_output: Q2_K -> Q3_K; Q3_K_M -> Q4_K; Q3_K_L -> Q5_K;
+//   - ffn_down: Q2_K -> Q3_K; Q3_K_M -> Q5_K in the first n/16 layers, Q4_K after; Q3_K_L -> Q5_K;
+//     IQ4_XS -> Q5_K in the first n/8 layers (the rule without an importance matrix); Q4_K_M/Q5_K_M -> Q6_K
+//     in the use_more_bits layers;
+//   - everything else (attn_q, attn_k, ffn_gate, ffn_up, an untied token_embd) keeps the base type.
+enum class Role { Output, AttnV, AttnOutput, FfnDown, Other };
+TensorType mix_type(const TypeChoice& tc, Role role, int layer, int n_layer, int gqa) {
+  const Mix m = tc.mix;
+  if (m == Mix::None) return tc.base;
+  switch (role) {
+    case Role::Output: return TensorType::Q6_K;
+    case Role::AttnV:
+      if (m == Mix::Q2_K) return gqa >= 4 ? TensorType::Q4_K : TensorType::Q3_K;
+      if (m == Mix::Q3_K_M) return layer < 2 ? TensorType::Q5_K : TensorType::Q4_K;
+      if (m == Mix::Q3_K_L) return TensorType::Q5_K;
+      if (m == Mix::IQ4_XS && gqa >= 4) return TensorType::Q5_K;
+      if ((m == Mix::Q4_K_M || m == Mix::Q5_K_M) && use_more_bits(layer, n_layer)) return TensorType::Q6_K;
+      return tc.base;
+    case Role::AttnOutput:
+      if (m == Mix::Q2_K) return TensorType::Q3_K;
+      if (m == Mix::Q3_K_M) return TensorType::Q4_K;
+      if (m == Mix::Q3_K_L) return TensorType::Q5_K;
+      return tc.base;
+    case Role::FfnDown:
+      if (m == Mix::Q2_K) return TensorType::Q3_K;
+      if (m == Mix::Q3_K_M) return layer < n_layer / 16 ? TensorType::Q5_K : TensorType::Q4_K;
+      if (m == Mix::Q3_K_L) return TensorType::Q5_K;
+      if (m == Mix::IQ4_XS && layer < n_layer / 8) return TensorType::Q5_K;
+      if ((m == Mix::Q4_K_M || m == Mix::Q5_K_M) && use_more_bits(layer, n_layer)) return TensorType::Q6_K;
+      return tc.base;
+    case Role::Other: return tc.base;
+  }
+  return tc.base;
+}
 
 [[noreturn]] void usage(const char* why) {
   std::fprintf(stderr,
                "make-random-model: %s\n"
                "usage: make-random-model --out FILE [--shape 1b|8b|tiny] [--type TYPE] [--seed S] [--threads N]\n"
-               "  TYPE: f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q4_k q5_k q6_k q4_k_m q5_k_m (default q8_0)\n",
+               "  TYPE: f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q3_k q4_k q5_k q6_k iq4_nl (one type), q2_k q3_k_s\n"
+               "        q3_k_m q3_k_l q4_k_m q5_k_m iq4_xs (llama.cpp's mixes) (default q8_0)\n",
                why);
   std::exit(2);
 }
@@ -323,7 +370,8 @@ int main(int argc, char** argv) {
     const Shape& S = *shape;
     const int E = S.n_embd, qd = S.n_head * S.head_dim, kvd = S.n_head_kv * S.head_dim;
     const float rope_base = 500000.0f;
-    const TensorType hi = TensorType::Q6_K;  // the _M mixes' larger type
+    const int gqa = S.n_head / S.n_head_kv;
+    auto type_of = [&](Role role, int layer) { return mix_type(*tc, role, layer, S.n_layer, gqa); };
 
     // Tensors in the converter's order.
     std::vector<Tensor> tensors;
@@ -337,8 +385,7 @@ int main(int argc, char** argv) {
       x.name = name, x.cols = n, x.vector = true, x.mean = mean, x.std = std;
       tensors.push_back(std::move(x));
     };
-    const TensorType base = tc->base;
-    matrix("token_embd.weight", E, S.n_vocab, S.tied && tc->k_mix ? hi : base,
+    matrix("token_embd.weight", E, S.n_vocab, type_of(S.tied ? Role::Output : Role::Other, 0),
            (S.tied ? 2.0f : 1.0f) / std::sqrt(float(E)));
     {
       Tensor rf;
@@ -348,20 +395,19 @@ int main(int argc, char** argv) {
     }
     for (int l = 0; l < S.n_layer; ++l) {
       const std::string p = "blk." + std::to_string(l) + ".";
-      const bool more = tc->k_mix && use_more_bits(l, S.n_layer);
       const float se = 1 / std::sqrt(float(E));
       vec(p + "attn_norm.weight", E, 1, 0.1f);
-      matrix(p + "attn_q.weight", E, qd, base, se);
-      matrix(p + "attn_k.weight", E, kvd, base, se);
-      matrix(p + "attn_v.weight", E, kvd, more ? hi : base, se);
-      matrix(p + "attn_output.weight", qd, E, base, 1 / std::sqrt(float(qd)));
+      matrix(p + "attn_q.weight", E, qd, type_of(Role::Other, l), se);
+      matrix(p + "attn_k.weight", E, kvd, type_of(Role::Other, l), se);
+      matrix(p + "attn_v.weight", E, kvd, type_of(Role::AttnV, l), se);
+      matrix(p + "attn_output.weight", qd, E, type_of(Role::AttnOutput, l), 1 / std::sqrt(float(qd)));
       vec(p + "ffn_norm.weight", E, 1, 0.1f);
-      matrix(p + "ffn_gate.weight", E, S.n_ff, base, se);
-      matrix(p + "ffn_up.weight", E, S.n_ff, base, se);
-      matrix(p + "ffn_down.weight", S.n_ff, E, more ? hi : base, 1 / std::sqrt(float(S.n_ff)));
+      matrix(p + "ffn_gate.weight", E, S.n_ff, type_of(Role::Other, l), se);
+      matrix(p + "ffn_up.weight", E, S.n_ff, type_of(Role::Other, l), se);
+      matrix(p + "ffn_down.weight", S.n_ff, E, type_of(Role::FfnDown, l), 1 / std::sqrt(float(S.n_ff)));
     }
     vec("output_norm.weight", E, 1, 0.1f);
-    if (!S.tied) matrix("output.weight", E, S.n_vocab, tc->k_mix ? hi : base, 2 / std::sqrt(float(E)));
+    if (!S.tied) matrix("output.weight", E, S.n_vocab, type_of(Role::Output, 0), 2 / std::sqrt(float(E)));
     for (const Tensor& t : tensors) {
       const TypeInfo& ti = type_info(t.type);
       if (t.cols % ti.block_size) throw std::runtime_error(t.name + ": rows are not whole blocks of " + ti.name);

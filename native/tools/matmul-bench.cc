@@ -50,7 +50,7 @@ int main(int argc, char** argv) {
   bool found = false;
   for (uint32_t id = 0; id < 40; ++id) {
     const TypeInfo* ti = type_info(id);
-    if (!ti || !ti->supported) continue;
+    if (!ti || !quant::weight_type_supported(TensorType(id))) continue;
     std::string lower = ti->name;
     for (char& c : lower) c = char(std::tolower(c));
     if (lower == type_name_arg) type = TensorType(id), found = true;

@@ -21,9 +21,13 @@ export const GGML_TYPE = {
   Q5_0: 6,
   Q5_1: 7,
   Q8_0: 8,
+  Q2_K: 10,
+  Q3_K: 11,
   Q4_K: 12,
   Q5_K: 13,
   Q6_K: 14,
+  IQ4_NL: 20,
+  IQ4_XS: 23,
   BF16: 30,
 } as const;
 export type GgmlTypeName = keyof typeof GGML_TYPE;
@@ -38,9 +42,13 @@ export const GGML_TYPE_INFO: Record<number, { name: string; blockSize: number; t
   6: { name: 'Q5_0', blockSize: 32, typeSize: 2 + 4 + 16 }, //         d, 32 high bits, 32 x 4-bit
   7: { name: 'Q5_1', blockSize: 32, typeSize: 2 + 2 + 4 + 16 }, //     d, m, 32 high bits, 32 x 4-bit
   8: { name: 'Q8_0', blockSize: 32, typeSize: 2 + 32 }, //             d, 32 x int8
+  10: { name: 'Q2_K', blockSize: 256, typeSize: 16 + 64 + 2 + 2 }, //  16 x (4-bit scale, 4-bit min), 256 x 2-bit, d, dmin
+  11: { name: 'Q3_K', blockSize: 256, typeSize: 32 + 64 + 12 + 2 }, // 256 high bits, 256 x 2-bit, 16 x 6-bit scale, d
   12: { name: 'Q4_K', blockSize: 256, typeSize: 2 + 2 + 12 + 128 }, // d, dmin, 8 x (6-bit scale, 6-bit min), 256 x 4-bit
   13: { name: 'Q5_K', blockSize: 256, typeSize: 2 + 2 + 12 + 32 + 128 }, // as Q4_K + 256 high bits
   14: { name: 'Q6_K', blockSize: 256, typeSize: 128 + 64 + 16 + 2 }, // low 4 bits, high 2 bits, 16 x int8 scale, d
+  20: { name: 'IQ4_NL', blockSize: 32, typeSize: 2 + 16 }, //          d, 32 x 4-bit code book index
+  23: { name: 'IQ4_XS', blockSize: 256, typeSize: 2 + 2 + 4 + 128 }, // d, 8 x 6-bit scale (high 2 bits, low 4), 256 x 4-bit index
   30: { name: 'BF16', blockSize: 1, typeSize: 2 },
 };
 
@@ -182,6 +190,18 @@ export function dequantize(type: number | GgmlTypeName, bytes: Uint8Array, n: nu
         break;
       case GGML_TYPE.Q6_K:
         dequantQ6_K(v, at, out.subarray(ib * 256, ib * 256 + 256));
+        break;
+      case GGML_TYPE.Q2_K:
+        dequantQ2_K(v, at, out.subarray(ib * 256, ib * 256 + 256));
+        break;
+      case GGML_TYPE.Q3_K:
+        dequantQ3_K(v, at, out.subarray(ib * 256, ib * 256 + 256));
+        break;
+      case GGML_TYPE.IQ4_NL:
+        dequantIQ4_NL(v, at, out.subarray(ib * 32, ib * 32 + 32));
+        break;
+      case GGML_TYPE.IQ4_XS:
+        dequantIQ4_XS(v, at, out.subarray(ib * 256, ib * 256 + 256));
         break;
     }
   }
@@ -325,6 +345,71 @@ function dequantQ6_K(v: DataView, at: number, y: Float64Array) {
   }
 }
 
+// Q2_K, 84 bytes per 256 values: scales[16] | qs[64] | d (fp16) | dmin (fp16). 16 groups of 16 values;
+// byte g of scales holds group g's scale (low nibble) and min (high nibble): x = d * sc * q - dmin * m,
+// q in 0..3. Value 128h + 32j + l (h = 0..1, j = 0..3, l < 32) is bits 2j..2j+1 of qs[32h + l].
+function dequantQ2_K(v: DataView, at: number, y: Float64Array) {
+  const d = f16At(v, at + 80);
+  const dmin = f16At(v, at + 82);
+  for (let e = 0; e < 256; e++) {
+    const h = e >> 7,
+      j = (e >> 5) & 3,
+      l = e & 31;
+    const q = (v.getUint8(at + 16 + 32 * h + l) >> (2 * j)) & 3;
+    const s = v.getUint8(at + (e >> 4));
+    y[e] = d * (s & 15) * q - dmin * (s >> 4);
+  }
+}
+
+// Q3_K, 110 bytes per 256 values: hmask[32] | qs[64] | scales[12] | d (fp16). x = d * (sc - 32) * q with
+// q = (2 low bits, placed as in Q2_K) + 4 * (high bit) - 4, in -4..3; the high bit of value 128h + 32j + l
+// is bit 4h + j of hmask[l]. Group g's 6-bit scale: low 4 bits from byte g % 8 of scales (low nibble
+// for g < 8, high nibble after), high 2 bits from bits 2(g >> 2).. of byte 8 + g % 4.
+function dequantQ3_K(v: DataView, at: number, y: Float64Array) {
+  const d = f16At(v, at + 108);
+  const sc = at + 96;
+  for (let e = 0; e < 256; e++) {
+    const h = e >> 7,
+      j = (e >> 5) & 3,
+      l = e & 31,
+      g = e >> 4;
+    const low = (v.getUint8(at + 32 + 32 * h + l) >> (2 * j)) & 3;
+    const high = (v.getUint8(at + l) >> (4 * h + j)) & 1;
+    const s4 = g < 8 ? v.getUint8(sc + g) & 15 : v.getUint8(sc + g - 8) >> 4;
+    const s2 = (v.getUint8(sc + 8 + (g & 3)) >> (2 * (g >> 2))) & 3;
+    y[e] = d * ((s4 | (s2 << 4)) - 32) * (low + 4 * high - 4);
+  }
+}
+
+/** IQ4_NL's and IQ4_XS's code book: a 4-bit index stands for this value times the scale (ggml-quants.c, kvalues_iq4nl). */
+export const IQ4NL_VALUES = [-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113];
+
+// IQ4_NL, 18 bytes: d (fp16) | qs[16], indices packed as Q4_0's nibbles.  x = d * IQ4NL_VALUES[index]
+function dequantIQ4_NL(v: DataView, at: number, y: Float64Array) {
+  const d = f16At(v, at);
+  for (let j = 0; j < 16; j++) {
+    const b = v.getUint8(at + 2 + j);
+    y[j] = d * IQ4NL_VALUES[b & 15];
+    y[j + 16] = d * IQ4NL_VALUES[b >> 4];
+  }
+}
+
+// IQ4_XS, 136 bytes per 256 values: d (fp16) | scales_h (u16) | scales_l[4] | qs[128]. Sub-block j of 32
+// values has the 6-bit scale ls = nibble j % 2 of scales_l[j >> 1] | bits 2j..2j+1 of scales_h << 4 and
+// its 16 bytes of qs packed as IQ4_NL.  x = d * (ls - 32) * IQ4NL_VALUES[index]
+function dequantIQ4_XS(v: DataView, at: number, y: Float64Array) {
+  const d = f16At(v, at);
+  const sh = v.getUint16(at + 2, true);
+  for (let j = 0; j < 8; j++) {
+    const ls = ((v.getUint8(at + 4 + (j >> 1)) >> (4 * (j & 1))) & 15) | (((sh >> (2 * j)) & 3) << 4);
+    for (let l = 0; l < 16; l++) {
+      const b = v.getUint8(at + 8 + 16 * j + l);
+      y[32 * j + l] = d * (ls - 32) * IQ4NL_VALUES[b & 15];
+      y[32 * j + l + 16] = d * (ls - 32) * IQ4NL_VALUES[b >> 4];
+    }
+  }
+}
+
 // ---------------------------------------------------------------------------------------------------
 // Quantization: values -> bytes. Round-to-nearest against the scales actually stored (after their own
 // rounding to fp16 / 6 / 8 bits), so the only error is the final rounding plus, rarely, a clamp.
@@ -373,6 +458,18 @@ export function quantize(type: number | GgmlTypeName, values: ArrayLike<number>)
         break;
       case GGML_TYPE.Q6_K:
         quantQ6_K(xb, v, at);
+        break;
+      case GGML_TYPE.Q2_K:
+        quantQ2_K(xb, v, at);
+        break;
+      case GGML_TYPE.Q3_K:
+        quantQ3_K(xb, v, at);
+        break;
+      case GGML_TYPE.IQ4_NL:
+        quantIQ4(xb, v, at, 1);
+        break;
+      case GGML_TYPE.IQ4_XS:
+        quantIQ4(xb, v, at, 8);
         break;
     }
   }
@@ -517,5 +614,105 @@ function quantQ6_K(x: Float64Array, v: DataView, at: number) {
     v.setUint8(qlAt, v.getUint8(qlAt) | ((u & 0x0f) << (g < 2 ? 0 : 4)));
     const qhAt = at + 128 + 32 * h + l;
     v.setUint8(qhAt, v.getUint8(qhAt) | ((u >> 4) << (2 * g)));
+  }
+}
+
+/**
+ * Q2_K. Per 16-value group g: the range [lo_g, hi_g] with lo_g <= 0, step_g = (hi_g - lo_g) / 3. The block
+ * stores d = max step / 15 and dmin = max(-lo) / 15 in fp16 and 4-bit multiples sc_g ~ step_g / d
+ * (rounded up so the range fits) and m_g ~ -lo_g / dmin.
+ */
+function quantQ2_K(x: Float64Array, v: DataView, at: number) {
+  const step = new Float64Array(16);
+  const offset = new Float64Array(16);
+  for (let g = 0; g < 16; g++) {
+    let lo = 0,
+      hi = -Infinity;
+    for (let i = 16 * g; i < 16 * g + 16; i++) {
+      lo = Math.min(lo, x[i]);
+      hi = Math.max(hi, x[i]);
+    }
+    step[g] = (hi - lo) / 3;
+    offset[g] = -lo;
+  }
+  const d = putF16(v, at + 80, Math.max(...step) / 15);
+  const dmin = putF16(v, at + 82, Math.max(...offset) / 15);
+  for (let g = 0; g < 16; g++) {
+    const sc = d ? clamp(Math.ceil(step[g] / d), 0, 15) : 0;
+    const m = dmin ? clamp(roundAway(offset[g] / dmin), 0, 15) : 0;
+    v.setUint8(at + g, sc | (m << 4));
+    for (let i = 16 * g; i < 16 * g + 16; i++) {
+      const q = sc ? clamp(roundAway((x[i] + dmin * m) / (d * sc)), 0, 3) : 0;
+      const qAt = at + 16 + 32 * (i >> 7) + (i & 31);
+      v.setUint8(qAt, v.getUint8(qAt) | (q << (2 * ((i >> 5) & 3))));
+    }
+  }
+}
+
+/**
+ * Q3_K. Per 16-value group g: step_g = max|x| / 3 so quants stay in -3..3. The block stores
+ * d = max step / 31 in fp16 and 6-bit scales sc_g = 32 + ceil(step_g / d).
+ */
+function quantQ3_K(x: Float64Array, v: DataView, at: number) {
+  const step = new Float64Array(16);
+  for (let g = 0; g < 16; g++) {
+    let amax = 0;
+    for (let i = 16 * g; i < 16 * g + 16; i++) amax = Math.max(amax, Math.abs(x[i]));
+    step[g] = amax / 3;
+  }
+  const d = putF16(v, at + 108, Math.max(...step) / 31);
+  for (let g = 0; g < 16; g++) {
+    const sc = d ? clamp(Math.ceil(step[g] / d), 0, 31) : 0;
+    const s = sc + 32;
+    const s4At = at + 96 + (g & 7);
+    v.setUint8(s4At, v.getUint8(s4At) | ((s & 15) << (g < 8 ? 0 : 4)));
+    const s2At = at + 96 + 8 + (g & 3);
+    v.setUint8(s2At, v.getUint8(s2At) | ((s >> 4) << (2 * (g >> 2))));
+    for (let e = 16 * g; e < 16 * g + 16; e++) {
+      const q = sc ? clamp(roundAway(x[e] / (d * sc)), -4, 3) : 0;
+      const j = (e >> 5) & 3,
+        h = e >> 7,
+        l = e & 31;
+      const qAt = at + 32 + 32 * h + l;
+      v.setUint8(qAt, v.getUint8(qAt) | (((q + 4) & 3) << (2 * j)));
+      if (q >= 0) v.setUint8(at + l, v.getUint8(at + l) | (1 << (4 * h + j)));
+    }
+  }
+}
+
+/** The index of the code book value nearest to t. */
+function nearestIQ4(t: number): number {
+  let best = 0;
+  for (let k = 1; k < 16; k++) if (Math.abs(t - IQ4NL_VALUES[k]) < Math.abs(t - IQ4NL_VALUES[best])) best = k;
+  return best;
+}
+
+/**
+ * IQ4_NL (subBlocks = 1) and IQ4_XS (subBlocks = 8). Per 32-value sub-block: the scale that maps the
+ * value of largest magnitude onto the code book's end of that sign (-127 or 113). IQ4_XS stores
+ * d = the largest |scale| / 31 in fp16 and 6-bit multiples ls - 32 ~ scale / d.
+ */
+function quantIQ4(x: Float64Array, v: DataView, at: number, subBlocks: 1 | 8) {
+  const scale = new Float64Array(subBlocks);
+  for (let j = 0; j < subBlocks; j++) {
+    let extreme = 0;
+    for (let i = 32 * j; i < 32 * j + 32; i++) if (Math.abs(x[i]) > Math.abs(extreme)) extreme = x[i];
+    scale[j] = extreme < 0 ? extreme / -127 : extreme / 113;
+  }
+  const qsAt = subBlocks === 1 ? at + 2 : at + 8;
+  const d = putF16(v, at, subBlocks === 1 ? scale[0] : Math.max(...scale) / 31);
+  for (let j = 0; j < subBlocks; j++) {
+    let dj = d;
+    if (subBlocks === 8) {
+      const ls = d ? clamp(roundAway(scale[j] / d), 0, 31) : 0;
+      v.setUint8(at + 4 + (j >> 1), v.getUint8(at + 4 + (j >> 1)) | (((ls + 32) & 15) << (4 * (j & 1))));
+      v.setUint16(at + 2, v.getUint16(at + 2, true) | (((ls + 32) >> 4) << (2 * j)), true);
+      dj = d * ls;
+    }
+    for (let l = 0; l < 16; l++) {
+      const lo = dj ? nearestIQ4(x[32 * j + l] / dj) : 8,
+        hi = dj ? nearestIQ4(x[32 * j + l + 16] / dj) : 8;
+      v.setUint8(qsAt + 16 * j + l, lo | (hi << 4));
+    }
   }
 }

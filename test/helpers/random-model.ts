@@ -7,6 +7,7 @@
 // Weight scales keep activations O(1): matrices ~ normal(0, 1/sqrt(fan_in)), norm weights ~ 1 ± 0.1.
 import { writeFileSync } from 'node:fs';
 import { arr, buildGguf, f32, f32Bytes, u32, ValueType, type MetaValue, type TensorSpec } from './gguf-writer.ts';
+import { MIX_FILE_TYPE, mixTensorType, type LlamaMix } from './quant-mix.ts';
 import { GGML_TYPE, GGML_TYPE_INFO, quantize, type GgmlTypeName } from './quant-ref.ts';
 
 export type Arch = 'llama' | 'qwen2' | 'qwen3';
@@ -15,6 +16,8 @@ export interface RandomModelOptions {
   arch?: Arch;
   /** Type of the 2-D weight matrices (token_embd, attn_*, ffn_*, output). Default F32. */
   type?: GgmlTypeName;
+  /** llama.cpp's mix of types for one of its file types (quant-mix.ts); replaces `type` when set. */
+  mix?: LlamaMix | null;
   seed?: number;
   nEmbd?: number;
   nHead?: number;
@@ -54,6 +57,7 @@ export function resolveOptions(o: RandomModelOptions = {}): RandomModelConfig {
   return {
     arch,
     type: o.type ?? 'F32',
+    mix: o.mix ?? null,
     seed: o.seed ?? 1,
     nEmbd,
     nHead,
@@ -241,6 +245,10 @@ const FILE_TYPE: Record<GgmlTypeName, number> = {
   Q4_K: 14,
   Q5_K: 16,
   Q6_K: 18,
+  Q2_K: 10,
+  Q3_K: 11, // Q3_K_S: Q3_K nearly everywhere
+  IQ4_NL: 25,
+  IQ4_XS: 30,
   BF16: 32,
 };
 
@@ -257,12 +265,13 @@ export function buildRandomModel(options: RandomModelOptions = {}): { bytes: Uin
 
   /** A 2-D weight matrix W[rows][cols] in ggml order [cols, rows], values ~ normal(0, std). */
   const matrix = (name: string, cols: number, rows: number, std: number) => {
-    const blockSize = GGML_TYPE_INFO[GGML_TYPE[c.type]].blockSize;
+    const type = c.mix ? mixTensorType(c.mix, name, { nLayer, gqa: nHead / nHeadKv, tied: c.tiedEmbeddings }) : c.type;
+    const blockSize = GGML_TYPE_INFO[GGML_TYPE[type]].blockSize;
     if (cols % blockSize !== 0) {
-      throw new Error(`${name}: rows of ${cols} values are not a whole number of ${c.type} blocks (${blockSize})`);
+      throw new Error(`${name}: rows of ${cols} values are not a whole number of ${type} blocks (${blockSize})`);
     }
     const values = rng.normals(cols * rows, 0, std);
-    tensors.push({ name, dims: [cols, rows], type: GGML_TYPE[c.type], data: quantize(c.type, values) });
+    tensors.push({ name, dims: [cols, rows], type: GGML_TYPE[type], data: quantize(type, values) });
   };
   /** A 1-D F32 tensor, values ~ normal(mean, std). */
   const vector = (name: string, n: number, mean: number, std: number) => {
@@ -325,7 +334,7 @@ export function buildRandomModel(options: RandomModelOptions = {}): { bytes: Uin
   if (arch === 'qwen3' || options.headDim !== undefined) {
     meta.push([`${arch}.attention.key_length`, u32(headDim)], [`${arch}.attention.value_length`, u32(headDim)]);
   }
-  meta.push(['general.file_type', u32(FILE_TYPE[c.type])]);
+  meta.push(['general.file_type', u32(c.mix ? MIX_FILE_TYPE[c.mix] : FILE_TYPE[c.type])]);
   if (arch === 'llama') meta.push(['llama.vocab_size', u32(nVocab)]);
   meta.push(
     [`${arch}.rope.dimension_count`, u32(headDim)],
@@ -340,7 +349,8 @@ export function buildRandomModel(options: RandomModelOptions = {}): { bytes: Uin
     ['tokenizer.ggml.add_bos_token', true],
     ['tokenizer.ggml.add_eos_token', false],
   );
-  if (c.type !== 'F32' && c.type !== 'F16' && c.type !== 'BF16') meta.push(['general.quantization_version', u32(2)]);
+  if (c.mix || (c.type !== 'F32' && c.type !== 'F16' && c.type !== 'BF16'))
+    meta.push(['general.quantization_version', u32(2)]);
   meta.push(['general.alignment', u32(32)]);
 
   return { bytes: buildGguf({ version: 3, alignment: 32, metadata: meta, tensors }), config: c };

@@ -37,8 +37,16 @@ const TYPES = [
   'q4_k',
   'q5_k',
   'q6_k',
+  'q3_k',
+  'iq4_nl',
+  // llama.cpp's mixes (native/tools/make-random-model.cc)
+  'q2_k',
+  'q3_k_s',
+  'q3_k_m',
+  'q3_k_l',
   'q4_k_m',
   'q5_k_m',
+  'iq4_xs',
 ];
 const DEFAULT_TYPES = ['f16', 'q8_0', 'q4_k_m'];
 

@@ -4,6 +4,7 @@
 #include <map>
 
 #include "core/error.h"
+#include "quant/quant.h"
 #include "quant/repack.h"
 
 namespace folio {
@@ -36,7 +37,7 @@ struct Binder {
            strfmt("%s: tensor '%s' has shape %s, expected [%lld%s]", file.path().c_str(), name.c_str(),
                   shape_str(*t).c_str(), (long long)cols, is_vec ? "" : (", " + std::to_string(rows)).c_str()));
     const TypeInfo& ti = type_info(t->type);
-    if (!ti.supported || (f32_only && t->type != TensorType::F32))
+    if (!quant::weight_type_supported(t->type) || (f32_only && t->type != TensorType::F32))
       fail("UNSUPPORTED_TYPE",
            strfmt("%s: tensor '%s' has type %s, which Folio does not support%s", file.path().c_str(), name.c_str(),
                   ti.name, f32_only ? " here (F32 expected)" : ""));

@@ -108,6 +108,68 @@ struct BlockQ8_K {
   int16_t bsums[QK_K / 16];
 };
 
+// Q2_K, 84 bytes, 256 elements in 16 groups of 16 (ggml-common.h, block_q2_K):
+//   x = d * sc[g] * q - dmin * m[g], q in 0..3, sc and m 4-bit.
+//   scales[16]  byte g: low nibble sc[g], high nibble m[g]
+//   qs[64]      two halves of 32 bytes, each covering 128 elements: element 128h + 32j + l (l < 32) is
+//               bits 2j, 2j+1 of qs[32h + l]
+//   d, dmin     fp16, fp16 (at the end)
+struct BlockQ2_K {
+  uint8_t scales[QK_K / 16];
+  uint8_t qs[QK_K / 4];
+  uint16_t d, dmin;
+};
+
+// Q3_K, 110 bytes, 256 elements in 16 groups of 16 (ggml-common.h, block_q3_K):
+//   x = d * (sc[g] - 32) * q, q in -4..3, sc 6-bit (see q3_k_scale).
+//   hmask[32]   bit 4h + j of hmask[l] is the high bit of element 128h + 32j + l; q = low bits + 4 * high
+//               bit - 4 (a clear bit subtracts 4)
+//   qs[64]      low 2 bits, laid out as Q2_K's qs
+//   scales[12]  16 six-bit scales: the low 4 bits of scale i are the low (i < 8) or high (i >= 8) nibble
+//               of byte i % 8; its high 2 bits are bits 2(i / 4), 2(i / 4)+1 of byte 8 + i % 4
+//   d           fp16
+struct BlockQ3_K {
+  uint8_t hmask[QK_K / 8];
+  uint8_t qs[QK_K / 4];
+  uint8_t scales[12];
+  uint16_t d;
+};
+
+inline int q3_k_scale(const uint8_t s[12], int i) {
+  const int lo = i < 8 ? s[i] & 15 : s[i - 8] >> 4;
+  const int hi = (s[8 + i % 4] >> (2 * (i / 4))) & 3;
+  return lo | hi << 4;
+}
+
+// The non-linear 4-bit code book of IQ4_NL and IQ4_XS (ggml-quants.c / ggml-common.h, kvalues_iq4nl):
+// index q in 0..15 stands for the value kIq4nlValues[q] (times the block's scale).
+constexpr int8_t kIq4nlValues[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+
+// IQ4_NL, 18 bytes, 32 elements (ggml-common.h, block_iq4_nl): x[i] = d * kIq4nlValues[q[i]].
+//   d       fp16
+//   qs[16]  nibbles as Q4_0 (element j low nibble of qs[j], element j + 16 its high nibble)
+struct BlockIQ4_NL {
+  uint16_t d;
+  uint8_t qs[QK / 2];
+};
+
+// IQ4_XS, 136 bytes, 256 elements in 8 sub-blocks of 32 (ggml-common.h, block_iq4_xs):
+//   x = d * (ls[j] - 32) * kIq4nlValues[q], ls 6-bit (see iq4_xs_scale).
+//   d            fp16
+//   scales_h     u16, bits 2j, 2j+1: the high 2 bits of ls[j]
+//   scales_l[4]  byte j / 2, nibble j % 2 (low first): the low 4 bits of ls[j]
+//   qs[128]      16 bytes per sub-block, nibbles as IQ4_NL
+struct BlockIQ4_XS {
+  uint16_t d;
+  uint16_t scales_h;
+  uint8_t scales_l[QK_K / 64];
+  uint8_t qs[QK_K / 2];
+};
+
+inline int iq4_xs_scale(const BlockIQ4_XS& b, int j) {
+  return ((b.scales_l[j / 2] >> (4 * (j % 2))) & 15) | ((b.scales_h >> (2 * j)) & 3) << 4;
+}
+
 // Q4_K_R8 (Folio's own, made at load time: quant/repack.h), 1152 bytes: super-block b of 8 consecutive
 // rows of a Q4_K matrix, laid out so that a 32-byte vector holds 4 elements of each of the 8 rows and a
 // matrix-vector kernel computes the 8 rows in the 32-bit lanes of one register (no horizontal sums, one
@@ -169,6 +231,10 @@ static_assert(sizeof(BlockQ4_K) == 144, "Q4_K block");
 static_assert(sizeof(BlockQ5_K) == 176, "Q5_K block");
 static_assert(sizeof(BlockQ6_K) == 210, "Q6_K block");
 static_assert(sizeof(BlockQ8_K) == 292, "Q8_K block");
+static_assert(sizeof(BlockQ2_K) == 84, "Q2_K block");
+static_assert(sizeof(BlockQ3_K) == 110, "Q3_K block");
+static_assert(sizeof(BlockIQ4_NL) == 18, "IQ4_NL block");
+static_assert(sizeof(BlockIQ4_XS) == 136, "IQ4_XS block");
 static_assert(sizeof(BlockQ4_Kx8) == 8 * 144, "Q4_K_R8 block");
 static_assert(sizeof(BlockQ6_Kx8) == 8 * 210, "Q6_K_R8 block");
 

@@ -167,6 +167,22 @@ FOLIO_AVX2 size_t pack_q4_0(int64_t k, const uint8_t* w, size_t ldw, int rm, uin
   return size_t(nb) * sizeof(PanelQ8);
 }
 
+// IQ4_NL: the code book values of the indices (vpshufb on the 16-entry table in both lanes).
+template <bool Biased>
+FOLIO_AVX2 size_t pack_iq4_nl(int64_t k, const uint8_t* w, size_t ldw, int rm, uint8_t* dst) {
+  const int64_t nb = k / QK;
+  const __m256i table = _mm256_broadcastsi128_si256(load128(kIq4nlValues));
+  for (int i = 0; i < rm; ++i) {
+    const BlockIQ4_NL* src = reinterpret_cast<const BlockIQ4_NL*>(w + i * ldw);
+    PanelQ8* out = reinterpret_cast<PanelQ8*>(dst) + i * nb;
+    for (int64_t b = 0; b < nb; ++b) {
+      out[b].d = h2f(src[b].d);
+      store_q8<Biased>(out[b].qs, _mm256_shuffle_epi8(table, nibbles16(src[b].qs)));
+    }
+  }
+  return size_t(nb) * sizeof(PanelQ8);
+}
+
 FOLIO_AVX2 __m256i q5_values(const uint8_t* qs, const uint8_t* qh) {
   uint32_t bits;
   std::memcpy(&bits, qh, 4);
@@ -227,6 +243,8 @@ FOLIO_GEMM(gemm_q5_0, kTilesQ8, pack_q5_0<false>, Q8_PANEL, prep_q8_0, k / QK)
 FOLIO_GEMM(gemm_q8_0_vnni, kTilesQ8Vnni, pack_q8_0<true>, Q8_PANEL, prep_q8_0, k / QK)
 FOLIO_GEMM(gemm_q4_0_vnni, kTilesQ8Vnni, pack_q4_0<true>, Q8_PANEL, prep_q8_0, k / QK)
 FOLIO_GEMM(gemm_q5_0_vnni, kTilesQ8Vnni, pack_q5_0<true>, Q8_PANEL, prep_q8_0, k / QK)
+FOLIO_GEMM(gemm_iq4_nl, kTilesQ8, pack_iq4_nl<false>, Q8_PANEL, prep_q8_0, k / QK)
+FOLIO_GEMM(gemm_iq4_nl_vnni, kTilesQ8Vnni, pack_iq4_nl<true>, Q8_PANEL, prep_q8_0, k / QK)
 #undef Q8_PANEL
 
 // ---------------------------------------------------------------------------------------------------
@@ -463,6 +481,11 @@ FOLIO_GEMM(gemm_q6_k, kTilesK, pack_q6_k, size_t(k / QK_K) * sizeof(PanelK), nul
 FOLIO_GEMM(gemm_q4_k_vnni, kTilesKVnni, pack_q4_k, size_t(k / QK_K) * sizeof(PanelK), nullptr, 0)
 FOLIO_GEMM(gemm_q5_k_vnni, kTilesKVnni, pack_q5_k, size_t(k / QK_K) * sizeof(PanelK), nullptr, 0)
 FOLIO_GEMM(gemm_q6_k_vnni, kTilesKVnni, pack_q6_k, size_t(k / QK_K) * sizeof(PanelK), nullptr, 0)
+// Q2_K, Q3_K: the same tiles over the portable packers' panels (gemm-pack.cc).
+FOLIO_GEMM(gemm_q2_k, kTilesK, pack_q2_k_portable, size_t(k / QK_K) * sizeof(PanelK), nullptr, 0)
+FOLIO_GEMM(gemm_q3_k, kTilesK, pack_q3_k_portable, size_t(k / QK_K) * sizeof(PanelK), nullptr, 0)
+FOLIO_GEMM(gemm_q2_k_vnni, kTilesKVnni, pack_q2_k_portable, size_t(k / QK_K) * sizeof(PanelK), nullptr, 0)
+FOLIO_GEMM(gemm_q3_k_vnni, kTilesKVnni, pack_q3_k_portable, size_t(k / QK_K) * sizeof(PanelK), nullptr, 0)
 
 #undef FOLIO_GEMM
 
@@ -552,6 +575,8 @@ void add_avx2_gemm(KernelTable& t, bool avx_vnni) {
   slot(t, TensorType::Q8_0).gemm = avx_vnni ? gemm_q8_0_vnni : gemm_q8_0;
   slot(t, TensorType::Q4_0).gemm = avx_vnni ? gemm_q4_0_vnni : gemm_q4_0;
   slot(t, TensorType::Q5_0).gemm = avx_vnni ? gemm_q5_0_vnni : gemm_q5_0;
+  slot(t, TensorType::IQ4_NL).gemm = avx_vnni ? gemm_iq4_nl_vnni : gemm_iq4_nl;
+  add_avx2_iq4_gemm(t);
   slot(t, TensorType::Q4_1).gemm = gemm_q4_1;
   slot(t, TensorType::Q5_1).gemm = gemm_q5_1;
   slot(t, TensorType::Q4_K).gemm = avx_vnni ? gemm_q4_k_vnni : gemm_q4_k;
@@ -559,6 +584,8 @@ void add_avx2_gemm(KernelTable& t, bool avx_vnni) {
   slot(t, TensorType::Q4_K).gemv = avx_vnni ? gemv_k4<false, true> : gemv_k4<false, false>;
   slot(t, TensorType::Q5_K).gemv = avx_vnni ? gemv_k4<true, true> : gemv_k4<true, false>;
   slot(t, TensorType::Q6_K).gemm = avx_vnni ? gemm_q6_k_vnni : gemm_q6_k;
+  slot(t, TensorType::Q2_K).gemm = avx_vnni ? gemm_q2_k_vnni : gemm_q2_k;
+  slot(t, TensorType::Q3_K).gemm = avx_vnni ? gemm_q3_k_vnni : gemm_q3_k;
 }
 
 }  // namespace folio::quant

@@ -4,7 +4,7 @@
 //   Q8_0, Q4_0, Q5_0   (VNNI) two blocks per vector: the weights are unpacked biased by +128 (unsigned),
 //                      vpdpbusd sums (w + 128)·x exactly in int32 starting from −128·Σx, which it computes
 //                      from the same x; then one FMA with the two blocks' scale products.
-//   Q4_K, Q5_K, Q6_K   the AVX2 panel (PanelK), two sub-blocks per vector: vpmaddubsw, then vpdpwssd
+//   Q2_K .. Q6_K       the AVX2 panel (PanelK), two sub-blocks per vector: vpmaddubsw, then vpdpwssd
 //                      (VNNI) or vpmaddwd + vpaddd against the panel's scale vectors.
 // Integer sums per block are exact and equal to vec_dot's; float scaling and order differ (float rounding).
 #if defined(__GNUC__) && !defined(__clang__)
@@ -200,6 +200,12 @@ struct UnpackQ5_0 {
   }
 };
 
+struct UnpackIQ4_NL {
+  FOLIO_AVX512 __m256i operator()(const BlockIQ4_NL& b) const {
+    return _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(load128(kIq4nlValues)), avx2::nibbles16(b.qs));
+  }
+};
+
 FOLIO_AVX512 size_t pack_q8_0(int64_t k, const uint8_t* w, size_t ldw, int rm, uint8_t* dst) {
   return pack_pairs<BlockQ8_0>(k, w, ldw, rm, dst, UnpackQ8_0{});
 }
@@ -209,12 +215,16 @@ FOLIO_AVX512 size_t pack_q4_0(int64_t k, const uint8_t* w, size_t ldw, int rm, u
 FOLIO_AVX512 size_t pack_q5_0(int64_t k, const uint8_t* w, size_t ldw, int rm, uint8_t* dst) {
   return pack_pairs<BlockQ5_0>(k, w, ldw, rm, dst, UnpackQ5_0{});
 }
+FOLIO_AVX512 size_t pack_iq4_nl(int64_t k, const uint8_t* w, size_t ldw, int rm, uint8_t* dst) {
+  return pack_pairs<BlockIQ4_NL>(k, w, ldw, rm, dst, UnpackIQ4_NL{});
+}
 
 #define PAIRS_PANEL size_t((k / QK + 1) / 2) * sizeof(PanelQ8x2)
 #define PAIRS_PREP ((k / QK + 1) / 2 * 2)
 FOLIO_GEMM(gemm_q8_0, kTilesQ8x2, pack_q8_0, PAIRS_PANEL, prep_q8_0, PAIRS_PREP)
 FOLIO_GEMM(gemm_q4_0, kTilesQ8x2, pack_q4_0, PAIRS_PANEL, prep_q8_0, PAIRS_PREP)
 FOLIO_GEMM(gemm_q5_0, kTilesQ8x2, pack_q5_0, PAIRS_PANEL, prep_q8_0, PAIRS_PREP)
+FOLIO_GEMM(gemm_iq4_nl, kTilesQ8x2, pack_iq4_nl, PAIRS_PANEL, prep_q8_0, PAIRS_PREP)
 #undef PAIRS_PANEL
 #undef PAIRS_PREP
 
@@ -284,6 +294,10 @@ FOLIO_GEMM(gemm_q6_k, kTilesK, g_pack_q6_k, K_PANEL, nullptr, 0)
 FOLIO_GEMM(gemm_q4_k_vnni, kTilesKVnni, g_pack_q4_k, K_PANEL, nullptr, 0)
 FOLIO_GEMM(gemm_q5_k_vnni, kTilesKVnni, g_pack_q5_k, K_PANEL, nullptr, 0)
 FOLIO_GEMM(gemm_q6_k_vnni, kTilesKVnni, g_pack_q6_k, K_PANEL, nullptr, 0)
+FOLIO_GEMM(gemm_q2_k, kTilesK, pack_q2_k_portable, K_PANEL, nullptr, 0)
+FOLIO_GEMM(gemm_q3_k, kTilesK, pack_q3_k_portable, K_PANEL, nullptr, 0)
+FOLIO_GEMM(gemm_q2_k_vnni, kTilesKVnni, pack_q2_k_portable, K_PANEL, nullptr, 0)
+FOLIO_GEMM(gemm_q3_k_vnni, kTilesKVnni, pack_q3_k_portable, K_PANEL, nullptr, 0)
 #undef K_PANEL
 #undef FOLIO_GEMM
 
@@ -387,10 +401,13 @@ void add_avx512_gemm(KernelTable& t, bool vnni) {
   slot(t, TensorType::Q5_K).gemv = vnni ? gemv_k4<true, true> : gemv_k4<true, false>;
   slot(t, TensorType::Q5_K).gemm = vnni ? gemm_q5_k_vnni : gemm_q5_k;
   slot(t, TensorType::Q6_K).gemm = vnni ? gemm_q6_k_vnni : gemm_q6_k;
+  slot(t, TensorType::Q2_K).gemm = vnni ? gemm_q2_k_vnni : gemm_q2_k;
+  slot(t, TensorType::Q3_K).gemm = vnni ? gemm_q3_k_vnni : gemm_q3_k;
   if (vnni) {
     slot(t, TensorType::Q8_0).gemm = gemm_q8_0;
     slot(t, TensorType::Q4_0).gemm = gemm_q4_0;
     slot(t, TensorType::Q5_0).gemm = gemm_q5_0;
+    slot(t, TensorType::IQ4_NL).gemm = gemm_iq4_nl;
   }
 }
 

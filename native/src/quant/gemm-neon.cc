@@ -3,7 +3,7 @@
 //   F32, F16, BF16      4 rows × 4 tokens of 4-wide FMA accumulators, 8 elements per step.
 //   Q8_0, Q4_0, Q5_0    PanelQ8 against Q8_0, 4 × 4: SDOT (or vmull + vpadal without dotprod) per 16
 //                       bytes, then one FMA per block with the two scales' product.
-//   Q4_K, Q5_K, Q6_K    PanelK against Q8_K, 4 × 4 integer accumulators per super-block: SDOT per 16
+//   Q2_K .. Q6_K        PanelK against Q8_K, 4 × 4 integer accumulators per super-block: SDOT per 16
 //                       elements times that group's scale (vmla by scalar), scaled once per super-block.
 // The panels come from the portable packers (gemm-pack.cc). Integer sums per block are exact and equal
 // to vec_dot's; only the float scaling and accumulation order differ.
@@ -146,6 +146,8 @@ const TileTable<TileQ8Sdot, 4, 4> kTilesQ8Sdot;
 FOLIO_GEMM(gemm_q8_0, kTilesQ8, pack_q8_0_portable, Q8_PANEL, prep_q8_0_portable, k / QK)
 FOLIO_GEMM(gemm_q4_0, kTilesQ8, pack_q4_0_portable, Q8_PANEL, prep_q8_0_portable, k / QK)
 FOLIO_GEMM(gemm_q5_0, kTilesQ8, pack_q5_0_portable, Q8_PANEL, prep_q8_0_portable, k / QK)
+FOLIO_GEMM(gemm_iq4_nl, kTilesQ8, pack_iq4_nl_portable, Q8_PANEL, prep_q8_0_portable, k / QK)
+FOLIO_GEMM(gemm_iq4_nl_sdot, kTilesQ8Sdot, pack_iq4_nl_portable, Q8_PANEL, prep_q8_0_portable, k / QK)
 FOLIO_GEMM(gemm_q8_0_sdot, kTilesQ8Sdot, pack_q8_0_portable, Q8_PANEL, prep_q8_0_portable, k / QK)
 FOLIO_GEMM(gemm_q4_0_sdot, kTilesQ8Sdot, pack_q4_0_portable, Q8_PANEL, prep_q8_0_portable, k / QK)
 FOLIO_GEMM(gemm_q5_0_sdot, kTilesQ8Sdot, pack_q5_0_portable, Q8_PANEL, prep_q8_0_portable, k / QK)
@@ -218,6 +220,10 @@ FOLIO_GEMM(gemm_q6_k, kTilesK, pack_q6_k_portable, K_PANEL, nullptr, 0)
 FOLIO_GEMM(gemm_q4_k_sdot, kTilesKSdot, pack_q4_k_portable, K_PANEL, nullptr, 0)
 FOLIO_GEMM(gemm_q5_k_sdot, kTilesKSdot, pack_q5_k_portable, K_PANEL, nullptr, 0)
 FOLIO_GEMM(gemm_q6_k_sdot, kTilesKSdot, pack_q6_k_portable, K_PANEL, nullptr, 0)
+FOLIO_GEMM(gemm_q2_k, kTilesK, pack_q2_k_portable, K_PANEL, nullptr, 0)
+FOLIO_GEMM(gemm_q3_k, kTilesK, pack_q3_k_portable, K_PANEL, nullptr, 0)
+FOLIO_GEMM(gemm_q2_k_sdot, kTilesKSdot, pack_q2_k_portable, K_PANEL, nullptr, 0)
+FOLIO_GEMM(gemm_q3_k_sdot, kTilesKSdot, pack_q3_k_portable, K_PANEL, nullptr, 0)
 #undef K_PANEL
 #undef FOLIO_GEMM
 
@@ -232,9 +238,12 @@ void add_neon_gemm(KernelTable& t, bool dotprod) {
   slot(t, TensorType::Q8_0).gemm = dotprod ? gemm_q8_0_sdot : gemm_q8_0;
   slot(t, TensorType::Q4_0).gemm = dotprod ? gemm_q4_0_sdot : gemm_q4_0;
   slot(t, TensorType::Q5_0).gemm = dotprod ? gemm_q5_0_sdot : gemm_q5_0;
+  slot(t, TensorType::IQ4_NL).gemm = dotprod ? gemm_iq4_nl_sdot : gemm_iq4_nl;
   slot(t, TensorType::Q4_K).gemm = dotprod ? gemm_q4_k_sdot : gemm_q4_k;
   slot(t, TensorType::Q5_K).gemm = dotprod ? gemm_q5_k_sdot : gemm_q5_k;
   slot(t, TensorType::Q6_K).gemm = dotprod ? gemm_q6_k_sdot : gemm_q6_k;
+  slot(t, TensorType::Q2_K).gemm = dotprod ? gemm_q2_k_sdot : gemm_q2_k;
+  slot(t, TensorType::Q3_K).gemm = dotprod ? gemm_q3_k_sdot : gemm_q3_k;
 }
 
 }  // namespace folio::quant

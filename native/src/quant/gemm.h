@@ -6,10 +6,11 @@
 // unpack (all but the float formats) are first unpacked RM rows at a time into a "panel" in a per-thread
 // buffer, which then serves all n tokens of the block; the activations' fp16 scales are likewise
 // converted to floats once per block of tokens (TileArgs::xs):
-//   Q8_0, Q4_0, Q5_0 -> PanelQ8 (d as a float, q − offset as int8): exact, the dot is the Q8_0 one
+//   Q8_0, Q4_0, Q5_0, IQ4_NL -> PanelQ8 (d as a float, q − offset or the code book value as int8): exact, the dot is
+//   the Q8_0 one
 //                       (AVX-512 with VNNI uses pairs of blocks with the quants biased to unsigned);
 //   Q4_1, Q5_1 -> PanelU8_1 (d, m as floats, q as uint8);
-//   Q4_K, Q5_K, Q6_K -> PanelK (q as uint8 in element order, each sub-block's int16 scales laid out
+//   Q2_K, Q3_K, Q4_K, Q5_K, Q6_K -> PanelK (q as uint8 in element order, each sub-block's int16 scales laid out
 //                       as the multipliers of vpmaddwd / the pairs of products, the offsets against
 //                       the activation group sums, and d, dmin as floats).
 #pragma once
@@ -52,6 +53,17 @@ struct alignas(32) PanelK {
   uint8_t pad[24];
 };
 static_assert(sizeof(PanelK) == 576, "PanelK");
+
+// IQ4_XS unpacked: the code book values v (int8, never 0) in element order, each sub-block's scale
+// ls − 32 and d as a float; x = d·(ls − 32)·v. A tile multiplies |v| by x carrying v's sign (vpsignb),
+// which keeps vpmaddubsw's pairs within int16 (|v|, |x| <= 127).
+struct alignas(32) PanelIQ4 {
+  int8_t v[QK_K];
+  int16_t sc[QK_K / 32];
+  float d;
+  uint8_t pad[12];
+};
+static_assert(sizeof(PanelIQ4) == 288, "PanelIQ4");
 
 // One tile's arguments: RM weight rows at w (ldw bytes apart), RN activation rows at x (ldx apart),
 // outputs y[j·ldy + i].
@@ -188,14 +200,20 @@ struct TileTable {
 size_t pack_q8_0_portable(int64_t k, const uint8_t* w, size_t ldw, int rm, uint8_t* dst);
 size_t pack_q4_0_portable(int64_t k, const uint8_t* w, size_t ldw, int rm, uint8_t* dst);
 size_t pack_q5_0_portable(int64_t k, const uint8_t* w, size_t ldw, int rm, uint8_t* dst);
+size_t pack_iq4_nl_portable(int64_t k, const uint8_t* w, size_t ldw, int rm, uint8_t* dst);
+size_t pack_iq4_xs_portable(int64_t k, const uint8_t* w, size_t ldw, int rm, uint8_t* dst);
 size_t pack_q4_k_portable(int64_t k, const uint8_t* w, size_t ldw, int rm, uint8_t* dst);
 size_t pack_q5_k_portable(int64_t k, const uint8_t* w, size_t ldw, int rm, uint8_t* dst);
 size_t pack_q6_k_portable(int64_t k, const uint8_t* w, size_t ldw, int rm, uint8_t* dst);
+size_t pack_q2_k_portable(int64_t k, const uint8_t* w, size_t ldw, int rm, uint8_t* dst);
+size_t pack_q3_k_portable(int64_t k, const uint8_t* w, size_t ldw, int rm, uint8_t* dst);
 int64_t prep_q8_0_portable(int64_t k, const uint8_t* x, size_t ldx, int64_t n, float* dst);
 
 #if FOLIO_QUANT_X86
 // avx_vnni: the CPU has AVX-VNNI (vpdpbusd / vpdpwssd on 256-bit vectors, VEX-encoded).
 void add_avx2_gemm(KernelTable& t, bool avx_vnni);
+// IQ4_XS over PanelIQ4 (gemm-avx2-iq4.cc); the AVX-512 table keeps it.
+void add_avx2_iq4_gemm(KernelTable& t);
 // The AVX2 packer of a K-quant type into PanelK (the AVX-512 kernels share the panels).
 PackFn avx2_k_packer(TensorType type);
 void add_avx512_gemm(KernelTable& t, bool vnni);

@@ -22,7 +22,8 @@
 #include "quant/blocks.h"
 
 namespace folio::quant {
-void add_avx2_k_kernels(KernelTable& t);  // quant-avx2-k.cc
+void add_avx2_k_kernels(KernelTable& t);       // quant-avx2-k.cc
+void add_avx2_lowbit_kernels(KernelTable& t);  // quant-avx2-lowbit.cc
 
 namespace avx2 {
 namespace {
@@ -424,6 +425,7 @@ void add_avx2_kernels(KernelTable& t) {
   slot(t, TensorType::Q5_1).dequantize_row = dequantize_q5_1;
   slot(t, TensorType::Q5_1).vec_dot = vec_dot_q5_1;
   add_avx2_k_kernels(t);
+  add_avx2_lowbit_kernels(t);
 }
 
 }  // namespace folio::quant

@@ -23,6 +23,8 @@
 #endif
 
 namespace folio::quant {
+void add_neon_lowbit_kernels(KernelTable& t, bool dotprod);  // quant-neon-lowbit.cc
+
 namespace neon {
 namespace {
 
@@ -387,6 +389,7 @@ void add_neon_kernels(KernelTable& t, bool dotprod) {
   slot(t, TensorType::Q4_0).vec_dot = dotprod ? vec_dot_q4_0_sdot : vec_dot_q4_0_plain;
   slot(t, TensorType::Q4_K).vec_dot = dotprod ? vec_dot_q4_k_sdot : vec_dot_q4_k_plain;
   slot(t, TensorType::Q6_K).vec_dot = dotprod ? vec_dot_q6_k_sdot : vec_dot_q6_k_plain;
+  add_neon_lowbit_kernels(t, dotprod);
 }
 
 }  // namespace folio::quant

@@ -2,6 +2,7 @@
 // is tested against these. Layouts and reference formulas are ggml's (ggml-common.h, ggml-quants.c);
 // the struct definitions with their byte maps are in blocks.h.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 
@@ -463,11 +464,10 @@ float vec_dot_q5_k(int64_t n, const void* w, const void* x) {
   return sum;
 }
 
-// Least-squares fit of x[0..32) ≈ scale * L + offset with L in 0..nmax and offset <= 0 (stored as the
-// positive min = -offset). A few step sizes around range / nmax are tried; each rounding is refined by
+// Least-squares fit of x[0..n) ≈ scale * L + offset (n <= 32) with L in 0..nmax and offset <= 0 (stored as
+// the positive min = -offset). A few step sizes around range / nmax are tried; each rounding is refined by
 // least squares and the one with the least squared error wins. Returns the scale, sets *min.
-float fit_scale_min(const float* x, int nmax, float* min) {
-  constexpr int n = 32;
+float fit_scale_min(const float* x, int n, int nmax, float* min) {
   float lo = std::min(0.0f, *std::min_element(x, x + n));
   const float hi = *std::max_element(x, x + n);
   if (hi == lo) {
@@ -475,7 +475,7 @@ float fit_scale_min(const float* x, int nmax, float* min) {
     return 0;
   }
   float best_scale = (hi - lo) / float(nmax), best_off = lo, best_err = INFINITY;
-  int L[n];
+  int L[32];
   for (int step = -10; step <= 10; ++step) {
     const float iscale = (float(nmax) + 0.1f * float(step)) / (hi - lo);
     float sl = 0, sl2 = 0, sx = 0, sxl = 0;
@@ -486,9 +486,9 @@ float fit_scale_min(const float* x, int nmax, float* min) {
       sx += x[i];
       sxl += x[i] * float(L[i]);
     }
-    const float det = n * sl2 - sl * sl;
+    const float det = float(n) * sl2 - sl * sl;
     if (det <= 0) continue;
-    float scale = (n * sxl - sx * sl) / det;
+    float scale = (float(n) * sxl - sx * sl) / det;
     float off = (sl2 * sx - sl * sxl) / det;
     if (off > 0) {  // the format has no positive offset
       off = 0;
@@ -514,7 +514,7 @@ float fit_scale_min(const float* x, int nmax, float* min) {
 void quantize_k4(const float* x, int nmax, uint16_t* d_out, uint16_t* dmin_out, uint8_t scales[12], int q[QK_K]) {
   float sc[8], mn[8], max_sc = 0, max_mn = 0;
   for (int j = 0; j < 8; ++j) {
-    sc[j] = fit_scale_min(x + 32 * j, nmax, &mn[j]);
+    sc[j] = fit_scale_min(x + 32 * j, 32, nmax, &mn[j]);
     max_sc = std::max(max_sc, sc[j]);
     max_mn = std::max(max_mn, mn[j]);
   }
@@ -602,19 +602,19 @@ float vec_dot_q6_k(int64_t n, const void* w, const void* x) {
   return sum;
 }
 
-// Signed scale for a group of 16 with L in -32..31: the value of largest magnitude maps to -32 (the
-// side with one more level); nearby step sizes are tried and the one whose least-squares scale explains
-// most of the group (largest (Σ x L)² / Σ L²) wins.
-float fit_scale_signed(const float* x) {
+// Signed scale for a group of 16 with L in -half..half-1 (Q6_K: 32, Q3_K: 4): the value of largest
+// magnitude maps to -half (the side with one more level); nearby step sizes are tried and the one whose
+// least-squares scale explains most of the group (largest (Σ x L)² / Σ L²) wins.
+float fit_scale_signed(const float* x, int half) {
   constexpr int n = 16;
   const float max = signed_absmax(x, n);
   if (max == 0) return 0;
   float best_scale = 0, best_fit = -1;
   for (int step = -9; step <= 9; ++step) {
-    const float iscale = -(32 + 0.1f * float(step)) / max;
+    const float iscale = -(float(half) + 0.1f * float(step)) / max;
     float sxl = 0, sl2 = 0;
     for (int i = 0; i < n; ++i) {
-      const int l = std::clamp(round_even(iscale * x[i]), -32, 31);
+      const int l = std::clamp(round_even(iscale * x[i]), -half, half - 1);
       sxl += x[i] * float(l);
       sl2 += float(l * l);
     }
@@ -632,7 +632,7 @@ void quantize_q6_k(const float* src, void* dst, int64_t n) {
     const float* x = src + ib * QK_K;
     float sc[16], max_sc = 0;
     for (int g = 0; g < 16; ++g) {
-      sc[g] = fit_scale_signed(x + 16 * g);
+      sc[g] = fit_scale_signed(x + 16 * g, 32);
       if (std::fabs(sc[g]) > std::fabs(max_sc)) max_sc = sc[g];
     }
     std::memset(&b[ib], 0, sizeof(BlockQ6_K));
@@ -660,6 +660,309 @@ void quantize_q6_k(const float* src, void* dst, int64_t n) {
   }
 }
 
+// ---------------------------------------------------------------------------------------------------
+// Q2_K: 16 groups of 16 with a 4-bit scale sc[g] and a 4-bit min m[g]; x = d * sc[g] * q - dmin * m[g],
+// q in 0..3 (blocks.h). Dot with Q8_K, as Q4_K per group: d dx Σ_g sc[g] Σ q qx - dmin dx Σ_g m[g] bsums[g].
+
+// The 256 two-bit fields of a Q2_K/Q3_K qs[64] in element order.
+void unpack_2bit(const uint8_t* qs, int q[QK_K]) {
+  for (int h = 0; h < 2; ++h) {
+    for (int j = 0; j < 4; ++j) {
+      for (int l = 0; l < 32; ++l) q[128 * h + 32 * j + l] = (qs[32 * h + l] >> (2 * j)) & 3;
+    }
+  }
+}
+
+void pack_2bit(const int q[QK_K], uint8_t* qs) {
+  std::memset(qs, 0, QK_K / 4);
+  for (int h = 0; h < 2; ++h) {
+    for (int j = 0; j < 4; ++j) {
+      for (int l = 0; l < 32; ++l) qs[32 * h + l] |= uint8_t((q[128 * h + 32 * j + l] & 3) << (2 * j));
+    }
+  }
+}
+
+void dequantize_q2_k(const void* src, float* dst, int64_t n) {
+  const BlockQ2_K* b = static_cast<const BlockQ2_K*>(src);
+  for (int64_t ib = 0; ib < n / QK_K; ++ib) {
+    int q[QK_K];
+    unpack_2bit(b[ib].qs, q);
+    const float d = h2f(b[ib].d), dmin = h2f(b[ib].dmin);
+    for (int g = 0; g < 16; ++g) {
+      const float dg = d * float(b[ib].scales[g] & 15), mg = dmin * float(b[ib].scales[g] >> 4);
+      for (int i = 0; i < 16; ++i) dst[ib * QK_K + 16 * g + i] = dg * float(q[16 * g + i]) - mg;
+    }
+  }
+}
+
+// Per group a least-squares scale and min over q in 0..3 (fit_scale_min); d and dmin map the largest of
+// them to 15, and the quants are chosen again against the stored 4-bit scales.
+void quantize_q2_k(const float* src, void* dst, int64_t n) {
+  BlockQ2_K* b = static_cast<BlockQ2_K*>(dst);
+  for (int64_t ib = 0; ib < n / QK_K; ++ib) {
+    const float* x = src + ib * QK_K;
+    float sc[16], mn[16], max_sc = 0, max_mn = 0;
+    for (int g = 0; g < 16; ++g) {
+      sc[g] = fit_scale_min(x + 16 * g, 16, 3, &mn[g]);
+      max_sc = std::max(max_sc, sc[g]);
+      max_mn = std::max(max_mn, mn[g]);
+    }
+    b[ib].d = f2h(max_sc / 15);
+    b[ib].dmin = f2h(max_mn / 15);
+    const float d = h2f(b[ib].d), dmin = h2f(b[ib].dmin);
+    int q[QK_K];
+    for (int g = 0; g < 16; ++g) {
+      const int ls = d > 0 ? std::clamp(round_even(sc[g] / d), 0, 15) : 0;
+      const int lm = dmin > 0 ? std::clamp(round_even(mn[g] / dmin), 0, 15) : 0;
+      b[ib].scales[g] = uint8_t(ls | (lm << 4));
+      const float dg = d * float(ls), mg = dmin * float(lm);
+      for (int i = 0; i < 16; ++i) q[16 * g + i] = dg > 0 ? std::clamp(round_even((x[16 * g + i] + mg) / dg), 0, 3) : 0;
+    }
+    pack_2bit(q, b[ib].qs);
+  }
+}
+
+float vec_dot_q2_k(int64_t n, const void* w, const void* x) {
+  const BlockQ2_K* a = static_cast<const BlockQ2_K*>(w);
+  const BlockQ8_K* b = static_cast<const BlockQ8_K*>(x);
+  float sum = 0;
+  for (int64_t ib = 0; ib < n / QK_K; ++ib) {
+    int q[QK_K];
+    unpack_2bit(a[ib].qs, q);
+    int isum = 0, msum = 0;
+    for (int g = 0; g < 16; ++g) {
+      int s = 0;
+      for (int i = 0; i < 16; ++i) s += q[16 * g + i] * b[ib].qs[16 * g + i];
+      isum += (a[ib].scales[g] & 15) * s;
+      msum += (a[ib].scales[g] >> 4) * b[ib].bsums[g];
+    }
+    sum += (h2f(a[ib].d) * b[ib].d) * float(isum) - (h2f(a[ib].dmin) * b[ib].d) * float(msum);
+  }
+  return sum;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Q3_K: 16 groups of 16 with a 6-bit scale (q3_k_scale, biased by 32); x = d * (sc[g] - 32) * q, q in
+// -4..3 from two low bits (as Q2_K) and a high bit in hmask (blocks.h). Dot with Q8_K:
+// d dx Σ_g (sc[g] - 32) Σ q qx.
+
+void unpack_q3_k(const BlockQ3_K& b, int q[QK_K]) {
+  unpack_2bit(b.qs, q);
+  for (int h = 0; h < 2; ++h) {
+    for (int j = 0; j < 4; ++j) {
+      for (int l = 0; l < 32; ++l) q[128 * h + 32 * j + l] += ((b.hmask[l] >> (4 * h + j)) & 1) * 4 - 4;
+    }
+  }
+}
+
+void dequantize_q3_k(const void* src, float* dst, int64_t n) {
+  const BlockQ3_K* b = static_cast<const BlockQ3_K*>(src);
+  for (int64_t ib = 0; ib < n / QK_K; ++ib) {
+    int q[QK_K];
+    unpack_q3_k(b[ib], q);
+    const float d = h2f(b[ib].d);
+    for (int g = 0; g < 16; ++g) {
+      const float dg = d * float(q3_k_scale(b[ib].scales, g) - 32);
+      for (int i = 0; i < 16; ++i) dst[ib * QK_K + 16 * g + i] = dg * float(q[16 * g + i]);
+    }
+  }
+}
+
+// Per group a signed scale over q in -4..3 (fit_scale_signed); d maps the largest of them to -32 (six
+// bits, one more level on the negative side), the quants are chosen again against the stored scales.
+void quantize_q3_k(const float* src, void* dst, int64_t n) {
+  BlockQ3_K* b = static_cast<BlockQ3_K*>(dst);
+  for (int64_t ib = 0; ib < n / QK_K; ++ib) {
+    const float* x = src + ib * QK_K;
+    float sc[16], max_sc = 0;
+    for (int g = 0; g < 16; ++g) {
+      sc[g] = fit_scale_signed(x + 16 * g, 4);
+      if (std::fabs(sc[g]) > std::fabs(max_sc)) max_sc = sc[g];
+    }
+    std::memset(&b[ib], 0, sizeof(BlockQ3_K));
+    b[ib].d = f2h(max_sc / -32);
+    const float d = h2f(b[ib].d);
+    int q[QK_K];
+    for (int g = 0; g < 16; ++g) {
+      const int ls = d != 0 ? std::clamp(round_even(sc[g] / d), -32, 31) : 0;
+      const int s = ls + 32;
+      b[ib].scales[g % 8] |= uint8_t((s & 15) << (g < 8 ? 0 : 4));
+      b[ib].scales[8 + g % 4] |= uint8_t((s >> 4) << (2 * (g / 4)));
+      const float dg = d * float(ls);
+      for (int i = 0; i < 16; ++i) q[16 * g + i] = dg != 0 ? std::clamp(round_even(x[16 * g + i] / dg), -4, 3) : 0;
+    }
+    int low[QK_K];
+    for (int i = 0; i < QK_K; ++i) low[i] = (q[i] + 4) & 3;
+    pack_2bit(low, b[ib].qs);
+    for (int h = 0; h < 2; ++h) {
+      for (int j = 0; j < 4; ++j) {
+        for (int l = 0; l < 32; ++l) {
+          if (q[128 * h + 32 * j + l] >= 0) b[ib].hmask[l] |= uint8_t(1 << (4 * h + j));
+        }
+      }
+    }
+  }
+}
+
+float vec_dot_q3_k(int64_t n, const void* w, const void* x) {
+  const BlockQ3_K* a = static_cast<const BlockQ3_K*>(w);
+  const BlockQ8_K* b = static_cast<const BlockQ8_K*>(x);
+  float sum = 0;
+  for (int64_t ib = 0; ib < n / QK_K; ++ib) {
+    int q[QK_K];
+    unpack_q3_k(a[ib], q);
+    int isum = 0;
+    for (int g = 0; g < 16; ++g) {
+      int s = 0;
+      for (int i = 0; i < 16; ++i) s += q[16 * g + i] * b[ib].qs[16 * g + i];
+      isum += (q3_k_scale(a[ib].scales, g) - 32) * s;
+    }
+    sum += (h2f(a[ib].d) * b[ib].d) * float(isum);
+  }
+  return sum;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// IQ4_NL / IQ4_XS: 4-bit indices into the non-linear code book kIq4nlValues (blocks.h), one scale per 32
+// elements (IQ4_XS: a 6-bit one times the super-block's d).
+
+// The index of the code book value nearest to v (the lower one on ties): the number of midpoints between
+// neighbouring values that lie below v (the midpoints are exact in float).
+int nearest_iq4nl(float v) {
+  static const auto kMid = [] {
+    std::array<float, 15> m{};
+    for (int k = 0; k < 15; ++k) m[size_t(k)] = 0.5f * float(kIq4nlValues[k] + kIq4nlValues[k + 1]);
+    return m;
+  }();
+  return int(std::lower_bound(kMid.begin(), kMid.end(), v) - kMid.begin());
+}
+
+// The scale of 32 elements over the code book: the value of largest magnitude maps to an end of the
+// book (-127, the side with the larger magnitude) and nearby scales are tried; for each, the indices are
+// the nearest values and the least-squares scale Σ x v / Σ v² is scored by (Σ x v)² / Σ v² (the squared
+// error it removes). Returns the best least-squares scale (0 for a zero block).
+float fit_scale_iq4(const float* x) {
+  const float max = signed_absmax(x, QK);
+  if (max == 0) return 0;
+  float best_scale = 0, best_fit = -1;
+  for (int step = -12; step <= 12; ++step) {
+    const float iscale = -(127.0f + 2.0f * float(step)) / max;
+    float sxv = 0, sv2 = 0;
+    for (int i = 0; i < QK; ++i) {
+      const float v = float(kIq4nlValues[nearest_iq4nl(iscale * x[i])]);
+      sxv += x[i] * v;
+      sv2 += v * v;
+    }
+    if (sv2 > 0 && sxv * sxv / sv2 > best_fit) {
+      best_fit = sxv * sxv / sv2;
+      best_scale = sxv / sv2;
+    }
+  }
+  return best_scale;
+}
+
+// Indices of 32 elements against the stored scale d, packed as nibbles (element j low, j + 16 high).
+void pack_iq4(const float* x, float d, uint8_t qs[QK / 2]) {
+  const float id = d != 0 ? 1.0f / d : 0.0f;
+  for (int j = 0; j < QK / 2; ++j) {
+    const int lo = d != 0 ? nearest_iq4nl(x[j] * id) : 8, hi = d != 0 ? nearest_iq4nl(x[j + QK / 2] * id) : 8;
+    qs[j] = uint8_t(lo | (hi << 4));
+  }
+}
+
+void dequantize_iq4_nl(const void* src, float* dst, int64_t n) {
+  const BlockIQ4_NL* b = static_cast<const BlockIQ4_NL*>(src);
+  for (int64_t ib = 0; ib < n / QK; ++ib) {
+    const float d = h2f(b[ib].d);
+    float* y = dst + ib * QK;
+    for (int j = 0; j < QK / 2; ++j) {
+      y[j] = d * float(kIq4nlValues[b[ib].qs[j] & 15]);
+      y[j + QK / 2] = d * float(kIq4nlValues[b[ib].qs[j] >> 4]);
+    }
+  }
+}
+
+void quantize_iq4_nl(const float* src, void* dst, int64_t n) {
+  BlockIQ4_NL* b = static_cast<BlockIQ4_NL*>(dst);
+  for (int64_t ib = 0; ib < n / QK; ++ib) {
+    const float* x = src + ib * QK;
+    b[ib].d = f2h(fit_scale_iq4(x));
+    pack_iq4(x, h2f(b[ib].d), b[ib].qs);
+  }
+}
+
+float vec_dot_iq4_nl(int64_t n, const void* w, const void* x) {
+  const BlockIQ4_NL* a = static_cast<const BlockIQ4_NL*>(w);
+  const BlockQ8_0* b = static_cast<const BlockQ8_0*>(x);
+  float sum = 0;
+  for (int64_t ib = 0; ib < n / QK; ++ib) {
+    int isum = 0;
+    for (int j = 0; j < QK / 2; ++j) {
+      isum += kIq4nlValues[a[ib].qs[j] & 15] * b[ib].qs[j];
+      isum += kIq4nlValues[a[ib].qs[j] >> 4] * b[ib].qs[j + QK / 2];
+    }
+    sum += float(isum) * (h2f(a[ib].d) * h2f(b[ib].d));
+  }
+  return sum;
+}
+
+void dequantize_iq4_xs(const void* src, float* dst, int64_t n) {
+  const BlockIQ4_XS* b = static_cast<const BlockIQ4_XS*>(src);
+  for (int64_t ib = 0; ib < n / QK_K; ++ib) {
+    const float d = h2f(b[ib].d);
+    for (int j = 0; j < QK_K / QK; ++j) {
+      const float dj = d * float(iq4_xs_scale(b[ib], j) - 32);
+      const uint8_t* qs = b[ib].qs + 16 * j;
+      float* y = dst + ib * QK_K + QK * j;
+      for (int l = 0; l < 16; ++l) {
+        y[l] = dj * float(kIq4nlValues[qs[l] & 15]);
+        y[l + 16] = dj * float(kIq4nlValues[qs[l] >> 4]);
+      }
+    }
+  }
+}
+
+// Per sub-block a scale over the code book (fit_scale_iq4); d maps the largest to -32 (the 6-bit scales
+// are biased by 32), and the indices are chosen again against the stored scales.
+void quantize_iq4_xs(const float* src, void* dst, int64_t n) {
+  BlockIQ4_XS* b = static_cast<BlockIQ4_XS*>(dst);
+  for (int64_t ib = 0; ib < n / QK_K; ++ib) {
+    const float* x = src + ib * QK_K;
+    float sc[8], max_sc = 0;
+    for (int j = 0; j < 8; ++j) {
+      sc[j] = fit_scale_iq4(x + QK * j);
+      if (std::fabs(sc[j]) > std::fabs(max_sc)) max_sc = sc[j];
+    }
+    std::memset(&b[ib], 0, sizeof(BlockIQ4_XS));
+    b[ib].d = f2h(max_sc / -32);
+    const float d = h2f(b[ib].d);
+    for (int j = 0; j < 8; ++j) {
+      const int ls = d != 0 ? std::clamp(round_even(sc[j] / d), -32, 31) : 0;
+      b[ib].scales_l[j / 2] |= uint8_t(((ls + 32) & 15) << (4 * (j % 2)));
+      b[ib].scales_h |= uint16_t(((ls + 32) >> 4) << (2 * j));
+      pack_iq4(x + QK * j, d * float(ls), b[ib].qs + 16 * j);
+    }
+  }
+}
+
+float vec_dot_iq4_xs(int64_t n, const void* w, const void* x) {
+  const BlockIQ4_XS* a = static_cast<const BlockIQ4_XS*>(w);
+  const BlockQ8_K* b = static_cast<const BlockQ8_K*>(x);
+  float sum = 0;
+  for (int64_t ib = 0; ib < n / QK_K; ++ib) {
+    int isum = 0;
+    for (int j = 0; j < QK_K / QK; ++j) {
+      const uint8_t* qs = a[ib].qs + 16 * j;
+      const int8_t* qx = b[ib].qs + QK * j;
+      int s = 0;
+      for (int l = 0; l < 16; ++l) s += kIq4nlValues[qs[l] & 15] * qx[l] + kIq4nlValues[qs[l] >> 4] * qx[l + 16];
+      isum += (iq4_xs_scale(a[ib], j) - 32) * s;
+    }
+    sum += (h2f(a[ib].d) * b[ib].d) * float(isum);
+  }
+  return sum;
+}
+
 }  // namespace
 
 void add_scalar_kernels(KernelTable& t) {
@@ -676,6 +979,10 @@ void add_scalar_kernels(KernelTable& t) {
   slot(t, TensorType::Q4_K) = {dequantize_q4_k, quantize_q4_k, vec_dot_q4_k};
   slot(t, TensorType::Q5_K) = {dequantize_q5_k, quantize_q5_k, vec_dot_q5_k};
   slot(t, TensorType::Q6_K) = {dequantize_q6_k, quantize_q6_k, vec_dot_q6_k};
+  slot(t, TensorType::Q2_K) = {dequantize_q2_k, quantize_q2_k, vec_dot_q2_k};
+  slot(t, TensorType::Q3_K) = {dequantize_q3_k, quantize_q3_k, vec_dot_q3_k};
+  slot(t, TensorType::IQ4_NL) = {dequantize_iq4_nl, quantize_iq4_nl, vec_dot_iq4_nl};
+  slot(t, TensorType::IQ4_XS) = {dequantize_iq4_xs, quantize_iq4_xs, vec_dot_iq4_xs};
 }
 
 }  // namespace folio::quant

@@ -109,6 +109,10 @@ TensorType vec_dot_type(TensorType weight) {
     case TensorType::Q8_0: return TensorType::Q8_0;
     case TensorType::Q4_1:
     case TensorType::Q5_1: return TensorType::Q8_1;
+    case TensorType::IQ4_NL: return TensorType::Q8_0;
+    case TensorType::Q2_K:
+    case TensorType::Q3_K:
+    case TensorType::IQ4_XS:
     case TensorType::Q4_K:
     case TensorType::Q5_K:
     case TensorType::Q6_K:
@@ -191,6 +195,10 @@ bool block_sizes_match() {
       {TensorType::Q5_K, sizeof(BlockQ5_K), QK_K},
       {TensorType::Q6_K, sizeof(BlockQ6_K), QK_K},
       {TensorType::Q8_K, sizeof(BlockQ8_K), QK_K},
+      {TensorType::Q2_K, sizeof(BlockQ2_K), QK_K},
+      {TensorType::Q3_K, sizeof(BlockQ3_K), QK_K},
+      {TensorType::IQ4_NL, sizeof(BlockIQ4_NL), QK},
+      {TensorType::IQ4_XS, sizeof(BlockIQ4_XS), QK_K},
       {TensorType::Q4_K_R8, sizeof(BlockQ4_Kx8) / 8, QK_K},
       {TensorType::Q6_K_R8, sizeof(BlockQ6_Kx8) / 8, QK_K},
       {TensorType::F32, 4, 1},
@@ -220,6 +228,13 @@ const Kernels& kernels(TensorType type, Isa isa) {
   // (A repacked layout has matrix products only: its rows are not contiguous.)
   if (!k.dequantize_row && !k.gemv) fail("UNSUPPORTED_TYPE", strfmt("no kernels for tensor type %s", ti->name));
   return k;
+}
+
+bool weight_type_supported(TensorType type) {
+  const TypeInfo* ti = type_info(uint32_t(type));
+  if (!ti || ti->internal) return false;
+  const Kernels& k = tables().by_isa[int(Isa::Scalar)][size_t(type)];
+  return k.dequantize_row && k.vec_dot;
 }
 
 }  // namespace folio::quant

@@ -20,7 +20,8 @@ bool isa_available(Isa isa);
 Isa best_isa();
 
 // The activation format that a weight type's dot product consumes (ggml's vec_dot_type):
-// F32->F32, F16->F16, BF16->BF16, Q4_0/Q5_0/Q8_0->Q8_0, Q4_1/Q5_1->Q8_1, Q4_K/Q5_K/Q6_K->Q8_K.
+// F32->F32, F16->F16, BF16->BF16, Q4_0/Q5_0/Q8_0/IQ4_NL->Q8_0, Q4_1/Q5_1->Q8_1,
+// Q2_K/Q3_K/Q4_K/Q5_K/Q6_K/IQ4_XS->Q8_K.
 TensorType vec_dot_type(TensorType weight);
 
 struct Kernels {
@@ -50,6 +51,11 @@ struct Kernels {
   void (*gemv)(int64_t k, const void* w, size_t ldw, const void* x, size_t ldx, float* y, int64_t ldy, int64_t m,
                int64_t n) = nullptr;
 };
+
+// Whether the engine computes with weights of this type: the kernel table has a row dequantizer and a dot
+// product for it (every ISA's table starts from the scalar one). This is the one list of supported weight
+// types; the model loader asks it.
+bool weight_type_supported(TensorType type);
 
 // The kernels of one type for one ISA; entries the ISA does not specialise fall back to the next lower
 // ISA's (AVX-512 -> AVX2 -> scalar, NEON -> scalar). Q8_1 and Q8_K (activations only) have no vec_dot.

@@ -1,8 +1,8 @@
 // The ggml tensor types as GGUF files number them (ggml.h, enum ggml_type), with their block layouts.
-// Every type is known to the GGUF reader so that it can validate sizes; `supported` marks the ones the
-// engine computes with. Past the ggml ids come Folio's own layouts, made at load time and never read from
-// a file (`internal`): Q4_K_R8 and Q6_K_R8 are Q4_K and Q6_K with rows interleaved in eights (blocks.h,
-// quant/repack.h).
+// Every type is known to the GGUF reader so that it can validate sizes; which ones the engine computes
+// with, its kernel table says (quant::weight_type_supported, quant/quant.h). Past the ggml ids come Folio's own
+// layouts, made at load time and never read from a file (`internal`): Q4_K_R8 and Q6_K_R8 are Q4_K and Q6_K with rows
+// interleaved in eights (blocks.h, quant/repack.h).
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -50,7 +50,6 @@ struct TypeInfo {
   const char* name;
   uint32_t block_size;    // elements per block
   uint32_t type_size;     // bytes per block
-  bool supported;         // the engine has kernels for it
   bool internal = false;  // a layout of Folio's own: a GGUF file naming this id is invalid
 };
 
