@@ -34,9 +34,13 @@ export const SUPPORTED_TENSOR_TYPES: readonly string[] = [
   'Q5_0',
   'Q5_1',
   'Q8_0',
+  'Q2_K',
+  'Q3_K',
   'Q4_K',
   'Q5_K',
   'Q6_K',
+  'IQ4_NL',
+  'IQ4_XS',
   'BF16',
 ];
 

@@ -189,7 +189,7 @@ static Napi::Value Capabilities(const Napi::CallbackInfo& info) {
   Napi::Array types = Napi::Array::New(env);
   for (uint32_t id = 0; id < 256; id++) {
     const TypeInfo* ti = type_info(id);
-    if (ti && ti->supported && !ti->internal) types.Set(types.Length(), std::string(ti->name));
+    if (ti && quant::weight_type_supported(TensorType(id))) types.Set(types.Length(), std::string(ti->name));
   }
   Napi::Object o = Napi::Object::New(env);
   o.Set("architectures", archs);
