@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/cpu-ops.h"
 #include "core/thread-pool.h"
 #include "quant/kernels.h"
 #include "quant/matmul.h"
@@ -188,6 +189,61 @@ void check_driver(TensorType layout, int64_t rows, int64_t n) {
   }
 }
 
+// Several products with one input (cpu::matmuls, the forward pass's q/k/v and gate/up), which converts
+// the input once for the matrices that share an activation format, give exactly the bytes of one
+// cpu::matmul per matrix: here Q8_0 repacked, Q8_0 as in the file (rows no multiple of 8), Q4_K, F16
+// and Q8_0 again, for a token count of each path.
+void check_shared_input() {
+  const int64_t k = 256;
+  struct M {
+    TensorType file, layout;
+    int64_t rows;
+  };
+  const M ms[] = {{TensorType::Q8_0, cpu_layout(TensorType::Q8_0, 16, best_isa()), 16},
+                  {TensorType::Q8_0, TensorType::Q8_0, 12},
+                  {TensorType::Q4_K, TensorType::Q4_K, 8},
+                  {TensorType::F16, TensorType::F16, 5},
+                  {TensorType::Q8_0, TensorType::Q8_0, 9}};
+  std::vector<std::vector<uint8_t>> data;
+  std::vector<Weight> ws;
+  for (const M& m : ms) {
+    const size_t ld = row_bytes(m.file, k);
+    std::vector<uint8_t> w(ld * size_t(m.rows));
+    for (int64_t r = 0; r < m.rows; ++r)
+      kernels(m.file, Isa::Scalar).quantize_row(normals(k, 0.1f).data(), w.data() + size_t(r) * ld, k);
+    data.push_back(in_layout(m.file, m.layout, w, ld, m.rows, k));
+  }
+  for (size_t i = 0; i < std::size(ms); ++i) {
+    Weight w;
+    w.data = data[i].data(), w.type = ms[i].layout, w.cols = k, w.rows = ms[i].rows;
+    w.row_bytes = row_bytes(ms[i].layout, k);
+    ws.push_back(w);
+  }
+  ThreadPool pool(2);
+  for (int64_t n : {1, 3, 7}) {
+    const std::vector<float> x = normals(n * k, 1.0f);
+    std::vector<std::vector<float>> want, got;
+    cpu::Scratch s;
+    for (const Weight& w : ws) {
+      want.emplace_back(size_t(n * w.rows));
+      got.emplace_back(size_t(n * w.rows), NAN);
+      cpu::matmul(pool, s, w, x.data(), n, want.back().data());
+    }
+    cpu::matmuls(pool, s, x.data(), n,
+                 {{&ws[0], got[0].data()},
+                  {&ws[1], got[1].data()},
+                  {&ws[2], got[2].data()},
+                  {&ws[3], got[3].data()},
+                  {&ws[4], got[4].data()}});
+    for (size_t i = 0; i < ws.size(); ++i) {
+      ++g_checks;
+      if (std::memcmp(got[i].data(), want[i].data(), want[i].size() * sizeof(float)) != 0 && ++g_failures <= 50)
+        std::printf("FAIL shared input: %s, n=%lld, differs from its own product\n", type_name(ws[i].type),
+                    (long long)n);
+    }
+  }
+}
+
 }  // namespace
 
 int main() {
@@ -229,6 +285,7 @@ int main() {
     check_driver(type, rows(45), 21);
     for (int64_t n : {1, 2, 3}) check_driver(type, 1000, n);
   }
+  check_shared_input();
   // A matrix whose rows do not fill whole groups keeps the file's layout, on every ISA.
   for (int i = 0; i < kIsaCount; ++i)
     for (TensorType type : {TensorType::Q4_K, TensorType::Q6_K, TensorType::Q8_0}) {
