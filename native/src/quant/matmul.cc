@@ -19,10 +19,12 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 constexpr int64_t kGemmMinTokens = 4;
 
 // Units (rows, or groups of a repacked layout) per step of a matrix-vector product (parallel_ranges):
-// about 32 KiB of weights, so that cancellation and the stealing at the end are fine-grained while a
-// call still does real work.
+// at least 32 KiB of weights, so that cancellation and the stealing at the end are fine-grained while a
+// call still does real work. (Rounded up: a group of Q8_0_R8 at 2048 columns is 17 KiB, and steps of one
+// group streamed 10% slower than Q8_0's 32 KiB ones on 2 cores of an AMD EPYC, docs/benchmarks.md.)
 int64_t gemv_units_per_step(const MatrixRef& W, int64_t group) {
-  return std::max<int64_t>(std::max<int64_t>(1, 4 / group), int64_t((32u << 10) / std::max<size_t>(1, W.ldw * group)));
+  const size_t unit = std::max<size_t>(1, W.ldw * size_t(group));
+  return std::max<int64_t>(std::max<int64_t>(1, 4 / group), int64_t(((32u << 10) + unit - 1) / unit));
 }
 
 }  // namespace
