@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/cpu-ops.h"
 #include "core/thread-pool.h"
 #include "quant/kernels.h"
 #include "quant/matmul.h"
@@ -35,16 +36,19 @@ struct Variant {
   KernelTable table;
 };
 
-const TensorType kTypes[] = {TensorType::F32,     TensorType::F16,  TensorType::BF16, TensorType::Q8_0,
-                             TensorType::Q4_0,    TensorType::Q4_1, TensorType::Q5_0, TensorType::Q5_1,
-                             TensorType::Q4_K,    TensorType::Q5_K, TensorType::Q6_K, TensorType::Q4_K_R8,
-                             TensorType::Q6_K_R8, TensorType::Q2_K, TensorType::Q3_K, TensorType::IQ4_NL,
-                             TensorType::IQ4_XS};
+const TensorType kTypes[] = {TensorType::F32,     TensorType::F16,     TensorType::BF16, TensorType::Q8_0,
+                             TensorType::Q4_0,    TensorType::Q4_1,    TensorType::Q5_0, TensorType::Q5_1,
+                             TensorType::Q4_K,    TensorType::Q5_K,    TensorType::Q6_K, TensorType::Q4_K_R8,
+                             TensorType::Q6_K_R8, TensorType::Q8_0_R8, TensorType::Q2_K, TensorType::Q3_K,
+                             TensorType::IQ4_NL,  TensorType::IQ4_XS};
 
 // A repacked layout is made from its file type's rows (quant/repack.h); the reference is that type's
 // vec_dot on the rows as they were.
 TensorType file_type(TensorType type) {
-  return type == TensorType::Q4_K_R8 ? TensorType::Q4_K : type == TensorType::Q6_K_R8 ? TensorType::Q6_K : type;
+  return type == TensorType::Q4_K_R8   ? TensorType::Q4_K
+         : type == TensorType::Q6_K_R8 ? TensorType::Q6_K
+         : type == TensorType::Q8_0_R8 ? TensorType::Q8_0
+                                       : type;
 }
 
 // The matrix w (m rows of `type`, ldw apart, k elements) in `layout`, rows row_bytes(layout, k) apart.
@@ -77,6 +81,10 @@ void check_case(const std::vector<Variant>& variants, TensorType layout, int64_t
   for (int64_t r = 0; r < m; ++r) {
     const std::vector<float> f = normals(k, 0.05f * float(1 + r % 5));
     ref.quantize_row(f.data(), w.data() + size_t(r) * ldw, k);
+    // A file's Q8_0 weights may hold -128, which the quantizer never writes (the kernels' sign and bias
+    // tricks must take it): one in every third row.
+    if (type == TensorType::Q8_0 && r % 3 == 0)
+      w[size_t(r) * ldw + 2 + size_t(r / 3) % 32] = 0x80;  // (d, then 32 quants)
     ref.dequantize_row(w.data() + size_t(r) * ldw, wd.data() + r * k, k);
   }
   for (int64_t t = 0; t < n; ++t) {
@@ -182,6 +190,61 @@ void check_driver(TensorType layout, int64_t rows, int64_t n) {
   }
 }
 
+// Several products with one input (cpu::matmuls, the forward pass's q/k/v and gate/up), which converts
+// the input once for the matrices that share an activation format, give exactly the bytes of one
+// cpu::matmul per matrix: here Q8_0 repacked, Q8_0 as in the file (rows no multiple of 8), Q4_K, F16
+// and Q8_0 again, for a token count of each path.
+void check_shared_input() {
+  const int64_t k = 256;
+  struct M {
+    TensorType file, layout;
+    int64_t rows;
+  };
+  const M ms[] = {{TensorType::Q8_0, cpu_layout(TensorType::Q8_0, 16, best_isa()), 16},
+                  {TensorType::Q8_0, TensorType::Q8_0, 12},
+                  {TensorType::Q4_K, TensorType::Q4_K, 8},
+                  {TensorType::F16, TensorType::F16, 5},
+                  {TensorType::Q8_0, TensorType::Q8_0, 9}};
+  std::vector<std::vector<uint8_t>> data;
+  std::vector<Weight> ws;
+  for (const M& m : ms) {
+    const size_t ld = row_bytes(m.file, k);
+    std::vector<uint8_t> w(ld * size_t(m.rows));
+    for (int64_t r = 0; r < m.rows; ++r)
+      kernels(m.file, Isa::Scalar).quantize_row(normals(k, 0.1f).data(), w.data() + size_t(r) * ld, k);
+    data.push_back(in_layout(m.file, m.layout, w, ld, m.rows, k));
+  }
+  for (size_t i = 0; i < std::size(ms); ++i) {
+    Weight w;
+    w.data = data[i].data(), w.type = ms[i].layout, w.cols = k, w.rows = ms[i].rows;
+    w.row_bytes = row_bytes(ms[i].layout, k);
+    ws.push_back(w);
+  }
+  ThreadPool pool(2);
+  for (int64_t n : {1, 3, 7}) {
+    const std::vector<float> x = normals(n * k, 1.0f);
+    std::vector<std::vector<float>> want, got;
+    cpu::Scratch s;
+    for (const Weight& w : ws) {
+      want.emplace_back(size_t(n * w.rows));
+      got.emplace_back(size_t(n * w.rows), NAN);
+      cpu::matmul(pool, s, w, x.data(), n, want.back().data());
+    }
+    cpu::matmuls(pool, s, x.data(), n,
+                 {{&ws[0], got[0].data()},
+                  {&ws[1], got[1].data()},
+                  {&ws[2], got[2].data()},
+                  {&ws[3], got[3].data()},
+                  {&ws[4], got[4].data()}});
+    for (size_t i = 0; i < ws.size(); ++i) {
+      ++g_checks;
+      if (std::memcmp(got[i].data(), want[i].data(), want[i].size() * sizeof(float)) != 0 && ++g_failures <= 50)
+        std::printf("FAIL shared input: %s, n=%lld, differs from its own product\n", type_name(ws[i].type),
+                    (long long)n);
+    }
+  }
+}
+
 }  // namespace
 
 int main() {
@@ -223,6 +286,14 @@ int main() {
     check_driver(type, rows(45), 21);
     for (int64_t n : {1, 2, 3}) check_driver(type, 1000, n);
   }
+  check_shared_input();
+  // A matrix whose rows do not fill whole groups keeps the file's layout, on every ISA.
+  for (int i = 0; i < kIsaCount; ++i)
+    for (TensorType type : {TensorType::Q4_K, TensorType::Q6_K, TensorType::Q8_0}) {
+      ++g_checks;
+      if (cpu_layout(type, 12, Isa(i)) != type && ++g_failures <= 50)
+        std::printf("FAIL %s keeps %s with 12 rows\n", isa_name(Isa(i)), type_name(type));
+    }
   std::printf("%d checks, %d failures\n", g_checks, g_failures);
   return g_failures ? 1 : 0;
 }

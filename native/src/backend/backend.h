@@ -14,6 +14,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -52,6 +53,15 @@ class Backend {
 
   // y[t, r] = Σ_c W[r, c] · x[t, c]          W: [rows, cols]; x: [n, cols]; y: [n, rows].
   virtual void matmul(const Weight& W, const float* x, int64_t n, float* y) = 0;
+  // y_i = W_i · x for several matrices and one input (q, k and v; gate and up): matmul for each in turn,
+  // where a backend may prepare x once for all of them (the CPU converts it to 8-bit blocks once).
+  struct Product {
+    const Weight* W;
+    float* y;
+  };
+  virtual void matmuls(const float* x, int64_t n, std::initializer_list<Product> products) {
+    for (const Product& p : products) matmul(*p.W, x, n, p.y);
+  }
   // out[t, :] = row ids[t] of W, as floats     ids: [n]; out: [n, cols].
   virtual void get_rows(const Weight& W, const int32_t* ids, int64_t n, float* out) = 0;
   // y[t, :] = x[t, :] / rms(x[t, :]) · g       x, y: [n, width] (may alias); g: [width].

@@ -78,6 +78,9 @@ class CpuBackend final : public Backend {
   void matmul(const Weight& W, const float* x, int64_t n, float* y) override {
     cpu::matmul(pool_, scratch_, W, x, n, y, stop_);
   }
+  void matmuls(const float* x, int64_t n, std::initializer_list<Product> products) override {
+    cpu::matmuls(pool_, scratch_, x, n, products, stop_);
+  }
   void get_rows(const Weight& W, const int32_t* ids, int64_t n, float* out) override {
     const quant::Kernels& k = quant::kernels(W.type);
     pool_.parallel_for(n, [&](int64_t t, int) { k.dequantize_row(W.row(ids[t]), out + t * W.cols, W.cols); });

@@ -4,6 +4,7 @@
 #pragma once
 #include <atomic>
 #include <cstdint>
+#include <initializer_list>
 #include <vector>
 
 #include "core/thread-pool.h"
@@ -31,6 +32,11 @@ void rms_norm(ThreadPool& pool, const float* x, const float* g, float* y, int64_
 // `stop` (optional): set to cancel; the remaining blocks are skipped and the output must be discarded.
 void matmul(ThreadPool& pool, Scratch& s, const Weight& W, const float* X, int64_t n, float* Y,
             const std::atomic<bool>* stop = nullptr);
+
+// Y_i = W_i · X for each (W_i, Y_i) of `products`, X converted once for all products whose weights
+// take the same activation format (cpu-backend's Backend::matmuls).
+void matmuls(ThreadPool& pool, Scratch& s, const float* X, int64_t n,
+             std::initializer_list<backend::Backend::Product> products, const std::atomic<bool>* stop = nullptr);
 
 // x[t, :] += b                              x: [n, width]; b: [width].
 void add_bias(float* x, const float* b, int64_t n, int64_t width);

@@ -62,9 +62,8 @@ void ForwardPass::run(const ModelWeights& w, backend::KvStore& kv, const int32_t
 
       // attention block
       be.rms_norm(xc, L.attn_norm.f32(), xb, m, E, hp.rms_eps);  // xb [m, E]
-      be.matmul(L.wq, xb, m, q);                                 // q [m, n_head·head_dim]
-      be.matmul(L.wk, xb, m, k);                                 // k [m, n_kv·head_dim]
-      be.matmul(L.wv, xb, m, v);                                 // v [m, n_kv·head_dim_v]
+      // q [m, n_head·head_dim], k [m, n_kv·head_dim], v [m, n_kv·head_dim_v]
+      be.matmuls(xb, m, {{&L.wq, q}, {&L.wk, k}, {&L.wv, v}});
       ctl.check();
       if (hp.has_qkv_bias) {
         be.add_bias(q, L.bq.f32(), m, QW);
@@ -92,8 +91,7 @@ void ForwardPass::run(const ModelWeights& w, backend::KvStore& kv, const int32_t
 
       // feed-forward block
       be.rms_norm(xc, L.ffn_norm.f32(), xb, m, E, hp.rms_eps);  // xb [m, E]
-      be.matmul(L.w_gate, xb, m, ffa);                          // ffa [m, F]
-      be.matmul(L.w_up, xb, m, ffb);                            // ffb [m, F]
+      be.matmuls(xb, m, {{&L.w_gate, ffa}, {&L.w_up, ffb}});    // ffa, ffb [m, F]
       ctl.check();
       be.swiglu(ffa, ffb, ffa, m, F);   // ffa [m, F]
       be.matmul(L.w_down, ffa, m, xb);  // xb [m, E]

@@ -221,6 +221,16 @@ struct BlockQ6_Kx8 {
   } quartets[4];
 };
 
+// Q8_0_R8 (Folio's own, like Q4_K_R8), 272 bytes: block b of 8 consecutive rows of a Q8_0 matrix, 4
+// elements of each of the 8 rows per 32-byte vector, in element order (quad e of every row is what one
+// broadcast of 4 activation bytes multiplies); exactly Q8_0's values and 34 bytes per row and block.
+//   d[8]          fp16, row r's d
+//   qs[8][8][4]   [quad e][row r][k]: element 4e + k of row r
+struct BlockQ8_0x8 {
+  uint16_t d[8];
+  int8_t qs[8][8][4];
+};
+
 static_assert(sizeof(BlockQ4_0) == 18, "Q4_0 block");
 static_assert(sizeof(BlockQ4_1) == 20, "Q4_1 block");
 static_assert(sizeof(BlockQ5_0) == 22, "Q5_0 block");
@@ -237,6 +247,7 @@ static_assert(sizeof(BlockIQ4_NL) == 18, "IQ4_NL block");
 static_assert(sizeof(BlockIQ4_XS) == 136, "IQ4_XS block");
 static_assert(sizeof(BlockQ4_Kx8) == 8 * 144, "Q4_K_R8 block");
 static_assert(sizeof(BlockQ6_Kx8) == 8 * 210, "Q6_K_R8 block");
+static_assert(sizeof(BlockQ8_0x8) == 8 * 34, "Q8_0_R8 block");
 
 // The 12 scale bytes of Q4_K/Q5_K hold 8 six-bit scales and 8 six-bit mins:
 //   bytes 0-3   bits 0-5: scale 0-3;  bits 6-7: bits 4-5 of scale 4-7

@@ -259,6 +259,7 @@ void add_r8_kernels(KernelTable& t, R8Dot dot) {
       k6.gemv = Q6R8Madd::gemv, k6.gemm = Q6R8Madd::gemm;
       break;
   }
+  add_q8_0_r8_kernels(t, dot);
 }
 
 }  // namespace folio::quant

@@ -221,6 +221,8 @@ void add_avx512_gemm(KernelTable& t, bool vnni);
 // AVX512-VNNI on 256-bit vectors.
 enum class R8Dot { Madd, AvxVnni, Avx512Vnni };
 void add_r8_kernels(KernelTable& t, R8Dot dot);
+// The Q8_0_R8 kernels (gemm-q8r8-x86.cc), likewise; add_r8_kernels adds them.
+void add_q8_0_r8_kernels(KernelTable& t, R8Dot dot);
 #endif
 #if FOLIO_QUANT_NEON
 void add_neon_gemm(KernelTable& t, bool dotprod);

@@ -12,25 +12,6 @@ namespace folio::quant {
 
 namespace {
 
-// Converts X [n, cols] into vec_dot_type rows; returns the row stride. F32 activations are used in place.
-const uint8_t* convert_activations(ThreadPool& pool, const MatrixRef& W, const float* X, int64_t n,
-                                   std::vector<uint8_t>& act, Isa isa, size_t* ldx) {
-  const TensorType at = vec_dot_type(W.type);
-  if (at == TensorType::F32) {
-    *ldx = size_t(W.cols) * sizeof(float);
-    return reinterpret_cast<const uint8_t*>(X);
-  }
-  const Kernels& ak = kernels(at, isa);
-  *ldx = row_bytes(at, W.cols);
-  const size_t need = *ldx * size_t(n);
-  if (act.size() < need) act.resize(need);
-  uint8_t* dst = act.data();
-  const size_t ld = *ldx;
-  const int64_t cols = W.cols;
-  pool.parallel_for(n, [&](int64_t t, int) { ak.quantize_row(X + t * cols, dst + size_t(t) * ld, cols); });
-  return dst;
-}
-
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // Below this many tokens the blocked kernels do not pay for unpacking weights into tiles: vec_dot reads
@@ -38,21 +19,44 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 constexpr int64_t kGemmMinTokens = 4;
 
 // Units (rows, or groups of a repacked layout) per step of a matrix-vector product (parallel_ranges):
-// about 32 KiB of weights, so that cancellation and the stealing at the end are fine-grained while a
-// call still does real work.
+// at least 32 KiB of weights, so that cancellation and the stealing at the end are fine-grained while a
+// call still does real work. (Rounded up: a group of Q8_0_R8 at 2048 columns is 17 KiB, and steps of one
+// group streamed 10% slower than Q8_0's 32 KiB ones on 2 cores of an AMD EPYC, docs/benchmarks.md.)
 int64_t gemv_units_per_step(const MatrixRef& W, int64_t group) {
-  return std::max<int64_t>(std::max<int64_t>(1, 4 / group), int64_t((32u << 10) / std::max<size_t>(1, W.ldw * group)));
+  const size_t unit = std::max<size_t>(1, W.ldw * size_t(group));
+  return std::max<int64_t>(std::max<int64_t>(1, 4 / group), int64_t(((32u << 10) + unit - 1) / unit));
 }
 
 }  // namespace
+
+ConvertedX convert_activations(ThreadPool& pool, TensorType weight_type, const float* X, int64_t n, int64_t cols,
+                               std::vector<uint8_t>& act, Isa isa) {
+  ConvertedX c;
+  c.type = vec_dot_type(weight_type), c.n = n, c.cols = cols;
+  if (c.type == TensorType::F32) {  // used in place
+    c.ld = size_t(cols) * sizeof(float);
+    c.data = reinterpret_cast<const uint8_t*>(X);
+    return c;
+  }
+  const Kernels& ak = kernels(c.type, isa);
+  c.ld = row_bytes(c.type, cols);
+  const size_t need = c.ld * size_t(n);
+  if (act.size() < need) act.resize(need);
+  uint8_t* dst = act.data();
+  const size_t ld = c.ld;
+  pool.parallel_for(n, [&](int64_t t, int) { ak.quantize_row(X + t * cols, dst + size_t(t) * ld, cols); });
+  c.data = dst;
+  return c;
+}
 
 void matmul_reference(ThreadPool& pool, const MatrixRef& W, const float* X, int64_t n, float* Y,
                       std::vector<uint8_t>& act, Isa isa) {
   if (n <= 0 || W.rows <= 0) return;
   const Kernels& wk = kernels(W.type, isa);
   if (!wk.vec_dot) fail("UNSUPPORTED_TYPE", strfmt("no dot product for %s", type_name(W.type)));
-  size_t ldx = 0;
-  const uint8_t* a = convert_activations(pool, W, X, n, act, isa, &ldx);
+  const ConvertedX cx = convert_activations(pool, W.type, X, n, W.cols, act, isa);
+  const uint8_t* a = cx.data;
+  const size_t ldx = cx.ld;
   pool.parallel_for(
       W.rows,
       [&](int64_t r, int) {
@@ -64,8 +68,21 @@ void matmul_reference(ThreadPool& pool, const MatrixRef& W, const float* X, int6
 
 void matmul(ThreadPool& pool, const MatrixRef& W, const float* X, int64_t n, float* Y, std::vector<uint8_t>& act,
             Isa isa, MatmulPath path, const std::atomic<bool>* stop) {
-  auto stopped = [stop] { return stop && stop->load(std::memory_order_relaxed); };
   if (n <= 0 || W.rows <= 0) return;
+  // (the checks of matmul_converted first: no conversion for a product that cannot run)
+  const Kernels& wk = kernels(W.type, isa);
+  if (!wk.vec_dot && !wk.gemv) fail("UNSUPPORTED_TYPE", strfmt("no dot product for %s", type_name(W.type)));
+  matmul_converted(pool, W, convert_activations(pool, W.type, X, n, W.cols, act, isa), Y, isa, path, stop);
+}
+
+void matmul_converted(ThreadPool& pool, const MatrixRef& W, const ConvertedX& X, float* Y, Isa isa, MatmulPath path,
+                      const std::atomic<bool>* stop) {
+  auto stopped = [stop] { return stop && stop->load(std::memory_order_relaxed); };
+  const int64_t n = X.n;
+  if (n <= 0 || W.rows <= 0) return;
+  if (X.type != vec_dot_type(W.type) || X.cols != W.cols)
+    fail("INTERNAL", strfmt("activations of %s × %lld columns for %s × %lld", type_name(X.type), (long long)X.cols,
+                            type_name(W.type), (long long)W.cols));
   const Kernels& wk = kernels(W.type, isa);
   if (!wk.vec_dot && !wk.gemv) fail("UNSUPPORTED_TYPE", strfmt("no dot product for %s", type_name(W.type)));
   // A repacked layout comes in groups of rows, which the split below keeps whole.
@@ -73,8 +90,8 @@ void matmul(ThreadPool& pool, const MatrixRef& W, const float* X, int64_t n, flo
   if (W.rows % group != 0)
     fail("INVALID_ARGUMENT", strfmt("%s matrices come in groups of %lld rows; this one has %lld", type_name(W.type),
                                     (long long)group, (long long)W.rows));
-  size_t ldx = 0;
-  const uint8_t* a = convert_activations(pool, W, X, n, act, isa, &ldx);
+  const uint8_t* a = X.data;
+  const size_t ldx = X.ld;
   const int64_t rows = W.rows, cols = W.cols;
   const int threads = pool.size();
 

@@ -37,6 +37,21 @@ enum class MatmulPath { Auto, Blocked, VecDot };
 void matmul(ThreadPool& pool, const MatrixRef& W, const float* X, int64_t n, float* Y, std::vector<uint8_t>& act,
             Isa isa, MatmulPath path = MatmulPath::Auto, const std::atomic<bool>* stop = nullptr);
 
+// X [n, cols] converted for the products with weights of one type: into their vec_dot_type, in the
+// buffer `act` (F32: X itself). Several products with the same input (the q, k and v projections of one
+// normed input; gate and up) convert it once and pass it to matmul_converted each.
+struct ConvertedX {
+  TensorType type = TensorType::F32;  // vec_dot_type of the weights
+  const uint8_t* data = nullptr;      // n rows, ld bytes apart
+  size_t ld = 0;
+  int64_t n = 0, cols = 0;
+};
+ConvertedX convert_activations(ThreadPool& pool, TensorType weight_type, const float* X, int64_t n, int64_t cols,
+                               std::vector<uint8_t>& act, Isa isa);
+// matmul with X already converted (X.type must be vec_dot_type(W.type), X.cols W.cols).
+void matmul_converted(ThreadPool& pool, const MatrixRef& W, const ConvertedX& X, float* Y, Isa isa,
+                      MatmulPath path = MatmulPath::Auto, const std::atomic<bool>* stop = nullptr);
+
 // The same product with vec_dot alone, one (row, token) at a time: what the blocked kernels are checked
 // against.
 void matmul_reference(ThreadPool& pool, const MatrixRef& W, const float* X, int64_t n, float* Y,

@@ -106,7 +106,8 @@ TensorType vec_dot_type(TensorType weight) {
     case TensorType::BF16: return TensorType::BF16;
     case TensorType::Q4_0:
     case TensorType::Q5_0:
-    case TensorType::Q8_0: return TensorType::Q8_0;
+    case TensorType::Q8_0:
+    case TensorType::Q8_0_R8: return TensorType::Q8_0;
     case TensorType::Q4_1:
     case TensorType::Q5_1: return TensorType::Q8_1;
     case TensorType::IQ4_NL: return TensorType::Q8_0;
@@ -201,6 +202,7 @@ bool block_sizes_match() {
       {TensorType::IQ4_XS, sizeof(BlockIQ4_XS), QK_K},
       {TensorType::Q4_K_R8, sizeof(BlockQ4_Kx8) / 8, QK_K},
       {TensorType::Q6_K_R8, sizeof(BlockQ6_Kx8) / 8, QK_K},
+      {TensorType::Q8_0_R8, sizeof(BlockQ8_0x8) / 8, QK},
       {TensorType::F32, 4, 1},
       {TensorType::F16, 2, 1},
       {TensorType::BF16, 2, 1},

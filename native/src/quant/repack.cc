@@ -21,11 +21,11 @@ const Block* r8_blocks(const void* group) {
   return reinterpret_cast<const Block*>(group);
 }
 
-// Rows [8·g0, 8·g1) of src into the interleaved blocks at dst: each Out block zeroed, then
-// fill(out block, row r's In block, r) for its 8 rows.
-template <typename In, typename Out, typename Fill>
+// Rows [8·g0, 8·g1) of src into the interleaved blocks at dst (In blocks of QB elements): each Out block
+// zeroed, then fill(out block, row r's In block, r) for its 8 rows.
+template <typename In, typename Out, int QB, typename Fill>
 void repack_rows(const uint8_t* src, size_t ld_src, int64_t cols, int64_t g0, int64_t g1, uint8_t* dst, Fill fill) {
-  const int64_t nb = cols / QK_K;
+  const int64_t nb = cols / QB;
   Out* out = reinterpret_cast<Out*>(dst);
   for (int64_t g = g0; g < g1; ++g) {
     for (int64_t b = 0; b < nb; ++b) {
@@ -87,6 +87,11 @@ void fill_q6_k_r8(BlockQ6_Kx8& o, const BlockQ6_K& q6, int r) {
   }
 }
 
+void fill_q8_0_r8(BlockQ8_0x8& o, const BlockQ8_0& q, int r) {
+  o.d[r] = q.d;
+  for (int e = 0; e < 8; ++e) std::memcpy(o.qs[e][r], q.qs + 4 * e, 4);
+}
+
 // Element i (< 32) of sub-block s of row r in a Q4_K_R8 block; element i (< 16) of group j of row r in
 // a Q6_K_R8 one.
 int r8_quant(const BlockQ4_Kx8& b, int r, int s, int i) {
@@ -101,18 +106,18 @@ int r8_quant(const BlockQ6_Kx8& b, int r, int j, int i) {
 }
 
 // The reference matrix-vector products: y[t·ldy + r] for the m rows (whole groups) at w and n tokens,
-// the sum over super-blocks of dot(block, row, activation block), whose integer sums per sub-block or
-// group are those of Q4_K's or Q6_K's vec_dot.
-template <typename Block, float (*Dot)(const Block&, int, const BlockQ8_K&)>
+// the sum over (super-)blocks of QB elements of dot(block, row, activation block), whose integer sums per
+// sub-block or group are those of Q4_K's, Q6_K's or Q8_0's vec_dot.
+template <typename Block, typename XBlock, int QB, float (*Dot)(const Block&, int, const XBlock&)>
 void gemv_r8_scalar(int64_t k, const void* w, size_t ldw, const void* x, size_t ldx, float* y, int64_t ldy, int64_t m,
                     int64_t n) {
   for (int64_t g = 0; g < m / kR8; ++g) {
     const Block* blk = r8_blocks<Block>(static_cast<const uint8_t*>(w) + size_t(g) * kR8 * ldw);
     for (int64_t t = 0; t < n; ++t) {
-      const BlockQ8_K* xb = reinterpret_cast<const BlockQ8_K*>(static_cast<const uint8_t*>(x) + size_t(t) * ldx);
+      const XBlock* xb = reinterpret_cast<const XBlock*>(static_cast<const uint8_t*>(x) + size_t(t) * ldx);
       for (int r = 0; r < kR8; ++r) {
         float acc = 0;
-        for (int64_t b = 0; b < k / QK_K; ++b) acc += Dot(blk[b], r, xb[b]);
+        for (int64_t b = 0; b < k / QB; ++b) acc += Dot(blk[b], r, xb[b]);
         y[t * ldy + g * kR8 + r] = acc;
       }
     }
@@ -140,9 +145,17 @@ float dot_q6_k_r8(const BlockQ6_Kx8& b, int r, const BlockQ8_K& x) {
   return fp16_to_f32(b.d[r]) * x.d * float(isum);
 }
 
+float dot_q8_0_r8(const BlockQ8_0x8& b, int r, const BlockQ8_0& x) {
+  int32_t isum = 0;
+  for (int i = 0; i < QK; ++i) isum += b.qs[i / 4][r][i % 4] * x.qs[i];
+  return float(isum) * (fp16_to_f32(b.d[r]) * fp16_to_f32(x.d));
+}
+
 }  // namespace
 
-int64_t row_group(TensorType type) { return type == TensorType::Q4_K_R8 || type == TensorType::Q6_K_R8 ? kR8 : 1; }
+int64_t row_group(TensorType type) {
+  return type == TensorType::Q4_K_R8 || type == TensorType::Q6_K_R8 || type == TensorType::Q8_0_R8 ? kR8 : 1;
+}
 
 TensorType cpu_layout(TensorType type, int64_t rows, Isa isa) {
   static const bool off = [] {
@@ -155,15 +168,18 @@ TensorType cpu_layout(TensorType type, int64_t rows, Isa isa) {
   // AVX2 one of Q6_K_R8.
   if (type == TensorType::Q4_K && (isa == Isa::AVX2 || isa == Isa::AVX512)) return TensorType::Q4_K_R8;
   if (type == TensorType::Q6_K && isa == Isa::AVX2) return TensorType::Q6_K_R8;
+  if (type == TensorType::Q8_0 && (isa == Isa::AVX2 || isa == Isa::AVX512)) return TensorType::Q8_0_R8;
   return type;
 }
 
 void repack_groups(TensorType type, TensorType to, const uint8_t* src, size_t ld_src, int64_t cols, int64_t g0,
                    int64_t g1, uint8_t* dst) {
   if (type == TensorType::Q4_K && to == TensorType::Q4_K_R8)
-    return repack_rows<BlockQ4_K, BlockQ4_Kx8>(src, ld_src, cols, g0, g1, dst, fill_q4_k_r8);
+    return repack_rows<BlockQ4_K, BlockQ4_Kx8, QK_K>(src, ld_src, cols, g0, g1, dst, fill_q4_k_r8);
   if (type == TensorType::Q6_K && to == TensorType::Q6_K_R8)
-    return repack_rows<BlockQ6_K, BlockQ6_Kx8>(src, ld_src, cols, g0, g1, dst, fill_q6_k_r8);
+    return repack_rows<BlockQ6_K, BlockQ6_Kx8, QK_K>(src, ld_src, cols, g0, g1, dst, fill_q6_k_r8);
+  if (type == TensorType::Q8_0 && to == TensorType::Q8_0_R8)
+    return repack_rows<BlockQ8_0, BlockQ8_0x8, QK>(src, ld_src, cols, g0, g1, dst, fill_q8_0_r8);
   fail("INTERNAL", strfmt("no repacking of %s into %s", type_name(type), type_name(to)));
 }
 
@@ -191,12 +207,21 @@ void dequantize_repacked_row(TensorType layout, const uint8_t* group, int lane, 
     }
     return;
   }
+  if (layout == TensorType::Q8_0_R8) {
+    const BlockQ8_0x8* blk = r8_blocks<BlockQ8_0x8>(group);
+    for (int64_t b = 0; b < cols / QK; ++b) {
+      const float d = fp16_to_f32(blk[b].d[lane]);
+      for (int i = 0; i < QK; ++i) *y++ = float(blk[b].qs[i / 4][lane][i % 4]) * d;
+    }
+    return;
+  }
   fail("INTERNAL", strfmt("%s is not a repacked layout", type_name(layout)));
 }
 
 void add_repacked_scalar_kernels(KernelTable& t) {
-  slot(t, TensorType::Q4_K_R8).gemv = gemv_r8_scalar<BlockQ4_Kx8, dot_q4_k_r8>;
-  slot(t, TensorType::Q6_K_R8).gemv = gemv_r8_scalar<BlockQ6_Kx8, dot_q6_k_r8>;
+  slot(t, TensorType::Q4_K_R8).gemv = gemv_r8_scalar<BlockQ4_Kx8, BlockQ8_K, QK_K, dot_q4_k_r8>;
+  slot(t, TensorType::Q6_K_R8).gemv = gemv_r8_scalar<BlockQ6_Kx8, BlockQ8_K, QK_K, dot_q6_k_r8>;
+  slot(t, TensorType::Q8_0_R8).gemv = gemv_r8_scalar<BlockQ8_0x8, BlockQ8_0, QK, dot_q8_0_r8>;
 }
 
 }  // namespace folio::quant

@@ -7,12 +7,15 @@
 // that is about half the instructions per weight byte of the Q4_K kernel, which on two cores could not
 // keep up with this machine's memory (docs/benchmarks.md); the same kernel, a group against every token
 // of a block, is also the faster blocked product. Q6_K_R8 does the same for Q6_K, on AVX2 only (AVX-512's
-// own Q6_K kernel reads as fast). Both keep the file's bytes per row and its exact values: only the order
-// of the float accumulation differs.
+// own Q6_K kernel reads as fast). Q8_0_R8 does the same for Q8_0 (AVX2 and AVX-512), where it also
+// spares the Q8_0 kernels' horizontal sum per row and token. All keep the file's bytes per row and its
+// exact values: only the order of the float accumulation differs.
 //
 // Where the 8 rows' low and high bits lie in a block matters for reading from memory: two interleaved
 // forward streams within each block (Q6_K_R8's first layout) streamed at half the speed from memory with
 // one thread, 40% less with two. The layouts keep one forward stream.
+//
+// A matrix whose row count is no multiple of 8 keeps the file's layout (cpu_layout).
 //
 // A repacked matrix is addressed by groups: group g (rows 8g .. 8g + 7) starts at 8·g·row_bytes, so the
 // matrix products take the same pointer arithmetic with row counts and offsets that are multiples of 8.

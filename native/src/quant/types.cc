@@ -47,6 +47,8 @@ static const TypeInfo kTypes[] = {
     // Folio's own (blocks.h): 8 rows' Q4_K or Q6_K super-blocks interleaved, the same bytes per row.
     /* 40 */ {"Q4_K_R8", 256, 144, true},
     /* 41 */ {"Q6_K_R8", 256, 210, true},
+    // 8 rows' Q8_0 blocks interleaved (blocks.h: BlockQ8_0x8), the same bytes per row.
+    /* 42 */ {"Q8_0_R8", 32, 34, true},
 };
 
 const TypeInfo* type_info(uint32_t id) {

@@ -1,8 +1,8 @@
 // The ggml tensor types as GGUF files number them (ggml.h, enum ggml_type), with their block layouts.
 // Every type is known to the GGUF reader so that it can validate sizes; which ones the engine computes
 // with, its kernel table says (quant::weight_type_supported, quant/quant.h). Past the ggml ids come Folio's own
-// layouts, made at load time and never read from a file (`internal`): Q4_K_R8 and Q6_K_R8 are Q4_K and Q6_K with rows
-// interleaved in eights (blocks.h, quant/repack.h).
+// layouts, made at load time and never read from a file (`internal`): Q4_K_R8, Q6_K_R8 and Q8_0_R8 are Q4_K, Q6_K
+// and Q8_0 with rows interleaved in eights (blocks.h, quant/repack.h).
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -44,6 +44,7 @@ enum class TensorType : uint32_t {
   MXFP4 = 39,
   Q4_K_R8 = 40,
   Q6_K_R8 = 41,
+  Q8_0_R8 = 42,
 };
 
 struct TypeInfo {
