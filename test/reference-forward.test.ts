@@ -645,6 +645,8 @@ describe('reference forward vs llama.cpp', () => {
         ropeBase: 10000,
         ropeDim: 8,
         ropeStyle: 'normal',
+        ropeMscale: 1,
+        nCtxOrig: 512,
         tiedEmbeddings: false,
       },
     );

@@ -45,7 +45,7 @@ __global__ void __launch_bounds__(kThreads)
 constexpr int kMaxPairs = 128;  // rope_dim ≤ head_dim ≤ 256
 __global__ void __launch_bounds__(kThreads)
     rope_kernel(float* x, int32_t n_heads, int32_t head_dim, const int32_t* pos, int32_t rope_dim, int32_t neox,
-                float theta_scale, float freq_scale, const float* freq_factors) {
+                float theta_scale, float freq_scale, float mscale, const float* freq_factors) {
   __shared__ float cs[2 * kMaxPairs];  // [pairs, 2] cos and sin of each pair's angle
   const int64_t t = blockIdx.x;
   const int pairs = rope_dim / 2;
@@ -56,8 +56,8 @@ __global__ void __launch_bounds__(kThreads)
     const float th = freq_scale * (theta / ff);
     float sn, c;
     sincosf(th, &sn, &c);
-    cs[2 * i] = c;
-    cs[2 * i + 1] = sn;
+    cs[2 * i] = __fmul_rn(c, mscale);  // the CPU's rounding: cos·mscale, then the rotation
+    cs[2 * i + 1] = __fmul_rn(sn, mscale);
   }
   __syncthreads();
   float* xt = x + t * int64_t(n_heads) * head_dim;  // [n_heads, head_dim] of this token
@@ -118,7 +118,7 @@ int rope(float* x, int64_t n, int32_t n_heads, int32_t head_dim, const int32_t* 
   // The CPU's expression (std::pow of two floats), evaluated on the host so that both start from the same value.
   const float theta_scale = std::pow(p->base, -2.0f / float(p->rope_dim));
   rope_kernel<<<unsigned(n), kThreads, 0, stream()>>>(x, n_heads, head_dim, pos, p->rope_dim, p->neox, theta_scale,
-                                                      p->freq_scale, freq_factors);
+                                                      p->freq_scale, p->mscale, freq_factors);
   if (int e = check_launch("rope")) return e;
   return 0;
 }

@@ -388,7 +388,8 @@ void test_rms_norm() {
 // x_b²) / Σ x² + 1e-12, a worst case (typical NMSEs are ~100× lower). Real bugs (pair layout, exponent, factor, scale
 // or position) are off by 1e-2..1 rad on most pairs; at position 1e5 the bound is loose enough to let one garbled pair
 // through, so half the cases keep to positions ≤ 4096, where it is ~400× tighter. "cpu=" is the CPU's own NMSE against
-// a double rotation with exact angles. The dims past rope_dim must come back unchanged.
+// a double rotation with exact angles. The dims past rope_dim must come back unchanged. The cases with
+// frequency factors also scale cos and sin by an mscale, as LongRoPE does.
 void test_rope() {
   struct C {
     int heads, head_dim, rope_dim, n;
@@ -403,8 +404,9 @@ void test_rope() {
           const C s = shapes[size_t(ci++ % 6)];
           // half the cases (half of each option) at positions up to 4096, where the bound is tight
           const int32_t max_pos = (neox + (base > 10000.0f) + (fs < 1.0f) + ff) % 2 ? 4096 : 100000;
-          const std::string desc = strfmt("%s h=%d hd=%d rd=%d n=%d base=%g fs=%g%s pos<=%d", neox ? "neox" : "norm",
-                                          s.heads, s.head_dim, s.rope_dim, s.n, base, fs, ff ? " ff" : "", max_pos);
+          const std::string desc =
+              strfmt("%s h=%d hd=%d rd=%d n=%d base=%g fs=%g%s pos<=%d", neox ? "neox" : "norm", s.heads, s.head_dim,
+                     s.rope_dim, s.n, base, fs, ff ? " ff ms=1.19" : "", max_pos);
           run_case("rope", desc, [&] {
             const int64_t width = int64_t(s.heads) * s.head_dim;
             const std::vector<float> x = randn(size_t(s.n * width));
@@ -419,7 +421,8 @@ void test_rope() {
             const float* ffp = ff ? factors.data() : nullptr;
             backend::RopeParams p;
             p.rope_dim = s.rope_dim, p.neox = neox != 0, p.base = base, p.freq_scale = fs;
-            std::vector<float> cpu = x;  // context: the CPU kernel
+            p.mscale = ff ? 1.19f : 1.0f;  // Phi-3-128k's sqrt(1 + ln 32 / ln 4096)
+            std::vector<float> cpu = x;    // context: the CPU kernel
             cpu::rope(*P, cpu.data(), s.n, s.heads, s.head_dim, pos.data(), p, ffp);
             // in double with exact angles, and the bound on the NMSE the angles' float roundings allow
             std::vector<float> exact = x;
@@ -434,9 +437,10 @@ void test_rope() {
                                     std::pow(double(base), -2.0 * i / s.rope_dim) / (ffp ? double(ffp[i]) : 1.0);
                   const int a = neox ? i : 2 * i, b = neox ? i + s.rope_dim / 2 : 2 * i + 1;
                   const double x0 = v[a], x1 = v[b], err = (5.0 * i + 22.0) * std::ldexp(1.0, -24) * th;
-                  o[a] = float(x0 * std::cos(th) - x1 * std::sin(th));
-                  o[b] = float(x0 * std::sin(th) + x1 * std::cos(th));
-                  bound += err * err * (x0 * x0 + x1 * x1);
+                  const double ms = p.mscale;
+                  o[a] = float(ms * (x0 * std::cos(th) - x1 * std::sin(th)));
+                  o[b] = float(ms * (x0 * std::sin(th) + x1 * std::cos(th)));
+                  bound += ms * ms * err * err * (x0 * x0 + x1 * x1);
                 }
               }
             const double tol = bound / norm + 1e-12;

@@ -1,4 +1,4 @@
-// Random-weight GGUF models for tests: complete files of the llama, qwen2 and qwen3 architectures, laid
+// Random-weight GGUF models for tests: complete files of the llama, qwen2, qwen3 and phi3 architectures, laid
 // out the way llama.cpp's convert_hf_to_gguf.py lays out real ones (tensor names, ggml dim order,
 // metadata keys and types), with a small synthetic SentencePiece-style vocabulary. Deterministic for a
 // seed. The 2-D weight matrices are stored in the requested type with quant-ref.ts's quantizers; norms,
@@ -9,7 +9,7 @@ import { writeFileSync } from 'node:fs';
 import { arr, buildGguf, f32, f32Bytes, u32, ValueType, type MetaValue, type TensorSpec } from './gguf-writer.ts';
 import { GGML_TYPE, GGML_TYPE_INFO, quantize, type GgmlTypeName } from './quant-ref.ts';
 
-export type Arch = 'llama' | 'qwen2' | 'qwen3';
+export type Arch = 'llama' | 'qwen2' | 'qwen3' | 'phi3';
 
 export interface RandomModelOptions {
   arch?: Arch;
@@ -28,8 +28,12 @@ export interface RandomModelOptions {
   nVocab?: number;
   ropeBase?: number;
   eps?: number;
-  /** 'llama3': Llama 3.1's rope_scaling, stored as the rope_freqs.weight tensor (llama only). */
-  ropeScaling?: 'none' | 'llama3';
+  /** 'llama3': Llama 3.1's rope_scaling, stored as the rope_freqs.weight tensor (llama only). 'longrope':
+   * Phi-3's, stored as rope_factors_long/short.weight and the keys rope.scaling.attn_factor and
+   * rope.scaling.original_context_length = nCtx / 4 (phi3 only). */
+  ropeScaling?: 'none' | 'llama3' | 'longrope';
+  /** Leading dims of each head that rotate (rope.dimension_count); default headDim. Phi-4-mini rotates 3/4. */
+  ropeDim?: number;
   /** No output.weight: the output projection reuses token_embd.weight. */
   tiedEmbeddings?: boolean;
   name?: string;
@@ -50,7 +54,7 @@ export function resolveOptions(o: RandomModelOptions = {}): RandomModelConfig {
   const arch = o.arch ?? 'llama';
   const nEmbd = o.nEmbd ?? 256;
   const nHead = o.nHead ?? 4;
-  const isQwen = arch !== 'llama';
+  const isQwen = arch === 'qwen2' || arch === 'qwen3';
   return {
     arch,
     type: o.type ?? 'F32',
@@ -66,6 +70,7 @@ export function resolveOptions(o: RandomModelOptions = {}): RandomModelConfig {
     ropeBase: o.ropeBase ?? (isQwen ? 1000000 : 10000),
     eps: o.eps ?? (isQwen ? 1e-6 : 1e-5),
     ropeScaling: o.ropeScaling ?? 'none',
+    ropeDim: o.ropeDim ?? o.headDim ?? nEmbd / nHead,
     tiedEmbeddings: o.tiedEmbeddings ?? false,
     name: o.name ?? `random-${arch}`,
   };
@@ -252,6 +257,8 @@ export function buildRandomModel(options: RandomModelOptions = {}): { bytes: Uin
   if (headDim % 2 !== 0) throw new Error('headDim must be even');
   if (c.ropeScaling === 'llama3' && arch !== 'llama')
     throw new Error('llama3 rope scaling is for the llama architecture');
+  if (c.ropeScaling === 'longrope' && arch !== 'phi3') throw new Error('longrope is for the phi3 architecture');
+  if (c.ropeDim % 2 !== 0 || c.ropeDim > headDim) throw new Error('ropeDim must be even and at most headDim');
   const rng = new Rng(c.seed);
   const tensors: TensorSpec[] = [];
 
@@ -283,12 +290,23 @@ export function buildRandomModel(options: RandomModelOptions = {}): { bytes: Uin
       data: f32Bytes(llama3RopeFactors(headDim, c.ropeBase)),
     });
   }
+  if (c.ropeScaling === 'longrope') {
+    // Per-pair divisors as Phi-3-128k's look: 1 for the fast pairs rising to ~40 (long) or ~2.5 (short).
+    const pairs = c.ropeDim / 2;
+    const ramp = (top: number) => Float64Array.from({ length: pairs }, (_, i) => 1 + (top - 1) * (i / pairs) ** 2);
+    tensors.push({ name: 'rope_factors_long.weight', dims: [pairs], type: GGML_TYPE.F32, data: f32Bytes(ramp(40)) });
+    tensors.push({ name: 'rope_factors_short.weight', dims: [pairs], type: GGML_TYPE.F32, data: f32Bytes(ramp(2.5)) });
+  }
   for (let l = 0; l < nLayer; l++) {
     const p = `blk.${l}.`;
     vector(p + 'attn_norm.weight', nEmbd, 1, 0.1);
-    matrix(p + 'attn_q.weight', nEmbd, qDim, 1 / Math.sqrt(nEmbd)); //      [n_embd, n_head*head_dim]
-    matrix(p + 'attn_k.weight', nEmbd, kvDim, 1 / Math.sqrt(nEmbd)); //     [n_embd, n_kv*head_dim]
-    matrix(p + 'attn_v.weight', nEmbd, kvDim, 1 / Math.sqrt(nEmbd)); //     [n_embd, n_kv*head_dim]
+    if (arch === 'phi3') {
+      matrix(p + 'attn_qkv.weight', nEmbd, qDim + 2 * kvDim, 1 / Math.sqrt(nEmbd)); // [n_embd, Q, K, V rows]
+    } else {
+      matrix(p + 'attn_q.weight', nEmbd, qDim, 1 / Math.sqrt(nEmbd)); //      [n_embd, n_head*head_dim]
+      matrix(p + 'attn_k.weight', nEmbd, kvDim, 1 / Math.sqrt(nEmbd)); //     [n_embd, n_kv*head_dim]
+      matrix(p + 'attn_v.weight', nEmbd, kvDim, 1 / Math.sqrt(nEmbd)); //     [n_embd, n_kv*head_dim]
+    }
     if (arch === 'qwen2') {
       vector(p + 'attn_q.bias', qDim, 0, 0.5);
       vector(p + 'attn_k.bias', kvDim, 0, 0.5);
@@ -300,8 +318,12 @@ export function buildRandomModel(options: RandomModelOptions = {}): { bytes: Uin
     }
     matrix(p + 'attn_output.weight', qDim, nEmbd, 1 / Math.sqrt(qDim)); //  [n_head*head_dim, n_embd]
     vector(p + 'ffn_norm.weight', nEmbd, 1, 0.1);
-    matrix(p + 'ffn_gate.weight', nEmbd, nFf, 1 / Math.sqrt(nEmbd)); //     [n_embd, n_ff]
-    matrix(p + 'ffn_up.weight', nEmbd, nFf, 1 / Math.sqrt(nEmbd)); //       [n_embd, n_ff]
+    if (arch === 'phi3') {
+      matrix(p + 'ffn_up.weight', nEmbd, 2 * nFf, 1 / Math.sqrt(nEmbd)); //  [n_embd, gate rows then up rows]
+    } else {
+      matrix(p + 'ffn_gate.weight', nEmbd, nFf, 1 / Math.sqrt(nEmbd)); //     [n_embd, n_ff]
+      matrix(p + 'ffn_up.weight', nEmbd, nFf, 1 / Math.sqrt(nEmbd)); //       [n_embd, n_ff]
+    }
     matrix(p + 'ffn_down.weight', nFf, nEmbd, 1 / Math.sqrt(nFf)); //       [n_ff, n_embd]
   }
   vector('output_norm.weight', nEmbd, 1, 0.1);
@@ -315,6 +337,9 @@ export function buildRandomModel(options: RandomModelOptions = {}): { bytes: Uin
     ['general.name', c.name],
     [`${arch}.block_count`, u32(nLayer)],
     [`${arch}.context_length`, u32(c.nCtx)],
+    ...(c.ropeScaling === 'longrope'
+      ? ([[`${arch}.rope.scaling.original_context_length`, u32(c.nCtx / 4)]] as [string, MetaValue][])
+      : []),
     [`${arch}.embedding_length`, u32(nEmbd)],
     [`${arch}.feed_forward_length`, u32(nFf)],
     [`${arch}.attention.head_count`, u32(nHead)],
@@ -326,9 +351,18 @@ export function buildRandomModel(options: RandomModelOptions = {}): { bytes: Uin
     meta.push([`${arch}.attention.key_length`, u32(headDim)], [`${arch}.attention.value_length`, u32(headDim)]);
   }
   meta.push(['general.file_type', u32(FILE_TYPE[c.type])]);
+  if (arch === 'phi3') {
+    // Phi-3's converter writes the window from config.json (Phi-4-mini's: longer than its context); llama.cpp
+    // refuses a phi3 file without it. Here the context, so that the window never hides a position.
+    meta.push([`${arch}.attention.sliding_window`, u32(c.nCtx)]);
+    if (c.ropeScaling === 'longrope') {
+      // convert_hf_to_gguf.py's attn_factor: sqrt(1 + ln(scale) / ln(original context)), scale = 4 here
+      meta.push([`${arch}.rope.scaling.attn_factor`, f32(Math.sqrt(1 + Math.log(4) / Math.log(c.nCtx / 4)))]);
+    }
+  }
   if (arch === 'llama') meta.push(['llama.vocab_size', u32(nVocab)]);
   meta.push(
-    [`${arch}.rope.dimension_count`, u32(headDim)],
+    [`${arch}.rope.dimension_count`, u32(c.ropeDim)],
     ['tokenizer.ggml.model', 'llama'],
     ['tokenizer.ggml.pre', 'default'],
     ['tokenizer.ggml.tokens', arr(ValueType.STRING, vocab.tokens)],

@@ -1,4 +1,4 @@
-// A slow, obviously correct float64 forward pass for GGUF models of the llama, qwen2 and qwen3
+// A slow, obviously correct float64 forward pass for GGUF models of the llama, qwen2, qwen3 and phi3
 // architectures: the oracle the engine's logits are checked against. One token at a time with a plain
 // KV cache, like llama2.c; every weight is dequantized to float64 once (quant-ref.ts) and every
 // operation is done in float64.
@@ -9,10 +9,14 @@
 //     ("neox"). Pair i turns by pos * base^(-2i/rope_dim), divided by rope_freqs[i] when the file has
 //     a rope_freqs.weight tensor (Llama 3.1 rope scaling).
 //   - GQA: query head h reads KV head floor(h / (n_head / n_head_kv)).
+//   - phi3: attn_qkv.weight is the Q, K and V rows one after the other, ffn_up.weight the gate's rows then the
+//     up projection's; LongRoPE divides pair i's angle by rope_factors_long[i] when the context passes
+//     rope.scaling.original_context_length, else by rope_factors_short[i], and multiplies the rotated pair's
+//     cos and sin by rope.scaling.attn_factor (ggml's mscale).
 import { readGguf, metaNumber, metaString, type GgufFile } from './gguf-reader.ts';
 import { dequantize } from './quant-ref.ts';
 
-export type Arch = 'llama' | 'qwen2' | 'qwen3';
+export type Arch = 'llama' | 'qwen2' | 'qwen3' | 'phi3';
 
 export interface HyperParams {
   arch: Arch;
@@ -30,6 +34,10 @@ export interface HyperParams {
   /** Number of leading dimensions of each head that RoPE rotates. */
   ropeDim: number;
   ropeStyle: 'normal' | 'neox';
+  /** rope.scaling.attn_factor: the rotated pair's cos and sin are multiplied by it (LongRoPE); else 1. */
+  ropeMscale: number;
+  /** rope.scaling.original_context_length (LongRoPE's switch from short to long factors); else nCtx. */
+  nCtxOrig: number;
   /** True when there is no output.weight and token_embd.weight is the output projection. */
   tiedEmbeddings: boolean;
 }
@@ -43,10 +51,11 @@ export interface ReferenceModel {
 /** The hyperparameters of a llama/qwen2/qwen3 GGUF file, with llama.cpp's defaults for absent keys. */
 export function readHyperParams(file: GgufFile): HyperParams {
   const arch = metaString(file, 'general.architecture');
-  if (arch !== 'llama' && arch !== 'qwen2' && arch !== 'qwen3') throw new Error(`unsupported architecture ${arch}`);
+  if (arch !== 'llama' && arch !== 'qwen2' && arch !== 'qwen3' && arch !== 'phi3')
+    throw new Error(`unsupported architecture ${arch}`);
   const key = (k: string) => `${arch}.${k}`;
   const scaling = file.metadata.get(key('rope.scaling.type'));
-  if (scaling !== undefined && scaling !== 'none')
+  if (scaling !== undefined && scaling !== 'none' && !(scaling === 'longrope' && arch === 'phi3'))
     throw new Error(`rope scaling type ${String(scaling)} is not supported`);
 
   const tokenEmbd = file.tensorsByName.get('token_embd.weight');
@@ -70,6 +79,8 @@ export function readHyperParams(file: GgufFile): HyperParams {
     ropeBase: metaNumber(file, key('rope.freq_base'), 10000),
     ropeDim: metaNumber(file, key('rope.dimension_count'), headDim),
     ropeStyle: arch === 'llama' ? 'normal' : 'neox',
+    ropeMscale: metaNumber(file, key('rope.scaling.attn_factor'), 1),
+    nCtxOrig: metaNumber(file, key('rope.scaling.original_context_length'), metaNumber(file, key('context_length'))),
     tiedEmbeddings: !file.tensorsByName.has('output.weight'),
   };
 }
@@ -118,8 +129,8 @@ function rope(v: Float64Array, at: number, pos: number, hp: HyperParams, freqFac
   for (let i = 0; i < half; i++) {
     let theta = pos * hp.ropeBase ** ((-2 * i) / hp.ropeDim);
     if (freqFactors) theta /= freqFactors[i];
-    const cos = Math.cos(theta),
-      sin = Math.sin(theta);
+    const cos = Math.cos(theta) * hp.ropeMscale,
+      sin = Math.sin(theta) * hp.ropeMscale;
     // the two components of pair i
     const a = hp.ropeStyle === 'normal' ? at + 2 * i : at + i;
     const b = hp.ropeStyle === 'normal' ? at + 2 * i + 1 : at + i + half;
@@ -136,9 +147,14 @@ const silu = (x: number) => x / (1 + Math.exp(-x));
 
 /**
  * Runs the model over `tokens` from position 0 and returns the logits after every position:
- * result[p] is the n_vocab logits predicting the token after tokens[0..p].
+ * result[p] is the n_vocab logits predicting the token after tokens[0..p]. `nCtx`, the context the
+ * engine runs with (default the model's), picks LongRoPE's factors.
  */
-export function referenceForward(model: string | GgufFile | ReferenceModel, tokens: number[]): Float64Array[] {
+export function referenceForward(
+  model: string | GgufFile | ReferenceModel,
+  tokens: number[],
+  nCtx?: number,
+): Float64Array[] {
   const m = typeof model === 'object' && 'hp' in model ? model : loadReferenceModel(model);
   const { hp } = m;
   const { nEmbd, nHead, nHeadKv, headDim, nFf, nVocab, eps } = hp;
@@ -154,7 +170,8 @@ export function referenceForward(model: string | GgufFile | ReferenceModel, toke
 
   const tokenEmbd = W('token_embd.weight'); //                           [n_vocab][n_embd]
   const output = hp.tiedEmbeddings ? tokenEmbd : W('output.weight'); //   [n_vocab][n_embd]
-  const freqFactors = maybe('rope_freqs.weight'); //                      [rope_dim/2] or none
+  const longRope = (nCtx ?? hp.nCtx) > hp.nCtxOrig ? 'rope_factors_long.weight' : 'rope_factors_short.weight';
+  const freqFactors = maybe('rope_freqs.weight') ?? maybe(longRope); //  [rope_dim/2] or none
   if (tokens.length > hp.nCtx) throw new Error(`${tokens.length} tokens exceed the context of ${hp.nCtx}`);
 
   // KV cache: per layer, one key and one value vector of kvDim per position
@@ -172,9 +189,11 @@ export function referenceForward(model: string | GgufFile | ReferenceModel, toke
 
       // ---- attention ----
       const xb = rmsnorm(x, W(p + 'attn_norm.weight'), eps); //          [n_embd]
-      const q = matvec(W(p + 'attn_q.weight'), xb, nEmbd, qDim); //      [n_head * head_dim]
-      const k = matvec(W(p + 'attn_k.weight'), xb, nEmbd, kvDim); //     [n_kv * head_dim]
-      const v = matvec(W(p + 'attn_v.weight'), xb, nEmbd, kvDim); //     [n_kv * head_dim]
+      const qkv = maybe(p + 'attn_qkv.weight'); // phi3: one matrix, the Q rows, then K's, then V's
+      const qkvOut = qkv ? matvec(qkv, xb, nEmbd, qDim + 2 * kvDim) : undefined;
+      const q = qkvOut ? qkvOut.slice(0, qDim) : matvec(W(p + 'attn_q.weight'), xb, nEmbd, qDim); //   [n_head * head_dim]
+      const k = qkvOut ? qkvOut.slice(qDim, qDim + kvDim) : matvec(W(p + 'attn_k.weight'), xb, nEmbd, kvDim); // [n_kv * head_dim]
+      const v = qkvOut ? qkvOut.slice(qDim + kvDim) : matvec(W(p + 'attn_v.weight'), xb, nEmbd, kvDim); // [n_kv * head_dim]
       const qBias = maybe(p + 'attn_q.bias'); // qwen2
       if (qBias) {
         addInPlace(q, qBias);
@@ -225,8 +244,9 @@ export function referenceForward(model: string | GgufFile | ReferenceModel, toke
 
       // ---- feed-forward (SwiGLU) ----
       const xf = rmsnorm(x, W(p + 'ffn_norm.weight'), eps); //            [n_embd]
-      const gate = matvec(W(p + 'ffn_gate.weight'), xf, nEmbd, nFf); //    [n_ff]
-      const up = matvec(W(p + 'ffn_up.weight'), xf, nEmbd, nFf); //        [n_ff]
+      const fused = hp.arch === 'phi3' ? matvec(W(p + 'ffn_up.weight'), xf, nEmbd, 2 * nFf) : undefined; // [2 n_ff]
+      const gate = fused ? fused.slice(0, nFf) : matvec(W(p + 'ffn_gate.weight'), xf, nEmbd, nFf); //    [n_ff]
+      const up = fused ? fused.slice(nFf) : matvec(W(p + 'ffn_up.weight'), xf, nEmbd, nFf); //          [n_ff]
       const hidden = gate.map((g, i) => silu(g) * up[i]); //               [n_ff]
       addInPlace(x, matvec(W(p + 'ffn_down.weight'), hidden, nFf, nEmbd)); // x += Wdown · hidden
     }

@@ -24,12 +24,15 @@
 
 namespace folio::backend {
 
-// Rotary position embedding: the angle of pair i is freq_scale · pos · base^(−2i/rope_dim) / freq_factors[i].
+// Rotary position embedding: the angle of pair i is freq_scale · pos · base^(−2i/rope_dim) / freq_factors[i];
+// the pair is multiplied by the rotation's cos and sin, each scaled by mscale (ggml's attn_factor: LongRoPE
+// scales the rotated dims, and only those, by it).
 struct RopeParams {
   int32_t rope_dim = 0;  // leading dims of each head that rotate
   bool neox = false;     // false: pairs (2i, 2i+1); true: pairs (i, i + rope_dim/2)
   float base = 10000.0f;
   float freq_scale = 1.0f;
+  float mscale = 1.0f;
 };
 
 class Backend {

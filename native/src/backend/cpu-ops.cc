@@ -41,8 +41,8 @@ void rope(ThreadPool& pool, float* x, int64_t n, int n_heads, int head_dim, cons
     for (int i = 0; i < rd / 2; i++) {
       const float ff = freq_factors ? freq_factors[i] : 1.0f;
       const float th = p.freq_scale * (theta / ff);
-      cs[2 * i] = std::cos(th);
-      cs[2 * i + 1] = std::sin(th);
+      cs[2 * i] = std::cos(th) * p.mscale;
+      cs[2 * i + 1] = std::sin(th) * p.mscale;
       theta *= theta_scale;
     }
     for (int h = 0; h < n_heads; h++) {

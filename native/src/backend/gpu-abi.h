@@ -22,7 +22,7 @@
 extern "C" {
 #endif
 
-#define FOLIO_GPU_ABI_VERSION 1
+#define FOLIO_GPU_ABI_VERSION 2 /* 2: folio_gpu_rope.mscale */
 
 typedef struct {
   char name[256];   /* e.g. "NVIDIA H200" */
@@ -50,6 +50,7 @@ typedef struct {
   int32_t neox;     /* 0: pairs (2i, 2i+1); 1: pairs (i, i + rope_dim/2) */
   float base;       /* angle of pair i = freq_scale · pos · base^(−2i/rope_dim) / freq_factors[i] */
   float freq_scale;
+  float mscale; /* the pair is multiplied by cos·mscale and sin·mscale (LongRoPE's attn_factor; else 1) */
 } folio_gpu_rope;
 
 typedef struct {

@@ -85,7 +85,7 @@ class GpuBackend final : public Backend {
   }
   void rope(float* x, int64_t n, int n_heads, int head_dim, const int32_t* pos, const RopeParams& p,
             const float* freq_factors) override {
-    const folio_gpu_rope r{p.rope_dim, p.neox ? 1 : 0, p.base, p.freq_scale};
+    const folio_gpu_rope r{p.rope_dim, p.neox ? 1 : 0, p.base, p.freq_scale, p.mscale};
     run(op(api_.rope, "rope")(x, n, n_heads, head_dim, pos, &r, freq_factors), "GPU rope");
   }
   void swiglu(const float* g, const float* u, float* h, int64_t n, int64_t width) override {

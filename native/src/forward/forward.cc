@@ -48,7 +48,9 @@ void ForwardPass::run(const ModelWeights& w, backend::KvStore& kv, const int32_t
   rope.neox = hp.rope_type == RopeType::Neox;
   rope.base = hp.rope_base;
   rope.freq_scale = hp.rope_freq_scale;
-  const float* rope_ff = w.rope_freqs ? w.rope_freqs.f32() : nullptr;  // [rope_dim/2] or none
+  rope.mscale = hp.rope_attn_factor;
+  const Weight& rope_w = rope_factors(w, hp, n_ctx);
+  const float* rope_ff = rope_w ? rope_w.f32() : nullptr;  // [rope_dim/2] or none
   const int32_t wlen = comp ? comp->window() : 0;
   const int32_t w_first = int32_t(n) - wlen;                         // the first window token
   float* qwin = comp ? floats(qwin_, int64_t(wlen) * QW) : nullptr;  // [w, n_head·head_dim] window queries

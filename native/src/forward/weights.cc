@@ -39,6 +39,8 @@ std::shared_ptr<const BackendWeights> BackendWeights::of(const Model& model, bac
   d.output_norm = w->upload(be, m.output_norm);
   d.output = w->upload(be, m.output);
   d.rope_freqs = w->upload(be, m.rope_freqs);
+  d.rope_long = w->upload(be, m.rope_long);
+  d.rope_short = w->upload(be, m.rope_short);
   for (const LayerWeights& L : m.layers) {
     LayerWeights D;
     for (auto [dst, src] : {std::pair{&D.attn_norm, &L.attn_norm},

@@ -11,12 +11,13 @@ const char* arch_name(Arch arch) {
     case Arch::Llama: return "llama";
     case Arch::Qwen2: return "qwen2";
     case Arch::Qwen3: return "qwen3";
+    case Arch::Phi3: return "phi3";
   }
   return "?";
 }
 
 static bool arch_from_name(std::string_view name, Arch& arch) {
-  for (Arch a : {Arch::Llama, Arch::Qwen2, Arch::Qwen3})
+  for (Arch a : {Arch::Llama, Arch::Qwen2, Arch::Qwen3, Arch::Phi3})
     if (name == arch_name(a)) {
       arch = a;
       return true;
@@ -41,8 +42,9 @@ HParams read_hparams(const gguf::File& f) {
   HParams hp;
   hp.arch_name = f.get_string("general.architecture");
   if (!arch_from_name(hp.arch_name, hp.arch))
-    fail("UNSUPPORTED_ARCH", "unsupported model architecture '" + hp.arch_name +
-                                 "': Folio runs llama (Llama 2/3, Mistral), qwen2 and qwen3 models");
+    fail("UNSUPPORTED_ARCH",
+         "unsupported model architecture '" + hp.arch_name +
+             "': Folio runs llama (Llama 2/3, Mistral), qwen2, qwen3 and phi3 (Phi-3, Phi-4-mini) models");
   hp.name = f.get_string_or("general.name", "");
   const std::string a = hp.arch_name + ".";
   auto req = [&](const char* k, int64_t max) { return positive(f, a + k, f.get_int(a + k), max); };
@@ -78,9 +80,27 @@ HParams read_hparams(const gguf::File& f) {
     if (!(factor >= 1.0) || !std::isfinite(factor))
       fail("MODEL_BAD_HPARAMS", f.path() + ": invalid rope.scaling.factor");
     hp.rope_freq_scale = float(1.0 / factor);
+  } else if (scaling == "longrope" && hp.arch == Arch::Phi3) {
+    // the factors are tensors (model/weights.h), the rest are the keys read below
   } else if (scaling != "none" && scaling != "") {
     // Llama 3's scheme needs no key: the converter stores it as the rope_freqs.weight tensor.
     fail("UNSUPPORTED_ROPE_SCALING", f.path() + ": rope scaling type '" + scaling + "' is not supported");
+  }
+
+  // LongRoPE (Phi-3 128k, Phi-4-mini): the converter stores the per-pair factors as the rope_factors_long
+  // and rope_factors_short tensors, the context they switch at and the cos/sin scale as keys.
+  hp.rope_attn_factor = float(f.get_float_or(a + "rope.scaling.attn_factor", 1.0));
+  if (!(hp.rope_attn_factor > 0) || !std::isfinite(hp.rope_attn_factor))
+    fail("MODEL_BAD_HPARAMS", f.path() + ": invalid rope.scaling.attn_factor");
+  hp.n_ctx_orig = opt("rope.scaling.original_context_length", hp.n_ctx_train, int64_t(1) << 31);
+  if (f.find(a + "attention.sliding_window")) {
+    const int64_t w = f.get_int(a + "attention.sliding_window");
+    if (w < 0 || w > (int64_t(1) << 31) - 1)
+      fail("MODEL_BAD_HPARAMS",
+           strfmt("%s: attention.sliding_window = %lld is out of range", f.path().c_str(), (long long)w));
+    hp.n_swa = int32_t(w);
+  } else if (hp.arch == Arch::Phi3 && (hp.n_layer == 32 || hp.n_layer == 40) && hp.n_ctx_train == 4096) {
+    hp.n_swa = 2047;  // Phi-3-mini/medium-4k files from before the key was written (llama.cpp's default)
   }
 
   hp.rope_type = hp.arch == Arch::Llama ? RopeType::Norm : RopeType::Neox;

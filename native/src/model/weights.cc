@@ -52,7 +52,21 @@ struct Binder {
   }
 };
 
+// Rows [r0, r0 + n) of a matrix, as a matrix of its own: one part of a fused tensor. The parts are
+// multiplied (and repacked, and uploaded) apart, which costs nothing over the fused product.
+Weight rows_of(const Weight& w, int64_t r0, int64_t n) {
+  Weight v = w;
+  v.data = w.data + size_t(r0) * w.row_bytes;
+  v.rows = n;
+  return v;
+}
+
 }  // namespace
+
+const Weight& rope_factors(const ModelWeights& w, const HParams& hp, int32_t n_ctx) {
+  if (w.rope_freqs) return w.rope_freqs;
+  return n_ctx > hp.n_ctx_orig ? w.rope_long : w.rope_short;
+}
 
 ModelWeights bind_weights(const gguf::File& file, HParams& hp) {
   ModelWeights mw;
@@ -69,15 +83,26 @@ ModelWeights bind_weights(const gguf::File& file, HParams& hp) {
   mw.output = b.get("output.weight", E, hp.n_vocab, false);
   if (!mw.output) mw.output = mw.tok_embd;  // tied embeddings
   mw.rope_freqs = b.get("rope_freqs.weight", hp.rope_dim / 2, 0, false, true);
+  mw.rope_long = b.get("rope_factors_long.weight", hp.rope_dim / 2, 0, false, true);
+  mw.rope_short = b.get("rope_factors_short.weight", hp.rope_dim / 2, 0, false, true);
+  if (bool(mw.rope_long) != bool(mw.rope_short))
+    fail("MODEL_MISSING_TENSOR", file.path() + ": the model has one of rope_factors_long and rope_factors_short only");
 
   mw.layers.resize(size_t(hp.n_layer));
   for (int l = 0; l < hp.n_layer; l++) {
     LayerWeights& L = mw.layers[size_t(l)];
     const std::string p = "blk." + std::to_string(l) + ".";
     L.attn_norm = b.get(p + "attn_norm.weight", E, 0, true, true);
-    L.wq = b.get(p + "attn_q.weight", E, hp.q_width());
-    L.wk = b.get(p + "attn_k.weight", E, hp.k_width());
-    L.wv = b.get(p + "attn_v.weight", E, hp.v_width());
+    if (hp.arch == Arch::Phi3) {  // one matrix: the Q, K and V rows one after the other
+      const Weight qkv = b.get(p + "attn_qkv.weight", E, hp.q_width() + hp.k_width() + hp.v_width());
+      L.wq = rows_of(qkv, 0, hp.q_width());
+      L.wk = rows_of(qkv, hp.q_width(), hp.k_width());
+      L.wv = rows_of(qkv, hp.q_width() + hp.k_width(), hp.v_width());
+    } else {
+      L.wq = b.get(p + "attn_q.weight", E, hp.q_width());
+      L.wk = b.get(p + "attn_k.weight", E, hp.k_width());
+      L.wv = b.get(p + "attn_v.weight", E, hp.v_width());
+    }
     L.wo = b.get(p + "attn_output.weight", int64_t(hp.n_head) * hp.head_dim_v, E);
     if (hp.has_qkv_bias) {
       L.bq = b.get(p + "attn_q.bias", hp.q_width(), 0, true, true);
@@ -89,8 +114,14 @@ ModelWeights bind_weights(const gguf::File& file, HParams& hp) {
       L.k_norm = b.get(p + "attn_k_norm.weight", hp.head_dim, 0, true, true);
     }
     L.ffn_norm = b.get(p + "ffn_norm.weight", E, 0, true, true);
-    L.w_gate = b.get(p + "ffn_gate.weight", E, hp.n_ff);
-    L.w_up = b.get(p + "ffn_up.weight", E, hp.n_ff);
+    if (hp.arch == Arch::Phi3) {  // one matrix: the gate's rows, then the up projection's (HF's chunk(2))
+      const Weight gate_up = b.get(p + "ffn_up.weight", E, 2 * int64_t(hp.n_ff));
+      L.w_gate = rows_of(gate_up, 0, hp.n_ff);
+      L.w_up = rows_of(gate_up, hp.n_ff, hp.n_ff);
+    } else {
+      L.w_gate = b.get(p + "ffn_gate.weight", E, hp.n_ff);
+      L.w_up = b.get(p + "ffn_up.weight", E, hp.n_ff);
+    }
     L.w_down = b.get(p + "ffn_down.weight", hp.n_ff, E);
   }
   for (auto& [t, n] : b.counts) mw.type_counts.emplace_back(t, n);

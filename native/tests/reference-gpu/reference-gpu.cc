@@ -110,6 +110,7 @@ int rope(float* x, int64_t n, int32_t n_heads, int32_t head_dim, const int32_t* 
   rp.neox = p->neox != 0;
   rp.base = p->base;
   rp.freq_scale = p->freq_scale;
+  rp.mscale = p->mscale;
   return guarded("rope", [&] { cpu::rope(pool(), x, n, n_heads, head_dim, pos, rp, ff); });
 }
 
