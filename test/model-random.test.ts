@@ -102,6 +102,8 @@ const variants: [string, RandomModelOptions][] = [
   ['phi3-Q4_K', { arch: 'phi3', type: 'Q4_K', seed: 12 }],
   ['phi3-longrope-partial-F32', { arch: 'phi3', type: 'F32', ropeScaling: 'longrope', ropeDim: 48, seed: 13 }],
   ['phi3-longrope-short-F32', { arch: 'phi3', type: 'F32', ropeScaling: 'longrope', seed: 14 }],
+  ['gemma3-F32', { arch: 'gemma3', type: 'F32', seed: 15 }],
+  ['gemma3-linear-tied-Q8_0', { arch: 'gemma3', type: 'Q8_0', ropeScaling: 'linear', tiedEmbeddings: true, seed: 16 }],
 ];
 
 // FOLIO_RANDOM_ONLY (comma-separated names) runs some of the variants: the child process below.

@@ -647,6 +647,8 @@ describe('reference forward vs llama.cpp', () => {
         ropeStyle: 'normal',
         ropeMscale: 1,
         nCtxOrig: 512,
+        ropeFreqScale: 1,
+        nSwa: 0,
         tiedEmbeddings: false,
       },
     );

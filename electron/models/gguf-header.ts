@@ -718,16 +718,16 @@ export function metaString(h: GgufHeader, key: string): string | null {
 }
 
 /** The longest context the engine runs a model with (model/hparams.h, n_ctx_max): the trained one, or a phi3
- * model's sliding window where that is shorter (the engine's attention equals the window's up to it). */
+ * or gemma3 model's sliding window where that is shorter (the engine's attention equals the window's up to it). */
 function usableContext(
   arch: string | null,
   trained: number | null,
   slidingWindow: number | null,
   layers: number | null,
 ): number | null {
-  if (arch !== 'phi3' || trained === null) return trained;
+  if ((arch !== 'phi3' && arch !== 'gemma3') || trained === null) return trained;
   // Phi-3-mini/medium-4k files from before the key was written: llama.cpp's (and the engine's) 2047
-  const window = slidingWindow ?? ((layers === 32 || layers === 40) && trained === 4096 ? 2047 : 0);
+  const window = slidingWindow ?? (arch === 'phi3' && (layers === 32 || layers === 40) && trained === 4096 ? 2047 : 0);
   return window > 0 ? Math.min(trained, window) : trained;
 }
 

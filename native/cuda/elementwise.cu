@@ -1,4 +1,5 @@
-// Element-wise and row-wise operations: RMS norm, rotary embedding, SwiGLU, residual and bias additions.
+// Element-wise and row-wise operations: RMS norm, rotary embedding, SwiGLU and GEGLU, residual and bias
+// additions, scaling.
 // Each follows its CPU version (backend/cpu-ops.cc) operation for operation, so that results differ only
 // by the last-bit differences of the device's expf / sincosf.
 #include <cmath>
@@ -81,6 +82,20 @@ __global__ void __launch_bounds__(kThreads) swiglu_kernel(const float* g, const 
   }
 }
 
+// GELU's tanh form, as cpu::gelu_tanh (backend/cpu-ops.cc).
+__global__ void __launch_bounds__(kThreads) geglu_kernel(const float* g, const float* u, float* h, int64_t count) {
+  constexpr float kSqrt2OverPi = 0.7978845608028654f, kCoef = 0.044715f;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += int64_t(gridDim.x) * blockDim.x) {
+    const float x = g[i];
+    h[i] = 0.5f * x * (1.0f + tanhf(kSqrt2OverPi * x * (1.0f + kCoef * x * x))) * u[i];
+  }
+}
+
+__global__ void __launch_bounds__(kThreads) scale_kernel(float* x, float s, int64_t count) {
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += int64_t(gridDim.x) * blockDim.x)
+    x[i] *= s;
+}
+
 __global__ void __launch_bounds__(kThreads) add_kernel(float* x, const float* y, int64_t count) {
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += int64_t(gridDim.x) * blockDim.x)
     x[i] += y[i];
@@ -127,6 +142,20 @@ int swiglu(const float* g, const float* u, float* h, int64_t count) {
   if (count <= 0) return 0;
   swiglu_kernel<<<grid_for(count), kThreads, 0, stream()>>>(g, u, h, count);
   if (int e = check_launch("swiglu")) return e;
+  return 0;
+}
+
+int geglu(const float* g, const float* u, float* h, int64_t count) {
+  if (count <= 0) return 0;
+  geglu_kernel<<<grid_for(count), kThreads, 0, stream()>>>(g, u, h, count);
+  if (int e = check_launch("geglu")) return e;
+  return 0;
+}
+
+int scale(float* x, float s, int64_t count) {
+  if (count <= 0) return 0;
+  scale_kernel<<<grid_for(count), kThreads, 0, stream()>>>(x, s, count);
+  if (int e = check_launch("scale")) return e;
   return 0;
 }
 

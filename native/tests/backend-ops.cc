@@ -3,7 +3,7 @@
 // backend (the C table of backend/gpu-abi.h, where one is usable) go through the same interface and the
 // same cases.
 //   backend-ops [--seed S] [--op NAME[,NAME...]] [--backend cpu|gpu]
-// NAME: matmul get_rows rms_norm rope swiglu add add_bias kv (append and compaction through a KV store)
+// NAME: matmul get_rows rms_norm rope swiglu geglu add scale add_bias kv (append and compaction through a KV store)
 // attention window_scores topk_per_head top_tokens. Without --backend: the CPU, then the GPU if usable.
 //
 // With --backend gpu and no usable GPU it prints "backend-ops: SKIP: <the loader's reason>" and exits 0.
@@ -481,6 +481,46 @@ void test_swiglu() {
     }
 }
 
+// geglu: GELU's tanh form against the formula in double; tanhf's few ulps are far inside the bound.
+void test_geglu() {
+  for (int64_t count : {int64_t(1), int64_t(33), int64_t(4096 + 5), int64_t(130 * 2048)})
+    for (bool in_place : {false, true}) {
+      if (in_place && count < 4096) continue;
+      const std::string desc = strfmt("count=%lld%s", ll(count), in_place ? " in place" : "");
+      run_case("geglu", desc, [&] {
+        std::vector<float> g = randn(size_t(count), 3.0f);
+        const std::vector<float> u = randn(size_t(count));
+        if (count > 4) g[1] = 30.0f, g[2] = -30.0f, g[3] = -90.0f;  // tanh's saturated ends
+        std::vector<float> want(g.size());
+        for (size_t i = 0; i < g.size(); i++) {
+          const double x = g[i];
+          want[i] = float(0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x))) * u[i]);
+        }
+        Dev dg = up(g), du = up(u), dh(g.size() * 4);
+        float* h = in_place ? dg.as<float>() : dh.as<float>();
+        BE->geglu(dg.as<float>(), du.as<float>(), h, 1, count);
+        sync();
+        report_nmse("geglu", desc, nmse(down<float>(in_place ? dg : dh, g.size()), want), kElementwiseTol);
+      });
+    }
+}
+
+// scale: one correctly rounded float product per element: bit for bit.
+void test_scale() {
+  for (int64_t count : {int64_t(1), int64_t(33), int64_t((1 << 20) + 3)})
+    run_case("scale", strfmt("count=%lld", ll(count)), [&] {
+      const std::vector<float> x = randn(size_t(count));
+      const float s = 45.254834f;  // √2048, a Gemma embedding scale
+      Dev dx = up(x);
+      BE->scale(dx.as<float>(), s, count);
+      sync();
+      const std::vector<float> got = down<float>(dx, x.size());
+      size_t differ = 0;
+      for (size_t i = 0; i < x.size(); i++) differ += !(got[i] == x[i] * s);
+      report_exact("scale", strfmt("count=%lld", ll(count)), differ, x.size());
+    });
+}
+
 // add and add_bias: one correctly rounded float addition per element on either side: bit for bit.
 void test_add() {
   for (int64_t count : {int64_t(1), int64_t(33), int64_t((1 << 20) + 3)})
@@ -877,7 +917,9 @@ int main(int argc, char** argv) {
                     {"rms_norm", test_rms_norm},
                     {"rope", test_rope},
                     {"swiglu", test_swiglu},
+                    {"geglu", test_geglu},
                     {"add", test_add},
+                    {"scale", test_scale},
                     {"add_bias", test_add_bias},
                     {"kv", test_kv},
                     {"attention", test_attention},

@@ -1,4 +1,4 @@
-// Random-weight GGUF models for tests: complete files of the llama, qwen2, qwen3 and phi3 architectures, laid
+// Random-weight GGUF models for tests: complete files of the llama, qwen2, qwen3, phi3 and gemma3 architectures, laid
 // out the way llama.cpp's convert_hf_to_gguf.py lays out real ones (tensor names, ggml dim order,
 // metadata keys and types), with a small synthetic SentencePiece-style vocabulary. Deterministic for a
 // seed. The 2-D weight matrices are stored in the requested type with quant-ref.ts's quantizers; norms,
@@ -9,7 +9,7 @@ import { writeFileSync } from 'node:fs';
 import { arr, buildGguf, f32, f32Bytes, u32, ValueType, type MetaValue, type TensorSpec } from './gguf-writer.ts';
 import { GGML_TYPE, GGML_TYPE_INFO, quantize, type GgmlTypeName } from './quant-ref.ts';
 
-export type Arch = 'llama' | 'qwen2' | 'qwen3' | 'phi3';
+export type Arch = 'llama' | 'qwen2' | 'qwen3' | 'phi3' | 'gemma3';
 
 export interface RandomModelOptions {
   arch?: Arch;
@@ -30,8 +30,9 @@ export interface RandomModelOptions {
   eps?: number;
   /** 'llama3': Llama 3.1's rope_scaling, stored as the rope_freqs.weight tensor (llama only). 'longrope':
    * Phi-3's, stored as rope_factors_long/short.weight and the keys rope.scaling.attn_factor and
-   * rope.scaling.original_context_length = nCtx / 4 (phi3 only). */
-  ropeScaling?: 'none' | 'llama3' | 'longrope';
+   * rope.scaling.original_context_length = nCtx / 4 (phi3 only). 'linear': rope.scaling.type linear with
+   * factor 8, as Gemma 3 4B and larger (gemma3 only: its global layers). */
+  ropeScaling?: 'none' | 'llama3' | 'longrope' | 'linear';
   /** Leading dims of each head that rotate (rope.dimension_count); default headDim. Phi-4-mini rotates 3/4. */
   ropeDim?: number;
   /** No output.weight: the output projection reuses token_embd.weight. */
@@ -54,7 +55,7 @@ export function resolveOptions(o: RandomModelOptions = {}): RandomModelConfig {
   const arch = o.arch ?? 'llama';
   const nEmbd = o.nEmbd ?? 256;
   const nHead = o.nHead ?? 4;
-  const isQwen = arch === 'qwen2' || arch === 'qwen3';
+  const isQwen = arch === 'qwen2' || arch === 'qwen3' || arch === 'gemma3';
   return {
     arch,
     type: o.type ?? 'F32',
@@ -64,7 +65,7 @@ export function resolveOptions(o: RandomModelOptions = {}): RandomModelConfig {
     nHeadKv: o.nHeadKv ?? 2,
     headDim: o.headDim ?? nEmbd / nHead,
     nFf: o.nFf ?? 512,
-    nLayer: o.nLayer ?? 2,
+    nLayer: o.nLayer ?? (arch === 'gemma3' ? 6 : 2), // gemma3: five sliding layers, then a global one
     nCtx: o.nCtx ?? 256,
     nVocab: o.nVocab ?? 320,
     ropeBase: o.ropeBase ?? (isQwen ? 1000000 : 10000),
@@ -258,6 +259,7 @@ export function buildRandomModel(options: RandomModelOptions = {}): { bytes: Uin
   if (c.ropeScaling === 'llama3' && arch !== 'llama')
     throw new Error('llama3 rope scaling is for the llama architecture');
   if (c.ropeScaling === 'longrope' && arch !== 'phi3') throw new Error('longrope is for the phi3 architecture');
+  if (c.ropeScaling === 'linear' && arch !== 'gemma3') throw new Error('linear rope scaling is for gemma3 here');
   if (c.ropeDim % 2 !== 0 || c.ropeDim > headDim) throw new Error('ropeDim must be even and at most headDim');
   const rng = new Rng(c.seed);
   const tensors: TensorSpec[] = [];
@@ -312,7 +314,7 @@ export function buildRandomModel(options: RandomModelOptions = {}): { bytes: Uin
       vector(p + 'attn_k.bias', kvDim, 0, 0.5);
       vector(p + 'attn_v.bias', kvDim, 0, 0.5);
     }
-    if (arch === 'qwen3') {
+    if (arch === 'qwen3' || arch === 'gemma3') {
       vector(p + 'attn_q_norm.weight', headDim, 1, 0.1);
       vector(p + 'attn_k_norm.weight', headDim, 1, 0.1);
     }
@@ -325,6 +327,11 @@ export function buildRandomModel(options: RandomModelOptions = {}): { bytes: Uin
       matrix(p + 'ffn_up.weight', nEmbd, nFf, 1 / Math.sqrt(nEmbd)); //       [n_embd, n_ff]
     }
     matrix(p + 'ffn_down.weight', nFf, nEmbd, 1 / Math.sqrt(nFf)); //       [n_ff, n_embd]
+    if (arch === 'gemma3') {
+      // RMSNorms of the attention and feed-forward outputs (the converter has added Gemma's 1 to them)
+      vector(p + 'post_attention_norm.weight', nEmbd, 1, 0.1);
+      vector(p + 'post_ffw_norm.weight', nEmbd, 1, 0.1);
+    }
   }
   vector('output_norm.weight', nEmbd, 1, 0.1);
   if (!c.tiedEmbeddings) matrix('output.weight', nEmbd, nVocab, 2 / Math.sqrt(nEmbd)); // [n_embd, n_vocab]
@@ -347,10 +354,16 @@ export function buildRandomModel(options: RandomModelOptions = {}): { bytes: Uin
     [`${arch}.rope.freq_base`, f32(c.ropeBase)],
     [`${arch}.attention.layer_norm_rms_epsilon`, f32(c.eps)],
   ];
-  if (arch === 'qwen3' || options.headDim !== undefined) {
+  if (arch === 'qwen3' || arch === 'gemma3' || options.headDim !== undefined) {
     meta.push([`${arch}.attention.key_length`, u32(headDim)], [`${arch}.attention.value_length`, u32(headDim)]);
   }
   meta.push(['general.file_type', u32(FILE_TYPE[c.type])]);
+  if (arch === 'gemma3') {
+    // Gemma 3's local layers see 512 or 1024 positions; here the context, which the engine may not pass.
+    meta.push([`${arch}.attention.sliding_window`, u32(c.nCtx)]);
+    if (c.ropeScaling === 'linear')
+      meta.push([`${arch}.rope.scaling.type`, 'linear'], [`${arch}.rope.scaling.factor`, f32(8)]);
+  }
   if (arch === 'phi3') {
     // Phi-3's converter writes the window from config.json (Phi-4-mini's: longer than its context); llama.cpp
     // refuses a phi3 file without it. Here the context, so that the window never hides a position.

@@ -1,5 +1,5 @@
-// A slow, obviously correct float64 forward pass for GGUF models of the llama, qwen2, qwen3 and phi3
-// architectures: the oracle the engine's logits are checked against. One token at a time with a plain
+// A slow, obviously correct float64 forward pass for GGUF models of the llama, qwen2, qwen3, phi3 and
+// gemma3 architectures: the oracle the engine's logits are checked against. One token at a time with a plain
 // KV cache, like llama2.c; every weight is dequantized to float64 once (quant-ref.ts) and every
 // operation is done in float64.
 //
@@ -13,10 +13,15 @@
 //     up projection's; LongRoPE divides pair i's angle by rope_factors_long[i] when the context passes
 //     rope.scaling.original_context_length, else by rope_factors_short[i], and multiplies the rotated pair's
 //     cos and sin by rope.scaling.attn_factor (ggml's mscale).
+//   - gemma3 (llama.cpp's reading of it): the embeddings times sqrt(n_embd); of every 6 layers the first 5
+//     slide (a query sees the attention.sliding_window newest positions; rope base 10000, no rope scaling),
+//     the 6th is global (the file's base, and linear scaling where the file has it); per-head q/k norms;
+//     RMSNorms of both blocks' outputs before the residual adds; gelu(gate) · up with GELU's tanh form;
+//     attention scaled by 1/sqrt(head_dim), 1/sqrt(n_embd/n_head) for the 27B model (62 layers).
 import { readGguf, metaNumber, metaString, type GgufFile } from './gguf-reader.ts';
 import { dequantize } from './quant-ref.ts';
 
-export type Arch = 'llama' | 'qwen2' | 'qwen3' | 'phi3';
+export type Arch = 'llama' | 'qwen2' | 'qwen3' | 'phi3' | 'gemma3';
 
 export interface HyperParams {
   arch: Arch;
@@ -38,6 +43,10 @@ export interface HyperParams {
   ropeMscale: number;
   /** rope.scaling.original_context_length (LongRoPE's switch from short to long factors); else nCtx. */
   nCtxOrig: number;
+  /** Linear rope scaling: positions times 1 / rope.scaling.factor (gemma3: its global layers); else 1. */
+  ropeFreqScale: number;
+  /** attention.sliding_window where layers slide (gemma3), else 0. */
+  nSwa: number;
   /** True when there is no output.weight and token_embd.weight is the output projection. */
   tiedEmbeddings: boolean;
 }
@@ -51,11 +60,16 @@ export interface ReferenceModel {
 /** The hyperparameters of a llama/qwen2/qwen3 GGUF file, with llama.cpp's defaults for absent keys. */
 export function readHyperParams(file: GgufFile): HyperParams {
   const arch = metaString(file, 'general.architecture');
-  if (arch !== 'llama' && arch !== 'qwen2' && arch !== 'qwen3' && arch !== 'phi3')
+  if (arch !== 'llama' && arch !== 'qwen2' && arch !== 'qwen3' && arch !== 'phi3' && arch !== 'gemma3')
     throw new Error(`unsupported architecture ${arch}`);
   const key = (k: string) => `${arch}.${k}`;
   const scaling = file.metadata.get(key('rope.scaling.type'));
-  if (scaling !== undefined && scaling !== 'none' && !(scaling === 'longrope' && arch === 'phi3'))
+  if (
+    scaling !== undefined &&
+    scaling !== 'none' &&
+    !(scaling === 'longrope' && arch === 'phi3') &&
+    !(scaling === 'linear' && arch === 'gemma3')
+  )
     throw new Error(`rope scaling type ${String(scaling)} is not supported`);
 
   const tokenEmbd = file.tensorsByName.get('token_embd.weight');
@@ -81,6 +95,8 @@ export function readHyperParams(file: GgufFile): HyperParams {
     ropeStyle: arch === 'llama' ? 'normal' : 'neox',
     ropeMscale: metaNumber(file, key('rope.scaling.attn_factor'), 1),
     nCtxOrig: metaNumber(file, key('rope.scaling.original_context_length'), metaNumber(file, key('context_length'))),
+    ropeFreqScale: scaling === 'linear' ? 1 / metaNumber(file, key('rope.scaling.factor')) : 1,
+    nSwa: arch === 'gemma3' ? metaNumber(file, key('attention.sliding_window')) : 0,
     tiedEmbeddings: !file.tensorsByName.has('output.weight'),
   };
 }
@@ -124,10 +140,18 @@ function addInPlace(x: Float64Array, y: Float64Array) {
 }
 
 /** Rotates one head vector (headDim values starting at `at` in v) in place for position pos. */
-function rope(v: Float64Array, at: number, pos: number, hp: HyperParams, freqFactors: Float64Array | undefined) {
+function rope(
+  v: Float64Array,
+  at: number,
+  pos: number,
+  hp: HyperParams,
+  freqFactors: Float64Array | undefined,
+  base = hp.ropeBase,
+  freqScale = hp.ropeFreqScale,
+) {
   const half = hp.ropeDim / 2;
   for (let i = 0; i < half; i++) {
-    let theta = pos * hp.ropeBase ** ((-2 * i) / hp.ropeDim);
+    let theta = freqScale * pos * base ** ((-2 * i) / hp.ropeDim);
     if (freqFactors) theta /= freqFactors[i];
     const cos = Math.cos(theta) * hp.ropeMscale,
       sin = Math.sin(theta) * hp.ropeMscale;
@@ -142,6 +166,8 @@ function rope(v: Float64Array, at: number, pos: number, hp: HyperParams, freqFac
 }
 
 const silu = (x: number) => x / (1 + Math.exp(-x));
+/** GELU's tanh form (gelu_pytorch_tanh, ggml's gelu). */
+const geluTanh = (x: number) => 0.5 * x * (1 + Math.tanh(Math.sqrt(2 / Math.PI) * (x + 0.044715 * x ** 3)));
 
 // ---------------------------------------------------------------------------------------------------
 
@@ -173,6 +199,10 @@ export function referenceForward(
   const longRope = (nCtx ?? hp.nCtx) > hp.nCtxOrig ? 'rope_factors_long.weight' : 'rope_factors_short.weight';
   const freqFactors = maybe('rope_freqs.weight') ?? maybe(longRope); //  [rope_dim/2] or none
   if (tokens.length > hp.nCtx) throw new Error(`${tokens.length} tokens exceed the context of ${hp.nCtx}`);
+  const gemma = hp.arch === 'gemma3';
+  const sliding = (l: number) => gemma && (l + 1) % 6 !== 0;
+  // 1/sqrt of the attention's scalar: head_dim, or n_embd/n_head for Gemma 3 27B
+  const attnScale = 1 / Math.sqrt(gemma && hp.nLayer === 62 ? nEmbd / nHead : headDim);
 
   // KV cache: per layer, one key and one value vector of kvDim per position
   const keyCache: Float64Array[][] = Array.from({ length: hp.nLayer }, () => []); //   [layer][pos][kv_dim]
@@ -183,6 +213,7 @@ export function referenceForward(
     const token = tokens[pos];
     if (!(token >= 0 && token < nVocab)) throw new Error(`token ${token} out of range`);
     const x = tokenEmbd.slice(token * nEmbd, (token + 1) * nEmbd); //    [n_embd] residual stream
+    if (gemma) for (let i = 0; i < nEmbd; i++) x[i] *= Math.sqrt(nEmbd);
 
     for (let l = 0; l < hp.nLayer; l++) {
       const p = `blk.${l}.`;
@@ -208,8 +239,11 @@ export function referenceForward(
         for (let h = 0; h < nHeadKv; h++)
           k.set(rmsnorm(k.subarray(h * headDim, (h + 1) * headDim), kNorm, eps), h * headDim);
       }
-      for (let h = 0; h < nHead; h++) rope(q, h * headDim, pos, hp, freqFactors);
-      for (let h = 0; h < nHeadKv; h++) rope(k, h * headDim, pos, hp, freqFactors);
+      const base = sliding(l) ? 10000 : hp.ropeBase;
+      const freqScale = sliding(l) ? 1 : hp.ropeFreqScale;
+      for (let h = 0; h < nHead; h++) rope(q, h * headDim, pos, hp, freqFactors, base, freqScale);
+      for (let h = 0; h < nHeadKv; h++) rope(k, h * headDim, pos, hp, freqFactors, base, freqScale);
+      const first = sliding(l) ? Math.max(0, pos - hp.nSwa + 1) : 0; // the oldest position a query sees
       keyCache[l].push(k);
       valueCache[l].push(v);
 
@@ -217,13 +251,13 @@ export function referenceForward(
       for (let h = 0; h < nHead; h++) {
         const kvh = Math.floor(h / group); // the KV head this query head reads
         const qh = q.subarray(h * headDim, (h + 1) * headDim); //         [head_dim]
-        // scores over positions 0..pos (causal)
-        const scores = new Float64Array(pos + 1); //                      [pos + 1]
-        for (let t = 0; t <= pos; t++) {
+        // scores over positions first..pos (causal; a sliding layer's window)
+        const scores = new Float64Array(pos + 1).fill(-Infinity); //     [pos + 1]
+        for (let t = first; t <= pos; t++) {
           const kt = keyCache[l][t].subarray(kvh * headDim, (kvh + 1) * headDim);
           let dot = 0;
           for (let i = 0; i < headDim; i++) dot += qh[i] * kt[i];
-          scores[t] = dot / Math.sqrt(headDim);
+          scores[t] = dot * attnScale;
         }
         // softmax
         const max = Math.max(...scores);
@@ -240,15 +274,19 @@ export function referenceForward(
           for (let i = 0; i < headDim; i++) out[i] += a * vt[i];
         }
       }
-      addInPlace(x, matvec(W(p + 'attn_output.weight'), attnOut, qDim, nEmbd)); // x += Wo · attn
+      const attnProj = matvec(W(p + 'attn_output.weight'), attnOut, qDim, nEmbd); // Wo · attn [n_embd]
+      const postAttn = maybe(p + 'post_attention_norm.weight'); // gemma3
+      addInPlace(x, postAttn ? rmsnorm(attnProj, postAttn, eps) : attnProj);
 
-      // ---- feed-forward (SwiGLU) ----
+      // ---- feed-forward (SwiGLU; gemma3: GEGLU) ----
       const xf = rmsnorm(x, W(p + 'ffn_norm.weight'), eps); //            [n_embd]
       const fused = hp.arch === 'phi3' ? matvec(W(p + 'ffn_up.weight'), xf, nEmbd, 2 * nFf) : undefined; // [2 n_ff]
       const gate = fused ? fused.slice(0, nFf) : matvec(W(p + 'ffn_gate.weight'), xf, nEmbd, nFf); //    [n_ff]
       const up = fused ? fused.slice(nFf) : matvec(W(p + 'ffn_up.weight'), xf, nEmbd, nFf); //          [n_ff]
-      const hidden = gate.map((g, i) => silu(g) * up[i]); //               [n_ff]
-      addInPlace(x, matvec(W(p + 'ffn_down.weight'), hidden, nFf, nEmbd)); // x += Wdown · hidden
+      const hidden = gate.map((g, i) => (gemma ? geluTanh(g) : silu(g)) * up[i]); // [n_ff]
+      const down = matvec(W(p + 'ffn_down.weight'), hidden, nFf, nEmbd); //  Wdown · hidden [n_embd]
+      const postFfn = maybe(p + 'post_ffw_norm.weight'); // gemma3
+      addInPlace(x, postFfn ? rmsnorm(down, postFfn, eps) : down);
     }
 
     const final = rmsnorm(x, W('output_norm.weight'), eps); //           [n_embd]

@@ -65,8 +65,12 @@ class Backend {
                     const float* freq_factors) = 0;
   // h = silu(g) · u                            g, u, h: [n, width]; h may alias g.
   virtual void swiglu(const float* g, const float* u, float* h, int64_t n, int64_t width) = 0;
+  // h = gelu(g) · u, GELU's tanh form         g, u, h: [n, width]; h may alias g.
+  virtual void geglu(const float* g, const float* u, float* h, int64_t n, int64_t width) = 0;
   // x += y                                     x, y: [count].
   virtual void add(float* x, const float* y, int64_t count) = 0;
+  // x *= s                                     x: [count].
+  virtual void scale(float* x, float s, int64_t count) = 0;
   // x[t, :] += b                               x: [n, width]; b: [width].
   virtual void add_bias(float* x, const float* b, int64_t n, int64_t width) = 0;
 

@@ -67,4 +67,20 @@ void swiglu(ThreadPool& pool, const float* g, const float* u, float* h, int64_t 
   });
 }
 
+// The constants are the formula's (Hendrycks & Gimpel 2016): √(2/π) and 0.044715.
+float gelu_tanh(float x) {
+  constexpr float kSqrt2OverPi = 0.7978845608028654f, kCoef = 0.044715f;
+  return 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * x * (1.0f + kCoef * x * x)));
+}
+
+void geglu(ThreadPool& pool, const float* g, const float* u, float* h, int64_t n, int64_t width) {
+  pool.parallel_for(n, [&](int64_t t, int) {
+    for (int64_t i = t * width, e = i + width; i < e; i++) h[i] = gelu_tanh(g[i]) * u[i];
+  });
+}
+
+void scale(float* x, float s, int64_t count) {
+  for (int64_t i = 0; i < count; i++) x[i] *= s;
+}
+
 }  // namespace folio::cpu

@@ -22,7 +22,7 @@
 extern "C" {
 #endif
 
-#define FOLIO_GPU_ABI_VERSION 2 /* 2: folio_gpu_rope.mscale */
+#define FOLIO_GPU_ABI_VERSION 2 /* 2: folio_gpu_rope.mscale; geglu and scale */
 
 typedef struct {
   char name[256];   /* e.g. "NVIDIA H200" */
@@ -116,6 +116,12 @@ typedef struct {
    * are different buffers with the same shapes and kv_type. */
   int (*kv_gather)(const folio_gpu_kv_layer* src_host, const folio_gpu_kv_layer* dst_host, const int32_t* keep,
                    const int64_t* start_host);
+
+  /* h[i] = gelu(g[i]) · u[i] for i < count, GELU's tanh form 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))
+   * (h may alias g). */
+  int (*geglu)(const float* g, const float* u, float* h, int64_t count);
+  /* x[i] *= s for i < count. */
+  int (*scale)(float* x, float s, int64_t count);
 } folio_gpu_api;
 
 /* The library's one export. Fills *api for device `device` (0: the first). Returns 0, or nonzero with a

@@ -91,7 +91,11 @@ class GpuBackend final : public Backend {
   void swiglu(const float* g, const float* u, float* h, int64_t n, int64_t width) override {
     run(op(api_.swiglu, "swiglu")(g, u, h, n * width), "GPU swiglu");
   }
+  void geglu(const float* g, const float* u, float* h, int64_t n, int64_t width) override {
+    run(op(api_.geglu, "geglu")(g, u, h, n * width), "GPU geglu");
+  }
   void add(float* x, const float* y, int64_t count) override { run(op(api_.add, "add")(x, y, count), "GPU add"); }
+  void scale(float* x, float s, int64_t count) override { run(op(api_.scale, "scale")(x, s, count), "GPU scale"); }
   void add_bias(float* x, const float* b, int64_t n, int64_t width) override {
     run(op(api_.add_bias, "add_bias")(x, b, n, width), "GPU bias");
   }

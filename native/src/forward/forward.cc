@@ -6,6 +6,16 @@
 
 namespace folio::forward {
 
+backend::RopeParams layer_rope(const HParams& hp, int l) {
+  backend::RopeParams rope;
+  rope.rope_dim = hp.rope_dim;
+  rope.neox = hp.rope_type == RopeType::Neox;
+  rope.base = hp.is_swa_layer(l) ? hp.rope_base_swa : hp.rope_base;
+  rope.freq_scale = hp.is_swa_layer(l) ? 1.0f : hp.rope_freq_scale;
+  rope.mscale = hp.rope_attn_factor;
+  return rope;
+}
+
 float* ForwardPass::floats(backend::Buffer& b, int64_t count) {
   b.ensure(be_, size_t(std::max<int64_t>(count, 1)) * sizeof(float));
   return b.as<float>();
@@ -39,16 +49,11 @@ void ForwardPass::run(const ModelWeights& w, backend::KvStore& kv, const int32_t
 
   // token embeddings: x[t] = token_embd[tokens[t]]
   be.get_rows(w.tok_embd, ids_.as<int32_t>(), n, x);
+  if (hp.embd_scale != 1.0f) be.scale(x, hp.embd_scale, n * E);  // gemma3
 
   const bool query_stats = comp && comp->scorer() && comp->scorer()->query_stats;
   // Room in every head: for compression exactly the prefix; otherwise some slack for what comes next.
   const int32_t slack = comp ? 0 : std::max<int32_t>(FlatKvCache::kSpare, int32_t(n / 4));
-  backend::RopeParams rope;
-  rope.rope_dim = hp.rope_dim;
-  rope.neox = hp.rope_type == RopeType::Neox;
-  rope.base = hp.rope_base;
-  rope.freq_scale = hp.rope_freq_scale;
-  rope.mscale = hp.rope_attn_factor;
   const Weight& rope_w = rope_factors(w, hp, n_ctx);
   const float* rope_ff = rope_w ? rope_w.f32() : nullptr;  // [rope_dim/2] or none
   const int32_t wlen = comp ? comp->window() : 0;
@@ -56,6 +61,7 @@ void ForwardPass::run(const ModelWeights& w, backend::KvStore& kv, const int32_t
   float* qwin = comp ? floats(qwin_, int64_t(wlen) * QW) : nullptr;  // [w, n_head·head_dim] window queries
   for (int l = 0; l < hp.n_layer; l++) {
     const LayerWeights& L = w.layers[size_t(l)];
+    const backend::RopeParams rope = layer_rope(hp, l);
     kv.reserve(l, int32_t(n), slack);
     for (int64_t c0 = 0; c0 < n; c0 += C) {
       ctl.check();
@@ -80,6 +86,7 @@ void ForwardPass::run(const ModelWeights& w, backend::KvStore& kv, const int32_t
       if (query_stats) observe_queries(*comp, be, l, q, m, comp->chunk_first() + int32_t(c0));  // before RoPE
       be.rope(q, m, hp.n_head, hp.head_dim, pos + c0, rope, rope_ff);
       be.rope(k, m, hp.n_head_kv, hp.head_dim, pos + c0, rope, rope_ff);
+      if (hp.q_scale != 1.0f) be.scale(q, hp.q_scale, m * QW);          // Gemma 3 27B's attention scale
       kv.append(l, k, v, pos + c0, pos_host_.data() + c0, int32_t(m));  // every head grows by m entries
       if (watch) be.watch_attention(q, kv, l, m, hp.n_head, hp.head_dim, fold, (*watch)[size_t(l)]);
       const int64_t t_win = std::max<int64_t>(c0, w_first);  // keep the window's queries for the compressor
@@ -90,6 +97,7 @@ void ForwardPass::run(const ModelWeights& w, backend::KvStore& kv, const int32_t
       ctl.check();
       be.matmul(L.wo, att, m, xb);  // xb [m, E]
       ctl.check();
+      if (hp.has_post_norms) be.rms_norm(xb, L.attn_post_norm.f32(), xb, m, E, hp.rms_eps);
       be.add(xc, xb, m * E);
 
       // feed-forward block
@@ -97,9 +105,11 @@ void ForwardPass::run(const ModelWeights& w, backend::KvStore& kv, const int32_t
       be.matmul(L.w_gate, xb, m, ffa);                          // ffa [m, F]
       be.matmul(L.w_up, xb, m, ffb);                            // ffb [m, F]
       ctl.check();
-      be.swiglu(ffa, ffb, ffa, m, F);   // ffa [m, F]
+      if (hp.gelu_ffn) be.geglu(ffa, ffb, ffa, m, F);  // ffa [m, F]
+      else be.swiglu(ffa, ffb, ffa, m, F);
       be.matmul(L.w_down, ffa, m, xb);  // xb [m, E]
       ctl.check();
+      if (hp.has_post_norms) be.rms_norm(xb, L.ffn_post_norm.f32(), xb, m, E, hp.rms_eps);
       be.add(xc, xb, m * E);
 
       // Progress in tokens: a token is done when it has passed every layer.

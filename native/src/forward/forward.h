@@ -1,5 +1,5 @@
-// The forward pass of a decoder-only transformer (Llama, Qwen2, Qwen3), once for every backend: each step
-// an operation of backend/backend.h on activations in the backend's memory, the KV cache a backend store.
+// The forward pass of a decoder-only transformer (Llama, Qwen2, Qwen3, Phi-3, Gemma 3), once for every backend: each
+// step an operation of backend/backend.h on activations in the backend's memory, the KV cache a backend store.
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -17,6 +17,11 @@ namespace folio::forward {
 // The attention each watched cache entry gets from the queries of a pass, folded (Backend::Fold): the largest
 // or the sum, [layer][KV head][entry].
 using AttentionWatch = std::vector<std::vector<std::vector<float>>>;
+
+// The rotation of layer l's queries and keys: the model's, or for a sliding layer (gemma3) its own base and
+// no scaling. mscale is the model's (LongRoPE); a re-basing, which turns keys by a change of position,
+// sets it back to 1.
+backend::RopeParams layer_rope(const HParams& hp, int l);
 
 class ForwardPass {
  public:

@@ -56,7 +56,9 @@ std::shared_ptr<const BackendWeights> BackendWeights::of(const Model& model, bac
                             {&D.ffn_norm, &L.ffn_norm},
                             {&D.w_gate, &L.w_gate},
                             {&D.w_up, &L.w_up},
-                            {&D.w_down, &L.w_down}})
+                            {&D.w_down, &L.w_down},
+                            {&D.attn_post_norm, &L.attn_post_norm},
+                            {&D.ffn_post_norm, &L.ffn_post_norm}})
       *dst = w->upload(be, *src);
     d.layers.push_back(D);
   }

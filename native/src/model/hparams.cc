@@ -12,12 +12,13 @@ const char* arch_name(Arch arch) {
     case Arch::Qwen2: return "qwen2";
     case Arch::Qwen3: return "qwen3";
     case Arch::Phi3: return "phi3";
+    case Arch::Gemma3: return "gemma3";
   }
   return "?";
 }
 
 static bool arch_from_name(std::string_view name, Arch& arch) {
-  for (Arch a : {Arch::Llama, Arch::Qwen2, Arch::Qwen3, Arch::Phi3})
+  for (Arch a : {Arch::Llama, Arch::Qwen2, Arch::Qwen3, Arch::Phi3, Arch::Gemma3})
     if (name == arch_name(a)) {
       arch = a;
       return true;
@@ -44,7 +45,7 @@ HParams read_hparams(const gguf::File& f) {
   if (!arch_from_name(hp.arch_name, hp.arch))
     fail("UNSUPPORTED_ARCH",
          "unsupported model architecture '" + hp.arch_name +
-             "': Folio runs llama (Llama 2/3, Mistral), qwen2, qwen3 and phi3 (Phi-3, Phi-4-mini) models");
+             "': Folio runs llama (Llama 2/3, Mistral), qwen2, qwen3, phi3 (Phi-3, Phi-4-mini) and gemma3 models");
   hp.name = f.get_string_or("general.name", "");
   const std::string a = hp.arch_name + ".";
   auto req = [&](const char* k, int64_t max) { return positive(f, a + k, f.get_int(a + k), max); };
@@ -102,10 +103,22 @@ HParams read_hparams(const gguf::File& f) {
   } else if (hp.arch == Arch::Phi3 && (hp.n_layer == 32 || hp.n_layer == 40) && hp.n_ctx_train == 4096) {
     hp.n_swa = 2047;  // Phi-3-mini/medium-4k files from before the key was written (llama.cpp's default)
   }
+  if (hp.arch == Arch::Gemma3) {
+    // Gemma 3 (as llama.cpp reads it): five sliding layers, then a global one; the sliding layers rotate
+    // with base 10000 and no scaling; the embeddings are scaled by sqrt(n_embd); the attention's scale is
+    // 1/sqrt(head_dim), except for the 27B model (62 layers, query_pre_attn_scalar = n_embd/n_head).
+    if (hp.n_swa <= 0) fail("MODEL_BAD_HPARAMS", f.path() + ": a gemma3 model needs attention.sliding_window");
+    hp.swa_pattern = 6;
+    hp.rope_base_swa = 10000.0f;
+    hp.embd_scale = std::sqrt(float(hp.n_embd));
+    if (hp.n_layer == 62) hp.q_scale = std::sqrt(float(hp.head_dim) * float(hp.n_head) / float(hp.n_embd));
+    hp.has_post_norms = true;
+    hp.gelu_ffn = true;
+  }
 
   hp.rope_type = hp.arch == Arch::Llama ? RopeType::Norm : RopeType::Neox;
   hp.has_qkv_bias = hp.arch == Arch::Qwen2;
-  hp.has_qk_norm = hp.arch == Arch::Qwen3;
+  hp.has_qk_norm = hp.arch == Arch::Qwen3 || hp.arch == Arch::Gemma3;
   return hp;
 }
 

@@ -123,6 +123,10 @@ ModelWeights bind_weights(const gguf::File& file, HParams& hp) {
       L.w_up = b.get(p + "ffn_up.weight", E, hp.n_ff);
     }
     L.w_down = b.get(p + "ffn_down.weight", hp.n_ff, E);
+    if (hp.has_post_norms) {
+      L.attn_post_norm = b.get(p + "post_attention_norm.weight", E, 0, true, true);
+      L.ffn_post_norm = b.get(p + "post_ffw_norm.weight", E, 0, true, true);
+    }
   }
   for (auto& [t, n] : b.counts) mw.type_counts.emplace_back(t, n);
   return mw;

@@ -18,11 +18,12 @@ struct LayerWeights {
   Weight wq, wk, wv;      // [n_embd] -> [n_head·head_dim], [n_kv·head_dim], [n_kv·head_dim_v]; phi3: row
                           // ranges of the one fused attn_qkv matrix
   Weight bq, bk, bv;      // qwen2 biases, F32
-  Weight q_norm, k_norm;  // qwen3 per-head RMSNorm weights [head_dim]
+  Weight q_norm, k_norm;  // qwen3, gemma3 per-head RMSNorm weights [head_dim]
   Weight wo;              // [n_head·head_dim_v] -> [n_embd]
   Weight ffn_norm;        // [n_embd]
   Weight w_gate, w_up;    // [n_embd] -> [n_ff]; phi3: the two halves of the fused ffn_up matrix
   Weight w_down;          // [n_ff] -> [n_embd]
+  Weight attn_post_norm, ffn_post_norm;  // gemma3: RMSNorm weights [n_embd] of the blocks' outputs
 };
 
 struct ModelWeights {

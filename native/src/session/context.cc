@@ -182,13 +182,17 @@ void Context::prepare_scorer(kv::Compressor& comp) {
       comp.set_value_gram(l,
                           forward::value_gram(model_.weights().layers[size_t(l)].wo, hp.n_head, hp.head_dim_v, pool_));
   if (sc->query_stats) {
-    kv::RopeAngles rope;
-    rope.neox = hp.rope_type == RopeType::Neox;
+    std::vector<kv::RopeAngles> per_layer(size_t(hp.n_layer));
     const float* ff = rope_factors_host();
-    for (int i = 0; i < hp.rope_dim / 2; i++)
-      rope.inv_freq.push_back(hp.rope_freq_scale * std::pow(hp.rope_base, -2.0f * float(i) / float(hp.rope_dim)) /
-                              (ff ? ff[i] : 1.0f));
-    comp.set_rope(std::move(rope));
+    for (int l = 0; l < hp.n_layer; l++) {
+      const backend::RopeParams p = forward::layer_rope(hp, l);
+      kv::RopeAngles& rope = per_layer[size_t(l)];
+      rope.neox = p.neox;
+      for (int i = 0; i < hp.rope_dim / 2; i++)
+        rope.inv_freq.push_back(p.freq_scale * std::pow(p.base, -2.0f * float(i) / float(hp.rope_dim)) /
+                                (ff ? ff[i] : 1.0f));
+    }
+    comp.set_rope(std::move(per_layer));
   }
 }
 
