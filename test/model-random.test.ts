@@ -103,6 +103,11 @@ const variants: [string, RandomModelOptions][] = [
   ['phi3-longrope-partial-F32', { arch: 'phi3', type: 'F32', ropeScaling: 'longrope', ropeDim: 48, seed: 13 }],
   ['phi3-longrope-short-F32', { arch: 'phi3', type: 'F32', ropeScaling: 'longrope', seed: 14 }],
   ['gemma3-F32', { arch: 'gemma3', type: 'F32', seed: 15 }],
+  ['qwen3moe-F32', { arch: 'qwen3moe', type: 'F32', seed: 17 }],
+  // Quantized activations move the router's logits a little, and where two experts nearly tie that flips
+  // a token's pick: a jump no tolerance covers. So the quantized experts are checked with every expert
+  // used (routing weights only, continuous); the F32 model checks the picking.
+  ['qwen3moe-all-experts-Q4_K', { arch: 'qwen3moe', type: 'Q4_K', nExpert: 4, nExpertUsed: 4, seed: 18 }],
   ['gemma3-linear-tied-Q8_0', { arch: 'gemma3', type: 'Q8_0', ropeScaling: 'linear', tiedEmbeddings: true, seed: 16 }],
 ];
 

@@ -649,6 +649,9 @@ describe('reference forward vs llama.cpp', () => {
         nCtxOrig: 512,
         ropeFreqScale: 1,
         nSwa: 0,
+        nExpert: 0,
+        nExpertUsed: 0,
+        nFfExp: 0,
         tiedEmbeddings: false,
       },
     );

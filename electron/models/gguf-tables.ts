@@ -19,7 +19,7 @@ export const GGUF_VALUE_TYPE = {
 } as const;
 
 /** Architectures Folio's engine runs (docs/architecture.md, "model"). */
-export const SUPPORTED_ARCHITECTURES: readonly string[] = ['llama', 'qwen2', 'qwen3', 'phi3', 'gemma3'];
+export const SUPPORTED_ARCHITECTURES: readonly string[] = ['llama', 'qwen2', 'qwen3', 'qwen3moe', 'phi3', 'gemma3'];
 
 /** What the metadata rules read of a header: each key's value and its value type. */
 export interface GgufMetadataView {

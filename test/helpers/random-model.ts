@@ -1,4 +1,5 @@
-// Random-weight GGUF models for tests: complete files of the llama, qwen2, qwen3, phi3 and gemma3 architectures, laid
+// Random-weight GGUF models for tests: complete files of the llama, qwen2, qwen3, qwen3moe, phi3 and gemma3
+// architectures, laid
 // out the way llama.cpp's convert_hf_to_gguf.py lays out real ones (tensor names, ggml dim order,
 // metadata keys and types), with a small synthetic SentencePiece-style vocabulary. Deterministic for a
 // seed. The 2-D weight matrices are stored in the requested type with quant-ref.ts's quantizers; norms,
@@ -9,7 +10,7 @@ import { writeFileSync } from 'node:fs';
 import { arr, buildGguf, f32, f32Bytes, u32, ValueType, type MetaValue, type TensorSpec } from './gguf-writer.ts';
 import { GGML_TYPE, GGML_TYPE_INFO, quantize, type GgmlTypeName } from './quant-ref.ts';
 
-export type Arch = 'llama' | 'qwen2' | 'qwen3' | 'phi3' | 'gemma3';
+export type Arch = 'llama' | 'qwen2' | 'qwen3' | 'qwen3moe' | 'phi3' | 'gemma3';
 
 export interface RandomModelOptions {
   arch?: Arch;
@@ -35,6 +36,10 @@ export interface RandomModelOptions {
   ropeScaling?: 'none' | 'llama3' | 'longrope' | 'linear';
   /** Leading dims of each head that rotate (rope.dimension_count); default headDim. Phi-4-mini rotates 3/4. */
   ropeDim?: number;
+  /** qwen3moe: experts per layer (default 8), experts per token (default 2), an expert's width (default 256). */
+  nExpert?: number;
+  nExpertUsed?: number;
+  nFfExp?: number;
   /** No output.weight: the output projection reuses token_embd.weight. */
   tiedEmbeddings?: boolean;
   name?: string;
@@ -55,7 +60,7 @@ export function resolveOptions(o: RandomModelOptions = {}): RandomModelConfig {
   const arch = o.arch ?? 'llama';
   const nEmbd = o.nEmbd ?? 256;
   const nHead = o.nHead ?? 4;
-  const isQwen = arch === 'qwen2' || arch === 'qwen3' || arch === 'gemma3';
+  const isQwen = arch === 'qwen2' || arch === 'qwen3' || arch === 'qwen3moe' || arch === 'gemma3';
   return {
     arch,
     type: o.type ?? 'F32',
@@ -72,6 +77,9 @@ export function resolveOptions(o: RandomModelOptions = {}): RandomModelConfig {
     eps: o.eps ?? (isQwen ? 1e-6 : 1e-5),
     ropeScaling: o.ropeScaling ?? 'none',
     ropeDim: o.ropeDim ?? o.headDim ?? nEmbd / nHead,
+    nExpert: o.nExpert ?? 8,
+    nExpertUsed: o.nExpertUsed ?? 2,
+    nFfExp: o.nFfExp ?? 256,
     tiedEmbeddings: o.tiedEmbeddings ?? false,
     name: o.name ?? `random-${arch}`,
   };
@@ -273,6 +281,12 @@ export function buildRandomModel(options: RandomModelOptions = {}): { bytes: Uin
     const values = rng.normals(cols * rows, 0, std);
     tensors.push({ name, dims: [cols, rows], type: GGML_TYPE[c.type], data: quantize(c.type, values) });
   };
+  /** n_expert matrices [cols, rows] stacked as ggml's [cols, rows, n_expert], values ~ normal(0, std). */
+  const expertStack = (name: string, cols: number, rows: number, std: number) => {
+    if (cols % GGML_TYPE_INFO[GGML_TYPE[c.type]].blockSize !== 0) throw new Error(`${name}: rows not whole blocks`);
+    const values = rng.normals(cols * rows * c.nExpert, 0, std);
+    tensors.push({ name, dims: [cols, rows, c.nExpert], type: GGML_TYPE[c.type], data: quantize(c.type, values) });
+  };
   /** A 1-D F32 tensor, values ~ normal(mean, std). */
   const vector = (name: string, n: number, mean: number, std: number) => {
     tensors.push({ name, dims: [n], type: GGML_TYPE.F32, data: f32Bytes(rng.normals(n, mean, std)) });
@@ -314,19 +328,31 @@ export function buildRandomModel(options: RandomModelOptions = {}): { bytes: Uin
       vector(p + 'attn_k.bias', kvDim, 0, 0.5);
       vector(p + 'attn_v.bias', kvDim, 0, 0.5);
     }
-    if (arch === 'qwen3' || arch === 'gemma3') {
+    if (arch === 'qwen3' || arch === 'qwen3moe' || arch === 'gemma3') {
       vector(p + 'attn_q_norm.weight', headDim, 1, 0.1);
       vector(p + 'attn_k_norm.weight', headDim, 1, 0.1);
     }
     matrix(p + 'attn_output.weight', qDim, nEmbd, 1 / Math.sqrt(qDim)); //  [n_head*head_dim, n_embd]
     vector(p + 'ffn_norm.weight', nEmbd, 1, 0.1);
-    if (arch === 'phi3') {
+    if (arch === 'qwen3moe') {
+      // the router, F32 as llama.cpp's quantizer leaves it, and the experts stacked along a third dimension
+      const router = rng.normals(nEmbd * c.nExpert, 0, 1 / Math.sqrt(nEmbd)); //   [n_embd, n_expert]
+      tensors.push({
+        name: p + 'ffn_gate_inp.weight',
+        dims: [nEmbd, c.nExpert],
+        type: GGML_TYPE.F32,
+        data: f32Bytes(router),
+      });
+      expertStack(p + 'ffn_gate_exps.weight', nEmbd, c.nFfExp, 1 / Math.sqrt(nEmbd)); // [n_embd, n_ff_exp, n_expert]
+      expertStack(p + 'ffn_up_exps.weight', nEmbd, c.nFfExp, 1 / Math.sqrt(nEmbd)); //   [n_embd, n_ff_exp, n_expert]
+      expertStack(p + 'ffn_down_exps.weight', c.nFfExp, nEmbd, 1 / Math.sqrt(c.nFfExp)); // [n_ff_exp, n_embd, n_expert]
+    } else if (arch === 'phi3') {
       matrix(p + 'ffn_up.weight', nEmbd, 2 * nFf, 1 / Math.sqrt(nEmbd)); //  [n_embd, gate rows then up rows]
     } else {
       matrix(p + 'ffn_gate.weight', nEmbd, nFf, 1 / Math.sqrt(nEmbd)); //     [n_embd, n_ff]
       matrix(p + 'ffn_up.weight', nEmbd, nFf, 1 / Math.sqrt(nEmbd)); //       [n_embd, n_ff]
     }
-    matrix(p + 'ffn_down.weight', nFf, nEmbd, 1 / Math.sqrt(nFf)); //       [n_ff, n_embd]
+    if (arch !== 'qwen3moe') matrix(p + 'ffn_down.weight', nFf, nEmbd, 1 / Math.sqrt(nFf)); // [n_ff, n_embd]
     if (arch === 'gemma3') {
       // RMSNorms of the attention and feed-forward outputs (the converter has added Gemma's 1 to them)
       vector(p + 'post_attention_norm.weight', nEmbd, 1, 0.1);
@@ -354,10 +380,17 @@ export function buildRandomModel(options: RandomModelOptions = {}): { bytes: Uin
     [`${arch}.rope.freq_base`, f32(c.ropeBase)],
     [`${arch}.attention.layer_norm_rms_epsilon`, f32(c.eps)],
   ];
-  if (arch === 'qwen3' || arch === 'gemma3' || options.headDim !== undefined) {
+  if (arch === 'qwen3' || arch === 'qwen3moe' || arch === 'gemma3' || options.headDim !== undefined) {
     meta.push([`${arch}.attention.key_length`, u32(headDim)], [`${arch}.attention.value_length`, u32(headDim)]);
   }
   meta.push(['general.file_type', u32(FILE_TYPE[c.type])]);
+  if (arch === 'qwen3moe') {
+    meta.push(
+      [`${arch}.expert_count`, u32(c.nExpert)],
+      [`${arch}.expert_used_count`, u32(c.nExpertUsed)],
+      [`${arch}.expert_feed_forward_length`, u32(c.nFfExp)],
+    );
+  }
   if (arch === 'gemma3') {
     // Gemma 3's local layers see 512 or 1024 positions; here the context, which the engine may not pass.
     meta.push([`${arch}.attention.sliding_window`, u32(c.nCtx)]);

@@ -1,5 +1,5 @@
-// A slow, obviously correct float64 forward pass for GGUF models of the llama, qwen2, qwen3, phi3 and
-// gemma3 architectures: the oracle the engine's logits are checked against. One token at a time with a plain
+// A slow, obviously correct float64 forward pass for GGUF models of the llama, qwen2, qwen3, qwen3moe, phi3
+// and gemma3 architectures: the oracle the engine's logits are checked against. One token at a time with a plain
 // KV cache, like llama2.c; every weight is dequantized to float64 once (quant-ref.ts) and every
 // operation is done in float64.
 //
@@ -18,10 +18,13 @@
 //     the 6th is global (the file's base, and linear scaling where the file has it); per-head q/k norms;
 //     RMSNorms of both blocks' outputs before the residual adds; gelu(gate) · up with GELU's tanh form;
 //     attention scaled by 1/sqrt(head_dim), 1/sqrt(n_embd/n_head) for the 27B model (62 layers).
+//   - qwen3moe: per token the router's softmax over the experts, its expert_used_count largest (ties: the lower
+//     expert) renormalised to sum to 1; the block's output is the weighted sum of those SwiGLU experts'.
 import { readGguf, metaNumber, metaString, type GgufFile } from './gguf-reader.ts';
 import { dequantize } from './quant-ref.ts';
 
-export type Arch = 'llama' | 'qwen2' | 'qwen3' | 'phi3' | 'gemma3';
+export const ARCHS = ['llama', 'qwen2', 'qwen3', 'qwen3moe', 'phi3', 'gemma3'] as const;
+export type Arch = (typeof ARCHS)[number];
 
 export interface HyperParams {
   arch: Arch;
@@ -47,6 +50,10 @@ export interface HyperParams {
   ropeFreqScale: number;
   /** attention.sliding_window where layers slide (gemma3), else 0. */
   nSwa: number;
+  /** qwen3moe: experts per layer, per token, and an expert's width; 0 for dense models. */
+  nExpert: number;
+  nExpertUsed: number;
+  nFfExp: number;
   /** True when there is no output.weight and token_embd.weight is the output projection. */
   tiedEmbeddings: boolean;
 }
@@ -59,9 +66,9 @@ export interface ReferenceModel {
 
 /** The hyperparameters of a llama/qwen2/qwen3 GGUF file, with llama.cpp's defaults for absent keys. */
 export function readHyperParams(file: GgufFile): HyperParams {
-  const arch = metaString(file, 'general.architecture');
-  if (arch !== 'llama' && arch !== 'qwen2' && arch !== 'qwen3' && arch !== 'phi3' && arch !== 'gemma3')
-    throw new Error(`unsupported architecture ${arch}`);
+  const name = metaString(file, 'general.architecture');
+  const arch = ARCHS.find((a) => a === name);
+  if (!arch) throw new Error(`unsupported architecture ${name}`);
   const key = (k: string) => `${arch}.${k}`;
   const scaling = file.metadata.get(key('rope.scaling.type'));
   if (
@@ -97,6 +104,9 @@ export function readHyperParams(file: GgufFile): HyperParams {
     nCtxOrig: metaNumber(file, key('rope.scaling.original_context_length'), metaNumber(file, key('context_length'))),
     ropeFreqScale: scaling === 'linear' ? 1 / metaNumber(file, key('rope.scaling.factor')) : 1,
     nSwa: arch === 'gemma3' ? metaNumber(file, key('attention.sliding_window')) : 0,
+    nExpert: metaNumber(file, key('expert_count'), 0),
+    nExpertUsed: metaNumber(file, key('expert_used_count'), 0),
+    nFfExp: metaNumber(file, key('expert_feed_forward_length'), 0),
     tiedEmbeddings: !file.tensorsByName.has('output.weight'),
   };
 }
@@ -200,6 +210,28 @@ export function referenceForward(
   const freqFactors = maybe('rope_freqs.weight') ?? maybe(longRope); //  [rope_dim/2] or none
   if (tokens.length > hp.nCtx) throw new Error(`${tokens.length} tokens exceed the context of ${hp.nCtx}`);
   const gemma = hp.arch === 'gemma3';
+  /** qwen3moe's block: Σ over the routed experts of weight · Wdown(silu(Wgate xf) · Wup xf). */
+  const moeFfn = (p: string, xf: Float64Array): Float64Array => {
+    const { nExpert, nExpertUsed, nFfExp } = hp;
+    const logits = matvec(W(p + 'ffn_gate_inp.weight'), xf, nEmbd, nExpert); // [n_expert]
+    const max = Math.max(...logits);
+    const probs = logits.map((l) => Math.exp(l - max)); // the softmax's denominator cancels below
+    const picked = Array.from({ length: nExpert }, (_, e) => e)
+      .sort((a, b) => probs[b] - probs[a] || a - b)
+      .slice(0, nExpertUsed);
+    const total = picked.reduce((s, e) => s + probs[e], 0);
+    const out = new Float64Array(nEmbd);
+    const [gateAll, upAll, downAll] = ['gate', 'up', 'down'].map((n) => W(p + `ffn_${n}_exps.weight`));
+    for (const e of picked) {
+      const slice = (t: Float64Array, size: number) => t.subarray(e * size, (e + 1) * size); // expert e's matrix
+      const gate = matvec(slice(gateAll, nFfExp * nEmbd), xf, nEmbd, nFfExp); //   [n_ff_exp]
+      const up = matvec(slice(upAll, nFfExp * nEmbd), xf, nEmbd, nFfExp); //       [n_ff_exp]
+      const hidden = gate.map((g, i) => silu(g) * up[i]);
+      const y = matvec(slice(downAll, nEmbd * nFfExp), hidden, nFfExp, nEmbd); //  [n_embd]
+      for (let i = 0; i < nEmbd; i++) out[i] += (probs[e] / total) * y[i];
+    }
+    return out;
+  };
   const sliding = (l: number) => gemma && (l + 1) % 6 !== 0;
   // 1/sqrt of the attention's scalar: head_dim, or n_embd/n_head for Gemma 3 27B
   const attnScale = 1 / Math.sqrt(gemma && hp.nLayer === 62 ? nEmbd / nHead : headDim);
@@ -280,6 +312,10 @@ export function referenceForward(
 
       // ---- feed-forward (SwiGLU; gemma3: GEGLU) ----
       const xf = rmsnorm(x, W(p + 'ffn_norm.weight'), eps); //            [n_embd]
+      if (hp.nExpert > 0) {
+        addInPlace(x, moeFfn(p, xf));
+        continue;
+      }
       const fused = hp.arch === 'phi3' ? matvec(W(p + 'ffn_up.weight'), xf, nEmbd, 2 * nFf) : undefined; // [2 n_ff]
       const gate = fused ? fused.slice(0, nFf) : matvec(W(p + 'ffn_gate.weight'), xf, nEmbd, nFf); //    [n_ff]
       const up = fused ? fused.slice(nFf) : matvec(W(p + 'ffn_up.weight'), xf, nEmbd, nFf); //          [n_ff]

@@ -29,7 +29,7 @@ void ForwardPass::run(const ModelWeights& w, backend::KvStore& kv, const int32_t
                       AttentionWatch* watch, backend::Backend::Fold fold) {
   backend::Backend& be = be_;
   const HParams& hp = hp_;
-  const int64_t E = hp.n_embd, F = hp.n_ff, C = std::min<int64_t>(n_batch_, n);
+  const int64_t E = hp.n_embd, F = std::max(hp.n_ff, hp.n_ff_exp), C = std::min<int64_t>(n_batch_, n);
   const int64_t QW = hp.q_width(), KW = hp.k_width(), VW = hp.v_width(), AW = int64_t(hp.n_head) * hp.head_dim_v;
   float* x = floats(x_, n * E);                  // [n, E] the residual stream
   float* xb = floats(xb_, C * std::max(E, AW));  // [C, max(E, n_head·head_dim_v)]
@@ -37,7 +37,7 @@ void ForwardPass::run(const ModelWeights& w, backend::KvStore& kv, const int32_t
   float* k = floats(k_, C * KW);                 // [C, n_kv·head_dim]
   float* v = floats(v_, C * VW);                 // [C, n_kv·head_dim_v]
   float* att = floats(att_, C * AW);             // [C, n_head·head_dim_v]
-  float* ffa = floats(ffa_, C * F);              // [C, F]
+  float* ffa = floats(ffa_, C * F);              // [C, F] (F: the widest feed-forward, dense or an expert's)
   float* ffb = floats(ffb_, C * F);              // [C, F]
   pos_host_.resize(size_t(n));
   for (int64_t t = 0; t < n; t++) pos_host_[size_t(t)] = p0 + int32_t(t);
@@ -102,15 +102,19 @@ void ForwardPass::run(const ModelWeights& w, backend::KvStore& kv, const int32_t
 
       // feed-forward block
       be.rms_norm(xc, L.ffn_norm.f32(), xb, m, E, hp.rms_eps);  // xb [m, E]
-      be.matmul(L.w_gate, xb, m, ffa);                          // ffa [m, F]
-      be.matmul(L.w_up, xb, m, ffb);                            // ffb [m, F]
-      ctl.check();
-      if (hp.gelu_ffn) be.geglu(ffa, ffb, ffa, m, F);  // ffa [m, F]
-      else be.swiglu(ffa, ffb, ffa, m, F);
-      be.matmul(L.w_down, ffa, m, xb);  // xb [m, E]
-      ctl.check();
-      if (hp.has_post_norms) be.rms_norm(xb, L.ffn_post_norm.f32(), xb, m, E, hp.rms_eps);
-      be.add(xc, xb, m * E);
+      if (hp.n_expert > 0) {  // qwen3moe: the routed experts, added to the residual stream
+        moe_ffn(be, hp, L, xb, m, xc, ffa, ffb, moe_, ctl);
+      } else {
+        be.matmul(L.w_gate, xb, m, ffa);  // ffa [m, F]
+        be.matmul(L.w_up, xb, m, ffb);    // ffb [m, F]
+        ctl.check();
+        if (hp.gelu_ffn) be.geglu(ffa, ffb, ffa, m, F);  // ffa [m, F]
+        else be.swiglu(ffa, ffb, ffa, m, F);
+        be.matmul(L.w_down, ffa, m, xb);  // xb [m, E]
+        ctl.check();
+        if (hp.has_post_norms) be.rms_norm(xb, L.ffn_post_norm.f32(), xb, m, E, hp.rms_eps);
+        be.add(xc, xb, m * E);
+      }
 
       // Progress in tokens: a token is done when it has passed every layer.
       ctl.tokens((int64_t(l) * n + c0 + m) / hp.n_layer, n);

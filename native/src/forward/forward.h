@@ -8,6 +8,7 @@
 #include "backend/kv-store.h"
 #include "core/thread-pool.h"
 #include "forward/control.h"
+#include "forward/moe.h"
 #include "kv/compressor.h"
 #include "model/hparams.h"
 #include "model/weights.h"
@@ -51,6 +52,7 @@ class ForwardPass {
   // Activations, grown as needed and kept across calls: x the residual stream of the call, the others a
   // chunk's (shapes in run()).
   backend::Buffer x_, xb_, q_, k_, v_, att_, ffa_, ffb_, qwin_, ids_, pos_, logits_;
+  MoeScratch moe_;
   std::vector<int32_t> pos_host_;
 };
 

@@ -58,7 +58,11 @@ std::shared_ptr<const BackendWeights> BackendWeights::of(const Model& model, bac
                             {&D.w_up, &L.w_up},
                             {&D.w_down, &L.w_down},
                             {&D.attn_post_norm, &L.attn_post_norm},
-                            {&D.ffn_post_norm, &L.ffn_post_norm}})
+                            {&D.ffn_post_norm, &L.ffn_post_norm},
+                            {&D.ffn_gate_inp, &L.ffn_gate_inp},
+                            {&D.gate_exps, &L.gate_exps},
+                            {&D.up_exps, &L.up_exps},
+                            {&D.down_exps, &L.down_exps}})
       *dst = w->upload(be, *src);
     d.layers.push_back(D);
   }

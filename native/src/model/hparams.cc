@@ -11,6 +11,7 @@ const char* arch_name(Arch arch) {
     case Arch::Llama: return "llama";
     case Arch::Qwen2: return "qwen2";
     case Arch::Qwen3: return "qwen3";
+    case Arch::Qwen3Moe: return "qwen3moe";
     case Arch::Phi3: return "phi3";
     case Arch::Gemma3: return "gemma3";
   }
@@ -18,7 +19,7 @@ const char* arch_name(Arch arch) {
 }
 
 static bool arch_from_name(std::string_view name, Arch& arch) {
-  for (Arch a : {Arch::Llama, Arch::Qwen2, Arch::Qwen3, Arch::Phi3, Arch::Gemma3})
+  for (Arch a : {Arch::Llama, Arch::Qwen2, Arch::Qwen3, Arch::Qwen3Moe, Arch::Phi3, Arch::Gemma3})
     if (name == arch_name(a)) {
       arch = a;
       return true;
@@ -43,9 +44,9 @@ HParams read_hparams(const gguf::File& f) {
   HParams hp;
   hp.arch_name = f.get_string("general.architecture");
   if (!arch_from_name(hp.arch_name, hp.arch))
-    fail("UNSUPPORTED_ARCH",
-         "unsupported model architecture '" + hp.arch_name +
-             "': Folio runs llama (Llama 2/3, Mistral), qwen2, qwen3, phi3 (Phi-3, Phi-4-mini) and gemma3 models");
+    fail("UNSUPPORTED_ARCH", "unsupported model architecture '" + hp.arch_name +
+                                 "': Folio runs llama (Llama 2/3, Mistral), qwen2, qwen3, qwen3moe, phi3 (Phi-3, "
+                                 "Phi-4-mini) and gemma3 models");
   hp.name = f.get_string_or("general.name", "");
   const std::string a = hp.arch_name + ".";
   auto req = [&](const char* k, int64_t max) { return positive(f, a + k, f.get_int(a + k), max); };
@@ -54,7 +55,16 @@ HParams read_hparams(const gguf::File& f) {
   hp.n_ctx_train = req("context_length", int64_t(1) << 31);
   hp.n_embd = req("embedding_length", 1 << 20);
   hp.n_layer = req("block_count", 4096);
-  hp.n_ff = req("feed_forward_length", 1 << 22);
+  if (hp.arch == Arch::Qwen3Moe) {
+    hp.n_expert = req("expert_count", 1 << 12);
+    hp.n_expert_used = req("expert_used_count", 1 << 12);
+    if (hp.n_expert_used > hp.n_expert)
+      fail("MODEL_BAD_HPARAMS", strfmt("%s: %d experts used of %d", f.path().c_str(), hp.n_expert_used, hp.n_expert));
+    hp.n_ff = opt("feed_forward_length", 1, 1 << 22);  // the dense width, unused: every block is experts
+    hp.n_ff_exp = opt("expert_feed_forward_length", hp.n_ff / hp.n_expert_used, 1 << 22);  // llama.cpp's default
+  } else {
+    hp.n_ff = req("feed_forward_length", 1 << 22);
+  }
   // head_count may be an array (per-layer counts) in some files; Folio needs it uniform, and get_int says
   // so (an integer expected, an array found).
   hp.n_head = req("attention.head_count", 1 << 16);
@@ -118,7 +128,7 @@ HParams read_hparams(const gguf::File& f) {
 
   hp.rope_type = hp.arch == Arch::Llama ? RopeType::Norm : RopeType::Neox;
   hp.has_qkv_bias = hp.arch == Arch::Qwen2;
-  hp.has_qk_norm = hp.arch == Arch::Qwen3 || hp.arch == Arch::Gemma3;
+  hp.has_qk_norm = hp.arch == Arch::Qwen3 || hp.arch == Arch::Qwen3Moe || hp.arch == Arch::Gemma3;
   return hp;
 }
 

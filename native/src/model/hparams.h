@@ -7,7 +7,7 @@
 
 namespace folio {
 
-enum class Arch { Llama, Qwen2, Qwen3, Phi3, Gemma3 };
+enum class Arch { Llama, Qwen2, Qwen3, Qwen3Moe, Phi3, Gemma3 };
 enum class RopeType { Norm, Neox };  // Norm rotates adjacent pairs (2i, 2i+1); Neox rotates (i, i + dim/2)
 
 struct HParams {
@@ -36,9 +36,12 @@ struct HParams {
   int32_t rope_dim = 0;            // leading dims of each head that are rotated
   RopeType rope_type = RopeType::Norm;
   bool has_qkv_bias = false;    // qwen2
-  bool has_qk_norm = false;     // qwen3, gemma3
+  bool has_qk_norm = false;     // qwen3, qwen3moe, gemma3
   bool has_post_norms = false;  // gemma3: RMSNorm of the attention and feed-forward outputs before each residual
   bool gelu_ffn = false;        // gemma3: gelu(gate) · up instead of silu(gate) · up
+  // qwen3moe: the feed-forward block is n_expert SwiGLU experts of width n_ff_exp, of which a softmax router
+  // picks n_expert_used per token (their weights renormalised to sum to 1); 0 experts: a dense block.
+  int32_t n_expert = 0, n_expert_used = 0, n_ff_exp = 0;
 
   // The longest context the engine runs exactly: the trained one, and no longer than the sliding window
   // where there is one (phi3: the engine's attention sees every position, which equals the window's up to

@@ -35,6 +35,26 @@ struct Binder {
       fail("MODEL_BAD_TENSOR",
            strfmt("%s: tensor '%s' has shape %s, expected [%lld%s]", file.path().c_str(), name.c_str(),
                   shape_str(*t).c_str(), (long long)cols, is_vec ? "" : (", " + std::to_string(rows)).c_str()));
+    return bind(name, *t, f32_only);
+  }
+
+  // Binds tensor `name` of shape [cols, rows, n]: n matrices of [cols, rows], as one of n·rows rows.
+  Weight get3(const std::string& name, int64_t cols, int64_t rows, int64_t n) {
+    const gguf::TensorInfo* t = file.find_tensor(name);
+    if (!t) fail("MODEL_MISSING_TENSOR", file.path() + ": the model has no tensor '" + name + "'");
+    if (!(t->n_dims == 3 && t->ne[0] == cols && t->ne[1] == rows && t->ne[2] == n))
+      fail("MODEL_BAD_TENSOR",
+           strfmt("%s: tensor '%s' has shape %s, expected [%lld, %lld, %lld]", file.path().c_str(), name.c_str(),
+                  shape_str(*t).c_str(), (long long)cols, (long long)rows, (long long)n));
+    Weight w = bind(name, *t, false);
+    w.rows = rows * n;
+    return w;
+  }
+
+  // A tensor whose shape has been checked: its type, then the Weight (rows: ne[1], 1 for a vector).
+  Weight bind(const std::string& name, const gguf::TensorInfo& tensor, bool f32_only) {
+    const gguf::TensorInfo* t = &tensor;
+    const bool is_vec = t->n_dims == 1;
     const TypeInfo& ti = type_info(t->type);
     if (!ti.supported || (f32_only && t->type != TensorType::F32))
       fail("UNSUPPORTED_TYPE",
@@ -62,6 +82,8 @@ Weight rows_of(const Weight& w, int64_t r0, int64_t n) {
 }
 
 }  // namespace
+
+Weight expert_rows(const Weight& stacked, int e, int64_t rows) { return rows_of(stacked, int64_t(e) * rows, rows); }
 
 const Weight& rope_factors(const ModelWeights& w, const HParams& hp, int32_t n_ctx) {
   if (w.rope_freqs) return w.rope_freqs;
@@ -114,6 +136,13 @@ ModelWeights bind_weights(const gguf::File& file, HParams& hp) {
       L.k_norm = b.get(p + "attn_k_norm.weight", hp.head_dim, 0, true, true);
     }
     L.ffn_norm = b.get(p + "ffn_norm.weight", E, 0, true, true);
+    if (hp.n_expert > 0) {  // qwen3moe: the router and the stacked experts
+      L.ffn_gate_inp = b.get(p + "ffn_gate_inp.weight", E, hp.n_expert);
+      L.gate_exps = b.get3(p + "ffn_gate_exps.weight", E, hp.n_ff_exp, hp.n_expert);
+      L.up_exps = b.get3(p + "ffn_up_exps.weight", E, hp.n_ff_exp, hp.n_expert);
+      L.down_exps = b.get3(p + "ffn_down_exps.weight", hp.n_ff_exp, E, hp.n_expert);
+      continue;
+    }
     if (hp.arch == Arch::Phi3) {  // one matrix: the gate's rows, then the up projection's (HF's chunk(2))
       const Weight gate_up = b.get(p + "ffn_up.weight", E, 2 * int64_t(hp.n_ff));
       L.w_gate = rows_of(gate_up, 0, hp.n_ff);
@@ -170,7 +199,8 @@ ModelWeights repack_for_cpu(const ModelWeights& mw, const gguf::File& file, quan
   ModelWeights out = mw;
   std::vector<Weight*> matrices;  // what the matrix products read
   for (LayerWeights& L : out.layers)
-    for (Weight* w : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) matrices.push_back(w);
+    for (Weight* w : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down, &L.ffn_gate_inp})
+      if (*w) matrices.push_back(w);  // not the experts: they stay in the file, read when routed
   matrices.push_back(&out.output);
   // The copies are memory the OS cannot reclaim, where the file's pages can be dropped and read again:
   // on a machine that can barely hold the model, the file's layout it is.

@@ -24,6 +24,11 @@ struct LayerWeights {
   Weight w_gate, w_up;    // [n_embd] -> [n_ff]; phi3: the two halves of the fused ffn_up matrix
   Weight w_down;          // [n_ff] -> [n_embd]
   Weight attn_post_norm, ffn_post_norm;  // gemma3: RMSNorm weights [n_embd] of the blocks' outputs
+  // qwen3moe: the router [n_embd] -> [n_expert], and the experts' matrices stacked, n_expert of each:
+  // gate and up [n_embd] -> [n_ff_exp], down [n_ff_exp] -> [n_embd] (expert_rows picks one). They stay in
+  // the mapped file on the CPU, so that an expert's pages are read only when a token is routed to it.
+  Weight ffn_gate_inp;
+  Weight gate_exps, up_exps, down_exps;
 };
 
 struct ModelWeights {
@@ -40,6 +45,9 @@ struct ModelWeights {
 // Finds and checks every tensor against the hyperparameters; sets hp.n_vocab. Throws MODEL_MISSING_TENSOR,
 // MODEL_BAD_TENSOR (wrong shape) or UNSUPPORTED_TYPE, each naming the tensor.
 ModelWeights bind_weights(const gguf::File& file, HParams& hp);
+
+// Expert e's matrix of a stack of experts' matrices with `rows` rows each.
+Weight expert_rows(const Weight& stacked, int e, int64_t rows);
 
 // The rope frequency divisors a context of n_ctx positions uses: rope_freqs where the file has them, else
 // LongRoPE's long factors when n_ctx passes the original context (llama.cpp's rule), else its short ones;
