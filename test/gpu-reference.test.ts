@@ -22,6 +22,7 @@ const library = join(dirname(addonPath()), name);
 const files = [
   'test/gpu.test.ts',
   'test/model-reference.test.ts',
+  'test/model-oracle.test.ts',
   'test/kv-session.test.ts',
   'test/kv-chunked.test.ts',
 ];
