@@ -21,7 +21,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-import { loadAddon } from '../electron/engine/binding.ts';
+import { loadAddon, type EngineError } from '../electron/engine/binding.ts';
+import { inspectGguf } from '../electron/models/gguf-header.ts';
 import { writeRandomModel, type RandomModelOptions } from './helpers/random-model.ts';
 import { referenceForward } from './helpers/reference-forward.ts';
 import type { GgmlTypeName } from './helpers/quant-ref.ts';
@@ -103,6 +104,11 @@ const variants: [string, RandomModelOptions][] = [
   ['phi3-longrope-partial-F32', { arch: 'phi3', type: 'F32', ropeScaling: 'longrope', ropeDim: 48, seed: 13 }],
   ['phi3-longrope-short-F32', { arch: 'phi3', type: 'F32', ropeScaling: 'longrope', seed: 14 }],
   ['gemma3-F32', { arch: 'gemma3', type: 'F32', seed: 15 }],
+  // 62 layers: the shape of Gemma 3 27B, whose attention scale is 1/sqrt(n_embd/n_head), not 1/sqrt(head_dim)
+  [
+    'gemma3-27b-scale-F32',
+    { arch: 'gemma3', type: 'F32', nLayer: 62, nEmbd: 64, nHead: 2, nHeadKv: 1, headDim: 64, nFf: 128, seed: 19 },
+  ],
   ['qwen3moe-F32', { arch: 'qwen3moe', type: 'F32', seed: 17 }],
   // Quantized activations move the router's logits a little, and where two experts nearly tie that flips
   // a token's pick: a jump no tolerance covers. So the quantized experts are checked with every expert
@@ -121,6 +127,25 @@ for (const [name, opts] of variants.filter(([n]) => !only || only.includes(n))) 
     if (opts.type === 'F32') assert.equal(r.argmaxAgree, 1, 'argmax at every position');
   });
 }
+
+// (Not in the child process below, which counts its tests.)
+test('a sliding window shorter than the trained context caps the context (phi3, gemma3)', {
+  skip: !!only,
+}, async () => {
+  for (const arch of ['phi3', 'gemma3'] as const) {
+    const path = join(dir, `${arch}-window.gguf`);
+    writeRandomModel(path, { arch, nCtx: 256, slidingWindow: 100 });
+    assert.equal((await inspectGguf(path)).contextLength, 100, `${arch}: the app's header reading`);
+    const model = await loadAddon().loadModel(path);
+    assert.equal(model.info().contextLength, 100, `${arch}: the engine's`);
+    assert.throws(
+      () => model.createSession({ nCtx: 101 }),
+      (e: EngineError) => e.code === 'CONTEXT_TOO_LONG' && /sliding attention window/.test(e.message),
+    );
+    model.createSession({ nCtx: 100 }).dispose();
+    model.dispose();
+  }
+});
 
 // The engine picks its ISA once per process. Where that is AVX-512, the AVX2 kernels, with their own
 // repacked layouts (Q4_K and Q6_K: quant/repack.h), run the K-quant models in a child process.

@@ -40,6 +40,8 @@ export interface RandomModelOptions {
   nExpert?: number;
   nExpertUsed?: number;
   nFfExp?: number;
+  /** phi3, gemma3: attention.sliding_window; default nCtx (a window that hides nothing). */
+  slidingWindow?: number;
   /** No output.weight: the output projection reuses token_embd.weight. */
   tiedEmbeddings?: boolean;
   name?: string;
@@ -80,6 +82,7 @@ export function resolveOptions(o: RandomModelOptions = {}): RandomModelConfig {
     nExpert: o.nExpert ?? 8,
     nExpertUsed: o.nExpertUsed ?? 2,
     nFfExp: o.nFfExp ?? 256,
+    slidingWindow: o.slidingWindow ?? o.nCtx ?? 256,
     tiedEmbeddings: o.tiedEmbeddings ?? false,
     name: o.name ?? `random-${arch}`,
   };
@@ -392,15 +395,15 @@ export function buildRandomModel(options: RandomModelOptions = {}): { bytes: Uin
     );
   }
   if (arch === 'gemma3') {
-    // Gemma 3's local layers see 512 or 1024 positions; here the context, which the engine may not pass.
-    meta.push([`${arch}.attention.sliding_window`, u32(c.nCtx)]);
+    // Gemma 3's local layers see 512 or 1024 positions; by default here the context (the engine's limit).
+    meta.push([`${arch}.attention.sliding_window`, u32(c.slidingWindow)]);
     if (c.ropeScaling === 'linear')
       meta.push([`${arch}.rope.scaling.type`, 'linear'], [`${arch}.rope.scaling.factor`, f32(8)]);
   }
   if (arch === 'phi3') {
     // Phi-3's converter writes the window from config.json (Phi-4-mini's: longer than its context); llama.cpp
-    // refuses a phi3 file without it. Here the context, so that the window never hides a position.
-    meta.push([`${arch}.attention.sliding_window`, u32(c.nCtx)]);
+    // refuses a phi3 file without it. By default here the context, so that the window never hides a position.
+    meta.push([`${arch}.attention.sliding_window`, u32(c.slidingWindow)]);
     if (c.ropeScaling === 'longrope') {
       // convert_hf_to_gguf.py's attn_factor: sqrt(1 + ln(scale) / ln(original context)), scale = 4 here
       meta.push([`${arch}.rope.scaling.attn_factor`, f32(Math.sqrt(1 + Math.log(4) / Math.log(c.nCtx / 4)))]);
