@@ -22,6 +22,7 @@ const library = join(dirname(addonPath()), name);
 const files = [
   'test/gpu.test.ts',
   'test/model-reference.test.ts',
+  'test/model-oracle.test.ts',
   'test/kv-session.test.ts',
   'test/kv-chunked.test.ts',
 ];
@@ -57,7 +58,7 @@ const opsBin = join(dirname(dirname(addonPath())), process.platform === 'win32' 
 test('backend-ops on the reference backend', {
   skip: existsSync(library) && existsSync(opsBin) ? false : 'backend-ops or the reference backend is not built',
 }, () => {
-  const ops = 'get_rows,rms_norm,rope,swiglu,add,add_bias,kv,window_scores,topk_per_head,top_tokens';
+  const ops = 'get_rows,rms_norm,rope,swiglu,geglu,add,scale,add_bias,kv,window_scores,topk_per_head,top_tokens';
   const r = spawnSync(opsBin, ['--op', ops], {
     env: { ...process.env, FOLIO_GPU_LIBRARY: library },
     encoding: 'utf8',

@@ -679,6 +679,13 @@ describe('reference forward vs llama.cpp', () => {
         ropeBase: 10000,
         ropeDim: 8,
         ropeStyle: 'normal',
+        ropeMscale: 1,
+        nCtxOrig: 512,
+        ropeFreqScale: 1,
+        nSwa: 0,
+        nExpert: 0,
+        nExpertUsed: 0,
+        nFfExp: 0,
         tiedEmbeddings: false,
       },
     );

@@ -119,7 +119,7 @@ export interface ModelInfo {
   nFf: number;
   ropeBase: number;
   ropeDim: number;
-  ropeScaling: 'none' | 'linear' | 'llama3';
+  ropeScaling: 'none' | 'linear' | 'llama3' | 'longrope';
   rmsEps: number;
   /** Tensor count per type name, e.g. { F32: 11, Q4_K: 96, Q6_K: 17 }. */
   tensorTypes: Record<string, number>;

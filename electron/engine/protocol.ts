@@ -133,7 +133,7 @@ export const ModelInfo = z.object({
   nFf: Int,
   ropeBase: Num,
   ropeDim: Int,
-  ropeScaling: z.enum(['none', 'linear', 'llama3']),
+  ropeScaling: z.enum(['none', 'linear', 'llama3', 'longrope']),
   rmsEps: Num,
   tensorTypes: z.record(z.string(), Num),
   fileType: Num,

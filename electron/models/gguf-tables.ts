@@ -23,7 +23,7 @@ export const GGUF_VALUE_TYPE = {
 // test/capabilities.test.ts.
 
 /** Architectures Folio's engine runs (docs/architecture.md, "model"). */
-export const SUPPORTED_ARCHITECTURES: readonly string[] = ['llama', 'qwen2', 'qwen3'];
+export const SUPPORTED_ARCHITECTURES: readonly string[] = ['llama', 'qwen2', 'qwen3', 'qwen3moe', 'phi3', 'gemma3'];
 
 /** Tensor types Folio's engine has kernels for, by their ggml names (gguf-header.ts: GGML_TYPES). */
 export const SUPPORTED_TENSOR_TYPES: readonly string[] = [

@@ -1,4 +1,5 @@
-// Element-wise and row-wise operations: RMS norm, rotary embedding, SwiGLU, residual and bias additions.
+// Element-wise and row-wise operations: RMS norm, rotary embedding, SwiGLU and GEGLU, residual and bias
+// additions, scaling.
 // Each follows its CPU version (backend/cpu-ops.cc) operation for operation, so that results differ only
 // by the last-bit differences of the device's expf / sincosf.
 #include <cmath>
@@ -45,7 +46,7 @@ __global__ void __launch_bounds__(kThreads)
 constexpr int kMaxPairs = 128;  // rope_dim ≤ head_dim ≤ 256
 __global__ void __launch_bounds__(kThreads)
     rope_kernel(float* x, int32_t n_heads, int32_t head_dim, const int32_t* pos, int32_t rope_dim, int32_t neox,
-                float theta_scale, float freq_scale, const float* freq_factors) {
+                float theta_scale, float freq_scale, float mscale, const float* freq_factors) {
   __shared__ float cs[2 * kMaxPairs];  // [pairs, 2] cos and sin of each pair's angle
   const int64_t t = blockIdx.x;
   const int pairs = rope_dim / 2;
@@ -56,8 +57,8 @@ __global__ void __launch_bounds__(kThreads)
     const float th = freq_scale * (theta / ff);
     float sn, c;
     sincosf(th, &sn, &c);
-    cs[2 * i] = c;
-    cs[2 * i + 1] = sn;
+    cs[2 * i] = __fmul_rn(c, mscale);  // the CPU's rounding: cos·mscale, then the rotation
+    cs[2 * i + 1] = __fmul_rn(sn, mscale);
   }
   __syncthreads();
   float* xt = x + t * int64_t(n_heads) * head_dim;  // [n_heads, head_dim] of this token
@@ -79,6 +80,20 @@ __global__ void __launch_bounds__(kThreads) swiglu_kernel(const float* g, const 
     const float gi = g[i];
     h[i] = gi / (1.0f + expf(-gi)) * u[i];
   }
+}
+
+// GELU's tanh form, as cpu::gelu_tanh (backend/cpu-ops.cc).
+__global__ void __launch_bounds__(kThreads) geglu_kernel(const float* g, const float* u, float* h, int64_t count) {
+  constexpr float kSqrt2OverPi = 0.7978845608028654f, kCoef = 0.044715f;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += int64_t(gridDim.x) * blockDim.x) {
+    const float x = g[i];
+    h[i] = 0.5f * x * (1.0f + tanhf(kSqrt2OverPi * x * (1.0f + kCoef * x * x))) * u[i];
+  }
+}
+
+__global__ void __launch_bounds__(kThreads) scale_kernel(float* x, float s, int64_t count) {
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += int64_t(gridDim.x) * blockDim.x)
+    x[i] *= s;
 }
 
 __global__ void __launch_bounds__(kThreads) add_kernel(float* x, const float* y, int64_t count) {
@@ -118,7 +133,7 @@ int rope(float* x, int64_t n, int32_t n_heads, int32_t head_dim, const int32_t* 
   // The CPU's expression (std::pow of two floats), evaluated on the host so that both start from the same value.
   const float theta_scale = std::pow(p->base, -2.0f / float(p->rope_dim));
   rope_kernel<<<unsigned(n), kThreads, 0, stream()>>>(x, n_heads, head_dim, pos, p->rope_dim, p->neox, theta_scale,
-                                                      p->freq_scale, freq_factors);
+                                                      p->freq_scale, p->mscale, freq_factors);
   if (int e = check_launch("rope")) return e;
   return 0;
 }
@@ -127,6 +142,20 @@ int swiglu(const float* g, const float* u, float* h, int64_t count) {
   if (count <= 0) return 0;
   swiglu_kernel<<<grid_for(count), kThreads, 0, stream()>>>(g, u, h, count);
   if (int e = check_launch("swiglu")) return e;
+  return 0;
+}
+
+int geglu(const float* g, const float* u, float* h, int64_t count) {
+  if (count <= 0) return 0;
+  geglu_kernel<<<grid_for(count), kThreads, 0, stream()>>>(g, u, h, count);
+  if (int e = check_launch("geglu")) return e;
+  return 0;
+}
+
+int scale(float* x, float s, int64_t count) {
+  if (count <= 0) return 0;
+  scale_kernel<<<grid_for(count), kThreads, 0, stream()>>>(x, s, count);
+  if (int e = check_launch("scale")) return e;
   return 0;
 }
 

@@ -3,7 +3,7 @@
 // backend (the C table of backend/gpu-abi.h, where one is usable) go through the same interface and the
 // same cases.
 //   backend-ops [--seed S] [--op NAME[,NAME...]] [--backend cpu|gpu]
-// NAME: matmul get_rows rms_norm rope swiglu add add_bias kv (append and compaction through a KV store)
+// NAME: matmul get_rows rms_norm rope swiglu geglu add scale add_bias kv (append and compaction through a KV store)
 // attention window_scores topk_per_head top_tokens. Without --backend: the CPU, then the GPU if usable.
 //
 // With --backend gpu and no usable GPU it prints "backend-ops: SKIP: <the loader's reason>" and exits 0.
@@ -389,7 +389,8 @@ void test_rms_norm() {
 // x_b²) / Σ x² + 1e-12, a worst case (typical NMSEs are ~100× lower). Real bugs (pair layout, exponent, factor, scale
 // or position) are off by 1e-2..1 rad on most pairs; at position 1e5 the bound is loose enough to let one garbled pair
 // through, so half the cases keep to positions ≤ 4096, where it is ~400× tighter. "cpu=" is the CPU's own NMSE against
-// a double rotation with exact angles. The dims past rope_dim must come back unchanged.
+// a double rotation with exact angles. The dims past rope_dim must come back unchanged. The cases with
+// frequency factors also scale cos and sin by an mscale, as LongRoPE does.
 void test_rope() {
   struct C {
     int heads, head_dim, rope_dim, n;
@@ -404,8 +405,9 @@ void test_rope() {
           const C s = shapes[size_t(ci++ % 6)];
           // half the cases (half of each option) at positions up to 4096, where the bound is tight
           const int32_t max_pos = (neox + (base > 10000.0f) + (fs < 1.0f) + ff) % 2 ? 4096 : 100000;
-          const std::string desc = strfmt("%s h=%d hd=%d rd=%d n=%d base=%g fs=%g%s pos<=%d", neox ? "neox" : "norm",
-                                          s.heads, s.head_dim, s.rope_dim, s.n, base, fs, ff ? " ff" : "", max_pos);
+          const std::string desc =
+              strfmt("%s h=%d hd=%d rd=%d n=%d base=%g fs=%g%s pos<=%d", neox ? "neox" : "norm", s.heads, s.head_dim,
+                     s.rope_dim, s.n, base, fs, ff ? " ff ms=1.19" : "", max_pos);
           run_case("rope", desc, [&] {
             const int64_t width = int64_t(s.heads) * s.head_dim;
             const std::vector<float> x = randn(size_t(s.n * width));
@@ -420,7 +422,8 @@ void test_rope() {
             const float* ffp = ff ? factors.data() : nullptr;
             backend::RopeParams p;
             p.rope_dim = s.rope_dim, p.neox = neox != 0, p.base = base, p.freq_scale = fs;
-            std::vector<float> cpu = x;  // context: the CPU kernel
+            p.mscale = ff ? 1.19f : 1.0f;  // Phi-3-128k's sqrt(1 + ln 32 / ln 4096)
+            std::vector<float> cpu = x;    // context: the CPU kernel
             cpu::rope(*P, cpu.data(), s.n, s.heads, s.head_dim, pos.data(), p, ffp);
             // in double with exact angles, and the bound on the NMSE the angles' float roundings allow
             std::vector<float> exact = x;
@@ -435,9 +438,10 @@ void test_rope() {
                                     std::pow(double(base), -2.0 * i / s.rope_dim) / (ffp ? double(ffp[i]) : 1.0);
                   const int a = neox ? i : 2 * i, b = neox ? i + s.rope_dim / 2 : 2 * i + 1;
                   const double x0 = v[a], x1 = v[b], err = (5.0 * i + 22.0) * std::ldexp(1.0, -24) * th;
-                  o[a] = float(x0 * std::cos(th) - x1 * std::sin(th));
-                  o[b] = float(x0 * std::sin(th) + x1 * std::cos(th));
-                  bound += err * err * (x0 * x0 + x1 * x1);
+                  const double ms = p.mscale;
+                  o[a] = float(ms * (x0 * std::cos(th) - x1 * std::sin(th)));
+                  o[b] = float(ms * (x0 * std::sin(th) + x1 * std::cos(th)));
+                  bound += ms * ms * err * err * (x0 * x0 + x1 * x1);
                 }
               }
             const double tol = bound / norm + 1e-12;
@@ -476,6 +480,46 @@ void test_swiglu() {
         report_nmse("swiglu", desc, nmse(down<float>(in_place ? dg : dh, g.size()), want), kElementwiseTol);
       });
     }
+}
+
+// geglu: GELU's tanh form against the formula in double; tanhf's few ulps are far inside the bound.
+void test_geglu() {
+  for (int64_t count : {int64_t(1), int64_t(33), int64_t(4096 + 5), int64_t(130 * 2048)})
+    for (bool in_place : {false, true}) {
+      if (in_place && count < 4096) continue;
+      const std::string desc = strfmt("count=%lld%s", ll(count), in_place ? " in place" : "");
+      run_case("geglu", desc, [&] {
+        std::vector<float> g = randn(size_t(count), 3.0f);
+        const std::vector<float> u = randn(size_t(count));
+        if (count > 4) g[1] = 30.0f, g[2] = -30.0f, g[3] = -90.0f;  // tanh's saturated ends
+        std::vector<float> want(g.size());
+        for (size_t i = 0; i < g.size(); i++) {
+          const double x = g[i];
+          want[i] = float(0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x))) * u[i]);
+        }
+        Dev dg = up(g), du = up(u), dh(g.size() * 4);
+        float* h = in_place ? dg.as<float>() : dh.as<float>();
+        BE->geglu(dg.as<float>(), du.as<float>(), h, 1, count);
+        sync();
+        report_nmse("geglu", desc, nmse(down<float>(in_place ? dg : dh, g.size()), want), kElementwiseTol);
+      });
+    }
+}
+
+// scale: one correctly rounded float product per element: bit for bit.
+void test_scale() {
+  for (int64_t count : {int64_t(1), int64_t(33), int64_t((1 << 20) + 3)})
+    run_case("scale", strfmt("count=%lld", ll(count)), [&] {
+      const std::vector<float> x = randn(size_t(count));
+      const float s = 45.254834f;  // √2048, a Gemma embedding scale
+      Dev dx = up(x);
+      BE->scale(dx.as<float>(), s, count);
+      sync();
+      const std::vector<float> got = down<float>(dx, x.size());
+      size_t differ = 0;
+      for (size_t i = 0; i < x.size(); i++) differ += !(got[i] == x[i] * s);
+      report_exact("scale", strfmt("count=%lld", ll(count)), differ, x.size());
+    });
 }
 
 // add and add_bias: one correctly rounded float addition per element on either side: bit for bit.
@@ -874,7 +918,9 @@ int main(int argc, char** argv) {
                     {"rms_norm", test_rms_norm},
                     {"rope", test_rope},
                     {"swiglu", test_swiglu},
+                    {"geglu", test_geglu},
                     {"add", test_add},
+                    {"scale", test_scale},
                     {"add_bias", test_add_bias},
                     {"kv", test_kv},
                     {"attention", test_attention},

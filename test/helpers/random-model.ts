@@ -1,4 +1,5 @@
-// Random-weight GGUF models for tests: complete files of the llama, qwen2 and qwen3 architectures, laid
+// Random-weight GGUF models for tests: complete files of the llama, qwen2, qwen3, qwen3moe, phi3 and gemma3
+// architectures, laid
 // out the way llama.cpp's convert_hf_to_gguf.py lays out real ones (tensor names, ggml dim order,
 // metadata keys and types), with a small synthetic SentencePiece-style vocabulary. Deterministic for a
 // seed. The 2-D weight matrices are stored in the requested type with quant-ref.ts's quantizers; norms,
@@ -10,7 +11,7 @@ import { arr, buildGguf, f32, f32Bytes, u32, ValueType, type MetaValue, type Ten
 import { MIX_FILE_TYPE, mixTensorType, type LlamaMix } from './quant-mix.ts';
 import { GGML_TYPE, GGML_TYPE_INFO, quantize, type GgmlTypeName } from './quant-ref.ts';
 
-export type Arch = 'llama' | 'qwen2' | 'qwen3';
+export type Arch = 'llama' | 'qwen2' | 'qwen3' | 'qwen3moe' | 'phi3' | 'gemma3';
 
 export interface RandomModelOptions {
   arch?: Arch;
@@ -31,8 +32,19 @@ export interface RandomModelOptions {
   nVocab?: number;
   ropeBase?: number;
   eps?: number;
-  /** 'llama3': Llama 3.1's rope_scaling, stored as the rope_freqs.weight tensor (llama only). */
-  ropeScaling?: 'none' | 'llama3';
+  /** 'llama3': Llama 3.1's rope_scaling, stored as the rope_freqs.weight tensor (llama only). 'longrope':
+   * Phi-3's, stored as rope_factors_long/short.weight and the keys rope.scaling.attn_factor and
+   * rope.scaling.original_context_length = nCtx / 4 (phi3 only). 'linear': rope.scaling.type linear with
+   * factor 8, as Gemma 3 4B and larger (gemma3 only: its global layers). */
+  ropeScaling?: 'none' | 'llama3' | 'longrope' | 'linear';
+  /** Leading dims of each head that rotate (rope.dimension_count); default headDim. Phi-4-mini rotates 3/4. */
+  ropeDim?: number;
+  /** qwen3moe: experts per layer (default 8), experts per token (default 2), an expert's width (default 256). */
+  nExpert?: number;
+  nExpertUsed?: number;
+  nFfExp?: number;
+  /** phi3, gemma3: attention.sliding_window; default nCtx (a window that hides nothing). */
+  slidingWindow?: number;
   /** No output.weight: the output projection reuses token_embd.weight. */
   tiedEmbeddings?: boolean;
   name?: string;
@@ -53,7 +65,7 @@ export function resolveOptions(o: RandomModelOptions = {}): RandomModelConfig {
   const arch = o.arch ?? 'llama';
   const nEmbd = o.nEmbd ?? 256;
   const nHead = o.nHead ?? 4;
-  const isQwen = arch !== 'llama';
+  const isQwen = arch === 'qwen2' || arch === 'qwen3' || arch === 'qwen3moe' || arch === 'gemma3';
   return {
     arch,
     type: o.type ?? 'F32',
@@ -64,12 +76,17 @@ export function resolveOptions(o: RandomModelOptions = {}): RandomModelConfig {
     nHeadKv: o.nHeadKv ?? 2,
     headDim: o.headDim ?? nEmbd / nHead,
     nFf: o.nFf ?? 512,
-    nLayer: o.nLayer ?? 2,
+    nLayer: o.nLayer ?? (arch === 'gemma3' ? 6 : 2), // gemma3: five sliding layers, then a global one
     nCtx: o.nCtx ?? 256,
     nVocab: o.nVocab ?? 320,
     ropeBase: o.ropeBase ?? (isQwen ? 1000000 : 10000),
     eps: o.eps ?? (isQwen ? 1e-6 : 1e-5),
     ropeScaling: o.ropeScaling ?? 'none',
+    ropeDim: o.ropeDim ?? o.headDim ?? nEmbd / nHead,
+    nExpert: o.nExpert ?? 8,
+    nExpertUsed: o.nExpertUsed ?? 2,
+    nFfExp: o.nFfExp ?? 256,
+    slidingWindow: o.slidingWindow ?? o.nCtx ?? 256,
     tiedEmbeddings: o.tiedEmbeddings ?? false,
     name: o.name ?? `random-${arch}`,
   };
@@ -260,6 +277,9 @@ export function buildRandomModel(options: RandomModelOptions = {}): { bytes: Uin
   if (headDim % 2 !== 0) throw new Error('headDim must be even');
   if (c.ropeScaling === 'llama3' && arch !== 'llama')
     throw new Error('llama3 rope scaling is for the llama architecture');
+  if (c.ropeScaling === 'longrope' && arch !== 'phi3') throw new Error('longrope is for the phi3 architecture');
+  if (c.ropeScaling === 'linear' && arch !== 'gemma3') throw new Error('linear rope scaling is for gemma3 here');
+  if (c.ropeDim % 2 !== 0 || c.ropeDim > headDim) throw new Error('ropeDim must be even and at most headDim');
   const rng = new Rng(c.seed);
   const tensors: TensorSpec[] = [];
 
@@ -272,6 +292,12 @@ export function buildRandomModel(options: RandomModelOptions = {}): { bytes: Uin
     }
     const values = rng.normals(cols * rows, 0, std);
     tensors.push({ name, dims: [cols, rows], type: GGML_TYPE[type], data: quantize(type, values) });
+  };
+  /** n_expert matrices [cols, rows] stacked as ggml's [cols, rows, n_expert], values ~ normal(0, std). */
+  const expertStack = (name: string, cols: number, rows: number, std: number) => {
+    if (cols % GGML_TYPE_INFO[GGML_TYPE[c.type]].blockSize !== 0) throw new Error(`${name}: rows not whole blocks`);
+    const values = rng.normals(cols * rows * c.nExpert, 0, std);
+    tensors.push({ name, dims: [cols, rows, c.nExpert], type: GGML_TYPE[c.type], data: quantize(c.type, values) });
   };
   /** A 1-D F32 tensor, values ~ normal(mean, std). */
   const vector = (name: string, n: number, mean: number, std: number) => {
@@ -292,26 +318,58 @@ export function buildRandomModel(options: RandomModelOptions = {}): { bytes: Uin
       data: f32Bytes(llama3RopeFactors(headDim, c.ropeBase)),
     });
   }
+  if (c.ropeScaling === 'longrope') {
+    // Per-pair divisors as Phi-3-128k's look: 1 for the fast pairs rising to ~40 (long) or ~2.5 (short).
+    const pairs = c.ropeDim / 2;
+    const ramp = (top: number) => Float64Array.from({ length: pairs }, (_, i) => 1 + (top - 1) * (i / pairs) ** 2);
+    tensors.push({ name: 'rope_factors_long.weight', dims: [pairs], type: GGML_TYPE.F32, data: f32Bytes(ramp(40)) });
+    tensors.push({ name: 'rope_factors_short.weight', dims: [pairs], type: GGML_TYPE.F32, data: f32Bytes(ramp(2.5)) });
+  }
   for (let l = 0; l < nLayer; l++) {
     const p = `blk.${l}.`;
     vector(p + 'attn_norm.weight', nEmbd, 1, 0.1);
-    matrix(p + 'attn_q.weight', nEmbd, qDim, 1 / Math.sqrt(nEmbd)); //      [n_embd, n_head*head_dim]
-    matrix(p + 'attn_k.weight', nEmbd, kvDim, 1 / Math.sqrt(nEmbd)); //     [n_embd, n_kv*head_dim]
-    matrix(p + 'attn_v.weight', nEmbd, kvDim, 1 / Math.sqrt(nEmbd)); //     [n_embd, n_kv*head_dim]
+    if (arch === 'phi3') {
+      matrix(p + 'attn_qkv.weight', nEmbd, qDim + 2 * kvDim, 1 / Math.sqrt(nEmbd)); // [n_embd, Q, K, V rows]
+    } else {
+      matrix(p + 'attn_q.weight', nEmbd, qDim, 1 / Math.sqrt(nEmbd)); //      [n_embd, n_head*head_dim]
+      matrix(p + 'attn_k.weight', nEmbd, kvDim, 1 / Math.sqrt(nEmbd)); //     [n_embd, n_kv*head_dim]
+      matrix(p + 'attn_v.weight', nEmbd, kvDim, 1 / Math.sqrt(nEmbd)); //     [n_embd, n_kv*head_dim]
+    }
     if (arch === 'qwen2') {
       vector(p + 'attn_q.bias', qDim, 0, 0.5);
       vector(p + 'attn_k.bias', kvDim, 0, 0.5);
       vector(p + 'attn_v.bias', kvDim, 0, 0.5);
     }
-    if (arch === 'qwen3') {
+    if (arch === 'qwen3' || arch === 'qwen3moe' || arch === 'gemma3') {
       vector(p + 'attn_q_norm.weight', headDim, 1, 0.1);
       vector(p + 'attn_k_norm.weight', headDim, 1, 0.1);
     }
     matrix(p + 'attn_output.weight', qDim, nEmbd, 1 / Math.sqrt(qDim)); //  [n_head*head_dim, n_embd]
     vector(p + 'ffn_norm.weight', nEmbd, 1, 0.1);
-    matrix(p + 'ffn_gate.weight', nEmbd, nFf, 1 / Math.sqrt(nEmbd)); //     [n_embd, n_ff]
-    matrix(p + 'ffn_up.weight', nEmbd, nFf, 1 / Math.sqrt(nEmbd)); //       [n_embd, n_ff]
-    matrix(p + 'ffn_down.weight', nFf, nEmbd, 1 / Math.sqrt(nFf)); //       [n_ff, n_embd]
+    if (arch === 'qwen3moe') {
+      // the router, F32 as llama.cpp's quantizer leaves it, and the experts stacked along a third dimension
+      const router = rng.normals(nEmbd * c.nExpert, 0, 1 / Math.sqrt(nEmbd)); //   [n_embd, n_expert]
+      tensors.push({
+        name: p + 'ffn_gate_inp.weight',
+        dims: [nEmbd, c.nExpert],
+        type: GGML_TYPE.F32,
+        data: f32Bytes(router),
+      });
+      expertStack(p + 'ffn_gate_exps.weight', nEmbd, c.nFfExp, 1 / Math.sqrt(nEmbd)); // [n_embd, n_ff_exp, n_expert]
+      expertStack(p + 'ffn_up_exps.weight', nEmbd, c.nFfExp, 1 / Math.sqrt(nEmbd)); //   [n_embd, n_ff_exp, n_expert]
+      expertStack(p + 'ffn_down_exps.weight', c.nFfExp, nEmbd, 1 / Math.sqrt(c.nFfExp)); // [n_ff_exp, n_embd, n_expert]
+    } else if (arch === 'phi3') {
+      matrix(p + 'ffn_up.weight', nEmbd, 2 * nFf, 1 / Math.sqrt(nEmbd)); //  [n_embd, gate rows then up rows]
+    } else {
+      matrix(p + 'ffn_gate.weight', nEmbd, nFf, 1 / Math.sqrt(nEmbd)); //     [n_embd, n_ff]
+      matrix(p + 'ffn_up.weight', nEmbd, nFf, 1 / Math.sqrt(nEmbd)); //       [n_embd, n_ff]
+    }
+    if (arch !== 'qwen3moe') matrix(p + 'ffn_down.weight', nFf, nEmbd, 1 / Math.sqrt(nFf)); // [n_ff, n_embd]
+    if (arch === 'gemma3') {
+      // RMSNorms of the attention and feed-forward outputs (the converter has added Gemma's 1 to them)
+      vector(p + 'post_attention_norm.weight', nEmbd, 1, 0.1);
+      vector(p + 'post_ffw_norm.weight', nEmbd, 1, 0.1);
+    }
   }
   vector('output_norm.weight', nEmbd, 1, 0.1);
   if (!c.tiedEmbeddings) matrix('output.weight', nEmbd, nVocab, 2 / Math.sqrt(nEmbd)); // [n_embd, n_vocab]
@@ -324,6 +382,9 @@ export function buildRandomModel(options: RandomModelOptions = {}): { bytes: Uin
     ['general.name', c.name],
     [`${arch}.block_count`, u32(nLayer)],
     [`${arch}.context_length`, u32(c.nCtx)],
+    ...(c.ropeScaling === 'longrope'
+      ? ([[`${arch}.rope.scaling.original_context_length`, u32(c.nCtx / 4)]] as [string, MetaValue][])
+      : []),
     [`${arch}.embedding_length`, u32(nEmbd)],
     [`${arch}.feed_forward_length`, u32(nFf)],
     [`${arch}.attention.head_count`, u32(nHead)],
@@ -331,13 +392,35 @@ export function buildRandomModel(options: RandomModelOptions = {}): { bytes: Uin
     [`${arch}.rope.freq_base`, f32(c.ropeBase)],
     [`${arch}.attention.layer_norm_rms_epsilon`, f32(c.eps)],
   ];
-  if (arch === 'qwen3' || options.headDim !== undefined) {
+  if (arch === 'qwen3' || arch === 'qwen3moe' || arch === 'gemma3' || options.headDim !== undefined) {
     meta.push([`${arch}.attention.key_length`, u32(headDim)], [`${arch}.attention.value_length`, u32(headDim)]);
   }
   meta.push(['general.file_type', u32(c.mix ? MIX_FILE_TYPE[c.mix] : FILE_TYPE[c.type])]);
+  if (arch === 'qwen3moe') {
+    meta.push(
+      [`${arch}.expert_count`, u32(c.nExpert)],
+      [`${arch}.expert_used_count`, u32(c.nExpertUsed)],
+      [`${arch}.expert_feed_forward_length`, u32(c.nFfExp)],
+    );
+  }
+  if (arch === 'gemma3') {
+    // Gemma 3's local layers see 512 or 1024 positions; by default here the context (the engine's limit).
+    meta.push([`${arch}.attention.sliding_window`, u32(c.slidingWindow)]);
+    if (c.ropeScaling === 'linear')
+      meta.push([`${arch}.rope.scaling.type`, 'linear'], [`${arch}.rope.scaling.factor`, f32(8)]);
+  }
+  if (arch === 'phi3') {
+    // Phi-3's converter writes the window from config.json (Phi-4-mini's: longer than its context); llama.cpp
+    // refuses a phi3 file without it. By default here the context, so that the window never hides a position.
+    meta.push([`${arch}.attention.sliding_window`, u32(c.slidingWindow)]);
+    if (c.ropeScaling === 'longrope') {
+      // convert_hf_to_gguf.py's attn_factor: sqrt(1 + ln(scale) / ln(original context)), scale = 4 here
+      meta.push([`${arch}.rope.scaling.attn_factor`, f32(Math.sqrt(1 + Math.log(4) / Math.log(c.nCtx / 4)))]);
+    }
+  }
   if (arch === 'llama') meta.push(['llama.vocab_size', u32(nVocab)]);
   meta.push(
-    [`${arch}.rope.dimension_count`, u32(headDim)],
+    [`${arch}.rope.dimension_count`, u32(c.ropeDim)],
     ['tokenizer.ggml.model', 'llama'],
     ['tokenizer.ggml.pre', 'default'],
     ['tokenizer.ggml.tokens', arr(ValueType.STRING, vocab.tokens)],

@@ -25,12 +25,15 @@
 
 namespace folio::backend {
 
-// Rotary position embedding: the angle of pair i is freq_scale · pos · base^(−2i/rope_dim) / freq_factors[i].
+// Rotary position embedding: the angle of pair i is freq_scale · pos · base^(−2i/rope_dim) / freq_factors[i];
+// the pair is multiplied by the rotation's cos and sin, each scaled by mscale (ggml's attn_factor: LongRoPE
+// scales the rotated dims, and only those, by it).
 struct RopeParams {
   int32_t rope_dim = 0;  // leading dims of each head that rotate
   bool neox = false;     // false: pairs (2i, 2i+1); true: pairs (i, i + rope_dim/2)
   float base = 10000.0f;
   float freq_scale = 1.0f;
+  float mscale = 1.0f;
 };
 
 class Backend {
@@ -72,8 +75,12 @@ class Backend {
                     const float* freq_factors) = 0;
   // h = silu(g) · u                            g, u, h: [n, width]; h may alias g.
   virtual void swiglu(const float* g, const float* u, float* h, int64_t n, int64_t width) = 0;
+  // h = gelu(g) · u, GELU's tanh form         g, u, h: [n, width]; h may alias g.
+  virtual void geglu(const float* g, const float* u, float* h, int64_t n, int64_t width) = 0;
   // x += y                                     x, y: [count].
   virtual void add(float* x, const float* y, int64_t count) = 0;
+  // x *= s                                     x: [count].
+  virtual void scale(float* x, float s, int64_t count) = 0;
   // x[t, :] += b                               x: [n, width]; b: [width].
   virtual void add_bias(float* x, const float* b, int64_t n, int64_t width) = 0;
 

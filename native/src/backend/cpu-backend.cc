@@ -95,9 +95,13 @@ class CpuBackend final : public Backend {
   void swiglu(const float* g, const float* u, float* h, int64_t n, int64_t width) override {
     cpu::swiglu(pool_, g, u, h, n, width);
   }
+  void geglu(const float* g, const float* u, float* h, int64_t n, int64_t width) override {
+    cpu::geglu(pool_, g, u, h, n, width);
+  }
   void add(float* x, const float* y, int64_t count) override {
     for (int64_t i = 0; i < count; i++) x[i] += y[i];
   }
+  void scale(float* x, float s, int64_t count) override { cpu::scale(x, s, count); }
   void add_bias(float* x, const float* b, int64_t n, int64_t width) override { cpu::add_bias(x, b, n, width); }
 
   std::unique_ptr<KvStore> make_kv_store(int n_layer, int n_head_kv, int head_dim, int head_dim_v,

@@ -41,8 +41,8 @@ void rope(ThreadPool& pool, float* x, int64_t n, int n_heads, int head_dim, cons
     for (int i = 0; i < rd / 2; i++) {
       const float ff = freq_factors ? freq_factors[i] : 1.0f;
       const float th = p.freq_scale * (theta / ff);
-      cs[2 * i] = std::cos(th);
-      cs[2 * i + 1] = std::sin(th);
+      cs[2 * i] = std::cos(th) * p.mscale;
+      cs[2 * i + 1] = std::sin(th) * p.mscale;
       theta *= theta_scale;
     }
     for (int h = 0; h < n_heads; h++) {
@@ -65,6 +65,22 @@ void swiglu(ThreadPool& pool, const float* g, const float* u, float* h, int64_t 
       h[i] = gi / (1.0f + std::exp(-gi)) * u[i];
     }
   });
+}
+
+// The constants are the formula's (Hendrycks & Gimpel 2016): √(2/π) and 0.044715.
+float gelu_tanh(float x) {
+  constexpr float kSqrt2OverPi = 0.7978845608028654f, kCoef = 0.044715f;
+  return 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * x * (1.0f + kCoef * x * x)));
+}
+
+void geglu(ThreadPool& pool, const float* g, const float* u, float* h, int64_t n, int64_t width) {
+  pool.parallel_for(n, [&](int64_t t, int) {
+    for (int64_t i = t * width, e = i + width; i < e; i++) h[i] = gelu_tanh(g[i]) * u[i];
+  });
+}
+
+void scale(float* x, float s, int64_t count) {
+  for (int64_t i = 0; i < count; i++) x[i] *= s;
 }
 
 }  // namespace folio::cpu

@@ -49,6 +49,14 @@ void rope(ThreadPool& pool, float* x, int64_t n, int n_heads, int head_dim, cons
 // h[t, :] = silu(g[t, :]) · u[t, :]         g, u, h: [n, width]; h may alias g.
 void swiglu(ThreadPool& pool, const float* g, const float* u, float* h, int64_t n, int64_t width);
 
+// GELU in its tanh form (Gemma's gelu_pytorch_tanh, ggml's gelu): 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))).
+float gelu_tanh(float x);
+// h[t, :] = gelu_tanh(g[t, :]) · u[t, :]    g, u, h: [n, width]; h may alias g.
+void geglu(ThreadPool& pool, const float* g, const float* u, float* h, int64_t n, int64_t width);
+
+// x[i] *= s                                 x: [count].
+void scale(float* x, float s, int64_t count);
+
 // Attention of the m newest tokens over layer l of the flat cache, whose heads all end with those m
 // tokens' entries: query t (0 <= t < m) of KV head g sees the head's entries [0, len_g − m + t + 1).
 // q: [m, n_head · head_dim]; out: [m, n_head · head_dim_v]. Query head h reads KV head h / (H / Hk); the

@@ -22,7 +22,7 @@
 extern "C" {
 #endif
 
-#define FOLIO_GPU_ABI_VERSION 1
+#define FOLIO_GPU_ABI_VERSION 2 /* 2: folio_gpu_rope.mscale; geglu and scale */
 
 typedef struct {
   char name[256];   /* e.g. "NVIDIA H200" */
@@ -50,6 +50,7 @@ typedef struct {
   int32_t neox;     /* 0: pairs (2i, 2i+1); 1: pairs (i, i + rope_dim/2) */
   float base;       /* angle of pair i = freq_scale · pos · base^(−2i/rope_dim) / freq_factors[i] */
   float freq_scale;
+  float mscale; /* the pair is multiplied by cos·mscale and sin·mscale (LongRoPE's attn_factor; else 1) */
 } folio_gpu_rope;
 
 typedef struct {
@@ -115,6 +116,12 @@ typedef struct {
    * are different buffers with the same shapes and kv_type. */
   int (*kv_gather)(const folio_gpu_kv_layer* src_host, const folio_gpu_kv_layer* dst_host, const int32_t* keep,
                    const int64_t* start_host);
+
+  /* h[i] = gelu(g[i]) · u[i] for i < count, GELU's tanh form 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))
+   * (h may alias g). */
+  int (*geglu)(const float* g, const float* u, float* h, int64_t count);
+  /* x[i] *= s for i < count. */
+  int (*scale)(float* x, float s, int64_t count);
 } folio_gpu_api;
 
 /* The library's one export. Fills *api for device `device` (0: the first). Returns 0, or nonzero with a

@@ -85,13 +85,17 @@ class GpuBackend final : public Backend {
   }
   void rope(float* x, int64_t n, int n_heads, int head_dim, const int32_t* pos, const RopeParams& p,
             const float* freq_factors) override {
-    const folio_gpu_rope r{p.rope_dim, p.neox ? 1 : 0, p.base, p.freq_scale};
+    const folio_gpu_rope r{p.rope_dim, p.neox ? 1 : 0, p.base, p.freq_scale, p.mscale};
     run(op(api_.rope, "rope")(x, n, n_heads, head_dim, pos, &r, freq_factors), "GPU rope");
   }
   void swiglu(const float* g, const float* u, float* h, int64_t n, int64_t width) override {
     run(op(api_.swiglu, "swiglu")(g, u, h, n * width), "GPU swiglu");
   }
+  void geglu(const float* g, const float* u, float* h, int64_t n, int64_t width) override {
+    run(op(api_.geglu, "geglu")(g, u, h, n * width), "GPU geglu");
+  }
   void add(float* x, const float* y, int64_t count) override { run(op(api_.add, "add")(x, y, count), "GPU add"); }
+  void scale(float* x, float s, int64_t count) override { run(op(api_.scale, "scale")(x, s, count), "GPU scale"); }
   void add_bias(float* x, const float* b, int64_t n, int64_t width) override {
     run(op(api_.add_bias, "add_bias")(x, b, n, width), "GPU bias");
   }

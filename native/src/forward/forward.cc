@@ -6,6 +6,16 @@
 
 namespace folio::forward {
 
+backend::RopeParams layer_rope(const HParams& hp, int l) {
+  backend::RopeParams rope;
+  rope.rope_dim = hp.rope_dim;
+  rope.neox = hp.rope_type == RopeType::Neox;
+  rope.base = hp.is_swa_layer(l) ? hp.rope_base_swa : hp.rope_base;
+  rope.freq_scale = hp.is_swa_layer(l) ? 1.0f : hp.rope_freq_scale;
+  rope.mscale = hp.rope_attn_factor;
+  return rope;
+}
+
 float* ForwardPass::floats(backend::Buffer& b, int64_t count) {
   b.ensure(be_, size_t(std::max<int64_t>(count, 1)) * sizeof(float));
   return b.as<float>();
@@ -19,7 +29,7 @@ void ForwardPass::run(const ModelWeights& w, backend::KvStore& kv, const int32_t
                       AttentionWatch* watch, backend::Backend::Fold fold) {
   backend::Backend& be = be_;
   const HParams& hp = hp_;
-  const int64_t E = hp.n_embd, F = hp.n_ff, C = std::min<int64_t>(n_batch_, n);
+  const int64_t E = hp.n_embd, F = std::max(hp.n_ff, hp.n_ff_exp), C = std::min<int64_t>(n_batch_, n);
   const int64_t QW = hp.q_width(), KW = hp.k_width(), VW = hp.v_width(), AW = int64_t(hp.n_head) * hp.head_dim_v;
   float* x = floats(x_, n * E);                  // [n, E] the residual stream
   float* xb = floats(xb_, C * std::max(E, AW));  // [C, max(E, n_head·head_dim_v)]
@@ -27,7 +37,7 @@ void ForwardPass::run(const ModelWeights& w, backend::KvStore& kv, const int32_t
   float* k = floats(k_, C * KW);                 // [C, n_kv·head_dim]
   float* v = floats(v_, C * VW);                 // [C, n_kv·head_dim_v]
   float* att = floats(att_, C * AW);             // [C, n_head·head_dim_v]
-  float* ffa = floats(ffa_, C * F);              // [C, F]
+  float* ffa = floats(ffa_, C * F);              // [C, F] (F: the widest feed-forward, dense or an expert's)
   float* ffb = floats(ffb_, C * F);              // [C, F]
   pos_host_.resize(size_t(n));
   for (int64_t t = 0; t < n; t++) pos_host_[size_t(t)] = p0 + int32_t(t);
@@ -39,21 +49,19 @@ void ForwardPass::run(const ModelWeights& w, backend::KvStore& kv, const int32_t
 
   // token embeddings: x[t] = token_embd[tokens[t]]
   be.get_rows(w.tok_embd, ids_.as<int32_t>(), n, x);
+  if (hp.embd_scale != 1.0f) be.scale(x, hp.embd_scale, n * E);  // gemma3
 
   const bool query_stats = comp && comp->scorer() && comp->scorer()->query_stats;
   // Room in every head: for compression exactly the prefix; otherwise some slack for what comes next.
   const int32_t slack = comp ? 0 : std::max<int32_t>(FlatKvCache::kSpare, int32_t(n / 4));
-  backend::RopeParams rope;
-  rope.rope_dim = hp.rope_dim;
-  rope.neox = hp.rope_type == RopeType::Neox;
-  rope.base = hp.rope_base;
-  rope.freq_scale = hp.rope_freq_scale;
-  const float* rope_ff = w.rope_freqs ? w.rope_freqs.f32() : nullptr;  // [rope_dim/2] or none
+  const Weight& rope_w = rope_factors(w, hp, n_ctx);
+  const float* rope_ff = rope_w ? rope_w.f32() : nullptr;  // [rope_dim/2] or none
   const int32_t wlen = comp ? comp->window() : 0;
   const int32_t w_first = int32_t(n) - wlen;                         // the first window token
   float* qwin = comp ? floats(qwin_, int64_t(wlen) * QW) : nullptr;  // [w, n_head·head_dim] window queries
   for (int l = 0; l < hp.n_layer; l++) {
     const LayerWeights& L = w.layers[size_t(l)];
+    const backend::RopeParams rope = layer_rope(hp, l);
     kv.reserve(l, int32_t(n), slack);
     for (int64_t c0 = 0; c0 < n; c0 += C) {
       ctl.check();
@@ -77,6 +85,7 @@ void ForwardPass::run(const ModelWeights& w, backend::KvStore& kv, const int32_t
       if (query_stats) observe_queries(*comp, be, l, q, m, comp->chunk_first() + int32_t(c0));  // before RoPE
       be.rope(q, m, hp.n_head, hp.head_dim, pos + c0, rope, rope_ff);
       be.rope(k, m, hp.n_head_kv, hp.head_dim, pos + c0, rope, rope_ff);
+      if (hp.q_scale != 1.0f) be.scale(q, hp.q_scale, m * QW);          // Gemma 3 27B's attention scale
       kv.append(l, k, v, pos + c0, pos_host_.data() + c0, int32_t(m));  // every head grows by m entries
       if (watch) be.watch_attention(q, kv, l, m, hp.n_head, hp.head_dim, fold, (*watch)[size_t(l)]);
       const int64_t t_win = std::max<int64_t>(c0, w_first);  // keep the window's queries for the compressor
@@ -87,16 +96,23 @@ void ForwardPass::run(const ModelWeights& w, backend::KvStore& kv, const int32_t
       ctl.check();
       be.matmul(L.wo, att, m, xb);  // xb [m, E]
       ctl.check();
+      if (hp.has_post_norms) be.rms_norm(xb, L.attn_post_norm.f32(), xb, m, E, hp.rms_eps);
       be.add(xc, xb, m * E);
 
       // feed-forward block
       be.rms_norm(xc, L.ffn_norm.f32(), xb, m, E, hp.rms_eps);  // xb [m, E]
-      be.matmuls(xb, m, {{&L.w_gate, ffa}, {&L.w_up, ffb}});    // ffa, ffb [m, F]
-      ctl.check();
-      be.swiglu(ffa, ffb, ffa, m, F);   // ffa [m, F]
-      be.matmul(L.w_down, ffa, m, xb);  // xb [m, E]
-      ctl.check();
-      be.add(xc, xb, m * E);
+      if (hp.n_expert > 0) {  // qwen3moe: the routed experts, added to the residual stream
+        moe_ffn(be, hp, L, xb, m, xc, ffa, ffb, moe_, ctl);
+      } else {
+        be.matmuls(xb, m, {{&L.w_gate, ffa}, {&L.w_up, ffb}});  // ffa, ffb [m, F]
+        ctl.check();
+        if (hp.gelu_ffn) be.geglu(ffa, ffb, ffa, m, F);  // ffa [m, F]
+        else be.swiglu(ffa, ffb, ffa, m, F);
+        be.matmul(L.w_down, ffa, m, xb);  // xb [m, E]
+        ctl.check();
+        if (hp.has_post_norms) be.rms_norm(xb, L.ffn_post_norm.f32(), xb, m, E, hp.rms_eps);
+        be.add(xc, xb, m * E);
+      }
 
       // Progress in tokens: a token is done when it has passed every layer.
       ctl.tokens((int64_t(l) * n + c0 + m) / hp.n_layer, n);

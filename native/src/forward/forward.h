@@ -1,5 +1,5 @@
-// The forward pass of a decoder-only transformer (Llama, Qwen2, Qwen3), once for every backend: each step
-// an operation of backend/backend.h on activations in the backend's memory, the KV cache a backend store.
+// The forward pass of a decoder-only transformer (Llama, Qwen2, Qwen3, Phi-3, Gemma 3), once for every backend: each
+// step an operation of backend/backend.h on activations in the backend's memory, the KV cache a backend store.
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -8,6 +8,7 @@
 #include "backend/kv-store.h"
 #include "core/thread-pool.h"
 #include "forward/control.h"
+#include "forward/moe.h"
 #include "kv/compressor.h"
 #include "model/hparams.h"
 #include "model/weights.h"
@@ -17,6 +18,11 @@ namespace folio::forward {
 // The attention each watched cache entry gets from the queries of a pass, folded (Backend::Fold): the largest
 // or the sum, [layer][KV head][entry].
 using AttentionWatch = std::vector<std::vector<std::vector<float>>>;
+
+// The rotation of layer l's queries and keys: the model's, or for a sliding layer (gemma3) its own base and
+// no scaling. mscale is the model's (LongRoPE); a re-basing, which turns keys by a change of position,
+// sets it back to 1.
+backend::RopeParams layer_rope(const HParams& hp, int l);
 
 class ForwardPass {
  public:
@@ -46,6 +52,7 @@ class ForwardPass {
   // Activations, grown as needed and kept across calls: x the residual stream of the call, the others a
   // chunk's (shapes in run()).
   backend::Buffer x_, xb_, q_, k_, v_, att_, ffa_, ffb_, qwin_, ids_, pos_, logits_;
+  MoeScratch moe_;
   std::vector<int32_t> pos_host_;
 };
 

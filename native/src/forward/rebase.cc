@@ -6,18 +6,17 @@
 
 #include "backend/cpu-ops.h"
 #include "core/error.h"
+#include "forward/forward.h"
 #include "kv/allocator.h"
 
 namespace folio::forward {
 
 namespace {
 
-backend::RopeParams rope_of(const HParams& hp) {
-  backend::RopeParams rope;
-  rope.rope_dim = hp.rope_dim;
-  rope.neox = hp.rope_type == RopeType::Neox;
-  rope.base = hp.rope_base;
-  rope.freq_scale = hp.rope_freq_scale;
+// Layer l's rotation, a pure one: the keys already carry the forward pass's mscale.
+backend::RopeParams rope_of(const HParams& hp, int l) {
+  backend::RopeParams rope = layer_rope(hp, l);
+  rope.mscale = 1.0f;
   return rope;
 }
 
@@ -34,7 +33,7 @@ void move_keys(backend::KvStore& kv, const HParams& hp, const float* freq_factor
   if (!moves) return;
   std::vector<float> k(size_t(n) * size_t(hp.head_dim));
   kv.read_k(l, g, n, k.data());  // k [n, head_dim]
-  cpu::rope(pool, k.data(), n, 1, hp.head_dim, delta.data(), rope_of(hp), freq_factors);
+  cpu::rope(pool, k.data(), n, 1, hp.head_dim, delta.data(), rope_of(hp, l), freq_factors);
   kv.rewrite_keys(l, g, n, k.data(), next.data());
 }
 

@@ -39,6 +39,8 @@ std::shared_ptr<const BackendWeights> BackendWeights::of(const Model& model, bac
   d.output_norm = w->upload(be, m.output_norm);
   d.output = w->upload(be, m.output);
   d.rope_freqs = w->upload(be, m.rope_freqs);
+  d.rope_long = w->upload(be, m.rope_long);
+  d.rope_short = w->upload(be, m.rope_short);
   for (const LayerWeights& L : m.layers) {
     LayerWeights D;
     for (auto [dst, src] : {std::pair{&D.attn_norm, &L.attn_norm},
@@ -54,7 +56,13 @@ std::shared_ptr<const BackendWeights> BackendWeights::of(const Model& model, bac
                             {&D.ffn_norm, &L.ffn_norm},
                             {&D.w_gate, &L.w_gate},
                             {&D.w_up, &L.w_up},
-                            {&D.w_down, &L.w_down}})
+                            {&D.w_down, &L.w_down},
+                            {&D.attn_post_norm, &L.attn_post_norm},
+                            {&D.ffn_post_norm, &L.ffn_post_norm},
+                            {&D.ffn_gate_inp, &L.ffn_gate_inp},
+                            {&D.gate_exps, &L.gate_exps},
+                            {&D.up_exps, &L.up_exps},
+                            {&D.down_exps, &L.down_exps}})
       *dst = w->upload(be, *src);
     d.layers.push_back(D);
   }

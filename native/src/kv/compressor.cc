@@ -107,6 +107,10 @@ void Compressor::score_layer(ThreadPool& pool, int l, const std::vector<int32_t>
   if (!scorer_ || !scorer_->rereads) rank_layer(pool, l, keys, values);  // kvzip ranks after the re-reading
 }
 
+namespace {
+const RopeAngles kNoRope;  // no rotation known (set_rope not called): no pairs
+}  // namespace
+
 void Compressor::rank_layer(ThreadPool& pool, int l, const EntryReader& keys, const EntryReader& values) {
   Scored& sc = scored_[size_t(l)];
   const auto t0 = std::chrono::steady_clock::now();
@@ -121,7 +125,7 @@ void Compressor::rank_layer(ThreadPool& pool, int l, const EntryReader& keys, co
                          layer_b_[size_t(l)],
                          value_gram_[size_t(l)].empty() ? nullptr : value_gram_[size_t(l)].data(),
                          queries_.empty() ? nullptr : &queries_[size_t(l)],
-                         &rope_,
+                         rope_.empty() ? &kNoRope : &rope_[size_t(l)],
                          next_pos_,
                          seen_.empty() ? nullptr : &seen_[size_t(l)]};
     sc.scores = scorer_->score(pool, view);

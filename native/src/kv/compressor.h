@@ -43,7 +43,8 @@ class Compressor {
   bool deferred() const { return deferred_; }
   // What the scorer needs from the driver: each layer's W_oᵀW_o per query head ([H, Dv, Dv]), the RoPE.
   void set_value_gram(int l, std::vector<float> gram) { value_gram_[size_t(l)] = std::move(gram); }
-  void set_rope(RopeAngles rope) { rope_ = std::move(rope); }
+  // Per layer (gemma3's sliding layers rotate by a base of their own).
+  void set_rope(std::vector<RopeAngles> per_layer) { rope_ = std::move(per_layer); }
   // The next tokens read are the document's [first, first + n), at positions pos0 ..: every head of every
   // layer gets n entries.
   void begin_chunk(int32_t first, int32_t n, int32_t pos0);
@@ -115,7 +116,7 @@ class Compressor {
   size_t entry_bytes_ = 0;        // K + V bytes of one entry
   int32_t room_ = 0;
   int32_t chunk_first_ = 0, next_pos_ = 0;
-  RopeAngles rope_;
+  std::vector<RopeAngles> rope_;                // [layer], or empty
   std::vector<std::vector<float>> value_gram_;  // [layer] [H, Dv, Dv]
   std::vector<QueryStats> queries_;             // [layer]
   std::vector<Scored> scored_;                  // [layer]

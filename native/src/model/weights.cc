@@ -36,6 +36,26 @@ struct Binder {
       fail("MODEL_BAD_TENSOR",
            strfmt("%s: tensor '%s' has shape %s, expected [%lld%s]", file.path().c_str(), name.c_str(),
                   shape_str(*t).c_str(), (long long)cols, is_vec ? "" : (", " + std::to_string(rows)).c_str()));
+    return bind(name, *t, f32_only);
+  }
+
+  // Binds tensor `name` of shape [cols, rows, n]: n matrices of [cols, rows], as one of n·rows rows.
+  Weight get3(const std::string& name, int64_t cols, int64_t rows, int64_t n) {
+    const gguf::TensorInfo* t = file.find_tensor(name);
+    if (!t) fail("MODEL_MISSING_TENSOR", file.path() + ": the model has no tensor '" + name + "'");
+    if (!(t->n_dims == 3 && t->ne[0] == cols && t->ne[1] == rows && t->ne[2] == n))
+      fail("MODEL_BAD_TENSOR",
+           strfmt("%s: tensor '%s' has shape %s, expected [%lld, %lld, %lld]", file.path().c_str(), name.c_str(),
+                  shape_str(*t).c_str(), (long long)cols, (long long)rows, (long long)n));
+    Weight w = bind(name, *t, false);
+    w.rows = rows * n;
+    return w;
+  }
+
+  // A tensor whose shape has been checked: its type, then the Weight (rows: ne[1], 1 for a vector).
+  Weight bind(const std::string& name, const gguf::TensorInfo& tensor, bool f32_only) {
+    const gguf::TensorInfo* t = &tensor;
+    const bool is_vec = t->n_dims == 1;
     const TypeInfo& ti = type_info(t->type);
     if (!quant::weight_type_supported(t->type) || (f32_only && t->type != TensorType::F32))
       fail("UNSUPPORTED_TYPE",
@@ -53,7 +73,23 @@ struct Binder {
   }
 };
 
+// Rows [r0, r0 + n) of a matrix, as a matrix of its own: one part of a fused tensor. The parts are
+// multiplied (and repacked, and uploaded) apart, which costs nothing over the fused product.
+Weight rows_of(const Weight& w, int64_t r0, int64_t n) {
+  Weight v = w;
+  v.data = w.data + size_t(r0) * w.row_bytes;
+  v.rows = n;
+  return v;
+}
+
 }  // namespace
+
+Weight expert_rows(const Weight& stacked, int e, int64_t rows) { return rows_of(stacked, int64_t(e) * rows, rows); }
+
+const Weight& rope_factors(const ModelWeights& w, const HParams& hp, int32_t n_ctx) {
+  if (w.rope_freqs) return w.rope_freqs;
+  return n_ctx > hp.n_ctx_orig ? w.rope_long : w.rope_short;
+}
 
 ModelWeights bind_weights(const gguf::File& file, HParams& hp) {
   ModelWeights mw;
@@ -70,15 +106,26 @@ ModelWeights bind_weights(const gguf::File& file, HParams& hp) {
   mw.output = b.get("output.weight", E, hp.n_vocab, false);
   if (!mw.output) mw.output = mw.tok_embd;  // tied embeddings
   mw.rope_freqs = b.get("rope_freqs.weight", hp.rope_dim / 2, 0, false, true);
+  mw.rope_long = b.get("rope_factors_long.weight", hp.rope_dim / 2, 0, false, true);
+  mw.rope_short = b.get("rope_factors_short.weight", hp.rope_dim / 2, 0, false, true);
+  if (bool(mw.rope_long) != bool(mw.rope_short))
+    fail("MODEL_MISSING_TENSOR", file.path() + ": the model has one of rope_factors_long and rope_factors_short only");
 
   mw.layers.resize(size_t(hp.n_layer));
   for (int l = 0; l < hp.n_layer; l++) {
     LayerWeights& L = mw.layers[size_t(l)];
     const std::string p = "blk." + std::to_string(l) + ".";
     L.attn_norm = b.get(p + "attn_norm.weight", E, 0, true, true);
-    L.wq = b.get(p + "attn_q.weight", E, hp.q_width());
-    L.wk = b.get(p + "attn_k.weight", E, hp.k_width());
-    L.wv = b.get(p + "attn_v.weight", E, hp.v_width());
+    if (hp.arch == Arch::Phi3) {  // one matrix: the Q, K and V rows one after the other
+      const Weight qkv = b.get(p + "attn_qkv.weight", E, hp.q_width() + hp.k_width() + hp.v_width());
+      L.wq = rows_of(qkv, 0, hp.q_width());
+      L.wk = rows_of(qkv, hp.q_width(), hp.k_width());
+      L.wv = rows_of(qkv, hp.q_width() + hp.k_width(), hp.v_width());
+    } else {
+      L.wq = b.get(p + "attn_q.weight", E, hp.q_width());
+      L.wk = b.get(p + "attn_k.weight", E, hp.k_width());
+      L.wv = b.get(p + "attn_v.weight", E, hp.v_width());
+    }
     L.wo = b.get(p + "attn_output.weight", int64_t(hp.n_head) * hp.head_dim_v, E);
     if (hp.has_qkv_bias) {
       L.bq = b.get(p + "attn_q.bias", hp.q_width(), 0, true, true);
@@ -90,9 +137,26 @@ ModelWeights bind_weights(const gguf::File& file, HParams& hp) {
       L.k_norm = b.get(p + "attn_k_norm.weight", hp.head_dim, 0, true, true);
     }
     L.ffn_norm = b.get(p + "ffn_norm.weight", E, 0, true, true);
-    L.w_gate = b.get(p + "ffn_gate.weight", E, hp.n_ff);
-    L.w_up = b.get(p + "ffn_up.weight", E, hp.n_ff);
+    if (hp.n_expert > 0) {  // qwen3moe: the router and the stacked experts
+      L.ffn_gate_inp = b.get(p + "ffn_gate_inp.weight", E, hp.n_expert);
+      L.gate_exps = b.get3(p + "ffn_gate_exps.weight", E, hp.n_ff_exp, hp.n_expert);
+      L.up_exps = b.get3(p + "ffn_up_exps.weight", E, hp.n_ff_exp, hp.n_expert);
+      L.down_exps = b.get3(p + "ffn_down_exps.weight", hp.n_ff_exp, E, hp.n_expert);
+      continue;
+    }
+    if (hp.arch == Arch::Phi3) {  // one matrix: the gate's rows, then the up projection's (HF's chunk(2))
+      const Weight gate_up = b.get(p + "ffn_up.weight", E, 2 * int64_t(hp.n_ff));
+      L.w_gate = rows_of(gate_up, 0, hp.n_ff);
+      L.w_up = rows_of(gate_up, hp.n_ff, hp.n_ff);
+    } else {
+      L.w_gate = b.get(p + "ffn_gate.weight", E, hp.n_ff);
+      L.w_up = b.get(p + "ffn_up.weight", E, hp.n_ff);
+    }
     L.w_down = b.get(p + "ffn_down.weight", hp.n_ff, E);
+    if (hp.has_post_norms) {
+      L.attn_post_norm = b.get(p + "post_attention_norm.weight", E, 0, true, true);
+      L.ffn_post_norm = b.get(p + "post_ffw_norm.weight", E, 0, true, true);
+    }
   }
   for (auto& [t, n] : b.counts) mw.type_counts.emplace_back(t, n);
   return mw;
@@ -136,7 +200,8 @@ ModelWeights repack_for_cpu(const ModelWeights& mw, const gguf::File& file, quan
   ModelWeights out = mw;
   std::vector<Weight*> matrices;  // what the matrix products read
   for (LayerWeights& L : out.layers)
-    for (Weight* w : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) matrices.push_back(w);
+    for (Weight* w : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down, &L.ffn_gate_inp})
+      if (*w) matrices.push_back(w);  // not the experts: they stay in the file, read when routed
   matrices.push_back(&out.output);
   // The copies are memory the OS cannot reclaim, where the file's pages can be dropped and read again:
   // on a machine that can barely hold the model, the file's layout it is.

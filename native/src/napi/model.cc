@@ -59,7 +59,7 @@ class ModelWrap : public Napi::ObjectWrap<ModelWrap> {
     o.Set("nParams", double(m.n_params()));
     o.Set("weightBytes", double(m.weights().total_bytes));
     o.Set("nVocab", hp.n_vocab);
-    o.Set("contextLength", hp.n_ctx_train);
+    o.Set("contextLength", hp.n_ctx_max());  // the trained length, or the sliding window where shorter
     o.Set("nEmbd", hp.n_embd);
     o.Set("nLayer", hp.n_layer);
     o.Set("nHead", hp.n_head);
@@ -69,7 +69,10 @@ class ModelWrap : public Napi::ObjectWrap<ModelWrap> {
     o.Set("nFf", hp.n_ff);
     o.Set("ropeBase", hp.rope_base);
     o.Set("ropeDim", hp.rope_dim);
-    o.Set("ropeScaling", m.weights().rope_freqs ? "llama3" : hp.rope_freq_scale != 1.0f ? "linear" : "none");
+    o.Set("ropeScaling", m.weights().rope_freqs       ? "llama3"
+                         : m.weights().rope_long      ? "longrope"
+                         : hp.rope_freq_scale != 1.0f ? "linear"
+                                                      : "none");
     o.Set("rmsEps", hp.rms_eps);
     Napi::Object types = Napi::Object::New(env);
     for (auto& [t, n] : m.weights().type_counts) types.Set(type_name(t), n);

@@ -18,10 +18,11 @@ const char* backend_name(BackendKind b) { return b == BackendKind::Cuda ? "cuda"
 Context::Context(const Model& model, const ContextParams& params)
     : model_(model), params_(params), pool_(params.n_threads) {
   const HParams& hp = model.hparams();
-  if (params_.n_ctx <= 0) params_.n_ctx = std::min<int32_t>(hp.n_ctx_train, kDefaultContext);
-  if (params_.n_ctx > hp.n_ctx_train)
-    fail("CONTEXT_TOO_LONG", strfmt("a context of %d tokens exceeds the model's context length of %d tokens",
-                                    params_.n_ctx, hp.n_ctx_train));
+  if (params_.n_ctx <= 0) params_.n_ctx = std::min<int32_t>(hp.n_ctx_max(), kDefaultContext);
+  if (params_.n_ctx > hp.n_ctx_max())
+    fail("CONTEXT_TOO_LONG",
+         strfmt("a context of %d tokens exceeds the model's context length of %d tokens%s", params_.n_ctx,
+                hp.n_ctx_max(), hp.n_ctx_max() < hp.n_ctx_train ? " (its sliding attention window)" : ""));
   if (params_.n_batch <= 0) params_.n_batch = 512;
   if (params_.backend == BackendKind::Cuda) {
     if (params_.reference_attention) fail("INVALID_ARGUMENT", "the reference attention runs on the CPU backend only");
@@ -68,7 +69,7 @@ void Context::forget(int32_t from, int32_t to) {
   if (from < 0 || to < from || to > n_past_)
     fail("INVALID_ARGUMENT", strfmt("cannot forget positions %d to %d: the context holds %d", from, to, n_past_));
   if (from == to) return;
-  const float* freq_factors = model_.weights().rope_freqs ? model_.weights().rope_freqs.f32() : nullptr;
+  const float* freq_factors = rope_factors_host();
   forward::forget_positions(*kv_, model_.hparams(), freq_factors, pool_, from, to);
   host_stale_ = true;
   n_past_ -= to - from;
@@ -101,7 +102,7 @@ int32_t Context::compress_span(int32_t from, int32_t to, double keep_ratio, cons
     }
     kv_->truncate(start);
   }
-  const float* freq_factors = model_.weights().rope_freqs ? model_.weights().rope_freqs.f32() : nullptr;
+  const float* freq_factors = rope_factors_host();
   const int32_t R = forward::squeeze_span(*kv_, hp, freq_factors, pool_, from, to,
                                           forward::top_of_span(*kv_, from, to, keep_ratio, seen));
   host_stale_ = true;
@@ -181,13 +182,17 @@ void Context::prepare_scorer(kv::Compressor& comp) {
       comp.set_value_gram(l,
                           forward::value_gram(model_.weights().layers[size_t(l)].wo, hp.n_head, hp.head_dim_v, pool_));
   if (sc->query_stats) {
-    kv::RopeAngles rope;
-    rope.neox = hp.rope_type == RopeType::Neox;
-    const float* ff = model_.weights().rope_freqs ? model_.weights().rope_freqs.f32() : nullptr;
-    for (int i = 0; i < hp.rope_dim / 2; i++)
-      rope.inv_freq.push_back(hp.rope_freq_scale * std::pow(hp.rope_base, -2.0f * float(i) / float(hp.rope_dim)) /
-                              (ff ? ff[i] : 1.0f));
-    comp.set_rope(std::move(rope));
+    std::vector<kv::RopeAngles> per_layer(size_t(hp.n_layer));
+    const float* ff = rope_factors_host();
+    for (int l = 0; l < hp.n_layer; l++) {
+      const backend::RopeParams p = forward::layer_rope(hp, l);
+      kv::RopeAngles& rope = per_layer[size_t(l)];
+      rope.neox = p.neox;
+      for (int i = 0; i < hp.rope_dim / 2; i++)
+        rope.inv_freq.push_back(p.freq_scale * std::pow(p.base, -2.0f * float(i) / float(hp.rope_dim)) /
+                                (ff ? ff[i] : 1.0f));
+    }
+    comp.set_rope(std::move(per_layer));
   }
 }
 
@@ -264,7 +269,7 @@ kv::CompressionStats Context::compress(const std::vector<int32_t>& tokens, const
   const bool rereads = comp.scorer() && comp.scorer()->rereads;
   if (n_chunks > 1)
     st.kv_bytes_bound = comp.chunked_bound(std::max(longest, FlatKvCache::kSpare), rereads ? reread_room(longest) : 0);
-  const float* freq_factors = model_.weights().rope_freqs ? model_.weights().rope_freqs.f32() : nullptr;
+  const float* freq_factors = rope_factors_host();
 
   logits.assign(size_t(hp.n_vocab), 0.0f);
   const auto t0 = std::chrono::steady_clock::now();

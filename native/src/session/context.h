@@ -132,6 +132,11 @@ class Context {
            const std::atomic<bool>* cancel, kv::Compressor* comp, forward::AttentionWatch* watch = nullptr);
   // What the compressor's scorer needs of the model (value projections, RoPE).
   void prepare_scorer(kv::Compressor& comp);
+  // The host copy of the rope frequency divisors this context's positions use (model/weights.h), or null.
+  const float* rope_factors_host() const {
+    const Weight& w = rope_factors(model_.weights(), model_.hparams(), params_.n_ctx);
+    return w ? w.f32() : nullptr;
+  }
   // kvzip: re-reads the document's tokens [first, first + m) after a request to repeat them, the compressor
   // watching the attention; the re-reading leaves nothing in the cache. reread_room: the entries per head it
   // adds meanwhile for a chunk of `chunk` tokens.

@@ -110,9 +110,16 @@ int rope(float* x, int64_t n, int32_t n_heads, int32_t head_dim, const int32_t* 
   rp.neox = p->neox != 0;
   rp.base = p->base;
   rp.freq_scale = p->freq_scale;
+  rp.mscale = p->mscale;
   return guarded("rope", [&] { cpu::rope(pool(), x, n, n_heads, head_dim, pos, rp, ff); });
 }
 
+int geglu(const float* g, const float* u, float* h, int64_t count) {
+  return guarded("geglu", [&] { cpu::geglu(pool(), g, u, h, 1, count); });
+}
+int scale(float* x, float s, int64_t count) {
+  return guarded("scale", [&] { cpu::scale(x, s, count); });
+}
 int swiglu(const float* g, const float* u, float* h, int64_t count) {
   return guarded("swiglu", [&] { cpu::swiglu(pool(), g, u, h, 1, count); });
 }
@@ -264,6 +271,8 @@ extern "C" __attribute__((visibility("default"))) int folio_gpu_open(uint32_t ab
   api->rms_norm = rms_norm;
   api->rope = rope;
   api->swiglu = swiglu;
+  api->geglu = geglu;
+  api->scale = scale;
   api->add = add;
   api->add_bias = add_bias;
   api->kv_append = kv_append;

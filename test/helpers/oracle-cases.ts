@@ -1,0 +1,60 @@
+// The random-weight models the reference engine (ik_llama.cpp) has been run on: one list for the tests
+// (test/model-oracle.test.ts) and for the script that writes the dumps (native/tools/oracle/make-dumps.sh),
+// so that both build byte-identical files (random-model.ts is deterministic for its options).
+import type { RandomModelOptions } from './random-model.ts';
+
+export interface OracleCase {
+  /** The dump is test/data/oracle/<name>.json. */
+  name: string;
+  model: RandomModelOptions;
+  /** The context both engines run with (LongRoPE picks its factors by it). */
+  nCtx: number;
+  /** Prompt positions whose whole logit rows the dump keeps (-1: the last). */
+  positions: number[];
+  nGreedy: number;
+}
+
+/** BOS, then a fixed mixture of ids across the synthetic vocabulary (model-random.test.ts's prompt). */
+export const ORACLE_PROMPT = [1, ...Array.from({ length: 40 }, (_, i) => 3 + ((i * 37 + 11) % 300))];
+
+// general.name: llama.cpp gives a vocabulary the special tokens of Phi-3's when the model's name says phi3,
+// and stops on this synthetic one, which has none of them; the name is all the reference reads of it.
+const ORACLE_MODEL_NAME = 'folio oracle case';
+
+export const ORACLE_CASES: OracleCase[] = [
+  {
+    name: 'phi3-F32',
+    model: { arch: 'phi3', type: 'F32', seed: 21, name: ORACLE_MODEL_NAME },
+    nCtx: 256,
+    positions: [0, 20, -1],
+    nGreedy: 16,
+  },
+  {
+    name: 'phi3-longrope-F32',
+    model: { arch: 'phi3', type: 'F32', ropeScaling: 'longrope', seed: 22, name: ORACLE_MODEL_NAME },
+    nCtx: 256,
+    positions: [0, 20, -1],
+    nGreedy: 16,
+  },
+  {
+    name: 'qwen3moe-F32',
+    model: { arch: 'qwen3moe', type: 'F32', seed: 24, name: ORACLE_MODEL_NAME },
+    nCtx: 256,
+    positions: [0, 20, -1],
+    nGreedy: 16,
+  },
+  {
+    name: 'gemma3-F32',
+    model: {
+      arch: 'gemma3',
+      type: 'F32',
+      ropeScaling: 'linear',
+      tiedEmbeddings: true,
+      seed: 23,
+      name: ORACLE_MODEL_NAME,
+    },
+    nCtx: 256,
+    positions: [0, 20, -1],
+    nGreedy: 16,
+  },
+];

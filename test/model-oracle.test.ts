@@ -1,0 +1,129 @@
+// The engine against the reference engine (ik_llama.cpp) on random-weight models of the architectures
+// that have no real model in ../shared: the dumps in test/data/oracle (native/tools/oracle/make-dumps.sh
+// wrote them from the cases of helpers/oracle-cases.ts, whose models this test writes again, byte for
+// byte; the dump records the file's SHA-256). Per case: the whole logit rows the dump keeps, the argmax at
+// every prompt position and the greedy continuation (the engine with F32 caches); the float64 reference
+// forward (helpers/reference-forward.ts) decides where the two engines differ, so both are held to it; and
+// a compressed session keeps its budgets exactly.
+//
+// Tolerances, as the largest |Δlogit| over the row's largest |logit|:
+// - the engine against float64: float32 from the same F32 weights, a sum of n products off by ~sqrt(n)·2^-24
+//   relative, compounded over the layers: measured 5e-7 to 1.3e-6; bound 1e-5.
+// - ik_llama.cpp against either: its V cache is F16 (it takes another V type only with flash attention,
+//   whose CPU kernels take no F32 cache), so every cached value is rounded by up to 2^-11 ≈ 4.9e-4
+//   relative, and the attention outputs and logits carry that: measured 1.0e-4 (gemma3) to 5.8e-4 (the
+//   engine with an F16 cache, K and V, is off float64 by 1.5e-4 to 7.9e-4 on the same models); bound 2e-3.
+// Both are far below what a wrong rotation, LongRoPE factor, split or routing gives (0.1 to 1).
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+import { loadAddon } from '../electron/engine/binding.ts';
+import { METHOD_NAMES } from '../electron/kv/methods.ts';
+import { ORACLE_CASES, ORACLE_PROMPT } from './helpers/oracle-cases.ts';
+import { writeRandomModel } from './helpers/random-model.ts';
+import { referenceForward } from './helpers/reference-forward.ts';
+import { repoRoot } from './helpers/shared.ts';
+
+const ENGINE_TOL = 1e-5;
+const IK_TOL = 2e-3;
+
+interface Dump {
+  model_sha256: string;
+  n_ctx: number;
+  n_vocab: number;
+  tokens: number[];
+  argmax_per_position: number[];
+  logits: { position: number; row: number[] }[];
+  greedy: number[];
+}
+
+const dir = mkdtempSync(join(tmpdir(), 'folio-oracle-'));
+process.on('exit', () => rmSync(dir, { recursive: true, force: true }));
+
+/** max |a − b| / max |b|: the error relative to the row's scale. */
+function relErr(a: ArrayLike<number>, b: ArrayLike<number>): number {
+  assert.equal(a.length, b.length);
+  let num = 0,
+    den = 0;
+  for (let i = 0; i < a.length; i++) {
+    num = Math.max(num, Math.abs(a[i] - b[i]));
+    den = Math.max(den, Math.abs(b[i]));
+  }
+  return num / den;
+}
+
+const argmax = (x: ArrayLike<number>) => {
+  let best = 0;
+  for (let i = 1; i < x.length; i++) if (x[i] > x[best]) best = i;
+  return best;
+};
+
+for (const c of ORACLE_CASES) {
+  test(`oracle ${c.name}: logits, argmax and greedy tokens as ik_llama.cpp's, both near the float64 reference`, async (t) => {
+    const dump = JSON.parse(readFileSync(join(repoRoot, 'test/data/oracle', `${c.name}.json`), 'utf8')) as Dump;
+    assert.deepEqual(dump.tokens, ORACLE_PROMPT, 'the dump is of this prompt');
+    assert.equal(dump.n_ctx, c.nCtx, 'and of this context');
+    const path = join(dir, `${c.name}.gguf`);
+    writeRandomModel(path, c.model);
+    const sha = createHash('sha256').update(readFileSync(path)).digest('hex');
+    assert.equal(sha, dump.model_sha256, 'the model file is the one the dump was made from');
+    const model = await loadAddon().loadModel(path);
+    const V = model.info().nVocab;
+    assert.equal(V, dump.n_vocab);
+    const session = model.createSession({ nCtx: c.nCtx, nBatch: 16, nThreads: 2, kvType: 'f32' });
+    const { logits } = await session.prefill(ORACLE_PROMPT, { allLogits: true });
+    const ref = referenceForward(path, ORACLE_PROMPT, c.nCtx);
+
+    const worst = { engine: 0, ik: 0, engineVsIk: 0 };
+    for (const { position, row } of dump.logits) {
+      const ours = logits.subarray(position * V, (position + 1) * V);
+      worst.engine = Math.max(worst.engine, relErr(ours, ref[position]));
+      worst.ik = Math.max(worst.ik, relErr(row, ref[position]));
+      worst.engineVsIk = Math.max(worst.engineVsIk, relErr(ours, row));
+    }
+    t.diagnostic(
+      `max relative |Δlogit|: engine vs float64 ${worst.engine.toExponential(1)}, ik vs float64 ${worst.ik.toExponential(1)}, engine vs ik ${worst.engineVsIk.toExponential(1)}`,
+    );
+    const info = `engine vs float64 ${worst.engine.toExponential(1)}, ik_llama.cpp vs float64 ${worst.ik.toExponential(1)}, engine vs ik_llama.cpp ${worst.engineVsIk.toExponential(1)}`;
+    assert.ok(worst.ik <= IK_TOL, `the dump itself is off the float64 reference: ${info}`);
+    assert.ok(worst.engine <= ENGINE_TOL, info);
+    assert.ok(worst.engineVsIk <= IK_TOL, info);
+    for (let p = 0; p < ORACLE_PROMPT.length; p++)
+      assert.equal(argmax(logits.subarray(p * V, (p + 1) * V)), dump.argmax_per_position[p], `argmax at position ${p}`);
+
+    const gen = await session.generate({ n: dump.greedy.length, temperature: 0 });
+    assert.deepEqual(gen.tokens, dump.greedy, 'greedy continuation');
+    session.dispose();
+    model.dispose();
+  });
+
+  test(`oracle ${c.name}: a compressed session keeps every layer's budget exactly`, async () => {
+    const path = join(dir, `${c.name}-budget.gguf`);
+    writeRandomModel(path, c.model);
+    const model = await loadAddon().loadModel(path);
+    const { nLayer, nHeadKv } = model.info();
+    // a document of 200 tokens across the vocabulary
+    const doc = [1, ...Array.from({ length: 199 }, (_, i) => 3 + ((i * 53 + 7) % 310))];
+    for (const method of METHOD_NAMES.filter((m) => m !== 'full')) {
+      const s = model.createSession({ nCtx: c.nCtx, nThreads: 2, kvType: 'f32' });
+      const { stats } = await s.compress(doc, { method, budget: 0.3 });
+      const B = Math.round(0.3 * doc.length);
+      assert.equal(stats.budget, B, method);
+      const kept = stats.layers.map((l) => l.heads.reduce((a, h) => a + h.kept, 0));
+      stats.layers.forEach((l, i) =>
+        assert.equal(kept[i], nHeadKv * l.budget, `${method}: layer ${i} keeps its budget`),
+      );
+      assert.equal(
+        kept.reduce((a, k) => a + k, 0),
+        nLayer * nHeadKv * B,
+        `${method}: Σ kept = layers·Hk·B`,
+      );
+      s.dispose();
+    }
+    model.dispose();
+  });
+}
