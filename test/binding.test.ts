@@ -51,11 +51,11 @@ test('bad model files are refused with a code that says what is wrong', async ()
   await rejects(
     addon.loadModel(
       rewrite(bytes, (m) => {
-        m.find((e) => e[0] === 'general.architecture')![1] = 'phi3';
+        m.find((e) => e[0] === 'general.architecture')![1] = 'rwkv6';
       }),
     ),
     'UNSUPPORTED_ARCH',
-    /'phi3'/,
+    /'rwkv6'/,
   );
   await rejects(
     addon.loadModel(
