@@ -1,0 +1,25 @@
+// The table's operations, one file per family: elementwise.cc, matmul.cc (and get_rows).
+#ifndef FOLIO_VULKAN_OPS_H
+#define FOLIO_VULKAN_OPS_H
+
+#include <cstdint>
+
+#include "backend/gpu-abi.h"
+
+namespace folio::vulkan {
+
+// A device pointer as the kernels take it (a buffer device address in the push constants).
+inline uint64_t addr(const void* p) { return uint64_t(reinterpret_cast<uintptr_t>(p)); }
+
+int matmul(const void* w, int32_t type, int64_t rows, int64_t cols, size_t ldw, const float* x, int64_t n, float* y);
+int get_rows(const void* w, int32_t type, int64_t cols, size_t ldw, const int32_t* ids, int64_t n, float* out);
+int rms_norm(const float* x, const float* g, float* y, int64_t n, int64_t width, float eps);
+int rope(float* x, int64_t n, int32_t n_heads, int32_t head_dim, const int32_t* pos, const folio_gpu_rope* p,
+         const float* freq_factors);
+int swiglu(const float* g, const float* u, float* h, int64_t count);
+int add(float* x, const float* y, int64_t count);
+int add_bias(float* x, const float* b, int64_t n, int64_t width);
+
+}  // namespace folio::vulkan
+
+#endif
