@@ -42,6 +42,7 @@ int device_info(folio_gpu_device_info* out) {
 }
 
 void close_library() {
+  release_attention_scratch();
   release_pipelines();
   release_all();
   close_device();
@@ -84,5 +85,8 @@ extern "C" FOLIO_EXPORT int folio_gpu_open(uint32_t abi_version, int32_t device,
   api->swiglu = swiglu;
   api->add = add;
   api->add_bias = add_bias;
+  api->kv_append = kv_append;
+  api->attention = attention;
+  api->kv_gather = kv_gather;
   return 0;
 }

@@ -1,4 +1,5 @@
-// The table's operations, one file per family: elementwise.cc, matmul.cc (and get_rows).
+// The table's operations, one file per family: elementwise.cc, matmul.cc (and get_rows), kv.cc (the KV
+// cache's append and compaction, attention).
 #ifndef FOLIO_VULKAN_OPS_H
 #define FOLIO_VULKAN_OPS_H
 
@@ -19,6 +20,12 @@ int rope(float* x, int64_t n, int32_t n_heads, int32_t head_dim, const int32_t* 
 int swiglu(const float* g, const float* u, float* h, int64_t count);
 int add(float* x, const float* y, int64_t count);
 int add_bias(float* x, const float* b, int64_t n, int64_t width);
+int kv_append(const folio_gpu_kv_layer* layer, const float* k, const float* v, const int32_t* pos, int32_t n);
+int attention(const float* q, const folio_gpu_kv_layer* layer, int32_t m, int32_t n_head, float* out);
+// Forgets attention's scratch buffer (close frees every allocation).
+void release_attention_scratch();
+int kv_gather(const folio_gpu_kv_layer* src, const folio_gpu_kv_layer* dst, const int32_t* keep,
+              const int64_t* start_host);
 
 }  // namespace folio::vulkan
 

@@ -33,6 +33,21 @@ const uint32_t kMatvec[] =
 const uint32_t kMatmul[] =
 #include "matmul.spv.inc"
     ;
+const uint32_t kKvAppend[] =
+#include "kv_append.spv.inc"
+    ;
+const uint32_t kKvLengths[] =
+#include "kv_lengths.spv.inc"
+    ;
+const uint32_t kKvGather[] =
+#include "kv_gather.spv.inc"
+    ;
+const uint32_t kAttention[] =
+#include "attention.spv.inc"
+    ;
+const uint32_t kAttentionMerge[] =
+#include "attention_merge.spv.inc"
+    ;
 
 struct Code {
   const uint32_t* words;
@@ -40,10 +55,19 @@ struct Code {
   const char* name;
 };
 const Code kCode[size_t(Kernel::Count)] = {
-    {kAdd, sizeof kAdd, "add"},          {kAddBias, sizeof kAddBias, "add_bias"},
-    {kSwiglu, sizeof kSwiglu, "swiglu"}, {kRmsNorm, sizeof kRmsNorm, "rms_norm"},
-    {kRope, sizeof kRope, "rope"},       {kGetRows, sizeof kGetRows, "get_rows"},
-    {kMatvec, sizeof kMatvec, "matvec"}, {kMatmul, sizeof kMatmul, "matmul"},
+    {kAdd, sizeof kAdd, "add"},
+    {kAddBias, sizeof kAddBias, "add_bias"},
+    {kSwiglu, sizeof kSwiglu, "swiglu"},
+    {kRmsNorm, sizeof kRmsNorm, "rms_norm"},
+    {kRope, sizeof kRope, "rope"},
+    {kGetRows, sizeof kGetRows, "get_rows"},
+    {kMatvec, sizeof kMatvec, "matvec"},
+    {kMatmul, sizeof kMatmul, "matmul"},
+    {kKvAppend, sizeof kKvAppend, "kv_append"},
+    {kKvLengths, sizeof kKvLengths, "kv_lengths"},
+    {kKvGather, sizeof kKvGather, "kv_gather"},
+    {kAttention, sizeof kAttention, "attention"},
+    {kAttentionMerge, sizeof kAttentionMerge, "attention_merge"},
 };
 
 constexpr uint32_t kPushBytes = 128;

@@ -8,7 +8,22 @@
 
 namespace folio::vulkan {
 
-enum class Kernel { Add, AddBias, Swiglu, RmsNorm, Rope, GetRows, Matvec, Matmul, Count };
+enum class Kernel {
+  Add,
+  AddBias,
+  Swiglu,
+  RmsNorm,
+  Rope,
+  GetRows,
+  Matvec,
+  Matmul,
+  KvAppend,
+  KvLengths,
+  KvGather,
+  Attention,
+  AttentionMerge,
+  Count
+};
 
 // Records a dispatch of `kernel` over groups (x, y, z), its push constants `push` (≤ 128 bytes, the
 // size every device allows), then a barrier. Returns 0 or fail().
