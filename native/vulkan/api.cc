@@ -1,7 +1,5 @@
 // libfolio-vulkan's one export: folio_gpu_open fills the table of backend/gpu-abi.h with the Vulkan
-// implementations. Entries this library does not implement yet stay NULL; the engine's loader reports the
-// table incomplete and does not run the forward pass on it (see docs/gpu.md), while backend-ops tests
-// every entry that exists.
+// implementations.
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -43,6 +41,7 @@ int device_info(folio_gpu_device_info* out) {
 
 void close_library() {
   release_attention_scratch();
+  release_scoring_scratch();
   release_pipelines();
   release_all();
   close_device();
@@ -88,5 +87,8 @@ extern "C" FOLIO_EXPORT int folio_gpu_open(uint32_t abi_version, int32_t device,
   api->kv_append = kv_append;
   api->attention = attention;
   api->kv_gather = kv_gather;
+  api->window_scores = window_scores;
+  api->topk_per_head = topk_per_head;
+  api->top_tokens = top_tokens;
   return 0;
 }

@@ -22,6 +22,13 @@ enum class Kernel {
   KvGather,
   Attention,
   AttentionMerge,
+  WsStats,
+  WsAttn,
+  WsPool,
+  SelHist,
+  SelDigit,
+  SelCount,
+  SelTokens,
   Count
 };
 
