@@ -12,7 +12,7 @@ const write = process.argv.includes('--write');
 
 // The C++ that clang-format owns: every source and header in these folders. Generated files are not listed
 // (tokenizer/unicode-tables.inc is written by native/tools/gen-unicode-tables.mjs and has no .cc/.h name).
-const CXX_DIRS = ['native/src', 'native/tests', 'native/tools', 'native/cuda'];
+const CXX_DIRS = ['native/src', 'native/tests', 'native/tools', 'native/cuda', 'native/vulkan'];
 const CXX_EXT = /\.(cc|h|cu|cuh)$/;
 
 function cxxFiles() {

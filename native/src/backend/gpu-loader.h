@@ -18,7 +18,9 @@ struct Status {
 
 // Opens the library once (the first call; thread-safe) and remembers the outcome. Where it looks:
 // FOLIO_GPU_LIBRARY (a path) if set, else next to the module holding the engine (folio.node).
-// FOLIO_GPU=off turns the GPU off.
+// FOLIO_GPU=off turns the GPU off. A table with operations missing (a backend still being written) is
+// not used, and the reason names them, unless FOLIO_GPU_PARTIAL=1 (backend-ops, which tests each
+// operation that exists).
 const Status& status();
 // The operation table; nullptr when no GPU is available.
 const folio_gpu_api* api();
