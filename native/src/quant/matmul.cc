@@ -18,13 +18,16 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 // every weight block once per token straight from the matrix.
 constexpr int64_t kGemmMinTokens = 4;
 
-// Units (rows, or groups of a repacked layout) per step of a matrix-vector product (parallel_ranges):
-// at least 32 KiB of weights, so that cancellation and the stealing at the end are fine-grained while a
-// call still does real work. (Rounded up: a group of Q8_0_R8 at 2048 columns is 17 KiB, and steps of one
-// group streamed 10% slower than Q8_0's 32 KiB ones on 2 cores of an AMD EPYC, docs/benchmarks.md.)
-int64_t gemv_units_per_step(const MatrixRef& W, int64_t group) {
+// Units (rows, or groups of a repacked layout) per step of a matrix-vector product (parallel_ranges): a
+// quarter of a thread's share of the weights, between 32 KiB and 256 KiB. Long steps stream faster (on 2
+// cores of an AMD EPYC Zen 4, 256 KiB steps read 15-25% more GB/s than 32 KiB ones, every type:
+// docs/benchmarks.md); a few steps per thread keep the stealing at the end even on the small k and v
+// matrices, and cancellation fine-grained.
+int64_t gemv_units_per_step(const MatrixRef& W, int64_t group, int threads) {
   const size_t unit = std::max<size_t>(1, W.ldw * size_t(group));
-  return std::max<int64_t>(std::max<int64_t>(1, 4 / group), int64_t(((32u << 10) + unit - 1) / unit));
+  const size_t share = W.ldw * size_t(W.rows) / (size_t(std::max(threads, 1)) * 4);
+  const size_t bytes = std::clamp<size_t>(share, 32u << 10, 256u << 10);
+  return std::max<int64_t>(std::max<int64_t>(1, 4 / group), int64_t((bytes + unit - 1) / unit));
 }
 
 }  // namespace
@@ -103,7 +106,7 @@ void matmul_converted(ThreadPool& pool, const MatrixRef& W, const ConvertedX& X,
     // (Software prefetching ahead of the rows was tried: no faster when memory limits, and its
     // instructions cost the compute-bound K-quant kernels 5-15%.)
     const bool gemv = wk.gemv && (path != MatmulPath::VecDot || !wk.vec_dot);
-    pool.parallel_ranges(rows / group, gemv_units_per_step(W, group), [&](int64_t u0, int64_t u1, int) {
+    pool.parallel_ranges(rows / group, gemv_units_per_step(W, group, threads), [&](int64_t u0, int64_t u1, int) {
       if (stopped()) return;
       const int64_t r0 = u0 * group, r1 = u1 * group;
       const uint8_t* wr = W.data + size_t(r0) * W.ldw;
