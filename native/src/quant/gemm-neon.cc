@@ -13,20 +13,18 @@
 
 #include <arm_neon.h>
 
+#include "quant/neon-common.h"
+
 #include <cstring>
 
 #include "core/fp16.h"
 #include "quant/gemm.h"
 
-#if defined(__clang__)
-#define FOLIO_DOTPROD __attribute__((target("dotprod")))
-#else
-#define FOLIO_DOTPROD __attribute__((target("arch=armv8.2-a+dotprod")))
-#endif
-
 namespace folio::quant {
 namespace neongemm {
 namespace {
+using neon_common::dot16_plain;
+using neon_common::dot16_sdot;
 
 // ---------------------------------------------------------------------------------------------------
 // F32 / F16 / BF16
@@ -96,12 +94,6 @@ struct FloatTile {
 FOLIO_FLOAT_GEMMS(4, 4)
 // ---------------------------------------------------------------------------------------------------
 // Integer dots of 16 signed bytes into 4 int32 lanes.
-
-inline int32x4_t dot16_plain(int32x4_t acc, int8x16_t a, int8x16_t b) {
-  acc = vpadalq_s16(acc, vmull_s8(vget_low_s8(a), vget_low_s8(b)));
-  return vpadalq_s16(acc, vmull_high_s8(a, b));
-}
-FOLIO_DOTPROD inline int32x4_t dot16_sdot(int32x4_t acc, int8x16_t a, int8x16_t b) { return vdotq_s32(acc, a, b); }
 
 // Q8_0, Q4_0, Q5_0 (PanelQ8) against Q8_0.
 #define FOLIO_TILE_Q8_BODY(DOT)                                                     \

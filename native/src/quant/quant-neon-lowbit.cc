@@ -10,32 +10,18 @@
 
 #include <arm_neon.h>
 
+#include "quant/neon-common.h"
+
 #include <cstring>
 
 #include "quant/blocks.h"
 
-#if defined(__clang__)
-#define FOLIO_DOTPROD __attribute__((target("dotprod")))
-#else
-#define FOLIO_DOTPROD __attribute__((target("arch=armv8.2-a+dotprod")))
-#endif
-
 namespace folio::quant {
 namespace neon {
 namespace {
-
-inline float h2f(uint16_t h) {
-  __fp16 v;
-  std::memcpy(&v, &h, 2);
-  return float(v);
-}
-
-// Σ a·b of 16 signed bytes added into 4 int32 lanes.
-inline int32x4_t dot16_plain(int32x4_t acc, int8x16_t a, int8x16_t b) {
-  acc = vpadalq_s16(acc, vmull_s8(vget_low_s8(a), vget_low_s8(b)));
-  return vpadalq_s16(acc, vmull_high_s8(a, b));
-}
-FOLIO_DOTPROD inline int32x4_t dot16_sdot(int32x4_t acc, int8x16_t a, int8x16_t b) { return vdotq_s32(acc, a, b); }
+using neon_common::dot16_plain;
+using neon_common::dot16_sdot;
+using neon_common::h2f;
 
 // Bits 2j, 2j+1 of 16 bytes (Q2_K/Q3_K's qs, blocks.h), as bytes 0..3.
 inline uint8x16_t two_bits(uint8x16_t q, int j) {

@@ -11,29 +11,21 @@
 
 #include <arm_neon.h>
 
+#include "quant/neon-common.h"
+
 #include <cmath>
 #include <cstring>
 
 #include "quant/blocks.h"
-
-#if defined(__clang__)
-#define FOLIO_DOTPROD __attribute__((target("dotprod")))
-#else
-#define FOLIO_DOTPROD __attribute__((target("arch=armv8.2-a+dotprod")))
-#endif
 
 namespace folio::quant {
 void add_neon_lowbit_kernels(KernelTable& t, bool dotprod);  // quant-neon-lowbit.cc
 
 namespace neon {
 namespace {
-
-// fp16 -> f32 in one FCVT (exact, like fp16_to_f32).
-inline float h2f(uint16_t h) {
-  __fp16 v;
-  std::memcpy(&v, &h, 2);
-  return float(v);
-}
+using neon_common::dot16_plain;
+using neon_common::dot16_sdot;
+using neon_common::h2f;
 
 // ---------------------------------------------------------------------------------------------------
 // F32 / F16
@@ -282,13 +274,6 @@ void dequantize_q6_k(const void* src, float* dst, int64_t n) {
 
 // ---------------------------------------------------------------------------------------------------
 // Dot products, generated twice: with the baseline widening multiply-accumulate and with SDOT.
-
-// Σ a·b of 16 signed bytes added into 4 int32 lanes.
-inline int32x4_t dot16_plain(int32x4_t acc, int8x16_t a, int8x16_t b) {
-  acc = vpadalq_s16(acc, vmull_s8(vget_low_s8(a), vget_low_s8(b)));
-  return vpadalq_s16(acc, vmull_high_s8(a, b));
-}
-FOLIO_DOTPROD inline int32x4_t dot16_sdot(int32x4_t acc, int8x16_t a, int8x16_t b) { return vdotq_s32(acc, a, b); }
 
 #define FOLIO_NEON_DOTS(SUFFIX, ATTR, DOT16)                                                                           \
   ATTR float vec_dot_q8_0_##SUFFIX(int64_t n, const void* w, const void* x) {                                          \
