@@ -1,7 +1,7 @@
 // The architecture, held by the code's own include and import graphs (docs/architecture.md, "The parts").
 //   native/src: every folder is one layer; a file includes only its own folder and the layers below it, so
 //   no folder includes one above it (nothing in backend/ includes model/) and the folders form no cycle.
-//   native/cuda: sees the engine only through the C table, backend/gpu-abi.h.
+//   native/cuda, native/vulkan: see the engine only through the C table, backend/gpu-abi.h.
 //   electron/ and renderer/src/: no import cycle between files; renderer/src/api/ (the transport) imports
 //   no store.
 import { describe, test } from 'node:test';
@@ -327,12 +327,17 @@ describe('native/src: layers', () => {
     assert.deepEqual(cycles, [], `folder cycles:\n  ${cycles.map((c) => c.join(' → ')).join('\n  ')}`);
   });
 
-  test('native/cuda sees the engine only through backend/gpu-abi.h', () => {
-    const bad = nativeIncludes(join(repoRoot, 'native/cuda'))
-      .filter((i) => !i.target.startsWith('../') && i.target !== 'backend/gpu-abi.h')
-      .map((i) => `${i.file}:${i.line} includes "${i.target}"`);
-    assert.deepEqual(bad, [], bad.join('\n'));
-  });
+  for (const gpu of ['native/cuda', 'native/vulkan']) {
+    test(`${gpu} sees the engine only through backend/gpu-abi.h`, () => {
+      const bad = nativeIncludes(join(repoRoot, gpu))
+        // the shaders' SPIR-V, compiled into the build folder (*.spv.inc), is the library's own
+        .filter(
+          (i) => !i.target.startsWith('../') && i.target !== 'backend/gpu-abi.h' && !i.target.endsWith('.spv.inc'),
+        )
+        .map((i) => `${i.file}:${i.line} includes "${i.target}"`);
+      assert.deepEqual(bad, [], bad.join('\n'));
+    });
+  }
 });
 
 describe('electron/ and renderer/src/: imports', () => {
