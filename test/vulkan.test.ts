@@ -2,6 +2,18 @@
 // operation against the CPU on whatever Vulkan device the machine has (Mesa's lavapipe in CI: correctness,
 // not speed), and the engine's loader takes the table. This file builds nothing: it skips, saying why,
 // where the library or backend-ops is not built or no Vulkan device exists.
+//
+// CI's budget (a 2-core machine, the whole suite under 30 minutes) allows this file about 90 s on lavapipe,
+// so it runs a reduced set that still reaches every op of the table:
+// - backend-ops --quick runs every op with all of its cases except matmul's, which keeps each weight type
+//   through both kernels (matrix-vector for n = 1, tiled for n = 17 and 130) at every row count and the
+//   awkward widths, and drops the 4096×4096 matrices (the same kernels at a size only slow to emulate);
+//   the `ops` list below asserts that each op of the table printed a passing line;
+// - end to end, the checks that catch what the op suite cannot (the forward pass's wiring, the flat cache,
+//   selection through the table, the session format): logits and greedy tokens equal to the CPU's, one
+//   compression method's kept entries (ada-snapkv: window scores, per-head top-k, KV compaction), and
+//   save/load across backends. The other GPU: checks of gpu.test.ts run on the reference library
+//   (gpu-reference.test.ts) and on CUDA machines.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -28,7 +40,9 @@ const ops = [
   'rms_norm',
   'rope',
   'swiglu',
+  'geglu',
   'add',
+  'scale',
   'add_bias',
   'kv',
   'attention',
@@ -47,7 +61,7 @@ test('backend-ops: every operation of libfolio-vulkan against the CPU', {
   skip: notBuilt(),
   timeout: 1_800_000,
 }, (t) => {
-  const r = spawnSync(opsBin, ['--backend', 'gpu'], {
+  const r = spawnSync(opsBin, ['--backend', 'gpu', '--quick'], {
     env: { ...process.env, FOLIO_GPU_LIBRARY: library },
     encoding: 'utf8',
     timeout: 1_800_000,
@@ -85,10 +99,10 @@ test('the engine takes the Vulkan table for its forward pass, and names the devi
   assert.doesNotMatch(line, /partial table/);
 });
 
-// The end-to-end check of the GPU path on Vulkan, as gpu-reference.test.ts runs it on the reference
-// library: gpu.test.ts's stories260K checks (logits and greedy tokens equal to the CPU backend's, every
-// method's kept entries equal, save/load across backends, fork and truncate) with the table served by
-// libfolio-vulkan. Only its "GPU:" tests: the others are about libfolio-cuda.
+// The end-to-end check of the GPU path on Vulkan: gpu.test.ts's stories260K checks with the table served
+// by libfolio-vulkan, the subset named at the top (setup; logits and greedy tokens equal to the CPU
+// backend's; ada-snapkv's kept entries; save/load across backends).
+const e2ePattern = '^GPU: (setup|logits at every position|ada-snapkv keeps|sessions saved)';
 test('the GPU path end to end on Vulkan (stories260K against the CPU backend)', {
   skip:
     notBuilt() ||
@@ -107,13 +121,14 @@ test('the GPU path end to end on Vulkan (stories260K against the CPU backend)', 
   }
   const r = spawnSync(
     process.execPath,
-    ['--import', 'tsx', '--test', '--test-reporter=tap', '--test-name-pattern=^GPU:', 'test/gpu.test.ts'],
+    ['--import', 'tsx', '--test', '--test-reporter=tap', `--test-name-pattern=${e2ePattern}`, 'test/gpu.test.ts'],
     { cwd: repoRoot, env, encoding: 'utf8', timeout: 1_800_000 },
   );
   const out = `${r.stdout}\n${r.stderr}`;
   const count = (k: string) => Number(new RegExp(`^# ${k} (\\d+)`, 'm').exec(out)?.[1] ?? NaN);
   assert.equal(r.status, 0, `the GPU path failed on Vulkan:\n${out.slice(-6000)}`);
   assert.equal(count('fail'), 0);
-  assert.ok(count('pass') >= 9, `the GPU checks ran (${count('pass')} passed)`);
-  assert.doesNotMatch(out, /^ok \d+ - GPU:.*# SKIP/m, 'none of the GPU checks skipped');
+  // The others are reported as skipped ("does not match pattern"); these four must have run and passed.
+  for (const name of ['setup', 'logits at every position', 'ada-snapkv keeps', 'sessions saved'])
+    assert.match(out, new RegExp(`^\\s*ok \\d+ - GPU: ${name}(?!.*# SKIP).*$`, 'm'), `GPU: ${name}… ran and passed`);
 });

@@ -82,6 +82,8 @@ extern "C" FOLIO_EXPORT int folio_gpu_open(uint32_t abi_version, int32_t device,
   api->rms_norm = rms_norm;
   api->rope = rope;
   api->swiglu = swiglu;
+  api->geglu = geglu;
+  api->scale = scale;
   api->add = add;
   api->add_bias = add_bias;
   api->kv_append = kv_append;

@@ -1,6 +1,6 @@
-// Element-wise and row-wise operations (shaders/add, add_bias, swiglu, rms_norm, rope .comp). Each follows
-// its CPU version (backend/cpu-ops.cc) operation for operation; the push-constant structs mirror the
-// shaders' `Push` blocks (std430: addresses 8 bytes, then 4-byte fields).
+// Element-wise and row-wise operations (shaders/add, add_bias, swiglu, geglu, scale, rms_norm, rope .comp).
+// Each follows its CPU version (backend/cpu-ops.cc) operation for operation; the push-constant structs
+// mirror the shaders' `Push` blocks (std430: addresses 8 bytes, then 4-byte fields).
 #include <cmath>
 
 #include "device.h"
@@ -41,6 +41,25 @@ int swiglu(const float* g, const float* u, float* h, int64_t count) {
   return dispatch_1d(Kernel::Swiglu, &push, sizeof push, count);
 }
 
+int geglu(const float* g, const float* u, float* h, int64_t count) {
+  if (count > kMaxIndex) return fail("geglu", "more than 2^31 elements");
+  struct {
+    uint64_t g, u, h;
+    int32_t count;
+  } push{addr(g), addr(u), addr(h), int32_t(count)};
+  return dispatch_1d(Kernel::Geglu, &push, sizeof push, count);
+}
+
+int scale(float* x, float s, int64_t count) {
+  if (count > kMaxIndex) return fail("scale", "more than 2^31 elements");
+  struct {
+    uint64_t x;
+    float s;
+    int32_t count;
+  } push{addr(x), s, int32_t(count)};
+  return dispatch_1d(Kernel::Scale, &push, sizeof push, count);
+}
+
 int rms_norm(const float* x, const float* g, float* y, int64_t n, int64_t width, float eps) {
   if (n <= 0 || width <= 0) return 0;
   if (n * width > kMaxIndex) return fail("rms_norm", "more than 2^31 elements");
@@ -62,9 +81,9 @@ int rope(float* x, int64_t n, int32_t n_heads, int32_t head_dim, const int32_t* 
   struct {
     uint64_t x, pos, freq_factors;
     int32_t n, n_heads, head_dim, rope_dim, neox;
-    float theta_scale, freq_scale;
-  } push{addr(x),     addr(pos), addr(freq_factors), int32_t(n),   n_heads, head_dim,
-         p->rope_dim, p->neox,   theta_scale,        p->freq_scale};
+    float theta_scale, freq_scale, mscale;
+  } push{addr(x),     addr(pos), addr(freq_factors), int32_t(n),    n_heads,  head_dim,
+         p->rope_dim, p->neox,   theta_scale,        p->freq_scale, p->mscale};
   return dispatch_rows(Kernel::Rope, &push, sizeof push, n);
 }
 

@@ -21,10 +21,14 @@ int block_elems(int32_t type) {
     case 3:
     case 6:
     case 7:
-    case 8: return 32;  // Q4_0, Q4_1, Q5_0, Q5_1, Q8_0
+    case 8:
+    case 20: return 32;  // Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL
+    case 10:
+    case 11:
     case 12:
     case 13:
-    case 14: return 256;  // Q4_K, Q5_K, Q6_K
+    case 14:
+    case 23: return 256;  // Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS
     default: return 0;
   }
 }

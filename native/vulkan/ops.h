@@ -19,6 +19,8 @@ int rms_norm(const float* x, const float* g, float* y, int64_t n, int64_t width,
 int rope(float* x, int64_t n, int32_t n_heads, int32_t head_dim, const int32_t* pos, const folio_gpu_rope* p,
          const float* freq_factors);
 int swiglu(const float* g, const float* u, float* h, int64_t count);
+int geglu(const float* g, const float* u, float* h, int64_t count);
+int scale(float* x, float s, int64_t count);
 int add(float* x, const float* y, int64_t count);
 int add_bias(float* x, const float* b, int64_t n, int64_t width);
 int kv_append(const folio_gpu_kv_layer* layer, const float* k, const float* v, const int32_t* pos, int32_t n);

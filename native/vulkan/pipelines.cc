@@ -18,6 +18,12 @@ const uint32_t kAddBias[] =
 const uint32_t kSwiglu[] =
 #include "swiglu.spv.inc"
     ;
+const uint32_t kGeglu[] =
+#include "geglu.spv.inc"
+    ;
+const uint32_t kScale[] =
+#include "scale.spv.inc"
+    ;
 const uint32_t kRmsNorm[] =
 #include "rms_norm.spv.inc"
     ;
@@ -79,6 +85,8 @@ const Code kCode[size_t(Kernel::Count)] = {
     {kAdd, sizeof kAdd, "add"},
     {kAddBias, sizeof kAddBias, "add_bias"},
     {kSwiglu, sizeof kSwiglu, "swiglu"},
+    {kGeglu, sizeof kGeglu, "geglu"},
+    {kScale, sizeof kScale, "scale"},
     {kRmsNorm, sizeof kRmsNorm, "rms_norm"},
     {kRope, sizeof kRope, "rope"},
     {kGetRows, sizeof kGetRows, "get_rows"},

@@ -12,6 +12,8 @@ enum class Kernel {
   Add,
   AddBias,
   Swiglu,
+  Geglu,
+  Scale,
   RmsNorm,
   Rope,
   GetRows,

@@ -14,10 +14,17 @@
 #define T_Q5_0 6
 #define T_Q5_1 7
 #define T_Q8_0 8
+#define T_Q2_K 10
+#define T_Q3_K 11
 #define T_Q4_K 12
 #define T_Q5_K 13
 #define T_Q6_K 14
+#define T_IQ4_NL 20
+#define T_IQ4_XS 23
 #define T_BF16 30
+
+// IQ4_NL's and IQ4_XS's non-linear code book (ggml-common.h, kvalues_iq4nl; quant/blocks.h).
+const int kIq4nlValues[16] = int[16](-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113);
 
 uint u8_at(uint64_t a, int i) { return uint(Bytes(a).v[i]); }
 uint u16_at(uint64_t a, int i) { return u8_at(a, i) | (u8_at(a, i + 1) << 8); }
@@ -37,13 +44,17 @@ int block_bytes(int type) {
     case T_Q4_K: return 144;
     case T_Q5_K: return 176;
     case T_Q6_K: return 210;
+    case T_Q2_K: return 84;
+    case T_Q3_K: return 110;
+    case T_IQ4_NL: return 18;
+    case T_IQ4_XS: return 136;
   }
   return 0;
 }
 int block_elems(int type) {
   switch (type) {
     case T_F32: case T_F16: case T_BF16: return 8;
-    case T_Q4_K: case T_Q5_K: case T_Q6_K: return 256;
+    case T_Q4_K: case T_Q5_K: case T_Q6_K: case T_Q2_K: case T_Q3_K: case T_IQ4_XS: return 256;
   }
   return 32;
 }
@@ -122,6 +133,47 @@ void dequant8(uint64_t row, int type, int g, int cols, out float v[8]) {
       precise float r = dj * float(n) - mj;
       v[i] = r;
     }
+  } else if (type == T_Q2_K || type == T_Q3_K) {
+    // Q2_K { u8 scales[16]; u8 qs[64]; f16 d, dmin }: x = (d·(sc[g] & 15))·q − dmin·(sc[g] >> 4), q in 0..3.
+    // Q3_K { u8 hmask[32]; u8 qs[64]; u8 scales[12]; f16 d }: x = (d·(sc[g] − 32))·q, q in −4..3, its high
+    // bit bit 4h + k of hmask[l] (a clear bit subtracts 4), sc 6-bit as q3_k_scale (quant/blocks.h).
+    // Both: element 128h + 32k + l (group g of 16) has its two low bits at qs[32h + l] >> 2k.
+    const int h = q >> 4, r = 8 * (q & 15), k = r >> 5, l0 = r & 31, gr = q >> 1;
+    const int qs = type == T_Q2_K ? 16 : 32;
+    precise float dg, mg = 0.0;
+    if (type == T_Q2_K) {
+      const uint sc = u8_at(blk, gr);
+      dg = f16_at(blk, 80) * float(sc & 15u);
+      mg = f16_at(blk, 82) * float(sc >> 4);
+    } else {
+      const uint lo = gr < 8 ? u8_at(blk, 96 + gr) & 15u : u8_at(blk, 96 + gr - 8) >> 4;
+      const uint hi = (u8_at(blk, 104 + gr % 4) >> (2 * (gr / 4))) & 3u;
+      dg = f16_at(blk, 108) * float(int(lo | hi << 4) - 32);
+    }
+    for (int i = 0; i < 8; i++) {
+      int n = int((u8_at(blk, qs + 32 * h + l0 + i) >> (2 * k)) & 3u);
+      if (type == T_Q2_K) {
+        precise float x = dg * float(n) - mg;
+        v[i] = x;
+      } else {
+        n += int((u8_at(blk, l0 + i) >> (4 * h + k)) & 1u) * 4 - 4;
+        v[i] = dg * float(n);
+      }
+    }
+  } else if (type == T_IQ4_NL) {
+    // { f16 d; u8 qs[16] }: nibbles as Q4_0; x = d · kIq4nlValues[nibble].
+    const float d = f16_at(blk, 0);
+    const int shift = 4 * (q >> 1);
+    for (int i = 0; i < 8; i++) v[i] = d * float(kIq4nlValues[(u8_at(blk, 2 + 8 * (q & 1) + i) >> shift) & 15u]);
+  } else if (type == T_IQ4_XS) {
+    // { f16 d; u16 scales_h; u8 scales_l[4]; u8 qs[128] }: sub-block j of 32 has the 6-bit scale ls (low 4
+    // bits nibble j % 2 of scales_l[j / 2], high 2 bits bits 2j, 2j + 1 of scales_h), its nibbles as IQ4_NL's
+    // in qs[16j ..]; x = (d·(ls − 32))·kIq4nlValues[nibble].
+    const int j = q >> 2, r = q & 3, shift = 4 * (r >> 1);
+    const uint ls = ((u8_at(blk, 4 + j / 2) >> (4 * (j % 2))) & 15u) | ((u16_at(blk, 2) >> (2 * j)) & 3u) << 4;
+    precise float dj = f16_at(blk, 0) * float(int(ls) - 32);
+    for (int i = 0; i < 8; i++)
+      v[i] = dj * float(kIq4nlValues[(u8_at(blk, 8 + 16 * j + 8 * (r & 1) + i) >> shift) & 15u]);
   } else {  // T_Q6_K
     // { u8 ql[128]; u8 qh[64]; i8 scales[16]; f16 d }: element 128h + 32k + l has low bits
     // ql[64h + 32(k & 1) + l] >> 4(k >> 1) and high bits qh[32h + l] >> 2k; x = (d·sc[element / 16])·(q − 32).

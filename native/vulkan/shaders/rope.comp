@@ -11,7 +11,7 @@ layout(push_constant) uniform Push {
   Ints pos;
   Floats freq_factors;  // [rope_dim/2], or address 0 for none
   int n, n_heads, head_dim, rope_dim, neox;
-  float theta_scale, freq_scale;
+  float theta_scale, freq_scale, mscale;
 } p;
 shared float cs[256];  // [pairs, 2] cos and sin of each pair's angle; rope_dim ≤ 256
 void main() {
@@ -24,8 +24,10 @@ void main() {
     for (int k = 0; k < i; k++) theta *= p.theta_scale;
     const float ff = has_ff ? p.freq_factors.v[i] : 1.0;
     precise float th = p.freq_scale * (theta / ff);
-    cs[2 * i] = cos(th);
-    cs[2 * i + 1] = sin(th);
+    // The CPU's rounding: cos·mscale, then the rotation (LongRoPE's attn_factor; else 1).
+    precise float c = cos(th) * p.mscale, sn = sin(th) * p.mscale;
+    cs[2 * i] = c;
+    cs[2 * i + 1] = sn;
   }
   barrier();
   const int base = t * p.n_heads * p.head_dim;
