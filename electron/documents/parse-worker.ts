@@ -22,6 +22,13 @@ export type ParserMessage =
 
 for (const k of ['log', 'info', 'warn', 'error', 'debug', 'trace'] as const) console[k] = () => {};
 
+// No native zlib streams in this thread: pdf.js inflates FlateDecode (and Brotli) streams through
+// DecompressionStream when there is one, and Node 20 aborts the whole process (node_zlib.cc: "close before
+// init") when a thread is terminated, as a stalled or cancelled parse is, between such a stream's creation
+// and its initialisation (seen in CI: documents.test.ts died with SIGABRT). Without it pdf.js uses its own
+// JavaScript decoder (its fallback), whose memory the thread's heap cap also bounds.
+delete (globalThis as { DecompressionStream?: unknown }).DecompressionStream;
+
 const port = parentPort!;
 const post = (m: ParserMessage) => port.postMessage(m);
 
