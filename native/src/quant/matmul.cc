@@ -19,10 +19,10 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 constexpr int64_t kGemmMinTokens = 4;
 
 // Units (rows, or groups of a repacked layout) per step of a matrix-vector product (parallel_ranges): a
-// quarter of a thread's share of the weights, between 32 KiB and 256 KiB. Long steps stream faster (on 2
-// cores of an AMD EPYC Zen 4, 256 KiB steps read 15-25% more GB/s than 32 KiB ones, every type:
-// docs/benchmarks.md); a few steps per thread keep the stealing at the end even on the small k and v
-// matrices, and cancellation fine-grained.
+// quarter of a thread's share of the weights, between 32 KiB and 256 KiB. Long steps stream faster when
+// another job shares the cores (on 2 cores of an AMD EPYC Zen 4, 15-25% more GB/s than 32 KiB steps, every
+// type; no difference on the quiet machine: docs/benchmarks.md); a few steps per thread keep the stealing
+// at the end even on the small k and v matrices, and cancellation fine-grained.
 int64_t gemv_units_per_step(const MatrixRef& W, int64_t group, int threads) {
   const size_t unit = std::max<size_t>(1, W.ldw * size_t(group));
   const size_t share = W.ldw * size_t(W.rows) / (size_t(std::max(threads, 1)) * 4);
