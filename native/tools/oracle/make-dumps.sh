@@ -2,11 +2,12 @@
 # Builds the oracle (oracle.cc) against a built ik_llama.cpp and writes test/data/oracle/<case>.json for
 # every case of test/helpers/oracle-cases.ts: the reference engine's logits and greedy tokens on the same
 # random-weight models the test writes. Run from anywhere:
-#   native/tools/oracle/make-dumps.sh [IK_LLAMA_DIR]    (default /work/ref/ik_llama.cpp, built in build/)
+#   native/tools/oracle/make-dumps.sh IK_LLAMA_DIR    (a checkout of ik_llama.cpp built in IK_LLAMA_DIR/build;
+#   docs/benchmarks.md, "Against the fastest CPU engine", says how)
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../../.." && pwd)"
-ik="${1:-/work/ref/ik_llama.cpp}"
+ik="${1:?usage: make-dumps.sh IK_LLAMA_DIR (an ik_llama.cpp checkout built in IK_LLAMA_DIR/build)}"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 
