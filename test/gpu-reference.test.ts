@@ -6,11 +6,13 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 
 import { addonPath } from '../electron/engine/binding.ts';
-import { repoRoot } from './helpers/shared.ts';
+import { writeRandomModel } from './helpers/random-model.ts';
+import { missing, repoRoot, sharedModel } from './helpers/shared.ts';
 
 const name =
   process.platform === 'win32'
@@ -66,4 +68,51 @@ test('backend-ops on the reference backend', {
   });
   assert.equal(r.status, 0, `${r.stdout}\n${r.stderr}`);
   assert.match(r.stdout, /backend-ops: [1-9]\d* passed, 0 failed/);
+});
+
+// A device whose largest allocation is smaller than a weight (Vulkan on many GPUs: 1-4 GiB, less than an
+// 8B model's F16 embedding) gets the weight in parts of whole rows, of whole experts for a stack of experts,
+// and the products run part by part (forward/weights.cc, backend/gpu-backend.cc). The reference library
+// refuses allocations above FOLIO_REFERENCE_GPU_MAX_ALLOC, so a run that passes split what it had to; its
+// logits and tokens must be exactly those of the unsplit run (the same kernels over the same rows).
+const stories = sharedModel('stories260K.gguf');
+function runChild(model: string, limit?: number) {
+  const env: NodeJS.ProcessEnv = { ...process.env, FOLIO_GPU_LIBRARY: library };
+  if (limit) env.FOLIO_REFERENCE_GPU_MAX_ALLOC = String(limit);
+  const r = spawnSync(process.execPath, ['--import', 'tsx', 'test/helpers/gpu-run-child.ts', model], {
+    cwd: repoRoot,
+    env,
+    encoding: 'utf8',
+    timeout: 300_000,
+  });
+  return { status: r.status, stderr: r.stderr, out: r.status === 0 ? JSON.parse(r.stdout) : null };
+}
+
+test('weights larger than the device allocates at once run in parts, with the same results', {
+  skip: existsSync(library) ? missing(stories) : `${library} is not built (npm run build:native)`,
+  timeout: 600_000,
+}, () => {
+  const dir = mkdtempSync(join(tmpdir(), 'folio-split-'));
+  try {
+    const moe = join(dir, 'qwen3moe.gguf');
+    writeRandomModel(moe, { arch: 'qwen3moe', seed: 24 }); // 8 experts of 256 x 256 F32 (256 KiB) per stack
+    for (const [model, limit] of [
+      [stories, 65_536], // the token embedding, 512 x 64 F32 (128 KiB), in two parts
+      [moe, 600_000], // each stack of experts (2 MiB) in parts of two experts
+    ] as const) {
+      const whole = runChild(model);
+      const parts = runChild(model, limit);
+      assert.equal(whole.status, 0, whole.stderr);
+      assert.equal(parts.status, 0, parts.stderr);
+      assert.equal(parts.out.device.maxAllocationBytes, limit);
+      assert.deepEqual(parts.out.logits, whole.out.logits, `${model}: the same logits at every position`);
+      assert.deepEqual(parts.out.tokens, whole.out.tokens);
+    }
+    // Less than one expert's matrix: no split can serve it, and the message says what to do.
+    const refused = runChild(moe, 100_000);
+    assert.notEqual(refused.status, 0);
+    assert.match(refused.stderr, /more than this GPU makes at once \(100000\): run the model on the CPU/);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });

@@ -32,7 +32,7 @@ import {
 } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { compileFunction } from 'node:vm';
 
@@ -1989,6 +1989,8 @@ describe('packaging: build/electron-builder.yml', () => {
     for (const p of [
       'native/build/Release/folio.node',
       'native/build/Release/*folio-cuda.{so,dll}',
+      'native/build/Release/*folio-vulkan.{so,dll,dylib}',
+      'native/build/Release/libMoltenVK.dylib',
       'node_modules/pdfjs-dist/**/*',
     ])
       assert.ok(cfg.asarUnpack.includes(p), `asarUnpack: ${p}`);
@@ -2050,6 +2052,10 @@ describe('packaging: build/electron-builder.yml', () => {
         existsSync(join(repoRoot, 'native/CMakeLists.txt')),
       'native/build/Release/*folio-cuda.{so,dll}': () =>
         /add_library\(folio-cuda SHARED/.test(readFileSync(join(repoRoot, 'native/CMakeLists.txt'), 'utf8')),
+      'native/build/Release/*folio-vulkan.{so,dll,dylib}': () =>
+        /add_library\(folio-vulkan SHARED/.test(readFileSync(join(repoRoot, 'native/CMakeLists.txt'), 'utf8')),
+      'native/build/Release/libMoltenVK.dylib': () =>
+        /libMoltenVK\.dylib/.test(readFileSync(join(repoRoot, 'native/CMakeLists.txt'), 'utf8')),
     };
     for (const f of cfg.files.filter((f) => !f.startsWith('!'))) {
       if (made[f]) assert.ok(made[f](), `${f} is made by the build`);
@@ -2080,6 +2086,9 @@ describe('packaging: build/electron-builder.yml', () => {
     writeFileSync(join(proj, 'dist/renderer/index.html'), '<!doctype html><title>Folio</title>');
     mkdirSync(join(proj, 'native/build/Release'), { recursive: true });
     cpSync(addon, join(proj, 'native/build/Release/folio.node'));
+    // The Vulkan backend where this build has one (dlopen'ed from beside the addon, so unpacked too).
+    const vulkan = join(dirname(addon), 'libfolio-vulkan.so');
+    if (existsSync(vulkan)) cpSync(vulkan, join(proj, 'native/build/Release/libfolio-vulkan.so'));
     symlinkSync(join(repoRoot, 'node_modules'), join(proj, 'node_modules'));
     // An "Electron" whose only Electron part is the fuse wire (sentinel, version 1, 8 fuses, Electron's defaults).
     const electronDist = join(proj, 'electron-dist');
@@ -2122,6 +2131,7 @@ describe('packaging: build/electron-builder.yml', () => {
       assert.equal(entries.get(f)?.unpacked, undefined, `${f} is in the asar`);
     for (const f of [
       'native/build/Release/folio.node',
+      ...(existsSync(vulkan) ? ['native/build/Release/libfolio-vulkan.so'] : []),
       'node_modules/pdfjs-dist/legacy/build/pdf.mjs',
       'node_modules/better-sqlite3/build/Release/better_sqlite3.node',
     ]) {

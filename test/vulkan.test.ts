@@ -21,7 +21,7 @@ import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 
 import { addonPath } from '../electron/engine/binding.ts';
-import { repoRoot } from './helpers/shared.ts';
+import { missing, repoRoot, sharedModel } from './helpers/shared.ts';
 
 const name =
   process.platform === 'win32'
@@ -131,4 +131,99 @@ test('the GPU path end to end on Vulkan (stories260K against the CPU backend)', 
   // The others are reported as skipped ("does not match pattern"); these four must have run and passed.
   for (const name of ['setup', 'logits at every position', 'ada-snapkv keeps', 'sessions saved'])
     assert.match(out, new RegExp(`^\\s*ok \\d+ - GPU: ${name}(?!.*# SKIP).*$`, 'm'), `GPU: ${name}… ran and passed`);
+});
+
+// Chosen by name, without FOLIO_GPU_LIBRARY: the engine finds libfolio-vulkan beside itself. `auto` leaves a
+// software device (lavapipe) and an integrated GPU to the CPU and says so; `--backend vulkan` runs on it,
+// with the CPU's greedy tokens; `folio bench --backend vulkan` runs and marks lavapipe's numbers.
+const stories = sharedModel('stories260K.gguf');
+const folio = (args: string[]) => {
+  const env: NodeJS.ProcessEnv = { ...process.env };
+  delete env.FOLIO_GPU_LIBRARY;
+  delete env.FOLIO_GPU;
+  delete env.FOLIO_GPU_PARTIAL;
+  const r = spawnSync(process.execPath, ['electron/cli/folio.mjs', ...args, '--json'], {
+    cwd: repoRoot,
+    env,
+    encoding: 'utf8',
+    timeout: 600_000,
+  });
+  assert.equal(r.status, 0, `folio ${args.join(' ')}: ${r.stdout}\n${r.stderr}`);
+  return JSON.parse(r.stdout.trim().split('\n').at(-1) ?? '');
+};
+test('the engine picks Vulkan by name (--backend vulkan), auto by device type, and bench runs on it', {
+  skip:
+    notBuilt() ||
+    (existsSync(join(dirname(addonPath()), name)) ? false : `${name} is not beside the addon`) ||
+    missing(stories),
+  timeout: 900_000,
+}, (t) => {
+  const info = folio(['info', '--model', stories]);
+  const vulkan = spawnSync(statusBin, [], {
+    env: { ...process.env, FOLIO_GPU_LIBRARY: library },
+    encoding: 'utf8',
+  }).stdout;
+  if (!/available=1/.test(vulkan)) {
+    t.skip(`no usable Vulkan device: ${vulkan.trim()}`);
+    return;
+  }
+  const gpuDevice = /llvmpipe|lavapipe|SwiftShader/i.test(vulkan) ? 'software' : 'gpu';
+  if (gpuDevice === 'software') {
+    assert.equal(info.backend, 'cpu');
+    assert.match(
+      info.backendReason,
+      /is a software device on the CPU, which auto leaves to the CPU \(backend 'vulkan' uses it\)/,
+    );
+  }
+  const args = ['--model', stories, '--prompt', 'Once upon a time', '--n', '24', '--temp', '0'];
+  const onCpu = folio(['generate', ...args, '--backend', 'cpu']);
+  const onVulkan = folio(['generate', ...args, '--backend', 'vulkan']);
+  assert.deepEqual(onVulkan.tokens, onCpu.tokens);
+  const bench = folio([
+    'bench',
+    '--model',
+    stories,
+    '--backend',
+    'vulkan',
+    '--prompt-tokens',
+    '32',
+    '--gen-tokens',
+    '8',
+    '--repeats',
+    '1',
+  ]);
+  assert.equal(bench.backend, 'vulkan');
+  assert.ok(bench.device && bench.prefill_tokens_per_s > 0 && bench.decode_tokens_per_s > 0);
+  assert.equal(bench.software_device, gpuDevice === 'software');
+});
+
+// A weight larger than the device allocates at once (FOLIO_VULKAN_MAX_ALLOC lowers lavapipe's 2 GiB) runs in
+// parts with exactly the unsplit results (gpu-reference.test.ts tests the rule on the reference library).
+test('Vulkan: weights larger than the largest allocation run in parts', {
+  skip: notBuilt() || missing(stories),
+  timeout: 600_000,
+}, (t) => {
+  const run = (limit?: number) => {
+    const env: NodeJS.ProcessEnv = { ...process.env, FOLIO_GPU_LIBRARY: library };
+    if (limit) env.FOLIO_VULKAN_MAX_ALLOC = String(limit);
+    const r = spawnSync(process.execPath, ['--import', 'tsx', 'test/helpers/gpu-run-child.ts', stories], {
+      cwd: repoRoot,
+      env,
+      encoding: 'utf8',
+      timeout: 300_000,
+    });
+    return { status: r.status, stderr: r.stderr, out: r.status === 0 ? JSON.parse(r.stdout) : null };
+  };
+  const whole = run();
+  if (whole.status !== 0 && /no GPU/.test(whole.stderr)) {
+    t.skip(`no usable Vulkan device: ${whole.stderr.trim().split('\n')[0]}`);
+    return;
+  }
+  // 100,000 bytes: less than the token embedding (512 x 64 F32, 128 KiB), more than the attention's scratch
+  const parts = run(100_000);
+  assert.equal(whole.status, 0, whole.stderr);
+  assert.equal(parts.status, 0, parts.stderr);
+  assert.ok(parts.out.device.maxAllocationBytes < 131_072);
+  assert.deepEqual(parts.out.logits, whole.out.logits);
+  assert.deepEqual(parts.out.tokens, whole.out.tokens);
 });

@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import type { ParseArgsConfig } from 'node:util';
 
 import { loadAddon, type CompressOptions, type Model } from '../engine/binding.ts';
+import { BACKEND_CHOICES, type BackendChoice } from '../engine/compute-backends.ts';
 import { BudgetValue, DEFAULT_BETA, DEFAULT_WINDOW } from '../kv/budget.ts';
 import { isCompressionMethod, METHOD_NAMES, RECOMMENDED_METHOD, type CompressionMethod } from '../kv/methods.ts';
 
@@ -68,13 +69,13 @@ export function sessionOptions(v: Values) {
   const kvType = str(v, 'kv-type') ?? 'f16';
   if (kvType !== 'f16' && kvType !== 'f32') throw new UsageError(`--kv-type must be f16 or f32, not '${kvType}'`);
   const backend = str(v, 'backend') ?? 'auto';
-  if (backend !== 'auto' && backend !== 'cpu' && backend !== 'cuda')
-    throw new UsageError(`--backend must be auto, cpu or cuda, not '${backend}'`);
+  if (!(BACKEND_CHOICES as readonly string[]).includes(backend))
+    throw new UsageError(`--backend must be ${BACKEND_CHOICES.join(', ')}, not '${backend}'`);
   return {
     nThreads: int(v, 'threads', 0),
     nCtx: int(v, 'ctx', 0),
     kvType: kvType as 'f16' | 'f32',
-    backend: backend as 'auto' | 'cpu' | 'cuda',
+    backend: backend as BackendChoice,
   };
 }
 

@@ -36,7 +36,8 @@ function help(): string {
     Object.entries(commands)
       .map(([name, c]) => `  ${name.padEnd(10)} ${c.summary}\n      ${c.usage}`)
       .join('\n') +
-    '\n'
+    '\n\ngenerate, logits, compress, chat, eval and bench take --backend auto|cpu|cuda|vulkan: auto (the default) runs on\n' +
+    'CUDA, else on a discrete Vulkan GPU (any GPU on macOS), else on the CPU; `folio info` says which and why.\n'
   );
 }
 

@@ -6,6 +6,9 @@ import { fileURLToPath } from 'node:url';
 import type { ResolvedBudget } from '../kv/budget.ts';
 import type { CompressionMethod, MethodRow } from '../kv/methods.ts';
 import type { EngineCompressionStats, StatsSchema } from '../kv/stats.ts';
+import type { BackendChoice, ComputeBackend, GpuBackend } from './compute-backends.ts';
+
+export { COMPUTE_BACKENDS, type ComputeBackend, type GpuBackend } from './compute-backends.ts';
 
 /** Errors thrown by the addon carry a stable code (GGUF_TRUNCATED, UNSUPPORTED_ARCH, ...). */
 export interface EngineError extends Error {
@@ -64,6 +67,7 @@ export interface OpsBinding {
   gpuCopyBandwidth(
     mib?: number,
     passes?: number,
+    backend?: GpuBackend,
   ): { bytesPerSecond: number; bytes: number; passes: number; seconds: number };
 }
 
@@ -138,7 +142,7 @@ export interface ModelInfo {
   /** The kernel ISA in use: scalar, avx2, avx512 or neon. */
   isa: string;
   /** The backend sessions get by default, and why (see FolioAddon.backendInfo). */
-  backend: 'cpu' | 'cuda';
+  backend: ComputeBackend;
   backendReason: string;
 }
 
@@ -153,8 +157,9 @@ export interface SessionOptions {
   kvType?: 'f16' | 'f32';
   /** 'reference': the slow, obviously correct attention the fast one is tested against (CPU only). */
   attention?: 'fast' | 'reference';
-  /** Where the forward pass runs: 'auto' (default: the GPU when backendInfo() has one), 'cpu' or 'cuda'. */
-  backend?: 'auto' | 'cpu' | 'cuda';
+  /** Where the forward pass runs: 'auto' (default: backendInfo().backend), or a backend by name (a GPU one
+   * must be usable: backendInfo().gpus says why not). */
+  backend?: BackendChoice;
 }
 
 export interface PrefillResult {
@@ -264,7 +269,7 @@ export interface Session {
   readonly nCtx: number;
   readonly nThreads: number;
   /** Where this session's forward pass runs. */
-  readonly backend: 'cpu' | 'cuda';
+  readonly backend: ComputeBackend;
   readonly busy: boolean;
   prefill(
     tokens: Int32Array | number[],
@@ -338,22 +343,32 @@ export interface KvOps {
   defaultChunk(B: number, nCtx: number): number;
 }
 
-/** The compute backend sessions get by default, and why. */
-export interface BackendInfo {
-  backend: 'cpu' | 'cuda';
+/** One GPU library's outcome, or (backendInfo() itself) the one `auto` runs on. */
+export interface GpuStatus {
+  /** The backend: the GPU's kind when it is usable, else 'cpu'. */
+  backend: ComputeBackend;
   gpuAvailable: boolean;
-  /** The libfolio-cuda path tried ('' when none: GPU turned off, macOS). */
+  /** The library path tried ('' when none: GPU turned off, or no GPU chosen). */
   library: string;
-  /** Why the GPU is not used (library missing, no driver, no device), or which device is. */
+  /** Why the GPU is not used (library missing, no driver, no device, a device auto leaves alone), or which is. */
   reason: string;
   device?: {
     name: string;
     runtime: string;
+    /** 'auto' takes a discrete GPU (any GPU on macOS); a software device ('cpu', lavapipe) only when named. */
+    type: 'discrete' | 'integrated' | 'virtual' | 'cpu';
     computeCapability: string;
     multiprocessors: number;
     totalBytes: number;
     freeBytes: number;
+    /** The largest single allocation (0: no limit below its memory); larger weights are uploaded in parts. */
+    maxAllocationBytes: number;
   };
+}
+
+/** The compute backend sessions get by default ('auto'), and why; and each GPU library's own outcome. */
+export interface BackendInfo extends GpuStatus {
+  gpus: (GpuStatus & { kind: GpuBackend })[];
 }
 
 export interface FolioAddon {

@@ -203,7 +203,7 @@ function backendLabel(addon: FolioAddon) {
   const b = addon.backendInfo();
   if (b.gpuAvailable && b.device) {
     const { name, freeBytes, totalBytes } = b.device;
-    return { backend: `cuda (${name})`, backendReason: b.reason, gpu: { name, freeBytes, totalBytes } };
+    return { backend: `${b.backend} (${name})`, backendReason: b.reason, gpu: { name, freeBytes, totalBytes } };
   }
   return { backend: `cpu (${addon.ops.bestIsa()})`, backendReason: b.reason, gpu: null };
 }

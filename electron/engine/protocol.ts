@@ -21,6 +21,7 @@ import { BudgetValue } from '../kv/budget.ts';
 import { CompressionMethod } from '../kv/methods.ts';
 import { EngineCompressionStats } from '../kv/stats.ts';
 import type * as B from './binding.ts';
+import { BACKEND_CHOICES, COMPUTE_BACKENDS } from './compute-backends.ts';
 
 export const PROTOCOL_VERSION = 1;
 
@@ -84,6 +85,7 @@ export const SessionOptions = z.strictObject({
   nThreads: Int.min(0).max(1024).optional(),
   kvType: z.enum(['f16', 'f32']).optional(),
   attention: z.enum(['fast', 'reference']).optional(),
+  backend: z.enum(BACKEND_CHOICES).optional(),
 });
 
 export { CompressionMethod };
@@ -148,7 +150,7 @@ export const ModelInfo = z.object({
   }),
   chatTemplate: z.string(),
   isa: z.string(),
-  backend: z.enum(['cpu', 'cuda']),
+  backend: z.enum(COMPUTE_BACKENDS),
   backendReason: z.string(),
 });
 
@@ -373,7 +375,8 @@ export const HelloMessage = z.discriminatedUnion('ok', [
     transport: z.enum(['node-ipc', 'electron-parent-port']),
     addonPath: z.string(),
     napiVersion: Num,
-    /** The compute backend, e.g. "cpu (avx2)" or "cuda (NVIDIA H200)", and why it is that one. */
+    /** The compute backend, e.g. "cpu (avx2)", "cuda (NVIDIA H200)" or "vulkan (AMD Radeon RX 7900 XTX)", and
+     * why it is that one. */
     backend: z.string(),
     backendReason: z.string(),
     /** The GPU the engine computes on, with its memory when the host started; null on the CPU. */

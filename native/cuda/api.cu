@@ -46,6 +46,8 @@ int api_device_info(folio_gpu_device_info* out) {
   out->compute_major = prop.major;
   out->compute_minor = prop.minor;
   out->multiprocessors = prop.multiProcessorCount;
+  out->device_type = prop.integrated ? FOLIO_GPU_DEVICE_INTEGRATED : FOLIO_GPU_DEVICE_DISCRETE;
+  out->max_alloc_bytes = 0;  // cudaMalloc takes what the memory holds
   size_t free_b = 0, total_b = 0;
   e = cudaMemGetInfo(&free_b, &total_b);
   if (e != cudaSuccess) return fail("device_info", e);

@@ -995,8 +995,9 @@ int main(int argc, char** argv) {
 #else
     setenv("FOLIO_GPU_PARTIAL", "1", 1);
 #endif
-    if (gpu::api()) {
-      gpu = backend::gpu_backend();
+    gpu::Kind kind = gpu::Kind::Cuda;
+    if (gpu::status().available && gpu::kind_from_name(gpu::status().backend, kind)) {
+      gpu = backend::gpu_backend(kind);
       backends.emplace_back(gpu.get(), gpu::status().reason);
     } else if (which == "gpu") {
       std::printf("backend-ops: SKIP: %s\n", gpu::status().reason.c_str());
@@ -1013,7 +1014,7 @@ int main(int argc, char** argv) {
     std::printf("backend-ops: %s on %s; seed %u\n", be->name(), where.c_str(), seed);
     for (const Op& op : ops) {
       if (!wanted(op.name) || g_dead) continue;
-      if (be == gpu.get() && !gpu_has(*gpu::api(), op.name)) {
+      if (be == gpu.get() && !gpu_has(*gpu::status().api, op.name)) {
         std::printf("backend-ops: %s is not supported by this GPU backend (not in its table): SKIP\n", op.name);
         continue;
       }

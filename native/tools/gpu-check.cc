@@ -103,7 +103,7 @@ int run_e2e(const std::map<std::string, std::string>& f) {
       rows.emplace_back(line.substr(0, colon), v);
     }
     for (size_t i = 0; i + 1 < rows.size(); i += 2) {
-      Session s(m, params(BackendKind::Cuda, 512));
+      Session s(m, params(automatic_backend(), 512));
       std::vector<float> logits;
       s.prefill(rows[i].second, false, logits, nullptr, nullptr);
       const GenerateResult r = greedy(s, int32_t(rows[i + 1].second.size()));
@@ -113,7 +113,7 @@ int run_e2e(const std::map<std::string, std::string>& f) {
 
   const std::vector<int32_t> prompt = make_prompt(m, 300);
   {
-    Session c(m, params(BackendKind::Cpu, 512)), g(m, params(BackendKind::Cuda, 512));
+    Session c(m, params(BackendKind::Cpu, 512)), g(m, params(automatic_backend(), 512));
     std::vector<float> lc, lg;
     auto t0 = Clock::now();
     c.prefill(prompt, true, lc, nullptr, nullptr);
@@ -128,7 +128,7 @@ int run_e2e(const std::map<std::string, std::string>& f) {
   }
   {
     // One token at a time on the GPU: the decode kernels against the batched prefill.
-    Session a(m, params(BackendKind::Cuda, 512)), b(m, params(BackendKind::Cuda, 512));
+    Session a(m, params(automatic_backend(), 512)), b(m, params(automatic_backend(), 512));
     std::vector<float> all, one;
     const std::vector<int32_t> head(prompt.begin(), prompt.begin() + 40);
     a.prefill(head, true, all, nullptr, nullptr);
@@ -145,7 +145,7 @@ int run_e2e(const std::map<std::string, std::string>& f) {
     kv::CompressOptions o;
     o.method = spec;
     o.budget_ratio = 0.3;
-    Session c(m, params(BackendKind::Cpu, 512)), g(m, params(BackendKind::Cuda, 512));
+    Session c(m, params(BackendKind::Cpu, 512)), g(m, params(automatic_backend(), 512));
     const kv::CompressionStats sc = c.compress(prompt, o, nullptr, nullptr);
     const kv::CompressionStats sg = g.compress(prompt, o, nullptr, nullptr);
     bool same_kept = sc.token_retention == sg.token_retention && sc.kv_bytes_kept == sg.kv_bytes_kept;
@@ -166,7 +166,7 @@ int run_e2e(const std::map<std::string, std::string>& f) {
     kv::CompressOptions o;
     o.method = kv::parse_method("ada-snapkv");
     o.budget_ratio = 0.25;
-    Session g(m, params(BackendKind::Cuda, 512));
+    Session g(m, params(automatic_backend(), 512));
     g.compress(prompt, o, nullptr, nullptr);
     const std::filesystem::path tmp = std::filesystem::temp_directory_path();
     const std::string a = (tmp / "folio-gpu-check-a.session").string(),
@@ -174,7 +174,7 @@ int run_e2e(const std::map<std::string, std::string>& f) {
     g.save(a, "{}");
     auto on_cpu = Session::load(m, a, params(BackendKind::Cpu, 512), nullptr);
     on_cpu->save(b, "{}");
-    auto on_gpu = Session::load(m, b, params(BackendKind::Cuda, 512), nullptr);
+    auto on_gpu = Session::load(m, b, params(automatic_backend(), 512), nullptr);
     const auto x = greedy(g, 16).tokens, y = greedy(*on_cpu, 16).tokens, z = greedy(*on_gpu, 16).tokens;
     check(x == y && x == z, "a session saved on the GPU continues the same on the CPU, and back");
     // Fork and truncate on the device.
@@ -205,14 +205,14 @@ double median(std::vector<double> v) {
 double copy_bandwidth() {
   const folio_gpu_api& g = gpu::require();
   const size_t bytes = size_t(2) << 30;
-  gpu::Buffer a(bytes), b(bytes);
-  gpu::check(g.zero(a.get(), bytes), "zero");
+  gpu::Buffer a(g, bytes), b(g, bytes);
+  gpu::check(g, g.zero(a.get(), bytes), "zero");
   double best = 1e9;
   for (int p = 0; p < 6; p++) {
-    gpu::check(g.synchronize(), "sync");
+    gpu::check(g, g.synchronize(), "sync");
     const auto t0 = Clock::now();
-    gpu::check(g.copy(b.get(), a.get(), bytes), "copy");
-    gpu::check(g.synchronize(), "sync");
+    gpu::check(g, g.copy(b.get(), a.get(), bytes), "copy");
+    gpu::check(g, g.synchronize(), "sync");
     if (p > 0) best = std::min(best, seconds_since(t0));
   }
   return double(2 * bytes) / best;
@@ -227,7 +227,7 @@ int run_bench(const std::map<std::string, std::string>& f) {
   std::vector<int32_t> prompt(static_cast<size_t>(std::max(P, LONG)));
   for (size_t i = 0; i < prompt.size(); i++) prompt[i] = int32_t(256 + (i * 7919 + 104729) % size_t(hp.n_vocab - 300));
   ContextParams cp;
-  cp.backend = BackendKind::Cuda;
+  cp.backend = automatic_backend();
   cp.n_ctx = std::min(hp.n_ctx_train, std::max(P + G + 8, LONG + G + 8));
   {
     Session warm(m, cp);  // uploads the weights

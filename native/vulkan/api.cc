@@ -30,6 +30,13 @@ int device_info(folio_gpu_device_info* out) {
   out->compute_major = int32_t(VK_API_VERSION_MAJOR(d.props.apiVersion));
   out->compute_minor = int32_t(VK_API_VERSION_MINOR(d.props.apiVersion));
   out->multiprocessors = 0;  // Vulkan does not say
+  switch (d.props.deviceType) {
+    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: out->device_type = FOLIO_GPU_DEVICE_DISCRETE; break;
+    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: out->device_type = FOLIO_GPU_DEVICE_INTEGRATED; break;
+    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: out->device_type = FOLIO_GPU_DEVICE_VIRTUAL; break;
+    default: out->device_type = FOLIO_GPU_DEVICE_CPU; break;  // CPU (lavapipe) or OTHER
+  }
+  out->max_alloc_bytes = max_allocation();
   // The device-local heaps' size; free is that less what this library holds (other processes unseen).
   uint64_t total = 0;
   for (uint32_t i = 0; i < d.memory.memoryHeapCount; i++)

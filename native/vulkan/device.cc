@@ -41,6 +41,17 @@ const char* result_name(VkResult r) {
   }
 }
 
+#if defined(__APPLE__)
+// The folder of this library (libfolio-vulkan), where a packaged app keeps its MoltenVK.
+std::string own_folder() {
+  Dl_info info{};
+  if (!dladdr(reinterpret_cast<void*>(&own_folder), &info) || !info.dli_fname) return "";
+  const std::string p(info.dli_fname);
+  const size_t slash = p.find_last_of('/');
+  return slash == std::string::npos ? std::string(".") : p.substr(0, slash);
+}
+#endif
+
 void* open_loader(std::string& err) {
 #if defined(_WIN32)
   void* h = reinterpret_cast<void*>(LoadLibraryA("vulkan-1.dll"));
@@ -48,13 +59,16 @@ void* open_loader(std::string& err) {
   return h;
 #else
 #if defined(__APPLE__)
-  const char* names[] = {"libvulkan.1.dylib", "libvulkan.dylib", "libMoltenVK.dylib"};
+  // The system's loader (the Vulkan SDK, Homebrew's vulkan-loader), else MoltenVK itself: it exports
+  // vkGetInstanceProcAddr and runs without a loader, from the system or from beside this library.
+  const std::vector<std::string> names = {"libvulkan.1.dylib", "libvulkan.dylib", "libMoltenVK.dylib",
+                                          own_folder() + "/libMoltenVK.dylib"};
 #else
-  const char* names[] = {"libvulkan.so.1", "libvulkan.so"};
+  const std::vector<std::string> names = {"libvulkan.so.1", "libvulkan.so"};
 #endif
-  for (const char* n : names)
-    if (void* h = dlopen(n, RTLD_NOW | RTLD_LOCAL)) return h;
-  err = std::string("no Vulkan loader (") + names[0] + " is not installed: " + dlerror() + ")";
+  for (const std::string& n : names)
+    if (void* h = dlopen(n.c_str(), RTLD_NOW | RTLD_LOCAL)) return h;
+  err = "no Vulkan loader (" + names[0] + " is not installed: " + dlerror() + ")";
   return nullptr;
 #endif
 }
@@ -77,6 +91,9 @@ int type_rank(VkPhysicalDeviceType t) {
     default: return 3;
   }
 }
+
+constexpr uint32_t kMaxGroupInvocations = 256;         // local_size_x of the widest kernels
+constexpr uint32_t kMaxSharedBytes = 2 * 32 * 33 * 4;  // matmul.comp's ws and xs tiles
 
 // What the kernels need: Vulkan 1.2 with buffer device addresses (the table's pointers are device
 // addresses), 64-bit integers (their arithmetic), 8- and 16-bit storage (quantized blocks, F16 values).
@@ -102,8 +119,26 @@ bool suitable(VkPhysicalDevice pd, std::string& why) {
                         : !f11.storageBuffer16BitAccess ? "storageBuffer16BitAccess"
                         : !f12.shaderInt8               ? "shaderInt8"
                                                         : nullptr;
-  if (missing) why = std::string("it lacks the feature ") + missing;
-  return !missing;
+  if (missing) {
+    why = std::string("it lacks the feature ") + missing;
+    return false;
+  }
+  // The kernels' fixed shapes (shaders/*.comp): work groups of up to 256 invocations and up to 8.3 KiB of
+  // shared memory (matmul's two 32 x 33 tiles). Vulkan guarantees only 128 invocations and 16 KiB; no
+  // subgroup operations are used, so the subgroup size does not matter.
+  const VkPhysicalDeviceLimits& lim = p.limits;
+  if (lim.maxComputeWorkGroupInvocations < kMaxGroupInvocations ||
+      lim.maxComputeWorkGroupSize[0] < kMaxGroupInvocations) {
+    why = "its compute work groups hold " + std::to_string(lim.maxComputeWorkGroupInvocations) + " invocations, " +
+          std::to_string(kMaxGroupInvocations) + " are needed";
+    return false;
+  }
+  if (lim.maxComputeSharedMemorySize < kMaxSharedBytes) {
+    why = "its work groups share " + std::to_string(lim.maxComputeSharedMemorySize) + " bytes, " +
+          std::to_string(kMaxSharedBytes) + " are needed";
+    return false;
+  }
+  return true;
 }
 
 bool create_instance(std::string& err) {
@@ -143,7 +178,15 @@ bool create_instance(std::string& err) {
   ci.enabledExtensionCount = 1;
   ci.ppEnabledExtensionNames = ext;
 #endif
-  if (VkResult r = vk.vkCreateInstance(&ci, nullptr, &g_device.instance); r != VK_SUCCESS) {
+  VkResult r = vk.vkCreateInstance(&ci, nullptr, &g_device.instance);
+#if defined(__APPLE__)
+  if (r == VK_ERROR_EXTENSION_NOT_PRESENT) {  // MoltenVK opened without a loader: nothing to enumerate
+    ci.flags = 0;
+    ci.enabledExtensionCount = 0;
+    r = vk.vkCreateInstance(&ci, nullptr, &g_device.instance);
+  }
+#endif
+  if (r != VK_SUCCESS) {
     err = std::string("no Vulkan instance: ") + result_name(r);
     return false;
   }

@@ -19,6 +19,9 @@ struct Located {
 };
 Located locate(const void* p, size_t bytes);
 
+// The largest allocation the device makes (what alloc refuses above): its maxMemoryAllocationSize, its
+// maxBufferSize, or FOLIO_VULKAN_MAX_ALLOC (bytes) where that is lower (for tests), less the alignment pad.
+uint64_t max_allocation();
 int alloc(size_t bytes, void** out);
 int free_memory(void* p);
 int upload(void* dst, const void* src_host, size_t bytes);

@@ -19,7 +19,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-import { addonPath, loadAddon } from '../../engine/binding.ts';
+import { addonPath, loadAddon, type ComputeBackend, type GpuStatus } from '../../engine/binding.ts';
 import { type Command, type Values, common, int, print, sessionOptions, str, UsageError } from '../args.ts';
 import { alignColumns } from '../text-table.ts';
 
@@ -57,8 +57,12 @@ export interface BenchResult {
   weight_bytes: number;
   tensor_types: Record<string, number>;
   isa: string;
-  /** Where the forward pass ran; on 'cuda' the bandwidth is the GPU's device-to-device copy rate. */
-  backend: 'cpu' | 'cuda';
+  /** Where the forward pass ran; on a GPU the bandwidth is its device-to-device copy rate. */
+  backend: ComputeBackend;
+  /** The GPU it ran on (null on the CPU), and whether that is a software device (lavapipe: numbers that say
+   * the backend runs, not how fast a GPU would). */
+  device: string | null;
+  software_device: boolean;
   threads: number;
   prompt_tokens: number;
   gen_tokens: number;
@@ -187,11 +191,14 @@ async function benchModel(path: string, v: Values): Promise<BenchResult> {
   const G = int(v, 'gen-tokens', 128, 1);
   const R = int(v, 'repeats', 3, 1);
   const addon = loadAddon();
-  // The memory the weights are read from: the machine's RAM, or the GPU's (a device-to-device copy).
-  let backend: 'cpu' | 'cuda' = 'cpu';
+  // The memory the weights are read from: the machine's RAM, or the GPU's (a device-to-device copy of up to
+  // 1 GiB twice, within a quarter of its memory).
+  let backend: ComputeBackend = 'cpu';
+  let gpu: GpuStatus['device'];
   const probe = (threads: number) =>
-    backend === 'cuda'
-      ? addon.ops.gpuCopyBandwidth(1024, 3).bytesPerSecond
+    backend !== 'cpu'
+      ? addon.ops.gpuCopyBandwidth(Math.max(16, Math.min(1024, (gpu?.totalBytes ?? 0) / 4 / 2 ** 20)), 3, backend)
+          .bytesPerSecond
       : addon.ops.readBandwidth(threads, 256, 3).bytesPerSecond;
   const memory = peakMemory();
   const header = addon.readGguf(path);
@@ -212,6 +219,7 @@ async function benchModel(path: string, v: Values): Promise<BenchResult> {
     const s = model.createSession(opts);
     threads = s.nThreads;
     backend = s.backend;
+    gpu = addon.backendInfo().gpus.find((g) => g.kind === backend)?.device;
     await s.prefill(prompt.subarray(0, Math.min(P, 32)));
     await s.generate({ n: 4, temperature: 0 });
     s.dispose();
@@ -278,6 +286,8 @@ async function benchModel(path: string, v: Values): Promise<BenchResult> {
     tensor_types: info.tensorTypes,
     isa: info.isa,
     backend,
+    device: gpu?.name ?? null,
+    software_device: gpu?.type === 'cpu',
     threads,
     prompt_tokens: P,
     gen_tokens: G,
@@ -305,7 +315,7 @@ function table(results: BenchResult[]): string {
     rows.push([
       basename(r.model),
       gib(r.weight_bytes),
-      r.backend === 'cuda' ? 'cuda' : r.isa,
+      r.backend === 'cpu' ? r.isa : r.backend,
       String(r.threads),
       `${r.prefill_tokens_per_s.toFixed(1)} (pp${r.prompt_tokens})`,
       `${r.decode_tokens_per_s.toFixed(1)} (tg${r.gen_tokens})`,
@@ -316,10 +326,16 @@ function table(results: BenchResult[]): string {
     ]);
   }
   const R = results[0]?.repeats ?? 0;
+  const gpus = [...new Set(results.filter((r) => r.device).map((r) => `${r.backend} on ${r.device}`))];
+  const software = results.some((r) => r.software_device);
   return (
     alignColumns(rows) +
-    `\nmedians of ${R} runs; read GB/s: the machine's read bandwidth, probed before each decode run; ` +
-    'bound = read bandwidth / (weight + KV bytes read per decoded token)\n'
+    `\nmedians of ${R} runs; read GB/s: the machine's read bandwidth (a GPU's: a device-to-device copy), probed ` +
+    'before each decode run; bound = read bandwidth / (weight + KV bytes read per decoded token)\n' +
+    (gpus.length ? `GPU: ${gpus.join(', ')}\n` : '') +
+    (software
+      ? 'a software device (on the CPU): these numbers say the backend runs, not how fast a GPU would run it\n'
+      : '')
   );
 }
 

@@ -42,6 +42,9 @@ class Backend {
   virtual const char* name() const = 0;  // "cpu", "cuda"
   // True when the backend's memory is the host's: its pointers can be read and written directly.
   virtual bool host_memory() const = 0;
+  // The largest single allocation it makes (0: no limit below its memory). A weight larger than this comes
+  // in parts (quant/weight.h: Weight::parts), which matmul and get_rows take.
+  virtual size_t max_allocation() const { return 0; }
 
   // memory
   virtual void* alloc(size_t bytes) = 0;  // 64-byte aligned at least

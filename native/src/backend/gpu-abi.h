@@ -22,7 +22,7 @@
 extern "C" {
 #endif
 
-#define FOLIO_GPU_ABI_VERSION 2 /* 2: folio_gpu_rope.mscale; geglu and scale */
+#define FOLIO_GPU_ABI_VERSION 3 /* 2: folio_gpu_rope.mscale; geglu and scale. 3: device_type, max_alloc_bytes */
 
 typedef struct {
   char name[256];   /* e.g. "NVIDIA H200" */
@@ -30,7 +30,14 @@ typedef struct {
   int32_t compute_major, compute_minor;
   int32_t multiprocessors;
   uint64_t total_bytes, free_bytes;
+  int32_t device_type;      /* FOLIO_GPU_DEVICE_*: what `auto` weighs (a discrete GPU beats the CPU) */
+  uint64_t max_alloc_bytes; /* the largest single allocation the device makes (0: no limit below its memory) */
 } folio_gpu_device_info;
+
+#define FOLIO_GPU_DEVICE_DISCRETE 0
+#define FOLIO_GPU_DEVICE_INTEGRATED 1 /* shares the host's memory */
+#define FOLIO_GPU_DEVICE_VIRTUAL 2
+#define FOLIO_GPU_DEVICE_CPU 3 /* a software device (lavapipe, the test library) */
 
 /* One layer of the flat per-head KV cache on the device (kv/flat-cache.h): KV head g's entries are
  * k[offset[g] .. offset[g] + len[g]) (rows of head_dim elements), the same rows of v (head_dim_v) and

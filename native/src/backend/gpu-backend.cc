@@ -1,7 +1,9 @@
 #include "backend/gpu-backend.h"
 
 #include <algorithm>
+#include <map>
 #include <mutex>
+#include <vector>
 
 #include "backend/gpu-kv-cache.h"
 #include "backend/gpu-loader.h"
@@ -52,10 +54,11 @@ const gpu::KvCache& device(const KvStore& kv) {
 
 class GpuBackend final : public Backend {
  public:
-  GpuBackend() : api_(gpu::require()) {}
+  explicit GpuBackend(const gpu::Status& st) : api_(*st.api), max_alloc_(st.device.max_alloc_bytes) {}
 
   const char* name() const override { return api_.backend; }
   bool host_memory() const override { return false; }
+  size_t max_allocation() const override { return size_t(max_alloc_); }
 
   void* alloc(size_t bytes) override {
     void* p = nullptr;
@@ -75,9 +78,11 @@ class GpuBackend final : public Backend {
   void synchronize() override { run(op(api_.synchronize, "synchronize")(), "GPU forward"); }
 
   void matmul(const Weight& W, const float* x, int64_t n, float* y) override {
+    if (W.parts) return matmul_parts(W, x, n, y);
     run(op(api_.matmul, "matmul")(W.data, int32_t(W.type), W.rows, W.cols, W.row_bytes, x, n, y), "GPU matmul");
   }
   void get_rows(const Weight& W, const int32_t* ids, int64_t n, float* out) override {
+    if (W.parts) return get_rows_parts(W, ids, n, out);
     run(op(api_.get_rows, "get_rows")(W.data, int32_t(W.type), W.cols, W.row_bytes, ids, n, out), "GPU embedding");
   }
   void rms_norm(const float* x, const float* g, float* y, int64_t n, int64_t width, float eps) override {
@@ -102,10 +107,10 @@ class GpuBackend final : public Backend {
 
   std::unique_ptr<KvStore> make_kv_store(int n_layer, int n_head_kv, int head_dim, int head_dim_v,
                                          KvType type) override {
-    return std::make_unique<GpuKvStore>(gpu::KvCache(n_layer, n_head_kv, head_dim, head_dim_v, type));
+    return std::make_unique<GpuKvStore>(gpu::KvCache(api_, n_layer, n_head_kv, head_dim, head_dim_v, type));
   }
   std::unique_ptr<KvStore> kv_store_from_host(FlatKvCache cache) override {
-    return std::make_unique<GpuKvStore>(gpu::KvCache::from_host(cache));
+    return std::make_unique<GpuKvStore>(gpu::KvCache::from_host(api_, cache));
   }
 
   void attention(const float* q, const KvStore& kv, int l, int64_t m, int n_head, float* out) override {
@@ -147,7 +152,51 @@ class GpuBackend final : public Backend {
   }
 
  private:
-  static void run(int rc, const char* what) { gpu::check(rc, what); }
+  void run(int rc, const char* what) const { gpu::check(api_, rc, what); }
+
+  // A weight in parts (a device that allocates less than it at once): part p's products are columns
+  // [row0, row0 + rows) of y, together for one token; for more they go through a scratch matrix and one
+  // copy per token and part (rare: the output matrix of a large vocabulary, for every position's logits).
+  void matmul_parts(const Weight& W, const float* x, int64_t n, float* y) {
+    if (n == 1) {
+      for (const WeightPart& p : *W.parts) matmul(W.part(p), x, 1, y + p.row0);
+      return;
+    }
+    std::vector<Buffer> scratch;  // one per part: a part's copies may still be queued when the next part runs
+    for (const WeightPart& p : *W.parts) {
+      scratch.emplace_back(*this, size_t(n) * size_t(p.rows) * sizeof(float));  // [n, rows of the part]
+      float* s = scratch.back().as<float>();
+      matmul(W.part(p), x, n, s);
+      for (int64_t t = 0; t < n; t++) copy(y + t * W.rows + p.row0, s + t * p.rows, size_t(p.rows) * sizeof(float));
+    }
+    synchronize();  // the scratch matrices are freed here
+  }
+
+  // The embedding rows of a weight in parts: the ids are read back, and each part gathers its own tokens'
+  // rows, which are copied to their places.
+  void get_rows_parts(const Weight& W, const int32_t* ids, int64_t n, float* out) {
+    std::vector<int32_t> host(static_cast<size_t>(n));
+    download(host.data(), ids, size_t(n) * sizeof(int32_t));
+    Buffer local(*this, size_t(std::max<int64_t>(n, 1)) * sizeof(int32_t));                // [n] ids within their part
+    Buffer rows(*this, size_t(std::max<int64_t>(n, 1)) * size_t(W.cols) * sizeof(float));  // [n, cols]
+    int64_t done = 0;  // rows gathered so far: each part writes after the previous ones (nothing is reused)
+    for (const WeightPart& p : *W.parts) {
+      std::vector<int32_t> mine, where;
+      for (int64_t t = 0; t < n; t++)
+        if (host[size_t(t)] >= p.row0 && host[size_t(t)] < p.row0 + p.rows)
+          mine.push_back(int32_t(host[size_t(t)] - p.row0)), where.push_back(int32_t(t));
+      if (mine.empty()) continue;
+      int32_t* part_ids = local.as<int32_t>() + done;
+      float* part_rows = rows.as<float>() + done * W.cols;
+      upload(part_ids, mine.data(), mine.size() * sizeof(int32_t));
+      get_rows(W.part(p), part_ids, int64_t(mine.size()), part_rows);
+      for (size_t i = 0; i < where.size(); i++)
+        copy(out + int64_t(where[i]) * W.cols, part_rows + int64_t(i) * W.cols, size_t(W.cols) * sizeof(float));
+      done += int64_t(mine.size());
+    }
+    if (done != n) fail("INVALID_ARGUMENT", "a token id outside the embedding matrix");
+    synchronize();  // `local` and `rows` are freed here
+  }
   // An entry of the table, or GPU_ERROR where the library lacks it (a partial backend under development).
   template <class F>
   static F op(F f, const char* name) {
@@ -155,16 +204,20 @@ class GpuBackend final : public Backend {
     return f;
   }
   const folio_gpu_api& api_;
+  uint64_t max_alloc_;  // the device's largest allocation (0: no limit below its memory)
 };
 
 }  // namespace
 
-std::shared_ptr<Backend> gpu_backend() {
+std::shared_ptr<Backend> gpu_backend(gpu::Kind kind) {
   static std::mutex mu;
-  static std::shared_ptr<Backend> the;
+  static std::map<gpu::Kind, std::shared_ptr<Backend>> the;
+  const gpu::Status& st = gpu::status(kind);
+  if (!st.available) fail("GPU_UNAVAILABLE", st.reason);
   std::lock_guard<std::mutex> lock(mu);
-  if (!the) the = std::make_shared<GpuBackend>();
-  return the;
+  std::shared_ptr<Backend>& b = the[kind];
+  if (!b) b = std::make_shared<GpuBackend>(st);
+  return b;
 }
 
 }  // namespace folio::backend

@@ -8,13 +8,18 @@
 
 namespace folio::gpu {
 
-KvCache::KvCache(int n_layer, int n_head_kv, int head_dim, int head_dim_v, KvType type)
-    : layers_(size_t(n_layer)), n_head_kv_(n_head_kv), head_dim_(head_dim), head_dim_v_(head_dim_v), type_(type) {
+KvCache::KvCache(const folio_gpu_api& api, int n_layer, int n_head_kv, int head_dim, int head_dim_v, KvType type)
+    : api_(&api),
+      layers_(size_t(n_layer)),
+      n_head_kv_(n_head_kv),
+      head_dim_(head_dim),
+      head_dim_v_(head_dim_v),
+      type_(type) {
   for (int l = 0; l < n_layer; l++) {
     Layer& L = layers_[size_t(l)];
     L.heads.resize(size_t(n_head_kv));
-    L.offset = Buffer(size_t(n_head_kv) * 8);
-    L.len = Buffer(size_t(n_head_kv) * 4);
+    L.offset = Buffer(*api_, size_t(n_head_kv) * 8);
+    L.len = Buffer(*api_, size_t(n_head_kv) * 4);
     upload_segments(l);
   }
 }
@@ -44,8 +49,8 @@ void KvCache::upload_segments(int l) {
 }
 
 KvCache KvCache::clone() const {
-  KvCache c(n_layer(), n_head_kv_, head_dim_, head_dim_v_, type_);
-  const folio_gpu_api& g = require();
+  KvCache c(*api_, n_layer(), n_head_kv_, head_dim_, head_dim_v_, type_);
+  const folio_gpu_api& g = *api_;
   for (size_t l = 0; l < layers_.size(); l++) {
     const Layer& s = layers_[l];
     Layer& d = c.layers_[l];
@@ -53,12 +58,12 @@ KvCache KvCache::clone() const {
     d.pos_host = s.pos_host;
     d.capacity = s.capacity;
     if (s.capacity) {
-      d.k = Buffer(s.k.bytes());
-      d.v = Buffer(s.v.bytes());
-      d.pos = Buffer(s.pos.bytes());
-      check(g.copy(d.k.get(), s.k.get(), s.k.bytes()), "GPU copy");
-      check(g.copy(d.v.get(), s.v.get(), s.v.bytes()), "GPU copy");
-      check(g.copy(d.pos.get(), s.pos.get(), s.pos.bytes()), "GPU copy");
+      d.k = Buffer(*api_, s.k.bytes());
+      d.v = Buffer(*api_, s.v.bytes());
+      d.pos = Buffer(*api_, s.pos.bytes());
+      check(g, g.copy(d.k.get(), s.k.get(), s.k.bytes()), "GPU copy");
+      check(g, g.copy(d.v.get(), s.v.get(), s.v.bytes()), "GPU copy");
+      check(g, g.copy(d.pos.get(), s.pos.get(), s.pos.bytes()), "GPU copy");
     }
     c.upload_segments(int(l));
   }
@@ -67,31 +72,34 @@ KvCache KvCache::clone() const {
 
 void KvCache::relayout(int l, const std::vector<int32_t>& caps) {
   Layer& L = layers_[size_t(l)];
-  const folio_gpu_api& g = require();
+  const folio_gpu_api& g = *api_;
   Layer next;
   next.heads = lay_out(L.heads, caps, &next.capacity);
-  next.k = Buffer(size_t(next.capacity) * k_entry_bytes());
-  next.v = Buffer(size_t(next.capacity) * v_entry_bytes());
-  next.pos = Buffer(size_t(next.capacity) * 4);
+  next.k = Buffer(*api_, size_t(next.capacity) * k_entry_bytes());
+  next.v = Buffer(*api_, size_t(next.capacity) * v_entry_bytes());
+  next.pos = Buffer(*api_, size_t(next.capacity) * 4);
   next.offset = std::move(L.offset);
   next.len = std::move(L.len);
   next.pos_host.assign(size_t(next.capacity), 0);
   for (size_t h = 0; h < L.heads.size(); h++) {
     const HeadSegment &s = L.heads[h], &d = next.heads[h];
     if (s.len == 0) continue;
-    check(g.copy(next.k.as<char>() + size_t(d.offset) * k_entry_bytes(),
+    check(g,
+          g.copy(next.k.as<char>() + size_t(d.offset) * k_entry_bytes(),
                  L.k.as<char>() + size_t(s.offset) * k_entry_bytes(), size_t(s.len) * k_entry_bytes()),
           "GPU copy");
-    check(g.copy(next.v.as<char>() + size_t(d.offset) * v_entry_bytes(),
+    check(g,
+          g.copy(next.v.as<char>() + size_t(d.offset) * v_entry_bytes(),
                  L.v.as<char>() + size_t(s.offset) * v_entry_bytes(), size_t(s.len) * v_entry_bytes()),
           "GPU copy");
-    check(g.copy(next.pos.as<char>() + size_t(d.offset) * 4, L.pos.as<char>() + size_t(s.offset) * 4,
+    check(g,
+          g.copy(next.pos.as<char>() + size_t(d.offset) * 4, L.pos.as<char>() + size_t(s.offset) * 4,
                  size_t(s.len) * 4),
           "GPU copy");
     std::memcpy(next.pos_host.data() + d.offset, L.pos_host.data() + s.offset, size_t(s.len) * 4);
   }
   // The copies read the old buffers, which are freed here: wait for them first.
-  check(g.synchronize(), "GPU KV re-layout");
+  check(g, g.synchronize(), "GPU KV re-layout");
   L = std::move(next);
   upload_segments(l);
 }
@@ -111,7 +119,7 @@ void KvCache::append(int l, const float* k, const float* v, const int32_t* pos, 
   for (const HeadSegment& s : L.heads)
     if (s.len + n > s.cap) fail("INTERNAL", "KV cache append without reserved room");
   const folio_gpu_kv_layer d = layer(l);
-  check(require().kv_append(&d, k, v, pos, n), "GPU KV append");
+  check(*api_, api_->kv_append(&d, k, v, pos, n), "GPU KV append");
   for (HeadSegment& s : L.heads) {  // the device lengths were advanced by kv_append
     std::memcpy(L.pos_host.data() + s.offset + s.len, pos_host, size_t(n) * 4);
     s.len += n;
@@ -138,16 +146,16 @@ void KvCache::compact(int l, const std::vector<std::vector<int32_t>>& keep, int3
   std::vector<int32_t> caps(Hk);
   for (size_t h = 0; h < Hk; h++) kept[h].len = int32_t(keep[h].size()), caps[h] = kept[h].len + std::max(spare, 0);
   next.heads = lay_out(kept, caps, &next.capacity);
-  next.k = Buffer(size_t(next.capacity) * k_entry_bytes());
-  next.v = Buffer(size_t(next.capacity) * v_entry_bytes());
-  next.pos = Buffer(size_t(next.capacity) * 4);
-  next.offset = Buffer(Hk * 8);
-  next.len = Buffer(Hk * 4);
+  next.k = Buffer(*api_, size_t(next.capacity) * k_entry_bytes());
+  next.v = Buffer(*api_, size_t(next.capacity) * v_entry_bytes());
+  next.pos = Buffer(*api_, size_t(next.capacity) * 4);
+  next.offset = Buffer(*api_, Hk * 8);
+  next.len = Buffer(*api_, Hk * 4);
   next.pos_host.assign(size_t(next.capacity), 0);
   for (size_t h = 0; h < Hk; h++)
     for (size_t i = 0; i < keep[h].size(); i++)
       next.pos_host[size_t(next.heads[h].offset) + i] = L.pos_host[size_t(L.heads[h].offset + keep[h][i])];
-  Buffer idx(std::max<size_t>(flat.size(), 1) * 4);
+  Buffer idx(*api_, std::max<size_t>(flat.size(), 1) * 4);
   idx.upload(flat.data(), flat.size() * 4);
   std::swap(layers_[size_t(l)], next);  // `next` now holds the old layer
   upload_segments(l);
@@ -161,9 +169,9 @@ void KvCache::compact(int l, const std::vector<std::vector<int32_t>>& keep, int3
     return d;
   }();
   const folio_gpu_kv_layer dst = layer(l);
-  check(require().kv_gather(&src, &dst, idx.as<int32_t>(), start.data()), "GPU KV compaction");
+  check(*api_, api_->kv_gather(&src, &dst, idx.as<int32_t>(), start.data()), "GPU KV compaction");
   // The gather reads the old buffers: wait for it before they are freed (when `next` goes out of scope).
-  check(require().synchronize(), "GPU KV compaction");
+  check(*api_, api_->synchronize(), "GPU KV compaction");
 }
 
 void KvCache::truncate(int32_t p) {
@@ -239,16 +247,16 @@ FlatKvCache KvCache::to_host() const {
   return c;
 }
 
-KvCache KvCache::from_host(const FlatKvCache& c) {
-  KvCache d(c.n_layer(), c.n_head_kv(), c.head_dim(), c.head_dim_v(), c.type());
+KvCache KvCache::from_host(const folio_gpu_api& api, const FlatKvCache& c) {
+  KvCache d(api, c.n_layer(), c.n_head_kv(), c.head_dim(), c.head_dim_v(), c.type());
   for (int l = 0; l < c.n_layer(); l++) {
     const LayerKv& src = c.layer(l);
     Layer& L = d.layers_[size_t(l)];
     L.heads = src.heads;
     L.capacity = src.capacity;
-    L.k = Buffer(size_t(src.capacity) * d.k_entry_bytes());
-    L.v = Buffer(size_t(src.capacity) * d.v_entry_bytes());
-    L.pos = Buffer(size_t(src.capacity) * 4);
+    L.k = Buffer(api, size_t(src.capacity) * d.k_entry_bytes());
+    L.v = Buffer(api, size_t(src.capacity) * d.v_entry_bytes());
+    L.pos = Buffer(api, size_t(src.capacity) * 4);
     L.pos_host.assign(size_t(src.capacity), 0);
     for (const HeadSegment& s : src.heads) {
       L.k.upload(src.k.data() + size_t(s.offset) * d.k_entry_bytes(), size_t(s.len) * d.k_entry_bytes(),

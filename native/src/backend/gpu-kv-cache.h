@@ -15,7 +15,7 @@ namespace folio::gpu {
 class KvCache {
  public:
   KvCache() = default;
-  KvCache(int n_layer, int n_head_kv, int head_dim, int head_dim_v, KvType type);
+  KvCache(const folio_gpu_api& api, int n_layer, int n_head_kv, int head_dim, int head_dim_v, KvType type);
   KvCache(KvCache&&) = default;
   KvCache& operator=(KvCache&&) = default;
   KvCache clone() const;
@@ -46,7 +46,7 @@ class KvCache {
 
   // To and from the host cache (saving and loading sessions, statistics).
   FlatKvCache to_host() const;
-  static KvCache from_host(const FlatKvCache& c);
+  static KvCache from_host(const folio_gpu_api& api, const FlatKvCache& c);
 
  private:
   struct Layer {
@@ -61,6 +61,7 @@ class KvCache {
   void upload_segments(int l);
   void read(int l, int h, int32_t n, float* out, bool values) const;
 
+  const folio_gpu_api* api_ = nullptr;  // the device's table
   std::vector<Layer> layers_;
   int n_head_kv_ = 0, head_dim_ = 0, head_dim_v_ = 0;
   KvType type_ = KvType::F16;

@@ -1,6 +1,7 @@
 // A model's weights where a backend reads them. On the CPU: the repacked host copies (Model::cpu_weights),
 // nothing uploaded. On a GPU: the file's tensors uploaded once per model, in their GGUF types, and shared
-// by every context (chat) over that model; freed when the last of those contexts goes.
+// by every context (chat) over that model on that backend; freed when the last of those contexts goes. A
+// weight larger than the device allocates at once is uploaded in parts (quant/weight.h).
 #pragma once
 #include <memory>
 #include <vector>
@@ -21,12 +22,15 @@ class BackendWeights {
   size_t device_bytes() const { return bytes_; }  // what the uploads take
 
  private:
-  Weight upload(backend::Backend& be, const Weight& w);
+  // Uploads w (once per host tensor: tied tensors share one copy); in parts of whole multiples of
+  // `row_unit` rows where it is larger than the device's largest allocation.
+  Weight upload(backend::Backend& be, const Weight& w, int64_t row_unit = 1);
 
   const ModelWeights* w_ = nullptr;  // the model's (host) or own_ (device)
   ModelWeights own_;
   std::vector<backend::Buffer> buffers_;
-  std::vector<std::pair<const uint8_t*, Weight>> uploaded_;  // by host data: tied tensors share one copy
+  std::vector<std::unique_ptr<std::vector<WeightPart>>> parts_;  // of the split weights (Weight::parts)
+  std::vector<std::pair<const uint8_t*, Weight>> uploaded_;      // by host data: tied tensors share one copy
   size_t bytes_ = 0;
 };
 

@@ -76,6 +76,11 @@ struct Binder {
 // Rows [r0, r0 + n) of a matrix, as a matrix of its own: one part of a fused tensor. The parts are
 // multiplied (and repacked, and uploaded) apart, which costs nothing over the fused product.
 Weight rows_of(const Weight& w, int64_t r0, int64_t n) {
+  if (w.parts) {  // split on a device (forward/weights.cc): the part that holds the rows
+    for (const WeightPart& p : *w.parts)
+      if (r0 >= p.row0 && r0 + n <= p.row0 + p.rows) return rows_of(w.part(p), r0 - p.row0, n);
+    fail("INTERNAL", "rows that straddle two parts of a split weight");
+  }
   Weight v = w;
   v.data = w.data + size_t(r0) * w.row_bytes;
   v.rows = n;

@@ -26,25 +26,43 @@ Napi::Float32Array copy_floats(Napi::Env env, const float* data, size_t n) {
 
 Registry& registry(Napi::Env env) { return *env.GetInstanceData<Registry>(); }
 
-// Which compute backend sessions get by default, and why (libfolio-cuda missing, no driver, the device).
-static Napi::Value BackendInfo(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  const gpu::Status& st = gpu::status();
+namespace {
+Napi::Object gpu_status_object(Napi::Env env, const gpu::Status& st) {
   Napi::Object o = Napi::Object::New(env);
   o.Set("backend", st.backend);
   o.Set("gpuAvailable", st.available);
   o.Set("library", st.library);
   o.Set("reason", st.reason);
   if (st.available) {
+    static const char* const types[] = {"discrete", "integrated", "virtual", "cpu"};
+    const int32_t t = st.device.device_type;
     Napi::Object d = Napi::Object::New(env);
     d.Set("name", std::string(st.device.name));
     d.Set("runtime", std::string(st.device.runtime));
+    d.Set("type", t >= 0 && t < 4 ? types[t] : "cpu");
     d.Set("computeCapability", std::to_string(st.device.compute_major) + "." + std::to_string(st.device.compute_minor));
     d.Set("multiprocessors", st.device.multiprocessors);
     d.Set("totalBytes", double(st.device.total_bytes));
     d.Set("freeBytes", double(st.device.free_bytes));
+    d.Set("maxAllocationBytes", double(st.device.max_alloc_bytes));
     o.Set("device", d);
   }
+  return o;
+}
+}  // namespace
+
+// Which compute backend sessions get by default ('auto'), and why (libraries missing, no driver, a device
+// auto leaves alone), and each GPU library's own outcome (`gpus`: what backend 'cuda' / 'vulkan' gives).
+static Napi::Value BackendInfo(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Napi::Object o = gpu_status_object(env, gpu::status());
+  Napi::Array gpus = Napi::Array::New(env);
+  for (gpu::Kind k : gpu::kKinds) {
+    Napi::Object g = gpu_status_object(env, gpu::status(k));
+    g.Set("kind", gpu::kind_name(k));
+    gpus.Set(gpus.Length(), g);
+  }
+  o.Set("gpus", gpus);
   return o;
 }
 

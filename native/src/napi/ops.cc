@@ -210,24 +210,28 @@ Napi::Value matmul(const Napi::CallbackInfo& info) {
   });
 }
 
-// gpuCopyBandwidth(mib?, passes?): the GPU's memory bandwidth as a device-to-device copy of `mib` MiB
-// (default 1024) sees it, counting the bytes read and written; the best of `passes` (default 5) timed
-// copies after an untimed one. Throws GPU_UNAVAILABLE without a GPU. Returns { bytesPerSecond, bytes,
-// passes, seconds }.
+// gpuCopyBandwidth(mib?, passes?, backend?): the GPU's memory bandwidth as a device-to-device copy of `mib`
+// MiB (default 1024) sees it, counting the bytes read and written; the best of `passes` (default 5) timed
+// copies after an untimed one. `backend`: 'cuda' or 'vulkan' (default: the GPU `auto` runs on). Throws
+// GPU_UNAVAILABLE without that GPU. Returns { bytesPerSecond, bytes, passes, seconds }.
 Napi::Value gpu_copy_bandwidth(const Napi::CallbackInfo& info) {
   return guard(info.Env(), [&]() -> Napi::Value {
     const int64_t mib = arg_int(info, 0, "mib", 1024, 16, 1 << 16);
     const int passes = int(arg_int(info, 1, "passes", 5, 1, 100));
-    const folio_gpu_api& g = gpu::require();
+    gpu::Kind kind = gpu::Kind::Cuda;
+    const bool named = info.Length() > 2 && info[2].IsString();
+    if (named && !gpu::kind_from_name(info[2].As<Napi::String>().Utf8Value(), kind))
+      invalid("backend must be 'cuda' or 'vulkan'");
+    const folio_gpu_api& g = named ? gpu::require(kind) : gpu::require();
     const size_t bytes = size_t(mib) << 20;
-    gpu::Buffer a(bytes), b(bytes);
-    gpu::check(g.zero(a.get(), bytes), "GPU zero");
+    gpu::Buffer a(g, bytes), b(g, bytes);
+    gpu::check(g, g.zero(a.get(), bytes), "GPU zero");
     double best = 0;
     for (int p = 0; p <= passes; p++) {
-      gpu::check(g.synchronize(), "GPU copy");
+      gpu::check(g, g.synchronize(), "GPU copy");
       const auto t0 = std::chrono::steady_clock::now();
-      gpu::check(g.copy(b.get(), a.get(), bytes), "GPU copy");
-      gpu::check(g.synchronize(), "GPU copy");
+      gpu::check(g, g.copy(b.get(), a.get(), bytes), "GPU copy");
+      gpu::check(g, g.synchronize(), "GPU copy");
       const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       if (p > 0 && (best == 0 || s < best)) best = s;
     }

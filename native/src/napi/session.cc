@@ -361,13 +361,12 @@ ContextParams context_params(Napi::Env env, const Napi::Object& o) {
   if (att != "fast" && att != "reference")
     throw js_error(env, "INVALID_ARGUMENT", "attention must be 'fast' or 'reference'");
   cp.reference_attention = att == "reference";
-  // 'auto': the GPU when libfolio-cuda found one, else the CPU (the reference attention is CPU-only).
+  // 'auto': the GPU the loader chose (CUDA, else a discrete Vulkan GPU), else the CPU (the reference attention
+  // is CPU-only). A named GPU that is unusable fails when the context is made (GPU_UNAVAILABLE, with why).
   const std::string be = str_opt(env, o, "backend", "auto");
-  if (be != "auto" && be != "cpu" && be != "cuda")
-    throw js_error(env, "INVALID_ARGUMENT", "backend must be 'auto', 'cpu' or 'cuda'");
-  if (be == "cuda" && !gpu::status().available) throw js_error(env, "GPU_UNAVAILABLE", gpu::status().reason);
-  cp.backend = be == "cuda" || (be == "auto" && gpu::status().available && !cp.reference_attention) ? BackendKind::Cuda
-                                                                                                    : BackendKind::Cpu;
+  if (be == "auto") cp.backend = cp.reference_attention ? BackendKind::Cpu : automatic_backend();
+  else if (!backend_from_name(be, cp.backend))
+    throw js_error(env, "INVALID_ARGUMENT", "backend must be 'auto', 'cpu', 'cuda' or 'vulkan'");
   return cp;
 }
 

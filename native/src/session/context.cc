@@ -6,6 +6,7 @@
 
 #include "backend/cpu-backend.h"
 #include "backend/gpu-backend.h"
+#include "backend/gpu-loader.h"
 #include "core/error.h"
 #include "forward/compress-layer.h"
 #include "forward/rebase.h"
@@ -13,7 +14,26 @@
 
 namespace folio {
 
-const char* backend_name(BackendKind b) { return b == BackendKind::Cuda ? "cuda" : "cpu"; }
+namespace {
+gpu::Kind gpu_kind(BackendKind b) { return b == BackendKind::Cuda ? gpu::Kind::Cuda : gpu::Kind::Vulkan; }
+}  // namespace
+
+const char* backend_name(BackendKind b) { return b == BackendKind::Cpu ? "cpu" : gpu::kind_name(gpu_kind(b)); }
+
+bool backend_from_name(const std::string& name, BackendKind& out) {
+  for (BackendKind b : {BackendKind::Cpu, BackendKind::Cuda, BackendKind::Vulkan})
+    if (name == backend_name(b)) {
+      out = b;
+      return true;
+    }
+  return false;
+}
+
+BackendKind automatic_backend() {
+  BackendKind b = BackendKind::Cpu;
+  if (gpu::status().available) backend_from_name(gpu::status().backend, b);
+  return b;
+}
 
 Context::Context(const Model& model, const ContextParams& params)
     : model_(model), params_(params), pool_(params.n_threads) {
@@ -24,9 +44,9 @@ Context::Context(const Model& model, const ContextParams& params)
          strfmt("a context of %d tokens exceeds the model's context length of %d tokens%s", params_.n_ctx,
                 hp.n_ctx_max(), hp.n_ctx_max() < hp.n_ctx_train ? " (its sliding attention window)" : ""));
   if (params_.n_batch <= 0) params_.n_batch = 512;
-  if (params_.backend == BackendKind::Cuda) {
+  if (params_.backend != BackendKind::Cpu) {
     if (params_.reference_attention) fail("INVALID_ARGUMENT", "the reference attention runs on the CPU backend only");
-    backend_ = backend::gpu_backend();
+    backend_ = backend::gpu_backend(gpu_kind(params_.backend));
     weights_ = forward::BackendWeights::of(model_, *backend_, pool_);  // uploaded now, not in the first job
   } else {
     backend_ = backend::make_cpu_backend(pool_, params_.reference_attention);

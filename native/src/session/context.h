@@ -22,9 +22,14 @@ namespace folio {
 
 using forward::ProgressFn;
 
-// Where the forward pass runs. The CUDA backend needs libfolio-cuda and a device (backend/gpu-loader.h).
-enum class BackendKind { Cpu, Cuda };
-const char* backend_name(BackendKind b);
+// Where the forward pass runs. A GPU kind needs its library (libfolio-cuda, libfolio-vulkan) and a device
+// (backend/gpu-loader.h).
+enum class BackendKind { Cpu, Cuda, Vulkan };
+const char* backend_name(BackendKind b);  // "cpu", "cuda", "vulkan"
+// The kind a name names (backend_name's inverse); false for any other text.
+bool backend_from_name(const std::string& name, BackendKind& out);
+// What `auto` runs on (gpu::status()), the CPU where no GPU is chosen.
+BackendKind automatic_backend();
 
 // Positions a context holds when neither the caller nor a smaller model says otherwise.
 constexpr int32_t kDefaultContext =

@@ -50,16 +50,33 @@ void read_entry(const folio_gpu_kv_layer& L, bool values, int g, int64_t j, floa
 }
 
 const char* last_error() { return g_error.c_str(); }
+
+// A device's largest allocation, to test the engine's splitting of large weights: FOLIO_REFERENCE_GPU_MAX_ALLOC
+// bytes, or none (0).
+uint64_t max_alloc() {
+  static const uint64_t limit = [] {
+    const char* env = std::getenv("FOLIO_REFERENCE_GPU_MAX_ALLOC");
+    return env ? uint64_t(std::strtoull(env, nullptr, 10)) : uint64_t(0);
+  }();
+  return limit;
+}
 int device_info(folio_gpu_device_info* o) {
   std::memset(o, 0, sizeof *o);
   std::snprintf(o->name, sizeof o->name, "host reference backend (no GPU)");
   std::snprintf(o->runtime, sizeof o->runtime, "none");
   o->compute_major = 0;
   o->total_bytes = o->free_bytes = uint64_t(1) << 34;
+  o->device_type = FOLIO_GPU_DEVICE_CPU;
+  o->max_alloc_bytes = max_alloc();
   return 0;
 }
 void close_() {}
 int alloc(size_t bytes, void** out) {
+  *out = nullptr;
+  if (max_alloc() && bytes > max_alloc()) {
+    g_error = "alloc: " + std::to_string(bytes) + " bytes is more than FOLIO_REFERENCE_GPU_MAX_ALLOC allows";
+    return 1;
+  }
   *out = std::calloc(1, bytes ? bytes : 1);
   if (!*out) g_error = "alloc: out of memory";
   return *out ? 0 : 1;
