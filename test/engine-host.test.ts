@@ -19,6 +19,8 @@ import {
 } from '../electron/engine/client.ts';
 import { ModelInfo, tokenCharOffsets, TEST_HOOKS_ENV } from '../electron/engine/protocol.ts';
 import { spawnNodeHost } from '../electron/engine/spawn.ts';
+import { EventBus } from '../electron/api/dispatcher.ts';
+import { EngineManager } from '../electron/services/engine-manager.ts';
 import { missing, sharedModel, sharedReference } from './helpers/shared.ts';
 import { writeRandomModel } from './helpers/random-model.ts';
 import { engineRejection } from './helpers/rejections.ts';
@@ -119,11 +121,20 @@ async function snapshot(sessionId: string, modelPath: string): Promise<{ tokens:
 test('the host starts, says hello and answers pings', async () => {
   const s = client.status();
   assert.equal(s.state, 'ready');
-  // The CPU here, or the GPU where libfolio-cuda found one, with the reason either way.
-  assert.match(s.backend, /^(cpu|cuda) \(/);
+  // The CPU here, or the GPU `auto` found, with the reason either way.
+  assert.match(s.backend, /^(cpu|cuda|vulkan) \(/);
   assert.ok(s.backendReason.length > 0);
   assert.equal(s.restarts, 0);
   const info = client.hostInfo()!;
+  // Every backend by name, as the settings may choose one: the CPU always; each GPU usable or not, and why.
+  assert.deepEqual(Object.keys(info.backends).sort(), ['cpu', 'cuda', 'vulkan']);
+  assert.equal(info.backends.cpu.available, true);
+  for (const b of ['cuda', 'vulkan'] as const) {
+    const o = info.backends[b];
+    assert.ok(o.reason.length > 0, `${b}: a reason`);
+    assert.match(o.label, o.available ? new RegExp(`^${b} \\(.+\\)$`) : new RegExp(`^${b} \\(unavailable\\)$`));
+    assert.equal(o.gpu !== null, o.available);
+  }
   assert.equal(info.transport, 'node-ipc');
   assert.equal(info.testHooks, true);
   assert.equal(info.addonPath, process.env.FOLIO_ADDON ?? info.addonPath, 'FOLIO_ADDON is inherited');
@@ -585,4 +596,35 @@ test('tokenCharOffsets maps pieces to UTF-16 offsets, absorbing a dummy-prefix s
   const starts = tokenCharOffsets(text, [0, 2, 2, 4, 3]);
   assert.deepEqual([...starts], [0, 0, 1, 2, 4]);
   assert.equal(text.slice(starts[3], starts[4]), ' 東');
+});
+
+// The settings' backend: sessions ask for it by name, the status line says what it is (or why it cannot be),
+// and the memory a model must fit in is that backend's.
+test('the settings choose the backend: sessions run there, the status says so, an unusable GPU says why', {
+  skip: missing(stories),
+}, async () => {
+  let backend: 'auto' | 'cpu' | 'cuda' | 'vulkan' = 'cpu';
+  const manager = new EngineManager(client, new EventBus(), () => ({ nCtx: 256, threads: 1, kvType: 'f16', backend }));
+  const model = await manager.ensureModel('stories', stories);
+  const offers = client.hostInfo()!.backends;
+  for (const choice of ['cpu', 'cuda', 'vulkan'] as const) {
+    backend = choice;
+    const offer = offers[choice];
+    assert.equal(manager.sessionOptions().backend, choice);
+    assert.equal(manager.status().backend, offer.label);
+    assert.deepEqual(manager.gpu(), offer.gpu);
+    if (offer.available) {
+      const h = await manager.createSession(model);
+      assert.equal(h.backend, choice, `a session on ${choice}`);
+      await client.disposeSession(h.sessionId);
+    } else {
+      assert.equal(manager.status().backendReason, `chosen in the settings, but ${offer.reason}`);
+      const e = await engineRejection(manager.createSession(model));
+      assert.equal(e.code, 'GPU_UNAVAILABLE');
+      assert.equal(e.message, offer.reason);
+    }
+  }
+  backend = 'auto';
+  assert.equal(manager.status().backend, client.status().backend);
+  await client.unloadModel(model.engineId);
 });

@@ -31,6 +31,7 @@ let settings: Settings = {
   conversationRoom: null,
   threads: null,
   kvType: 'f16',
+  backend: 'auto',
   theme: 'system',
   modelFolders: [],
 };

@@ -3,6 +3,7 @@
 // web host (HTTP/WebSocket) both carry exactly this, and both validate with these schemas at run time.
 import { z } from 'zod';
 
+import { BACKEND_CHOICES } from '../engine/compute-backends.ts';
 import { BudgetValue } from '../kv/budget.ts';
 import { CompressionMethod, METHOD_TABLE, RECOMMENDED_METHOD, methodRow } from '../kv/methods.ts';
 import { CompressionStats } from '../kv/stats.ts';
@@ -90,6 +91,9 @@ export const Settings = z.object({
   /** Engine threads; null: all cores. */
   threads: z.number().int().min(1).max(1024).nullable(),
   kvType: z.enum(['f16', 'f32']),
+  /** Where the engine computes: 'auto' (CUDA, else a discrete Vulkan GPU, else the CPU) or a backend by name
+   * (an integrated GPU runs only when named). The chats and reads that start after a change use it. */
+  backend: z.enum(BACKEND_CHOICES),
   theme: Theme,
   /** Folders searched for GGUF models besides the known places. */
   modelFolders: z.array(z.string().min(1)),

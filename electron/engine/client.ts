@@ -15,6 +15,7 @@ import {
   methods,
   PROTOCOL_VERSION,
   describeIssue,
+  type BackendOffer,
   type CompressOptions,
   type EngineMethod,
   type EngineParams,
@@ -23,6 +24,7 @@ import {
   type SamplingOptions,
   type SessionOptions,
 } from './protocol.ts';
+import type { ComputeBackend } from './compute-backends.ts';
 import { defaultHostEntry, spawnNodeHost, type EngineProcess, type SpawnEngine } from './spawn.ts';
 
 export { EngineRequestError, ErrorCodes, TEST_HOOKS_ENV } from './protocol.ts';
@@ -84,6 +86,8 @@ export interface HostInfo {
   backend: string;
   /** The GPU the engine computes on and its memory when the host started; null on the CPU. */
   gpu: { name: string; freeBytes: number; totalBytes: number } | null;
+  /** Each backend by name as the host offers it (sessions asking for it by name run there). */
+  backends: Record<ComputeBackend, BackendOffer>;
   testHooks: boolean;
 }
 
@@ -397,6 +401,7 @@ export class EngineClient {
           napiVersion: m.napiVersion,
           backend: m.backend,
           gpu: m.gpu,
+          backends: m.backends as Record<ComputeBackend, BackendOffer>,
           testHooks: m.testHooks,
         };
         this.setStatus({

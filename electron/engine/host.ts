@@ -10,7 +10,16 @@
 // It ends at once whenever it ends, and never outlives its parent (host-exit.ts).
 import { Worker } from 'node:worker_threads';
 
-import { addonPath, loadAddon, type FolioAddon, type Model, type Session } from './binding.ts';
+import {
+  addonPath,
+  loadAddon,
+  type ComputeBackend,
+  type FolioAddon,
+  type GpuBackend,
+  type GpuStatus,
+  type Model,
+  type Session,
+} from './binding.ts';
 import { endAtOnce, exitNow, TEST_NO_DEATH_SIGNAL_ENV, watchParent } from './host-exit.ts';
 import {
   describeIssue,
@@ -20,6 +29,7 @@ import {
   PROTOCOL_VERSION,
   RequestMessage,
   TEST_HOOKS_ENV,
+  type BackendOffer,
   type EngineMethod,
   type EngineResult,
   type HostMessage,
@@ -198,14 +208,29 @@ let nextHandle = 1;
 const handlePrefix = process.pid.toString(36);
 let shuttingDown = false;
 
-/** What the engine computes on, for the status line, and why (the GPU found, or why there is none). */
+/** What the engine computes on by default (`auto`) and with each backend by name, for the status line, and
+ * why (the GPU found, or why there is none). */
 function backendLabel(addon: FolioAddon) {
-  const b = addon.backendInfo();
-  if (b.gpuAvailable && b.device) {
-    const { name, freeBytes, totalBytes } = b.device;
-    return { backend: `${b.backend} (${name})`, backendReason: b.reason, gpu: { name, freeBytes, totalBytes } };
-  }
-  return { backend: `cpu (${addon.ops.bestIsa()})`, backendReason: b.reason, gpu: null };
+  const info = addon.backendInfo();
+  const cpu: BackendOffer = {
+    available: true,
+    label: `cpu (${addon.ops.bestIsa()})`,
+    reason: 'the CPU, on every core the settings allow',
+    gpu: null,
+  };
+  const offer = (b: GpuStatus, kind: GpuBackend): BackendOffer =>
+    b.gpuAvailable && b.device
+      ? {
+          available: true,
+          label: `${kind} (${b.device.name})`,
+          reason: b.reason,
+          gpu: { name: b.device.name, freeBytes: b.device.freeBytes, totalBytes: b.device.totalBytes },
+        }
+      : { available: false, label: `${kind} (unavailable)`, reason: b.reason, gpu: null };
+  const chosen = info.backend === 'cpu' ? { ...cpu, reason: info.reason } : offer(info, info.backend);
+  const backends = { cpu } as Record<ComputeBackend, BackendOffer>;
+  for (const g of info.gpus) backends[g.kind] = offer(g, g.kind);
+  return { backend: chosen.label, backendReason: chosen.reason, gpu: chosen.gpu, backends };
 }
 
 function modelEntry(id: string): ModelEntry {
@@ -232,7 +257,14 @@ function addSession(modelId: string, session: Session): SessionHandle {
   const id = `s${handlePrefix}-${nextHandle++}`;
   sessions.set(id, { id, modelId, session, queue: [], running: null });
   modelEntry(modelId).sessions.add(id);
-  return { sessionId: id, modelId, nCtx: session.nCtx, nThreads: session.nThreads, nPast: session.nPast };
+  return {
+    sessionId: id,
+    modelId,
+    nCtx: session.nCtx,
+    nThreads: session.nThreads,
+    nPast: session.nPast,
+    backend: session.backend,
+  };
 }
 
 function pump(entry: SessionEntry): void {

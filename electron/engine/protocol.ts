@@ -158,7 +158,15 @@ export const ModelInfo = z.object({
 export const CompressionStats = EngineCompressionStats;
 
 /** What a new, forked or loaded session looks like. */
-export const SessionHandle = z.object({ sessionId: HandleId, modelId: HandleId, nCtx: Int, nThreads: Int, nPast: Int });
+export const SessionHandle = z.object({
+  sessionId: HandleId,
+  modelId: HandleId,
+  nCtx: Int,
+  nThreads: Int,
+  nPast: Int,
+  /** Where its forward pass runs. */
+  backend: z.enum(COMPUTE_BACKENDS),
+});
 
 const Logits = Float32s.nullable();
 const Ok = z.object({ ok: z.literal(true) });
@@ -364,6 +372,17 @@ export const TokenEvent = z.object({
 export const EventMessage = z.discriminatedUnion('event', [ProgressEvent, TokenEvent]);
 export type EventMessage = z.infer<typeof EventMessage>;
 
+/** A GPU and its memory when the host started. */
+export const GpuMemory = z.object({ name: z.string(), freeBytes: Num, totalBytes: Num });
+/** A backend as the host offers it: usable or not, its label ("vulkan (AMD Radeon …)"), why, and its GPU. */
+export const BackendOffer = z.object({
+  available: z.boolean(),
+  label: z.string(),
+  reason: z.string(),
+  gpu: GpuMemory.nullable(),
+});
+export type BackendOffer = z.infer<typeof BackendOffer>;
+
 /** The host's first message: it is ready (ok), or it cannot serve (the addon did not load). */
 export const HelloMessage = z.discriminatedUnion('ok', [
   z.object({
@@ -380,7 +399,10 @@ export const HelloMessage = z.discriminatedUnion('ok', [
     backend: z.string(),
     backendReason: z.string(),
     /** The GPU the engine computes on, with its memory when the host started; null on the CPU. */
-    gpu: z.object({ name: z.string(), freeBytes: Num, totalBytes: Num }).nullable(),
+    gpu: GpuMemory.nullable(),
+    /** The same for each backend by name (what a session with that `backend` runs on): the settings may
+     * choose one over `auto`. */
+    backends: z.record(z.enum(COMPUTE_BACKENDS), BackendOffer),
     testHooks: z.boolean(),
   }),
   z.object({ type: z.literal('hello'), ok: z.literal(false), protocol: Int, pid: Int, error: ErrorShape }),

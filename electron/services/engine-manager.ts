@@ -7,7 +7,7 @@
 import { ApiError, DEFAULT_CONTEXT_TOKENS, type EngineStatus, type Settings } from '../api/contract.ts';
 import type { EventBus } from '../api/dispatcher.ts';
 import type { EngineClient, RequestOptions } from '../engine/client.ts';
-import type { CompressOptions, ModelInfo, SamplingOptions, SessionOptions } from '../engine/protocol.ts';
+import type { BackendOffer, CompressOptions, ModelInfo, SamplingOptions, SessionOptions } from '../engine/protocol.ts';
 import { chatFormat, type ChatFormat } from './prefix.ts';
 import { sessionKeyId, type SessionKey } from './session-key.ts';
 
@@ -21,7 +21,7 @@ export interface LoadedModel {
 }
 
 /** The settings new sessions are made with. */
-export type SessionSettings = Pick<Settings, 'nCtx' | 'threads' | 'kvType'>;
+export type SessionSettings = Pick<Settings, 'nCtx' | 'threads' | 'kvType' | 'backend'>;
 
 /** Options of a generation: sampling, how many tokens at most, whether an end-of-generation token stops it. */
 export type GenerateOptions = SamplingOptions & { n?: number; stopAtEog?: boolean; collectAttention?: boolean };
@@ -49,18 +49,30 @@ export class EngineManager {
     });
   }
 
+  /** The backend new sessions get (the settings' choice) as the running host offers it; null before a start. */
+  private offer(): BackendOffer | null {
+    const choice = this.settings().backend;
+    return choice === 'auto' ? null : (this.client.hostInfo()?.backends[choice] ?? null);
+  }
+
   /** The GPU the engine computes on (its memory when the engine started), null on the CPU or before a start. */
   gpu(): { name: string; freeBytes: number; totalBytes: number } | null {
-    return this.client.hostInfo()?.gpu ?? null;
+    const offer = this.offer();
+    return offer ? offer.gpu : (this.client.hostInfo()?.gpu ?? null);
   }
 
   status(): EngineStatus {
     const s = this.client.status();
+    const offer = s.state === 'ready' ? this.offer() : null;
     return {
       state: s.state,
       modelId: this.model?.entryId ?? null,
-      backend: s.backend || 'cpu',
-      backendReason: s.backendReason,
+      backend: offer?.label ?? (s.backend || 'cpu'),
+      backendReason: offer
+        ? offer.available
+          ? offer.reason
+          : `chosen in the settings, but ${offer.reason}`
+        : s.backendReason,
       message: s.message,
       restarts: s.restarts,
       willRestart: s.willRestart,
@@ -124,7 +136,12 @@ export class EngineManager {
     const s = this.settings();
     const modelContext = this.model?.info.contextLength;
     const nCtx = s.nCtx ?? DEFAULT_CONTEXT_TOKENS;
-    return { nCtx: modelContext ? Math.min(nCtx, modelContext) : nCtx, nThreads: s.threads ?? 0, kvType: s.kvType };
+    return {
+      nCtx: modelContext ? Math.min(nCtx, modelContext) : nCtx,
+      nThreads: s.threads ?? 0,
+      kvType: s.kvType,
+      backend: s.backend,
+    };
   }
 
   // -------------------------------------------------------------------------------------------------------

@@ -30,6 +30,7 @@ export const DEFAULT_SETTINGS: Settings = Object.freeze({
   conversationRoom: null,
   threads: null,
   kvType: 'f16',
+  backend: 'auto',
   theme: 'system',
   modelFolders: Object.freeze([]) as unknown as string[],
 }) as Settings;

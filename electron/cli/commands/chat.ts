@@ -63,7 +63,7 @@ export const chat: Command = {
     const copts = compressOptions(v);
     const nMax = int(v, 'n', 256, 1);
     const sampling = samplingOptions(v);
-    const { nCtx: ctx, nThreads, kvType } = sessionOptions(v);
+    const { nCtx: ctx, nThreads, kvType, backend } = sessionOptions(v);
     const docPath = need(v, 'doc');
     const docText = readText(docPath);
     const system = str(v, 'system') ?? '';
@@ -75,6 +75,7 @@ export const chat: Command = {
       nCtx: ctx || null,
       threads: nThreads || null,
       kvType,
+      backend,
     }));
     try {
       await converse(engine, { ctx, kvType, modelPath, docPath, docText, system, copts, nMax, sampling });

@@ -127,6 +127,20 @@ describe('settings', () => {
     expect((api.callsOf('settings.update')[1] as SettingsPatch).conversationRoom).toBeNull();
     expect((room as HTMLInputElement).value).toBe('');
   });
+
+  it('chooses where the engine computes: automatic by default, or a backend by name', async () => {
+    const api = settingsApi();
+    await renderApp(api);
+    act(() => go('settings'));
+    const compute = (await screen.findByRole('combobox', { name: 'Compute on' })) as HTMLSelectElement;
+    expect(compute.value).toBe('auto');
+    expect([...compute.options].map((o) => o.value)).toEqual(['auto', 'cpu', 'cuda', 'vulkan']);
+    expect(document.getElementById('set-backend-msg')?.textContent).toMatch(/else a discrete GPU through Vulkan/);
+    await userEvent.selectOptions(compute, 'vulkan');
+    await userEvent.click(screen.getByRole('button', { name: 'Save settings' }));
+    await waitFor(() => expect(api.callsOf('settings.update')).toHaveLength(1));
+    expect((api.callsOf('settings.update')[0] as SettingsPatch).backend).toBe('vulkan');
+  });
 });
 
 describe('settings the model cannot take, and the defaults', () => {

@@ -36,7 +36,16 @@ interface Draft {
   conversationRoom: string;
   threads: string;
   kvType: Settings['kvType'];
+  backend: Settings['backend'];
 }
+
+/** The settings' backend choices as the page names them (a Record: a choice added to the contract must be named). */
+const BACKEND_LABELS: Record<Settings['backend'], string> = {
+  auto: 'Automatic',
+  cpu: 'CPU',
+  cuda: 'NVIDIA GPU (CUDA)',
+  vulkan: 'GPU through Vulkan (AMD, Intel, Apple)',
+};
 
 function draftOf(s: Settings): Draft {
   const c = s.compression,
@@ -60,6 +69,7 @@ function draftOf(s: Settings): Draft {
     conversationRoom: s.conversationRoom === null ? '' : String(s.conversationRoom),
     threads: s.threads === null ? '' : String(s.threads),
     kvType: s.kvType,
+    backend: s.backend,
   };
 }
 
@@ -113,6 +123,7 @@ export function patchOf(
     conversationRoom: num('conversationRoom', 16, 1 << 20, true, true),
     threads: num('threads', 1, 1024, true, true),
     kvType: d.kvType,
+    backend: d.backend,
   };
   return { patch, errors };
 }
@@ -388,6 +399,24 @@ export function SettingsPage() {
             >
               <option value="f16">f16</option>
               <option value="f32">f32</option>
+            </select>
+          </Field>
+          <Field
+            id="set-backend"
+            label="Compute on"
+            hint="Automatic: an NVIDIA GPU (CUDA), else a discrete GPU through Vulkan, else the CPU. Chats and reads started after a change use it; the status bar says why"
+          >
+            <select
+              id="set-backend"
+              value={draft.backend}
+              onChange={(e) => set('backend', e.target.value as Settings['backend'])}
+              aria-describedby="set-backend-msg"
+            >
+              {Object.entries(BACKEND_LABELS).map(([value, label]) => (
+                <option key={value} value={value}>
+                  {label}
+                </option>
+              ))}
             </select>
           </Field>
         </div>

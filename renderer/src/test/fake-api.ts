@@ -40,6 +40,7 @@ export const settings = (over: Partial<Settings> = {}): Settings => ({
   conversationRoom: null,
   threads: null,
   kvType: 'f16',
+  backend: 'auto',
   theme: 'light',
   modelFolders: [],
   ...over,
