@@ -1299,6 +1299,11 @@ describe('engine host: the utilityProcess adapter', () => {
     backend: 'cpu (test)',
     backendReason: 'no GPU in this test',
     gpu: null,
+    backends: {
+      cpu: { available: true, label: 'cpu (test)', reason: 'the CPU', gpu: null },
+      cuda: { available: false, label: 'cuda (unavailable)', reason: 'no GPU in this test', gpu: null },
+      vulkan: { available: false, label: 'vulkan (unavailable)', reason: 'no GPU in this test', gpu: null },
+    },
     testHooks: false,
   });
 
