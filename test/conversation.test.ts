@@ -39,7 +39,12 @@ async function fork(): Promise<ConversationSession> {
 before(async () => {
   if (skip) return;
   client = new EngineClient();
-  engine = new EngineManager(client, new EventBus(), () => ({ nCtx: null, threads: null, kvType: 'f16', backend: 'auto' }));
+  engine = new EngineManager(client, new EventBus(), () => ({
+    nCtx: null,
+    threads: null,
+    kvType: 'f16',
+    backend: 'auto',
+  }));
   model = await engine.ensureModel(stories, stories);
   format = await engine.chatFormat(model);
   const prefix = await documentPrefix((t, o) => engine.tokenize(model, t, o), format, '', [{ page: 1, text: lily }]);

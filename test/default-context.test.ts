@@ -46,7 +46,12 @@ function withContextLength(n: number): string {
 async function engineSession(path: string): Promise<{ options: number; session: number }> {
   const client = new EngineClient();
   try {
-    const engine = new EngineManager(client, new EventBus(), () => ({ nCtx: null, threads: null, kvType: 'f16', backend: 'auto' }));
+    const engine = new EngineManager(client, new EventBus(), () => ({
+      nCtx: null,
+      threads: null,
+      kvType: 'f16',
+      backend: 'auto',
+    }));
     const model = await engine.ensureModel(path, path);
     const h = await engine.createSession(model);
     return { options: engine.sessionOptions().nCtx, session: h.nCtx };

@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 
 import { addonPath } from '../electron/engine/binding.ts';
+import { runOnGpu } from './helpers/gpu-run.ts';
 import { writeRandomModel } from './helpers/random-model.ts';
 import { missing, repoRoot, sharedModel } from './helpers/shared.ts';
 
@@ -76,17 +77,8 @@ test('backend-ops on the reference backend', {
 // refuses allocations above FOLIO_REFERENCE_GPU_MAX_ALLOC, so a run that passes split what it had to; its
 // logits and tokens must be exactly those of the unsplit run (the same kernels over the same rows).
 const stories = sharedModel('stories260K.gguf');
-function runChild(model: string, limit?: number) {
-  const env: NodeJS.ProcessEnv = { ...process.env, FOLIO_GPU_LIBRARY: library };
-  if (limit) env.FOLIO_REFERENCE_GPU_MAX_ALLOC = String(limit);
-  const r = spawnSync(process.execPath, ['--import', 'tsx', 'test/helpers/gpu-run-child.ts', model], {
-    cwd: repoRoot,
-    env,
-    encoding: 'utf8',
-    timeout: 300_000,
-  });
-  return { status: r.status, stderr: r.stderr, out: r.status === 0 ? JSON.parse(r.stdout) : null };
-}
+const runChild = (model: string, limit?: number) =>
+  runOnGpu(library, model, limit ? { FOLIO_REFERENCE_GPU_MAX_ALLOC: String(limit) } : {});
 
 test('weights larger than the device allocates at once run in parts, with the same results', {
   skip: existsSync(library) ? missing(stories) : `${library} is not built (npm run build:native)`,
@@ -104,9 +96,9 @@ test('weights larger than the device allocates at once run in parts, with the sa
       const parts = runChild(model, limit);
       assert.equal(whole.status, 0, whole.stderr);
       assert.equal(parts.status, 0, parts.stderr);
-      assert.equal(parts.out.device.maxAllocationBytes, limit);
-      assert.deepEqual(parts.out.logits, whole.out.logits, `${model}: the same logits at every position`);
-      assert.deepEqual(parts.out.tokens, whole.out.tokens);
+      assert.equal(parts.out?.device.maxAllocationBytes, limit);
+      assert.deepEqual(parts.out?.logits, whole.out?.logits, `${model}: the same logits at every position`);
+      assert.deepEqual(parts.out?.tokens, whole.out?.tokens);
     }
     // Less than one expert's matrix: no split can serve it, and the message says what to do.
     const refused = runChild(moe, 100_000);

@@ -22,6 +22,7 @@ import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 
 import { addonPath } from '../electron/engine/binding.ts';
+import { runOnGpu } from './helpers/gpu-run.ts';
 import { missing, repoRoot, sharedModel } from './helpers/shared.ts';
 
 const name =
@@ -211,17 +212,7 @@ test('Vulkan: weights larger than the largest allocation run in parts', {
   skip: notBuilt() || missing(stories),
   timeout: 600_000,
 }, (t) => {
-  const run = (limit?: number) => {
-    const env: NodeJS.ProcessEnv = { ...process.env, FOLIO_GPU_LIBRARY: library };
-    if (limit) env.FOLIO_VULKAN_MAX_ALLOC = String(limit);
-    const r = spawnSync(process.execPath, ['--import', 'tsx', 'test/helpers/gpu-run-child.ts', stories], {
-      cwd: repoRoot,
-      env,
-      encoding: 'utf8',
-      timeout: 300_000,
-    });
-    return { status: r.status, stderr: r.stderr, out: r.status === 0 ? JSON.parse(r.stdout) : null };
-  };
+  const run = (limit?: number) => runOnGpu(library!, stories, limit ? { FOLIO_VULKAN_MAX_ALLOC: String(limit) } : {});
   const whole = run();
   if (whole.status !== 0 && /no GPU/.test(whole.stderr)) {
     t.skip(`no usable Vulkan device: ${whole.stderr.trim().split('\n')[0]}`);
@@ -231,7 +222,7 @@ test('Vulkan: weights larger than the largest allocation run in parts', {
   const parts = run(100_000);
   assert.equal(whole.status, 0, whole.stderr);
   assert.equal(parts.status, 0, parts.stderr);
-  assert.ok(parts.out.device.maxAllocationBytes < 131_072);
-  assert.deepEqual(parts.out.logits, whole.out.logits);
-  assert.deepEqual(parts.out.tokens, whole.out.tokens);
+  assert.ok(parts.out && parts.out.device.maxAllocationBytes < 131_072);
+  assert.deepEqual(parts.out?.logits, whole.out?.logits);
+  assert.deepEqual(parts.out?.tokens, whole.out?.tokens);
 });
