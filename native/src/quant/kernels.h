@@ -34,6 +34,8 @@ void add_avx2_kernels(KernelTable& t);
 // vnni: the CPU has AVX512-VNNI (vpdpbusd); without it the integer dots use vpmaddubsw.
 void add_avx512_kernels(KernelTable& t, bool vnni);
 bool cpu_has_avx512_vnni();
+// AVX512-BF16 (vdpbf16ps): the AVX-512 extension table's BF16 products (gemm-avx512.cc).
+bool cpu_has_avx512_bf16();
 // AVX-VNNI (the VEX-encoded 256-bit vpdpbusd, e.g. Intel since Alder Lake): the AVX2 table's extension,
 // used by its blocked kernels. FOLIO_AVX_VNNI=0 in the environment turns it off (to measure plain AVX2).
 bool cpu_has_avx_vnni();

@@ -37,6 +37,7 @@ static bool cpu_has_avx512() {
          __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
 }
 bool cpu_has_avx512_vnni() { return cpu_has_avx512() && __builtin_cpu_supports("avx512vnni"); }
+bool cpu_has_avx512_bf16() { return cpu_has_avx512() && __builtin_cpu_supports("avx512bf16"); }
 bool cpu_has_avx_vnni() {
   const char* env = std::getenv("FOLIO_AVX_VNNI");
   if (env && std::strcmp(env, "0") == 0) return false;
