@@ -621,7 +621,10 @@ test('the settings choose the backend: sessions run there, the status says so, a
       assert.equal(manager.status().backendReason, `chosen in the settings, but ${offer.reason}`);
       const e = await engineRejection(manager.createSession(model));
       assert.equal(e.code, 'GPU_UNAVAILABLE');
-      assert.equal(e.message, offer.reason);
+      assert.equal(
+        e.message,
+        `${offer.reason}. The settings ask for ${choice}: choose Automatic or the CPU under "Compute on"`,
+      );
     }
   }
   backend = 'auto';

@@ -7,6 +7,7 @@
 import { ApiError, DEFAULT_CONTEXT_TOKENS, type EngineStatus, type Settings } from '../api/contract.ts';
 import type { EventBus } from '../api/dispatcher.ts';
 import type { EngineClient, RequestOptions } from '../engine/client.ts';
+import { EngineRequestError } from '../engine/protocol.ts';
 import type { BackendOffer, CompressOptions, ModelInfo, SamplingOptions, SessionOptions } from '../engine/protocol.ts';
 import { chatFormat, type ChatFormat } from './prefix.ts';
 import { sessionKeyId, type SessionKey } from './session-key.ts';
@@ -208,12 +209,28 @@ export class EngineManager {
 
   /** A new empty session over the model, with sessionOptions() unless told otherwise. */
   createSession(model: LoadedModel, options: SessionOptions = this.sessionOptions()) {
-    return this.client.createSession(model.engineId, options);
+    return this.client.createSession(model.engineId, options).catch((e) => this.gpuChoiceError(e, options));
   }
 
   /** A session read from a saved cache (SESSION_FILE_* errors: damaged, or of another model). */
   loadSession(model: LoadedModel, path: string, options: SessionOptions = this.sessionOptions()) {
-    return this.client.loadSession(model.engineId, path, options);
+    return this.client.loadSession(model.engineId, path, options).catch((e) => this.gpuChoiceError(e, options));
+  }
+
+  /** A GPU the settings chose that cannot run: its reason, and the way out. */
+  private gpuChoiceError(e: unknown, options: SessionOptions): never {
+    if (
+      e instanceof EngineRequestError &&
+      e.code === 'GPU_UNAVAILABLE' &&
+      options.backend &&
+      options.backend !== 'auto'
+    )
+      throw new EngineRequestError(
+        e.code,
+        `${e.message}. The settings ask for ${options.backend}: choose Automatic or the CPU under "Compute on"`,
+        e.method,
+      );
+    throw e;
   }
 
   compress(sessionId: string, tokens: Int32Array | number[], options: CompressOptions, opts: RequestOptions = {}) {
