@@ -65,8 +65,8 @@ int main(int argc, char** argv) {
   std::vector<double> ms;
   for (int r = 0; r <= reps; r++) {  // the first run is a warm-up
     const auto t0 = std::chrono::steady_clock::now();
-    if (reference) cpu::attention_reference(pool, scratch, q.data(), cache, 0, m, H, out.data());
-    else cpu::attention(pool, scratch, q.data(), cache, 0, m, H, out.data());
+    if (reference) cpu::attention_reference(pool, scratch, q.data(), cache, 0, m, H, 0, out.data());
+    else cpu::attention(pool, scratch, q.data(), cache, 0, m, H, 0, out.data());
     const double t = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     if (r > 0) ms.push_back(t);
   }
