@@ -23,7 +23,7 @@ import { join } from 'node:path';
 
 import { loadAddon } from '../electron/engine/binding.ts';
 import { METHOD_NAMES } from '../electron/kv/methods.ts';
-import { ORACLE_CASES, ORACLE_PROMPT } from './helpers/oracle-cases.ts';
+import { ORACLE_CASES, promptOf } from './helpers/oracle-cases.ts';
 import { writeRandomModel } from './helpers/random-model.ts';
 import { referenceForward } from './helpers/reference-forward.ts';
 import { repoRoot } from './helpers/shared.ts';
@@ -65,7 +65,8 @@ const argmax = (x: ArrayLike<number>) => {
 for (const c of ORACLE_CASES) {
   test(`oracle ${c.name}: logits, argmax and greedy tokens as ik_llama.cpp's, both near the float64 reference`, async (t) => {
     const dump = JSON.parse(readFileSync(join(repoRoot, 'test/data/oracle', `${c.name}.json`), 'utf8')) as Dump;
-    assert.deepEqual(dump.tokens, ORACLE_PROMPT, 'the dump is of this prompt');
+    const prompt = promptOf(c);
+    assert.deepEqual(dump.tokens, prompt, 'the dump is of this prompt');
     assert.equal(dump.n_ctx, c.nCtx, 'and of this context');
     const path = join(dir, `${c.name}.gguf`);
     writeRandomModel(path, c.model);
@@ -75,8 +76,8 @@ for (const c of ORACLE_CASES) {
     const V = model.info().nVocab;
     assert.equal(V, dump.n_vocab);
     const session = model.createSession({ nCtx: c.nCtx, nBatch: 16, nThreads: 2, kvType: 'f32' });
-    const { logits } = await session.prefill(ORACLE_PROMPT, { allLogits: true });
-    const ref = referenceForward(path, ORACLE_PROMPT, c.nCtx);
+    const { logits } = await session.prefill(prompt, { allLogits: true });
+    const ref = referenceForward(path, prompt, c.nCtx);
 
     const worst = { engine: 0, ik: 0, engineVsIk: 0 };
     for (const { position, row } of dump.logits) {
@@ -92,7 +93,7 @@ for (const c of ORACLE_CASES) {
     assert.ok(worst.ik <= IK_TOL, `the dump itself is off the float64 reference: ${info}`);
     assert.ok(worst.engine <= ENGINE_TOL, info);
     assert.ok(worst.engineVsIk <= IK_TOL, info);
-    for (let p = 0; p < ORACLE_PROMPT.length; p++)
+    for (let p = 0; p < prompt.length; p++)
       assert.equal(argmax(logits.subarray(p * V, (p + 1) * V)), dump.argmax_per_position[p], `argmax at position ${p}`);
 
     const gen = await session.generate({ n: dump.greedy.length, temperature: 0 });

@@ -717,20 +717,6 @@ export function metaString(h: GgufHeader, key: string): string | null {
   return typeof v === 'string' ? v : null;
 }
 
-/** The longest context the engine runs a model with (model/hparams.h, n_ctx_max): the trained one, or a phi3
- * or gemma3 model's sliding window where that is shorter (the engine's attention equals the window's up to it). */
-function usableContext(
-  arch: string | null,
-  trained: number | null,
-  slidingWindow: number | null,
-  layers: number | null,
-): number | null {
-  if ((arch !== 'phi3' && arch !== 'gemma3') || trained === null) return trained;
-  // Phi-3-mini/medium-4k files from before the key was written: llama.cpp's (and the engine's) 2047
-  const window = slidingWindow ?? (arch === 'phi3' && (layers === 32 || layers === 40) && trained === 4096 ? 2047 : 0);
-  return window > 0 ? Math.min(trained, window) : trained;
-}
-
 /** Length of an array value (kept or summarised), or null. */
 function metaArrayLength(h: GgufHeader, key: string): number | null {
   const v = h.metadata.get(key);
@@ -802,12 +788,7 @@ export function summarizeGguf(h: GgufHeader): GgufSummary {
     fileBytes: h.fileBytes,
     quantization,
     fileType,
-    contextLength: usableContext(
-      arch,
-      metaNumber(h, `${p}context_length`),
-      metaNumber(h, `${p}attention.sliding_window`),
-      metaNumber(h, `${p}block_count`),
-    ),
+    contextLength: metaNumber(h, `${p}context_length`), // the engine's limit, sliding-window models too
     parameters,
     layers: metaNumber(h, `${p}block_count`),
     heads,

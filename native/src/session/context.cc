@@ -18,11 +18,10 @@ const char* backend_name(BackendKind b) { return b == BackendKind::Cuda ? "cuda"
 Context::Context(const Model& model, const ContextParams& params)
     : model_(model), params_(params), pool_(params.n_threads) {
   const HParams& hp = model.hparams();
-  if (params_.n_ctx <= 0) params_.n_ctx = std::min<int32_t>(hp.n_ctx_max(), kDefaultContext);
-  if (params_.n_ctx > hp.n_ctx_max())
-    fail("CONTEXT_TOO_LONG",
-         strfmt("a context of %d tokens exceeds the model's context length of %d tokens%s", params_.n_ctx,
-                hp.n_ctx_max(), hp.n_ctx_max() < hp.n_ctx_train ? " (its sliding attention window)" : ""));
+  if (params_.n_ctx <= 0) params_.n_ctx = std::min<int32_t>(hp.n_ctx_train, kDefaultContext);
+  if (params_.n_ctx > hp.n_ctx_train)
+    fail("CONTEXT_TOO_LONG", strfmt("a context of %d tokens exceeds the model's context length of %d tokens",
+                                    params_.n_ctx, hp.n_ctx_train));
   if (params_.n_batch <= 0) params_.n_batch = 512;
   if (params_.backend == BackendKind::Cuda) {
     if (params_.reference_attention) fail("INVALID_ARGUMENT", "the reference attention runs on the CPU backend only");
