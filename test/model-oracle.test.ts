@@ -102,27 +102,50 @@ for (const c of ORACLE_CASES) {
     model.dispose();
   });
 
+  // Sliding-window layers (the swa cases: windows of 16 and 23, far below the document) keep their window, the
+  // newest min(L, n_swa) entries of every head, and are not scored; the global layers keep their budgets
+  // exactly (docs/compression.md, "Models with sliding-window layers").
   test(`oracle ${c.name}: a compressed session keeps every layer's budget exactly`, async () => {
     const path = join(dir, `${c.name}-budget.gguf`);
     writeRandomModel(path, c.model);
     const model = await loadAddon().loadModel(path);
-    const { nLayer, nHeadKv } = model.info();
+    const { nLayer, nHeadKv, slidingLayers, slidingWindow } = model.info();
     // a document of 200 tokens across the vocabulary
     const doc = [1, ...Array.from({ length: 199 }, (_, i) => 3 + ((i * 53 + 7) % 310))];
+    const L = doc.length;
     for (const method of METHOD_NAMES.filter((m) => m !== 'full')) {
       const s = model.createSession({ nCtx: c.nCtx, nThreads: 2, kvType: 'f32' });
       const { stats } = await s.compress(doc, { method, budget: 0.3 });
-      const B = Math.round(0.3 * doc.length);
+      const B = Math.round(0.3 * L);
       assert.equal(stats.budget, B, method);
       const kept = stats.layers.map((l) => l.heads.reduce((a, h) => a + h.kept, 0));
-      stats.layers.forEach((l, i) =>
-        assert.equal(kept[i], nHeadKv * l.budget, `${method}: layer ${i} keeps its budget`),
-      );
+      const slides = stats.layers.map((l) => l.slidingWindow > 0);
+      assert.equal(slides.filter(Boolean).length, slidingLayers, `${method}: the sliding layers are marked`);
+      stats.layers.forEach((l, i) => {
+        assert.equal(kept[i], nHeadKv * l.budget, `${method}: layer ${i} keeps its budget`);
+        if (slides[i]) {
+          assert.equal(l.slidingWindow, slidingWindow);
+          assert.equal(l.budget, Math.min(L, slidingWindow), `${method}: sliding layer ${i} keeps its window`);
+        }
+      });
+      const nGlobal = nLayer - slidingLayers;
       assert.equal(
-        kept.reduce((a, k) => a + k, 0),
-        nLayer * nHeadKv * B,
-        `${method}: Σ kept = layers·Hk·B`,
+        kept.filter((_, i) => !slides[i]).reduce((a, k) => a + k, 0),
+        nGlobal * nHeadKv * B,
+        `${method}: Σ kept over the global layers = global layers·Hk·B`,
       );
+      if (slidingLayers > 0 && slidingWindow < L) {
+        // the window is the newest tokens: each kept by every sliding head, an older one by none of them
+        const slots = slidingLayers * nHeadKv;
+        stats.tokenRetention.forEach((r, t) =>
+          t >= L - slidingWindow
+            ? assert.ok(r >= slots, `${method}: token ${t} in every sliding head`)
+            : assert.ok(r <= nGlobal * nHeadKv, `${method}: token ${t} in no sliding head`),
+        );
+        // and the session goes on past the window from the compressed cache
+        const gen = await s.generate({ n: 4, temperature: 0 });
+        assert.equal(gen.tokens.length, 4, method);
+      }
       s.dispose();
     }
     model.dispose();

@@ -147,9 +147,15 @@ test('a sliding window shorter than the trained context leaves the trained conte
   for (const arch of ['phi3', 'gemma3'] as const) {
     const path = join(dir, `${arch}-window.gguf`);
     writeRandomModel(path, { arch, nCtx: 256, slidingWindow: 100 });
-    assert.equal((await inspectGguf(path)).contextLength, 256, `${arch}: the app's header reading`);
+    const summary = await inspectGguf(path);
+    assert.equal(summary.contextLength, 256, `${arch}: the app's header reading`);
     const model = await loadAddon().loadModel(path);
     assert.equal(model.info().contextLength, 256, `${arch}: the engine's`);
+    // which layers slide: gemma3's five of six (the random model's 6 layers), phi3's every one (its 2)
+    const sliding = { slidingLayers: arch === 'gemma3' ? 5 : 2, slidingWindow: 100 };
+    assert.deepEqual({ slidingLayers: summary.slidingLayers, slidingWindow: summary.slidingWindow }, sliding);
+    const info = model.info();
+    assert.deepEqual({ slidingLayers: info.slidingLayers, slidingWindow: info.slidingWindow }, sliding);
     assert.throws(
       () => model.createSession({ nCtx: 257 }),
       (e: EngineError) => e.code === 'CONTEXT_TOO_LONG',

@@ -698,6 +698,10 @@ export interface GgufSummary {
   supported: boolean;
   /** Why the engine cannot run the file, when supported is false. */
   unsupportedReason: string | null;
+  /** Layers whose attention slides (model/hparams.h, layer_window: gemma3's five of six, every phi3 layer)
+   * and their window (0: none). */
+  slidingLayers: number;
+  slidingWindow: number;
 }
 
 /** A metadata value as a number (integer and float types; the largest element of a numeric array). */
@@ -715,6 +719,21 @@ export function metaNumber(h: GgufHeader, key: string): number | null {
 export function metaString(h: GgufHeader, key: string): string | null {
   const v = h.metadata.get(key);
   return typeof v === 'string' ? v : null;
+}
+
+/** The sliding-window layers as the engine reads them (model/hparams.h, layer_window): gemma3 slides in five
+ * of every six layers, phi3 in every one (a Phi-3-mini/medium-4k file without the key: 2047). */
+function slidingLayout(
+  arch: string | null,
+  layers: number | null,
+  window: number | null,
+  trained: number | null,
+): { slidingLayers: number; slidingWindow: number } {
+  const w = window ?? (arch === 'phi3' && (layers === 32 || layers === 40) && trained === 4096 ? 2047 : 0);
+  if (!layers || !(w > 0)) return { slidingLayers: 0, slidingWindow: 0 };
+  if (arch === 'gemma3') return { slidingLayers: layers - Math.floor(layers / 6), slidingWindow: w };
+  if (arch === 'phi3') return { slidingLayers: layers, slidingWindow: w };
+  return { slidingLayers: 0, slidingWindow: 0 };
 }
 
 /** Length of an array value (kept or summarised), or null. */
@@ -803,6 +822,12 @@ export function summarizeGguf(h: GgufHeader): GgufSummary {
     splitCount,
     supported: unsupportedReason === null,
     unsupportedReason,
+    ...slidingLayout(
+      arch,
+      metaNumber(h, `${p}block_count`),
+      metaNumber(h, `${p}attention.sliding_window`),
+      metaNumber(h, `${p}context_length`),
+    ),
   };
 }
 

@@ -255,6 +255,9 @@ kv::CompressionStats Context::compress(const std::vector<int32_t>& tokens, const
   shape.L = L;
   kv::Compressor comp(opts, shape, hp.n_layer, kv_->k_entry_bytes(), kv_->v_entry_bytes(), kv_type_name(kv_->type()));
   prepare_scorer(comp);
+  std::vector<int32_t> windows(static_cast<size_t>(hp.n_layer));
+  for (int l = 0; l < hp.n_layer; l++) windows[size_t(l)] = hp.layer_window(l);
+  comp.set_windows(std::move(windows));
   const int32_t chunk = read.chunk != ReadOptions::kAutoChunk ? read.chunk
                         : comp.budget().compress              ? kv::default_chunk(comp.budget().B, params_.n_ctx)
                                                               : 0;
