@@ -145,6 +145,22 @@ for (const c of ORACLE_CASES) {
         // and the session goes on past the window from the compressed cache
         const gen = await s.generate({ n: 4, temperature: 0 });
         assert.equal(gen.tokens.length, 4, method);
+        // read in chunks of 64, each cut back (the engine checks the cache against its bound, a sliding
+        // layer's window plus a chunk): the sliding heads end with the window, the global layers their budget
+        const r = model.createSession({ nCtx: c.nCtx, nThreads: 2, kvType: 'f32' });
+        const chunked = (await r.compress(doc, { method, budget: 0.3, chunk: 64 })).stats;
+        assert.equal(chunked.chunks, 3, method);
+        chunked.layers.forEach((l, i) => {
+          const k = l.heads.map((h) => h.kept);
+          if (slides[i]) assert.deepEqual(k, Array(nHeadKv).fill(slidingWindow), `${method} chunked: layer ${i}`);
+          else
+            assert.equal(
+              k.reduce((a, x) => a + x, 0),
+              nHeadKv * l.budget,
+              `${method} chunked: layer ${i}`,
+            );
+        });
+        r.dispose();
       }
       s.dispose();
     }
