@@ -23,7 +23,7 @@ import { join } from 'node:path';
 
 import { loadAddon } from '../electron/engine/binding.ts';
 import { METHOD_NAMES } from '../electron/kv/methods.ts';
-import { ORACLE_CASES, ORACLE_PROMPT } from './helpers/oracle-cases.ts';
+import { ORACLE_CASES, promptOf } from './helpers/oracle-cases.ts';
 import { writeRandomModel } from './helpers/random-model.ts';
 import { referenceForward } from './helpers/reference-forward.ts';
 import { repoRoot } from './helpers/shared.ts';
@@ -65,7 +65,8 @@ const argmax = (x: ArrayLike<number>) => {
 for (const c of ORACLE_CASES) {
   test(`oracle ${c.name}: logits, argmax and greedy tokens as ik_llama.cpp's, both near the float64 reference`, async (t) => {
     const dump = JSON.parse(readFileSync(join(repoRoot, 'test/data/oracle', `${c.name}.json`), 'utf8')) as Dump;
-    assert.deepEqual(dump.tokens, ORACLE_PROMPT, 'the dump is of this prompt');
+    const prompt = promptOf(c);
+    assert.deepEqual(dump.tokens, prompt, 'the dump is of this prompt');
     assert.equal(dump.n_ctx, c.nCtx, 'and of this context');
     const path = join(dir, `${c.name}.gguf`);
     writeRandomModel(path, c.model);
@@ -75,8 +76,8 @@ for (const c of ORACLE_CASES) {
     const V = model.info().nVocab;
     assert.equal(V, dump.n_vocab);
     const session = model.createSession({ nCtx: c.nCtx, nBatch: 16, nThreads: 2, kvType: 'f32' });
-    const { logits } = await session.prefill(ORACLE_PROMPT, { allLogits: true });
-    const ref = referenceForward(path, ORACLE_PROMPT, c.nCtx);
+    const { logits } = await session.prefill(prompt, { allLogits: true });
+    const ref = referenceForward(path, prompt, c.nCtx);
 
     const worst = { engine: 0, ik: 0, engineVsIk: 0 };
     for (const { position, row } of dump.logits) {
@@ -92,7 +93,7 @@ for (const c of ORACLE_CASES) {
     assert.ok(worst.ik <= IK_TOL, `the dump itself is off the float64 reference: ${info}`);
     assert.ok(worst.engine <= ENGINE_TOL, info);
     assert.ok(worst.engineVsIk <= IK_TOL, info);
-    for (let p = 0; p < ORACLE_PROMPT.length; p++)
+    for (let p = 0; p < prompt.length; p++)
       assert.equal(argmax(logits.subarray(p * V, (p + 1) * V)), dump.argmax_per_position[p], `argmax at position ${p}`);
 
     const gen = await session.generate({ n: dump.greedy.length, temperature: 0 });
@@ -101,27 +102,66 @@ for (const c of ORACLE_CASES) {
     model.dispose();
   });
 
+  // Sliding-window layers (the swa cases: windows of 16 and 23, far below the document) keep their window, the
+  // newest min(L, n_swa) entries of every head, and are not scored; the global layers keep their budgets
+  // exactly (docs/compression.md, "Models with sliding-window layers").
   test(`oracle ${c.name}: a compressed session keeps every layer's budget exactly`, async () => {
     const path = join(dir, `${c.name}-budget.gguf`);
     writeRandomModel(path, c.model);
     const model = await loadAddon().loadModel(path);
-    const { nLayer, nHeadKv } = model.info();
+    const { nLayer, nHeadKv, slidingLayers, slidingWindow } = model.info();
     // a document of 200 tokens across the vocabulary
     const doc = [1, ...Array.from({ length: 199 }, (_, i) => 3 + ((i * 53 + 7) % 310))];
+    const L = doc.length;
     for (const method of METHOD_NAMES.filter((m) => m !== 'full')) {
       const s = model.createSession({ nCtx: c.nCtx, nThreads: 2, kvType: 'f32' });
       const { stats } = await s.compress(doc, { method, budget: 0.3 });
-      const B = Math.round(0.3 * doc.length);
+      const B = Math.round(0.3 * L);
       assert.equal(stats.budget, B, method);
       const kept = stats.layers.map((l) => l.heads.reduce((a, h) => a + h.kept, 0));
-      stats.layers.forEach((l, i) =>
-        assert.equal(kept[i], nHeadKv * l.budget, `${method}: layer ${i} keeps its budget`),
-      );
+      const slides = stats.layers.map((l) => l.slidingWindow > 0);
+      assert.equal(slides.filter(Boolean).length, slidingLayers, `${method}: the sliding layers are marked`);
+      stats.layers.forEach((l, i) => {
+        assert.equal(kept[i], nHeadKv * l.budget, `${method}: layer ${i} keeps its budget`);
+        if (slides[i]) {
+          assert.equal(l.slidingWindow, slidingWindow);
+          assert.equal(l.budget, Math.min(L, slidingWindow), `${method}: sliding layer ${i} keeps its window`);
+        }
+      });
+      const nGlobal = nLayer - slidingLayers;
       assert.equal(
-        kept.reduce((a, k) => a + k, 0),
-        nLayer * nHeadKv * B,
-        `${method}: Σ kept = layers·Hk·B`,
+        kept.filter((_, i) => !slides[i]).reduce((a, k) => a + k, 0),
+        nGlobal * nHeadKv * B,
+        `${method}: Σ kept over the global layers = global layers·Hk·B`,
       );
+      if (slidingLayers > 0 && slidingWindow < L) {
+        // the window is the newest tokens: each kept by every sliding head, an older one by none of them
+        const slots = slidingLayers * nHeadKv;
+        stats.tokenRetention.forEach((r, t) =>
+          t >= L - slidingWindow
+            ? assert.ok(r >= slots, `${method}: token ${t} in every sliding head`)
+            : assert.ok(r <= nGlobal * nHeadKv, `${method}: token ${t} in no sliding head`),
+        );
+        // and the session goes on past the window from the compressed cache
+        const gen = await s.generate({ n: 4, temperature: 0 });
+        assert.equal(gen.tokens.length, 4, method);
+        // read in chunks of 64, each cut back (the engine checks the cache against its bound, a sliding
+        // layer's window plus a chunk): the sliding heads end with the window, the global layers their budget
+        const r = model.createSession({ nCtx: c.nCtx, nThreads: 2, kvType: 'f32' });
+        const chunked = (await r.compress(doc, { method, budget: 0.3, chunk: 64 })).stats;
+        assert.equal(chunked.chunks, 3, method);
+        chunked.layers.forEach((l, i) => {
+          const k = l.heads.map((h) => h.kept);
+          if (slides[i]) assert.deepEqual(k, Array(nHeadKv).fill(slidingWindow), `${method} chunked: layer ${i}`);
+          else
+            assert.equal(
+              k.reduce((a, x) => a + x, 0),
+              nHeadKv * l.budget,
+              `${method} chunked: layer ${i}`,
+            );
+        });
+        r.dispose();
+      }
       s.dispose();
     }
     model.dispose();

@@ -1437,6 +1437,22 @@ test('estimate: KV cache per token, full and compressed, and the working buffers
   assert.equal(c.totalBytes, 807_000_000 + c.kvBytesCompressed + c.workingBytes);
   assert.match(c.message, /1,229 of the 6,144-token document kept per head; 256\.0 MiB uncompressed/);
 
+  // sliding-window layers keep their window, not the budget: 10 of the 16 layers with a window of 512 (below
+  // the budget) and of 2,047 (above it); uncompressed, every layer keeps every entry
+  const perLayer = 32768 / 16;
+  for (const window of [512, 2047]) {
+    const shape = { ...llama1b, slidingLayers: 10, slidingWindow: window };
+    const s = estimateMemory(shape, {
+      nCtx: 8192,
+      compression: { method: 'ada-snapkv', budget: 0.2, window: 32 },
+      memory: plenty,
+    });
+    assert.equal(s.kvBytesCompressed, perLayer * (6 * 1229 + 10 * window) + 2048 * 32768, `window ${window}`);
+    assert.equal(s.workingBytes - c.workingBytes, 0, 'the reading peak moves with the kept entries, the work not');
+    assert.match(s.message, new RegExp(`${window.toLocaleString('en-US')} in the 10 sliding-window layers`));
+    assert.equal(estimateMemory(shape, { nCtx: 8192, memory: plenty }).kvBytesCompressed, 8192 * 32768);
+  }
+
   // a budget in tokens per head, and the edge cases of docs/compression.md
   assert.equal(
     estimateMemory(llama1b, { nCtx: 8192, compression: { method: 'snapkv', budget: 512 }, memory: plenty })

@@ -152,6 +152,7 @@ function sampleStats(
     layers: [
       {
         budget: 128,
+        slidingWindow: 0,
         bytesFull: 500_000,
         bytesKept: 100_000,
         epsOverC: 0.5,
@@ -324,6 +325,7 @@ test('statistics stored in snake_case before version 6 open as camelCase and rea
     layers: [
       {
         budget: 3,
+        slidingWindow: 0,
         bytesFull: 1024,
         bytesKept: 768,
         epsOverC: 0.25,

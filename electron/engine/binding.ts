@@ -114,6 +114,10 @@ export interface ModelInfo {
   nVocab: number;
   /** The context length the model was trained for. */
   contextLength: number;
+  /** Layers whose attention slides over the newest slidingWindow positions (HParams::layer_window), and that
+   * window (0: none). */
+  slidingLayers: number;
+  slidingWindow: number;
   nEmbd: number;
   nLayer: number;
   nHead: number;

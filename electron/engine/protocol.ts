@@ -126,6 +126,8 @@ export const ModelInfo = z.object({
   weightBytes: Num,
   nVocab: Int,
   contextLength: Num,
+  slidingLayers: Int,
+  slidingWindow: Int,
   nEmbd: Int,
   nLayer: Int,
   nHead: Int,

@@ -31,8 +31,11 @@ export const HEAD_STATS_FIELDS = {
 
 /** One layer. */
 export const LAYER_STATS_FIELDS = {
-  /** Per-head budget B_l of this layer (window included). */
+  /** Per-head budget B_l of this layer (window included); a sliding-window layer's min(L, slidingWindow). */
   budget: 'integer',
+  /** A sliding-window layer's n_swa: it keeps its window (the newest n_swa entries) and is not scored; its
+   * heads' retainedMass and concentration are not measured (1). 0: a global layer. */
+  slidingWindow: 'integer',
   /** K + V bytes of the whole prefix in this layer, and of the kept entries. */
   bytesFull: 'integer',
   bytesKept: 'integer',

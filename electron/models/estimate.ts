@@ -56,6 +56,11 @@ export interface ModelShape {
   contextLength: number | null;
   /** Bytes of tensor data. */
   weightBytes: number;
+  /** Layers whose attention slides over the newest slidingWindow positions (gemma3's five of six, every
+   * phi3 layer): a compression keeps min(prefix, slidingWindow) of their entries per head, not the budget
+   * (docs/compression.md, "Models with sliding-window layers"). Default none. */
+  slidingLayers?: number;
+  slidingWindow?: number;
 }
 
 /** The shape from a GGUF header summary; throws ApiError MODEL_SHAPE_UNKNOWN naming a missing key. */
@@ -78,6 +83,8 @@ export function shapeFromSummary(s: GgufSummary): ModelShape {
     vocabSize: need(s.vocabSize, 'vocabulary size'),
     contextLength: s.contextLength,
     weightBytes: s.tensorBytes,
+    slidingLayers: s.slidingLayers,
+    slidingWindow: s.slidingWindow,
   };
 }
 
@@ -93,6 +100,8 @@ export function shapeFromInfo(i: {
   nVocab: number;
   contextLength: number;
   weightBytes: number;
+  slidingLayers: number;
+  slidingWindow: number;
 }): ModelShape {
   return {
     layers: i.nLayer,
@@ -105,6 +114,8 @@ export function shapeFromInfo(i: {
     vocabSize: i.nVocab,
     contextLength: i.contextLength,
     weightBytes: i.weightBytes,
+    slidingLayers: i.slidingLayers,
+    slidingWindow: i.slidingWindow,
   };
 }
 
@@ -184,8 +195,16 @@ export function estimateMemory(shape: ModelShape, o: EstimateOptions = {}): Memo
   const perToken = kvBytesPerToken(shape, kvType);
   const { kept, compressed, clamped } = keptPrefixTokens(prefixTokens, o.compression);
 
+  // Compressed, a sliding-window layer keeps its window instead of the budget: the prefix entries kept per KV
+  // head, summed over the layers, in bytes
+  const sliding = shape.slidingWindow ? Math.min(shape.slidingLayers ?? 0, shape.layers) : 0;
+  const keptSliding = Math.min(prefixTokens, shape.slidingWindow ?? 0);
+  const keptBytes = compressed
+    ? (perToken / shape.layers) * ((shape.layers - sliding) * kept + sliding * keptSliding)
+    : perToken * kept;
+
   const kvBytesFull = perToken * nCtx;
-  const kvBytesCompressed = perToken * (kept + conversationTokens);
+  const kvBytesCompressed = keptBytes + perToken * conversationTokens;
 
   const {
     embeddingLength: E,
@@ -211,14 +230,14 @@ export function estimateMemory(shape: ModelShape, o: EstimateOptions = {}): Memo
   const kvBytesReading = !compressed
     ? perToken * prefixTokens
     : (chunk
-        ? perToken * (kept + chunk + w)
+        ? keptBytes + perToken * (chunk + w)
         : cutsAtEnd
           ? perToken * prefixTokens
-          : perToken * (kept + CACHE_SPARE_TOKENS) + prefixTokens * Hk * (dk + dv) * KV_ELEMENT_BYTES[kvType]) +
+          : keptBytes + perToken * CACHE_SPARE_TOKENS + prefixTokens * Hk * (dk + dv) * KV_ELEMENT_BYTES[kvType]) +
       (rereads ? perToken * (rereadTokens + Math.max(32, Math.floor(rereadTokens / 4))) : 0);
   const compressionBytes = !compressed
     ? 0
-    : kvBytesReading - perToken * kept + F32 * H * w * (chunk ? kept + chunk : prefixTokens);
+    : kvBytesReading - keptBytes + F32 * H * w * (chunk ? kept + chunk : prefixTokens);
   const workingBytes = activationBytes + compressionBytes;
 
   const totalBytes = shape.weightBytes + kvBytesCompressed + workingBytes;
@@ -228,7 +247,7 @@ export function estimateMemory(shape: ModelShape, o: EstimateOptions = {}): Memo
   const fits = totalBytes <= availableBytes;
 
   const kvPart = compressed
-    ? `KV cache ${formatBytes(kvBytesCompressed)} (${count(nCtx)} tokens, ${count(kept)} of the ${count(prefixTokens)}-token document kept per head; ${formatBytes(kvBytesFull)} uncompressed${clamped ? '; the budget was raised to the observation window + 1' : ''})`
+    ? `KV cache ${formatBytes(kvBytesCompressed)} (${count(nCtx)} tokens, ${count(kept)} of the ${count(prefixTokens)}-token document kept per head${sliding ? `, ${count(keptSliding)} in the ${count(sliding)} sliding-window layers` : ''}; ${formatBytes(kvBytesFull)} uncompressed${clamped ? '; the budget was raised to the observation window + 1' : ''})`
     : `KV cache ${formatBytes(kvBytesFull)} (${count(nCtx)} tokens × ${formatBytes(perToken)})`;
   const parts = `weights ${formatBytes(shape.weightBytes)} + ${kvPart} + working buffers ${formatBytes(workingBytes)}`;
   const where = o.memoryName ? ` of ${o.memoryName}` : '';

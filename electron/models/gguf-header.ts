@@ -698,6 +698,10 @@ export interface GgufSummary {
   supported: boolean;
   /** Why the engine cannot run the file, when supported is false. */
   unsupportedReason: string | null;
+  /** Layers whose attention slides (model/hparams.h, layer_window: gemma3's five of six, every phi3 layer)
+   * and their window (0: none). */
+  slidingLayers: number;
+  slidingWindow: number;
 }
 
 /** A metadata value as a number (integer and float types; the largest element of a numeric array). */
@@ -717,18 +721,19 @@ export function metaString(h: GgufHeader, key: string): string | null {
   return typeof v === 'string' ? v : null;
 }
 
-/** The longest context the engine runs a model with (model/hparams.h, n_ctx_max): the trained one, or a phi3
- * or gemma3 model's sliding window where that is shorter (the engine's attention equals the window's up to it). */
-function usableContext(
+/** The sliding-window layers as the engine reads them (model/hparams.h, layer_window): gemma3 slides in five
+ * of every six layers, phi3 in every one (a Phi-3-mini/medium-4k file without the key: 2047). */
+function slidingLayout(
   arch: string | null,
-  trained: number | null,
-  slidingWindow: number | null,
   layers: number | null,
-): number | null {
-  if ((arch !== 'phi3' && arch !== 'gemma3') || trained === null) return trained;
-  // Phi-3-mini/medium-4k files from before the key was written: llama.cpp's (and the engine's) 2047
-  const window = slidingWindow ?? (arch === 'phi3' && (layers === 32 || layers === 40) && trained === 4096 ? 2047 : 0);
-  return window > 0 ? Math.min(trained, window) : trained;
+  window: number | null,
+  trained: number | null,
+): { slidingLayers: number; slidingWindow: number } {
+  const w = window ?? (arch === 'phi3' && (layers === 32 || layers === 40) && trained === 4096 ? 2047 : 0);
+  if (!layers || !(w > 0)) return { slidingLayers: 0, slidingWindow: 0 };
+  if (arch === 'gemma3') return { slidingLayers: layers - Math.floor(layers / 6), slidingWindow: w };
+  if (arch === 'phi3') return { slidingLayers: layers, slidingWindow: w };
+  return { slidingLayers: 0, slidingWindow: 0 };
 }
 
 /** Length of an array value (kept or summarised), or null. */
@@ -802,12 +807,7 @@ export function summarizeGguf(h: GgufHeader): GgufSummary {
     fileBytes: h.fileBytes,
     quantization,
     fileType,
-    contextLength: usableContext(
-      arch,
-      metaNumber(h, `${p}context_length`),
-      metaNumber(h, `${p}attention.sliding_window`),
-      metaNumber(h, `${p}block_count`),
-    ),
+    contextLength: metaNumber(h, `${p}context_length`), // the engine's limit, sliding-window models too
     parameters,
     layers: metaNumber(h, `${p}block_count`),
     heads,
@@ -822,6 +822,12 @@ export function summarizeGguf(h: GgufHeader): GgufSummary {
     splitCount,
     supported: unsupportedReason === null,
     unsupportedReason,
+    ...slidingLayout(
+      arch,
+      metaNumber(h, `${p}block_count`),
+      metaNumber(h, `${p}attention.sliding_window`),
+      metaNumber(h, `${p}context_length`),
+    ),
   };
 }
 

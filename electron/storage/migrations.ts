@@ -276,6 +276,24 @@ export const migrations: readonly Migration[] = [
       `);
     },
   },
+  {
+    version: 14,
+    name: "a layer's sliding window",
+    up(db) {
+      // Each layer's statistics gained its sliding window (slidingWindow, kept by its window rather than
+      // scored). Every cache stored before compressed every layer by scores: 0.
+      const rows = db.prepare(`SELECT document_id AS id, json FROM compression_stats`).all() as {
+        id: string;
+        json: string;
+      }[];
+      const update = db.prepare(`UPDATE compression_stats SET json = ? WHERE document_id = ?`);
+      for (const r of rows) {
+        const s = JSON.parse(r.json) as { layers?: Record<string, unknown>[] };
+        const layers = (s.layers ?? []).map((l) => ({ slidingWindow: 0, ...l }));
+        update.run(JSON.stringify({ ...s, layers }), r.id);
+      }
+    },
+  },
 ];
 
 export const LATEST_VERSION = migrations[migrations.length - 1].version;

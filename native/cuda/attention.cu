@@ -12,11 +12,15 @@
 // per KV head), each block takes only one of `splits` slices of the key range and writes its unnormalised
 // output with its max and sum; a second kernel merges the slices. The host does not know the lengths
 // (they live on the device), so the slices are fractions of each block's own key range.
+//
+// A sliding window (n_swa > 0, sliding-window.cuh) masks each row's keys by position; a block's key range
+// starts at its first row's oldest visible key (the later rows' windows start no earlier).
 #include <cuda_fp16.h>
 
 #include <cmath>
 
 #include "ops.h"
+#include "sliding-window.cuh"
 #include "warp.cuh"
 
 namespace folio::cuda {
@@ -37,12 +41,14 @@ struct AttnArgs {
   const void* v;          // [capacity, Dv] of T
   const int64_t* offset;  // [Hk] device
   const int32_t* len;     // [Hk] device
+  const int32_t* pos;     // [capacity] device: each entry's position
   float* out;             // [m, H·Dv]
   float* part_o;          // [splits, Hk, R, Dv] unnormalised slice outputs (splits > 1)
   float* part_m;          // [splits, Hk, R] each slice's max score (−inf: the slice saw no key)
   float* part_l;          // [splits, Hk, R] each slice's Σ exp(score − max)
   int32_t m, H, Hk, G, D, Dv, splits;
-  float scale;  // 1/sqrt(D), computed as the CPU does
+  int32_t n_swa;  // the sliding window, 0: none
+  float scale;    // 1/sqrt(D), computed as the CPU does
 };
 
 // grid (ceil(R / (kWarps·RW)), splits, Hk), kThreads threads; warp w owns rows r0 + w·RW .. + RW.
@@ -63,11 +69,14 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(AttnArgs a) {
 
   const int64_t off = a.offset[g];
   const int32_t before = a.len[g] - a.m;  // entries older than this call's queries
-  // The block's last row sees the most keys; its slice of them, in whole tiles.
+  const int32_t* kpos = a.pos + off;      // [len] head g's positions, ascending
+  // The block's last row sees the most keys, its first row the oldest; its slice of them, in whole tiles.
   const int r_last = min(r0 + RB, R) - 1;
   const int32_t n_keys = max(0, before + r_last / G + 1);
-  const int32_t per_split = ((n_keys + a.splits - 1) / a.splits + kTile - 1) / kTile * kTile;
-  const int32_t k0 = split * per_split, k1 = min(n_keys, k0 + per_split);
+  const int32_t own0 = before + r0 / G;  // the first row's own entry
+  const int32_t k_lo = own0 >= 0 ? first_in_window(kpos, own0 + 1, kpos[own0], a.n_swa) : 0;
+  const int32_t per_split = ((n_keys - k_lo + a.splits - 1) / a.splits + kTile - 1) / kTile * kTile;
+  const int32_t k0 = k_lo + split * per_split, k1 = min(n_keys, k0 + per_split);
 
   for (int idx = threadIdx.x; idx < RB * D; idx += kThreads) {
     const int rr = idx / D, d = idx - rr * D, r = r0 + rr;
@@ -78,12 +87,13 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(AttnArgs a) {
 
   // Per row of this warp: keys it may see (0 past the last row), running max, running sum, output dims
   // lane + 32·k (all lanes hold the same max and sum).
-  int32_t vis[RW];
+  int32_t vis[RW], qpos[RW];  // keys [0, vis) by index, and of those the window's by position qpos
   float mrow[RW], lrow[RW], o[RW][kMaxDvLane];
 #pragma unroll
   for (int rr = 0; rr < RW; rr++) {
     const int r = r0 + warp * RW + rr;
     vis[rr] = r < R ? before + r / G + 1 : 0;
+    qpos[rr] = r < R ? kpos[before + r / G] : 0;
     mrow[rr] = -INFINITY;
     lrow[rr] = 0.0f;
 #pragma unroll
@@ -113,8 +123,10 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(AttnArgs a) {
 #pragma unroll
         for (int rr = 0; rr < RW; rr++) dot[rr] += qw[rr * D + d] * kd;
       }
+      const int32_t p_key = lane < nb ? kpos[j0 + lane] : 0;
 #pragma unroll
-      for (int rr = 0; rr < RW; rr++) s[rr] = lane < nb && j0 + lane < vis[rr] ? dot[rr] * a.scale : -INFINITY;
+      for (int rr = 0; rr < RW; rr++)
+        s[rr] = lane < nb && j0 + lane < vis[rr] && in_window(qpos[rr], p_key, a.n_swa) ? dot[rr] * a.scale : -INFINITY;
     }
     __syncthreads();  // every warp is done with the keys: the buffer takes the values
     for (int idx = threadIdx.x; idx < kTile * Dv; idx += kThreads) {
@@ -228,7 +240,7 @@ void launch(int rw, dim3 grid, size_t smem, const AttnArgs& a) {
 
 }  // namespace
 
-int attention(const float* q, const folio_gpu_kv_layer* layer, int32_t m, int32_t n_head, float* out) {
+int attention(const float* q, const folio_gpu_kv_layer* layer, int32_t m, int32_t n_head, int32_t n_swa, float* out) {
   const folio_gpu_kv_layer L = *layer;
   if (m <= 0 || n_head <= 0 || L.n_head_kv <= 0) return 0;
   const int Hk = L.n_head_kv, D = L.head_dim, Dv = L.head_dim_v;
@@ -256,6 +268,8 @@ int attention(const float* q, const folio_gpu_kv_layer* layer, int32_t m, int32_
   a.v = L.v;
   a.offset = L.offset;
   a.len = L.len;
+  a.pos = L.pos;
+  a.n_swa = n_swa;
   a.out = out;
   a.m = m;
   a.H = n_head;

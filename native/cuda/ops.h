@@ -43,7 +43,7 @@ int kv_append(const folio_gpu_kv_layer* layer, const float* k, const float* v, c
 int kv_gather(const folio_gpu_kv_layer* src, const folio_gpu_kv_layer* dst, const int32_t* keep, const int64_t* start);
 
 // attention.cu (flash-style causal prefill and variable-length decode)
-int attention(const float* q, const folio_gpu_kv_layer* layer, int32_t m, int32_t n_head, float* out);
+int attention(const float* q, const folio_gpu_kv_layer* layer, int32_t m, int32_t n_head, int32_t n_swa, float* out);
 
 // scoring.cu (the SnapKV window scores and the Ada-KV selection)
 int window_scores(const float* qw, const folio_gpu_kv_layer* layer, int32_t n_head, int32_t L, int32_t w,

@@ -1,7 +1,9 @@
 // The fast attention against the reference attention on random flat caches: F16 and F32 entries, heads
 // of different lengths (as after compression), awkward sizes, GQA, several queries appended at once, and
 // the shapes of real models (head sizes 64 and 128, groups of 4 and 8) with long caches, where the fast
-// path's register blocks are full.
+// path's register blocks are full. Two trials in three slide a window over the keys (backend/sliding-window.h)
+// of a random width, on positions with gaps (as a compressed cache holds), so that windows start inside a
+// block and a query's window may hold fewer entries than its width.
 //   attention-selftest [SEED]
 #include <cmath>
 #include <cstdio>
@@ -37,6 +39,9 @@ int main(int argc, char** argv) {
       for (int g = 0; g < hp.n_head_kv; g++)
         before[size_t(g)] = int32_t(rng() % (real ? 600 : 200)), caps[size_t(g)] = before[size_t(g)] + m;
       cache.reserve_heads(0, caps);
+      // the new tokens' first position: after every head's older entries (1 to 3 positions apart)
+      const int32_t p_new = 3 * (real ? 600 : 200);
+      const int32_t n_swa = trial % 3 == 0 ? 0 : 1 + int32_t(rng() % uint32_t(real ? 700 : 300));
       for (int g = 0; g < hp.n_head_kv; g++) {
         const int32_t n = before[size_t(g)];
         std::vector<float> k(size_t(n) * size_t(hp.head_dim)), v(size_t(n) * size_t(hp.head_dim_v));
@@ -44,7 +49,7 @@ int main(int argc, char** argv) {
         for (auto& x : v) x = nd(rng);
         std::vector<uint8_t> kb(size_t(n) * cache.k_entry_bytes()), vb(size_t(n) * cache.v_entry_bytes());
         std::vector<int32_t> pos(static_cast<size_t>(n));
-        for (int32_t j = 0; j < n; j++) pos[size_t(j)] = j;
+        for (int32_t j = 0, p = p_new - 3 * n - 1; j < n; j++) pos[size_t(j)] = p += 1 + int32_t(rng() % 3);
         // store through a one-head append so the element conversion is the cache's own
         FlatKvCache tmp(1, 1, hp.head_dim, hp.head_dim_v, type);
         tmp.reserve(0, n, 0);
@@ -57,19 +62,19 @@ int main(int argc, char** argv) {
       for (auto& x : v) x = nd(rng);
       for (auto& x : q) x = 2.0f * nd(rng);
       std::vector<int32_t> pos(static_cast<size_t>(m));
-      for (int32_t t = 0; t < m; t++) pos[size_t(t)] = 1000 + t;
+      for (int32_t t = 0; t < m; t++) pos[size_t(t)] = p_new + t;
       cache.append(0, k.data(), v.data(), pos.data(), m);
       std::vector<float> fast(size_t(m) * size_t(hp.n_head) * size_t(hp.head_dim_v)), ref(fast.size());
-      cpu::attention(pool, scratch, q.data(), cache, 0, m, hp.n_head, fast.data());
-      cpu::attention_reference(pool, scratch, q.data(), cache, 0, m, hp.n_head, ref.data());
+      cpu::attention(pool, scratch, q.data(), cache, 0, m, hp.n_head, n_swa, fast.data());
+      cpu::attention_reference(pool, scratch, q.data(), cache, 0, m, hp.n_head, n_swa, ref.data());
       double max_err = 0;
       for (size_t i = 0; i < fast.size(); i++) max_err = std::max(max_err, double(std::fabs(fast[i] - ref[i])));
       cases++;
       // Outputs are convex combinations of N(0,1) values: float reordering gives ~1e-6.
       if (max_err > 1e-5) {
         failures++;
-        std::printf("FAIL %s Hk=%d H=%d D=%d Dv=%d m=%d: max |fast - reference| = %g\n", kv_type_name(type),
-                    hp.n_head_kv, hp.n_head, hp.head_dim, hp.head_dim_v, m, max_err);
+        std::printf("FAIL %s Hk=%d H=%d D=%d Dv=%d m=%d n_swa=%d: max |fast - reference| = %g\n", kv_type_name(type),
+                    hp.n_head_kv, hp.n_head, hp.head_dim, hp.head_dim_v, m, n_swa, max_err);
       }
     }
   std::printf("attention-selftest: %d cases, %d failures\n", cases, failures);

@@ -203,14 +203,15 @@ std::vector<uint8_t> kv_bytes(KvType t, const std::vector<float>& f) {
 }
 
 // A one-layer flat cache whose head g holds lens[g] random entries (positions 0..) in room for caps[g].
+// Head g's entries take the positions 0, stride, 2·stride, ... (stride > 1: the gaps a compressed cache has).
 FlatKvCache random_cache(KvType type, int Hk, int D, int Dv, const std::vector<int32_t>& lens,
-                         const std::vector<int32_t>& caps) {
+                         const std::vector<int32_t>& caps, int32_t stride = 1) {
   FlatKvCache c(1, Hk, D, Dv, type);
   c.reserve_heads(0, caps);
   for (int g = 0; g < Hk; g++) {
     const int32_t n = lens[size_t(g)];
     std::vector<int32_t> pos(static_cast<size_t>(n));
-    std::iota(pos.begin(), pos.end(), 0);
+    for (int32_t j = 0; j < n; j++) pos[size_t(j)] = j * stride;
     const auto k = kv_bytes(type, randn(size_t(n) * size_t(D))), v = kv_bytes(type, randn(size_t(n) * size_t(Dv)));
     c.append_raw(0, g, pos.data(), k.data(), v.data(), n);
   }
@@ -656,11 +657,15 @@ void test_kv() {
 // relative errors ~1e-6 at most, NMSE ~1e-12..1e-10 even over 20000 entries; the CPU's own online-softmax
 // kernel ("cpu=") shows the level. 1e-8 keeps a 100× margin, while a wrong causal limit (one entry too
 // many or few), scale or GQA mapping gives ≫ 1e-4.
+// With a sliding window (n_swa > 0) the older entries are two positions apart and the new ones follow them,
+// so that each query's window starts at a different entry, inside a tile.
 constexpr double kAttentionTol = 1e-8;
 
-void attention_case(KvType type, int Hk, int G_, int D, int Dv, int32_t m, int32_t max_before, int32_t long_len) {
-  const std::string desc = strfmt("%s m=%d Hk=%d G=%d D=%d Dv=%d %s", kv_type_name(type), m, Hk, G_, D, Dv,
-                                  (long_len ? strfmt("len~%d", long_len) : strfmt("len<=%d+m", max_before)).c_str());
+void attention_case(KvType type, int Hk, int G_, int D, int Dv, int32_t m, int32_t max_before, int32_t long_len,
+                    int32_t n_swa = 0) {
+  const std::string desc = strfmt("%s m=%d Hk=%d G=%d D=%d Dv=%d %s%s", kv_type_name(type), m, Hk, G_, D, Dv,
+                                  (long_len ? strfmt("len~%d", long_len) : strfmt("len<=%d+m", max_before)).c_str(),
+                                  n_swa ? strfmt(" n_swa=%d", n_swa).c_str() : "");
   run_case("attention", desc, [&] {
     HParams hp;
     hp.n_head_kv = Hk, hp.n_head = Hk * G_, hp.head_dim = D, hp.head_dim_v = Dv;
@@ -669,19 +674,20 @@ void attention_case(KvType type, int Hk, int G_, int D, int Dv, int32_t m, int32
       before[size_t(g)] = long_len ? long_len - 97 * g : g == 0 && Hk > 1 ? 0 : rand_int(0, max_before);
       caps[size_t(g)] = before[size_t(g)] + m + (g % 2 ? 5 : 0);  // some spare room: offsets ≠ Σ len
     }
-    FlatKvCache cache = random_cache(type, Hk, D, Dv, before, caps);
+    const int32_t stride = n_swa ? 2 : 1;
+    FlatKvCache cache = random_cache(type, Hk, D, Dv, before, caps, stride);
     const std::vector<float> k = randn(size_t(m) * size_t(hp.k_width())), v = randn(size_t(m) * size_t(hp.v_width()));
     std::vector<int32_t> pos(static_cast<size_t>(m));
-    std::iota(pos.begin(), pos.end(), 100000);
+    std::iota(pos.begin(), pos.end(), n_swa ? stride * *std::max_element(before.begin(), before.end()) : 100000);
     cache.append(0, k.data(), v.data(), pos.data(), m);
     const std::vector<float> q = randn(size_t(m) * size_t(hp.q_width()), 2.0f);
     std::vector<float> want(size_t(m) * size_t(hp.n_head) * size_t(Dv)), fast(want.size());
     cpu::Scratch scratch;
-    cpu::attention_reference(*P, scratch, q.data(), cache, 0, m, hp.n_head, want.data());
-    cpu::attention(*P, scratch, q.data(), cache, 0, m, hp.n_head, fast.data());
+    cpu::attention_reference(*P, scratch, q.data(), cache, 0, m, hp.n_head, n_swa, want.data());
+    cpu::attention(*P, scratch, q.data(), cache, 0, m, hp.n_head, n_swa, fast.data());
     const std::unique_ptr<backend::KvStore> store = BE->kv_store_from_host(cache.clone());
     Dev dq = up(q), dout(want.size() * 4);
-    BE->attention(dq.as<float>(), *store, 0, m, hp.n_head, dout.as<float>());
+    BE->attention(dq.as<float>(), *store, 0, m, hp.n_head, n_swa, dout.as<float>());
     sync();
     const double e = nmse(down<float>(dout, want.size()), want);
     line("attention", desc + strfmt(" cpu=%.0e", nmse(fast, want)), strfmt("nmse=%.2e", e), "1e-08",
@@ -709,6 +715,16 @@ void test_attention() {
     if (!g_quick || type == KvType::F16) attention_case(type, 8, 4, 128, 128, 1, 0, 20000);  // a long document
   }
   if (!g_quick) attention_case(KvType::F16, 8, 4, 128, 128, 16, 0, 20000);
+  // Sliding windows (gemma3's sliding layers, phi3): narrower than a tile, across tiles, wider than the cache.
+  for (KvType type : {KvType::F32, KvType::F16}) {
+    attention_case(type, 2, 4, 128, 128, 1, before, 0, 37);
+    attention_case(type, 4, 3, 64, 64, 7, before, 0, 1);
+    attention_case(type, 8, 1, 128, 128, 64, before, 0, 100);
+    attention_case(type, 2, 2, 128, 64, 200, before, 0, 513);
+    attention_case(type, 1, 1, 64, 64, 33, before, 0, 100000);
+  }
+  attention_case(KvType::F16, 8, 4, 128, 128, 1, 0, 20000, 1024);                 // a long document, gemma3's window
+  if (!g_quick) attention_case(KvType::F16, 8, 4, 128, 128, 16, 0, 20000, 2047);  // phi3's
 }
 
 // ---------------------------------------------------------------------------------------------------

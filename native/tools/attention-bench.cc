@@ -4,10 +4,11 @@
 // keeps them.
 //
 //   attention-bench [--keys 2048] [--queries 512] [--heads-kv 8] [--group 4] [--dim 64] [--threads N]
-//                   [--type f16|f32] [--reps 5] [--reference 0]
+//                   [--type f16|f32] [--reps 5] [--reference 0] [--swa 0]
 //
 // Prints the median time and the arithmetic rate: each query head's scores and weighted sum over the
-// keys it sees take 4·D flops a key (2·D for q·k, 2·D for p·v).
+// keys it sees take 4·D flops a key (2·D for q·k, 2·D for p·v). --swa N: a sliding window of N positions
+// (gemma3's sliding layers, phi3), where a query sees at most N keys.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -26,6 +27,7 @@ int main(int argc, char** argv) {
   int hk = 8, group = 4, dim = 64, threads = ThreadPool::default_threads(), reps = 5;
   KvType type = KvType::F16;
   bool reference = false;
+  int32_t swa = 0;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i], v = argv[i + 1];
     if (a == "--keys") keys = std::atoi(v.c_str());
@@ -36,13 +38,14 @@ int main(int argc, char** argv) {
     else if (a == "--threads") threads = std::atoi(v.c_str());
     else if (a == "--reps") reps = std::atoi(v.c_str());
     else if (a == "--reference") reference = v == "1";
+    else if (a == "--swa") swa = std::atoi(v.c_str());
     else if (a == "--type" && (v == "f16" || v == "f32")) type = v == "f16" ? KvType::F16 : KvType::F32;
     else {
       std::fprintf(stderr, "unknown argument %s %s\n", a.c_str(), v.c_str());
       return 2;
     }
   }
-  if (keys < 0 || m < 1 || hk < 1 || group < 1 || dim < 1 || threads < 1 || reps < 1) {
+  if (keys < 0 || m < 1 || hk < 1 || group < 1 || dim < 1 || threads < 1 || reps < 1 || swa < 0) {
     std::fprintf(stderr, "sizes must be positive\n");
     return 2;
   }
@@ -65,17 +68,18 @@ int main(int argc, char** argv) {
   std::vector<double> ms;
   for (int r = 0; r <= reps; r++) {  // the first run is a warm-up
     const auto t0 = std::chrono::steady_clock::now();
-    if (reference) cpu::attention_reference(pool, scratch, q.data(), cache, 0, m, H, out.data());
-    else cpu::attention(pool, scratch, q.data(), cache, 0, m, H, out.data());
+    if (reference) cpu::attention_reference(pool, scratch, q.data(), cache, 0, m, H, swa, out.data());
+    else cpu::attention(pool, scratch, q.data(), cache, 0, m, H, swa, out.data());
     const double t = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     if (r > 0) ms.push_back(t);
   }
   std::sort(ms.begin(), ms.end());
   const double median = ms[ms.size() / 2];
-  const double seen = double(m) * (double(keys) + double(m + 1) / 2.0);  // key visits per query head
+  double seen = 0;  // key visits per query head: query t sees keys + t + 1, at most the window
+  for (int32_t t = 0; t < m; t++) seen += double(swa > 0 ? std::min(swa, keys + t + 1) : keys + t + 1);
   const double flops = 4.0 * double(dim) * seen * double(H);
-  std::printf("attention %s keys=%d queries=%d Hk=%d G=%d D=%d threads=%d%s: %.2f ms, %.1f GFLOP/s\n",
-              type == KvType::F16 ? "f16" : "f32", keys, m, hk, group, dim, threads, reference ? " (reference)" : "",
-              median, flops / median * 1e-6);
+  std::printf("attention %s keys=%d queries=%d Hk=%d G=%d D=%d threads=%d swa=%d%s: %.2f ms, %.1f GFLOP/s\n",
+              type == KvType::F16 ? "f16" : "f32", keys, m, hk, group, dim, threads, swa,
+              reference ? " (reference)" : "", median, flops / median * 1e-6);
   return 0;
 }

@@ -45,7 +45,7 @@ int kv_append(const folio_gpu_kv_layer* L, const float* k, const float* v, const
   return dispatch(Kernel::KvLengths, &lengths, sizeof lengths, uint32_t((L->n_head_kv + 63) / 64), 1, 1);
 }
 
-int attention(const float* q, const folio_gpu_kv_layer* L, int32_t m, int32_t n_head, float* out) {
+int attention(const float* q, const folio_gpu_kv_layer* L, int32_t m, int32_t n_head, int32_t n_swa, float* out) {
   if (m <= 0) return 0;
   if (int e = check_layer("attention", *L)) return e;
   if (n_head <= 0 || n_head % L->n_head_kv) return fail("attention", "n_head must be a multiple of n_head_kv");
@@ -63,13 +63,15 @@ int attention(const float* q, const folio_gpu_kv_layer* L, int32_t m, int32_t n_
     g_part_bytes = need;
   }
   struct {
-    uint64_t kc, vc, offset, len, q, part;
+    uint64_t kc, vc, offset, len, pos, q, part;
     int32_t m, n_head, Hk, D, Dv, kv_type, S;
     float scale;
+    int32_t n_swa;
   } push{addr(L->k),
          addr(L->v),
          addr(L->offset),
          addr(L->len),
+         addr(L->pos),
          addr(q),
          addr(g_part),
          m,
@@ -79,7 +81,8 @@ int attention(const float* q, const folio_gpu_kv_layer* L, int32_t m, int32_t n_
          L->head_dim_v,
          L->kv_type,
          kSlices,
-         1.0f / std::sqrt(float(L->head_dim))};
+         1.0f / std::sqrt(float(L->head_dim)),
+         n_swa};
   const uint32_t gx = uint32_t(items < 65535 ? items : 65535), gy = uint32_t((items + 65534) / 65535);
   if (int e = dispatch(Kernel::Attention, &push, sizeof push, gx, gy, kSlices)) return e;
   struct {

@@ -24,7 +24,7 @@ int scale(float* x, float s, int64_t count);
 int add(float* x, const float* y, int64_t count);
 int add_bias(float* x, const float* b, int64_t n, int64_t width);
 int kv_append(const folio_gpu_kv_layer* layer, const float* k, const float* v, const int32_t* pos, int32_t n);
-int attention(const float* q, const folio_gpu_kv_layer* layer, int32_t m, int32_t n_head, float* out);
+int attention(const float* q, const folio_gpu_kv_layer* layer, int32_t m, int32_t n_head, int32_t n_swa, float* out);
 int window_scores(const float* qw, const folio_gpu_kv_layer* layer, int32_t n_head, int32_t L, int32_t w,
                   int32_t kernel, float* attn, float* score);
 int topk_per_head(const float* score, int32_t n_head_kv, int32_t n, int64_t k, int32_t* won_host);

@@ -44,6 +44,7 @@ function syntheticStats(layers: number, heads: number): CompressionStats {
     rebased: false,
     layers: Array.from({ length: layers }, () => ({
       budget: 6400,
+      slidingWindow: 0,
       bytesFull: 1.25e8,
       bytesKept: 2.5e7,
       epsOverC: r(),

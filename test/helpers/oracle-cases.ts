@@ -12,10 +12,17 @@ export interface OracleCase {
   /** Prompt positions whose whole logit rows the dump keeps (-1: the last). */
   positions: number[];
   nGreedy: number;
+  /** The prompt; default ORACLE_PROMPT. */
+  prompt?: number[];
 }
 
 /** BOS, then a fixed mixture of ids across the synthetic vocabulary (model-random.test.ts's prompt). */
 export const ORACLE_PROMPT = [1, ...Array.from({ length: 40 }, (_, i) => 3 + ((i * 37 + 11) % 300))];
+
+/** 80 tokens, for models whose sliding window (16, 23) is far shorter: most keys have left a query's window. */
+export const ORACLE_LONG_PROMPT = [1, ...Array.from({ length: 79 }, (_, i) => 3 + ((i * 41 + 5) % 300))];
+
+export const promptOf = (c: OracleCase): number[] => c.prompt ?? ORACLE_PROMPT;
 
 // general.name: llama.cpp gives a vocabulary the special tokens of Phi-3's when the model's name says phi3,
 // and stops on this synthetic one, which has none of them; the name is all the reference reads of it.
@@ -56,5 +63,22 @@ export const ORACLE_CASES: OracleCase[] = [
     nCtx: 256,
     positions: [0, 20, -1],
     nGreedy: 16,
+  },
+  // Past the sliding window: the prompt and the greedy tokens run five times past it.
+  {
+    name: 'gemma3-swa16-F32',
+    model: { arch: 'gemma3', type: 'F32', slidingWindow: 16, seed: 25, name: ORACLE_MODEL_NAME },
+    nCtx: 256,
+    positions: [0, 15, 16, 50, -1],
+    nGreedy: 16,
+    prompt: ORACLE_LONG_PROMPT,
+  },
+  {
+    name: 'phi3-swa23-F32',
+    model: { arch: 'phi3', type: 'F32', slidingWindow: 23, seed: 26, name: ORACLE_MODEL_NAME },
+    nCtx: 256,
+    positions: [0, 22, 23, 50, -1],
+    nGreedy: 16,
+    prompt: ORACLE_LONG_PROMPT,
   },
 ];

@@ -404,7 +404,7 @@ export function buildRandomModel(options: RandomModelOptions = {}): { bytes: Uin
     );
   }
   if (arch === 'gemma3') {
-    // Gemma 3's local layers see 512 or 1024 positions; by default here the context (the engine's limit).
+    // Gemma 3's local layers see 512 or 1024 positions; by default here the context (a window that hides nothing).
     meta.push([`${arch}.attention.sliding_window`, u32(c.slidingWindow)]);
     if (c.ropeScaling === 'linear')
       meta.push([`${arch}.rope.scaling.type`, 'linear'], [`${arch}.rope.scaling.factor`, f32(8)]);

@@ -9,7 +9,8 @@
 //     ("neox"). Pair i turns by pos * base^(-2i/rope_dim), divided by rope_freqs[i] when the file has
 //     a rope_freqs.weight tensor (Llama 3.1 rope scaling).
 //   - GQA: query head h reads KV head floor(h / (n_head / n_head_kv)).
-//   - phi3: attn_qkv.weight is the Q, K and V rows one after the other, ffn_up.weight the gate's rows then the
+//   - phi3: every layer slides where the file gives attention.sliding_window (a query sees the n_swa newest
+//     positions); attn_qkv.weight is the Q, K and V rows one after the other, ffn_up.weight the gate's rows then the
 //     up projection's; LongRoPE divides pair i's angle by rope_factors_long[i] when the context passes
 //     rope.scaling.original_context_length, else by rope_factors_short[i], and multiplies the rotated pair's
 //     cos and sin by rope.scaling.attn_factor (ggml's mscale).
@@ -48,7 +49,7 @@ export interface HyperParams {
   nCtxOrig: number;
   /** Linear rope scaling: positions times 1 / rope.scaling.factor (gemma3: its global layers); else 1. */
   ropeFreqScale: number;
-  /** attention.sliding_window where layers slide (gemma3), else 0. */
+  /** attention.sliding_window where layers slide (gemma3's sliding layers, phi3's every layer), else 0. */
   nSwa: number;
   /** qwen3moe: experts per layer, per token, and an expert's width; 0 for dense models. */
   nExpert: number;
@@ -103,7 +104,19 @@ export function readHyperParams(file: GgufFile): HyperParams {
     ropeMscale: metaNumber(file, key('rope.scaling.attn_factor'), 1),
     nCtxOrig: metaNumber(file, key('rope.scaling.original_context_length'), metaNumber(file, key('context_length'))),
     ropeFreqScale: scaling === 'linear' ? 1 / metaNumber(file, key('rope.scaling.factor')) : 1,
-    nSwa: arch === 'gemma3' ? metaNumber(file, key('attention.sliding_window')) : 0,
+    nSwa:
+      arch === 'gemma3' || arch === 'phi3'
+        ? metaNumber(
+            file,
+            key('attention.sliding_window'),
+            // Phi-3-mini/medium-4k files from before the key was written: llama.cpp's 2047
+            arch === 'phi3' &&
+              [32, 40].includes(metaNumber(file, key('block_count'))) &&
+              metaNumber(file, key('context_length')) === 4096
+              ? 2047
+              : 0,
+          )
+        : 0,
     nExpert: metaNumber(file, key('expert_count'), 0),
     nExpertUsed: metaNumber(file, key('expert_used_count'), 0),
     nFfExp: metaNumber(file, key('expert_feed_forward_length'), 0),
@@ -232,7 +245,10 @@ export function referenceForward(
     }
     return out;
   };
-  const sliding = (l: number) => gemma && (l + 1) % 6 !== 0;
+  const sliding = (l: number) => gemma && (l + 1) % 6 !== 0; // gemma3's local layers: their own rotation
+  // Layers whose attention slides: gemma3's local ones, every layer of phi3 (a key at position t is seen by a
+  // query at pos iff pos − t < n_swa, ik_llama.cpp's mask)
+  const windowed = (l: number) => hp.nSwa > 0 && (gemma ? sliding(l) : hp.arch === 'phi3');
   // 1/sqrt of the attention's scalar: head_dim, or n_embd/n_head for Gemma 3 27B
   const attnScale = 1 / Math.sqrt(gemma && hp.nLayer === 62 ? nEmbd / nHead : headDim);
 
@@ -275,7 +291,7 @@ export function referenceForward(
       const freqScale = sliding(l) ? 1 : hp.ropeFreqScale;
       for (let h = 0; h < nHead; h++) rope(q, h * headDim, pos, hp, freqFactors, base, freqScale);
       for (let h = 0; h < nHeadKv; h++) rope(k, h * headDim, pos, hp, freqFactors, base, freqScale);
-      const first = sliding(l) ? Math.max(0, pos - hp.nSwa + 1) : 0; // the oldest position a query sees
+      const first = windowed(l) ? Math.max(0, pos - hp.nSwa + 1) : 0; // the oldest position a query sees
       keyCache[l].push(k);
       valueCache[l].push(v);
 

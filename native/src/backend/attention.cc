@@ -16,6 +16,7 @@
 #include <limits>
 
 #include "backend/cpu-ops.h"
+#include "backend/sliding-window.h"
 #include "quant/quant.h"
 
 #if defined(__x86_64__) && defined(__linux__) && defined(__GNUC__) && !defined(__clang__)
@@ -66,12 +67,13 @@ struct TileBuffers {
   float* mx;         // [rows]        running max of each row's scores
   float* sum;        // [rows]        running sum of each row's exp-scores
   float* carry;      // [rows]        what each row's output is scaled by before a block is added
-  int32_t* visible;  // [rows]    keys each row may see
+  int32_t* first;    // [rows]        the first key each row may see (the sliding window's oldest)
+  int32_t* visible;  // [rows]        keys [first, visible) are the row's
 };
 
 size_t tile_floats(int D, int Dv) {
   return size_t(kTileRows) * size_t(D) + size_t(kKeyBlock) * size_t(2 * D + Dv) +
-         size_t(kTileRows) * (size_t(kKeyBlock) + size_t(Dv) + 4);
+         size_t(kTileRows) * (size_t(kKeyBlock) + size_t(Dv) + 5);
 }
 
 TileBuffers carve(float* base, int D, int Dv) {
@@ -85,7 +87,8 @@ TileBuffers carve(float* base, int D, int Dv) {
   b.mx = b.o + size_t(kTileRows) * size_t(Dv);
   b.sum = b.mx + kTileRows;
   b.carry = b.sum + kTileRows;
-  b.visible = reinterpret_cast<int32_t*>(b.carry + kTileRows);
+  b.first = reinterpret_cast<int32_t*>(b.carry + kTileRows);
+  b.visible = b.first + kTileRows;
   return b;
 }
 
@@ -148,15 +151,16 @@ FOLIO_VECTOR_CLONES
 void block_softmax(const TileBuffers& b, int rows, int nb, int32_t j0, float scale) {
   for (int r = 0; r < rows; r++) {
     float* sr = b.s + size_t(r) * kKeyBlock;
-    const int lim = std::min(nb, b.visible[r] - j0);  // keys of this block the row may see
-    if (lim <= 0) {
+    const int lim = std::min(nb, b.visible[r] - j0);  // keys [lo, lim) of this block the row may see
+    const int lo = std::max(0, b.first[r] - j0);
+    if (lim <= lo) {
       std::fill(sr, sr + kKeyBlock, 0.0f);
       b.carry[r] = 1.0f;
       continue;
     }
     float bmax = -std::numeric_limits<float>::infinity();
     for (int j = 0; j < kKeyBlock; j++) {
-      sr[j] = j < lim ? sr[j] * scale : -std::numeric_limits<float>::infinity();
+      sr[j] = j >= lo && j < lim ? sr[j] * scale : -std::numeric_limits<float>::infinity();
       bmax = std::max(bmax, sr[j]);
     }
     const float new_max = std::max(b.mx[r], bmax);
@@ -208,7 +212,7 @@ void transpose_block(const float* __restrict src, float* __restrict dst, int nb,
 }  // namespace
 
 void attention(ThreadPool& pool, Scratch& s, const float* q, const FlatKvCache& cache, int l, int64_t m, int n_head,
-               float* out, const std::atomic<bool>* stop) {
+               int32_t n_swa, float* out, const std::atomic<bool>* stop) {
   const int H = n_head, Hk = cache.n_head_kv(), G = H / Hk, D = cache.head_dim(), Dv = cache.head_dim_v();
   const int64_t qw = int64_t(H) * D, ow = int64_t(H) * Dv;
   const float scale = 1.0f / std::sqrt(float(D));
@@ -224,6 +228,7 @@ void attention(ThreadPool& pool, Scratch& s, const float* q, const FlatKvCache& 
     const int g = int(item / tiles);
     const int64_t t0 = (item % tiles) * tile_q, t1 = std::min(m, t0 + tile_q);
     const int32_t before = cache.len(l, g) - int32_t(m);  // entries older than this call's tokens
+    const int32_t* kpos = cache.layer(l).positions(g);    // [len] ascending
     TileBuffers b = carve(s.thread_buffer(thread), D, Dv);
     // Rows in order (query, head): the tile's queries and how far each may look.
     const int rows = int((t1 - t0) * G);
@@ -232,13 +237,17 @@ void attention(ThreadPool& pool, Scratch& s, const float* q, const FlatKvCache& 
         const int r = int((t - t0) * G + hh);
         std::memcpy(b.q + size_t(r) * size_t(D), q + t * qw + int64_t(g * G + hh) * D, size_t(D) * sizeof(float));
         b.visible[r] = before + int32_t(t) + 1;
+        b.first[r] = backend::first_in_window(kpos, b.visible[r], kpos[b.visible[r] - 1], n_swa);
       }
     std::fill(b.mx, b.mx + rows, -std::numeric_limits<float>::infinity());
     std::fill(b.sum, b.sum + rows, 0.0f);
     std::fill(b.o, b.o + size_t(rows) * size_t(Dv), 0.0f);
 
     const int32_t n_keys = before + int32_t(t1);  // the tile's last query sees this many
-    for (int32_t j0 = 0; j0 < n_keys; j0 += kKeyBlock) {
+    // The tile's first row sees the oldest keys (a later query's window starts no earlier); blocks before it
+    // are skipped, the blocks aligned to it.
+    const int32_t k_first = b.first[0] / kKeyBlock * kKeyBlock;
+    for (int32_t j0 = k_first; j0 < n_keys; j0 += kKeyBlock) {
       const int nb = std::min<int32_t>(kKeyBlock, n_keys - j0);
       cache.read_k(l, g, j0, nb, b.kraw);
       cache.read_v(l, g, j0, nb, b.v);
@@ -262,7 +271,7 @@ void attention(ThreadPool& pool, Scratch& s, const float* q, const FlatKvCache& 
 }
 
 void attention_reference(ThreadPool& pool, Scratch& s, const float* q, const FlatKvCache& cache, int l, int64_t m,
-                         int n_head, float* out) {
+                         int n_head, int32_t n_swa, float* out) {
   const int H = n_head, Hk = cache.n_head_kv(), G = H / Hk, D = cache.head_dim(), Dv = cache.head_dim_v();
   const int64_t qw = int64_t(H) * D, ow = int64_t(H) * Dv;
   const float scale = 1.0f / std::sqrt(float(D));
@@ -280,8 +289,14 @@ void attention_reference(ThreadPool& pool, Scratch& s, const float* q, const Fla
     cache.read_k(l, g, 0, n_keys, K);
     cache.read_v(l, g, 0, n_keys, V);
     const float* qr = q + t * qw + int64_t(h) * D;
+    const int32_t* kpos = cache.layer(l).positions(g);
+    const int32_t q_pos = kpos[n_keys - 1];  // the query's own entry
     float mx = -std::numeric_limits<float>::infinity();
     for (int32_t j = 0; j < n_keys; j++) {
+      if (!backend::in_window(q_pos, kpos[j], n_swa)) {
+        sc[j] = -std::numeric_limits<float>::infinity();  // exp gives 0
+        continue;
+      }
       float dot = 0;
       for (int d = 0; d < D; d++) dot += qr[d] * K[size_t(j) * size_t(D) + size_t(d)];
       sc[j] = dot * scale;

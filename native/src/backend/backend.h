@@ -93,9 +93,11 @@ class Backend {
   virtual std::unique_ptr<KvStore> kv_store_from_host(FlatKvCache cache) = 0;
 
   // Causal attention of the m newest tokens over layer l, whose heads all end with their m entries: query
-  // t of head h reads KV head g = h / (n_head / Hk), entries [0, len_g − m + t].
+  // t of head h reads KV head g = h / (n_head / Hk), entries [0, len_g − m + t]; with n_swa > 0 only those
+  // in its sliding window (backend/sliding-window.h), by the entries' positions.
   // q: [m, n_head·head_dim]; out: [m, n_head·head_dim_v].
-  virtual void attention(const float* q, const KvStore& kv, int l, int64_t m, int n_head, float* out) = 0;
+  virtual void attention(const float* q, const KvStore& kv, int l, int64_t m, int n_head, int32_t n_swa,
+                         float* out) = 0;
   // SnapKV window scores (kv/scorer.h) of layer l: head g's first lens_host[g] entries, the last w of them
   // the window (the heads differ in length while a long document is read in chunks). qw [w, n_head·head_dim];
   // with M = max_g lens_host[g]: attn [Hk, M] the window-mean attention, score [Hk, M − w] it max-pooled,

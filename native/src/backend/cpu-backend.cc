@@ -112,9 +112,9 @@ class CpuBackend final : public Backend {
     return std::make_unique<CpuKvStore>(std::move(cache));
   }
 
-  void attention(const float* q, const KvStore& kv, int l, int64_t m, int n_head, float* out) override {
-    if (reference_attention_) cpu::attention_reference(pool_, scratch_, q, flat(kv), l, m, n_head, out);
-    else cpu::attention(pool_, scratch_, q, flat(kv), l, m, n_head, out, stop_);
+  void attention(const float* q, const KvStore& kv, int l, int64_t m, int n_head, int32_t n_swa, float* out) override {
+    if (reference_attention_) cpu::attention_reference(pool_, scratch_, q, flat(kv), l, m, n_head, n_swa, out);
+    else cpu::attention(pool_, scratch_, q, flat(kv), l, m, n_head, n_swa, out, stop_);
   }
   void window_scores(const float* qw, const KvStore& kv, int l, int n_head, const int32_t* lens_host, int32_t w,
                      int kernel, float* attn, float* score) override {

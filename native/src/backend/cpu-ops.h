@@ -58,16 +58,18 @@ void geglu(ThreadPool& pool, const float* g, const float* u, float* h, int64_t n
 void scale(float* x, float s, int64_t count);
 
 // Attention of the m newest tokens over layer l of the flat cache, whose heads all end with those m
-// tokens' entries: query t (0 <= t < m) of KV head g sees the head's entries [0, len_g − m + t + 1).
+// tokens' entries: query t (0 <= t < m) of KV head g sees the head's entries [0, len_g − m + t + 1), of
+// those only the ones in its sliding window where n_swa > 0 (backend/sliding-window.h: by the entries'
+// positions, the query's being its own entry's).
 // q: [m, n_head · head_dim]; out: [m, n_head · head_dim_v]. Query head h reads KV head h / (H / Hk); the
 // other dimensions are the cache's.
 // `attention` walks the keys in blocks with an online softmax, a tile of queries and all G query heads
 // of a KV head at once; `attention_reference` is the slow, obviously correct two-pass version it is
 // tested against.
 void attention(ThreadPool& pool, Scratch& s, const float* q, const FlatKvCache& cache, int l, int64_t m, int n_head,
-               float* out, const std::atomic<bool>* stop = nullptr);
+               int32_t n_swa, float* out, const std::atomic<bool>* stop = nullptr);
 void attention_reference(ThreadPool& pool, Scratch& s, const float* q, const FlatKvCache& cache, int l, int64_t m,
-                         int n_head, float* out);
+                         int n_head, int32_t n_swa, float* out);
 
 // Backend::watch_attention (backend/backend.h) over the flat cache, vectorised over the keys; the backend's
 // default, on the host, is the reference it is tested against (native/tests/scorers-selftest.cc).

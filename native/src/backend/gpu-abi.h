@@ -22,7 +22,8 @@
 extern "C" {
 #endif
 
-#define FOLIO_GPU_ABI_VERSION 3 /* 2: folio_gpu_rope.mscale; geglu and scale. 3: device_type, max_alloc_bytes */
+/* 2: folio_gpu_rope.mscale; geglu and scale. 3: attention's n_swa; device_type, max_alloc_bytes */
+#define FOLIO_GPU_ABI_VERSION 3
 
 typedef struct {
   char name[256];   /* e.g. "NVIDIA H200" */
@@ -101,10 +102,13 @@ typedef struct {
    * needs no upload of the lengths; the caller keeps its host copy in step). The caller has made room. */
   int (*kv_append)(const folio_gpu_kv_layer* layer_host, const float* k, const float* v, const int32_t* pos, int32_t n);
   /* Causal attention of m new queries over the layer, whose len already includes their m entries:
-   * query t (0 ≤ t < m) of head h reads KV head g = h / (n_head / Hk) entries [0, len[g] − m + t];
+   * query t (0 ≤ t < m) of head h reads KV head g = h / (n_head / Hk) entries [0, len[g] − m + t], and with
+   * n_swa > 0 of those only the ones in its sliding window: entry j's pos[j] ≥ the query's own entry's
+   * position − n_swa + 1 (backend/sliding-window.h; a head's positions ascend); n_swa = 0: all of them.
    * softmax(q·k / sqrt(head_dim)) in float32, weighted sum of v.   q: [m, n_head·head_dim];
    * out: [m, n_head·head_dim_v]. */
-  int (*attention)(const float* q, const folio_gpu_kv_layer* layer_host, int32_t m, int32_t n_head, float* out);
+  int (*attention)(const float* q, const folio_gpu_kv_layer* layer_host, int32_t m, int32_t n_head, int32_t n_swa,
+                   float* out);
   /* SnapKV window scores (kv/scorer.h) over each head's first L entries: the last w of them are the window,
    * whose queries qw [w, n_head·head_dim] attend causally to all L keys (window query i sees entries
    * [0, L − w + i]); softmax in float32; attn[g, j] = mean over the w queries and the G query heads of g;

@@ -113,9 +113,9 @@ class GpuBackend final : public Backend {
     return std::make_unique<GpuKvStore>(gpu::KvCache::from_host(api_, cache));
   }
 
-  void attention(const float* q, const KvStore& kv, int l, int64_t m, int n_head, float* out) override {
+  void attention(const float* q, const KvStore& kv, int l, int64_t m, int n_head, int32_t n_swa, float* out) override {
     const folio_gpu_kv_layer layer = device(kv).layer(l);
-    run(op(api_.attention, "attention")(q, &layer, int32_t(m), n_head, out), "GPU attention");
+    run(op(api_.attention, "attention")(q, &layer, int32_t(m), n_head, n_swa, out), "GPU attention");
   }
   void window_scores(const float* qw, const KvStore& kv, int l, int n_head, const int32_t* lens_host, int32_t w,
                      int kernel, float* attn, float* score) override {

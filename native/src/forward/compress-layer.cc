@@ -34,6 +34,11 @@ void compress_layer(kv::Compressor& comp, backend::Backend& be, backend::KvStore
   for (int g = 0; g < Hk; g++) lens[size_t(g)] = kv.len(l, g);
   const int32_t M = *std::max_element(lens.begin(), lens.end());
   comp.note_reserved(kv.bytes_reserved());  // the layer holds its new tokens: the read's high-water mark
+  if (comp.slides(l)) {                     // a sliding layer keeps its window: nothing to score
+    comp.keep_window_layer(l, lens);
+    if (!comp.deferred()) compact_layer(comp, kv, pool, l, spare);
+    return;
+  }
   const auto t0 = std::chrono::steady_clock::now();
   backend::Buffer attn(be, size_t(Hk) * size_t(M) * sizeof(float));                    // [Hk, M]
   backend::Buffer score(be, size_t(Hk) * size_t(std::max(M - w, 1)) * sizeof(float));  // [Hk, M − w]

@@ -92,7 +92,7 @@ void ForwardPass::run(const ModelWeights& w, backend::KvStore& kv, const int32_t
       if (comp && t_win < c0 + m)
         be.copy(qwin + (t_win - w_first) * QW, q + (t_win - c0) * QW,
                 size_t(c0 + m - t_win) * size_t(QW) * sizeof(float));
-      be.attention(q, kv, l, m, hp.n_head, att);  // att [m, n_head·head_dim_v]
+      be.attention(q, kv, l, m, hp.n_head, hp.layer_window(l), att);  // att [m, n_head·head_dim_v]
       ctl.check();
       be.matmul(L.wo, att, m, xb);  // xb [m, E]
       ctl.check();

@@ -81,6 +81,28 @@ Compressor::Compressor(const CompressOptions& opts, const WindowShape& shape, in
   l1_sum_.assign(layers, 0.0);
 }
 
+void Compressor::set_windows(std::vector<int32_t> per_layer) {
+  if (per_layer.size() != stats_.layers.size()) fail("INTERNAL", "a sliding window for every layer");
+  windows_ = std::move(per_layer);
+  for (size_t l = 0; l < windows_.size(); l++) stats_.layers[l].sliding_window = windows_[l];
+  // The pyramid spreads the global layers' budgets over the global layers alone, by their depth among them:
+  // whatever the schedule, the global layers keep Σ_l b_l = (global layers) · b.
+  std::vector<int> globals;
+  for (int l = 0; l < int(windows_.size()); l++)
+    if (!slides(l)) globals.push_back(l);
+  if (scorer_ && opts_.method.schedule == Schedule::Pyramid && !globals.empty() && globals.size() < windows_.size()) {
+    const std::vector<int32_t> b =
+        pyramid_schedule(stats_.budget.b, shape_.L - opts_.window, int(globals.size()), opts_.beta);
+    for (size_t i = 0; i < globals.size(); i++) layer_b_[size_t(globals[i])] = b[i];
+  }
+}
+
+void Compressor::keep_window_layer(int l, const std::vector<int32_t>& lens) {
+  Scored& sc = scored_[size_t(l)];
+  sc = Scored();
+  sc.lens = lens;
+}
+
 void Compressor::begin_chunk(int32_t first, int32_t n, int32_t pos0) {
   chunk_first_ = first;
   next_pos_ = pos0 + n;
@@ -112,6 +134,7 @@ const RopeAngles kNoRope;  // no rotation known (set_rope not called): no pairs
 }  // namespace
 
 void Compressor::rank_layer(ThreadPool& pool, int l, const EntryReader& keys, const EntryReader& values) {
+  if (slides(l)) return;  // kept by its window, not by scores
   Scored& sc = scored_[size_t(l)];
   const auto t0 = std::chrono::steady_clock::now();
   if (scorer_ && scorer_->score) {
@@ -136,17 +159,23 @@ void Compressor::rank_layer(ThreadPool& pool, int l, const EntryReader& keys, co
 }
 
 void Compressor::assign_global_budgets() {
-  const int Hk = shape_.n_head_kv, layers = int(scored_.size());
+  // The global layers compete; the sliding ones keep their windows (layer_b_ unused there).
+  const int Hk = shape_.n_head_kv;
+  std::vector<int> ranked;  // the global layers
+  for (int l = 0; l < int(scored_.size()); l++)
+    if (!slides(l)) ranked.push_back(l);
+  const int layers = int(ranked.size());
   const int64_t total = int64_t(layers) * int64_t(Hk) * stats_.budget.b;
-  std::vector<std::vector<float>> rows;  // every layer's heads, layer by layer
+  std::vector<std::vector<float>> rows;  // every ranked layer's heads, layer by layer
   int64_t selectable = 0;
-  for (const Scored& sc : scored_) {
+  for (int l : ranked) {
+    const Scored& sc = scored_[size_t(l)];
     const auto& by = sc.scores.first.empty() ? sc.scores.score : sc.scores.first;
     rows.insert(rows.end(), by.begin(), by.end());
     for (const auto& r : by) selectable += int64_t(r.size());
   }
   if (selectable <= total) {  // everything fits: every layer keeps all it holds
-    for (int l = 0; l < layers; l++) {
+    for (int l : ranked) {
       int32_t most = 0;
       for (int32_t n : scored_[size_t(l)].lens) most = std::max(most, n);
       layer_b_[size_t(l)] = most;
@@ -159,7 +188,7 @@ void Compressor::assign_global_budgets() {
   for (size_t r = 0; r < per_head.size(); r++) won[r / size_t(Hk)] += per_head[r];
   // b_l: the layer's winners per head, rounded so that the layers' budgets still sum to layers · b.
   const std::vector<int64_t> b = largest_remainder(won, Hk, total / Hk);
-  for (int l = 0; l < layers; l++) layer_b_[size_t(l)] = int32_t(b[size_t(l)]);
+  for (int i = 0; i < layers; i++) layer_b_[size_t(ranked[size_t(i)])] = int32_t(b[size_t(i)]);
   global_ready_ = true;
 }
 
@@ -175,6 +204,13 @@ std::vector<std::vector<int32_t>> Compressor::select(int l, const Scored& sc) co
     return keep;
   };
   if (!B.compress) return keep_all();
+  if (slides(l)) {  // the newest n_swa entries: every later query's window lies within them
+    for (int g = 0; g < Hk; g++) {
+      const int32_t n = lens[size_t(g)];
+      for (int32_t j = std::max(0, n - layer_window(l)); j < n; j++) keep[size_t(g)].push_back(j);
+    }
+    return keep;
+  }
   if (opts_.method.selection == Selection::Streaming) {
     // The first `sinks` entries and the most recent B − sinks.
     const int32_t sinks = std::min(opts_.sinks, B.B);
@@ -222,10 +258,22 @@ std::vector<std::vector<int32_t>> Compressor::plan_layer(ThreadPool& pool, int l
   std::vector<std::vector<int32_t>> keep = select(l, sc);
   ls.ms_select += ms_since(t0);
 
-  ls.budget = scorer_ ? layer_b_[size_t(l)] + shape_.w : stats_.budget.B;
+  const bool window_layer = slides(l);  // kept by its window, not scored
+  if (window_layer) {
+    int32_t most = 0;
+    for (int32_t n : lens) most = std::max(most, n);
+    ls.budget = std::min(most, layer_window(l));
+  } else {
+    ls.budget = scorer_ ? layer_b_[size_t(l)] + shape_.w : stats_.budget.B;
+  }
   std::vector<std::vector<uint8_t>> mask(static_cast<size_t>(Hk));
   bool drops = false;
   for (int g = 0; g < Hk; g++) {
+    drops = drops || int32_t(keep[size_t(g)].size()) < lens[size_t(g)];
+    if (window_layer) {  // no window scores: the statistics of attention stay unmeasured (finish: 1)
+      keep_sources(l, g, keep[size_t(g)]);
+      continue;
+    }
     const std::vector<float>& a = sc.window.attn[size_t(g)];
     mask[size_t(g)].assign(size_t(lens[size_t(g)]), 0);
     double kept = 0, total = 0;
@@ -233,23 +281,11 @@ std::vector<std::vector<int32_t>> Compressor::plan_layer(ThreadPool& pool, int l
     for (float x : a) total += x;
     mass_sum_[size_t(l)][size_t(g)] += total > 0 ? kept / total : 1.0;
     conc_sum_[size_t(l)][size_t(g)] += concentration(a);
-    drops = drops || int32_t(keep[size_t(g)].size()) < lens[size_t(g)];
-    // The document tokens the head keeps (and, for kvzip, their scores so far).
-    const std::vector<int32_t>& idx = keep[size_t(g)];
-    std::vector<int32_t>& src = source_[size_t(l)][size_t(g)];
-    std::vector<int32_t> kept_src(idx.size());
-    for (size_t i = 0; i < idx.size(); i++) kept_src[i] = src[size_t(idx[i])];
-    src.swap(kept_src);
-    if (!seen_.empty()) {
-      std::vector<float>& seen = seen_[size_t(l)][size_t(g)];
-      std::vector<float> kept_seen(idx.size());
-      for (size_t i = 0; i < idx.size(); i++) kept_seen[i] = seen[size_t(idx[i])];
-      seen.swap(kept_seen);
-    }
+    keep_sources(l, g, keep[size_t(g)]);
   }
-  steps_[size_t(l)]++;
+  if (!window_layer) steps_[size_t(l)]++;
   compacts_[size_t(l)] = drops;
-  if (opts_.measure_loss) {
+  if (opts_.measure_loss && !window_layer) {
     WindowShape s = shape_;
     s.lens = lens;
     l1_sum_[size_t(l)] += attention_l1_loss(pool, s, sc.qw.data(), keys, values, mask);
@@ -258,13 +294,29 @@ std::vector<std::vector<int32_t>> Compressor::plan_layer(ThreadPool& pool, int l
   return keep;
 }
 
+void Compressor::keep_sources(int l, int g, const std::vector<int32_t>& idx) {
+  // The document tokens the head keeps (and, for kvzip, their scores so far).
+  std::vector<int32_t>& src = source_[size_t(l)][size_t(g)];
+  std::vector<int32_t> kept_src(idx.size());
+  for (size_t i = 0; i < idx.size(); i++) kept_src[i] = src[size_t(idx[i])];
+  src.swap(kept_src);
+  if (!seen_.empty()) {
+    std::vector<float>& seen = seen_[size_t(l)][size_t(g)];
+    std::vector<float> kept_seen(idx.size());
+    for (size_t i = 0; i < idx.size(); i++) kept_seen[i] = seen[size_t(idx[i])];
+    seen.swap(kept_seen);
+  }
+}
+
 size_t Compressor::chunked_bound(int32_t chunk, int32_t reread) const {
   const Budget& B = stats_.budget;
   if (!B.compress) return 0;
   size_t entries = 0;
   for (size_t l = 0; l < stats_.layers.size(); l++) {
     // The global schedule moves budget between layers from chunk to chunk; their sum stays that of flat.
-    const int32_t Bl = !scorer_                                    ? B.B
+    // A sliding layer keeps its window.
+    const int32_t Bl = slides(int(l))                              ? layer_window(int(l))
+                       : !scorer_                                  ? B.B
                        : opts_.method.schedule == Schedule::Global ? B.b + shape_.w
                                                                    : layer_b_[l] + shape_.w;
     entries += size_t(shape_.n_head_kv) * size_t(Bl + chunk + reread);

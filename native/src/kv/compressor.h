@@ -45,6 +45,15 @@ class Compressor {
   void set_value_gram(int l, std::vector<float> gram) { value_gram_[size_t(l)] = std::move(gram); }
   // Per layer (gemma3's sliding layers rotate by a base of their own).
   void set_rope(std::vector<RopeAngles> per_layer) { rope_ = std::move(per_layer); }
+  // Each layer's sliding window (HParams::layer_window; 0: a global layer). A sliding layer's cache is its
+  // window already: it is not scored, and a compression keeps each head's newest min(len, n_swa) entries,
+  // all that a later query can see (docs/compression.md, "Models with sliding-window layers").
+  void set_windows(std::vector<int32_t> per_layer);
+  int32_t layer_window(int l) const { return windows_.empty() ? 0 : windows_[size_t(l)]; }
+  // Layer l slides and the prefix is compressed: the driver skips its window scores and hands its lengths to
+  // keep_window_layer instead of score_layer. (Uncompressed, every layer keeps all and is measured alike.)
+  bool slides(int l) const { return layer_window(l) > 0 && stats_.budget.compress; }
+  void keep_window_layer(int l, const std::vector<int32_t>& lens);
   // The next tokens read are the document's [first, first + n), at positions pos0 ..: every head of every
   // layer gets n entries.
   void begin_chunk(int32_t first, int32_t n, int32_t pos0);
@@ -103,6 +112,8 @@ class Compressor {
     std::vector<float> qw;  // the window queries (the attention-loss measurement)
   };
   std::vector<std::vector<int32_t>> select(int l, const Scored& sc) const;
+  // Keeps source_ (and seen_) of head g of layer l in step with a compaction that keeps entries idx.
+  void keep_sources(int l, int g, const std::vector<int32_t>& idx);
   // The global schedule: every layer's budget for this chunk from one ranking of all layers' scores.
   void assign_global_budgets();
 
@@ -117,6 +128,7 @@ class Compressor {
   int32_t room_ = 0;
   int32_t chunk_first_ = 0, next_pos_ = 0;
   std::vector<RopeAngles> rope_;                // [layer], or empty
+  std::vector<int32_t> windows_;                // [layer] sliding windows (0: global), or empty
   std::vector<std::vector<float>> value_gram_;  // [layer] [H, Dv, Dv]
   std::vector<QueryStats> queries_;             // [layer]
   std::vector<Scored> scored_;                  // [layer]

@@ -24,11 +24,12 @@ struct HeadStats {
 };
 
 struct LayerStats {
-  int32_t budget = 0;     // per-head budget B_l of this layer (window included)
-  size_t bytes_full = 0;  // K + V bytes of the whole prefix in this layer
-  size_t bytes_kept = 0;  // K + V bytes of the kept entries
-  double eps_over_c = 0;  // the paper's normalised bound: 2 · (Hk − Σ_h retained_mass_h)
-  double attn_l1 = -1;    // L1 change of the window queries' attention output; -1 when not measured
+  int32_t budget = 0;          // per-head budget B_l of this layer (window included); a sliding layer's min(L, n_swa)
+  int32_t sliding_window = 0;  // n_swa of a sliding-window layer, kept by its window and not scored; 0: global
+  size_t bytes_full = 0;       // K + V bytes of the whole prefix in this layer
+  size_t bytes_kept = 0;       // K + V bytes of the kept entries
+  double eps_over_c = 0;       // the paper's normalised bound: 2 · (Hk − Σ_h retained_mass_h)
+  double attn_l1 = -1;         // L1 change of the window queries' attention output; -1 when not measured
   double ms_score = 0, ms_select = 0, ms_compact = 0;
   std::vector<HeadStats> heads;
 };
@@ -65,6 +66,7 @@ struct CompressionStats {
 // For s a LayerStats.
 #define FOLIO_LAYER_STATS_FIELDS(X)                                              \
   X("budget", integer, s.budget)                                                 \
+  X("slidingWindow", integer, s.sliding_window)                                  \
   X("bytesFull", integer, s.bytes_full)                                          \
   X("bytesKept", integer, s.bytes_kept)                                          \
   X("epsOverC", number, s.eps_over_c)                                            \

@@ -45,12 +45,14 @@ struct HParams {
   // picks n_expert_used per token (their weights renormalised to sum to 1); 0 experts: a dense block.
   int32_t n_expert = 0, n_expert_used = 0, n_ff_exp = 0;
 
-  // The longest context the engine runs exactly: the trained one, and no longer than the sliding window
-  // where there is one (phi3: the engine's attention sees every position, which equals the window's up to
-  // n_swa positions).
-  int32_t n_ctx_max() const { return n_swa > 0 && n_swa < n_ctx_train ? n_swa : n_ctx_train; }
   // A sliding-window layer (gemma3's local layers): its own rope base, no rope scaling.
   bool is_swa_layer(int l) const { return swa_pattern > 0 && (l + 1) % swa_pattern != 0; }
+  // The sliding window of layer l's attention (backend/sliding-window.h), 0 for none: gemma3's sliding
+  // layers, and phi3's every layer (ik_llama.cpp's build_phi3 masks all with the window where n_swa > 0).
+  int32_t layer_window(int l) const {
+    if (arch == Arch::Gemma3) return is_swa_layer(l) ? n_swa : 0;
+    return arch == Arch::Phi3 ? n_swa : 0;
+  }
 
   int32_t n_gqa() const { return n_head / n_head_kv; }
   int64_t q_width() const { return int64_t(n_head) * head_dim; }

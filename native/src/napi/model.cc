@@ -59,7 +59,12 @@ class ModelWrap : public Napi::ObjectWrap<ModelWrap> {
     o.Set("nParams", double(m.n_params()));
     o.Set("weightBytes", double(m.weights().total_bytes));
     o.Set("nVocab", hp.n_vocab);
-    o.Set("contextLength", hp.n_ctx_max());  // the trained length, or the sliding window where shorter
+    o.Set("contextLength", hp.n_ctx_train);  // sliding-window models too: their attention slides past it
+    int32_t sliding = 0, window = 0;
+    for (int l = 0; l < hp.n_layer; l++)
+      if (hp.layer_window(l) > 0) sliding++, window = hp.layer_window(l);
+    o.Set("slidingLayers", sliding);
+    o.Set("slidingWindow", window);
     o.Set("nEmbd", hp.n_embd);
     o.Set("nLayer", hp.n_layer);
     o.Set("nHead", hp.n_head);

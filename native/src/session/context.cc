@@ -38,11 +38,10 @@ BackendKind automatic_backend() {
 Context::Context(const Model& model, const ContextParams& params)
     : model_(model), params_(params), pool_(params.n_threads) {
   const HParams& hp = model.hparams();
-  if (params_.n_ctx <= 0) params_.n_ctx = std::min<int32_t>(hp.n_ctx_max(), kDefaultContext);
-  if (params_.n_ctx > hp.n_ctx_max())
-    fail("CONTEXT_TOO_LONG",
-         strfmt("a context of %d tokens exceeds the model's context length of %d tokens%s", params_.n_ctx,
-                hp.n_ctx_max(), hp.n_ctx_max() < hp.n_ctx_train ? " (its sliding attention window)" : ""));
+  if (params_.n_ctx <= 0) params_.n_ctx = std::min<int32_t>(hp.n_ctx_train, kDefaultContext);
+  if (params_.n_ctx > hp.n_ctx_train)
+    fail("CONTEXT_TOO_LONG", strfmt("a context of %d tokens exceeds the model's context length of %d tokens",
+                                    params_.n_ctx, hp.n_ctx_train));
   if (params_.n_batch <= 0) params_.n_batch = 512;
   if (params_.backend != BackendKind::Cpu) {
     if (params_.reference_attention) fail("INVALID_ARGUMENT", "the reference attention runs on the CPU backend only");
@@ -276,6 +275,9 @@ kv::CompressionStats Context::compress(const std::vector<int32_t>& tokens, const
   shape.L = L;
   kv::Compressor comp(opts, shape, hp.n_layer, kv_->k_entry_bytes(), kv_->v_entry_bytes(), kv_type_name(kv_->type()));
   prepare_scorer(comp);
+  std::vector<int32_t> windows(static_cast<size_t>(hp.n_layer));
+  for (int l = 0; l < hp.n_layer; l++) windows[size_t(l)] = hp.layer_window(l);
+  comp.set_windows(std::move(windows));
   const int32_t chunk = read.chunk != ReadOptions::kAutoChunk ? read.chunk
                         : comp.budget().compress              ? kv::default_chunk(comp.budget().B, params_.n_ctx)
                                                               : 0;

@@ -15,6 +15,7 @@
 
 #include "backend/cpu-ops.h"
 #include "backend/gpu-abi.h"
+#include "backend/sliding-window.h"
 #include "kv/allocator.h"
 #include "kv/scorer.h"
 #include "quant/quant.h"
@@ -173,7 +174,7 @@ int kv_append(const folio_gpu_kv_layer* L, const float* k, const float* v, const
   return 0;
 }
 
-int attention(const float* q, const folio_gpu_kv_layer* L, int32_t m, int32_t n_head, float* out) {
+int attention(const float* q, const folio_gpu_kv_layer* L, int32_t m, int32_t n_head, int32_t n_swa, float* out) {
   const int G = n_head / L->n_head_kv, D = L->head_dim, Dv = L->head_dim_v;
   std::vector<float> kk(static_cast<size_t>(D)), vv(static_cast<size_t>(Dv));
   for (int h = 0; h < n_head; h++) {
@@ -181,9 +182,12 @@ int attention(const float* q, const folio_gpu_kv_layer* L, int32_t m, int32_t n_
     for (int32_t t = 0; t < m; t++) {
       const int32_t visible = L->len[g] - m + t + 1;
       const float* qr = q + (int64_t(t) * n_head + h) * D;
-      std::vector<double> p(static_cast<size_t>(std::max(visible, 0)));
+      const int32_t* kpos = L->pos + L->offset[g];  // [len] the entries' positions
+      const int32_t q_pos = kpos[visible - 1];      // the query's own entry
+      std::vector<double> p(static_cast<size_t>(std::max(visible, 0)), -INFINITY);
       double mx = -INFINITY;
       for (int32_t j = 0; j < visible; j++) {
+        if (!backend::in_window(q_pos, kpos[j], n_swa)) continue;  // stays −inf: exp gives 0
         read_entry(*L, false, g, j, kk.data());
         double s = 0;
         for (int d = 0; d < D; d++) s += double(qr[d]) * kk[size_t(d)];

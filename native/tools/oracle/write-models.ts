@@ -2,7 +2,7 @@
 // prints one line per case: name, path, n_ctx, greedy steps, positions and prompt, for make-dumps.sh.
 import { join } from 'node:path';
 
-import { ORACLE_CASES, ORACLE_PROMPT } from '../../../test/helpers/oracle-cases.ts';
+import { ORACLE_CASES, promptOf } from '../../../test/helpers/oracle-cases.ts';
 import { writeRandomModel } from '../../../test/helpers/random-model.ts';
 
 const dir = process.argv[2];
@@ -10,5 +10,5 @@ if (!dir) throw new Error('usage: write-models.ts DIR');
 for (const c of ORACLE_CASES) {
   const path = join(dir, `${c.name}.gguf`);
   writeRandomModel(path, c.model);
-  console.log([c.name, path, c.nCtx, c.nGreedy, c.positions.join(','), ORACLE_PROMPT.join(',')].join(' '));
+  console.log([c.name, path, c.nCtx, c.nGreedy, c.positions.join(','), promptOf(c).join(',')].join(' '));
 }

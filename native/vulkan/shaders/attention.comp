@@ -1,7 +1,8 @@
 #version 450
 // Causal attention of m new queries over a layer whose len already includes their m entries, part 1 of 2
 // (attention_merge.comp is part 2): query t of head h reads KV head g = h / (n_head / Hk), entries
-// [0, len[g] − m + t], split into S slices of equal length (flash decoding: a decode step has only
+// [0, len[g] − m + t] (with a sliding window, n_swa > 0: only those from the window's first, sliding.glsl),
+// split into S slices of equal length (flash decoding: a decode step has only
 // n_head queries, and the lengths are on the device, so the split is by count). One group of 64 per
 // (query t, head h) and slice (gl_WorkGroupID.z): keys in tiles of 64, one invocation per key for the
 // score (q·k · 1/sqrt(D), the query staged in shared memory), an online softmax (running max and sum,
@@ -9,14 +10,17 @@
 // q: [m, n_head·D]; part: [m·n_head, S, 2 + Dv] = the slice's max, sum and unnormalized output.
 #include "common.glsl"
 #include "kv.glsl"
+#include "sliding.glsl"
 layout(local_size_x = 64) in;
 layout(push_constant) uniform Push {
   uint64_t kc, vc;  // k [capacity, D], v [capacity, Dv]
   Int64s offset;    // [Hk]
   Ints len;         // [Hk]
+  uint64_t posc;    // [capacity] int: each entry's position
   Floats q, part;
   int m, n_head, Hk, D, Dv, kv_type, S;
   float scale;  // 1/sqrt(D)
+  int n_swa;    // the sliding window, 0: none
 } p;
 shared float qs[256];  // [D] the query
 shared float ps[64];   // [tile] the tile's softmax weights exp(s − max)
@@ -26,8 +30,10 @@ void main() {
   if (item >= p.m * p.n_head) return;
   const int t = item / p.n_head, h = item % p.n_head, g = h / (p.n_head / p.Hk), tid = int(gl_LocalInvocationID.x);
   const int visible = p.len.v[g] - p.m + t + 1, slice = int(gl_WorkGroupID.z);
-  const int per = (max(visible, 0) + p.S - 1) / p.S, lo = slice * per, hi = min(visible, lo + per);
   const int64_t off = p.offset.v[g];
+  Ints pos = Ints(p.posc + uint64_t(off) * 4ul);  // [len] head g's positions, ascending
+  const int first = visible > 0 ? first_in_window(pos, visible, pos.v[visible - 1], p.n_swa) : 0;
+  const int per = (max(visible - first, 0) + p.S - 1) / p.S, lo = first + slice * per, hi = min(visible, lo + per);
   for (int d = tid; d < p.D; d += 64) qs[d] = p.q.v[(t * p.n_head + h) * p.D + d];
   barrier();
   float mx = -1.0 / 0.0, sum = 0.0;

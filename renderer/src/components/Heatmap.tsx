@@ -38,6 +38,9 @@ export interface HeatmapProps {
 export function headSummary(stats: CompressionStats, c: Cell): string {
   const h = stats.layers[c.row]?.heads[c.col];
   if (!h) return `Layer ${c.row}, head ${c.col}: no data`;
+  const w = stats.layers[c.row].slidingWindow;
+  if (w > 0)
+    return `Layer ${c.row}, head ${c.col}: ${h.kept.toLocaleString('en-US')} kept tokens, a sliding-window layer that keeps its window of ${w.toLocaleString('en-US')} tokens, not scored`;
   return `Layer ${c.row}, head ${c.col}: ${h.kept.toLocaleString('en-US')} kept tokens, ${formatPercent(h.retainedMass, 1)} of attention retained, ${formatPercent(h.concentration)} of tokens hold 90%`;
 }
 
@@ -180,8 +183,17 @@ export function Heatmap({
               Layer {tip.row} · head {tip.col}
             </strong>
             <span>{head.kept.toLocaleString('en-US')} kept tokens</span>
-            <span>{formatPercent(head.retainedMass, 1)} attention retained</span>
-            <span>{formatPercent(head.concentration)} of tokens hold 90%</span>
+            {stats.layers[tip.row].slidingWindow > 0 ? (
+              <span>
+                Sliding-window layer: keeps its window of {stats.layers[tip.row].slidingWindow.toLocaleString('en-US')}{' '}
+                tokens, not scored
+              </span>
+            ) : (
+              <>
+                <span>{formatPercent(head.retainedMass, 1)} attention retained</span>
+                <span>{formatPercent(head.concentration)} of tokens hold 90%</span>
+              </>
+            )}
           </div>
         )}
       </div>
@@ -224,8 +236,9 @@ function HeatmapTable({ stats, metric, label }: { stats: CompressionStats; metri
         <tbody>
           {Array.from({ length: grid.rows }, (_, r) => (
             <tr key={r}>
-              <th scope="row" aria-label={`Layer ${r}`}>
+              <th scope="row" aria-label={grid.sliding[r] ? `Layer ${r}, sliding window` : `Layer ${r}`}>
                 L{r}
+                {grid.sliding[r] ? ' (window)' : ''}
               </th>
               {Array.from({ length: grid.cols }, (_, c) => (
                 <td key={c}>{formatMetric(metric, grid.values[r * grid.cols + c])}</td>

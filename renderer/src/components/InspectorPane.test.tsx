@@ -10,6 +10,34 @@ import { renderApp } from '../test/render-app.tsx';
 import { setTab } from '../stores/ui.ts';
 
 describe('the inspector', () => {
+  it("says which rows are sliding-window layers (gemma3's), hatched in the heatmap", async () => {
+    const s = stats();
+    s.layers = s.layers.map((l, i) => (i < 2 ? { ...l, slidingWindow: 512 } : l));
+    const api = createFakeApi({
+      'documents.list': () => [doc()],
+      'documents.get': () => detail({ stats: s }),
+    });
+    await renderApp(api);
+    await screen.findAllByTestId('document');
+    act(() => setTab('inspector'));
+    await screen.findByTestId('heatmap');
+    expect(screen.getByTestId('sliding-note').textContent).toMatch(
+      /Hatched rows are sliding-window layers.*newest 512 tokens/,
+    );
+    await userEvent.click(screen.getByRole('button', { name: 'Show the numbers as a table' }));
+    expect(screen.getByRole('rowheader', { name: 'Layer 0, sliding window' })).toBeTruthy();
+    expect(screen.getByRole('rowheader', { name: 'Layer 2' })).toBeTruthy();
+  });
+
+  it('shows no sliding-window note for a model without such layers', async () => {
+    const api = createFakeApi({ 'documents.list': () => [doc()], 'documents.get': () => detail() });
+    await renderApp(api);
+    await screen.findAllByTestId('document');
+    act(() => setTab('inspector'));
+    await screen.findByTestId('heatmap');
+    expect(screen.queryByTestId('sliding-note')).toBeNull();
+  });
+
   it('switches metrics, shows memory saved, and compares two chosen methods on demand with progress', async () => {
     let finish: (r: Result<'documents.compare'>) => void = () => {};
     const api = createFakeApi({

@@ -633,6 +633,13 @@ export function InspectorPane({ documentId }: { documentId: string }) {
             testId="heatmap"
           />
           <HeatmapLegend metric={metric} domain={domain} />
+          {shown.layers.some((l) => l.slidingWindow > 0) && (
+            <p className="muted small" data-testid="sliding-note">
+              Hatched rows are sliding-window layers: each keeps its window (the newest{' '}
+              {formatCount(Math.max(...shown.layers.map((l) => l.slidingWindow)))} tokens, all that later tokens can see
+              there) and is not scored.
+            </p>
+          )}
         </section>
         <div className="inspector-side">
           {cache && <ReadingSummary stats={cache} contextTokens={detail.contextTokens} />}

@@ -9,6 +9,7 @@ import {
   cellRect,
   computeLayout,
   drawHeatmap,
+  HATCH_STYLE,
   formatMetric,
   metricDomain,
   metricGrid,
@@ -141,6 +142,29 @@ describe('drawing', () => {
     expect(order(ts)).toEqual(order(Array.from(g.values)));
     expect(ctx.texts).toEqual(['L0', 'L1', 'L2', 'H0', 'H1', 'H2', 'H3']);
     expect(ctx.strokes.length).toBe(2); // the locked cell's two rings
+  });
+
+  it('hatches a sliding-window layer, whose attention statistics are not measured', () => {
+    const s = stats();
+    s.layers[1] = { ...s.layers[1], slidingWindow: 512 };
+    const g = metricGrid(s, 'budget');
+    expect(g.sliding).toEqual([false, true, false]);
+    expect(g.values[4]).toBe(102); // its kept tokens are real
+    const mass = metricGrid(s, 'mass');
+    expect(Number.isNaN(mass.values[4]) && Number.isFinite(mass.values[0])).toBe(true);
+    const l = computeLayout(g.rows, g.cols, 400);
+    const ctx = recorder();
+    drawHeatmap(ctx, l, g, metricDomain([g], 'budget'));
+    const hatch = ctx.fills.filter((f) => f.style === HATCH_STYLE);
+    expect(hatch.length).toBeGreaterThan(1);
+    // every line lies across row 1 only, from its first cell to its last
+    const row = cellRect(l, 1, 0),
+      last = cellRect(l, 1, g.cols - 1);
+    for (const f of hatch) {
+      expect(f.y > row.y && f.y < row.y + row.h).toBe(true);
+      expect([f.x, f.x + f.w]).toEqual([row.x, last.x + last.w]);
+    }
+    expect(ctx.fills.length).toBe(12 + hatch.length);
   });
 
   it('draws a missing value in the neutral colour', () => {

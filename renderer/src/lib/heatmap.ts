@@ -24,18 +24,23 @@ export interface Grid {
   cols: number; // KV heads
   /** Row-major values; NaN where the engine reported nothing. */
   values: Float64Array;
+  /** Per row: a sliding-window layer (kept by its window, not scored), drawn hatched. */
+  sliding: boolean[];
 }
 
 export function metricGrid(stats: CompressionStats, metric: Metric): Grid {
   const rows = stats.layers.length;
   const cols = rows ? Math.max(...stats.layers.map((l) => l.heads.length)) : 0;
   const values = new Float64Array(rows * cols).fill(NaN);
+  const sliding = stats.layers.map((l) => l.slidingWindow > 0);
   stats.layers.forEach((layer, r) =>
     layer.heads.forEach((h, c) => {
+      // A sliding layer's attention statistics are not measured (it is not scored): no value.
+      if (metric !== 'budget' && sliding[r]) return;
       values[r * cols + c] = metric === 'budget' ? h.kept : metric === 'mass' ? h.retainedMass : h.concentration;
     }),
   );
-  return { rows, cols, values };
+  return { rows, cols, values, sliding };
 }
 
 export type Domain = readonly [number, number];
@@ -166,6 +171,9 @@ export interface DrawOptions {
 }
 
 const TABLE = colorTable(256);
+/** The hatching over a sliding-window layer's cells: light lines, every HATCH_PITCH pixels. */
+export const HATCH_STYLE = 'rgba(255, 255, 255, 0.6)';
+const HATCH_PITCH = 4;
 
 /** The colour of a value (the one `drawHeatmap` fills its cell with). */
 export function cellColor(v: number, domain: Domain, missing = '#888888'): string {
@@ -183,6 +191,14 @@ export function drawHeatmap(ctx: Ctx2D, l: Layout, grid: Grid, domain: Domain, o
       ctx.fillStyle = cellColor(grid.values[r * grid.cols + c], domain, o.missingColor);
       ctx.fillRect(l.x0 + c * pitch, l.y0 + r * pitch, l.cell, l.cell);
     }
+  }
+  // Sliding-window layers: hatched across the row (their budget is their window, nothing was chosen).
+  ctx.fillStyle = HATCH_STYLE;
+  for (let r = 0; r < grid.rows; r++) {
+    if (!grid.sliding[r]) continue;
+    const y0 = l.y0 + r * pitch;
+    const w = grid.cols * pitch - l.gap;
+    for (let y = 1; y < l.cell; y += HATCH_PITCH) ctx.fillRect(l.x0, y0 + y, w, 1);
   }
   // Labels: layers down the left, KV heads across the top.
   ctx.fillStyle = o.labelColor ?? '#555';

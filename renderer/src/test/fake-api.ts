@@ -129,6 +129,7 @@ export function stats(
     rebased: false,
     layers: kept.map((heads, l) => ({
       budget: 113,
+      slidingWindow: 0,
       bytesFull: 48_000,
       bytesKept: 14_400,
       epsOverC: 0.1 * (l + 1),
