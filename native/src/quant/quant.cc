@@ -118,7 +118,9 @@ TensorType vec_dot_type(TensorType weight) {
     case TensorType::Q5_K:
     case TensorType::Q6_K:
     case TensorType::Q4_K_R8:
-    case TensorType::Q6_K_R8: return TensorType::Q8_K;
+    case TensorType::Q6_K_R8:
+    case TensorType::Q3_K_R8:
+    case TensorType::Q2_K_R8: return TensorType::Q8_K;
     default: break;
   }
   const TypeInfo* ti = type_info(uint32_t(weight));
@@ -203,6 +205,8 @@ bool block_sizes_match() {
       {TensorType::Q4_K_R8, sizeof(BlockQ4_Kx8) / 8, QK_K},
       {TensorType::Q6_K_R8, sizeof(BlockQ6_Kx8) / 8, QK_K},
       {TensorType::Q8_0_R8, sizeof(BlockQ8_0x8) / 8, QK},
+      {TensorType::Q3_K_R8, sizeof(BlockQ3_Kx8) / 8, QK_K},
+      {TensorType::Q2_K_R8, sizeof(BlockQ2_Kx8) / 8, QK_K},
       {TensorType::F32, 4, 1},
       {TensorType::F16, 2, 1},
       {TensorType::BF16, 2, 1},
