@@ -57,4 +57,13 @@ export const ORACLE_CASES: OracleCase[] = [
     positions: [0, 20, -1],
     nGreedy: 16,
   },
+  // The quantized mixes people download (quant-mix.ts), on the llama architecture: the matrices in Q2_K /
+  // Q3_K, Q4_K, Q5_K, Q6_K / IQ4_XS, which both engines multiply with activations quantized to Q8_K.
+  ...(['Q2_K', 'Q3_K_M', 'IQ4_XS'] as const).map((mix, i) => ({
+    name: `llama-${mix}`,
+    model: { arch: 'llama' as const, mix, seed: 31 + i, name: ORACLE_MODEL_NAME },
+    nCtx: 256,
+    positions: [0, 20, -1],
+    nGreedy: 16,
+  })),
 ];
