@@ -143,6 +143,9 @@ for (const c of ORACLE_CASES) {
         decided++;
         assert.equal(argmax(row), want[p], `argmax at position ${p} (margin ${margin(row).toFixed(3)})`);
       }
+      t.diagnostic(
+        `${decided} of ${want.length} positions decided by their margin; greedy steps ${firstUndecidedStep}`,
+      );
       assert.ok(decided >= want.length / 3, `${decided} of ${want.length} positions decided by their margin`);
       const gen = await session.generate({ n: dump.greedy.length, temperature: 0 });
       assert.deepEqual(
