@@ -1,9 +1,9 @@
-// x86 kernels of Q4_K_R8 and Q6_K_R8 (repack.h, layouts in blocks.h): the 8 rows of a group in the 8
-// 32-bit lanes of one 256-bit register. Per 32-byte vector of weights (4 elements of each row): masks and
-// shifts unpack it, and each token's 4 matching activation bytes are broadcast to every lane and
-// multiplied in (vpmaddubsw, or vpdpbusd). A sub-block's (group's) products are summed per lane and
-// multiplied by the 8 rows' scales once; d, dmin and the offset terms are applied per super-block with
-// 8-wide arithmetic; 8 outputs are stored at the end, no horizontal sums.
+// x86 kernels of Q4_K_R8, Q6_K_R8, Q3_K_R8 and Q2_K_R8 (repack.h, layouts in blocks.h): the 8 rows of a
+// group in the 8 32-bit lanes of one 256-bit register. Per 32-byte vector of weights (4 elements of each row): masks
+// and shifts unpack it, and each token's 4 matching activation bytes are broadcast to every lane and multiplied in
+// (vpmaddubsw, or vpdpbusd). A sub-block's (group's) products are summed per lane and multiplied by the 8 rows' scales
+// once; d, dmin and the offset terms are applied per super-block with 8-wide arithmetic; 8 outputs are stored at the
+// end, no horizontal sums.
 //
 // The same kernel is the blocked product: a group's weights (9 KiB of Q4_K_R8 for 2048 columns) stay in
 // L1 while every token of the block passes, three at a time. Two cores, Q4_K 8192×2048, 512 tokens: 515
