@@ -271,6 +271,27 @@ struct BlockQ2_Kx8 {
   uint8_t qs[4][4][8][4];
 };
 
+// IQ4_XS_R8 (Folio's own, like Q4_K_R8), 1088 bytes: super-block b of 8 consecutive rows of an IQ4_XS
+// matrix, 4 elements of each of the 8 rows per 32-byte vector; exactly IQ4_XS's values and 136 bytes per
+// row and super-block.
+//   d[8]             fp16, row r's d
+//   sc_lo[32]        the low 4 bits of the 6-bit scales ls (biased by 32): byte i holds scale i in its low
+//                    nibble and scale 32 + i in its high one, where scale 8s + r is that of sub-block s of
+//                    row r (iq4xs_r8_scale below)
+//   sc_hi[16]        their high 2 bits: byte i holds those of scale 16m + i in bits 2m, 2m + 1
+//   qs[8][4][8][4]   [sub-block s][quad e][row r][k]: the file's byte qs[16s + 4e + k] of row r (code book
+//                    index of element 4e + k in the low nibble, of element 16 + 4e + k in the high one)
+struct BlockIQ4_XSx8 {
+  uint16_t d[8];
+  uint8_t sc_lo[32];
+  uint8_t sc_hi[16];
+  uint8_t qs[8][4][8][4];
+};
+
+inline int iq4xs_r8_scale(const BlockIQ4_XSx8& b, int i) {
+  return ((b.sc_lo[i % 32] >> (i < 32 ? 0 : 4)) & 15) | ((b.sc_hi[i % 16] >> (2 * (i / 16))) & 3) << 4;
+}
+
 static_assert(sizeof(BlockQ4_0) == 18, "Q4_0 block");
 static_assert(sizeof(BlockQ4_1) == 20, "Q4_1 block");
 static_assert(sizeof(BlockQ5_0) == 22, "Q5_0 block");
@@ -290,6 +311,7 @@ static_assert(sizeof(BlockQ6_Kx8) == 8 * 210, "Q6_K_R8 block");
 static_assert(sizeof(BlockQ8_0x8) == 8 * 34, "Q8_0_R8 block");
 static_assert(sizeof(BlockQ3_Kx8) == 8 * 110, "Q3_K_R8 block");
 static_assert(sizeof(BlockQ2_Kx8) == 8 * 84, "Q2_K_R8 block");
+static_assert(sizeof(BlockIQ4_XSx8) == 8 * 136, "IQ4_XS_R8 block");
 
 // The 12 scale bytes of Q4_K/Q5_K hold 8 six-bit scales and 8 six-bit mins:
 //   bytes 0-3   bits 0-5: scale 0-3;  bits 6-7: bits 4-5 of scale 4-7

@@ -395,6 +395,81 @@ __attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512vnni"))) void q2_gro
     int64_t nb, const uint8_t* w, const uint8_t* x, size_t ldx, float* y, int64_t ldy) {
   FOLIO_R8_Q2_BODY(dot_avx512_vnni, scale_i32_u8)
 }
+// IQ4_XS_R8: the code book values looked up from the nibbles (vpshufb), a sub-block's products summed per
+// lane and scaled by the 8 rows' ls − 32. With vpmaddubsw the signed values go in as |v| against x
+// carrying v's sign (v is never 0; Q8_K's quants are within ±127): a pair is at most 2·127·127 = 32258,
+// widened to 32 bits at once. With vpdpbusd the book is biased by 128 (unsigned) and 128·Σx taken off per
+// sub-block from the activations' group sums.
+template <bool Biased>
+FOLIO_AVX2_INLINE __m256i iq4_book() {
+  const __m256i v = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4nlValues)));
+  return Biased ? _mm256_xor_si256(v, _mm256_set1_epi8(-128)) : v;
+}
+FOLIO_AVX2_INLINE __m256i iq4_dot_madd(__m256i acc, __m256i v, __m256i x) {
+  const __m256i p = _mm256_maddubs_epi16(_mm256_abs_epi8(v), _mm256_sign_epi8(x, v));
+  return _mm256_add_epi32(acc, _mm256_madd_epi16(p, _mm256_set1_epi16(1)));
+}
+
+#define FOLIO_R8_IQ4_BODY(DOT, BIASED)                                                                             \
+  const BlockIQ4_XSx8* blk = reinterpret_cast<const BlockIQ4_XSx8*>(w);                                            \
+  const __m256i m4 = _mm256_set1_epi8(15), book = iq4_book<BIASED>();                                              \
+  __m256 acc[NT];                                                                                                  \
+  for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();                                                       \
+  for (int64_t b = 0; b < nb; ++b) {                                                                               \
+    const BlockIQ4_XSx8& g = blk[b];                                                                               \
+    /* the 6-bit scales to signed bytes ls − 32, index 8s + r (blocks.h) */                                      \
+    alignas(32) int8_t sc[64];                                                                                     \
+    {                                                                                                              \
+      const __m256i l = load256(g.sc_lo);                                                                          \
+      const __m128i h = load128(g.sc_hi);                                                                          \
+      const __m256i h01 = _mm256_set_m128i(_mm_srli_epi16(h, 2), h);                                               \
+      const __m256i h23 = _mm256_set_m128i(_mm_srli_epi16(h, 6), _mm_srli_epi16(h, 4));                            \
+      store256(sc, q3_scales(l, _mm256_slli_epi16(h01, 4)));                                                       \
+      store256(sc + 32, q3_scales(_mm256_srli_epi16(l, 4), _mm256_slli_epi16(h23, 4)));                            \
+    }                                                                                                              \
+    const BlockQ8_K* xb[NT];                                                                                       \
+    __m256i isum[NT];                                                                                              \
+    for (int t = 0; t < NT; ++t)                                                                                   \
+      xb[t] = reinterpret_cast<const BlockQ8_K*>(x + t * ldx) + b, isum[t] = _mm256_setzero_si256();               \
+    for (int s = 0; s < 8; ++s) {                                                                                  \
+      __m256i p[NT];                                                                                               \
+      for (int t = 0; t < NT; ++t) p[t] = _mm256_setzero_si256();                                                  \
+      for (int e = 0; e < 4; ++e) {                                                                                \
+        const __m256i v = load256(g.qs[s][e]);                                                                     \
+        const __m256i lo = _mm256_shuffle_epi8(book, _mm256_and_si256(v, m4));                                     \
+        const __m256i hi = _mm256_shuffle_epi8(book, _mm256_and_si256(_mm256_srli_epi16(v, 4), m4));               \
+        for (int t = 0; t < NT; ++t) {                                                                             \
+          p[t] = DOT(p[t], lo, broadcast4(xb[t]->qs + 32 * s + 4 * e));                                            \
+          p[t] = DOT(p[t], hi, broadcast4(xb[t]->qs + 32 * s + 16 + 4 * e));                                       \
+        }                                                                                                          \
+      }                                                                                                            \
+      for (int t = 0; t < NT; ++t) {                                                                               \
+        if (BIASED)                                                                                                \
+          p[t] = _mm256_sub_epi32(p[t], _mm256_set1_epi32(128 * (xb[t]->bsums[2 * s] + xb[t]->bsums[2 * s + 1]))); \
+        isum[t] = scale_i32_i8(isum[t], p[t], sc + 8 * s);                                                         \
+      }                                                                                                            \
+    }                                                                                                              \
+    const __m256 d = _mm256_cvtph_ps(load128(g.d));                                                                \
+    for (int t = 0; t < NT; ++t)                                                                                   \
+      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[t]), _mm256_mul_ps(d, _mm256_set1_ps(xb[t]->d)), acc[t]);   \
+  }                                                                                                                \
+  for (int t = 0; t < NT; ++t) _mm256_storeu_ps(y + t * ldy, acc[t]);
+
+template <int NT>
+FOLIO_AVX2 void iq4_group_madd(int64_t nb, const uint8_t* w, const uint8_t* x, size_t ldx, float* y, int64_t ldy) {
+  FOLIO_R8_IQ4_BODY(iq4_dot_madd, false)
+}
+template <int NT>
+__attribute__((target("avx2,fma,f16c,avxvnni"))) void iq4_group_avx_vnni(int64_t nb, const uint8_t* w, const uint8_t* x,
+                                                                         size_t ldx, float* y, int64_t ldy) {
+  FOLIO_R8_IQ4_BODY(dot_avx_vnni, true)
+}
+template <int NT>
+__attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512vnni"))) void iq4_group_avx512_vnni(
+    int64_t nb, const uint8_t* w, const uint8_t* x, size_t ldx, float* y, int64_t ldy) {
+  FOLIO_R8_IQ4_BODY(dot_avx512_vnni, true)
+}
+#undef FOLIO_R8_IQ4_BODY
 #undef FOLIO_R8_Q3_BODY
 #undef FOLIO_Q3_HALF
 #undef FOLIO_Q3_GROUP
@@ -425,6 +500,9 @@ using Q3R8Avx512Vnni = R8<q3_group_avx512_vnni<1>, q3_group_avx512_vnni<2>, q3_g
 using Q2R8Madd = R8<q2_group_madd<1>, q2_group_madd<2>, q2_group_madd<3>>;
 using Q2R8AvxVnni = R8<q2_group_avx_vnni<1>, q2_group_avx_vnni<2>, q2_group_avx_vnni<3>>;
 using Q2R8Avx512Vnni = R8<q2_group_avx512_vnni<1>, q2_group_avx512_vnni<2>, q2_group_avx512_vnni<3>>;
+using IQ4R8Madd = R8<iq4_group_madd<1>, iq4_group_madd<2>, iq4_group_madd<3>>;
+using IQ4R8AvxVnni = R8<iq4_group_avx_vnni<1>, iq4_group_avx_vnni<2>, iq4_group_avx_vnni<3>>;
+using IQ4R8Avx512Vnni = R8<iq4_group_avx512_vnni<1>, iq4_group_avx512_vnni<2>, iq4_group_avx512_vnni<3>>;
 
 }  // namespace
 }  // namespace avx2r8
@@ -435,24 +513,28 @@ void add_r8_kernels(KernelTable& t, R8Dot dot) {
   Kernels& k6 = slot(t, TensorType::Q6_K_R8);
   Kernels& k3 = slot(t, TensorType::Q3_K_R8);
   Kernels& k2 = slot(t, TensorType::Q2_K_R8);
+  Kernels& ki = slot(t, TensorType::IQ4_XS_R8);
   switch (dot) {
     case R8Dot::Madd:
       k.gemv = R8Madd::gemv, k.gemm = R8Madd::gemm;
       k6.gemv = Q6R8Madd::gemv, k6.gemm = Q6R8Madd::gemm;
       k3.gemv = Q3R8Madd::gemv, k3.gemm = Q3R8Madd::gemm;
       k2.gemv = Q2R8Madd::gemv, k2.gemm = Q2R8Madd::gemm;
+      ki.gemv = IQ4R8Madd::gemv, ki.gemm = IQ4R8Madd::gemm;
       break;
     case R8Dot::AvxVnni:
       k.gemv = R8AvxVnni::gemv, k.gemm = R8AvxVnni::gemm;
       k6.gemv = Q6R8AvxVnni::gemv, k6.gemm = Q6R8AvxVnni::gemm;
       k3.gemv = Q3R8AvxVnni::gemv, k3.gemm = Q3R8AvxVnni::gemm;
       k2.gemv = Q2R8AvxVnni::gemv, k2.gemm = Q2R8AvxVnni::gemm;
+      ki.gemv = IQ4R8AvxVnni::gemv, ki.gemm = IQ4R8AvxVnni::gemm;
       break;
     case R8Dot::Avx512Vnni:  // (AVX-512 keeps Q6_K: cpu_layout; these are the plain AVX2 ones, for tests)
       k.gemv = R8Avx512Vnni::gemv, k.gemm = R8Avx512Vnni::gemm;
       k6.gemv = Q6R8Madd::gemv, k6.gemm = Q6R8Madd::gemm;
       k3.gemv = Q3R8Avx512Vnni::gemv, k3.gemm = Q3R8Avx512Vnni::gemm;
       k2.gemv = Q2R8Avx512Vnni::gemv, k2.gemm = Q2R8Avx512Vnni::gemm;
+      ki.gemv = IQ4R8Avx512Vnni::gemv, ki.gemm = IQ4R8Avx512Vnni::gemm;
       break;
   }
   add_q8_0_r8_kernels(t, dot);

@@ -139,6 +139,16 @@ void fill_q2_k_r8(BlockQ2_Kx8& o, const BlockQ2_K& q, int r) {
   }
 }
 
+void fill_iq4_xs_r8(BlockIQ4_XSx8& o, const BlockIQ4_XS& q, int r) {
+  o.d[r] = q.d;
+  for (int s = 0; s < 8; ++s) {
+    const int ls = iq4_xs_scale(q, s), si = 8 * s + r;
+    o.sc_lo[si % 32] |= uint8_t((ls & 15) << (si < 32 ? 0 : 4));
+    o.sc_hi[si % 16] |= uint8_t((ls >> 4) << (2 * (si / 16)));
+    for (int e = 0; e < 4; ++e) std::memcpy(o.qs[s][e][r], q.qs + 16 * s + 4 * e, 4);
+  }
+}
+
 // Element i (< 16) of group j of row r in a Q3_K_R8 block (0..7: the value is q − 4) or a Q2_K_R8 one.
 int r8_quant(const BlockQ3_Kx8& b, int r, int j, int i) {
   const BlockQ3_Kx8::Octet& oc = b.octets[j / 8];
@@ -222,6 +232,22 @@ float dot_q2_k_r8(const BlockQ2_Kx8& b, int r, const BlockQ8_K& x) {
   return fp16_to_f32(b.d[r]) * x.d * float(isum) - fp16_to_f32(b.dmin[r]) * x.d * float(msum);
 }
 
+// Code book index of element i (< 32) of sub-block s of row r in an IQ4_XS_R8 block.
+int r8_index(const BlockIQ4_XSx8& b, int r, int s, int i) {
+  const uint8_t byte = b.qs[s][(i % 16) / 4][r][i % 4];
+  return i < 16 ? byte & 15 : byte >> 4;
+}
+
+float dot_iq4_xs_r8(const BlockIQ4_XSx8& b, int r, const BlockQ8_K& x) {
+  int32_t isum = 0;
+  for (int s = 0; s < 8; ++s) {
+    int32_t ss = 0;
+    for (int i = 0; i < 32; ++i) ss += kIq4nlValues[r8_index(b, r, s, i)] * x.qs[32 * s + i];
+    isum += ss * (iq4xs_r8_scale(b, 8 * s + r) - 32);
+  }
+  return fp16_to_f32(b.d[r]) * x.d * float(isum);
+}
+
 float dot_q8_0_r8(const BlockQ8_0x8& b, int r, const BlockQ8_0& x) {
   int32_t isum = 0;
   for (int i = 0; i < QK; ++i) isum += b.qs[i / 4][r][i % 4] * x.qs[i];
@@ -232,7 +258,7 @@ float dot_q8_0_r8(const BlockQ8_0x8& b, int r, const BlockQ8_0& x) {
 
 int64_t row_group(TensorType type) {
   return type == TensorType::Q4_K_R8 || type == TensorType::Q6_K_R8 || type == TensorType::Q8_0_R8 ||
-                 type == TensorType::Q3_K_R8 || type == TensorType::Q2_K_R8
+                 type == TensorType::Q3_K_R8 || type == TensorType::Q2_K_R8 || type == TensorType::IQ4_XS_R8
              ? kR8
              : 1;
 }
@@ -251,6 +277,7 @@ TensorType cpu_layout(TensorType type, int64_t rows, Isa isa) {
   if (type == TensorType::Q8_0 && (isa == Isa::AVX2 || isa == Isa::AVX512)) return TensorType::Q8_0_R8;
   if (type == TensorType::Q3_K && (isa == Isa::AVX2 || isa == Isa::AVX512)) return TensorType::Q3_K_R8;
   if (type == TensorType::Q2_K && (isa == Isa::AVX2 || isa == Isa::AVX512)) return TensorType::Q2_K_R8;
+  if (type == TensorType::IQ4_XS && (isa == Isa::AVX2 || isa == Isa::AVX512)) return TensorType::IQ4_XS_R8;
   return type;
 }
 
@@ -266,6 +293,8 @@ void repack_groups(TensorType type, TensorType to, const uint8_t* src, size_t ld
     return repack_rows<BlockQ3_K, BlockQ3_Kx8, QK_K>(src, ld_src, cols, g0, g1, dst, fill_q3_k_r8);
   if (type == TensorType::Q2_K && to == TensorType::Q2_K_R8)
     return repack_rows<BlockQ2_K, BlockQ2_Kx8, QK_K>(src, ld_src, cols, g0, g1, dst, fill_q2_k_r8);
+  if (type == TensorType::IQ4_XS && to == TensorType::IQ4_XS_R8)
+    return repack_rows<BlockIQ4_XS, BlockIQ4_XSx8, QK_K>(src, ld_src, cols, g0, g1, dst, fill_iq4_xs_r8);
   fail("INTERNAL", strfmt("no repacking of %s into %s", type_name(type), type_name(to)));
 }
 
@@ -323,6 +352,17 @@ void dequantize_repacked_row(TensorType layout, const uint8_t* group, int lane, 
     }
     return;
   }
+  if (layout == TensorType::IQ4_XS_R8) {  // as dequantize_iq4_xs: d·(ls − 32), then times the value
+    const BlockIQ4_XSx8* blk = r8_blocks<BlockIQ4_XSx8>(group);
+    for (int64_t b = 0; b < cols / QK_K; ++b) {
+      const float d = fp16_to_f32(blk[b].d[lane]);
+      for (int s = 0; s < 8; ++s) {
+        const float ds = d * float(iq4xs_r8_scale(blk[b], 8 * s + lane) - 32);
+        for (int i = 0; i < 32; ++i) *y++ = ds * float(kIq4nlValues[r8_index(blk[b], lane, s, i)]);
+      }
+    }
+    return;
+  }
   fail("INTERNAL", strfmt("%s is not a repacked layout", type_name(layout)));
 }
 
@@ -332,6 +372,7 @@ void add_repacked_scalar_kernels(KernelTable& t) {
   slot(t, TensorType::Q8_0_R8).gemv = gemv_r8_scalar<BlockQ8_0x8, BlockQ8_0, QK, dot_q8_0_r8>;
   slot(t, TensorType::Q3_K_R8).gemv = gemv_r8_scalar<BlockQ3_Kx8, BlockQ8_K, QK_K, dot_q3_k_r8>;
   slot(t, TensorType::Q2_K_R8).gemv = gemv_r8_scalar<BlockQ2_Kx8, BlockQ8_K, QK_K, dot_q2_k_r8>;
+  slot(t, TensorType::IQ4_XS_R8).gemv = gemv_r8_scalar<BlockIQ4_XSx8, BlockQ8_K, QK_K, dot_iq4_xs_r8>;
 }
 
 }  // namespace folio::quant
