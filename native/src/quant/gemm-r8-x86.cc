@@ -1,4 +1,4 @@
-// x86 kernels of Q4_K_R8, Q6_K_R8, Q3_K_R8 and Q2_K_R8 (repack.h, layouts in blocks.h): the 8 rows of a
+// x86 kernels of Q4_K_R8, Q6_K_R8, Q3_K_R8, Q2_K_R8 and IQ4_XS_R8 (repack.h, layouts in blocks.h): the 8 rows of a
 // group in the 8 32-bit lanes of one 256-bit register. Per 32-byte vector of weights (4 elements of each row): masks
 // and shifts unpack it, and each token's 4 matching activation bytes are broadcast to every lane and multiplied in
 // (vpmaddubsw, or vpdpbusd). A sub-block's (group's) products are summed per lane and multiplied by the 8 rows' scales
