@@ -14,6 +14,22 @@
 //   relative, and the attention outputs and logits carry that: measured 1.0e-4 (gemma3) to 5.8e-4 (the
 //   engine with an F16 cache, K and V, is off float64 by 1.5e-4 to 7.9e-4 on the same models); bound 2e-3.
 // Both are far below what a wrong rotation, LongRoPE factor, split or routing gives (0.1 to 1).
+//
+// The quantized mixes (llama-Q2_K, -Q3_K_M, -IQ4_XS) are held to looser bounds, set by the activations'
+// quantization, which the float64 reference does not do: the engine rounds every matrix product's input to
+// 8 bits per 256-element block (Q8_K: step max|x|/127, an error of ~step/√12 per element, ~0.7% of a
+// Gaussian row's scale), in each of the ~7 products a layer takes. Measured against float64: 2.5-3.7% of
+// the row's largest |logit|; bound QUANT_TOL = 6%. ik_llama.cpp does not round as the engine does, so the
+// two are not closer to each other than to float64: it gives its Q8_K an extra `sum` field (296 bytes, not
+// 292) and quantizes to it for Q2_K, Q3_K and IQ4_XS products of fewer than 32 tokens only; with 32 or
+// more (this prompt) its AVX2/AVX-512 path re-quantizes those weights to 8 bits per row and 256 columns
+// (Q8_K_R16, a second rounding) and Q4_K/Q5_K to Q8_1, and its Q4_K/Q5_K/Q6_K kernels take activations
+// in blocks of 32 (Q8_2_X4) (ggml/src/iqk/iqk_mul_mat.cpp, is_dequant_better). Measured: ik_llama.cpp
+// 3.0-4.9% off float64, the engine 3.7-5.4% off ik_llama.cpp (about the root sum of squares of the two:
+// independent errors); bound QUANT_IK_TOL = 10%, the sum of the two engines' bounds less a little. A wrong
+// bit, scale or layout gives 30% to 100%. Argmax and greedy tokens must then agree where the engine's
+// top-two margin exceeds QUANT_IK_TOL of the row's scale (a flip needs the two leaders' errors to differ
+// by the margin; every mismatch measured had a margin under 3.6%).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
@@ -30,6 +46,8 @@ import { repoRoot } from './helpers/shared.ts';
 
 const ENGINE_TOL = 1e-5;
 const IK_TOL = 2e-3;
+const QUANT_TOL = 0.06;
+const QUANT_IK_TOL = 0.1;
 
 interface Dump {
   model_sha256: string;
@@ -62,6 +80,19 @@ const argmax = (x: ArrayLike<number>) => {
   return best;
 };
 
+/** (top-1 − top-2) / max |x|: how far the row is from another argmax, relative to its scale. */
+function margin(x: ArrayLike<number>): number {
+  let a = -Infinity,
+    b = -Infinity,
+    scale = 0;
+  for (let i = 0; i < x.length; i++) {
+    if (x[i] > a) (b = a), (a = x[i]);
+    else if (x[i] > b) b = x[i];
+    scale = Math.max(scale, Math.abs(x[i]));
+  }
+  return (a - b) / scale;
+}
+
 for (const c of ORACLE_CASES) {
   test(`oracle ${c.name}: logits, argmax and greedy tokens as ik_llama.cpp's, both near the float64 reference`, async (t) => {
     const dump = JSON.parse(readFileSync(join(repoRoot, 'test/data/oracle', `${c.name}.json`), 'utf8')) as Dump;
@@ -90,14 +121,52 @@ for (const c of ORACLE_CASES) {
       `max relative |Δlogit|: engine vs float64 ${worst.engine.toExponential(1)}, ik vs float64 ${worst.ik.toExponential(1)}, engine vs ik ${worst.engineVsIk.toExponential(1)}`,
     );
     const info = `engine vs float64 ${worst.engine.toExponential(1)}, ik_llama.cpp vs float64 ${worst.ik.toExponential(1)}, engine vs ik_llama.cpp ${worst.engineVsIk.toExponential(1)}`;
-    assert.ok(worst.ik <= IK_TOL, `the dump itself is off the float64 reference: ${info}`);
-    assert.ok(worst.engine <= ENGINE_TOL, info);
-    assert.ok(worst.engineVsIk <= IK_TOL, info);
-    for (let p = 0; p < prompt.length; p++)
-      assert.equal(argmax(logits.subarray(p * V, (p + 1) * V)), dump.argmax_per_position[p], `argmax at position ${p}`);
-
-    const gen = await session.generate({ n: dump.greedy.length, temperature: 0 });
-    assert.deepEqual(gen.tokens, dump.greedy, 'greedy continuation');
+    if (c.model.mix) {
+      // quantized: the looser bounds, and argmax / greedy tokens equal where the margin decides them (the
+      // greedy tokens teacher-forced: position L − 1 + i of prompt + greedy predicts greedy[i])
+      assert.ok(worst.ik <= QUANT_TOL, `the dump itself is off the float64 reference: ${info}`);
+      assert.ok(worst.engine <= QUANT_TOL, info);
+      assert.ok(worst.engineVsIk <= QUANT_IK_TOL, info);
+      const forced = model.createSession({ nCtx: c.nCtx, nBatch: 16, nThreads: 2, kvType: 'f32' });
+      const seq = [...prompt, ...dump.greedy];
+      const all = (await forced.prefill(seq, { allLogits: true })).logits;
+      forced.dispose();
+      const want = [...dump.argmax_per_position, ...dump.greedy.slice(1)];
+      let decided = 0,
+        firstUndecidedStep = dump.greedy.length;
+      for (let p = 0; p < want.length; p++) {
+        const row = all.subarray(p * V, (p + 1) * V);
+        const step = p - (prompt.length - 1);
+        if (margin(row) <= QUANT_IK_TOL) {
+          if (step >= 0) firstUndecidedStep = Math.min(firstUndecidedStep, step);
+          continue;
+        }
+        decided++;
+        assert.equal(argmax(row), want[p], `argmax at position ${p} (margin ${margin(row).toFixed(3)})`);
+      }
+      t.diagnostic(
+        `${decided} of ${want.length} positions decided by their margin; greedy steps ${firstUndecidedStep}`,
+      );
+      assert.ok(decided >= want.length / 3, `${decided} of ${want.length} positions decided by their margin`);
+      const gen = await session.generate({ n: dump.greedy.length, temperature: 0 });
+      assert.deepEqual(
+        gen.tokens.slice(0, firstUndecidedStep),
+        dump.greedy.slice(0, firstUndecidedStep),
+        `greedy continuation up to step ${firstUndecidedStep}, the first a small margin may flip`,
+      );
+    } else {
+      assert.ok(worst.ik <= IK_TOL, `the dump itself is off the float64 reference: ${info}`);
+      assert.ok(worst.engine <= ENGINE_TOL, info);
+      assert.ok(worst.engineVsIk <= IK_TOL, info);
+      for (let p = 0; p < prompt.length; p++)
+        assert.equal(
+          argmax(logits.subarray(p * V, (p + 1) * V)),
+          dump.argmax_per_position[p],
+          `argmax at position ${p}`,
+        );
+      const gen = await session.generate({ n: dump.greedy.length, temperature: 0 });
+      assert.deepEqual(gen.tokens, dump.greedy, 'greedy continuation');
+    }
     session.dispose();
     model.dispose();
   });

@@ -36,19 +36,23 @@ struct Variant {
   KernelTable table;
 };
 
-const TensorType kTypes[] = {TensorType::F32,     TensorType::F16,     TensorType::BF16, TensorType::Q8_0,
-                             TensorType::Q4_0,    TensorType::Q4_1,    TensorType::Q5_0, TensorType::Q5_1,
-                             TensorType::Q4_K,    TensorType::Q5_K,    TensorType::Q6_K, TensorType::Q4_K_R8,
-                             TensorType::Q6_K_R8, TensorType::Q8_0_R8, TensorType::Q2_K, TensorType::Q3_K,
-                             TensorType::IQ4_NL,  TensorType::IQ4_XS};
+const TensorType kTypes[] = {TensorType::F32,      TensorType::F16,     TensorType::BF16,    TensorType::Q8_0,
+                             TensorType::Q4_0,     TensorType::Q4_1,    TensorType::Q5_0,    TensorType::Q5_1,
+                             TensorType::Q4_K,     TensorType::Q5_K,    TensorType::Q6_K,    TensorType::Q4_K_R8,
+                             TensorType::Q6_K_R8,  TensorType::Q8_0_R8, TensorType::Q2_K,    TensorType::Q3_K,
+                             TensorType::IQ4_NL,   TensorType::IQ4_XS,  TensorType::Q3_K_R8, TensorType::Q2_K_R8,
+                             TensorType::IQ4_XS_R8};
 
 // A repacked layout is made from its file type's rows (quant/repack.h); the reference is that type's
 // vec_dot on the rows as they were.
 TensorType file_type(TensorType type) {
-  return type == TensorType::Q4_K_R8   ? TensorType::Q4_K
-         : type == TensorType::Q6_K_R8 ? TensorType::Q6_K
-         : type == TensorType::Q8_0_R8 ? TensorType::Q8_0
-                                       : type;
+  return type == TensorType::Q4_K_R8     ? TensorType::Q4_K
+         : type == TensorType::Q6_K_R8   ? TensorType::Q6_K
+         : type == TensorType::Q8_0_R8   ? TensorType::Q8_0
+         : type == TensorType::Q3_K_R8   ? TensorType::Q3_K
+         : type == TensorType::Q2_K_R8   ? TensorType::Q2_K
+         : type == TensorType::IQ4_XS_R8 ? TensorType::IQ4_XS
+                                         : type;
 }
 
 // The matrix w (m rows of `type`, ldw apart, k elements) in `layout`, rows row_bytes(layout, k) apart.
@@ -289,7 +293,8 @@ int main() {
   check_shared_input();
   // A matrix whose rows do not fill whole groups keeps the file's layout, on every ISA.
   for (int i = 0; i < kIsaCount; ++i)
-    for (TensorType type : {TensorType::Q4_K, TensorType::Q6_K, TensorType::Q8_0}) {
+    for (TensorType type : {TensorType::Q4_K, TensorType::Q6_K, TensorType::Q8_0, TensorType::Q3_K, TensorType::Q2_K,
+                            TensorType::IQ4_XS}) {
       ++g_checks;
       if (cpu_layout(type, 12, Isa(i)) != type && ++g_failures <= 50)
         std::printf("FAIL %s keeps %s with 12 rows\n", isa_name(Isa(i)), type_name(type));

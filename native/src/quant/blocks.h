@@ -231,6 +231,67 @@ struct BlockQ8_0x8 {
   int8_t qs[8][8][4];
 };
 
+// Q3_K_R8 (Folio's own, like Q4_K_R8), 880 bytes: super-block b of 8 consecutive rows of a Q3_K matrix,
+// 4 elements of each of the 8 rows per 32-byte vector; exactly Q3_K's values and 110 bytes per row and
+// super-block. Group j holds elements 16j .. 16j + 15, its quad e elements 16j + 4e .. 16j + 4e + 3; q in
+// 0..7 is the low 2 bits plus 4 × the high bit, the value d·(sc − 32)·(q − 4) as in Q3_K.
+//   d[8]             fp16, row r's d
+//   sc_lo[64]        the low 4 bits of the 6-bit scales (biased by 32, as in the file): byte i holds scale
+//                    i in its low nibble and scale 64 + i in its high one, where scale 8j + r is that of
+//                    group j of row r (k3r8_scale below)
+//   sc_hi[32]        their high 2 bits: byte i holds those of scale 32m + i in bits 2m, 2m + 1
+//   octets[2]        groups 8o .. 8o + 7, in the order a kernel reads them (one forward stream):
+//     hi[4][8][4]    [quad e][row r][k]: bit i is the high bit of element k of quad e of group 8o + i
+//     lo[2][4][8][4] [half p][quad e][row r][k]: bits 2i, 2i + 1 are the low bits of element k of quad e
+//                    of group 8o + 4p + i
+struct BlockQ3_Kx8 {
+  uint16_t d[8];
+  uint8_t sc_lo[64];
+  uint8_t sc_hi[32];
+  struct Octet {
+    uint8_t hi[4][8][4];
+    uint8_t lo[2][4][8][4];
+  } octets[2];
+};
+
+// The 6-bit scale (0..63, biased by 32) with index i = 8j + r of a Q3_K_R8 block.
+inline int k3r8_scale(const BlockQ3_Kx8& b, int i) {
+  return ((b.sc_lo[i % 64] >> (i < 64 ? 0 : 4)) & 15) | ((b.sc_hi[i % 32] >> (2 * (i / 32))) & 3) << 4;
+}
+
+// Q2_K_R8 (Folio's own, like Q4_K_R8), 672 bytes: super-block b of 8 consecutive rows of a Q2_K matrix,
+// 4 elements of each of the 8 rows per 32-byte vector; exactly Q2_K's values and 84 bytes per row and
+// super-block. Groups and quads as in Q3_K_R8.
+//   d[8], dmin[8]    fp16, row r's d and dmin
+//   scales[16][8]    [group j][row r]: the file's scale byte (low nibble sc, high nibble m)
+//   qs[4][4][8][4]   [h][quad e][row r][k]: bits 2i, 2i + 1 are element k of quad e of group 4h + i
+struct BlockQ2_Kx8 {
+  uint16_t d[8], dmin[8];
+  uint8_t scales[16][8];
+  uint8_t qs[4][4][8][4];
+};
+
+// IQ4_XS_R8 (Folio's own, like Q4_K_R8), 1088 bytes: super-block b of 8 consecutive rows of an IQ4_XS
+// matrix, 4 elements of each of the 8 rows per 32-byte vector; exactly IQ4_XS's values and 136 bytes per
+// row and super-block.
+//   d[8]             fp16, row r's d
+//   sc_lo[32]        the low 4 bits of the 6-bit scales ls (biased by 32): byte i holds scale i in its low
+//                    nibble and scale 32 + i in its high one, where scale 8s + r is that of sub-block s of
+//                    row r (iq4xs_r8_scale below)
+//   sc_hi[16]        their high 2 bits: byte i holds those of scale 16m + i in bits 2m, 2m + 1
+//   qs[8][4][8][4]   [sub-block s][quad e][row r][k]: the file's byte qs[16s + 4e + k] of row r (code book
+//                    index of element 4e + k in the low nibble, of element 16 + 4e + k in the high one)
+struct BlockIQ4_XSx8 {
+  uint16_t d[8];
+  uint8_t sc_lo[32];
+  uint8_t sc_hi[16];
+  uint8_t qs[8][4][8][4];
+};
+
+inline int iq4xs_r8_scale(const BlockIQ4_XSx8& b, int i) {
+  return ((b.sc_lo[i % 32] >> (i < 32 ? 0 : 4)) & 15) | ((b.sc_hi[i % 16] >> (2 * (i / 16))) & 3) << 4;
+}
+
 static_assert(sizeof(BlockQ4_0) == 18, "Q4_0 block");
 static_assert(sizeof(BlockQ4_1) == 20, "Q4_1 block");
 static_assert(sizeof(BlockQ5_0) == 22, "Q5_0 block");
@@ -248,6 +309,9 @@ static_assert(sizeof(BlockIQ4_XS) == 136, "IQ4_XS block");
 static_assert(sizeof(BlockQ4_Kx8) == 8 * 144, "Q4_K_R8 block");
 static_assert(sizeof(BlockQ6_Kx8) == 8 * 210, "Q6_K_R8 block");
 static_assert(sizeof(BlockQ8_0x8) == 8 * 34, "Q8_0_R8 block");
+static_assert(sizeof(BlockQ3_Kx8) == 8 * 110, "Q3_K_R8 block");
+static_assert(sizeof(BlockQ2_Kx8) == 8 * 84, "Q2_K_R8 block");
+static_assert(sizeof(BlockIQ4_XSx8) == 8 * 136, "IQ4_XS_R8 block");
 
 // The 12 scale bytes of Q4_K/Q5_K hold 8 six-bit scales and 8 six-bit mins:
 //   bytes 0-3   bits 0-5: scale 0-3;  bits 6-7: bits 4-5 of scale 4-7

@@ -217,8 +217,8 @@ void add_avx2_iq4_gemm(KernelTable& t);
 // The AVX2 packer of a K-quant type into PanelK (the AVX-512 kernels share the panels).
 PackFn avx2_k_packer(TensorType type);
 void add_avx512_gemm(KernelTable& t, bool vnni);
-// The Q4_K_R8 and Q6_K_R8 kernels (gemm-r8-x86.cc) with the integer dot product of vpmaddubsw, of AVX-VNNI, or of
-// AVX512-VNNI on 256-bit vectors.
+// The Q4_K_R8, Q6_K_R8, Q3_K_R8, Q2_K_R8 and IQ4_XS_R8 kernels (gemm-r8-x86.cc) with the integer dot product of
+// vpmaddubsw, of AVX-VNNI, or of AVX512-VNNI on 256-bit vectors.
 enum class R8Dot { Madd, AvxVnni, Avx512Vnni };
 void add_r8_kernels(KernelTable& t, R8Dot dot);
 // The Q8_0_R8 kernels (gemm-q8r8-x86.cc), likewise; add_r8_kernels adds them.

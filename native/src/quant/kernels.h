@@ -21,7 +21,7 @@
 
 namespace folio::quant {
 
-constexpr int kTypeSlots = 43;  // ggml type ids 0..39, then Folio's Q4_K_R8, Q6_K_R8 and Q8_0_R8
+constexpr int kTypeSlots = 46;  // ggml type ids 0..39, then Folio's Q4_K_R8 .. IQ4_XS_R8 (types.h)
 using KernelTable = std::array<Kernels, kTypeSlots>;
 
 inline Kernels& slot(KernelTable& t, TensorType type) { return t[size_t(type)]; }

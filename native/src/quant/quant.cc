@@ -119,7 +119,10 @@ TensorType vec_dot_type(TensorType weight) {
     case TensorType::Q5_K:
     case TensorType::Q6_K:
     case TensorType::Q4_K_R8:
-    case TensorType::Q6_K_R8: return TensorType::Q8_K;
+    case TensorType::Q6_K_R8:
+    case TensorType::Q3_K_R8:
+    case TensorType::Q2_K_R8:
+    case TensorType::IQ4_XS_R8: return TensorType::Q8_K;
     default: break;
   }
   const TypeInfo* ti = type_info(uint32_t(weight));
@@ -204,6 +207,9 @@ bool block_sizes_match() {
       {TensorType::Q4_K_R8, sizeof(BlockQ4_Kx8) / 8, QK_K},
       {TensorType::Q6_K_R8, sizeof(BlockQ6_Kx8) / 8, QK_K},
       {TensorType::Q8_0_R8, sizeof(BlockQ8_0x8) / 8, QK},
+      {TensorType::Q3_K_R8, sizeof(BlockQ3_Kx8) / 8, QK_K},
+      {TensorType::Q2_K_R8, sizeof(BlockQ2_Kx8) / 8, QK_K},
+      {TensorType::IQ4_XS_R8, sizeof(BlockIQ4_XSx8) / 8, QK_K},
       {TensorType::F32, 4, 1},
       {TensorType::F16, 2, 1},
       {TensorType::BF16, 2, 1},

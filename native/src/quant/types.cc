@@ -49,6 +49,11 @@ static const TypeInfo kTypes[] = {
     /* 41 */ {"Q6_K_R8", 256, 210, true},
     // 8 rows' Q8_0 blocks interleaved (blocks.h: BlockQ8_0x8), the same bytes per row.
     /* 42 */ {"Q8_0_R8", 32, 34, true},
+    // 8 rows' Q3_K or Q2_K super-blocks interleaved (BlockQ3_Kx8, BlockQ2_Kx8), the same bytes per row.
+    /* 43 */ {"Q3_K_R8", 256, 110, true},
+    /* 44 */ {"Q2_K_R8", 256, 84, true},
+    // 8 rows' IQ4_XS super-blocks interleaved (BlockIQ4_XSx8), the same bytes per row.
+    /* 45 */ {"IQ4_XS_R8", 256, 136, true},
 };
 
 const TypeInfo* type_info(uint32_t id) {

@@ -1,8 +1,9 @@
 // The ggml tensor types as GGUF files number them (ggml.h, enum ggml_type), with their block layouts.
 // Every type is known to the GGUF reader so that it can validate sizes; which ones the engine computes
 // with, its kernel table says (quant::weight_type_supported, quant/quant.h). Past the ggml ids come Folio's own
-// layouts, made at load time and never read from a file (`internal`): Q4_K_R8, Q6_K_R8 and Q8_0_R8 are Q4_K, Q6_K
-// and Q8_0 with rows interleaved in eights (blocks.h, quant/repack.h).
+// layouts, made at load time and never read from a file (`internal`): Q4_K_R8, Q6_K_R8, Q8_0_R8, Q3_K_R8,
+// Q2_K_R8 and IQ4_XS_R8 are Q4_K, Q6_K, Q8_0, Q3_K, Q2_K and IQ4_XS with rows interleaved in eights
+// (blocks.h, quant/repack.h).
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -45,6 +46,9 @@ enum class TensorType : uint32_t {
   Q4_K_R8 = 40,
   Q6_K_R8 = 41,
   Q8_0_R8 = 42,
+  Q3_K_R8 = 43,
+  Q2_K_R8 = 44,
+  IQ4_XS_R8 = 45,
 };
 
 struct TypeInfo {
