@@ -197,8 +197,11 @@ async function benchModel(path: string, v: Values): Promise<BenchResult> {
   let gpu: GpuStatus['device'];
   const probe = (threads: number) =>
     backend !== 'cpu'
-      ? addon.ops.gpuCopyBandwidth(Math.max(16, Math.min(1024, (gpu?.totalBytes ?? 0) / 4 / 2 ** 20)), 3, backend)
-          .bytesPerSecond
+      ? addon.ops.gpuCopyBandwidth(
+          Math.max(16, Math.min(1024, Math.floor((gpu?.totalBytes ?? 0) / 4 / 2 ** 20))),
+          3,
+          backend,
+        ).bytesPerSecond
       : addon.ops.readBandwidth(threads, 256, 3).bytesPerSecond;
   const memory = peakMemory();
   const header = addon.readGguf(path);
