@@ -168,12 +168,7 @@ export const migrations: readonly Migration[] = [
       // snake_case. Rewrites each stored JSON with the new names, keeping every value (and any key it
       // does not know). The names are spelt out here, not taken from the current table: a released step
       // must do the same thing whatever the tables become.
-      const rows = db.prepare(`SELECT document_id AS id, json FROM compression_stats`).all() as {
-        id: string;
-        json: string;
-      }[];
-      const update = db.prepare(`UPDATE compression_stats SET json = ? WHERE document_id = ?`);
-      for (const r of rows) update.run(JSON.stringify(statsToCamelCase(JSON.parse(r.json))), r.id);
+      rewriteStoredStats(db, statsToCamelCase);
     },
   },
   {
@@ -183,17 +178,10 @@ export const migrations: readonly Migration[] = [
       // Statistics gained how the document was read (one pass or chunks), the cache's peak and bound, and
       // its positions. Every cache stored before was read in one pass at its own positions; its peak was
       // not measured (0).
-      const rows = db.prepare(`SELECT document_id AS id, json FROM compression_stats`).all() as {
-        id: string;
-        json: string;
-      }[];
-      const update = db.prepare(`UPDATE compression_stats SET json = ? WHERE document_id = ?`);
-      for (const r of rows) {
-        const s = JSON.parse(r.json) as { prefixTokens?: number };
+      rewriteStoredStats(db, (s: { prefixTokens?: number }) => {
         const L = s.prefixTokens ?? 0;
-        const read = { chunks: 1, chunkTokens: L, kvBytesPeak: 0, kvBytesBound: 0, positions: L, rebased: false };
-        update.run(JSON.stringify({ ...read, ...s }), r.id);
-      }
+        return { chunks: 1, chunkTokens: L, kvBytesPeak: 0, kvBytesBound: 0, positions: L, rebased: false, ...s };
+      });
     },
   },
   {
@@ -282,21 +270,25 @@ export const migrations: readonly Migration[] = [
     up(db) {
       // Each layer's statistics gained its sliding window (slidingWindow, kept by its window rather than
       // scored). Every cache stored before compressed every layer by scores: 0.
-      const rows = db.prepare(`SELECT document_id AS id, json FROM compression_stats`).all() as {
-        id: string;
-        json: string;
-      }[];
-      const update = db.prepare(`UPDATE compression_stats SET json = ? WHERE document_id = ?`);
-      for (const r of rows) {
-        const s = JSON.parse(r.json) as { layers?: Record<string, unknown>[] };
-        const layers = (s.layers ?? []).map((l) => ({ slidingWindow: 0, ...l }));
-        update.run(JSON.stringify({ ...s, layers }), r.id);
-      }
+      rewriteStoredStats(db, (s: { layers?: Record<string, unknown>[] }) => ({
+        ...s,
+        layers: (s.layers ?? []).map((l) => ({ slidingWindow: 0, ...l })),
+      }));
     },
   },
 ];
 
 export const LATEST_VERSION = migrations[migrations.length - 1].version;
+
+/** Rewrites every stored compression statistics JSON through `rewrite` (a migration step's change). */
+function rewriteStoredStats<T>(db: Database.Database, rewrite: (stats: T) => unknown): void {
+  const rows = db.prepare(`SELECT document_id AS id, json FROM compression_stats`).all() as {
+    id: string;
+    json: string;
+  }[];
+  const update = db.prepare(`UPDATE compression_stats SET json = ? WHERE document_id = ?`);
+  for (const r of rows) update.run(JSON.stringify(rewrite(JSON.parse(r.json) as T)), r.id);
+}
 
 /** Version 6's renames of the statistics' fields: whole statistics, a layer's, a head's. */
 const STATS_RENAMES: Record<'stats' | 'layer' | 'head', Record<string, string>> = {

@@ -64,23 +64,21 @@ export const ORACLE_CASES: OracleCase[] = [
     positions: [0, 20, -1],
     nGreedy: 16,
   },
-  // Past the sliding window: the prompt and the greedy tokens run five times past it.
-  {
-    name: 'gemma3-swa16-F32',
-    model: { arch: 'gemma3', type: 'F32', slidingWindow: 16, seed: 25, name: ORACLE_MODEL_NAME },
+  // Past the sliding window: the prompt and the greedy tokens run five times past it (the rows kept: the
+  // last position inside the first window, the first past it, one far past).
+  ...(
+    [
+      ['gemma3', 16, 25],
+      ['phi3', 23, 26],
+    ] as const
+  ).map(([arch, window, seed]) => ({
+    name: `${arch}-swa${window}-F32`,
+    model: { arch, type: 'F32' as const, slidingWindow: window, seed, name: ORACLE_MODEL_NAME },
     nCtx: 256,
-    positions: [0, 15, 16, 50, -1],
+    positions: [0, window - 1, window, 50, -1],
     nGreedy: 16,
     prompt: ORACLE_LONG_PROMPT,
-  },
-  {
-    name: 'phi3-swa23-F32',
-    model: { arch: 'phi3', type: 'F32', slidingWindow: 23, seed: 26, name: ORACLE_MODEL_NAME },
-    nCtx: 256,
-    positions: [0, 22, 23, 50, -1],
-    nGreedy: 16,
-    prompt: ORACLE_LONG_PROMPT,
-  },
+  })),
   // The quantized mixes people download (quant-mix.ts), on the llama architecture: the matrices in Q2_K /
   // Q3_K, Q4_K, Q5_K, Q6_K / IQ4_XS; both engines quantize the activations, each its own way
   // (docs/benchmarks.md, "Q3_K and Q2_K repacked at load"), so these are held to looser bounds.

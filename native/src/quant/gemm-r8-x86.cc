@@ -60,6 +60,16 @@ FOLIO_AVX2_INLINE __m256i scale_i32(__m256i isum, __m256i p, const uint8_t* sc) 
   return _mm256_add_epi32(isum, _mm256_mullo_epi32(p, _mm256_cvtepu8_epi32(b)));
 }
 
+// The dot-product variants of a group kernel: vpmaddubsw (FOLIO_AVX2), AVX-VNNI, and AVX512-VNNI on 256-bit
+// vectors; FOLIO_R8_GROUP_KERNEL(TARGET, NAME, BODY) defines kernel NAME<NT> for a target over a body macro.
+#define FOLIO_AVX_VNNI256 __attribute__((target("avx2,fma,f16c,avxvnni")))
+#define FOLIO_AVX512_VNNI256 __attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512vnni")))
+#define FOLIO_R8_GROUP_KERNEL(TARGET, NAME, BODY)                                                       \
+  template <int NT>                                                                                     \
+  TARGET void NAME(int64_t nb, const uint8_t* w, const uint8_t* x, size_t ldx, float* y, int64_t ldy) { \
+    BODY                                                                                                \
+  }
+
 // y[t·ldy + r] for the 8 rows r of the group at w (nb super-blocks) and NT tokens. (A macro, not a
 // template, so that each copy is compiled for its own target: GCC will not inline a VNNI helper into a
 // function compiled for plain AVX2.)
@@ -117,20 +127,9 @@ FOLIO_AVX2_INLINE __m256i scale_i32(__m256i isum, __m256i p, const uint8_t* sc) 
   }                                                                                                                 \
   for (int t = 0; t < NT; ++t) _mm256_storeu_ps(y + t * ldy, acc[t]);
 
-template <int NT>
-FOLIO_AVX2 void group_madd(int64_t nb, const uint8_t* w, const uint8_t* x, size_t ldx, float* y, int64_t ldy) {
-  FOLIO_R8_GROUP_BODY(dot_madd, scale_madd)
-}
-template <int NT>
-__attribute__((target("avx2,fma,f16c,avxvnni"))) void group_avx_vnni(int64_t nb, const uint8_t* w, const uint8_t* x,
-                                                                     size_t ldx, float* y, int64_t ldy) {
-  FOLIO_R8_GROUP_BODY(dot_avx_vnni, scale_i32)
-}
-template <int NT>
-__attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512vnni"))) void group_avx512_vnni(
-    int64_t nb, const uint8_t* w, const uint8_t* x, size_t ldx, float* y, int64_t ldy) {
-  FOLIO_R8_GROUP_BODY(dot_avx512_vnni, scale_i32)
-}
+FOLIO_R8_GROUP_KERNEL(FOLIO_AVX2, group_madd, FOLIO_R8_GROUP_BODY(dot_madd, scale_madd))
+FOLIO_R8_GROUP_KERNEL(FOLIO_AVX_VNNI256, group_avx_vnni, FOLIO_R8_GROUP_BODY(dot_avx_vnni, scale_i32))
+FOLIO_R8_GROUP_KERNEL(FOLIO_AVX512_VNNI256, group_avx512_vnni, FOLIO_R8_GROUP_BODY(dot_avx512_vnni, scale_i32))
 #undef FOLIO_R8_GROUP_BODY
 
 // ---------------------------------------------------------------------------------------------------
@@ -207,15 +206,8 @@ FOLIO_AVX2_INLINE __m256i q6_quad(__m256i lo4, __m256i hi2) {
   }                                                                                                                 \
   for (int t = 0; t < NT; ++t) _mm256_storeu_ps(y + t * ldy, acc[t]);
 
-template <int NT>
-FOLIO_AVX2 void q6_group_madd(int64_t nb, const uint8_t* w, const uint8_t* x, size_t ldx, float* y, int64_t ldy) {
-  FOLIO_R8_Q6_BODY(dot_madd, scale_madd_i8, 2)
-}
-template <int NT>
-__attribute__((target("avx2,fma,f16c,avxvnni"))) void q6_group_avx_vnni(int64_t nb, const uint8_t* w, const uint8_t* x,
-                                                                        size_t ldx, float* y, int64_t ldy) {
-  FOLIO_R8_Q6_BODY(dot_avx_vnni, scale_i32_i8, 4)
-}
+FOLIO_R8_GROUP_KERNEL(FOLIO_AVX2, q6_group_madd, FOLIO_R8_Q6_BODY(dot_madd, scale_madd_i8, 2))
+FOLIO_R8_GROUP_KERNEL(FOLIO_AVX_VNNI256, q6_group_avx_vnni, FOLIO_R8_Q6_BODY(dot_avx_vnni, scale_i32_i8, 4))
 #undef FOLIO_R8_Q6_BODY
 #undef FOLIO_Q6_GROUP
 
@@ -367,34 +359,12 @@ FOLIO_AVX2_INLINE __m256i q3_quad(__m256i lo2, __m256i hi1) {
   }                                                                                                            \
   for (int t = 0; t < NT; ++t) _mm256_storeu_ps(y + t * ldy, acc[t]);
 
-template <int NT>
-FOLIO_AVX2 void q3_group_madd(int64_t nb, const uint8_t* w, const uint8_t* x, size_t ldx, float* y, int64_t ldy) {
-  FOLIO_R8_Q3_BODY(dot_madd, scale_madd_i8)
-}
-template <int NT>
-__attribute__((target("avx2,fma,f16c,avxvnni"))) void q3_group_avx_vnni(int64_t nb, const uint8_t* w, const uint8_t* x,
-                                                                        size_t ldx, float* y, int64_t ldy) {
-  FOLIO_R8_Q3_BODY(dot_avx_vnni, scale_i32_i8)
-}
-template <int NT>
-__attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512vnni"))) void q3_group_avx512_vnni(
-    int64_t nb, const uint8_t* w, const uint8_t* x, size_t ldx, float* y, int64_t ldy) {
-  FOLIO_R8_Q3_BODY(dot_avx512_vnni, scale_i32_i8)
-}
-template <int NT>
-FOLIO_AVX2 void q2_group_madd(int64_t nb, const uint8_t* w, const uint8_t* x, size_t ldx, float* y, int64_t ldy) {
-  FOLIO_R8_Q2_BODY(dot_madd, scale_madd)
-}
-template <int NT>
-__attribute__((target("avx2,fma,f16c,avxvnni"))) void q2_group_avx_vnni(int64_t nb, const uint8_t* w, const uint8_t* x,
-                                                                        size_t ldx, float* y, int64_t ldy) {
-  FOLIO_R8_Q2_BODY(dot_avx_vnni, scale_i32_u8)
-}
-template <int NT>
-__attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512vnni"))) void q2_group_avx512_vnni(
-    int64_t nb, const uint8_t* w, const uint8_t* x, size_t ldx, float* y, int64_t ldy) {
-  FOLIO_R8_Q2_BODY(dot_avx512_vnni, scale_i32_u8)
-}
+FOLIO_R8_GROUP_KERNEL(FOLIO_AVX2, q3_group_madd, FOLIO_R8_Q3_BODY(dot_madd, scale_madd_i8))
+FOLIO_R8_GROUP_KERNEL(FOLIO_AVX_VNNI256, q3_group_avx_vnni, FOLIO_R8_Q3_BODY(dot_avx_vnni, scale_i32_i8))
+FOLIO_R8_GROUP_KERNEL(FOLIO_AVX512_VNNI256, q3_group_avx512_vnni, FOLIO_R8_Q3_BODY(dot_avx512_vnni, scale_i32_i8))
+FOLIO_R8_GROUP_KERNEL(FOLIO_AVX2, q2_group_madd, FOLIO_R8_Q2_BODY(dot_madd, scale_madd))
+FOLIO_R8_GROUP_KERNEL(FOLIO_AVX_VNNI256, q2_group_avx_vnni, FOLIO_R8_Q2_BODY(dot_avx_vnni, scale_i32_u8))
+FOLIO_R8_GROUP_KERNEL(FOLIO_AVX512_VNNI256, q2_group_avx512_vnni, FOLIO_R8_Q2_BODY(dot_avx512_vnni, scale_i32_u8))
 // IQ4_XS_R8: the code book values looked up from the nibbles (vpshufb), a sub-block's products summed per
 // lane and scaled by the 8 rows' ls − 32. With vpmaddubsw the signed values go in as |v| against x
 // carrying v's sign (v is never 0; Q8_K's quants are within ±127): a pair is at most 2·127·127 = 32258,
@@ -455,20 +425,9 @@ FOLIO_AVX2_INLINE __m256i iq4_dot_madd(__m256i acc, __m256i v, __m256i x) {
   }                                                                                                                \
   for (int t = 0; t < NT; ++t) _mm256_storeu_ps(y + t * ldy, acc[t]);
 
-template <int NT>
-FOLIO_AVX2 void iq4_group_madd(int64_t nb, const uint8_t* w, const uint8_t* x, size_t ldx, float* y, int64_t ldy) {
-  FOLIO_R8_IQ4_BODY(iq4_dot_madd, false)
-}
-template <int NT>
-__attribute__((target("avx2,fma,f16c,avxvnni"))) void iq4_group_avx_vnni(int64_t nb, const uint8_t* w, const uint8_t* x,
-                                                                         size_t ldx, float* y, int64_t ldy) {
-  FOLIO_R8_IQ4_BODY(dot_avx_vnni, true)
-}
-template <int NT>
-__attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512vnni"))) void iq4_group_avx512_vnni(
-    int64_t nb, const uint8_t* w, const uint8_t* x, size_t ldx, float* y, int64_t ldy) {
-  FOLIO_R8_IQ4_BODY(dot_avx512_vnni, true)
-}
+FOLIO_R8_GROUP_KERNEL(FOLIO_AVX2, iq4_group_madd, FOLIO_R8_IQ4_BODY(iq4_dot_madd, false))
+FOLIO_R8_GROUP_KERNEL(FOLIO_AVX_VNNI256, iq4_group_avx_vnni, FOLIO_R8_IQ4_BODY(dot_avx_vnni, true))
+FOLIO_R8_GROUP_KERNEL(FOLIO_AVX512_VNNI256, iq4_group_avx512_vnni, FOLIO_R8_IQ4_BODY(dot_avx512_vnni, true))
 #undef FOLIO_R8_IQ4_BODY
 #undef FOLIO_R8_Q3_BODY
 #undef FOLIO_Q3_HALF
