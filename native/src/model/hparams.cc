@@ -117,7 +117,9 @@ HParams read_hparams(const gguf::File& f) {
   if (hp.arch == Arch::Gemma3) {
     // Gemma 3 (as llama.cpp reads it): five sliding layers, then a global one; the sliding layers rotate
     // with base 10000 and no scaling; the embeddings are scaled by sqrt(n_embd); the attention's scale is
-    // 1/sqrt(head_dim), except for the 27B model (62 layers, query_pre_attn_scalar = n_embd/n_head).
+    // 1/sqrt(head_dim), except for the 27B model (62 layers, query_pre_attn_scalar = n_embd/n_head). No
+    // soft-capping: Gemma 3's configs set attn/final_logit_softcapping to null (Gemma 2 had them), llama.cpp's
+    // converter writes neither key and its gemma3 graph applies none, so a gemma3 file's keys are not read.
     if (hp.n_swa <= 0) fail("MODEL_BAD_HPARAMS", f.path() + ": a gemma3 model needs attention.sliding_window");
     hp.swa_pattern = 6;
     hp.rope_base_swa = 10000.0f;
