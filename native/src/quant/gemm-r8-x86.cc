@@ -5,10 +5,11 @@
 // once; d, dmin and the offset terms are applied per super-block with 8-wide arithmetic; 8 outputs are stored at the
 // end, no horizontal sums.
 //
-// The same kernel is the blocked product: a group's weights (9 KiB of Q4_K_R8 for 2048 columns) stay in
-// L1 while every token of the block passes, three at a time. Two cores, Q4_K 8192×2048, 512 tokens: 515
-// GFLOP/s with AVX-VNNI against 340 for the Q4_K tiles on unpacked panels (gemm-avx2.cc), 333 against
-// 313 with plain AVX2, 530 against 501 for the AVX-512 tiles (docs/benchmarks.md).
+// The same kernel is the blocked product of Q3_K_R8, Q2_K_R8 and IQ4_XS_R8, and of every layout with plain
+// AVX2: a group's weights (9 KiB of Q4_K_R8 for 2048 columns) stay in L1 while every token of the block
+// passes, three at a time (333 against 313 GFLOP/s for the Q4_K tiles on panels, gemm-avx2.cc, two cores,
+// Q4_K 8192×2048, 512 tokens). With VNNI, Q4_K_R8 and Q6_K_R8 have faster ones over weights unpacked once
+// per call (gemm-unpacked-x86.cc).
 #include "quant/kernels.h"
 
 #if FOLIO_QUANT_X86
@@ -18,6 +19,7 @@
 #include "quant/avx2-common.h"
 #include "quant/blocks.h"
 #include "quant/gemm.h"
+#include "quant/r8-x86.h"
 
 namespace folio::quant {
 namespace avx2r8 {
@@ -25,15 +27,10 @@ namespace {
 
 using avx2::load128;
 using avx2::load256;
-
-FOLIO_AVX2_INLINE void store256(void* p, __m256i v) { _mm256_store_si256(static_cast<__m256i*>(p), v); }
-
-// 4 activation bytes in every 32-bit lane.
-FOLIO_AVX2_INLINE __m256i broadcast4(const int8_t* p) {
-  int32_t v;
-  std::memcpy(&v, p, 4);
-  return _mm256_set1_epi32(v);
-}
+using r8x86::broadcast4;
+using r8x86::q4_k_r8_scales;
+using r8x86::q6_quad;
+using r8x86::store256;
 
 // The products of one sub-block, per lane. With vpmaddubsw in 16-bit lanes: each is at most 2·15·128 =
 // 3840 in magnitude, and a sub-block adds 8 of them (30720), which fits; then isum += the per-row sums ×
@@ -73,58 +70,49 @@ FOLIO_AVX2_INLINE __m256i scale_i32(__m256i isum, __m256i p, const uint8_t* sc) 
 // y[t·ldy + r] for the 8 rows r of the group at w (nb super-blocks) and NT tokens. (A macro, not a
 // template, so that each copy is compiled for its own target: GCC will not inline a VNNI helper into a
 // function compiled for plain AVX2.)
-#define FOLIO_R8_GROUP_BODY(DOT, SCALE)                                                                             \
-  const BlockQ4_Kx8* blk = reinterpret_cast<const BlockQ4_Kx8*>(w);                                                 \
-  const __m256i m4 = _mm256_set1_epi8(15);                                                                          \
-  __m256 acc[NT];                                                                                                   \
-  for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();                                                        \
-  for (int64_t b = 0; b < nb; ++b) {                                                                                \
-    const BlockQ4_Kx8& g = blk[b];                                                                                  \
-    /* the 6-bit scales and mins to bytes, in the orders of blocks.h: sc + 8s, mn + 16p */                          \
-    alignas(32) uint8_t sc[64], mn[64];                                                                             \
-    {                                                                                                               \
-      const __m256i m30 = _mm256_set1_epi8(0x30);                                                                   \
-      const __m256i l0 = load256(g.sm_lo), l1 = load256(g.sm_lo + 32), h = load256(g.sm_hi);                        \
-      store256(sc, _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_and_si256(_mm256_slli_epi16(h, 4), m30)));      \
-      store256(sc + 32, _mm256_or_si256(_mm256_and_si256(l1, m4), _mm256_and_si256(_mm256_slli_epi16(h, 2), m30))); \
-      store256(mn, _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4), _mm256_and_si256(h, m30)));      \
-      store256(mn + 32, _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),                             \
-                                        _mm256_and_si256(_mm256_srli_epi16(h, 2), m30)));                           \
-    }                                                                                                               \
-    const BlockQ8_K* xb[NT];                                                                                        \
-    __m256i isum[NT];                                                                                               \
-    for (int t = 0; t < NT; ++t)                                                                                    \
-      xb[t] = reinterpret_cast<const BlockQ8_K*>(x + t * ldx) + b, isum[t] = _mm256_setzero_si256();                \
-    for (int s = 0; s < 8; ++s) {                                                                                   \
-      __m256i p[NT];                                                                                                \
-      for (int t = 0; t < NT; ++t) p[t] = _mm256_setzero_si256();                                                   \
-      for (int e = 0; e < 4; ++e) {                                                                                 \
-        const __m256i v = load256(g.qs[s][e]);                                                                      \
-        const __m256i lo = _mm256_and_si256(v, m4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);             \
-        for (int t = 0; t < NT; ++t) {                                                                              \
-          p[t] = DOT(p[t], lo, broadcast4(xb[t]->qs + 32 * s + 4 * e));                                             \
-          p[t] = DOT(p[t], hi, broadcast4(xb[t]->qs + 32 * s + 16 + 4 * e));                                        \
-        }                                                                                                           \
-      }                                                                                                             \
-      for (int t = 0; t < NT; ++t) isum[t] = SCALE(isum[t], p[t], sc + 8 * s);                                      \
-    }                                                                                                               \
-    /* the mins: Σ_s min_s·(sum of sub-block s's activations), a pair of sub-blocks per vpmaddwd */               \
-    __m256i mins[4];                                                                                                \
-    for (int i = 0; i < 4; ++i) mins[i] = _mm256_cvtepu8_epi16(load128(mn + 16 * i));                               \
-    const __m256 d = _mm256_cvtph_ps(load128(g.d)), dmin = _mm256_cvtph_ps(load128(g.dmin));                        \
-    for (int t = 0; t < NT; ++t) {                                                                                  \
-      /* the 8 sub-block sums of the activations, as 4 pairs in both lanes */                                       \
-      const __m256i bs =                                                                                            \
-          _mm256_broadcastsi128_si256(_mm_hadd_epi16(load128(xb[t]->bsums), load128(xb[t]->bsums + 8)));            \
-      __m256i msum = _mm256_madd_epi16(mins[0], _mm256_shuffle_epi32(bs, 0x00));                                    \
-      msum = _mm256_add_epi32(msum, _mm256_madd_epi16(mins[1], _mm256_shuffle_epi32(bs, 0x55)));                    \
-      msum = _mm256_add_epi32(msum, _mm256_madd_epi16(mins[2], _mm256_shuffle_epi32(bs, 0xaa)));                    \
-      msum = _mm256_add_epi32(msum, _mm256_madd_epi16(mins[3], _mm256_shuffle_epi32(bs, 0xff)));                    \
-      const __m256 xd = _mm256_set1_ps(xb[t]->d);                                                                   \
-      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[t]), _mm256_mul_ps(d, xd), acc[t]);                          \
-      acc[t] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(msum), _mm256_mul_ps(dmin, xd), acc[t]);                         \
-    }                                                                                                               \
-  }                                                                                                                 \
+#define FOLIO_R8_GROUP_BODY(DOT, SCALE)                                                                  \
+  const BlockQ4_Kx8* blk = reinterpret_cast<const BlockQ4_Kx8*>(w);                                      \
+  const __m256i m4 = _mm256_set1_epi8(15);                                                               \
+  __m256 acc[NT];                                                                                        \
+  for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();                                             \
+  for (int64_t b = 0; b < nb; ++b) {                                                                     \
+    const BlockQ4_Kx8& g = blk[b];                                                                       \
+    alignas(32) uint8_t sc[64], mn[64];                                                                  \
+    q4_k_r8_scales(g, sc, mn);                                                                           \
+    const BlockQ8_K* xb[NT];                                                                             \
+    __m256i isum[NT];                                                                                    \
+    for (int t = 0; t < NT; ++t)                                                                         \
+      xb[t] = reinterpret_cast<const BlockQ8_K*>(x + t * ldx) + b, isum[t] = _mm256_setzero_si256();     \
+    for (int s = 0; s < 8; ++s) {                                                                        \
+      __m256i p[NT];                                                                                     \
+      for (int t = 0; t < NT; ++t) p[t] = _mm256_setzero_si256();                                        \
+      for (int e = 0; e < 4; ++e) {                                                                      \
+        const __m256i v = load256(g.qs[s][e]);                                                           \
+        const __m256i lo = _mm256_and_si256(v, m4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);  \
+        for (int t = 0; t < NT; ++t) {                                                                   \
+          p[t] = DOT(p[t], lo, broadcast4(xb[t]->qs + 32 * s + 4 * e));                                  \
+          p[t] = DOT(p[t], hi, broadcast4(xb[t]->qs + 32 * s + 16 + 4 * e));                             \
+        }                                                                                                \
+      }                                                                                                  \
+      for (int t = 0; t < NT; ++t) isum[t] = SCALE(isum[t], p[t], sc + 8 * s);                           \
+    }                                                                                                    \
+    /* the mins: Σ_s min_s·(sum of sub-block s's activations), a pair of sub-blocks per vpmaddwd */    \
+    __m256i mins[4];                                                                                     \
+    for (int i = 0; i < 4; ++i) mins[i] = _mm256_cvtepu8_epi16(load128(mn + 16 * i));                    \
+    const __m256 d = _mm256_cvtph_ps(load128(g.d)), dmin = _mm256_cvtph_ps(load128(g.dmin));             \
+    for (int t = 0; t < NT; ++t) {                                                                       \
+      /* the 8 sub-block sums of the activations, as 4 pairs in both lanes */                            \
+      const __m256i bs =                                                                                 \
+          _mm256_broadcastsi128_si256(_mm_hadd_epi16(load128(xb[t]->bsums), load128(xb[t]->bsums + 8))); \
+      __m256i msum = _mm256_madd_epi16(mins[0], _mm256_shuffle_epi32(bs, 0x00));                         \
+      msum = _mm256_add_epi32(msum, _mm256_madd_epi16(mins[1], _mm256_shuffle_epi32(bs, 0x55)));         \
+      msum = _mm256_add_epi32(msum, _mm256_madd_epi16(mins[2], _mm256_shuffle_epi32(bs, 0xaa)));         \
+      msum = _mm256_add_epi32(msum, _mm256_madd_epi16(mins[3], _mm256_shuffle_epi32(bs, 0xff)));         \
+      const __m256 xd = _mm256_set1_ps(xb[t]->d);                                                        \
+      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[t]), _mm256_mul_ps(d, xd), acc[t]);               \
+      acc[t] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(msum), _mm256_mul_ps(dmin, xd), acc[t]);              \
+    }                                                                                                    \
+  }                                                                                                      \
   for (int t = 0; t < NT; ++t) _mm256_storeu_ps(y + t * ldy, acc[t]);
 
 FOLIO_R8_GROUP_KERNEL(FOLIO_AVX2, group_madd, FOLIO_R8_GROUP_BODY(dot_madd, scale_madd))
@@ -146,19 +134,6 @@ FOLIO_AVX2_INLINE __m256i scale_madd_i8(__m256i isum, __m256i p, const int8_t* s
 FOLIO_AVX2_INLINE __m256i scale_i32_i8(__m256i isum, __m256i p, const int8_t* sc) {
   const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(sc));
   return _mm256_add_epi32(isum, _mm256_mullo_epi32(p, _mm256_cvtepi8_epi32(b)));
-}
-
-// The 6-bit quants (0..63) of one quad of group 4h + I for the 8 rows: the low 4 bits from a lo vector
-// (nibble I % 2), the high 2 from a hi vector (bits 2I, 2I + 1), moved to bits 4-5.
-template <int I>
-FOLIO_AVX2_INLINE __m256i q6_quad(__m256i lo4, __m256i hi2) {
-  const __m256i m4 = _mm256_set1_epi8(15), m30 = _mm256_set1_epi8(0x30);
-  const __m256i lo = I % 2 ? _mm256_and_si256(_mm256_srli_epi16(lo4, 4), m4) : _mm256_and_si256(lo4, m4);
-  const __m256i hi = I == 0   ? _mm256_slli_epi16(hi2, 4)
-                     : I == 1 ? _mm256_slli_epi16(hi2, 2)
-                     : I == 2 ? hi2
-                              : _mm256_srli_epi16(hi2, 2);
-  return _mm256_or_si256(lo, _mm256_and_si256(hi, m30));
 }
 
 #define FOLIO_Q6_GROUP(I, DOT, SCALE, FLUSH)                                                                     \
@@ -497,6 +472,7 @@ void add_r8_kernels(KernelTable& t, R8Dot dot) {
       break;
   }
   add_q8_0_r8_kernels(t, dot);
+  add_unpacked_kernels(t, dot);
 }
 
 }  // namespace folio::quant

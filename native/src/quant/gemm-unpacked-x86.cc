@@ -1,0 +1,450 @@
+// Prefill (Kernels::gemm) of Q4_K, Q5_K and Q6_K with VNNI, over weights unpacked once per call.
+//
+// The group kernels of gemm-r8-x86.cc unpack every vector of quants and every block's scales again for
+// each three tokens: about as many instructions as the products themselves, and only three chains of
+// vpdpbusd (latency 4 on Zen 4, two issued per cycle: eight chains keep it busy). Here R rows (8 on 256-bit
+// vectors, 16 on 512-bit ones) are unpacked once per call into a thread buffer, one byte per quant and
+// the scales widened, and the tokens pass over that copy NT at a time with nothing left per token but the
+// products, the scaling and the offsets. Two cores of Zen 4, 8192 × 2048 × 512 tokens, one thread:
+// docs/benchmarks.md ("Prefill over unpacked weights").
+//
+// Each output is exactly the group kernels' integer sums, scaled as theirs: the results equal the
+// scalar reference's within float rounding (matmul-selftest).
+#if defined(__GNUC__) && !defined(__clang__)  // GCC 12's AVX-512 headers (_mm512_cvtepi32_ps) trip it
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+#include "quant/kernels.h"
+
+#if FOLIO_QUANT_X86
+
+#include <algorithm>
+#include <cstring>
+#include <type_traits>
+#include <vector>
+
+#include "quant/blocks.h"
+#include "quant/gemm.h"
+#include "quant/r8-x86.h"
+
+namespace folio::quant {
+namespace unpacked {
+namespace {
+
+using avx2::load128;
+using avx2::load256;
+using r8x86::q4_k_r8_scales;
+using r8x86::q6_quad;
+using r8x86::store256;
+
+// One super-block of R rows, unpacked, for groups of G quants sharing a scale:
+//   y_r = d_r·xd·Σ_g sc_rg·(Σ_{i in g} q_ri·x_i) − dmin_r·xd·Σ_g off_rg·xsum_g
+// (xd, xsum_g: the Q8_K activations' scale and their sum over group g). For R = 8: 2,496 bytes for Q4_K
+// (G = 32), 2,880 for Q6_K (G = 16), about 20 KiB per 2,048 columns.
+template <int G, int R>
+struct KUnpacked {
+  static constexpr int kGroups = QK_K / G;
+  uint8_t q[QK_K / 4][4 * R];       // [quad v][row r][k]: element 4v + k of row r (unsigned)
+  int32_t sc[kGroups][R];           // [g][r]
+  int16_t off[kGroups / 2][2 * R];  // [p][2r + i]: the offset of group 2p + i of row r
+  float d[R], dmin[R];              // [r]
+};
+
+// The unpackers write 8 rows into the half h (0, or 1 of 16 rows) of an unpacked super-block.
+template <int G, int R>
+struct Half {
+  KUnpacked<G, R>& o;
+  int h;
+  uint8_t* q(int v) const { return o.q[v] + 32 * h; }
+  int32_t* sc(int g) const { return o.sc[g] + 8 * h; }
+  int16_t* off(int p) const { return o.off[p] + 16 * h; }
+  float* d() const { return o.d + 8 * h; }
+  float* dmin() const { return o.dmin + 8 * h; }
+};
+
+// Q4_K_R8: q = the nibble, sc and off the 6-bit scale and min of each sub-block of 32, dmin the file's.
+template <int R>
+FOLIO_AVX2 void unpack_q4_k_r8(const uint8_t* w, int64_t nb, KUnpacked<32, R>* u, int h) {
+  const BlockQ4_Kx8* blk = reinterpret_cast<const BlockQ4_Kx8*>(w);
+  const __m256i m4 = _mm256_set1_epi8(15);
+  for (int64_t b = 0; b < nb; ++b) {
+    const BlockQ4_Kx8& g = blk[b];
+    const Half<32, R> o{u[b], h};
+    alignas(32) uint8_t sc[64], mn[64];
+    q4_k_r8_scales(g, sc, mn);
+    for (int s = 0; s < 8; ++s) {
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(o.sc(s)),
+                          _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(sc + 8 * s))));
+      for (int e = 0; e < 4; ++e) {
+        const __m256i v = load256(g.qs[s][e]);
+        store256(o.q(8 * s + e), _mm256_and_si256(v, m4));
+        store256(o.q(8 * s + 4 + e), _mm256_and_si256(_mm256_srli_epi16(v, 4), m4));
+      }
+    }
+    for (int p = 0; p < 4; ++p) store256(o.off(p), _mm256_cvtepu8_epi16(load128(mn + 16 * p)));
+    _mm256_store_ps(o.d(), _mm256_cvtph_ps(load128(g.d)));
+    _mm256_store_ps(o.dmin(), _mm256_cvtph_ps(load128(g.dmin)));
+  }
+}
+
+// Q6_K's scales and offsets from 8 rows' int8 scales (bytes at sc, [g][r]) and fp16 d: d·sc·(q − 32), so
+// off = 32·sc and dmin = d.
+template <int R>
+FOLIO_AVX2_INLINE void q6_k_unpacked_scales(const int8_t* sc, const uint16_t* d, const Half<16, R>& o) {
+  for (int g = 0; g < 16; ++g)
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(o.sc(g)),
+                        _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(sc + 8 * g))));
+  for (int p = 0; p < 8; ++p) {
+    const __m128i a = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(sc + 16 * p));
+    const __m128i c = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(sc + 16 * p + 8));
+    store256(o.off(p), _mm256_slli_epi16(_mm256_cvtepi8_epi16(_mm_unpacklo_epi8(a, c)), 5));
+  }
+  const __m256 dv = _mm256_cvtph_ps(load128(d));
+  _mm256_store_ps(o.d(), dv);
+  _mm256_store_ps(o.dmin(), dv);
+}
+
+// Q6_K_R8 (the AVX2 tables' layout).
+template <int R>
+FOLIO_AVX2 void unpack_q6_k_r8(const uint8_t* w, int64_t nb, KUnpacked<16, R>* u, int h) {
+  const BlockQ6_Kx8* blk = reinterpret_cast<const BlockQ6_Kx8*>(w);
+  for (int64_t b = 0; b < nb; ++b) {
+    const BlockQ6_Kx8& g = blk[b];
+    const Half<16, R> o{u[b], h};
+    for (int hq = 0; hq < 4; ++hq) {
+      const BlockQ6_Kx8::Quartet& qu = g.quartets[hq];
+      for (int e = 0; e < 4; ++e) {
+        const __m256i lo = load256(qu.lo[e]), lo2 = load256(qu.lo2[e]), hi = load256(qu.hi[e]);
+        store256(o.q(16 * hq + e), q6_quad<0>(lo, hi));
+        store256(o.q(16 * hq + 4 + e), q6_quad<1>(lo, hi));
+        store256(o.q(16 * hq + 8 + e), q6_quad<2>(lo2, hi));
+        store256(o.q(16 * hq + 12 + e), q6_quad<3>(lo2, hi));
+      }
+    }
+    q6_k_unpacked_scales(&g.scales[0][0], g.d, o);
+  }
+}
+
+// rows[c][r] holds elements 32c .. 32c + 31 of row r (8 rows): into [quad][row] order, by an 8 × 8
+// transpose of 32-bit units per 32 elements (quad 8c + j of row r is unit j of rows[c][r]).
+template <int G, int R>
+FOLIO_AVX2_INLINE void store_quads(const __m256i (&rows)[8][8], const Half<G, R>& o) {
+  for (int c = 0; c < 8; ++c) {
+    const __m256i* v = rows[c];
+    const __m256i a0 = _mm256_unpacklo_epi32(v[0], v[1]), a1 = _mm256_unpackhi_epi32(v[0], v[1]);
+    const __m256i a2 = _mm256_unpacklo_epi32(v[2], v[3]), a3 = _mm256_unpackhi_epi32(v[2], v[3]);
+    const __m256i a4 = _mm256_unpacklo_epi32(v[4], v[5]), a5 = _mm256_unpackhi_epi32(v[4], v[5]);
+    const __m256i a6 = _mm256_unpacklo_epi32(v[6], v[7]), a7 = _mm256_unpackhi_epi32(v[6], v[7]);
+    const __m256i t[8] = {_mm256_unpacklo_epi64(a0, a2), _mm256_unpackhi_epi64(a0, a2), _mm256_unpacklo_epi64(a1, a3),
+                          _mm256_unpackhi_epi64(a1, a3), _mm256_unpacklo_epi64(a4, a6), _mm256_unpackhi_epi64(a4, a6),
+                          _mm256_unpacklo_epi64(a5, a7), _mm256_unpackhi_epi64(a5, a7)};
+    for (int j = 0; j < 4; ++j) {
+      store256(o.q(8 * c + j), _mm256_permute2x128_si256(t[j], t[4 + j], 0x20));
+      store256(o.q(8 * c + 4 + j), _mm256_permute2x128_si256(t[j], t[4 + j], 0x31));
+    }
+  }
+}
+
+// 8 rows of Q6_K as in the file (the AVX-512 tables keep Q6_K unrepacked: their matrix-vector kernel
+// reads it faster), ldw bytes apart.
+template <int R>
+FOLIO_AVX2 void unpack_q6_k_rows(const uint8_t* w, size_t ldw, int64_t nb, KUnpacked<16, R>* u, int h) {
+  const __m256i m4 = _mm256_set1_epi8(15), m30 = _mm256_set1_epi8(0x30);
+  for (int64_t b = 0; b < nb; ++b) {
+    alignas(32) int8_t sc[16][8];
+    alignas(16) uint16_t d[8];
+    __m256i rows[8][8];
+    for (int r = 0; r < 8; ++r) {
+      const BlockQ6_K& q = reinterpret_cast<const BlockQ6_K*>(w + size_t(r) * ldw)[b];
+      for (int hf = 0; hf < 2; ++hf) {  // blocks.h: element 128hf + 32i + l from ql and qh
+        const __m256i l0 = load256(q.ql + 64 * hf), l1 = load256(q.ql + 64 * hf + 32), hb = load256(q.qh + 32 * hf);
+        rows[4 * hf + 0][r] =
+            _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_and_si256(_mm256_slli_epi16(hb, 4), m30));
+        rows[4 * hf + 1][r] =
+            _mm256_or_si256(_mm256_and_si256(l1, m4), _mm256_and_si256(_mm256_slli_epi16(hb, 2), m30));
+        rows[4 * hf + 2][r] =
+            _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4), _mm256_and_si256(hb, m30));
+        rows[4 * hf + 3][r] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
+                                              _mm256_and_si256(_mm256_srli_epi16(hb, 2), m30));
+      }
+      for (int g = 0; g < 16; ++g) sc[g][r] = q.scales[g];
+      d[r] = q.d;
+    }
+    const Half<16, R> o{u[b], h};
+    store_quads(rows, o);
+    q6_k_unpacked_scales(&sc[0][0], d, o);
+  }
+}
+
+// The fifth bit of Q5_K's quants: bit B of each byte of qh moved to bit 4.
+template <int B>
+FOLIO_AVX2_INLINE __m256i q5_bit(__m256i qh) {
+  const __m256i bit = _mm256_and_si256(qh, _mm256_set1_epi8(char(1 << B)));
+  return B <= 4 ? _mm256_slli_epi16(bit, 4 - B) : _mm256_srli_epi16(bit, B - 4);
+}
+
+// 8 rows of Q5_K as in the file (no x86 table repacks it), ldw bytes apart: q = the 5-bit quant, sc and
+// off the 6-bit scale and min of each sub-block of 32, as Q4_K_R8.
+template <int R>
+FOLIO_AVX2 void unpack_q5_k_rows(const uint8_t* w, size_t ldw, int64_t nb, KUnpacked<32, R>* u, int h) {
+  const __m256i m4 = _mm256_set1_epi8(15);
+  for (int64_t b = 0; b < nb; ++b) {
+    const Half<32, R> o{u[b], h};
+    __m256i rows[8][8];
+    alignas(16) uint16_t d[8], dmin[8];
+    for (int r = 0; r < 8; ++r) {
+      const BlockQ5_K& q = reinterpret_cast<const BlockQ5_K*>(w + size_t(r) * ldw)[b];
+      const __m256i qh = load256(q.qh);
+      // blocks.h: element 64c + l is qs[32c + l] & 15 with qh bit 2c, 64c + 32 + l the high nibble with bit 2c + 1
+      const __m256i q0 = load256(q.qs), q1 = load256(q.qs + 32), q2 = load256(q.qs + 64), q3 = load256(q.qs + 96);
+      rows[0][r] = _mm256_or_si256(_mm256_and_si256(q0, m4), q5_bit<0>(qh));
+      rows[1][r] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q0, 4), m4), q5_bit<1>(qh));
+      rows[2][r] = _mm256_or_si256(_mm256_and_si256(q1, m4), q5_bit<2>(qh));
+      rows[3][r] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q1, 4), m4), q5_bit<3>(qh));
+      rows[4][r] = _mm256_or_si256(_mm256_and_si256(q2, m4), q5_bit<4>(qh));
+      rows[5][r] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q2, 4), m4), q5_bit<5>(qh));
+      rows[6][r] = _mm256_or_si256(_mm256_and_si256(q3, m4), q5_bit<6>(qh));
+      rows[7][r] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q3, 4), m4), q5_bit<7>(qh));
+      uint8_t sc[8], mn[8];
+      unpack_scales_k4(q.scales, sc, mn);
+      for (int s = 0; s < 8; ++s) o.sc(s)[r] = sc[s];
+      for (int p = 0; p < 4; ++p) o.off(p)[2 * r] = mn[2 * p], o.off(p)[2 * r + 1] = mn[2 * p + 1];
+      d[r] = q.d, dmin[r] = q.dmin;
+    }
+    store_quads(rows, o);
+    _mm256_store_ps(o.d(), _mm256_cvtph_ps(load128(d)));
+    _mm256_store_ps(o.dmin(), _mm256_cvtph_ps(load128(dmin)));
+  }
+}
+
+// y[t·ldy + r] for the R rows of an unpacked block at w (nb super-blocks) and NT tokens, over the vector
+// operations V_* (defined below for each target before the body is instantiated).
+#define FOLIO_UNPACKED_BODY                                                                                         \
+  using U = KUnpacked<G, R>;                                                                                        \
+  const U* blk = reinterpret_cast<const U*>(w);                                                                     \
+  V_F acc[NT];                                                                                                      \
+  for (int t = 0; t < NT; ++t) acc[t] = V_ZERO_F();                                                                 \
+  for (int64_t b = 0; b < nb; ++b) {                                                                                \
+    const U& g = blk[b];                                                                                            \
+    const BlockQ8_K* xb[NT];                                                                                        \
+    V_I isum[NT];                                                                                                   \
+    for (int t = 0; t < NT; ++t) xb[t] = reinterpret_cast<const BlockQ8_K*>(x + t * ldx) + b, isum[t] = V_ZERO_I(); \
+    for (int j = 0; j < U::kGroups; ++j) {                                                                          \
+      V_I p[NT];                                                                                                    \
+      for (int t = 0; t < NT; ++t) p[t] = V_ZERO_I();                                                               \
+      /* unrolled: else GCC rotates the sums through register moves */                                              \
+      _Pragma("GCC unroll 8") for (int i = 0; i < G / 4; ++i) {                                                     \
+        const int v = j * G / 4 + i;                                                                                \
+        const V_I q = V_LOAD_I(g.q[v]);                                                                             \
+        for (int t = 0; t < NT; ++t) p[t] = V_DOT(p[t], q, V_SET1_I(bytes4(xb[t]->qs + 4 * v)));                    \
+      }                                                                                                             \
+      const V_I sc = V_LOAD_I(g.sc[j]);                                                                             \
+      for (int t = 0; t < NT; ++t) isum[t] = V_ADD_I(isum[t], V_MULLO(p[t], sc));                                   \
+    }                                                                                                               \
+    const V_F d = V_LOAD_F(g.d), dmin = V_LOAD_F(g.dmin);                                                           \
+    for (int t = 0; t < NT; ++t) {                                                                                  \
+      /* the activations' sums per group, a pair of groups in every 32-bit lane */                                  \
+      V_I msum = V_ZERO_I();                                                                                        \
+      if (G == 32) {                                                                                                \
+        const V_I bs = V_BCAST128(_mm_hadd_epi16(load128(xb[t]->bsums), load128(xb[t]->bsums + 8)));                \
+        msum = V_MADD(V_LOAD_I(g.off[0]), V_SHUFFLE(bs, 0x00));                                                     \
+        msum = V_ADD_I(msum, V_MADD(V_LOAD_I(g.off[1]), V_SHUFFLE(bs, 0x55)));                                      \
+        msum = V_ADD_I(msum, V_MADD(V_LOAD_I(g.off[2]), V_SHUFFLE(bs, 0xaa)));                                      \
+        msum = V_ADD_I(msum, V_MADD(V_LOAD_I(g.off[3]), V_SHUFFLE(bs, 0xff)));                                      \
+      } else {                                                                                                      \
+        for (int pr = 0; pr < U::kGroups / 2; ++pr)                                                                 \
+          msum = V_ADD_I(msum, V_MADD(V_LOAD_I(g.off[pr]), V_SET1_I(bytes4(xb[t]->bsums + 2 * pr))));               \
+      }                                                                                                             \
+      const V_F xd = V_SET1_F(xb[t]->d);                                                                            \
+      acc[t] = V_FMADD(V_CVT(isum[t]), V_MUL_F(d, xd), acc[t]);                                                     \
+      acc[t] = V_FNMADD(V_CVT(msum), V_MUL_F(dmin, xd), acc[t]);                                                    \
+    }                                                                                                               \
+  }                                                                                                                 \
+  for (int t = 0; t < NT; ++t) V_STORE_F(y + t * ldy, acc[t]);
+
+// 4 bytes as one 32-bit value (activation quants, or a pair of int16 sums).
+inline int32_t bytes4(const void* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
+// 256-bit vectors with AVX-VNNI: 8 rows.
+#define V_I __m256i
+#define V_F __m256
+#define V_ZERO_I _mm256_setzero_si256
+#define V_ZERO_F _mm256_setzero_ps
+#define V_LOAD_I(p) _mm256_load_si256(reinterpret_cast<const __m256i*>(p))
+#define V_LOAD_F _mm256_load_ps
+#define V_SET1_I _mm256_set1_epi32
+#define V_SET1_F _mm256_set1_ps
+#define V_DOT _mm256_dpbusd_avx_epi32
+#define V_ADD_I _mm256_add_epi32
+#define V_MULLO _mm256_mullo_epi32
+#define V_MADD _mm256_madd_epi16
+#define V_CVT _mm256_cvtepi32_ps
+#define V_MUL_F _mm256_mul_ps
+#define V_FMADD _mm256_fmadd_ps
+#define V_FNMADD _mm256_fnmadd_ps
+#define V_BCAST128 _mm256_broadcastsi128_si256
+#define V_SHUFFLE _mm256_shuffle_epi32
+#define V_STORE_F _mm256_storeu_ps
+template <int G, int NT>
+__attribute__((target("avx2,fma,f16c,avxvnni"))) void kernel_avx_vnni(int64_t nb, const uint8_t* w, const uint8_t* x,
+                                                                      size_t ldx, float* y, int64_t ldy) {
+  constexpr int R = 8;
+  FOLIO_UNPACKED_BODY
+}
+#undef V_I
+#undef V_F
+#undef V_ZERO_I
+#undef V_ZERO_F
+#undef V_LOAD_I
+#undef V_LOAD_F
+#undef V_SET1_I
+#undef V_SET1_F
+#undef V_DOT
+#undef V_ADD_I
+#undef V_MULLO
+#undef V_MADD
+#undef V_CVT
+#undef V_MUL_F
+#undef V_FMADD
+#undef V_FNMADD
+#undef V_BCAST128
+#undef V_SHUFFLE
+#undef V_STORE_F
+
+// 512-bit vectors with AVX512-VNNI: 16 rows.
+#define V_I __m512i
+#define V_F __m512
+#define V_ZERO_I _mm512_setzero_si512
+#define V_ZERO_F _mm512_setzero_ps
+#define V_LOAD_I _mm512_load_si512
+#define V_LOAD_F _mm512_load_ps
+#define V_SET1_I _mm512_set1_epi32
+#define V_SET1_F _mm512_set1_ps
+#define V_DOT _mm512_dpbusd_epi32
+#define V_ADD_I _mm512_add_epi32
+#define V_MULLO _mm512_mullo_epi32
+#define V_MADD _mm512_madd_epi16
+#define V_CVT _mm512_cvtepi32_ps
+#define V_MUL_F _mm512_mul_ps
+#define V_FMADD _mm512_fmadd_ps
+#define V_FNMADD _mm512_fnmadd_ps
+#define V_BCAST128 _mm512_broadcast_i32x4
+#define V_SHUFFLE(a, imm) _mm512_shuffle_epi32(a, static_cast<_MM_PERM_ENUM>(imm))
+#define V_STORE_F _mm512_storeu_ps
+template <int G, int NT>
+__attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni"))) void kernel_avx512_vnni(
+    int64_t nb, const uint8_t* w, const uint8_t* x, size_t ldx, float* y, int64_t ldy) {
+  constexpr int R = 16;
+  FOLIO_UNPACKED_BODY
+}
+#undef V_I
+#undef V_F
+#undef V_ZERO_I
+#undef V_ZERO_F
+#undef V_LOAD_I
+#undef V_LOAD_F
+#undef V_SET1_I
+#undef V_SET1_F
+#undef V_DOT
+#undef V_ADD_I
+#undef V_MULLO
+#undef V_MADD
+#undef V_CVT
+#undef V_MUL_F
+#undef V_FMADD
+#undef V_FNMADD
+#undef V_BCAST128
+#undef V_SHUFFLE
+#undef V_STORE_F
+#undef FOLIO_UNPACKED_BODY
+
+// Where the unpacker reads 8 rows: a repacked group (the 8 rows' blocks in one run) or 8 rows of a file
+// layout, ldw bytes apart.
+template <int G, int R>
+using GroupUnpack = void (*)(const uint8_t* w, int64_t nb, KUnpacked<G, R>* u, int h);
+template <int G, int R>
+using RowsUnpack = void (*)(const uint8_t* w, size_t ldw, int64_t nb, KUnpacked<G, R>* u, int h);
+
+// Kernels::gemm over unpacked blocks of R rows: each unpacked once (8 rows at a time: from a group at w +
+// r·ldw of a repacked layout, or from 8 rows of a file layout), then passed by all n tokens NT =
+// sizeof...(Fns) at a time (Fns: the kernels for 1 .. NT tokens). Rows past the last whole block (m need
+// not be a multiple of R) are unpacked from copies of the last row and their outputs dropped.
+template <int G, int R, auto Unpack, GemvRowFn... Fns>
+void gemm_unpacked(int64_t k, const void* w, size_t ldw, const void* x, size_t ldx, float* y, int64_t ldy, int64_t m,
+                   int64_t n) {
+  static constexpr GemvRowFn fns[] = {Fns...};
+  constexpr int64_t NT = sizeof...(Fns);
+  constexpr bool kRows = std::is_same_v<decltype(Unpack), RowsUnpack<G, R>>;
+  const int64_t nb = k / QK_K;
+  auto* u = reinterpret_cast<KUnpacked<G, R>*>(thread_buffer<0>(size_t(nb) * sizeof(KUnpacked<G, R>)));
+  const uint8_t* wb = static_cast<const uint8_t*>(w);
+  const uint8_t* xb = static_cast<const uint8_t*>(x);
+  std::vector<uint8_t> pad;
+  for (int64_t r = 0; r < m; r += R) {
+    const int64_t rows = std::min<int64_t>(R, m - r);
+    for (int h = 0; h < R / 8; ++h) {
+      const int64_t r8 = r + 8 * h;  // the first of these 8 rows
+      if constexpr (kRows) {
+        if (r8 + 8 <= m) {
+          Unpack(wb + size_t(r8) * ldw, ldw, nb, u, h);
+        } else {  // pad the last rows with copies of row m − 1
+          pad.resize(size_t(8) * ldw);
+          for (int64_t i = 0; i < 8; ++i)
+            std::memcpy(pad.data() + size_t(i) * ldw, wb + size_t(std::min(r8 + i, m - 1)) * ldw, ldw);
+          Unpack(pad.data(), ldw, nb, u, h);
+        }
+      } else {  // a repacked layout: whole groups of 8; a missing second half repeats the first
+        Unpack(wb + size_t(std::min(r8, m - 8)) * ldw, nb, u, h);
+      }
+    }
+    for (int64_t t0 = 0; t0 < n; t0 += NT) {
+      const int nt = int(std::min<int64_t>(NT, n - t0));
+      if (rows == R) {
+        fns[nt - 1](nb, reinterpret_cast<const uint8_t*>(u), xb + size_t(t0) * ldx, ldx, y + t0 * ldy + r, ldy);
+      } else {
+        float out[NT * R];
+        fns[nt - 1](nb, reinterpret_cast<const uint8_t*>(u), xb + size_t(t0) * ldx, ldx, out, R);
+        for (int t = 0; t < nt; ++t) std::memcpy(y + (t0 + t) * ldy + r, out + R * t, size_t(rows) * sizeof(float));
+      }
+    }
+  }
+}
+
+// NT = 4 tokens a pass with 16 vector registers (AVX-VNNI), 6 with 32 (AVX-512).
+template <int G, auto Unpack>
+constexpr auto gemm_avx_vnni = gemm_unpacked<G, 8, Unpack, kernel_avx_vnni<G, 1>, kernel_avx_vnni<G, 2>,
+                                             kernel_avx_vnni<G, 3>, kernel_avx_vnni<G, 4>>;
+template <int G, auto Unpack>
+constexpr auto gemm_avx512_vnni =
+    gemm_unpacked<G, 16, Unpack, kernel_avx512_vnni<G, 1>, kernel_avx512_vnni<G, 2>, kernel_avx512_vnni<G, 3>,
+                  kernel_avx512_vnni<G, 4>, kernel_avx512_vnni<G, 5>, kernel_avx512_vnni<G, 6>>;
+
+}  // namespace
+}  // namespace unpacked
+
+void add_unpacked_kernels(KernelTable& t, R8Dot dot) {
+  using namespace unpacked;
+  switch (dot) {
+    case R8Dot::Madd:  // vpmaddubsw sums in 16 bits: the group kernels stay
+      break;
+    case R8Dot::AvxVnni:
+      slot(t, TensorType::Q4_K_R8).gemm = gemm_avx_vnni<32, unpack_q4_k_r8<8>>;
+      slot(t, TensorType::Q6_K_R8).gemm = gemm_avx_vnni<16, unpack_q6_k_r8<8>>;
+      slot(t, TensorType::Q5_K).gemm = gemm_avx_vnni<32, unpack_q5_k_rows<8>>;
+      break;
+    case R8Dot::Avx512Vnni:
+      slot(t, TensorType::Q4_K_R8).gemm = gemm_avx512_vnni<32, unpack_q4_k_r8<16>>;
+      slot(t, TensorType::Q6_K_R8).gemm = gemm_avx512_vnni<16, unpack_q6_k_r8<16>>;
+      slot(t, TensorType::Q6_K).gemm = gemm_avx512_vnni<16, unpack_q6_k_rows<16>>;
+      slot(t, TensorType::Q5_K).gemm = gemm_avx512_vnni<32, unpack_q5_k_rows<16>>;
+      break;
+  }
+}
+
+}  // namespace folio::quant
+
+#endif  // FOLIO_QUANT_X86
