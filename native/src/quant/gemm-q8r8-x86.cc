@@ -261,7 +261,10 @@ void gemm_bias16(int64_t k, const void* w, size_t ldw, const void* x, size_t ldx
     const int64_t rows = std::min<int64_t>(16, m - r);
     unpack16(wb + size_t(r) * ldw, nb, u, 0);
     unpack16(wb + size_t(std::min(r + 8, m - 8)) * ldw, nb, u, 1);
+    r8x86::NextRows next(wb + size_t(std::min(r + 16, m)) * ldw, wb + size_t(std::min(r + 32, m)) * ldw,
+                         (n + NT - 1) / NT);
     for (int64_t t0 = 0; t0 < n; t0 += NT) {
+      next.step();
       const int nt = int(std::min<int64_t>(NT, n - t0));
       const uint8_t* ub = reinterpret_cast<const uint8_t*>(u);
       if (rows == 16) {

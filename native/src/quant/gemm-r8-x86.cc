@@ -28,6 +28,10 @@ namespace {
 using avx2::load128;
 using avx2::load256;
 using r8x86::broadcast4;
+using r8x86::iq4_book;
+using r8x86::iq4_xs_r8_scales;
+using r8x86::q3_k_r8_scales;
+using r8x86::q3_quad;
 using r8x86::q4_k_r8_scales;
 using r8x86::q6_quad;
 using r8x86::store256;
@@ -199,24 +203,6 @@ FOLIO_AVX2_INLINE __m256i scale_i32_u8(__m256i isum, __m256i p, const uint8_t* s
   return _mm256_add_epi32(isum, _mm256_mullo_epi32(p, _mm256_cvtepu8_epi32(b)));
 }
 
-// 32 of Q3_K_R8's scales as signed bytes sc − 32: the low 4 bits from the low nibbles of lo4, the high 2
-// from bits 4-5 of hi2.
-FOLIO_AVX2_INLINE __m256i q3_scales(__m256i lo4, __m256i hi2) {
-  const __m256i v =
-      _mm256_or_si256(_mm256_and_si256(lo4, _mm256_set1_epi8(15)), _mm256_and_si256(hi2, _mm256_set1_epi8(0x30)));
-  return _mm256_sub_epi8(v, _mm256_set1_epi8(32));
-}
-
-// The 3-bit quants (0..7) of one quad of group 8o + 4P + I for the 8 rows: the low 2 bits from a lo
-// vector (bits 2I, 2I + 1), the high bit from a hi vector (bit 4P + I), moved to bit 2.
-template <int I, int P>
-FOLIO_AVX2_INLINE __m256i q3_quad(__m256i lo2, __m256i hi1) {
-  constexpr int J = 4 * P + I;
-  const __m256i lo = _mm256_and_si256(I == 0 ? lo2 : _mm256_srli_epi16(lo2, 2 * I), _mm256_set1_epi8(3));
-  const __m256i hi = J < 2 ? _mm256_slli_epi16(hi1, 2 - J) : J == 2 ? hi1 : _mm256_srli_epi16(hi1, J - 2);
-  return _mm256_or_si256(lo, _mm256_and_si256(hi, _mm256_set1_epi8(4)));
-}
-
 #define FOLIO_Q3_GROUP(I, P, DOT, SCALE)                                                        \
   {                                                                                             \
     const int j = 8 * o + 4 * P + I;                                                            \
@@ -244,15 +230,8 @@ FOLIO_AVX2_INLINE __m256i q3_quad(__m256i lo2, __m256i hi1) {
   for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();                                                        \
   for (int64_t b = 0; b < nb; ++b) {                                                                                \
     const BlockQ3_Kx8& g = blk[b];                                                                                  \
-    /* the 6-bit scales to signed bytes sc − 32, index 8j + r (blocks.h) */                                       \
     alignas(32) int8_t sc[128];                                                                                     \
-    {                                                                                                               \
-      const __m256i l0 = load256(g.sc_lo), l1 = load256(g.sc_lo + 32), h = load256(g.sc_hi);                        \
-      store256(sc, q3_scales(l0, _mm256_slli_epi16(h, 4)));                                                         \
-      store256(sc + 32, q3_scales(l1, _mm256_slli_epi16(h, 2)));                                                    \
-      store256(sc + 64, q3_scales(_mm256_srli_epi16(l0, 4), h));                                                    \
-      store256(sc + 96, q3_scales(_mm256_srli_epi16(l1, 4), _mm256_srli_epi16(h, 2)));                              \
-    }                                                                                                               \
+    q3_k_r8_scales(g, sc);                                                                                          \
     const BlockQ8_K* xb[NT];                                                                                        \
     __m256i isum[NT];                                                                                               \
     for (int t = 0; t < NT; ++t)                                                                                    \
@@ -345,11 +324,6 @@ FOLIO_R8_GROUP_KERNEL(FOLIO_AVX512_VNNI256, q2_group_avx512_vnni, FOLIO_R8_Q2_BO
 // carrying v's sign (v is never 0; Q8_K's quants are within ±127): a pair is at most 2·127·127 = 32258,
 // widened to 32 bits at once. With vpdpbusd the book is biased by 128 (unsigned) and 128·Σx taken off per
 // sub-block from the activations' group sums.
-template <bool Biased>
-FOLIO_AVX2_INLINE __m256i iq4_book() {
-  const __m256i v = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4nlValues)));
-  return Biased ? _mm256_xor_si256(v, _mm256_set1_epi8(-128)) : v;
-}
 FOLIO_AVX2_INLINE __m256i iq4_dot_madd(__m256i acc, __m256i v, __m256i x) {
   const __m256i p = _mm256_maddubs_epi16(_mm256_abs_epi8(v), _mm256_sign_epi8(x, v));
   return _mm256_add_epi32(acc, _mm256_madd_epi16(p, _mm256_set1_epi16(1)));
@@ -362,16 +336,8 @@ FOLIO_AVX2_INLINE __m256i iq4_dot_madd(__m256i acc, __m256i v, __m256i x) {
   for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();                                                       \
   for (int64_t b = 0; b < nb; ++b) {                                                                               \
     const BlockIQ4_XSx8& g = blk[b];                                                                               \
-    /* the 6-bit scales to signed bytes ls − 32, index 8s + r (blocks.h) */                                      \
     alignas(32) int8_t sc[64];                                                                                     \
-    {                                                                                                              \
-      const __m256i l = load256(g.sc_lo);                                                                          \
-      const __m128i h = load128(g.sc_hi);                                                                          \
-      const __m256i h01 = _mm256_set_m128i(_mm_srli_epi16(h, 2), h);                                               \
-      const __m256i h23 = _mm256_set_m128i(_mm_srli_epi16(h, 6), _mm_srli_epi16(h, 4));                            \
-      store256(sc, q3_scales(l, _mm256_slli_epi16(h01, 4)));                                                       \
-      store256(sc + 32, q3_scales(_mm256_srli_epi16(l, 4), _mm256_slli_epi16(h23, 4)));                            \
-    }                                                                                                              \
+    iq4_xs_r8_scales(g, sc);                                                                                       \
     const BlockQ8_K* xb[NT];                                                                                       \
     __m256i isum[NT];                                                                                              \
     for (int t = 0; t < NT; ++t)                                                                                   \

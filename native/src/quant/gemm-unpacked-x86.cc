@@ -33,6 +33,10 @@ namespace {
 
 using avx2::load128;
 using avx2::load256;
+using r8x86::iq4_book;
+using r8x86::iq4_xs_r8_scales;
+using r8x86::q3_k_r8_scales;
+using r8x86::q3_quad;
 using r8x86::q4_k_r8_scales;
 using r8x86::q6_quad;
 using r8x86::store256;
@@ -87,17 +91,19 @@ FOLIO_AVX2 void unpack_q4_k_r8(const uint8_t* w, int64_t nb, KUnpacked<32, R>* u
   }
 }
 
-// Q6_K's scales and offsets from 8 rows' int8 scales (bytes at sc, [g][r]) and fp16 d: d·sc·(q − 32), so
-// off = 32·sc and dmin = d.
-template <int R>
-FOLIO_AVX2_INLINE void q6_k_unpacked_scales(const int8_t* sc, const uint16_t* d, const Half<16, R>& o) {
-  for (int g = 0; g < 16; ++g)
+// Signed int8 scales of 8 rows (bytes at sc, [g][r]) and their fp16 d, where the quants carry an offset
+// of 2^Shift: d·sc·(q − 2^Shift), so off = 2^Shift·sc and dmin = d (Q6_K: 32, Q3_K: 4; IQ4_XS's book
+// biased by 128).
+template <int Shift, int G, int R>
+FOLIO_AVX2_INLINE void signed_scales(const int8_t* sc, const uint16_t* d, const Half<G, R>& o) {
+  constexpr int kGroups = QK_K / G;
+  for (int g = 0; g < kGroups; ++g)
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(o.sc(g)),
                         _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(sc + 8 * g))));
-  for (int p = 0; p < 8; ++p) {
+  for (int p = 0; p < kGroups / 2; ++p) {
     const __m128i a = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(sc + 16 * p));
     const __m128i c = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(sc + 16 * p + 8));
-    store256(o.off(p), _mm256_slli_epi16(_mm256_cvtepi8_epi16(_mm_unpacklo_epi8(a, c)), 5));
+    store256(o.off(p), _mm256_slli_epi16(_mm256_cvtepi8_epi16(_mm_unpacklo_epi8(a, c)), Shift));
   }
   const __m256 dv = _mm256_cvtph_ps(load128(d));
   _mm256_store_ps(o.d(), dv);
@@ -121,7 +127,82 @@ FOLIO_AVX2 void unpack_q6_k_r8(const uint8_t* w, int64_t nb, KUnpacked<16, R>* u
         store256(o.q(16 * hq + 12 + e), q6_quad<3>(lo2, hi));
       }
     }
-    q6_k_unpacked_scales(&g.scales[0][0], g.d, o);
+    signed_scales<5>(&g.scales[0][0], g.d, o);
+  }
+}
+
+// Q2_K_R8: q = the 2-bit quant, sc and off the 4-bit scale and min of each group of 16.
+template <int R>
+FOLIO_AVX2 void unpack_q2_k_r8(const uint8_t* w, int64_t nb, KUnpacked<16, R>* u, int h) {
+  const BlockQ2_Kx8* blk = reinterpret_cast<const BlockQ2_Kx8*>(w);
+  const __m256i m3 = _mm256_set1_epi8(3);
+  const __m128i m4 = _mm_set1_epi8(15);
+  for (int64_t b = 0; b < nb; ++b) {
+    const BlockQ2_Kx8& g = blk[b];
+    const Half<16, R> o{u[b], h};
+    for (int hq = 0; hq < 4; ++hq)
+      for (int e = 0; e < 4; ++e) {
+        const __m256i v = load256(g.qs[hq][e]);
+        for (int i = 0; i < 4; ++i)
+          store256(o.q(4 * (4 * hq + i) + e), _mm256_and_si256(_mm256_srl_epi16(v, _mm_cvtsi32_si128(2 * i)), m3));
+      }
+    for (int j = 0; j < 16; ++j) {
+      const __m128i v = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(g.scales[j]));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(o.sc(j)), _mm256_cvtepu8_epi32(_mm_and_si128(v, m4)));
+    }
+    for (int p = 0; p < 8; ++p) {
+      const __m128i a = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(g.scales[2 * p]));
+      const __m128i c = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(g.scales[2 * p + 1]));
+      const __m128i mins = _mm_and_si128(_mm_srli_epi16(_mm_unpacklo_epi8(a, c), 4), m4);
+      store256(o.off(p), _mm256_cvtepu8_epi16(mins));
+    }
+    _mm256_store_ps(o.d(), _mm256_cvtph_ps(load128(g.d)));
+    _mm256_store_ps(o.dmin(), _mm256_cvtph_ps(load128(g.dmin)));
+  }
+}
+
+// Q3_K_R8: q = the 3-bit quant (0..7), d·(sc − 32)·(q − 4).
+template <int P, int I, int R>
+FOLIO_AVX2_INLINE void q3_unpack_group(const BlockQ3_Kx8::Octet& oc, int oct, const Half<16, R>& o) {
+  for (int e = 0; e < 4; ++e)
+    store256(o.q(4 * (8 * oct + 4 * P + I) + e), q3_quad<I, P>(load256(oc.lo[P][e]), load256(oc.hi[e])));
+}
+template <int R>
+FOLIO_AVX2 void unpack_q3_k_r8(const uint8_t* w, int64_t nb, KUnpacked<16, R>* u, int h) {
+  const BlockQ3_Kx8* blk = reinterpret_cast<const BlockQ3_Kx8*>(w);
+  for (int64_t b = 0; b < nb; ++b) {
+    const BlockQ3_Kx8& g = blk[b];
+    const Half<16, R> o{u[b], h};
+    for (int oct = 0; oct < 2; ++oct) {
+      const BlockQ3_Kx8::Octet& oc = g.octets[oct];
+      q3_unpack_group<0, 0>(oc, oct, o), q3_unpack_group<0, 1>(oc, oct, o);
+      q3_unpack_group<0, 2>(oc, oct, o), q3_unpack_group<0, 3>(oc, oct, o);
+      q3_unpack_group<1, 0>(oc, oct, o), q3_unpack_group<1, 1>(oc, oct, o);
+      q3_unpack_group<1, 2>(oc, oct, o), q3_unpack_group<1, 3>(oc, oct, o);
+    }
+    alignas(32) int8_t sc[128];
+    q3_k_r8_scales(g, sc);
+    signed_scales<2>(sc, g.d, o);
+  }
+}
+
+// IQ4_XS_R8: q = the code book's value + 128, d·(ls − 32)·(q − 128).
+template <int R>
+FOLIO_AVX2 void unpack_iq4_xs_r8(const uint8_t* w, int64_t nb, KUnpacked<32, R>* u, int h) {
+  const BlockIQ4_XSx8* blk = reinterpret_cast<const BlockIQ4_XSx8*>(w);
+  const __m256i m4 = _mm256_set1_epi8(15), book = iq4_book<true>();
+  for (int64_t b = 0; b < nb; ++b) {
+    const BlockIQ4_XSx8& g = blk[b];
+    const Half<32, R> o{u[b], h};
+    for (int s = 0; s < 8; ++s)
+      for (int e = 0; e < 4; ++e) {
+        const __m256i v = load256(g.qs[s][e]);
+        store256(o.q(8 * s + e), _mm256_shuffle_epi8(book, _mm256_and_si256(v, m4)));
+        store256(o.q(8 * s + 4 + e), _mm256_shuffle_epi8(book, _mm256_and_si256(_mm256_srli_epi16(v, 4), m4)));
+      }
+    alignas(32) int8_t sc[64];
+    iq4_xs_r8_scales(g, sc);
+    signed_scales<7>(sc, g.d, o);
   }
 }
 
@@ -172,7 +253,7 @@ FOLIO_AVX2 void unpack_q6_k_rows(const uint8_t* w, size_t ldw, int64_t nb, KUnpa
     }
     const Half<16, R> o{u[b], h};
     store_quads(rows, o);
-    q6_k_unpacked_scales(&sc[0][0], d, o);
+    signed_scales<5>(&sc[0][0], d, o);
   }
 }
 
@@ -401,7 +482,10 @@ void gemm_unpacked(int64_t k, const void* w, size_t ldw, const void* x, size_t l
         Unpack(wb + size_t(std::min(r8, m - 8)) * ldw, nb, u, h);
       }
     }
+    r8x86::NextRows next(wb + size_t(std::min(r + R, m)) * ldw, wb + size_t(std::min(r + 2 * R, m)) * ldw,
+                         (n + NT - 1) / NT);
     for (int64_t t0 = 0; t0 < n; t0 += NT) {
+      next.step();
       const int nt = int(std::min<int64_t>(NT, n - t0));
       if (rows == R) {
         fns[nt - 1](nb, reinterpret_cast<const uint8_t*>(u), xb + size_t(t0) * ldx, ldx, y + t0 * ldy + r, ldy);
@@ -435,12 +519,18 @@ void add_unpacked_kernels(KernelTable& t, R8Dot dot) {
       slot(t, TensorType::Q4_K_R8).gemm = gemm_avx_vnni<32, unpack_q4_k_r8<8>>;
       slot(t, TensorType::Q6_K_R8).gemm = gemm_avx_vnni<16, unpack_q6_k_r8<8>>;
       slot(t, TensorType::Q5_K).gemm = gemm_avx_vnni<32, unpack_q5_k_rows<8>>;
+      slot(t, TensorType::Q3_K_R8).gemm = gemm_avx_vnni<16, unpack_q3_k_r8<8>>;
+      slot(t, TensorType::Q2_K_R8).gemm = gemm_avx_vnni<16, unpack_q2_k_r8<8>>;
+      slot(t, TensorType::IQ4_XS_R8).gemm = gemm_avx_vnni<32, unpack_iq4_xs_r8<8>>;
       break;
     case R8Dot::Avx512Vnni:
       slot(t, TensorType::Q4_K_R8).gemm = gemm_avx512_vnni<32, unpack_q4_k_r8<16>>;
       slot(t, TensorType::Q6_K_R8).gemm = gemm_avx512_vnni<16, unpack_q6_k_r8<16>>;
       slot(t, TensorType::Q6_K).gemm = gemm_avx512_vnni<16, unpack_q6_k_rows<16>>;
       slot(t, TensorType::Q5_K).gemm = gemm_avx512_vnni<32, unpack_q5_k_rows<16>>;
+      slot(t, TensorType::Q3_K_R8).gemm = gemm_avx512_vnni<16, unpack_q3_k_r8<16>>;
+      slot(t, TensorType::Q2_K_R8).gemm = gemm_avx512_vnni<16, unpack_q2_k_r8<16>>;
+      slot(t, TensorType::IQ4_XS_R8).gemm = gemm_avx512_vnni<32, unpack_iq4_xs_r8<16>>;
       break;
   }
 }
