@@ -161,6 +161,7 @@ struct Q8Unpacked16 {
   uint8_t q[8][64];  // [quad e][row r][k]: element 4e + k of row r, + 128
   float d[16];       // [r]
 };
+static_assert(sizeof(Q8Unpacked16) % 64 == 0);  // whole 512-bit vectors
 
 // 8 rows (a group) into the half h of each block.
 FOLIO_AVX2 void unpack16(const uint8_t* w, int64_t nb, Q8Unpacked16* u, int h) {

@@ -1,12 +1,13 @@
-// Prefill (Kernels::gemm) of Q4_K, Q5_K and Q6_K with VNNI, over weights unpacked once per call.
+// Prefill (Kernels::gemm) of the K-quants and IQ4_XS with VNNI, over weights unpacked once per call
+// (Q8_0_R8's is in gemm-q8r8-x86.cc).
 //
 // The group kernels of gemm-r8-x86.cc unpack every vector of quants and every block's scales again for
-// each three tokens: about as many instructions as the products themselves, and only three chains of
-// vpdpbusd (latency 4 on Zen 4, two issued per cycle: eight chains keep it busy). Here R rows (8 on 256-bit
-// vectors, 16 on 512-bit ones) are unpacked once per call into a thread buffer, one byte per quant and
-// the scales widened, and the tokens pass over that copy NT at a time with nothing left per token but the
-// products, the scaling and the offsets. Two cores of Zen 4, 8192 × 2048 × 512 tokens, one thread:
-// docs/benchmarks.md ("Prefill over unpacked weights").
+// each three tokens, about as many instructions as the products themselves, and keep only three chains
+// of vpdpbusd in flight (latency 4 on Zen 4, two 256-bit or one 512-bit issued per cycle). Here R rows
+// (8 on 256-bit vectors, 16 on 512-bit ones) are unpacked once per call into a thread buffer, one byte
+// per quant and the scales widened, and the tokens pass over that copy NT at a time with nothing left
+// per token but the products, the scaling and the offsets (docs/benchmarks.md, "Prefill over unpacked
+// weights": 1.45–2.2× on Zen 4).
 //
 // Each output is exactly the group kernels' integer sums, scaled as theirs: the results equal the
 // scalar reference's within float rounding (matmul-selftest).
@@ -53,6 +54,9 @@ struct KUnpacked {
   int16_t off[kGroups / 2][2 * R];  // [p][2r + i]: the offset of group 2p + i of row r
   float d[R], dmin[R];              // [r]
 };
+// whole vectors, so that a thread buffer of them keeps every field aligned for 512-bit loads
+static_assert(sizeof(KUnpacked<32, 16>) % 64 == 0 && sizeof(KUnpacked<16, 16>) % 64 == 0);
+static_assert(sizeof(KUnpacked<32, 8>) % 32 == 0 && sizeof(KUnpacked<16, 8>) % 32 == 0);
 
 // The unpackers write 8 rows into the half h (0, or 1 of 16 rows) of an unpacked super-block.
 template <int G, int R>
