@@ -13,10 +13,6 @@
 //  - the bias (blocked product with VNNI): (w + 128)·x with vpdpbusd, starting from −128·Σx of the
 //    block, which is computed once per call for every token and block, with the tokens' d as floats:
 //    per vector and token one vpdpbusd and a broadcast load, where the sign trick needs a vpsignb too.
-#if defined(__GNUC__) && !defined(__clang__)  // GCC 12's AVX-512 headers (_mm512_cvtepi32_ps) trip it
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
 #include "quant/kernels.h"
 
 #if FOLIO_QUANT_X86
@@ -35,9 +31,7 @@ namespace {
 
 using avx2::h2f;
 using avx2::hsum_i32;
-using avx2::load128;
-using avx2::load256;
-using r8x86::broadcast4;
+using namespace r8x86;  // (and avx2::load128, load256)
 
 #define FOLIO_Q8R8_AVX_VNNI __attribute__((target("avx2,fma,f16c,avxvnni")))
 #define FOLIO_Q8R8_AVX512_VNNI __attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512vnni")))

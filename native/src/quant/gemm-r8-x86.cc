@@ -25,16 +25,7 @@ namespace folio::quant {
 namespace avx2r8 {
 namespace {
 
-using avx2::load128;
-using avx2::load256;
-using r8x86::broadcast4;
-using r8x86::iq4_book;
-using r8x86::iq4_xs_r8_scales;
-using r8x86::q3_k_r8_scales;
-using r8x86::q3_quad;
-using r8x86::q4_k_r8_scales;
-using r8x86::q6_quad;
-using r8x86::store256;
+using namespace r8x86;  // (and avx2::load128, load256)
 
 // The products of one sub-block, per lane. With vpmaddubsw in 16-bit lanes: each is at most 2·15·128 =
 // 3840 in magnitude, and a sub-block adds 8 of them (30720), which fits; then isum += the per-row sums ×

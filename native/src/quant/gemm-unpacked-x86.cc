@@ -11,10 +11,6 @@
 //
 // Each output is exactly the group kernels' integer sums, scaled as theirs: the results equal the
 // scalar reference's within float rounding (matmul-selftest).
-#if defined(__GNUC__) && !defined(__clang__)  // GCC 12's AVX-512 headers (_mm512_cvtepi32_ps) trip it
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
 #include "quant/kernels.h"
 
 #if FOLIO_QUANT_X86
@@ -32,15 +28,7 @@ namespace folio::quant {
 namespace unpacked {
 namespace {
 
-using avx2::load128;
-using avx2::load256;
-using r8x86::iq4_book;
-using r8x86::iq4_xs_r8_scales;
-using r8x86::q3_k_r8_scales;
-using r8x86::q3_quad;
-using r8x86::q4_k_r8_scales;
-using r8x86::q6_quad;
-using r8x86::store256;
+using namespace r8x86;  // (and avx2::load128, load256)
 
 // One super-block of R rows, unpacked, for groups of G quants sharing a scale:
 //   y_r = d_r·xd·Σ_g sc_rg·(Σ_{i in g} q_ri·x_i) − dmin_r·xd·Σ_g off_rg·xsum_g
@@ -303,7 +291,8 @@ FOLIO_AVX2 void unpack_q5_k_rows(const uint8_t* w, size_t ldw, int64_t nb, KUnpa
 }
 
 // y[t·ldy + r] for the R rows of an unpacked block at w (nb super-blocks) and NT tokens, over the vector
-// operations V_* (defined below for each target before the body is instantiated).
+// operations V_* below (a macro per target, not a template: GCC inlines a helper only into a function of
+// its own target or a wider one).
 #define FOLIO_UNPACKED_BODY                                                                                         \
   using U = KUnpacked<G, R>;                                                                                        \
   const U* blk = reinterpret_cast<const U*>(w);                                                                     \
@@ -354,103 +343,54 @@ inline int32_t bytes4(const void* p) {
   return v;
 }
 
-// 256-bit vectors with AVX-VNNI: 8 rows.
-#define V_I __m256i
-#define V_F __m256
-#define V_ZERO_I _mm256_setzero_si256
-#define V_ZERO_F _mm256_setzero_ps
-#define V_LOAD_I(p) _mm256_load_si256(reinterpret_cast<const __m256i*>(p))
-#define V_LOAD_F _mm256_load_ps
-#define V_SET1_I _mm256_set1_epi32
-#define V_SET1_F _mm256_set1_ps
-#define V_DOT _mm256_dpbusd_avx_epi32
-#define V_ADD_I _mm256_add_epi32
-#define V_MULLO _mm256_mullo_epi32
-#define V_MADD _mm256_madd_epi16
-#define V_CVT _mm256_cvtepi32_ps
-#define V_MUL_F _mm256_mul_ps
-#define V_FMADD _mm256_fmadd_ps
-#define V_FNMADD _mm256_fnmadd_ps
-#define V_BCAST128 _mm256_broadcastsi128_si256
-#define V_SHUFFLE _mm256_shuffle_epi32
-#define V_STORE_F _mm256_storeu_ps
+// The vector operations V_*, each as its 256-bit (AVX-VNNI, 8 rows) and 512-bit (AVX512-VNNI, 16 rows)
+// form: FOLIO_W, defined before each kernel below, picks one.
+#define FOLIO_PASTE(a, b) a##b
+#define FOLIO_XPASTE(a, b) FOLIO_PASTE(a, b)
+#define FOLIO_SEL256(a, b) a
+#define FOLIO_SEL512(a, b) b
+#define V_SEL(a, b) FOLIO_XPASTE(FOLIO_SEL, FOLIO_W)(a, b)
+#define FOLIO_MM256_LOAD(p) _mm256_load_si256(reinterpret_cast<const __m256i*>(p))
+#define FOLIO_MM512_SHUFFLE(a, imm) _mm512_shuffle_epi32(a, static_cast<_MM_PERM_ENUM>(imm))
+#define V_I V_SEL(__m256i, __m512i)
+#define V_F V_SEL(__m256, __m512)
+#define V_ZERO_I V_SEL(_mm256_setzero_si256, _mm512_setzero_si512)
+#define V_ZERO_F V_SEL(_mm256_setzero_ps, _mm512_setzero_ps)
+#define V_LOAD_I V_SEL(FOLIO_MM256_LOAD, _mm512_load_si512)
+#define V_LOAD_F V_SEL(_mm256_load_ps, _mm512_load_ps)
+#define V_SET1_I V_SEL(_mm256_set1_epi32, _mm512_set1_epi32)
+#define V_SET1_F V_SEL(_mm256_set1_ps, _mm512_set1_ps)
+#define V_DOT V_SEL(_mm256_dpbusd_avx_epi32, _mm512_dpbusd_epi32)
+#define V_ADD_I V_SEL(_mm256_add_epi32, _mm512_add_epi32)
+#define V_MULLO V_SEL(_mm256_mullo_epi32, _mm512_mullo_epi32)
+#define V_MADD V_SEL(_mm256_madd_epi16, _mm512_madd_epi16)
+#define V_CVT V_SEL(_mm256_cvtepi32_ps, _mm512_cvtepi32_ps)
+#define V_MUL_F V_SEL(_mm256_mul_ps, _mm512_mul_ps)
+#define V_FMADD V_SEL(_mm256_fmadd_ps, _mm512_fmadd_ps)
+#define V_FNMADD V_SEL(_mm256_fnmadd_ps, _mm512_fnmadd_ps)
+#define V_BCAST128 V_SEL(_mm256_broadcastsi128_si256, _mm512_broadcast_i32x4)
+#define V_SHUFFLE V_SEL(_mm256_shuffle_epi32, FOLIO_MM512_SHUFFLE)
+#define V_STORE_F V_SEL(_mm256_storeu_ps, _mm512_storeu_ps)
+
+#define FOLIO_W 256
 template <int G, int NT>
 __attribute__((target("avx2,fma,f16c,avxvnni"))) void kernel_avx_vnni(int64_t nb, const uint8_t* w, const uint8_t* x,
                                                                       size_t ldx, float* y, int64_t ldy) {
   constexpr int R = 8;
   FOLIO_UNPACKED_BODY
 }
-#undef V_I
-#undef V_F
-#undef V_ZERO_I
-#undef V_ZERO_F
-#undef V_LOAD_I
-#undef V_LOAD_F
-#undef V_SET1_I
-#undef V_SET1_F
-#undef V_DOT
-#undef V_ADD_I
-#undef V_MULLO
-#undef V_MADD
-#undef V_CVT
-#undef V_MUL_F
-#undef V_FMADD
-#undef V_FNMADD
-#undef V_BCAST128
-#undef V_SHUFFLE
-#undef V_STORE_F
-
-// 512-bit vectors with AVX512-VNNI: 16 rows.
-#define V_I __m512i
-#define V_F __m512
-#define V_ZERO_I _mm512_setzero_si512
-#define V_ZERO_F _mm512_setzero_ps
-#define V_LOAD_I _mm512_load_si512
-#define V_LOAD_F _mm512_load_ps
-#define V_SET1_I _mm512_set1_epi32
-#define V_SET1_F _mm512_set1_ps
-#define V_DOT _mm512_dpbusd_epi32
-#define V_ADD_I _mm512_add_epi32
-#define V_MULLO _mm512_mullo_epi32
-#define V_MADD _mm512_madd_epi16
-#define V_CVT _mm512_cvtepi32_ps
-#define V_MUL_F _mm512_mul_ps
-#define V_FMADD _mm512_fmadd_ps
-#define V_FNMADD _mm512_fnmadd_ps
-#define V_BCAST128 _mm512_broadcast_i32x4
-#define V_SHUFFLE(a, imm) _mm512_shuffle_epi32(a, static_cast<_MM_PERM_ENUM>(imm))
-#define V_STORE_F _mm512_storeu_ps
+#undef FOLIO_W
+#define FOLIO_W 512
 template <int G, int NT>
 __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni"))) void kernel_avx512_vnni(
     int64_t nb, const uint8_t* w, const uint8_t* x, size_t ldx, float* y, int64_t ldy) {
   constexpr int R = 16;
   FOLIO_UNPACKED_BODY
 }
-#undef V_I
-#undef V_F
-#undef V_ZERO_I
-#undef V_ZERO_F
-#undef V_LOAD_I
-#undef V_LOAD_F
-#undef V_SET1_I
-#undef V_SET1_F
-#undef V_DOT
-#undef V_ADD_I
-#undef V_MULLO
-#undef V_MADD
-#undef V_CVT
-#undef V_MUL_F
-#undef V_FMADD
-#undef V_FNMADD
-#undef V_BCAST128
-#undef V_SHUFFLE
-#undef V_STORE_F
-#undef FOLIO_UNPACKED_BODY
+#undef FOLIO_W
 
-// Where the unpacker reads 8 rows: a repacked group (the 8 rows' blocks in one run) or 8 rows of a file
-// layout, ldw bytes apart.
-template <int G, int R>
-using GroupUnpack = void (*)(const uint8_t* w, int64_t nb, KUnpacked<G, R>* u, int h);
+// An unpacker of 8 rows of a file layout, ldw bytes apart (the others read a repacked group: the 8 rows'
+// blocks in one run).
 template <int G, int R>
 using RowsUnpack = void (*)(const uint8_t* w, size_t ldw, int64_t nb, KUnpacked<G, R>* u, int h);
 

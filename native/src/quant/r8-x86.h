@@ -1,6 +1,12 @@
 // Helpers shared by the x86 kernels of the repacked layouts (gemm-r8-x86.cc, gemm-q8r8-x86.cc,
 // gemm-unpacked-x86.cc); included only there, after the x86 check.
 #pragma once
+// GCC 12's AVX-512 headers (_mm512_cvtepi32_ps's undefined source) trip these in the 512-bit kernels of
+// the files that include this one.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
