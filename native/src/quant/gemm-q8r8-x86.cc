@@ -107,6 +107,25 @@ FOLIO_AVX2 void prep(int64_t nb, const uint8_t* x, size_t ldx, int64_t n, XPrep*
   }
 }
 
+// The prep of n tokens at x, in a buffer of this thread's own: computed once per product for the token
+// block a thread works on, not once per block of rows (the driver calls gemm for each), and kept for the
+// products that share the converted activations (gemm_input_id).
+const XPrep* cached_prep(int64_t nb, const uint8_t* x, size_t ldx, int64_t n) {
+  struct Key {
+    uint64_t id = 0;
+    const uint8_t* x = nullptr;
+    int64_t nb = 0, n = 0;
+  };
+  static thread_local Key key;
+  XPrep* xs = reinterpret_cast<XPrep*>(thread_buffer<2>(size_t(n * nb) * sizeof(XPrep)));
+  const uint64_t id = gemm_input_id();
+  if (id == 0 || key.id != id || key.x != x || key.nb != nb || key.n != n) {
+    prep(nb, x, ldx, n, xs);
+    key = {id, x, nb, n};
+  }
+  return xs;
+}
+
 // y[t·ldy + r] for the 8 rows of the group at w and NT tokens (x, ldx apart; their prep at xs, ldxs
 // apart).
 #define FOLIO_Q8R8_BIAS_BODY(DOT)                                                                                     \
@@ -227,9 +246,8 @@ void gemm_bias(int64_t k, const void* w, size_t ldw, const void* x, size_t ldx, 
   static constexpr BiasFn fns[] = {Fns...};
   constexpr int64_t NT = sizeof...(Fns);
   const int64_t nb = k / QK;
-  XPrep* xs = reinterpret_cast<XPrep*>(thread_buffer<1>(size_t(n * nb) * sizeof(XPrep)));
   const uint8_t* xb = static_cast<const uint8_t*>(x);
-  prep(nb, xb, ldx, n, xs);
+  const XPrep* xs = cached_prep(nb, xb, ldx, n);
   for (int64_t r = 0; r < m; r += 8) {
     const uint8_t* wg = static_cast<const uint8_t*>(w) + size_t(r) * ldw;
     for (int64_t t0 = 0; t0 < n; t0 += NT) {
@@ -247,11 +265,10 @@ void gemm_bias16(int64_t k, const void* w, size_t ldw, const void* x, size_t ldx
   static constexpr BiasFn fns[] = {Fns...};
   constexpr int64_t NT = sizeof...(Fns);
   const int64_t nb = k / QK;
-  XPrep* xs = reinterpret_cast<XPrep*>(thread_buffer<1>(size_t(n * nb) * sizeof(XPrep)));
+  const uint8_t* xb = static_cast<const uint8_t*>(x);
+  const XPrep* xs = cached_prep(nb, xb, ldx, n);
   Q8Unpacked16* u = reinterpret_cast<Q8Unpacked16*>(thread_buffer<0>(size_t(nb) * sizeof(Q8Unpacked16)));
   const uint8_t* wb = static_cast<const uint8_t*>(w);
-  const uint8_t* xb = static_cast<const uint8_t*>(x);
-  prep(nb, xb, ldx, n, xs);
   for (int64_t r = 0; r < m; r += 16) {
     const int64_t rows = std::min<int64_t>(16, m - r);
     unpack16(wb + size_t(r) * ldw, nb, u, 0);

@@ -122,6 +122,14 @@ inline uint8_t* thread_buffer(size_t bytes) {
   return buf.data() + ((64 - (p & 63)) & 63);
 }
 
+// The ConvertedX::id of the activations the calling thread's Kernels::gemm multiplies, set by the matmul
+// driver around each call (0 elsewhere, e.g. a test calling a kernel itself): a kernel may reuse what it
+// derived from the same x in an earlier call with the same id.
+inline uint64_t& gemm_input_id() {
+  static thread_local uint64_t id = 0;
+  return id;
+}
+
 // Walks a block of m rows × n tokens in tiles of at most RM × RN, using table[rm - 1][rn - 1] for a tile
 // of rm rows and rn tokens; with a packer, each group of rm rows is unpacked into a panel first.
 template <int RM, int RN>

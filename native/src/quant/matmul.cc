@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "core/error.h"
+#include "quant/gemm.h"
 #include "quant/repack.h"
 
 namespace folio::quant {
@@ -34,8 +35,10 @@ int64_t gemv_units_per_step(const MatrixRef& W, int64_t group, int threads) {
 
 ConvertedX convert_activations(ThreadPool& pool, TensorType weight_type, const float* X, int64_t n, int64_t cols,
                                std::vector<uint8_t>& act, Isa isa) {
+  static std::atomic<uint64_t> next_id{1};
   ConvertedX c;
   c.type = vec_dot_type(weight_type), c.n = n, c.cols = cols;
+  c.id = next_id.fetch_add(1, std::memory_order_relaxed);
   if (c.type == TensorType::F32) {  // used in place
     c.ld = size_t(cols) * sizeof(float);
     c.data = reinterpret_cast<const uint8_t*>(X);
@@ -138,8 +141,10 @@ void matmul_converted(ThreadPool& pool, const MatrixRef& W, const ConvertedX& X,
     const int64_t jb = item / n_rb, ib = item % n_rb;
     const int64_t r0 = ib * rb, r1 = std::min(rows, r0 + rb);
     const int64_t t0 = jb * tb_even, t1 = std::min(n, t0 + tb_even);
+    gemm_input_id() = X.id;
     wk.gemm(cols, W.data + size_t(r0) * W.ldw, W.ldw, a + size_t(t0) * ldx, ldx, Y + t0 * rows + r0, rows, r1 - r0,
             t1 - t0);
+    gemm_input_id() = 0;
   });
 }
 

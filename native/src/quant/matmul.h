@@ -45,6 +45,9 @@ struct ConvertedX {
   const uint8_t* data = nullptr;      // n rows, ld bytes apart
   size_t ld = 0;
   int64_t n = 0, cols = 0;
+  // unique to this conversion (0: unknown): the products that share it (q, k and v; gate and up) may keep
+  // what a blocked kernel derives from these activations (gemm.h, gemm_input_id)
+  uint64_t id = 0;
 };
 ConvertedX convert_activations(ThreadPool& pool, TensorType weight_type, const float* X, int64_t n, int64_t cols,
                                std::vector<uint8_t>& act, Isa isa);
