@@ -231,8 +231,9 @@ enum class R8Dot { Madd, AvxVnni, Avx512Vnni };
 void add_r8_kernels(KernelTable& t, R8Dot dot);
 // The Q8_0_R8 kernels (gemm-q8r8-x86.cc), likewise; add_r8_kernels adds them.
 void add_q8_0_r8_kernels(KernelTable& t, R8Dot dot);
-// The blocked products of Q4_K_R8, Q6_K_R8, Q5_K (and Q6_K on AVX-512) over weights unpacked once per call
-// (gemm-unpacked-x86.cc), where the dot product is VNNI's; add_r8_kernels adds them.
+// The blocked products of the K-quant and IQ4_XS layouts (Q4_K_R8, Q6_K_R8, Q3_K_R8, Q2_K_R8, IQ4_XS_R8, Q5_K,
+// and Q6_K on AVX-512) over weights unpacked once per call (gemm-unpacked-x86.cc), where the dot product
+// is VNNI's; add_r8_kernels adds them.
 void add_unpacked_kernels(KernelTable& t, R8Dot dot);
 #endif
 #if FOLIO_QUANT_NEON
