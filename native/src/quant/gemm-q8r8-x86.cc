@@ -158,11 +158,6 @@ FOLIO_Q8R8_AVX_VNNI void bias_avx_vnni(int64_t nb, const uint8_t* w, const uint8
                                        int64_t ldxs, float* y, int64_t ldy) {
   FOLIO_Q8R8_BIAS_BODY(dot_avx_vnni)
 }
-template <int NT>
-FOLIO_Q8R8_AVX512_VNNI void bias_avx512_vnni(int64_t nb, const uint8_t* w, const uint8_t* x, size_t ldx,
-                                             const XPrep* xs, int64_t ldxs, float* y, int64_t ldy) {
-  FOLIO_Q8R8_BIAS_BODY(dot_avx512_vnni)
-}
 #undef FOLIO_Q8R8_BIAS_BODY
 
 // ---------------------------------------------------------------------------------------------------
@@ -206,11 +201,7 @@ FOLIO_Q8R8_AVX512_VNNI512 void bias16(int64_t nb, const uint8_t* w, const uint8_
       isum[t] = _mm512_set1_epi32(xs[t * ldxs + b].neg);
     for (int e = 0; e < 8; ++e) {
       const __m512i u = _mm512_load_si512(g.q[e]);
-      for (int t = 0; t < NT; ++t) {
-        int32_t v;
-        std::memcpy(&v, xq[t] + 4 * e, 4);
-        isum[t] = _mm512_dpbusd_epi32(isum[t], u, _mm512_set1_epi32(v));
-      }
+      for (int t = 0; t < NT; ++t) isum[t] = _mm512_dpbusd_epi32(isum[t], u, _mm512_set1_epi32(bytes4(xq[t] + 4 * e)));
     }
     const __m512 d = _mm512_load_ps(g.d);
     for (int t = 0; t < NT; ++t)

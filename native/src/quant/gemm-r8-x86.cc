@@ -413,19 +413,14 @@ void add_r8_kernels(KernelTable& t, R8Dot dot) {
       k2.gemv = Q2R8Madd::gemv, k2.gemm = Q2R8Madd::gemm;
       ki.gemv = IQ4R8Madd::gemv, ki.gemm = IQ4R8Madd::gemm;
       break;
+    // with VNNI the blocked products are those over unpacked weights (add_unpacked_kernels)
     case R8Dot::AvxVnni:
-      k.gemv = R8AvxVnni::gemv, k.gemm = R8AvxVnni::gemm;
-      k6.gemv = Q6R8AvxVnni::gemv, k6.gemm = Q6R8AvxVnni::gemm;
-      k3.gemv = Q3R8AvxVnni::gemv, k3.gemm = Q3R8AvxVnni::gemm;
-      k2.gemv = Q2R8AvxVnni::gemv, k2.gemm = Q2R8AvxVnni::gemm;
-      ki.gemv = IQ4R8AvxVnni::gemv, ki.gemm = IQ4R8AvxVnni::gemm;
+      k.gemv = R8AvxVnni::gemv, k6.gemv = Q6R8AvxVnni::gemv, k3.gemv = Q3R8AvxVnni::gemv;
+      k2.gemv = Q2R8AvxVnni::gemv, ki.gemv = IQ4R8AvxVnni::gemv;
       break;
-    case R8Dot::Avx512Vnni:  // (AVX-512 keeps Q6_K: cpu_layout; these are the plain AVX2 ones, for tests)
-      k.gemv = R8Avx512Vnni::gemv, k.gemm = R8Avx512Vnni::gemm;
-      k6.gemv = Q6R8Madd::gemv, k6.gemm = Q6R8Madd::gemm;
-      k3.gemv = Q3R8Avx512Vnni::gemv, k3.gemm = Q3R8Avx512Vnni::gemm;
-      k2.gemv = Q2R8Avx512Vnni::gemv, k2.gemm = Q2R8Avx512Vnni::gemm;
-      ki.gemv = IQ4R8Avx512Vnni::gemv, ki.gemm = IQ4R8Avx512Vnni::gemm;
+    case R8Dot::Avx512Vnni:  // (AVX-512 keeps Q6_K: cpu_layout; Q6_K_R8's is the plain AVX2 one, for tests)
+      k.gemv = R8Avx512Vnni::gemv, k6.gemv = Q6R8Madd::gemv, k3.gemv = Q3R8Avx512Vnni::gemv;
+      k2.gemv = Q2R8Avx512Vnni::gemv, ki.gemv = IQ4R8Avx512Vnni::gemv;
       break;
   }
   add_q8_0_r8_kernels(t, dot);

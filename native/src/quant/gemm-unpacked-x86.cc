@@ -336,13 +336,6 @@ FOLIO_AVX2 void unpack_q5_k_rows(const uint8_t* w, size_t ldw, int64_t nb, KUnpa
   }                                                                                                                 \
   for (int t = 0; t < NT; ++t) V_STORE_F(y + t * ldy, acc[t]);
 
-// 4 bytes as one 32-bit value (activation quants, or a pair of int16 sums).
-inline int32_t bytes4(const void* p) {
-  int32_t v;
-  std::memcpy(&v, p, 4);
-  return v;
-}
-
 // The vector operations V_*, each as its 256-bit (AVX-VNNI, 8 rows) and 512-bit (AVX512-VNNI, 16 rows)
 // form: FOLIO_W, defined before each kernel below, picks one.
 #define FOLIO_PASTE(a, b) a##b

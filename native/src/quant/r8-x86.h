@@ -21,12 +21,15 @@ using avx2::load256;
 
 FOLIO_AVX2_INLINE void store256(void* p, __m256i v) { _mm256_store_si256(static_cast<__m256i*>(p), v); }
 
-// 4 activation bytes in every 32-bit lane.
-FOLIO_AVX2_INLINE __m256i broadcast4(const int8_t* p) {
+// 4 bytes as one 32-bit value (4 activation quants, or a pair of int16 sums).
+inline int32_t bytes4(const void* p) {
   int32_t v;
   std::memcpy(&v, p, 4);
-  return _mm256_set1_epi32(v);
+  return v;
 }
+
+// 4 activation bytes in every 32-bit lane.
+FOLIO_AVX2_INLINE __m256i broadcast4(const int8_t* p) { return _mm256_set1_epi32(bytes4(p)); }
 
 // The 6-bit scales and mins of a Q4_K_R8 block to bytes, in the orders of blocks.h: row r's scale of
 // sub-block s at sc[8s + r]; mins in pairs of sub-blocks, mn[16p + 2r + i] for sub-block 2p + i.
