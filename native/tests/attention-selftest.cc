@@ -31,7 +31,8 @@ int main(int argc, char** argv) {
       hp.n_head = hp.n_head_kv * (real ? (trial % 2 ? 8 : 4) : 1 + int(rng() % 4));
       hp.head_dim = real ? (trial % 2 ? 128 : 64) : 1 + int(rng() % 70);
       hp.head_dim_v = real || trial % 3 ? hp.head_dim : 1 + int(rng() % 70);
-      const int32_t m = real ? 37 + int32_t(rng() % 40) : 1 + int32_t(rng() % 20);  // queries appended now
+      const int32_t m = real ? 37 + int32_t(rng() % 40)
+                             : 1 + int32_t(rng() % 60);  // queries appended now (tiles of 128 rows: several)
       FlatKvCache cache(1, hp.n_head_kv, hp.head_dim, hp.head_dim_v, type);
       // Older entries: a different number per head, then the m new tokens in every head.
       std::vector<int32_t> before(size_t(hp.n_head_kv));

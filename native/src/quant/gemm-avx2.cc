@@ -21,7 +21,7 @@
 #include "quant/blocks.h"
 #include "quant/gemm.h"
 
-#define FOLIO_AVX2_VNNI __attribute__((target("avx2,fma,f16c,avxvnni")))
+#define FOLIO_AVX2_VNNI __attribute__((target(FOLIO_AVX_VNNI_TARGET)))
 
 namespace folio::quant {
 namespace avx2 {
@@ -217,14 +217,14 @@ struct TileQ8Vnni {
       __m256i xq[RN], neg[RN];
       for (int j = 0; j < RN; ++j) {
         xq[j] = load256(reinterpret_cast<const BlockQ8_0*>(a.x + j * a.ldx)[b].qs);
-        neg[j] = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), bias, xq[j]));
+        neg[j] = _mm256_sub_epi32(_mm256_setzero_si256(), FOLIO_DPBUSD256(_mm256_setzero_si256(), bias, xq[j]));
       }
       for (int i = 0; i < RM; ++i) {
         const PanelQ8& wb = reinterpret_cast<const PanelQ8*>(a.w + i * a.ldw)[b];
         const __m256i wq = load256(wb.qs);
         const __m256 wd = _mm256_broadcast_ss(&wb.d);
         for (int j = 0; j < RN; ++j) {
-          const __m256i s = _mm256_dpbusd_avx_epi32(neg[j], wq, xq[j]);
+          const __m256i s = FOLIO_DPBUSD256(neg[j], wq, xq[j]);
           const __m256 scale = _mm256_mul_ps(wd, _mm256_broadcast_ss(a.xs + j * a.ldxs + b));
           acc[i][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), scale, acc[i][j]);
         }
@@ -370,7 +370,7 @@ FOLIO_GEMM(gemm_q5_1, kTilesU8_1, pack_q5_1, size_t(k / QK) * sizeof(PanelU8_1),
 FOLIO_AVX2 __m256i dot_madd(__m256i acc, __m256i p, __m256i sc) {
   return _mm256_add_epi32(acc, _mm256_madd_epi16(p, sc));
 }
-FOLIO_AVX2_VNNI __m256i dot_vnni(__m256i acc, __m256i p, __m256i sc) { return _mm256_dpwssd_avx_epi32(acc, p, sc); }
+FOLIO_AVX2_VNNI __m256i dot_vnni(__m256i acc, __m256i p, __m256i sc) { return FOLIO_DPWSSD256(acc, p, sc); }
 
 template <int RM, int RN>
 struct TileK {

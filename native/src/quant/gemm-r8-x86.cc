@@ -38,12 +38,10 @@ FOLIO_AVX2_INLINE __m256i scale_madd(__m256i isum, __m256i p, const uint8_t* sc)
   const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(sc));
   return _mm256_add_epi32(isum, _mm256_madd_epi16(p, _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(b, b))));
 }
-#define FOLIO_AVX_VNNI_INLINE __attribute__((target("avx2,fma,f16c,avxvnni"), always_inline)) inline
+#define FOLIO_AVX_VNNI_INLINE __attribute__((target(FOLIO_AVX_VNNI_TARGET), always_inline)) inline
 #define FOLIO_AVX512_VNNI_INLINE \
   __attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512vnni"), always_inline)) inline
-FOLIO_AVX_VNNI_INLINE __m256i dot_avx_vnni(__m256i acc, __m256i q, __m256i x) {
-  return _mm256_dpbusd_avx_epi32(acc, q, x);
-}
+FOLIO_AVX_VNNI_INLINE __m256i dot_avx_vnni(__m256i acc, __m256i q, __m256i x) { return FOLIO_DPBUSD256(acc, q, x); }
 FOLIO_AVX512_VNNI_INLINE __m256i dot_avx512_vnni(__m256i acc, __m256i q, __m256i x) {
   return _mm256_dpbusd_epi32(acc, q, x);
 }
@@ -54,7 +52,7 @@ FOLIO_AVX2_INLINE __m256i scale_i32(__m256i isum, __m256i p, const uint8_t* sc) 
 
 // The dot-product variants of a group kernel: vpmaddubsw (FOLIO_AVX2), AVX-VNNI, and AVX512-VNNI on 256-bit
 // vectors; FOLIO_R8_GROUP_KERNEL(TARGET, NAME, BODY) defines kernel NAME<NT> for a target over a body macro.
-#define FOLIO_AVX_VNNI256 __attribute__((target("avx2,fma,f16c,avxvnni")))
+#define FOLIO_AVX_VNNI256 __attribute__((target(FOLIO_AVX_VNNI_TARGET)))
 #define FOLIO_AVX512_VNNI256 __attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512vnni")))
 #define FOLIO_R8_GROUP_KERNEL(TARGET, NAME, BODY)                                                       \
   template <int NT>                                                                                     \

@@ -353,7 +353,7 @@ FOLIO_AVX2 void unpack_q5_k_rows(const uint8_t* w, size_t ldw, int64_t nb, KUnpa
 #define V_LOAD_F V_SEL(_mm256_load_ps, _mm512_load_ps)
 #define V_SET1_I V_SEL(_mm256_set1_epi32, _mm512_set1_epi32)
 #define V_SET1_F V_SEL(_mm256_set1_ps, _mm512_set1_ps)
-#define V_DOT V_SEL(_mm256_dpbusd_avx_epi32, _mm512_dpbusd_epi32)
+#define V_DOT V_SEL(FOLIO_DPBUSD256, _mm512_dpbusd_epi32)
 #define V_ADD_I V_SEL(_mm256_add_epi32, _mm512_add_epi32)
 #define V_MULLO V_SEL(_mm256_mullo_epi32, _mm512_mullo_epi32)
 #define V_MADD V_SEL(_mm256_madd_epi16, _mm512_madd_epi16)
@@ -367,8 +367,8 @@ FOLIO_AVX2 void unpack_q5_k_rows(const uint8_t* w, size_t ldw, int64_t nb, KUnpa
 
 #define FOLIO_W 256
 template <int G, int NT>
-__attribute__((target("avx2,fma,f16c,avxvnni"))) void kernel_avx_vnni(int64_t nb, const uint8_t* w, const uint8_t* x,
-                                                                      size_t ldx, float* y, int64_t ldy) {
+__attribute__((target(FOLIO_AVX_VNNI_TARGET))) void kernel_avx_vnni(int64_t nb, const uint8_t* w, const uint8_t* x,
+                                                                    size_t ldx, float* y, int64_t ldy) {
   constexpr int R = 8;
   FOLIO_UNPACKED_BODY
 }

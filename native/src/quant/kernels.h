@@ -13,6 +13,20 @@
 #else
 #define FOLIO_QUANT_X86 0
 #endif
+// The AVX-VNNI kernels (the VEX-encoded 256-bit vpdpbusd and vpdpwssd of Intel's cores since Alder Lake and
+// Xeons since Sapphire Rapids) compile for FOLIO_AVX_VNNI_TARGET with FOLIO_DPBUSD256 / FOLIO_DPWSSD256. None of the
+// machines the tests run on has AVX-VNNI (and QEMU's TCG does not emulate it), so matmul-avxvnni-selftest compiles the
+// quant module again with FOLIO_AVX_VNNI_VIA_AVX512: the same kernels over the EVEX form of the same instruction
+// (AVX512-VNNI on 256-bit vectors), which a CPU with AVX512-VNNI runs against the scalar reference.
+#if FOLIO_AVX_VNNI_VIA_AVX512
+#define FOLIO_AVX_VNNI_TARGET "avx2,fma,f16c,avx512f,avx512vl,avx512vnni"
+#define FOLIO_DPBUSD256 _mm256_dpbusd_epi32
+#define FOLIO_DPWSSD256 _mm256_dpwssd_epi32
+#else
+#define FOLIO_AVX_VNNI_TARGET "avx2,fma,f16c,avxvnni"
+#define FOLIO_DPBUSD256 _mm256_dpbusd_avx_epi32
+#define FOLIO_DPWSSD256 _mm256_dpwssd_avx_epi32
+#endif
 #if defined(__aarch64__) && defined(__ARM_NEON)
 #define FOLIO_QUANT_NEON 1
 #else

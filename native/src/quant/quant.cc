@@ -41,7 +41,11 @@ bool cpu_has_avx512_bf16() { return cpu_has_avx512() && __builtin_cpu_supports("
 bool cpu_has_avx_vnni() {
   const char* env = std::getenv("FOLIO_AVX_VNNI");
   if (env && std::strcmp(env, "0") == 0) return false;
+#if FOLIO_AVX_VNNI_VIA_AVX512
+  return cpu_has_avx512_vnni();  // the AVX-VNNI kernels compiled over AVX512-VNNI (kernels.h)
+#else
   return cpu_has_avx2() && __builtin_cpu_supports("avxvnni");
+#endif
 }
 #endif
 
