@@ -6,18 +6,33 @@
 
 namespace folio::kv {
 
-void window_probs(const WindowShape& s, const float* qw, int h, int i, const float* K, float* p) {
+std::vector<float> transposed_keys(const WindowShape& s, const EntryReader& keys, int g) {
+  const int D = s.head_dim;
+  const int32_t Lg = s.len(g);
+  std::vector<float> K(size_t(Lg) * size_t(D)), Kt(size_t(Lg) * size_t(D));
+  keys(g, K.data());
+  for (int32_t j = 0; j < Lg; j++)
+    for (int d = 0; d < D; d++) Kt[size_t(d) * size_t(Lg) + size_t(j)] = K[size_t(j) * size_t(D) + size_t(d)];
+  return Kt;
+}
+
+void window_probs(const WindowShape& s, const float* qw, int h, int i, const float* Kt, float* p) {
   const int D = s.head_dim;
   const int32_t Lg = s.len(h / (s.n_head / s.n_head_kv));
   const int32_t visible = Lg - s.w + i + 1;
   const float* q = qw + (int64_t(i) * s.n_head + h) * D;
   const float scale = 1.0f / std::sqrt(float(D));
+  // Every key's dot product sums over d in order, as one loop per key would; the loop over the keys inside
+  // vectorises (a loop per key would be one chain of dependent additions).
+  std::fill(p, p + visible, 0.0f);
+  for (int d = 0; d < D; d++) {
+    const float qd = q[d];
+    const float* row = Kt + int64_t(d) * Lg;
+    for (int32_t j = 0; j < visible; j++) p[j] += qd * row[j];
+  }
   float mx = -std::numeric_limits<float>::infinity();
   for (int32_t j = 0; j < visible; j++) {
-    const float* k = K + int64_t(j) * D;
-    float dot = 0;
-    for (int d = 0; d < D; d++) dot += q[d] * k[d];
-    p[j] = dot * scale;
+    p[j] *= scale;
     mx = std::max(mx, p[j]);
   }
   double sum = 0;
@@ -52,12 +67,12 @@ WindowScores snapkv_scores(ThreadPool& pool, const WindowShape& s, const float* 
   out.score.resize(size_t(s.n_head_kv));
   pool.parallel_for(s.n_head_kv, [&](int64_t g, int) {
     const int32_t Lg = s.len(int(g));
-    std::vector<float> K(size_t(Lg) * size_t(s.head_dim)), p(static_cast<size_t>(Lg));
-    keys(int(g), K.data());
+    const std::vector<float> Kt = transposed_keys(s, keys, int(g));
+    std::vector<float> p(static_cast<size_t>(Lg));
     std::vector<double> acc(size_t(Lg), 0.0);
     for (int hh = 0; hh < G; hh++)
       for (int i = 0; i < s.w; i++) {
-        window_probs(s, qw, int(g) * G + hh, i, K.data(), p.data());
+        window_probs(s, qw, int(g) * G + hh, i, Kt.data(), p.data());
         for (int32_t j = 0; j < Lg; j++) acc[size_t(j)] += p[size_t(j)];
       }
     std::vector<float>& a = out.attn[size_t(g)];
@@ -75,13 +90,13 @@ double attention_l1_loss(ThreadPool& pool, const WindowShape& s, const float* qw
   std::vector<double> loss(size_t(s.n_head_kv), 0.0);
   pool.parallel_for(s.n_head_kv, [&](int64_t g, int) {
     const int32_t Lg = s.len(int(g));
-    std::vector<float> K(size_t(Lg) * size_t(s.head_dim)), V(size_t(Lg) * size_t(Dv)), p(static_cast<size_t>(Lg));
-    keys(int(g), K.data());
+    const std::vector<float> Kt = transposed_keys(s, keys, int(g));
+    std::vector<float> V(size_t(Lg) * size_t(Dv)), p(static_cast<size_t>(Lg));
     values(int(g), V.data());
     std::vector<double> full(static_cast<size_t>(Dv)), kept(static_cast<size_t>(Dv));
     for (int hh = 0; hh < G; hh++)
       for (int i = 0; i < s.w; i++) {
-        window_probs(s, qw, int(g) * G + hh, i, K.data(), p.data());
+        window_probs(s, qw, int(g) * G + hh, i, Kt.data(), p.data());
         std::fill(full.begin(), full.end(), 0.0);
         std::fill(kept.begin(), kept.end(), 0.0);
         double kept_mass = 0;

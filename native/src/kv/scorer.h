@@ -38,9 +38,12 @@ struct WindowScores {
 WindowScores snapkv_scores(ThreadPool& pool, const WindowShape& s, const float* qw, const EntryReader& keys,
                            int kernel);
 
-// Softmax probabilities of window query i (entry L_g − w + i) of query head h over the keys K [L_g, D] of its KV
-// head g: p [L_g], zero past the causal limit.
-void window_probs(const WindowShape& s, const float* qw, int h, int i, const float* K, float* p);
+// Keys [0, L_g) of KV head g, transposed: Kt [head_dim, L_g], as window_probs reads them.
+std::vector<float> transposed_keys(const WindowShape& s, const EntryReader& keys, int g);
+
+// Softmax probabilities of window query i (entry L_g − w + i) of query head h over the keys of its KV head g,
+// transposed (Kt [D, L_g]): p [L_g], zero past the causal limit.
+void window_probs(const WindowShape& s, const float* qw, int h, int i, const float* Kt, float* p);
 
 // Max-pooling along one row: out[j] = max of x over [j − k/2, j + k/2] ∩ [0, n) (stride 1, -inf padding).
 std::vector<float> max_pool(const std::vector<float>& x, int kernel);

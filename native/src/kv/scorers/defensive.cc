@@ -25,14 +25,14 @@ EntryScores defensive_scores(ThreadPool& pool, const LayerView& v) {
   std::vector<double> window_mass(static_cast<size_t>(Hk), 0.0);
   pool.parallel_for(Hk, [&](int64_t g, int) {
     const int32_t Lg = s.len(int(g)), n = Lg - s.w;
-    std::vector<float> K(size_t(Lg) * size_t(s.head_dim)), V(size_t(Lg) * size_t(s.head_dim_v));
-    v.keys(int(g), K.data());
+    const std::vector<float> Kt = transposed_keys(s, v.keys, int(g));
+    std::vector<float> V(size_t(Lg) * size_t(s.head_dim_v));
     v.values(int(g), V.data());
     std::vector<float> p(static_cast<size_t>(Lg)), smooth(static_cast<size_t>(n)), m(static_cast<size_t>(n), 0.0f);
     std::vector<double> mean(static_cast<size_t>(n), 0.0);
     for (int hh = 0; hh < G; hh++)
       for (int i = 0; i < s.w; i++) {
-        window_probs(s, v.qw, int(g) * G + hh, i, K.data(), p.data());
+        window_probs(s, v.qw, int(g) * G + hh, i, Kt.data(), p.data());
         double base = 0, pooled = 0;
         for (int32_t j = 0; j < n; j++) base += p[size_t(j)], mean[size_t(j)] += p[size_t(j)];
         for (int32_t j = n; j < Lg; j++) window_mass[size_t(g)] += p[size_t(j)];
