@@ -147,12 +147,9 @@ inline void accumulate_row(const TileBuffers& b, int r, int Dv, int nb, int d0) 
   }
 }
 
-// The online-softmax update of each row with the block's scores (masked to what the row may see): the
-// scores become the block's probabilities in place, and carry[r] is the factor the row's earlier output
-// shrinks by. A row that sees none of the block gets zero probabilities and a carry of 1. The block's max
-// and sum are taken lane by lane over kLanes partial results and then across them: a float reduction
-// written as one running value is not vectorised (the compiler may not reorder its additions), and as a
-// chain of dependent scalar operations it cost more than the scores' product itself.
+// Partial results per lane, for reductions over a block's keys: a float reduction written as one running
+// value is not vectorised (the compiler may not reorder its additions), and as a chain of dependent scalar
+// operations it cost more than the scores' product itself.
 constexpr int kLanes = 16;
 static_assert(kKeyBlock % kLanes == 0);
 
@@ -164,6 +161,10 @@ inline float fold_lanes(float* part, Op op) {
   return part[0];
 }
 
+// The online-softmax update of each row with the block's scores (masked to what the row may see): the
+// scores become the block's probabilities in place, and carry[r] is the factor the row's earlier output
+// shrinks by. A row that sees none of the block gets zero probabilities and a carry of 1. The block's max
+// and sum are taken over kLanes partial results, then folded.
 FOLIO_VECTOR_CLONES
 void block_softmax(const TileBuffers& b, int rows, int nb, int32_t j0, float scale) {
   constexpr float kNegInf = -std::numeric_limits<float>::infinity();
