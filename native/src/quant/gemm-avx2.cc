@@ -21,8 +21,6 @@
 #include "quant/blocks.h"
 #include "quant/gemm.h"
 
-#define FOLIO_AVX2_VNNI __attribute__((target(FOLIO_AVX_VNNI_TARGET)))
-
 namespace folio::quant {
 namespace avx2 {
 namespace {
@@ -207,7 +205,7 @@ FOLIO_AVX2 size_t pack_q5_0(int64_t k, const uint8_t* w, size_t ldw, int rm, uin
 // and vpdpbusd sums (w + 128)·x exactly in int32 starting from −128·Σx, computed from the same x.
 template <int RM, int RN>
 struct TileQ8Vnni {
-  FOLIO_AVX2_VNNI static void run(const TileArgs& a) {
+  FOLIO_AVX_VNNI static void run(const TileArgs& a) {
     const int64_t nb = a.k / QK;
     __m256 acc[RM][RN];
     for (int i = 0; i < RM; ++i)
@@ -370,7 +368,7 @@ FOLIO_GEMM(gemm_q5_1, kTilesU8_1, pack_q5_1, size_t(k / QK) * sizeof(PanelU8_1),
 FOLIO_AVX2 __m256i dot_madd(__m256i acc, __m256i p, __m256i sc) {
   return _mm256_add_epi32(acc, _mm256_madd_epi16(p, sc));
 }
-FOLIO_AVX2_VNNI __m256i dot_vnni(__m256i acc, __m256i p, __m256i sc) { return FOLIO_DPWSSD256(acc, p, sc); }
+FOLIO_AVX_VNNI __m256i dot_vnni(__m256i acc, __m256i p, __m256i sc) { return FOLIO_DPWSSD256(acc, p, sc); }
 
 template <int RM, int RN>
 struct TileK {
@@ -378,7 +376,7 @@ struct TileK {
 };
 template <int RM, int RN>
 struct TileKVnni {
-  FOLIO_AVX2_VNNI static void run(const TileArgs& a) { FOLIO_TILE_K_BODY(dot_vnni) }
+  FOLIO_AVX_VNNI static void run(const TileArgs& a) { FOLIO_TILE_K_BODY(dot_vnni) }
 };
 #undef FOLIO_TILE_K_BODY
 const TileTable<TileKVnni, 3, 3> kTilesKVnni;
@@ -548,8 +546,8 @@ FOLIO_AVX2 void gemv_k4_row(int64_t nb, const uint8_t* w, const uint8_t* x, size
   FOLIO_GEMV_K4_BODY(dot_madd)
 }
 template <int NT, bool Q5>
-FOLIO_AVX2_VNNI void gemv_k4_row_vnni(int64_t nb, const uint8_t* w, const uint8_t* x, size_t ldx, float* y,
-                                      int64_t ldy) {
+FOLIO_AVX_VNNI void gemv_k4_row_vnni(int64_t nb, const uint8_t* w, const uint8_t* x, size_t ldx, float* y,
+                                     int64_t ldy) {
   FOLIO_GEMV_K4_BODY(dot_vnni)
 }
 #undef FOLIO_GEMV_K4_BODY

@@ -33,9 +33,7 @@ using avx2::h2f;
 using avx2::hsum_i32;
 using namespace r8x86;  // (and avx2::load128, load256)
 
-#define FOLIO_Q8R8_AVX_VNNI __attribute__((target(FOLIO_AVX_VNNI_TARGET)))
 #define FOLIO_Q8R8_AVX512_VNNI __attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512vnni")))
-#define FOLIO_Q8R8_AVX_VNNI_INLINE __attribute__((target(FOLIO_AVX_VNNI_TARGET), always_inline)) inline
 #define FOLIO_Q8R8_AVX512_VNNI_INLINE \
   __attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512vnni"), always_inline)) inline
 
@@ -43,9 +41,7 @@ using namespace r8x86;  // (and avx2::load128, load256)
 FOLIO_AVX2_INLINE __m256i dot_madd(__m256i acc, __m256i u, __m256i s) {
   return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1)));
 }
-FOLIO_Q8R8_AVX_VNNI_INLINE __m256i dot_avx_vnni(__m256i acc, __m256i u, __m256i s) {
-  return FOLIO_DPBUSD256(acc, u, s);
-}
+FOLIO_AVX_VNNI_INLINE __m256i dot_avx_vnni(__m256i acc, __m256i u, __m256i s) { return FOLIO_DPBUSD256(acc, u, s); }
 FOLIO_Q8R8_AVX512_VNNI_INLINE __m256i dot_avx512_vnni(__m256i acc, __m256i u, __m256i s) {
   return _mm256_dpbusd_epi32(acc, u, s);
 }
@@ -77,8 +73,7 @@ FOLIO_AVX2 void sign_madd(int64_t nb, const uint8_t* w, const uint8_t* x, size_t
   FOLIO_Q8R8_SIGN_BODY(dot_madd)
 }
 template <int NT>
-FOLIO_Q8R8_AVX_VNNI void sign_avx_vnni(int64_t nb, const uint8_t* w, const uint8_t* x, size_t ldx, float* y,
-                                       int64_t ldy) {
+FOLIO_AVX_VNNI void sign_avx_vnni(int64_t nb, const uint8_t* w, const uint8_t* x, size_t ldx, float* y, int64_t ldy) {
   FOLIO_Q8R8_SIGN_BODY(dot_avx_vnni)
 }
 template <int NT>
@@ -154,8 +149,8 @@ const XPrep* cached_prep(int64_t nb, const uint8_t* x, size_t ldx, int64_t n) {
 using BiasFn = void (*)(int64_t nb, const uint8_t* w, const uint8_t* x, size_t ldx, const XPrep* xs, int64_t ldxs,
                         float* y, int64_t ldy);
 template <int NT>
-FOLIO_Q8R8_AVX_VNNI void bias_avx_vnni(int64_t nb, const uint8_t* w, const uint8_t* x, size_t ldx, const XPrep* xs,
-                                       int64_t ldxs, float* y, int64_t ldy) {
+FOLIO_AVX_VNNI void bias_avx_vnni(int64_t nb, const uint8_t* w, const uint8_t* x, size_t ldx, const XPrep* xs,
+                                  int64_t ldxs, float* y, int64_t ldy) {
   FOLIO_Q8R8_BIAS_BODY(dot_avx_vnni)
 }
 #undef FOLIO_Q8R8_BIAS_BODY

@@ -38,7 +38,6 @@ FOLIO_AVX2_INLINE __m256i scale_madd(__m256i isum, __m256i p, const uint8_t* sc)
   const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(sc));
   return _mm256_add_epi32(isum, _mm256_madd_epi16(p, _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(b, b))));
 }
-#define FOLIO_AVX_VNNI_INLINE __attribute__((target(FOLIO_AVX_VNNI_TARGET), always_inline)) inline
 #define FOLIO_AVX512_VNNI_INLINE \
   __attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512vnni"), always_inline)) inline
 FOLIO_AVX_VNNI_INLINE __m256i dot_avx_vnni(__m256i acc, __m256i q, __m256i x) { return FOLIO_DPBUSD256(acc, q, x); }
@@ -52,7 +51,6 @@ FOLIO_AVX2_INLINE __m256i scale_i32(__m256i isum, __m256i p, const uint8_t* sc) 
 
 // The dot-product variants of a group kernel: vpmaddubsw (FOLIO_AVX2), AVX-VNNI, and AVX512-VNNI on 256-bit
 // vectors; FOLIO_R8_GROUP_KERNEL(TARGET, NAME, BODY) defines kernel NAME<NT> for a target over a body macro.
-#define FOLIO_AVX_VNNI256 __attribute__((target(FOLIO_AVX_VNNI_TARGET)))
 #define FOLIO_AVX512_VNNI256 __attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512vnni")))
 #define FOLIO_R8_GROUP_KERNEL(TARGET, NAME, BODY)                                                       \
   template <int NT>                                                                                     \
@@ -109,7 +107,7 @@ FOLIO_AVX2_INLINE __m256i scale_i32(__m256i isum, __m256i p, const uint8_t* sc) 
   for (int t = 0; t < NT; ++t) _mm256_storeu_ps(y + t * ldy, acc[t]);
 
 FOLIO_R8_GROUP_KERNEL(FOLIO_AVX2, group_madd, FOLIO_R8_GROUP_BODY(dot_madd, scale_madd))
-FOLIO_R8_GROUP_KERNEL(FOLIO_AVX_VNNI256, group_avx_vnni, FOLIO_R8_GROUP_BODY(dot_avx_vnni, scale_i32))
+FOLIO_R8_GROUP_KERNEL(FOLIO_AVX_VNNI, group_avx_vnni, FOLIO_R8_GROUP_BODY(dot_avx_vnni, scale_i32))
 FOLIO_R8_GROUP_KERNEL(FOLIO_AVX512_VNNI256, group_avx512_vnni, FOLIO_R8_GROUP_BODY(dot_avx512_vnni, scale_i32))
 #undef FOLIO_R8_GROUP_BODY
 
@@ -175,7 +173,7 @@ FOLIO_AVX2_INLINE __m256i scale_i32_i8(__m256i isum, __m256i p, const int8_t* sc
   for (int t = 0; t < NT; ++t) _mm256_storeu_ps(y + t * ldy, acc[t]);
 
 FOLIO_R8_GROUP_KERNEL(FOLIO_AVX2, q6_group_madd, FOLIO_R8_Q6_BODY(dot_madd, scale_madd_i8, 2))
-FOLIO_R8_GROUP_KERNEL(FOLIO_AVX_VNNI256, q6_group_avx_vnni, FOLIO_R8_Q6_BODY(dot_avx_vnni, scale_i32_i8, 4))
+FOLIO_R8_GROUP_KERNEL(FOLIO_AVX_VNNI, q6_group_avx_vnni, FOLIO_R8_Q6_BODY(dot_avx_vnni, scale_i32_i8, 4))
 #undef FOLIO_R8_Q6_BODY
 #undef FOLIO_Q6_GROUP
 
@@ -303,10 +301,10 @@ FOLIO_AVX2_INLINE __m256i scale_i32_u8(__m256i isum, __m256i p, const uint8_t* s
   for (int t = 0; t < NT; ++t) _mm256_storeu_ps(y + t * ldy, acc[t]);
 
 FOLIO_R8_GROUP_KERNEL(FOLIO_AVX2, q3_group_madd, FOLIO_R8_Q3_BODY(dot_madd, scale_madd_i8))
-FOLIO_R8_GROUP_KERNEL(FOLIO_AVX_VNNI256, q3_group_avx_vnni, FOLIO_R8_Q3_BODY(dot_avx_vnni, scale_i32_i8))
+FOLIO_R8_GROUP_KERNEL(FOLIO_AVX_VNNI, q3_group_avx_vnni, FOLIO_R8_Q3_BODY(dot_avx_vnni, scale_i32_i8))
 FOLIO_R8_GROUP_KERNEL(FOLIO_AVX512_VNNI256, q3_group_avx512_vnni, FOLIO_R8_Q3_BODY(dot_avx512_vnni, scale_i32_i8))
 FOLIO_R8_GROUP_KERNEL(FOLIO_AVX2, q2_group_madd, FOLIO_R8_Q2_BODY(dot_madd, scale_madd))
-FOLIO_R8_GROUP_KERNEL(FOLIO_AVX_VNNI256, q2_group_avx_vnni, FOLIO_R8_Q2_BODY(dot_avx_vnni, scale_i32_u8))
+FOLIO_R8_GROUP_KERNEL(FOLIO_AVX_VNNI, q2_group_avx_vnni, FOLIO_R8_Q2_BODY(dot_avx_vnni, scale_i32_u8))
 FOLIO_R8_GROUP_KERNEL(FOLIO_AVX512_VNNI256, q2_group_avx512_vnni, FOLIO_R8_Q2_BODY(dot_avx512_vnni, scale_i32_u8))
 // IQ4_XS_R8: the code book values looked up from the nibbles (vpshufb), a sub-block's products summed per
 // lane and scaled by the 8 rows' ls − 32. With vpmaddubsw the signed values go in as |v| against x
@@ -356,7 +354,7 @@ FOLIO_AVX2_INLINE __m256i iq4_dot_madd(__m256i acc, __m256i v, __m256i x) {
   for (int t = 0; t < NT; ++t) _mm256_storeu_ps(y + t * ldy, acc[t]);
 
 FOLIO_R8_GROUP_KERNEL(FOLIO_AVX2, iq4_group_madd, FOLIO_R8_IQ4_BODY(iq4_dot_madd, false))
-FOLIO_R8_GROUP_KERNEL(FOLIO_AVX_VNNI256, iq4_group_avx_vnni, FOLIO_R8_IQ4_BODY(dot_avx_vnni, true))
+FOLIO_R8_GROUP_KERNEL(FOLIO_AVX_VNNI, iq4_group_avx_vnni, FOLIO_R8_IQ4_BODY(dot_avx_vnni, true))
 FOLIO_R8_GROUP_KERNEL(FOLIO_AVX512_VNNI256, iq4_group_avx512_vnni, FOLIO_R8_IQ4_BODY(dot_avx512_vnni, true))
 #undef FOLIO_R8_IQ4_BODY
 #undef FOLIO_R8_Q3_BODY

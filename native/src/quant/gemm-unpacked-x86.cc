@@ -367,8 +367,7 @@ FOLIO_AVX2 void unpack_q5_k_rows(const uint8_t* w, size_t ldw, int64_t nb, KUnpa
 
 #define FOLIO_W 256
 template <int G, int NT>
-__attribute__((target(FOLIO_AVX_VNNI_TARGET))) void kernel_avx_vnni(int64_t nb, const uint8_t* w, const uint8_t* x,
-                                                                    size_t ldx, float* y, int64_t ldy) {
+FOLIO_AVX_VNNI void kernel_avx_vnni(int64_t nb, const uint8_t* w, const uint8_t* x, size_t ldx, float* y, int64_t ldy) {
   constexpr int R = 8;
   FOLIO_UNPACKED_BODY
 }

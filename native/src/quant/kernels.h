@@ -27,6 +27,8 @@
 #define FOLIO_DPBUSD256 _mm256_dpbusd_avx_epi32
 #define FOLIO_DPWSSD256 _mm256_dpwssd_avx_epi32
 #endif
+#define FOLIO_AVX_VNNI __attribute__((target(FOLIO_AVX_VNNI_TARGET)))
+#define FOLIO_AVX_VNNI_INLINE __attribute__((target(FOLIO_AVX_VNNI_TARGET), always_inline)) inline
 #if defined(__aarch64__) && defined(__ARM_NEON)
 #define FOLIO_QUANT_NEON 1
 #else
