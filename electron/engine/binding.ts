@@ -230,8 +230,8 @@ export interface CompressOptions {
   /** Measure the L1 change of the window queries' attention output per layer (slower). */
   measureLoss?: boolean;
   /** How the document is read (docs/compression.md, "Reading a long document"): 0 or absent in one pass;
-   * 'auto' or a number of tokens in chunks, each compressed back to the budget, so the cache never holds
-   * more than the budget plus one chunk. */
+   * 'auto' or a number of tokens in chunks, each compressed back to the budget (a ratio: its share of what was
+   * read so far), so the cache never holds more than the budget plus one chunk. */
   chunk?: 'auto' | number;
   /** When the document's positions would run out of the context, give the kept entries contiguous
    * positions (lower quality; a document longer than the model's context). */

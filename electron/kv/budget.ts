@@ -61,7 +61,7 @@ export function resolveBudget(
 }
 
 /** The chunk size the engine takes for a chunked read ('auto') with a per-head budget of B tokens in an nCtx
- * context: about the budget, within 512 to 2048 tokens, at most a quarter of the positions. */
+ * context: about the budget, within 512 to 1024 tokens, at most a quarter of the positions. */
 export function defaultChunk(B: number, nCtx: number): number {
-  return Math.min(Math.min(Math.max(B, 512), 2048), Math.max(Math.floor(nCtx / 4), 1));
+  return Math.min(Math.min(Math.max(B, 512), 1024), Math.max(Math.floor(nCtx / 4), 1));
 }

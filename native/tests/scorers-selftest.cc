@@ -1,7 +1,8 @@
 // The scorers of kv/scorers/ on small fixed cases against the published formulas, computed independently
 // (native/tests/scorers-reference.py, numpy, as the papers and kvpress write them; its numbers are pasted below):
 // SnapKV's window, CriticalKV, DefensiveKV, ExpectedAttention; KVzip's re-reading attention on a cache of five entries;
-// and the global layer schedule, which gives the layer with the better entries more of the budget.
+// the global layer schedule, which gives the layer with the better entries more of the budget; and a chunked
+// read's budget at a ratio and in tokens.
 //   scorers-selftest
 #include <cmath>
 #include <cstdio>
@@ -221,6 +222,50 @@ void global_case(ThreadPool& pool) {
   }
 }
 
+// A chunked read's budget, one KV head, a window of 1, 20 tokens in chunks of 5, B = 10 per head (b = 9). At a
+// ratio (0.5) the budget grows with the read: ceil(9 · read / 20) + 1 = 4, 6, 8, 10 entries after each chunk;
+// a budget of 10 tokens per head is a cap from the first chunk: 5, 10, 10, 10. The global schedule shares the
+// grown budget between its two layers: 8, 12, 16, 20 entries in all.
+void chunk_budget_case(ThreadPool& pool) {
+  const kv::EntryReader none = [](int, float*) {};
+  struct Case {
+    const char* method;
+    double ratio;
+    int32_t tokens;
+    int layers;
+    std::vector<int32_t> want;  // entries kept after each chunk, summed over the layers
+  };
+  for (const Case& c : {Case{"snapkv", 0.5, 0, 1, {4, 6, 8, 10}}, Case{"snapkv", 0, 10, 1, {5, 10, 10, 10}},
+                        Case{"snapkv-global", 0.5, 0, 2, {8, 12, 16, 20}}}) {
+    kv::CompressOptions o;
+    o.method = kv::parse_method(c.method);
+    o.window = 1, o.budget_ratio = c.ratio, o.budget_tokens = c.tokens;
+    kv::WindowShape s;
+    s.n_head = 1, s.n_head_kv = 1, s.head_dim = 1, s.head_dim_v = 1, s.L = 20;
+    kv::Compressor comp(o, s, c.layers, 4, 4, "f32");
+    std::vector<int32_t> held(size_t(c.layers), 0), got;
+    for (int32_t first = 0; first < 20; first += 5) {
+      comp.begin_chunk(first, 5, first);
+      for (int l = 0; l < c.layers; l++) {
+        const int32_t n = held[size_t(l)] + 5;
+        kv::WindowScores ws;
+        ws.attn = {std::vector<float>(size_t(n), 1.0f / float(n))};
+        ws.score = {std::vector<float>(size_t(n - 1))};
+        for (int32_t j = 0; j < n - 1; j++) ws.score[0][size_t(j)] = float(l + 1) * float(j + 1) / float(n);
+        comp.score_layer(pool, l, {n}, ws, 0, none, none);
+      }
+      int32_t kept = 0;
+      for (int l = 0; l < c.layers; l++)
+        kept += held[size_t(l)] = int32_t(comp.plan_layer(pool, l, none, none)[0].size());
+      got.push_back(kept);
+    }
+    const bool ok = got == c.want;
+    failures += !ok;
+    std::printf("%s %s, budget %g: kept after each chunk %d, %d, %d, %d\n", ok ? "ok" : "FAIL", c.method,
+                c.tokens ? double(c.tokens) : c.ratio, got[0], got[1], got[2], got[3]);
+  }
+}
+
 }  // namespace
 
 int main() {
@@ -231,6 +276,7 @@ int main() {
   reread_kernel_case(pool, *be);
   citation_case(*be);
   global_case(pool);
+  chunk_budget_case(pool);
   std::printf("%s: %d failure(s)\n", failures ? "FAIL" : "PASS", failures);
   return failures ? 1 : 0;
 }

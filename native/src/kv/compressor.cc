@@ -42,7 +42,7 @@ std::vector<int32_t> chunk_starts(int32_t L, int32_t chunk, int32_t w) {
   return s;
 }
 
-int32_t default_chunk(int32_t B, int32_t n_ctx) { return std::min(std::clamp(B, 512, 2048), std::max(n_ctx / 4, 1)); }
+int32_t default_chunk(int32_t B, int32_t n_ctx) { return std::min(std::clamp(B, 512, 1024), std::max(n_ctx / 4, 1)); }
 
 Compressor::Compressor(const CompressOptions& opts, const WindowShape& shape, int n_layers, size_t k_entry_bytes,
                        size_t v_entry_bytes, const std::string& kv_type)
@@ -107,11 +107,19 @@ void Compressor::begin_chunk(int32_t first, int32_t n, int32_t pos0) {
   chunk_first_ = first;
   next_pos_ = pos0 + n;
   global_ready_ = false;
+  read_end_ = first + n;
+  chunk_b_.resize(layer_b_.size());
+  for (size_t l = 0; l < layer_b_.size(); l++) chunk_b_[l] = grown(layer_b_[l]);
   for (auto& layer : source_)
     for (auto& head : layer)
       for (int32_t t = first; t < first + n; t++) head.push_back(t);
   for (auto& layer : seen_)
     for (auto& head : layer) head.resize(head.size() + size_t(n), 0.0f);
+}
+
+int32_t Compressor::grown(int32_t b) const {
+  if (opts_.budget_tokens > 0) return b;
+  return int32_t((int64_t(b) * read_end_ + shape_.L - 1) / shape_.L);  // rounded up: never 0 for b > 0
 }
 
 void Compressor::add_queries(int l, const float* q, int64_t m, int32_t first) {
@@ -145,7 +153,7 @@ void Compressor::rank_layer(ThreadPool& pool, int l, const EntryReader& keys, co
                          sc.qw.data(),
                          keys,
                          values,
-                         layer_b_[size_t(l)],
+                         chunk_b_[size_t(l)],
                          value_gram_[size_t(l)].empty() ? nullptr : value_gram_[size_t(l)].data(),
                          queries_.empty() ? nullptr : &queries_[size_t(l)],
                          rope_.empty() ? &kNoRope : &rope_[size_t(l)],
@@ -159,13 +167,13 @@ void Compressor::rank_layer(ThreadPool& pool, int l, const EntryReader& keys, co
 }
 
 void Compressor::assign_global_budgets() {
-  // The global layers compete; the sliding ones keep their windows (layer_b_ unused there).
+  // The global layers compete; the sliding ones keep their windows (chunk_b_ unused there).
   const int Hk = shape_.n_head_kv;
   std::vector<int> ranked;  // the global layers
   for (int l = 0; l < int(scored_.size()); l++)
     if (!slides(l)) ranked.push_back(l);
   const int layers = int(ranked.size());
-  const int64_t total = int64_t(layers) * int64_t(Hk) * stats_.budget.b;
+  const int64_t total = int64_t(layers) * int64_t(Hk) * grown(stats_.budget.b);
   std::vector<std::vector<float>> rows;  // every ranked layer's heads, layer by layer
   int64_t selectable = 0;
   for (int l : ranked) {
@@ -178,7 +186,7 @@ void Compressor::assign_global_budgets() {
     for (int l : ranked) {
       int32_t most = 0;
       for (int32_t n : scored_[size_t(l)].lens) most = std::max(most, n);
-      layer_b_[size_t(l)] = most;
+      chunk_b_[size_t(l)] = most;
     }
     global_ready_ = true;
     return;
@@ -186,9 +194,9 @@ void Compressor::assign_global_budgets() {
   std::vector<int64_t> won(static_cast<size_t>(layers), 0);
   const std::vector<int32_t> per_head = global_topk_counts(rows, total);
   for (size_t r = 0; r < per_head.size(); r++) won[r / size_t(Hk)] += per_head[r];
-  // b_l: the layer's winners per head, rounded so that the layers' budgets still sum to layers · b.
+  // b_l: the layer's winners per head, rounded so that the layers' budgets still sum to layers · (this chunk's b).
   const std::vector<int64_t> b = largest_remainder(won, Hk, total / Hk);
-  for (int i = 0; i < layers; i++) layer_b_[size_t(ranked[size_t(i)])] = int32_t(b[size_t(i)]);
+  for (int i = 0; i < layers; i++) chunk_b_[size_t(ranked[size_t(i)])] = int32_t(b[size_t(i)]);
   global_ready_ = true;
 }
 
@@ -223,7 +231,7 @@ std::vector<std::vector<int32_t>> Compressor::select(int l, const Scored& sc) co
     return keep;
   }
   // A layer that holds no more than its budget (early chunks of a long read) keeps everything.
-  const int32_t b = layer_b_[size_t(l)];
+  const int32_t b = chunk_b_[size_t(l)];
   int64_t selectable = 0;
   for (int32_t n : lens) selectable += n - w;
   if (selectable <= int64_t(Hk) * b) return keep_all();
@@ -264,7 +272,7 @@ std::vector<std::vector<int32_t>> Compressor::plan_layer(ThreadPool& pool, int l
     for (int32_t n : lens) most = std::max(most, n);
     ls.budget = std::min(most, layer_window(l));
   } else {
-    ls.budget = scorer_ ? layer_b_[size_t(l)] + shape_.w : stats_.budget.B;
+    ls.budget = scorer_ ? chunk_b_[size_t(l)] + shape_.w : stats_.budget.B;
   }
   std::vector<std::vector<uint8_t>> mask(static_cast<size_t>(Hk));
   bool drops = false;

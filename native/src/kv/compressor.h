@@ -22,7 +22,8 @@ namespace folio::kv {
 // chunk >= L). Every chunk holds at least the window w (a short tail joins the chunk before it).
 std::vector<int32_t> chunk_starts(int32_t L, int32_t chunk, int32_t w);
 // The chunk size the engine chooses for a budget of B tokens per head in a context of n_ctx positions: about
-// the budget, so that the cache holds at most about twice it, within 512 to 2048 tokens, and at most a
+// the budget, so that the cache holds at most about twice it, within 512 to 1024 tokens (a chunk's queries
+// attend over half of it on average; larger chunks read no faster: docs/benchmarks.md), and at most a
 // quarter of the positions (a re-based read needs room for the kept entries, a chunk and the conversation).
 int32_t default_chunk(int32_t B, int32_t n_ctx);
 
@@ -122,8 +123,15 @@ class Compressor {
   const ScorerRow* scorer_ = nullptr;
   bool deferred_ = false;
   std::vector<float> qw_;
-  std::vector<int32_t> layer_b_;  // selectable budget b_l per layer (the global schedule: this chunk's)
-  bool global_ready_ = false;     // layer_b_ holds this chunk's global budgets
+  // This chunk's share of a selectable budget b (b itself in one pass and at the last chunk): at a ratio the
+  // budget grows with the read, b·(tokens read)/L, so that a chunk attends over r·(what was read) entries, not
+  // over r·L from the start; a budget in tokens per head is a cap from the first chunk (docs/compression.md).
+  int32_t grown(int32_t b) const;
+
+  std::vector<int32_t> layer_b_;  // selectable budget b_l per layer for the whole document (flat or pyramid)
+  std::vector<int32_t> chunk_b_;  // this chunk's: layer_b_ grown, or the global schedule's
+  bool global_ready_ = false;     // chunk_b_ holds this chunk's global budgets
+  int32_t read_end_ = 0;          // the document's tokens read once this chunk is in
   size_t entry_bytes_ = 0;        // K + V bytes of one entry
   int32_t room_ = 0;
   int32_t chunk_first_ = 0, next_pos_ = 0;
