@@ -1042,7 +1042,7 @@ describe('grants: what the renderer may open, add, search and download', () => {
 
   test('models.add: only a file chosen in the model dialog', async () => {
     const s = await started();
-    const err = s.refused(await s.call('models.add', { path: '/tmp/evil.gguf' }));
+    const err = s.refused(await s.call('models.add', { path: '/models/evil.gguf' }));
     assert.equal(err?.code, 'FORBIDDEN');
     assert.equal(err?.message, NOT_GRANTED_MODEL);
     assert.deepEqual(s.core().addedModels, []);
