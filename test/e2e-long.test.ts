@@ -20,6 +20,7 @@ import type { AppCore } from '../electron/services/app-core.ts';
 import type { WebHost } from '../electron/web/server.ts';
 import { fittingPages } from '../electron/services/room.ts';
 import {
+  askWatchingAnswer,
   e2eSkip,
   shots,
   closeE2e,
@@ -68,36 +69,10 @@ async function selectDocument(title: string) {
   await page.getByRole('heading', { level: 1, name: title }).waitFor();
 }
 
-/** Asks a question in the selected document's chat and waits for the answer to finish, recording its growth. */
+/** Asks a question in the selected document's chat and waits for the answer to finish, watching it grow. */
 async function ask(question: string) {
   await page.getByRole('tab', { name: 'Chat' }).click();
-  await page.evaluate(() => {
-    const states: { status: string; len: number }[] = [];
-    (window as unknown as { answerStates: typeof states }).answerStates = states;
-    new MutationObserver(() => {
-      const el = document.querySelector('[data-testid="msg-assistant"]');
-      if (el)
-        states.push({
-          status: el.getAttribute('data-status') ?? '',
-          len: (el.querySelector('.markdown')?.textContent ?? '').length,
-        });
-    }).observe(document.body, { subtree: true, childList: true, characterData: true, attributes: true });
-  });
-  const box = page.getByRole('textbox', { name: /Ask about/ });
-  await box.fill(question);
-  await box.press('Enter');
-  const answer = page.locator('[data-testid="msg-assistant"][data-status="complete"]');
-  await answer.waitFor({ timeout: 120_000 });
-  const states = await page.evaluate(
-    () => (window as unknown as { answerStates: { status: string; len: number }[] }).answerStates,
-  );
-  assert.ok(
-    states.some((s) => s.status === 'streaming'),
-    'the answer showed as being written',
-  );
-  const lengths = new Set(states.filter((s) => s.len > 0).map((s) => s.len));
-  assert.ok(lengths.size >= 2, `the answer grew in steps (${[...lengths].join(', ')})`);
-  return answer;
+  return askWatchingAnswer(page, question, 120_000);
 }
 
 /** The stored chat of a document, its last answer complete and shown as stored, the meter as the API counts. */
@@ -145,7 +120,7 @@ before(async () => {
   await storiesPdf(pdfPath);
   // The default settings: only the model is chosen (createAppCore's `model`).
   ({ core, host, api } = await serveApp({ dataDir: join(dir, 'library'), model, apiToken }));
-  ({ context, page } = await openAppPage(dir, host, { width: 1280, height: 800 }));
+  ({ context, page } = await openAppPage(dir, host, { width: 1280, height: 800 }, { paceTokensMs: 20 }));
 });
 
 after(async () => {

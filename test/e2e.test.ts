@@ -18,7 +18,7 @@ import type { AppCore } from '../electron/services/app-core.ts';
 import { dataPaths } from '../electron/services/paths.ts';
 import type { WebHost } from '../electron/web/server.ts';
 import { colorAt, luminance, tOfColor, type Rgb } from '../renderer/src/lib/colormap.ts';
-import { e2eSkip, shots, closeE2e, openAppPage, serveApp } from './helpers/e2e-host.ts';
+import { askWatchingAnswer, e2eSkip, shots, closeE2e, openAppPage, serveApp } from './helpers/e2e-host.ts';
 import { repoRoot, sharedModel } from './helpers/shared.ts';
 
 const model = sharedModel('stories260K.gguf');
@@ -134,7 +134,7 @@ before(async () => {
     compression: { method: 'ada-snapkv', budget: 0.3 },
     theme: 'light',
   });
-  ({ context, page } = await openAppPage(dir, host, { width: 1280, height: 820 }));
+  ({ context, page } = await openAppPage(dir, host, { width: 1280, height: 820 }, { paceTokensMs: 20 }));
 });
 
 after(async () => {
@@ -225,32 +225,7 @@ test('a page on another local port cannot take the server down or drive the engi
 });
 
 test('ask a question: the answer streams in, then shows its speed and the context usage', { skip }, async () => {
-  await page.evaluate(() => {
-    const states: { status: string; len: number }[] = [];
-    (window as unknown as { answerStates: typeof states }).answerStates = states;
-    new MutationObserver(() => {
-      const el = document.querySelector('[data-testid="msg-assistant"]');
-      if (el)
-        states.push({
-          status: el.getAttribute('data-status') ?? '',
-          len: (el.querySelector('.markdown')?.textContent ?? '').length,
-        });
-    }).observe(document.body, { subtree: true, childList: true, characterData: true, attributes: true });
-  });
-  const box = page.getByRole('textbox', { name: /Ask about/ });
-  await box.fill('Who had a kite?');
-  await box.press('Enter');
-  const answer = page.locator('[data-testid="msg-assistant"][data-status="complete"]');
-  await answer.waitFor({ timeout: 60_000 });
-  const states = await page.evaluate(
-    () => (window as unknown as { answerStates: { status: string; len: number }[] }).answerStates,
-  );
-  assert.ok(
-    states.some((s) => s.status === 'streaming'),
-    'the answer showed as being written',
-  );
-  const lengths = new Set(states.filter((s) => s.len > 0).map((s) => s.len));
-  assert.ok(lengths.size >= 2, `the answer grew in steps (${[...lengths].join(', ')})`);
+  const answer = await askWatchingAnswer(page, 'Who had a kite?', 60_000);
   const chats = await api.call('chats.list', { documentId });
   assert.equal(chats.length, 1);
   const stored = await api.call('chats.get', { chatId: chats[0].id });

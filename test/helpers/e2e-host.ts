@@ -4,7 +4,8 @@
 import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import WebSocket from 'ws';
-import type { BrowserContext, Page } from 'playwright-core';
+import assert from 'node:assert/strict';
+import type { BrowserContext, Locator, Page } from 'playwright-core';
 
 import { connectApi, type WsApi } from '../../electron/api/ws-client.ts';
 import { createAppCore, type AppCore } from '../../electron/services/app-core.ts';
@@ -118,16 +119,80 @@ export async function launchChromium(
   return { context, page, errors };
 }
 
-/** Chromium (a fresh profile under `dir`) on the app's page, once the library is on screen. */
+/**
+ * Chromium (a fresh profile under `dir`) on the app's page, once the library is on screen; with `paceTokensMs`,
+ * the web host's chat.token events reach the page one every `paceTokensMs` (see paceTokenEvents).
+ */
 export async function openAppPage(
   dir: string,
   host: WebHost,
   viewport: { width: number; height: number },
+  o: { paceTokensMs?: number } = {},
 ): Promise<{ context: BrowserContext; page: Page; errors: string[] }> {
   const opened = await launchChromium(join(dir, 'chromium'), viewport);
+  if (o.paceTokensMs) await paceTokenEvents(opened.page, o.paceTokensMs);
   await opened.page.goto(host.url + '/');
   await opened.page.getByRole('heading', { name: 'Library' }).waitFor();
   return opened;
+}
+
+/**
+ * Delivers the web host's chat.token events to `page` one every `ms` milliseconds, in order with every other
+ * message (the page's own messages pass as they are). stories260K writes a short answer in a few
+ * milliseconds, and its events can all reach the page before React's next render, so the whole answer
+ * appears at once (seen once in CI); paced as a slower model sends them, the tokens test what the UI does
+ * with a stream, not how fast this machine writes one.
+ */
+export async function paceTokenEvents(page: Page, ms: number): Promise<void> {
+  await page.routeWebSocket(
+    (url) => url.pathname === '/api/ws',
+    (ws) => {
+      const server = ws.connectToServer();
+      let delivered = Promise.resolve();
+      server.onMessage((message) => {
+        delivered = delivered.then(async () => {
+          ws.send(message);
+          if (typeof message === 'string' && message.includes('"event":"chat.token"'))
+            await new Promise((r) => setTimeout(r, ms));
+        });
+      });
+    },
+  );
+}
+
+/**
+ * Asks `question` in the chat on screen and waits up to `timeoutMs` for the answer to complete, asserting
+ * that the page showed it as being written and that it grew in steps (a page opened with paced tokens).
+ * Returns the completed answer.
+ */
+export async function askWatchingAnswer(page: Page, question: string, timeoutMs: number): Promise<Locator> {
+  await page.evaluate(() => {
+    const states: { status: string; len: number }[] = [];
+    (window as unknown as { answerStates: typeof states }).answerStates = states;
+    new MutationObserver(() => {
+      const el = document.querySelector('[data-testid="msg-assistant"]');
+      if (el)
+        states.push({
+          status: el.getAttribute('data-status') ?? '',
+          len: (el.querySelector('.markdown')?.textContent ?? '').length,
+        });
+    }).observe(document.body, { subtree: true, childList: true, characterData: true, attributes: true });
+  });
+  const box = page.getByRole('textbox', { name: /Ask about/ });
+  await box.fill(question);
+  await box.press('Enter');
+  const answer = page.locator('[data-testid="msg-assistant"][data-status="complete"]');
+  await answer.waitFor({ timeout: timeoutMs });
+  const states = await page.evaluate(
+    () => (window as unknown as { answerStates: { status: string; len: number }[] }).answerStates,
+  );
+  assert.ok(
+    states.some((s) => s.status === 'streaming'),
+    'the answer showed as being written',
+  );
+  const lengths = new Set(states.filter((s) => s.len > 0).map((s) => s.len));
+  assert.ok(lengths.size >= 2, `the answer grew in steps (${[...lengths].join(', ')})`);
+  return answer;
 }
 
 /** Closes what a test opened, whatever of it was opened (a failed `before` leaves some undefined), and removes `dir`. */
