@@ -159,7 +159,7 @@ export interface SessionOptions {
   nThreads?: number;
   /** Element type of the cached keys and values (default 'f16'). */
   kvType?: 'f16' | 'f32';
-  /** 'reference': the slow, obviously correct attention the fast one is tested against (CPU only). */
+  /** 'reference': the slow, obviously correct attention and window scores the fast ones are tested against (CPU only). */
   attention?: 'fast' | 'reference';
   /** Where the forward pass runs: 'auto' (default: backendInfo().backend), or a backend by name (a GPU one
    * must be usable: backendInfo().gpus says why not). */

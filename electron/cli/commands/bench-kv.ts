@@ -83,7 +83,14 @@ interface LongRead {
 }
 
 /** One long document read (in this process: the child of a measurement), then 16 tokens decoded after it. */
-async function longRead(model: Model, L: number, chunked: boolean, budget: number, threads: number): Promise<LongRead> {
+async function longRead(
+  model: Model,
+  L: number,
+  chunk: number | 'auto', // 0: one pass
+  budget: number,
+  threads: number,
+): Promise<LongRead> {
+  const chunked = chunk !== 0;
   const doc = document(model, L);
   const s = model.createSession({ nCtx: Math.min(model.info().contextLength, L + 64), nThreads: threads });
   let last = performance.now();
@@ -91,7 +98,7 @@ async function longRead(model: Model, L: number, chunked: boolean, budget: numbe
   const r = await s.compress(doc, {
     method: 'ada-snapkv',
     budget,
-    chunk: chunked ? 'auto' : 0,
+    chunk,
     rebase: L + 64 > model.info().contextLength,
     room: 64,
     onProgress: (d, t) => {
@@ -117,15 +124,17 @@ async function longRead(model: Model, L: number, chunked: boolean, budget: numbe
   };
 }
 
-/** Long reads, one pass (up to onePassMax tokens) and chunked, each in a child process of its own. */
+/**
+ * Long reads, one pass (up to onePassMax tokens) and chunked (in chunks of `chunk` tokens, 0: the engine's
+ * choice), each in a child process of its own.
+ */
 function runLongReads(
   path: string,
   lengths: number[],
-  onePassMax: number,
-  budget: number,
-  threads: number,
+  o: { onePassMax: number; chunk: number; budget: number; threads: number },
   log: (s: string) => void,
 ): LongRead[] {
+  const { onePassMax, budget, threads } = o;
   const long: LongRead[] = [];
   for (const L of lengths)
     for (const chunked of L <= onePassMax ? [false, true] : [true]) {
@@ -138,7 +147,7 @@ function runLongReads(
           path,
           '--child-long',
           String(L),
-          ...(chunked ? ['--child-chunked'] : []),
+          ...(chunked ? ['--child-chunked', String(o.chunk || 'auto')] : []),
           '--budget',
           String(budget),
           ...(threads ? ['--threads', String(threads)] : []),
@@ -161,6 +170,12 @@ function longLine(l: LongRead): string {
   );
 }
 
+/** The chunk of a child's chunked read: `--child-chunked N` (auto: the engine's), or 0 for one pass. */
+function childChunk(v: Values): number | 'auto' {
+  const c = str(v, 'child-chunked');
+  return c === undefined ? 0 : c === 'auto' ? 'auto' : int(v, 'child-chunked', 0, 1);
+}
+
 function defaultModel(): string {
   const path = join(repoRoot, 'bench-models', 'llama-1b-q4_k_m.gguf');
   if (!existsSync(path)) {
@@ -180,7 +195,8 @@ export const benchKv: Command = {
     'what KV compression costs and saves: prefill time, peak memory, decode speed over full and compressed caches',
   usage:
     'folio bench-kv [--model M] [--doc-tokens 2048] [--contexts 512,1024,2048] [--budget 0.2] [--gen-tokens 32]\n' +
-    '               [--repeats 3] [--threads N] [--long 4096,16384,65536] [--one-pass-max 16384] [--long-only] [--json]',
+    '               [--repeats 3] [--threads N] [--long 4096,16384,65536] [--one-pass-max 16384] [--chunk N] [--long-only]\n' +
+    '               [--json]',
   options: {
     model: common.model,
     json: common.json,
@@ -193,10 +209,11 @@ export const benchKv: Command = {
     repeats: { type: 'string' },
     long: { type: 'string' },
     'one-pass-max': { type: 'string' },
+    chunk: { type: 'string' },
     // internal: one measured prefill in a child process; one long read in a child process
     child: { type: 'string' },
     'child-long': { type: 'string' },
-    'child-chunked': { type: 'boolean' },
+    'child-chunked': { type: 'string' },
     'long-only': { type: 'boolean' },
   },
   async run(v: Values) {
@@ -216,7 +233,7 @@ export const benchKv: Command = {
 
     if (v['child-long']) {
       process.stdout.write(
-        JSON.stringify(await longRead(model, int(v, 'child-long', 0, 1), !!v['child-chunked'], budget, threads)) + '\n',
+        JSON.stringify(await longRead(model, int(v, 'child-long', 0, 1), childChunk(v), budget, threads)) + '\n',
       );
       return;
     }
@@ -245,8 +262,9 @@ export const benchKv: Command = {
         return n;
       });
     const onePassMax = int(v, 'one-pass-max', 16384, 0);
+    const longOptions = { onePassMax, chunk: int(v, 'chunk', 0, 0), budget, threads };
     if (v['long-only']) {
-      const long = runLongReads(path, longLengths, onePassMax, budget, threads, log);
+      const long = runLongReads(path, longLengths, longOptions, log);
       print(v, { model: path, budget, threads, long }, long.map(longLine).join(''));
       return;
     }
@@ -350,7 +368,7 @@ export const benchKv: Command = {
       `  cancellation lands in: compress ${cancelMs.compress.map((x) => x.toFixed(0)).join(', ')} ms; generate ${cancelMs.generate.map((x) => x.toFixed(0)).join(', ')} ms`,
     );
 
-    const long = runLongReads(path, longLengths, onePassMax, budget, threads, log);
+    const long = runLongReads(path, longLengths, longOptions, log);
 
     const info = model.info();
     model.dispose();

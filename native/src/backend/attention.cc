@@ -17,13 +17,8 @@
 
 #include "backend/cpu-ops.h"
 #include "backend/sliding-window.h"
+#include "backend/vector-math.h"
 #include "quant/quant.h"
-
-#if defined(__x86_64__) && defined(__linux__) && defined(__GNUC__) && !defined(__clang__)
-#define FOLIO_VECTOR_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define FOLIO_VECTOR_CLONES
-#endif
 
 namespace folio::cpu {
 
@@ -35,30 +30,6 @@ constexpr int kKeyBlock = 64;  // keys per block
 // and its larger buffers raised a read's peak RSS by 60 MiB: docs/benchmarks.md).
 constexpr int kTileRows = 128;
 constexpr int kTransposeRows = 16;  // from this many rows on, transposing the key block pays off
-
-// exp(x) for x <= 0 (scores minus their running max), to about 2e-7 relative: 2^n · p(r) with
-// r = x − n·ln 2 in [−ln2/2, ln2/2] and p a degree-6 Taylor polynomial; below −87 it is 0. Written
-// element-wise over an array so that it vectorises (std::exp does not).
-inline void exp_below_zero(float* __restrict x, int n) {
-  for (int i = 0; i < n; i++) {
-    float v = x[i];
-    const bool tiny = v < -87.0f;
-    v = tiny ? -87.0f : v;
-    const float fn = std::nearbyint(v * 1.44269504088896341f);
-    const float r = (v - fn * 0.693145751953125f) - fn * 1.42860682030941723212e-6f;
-    float p = 1.0f / 720.0f;
-    p = p * r + 1.0f / 120.0f;
-    p = p * r + 1.0f / 24.0f;
-    p = p * r + 1.0f / 6.0f;
-    p = p * r + 0.5f;
-    p = p * r + 1.0f;
-    p = p * r + 1.0f;
-    const int32_t bits = (int32_t(fn) + 127) << 23;
-    float scale;
-    std::memcpy(&scale, &bits, 4);
-    x[i] = tiny ? 0.0f : p * scale;
-  }
-}
 
 struct TileBuffers {
   float* q;          // [rows, D]     the tile's queries, contiguous
@@ -352,6 +323,30 @@ void scores_over_keys(const float* __restrict q, const float* __restrict kt, int
   }
 }
 
+// p[j] = exp(p[j] − max_j p) for j < n, in place; returns 1 / Σ_j p[j], the sum in double. The max and the
+// sum run over lanes (one running value is a chain of dependent operations that does not vectorise: it
+// cost as much as the scores' product).
+FOLIO_VECTOR_CLONES
+float exp_shifted(float* __restrict p, int32_t n) {
+  float part[kLanes];
+  std::fill(part, part + kLanes, -std::numeric_limits<float>::infinity());
+  int32_t j = 0;
+  for (; j + kLanes <= n; j += kLanes)
+    for (int l = 0; l < kLanes; l++) part[l] = std::max(part[l], p[j + l]);
+  float mx = fold_lanes(part, [](float x, float y) { return std::max(x, y); });
+  for (; j < n; j++) mx = std::max(mx, p[j]);
+  for (j = 0; j < n; j++) p[j] -= mx;
+  exp_below_zero(p, n);
+  constexpr int kDoubleLanes = 8;
+  double sum[kDoubleLanes] = {};
+  for (j = 0; j + kDoubleLanes <= n; j += kDoubleLanes)
+    for (int l = 0; l < kDoubleLanes; l++) sum[l] += double(p[j + l]);
+  for (; j < n; j++) sum[0] += double(p[j]);
+  double total = 0;
+  for (double x : sum) total += x;
+  return float(1.0 / total);
+}
+
 // best[j] = max(best[j], p[j] · inv) for j < n.
 FOLIO_VECTOR_CLONES
 void raise_to(float* __restrict best, const float* __restrict p, float inv, size_t n) {
@@ -367,14 +362,16 @@ void add_to(float* __restrict sum, const float* __restrict p, float inv, size_t 
 }  // namespace
 
 void watch_attention(ThreadPool& pool, Scratch& s, const float* q, const FlatKvCache& cache, int l, int64_t m,
-                     int n_head, backend::Backend::Fold fold, std::vector<std::vector<float>>& acc) {
+                     int n_head, backend::Backend::Fold fold, std::vector<std::vector<float>>& acc,
+                     const int32_t* lens) {
   const int Hk = cache.n_head_kv(), G = n_head / Hk, D = cache.head_dim();
   const float scale = 1.0f / std::sqrt(float(D));
+  const auto len = [&](int g) { return lens ? lens[g] : cache.len(l, g); };
   int32_t max_len = 0;
-  for (int g = 0; g < Hk; g++) max_len = std::max(max_len, cache.len(l, g));
+  for (int g = 0; g < Hk; g++) max_len = std::max(max_len, len(g));
   s.reserve(pool.size(), size_t(max_len) * size_t(2 * D + 1));
   pool.parallel_for(Hk, [&](int64_t g, int thread) {
-    const int32_t Lg = cache.len(l, int(g));
+    const int32_t Lg = len(int(g));
     // [Lg, D] keys, then [D, Lg] transposed, then [Lg] one query's scores
     float* k = s.thread_buffer(thread);
     float* kt = k + size_t(Lg) * size_t(D);
@@ -387,15 +384,10 @@ void watch_attention(ThreadPool& pool, Scratch& s, const float* q, const FlatKvC
       for (int hh = 0; hh < G; hh++) {
         const int32_t visible = Lg - int32_t(m) + int32_t(t) + 1;
         scores_over_keys(q + (t * n_head + g * G + hh) * D, kt, Lg, D, visible, scale, p);
-        float mx = -std::numeric_limits<float>::infinity();
-        for (int32_t j = 0; j < visible; j++) mx = std::max(mx, p[j]);
-        for (int32_t j = 0; j < visible; j++) p[j] -= mx;
-        exp_below_zero(p, visible);
-        double sum = 0;
-        for (int32_t j = 0; j < visible; j++) sum += p[j];
+        const float inv = exp_shifted(p, visible);
         const size_t n = std::min(b.size(), size_t(visible));
-        if (fold == backend::Backend::Fold::Max) raise_to(b.data(), p, float(1.0 / sum), n);
-        else add_to(b.data(), p, float(1.0 / sum), n);
+        if (fold == backend::Backend::Fold::Max) raise_to(b.data(), p, inv, n);
+        else add_to(b.data(), p, inv, n);
       }
   });
 }

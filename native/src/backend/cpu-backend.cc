@@ -119,6 +119,29 @@ class CpuBackend final : public Backend {
   void window_scores(const float* qw, const KvStore& kv, int l, int n_head, const int32_t* lens_host, int32_t w,
                      int kernel, float* attn, float* score) override {
     const FlatKvCache& c = flat(kv);
+    if (reference_attention_) return window_scores_reference(qw, c, l, n_head, lens_host, w, kernel, attn, score);
+    // The window's w queries watch their heads as the newest w entries: the summed probabilities over the
+    // w·G rows, in float (the reference sums in double: backend-ops holds the two within NMSE 1e-9).
+    const int Hk = c.n_head_kv();
+    std::vector<std::vector<float>> acc(static_cast<size_t>(Hk));
+    int32_t M = 0;
+    for (int g = 0; g < Hk; g++) {
+      acc[size_t(g)].assign(size_t(lens_host[g]), 0.0f);
+      M = std::max(M, lens_host[g]);
+    }
+    cpu::watch_attention(pool_, scratch_, qw, c, l, w, n_head, Fold::Sum, acc, lens_host);
+    const float norm = float(1.0 / (double(n_head / Hk) * double(w)));  // mean over the window and the group
+    for (int g = 0; g < Hk; g++) {
+      std::vector<float>& a = acc[size_t(g)];
+      for (float& x : a) x *= norm;
+      std::memcpy(attn + int64_t(g) * M, a.data(), a.size() * sizeof(float));
+      const std::vector<float> pooled = kv::max_pool(std::vector<float>(a.begin(), a.end() - w), kernel);
+      std::memcpy(score + int64_t(g) * (M - w), pooled.data(), pooled.size() * sizeof(float));
+    }
+  }
+  // kv::snapkv_scores itself: the slow, obviously correct scorer.
+  void window_scores_reference(const float* qw, const FlatKvCache& c, int l, int n_head, const int32_t* lens_host,
+                               int32_t w, int kernel, float* attn, float* score) {
     kv::WindowShape s;
     s.n_head = n_head, s.n_head_kv = c.n_head_kv(), s.head_dim = c.head_dim(), s.head_dim_v = c.head_dim_v();
     s.lens.assign(lens_host, lens_host + s.n_head_kv);

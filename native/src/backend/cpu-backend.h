@@ -10,7 +10,7 @@
 
 namespace folio::backend {
 
-// reference_attention: the slow, obviously correct attention (tests) instead of the fast one.
+// reference_attention: the slow, obviously correct attention and window scores (tests) instead of the fast ones.
 std::unique_ptr<Backend> make_cpu_backend(ThreadPool& pool, bool reference_attention = false);
 
 }  // namespace folio::backend

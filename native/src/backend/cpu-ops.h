@@ -72,8 +72,11 @@ void attention_reference(ThreadPool& pool, Scratch& s, const float* q, const Fla
                          int n_head, int32_t n_swa, float* out);
 
 // Backend::watch_attention (backend/backend.h) over the flat cache, vectorised over the keys; the backend's
-// default, on the host, is the reference it is tested against (native/tests/scorers-selftest.cc).
+// default, on the host, is the reference it is tested against (native/tests/scorers-selftest.cc). With lens,
+// head g is taken to end at entry lens[g] (at most its length in the cache) instead of at its last: the
+// window scores' ragged heads (Backend::window_scores, tested against kv::snapkv_scores by backend-ops).
 void watch_attention(ThreadPool& pool, Scratch& s, const float* q, const FlatKvCache& cache, int l, int64_t m,
-                     int n_head, backend::Backend::Fold fold, std::vector<std::vector<float>>& acc);
+                     int n_head, backend::Backend::Fold fold, std::vector<std::vector<float>>& acc,
+                     const int32_t* lens = nullptr);
 
 }  // namespace folio::cpu

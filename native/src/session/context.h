@@ -40,7 +40,7 @@ struct ContextParams {
   int32_t n_batch = 512;             // tokens per step of a prefill
   int n_threads = 0;                 // 0: all hardware threads
   KvType kv_type = KvType::F16;      // element type of the cached keys and values
-  bool reference_attention = false;  // use the slow reference attention (tests; CPU only)
+  bool reference_attention = false;  // the slow reference attention and window scores (tests; CPU only)
   BackendKind backend = BackendKind::Cpu;
 };
 
