@@ -1,10 +1,10 @@
 // What the end-to-end tests share: the app as `folio serve` runs it (the renderer built, a real app core
 // behind the web host, an API client), Debian's Chromium driven by playwright-core, and a PDF made of the
 // test stories.
+import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import WebSocket from 'ws';
-import assert from 'node:assert/strict';
 import type { BrowserContext, Locator, Page } from 'playwright-core';
 
 import { connectApi, type WsApi } from '../../electron/api/ws-client.ts';

@@ -13,9 +13,9 @@
 
 namespace folio::cpu {
 
-// exp(x) for x <= 0 (attention scores minus their running max; silu's e^−|g|), to about 2e-7 relative: 2^n · p(r) with
-// r = x − n·ln 2 in [−ln2/2, ln2/2] and p a degree-6 Taylor polynomial; below −87 it is 0. Written
-// element-wise over an array so that it vectorises (std::exp does not).
+// exp(x) for x <= 0 (attention scores minus their running max; silu's e^−|g|), to about 2e-7 relative:
+// 2^n · p(r) with r = x − n·ln 2 in [−ln2/2, ln2/2] and p a degree-6 Taylor polynomial; below −87 it is 0.
+// Written element-wise over an array so that it vectorises (std::exp does not).
 inline void exp_below_zero(float* __restrict x, int n) {
   for (int i = 0; i < n; i++) {
     float v = x[i];
