@@ -1,13 +1,15 @@
 // matmul-bench: times one matrix product of random weights, for work on the kernels without a model.
 //
 //   matmul-bench [--type q8_0] [--rows 2048] [--cols 2048] [--tokens 512] [--threads N] [--isa avx2]
-//                [--path auto|blocked|vecdot] [--reps 5] [--hot 1] [--repack 0]
+//                [--path auto|blocked|vecdot] [--reps 5] [--hot 1] [--repack 0] [--pages 4k|huge|both]
 //
 // Prints the median time, the arithmetic rate (2·rows·cols·tokens per second) and the weight bytes read
 // per second (what bounds a matrix-vector product). The weights are 256 MiB or more worth of copies of
 // the matrix, used in turn, so that a matrix-vector product reads from memory and not from the cache;
 // --hot 1 keeps one copy, read from the cache when it fits there: the kernel's own speed. The matrix is
-// repacked into the layout the engine gives it on this ISA (quant/repack.h), unless --repack 0.
+// repacked into the layout the engine gives it on this ISA (quant/repack.h), unless --repack 0. --pages
+// puts the weights in 4 KiB pages or asks for huge ones (as the engine's copies do); `both` keeps one set
+// of each and alternates them run by run, so that a machine whose bandwidth swings slows both alike.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -17,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "core/large-buffer.h"
 #include "core/thread-pool.h"
 #include "quant/matmul.h"
 #include "quant/quant.h"
@@ -29,6 +32,7 @@ int main(int argc, char** argv) {
   int64_t rows = 2048, cols = 2048, n = 512;
   int threads = ThreadPool::default_threads(), reps = 5;
   bool hot = false, repack = true;
+  std::string pages_arg = "huge";
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i], v = argv[i + 1];
     if (a == "--type") type_name_arg = v;
@@ -41,6 +45,7 @@ int main(int argc, char** argv) {
     else if (a == "--reps") reps = std::atoi(v.c_str());
     else if (a == "--hot") hot = v == "1";
     else if (a == "--repack") repack = v != "0";
+    else if (a == "--pages") pages_arg = v;
     else {
       std::fprintf(stderr, "unknown argument %s\n", a.c_str());
       return 2;
@@ -70,7 +75,14 @@ int main(int argc, char** argv) {
     const TensorType layout = repack ? quant::cpu_layout(type, rows, isa) : type;
     const size_t rb = row_bytes(type, cols), ldw = row_bytes(layout, cols), matrix = ldw * size_t(rows);
     const int copies = hot ? 1 : int(std::max<size_t>(1, ((256u << 20) + matrix - 1) / matrix));
-    std::vector<uint8_t> w(matrix * size_t(copies)), file(rb * size_t(rows));
+    if (pages_arg != "4k" && pages_arg != "huge" && pages_arg != "both") {
+      std::fprintf(stderr, "--pages is 4k, huge or both, not %s\n", pages_arg.c_str());
+      return 2;
+    }
+    std::vector<const char*> page_kinds;  // one set of weights per kind, used in turn
+    if (pages_arg != "huge") page_kinds.push_back("4k");
+    if (pages_arg != "4k") page_kinds.push_back("huge");
+    std::vector<uint8_t> file(rb * size_t(rows));
     std::mt19937 rng(1);
     std::normal_distribution<float> nd(0, 1);
     std::vector<float> row(static_cast<size_t>(cols));
@@ -78,34 +90,48 @@ int main(int argc, char** argv) {
       for (auto& v : row) v = nd(rng);
       k.quantize_row(row.data(), file.data() + size_t(r) * rb, cols);
     }
-    if (layout != type)
-      quant::repack_groups(type, layout, file.data(), rb, cols, 0, rows / quant::row_group(layout), w.data());
-    else std::memcpy(w.data(), file.data(), matrix);
-    for (int c = 1; c < copies; ++c) std::memcpy(w.data() + size_t(c) * matrix, w.data(), matrix);
+    std::vector<LargeBuffer> weights;
+    for (const char* kind : page_kinds) {
+      weights.emplace_back(matrix * size_t(copies),
+                           std::strcmp(kind, "huge") == 0 ? LargeBuffer::Pages::Huge : LargeBuffer::Pages::Small);
+      uint8_t* w = weights.back().data();
+      if (layout != type)
+        quant::repack_groups(type, layout, file.data(), rb, cols, 0, rows / quant::row_group(layout), w);
+      else std::memcpy(w, file.data(), matrix);
+      for (int c = 1; c < copies; ++c) std::memcpy(w + size_t(c) * matrix, w, matrix);
+    }
     std::vector<float> x(static_cast<size_t>(n * cols)), y(static_cast<size_t>(n * rows));
     for (auto& v : x) v = nd(rng);
     ThreadPool pool(threads);
     std::vector<uint8_t> act;
-    std::vector<double> times;
+    const size_t kinds = page_kinds.size();
+    std::vector<std::vector<double>> times(kinds);
     const int runs = std::max(reps, n == 1 ? std::max(copies * 4, 20) : reps);
-    for (int r = 0; r <= runs; ++r) {
-      quant::MatrixRef m;
-      m.data = w.data() + size_t(r % copies) * matrix;
-      m.type = layout;
-      m.rows = rows;
-      m.cols = cols;
-      m.ldw = ldw;
-      const auto t0 = std::chrono::steady_clock::now();
-      quant::matmul(pool, m, x.data(), n, y.data(), act, isa, path);
-      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      if (r > 0) times.push_back(s);
+    for (int r = 0; r <= runs; ++r)
+      for (size_t pk = 0; pk < kinds; ++pk) {
+        quant::MatrixRef m;
+        m.data = weights[pk].data() + size_t(r % copies) * matrix;
+        m.type = layout;
+        m.rows = rows;
+        m.cols = cols;
+        m.ldw = ldw;
+        const auto t0 = std::chrono::steady_clock::now();
+        quant::matmul(pool, m, x.data(), n, y.data(), act, isa, path);
+        const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        if (r > 0) times[pk].push_back(s);
+      }
+    std::vector<double> medians;
+    for (size_t pk = 0; pk < kinds; ++pk) {
+      std::sort(times[pk].begin(), times[pk].end());
+      const double med = times[pk][times[pk].size() / 2];
+      medians.push_back(med);
+      std::printf(
+          "%s %s %s rows=%lld cols=%lld tokens=%lld threads=%d pages=%s: %.3f ms, %.1f GFLOP/s, %.1f GB/s of weights\n",
+          type_name(layout), quant::isa_name(isa), path_arg.c_str(), (long long)rows, (long long)cols, (long long)n,
+          threads, page_kinds[pk], med * 1e3, 2.0 * double(rows) * double(cols) * double(n) / med / 1e9,
+          double(matrix) / med / 1e9);
     }
-    std::sort(times.begin(), times.end());
-    const double med = times[times.size() / 2];
-    std::printf("%s %s %s rows=%lld cols=%lld tokens=%lld threads=%d: %.3f ms, %.1f GFLOP/s, %.1f GB/s of weights\n",
-                type_name(layout), quant::isa_name(isa), path_arg.c_str(), (long long)rows, (long long)cols,
-                (long long)n, threads, med * 1e3, 2.0 * double(rows) * double(cols) * double(n) / med / 1e9,
-                double(matrix) / med / 1e9);
+    if (kinds == 2) std::printf("huge pages / 4k pages: %.3fx the speed\n", medians[0] / medians[1]);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "matmul-bench: %s\n", e.what());
     return 1;

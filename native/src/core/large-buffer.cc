@@ -1,6 +1,10 @@
 #include "core/large-buffer.h"
 
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
 #include <new>
+#include <string>
 
 #ifdef _WIN32
 #define WIN32_LEAN_AND_MEAN
@@ -11,10 +15,10 @@
 
 namespace folio {
 
-LargeBuffer::LargeBuffer(size_t bytes, bool huge_pages) : size_(bytes) {
+LargeBuffer::LargeBuffer(size_t bytes, Pages pages) : size_(bytes) {
   if (bytes == 0) return;
 #ifdef _WIN32
-  (void)huge_pages;
+  (void)pages;
   data_ = static_cast<uint8_t*>(VirtualAlloc(nullptr, bytes, MEM_COMMIT | MEM_RESERVE, PAGE_READWRITE));
   if (!data_) throw std::bad_alloc();
 #else
@@ -22,8 +26,25 @@ LargeBuffer::LargeBuffer(size_t bytes, bool huge_pages) : size_(bytes) {
   if (p == MAP_FAILED) throw std::bad_alloc();
   data_ = static_cast<uint8_t*>(p);
 #ifdef MADV_HUGEPAGE
-  if (huge_pages) madvise(p, bytes, MADV_HUGEPAGE);  // a hint: without it the buffer works the same
+  if (pages == Pages::Huge && huge_pages_available()) madvise(p, bytes, MADV_HUGEPAGE);
+  else if (pages != Pages::Default) madvise(p, bytes, MADV_NOHUGEPAGE);
 #endif
+#endif
+}
+
+bool LargeBuffer::huge_pages_available() {
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+  // "always [madvise] never": the bracketed word is the mode in force.
+  static const bool available = [] {
+    const char* env = std::getenv("FOLIO_HUGE_PAGES");  // 0: 4 KiB pages only, to measure the difference
+    if (env && std::strcmp(env, "0") == 0) return false;
+    std::ifstream f("/sys/kernel/mm/transparent_hugepage/enabled");
+    std::string modes;
+    return std::getline(f, modes) && modes.find("[never]") == std::string::npos;
+  }();
+  return available;
+#else
+  return false;
 #endif
 }
 

@@ -10,11 +10,19 @@ namespace folio {
 
 class LargeBuffer {
  public:
+  // The pages a buffer asks the OS for. Huge: 2 MiB pages where it can (Linux transparent huge pages),
+  // for large buffers filled once and streamed through often, such as the weights' copies, whose 4 KiB
+  // pages cost the matrix-vector products 2-20% (docs/benchmarks.md, "Huge pages for every matrix").
+  // Small: 4 KiB pages, also where the OS gives huge ones unasked (to measure the difference). Default:
+  // whatever the OS gives.
+  enum class Pages { Default, Huge, Small };
+
   LargeBuffer() = default;
-  // Zero-filled; throws std::bad_alloc. huge_pages asks the OS for 2 MiB pages where it can (Linux
-  // transparent huge pages): for large buffers filled once and streamed through often, such as
-  // repacked weights, whose 4 KiB pages cost decoding 2-3% in TLB misses (docs/benchmarks.md).
-  explicit LargeBuffer(size_t bytes, bool huge_pages = false);
+  // Zero-filled; throws std::bad_alloc. The pages are a hint: the buffer works the same without them.
+  explicit LargeBuffer(size_t bytes, Pages pages = Pages::Default);
+  // Whether asking for huge pages can get them here: Linux, with transparent huge pages not turned off,
+  // and FOLIO_HUGE_PAGES=0 not in the environment (which makes Huge mean Small).
+  static bool huge_pages_available();
   ~LargeBuffer();
   LargeBuffer(LargeBuffer&& o) noexcept { swap(o); }
   LargeBuffer& operator=(LargeBuffer&& o) noexcept {

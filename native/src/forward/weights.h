@@ -1,4 +1,4 @@
-// A model's weights where a backend reads them. On the CPU: the repacked host copies (Model::cpu_weights),
+// A model's weights where a backend reads them. On the CPU: the host copies (Model::cpu_weights),
 // nothing uploaded. On a GPU: the file's tensors uploaded once per model, in their GGUF types, and shared
 // by every context (chat) over that model on that backend; freed when the last of those contexts goes. A
 // weight larger than the device allocates at once is uploaded in parts (quant/weight.h).

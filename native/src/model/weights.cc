@@ -1,6 +1,7 @@
 #include "model/weights.h"
 
 #include <algorithm>
+#include <cstring>
 #include <map>
 
 #include "core/error.h"
@@ -169,17 +170,24 @@ ModelWeights bind_weights(const gguf::File& file, HParams& hp) {
 
 namespace {
 
-// w in the CPU layout of isa, copied into a new buffer of storage when that differs. The file's pages
-// are then released: no matrix product reads them again (with tied embeddings the lookup brings back
-// the few rows it reads).
+// Whether w gets a copy of its own: in a layout of isa's kernels, or as it is in huge pages, which the
+// matrix-vector products stream through faster than the file's 4 KiB pages (docs/benchmarks.md, "Huge
+// pages for every matrix").
+bool copied(const Weight& w, quant::Isa isa) {
+  return w && (quant::cpu_layout(w.type, w.rows, isa) != w.type || LargeBuffer::huge_pages_available());
+}
+
+// w copied into a new buffer of storage, in the CPU layout of isa, where `copied` says so. The file's
+// pages are then released: no matrix product reads them again (with tied embeddings the lookup brings
+// back the few rows it reads).
 Weight repack_weight(const Weight& w, const gguf::File& file, quant::Isa isa, ThreadPool& pool,
                      std::vector<LargeBuffer>& storage) {
+  if (!copied(w, isa)) return w;
   const TensorType to = quant::cpu_layout(w.type, w.rows, isa);
-  if (!w || to == w.type) return w;
   Weight out = w;
   out.type = to;
   out.row_bytes = row_bytes(to, w.cols);
-  storage.emplace_back(out.row_bytes * size_t(w.rows), /*huge_pages=*/true);
+  storage.emplace_back(out.row_bytes * size_t(w.rows), LargeBuffer::Pages::Huge);
   uint8_t* dst = storage.back().data();
   // A few MiB at a time, each released once copied, so that the file's pages and the copy of a large
   // matrix are never resident together.
@@ -190,7 +198,11 @@ Weight repack_weight(const Weight& w, const gguf::File& file, quant::Isa isa, Th
     const int64_t c1 = std::min(groups, c0 + chunk);
     pool.parallel_for(
         c1 - c0,
-        [&](int64_t i, int) { quant::repack_groups(w.type, to, w.data, w.row_bytes, w.cols, c0 + i, c0 + i + 1, dst); },
+        [&](int64_t i, int) {
+          const int64_t g = c0 + i;
+          if (to == w.type) std::memcpy(dst + size_t(g) * group_bytes, w.data + size_t(g) * group_bytes, group_bytes);
+          else quant::repack_groups(w.type, to, w.data, w.row_bytes, w.cols, g, g + 1, dst);
+        },
         8);
     file.mapping().release(w.data + size_t(c0) * group_bytes, size_t(c1 - c0) * group_bytes);
   }
@@ -212,7 +224,7 @@ ModelWeights repack_for_cpu(const ModelWeights& mw, const gguf::File& file, quan
   // on a machine that can barely hold the model, the file's layout it is.
   uint64_t copy_bytes = 0;
   for (const Weight* w : matrices)
-    if (quant::cpu_layout(w->type, w->rows, isa) != w->type) copy_bytes += w->row_bytes * uint64_t(w->rows);
+    if (copied(*w, isa)) copy_bytes += w->row_bytes * uint64_t(w->rows);
   if (copy_bytes > copy_limit) return out;
   for (Weight* w : matrices) *w = repack_weight(*w, file, isa, pool, storage);
   return out;

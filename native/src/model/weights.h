@@ -54,12 +54,12 @@ Weight expert_rows(const Weight& stacked, int e, int64_t rows);
 // an empty Weight when there are none.
 const Weight& rope_factors(const ModelWeights& w, const HParams& hp, int32_t n_ctx);
 
-// The weights as the CPU kernels of `isa` want them: the matrices that quant::cpu_layout repacks are
-// copied, repacked, into buffers appended to `storage` (the threads of `pool` share the work) and the
-// file's pages of each released from the process's memory once copied; everything else still points
-// into the file. token_embd stays as it is for the embedding lookup, also where the output matrix shares
-// it (which then gets a repacked copy of its own). Nothing is copied when the copies would take more than
-// copy_limit bytes.
+// The weights as the CPU kernels of `isa` want them: the matrices are copied into buffers appended to
+// `storage` (the threads of `pool` share the work), repacked where quant::cpu_layout says so, in huge
+// pages where the OS gives them, and the file's pages of each released from the process's memory once
+// copied; without huge pages only the repacked ones are copied. Everything else still points into the
+// file: token_embd stays as it is for the embedding lookup, also where the output matrix shares it (which
+// then gets a copy of its own). Nothing is copied when the copies would take more than copy_limit bytes.
 ModelWeights repack_for_cpu(const ModelWeights& mw, const gguf::File& file, quant::Isa isa, ThreadPool& pool,
                             std::vector<LargeBuffer>& storage, uint64_t copy_limit);
 
