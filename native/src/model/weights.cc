@@ -170,19 +170,19 @@ ModelWeights bind_weights(const gguf::File& file, HParams& hp) {
 
 namespace {
 
-// Whether w gets a copy of its own: in a layout of isa's kernels, or as it is in huge pages, which the
-// matrix-vector products stream through faster than the file's 4 KiB pages (docs/benchmarks.md, "Huge
-// pages for every matrix").
-bool copied(const Weight& w, quant::Isa isa) {
-  return w && (quant::cpu_layout(w.type, w.rows, isa) != w.type || LargeBuffer::huge_pages_available());
+// Whether w gets a copy of its own: in a layout of isa's kernels, or (as_is) as it is in huge pages,
+// which the matrix-vector products stream through faster than the file's 4 KiB pages
+// (docs/benchmarks.md, "Huge pages for every matrix").
+bool copied(const Weight& w, quant::Isa isa, bool as_is) {
+  return w && (quant::cpu_layout(w.type, w.rows, isa) != w.type || as_is);
 }
 
 // w copied into a new buffer of storage, in the CPU layout of isa, where `copied` says so. The file's
 // pages are then released: no matrix product reads them again (with tied embeddings the lookup brings
 // back the few rows it reads).
-Weight repack_weight(const Weight& w, const gguf::File& file, quant::Isa isa, ThreadPool& pool,
+Weight repack_weight(const Weight& w, const gguf::File& file, quant::Isa isa, bool as_is, ThreadPool& pool,
                      std::vector<LargeBuffer>& storage) {
-  if (!copied(w, isa)) return w;
+  if (!copied(w, isa, as_is)) return w;
   const TensorType to = quant::cpu_layout(w.type, w.rows, isa);
   Weight out = w;
   out.type = to;
@@ -221,12 +221,18 @@ ModelWeights repack_for_cpu(const ModelWeights& mw, const gguf::File& file, quan
       if (*w) matrices.push_back(w);  // not the experts: they stay in the file, read when routed
   matrices.push_back(&out.output);
   // The copies are memory the OS cannot reclaim, where the file's pages can be dropped and read again:
-  // on a machine that can barely hold the model, the file's layout it is.
-  uint64_t copy_bytes = 0;
-  for (const Weight* w : matrices)
-    if (copied(*w, isa)) copy_bytes += w->row_bytes * uint64_t(w->rows);
-  if (copy_bytes > copy_limit) return out;
-  for (Weight* w : matrices) *w = repack_weight(*w, file, isa, pool, storage);
+  // on a machine that can barely hold the model, the file's pages it is. The matrices that need no
+  // repacking are copied only where huge pages make them faster, and give way first.
+  const auto copy_bytes = [&](bool as_is) {
+    uint64_t n = 0;
+    for (const Weight* w : matrices)
+      if (copied(*w, isa, as_is)) n += w->row_bytes * uint64_t(w->rows);
+    return n;
+  };
+  bool as_is = LargeBuffer::huge_pages_available();
+  if (as_is && copy_bytes(true) > copy_limit) as_is = false;
+  if (copy_bytes(as_is) > copy_limit) return out;
+  for (Weight* w : matrices) *w = repack_weight(*w, file, isa, as_is, pool, storage);
   return out;
 }
 

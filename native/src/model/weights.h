@@ -59,7 +59,8 @@ const Weight& rope_factors(const ModelWeights& w, const HParams& hp, int32_t n_c
 // pages where the OS gives them, and the file's pages of each released from the process's memory once
 // copied; without huge pages only the repacked ones are copied. Everything else still points into the
 // file: token_embd stays as it is for the embedding lookup, also where the output matrix shares it (which
-// then gets a copy of its own). Nothing is copied when the copies would take more than copy_limit bytes.
+// then gets a copy of its own). The copies take at most copy_limit bytes: past it, only the repacked
+// matrices are copied, and none when those alone would pass it.
 ModelWeights repack_for_cpu(const ModelWeights& mw, const gguf::File& file, quant::Isa isa, ThreadPool& pool,
                             std::vector<LargeBuffer>& storage, uint64_t copy_limit);
 
