@@ -47,7 +47,8 @@ export interface OpsBinding {
   ): Float32Array;
   /**
    * The machine's memory read bandwidth as `threads` threads see it (default: all hardware threads),
-   * reading a buffer of `mib` MiB (default 512); the best of `passes` (default 5) timed passes.
+   * reading a buffer of `mib` MiB (default 512; in huge pages where the OS gives them, as the weights'
+   * copies are); the best of `passes` (default 5) timed passes.
    */
   readBandwidth(
     threads?: number,

@@ -79,9 +79,10 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "--pages is 4k, huge or both, not %s\n", pages_arg.c_str());
       return 2;
     }
-    std::vector<const char*> page_kinds;  // one set of weights per kind, used in turn
-    if (pages_arg != "huge") page_kinds.push_back("4k");
-    if (pages_arg != "4k") page_kinds.push_back("huge");
+    using Pages = LargeBuffer::Pages;
+    std::vector<Pages> page_kinds;  // one set of weights per kind, used in turn
+    if (pages_arg != "huge") page_kinds.push_back(Pages::Small);
+    if (pages_arg != "4k") page_kinds.push_back(Pages::Huge);
     std::vector<uint8_t> file(rb * size_t(rows));
     std::mt19937 rng(1);
     std::normal_distribution<float> nd(0, 1);
@@ -91,9 +92,8 @@ int main(int argc, char** argv) {
       k.quantize_row(row.data(), file.data() + size_t(r) * rb, cols);
     }
     std::vector<LargeBuffer> weights;
-    for (const char* kind : page_kinds) {
-      weights.emplace_back(matrix * size_t(copies),
-                           std::strcmp(kind, "huge") == 0 ? LargeBuffer::Pages::Huge : LargeBuffer::Pages::Small);
+    for (const Pages kind : page_kinds) {
+      weights.emplace_back(matrix * size_t(copies), kind);
       uint8_t* w = weights.back().data();
       if (layout != type)
         quant::repack_groups(type, layout, file.data(), rb, cols, 0, rows / quant::row_group(layout), w);
@@ -128,8 +128,8 @@ int main(int argc, char** argv) {
       std::printf(
           "%s %s %s rows=%lld cols=%lld tokens=%lld threads=%d pages=%s: %.3f ms, %.1f GFLOP/s, %.1f GB/s of weights\n",
           type_name(layout), quant::isa_name(isa), path_arg.c_str(), (long long)rows, (long long)cols, (long long)n,
-          threads, page_kinds[pk], med * 1e3, 2.0 * double(rows) * double(cols) * double(n) / med / 1e9,
-          double(matrix) / med / 1e9);
+          threads, page_kinds[pk] == Pages::Huge ? "huge" : "4k", med * 1e3,
+          2.0 * double(rows) * double(cols) * double(n) / med / 1e9, double(matrix) / med / 1e9);
     }
     if (kinds == 2) std::printf("huge pages / 4k pages: %.3fx the speed\n", medians[0] / medians[1]);
   } catch (const std::exception& e) {
