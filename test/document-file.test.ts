@@ -96,22 +96,28 @@ test('the route names a document by id and one of its parts, and nothing else', 
 test('web host: the app page and token holders get the file; no token, another site or an unknown id are refused', async () => {
   await withHost(async (host, own) => {
     const url = host.url + documentFileRoute('doc-1');
-    const fromPage = await fetch(url, { headers: { origin: own } });
+    // The app's page holds the session cookie the token link set.
+    const cookie = ((await fetch(host.signInUrl, { redirect: 'manual' })).headers.get('set-cookie') ?? '').split(
+      ';',
+    )[0];
+    const fromPage = await fetch(url, { headers: { origin: own, cookie } });
     assert.equal(fromPage.status, 200);
     assert.equal(fromPage.headers.get('content-type'), 'application/pdf');
     assert.deepEqual(new Uint8Array(await fromPage.arrayBuffer()), pdfBytes);
-    const sameOrigin = await fetch(url, { headers: { 'sec-fetch-site': 'same-origin' } });
+    const sameOrigin = await fetch(url, { headers: { 'sec-fetch-site': 'same-origin', cookie } });
     assert.equal(sameOrigin.status, 200);
     await sameOrigin.arrayBuffer();
     const program = await fetch(url, { headers: { authorization: `Bearer ${apiToken}` } });
     assert.equal(program.status, 200);
     await program.arrayBuffer();
-    const head = await fetch(url, { method: 'HEAD', headers: { origin: own } });
+    const head = await fetch(url, { method: 'HEAD', headers: { origin: own, cookie } });
     assert.equal(head.status, 200);
     assert.equal(head.headers.get('content-length'), String(pdfBytes.length));
 
     const noToken = await fetch(url);
     assert.equal(noToken.status, 401, 'a program (or a no-cors page) without the token');
+    for (const headers of [{ origin: own }, { 'sec-fetch-site': 'same-origin' }] as Record<string, string>[])
+      assert.equal((await fetch(url, { headers })).status, 401, 'headers a program can send are no session');
     const wrongToken = await fetch(url, { headers: { authorization: 'Bearer nope' } });
     assert.equal(wrongToken.status, 401);
     const foreign = await fetch(url, { headers: { origin: 'https://evil.example' } });

@@ -112,7 +112,7 @@ before(async () => {
     });
   });
   ({ context, page, errors } = await launchChromium(join(dir, 'chromium'), { width: 1400, height: 900 }));
-  await page.goto(host.url + '/');
+  await page.goto(host.signInUrl);
   await page.locator('[data-testid="document"]').first().click();
 });
 

@@ -18,7 +18,15 @@ import type { AppCore } from '../electron/services/app-core.ts';
 import { dataPaths } from '../electron/services/paths.ts';
 import type { WebHost } from '../electron/web/server.ts';
 import { colorAt, luminance, tOfColor, type Rgb } from '../renderer/src/lib/colormap.ts';
-import { askWatchingAnswer, e2eSkip, shots, closeE2e, openAppPage, serveApp } from './helpers/e2e-host.ts';
+import {
+  askWatchingAnswer,
+  e2eSkip,
+  shots,
+  closeE2e,
+  launchChromium,
+  openAppPage,
+  serveApp,
+} from './helpers/e2e-host.ts';
 import { repoRoot, sharedModel } from './helpers/shared.ts';
 
 const model = sharedModel('stories260K.gguf');
@@ -221,6 +229,35 @@ test('a page on another local port cannot take the server down or drive the engi
   } finally {
     await attacker.close();
     await new Promise((r) => (evil as Server).close(r));
+  }
+});
+
+test('a browser without the token link is asked for the token, and signs in with it', { skip }, async () => {
+  const mainErrors = (globalThis as { pageErrors?: string[] }).pageErrors;
+  const fresh = await launchChromium(join(dir, 'chromium-fresh'), { width: 1000, height: 760 });
+  (globalThis as { pageErrors?: string[] }).pageErrors = mainErrors; // the app page's list stays the one checked
+  try {
+    const p = fresh.page;
+    await p.goto(host.url + '/');
+    await p.getByRole('heading', { name: 'Sign in to Folio' }).waitFor();
+    assert.equal(await p.getByRole('heading', { name: 'Library' }).count(), 0, 'no library before signing in');
+    const box = p.getByLabel('Access token');
+    await box.fill('not-the-token-at-all-0123');
+    await p.getByRole('button', { name: 'Sign in' }).click();
+    assert.match(await p.getByRole('alert').innerText(), /not this server's token/);
+    await box.fill(apiToken);
+    await p.getByRole('button', { name: 'Sign in' }).click();
+    await p.locator('[data-testid="document"][data-status="ready"]').waitFor();
+    // Signed in for good: a reload goes straight to the library.
+    await p.reload();
+    await p.locator('[data-testid="document"][data-status="ready"]').waitFor();
+    assert.deepEqual(
+      fresh.errors.filter((e) => !/401/.test(e)),
+      [],
+      'no page error besides the refused calls',
+    );
+  } finally {
+    await fresh.context.close();
   }
 });
 

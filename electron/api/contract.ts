@@ -424,6 +424,11 @@ export const UPLOAD_ROUTE = '/api/upload';
 export const UPLOAD_FILE_NAME_HEADER = 'x-folio-file-name';
 /** Present (any value) on an upload that keeps a duplicate (documents.import's keepDuplicate). */
 export const UPLOAD_KEEP_DUPLICATE_HEADER = 'x-folio-keep-duplicate';
+/**
+ * The web host's browser session: GET answers { signedIn } (the caller holds the session cookie or the
+ * token), POST { token } signs the browser in (a session cookie) as the token link `folio serve` prints does.
+ */
+export const SESSION_ROUTE = '/api/session';
 
 /** A PDF's user password (documents.import). */
 const Password = z.string().max(1024);

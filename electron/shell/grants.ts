@@ -5,12 +5,10 @@
 // The main process records the grants (ipc.ts, shell.ts); authorizeCall checks every IPC call against them.
 import { isAbsolute } from 'node:path';
 
-import { ApiError, parseParams, type Params } from '../api/contract.ts';
+import { ApiError, type Params } from '../api/contract.ts';
+import { checkPaths, type DispatcherLike, type PathPolicy } from '../api/path-policy.ts';
 
-/** What the IPC layer needs of the app core. */
-export interface DispatcherLike {
-  dispatch(method: string, params: unknown): Promise<unknown>;
-}
+export type { DispatcherLike };
 
 /** The longest path a grant may name (Windows' extended-length limit; more is no real path). */
 export const MAX_GRANTED_PATH_CHARS = 32_767;
@@ -33,7 +31,7 @@ export function isGrantablePath(p: unknown): p is string {
  * The files and folders the user handed over in this run of the app. Paths are compared exactly as the OS
  * gave them: normalising ('/granted/link/..') could make a granted string name another file.
  */
-export class Grants {
+export class Grants implements PathPolicy {
   private readonly files = new Set<string>();
   private readonly folders = new Set<string>();
 
@@ -52,6 +50,21 @@ export class Grants {
   hasFolder(path: string): boolean {
     return this.folders.has(path);
   }
+
+  document(path: string): string {
+    if (!this.hasFile(path)) throw new ApiError('FORBIDDEN', NOT_GRANTED_DOCUMENT, { path });
+    return path;
+  }
+
+  model(path: string): string {
+    if (!this.hasFile(path)) throw new ApiError('FORBIDDEN', NOT_GRANTED_MODEL, { path });
+    return path;
+  }
+
+  folder(path: string): string {
+    if (!this.hasFolder(path)) throw new ApiError('FORBIDDEN', NOT_GRANTED_FOLDER, { path });
+    return path;
+  }
 }
 
 export interface AuthorizeContext {
@@ -62,43 +75,16 @@ export interface AuthorizeContext {
 }
 
 /**
- * Checks one renderer call against the grants; returns the parameters to dispatch, or throws an ApiError.
- * The contract's own parser runs first, so what is checked is exactly what the handler gets (a union
- * strips keys: `{ path, fileName, dataBase64 }` is an import by path).
+ * Checks one renderer call against the grants (path-policy.ts: the contract's parser first, then every
+ * path it names) and asks about downloads by URL; returns the parameters to dispatch, or throws an ApiError.
  */
 export async function authorizeCall(method: string, params: unknown, c: AuthorizeContext): Promise<unknown> {
-  const parsed = parseParams(method, params);
-  switch (method) {
-    case 'documents.import': {
-      const p = parsed as Params<'documents.import'>;
-      if ('path' in p && !c.grants.hasFile(p.path))
-        throw new ApiError('FORBIDDEN', NOT_GRANTED_DOCUMENT, { path: p.path });
-      break;
-    }
-    case 'models.add': {
-      const p = parsed as Params<'models.add'>;
-      if (!c.grants.hasFile(p.path)) throw new ApiError('FORBIDDEN', NOT_GRANTED_MODEL, { path: p.path });
-      break;
-    }
-    case 'settings.update': {
-      const p = parsed as Params<'settings.update'>;
-      if (p.modelFolders) {
-        // Folders already in the settings may stay (or be removed); each new one must have been chosen.
-        const current = new Set(
-          ((await c.dispatcher.dispatch('settings.get', {})) as { modelFolders: string[] }).modelFolders,
-        );
-        const added = p.modelFolders.find((f) => !current.has(f) && !c.grants.hasFolder(f));
-        if (added !== undefined) throw new ApiError('FORBIDDEN', NOT_GRANTED_FOLDER, { path: added });
-      }
-      break;
-    }
-    case 'models.download': {
-      const p = parsed as Params<'models.download'>;
-      // Catalog entries are Folio's own list; any other address is the user's to confirm.
-      if ('url' in p && !(await c.confirmDownload(p.url)))
-        throw new ApiError('CANCELLED', 'The download was cancelled: nothing was downloaded');
-      break;
-    }
+  const parsed = await checkPaths(method, params, c.grants, c.dispatcher);
+  if (method === 'models.download') {
+    const p = parsed as Params<'models.download'>;
+    // Catalog entries are Folio's own list; any other address is the user's to confirm.
+    if ('url' in p && !(await c.confirmDownload(p.url)))
+      throw new ApiError('CANCELLED', 'The download was cancelled: nothing was downloaded');
   }
   return parsed;
 }

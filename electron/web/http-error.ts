@@ -38,6 +38,7 @@ const UNAVAILABLE_CODES = new Set([
 export function statusOfCode(code: string): number {
   if (BAD_REQUEST_CODES.has(code)) return 400;
   if (code.endsWith('NOT_FOUND')) return 404;
+  if (code === 'FORBIDDEN') return 403;
   if (code === 'BUSY' || code === 'CONFLICT' || code === 'EXISTS') return 409;
   if (SERVER_CODES.has(code)) return 500;
   if (UNAVAILABLE_CODES.has(code)) return 503;

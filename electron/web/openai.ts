@@ -109,6 +109,8 @@ export async function handleChatCompletions(
   res: ServerResponse,
   body: unknown,
   backend: OpenAiBackend,
+  /** Aborted when the server stops: the answer ends as if the client had gone. */
+  stopping?: AbortSignal,
 ) {
   const parsed = ChatCompletionRequest.safeParse(body);
   if (!parsed.success) {
@@ -124,10 +126,12 @@ export async function handleChatCompletions(
   const id = `chatcmpl-${randomUUID()}`;
   const created = Math.floor(Date.now() / 1000);
   const abort = new AbortController();
-  // A client that goes away stops the generation.
+  // A client that goes away stops the generation, and so does a server that stops.
   res.on('close', () => {
     if (!res.writableFinished) abort.abort();
   });
+  if (stopping?.aborted) abort.abort();
+  stopping?.addEventListener('abort', () => abort.abort(), { once: true });
 
   if (!request.stream) {
     const r = await backend.complete(request, () => {}, abort.signal);

@@ -8,6 +8,8 @@
 //   GET  /api/ws              WebSocket: { type: 'call', id, method, params } -> { type: 'result' | 'error', id, ... };
 //                             the server pushes { type: 'event', event, payload }
 //   GET  /api/health          { ok: true }
+//   GET  /api/session         { signedIn }: whether the caller holds the session cookie or the token; POST
+//                             { token }: signs the browser in (the cookie), as opening /?token=... does (access.ts)
 //   GET  /v1/models, POST /v1/chat/completions   OpenAI-compatible
 //   GET  /*                   the renderer (index.html for unknown paths, so client-side routes work)
 // Who may call what is access.ts's; every request line, header and body is read so that nothing a client
@@ -24,10 +26,13 @@ import {
   type DocumentFilePart,
   MAX_JSON_BODY_BYTES,
   methods,
+  SESSION_ROUTE,
   UPLOAD_ROUTE,
 } from '../api/contract.ts';
 import { toApiError, type Dispatcher } from '../api/dispatcher.ts';
-import { AccessPolicy, corsHeaders } from './access.ts';
+import { checkPaths, type PathPolicy } from '../api/path-policy.ts';
+import { AccessPolicy, type Caller, corsHeaders, TOKEN_QUERY_PARAM } from './access.ts';
+import { AllowedFolders } from './allowed-folders.ts';
 import { discardBody, readJsonBody } from './body.ts';
 import { HttpError, statusOf } from './http-error.ts';
 import { handleChatCompletions, handleModels, OpenAiError, sendOpenAiError, type OpenAiBackend } from './openai.ts';
@@ -63,6 +68,8 @@ export interface WebHostOptions {
   apiToken: string;
   /** Origins besides the app's own allowed to call the API from a browser (FOLIO_ORIGINS; `*`: any). */
   allowedOrigins?: string[];
+  /** Which files and folders a call may name (allowed-folders.ts); default: none. */
+  paths?: PathPolicy;
   /** Largest JSON body and WebSocket message (default MAX_JSON_BODY_BYTES). */
   maxBodyBytes?: number;
   /** POST /api/upload; without it, the route answers 404. */
@@ -73,9 +80,15 @@ export interface WebHostOptions {
 
 export interface WebHost {
   url: string;
+  /** The link that signs a browser in: the UI's address with ?token=, for the user's eyes only. */
+  signInUrl: string;
   port: number;
   server: Server;
-  close(): Promise<void>;
+  /**
+   * Stops: takes no new connection at once, lets the requests under way finish for up to `graceMs` (default
+   * 3 s; whoever runs them should cancel them first), then closes every connection and socket.
+   */
+  close(o?: { graceMs?: number }): Promise<void>;
 }
 
 const types: Record<string, string> = {
@@ -113,7 +126,22 @@ function toOpenAiError(e: unknown): unknown {
 
 /** Routes the API protects; everything else a GET can reach (the UI, /api/health) is harmless to read. */
 const isProtected = (pathname: string) =>
-  pathname === '/v1' || pathname.startsWith('/v1/') || (pathname.startsWith('/api/') && pathname !== '/api/health');
+  pathname === '/v1' ||
+  pathname.startsWith('/v1/') ||
+  (pathname.startsWith('/api/') && pathname !== '/api/health' && pathname !== SESSION_ROUTE);
+
+/** The page a wrong token link answers with: the UI cannot sign in with it. */
+const WRONG_LINK_PAGE =
+  '<!doctype html><meta charset="utf-8"><title>Folio</title><p>This link\'s token is not this server\'s. ' +
+  'Open the link <code>folio serve</code> printed when it started (its token is in the <code>api-token</code> file of the library).</p>';
+
+/** The same address without its token parameter (where a signed-in browser is sent on). */
+function withoutToken(pathname: string, query: URLSearchParams): string {
+  const rest = new URLSearchParams(query);
+  rest.delete(TOKEN_QUERY_PARAM);
+  const q = rest.toString();
+  return pathname + (q ? `?${q}` : '');
+}
 
 export async function startWebHost(o: WebHostOptions): Promise<WebHost> {
   const limit = o.maxBodyBytes ?? MAX_JSON_BODY_BYTES;
@@ -121,6 +149,12 @@ export async function startWebHost(o: WebHostOptions): Promise<WebHost> {
   const access = new AccessPolicy({ token: o.apiToken, allowedOrigins: o.allowedOrigins });
   if (o.uploads) prepareUploadDir(o.uploads.dir);
   let port = o.port ?? 0;
+  /** Aborted when close() begins: running answers end. */
+  const stopping = new AbortController();
+  const paths = o.paths ?? new AllowedFolders([]);
+  /** Every call from either transport: the paths it names checked (path-policy.ts), then dispatched. */
+  const dispatch = async (method: string, params: unknown) =>
+    o.dispatcher.dispatch(method, await checkPaths(method, params, paths, o.dispatcher));
 
   const serveStatic = (req: IncomingMessage, res: ServerResponse, pathname: string) => {
     if (!staticRoot || !existsSync(join(staticRoot, 'index.html'))) {
@@ -154,7 +188,7 @@ export async function startWebHost(o: WebHostOptions): Promise<WebHost> {
     if (pathname === '/v1/models' && req.method === 'GET') return await handleModels(res, o.openai);
     if (pathname === '/v1/chat/completions' && req.method === 'POST') {
       const body = await readJsonBody(req, limit);
-      return await handleChatCompletions(req, res, body, o.openai);
+      return await handleChatCompletions(req, res, body, o.openai, stopping.signal);
     }
     throw new OpenAiError(
       404,
@@ -170,7 +204,17 @@ export async function startWebHost(o: WebHostOptions): Promise<WebHost> {
     const body = (await readJsonBody(req, limit)) as { method?: unknown; params?: unknown };
     if (typeof body !== 'object' || body === null || typeof body.method !== 'string')
       throw new ApiError('BAD_REQUEST', 'the body must be { "method": string, "params": object }');
-    sendJson(res, 200, { result: await o.dispatcher.dispatch(body.method, body.params) });
+    sendJson(res, 200, { result: await dispatch(body.method, body.params) });
+  };
+
+  // GET: is this caller signed in; POST { token }: sign the browser in.
+  const handleSession = async (req: IncomingMessage, res: ServerResponse, caller: Caller) => {
+    if (req.method === 'GET') return sendJson(res, 200, { signedIn: caller.via !== 'anonymous' });
+    if (req.method !== 'POST') throw new HttpError(405, 'use GET or POST');
+    const body = (await readJsonBody(req, limit)) as { token?: unknown };
+    if (typeof body?.token !== 'string' || !access.isToken(body.token.trim()))
+      throw new HttpError(401, 'that is not the API token of this server', 'UNAUTHORIZED');
+    sendJson(res, 200, { ok: true }, { 'set-cookie': access.sessionCookie(req.headers) });
   };
 
   const handleUpload = async (req: IncomingMessage, res: ServerResponse) => {
@@ -221,7 +265,7 @@ export async function startWebHost(o: WebHostOptions): Promise<WebHost> {
     setSecurityHeaders(res);
     let openAiShape = false;
     try {
-      const { pathname } = parseTarget(req.url);
+      const { pathname, searchParams } = parseTarget(req.url);
       openAiShape = pathname === '/v1' || pathname.startsWith('/v1/');
       if (req.method === 'OPTIONS') {
         res.writeHead(204, access.preflight(req.headers));
@@ -231,12 +275,27 @@ export async function startWebHost(o: WebHostOptions): Promise<WebHost> {
       if (caller.corsOrigin) for (const [k, v] of Object.entries(corsHeaders(caller.corsOrigin))) res.setHeader(k, v);
       if (openAiShape) return await handleOpenAi(req, res, pathname);
       if (pathname === '/api/health') return sendJson(res, 200, { ok: true });
+      if (pathname === SESSION_ROUTE) return await handleSession(req, res, caller);
       if (pathname === '/api/call') return await handleCall(req, res);
       if (pathname === UPLOAD_ROUTE) return await handleUpload(req, res);
       const fileOf = parseDocumentFileRoute(pathname);
       if (fileOf !== null) return handleDocumentFile(req, res, fileOf);
       if (pathname.startsWith('/api/')) throw new HttpError(404, `unknown endpoint ${pathname}`);
       if (req.method !== 'GET' && req.method !== 'HEAD') throw new HttpError(405, 'method not allowed');
+      const linkToken = searchParams.get(TOKEN_QUERY_PARAM);
+      if (linkToken !== null) {
+        // The token link: a session cookie, then the same page without the token (out of the address bar).
+        if (!access.isToken(linkToken)) {
+          res.writeHead(401, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' });
+          return res.end(WRONG_LINK_PAGE);
+        }
+        res.writeHead(303, {
+          location: withoutToken(pathname, searchParams),
+          'set-cookie': access.sessionCookie(req.headers),
+          'cache-control': 'no-store',
+        });
+        return res.end();
+      }
       serveStatic(req, res, pathname);
     } catch (e) {
       // A body we did not read (refused early, or over its limit) is let through briefly, then cut off.
@@ -306,7 +365,7 @@ export async function startWebHost(o: WebHostOptions): Promise<WebHost> {
             }),
           );
         try {
-          const result = await o.dispatcher.dispatch(msg.method, msg.params);
+          const result = await dispatch(msg.method, msg.params);
           if (ws.readyState === ws.OPEN) ws.send(JSON.stringify({ type: 'result', id, result }));
         } catch (e) {
           if (ws.readyState === ws.OPEN) ws.send(JSON.stringify({ type: 'error', id, error: toApiError(e).toJSON() }));
@@ -320,16 +379,30 @@ export async function startWebHost(o: WebHostOptions): Promise<WebHost> {
     server.listen(port, '127.0.0.1', () => ok());
   });
   port = (server.address() as { port: number }).port;
+  const url = `http://127.0.0.1:${port}`;
+  let closing: Promise<void> | null = null;
   return {
-    url: `http://127.0.0.1:${port}`,
+    url,
+    signInUrl: `${url}/?${TOKEN_QUERY_PARAM}=${encodeURIComponent(o.apiToken)}`,
     port,
     server,
-    async close() {
-      unsubscribe();
-      for (const ws of sockets) ws.terminate();
-      wss.close();
-      await new Promise<void>((ok) => server.close(() => ok()));
-      server.closeAllConnections?.();
+    close({ graceMs = 3000 } = {}) {
+      closing ??= (async () => {
+        // No new connection from here on; connections idle between requests are closed now (server.close).
+        const drained = new Promise<void>((ok) => server.close(() => ok()));
+        stopping.abort();
+        unsubscribe();
+        for (const ws of sockets) ws.close(1001, 'the server is stopping');
+        // What is under way gets the grace period: a client holding a half-sent request cannot hold us longer.
+        let timer: NodeJS.Timeout | undefined;
+        await Promise.race([drained, new Promise((ok) => (timer = setTimeout(ok, graceMs)))]);
+        clearTimeout(timer);
+        server.closeAllConnections();
+        for (const ws of sockets) ws.terminate();
+        wss.close();
+        await drained;
+      })();
+      return closing;
     },
   };
 }

@@ -131,7 +131,7 @@ export async function openAppPage(
 ): Promise<{ context: BrowserContext; page: Page; errors: string[] }> {
   const opened = await launchChromium(join(dir, 'chromium'), viewport);
   if (o.paceTokensMs) await paceTokenEvents(opened.page, o.paceTokensMs);
-  await opened.page.goto(host.url + '/');
+  await opened.page.goto(host.signInUrl);
   await opened.page.getByRole('heading', { name: 'Library' }).waitFor();
   return opened;
 }
