@@ -119,7 +119,8 @@ export class OpenAiService implements OpenAiBackend {
     const r = req.document_id
       ? await this.overDocument(req, req.document_id, messages, answer)
       : await this.withoutDocument(req, messages, answer);
-    if (signal.aborted) throw new ApiError('CANCELLED', 'the client went away');
+    if (signal.aborted)
+      throw new ApiError('CANCELLED', signal.reason instanceof Error ? signal.reason.message : 'the client went away');
     return {
       model: req.model,
       text: r.text,

@@ -130,8 +130,9 @@ export async function handleChatCompletions(
   res.on('close', () => {
     if (!res.writableFinished) abort.abort();
   });
-  if (stopping?.aborted) abort.abort();
-  stopping?.addEventListener('abort', () => abort.abort(), { once: true });
+  const serverStops = () => abort.abort(new Error('the server is stopping: ask again once it is back'));
+  if (stopping?.aborted) serverStops();
+  stopping?.addEventListener('abort', serverStops, { once: true });
 
   if (!request.stream) {
     const r = await backend.complete(request, () => {}, abort.signal);

@@ -77,17 +77,8 @@ export const serve: Command = {
       documentFile: (id, part) => core.documents.file(id, part),
     });
     core.setServerInfo({ apiUrl: host.url, apiToken: apiToken.token });
-    const opened =
-      str(v, 'no-open') || !canOpenBrowser() ? null : openSignInPage(host.signInUrl, dataPaths(dataDir).tmp, host.port);
-    process.stdout.write(
-      `Folio is at ${host.url}/  (library: ${dataDir})\n` +
-        `Sign in: open ${host.signInUrl}${opened ? '  (opened in your browser)' : ''}\n` +
-        `OpenAI-compatible API: ${host.url}/v1\n` +
-        `API token (Authorization: Bearer ...): ${apiToken.source === '--token' || apiToken.source === API_TOKEN_ENV ? `from ${apiToken.source}` : `in ${apiToken.source}`}; Settings → API access shows it\n` +
-        (allowedOrigins.length ? `Also allowed from (with the token): ${allowedOrigins.join(', ')}\n` : '') +
-        (allowDirs.length ? `Imports by path from: ${allowDirs.join(', ')}\n` : ''),
-    );
-    await new Promise<void>((resolve) => {
+    // Listening for the signals before saying where we are: whoever waits for that line may stop us next.
+    const stopRequested = new Promise<void>((resolve) => {
       let signals = 0;
       const onSignal = () => {
         // A second Ctrl-C does not wait for anything: the database is consistent after every commit.
@@ -100,6 +91,17 @@ export const serve: Command = {
       process.on('SIGINT', onSignal);
       process.on('SIGTERM', onSignal);
     });
+    const opened =
+      str(v, 'no-open') || !canOpenBrowser() ? null : openSignInPage(host.signInUrl, dataPaths(dataDir).tmp, host.port);
+    process.stdout.write(
+      `Folio is at ${host.url}/  (library: ${dataDir})\n` +
+        `Sign in: open ${host.signInUrl}${opened ? '  (opened in your browser)' : ''}\n` +
+        `OpenAI-compatible API: ${host.url}/v1\n` +
+        `API token (Authorization: Bearer ...): ${apiToken.source === '--token' || apiToken.source === API_TOKEN_ENV ? `from ${apiToken.source}` : `in ${apiToken.source}`}; Settings → API access shows it\n` +
+        (allowedOrigins.length ? `Also allowed from (with the token): ${allowedOrigins.join(', ')}\n` : '') +
+        (allowDirs.length ? `Imports by path from: ${allowDirs.join(', ')}\n` : ''),
+    );
+    await stopRequested;
     process.stdout.write(`stopping: answers cancelled, connections closed within ${STOP_GRACE_MS / 1000} s...\n`);
     if (opened) rmSync(opened, { force: true });
     const answers = core.chats.stopAll();
