@@ -168,7 +168,7 @@ export async function downloadModel(req: DownloadRequest): Promise<DownloadResul
   if (active.has(partPath)) throw new ApiError('BUSY', `${source.fileName} is already being downloaded`);
   active.add(partPath);
   try {
-    await mkdir(req.destDir, { recursive: true });
+    await mkdir(req.destDir, { recursive: true, mode: 0o700 });
     const retries = req.retries ?? 3;
     let restarts = 0;
     for (let attempt = 0; ; attempt++) {
@@ -337,7 +337,7 @@ async function attemptOnce(
         cb(null, chunk);
       },
     });
-    const out = createWriteStream(p.partPath, { flags: start > 0 ? 'a' : 'w' });
+    const out = createWriteStream(p.partPath, { flags: start > 0 ? 'a' : 'w', mode: 0o600 });
     try {
       await pipeline(res, counter, out);
     } catch (e) {
@@ -580,7 +580,7 @@ async function readState(path: string): Promise<PartState | null> {
 }
 
 async function writeState(path: string, s: PartState): Promise<void> {
-  await writeFile(path, JSON.stringify(s));
+  await writeFile(path, JSON.stringify(s), { mode: 0o600 });
 }
 
 /** Feeds the first `bytes` bytes of a file to a hash. */

@@ -4,6 +4,7 @@ import { ApiError, type EngineStatus, type ServerInfo } from '../api/contract.ts
 import { Dispatcher, EventBus, type Handlers } from '../api/dispatcher.ts';
 import { EngineClient, type EngineClientOptions } from '../engine/client.ts';
 import { openStorage, type Storage, type StorageOptions } from '../storage/index.ts';
+import { privateDir, tightenTree } from '../storage/private-files.ts';
 import { ChatsService } from './chats-service.ts';
 import { DocumentFiles } from './document-files.ts';
 import { DocumentsService } from './documents-service.ts';
@@ -43,6 +44,9 @@ export interface AppCore {
 
 export async function createAppCore(o: AppCoreOptions): Promise<AppCore> {
   const paths = dataPaths(o.dataDir);
+  // The library is the user's alone (private-files.ts); one made by an older build is tightened here.
+  privateDir(paths.root);
+  tightenTree(paths.root);
   const storage = openStorage(paths.root, o.storage);
   // Answers that were streaming when the app last stopped become 'interrupted'.
   storage.recover();

@@ -2,7 +2,7 @@
 // progress), save the compressed cache so reopening needs no prefill, rebuild it when the model or the
 // compression settings change or the file is damaged; the document view with the retention map.
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, rmSync } from 'node:fs';
+import { existsSync, rmSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 
@@ -34,6 +34,7 @@ import { tooLarge } from '../documents/read-file.ts';
 import { DEFAULT_BETA } from '../kv/budget.ts';
 import { methodLabel, methodRow } from '../kv/methods.ts';
 import { toSummary, type DocumentRecord, type Storage } from '../storage/index.ts';
+import { privateDir } from '../storage/private-files.ts';
 import { sha256Hex, type DocumentFiles } from './document-files.ts';
 import type { EngineManager, LoadedModel } from './engine-manager.ts';
 import { shapeFromInfo } from '../models/estimate.ts';
@@ -85,7 +86,7 @@ export class DocumentsService {
     /** The imported originals, which the document view shows. */
     private readonly files?: DocumentFiles,
   ) {
-    mkdirSync(cacheDir, { recursive: true });
+    privateDir(cacheDir);
     files?.sweep(storage.documents.sha256s());
   }
 

@@ -1,7 +1,6 @@
 // Models: the GGUF files found on disk (LM Studio, Ollama, Hugging Face cache, folders and files the user
 // added, Folio's downloads), the curated catalog, downloads with progress and resume, the memory estimate
 // before loading, and choosing the chat model.
-import { mkdirSync } from 'node:fs';
 
 import {
   ApiError,
@@ -18,6 +17,7 @@ import { describeModelFile, discoverModels, type DiscoveryOptions, type HeaderCa
 import { downloadModel } from '../models/download.ts';
 import { estimateForFile } from '../models/estimate.ts';
 import type { Storage } from '../storage/index.ts';
+import { privateDir } from '../storage/private-files.ts';
 import type { EngineManager } from './engine-manager.ts';
 import { settingsProblems } from './settings-rules.ts';
 import type { Tasks } from './tasks.ts';
@@ -45,7 +45,7 @@ export class ModelsService {
     private readonly bus: EventBus,
     private readonly o: ModelsServiceOptions,
   ) {
-    mkdirSync(o.downloadDir, { recursive: true });
+    privateDir(o.downloadDir);
   }
 
   async list(): Promise<ModelEntry[]> {

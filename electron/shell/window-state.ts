@@ -52,7 +52,7 @@ export function saveWindowState(dataDir: string, state: WindowState): void {
   const path = windowStatePath(dataDir);
   try {
     mkdirSync(dirname(path), { recursive: true });
-    writeFileSync(path + '.tmp', JSON.stringify(state));
+    writeFileSync(path + '.tmp', JSON.stringify(state), { mode: 0o600 });
     renameSync(path + '.tmp', path);
   } catch (e) {
     console.error(`folio: could not save the window's position: ${(e as Error).message}`);

@@ -1,7 +1,7 @@
 // Opening Folio's SQLite database: checks before anything is written (is it a database, is it Folio's,
 // is it intact, is it not newer than this build), then WAL mode and the migrations. A file that fails a
 // check is reported with a StorageError and left exactly as it was: nothing is dropped or recreated.
-import { mkdirSync } from 'node:fs';
+import { privateDir, privateFile } from './private-files.ts';
 import { join } from 'node:path';
 
 import Database from 'better-sqlite3';
@@ -33,7 +33,7 @@ export interface OpenedDatabase {
 export function openDatabase(dir: string, options: OpenDatabaseOptions = {}): OpenedDatabase {
   const scheduler = options.scheduler ?? systemScheduler;
   try {
-    mkdirSync(dir, { recursive: true });
+    privateDir(dir);
   } catch (e) {
     throw new StorageError('STORAGE_OPEN_FAILED', `Cannot create the data folder ${dir}: ${(e as Error).message}`, {
       dir,
@@ -42,6 +42,8 @@ export function openDatabase(dir: string, options: OpenDatabaseOptions = {}): Op
   const file = join(dir, DATABASE_FILE);
   let db: Database.Database;
   try {
+    // Made 0600 before SQLite opens it: SQLite gives its -wal and -shm files the database file's mode.
+    privateFile(file);
     db = new Database(file, { timeout: options.busyTimeoutMs ?? 5000 });
   } catch (e) {
     throw translate(e, file);

@@ -2,8 +2,10 @@
 // api_key). Made at first start (32 random bytes, base64url) and kept in the library folder, readable by
 // the user only; `folio serve --token T` or FOLIO_API_TOKEN use another one instead, without storing it.
 import { randomBytes } from 'node:crypto';
-import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+
+import { privateDir } from '../storage/private-files.ts';
 
 export const API_TOKEN_FILE = 'api-token';
 export const API_TOKEN_ENV = 'FOLIO_API_TOKEN';
@@ -38,7 +40,7 @@ export function resolveApiToken(o: { dataDir: string; flag?: string; env?: NodeJ
     chmodSync(file, 0o600); // tighten a file copied or created with looser rights
     return { token: checkToken(stored, file), source: file };
   }
-  mkdirSync(o.dataDir, { recursive: true });
+  privateDir(o.dataDir);
   const token = randomBytes(32).toString('base64url');
   // 'wx': two servers starting at once must not overwrite each other's token; the loser reads the winner's.
   try {

@@ -27,6 +27,7 @@
 #include <windows.h>
 #else
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #endif
 
@@ -40,7 +41,17 @@ constexpr uint32_t kVersion = 1;
 class Writer {
  public:
   explicit Writer(const std::string& path) : path_(path) {
+#ifdef _WIN32
     f_ = std::fopen(path.c_str(), "wb");
+#else
+    // The saved cache holds the document's keys and values: readable by the user only, whatever the umask.
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd >= 0) {
+      ::fchmod(fd, 0600);  // a leftover temporary file of the same name keeps its old mode through O_CREAT
+      f_ = ::fdopen(fd, "wb");
+      if (!f_) ::close(fd);
+    }
+#endif
     if (!f_) fail("SESSION_FILE_WRITE", strfmt("cannot write %s: %s", path.c_str(), std::strerror(errno)));
   }
   ~Writer() {
