@@ -33,6 +33,7 @@ test(`${MUTANTS} GGUF mutants: no crash, hang, unbounded allocation or disagreem
   // the mutants reach every stage: refused while parsing, refused for a wrong-typed key, and loaded
   assert.ok((report.classes['read:GGUF_BAD_LENGTH'] ?? 0) > 0);
   assert.ok((report.classes['load:GGUF_TYPE'] ?? 0) > MUTANTS / 20, JSON.stringify(report.classes));
+  assert.ok((report.classes['load:GGUF_VALUE'] ?? 0) > MUTANTS / 100, JSON.stringify(report.classes));
   assert.ok((report.classes['load:ok'] ?? 0) > MUTANTS / 50, JSON.stringify(report.classes));
   assert.ok(report.peakRssBytes < 1 << 30);
 });

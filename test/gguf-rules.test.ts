@@ -12,7 +12,12 @@ import { join } from 'node:path';
 
 import { loadAddon, type EngineError } from '../electron/engine/binding.ts';
 import { inspectGguf } from '../electron/models/gguf-header.ts';
-import { METADATA_RULES, type MetadataKind, type MetadataRule } from '../electron/models/gguf-metadata-rules.ts';
+import {
+  formatG,
+  METADATA_RULES,
+  type MetadataKind,
+  type MetadataRule,
+} from '../electron/models/gguf-metadata-rules.ts';
 import { withKey } from './helpers/gguf-mutator.ts';
 import { arr, f32, u32, u64, ValueType, type MetaValue } from './helpers/gguf-writer.ts';
 import { buildRandomModel } from './helpers/random-model.ts';
@@ -88,12 +93,84 @@ const EXPECTED: Record<MetadataKind, string> = {
 };
 const keyOf = (r: MetadataRule) => r.key.replace('{arch}.', 'llama.');
 
-test("the TypeScript table is the engine's table", () => {
+test("the TypeScript table is the engine's table, ranges and their wording included", () => {
   const native = (addon as unknown as { ggufMetadataRules(): MetadataRule[] }).ggufMetadataRules();
-  assert.deepEqual(
-    native,
-    METADATA_RULES.map((r) => ({ key: r.key, kind: r.kind })),
-  );
+  assert.deepEqual(native, METADATA_RULES);
+  assert.ok(native.filter((r) => r.range).length >= 19, 'every hyperparameter has a range');
+});
+
+test('formatG writes numbers as printf("%g") does', () => {
+  const cases: [number, string][] = [
+    [1e-5, '1e-05'],
+    [0.0001, '0.0001'],
+    [123456, '123456'],
+    [1234567, '1.23457e+06'],
+    [10000, '10000'],
+    [0.5, '0.5'],
+    [1e300, '1e+300'],
+    [-2.5e-7, '-2.5e-07'],
+    [Infinity, 'inf'],
+    [-Infinity, '-inf'],
+    [NaN, 'nan'],
+    [0, '0'],
+    [Math.fround(1e-5), '1e-05'],
+  ];
+  for (const [v, want] of cases) assert.equal(formatG(v), want, String(v));
+});
+
+test('hyperparameters out of range (+Inf epsilon, 0 layers, NaN rope base): the engine and the models page refuse them alike, naming the key', async () => {
+  const files: [string, MetaValue, string][] = [
+    [
+      'llama.attention.layer_norm_rms_epsilon',
+      f32(Infinity),
+      'inf is out of range: it must be a finite number above 0 and at most 1',
+    ],
+    [
+      'llama.attention.layer_norm_rms_epsilon',
+      f32(0),
+      '0 is out of range: it must be a finite number above 0 and at most 1',
+    ],
+    [
+      'llama.attention.layer_norm_rms_epsilon',
+      f32(NaN),
+      'nan is out of range: it must be a finite number above 0 and at most 1',
+    ],
+    ['llama.rope.freq_base', f32(-Infinity), '-inf is out of range: it must be a finite number above 1'],
+    [
+      'llama.rope.freq_base',
+      { type: ValueType.FLOAT64, value: 1 },
+      '1 is out of range: it must be a finite number above 1',
+    ],
+    ['llama.block_count', u32(0), '0 is out of range: it must be an integer from 1 to 4096'],
+    ['llama.context_length', u64(2n ** 31n), '2147483648 is out of range: it must be an integer from 1 to 2147483647'],
+    [
+      'llama.attention.head_count_kv',
+      { type: ValueType.INT32, value: -2 },
+      '-2 is out of range: it must be an integer from 1 to 65536',
+    ],
+    ['llama.rope.scaling.factor', f32(0.5), '0.5 is out of range: it must be a finite number at least 1'],
+  ];
+  for (const [key, value, said] of files) {
+    const path = write(withKey(base, key, value));
+    const message = `metadata key '${key}' = ${said}`;
+    await assert.rejects(addon.loadModel(path), (e: EngineError) => {
+      assert.equal(e.code, 'GGUF_VALUE', `${key}: ${e.code} ${e.message}`);
+      assert.equal(e.message, `${path}: ${message}`);
+      return true;
+    });
+    const s = await inspectGguf(path);
+    assert.equal(s.supported, false, `${key}: the models page lists it as supported`);
+    assert.ok(s.unsupportedReason!.includes(message), `${key}: ${s.unsupportedReason}`);
+  }
+  // The ends of a range are in it.
+  for (const [key, value] of [
+    ['llama.attention.layer_norm_rms_epsilon', f32(1)],
+    ['llama.block_count', u32(1)],
+  ] as const) {
+    const path = write(withKey(base, key, value));
+    (await addon.loadModel(path)).dispose();
+    assert.equal((await inspectGguf(path)).supported, true, key);
+  }
 });
 
 test('wrong-typed tokenizer.chat_template and general.file_type: a JS error naming the key, never an abort', () => {

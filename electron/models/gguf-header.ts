@@ -16,7 +16,7 @@
 import { open, type FileHandle } from 'node:fs/promises';
 
 import { ApiError } from '../api/contract.ts';
-import { checkMetadataTypes } from './gguf-metadata-rules.ts';
+import { checkMetadata } from './gguf-metadata-rules.ts';
 import { GGUF_VALUE_TYPE, SUPPORTED_ARCHITECTURES, SUPPORTED_TENSOR_TYPES } from './gguf-tables.ts';
 
 export { GGUF_VALUE_TYPE, SUPPORTED_ARCHITECTURES, SUPPORTED_TENSOR_TYPES } from './gguf-tables.ts';
@@ -778,11 +778,12 @@ export function summarizeGguf(h: GgufHeader): GgufSummary {
   const quantization = (fileType !== null ? fileTypeName(fileType) : null) ?? dominantType(h);
   const splitCount = metaNumber(h, 'split.count') ?? 1;
 
-  // The engine refuses a file whose keys have the wrong type (gguf-metadata-rules.ts): say so, and which key.
-  const typeError = checkMetadataTypes(h);
+  // The engine refuses a file whose keys have the wrong type or a value out of range (gguf-metadata-rules.ts):
+  // say so, and which key.
+  const metadataError = checkMetadata(h);
   let unsupportedReason: string | null = null;
-  if (typeError)
-    unsupportedReason = `the file is broken: ${typeError.message} (get the file again, or convert the model again)`;
+  if (metadataError)
+    unsupportedReason = `the file is broken: ${metadataError.message} (get the file again, or convert the model again)`;
   else if (!arch) unsupportedReason = 'the file names no architecture (general.architecture)';
   else if (!SUPPORTED_ARCHITECTURES.includes(arch)) {
     unsupportedReason = `Folio's engine does not run the '${arch}' architecture (it runs ${SUPPORTED_ARCHITECTURES.join(', ')})`;

@@ -8,9 +8,12 @@
 //   tensor   a tensor's dimension count, a dimension, its type or its data offset set to a hostile value
 //   align    general.alignment set to a hostile value
 //   number   an integer or float value set to a hostile value (0, negative, the type's extremes, NaN)
+//   hparam   a hyperparameter the engine checks against a range (gguf-metadata-rules.ts) set, in its own
+//            type, to a value at or just past an end of the range, or to NaN or an infinity
 //   bytes    a few random bytes of the header overwritten, or the file cut short
 // Each mutant applies 1 to 3 of them and is a pure function of (seed, index), so a failure is reproduced
 // from its index alone. Mutants that change the header's length keep the tensor data at the next alignment.
+import { METADATA_RULES, type MetadataRange } from '../../electron/models/gguf-metadata-rules.ts';
 import { parseGguf } from './gguf-reader.ts';
 import { buildGguf, ByteWriter, ValueType, type GgufSpec, type MetaValue } from './gguf-writer.ts';
 
@@ -284,6 +287,18 @@ type Op = (base: GgufLayout, b: Uint8Array, rng: MutantRng) => { bytes: Uint8Arr
 
 const view = (b: Uint8Array) => new DataView(b.buffer, b.byteOffset, b.byteLength);
 
+/** The range of a key as a file spells it ("llama.context_length"), when the table bounds it. */
+function rangeOfKey(key: string): MetadataRange | undefined {
+  const dot = key.indexOf('.');
+  return METADATA_RULES.find((r) => r.key === key || r.key === `{arch}.${key.slice(dot + 1)}`)?.range;
+}
+
+/** Values at and just past the ends of `r`, and the ones no range accepts. */
+function edgeValues(r: MetadataRange): number[] {
+  const step = (x: number) => Math.max(1, Math.abs(x) * 1e-6);
+  return [r.min, r.min - step(r.min), r.max, r.max + step(r.max), 0, -1, NaN, Infinity, -Infinity, 2 ** 31, 2 ** 32];
+}
+
 const OPS: Record<string, Op> = {
   retype(base, b, rng) {
     const f = pickKv(base, rng);
@@ -347,6 +362,30 @@ const OPS: Record<string, Op> = {
     b.set(w.result().subarray(0, f.valueEnd - f.valueAt), f.valueAt);
     return { bytes: b, what: `value of ${f.key}` };
   },
+  hparam(base, b, rng) {
+    const f = pickKv(base, rng, (k) => k.type in SCALAR_SIZE && k.type !== ValueType.BOOL && !!rangeOfKey(k.key));
+    if (!f) return null;
+    const v = rng.pick(edgeValues(rangeOfKey(f.key)!));
+    const d = view(b);
+    const int = Number.isFinite(v) ? Math.trunc(v) : 0;
+    switch (f.type) {
+      case ValueType.FLOAT32:
+        d.setFloat32(f.valueAt, v, true);
+        break;
+      case ValueType.FLOAT64:
+        d.setFloat64(f.valueAt, v, true);
+        break;
+      case ValueType.UINT64:
+      case ValueType.INT64:
+        d.setBigUint64(f.valueAt, BigInt.asUintN(64, BigInt(int)), true);
+        break;
+      default: // the narrower integers wrap, as a careless converter would write them
+        if (SCALAR_SIZE[f.type] === 4) d.setUint32(f.valueAt, int >>> 0, true);
+        else if (SCALAR_SIZE[f.type] === 2) d.setUint16(f.valueAt, int & 0xffff, true);
+        else d.setUint8(f.valueAt, int & 0xff);
+    }
+    return { bytes: b, what: `${f.key} = ${v}` };
+  },
   bytes(base, b, rng) {
     if (rng.chance(0.3)) {
       const n = rng.int(b.length + base.data.length + 64);
@@ -368,6 +407,7 @@ const OP_WEIGHTS: Record<string, number> = {
   tensor: 2,
   align: 1,
   number: 3,
+  hparam: 2,
   bytes: 1,
 };
 const OP_TABLE = OP_NAMES.flatMap((n) => new Array(OP_WEIGHTS[n]).fill(n) as string[]);

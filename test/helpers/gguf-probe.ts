@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { ApiError } from '../../electron/api/contract.ts';
 import { loadAddon, type FolioAddon } from '../../electron/engine/binding.ts';
 import { parseGgufHeader, summarizeGguf } from '../../electron/models/gguf-header.ts';
-import { checkMetadataTypes } from '../../electron/models/gguf-metadata-rules.ts';
+import { checkMetadata } from '../../electron/models/gguf-metadata-rules.ts';
 
 export interface ProbeResult {
   /** Outcome per reader: 'ok' or the error's code. */
@@ -21,8 +21,10 @@ export interface ProbeResult {
   info: string;
   vocab: string;
   header: string;
-  /** The engine's message when the load failed, the TS check's when it found a wrong-typed key. */
+  /** The engine's message when the load failed; the TS check's code and message when it found a wrong-typed
+   * key or a value out of range. */
   loadMessage: string | null;
+  metadataCode: string | null;
   typeError: string | null;
   failures: string[];
 }
@@ -55,6 +57,7 @@ export async function probeGguf(
     vocab: 'ok',
     header: 'ok',
     loadMessage: null,
+    metadataCode: null,
     typeError: null,
     failures,
   };
@@ -89,7 +92,9 @@ export async function probeGguf(
   try {
     const h = await parseGgufHeader(bytes, path);
     summarizeGguf(h);
-    r.typeError = checkMetadataTypes(h)?.message ?? null;
+    const bad = checkMetadata(h);
+    r.metadataCode = bad?.code ?? null;
+    r.typeError = bad?.message ?? null;
   } catch (e) {
     if (e instanceof ApiError) r.header = e.code;
     else {
@@ -98,12 +103,15 @@ export async function probeGguf(
     }
   }
 
-  // One rule in both languages: where both readers took the header, the engine refuses a wrong-typed key
-  // (GGUF_TYPE, before anything else) exactly when the TS check finds one, with the same message.
+  // One rule in both languages: where both readers took the header, the engine refuses a wrong-typed key or
+  // a value out of range (GGUF_TYPE, GGUF_VALUE, before anything else) exactly when the TS check finds one,
+  // with the same code and message.
   if (r.read === 'ok' && r.header === 'ok') {
-    const engineType = r.load === 'GGUF_TYPE' ? r.loadMessage : null;
+    const engineRefused = r.load === 'GGUF_TYPE' || r.load === 'GGUF_VALUE' ? r.loadMessage : null;
     const agree =
-      engineType === null ? r.typeError === null : r.typeError !== null && engineType.endsWith(`: ${r.typeError}`);
+      engineRefused === null
+        ? r.typeError === null
+        : r.typeError !== null && r.metadataCode === r.load && engineRefused.endsWith(`: ${r.typeError}`);
     if (!agree)
       failures.push(
         `the engine and the TS check disagree: engine ${r.load} ${r.loadMessage ?? ''} / TS ${r.typeError ?? 'no type error'}`,

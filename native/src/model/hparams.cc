@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "gguf/metadata-rules.h"
 
 namespace folio {
 
@@ -33,10 +34,13 @@ std::string supported_architecture(const gguf::File& f) {
   return v && v->type == gguf::ValueType::STRING && arch_from_name(v->str, arch) ? std::string(v->str) : std::string();
 }
 
-static int32_t positive(const gguf::File& f, const std::string& key, int64_t v, int64_t max) {
-  if (v <= 0 || v > max)
-    fail("MODEL_BAD_HPARAMS", strfmt("%s: %s = %lld is out of range (1 to %lld)", f.path().c_str(), key.c_str(),
-                                     (long long)v, (long long)max));
+// An integer hyperparameter, `v` read from the file or defaulted, checked against its key's range in the
+// metadata table (gguf/metadata-rules.cc: the one place the ranges are written).
+static int32_t in_range(const gguf::File& f, const std::string& arch, const char* table_key, int64_t v) {
+  const gguf::KeyRule& r = gguf::metadata_rule(table_key);
+  if (!r.accepts(double(v)))
+    fail("MODEL_BAD_HPARAMS", strfmt("%s: %s%s = %lld is out of range: it must be %s", f.path().c_str(), arch.c_str(),
+                                     table_key + 6, (long long)v, r.range_text().c_str()));
   return int32_t(v);
 }
 
@@ -50,48 +54,46 @@ HParams read_hparams(const gguf::File& f) {
   }
   hp.name = f.get_string_or("general.name", "");
   const std::string a = hp.arch_name + ".";
-  auto req = [&](const char* k, int64_t max) { return positive(f, a + k, f.get_int(a + k), max); };
-  auto opt = [&](const char* k, int64_t def, int64_t max) { return positive(f, a + k, f.get_int_or(a + k, def), max); };
+  // `k` as the table spells it ("{arch}.context_length"): required, or defaulted to `def`.
+  auto req = [&](const char* k) { return in_range(f, hp.arch_name, k, f.get_int(a + (k + 7))); };
+  auto opt = [&](const char* k, int64_t def) { return in_range(f, hp.arch_name, k, f.get_int_or(a + (k + 7), def)); };
 
-  hp.n_ctx_train = req("context_length", int64_t(1) << 31);
-  hp.n_embd = req("embedding_length", 1 << 20);
-  hp.n_layer = req("block_count", 4096);
+  hp.n_ctx_train = req("{arch}.context_length");
+  hp.n_embd = req("{arch}.embedding_length");
+  hp.n_layer = req("{arch}.block_count");
   if (hp.arch == Arch::Qwen3Moe) {
-    hp.n_expert = req("expert_count", 1 << 12);
-    hp.n_expert_used = req("expert_used_count", 1 << 12);
+    hp.n_expert = req("{arch}.expert_count");
+    hp.n_expert_used = req("{arch}.expert_used_count");
     if (hp.n_expert_used > hp.n_expert)
       fail("MODEL_BAD_HPARAMS", strfmt("%s: %d experts used of %d", f.path().c_str(), hp.n_expert_used, hp.n_expert));
-    hp.n_ff = opt("feed_forward_length", 1, 1 << 22);  // the dense width, unused: every block is experts
-    hp.n_ff_exp = opt("expert_feed_forward_length", hp.n_ff / hp.n_expert_used, 1 << 22);  // llama.cpp's default
+    hp.n_ff = opt("{arch}.feed_forward_length", 1);  // the dense width, unused: every block is experts
+    hp.n_ff_exp = opt("{arch}.expert_feed_forward_length", hp.n_ff / hp.n_expert_used);  // llama.cpp's default
   } else {
-    hp.n_ff = req("feed_forward_length", 1 << 22);
+    hp.n_ff = req("{arch}.feed_forward_length");
   }
   // head_count may be an array (per-layer counts) in some files; Folio needs it uniform, and get_int says
   // so (an integer expected, an array found).
-  hp.n_head = req("attention.head_count", 1 << 16);
-  hp.n_head_kv = opt("attention.head_count_kv", hp.n_head, 1 << 16);
+  hp.n_head = req("{arch}.attention.head_count");
+  hp.n_head_kv = opt("{arch}.attention.head_count_kv", hp.n_head);
   if (hp.n_head % hp.n_head_kv != 0)
     fail("MODEL_BAD_HPARAMS",
          strfmt("%s: %d query heads are not a multiple of %d KV heads", f.path().c_str(), hp.n_head, hp.n_head_kv));
   const int64_t default_head_dim = hp.n_embd % hp.n_head == 0 ? hp.n_embd / hp.n_head : 0;
-  hp.head_dim =
-      positive(f, a + "attention.key_length", f.get_int_or(a + "attention.key_length", default_head_dim), 1 << 10);
-  hp.head_dim_v =
-      positive(f, a + "attention.value_length", f.get_int_or(a + "attention.value_length", hp.head_dim), 1 << 10);
-  hp.rope_dim = opt("rope.dimension_count", hp.head_dim, hp.head_dim);
-  if (hp.rope_dim % 2 != 0)
-    fail("MODEL_BAD_HPARAMS", strfmt("%s: rope.dimension_count %d is odd", f.path().c_str(), hp.rope_dim));
+  hp.head_dim = opt("{arch}.attention.key_length", default_head_dim);
+  hp.head_dim_v = opt("{arch}.attention.value_length", hp.head_dim);
+  hp.rope_dim = opt("{arch}.rope.dimension_count", hp.head_dim);
+  if (hp.rope_dim % 2 != 0 || hp.rope_dim > hp.head_dim)
+    fail("MODEL_BAD_HPARAMS", strfmt("%s: rope.dimension_count %d is odd or wider than a head (%d)", f.path().c_str(),
+                                     hp.rope_dim, hp.head_dim));
+  // The float keys were checked finite and in range with the others (gguf::check_metadata); the defaults are.
   hp.rms_eps = float(f.get_float_or(a + "attention.layer_norm_rms_epsilon", 1e-5));
   hp.rope_base = float(f.get_float_or(a + "rope.freq_base", 10000.0));
-  if (!(hp.rms_eps > 0) || !(hp.rope_base > 1) || !std::isfinite(hp.rope_base))
-    fail("MODEL_BAD_HPARAMS", f.path() + ": invalid RMS epsilon or rope.freq_base");
+  if (!(hp.rms_eps > 0) || !std::isfinite(hp.rope_base))  // a double in range can still round to 0 or inf as a float
+    fail("MODEL_BAD_HPARAMS", f.path() + ": the RMS epsilon or rope.freq_base does not fit a float");
 
   const std::string scaling = f.get_string_or(a + "rope.scaling.type", "none");
   if (scaling == "linear") {
-    double factor = f.get_float_or(a + "rope.scaling.factor", 1.0);
-    if (!(factor >= 1.0) || !std::isfinite(factor))
-      fail("MODEL_BAD_HPARAMS", f.path() + ": invalid rope.scaling.factor");
-    hp.rope_freq_scale = float(1.0 / factor);
+    hp.rope_freq_scale = float(1.0 / f.get_float_or(a + "rope.scaling.factor", 1.0));
   } else if (scaling == "longrope" && hp.arch == Arch::Phi3) {
     // the factors are tensors (model/weights.h), the rest are the keys read below
   } else if (scaling != "none" && scaling != "") {
@@ -103,14 +105,10 @@ HParams read_hparams(const gguf::File& f) {
   // and rope_factors_short tensors, the context they switch at and the cos/sin scale as keys.
   hp.rope_attn_factor = float(f.get_float_or(a + "rope.scaling.attn_factor", 1.0));
   if (!(hp.rope_attn_factor > 0) || !std::isfinite(hp.rope_attn_factor))
-    fail("MODEL_BAD_HPARAMS", f.path() + ": invalid rope.scaling.attn_factor");
-  hp.n_ctx_orig = opt("rope.scaling.original_context_length", hp.n_ctx_train, int64_t(1) << 31);
+    fail("MODEL_BAD_HPARAMS", f.path() + ": rope.scaling.attn_factor does not fit a float");
+  hp.n_ctx_orig = opt("{arch}.rope.scaling.original_context_length", hp.n_ctx_train);
   if (f.find(a + "attention.sliding_window")) {
-    const int64_t w = f.get_int(a + "attention.sliding_window");
-    if (w < 0 || w > (int64_t(1) << 31) - 1)
-      fail("MODEL_BAD_HPARAMS",
-           strfmt("%s: attention.sliding_window = %lld is out of range", f.path().c_str(), (long long)w));
-    hp.n_swa = int32_t(w);
+    hp.n_swa = in_range(f, hp.arch_name, "{arch}.attention.sliding_window", f.get_int(a + "attention.sliding_window"));
   } else if (hp.arch == Arch::Phi3 && (hp.n_layer == 32 || hp.n_layer == 40) && hp.n_ctx_train == 4096) {
     hp.n_swa = 2047;  // Phi-3-mini/medium-4k files from before the key was written (llama.cpp's default)
   }

@@ -60,13 +60,15 @@ struct HParams {
   int64_t v_width() const { return int64_t(n_head_kv) * head_dim_v; }
 };
 
-// Throws Error UNSUPPORTED_ARCH (naming the architecture) or MODEL_BAD_HPARAMS.
+// Throws Error UNSUPPORTED_ARCH (naming the architecture) or MODEL_BAD_HPARAMS (a value out of its range
+// that the file did not hold, such as a head width derived from others, or two values that disagree). The
+// keys the file holds were checked against their ranges before (gguf::check_metadata).
 HParams read_hparams(const gguf::File& file);
 
 const char* arch_name(Arch arch);
 
 // general.architecture when it is a string naming an architecture Folio runs, else empty: the architecture
-// whose "{arch}." keys gguf::check_metadata_types checks.
+// whose "{arch}." keys gguf::check_metadata checks.
 std::string supported_architecture(const gguf::File& file);
 
 }  // namespace folio

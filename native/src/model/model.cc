@@ -12,9 +12,9 @@ namespace folio {
 std::unique_ptr<Model> Model::load(const std::string& path) {
   std::unique_ptr<Model> m(new Model());
   m->file_ = gguf::File::open(path);
-  // Every key the engine reads is type-checked before any is read, so a wrong-typed one is refused here
-  // with its name, never met later by code (such as info()) that assumes the type.
-  gguf::check_metadata_types(*m->file_, supported_architecture(*m->file_));
+  // Every key the engine reads is checked (its type, and a hyperparameter's range) before any is read, so a
+  // wrong one is refused here with its name, never met later by code (such as info()) that assumes it.
+  gguf::check_metadata(*m->file_, supported_architecture(*m->file_));
   m->hp_ = read_hparams(*m->file_);
   m->w_ = bind_weights(*m->file_, m->hp_);
   m->vocab_ = Vocab::from_gguf(*m->file_);

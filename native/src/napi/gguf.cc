@@ -1,7 +1,7 @@
 // readGguf(path): the header of a GGUF file (metadata and tensor table) without touching tensor data;
 // model discovery uses it, and the broken-file tests reach the reader through it.
-// ggufMetadataRules(): the keys a model load type-checks (gguf/metadata-rules.h), for the test that holds the
-// TypeScript copy of the table (electron/models/gguf-metadata-rules.ts) to it.
+// ggufMetadataRules(): the keys a model load checks, with their types and ranges (gguf/metadata-rules.h), for
+// the test that holds the TypeScript copy of the table (electron/models/gguf-metadata-rules.ts) to it.
 #include "gguf/gguf.h"
 #include "gguf/metadata-rules.h"
 #include "napi/common.h"
@@ -96,7 +96,8 @@ Napi::Object header_object(Napi::Env env, const gguf::File& file, bool full) {
   return o;
 }
 
-// [{ key, kind }] in the table's order; kind as gguf::kind_name spells it.
+// [{ key, kind, range? }] in the table's order; kind as gguf::kind_name spells it; range { min, max, minOpen,
+// text } for a bounded key.
 Napi::Value MetadataRules(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   const auto& rules = gguf::metadata_rules();
@@ -105,6 +106,14 @@ Napi::Value MetadataRules(const Napi::CallbackInfo& info) {
     Napi::Object r = Napi::Object::New(env);
     r.Set("key", rules[i].key);
     r.Set("kind", gguf::kind_name(rules[i].kind));
+    if (rules[i].bounded()) {
+      Napi::Object range = Napi::Object::New(env);
+      range.Set("min", rules[i].min);
+      range.Set("max", rules[i].max);
+      range.Set("minOpen", rules[i].min_open);
+      range.Set("text", rules[i].range_text());
+      r.Set("range", range);
+    }
     out.Set(uint32_t(i), r);
   }
   return out;
