@@ -1,19 +1,22 @@
 // The app's copies of the engine's tables cannot drift: the method table (electron/kv/methods.ts against
-// native/src/kv/method.cc), the statistics' fields (electron/kv/stats.ts against native/src/kv/stats.h)
-// and the budget rule the memory estimate uses (electron/kv/budget.ts against resolve_budget), each
-// compared in both directions; a real compression's statistics parse strictly; and no other source file
+// native/src/kv/method.cc), the statistics' fields (electron/kv/stats.ts against native/src/kv/stats.h),
+// the options' bounds and defaults (electron/kv/options.ts against native/src/napi/options.cc) and the
+// budget rule the memory estimate uses (electron/kv/budget.ts against resolve_budget), each compared in
+// both directions; a real compression's statistics parse strictly; and no other source file
 // lists the methods, so adding a method touches one table on each side.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
-import { CompressionSettings } from '../electron/api/contract.ts';
+import { CompressionSettings, Settings } from '../electron/api/contract.ts';
 import { compressOptions, UsageError } from '../electron/cli/args.ts';
 import { loadAddon, type EngineError, type Model } from '../electron/engine/binding.ts';
 import { DEFAULT_BETA, defaultChunk, resolveBudget } from '../electron/kv/budget.ts';
 import { METHOD_NAMES, METHOD_TABLE, type CompressionMethod } from '../electron/kv/methods.ts';
+import { COMPRESS_OPTION_ROWS, SAMPLING_OPTION_ROWS } from '../electron/kv/options.ts';
 import { CompressionStats, EngineCompressionStats, STATS_SCHEMA } from '../electron/kv/stats.ts';
+import { DEFAULT_SETTINGS } from '../electron/storage/settings.ts';
 import { keptPrefixTokens } from '../electron/models/estimate.ts';
 import { missing, repoRoot, sharedModel } from './helpers/shared.ts';
 
@@ -57,6 +60,50 @@ test("the statistics schema: the engine reports exactly the app's fields and kin
       assert.equal(engine[part][name], kind, `app ${part}.${name} in native/src/kv/stats.h`);
   }
   assert.deepEqual(Object.keys(engine).sort(), ['compression', 'head', 'layer']);
+});
+
+test("the options table: the engine's bounds and defaults are the app's, both ways, and the contract takes them", () => {
+  const engine = addon.optionsSchema();
+  assert.deepEqual(Object.keys(engine).sort(), ['compress', 'sampling']);
+  const app = { compress: COMPRESS_OPTION_ROWS, sampling: SAMPLING_OPTION_ROWS };
+  for (const part of ['compress', 'sampling'] as const) {
+    for (const row of engine[part])
+      assert.deepEqual(
+        app[part].find((a) => a.name === row.name),
+        row,
+        `engine ${part}.${row.name} in electron/kv/options.ts`,
+      );
+    for (const row of app[part])
+      assert.deepEqual(
+        engine[part].find((e) => e.name === row.name),
+        row,
+        `app ${part}.${row.name} in native/src/napi/options.cc`,
+      );
+  }
+  // What the settings accept, the engine accepts: each bound of the contract is the engine's.
+  const settings = (compression: object, sampling: object) =>
+    Settings.safeParse({
+      ...DEFAULT_SETTINGS,
+      compression: { ...DEFAULT_SETTINGS.compression, ...compression },
+      sampling: { ...DEFAULT_SETTINGS.sampling, ...sampling },
+    }).success;
+  for (const [part, rows] of [
+    ['compress', COMPRESS_OPTION_ROWS],
+    ['sampling', SAMPLING_OPTION_ROWS],
+  ] as const)
+    for (const row of rows) {
+      if (row.name === 'budget' || row.name === 'repeatLastN') continue; // the budget's own test; not a setting
+      const at = (v: number) =>
+        part === 'compress' ? settings({ [row.name]: v }, {}) : settings({}, { [row.name]: v });
+      const inside = row.odd && row.max % 2 === 0 ? row.max - 1 : row.max;
+      assert.equal(at(inside), true, `${row.name} = ${inside}`);
+      assert.equal(at(row.max + (row.integer ? 1 : row.max * 1e-9 + 1e-12)), false, `${row.name} above ${row.max}`);
+      assert.equal(
+        at(row.minOpen ? row.min : row.min - (row.integer ? 1 : 1e-12)),
+        false,
+        `${row.name} below ${row.min}`,
+      );
+    }
 });
 
 test('every field name of the statistics is camelCase', () => {

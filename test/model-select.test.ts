@@ -53,3 +53,42 @@ test('a model the settings cannot work with is refused, naming the setting; fixe
   assert.equal((await call<Settings>('settings.get', {})).modelId, small.id);
   assert.ok(status);
 });
+
+test('settings the engine would refuse are refused when set, naming the field (issue 38 item 5); nothing changes', {
+  skip,
+}, async () => {
+  const before = await call<Settings>('settings.get', {});
+  for (const [patch, field] of [
+    [{ sampling: { topK: 2 ** 31 } }, 'sampling.topK'],
+    [{ sampling: { topP: 5e-324 } }, 'sampling.topP'],
+    [{ sampling: { repeatPenalty: 5e-324 } }, 'sampling.repeatPenalty'],
+    [{ sampling: { temperature: 11 } }, 'sampling.temperature'],
+    [{ compression: { kernel: 2047 } }, 'compression.kernel'],
+    [{ compression: { window: 2 ** 21 } }, 'compression.window'],
+  ] as const)
+    await assert.rejects(call('settings.update', patch), (e: { code: string; message: string }) => {
+      assert.equal(e.code, 'BAD_REQUEST', JSON.stringify(patch));
+      assert.match(e.message, new RegExp(`^settings\\.update: ${field.replace('.', '\\.')}: `), e.message);
+      return true;
+    });
+  await assert.rejects(
+    call('settings.update', { modelId: 'no-such-model' }),
+    (e: { code: string; message: string; details: { field: string } }) => {
+      assert.equal(e.code, 'INVALID_SETTING');
+      assert.equal(e.details.field, 'modelId');
+      assert.match(e.message, /no model has the id 'no-such-model'/);
+      return true;
+    },
+  );
+  assert.deepEqual(await call<Settings>('settings.get', {}), before, 'nothing changed');
+  // The ends of the engine's ranges are settings it takes: an answer is written with them.
+  await call('settings.update', { sampling: { topK: 2 ** 30, topP: 1e-9, repeatPenalty: 1e-3, maxTokens: 4 } });
+  const { modelId } = await call<Settings>('settings.get', {});
+  const r = await core.openai.complete(
+    { model: modelId!, messages: [{ role: 'user', content: 'Once upon a time' }] },
+    () => {},
+    new AbortController().signal,
+  );
+  assert.ok(r.completionTokens > 0, 'the engine answered with them');
+  await call('settings.update', { sampling: before.sampling });
+});

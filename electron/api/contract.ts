@@ -6,6 +6,7 @@ import { z } from 'zod';
 import { BACKEND_CHOICES } from '../engine/compute-backends.ts';
 import { BudgetValue } from '../kv/budget.ts';
 import { CompressionMethod, METHOD_TABLE, RECOMMENDED_METHOD, methodRow } from '../kv/methods.ts';
+import { compressOption, samplingOption } from '../kv/options.ts';
 import { CompressionStats } from '../kv/stats.ts';
 
 // ---------------------------------------------------------------------------------------------------------
@@ -24,41 +25,35 @@ export function compareCounterpart(method: CompressionMethod): CompressionMethod
   return METHOD_TABLE.find((r) => r.scorer === m.scorer && r.schedule === m.schedule && r.allocator === other)!.name;
 }
 
-/** How a document's KV cache is compressed. budget: a kept ratio (<= 1) or tokens per KV head (> 1). */
+/**
+ * How a document's KV cache is compressed. budget: a kept ratio (<= 1) or tokens per KV head (> 1). Every
+ * bound is the engine's own (kv/options.ts).
+ */
 export const CompressionSettings = z.object({
   method: CompressionMethod,
   budget: BudgetValue,
-  alpha: z.number().min(0).max(1),
-  window: z.number().int().min(1).max(4096),
-  kernel: z
-    .number()
-    .int()
-    .min(1)
-    .max(255)
-    .refine((k) => k % 2 === 1, 'the pooling kernel must be odd'),
+  alpha: compressOption('alpha'),
+  window: compressOption('window'),
+  kernel: compressOption('kernel'),
   /** Pyramid steepness, for the methods with the pyramid schedule; absent: the engine's default (20). */
-  beta: z
-    .number()
-    .int()
-    .min(1)
-    .max(1 << 20)
-    .optional(),
+  beta: compressOption('beta').optional(),
 });
 export type CompressionSettings = z.infer<typeof CompressionSettings>;
 
+/** How answers are sampled, within the engine's bounds (kv/options.ts). */
 export const SamplingSettings = z.object({
-  temperature: z.number().min(0).max(10),
-  topK: z.number().int().min(0),
-  topP: z.number().gt(0).max(1),
-  minP: z.number().min(0).max(1),
-  repeatPenalty: z.number().gt(0).max(10),
+  temperature: samplingOption('temperature'),
+  topK: samplingOption('topK'),
+  topP: samplingOption('topP'),
+  minP: samplingOption('minP'),
+  repeatPenalty: samplingOption('repeatPenalty'),
   /** Most tokens one answer may have. */
   maxTokens: z
     .number()
     .int()
     .min(1)
     .max(1 << 20),
-  seed: z.number().int().min(0).nullable(),
+  seed: samplingOption('seed').nullable(),
 });
 export type SamplingSettings = z.infer<typeof SamplingSettings>;
 

@@ -4,8 +4,9 @@ import type { ParseArgsConfig } from 'node:util';
 
 import { loadAddon, type CompressOptions, type Model } from '../engine/binding.ts';
 import { BACKEND_CHOICES, type BackendChoice } from '../engine/compute-backends.ts';
-import { BudgetValue, DEFAULT_BETA, DEFAULT_WINDOW } from '../kv/budget.ts';
+import { BudgetValue } from '../kv/budget.ts';
 import { isCompressionMethod, METHOD_NAMES, RECOMMENDED_METHOD, type CompressionMethod } from '../kv/methods.ts';
+import { compressRow, describeOption, type OptionRow, optionSchema, samplingRow } from '../kv/options.ts';
 
 export type Values = Record<string, string | boolean | undefined>;
 export interface Command {
@@ -118,6 +119,16 @@ export function budgetValue(s: string, flag = 'budget'): number {
   return n;
 }
 
+/** A numeric flag of an engine option (kv/options.ts): checked against the engine's bounds, its default when absent. */
+export function optionFlag(v: Values, flag: string, row: OptionRow): number {
+  const s = v[flag];
+  if (s === undefined) return row.default!;
+  const n = typeof s === 'string' && s.trim() !== '' ? Number(s) : NaN;
+  if (!optionSchema(row).safeParse(n).success)
+    throw new UsageError(`--${flag} must be ${describeOption(row)}, not '${String(s)}'`);
+  return n;
+}
+
 /** Compression options from --method, --budget, --alpha, --window, --kernel, --beta. */
 export function compressOptions(v: Values): CompressOptions {
   const method = compressionMethod(str(v, 'method') ?? RECOMMENDED_METHOD);
@@ -127,10 +138,10 @@ export function compressOptions(v: Values): CompressOptions {
   return {
     method,
     budget: budget === undefined ? undefined : budgetValue(budget),
-    alpha: float(v, 'alpha', 0.2),
-    window: int(v, 'window', DEFAULT_WINDOW, 1),
-    kernel: int(v, 'kernel', 7, 1),
-    beta: int(v, 'beta', DEFAULT_BETA, 1),
+    alpha: optionFlag(v, 'alpha', compressRow('alpha')),
+    window: optionFlag(v, 'window', compressRow('window')),
+    kernel: optionFlag(v, 'kernel', compressRow('kernel')),
+    beta: optionFlag(v, 'beta', compressRow('beta')),
   };
 }
 
@@ -195,12 +206,12 @@ export const samplingFlags = {
 /** Sampling options from --temp, --top-k, --top-p, --min-p, --repeat-penalty, --repeat-last-n, --seed (a random seed when none). */
 export function samplingOptions(v: Values) {
   return {
-    temperature: float(v, 'temp', 0.8),
-    topK: int(v, 'top-k', 40),
-    topP: float(v, 'top-p', 0.95),
-    minP: float(v, 'min-p', 0.05),
-    repeatPenalty: float(v, 'repeat-penalty', 1),
-    repeatLastN: int(v, 'repeat-last-n', 64, -1),
-    seed: v.seed !== undefined ? int(v, 'seed', 0) : Math.floor(Math.random() * 2 ** 32),
+    temperature: optionFlag(v, 'temp', samplingRow('temperature')),
+    topK: optionFlag(v, 'top-k', samplingRow('topK')),
+    topP: optionFlag(v, 'top-p', samplingRow('topP')),
+    minP: optionFlag(v, 'min-p', samplingRow('minP')),
+    repeatPenalty: optionFlag(v, 'repeat-penalty', samplingRow('repeatPenalty')),
+    repeatLastN: optionFlag(v, 'repeat-last-n', samplingRow('repeatLastN')),
+    seed: v.seed !== undefined ? optionFlag(v, 'seed', samplingRow('seed')) : Math.floor(Math.random() * 2 ** 32),
   };
 }

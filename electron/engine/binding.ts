@@ -5,6 +5,7 @@ import { fileURLToPath } from 'node:url';
 
 import type { ResolvedBudget } from '../kv/budget.ts';
 import type { CompressionMethod, MethodRow } from '../kv/methods.ts';
+import type { OptionRow } from '../kv/options.ts';
 import type { EngineCompressionStats, StatsSchema } from '../kv/stats.ts';
 import type { BackendChoice, ComputeBackend, GpuBackend } from './compute-backends.ts';
 
@@ -382,6 +383,9 @@ export interface FolioAddon {
   methods(): MethodRow[];
   /** The fields of the compression statistics and their kinds (held equal to electron/kv/stats.ts). */
   statsSchema(): StatsSchema;
+  /** The numeric options of a compression and of sampling, with bounds and defaults (held equal to
+   * electron/kv/options.ts). */
+  optionsSchema(): { compress: OptionRow[]; sampling: OptionRow[] };
   napiVersion: number;
   backendInfo(): BackendInfo;
   /** The architectures and tensor types the engine opens (held equal to electron/models/gguf-tables.ts). */

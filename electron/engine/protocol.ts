@@ -19,6 +19,7 @@ import { z } from 'zod';
 
 import { BudgetValue } from '../kv/budget.ts';
 import { CompressionMethod } from '../kv/methods.ts';
+import { compressOption, samplingOption } from '../kv/options.ts';
 import { EngineCompressionStats } from '../kv/stats.ts';
 import type * as B from './binding.ts';
 import { BACKEND_CHOICES, COMPUTE_BACKENDS } from './compute-backends.ts';
@@ -90,14 +91,14 @@ export const SessionOptions = z.strictObject({
 
 export { CompressionMethod };
 
-/** binding.ts's CompressOptions without the callback (progress comes as events). Ranges: the addon checks. */
+/** binding.ts's CompressOptions without the callback (progress comes as events), with the engine's bounds. */
 export const CompressOptions = z.strictObject({
   method: CompressionMethod,
   budget: BudgetValue.optional(),
-  alpha: Num.optional(),
-  window: Int.optional(),
-  kernel: Int.optional(),
-  beta: Int.optional(),
+  alpha: compressOption('alpha').optional(),
+  window: compressOption('window').optional(),
+  kernel: compressOption('kernel').optional(),
+  beta: compressOption('beta').optional(),
   measureLoss: z.boolean().optional(),
   chunk: z.union([z.literal('auto'), Int]).optional(),
   rebase: z.boolean().optional(),
@@ -107,13 +108,13 @@ export const CompressOptions = z.strictObject({
 });
 
 export const SamplingOptions = z.strictObject({
-  temperature: Num.min(0).optional(),
-  topK: Int.min(0).optional(),
-  topP: Num.optional(),
-  minP: Num.optional(),
-  repeatPenalty: Num.optional(),
-  repeatLastN: Int.optional(),
-  seed: Int.min(0).optional(),
+  temperature: samplingOption('temperature').optional(),
+  topK: samplingOption('topK').optional(),
+  topP: samplingOption('topP').optional(),
+  minP: samplingOption('minP').optional(),
+  repeatPenalty: samplingOption('repeatPenalty').optional(),
+  repeatLastN: samplingOption('repeatLastN').optional(),
+  seed: samplingOption('seed').optional(),
 });
 
 export const ModelInfo = z.object({

@@ -5,20 +5,19 @@
 // with the copy below; test/kv-schema.test.ts compares the two over a grid of prefixes, windows and budgets.
 // The same holds for the chunk size of a chunked read (native/src/kv/compressor.cc: default_chunk) and the
 // bound such a read keeps the cache under (Compressor::chunked_bound).
-import { z } from 'zod';
 
 import { methodRow, type CompressionMethod } from './methods.ts';
+import { COMPRESS_DEFAULTS, compressOption } from './options.ts';
 
-/** A budget: a kept ratio (<= 1) or whole tokens per head (> 1). */
-export const BudgetValue = z
-  .number()
-  .positive()
-  .max(1 << 24)
-  .refine((b) => b <= 1 || Number.isInteger(b), 'a budget above 1 is tokens per head and must be whole');
+/** A budget: a kept ratio (<= 1) or whole tokens per head (> 1), within the engine's bounds (options.ts). */
+export const BudgetValue = compressOption('budget').refine(
+  (b) => b <= 1 || Number.isInteger(b),
+  'a budget above 1 is tokens per head and must be whole',
+);
 
 /** The engine's default observation window and pyramid steepness. */
-export const DEFAULT_WINDOW = 32;
-export const DEFAULT_BETA = 20;
+export const DEFAULT_WINDOW = COMPRESS_DEFAULTS.window;
+export const DEFAULT_BETA = COMPRESS_DEFAULTS.beta;
 
 export type BudgetKind = { ratio: number } | { tokensPerHead: number };
 

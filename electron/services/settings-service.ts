@@ -22,6 +22,7 @@ export class SettingsService {
   /** Refused (INVALID_SETTING, details.field) when a value the patch sets cannot work with the model; a new
    * model is checked against every setting. */
   async update(patch: SettingsPatch): Promise<Settings> {
+    if (patch.modelId) await this.requireModel(patch.modelId);
     const next = this.storage.settings.merged(patch);
     const fields = patch.modelId !== undefined ? null : patchFields(patch);
     refuseProblems(settingsProblems(next, await this.limits(next.modelId)), fields);
@@ -45,6 +46,23 @@ export class SettingsService {
     )
       for (const d of this.storage.documents.list()) this.documents.changed(d.id);
     return s;
+  }
+
+  /** A model id the library knows (models.list, after a rescan); else INVALID_SETTING naming the field. */
+  private async requireModel(modelId: string): Promise<void> {
+    try {
+      await this.models.get(modelId);
+    } catch {
+      refuseProblems(
+        [
+          {
+            field: 'modelId',
+            message: `no model has the id '${modelId.slice(0, 128)}': choose one that models.list names (the Models page)`,
+          },
+        ],
+        null,
+      );
+    }
   }
 
   /** The chosen model's limits; null when none is chosen or it is no longer on disk (nothing to check against). */

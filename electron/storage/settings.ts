@@ -6,6 +6,7 @@ import type { z } from 'zod';
 
 import { CompressionSettings, SamplingSettings, Settings, type SettingsPatch } from '../api/contract.ts';
 import { RECOMMENDED_METHOD } from '../kv/methods.ts';
+import { COMPRESS_DEFAULTS } from '../kv/options.ts';
 import { isoTime, type Scheduler } from './clock.ts';
 import { StorageError } from './errors.ts';
 import type { ModelsRepo } from './models.ts';
@@ -15,7 +16,13 @@ export const DEFAULT_SYSTEM_PROMPT = 'Answer from the document and name the page
 
 export const DEFAULT_SETTINGS: Settings = Object.freeze({
   modelId: null,
-  compression: Object.freeze({ method: RECOMMENDED_METHOD, budget: 0.2, alpha: 0.2, window: 32, kernel: 7 }),
+  compression: Object.freeze({
+    method: RECOMMENDED_METHOD,
+    budget: 0.2,
+    alpha: COMPRESS_DEFAULTS.alpha,
+    window: COMPRESS_DEFAULTS.window,
+    kernel: COMPRESS_DEFAULTS.kernel,
+  }),
   sampling: Object.freeze({
     temperature: 0.7,
     topK: 40,

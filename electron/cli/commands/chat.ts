@@ -13,6 +13,7 @@ import { ContextFullError, ConversationSession } from '../../services/conversati
 import { EngineManager } from '../../services/engine-manager.ts';
 import { shapeFromInfo } from '../../models/estimate.ts';
 import { documentPrefix } from '../../services/prefix.ts';
+import { COMPRESS_DEFAULTS } from '../../kv/options.ts';
 import { planRead } from '../../services/read-plan.ts';
 import { EngineClient } from '../../engine/client.ts';
 import {
@@ -110,7 +111,7 @@ async function converse(engine: EngineManager, o: ChatRun) {
   const plan = planRead({
     prefixTokens: prefix.tokenized.tokens.length,
     shape: shapeFromInfo(model.info),
-    compression: { alpha: 0.2, window: 32, kernel: 7, ...o.copts, budget: o.copts.budget ?? 1 },
+    compression: { ...COMPRESS_DEFAULTS, ...o.copts, budget: o.copts.budget ?? 1 },
     kvType: o.kvType,
     contextCap: o.ctx || null,
     conversationRoom: conversationReserve,

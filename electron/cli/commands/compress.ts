@@ -20,6 +20,7 @@ import { importDocument } from '../../documents/index.ts';
 import type { CompressionStats } from '../../engine/binding.ts';
 import { shapeFromInfo } from '../../models/estimate.ts';
 import { PAGE_SEPARATOR } from '../../services/prefix.ts';
+import { COMPRESS_DEFAULTS } from '../../kv/options.ts';
 import { planRead } from '../../services/read-plan.ts';
 
 /** The statistics as a plain JSON value (the retention map as an array). */
@@ -111,7 +112,7 @@ export const compress: Command = {
     const plan = planRead({
       prefixTokens: tokens.length,
       shape: shapeFromInfo(info),
-      compression: { alpha: 0.2, window: 32, kernel: 7, ...opts, budget: opts.budget ?? 1 },
+      compression: { ...COMPRESS_DEFAULTS, ...opts, budget: opts.budget ?? 1 },
       kvType: sessionOpts.kvType,
       contextCap: sessionOpts.nCtx || null,
       conversationRoom: v.room === undefined ? null : int(v, 'room', 0, 1),

@@ -20,11 +20,13 @@ import {
   float,
   int,
   openModel,
+  optionFlag,
   print,
   sessionOptions,
   str,
 } from '../args.ts';
 import { METHOD_NAMES } from '../../kv/methods.ts';
+import { compressRow } from '../../kv/options.ts';
 import { fidelitySvg, rulerSvg } from '../eval-plot.ts';
 import { citeTable, runCite } from '../eval-cite.ts';
 import { niahTable, type ReadChoice, readNiahCases, runNiah } from '../eval-niah.ts';
@@ -514,10 +516,9 @@ export const evalCommand: Command = {
     ].sort((a, b) => a - b);
     const split = float(v, 'split', 0.75);
     if (!(split > 0 && split < 1)) throw new UsageError(`--split must be between 0 and 1, not '${v.split}'`);
-    const alpha = float(v, 'alpha', 0.2);
-    if (!(alpha >= 0 && alpha <= 1)) throw new UsageError(`--alpha must be between 0 and 1, not '${v.alpha}'`);
-    const window = int(v, 'window', 32, 1);
-    const kernel = int(v, 'kernel', 7, 1);
+    const alpha = optionFlag(v, 'alpha', compressRow('alpha'));
+    const window = optionFlag(v, 'window', compressRow('window'));
+    const kernel = optionFlag(v, 'kernel', compressRow('kernel'));
     const chunkFlag = str(v, 'chunk') ?? '0';
     if (chunkFlag !== 'auto' && !/^\d+$/.test(chunkFlag))
       throw new UsageError(`--chunk must be auto, 0 (one pass) or a number of tokens, not '${chunkFlag}'`);

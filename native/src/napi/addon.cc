@@ -68,6 +68,7 @@ static Napi::Value BackendInfo(const Napi::CallbackInfo& info) {
 
 void init_process(Napi::Env env, Napi::Object exports);    // process.cc: parent-death signal, exit now
 void init_kv_schema(Napi::Env env, Napi::Object exports);  // kv-schema.cc: methods(), statsSchema()
+void init_options(Napi::Env env, Napi::Object exports);    // options.cc: optionsSchema()
 
 static Napi::Object Init(Napi::Env env, Napi::Object exports) {
   env.SetInstanceData<Registry>(new Registry());
@@ -79,6 +80,7 @@ static Napi::Object Init(Napi::Env env, Napi::Object exports) {
   init_model(env, exports);
   init_kv_ops(env, exports);
   init_kv_schema(env, exports);
+  init_options(env, exports);
   init_process(env, exports);
   return exports;
 }

@@ -4,20 +4,24 @@
 #include <type_traits>
 
 #include "napi/common.h"
+#include "napi/options.h"
 
 namespace folio::napi {
 
 kv::CompressOptions compress_options(Napi::Env env, const Napi::Object& o, const char* default_method) {
+  const auto& rows = compress_option_rows();
+  auto get = [&](const char* name) { return read_option(env, o, option_row(rows, name)); };
   kv::CompressOptions c;
   c.method = guard(env, [&] { return kv::parse_method(str_opt(env, o, "method", default_method)); });
-  const double budget = num_opt(env, o, "budget", c.method.selection == kv::Selection::Full ? 1 : NAN, 0, 1 << 30);
+  double budget = get("budget");
+  if (std::isnan(budget) && c.method.selection == kv::Selection::Full) budget = 1;
   if (std::isnan(budget))
     throw js_error(env, "INVALID_ARGUMENT", "give a budget: a kept ratio such as 0.2 or tokens per head such as 512");
   guard(env, [&] { kv::set_budget(c, budget); });
-  c.alpha = num_opt(env, o, "alpha", c.alpha, 0, 1);
-  c.window = int32_t(num_opt(env, o, "window", c.window, 1, 1 << 20));
-  c.kernel = int32_t(num_opt(env, o, "kernel", c.kernel, 1, 1 << 10));
-  c.beta = int32_t(num_opt(env, o, "beta", c.beta, 1, 1 << 20));
+  c.alpha = get("alpha");
+  c.window = int32_t(get("window"));
+  c.kernel = int32_t(get("kernel"));
+  c.beta = int32_t(get("beta"));
   c.measure_loss = bool_opt(env, o, "measureLoss", false);
   guard(env, [&] { kv::validate(c); });
   return c;

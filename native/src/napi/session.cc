@@ -12,6 +12,7 @@
 #include "napi/common.h"
 #include "napi/job.h"
 #include "napi/kv-schema.h"
+#include "napi/options.h"
 
 namespace folio::napi {
 
@@ -149,14 +150,7 @@ class SessionWrap : public Napi::ObjectWrap<SessionWrap> {
     Napi::Object o = opts_arg(info, 0);
     GenerateParams gp;
     gp.n = int32_t(num_opt(env, o, "n", 128, 0, 1 << 24));
-    SamplingParams& sp = gp.sampling;
-    sp.temperature = float(num_opt(env, o, "temperature", sp.temperature, 0, 100));
-    sp.top_k = int32_t(num_opt(env, o, "topK", sp.top_k, 0, 1 << 30));
-    sp.top_p = float(num_opt(env, o, "topP", sp.top_p, 1e-9, 1));
-    sp.min_p = float(num_opt(env, o, "minP", sp.min_p, 0, 1));
-    sp.repeat_penalty = float(num_opt(env, o, "repeatPenalty", sp.repeat_penalty, 1e-3, 100));
-    sp.repeat_last_n = int32_t(num_opt(env, o, "repeatLastN", sp.repeat_last_n, -1, 1 << 30));
-    sp.seed = uint64_t(num_opt(env, o, "seed", 0, 0, 9007199254740991.0));
+    gp.sampling = sampling_params(env, o);
     gp.stop_at_eog = bool_opt(env, o, "stopAtEog", false);
     gp.collect_attention = bool_opt(env, o, "collectAttention", false);
     if (idle(env).session->last_logits().empty())
