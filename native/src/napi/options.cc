@@ -30,10 +30,8 @@ const std::vector<OptionRow>& compress_option_rows() {
   static const kv::CompressOptions d;
   static const std::vector<OptionRow> rows = {
       // A kept ratio (<= 1) or whole tokens per head (> 1): kv::set_budget reads it.
-      number("budget", 0, 1 << 24, kNone, true),
-      number("alpha", 0, 1, d.alpha),
-      integer("window", 1, 1 << 20, d.window),
-      integer("kernel", 1, (1 << 10) - 1, d.kernel, true),
+      number("budget", 0, 1 << 24, kNone, true), number("alpha", 0, 1, d.alpha),
+      integer("window", 1, 1 << 20, d.window),   integer("kernel", 1, (1 << 10) - 1, d.kernel, true),
       integer("beta", 1, 1 << 20, d.beta),
   };
   return rows;
@@ -62,8 +60,7 @@ const OptionRow& option_row(const std::vector<OptionRow>& rows, const char* name
 double read_option(Napi::Env env, const Napi::Object& o, const OptionRow& row) {
   Napi::Value v = o.Get(row.name);
   if (v.IsUndefined()) return row.def;
-  if (!v.IsNumber())
-    throw js_error(env, "INVALID_ARGUMENT", std::string("option '") + row.name + "' must be a number");
+  if (!v.IsNumber()) throw js_error(env, "INVALID_ARGUMENT", std::string("option '") + row.name + "' must be a number");
   const double d = v.As<Napi::Number>().DoubleValue();
   const bool above_min = row.min_open ? d > row.min : d >= row.min;
   const bool whole = !row.integer || d == std::floor(d);
