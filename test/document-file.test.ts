@@ -20,7 +20,7 @@ process.on('exit', () => rmSync(dir, { recursive: true, force: true }));
 const apiToken = 'file-token-0123456789abcdef';
 const files = new DocumentFiles(join(dir, 'documents'));
 const pdfBytes = new TextEncoder().encode('%PDF-1.7\nnot really a pdf, but bytes to serve\n%%EOF\n');
-const sha = files.put(pdfBytes);
+const sha = await files.put(pdfBytes);
 // A file beside the store that no document names: it must never be served.
 const secret = join(dir, 'secret.txt');
 writeFileSync(secret, 'not yours');
@@ -44,9 +44,9 @@ async function withHost(fn: (host: WebHost, own: string) => Promise<void>) {
   }
 }
 
-test('the store keeps a file once by its sha256 and names nothing but sha256s', () => {
+test('the store keeps a file once by its sha256 and names nothing but sha256s', async () => {
   assert.equal(sha, sha256Hex(pdfBytes));
-  assert.equal(files.put(pdfBytes), sha, 'the same bytes again: the same name');
+  assert.equal(await files.put(pdfBytes), sha, 'the same bytes again: the same name');
   assert.deepEqual(
     readdirSync(join(dir, 'documents')).filter((f) => !f.startsWith('.')),
     [sha],
@@ -59,11 +59,11 @@ test('the store keeps a file once by its sha256 and names nothing but sha256s', 
   assert.ok(existsSync(secret), 'remove ignores what is not a sha256');
 });
 
-test('the startup sweep removes files no document uses and stale half-writes, and nothing else', () => {
+test('the startup sweep removes files no document uses and stale half-writes, and nothing else', async () => {
   const store = new DocumentFiles(join(dir, 'sweep'));
-  const kept = store.put(new TextEncoder().encode('kept'));
+  const kept = await store.put(new TextEncoder().encode('kept'));
   store.putHtml(kept, '<p>kept</p>');
-  const orphan = store.put(new TextEncoder().encode('orphan'));
+  const orphan = await store.put(new TextEncoder().encode('orphan'));
   store.putHtml(orphan, '<p>orphan</p>');
   const oldPart = join(dir, 'sweep', `.${orphan}.aaaaaa.part`);
   const newPart = join(dir, 'sweep', `.${orphan}.bbbbbb.part`);

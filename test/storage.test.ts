@@ -238,6 +238,39 @@ test('a new data folder gets every migration, WAL mode and foreign keys; reopeni
   again.close();
 });
 
+test("version 15: a document's token ids and character map move out of its row, nothing lost", () => {
+  const dir = tempDir();
+  const clock = new FakeClock();
+  const old = new Database(join(dir, DATABASE_FILE));
+  migrate(
+    old,
+    clock,
+    migrations.filter((m) => m.version <= 14),
+  );
+  const insert = old.prepare(
+    `INSERT INTO documents (id, title, kind, file_name, status, created_at, updated_at, token_count, tokens, char_map)
+       VALUES (?, ?, 'text', 'a.txt', 'ready', 'x', 'x', ?, ?, ?)`,
+  );
+  const tokens = Int32Array.from([5, 6, 7]);
+  const charMap = Int32Array.from([1, 0, 2, 1, 2, 4, 1, 4, 6]);
+  insert.run('read', 'Read', 3, Buffer.from(tokens.buffer), Buffer.from(charMap.buffer));
+  insert.run('unread', 'Unread', 0, null, null);
+  old.close();
+
+  const s = open(dir, { scheduler: clock });
+  assert.deepEqual(s.migrated, [15]);
+  assert.deepEqual(s.documents.tokens('read'), tokens);
+  assert.deepEqual(s.documents.charMap('read'), charMap);
+  assert.equal(s.documents.tokens('unread'), null);
+  assert.equal(s.documents.require('read').tokens, 3);
+  const columns = (s.db.prepare(`PRAGMA table_info(documents)`).all() as { name: string }[]).map((c) => c.name);
+  assert.ok(!columns.includes('tokens') && !columns.includes('char_map'), columns.join(', '));
+  // Deleting the document deletes its tokens too.
+  s.documents.delete('read');
+  assert.equal(s.db.prepare(`SELECT COUNT(*) FROM document_tokens`).pluck().get(), 0);
+  s.close();
+});
+
 test('statistics stored in snake_case before version 6 open as camelCase and read in one pass, nothing lost', () => {
   const dir = tempDir();
   const clock = new FakeClock();
@@ -658,7 +691,7 @@ test('documents: create, content, cache and statistics round trip', () => {
   assert.deepEqual(r.documents.tokens(created.id), tokens);
   assert.deepEqual(r.documents.charMap(created.id), charMap);
   // Big arrays are 4 bytes a value.
-  assert.equal(count(r, 'SELECT length(tokens) FROM documents WHERE id = ?', created.id), 40_000);
+  assert.equal(count(r, 'SELECT length(tokens) FROM document_tokens WHERE document_id = ?', created.id), 40_000);
   assert.equal(count(r, 'SELECT length(retention) FROM compression_stats WHERE document_id = ?', created.id), 40_000);
 
   // list() gives the contract's summaries, exactly.

@@ -84,7 +84,7 @@ interface CiteCase {
   lead: string;
 }
 
-function readCase(model: Model, pieces: PieceLengths, c: NiahCase): CiteCase {
+async function readCase(model: Model, pieces: PieceLengths, c: NiahCase): Promise<CiteCase> {
   const { tokens, questionStart } = splitQuestion(model, c);
   const at = c.prompt.lastIndexOf(' What is');
   const haystack = c.prompt.slice(0, at);
@@ -98,7 +98,7 @@ function readCase(model: Model, pieces: PieceLengths, c: NiahCase): CiteCase {
     starts.push(s);
     from = s + p.text.length;
   }
-  const map = mapPages(c.prompt, { tokens, pieceBytes: pieces.of(tokens, { addSpecial: true }) }, starts, pages);
+  const map = await mapPages(c.prompt, { tokens, pieceBytes: pieces.of(tokens, { addSpecial: true }) }, starts, pages);
   // The queried needle: the sentence that holds the answer's digits.
   let needle: CiteCase['needle'] | null = null;
   for (const p of pages) {
@@ -151,7 +151,7 @@ function lexicalPick(text: string, map: PrefixMap): Pick {
 
 export async function runCite(model: Model, cases: NiahCase[], o: CiteOptions): Promise<CiteRow[]> {
   const pieces = new PieceLengths(model, specialIdsOfModel(model));
-  const read = cases.map((c) => readCase(model, pieces, c));
+  const read = await Promise.all(cases.map((c) => readCase(model, pieces, c)));
   const nLayer = model.info().nLayer;
   const appLayers = citationLayers(nLayer);
   const layersOf: Record<'attention' | 'attention-all-layers' | 'attention-other-layers', number[]> = {

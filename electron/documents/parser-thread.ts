@@ -10,7 +10,9 @@
 // At most MAX_PARSER_THREADS parses run at once (each may use PARSER_HEAP_MB); others wait their turn. After a
 // clean parse the thread is kept, idle and unreferenced (it keeps no process alive), for a while, so a batch of
 // imports does not pay a thread's start each time.
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
+
+import { startWorker } from '../worker-thread.ts';
 
 import { ImportError, aborted } from './errors.ts';
 import { MAX_PARSER_THREADS, PARSER_HEAP_MB, PARSE_STALL_MS, PARSE_TIME_LIMIT_MS } from './limits.ts';
@@ -43,23 +45,13 @@ let running = 0;
 const waiting: (() => void)[] = [];
 let nextJob = 1;
 
-/**
- * Starts a thread. Under tsx (tests, the CLI from source) a worker does not inherit the loader on Node 20,
- * so the thread registers tsx before it imports the TypeScript entry; built, it runs the emitted .js.
- */
+/** Starts a thread (worker-thread.ts), its heap capped. */
 function startThread(heapMb: number): ParserThread {
-  const options = { resourceLimits: { maxOldGenerationSizeMb: heapMb }, stdout: true, stderr: true } as const;
-  let worker: Worker;
-  if (import.meta.url.endsWith('.ts')) {
-    const api = JSON.stringify(import.meta.resolve('tsx/esm/api'));
-    const entry = JSON.stringify(new URL('./parse-worker.ts', import.meta.url).href);
-    worker = new Worker(`import(${api}).then((tsx) => { tsx.register(); return import(${entry}); });`, {
-      ...options,
-      eval: true,
-    });
-  } else {
-    worker = new Worker(new URL('./parse-worker.js', import.meta.url), options);
-  }
+  const worker = startWorker(new URL('./parse-worker.ts', import.meta.url), {
+    resourceLimits: { maxOldGenerationSizeMb: heapMb },
+    stdout: true,
+    stderr: true,
+  });
   const t: ParserThread = { worker, heapMb, started: false, idleTimer: null };
   worker.on('message', (m: ParserMessage) => {
     if (m.type === 'ready') t.started = true;

@@ -8,7 +8,7 @@
 // Long work runs off this thread (in the addon's jobs, or in the tokenizer worker for long texts), so the
 // event loop stays free for cancellations and for the progress and token events it forwards.
 // It ends at once whenever it ends, and never outlives its parent (host-exit.ts).
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
 
 import {
   addonPath,
@@ -20,6 +20,7 @@ import {
   type Model,
   type Session,
 } from './binding.ts';
+import { startWorker } from '../worker-thread.ts';
 import { endAtOnce, exitNow, TEST_NO_DEATH_SIGNAL_ENV, watchParent } from './host-exit.ts';
 import {
   describeIssue,
@@ -120,15 +121,7 @@ class TokenizerWorker {
 
   private start(): Worker {
     if (this.worker) return this.worker;
-    let w: Worker;
-    if (import.meta.url.endsWith('.ts')) {
-      // Under tsx: a worker does not inherit the --import'ed loader on Node 20, so register it first.
-      const api = JSON.stringify(import.meta.resolve('tsx/esm/api'));
-      const entry = JSON.stringify(new URL('./tokenizer-worker.ts', import.meta.url).href);
-      w = new Worker(`import(${api}).then((tsx) => { tsx.register(); return import(${entry}); });`, { eval: true });
-    } else {
-      w = new Worker(new URL('./tokenizer-worker.js', import.meta.url));
-    }
+    const w = startWorker(new URL('./tokenizer-worker.ts', import.meta.url));
     w.unref();
     w.on('message', (r: WorkerReply) => {
       const p = this.pending.get(r.id);

@@ -436,31 +436,61 @@ export function describeIssue(error: z.ZodError): string {
  * A token that ends inside a multi-byte character starts the next one at that character's end.
  */
 export function tokenCharOffsets(text: string, pieceBytes: ArrayLike<number>): Int32Array {
-  const bytes = Buffer.from(text, 'utf8');
-  let total = 0;
-  for (let i = 0; i < pieceBytes.length; i++) total += pieceBytes[i];
-  let surplus = Math.max(0, total - bytes.length);
-  // Byte offset → UTF-16 offset, for every byte boundary (a byte inside a character maps to its end).
-  const charAt = new Int32Array(bytes.length + 1);
-  let c = 0;
-  for (let b = 0; b < bytes.length; ) {
-    const lead = bytes[b];
-    const len = lead < 0x80 ? 1 : lead < 0xe0 ? 2 : lead < 0xf0 ? 3 : 4;
-    const units = len === 4 ? 2 : 1;
-    for (let k = 0; k < len && b + k <= bytes.length; k++) charAt[b + k] = k === 0 ? c : c + units;
-    b += len;
-    c += units;
-  }
-  charAt[bytes.length] = text.length;
+  const walk = new TokenStarts(text, pieceBytes);
   const starts = new Int32Array(pieceBytes.length);
-  let pos = 0;
-  for (let i = 0; i < pieceBytes.length; i++) {
-    starts[i] = charAt[Math.min(pos, bytes.length)];
-    let n = pieceBytes[i];
-    const skip = Math.min(surplus, n);
-    surplus -= skip;
-    n -= skip;
-    pos += n;
-  }
+  for (let i = 0; i < starts.length; i++) starts[i] = walk.next();
   return starts;
+}
+
+/**
+ * tokenCharOffsets one token at a time (a long document's map is made in slices, between which the event
+ * loop runs): one walk over the text's bytes alongside the tokens, whose starts only grow.
+ */
+export class TokenStarts {
+  private readonly bytes: Buffer;
+  private surplus: number;
+  private i = 0;
+  /** The byte where the character at UTF-16 offset `c` starts. */
+  private b = 0;
+  private c = 0;
+  /** The byte the next token starts at. */
+  private pos = 0;
+
+  constructor(
+    private readonly text: string,
+    private readonly pieceBytes: ArrayLike<number>,
+  ) {
+    this.bytes = Buffer.from(text, 'utf8');
+    let total = 0;
+    for (let k = 0; k < pieceBytes.length; k++) total += pieceBytes[k];
+    this.surplus = Math.max(0, total - this.bytes.length);
+  }
+
+  /** The start of the next token. */
+  next(): number {
+    const { bytes } = this;
+    const target = Math.min(this.pos, bytes.length);
+    let start: number;
+    for (;;) {
+      if (this.b >= target) {
+        start = this.b >= bytes.length ? this.text.length : this.c;
+        break;
+      }
+      const lead = bytes[this.b];
+      const len = lead < 0x80 ? 1 : lead < 0xe0 ? 2 : lead < 0xf0 ? 3 : 4;
+      const units = len === 4 ? 2 : 1;
+      if (this.b + len > target) {
+        start = Math.min(this.c + units, this.text.length); // a start inside a character: at its end
+        break;
+      }
+      this.b += len;
+      this.c += units;
+    }
+    let n = this.pieceBytes[this.i++];
+    const skip = Math.min(this.surplus, n);
+    this.surplus -= skip;
+    n -= skip;
+    this.pos += n;
+    return start;
+  }
 }

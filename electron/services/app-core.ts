@@ -139,6 +139,7 @@ export async function createAppCore(o: AppCoreOptions): Promise<AppCore> {
       closed = true;
       await chats.stopAll();
       await client.stop().catch(() => {});
+      await storage.content.close();
       storage.close();
     },
   };

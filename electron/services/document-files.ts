@@ -5,6 +5,7 @@
 // folder are only ever 64 hex digits (and .html), so a name that reaches here from a request cannot leave it.
 import { createHash, randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { copyFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 
 const SHA256_HEX = /^[0-9a-f]{64}$/;
@@ -20,20 +21,45 @@ export class DocumentFiles {
     mkdirSync(dir, { recursive: true, mode: 0o700 });
   }
 
-  /** Stores the bytes (once: an identical file is already there) and returns their sha256. */
-  put(bytes: Uint8Array): string {
-    const sha = sha256Hex(bytes);
+  /**
+   * Stores the bytes (once: an identical file is already there) and returns their sha256 (pass it when it is
+   * known: hashing a large file takes a while). Written by libuv's threads, never on the event loop.
+   */
+  async put(bytes: Uint8Array, sha = sha256Hex(bytes)): Promise<string> {
     const path = join(this.dir, sha);
     if (existsSync(path)) return sha;
     // Written aside and renamed, so a crash never leaves a partial file under a content name.
     const part = join(this.dir, `.${sha}.${randomBytes(6).toString('hex')}.part`);
     try {
-      writeFileSync(part, bytes, { mode: 0o600, flag: 'wx' });
-      renameSync(part, path);
+      await writeFile(part, bytes, { mode: 0o600, flag: 'wx' });
+      await rename(part, path);
     } finally {
-      rmSync(part, { force: true });
+      await rm(part, { force: true });
     }
     return sha;
+  }
+
+  /**
+   * Takes a file already on this disk (an upload's temporary file, whose sha256 was taken as it was read)
+   * as the original of `sha`: moved into place, or removed when an identical file is there already.
+   */
+  async adopt(file: string, sha: string): Promise<void> {
+    const path = join(this.dir, sha);
+    if (!SHA256_HEX.test(sha) || existsSync(path)) return await rm(file, { force: true });
+    try {
+      await rename(file, path);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'EXDEV') throw e;
+      // Another disk: copied aside and renamed, like put.
+      const part = join(this.dir, `.${sha}.${randomBytes(6).toString('hex')}.part`);
+      try {
+        await copyFile(file, part);
+        await rename(part, path);
+      } finally {
+        await rm(part, { force: true });
+        await rm(file, { force: true });
+      }
+    }
   }
 
   /** The stored file of a sha256, or null when there is none (or the name is not a sha256). */

@@ -30,7 +30,7 @@ import {
 } from '../documents/index.ts';
 import { baseName } from '../documents/detect.ts';
 import { failureRemedy } from '../documents/errors.ts';
-import { tooLarge } from '../documents/read-file.ts';
+import { copyOwned, tooLarge } from '../documents/read-file.ts';
 import { DEFAULT_BETA } from '../kv/budget.ts';
 import { methodLabel, methodRow } from '../kv/methods.ts';
 import { toSummary, type DocumentRecord, type Storage } from '../storage/index.ts';
@@ -254,12 +254,18 @@ export class DocumentsService {
     this.requireModel();
     if ('documentId' in params) return this.importAgain(params.documentId, params.password);
     const how = { password: params.password, keepDuplicate: params.keepDuplicate };
-    if ('path' in params) return this.start(baseName(params.path), await readDocumentFile(params.path), how);
+    if ('path' in params) {
+      const hash = createHash('sha256');
+      const bytes = await readDocumentFile(params.path, { hash });
+      return this.start(baseName(params.path), bytes, hash.digest('hex'), how);
+    }
     const fileName = baseName(params.fileName);
     // Refused before decoding: base64 takes 4 characters for 3 bytes.
     const size = Math.floor((params.dataBase64.length * 3) / 4);
     if (size > MAX_DOCUMENT_BYTES + 2) throw tooLarge(fileName, size, MAX_DOCUMENT_BYTES);
-    return this.start(fileName, ownedBytes(Buffer.from(params.dataBase64, 'base64')), how);
+    // At most a JSON body's worth (MAX_INLINE_BASE64_CHARS): hashed at once in a few milliseconds.
+    const bytes = ownedBytes(Buffer.from(params.dataBase64, 'base64'));
+    return this.start(fileName, bytes, sha256Hex(bytes), how);
   }
 
   /** Reads again the held file of a failed import (trying again, or with the PDF's password). */
@@ -277,22 +283,26 @@ export class DocumentsService {
   }
 
   /**
-   * Imports an upload that the web host streamed to `tempPath`. The file becomes this service's: it is
-   * removed once read, whether the import then goes on, fails or is cancelled (its bytes are in memory).
+   * Imports an upload that the web host streamed to `tempPath`. The file becomes this service's: hashed as it
+   * is read, then kept as the document's original (moved, not written again) or removed, whether the import
+   * then goes on, fails or is cancelled (its bytes are in memory).
    */
   async importUpload(params: {
     fileName: string;
     tempPath: string;
     keepDuplicate?: boolean;
   }): Promise<Result<'documents.import'>> {
-    let bytes: Uint8Array;
     try {
       this.requireModel();
-      bytes = await readDocumentFile(params.tempPath);
+      const hash = createHash('sha256');
+      const bytes = await readDocumentFile(params.tempPath, { hash });
+      return await this.start(baseName(params.fileName), bytes, hash.digest('hex'), {
+        keepDuplicate: params.keepDuplicate,
+        original: params.tempPath,
+      });
     } finally {
       await rm(params.tempPath, { force: true }).catch(() => {});
     }
-    return this.start(baseName(params.fileName), bytes, { keepDuplicate: params.keepDuplicate });
   }
 
   private requireModel(): void {
@@ -305,13 +315,13 @@ export class DocumentsService {
    * already (by its content), then parses and compresses in a task. A file already there is refused with
    * DUPLICATE unless kept; one whose import failed before is read again into that document.
    */
-  private start(
+  private async start(
     fileName: string,
     bytes: Uint8Array,
-    o: { password?: string; keepDuplicate?: boolean } = {},
-  ): Result<'documents.import'> {
+    sha256: string,
+    o: { password?: string; keepDuplicate?: boolean; original?: string } = {},
+  ): Promise<Result<'documents.import'>> {
     const kind = detectKind(bytes, fileName);
-    const sha256 = sha256Hex(bytes);
     const same = this.storage.documents.findBySha256(sha256);
     const failed = same.find((d) => d.status === 'failed');
     const present = same.find((d) => d.status !== 'failed');
@@ -321,8 +331,10 @@ export class DocumentsService {
         `${fileName} is already in the library as “${present.title}”: open that one, or import it again to keep both`,
         { documentId: present.id, title: present.title },
       );
-    // The original is kept by its content before the parser takes the bytes (document-files.ts).
-    this.files?.put(bytes);
+    // The original is kept by its content before the parser takes the bytes (document-files.ts): an upload's
+    // file is moved into place; other bytes are written, off the event loop.
+    if (this.files && o.original) await this.files.adopt(o.original, sha256);
+    else await this.files?.put(bytes, sha256);
     const doc =
       failed ?? this.storage.documents.create({ title: fileName, kind, fileName, sha256, status: 'importing' });
     return { documentId: doc.id, taskId: this.startImport(doc.id, fileName, bytes, o.password) };
@@ -338,7 +350,7 @@ export class DocumentsService {
       try {
         const imported = await importDocument(
           // A copy goes to the parser thread: the file stays held until it is read.
-          { fileName, bytes: new Uint8Array(bytes) },
+          { fileName, bytes: await copyOwned(bytes) },
           {
             signal: task.signal,
             transferBytes: true,
@@ -349,7 +361,7 @@ export class DocumentsService {
         this.held.delete(documentId);
         this.storage.documents.update(documentId, { title: imported.title || fileName });
         if (sha256 && imported.html !== undefined) this.files?.putHtml(sha256, imported.html);
-        this.storage.documents.setContent(documentId, {
+        await this.storage.content.setContent(documentId, {
           pages: imported.pages.map((p) => ({ ...p, tokenStart: 0, tokenEnd: 0 })),
           tokens: [],
         });
@@ -507,7 +519,7 @@ export class DocumentsService {
     }
     this.storage.documents.update(documentId, { status: 'compressing', error: null });
     // Recorded before the read, so that a read cut short resumes over the same pages (resumeInterrupted).
-    this.storage.documents.setRead(documentId, {
+    await this.storage.content.setRead(documentId, {
       pages: map.pages,
       tokens: tokenized.tokens,
       charMap: map.charMap,

@@ -11,7 +11,7 @@ import {
   tokenizeOptions,
   type Renderer,
 } from './chat-format.ts';
-import { tokenCharOffsets, type ModelInfo } from '../engine/protocol.ts';
+import { TokenStarts, type ModelInfo } from '../engine/protocol.ts';
 
 /** Pages are joined with a blank line between them. */
 export const PAGE_SEPARATOR = '\n\n';
@@ -90,7 +90,7 @@ export async function documentPrefix(
 ): Promise<DocumentPrefix> {
   const { conversation, documentStart } = conversationFor(format, systemPrompt, pages);
   const tokenized = await tokenizeFormatted(tokenize, format, conversation.prefixText, true);
-  return { conversation, tokenized, map: mapPrefix(conversation.prefixText, tokenized, documentStart, pages) };
+  return { conversation, tokenized, map: await mapPrefix(conversation.prefixText, tokenized, documentStart, pages) };
 }
 
 export interface PrefixMap {
@@ -109,7 +109,7 @@ export function mapPrefix(
   t: Tokenized,
   documentStart: number,
   pages: readonly { page: number; text: string }[],
-): PrefixMap {
+): Promise<PrefixMap> {
   // Page p covers [pageStart[p], pageStart[p] + text.length) of the rendered text.
   const pageStart: number[] = [];
   let at = documentStart;
@@ -120,24 +120,30 @@ export function mapPrefix(
   return mapPages(rendered, t, documentStart < 0 ? null : pageStart, pages);
 }
 
+/** Tokens mapped between two turns of the event loop (a long document's map takes a few of them). */
+const MAP_SLICE = 1 << 17;
+
 /**
  * Maps tokens of `rendered` to pages that start at the given offsets of it, in order (null: no document text).
  * mapPrefix's rule for a prefix; also for text paged otherwise (the citation suite's haystacks).
  */
-export function mapPages(
+export async function mapPages(
   rendered: string,
   t: Tokenized,
   pageStart: readonly number[] | null,
   pages: readonly { page: number; text: string }[],
-): PrefixMap {
+): Promise<PrefixMap> {
   const n = t.tokens.length;
-  const starts = tokenCharOffsets(rendered, t.pieceBytes);
+  const starts = new TokenStarts(rendered, t.pieceBytes);
   const charMap = new Int32Array(n * 3);
   const out: DocumentPage[] = pages.map((p) => ({ page: p.page, text: p.text, tokenStart: -1, tokenEnd: -1 }));
   let k = 0; // pages are in order, and so are the tokens
+  let next = n > 0 ? starts.next() : 0;
   for (let i = 0; i < n; i++) {
-    const s = starts[i],
-      e = i + 1 < n ? starts[i + 1] : rendered.length;
+    if (i % MAP_SLICE === MAP_SLICE - 1) await new Promise((ok) => setImmediate(ok));
+    const s = next;
+    next = i + 1 < n ? starts.next() : rendered.length;
+    const e = next;
     if (!pageStart || e <= s) continue;
     while (k < pages.length && s >= pageStart[k] + pages[k].text.length) k++;
     if (k >= pages.length || e <= pageStart[k]) continue; // template text, a separator, or past the document

@@ -216,6 +216,7 @@ export class DocumentsRepo {
   private readonly deletePages;
   private readonly insertPage;
   private readonly setTokens;
+  private readonly putTokens;
   private readonly unsetPageTokens;
   private readonly setPageTokens;
   private readonly countPages;
@@ -250,8 +251,11 @@ export class DocumentsRepo {
       `INSERT INTO document_pages (document_id, page, text, token_start, token_end) VALUES (?, ?, ?, ?, ?)`,
     );
     this.setTokens = db.prepare(
-      `UPDATE documents SET tokens = ?, char_map = ?, token_count = ?, page_count = ?, read_first = NULL, read_last = NULL,
-         updated_at = ? WHERE id = ?`,
+      `UPDATE documents SET token_count = ?, page_count = ?, read_first = NULL, read_last = NULL, updated_at = ? WHERE id = ?`,
+    );
+    this.putTokens = db.prepare(
+      `INSERT INTO document_tokens (document_id, tokens, char_map) VALUES (?, ?, ?)
+         ON CONFLICT (document_id) DO UPDATE SET tokens = excluded.tokens, char_map = excluded.char_map`,
     );
     this.unsetPageTokens = db.prepare(
       `UPDATE document_pages SET token_start = -1, token_end = -1 WHERE document_id = ?`,
@@ -263,14 +267,14 @@ export class DocumentsRepo {
       .prepare(`SELECT COUNT(*) FROM document_pages WHERE document_id = ? AND page BETWEEN ? AND ?`)
       .pluck();
     this.setReadTokens = db.prepare(
-      `UPDATE documents SET tokens = @tokens, char_map = @charMap, token_count = @tokenCount, read_first = @first,
-         read_last = @last, updated_at = @now WHERE id = @id`,
+      `UPDATE documents SET token_count = @tokenCount, read_first = @first, read_last = @last, updated_at = @now
+         WHERE id = @id`,
     );
     this.selectPages = db.prepare(
       `SELECT page, text, token_start AS tokenStart, token_end AS tokenEnd FROM document_pages WHERE document_id = ? ORDER BY page`,
     );
-    this.selectTokens = db.prepare(`SELECT tokens FROM documents WHERE id = ?`).pluck();
-    this.selectCharMap = db.prepare(`SELECT char_map FROM documents WHERE id = ?`).pluck();
+    this.selectTokens = db.prepare(`SELECT tokens FROM document_tokens WHERE document_id = ?`).pluck();
+    this.selectCharMap = db.prepare(`SELECT char_map FROM document_tokens WHERE document_id = ?`).pluck();
     this.setCache = db.prepare(
       `UPDATE documents SET kv_path = @kvPath, model_id = @modelId, model_fingerprint = @modelFingerprint,
          prefix_key = @prefixKey, compression = @compression, kv_bytes_full = @kvBytesFull, kv_bytes_kept = @kvBytesKept, context_tokens = @contextTokens,
@@ -360,7 +364,8 @@ export class DocumentsRepo {
       this.require(id);
       this.deletePages.run(id);
       for (const p of pages) this.insertPage.run(id, p.page, p.text, p.tokenStart, p.tokenEnd);
-      this.setTokens.run(tokens, charMap, content.tokens.length, pages.length, isoTime(this.scheduler), id);
+      this.setTokens.run(content.tokens.length, pages.length, isoTime(this.scheduler), id);
+      this.putTokens.run(id, tokens, charMap);
       return this.require(id);
     })();
   }
@@ -385,10 +390,9 @@ export class DocumentsRepo {
       }
       if (this.countPages.get(id, first, last) !== pages.length)
         throw new StorageError('BAD_REQUEST', 'the read leaves out stored pages of its range');
+      this.putTokens.run(id, tokens, charMap);
       this.setReadTokens.run({
         id,
-        tokens,
-        charMap,
         tokenCount: read.tokens.length,
         first: read.range?.[0] ?? null,
         last: read.range?.[1] ?? null,

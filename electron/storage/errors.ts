@@ -16,7 +16,9 @@ export type StorageErrorCode =
   /** A row the caller named does not exist. */
   | 'NOT_FOUND'
   /** The caller passed something invalid (e.g. a settings patch that fails validation). */
-  | 'BAD_REQUEST';
+  | 'BAD_REQUEST'
+  /** A write on the storage writer's thread failed for another reason (disk full, the thread died). */
+  | 'STORAGE_WRITE_FAILED';
 
 export class StorageError extends ApiError {
   constructor(

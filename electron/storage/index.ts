@@ -16,6 +16,7 @@ import { DownloadsRepo } from './downloads.ts';
 import { MessagesRepo } from './messages.ts';
 import { ModelsRepo } from './models.ts';
 import { SettingsRepo } from './settings.ts';
+import { ContentWriter } from './write-thread.ts';
 import { StatsRepo } from './stats.ts';
 
 export { DATABASE_FILE } from './database.ts';
@@ -86,6 +87,8 @@ export class Storage {
   readonly messages: MessagesRepo;
   readonly models: ModelsRepo;
   readonly downloads: DownloadsRepo;
+  /** A document's content (pages, tokens, character map) stored off the event loop (write-thread.ts). */
+  readonly content: ContentWriter;
 
   private constructor(
     /** The connection, for what the repositories do not cover (and for tests). */
@@ -107,6 +110,7 @@ export class Storage {
       onError: options.onError,
     });
     this.downloads = new DownloadsRepo(db, scheduler);
+    this.content = new ContentWriter(file, options.busyTimeoutMs ?? 5000, scheduler);
   }
 
   /**
@@ -149,6 +153,7 @@ export class Storage {
         answer.drop();
       }
     }
+    void this.content.close(); // its thread finishes the write under way, then closes its own connection
     this.db.close();
   }
 }

@@ -276,6 +276,26 @@ export const migrations: readonly Migration[] = [
       }));
     },
   },
+  {
+    version: 15,
+    name: "a document's token ids and character map apart from its row",
+    up(db) {
+      // The two blobs (megabytes for a long document) sat in the middle of every document's row, so each read
+      // of a later column (the library list, every status change) walked their overflow pages: a 1,900-page
+      // document cost ~100 ms a read. They move to a table of their own, read only when asked for.
+      db.exec(`
+        CREATE TABLE document_tokens (
+          document_id TEXT PRIMARY KEY REFERENCES documents (id) ON DELETE CASCADE,
+          tokens      BLOB NOT NULL,  -- int32 little-endian token ids
+          char_map    BLOB            -- int32 little-endian, per token (the document service's layout)
+        );
+        INSERT INTO document_tokens (document_id, tokens, char_map)
+          SELECT id, tokens, char_map FROM documents WHERE tokens IS NOT NULL;
+        ALTER TABLE documents DROP COLUMN tokens;
+        ALTER TABLE documents DROP COLUMN char_map;
+      `);
+    },
+  },
 ];
 
 export const LATEST_VERSION = migrations[migrations.length - 1].version;

@@ -12,8 +12,18 @@ import { HttpError } from './http-error.ts';
 import { decodeHeader } from './request-guard.ts';
 
 const PREFIX = 'upload-';
-/** Leftovers of a server that died mid-upload are removed when a host starts, once this old. */
+/** A file of an older build (no process id in its name) is removed when a host starts, once this old. */
 const STALE_MS = 60 * 60 * 1000;
+
+/** Is the process `pid` alive (on this machine)? EPERM: alive, another user's. */
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
 
 export interface ReceivedUpload {
   fileName: string;
@@ -23,14 +33,20 @@ export interface ReceivedUpload {
   keepDuplicate: boolean;
 }
 
-/** Makes the folder and removes stale uploads left by a crash. */
+/**
+ * Makes the folder and removes the uploads of processes that are gone (a crash mid-upload): each file names
+ * the process that writes it (`upload-<pid>-<random>.part`), so another server on the same library, still
+ * receiving, keeps its files.
+ */
 export function prepareUploadDir(dir: string): void {
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   for (const name of readdirSync(dir)) {
     if (!name.startsWith(PREFIX)) continue;
     const p = join(dir, name);
+    const pid = /^upload-(\d+)-[0-9a-f]+\.part$/.exec(name)?.[1];
     try {
-      if (Date.now() - statSync(p).mtimeMs > STALE_MS) rmSync(p, { force: true });
+      const dead = pid !== undefined ? Number(pid) !== process.pid && !alive(Number(pid)) : false;
+      if (dead || Date.now() - statSync(p).mtimeMs > STALE_MS) rmSync(p, { force: true });
     } catch {
       // gone meanwhile
     }
@@ -54,7 +70,7 @@ export function receiveUpload(req: IncomingMessage, dir: string, cap: number): P
   const fileName = uploadFileName(req);
   const keepDuplicate = req.headers[UPLOAD_KEEP_DUPLICATE_HEADER] !== undefined;
   checkDeclaredLength(req, cap, fileName);
-  const tempPath = join(dir, `${PREFIX}${randomBytes(12).toString('hex')}.part`);
+  const tempPath = join(dir, `${PREFIX}${process.pid}-${randomBytes(12).toString('hex')}.part`);
   return new Promise((ok, fail) => {
     const out = createWriteStream(tempPath, { flags: 'wx', mode: 0o600 });
     let bytes = 0;
