@@ -224,6 +224,20 @@ test('every key of the table, with every wrong kind of value: the engine and the
   }
 });
 
+test('a key or a tensor name over 65,535 bytes: the engine and the models page refuse it alike', async () => {
+  const path = write(withKey(base, `general.${'x'.repeat(70_000)}`, u32(1)));
+  await assert.rejects(addon.loadModel(path), (e: EngineError) => {
+    assert.equal(e.code, 'GGUF_BAD_LENGTH', e.message);
+    assert.match(e.message, /is 70008 bytes long, more than the 65535 allowed/);
+    return true;
+  });
+  await assert.rejects(inspectGguf(path), (e: { code: string; message: string }) => {
+    assert.equal(e.code, 'GGUF_BAD_LENGTH');
+    assert.match(e.message, /is 70008 bytes long, more than the 65535 allowed/);
+    return true;
+  });
+});
+
 test('an architecture Folio does not run is refused for that, whatever its own keys hold', async () => {
   const bytes = withKey(withKey(base, 'general.architecture', 'gemma2'), 'gemma2.context_length', 'long');
   const path = write(bytes);

@@ -1340,3 +1340,35 @@ test('a reader keeps reading while another thread writes', async () => {
   assert.ok(reads > 1);
   s.close();
 });
+
+test("the content writer's thread and the main connection write at once: each waits its turn, none fails", async () => {
+  const s = open(tempDir());
+  const text = 'A page of text that the writer stores. '.repeat(60);
+  const docs = Array.from({ length: 6 }, (_, i) =>
+    s.documents.create({ title: `d${i}`, kind: 'text', fileName: `d${i}.txt`, sha256: null, status: 'importing' }),
+  );
+  const writes = docs.map((d, i) =>
+    s.content.setContent(d.id, {
+      pages: Array.from({ length: 200 }, (_, p) => ({ page: p + 1, text: `${i} ${text}`, tokenStart: 0, tokenEnd: 0 })),
+      tokens: Int32Array.from({ length: 50_000 }, (_, k) => k % 300),
+    }),
+  );
+  // Meanwhile the main connection reads a row and writes it, as a status change does.
+  let updates = 0;
+  const settled = Promise.allSettled(writes);
+  let done = false;
+  void settled.then(() => (done = true));
+  while (!done || updates < 20) {
+    s.documents.update(docs[updates % docs.length].id, { title: `t${updates}` });
+    updates++;
+    await new Promise((ok) => setImmediate(ok));
+  }
+  const results = await settled;
+  assert.deepEqual(
+    results.filter((r) => r.status === 'rejected').map((r) => String((r as PromiseRejectedResult).reason)),
+    [],
+  );
+  for (const d of docs) assert.equal(s.documents.pages(d.id).length, 200);
+  await s.content.close();
+  s.close();
+});

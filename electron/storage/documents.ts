@@ -352,7 +352,7 @@ export class DocumentsRepo {
         now: isoTime(this.scheduler),
       });
       return this.require(id);
-    })();
+    }).immediate();
   }
 
   /** Replaces the pages, token ids and character map, in one transaction (an import: no read yet). */
@@ -367,7 +367,7 @@ export class DocumentsRepo {
       this.setTokens.run(content.tokens.length, pages.length, isoTime(this.scheduler), id);
       this.putTokens.run(id, tokens, charMap);
       return this.require(id);
-    })();
+    }).immediate();
   }
 
   /**
@@ -399,7 +399,7 @@ export class DocumentsRepo {
         now: isoTime(this.scheduler),
       });
       return this.require(id);
-    })();
+    }).immediate();
   }
 
   /** Every stored page, read or not (DocumentSummary.readPages says which the cache holds). */
@@ -452,7 +452,7 @@ export class DocumentsRepo {
       if (cache.stats) this.stats.put(id, cache.stats);
       else this.stats.delete(id);
       return { replacedKvPath: before.kvPath !== null && before.kvPath !== cache.kvPath ? before.kvPath : null };
-    })();
+    }).immediate();
   }
 
   /** Forgets the saved cache and its statistics (the model and settings it was made with stay recorded). */
@@ -462,7 +462,7 @@ export class DocumentsRepo {
       this.unsetCache.run({ id, status, now: isoTime(this.scheduler) });
       this.stats.delete(id);
       return { removedKvPath: before.kvPath };
-    })();
+    }).immediate();
   }
 
   /**
@@ -475,7 +475,7 @@ export class DocumentsRepo {
       if (!d) return { deleted: false, files: [] };
       this.remove.run(id);
       return { deleted: true, files: d.kvPath ? [d.kvPath] : [] };
-    })();
+    }).immediate();
   }
 
   /**
@@ -487,6 +487,6 @@ export class DocumentsRepo {
     return this.db.transaction(() => {
       const now = isoTime(this.scheduler);
       return this.recoverNoCache.run(INTERRUPTED_IMPORT, now).changes + this.recoverWithCache.run(now).changes;
-    })();
+    }).immediate();
   }
 }

@@ -124,7 +124,7 @@ export class DownloadsRepo {
         now: isoTime(this.scheduler),
       });
       return this.require(id);
-    })();
+    }).immediate();
   }
 
   delete(id: string): boolean {

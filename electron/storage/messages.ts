@@ -261,7 +261,7 @@ export class MessagesRepo {
         now: isoTime(this.scheduler),
       });
       this.chats.touch(row.chat_id);
-    })();
+    }).immediate();
     return this.require(id);
   }
 
@@ -296,7 +296,7 @@ export class MessagesRepo {
         cacheTokens: removed.reduce((s, r) => s + (r.cacheTokens ?? 0), 0),
         exact: removed.every((r) => r.cacheTokens !== null),
       };
-    })();
+    }).immediate();
   }
 
   /** Starts an assistant answer: a message marked 'streaming' whose text arrives through append(). */
@@ -434,7 +434,7 @@ export class MessagesRepo {
         });
         this.chats.touch(row.chat_id);
         return toMessage(this.selectOne.get(id) as Row);
-      })();
+      }).immediate();
     },
     release: (answer) => {
       if (this.streams.get(answer.id) === answer) this.streams.delete(answer.id);

@@ -72,7 +72,7 @@ export class ModelsRepo {
       const now = isoTime(this.scheduler);
       let position = 1;
       for (const path of new Set(paths)) this.insertFolder.run(path, position++, addedAt.get(path) ?? now);
-    })();
+    }).immediate();
   }
 
   files(): ModelFileRecord[] {

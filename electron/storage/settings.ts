@@ -151,7 +151,7 @@ export class SettingsRepo {
       const { modelFolders, ...stored } = next;
       this.upsertRow.run(JSON.stringify(stored satisfies Stored), isoTime(this.scheduler));
       if ((patch as SettingsPatch).modelFolders !== undefined) this.models.setFolders(modelFolders);
-    })();
+    }).immediate();
     return this.get();
   }
 

@@ -32,7 +32,8 @@ export const serve: Command = {
     '      unless --no-open; programs send `Authorization: Bearer <token>`. The token is made on first start and\n' +
     `      kept in DIR/api-token (--token or ${API_TOKEN_ENV} set another)\n` +
     `      pages of other origins may call the API with the token only when listed in --origins or ${ORIGINS_ENV}\n` +
-    '      (comma-separated, e.g. http://localhost:3000); * allows every web page you visit to try\n' +
+    '      (comma-separated, e.g. http://localhost:3000); * lets every web page you visit send requests (risky: only\n' +
+    '      the token keeps them out)\n' +
     `      --allow-dirs (or ${ALLOW_DIRS_ENV}): folders whose files the API may import by path, separated as in PATH;\n` +
     '      none by default (the browser UI uploads its documents)',
   options: {
@@ -99,6 +100,9 @@ export const serve: Command = {
         `OpenAI-compatible API: ${host.url}/v1\n` +
         `API token (Authorization: Bearer ...): ${apiToken.source === '--token' || apiToken.source === API_TOKEN_ENV ? `from ${apiToken.source}` : `in ${apiToken.source}`}; Settings → API access shows it\n` +
         (allowedOrigins.length ? `Also allowed from (with the token): ${allowedOrigins.join(', ')}\n` : '') +
+        (allowedOrigins.includes('*')
+          ? 'Warning: --origins * lets every web page you visit send requests here; only the token keeps them out, so never paste it into a web page\n'
+          : '') +
         (allowDirs.length ? `Imports by path from: ${allowDirs.join(', ')}\n` : ''),
     );
     await stopRequested;

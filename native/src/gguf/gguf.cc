@@ -10,6 +10,9 @@ namespace {
 
 constexpr uint32_t kMaxNestedArrayDepth = 8;
 constexpr uint32_t kMaxDims = 4;
+// A metadata key or a tensor name longer than this is refused (GGUF_BAD_LENGTH), by electron/models/gguf-header.ts
+// too, so that the models page and the engine agree on every file.
+constexpr uint64_t kMaxNameBytes = 65535;
 
 size_t scalar_size(ValueType t) {
   switch (t) {
@@ -66,12 +69,16 @@ struct Cursor {
   }
   uint32_t u32(const std::string& what) { return load_le<uint32_t>(take(4, what)); }
   uint64_t u64(const std::string& what) { return load_le<uint64_t>(take(8, what)); }
-  std::string_view str(const std::string& what) {
+  // `max`: the longest the string may be (a key or a tensor name: kMaxNameBytes; the TS reader's limit too).
+  std::string_view str(const std::string& what, uint64_t max = UINT64_MAX) {
     const uint64_t n = u64("the length of " + what);
     if (n > remaining())
       fail("GGUF_BAD_LENGTH", strfmt("%s: %s claims a length of %llu bytes at offset %zu, but only %zu bytes remain "
                                      "in the file",
                                      path.c_str(), what.c_str(), (unsigned long long)n, pos, remaining()));
+    if (n > max)
+      fail("GGUF_BAD_LENGTH", strfmt("%s: %s is %llu bytes long, more than the %llu allowed", path.c_str(),
+                                     what.c_str(), (unsigned long long)n, (unsigned long long)max));
     return std::string_view(reinterpret_cast<const char*>(take(size_t(n), what)), size_t(n));
   }
 };
@@ -260,7 +267,7 @@ void File::parse() {
   kv_.reserve(size_t(n_kv));
   for (uint64_t k = 0; k < n_kv; k++) {
     const std::string idx = "metadata entry " + std::to_string(k);
-    std::string key(c.str("the key of " + idx));
+    std::string key(c.str("the key of " + idx, kMaxNameBytes));
     const uint32_t t = c.u32("the value type of '" + printable(key) + "'");
     if (!valid_value_type(t))
       fail("GGUF_BAD_VALUE_TYPE",
@@ -284,7 +291,7 @@ void File::parse() {
   tensors_.reserve(size_t(n_tensors));
   for (uint64_t k = 0; k < n_tensors; k++) {
     TensorInfo ti;
-    ti.name = std::string(c.str("the name of tensor " + std::to_string(k)));
+    ti.name = std::string(c.str("the name of tensor " + std::to_string(k), kMaxNameBytes));
     const std::string what = "tensor '" + printable(ti.name) + "'";
     ti.n_dims = c.u32("the dimension count of " + what);
     if (ti.n_dims == 0 || ti.n_dims > kMaxDims)
