@@ -340,19 +340,25 @@ export class DocumentsRepo {
   }
 
   update(id: string, patch: DocumentPatch): DocumentRecord {
-    return this.db.transaction(() => {
-      const d = this.require(id);
-      this.updateFields.run({
-        id,
-        title: patch.title ?? d.title,
-        status: patch.status ?? d.status,
-        error: patch.error === undefined ? d.error : patch.error,
-        errorCode:
-          patch.errorCode !== undefined ? patch.errorCode : patch.error === null ? null : (this.errorCode(id) ?? null),
-        now: isoTime(this.scheduler),
-      });
-      return this.require(id);
-    }).immediate();
+    return this.db
+      .transaction(() => {
+        const d = this.require(id);
+        this.updateFields.run({
+          id,
+          title: patch.title ?? d.title,
+          status: patch.status ?? d.status,
+          error: patch.error === undefined ? d.error : patch.error,
+          errorCode:
+            patch.errorCode !== undefined
+              ? patch.errorCode
+              : patch.error === null
+                ? null
+                : (this.errorCode(id) ?? null),
+          now: isoTime(this.scheduler),
+        });
+        return this.require(id);
+      })
+      .immediate();
   }
 
   /** Replaces the pages, token ids and character map, in one transaction (an import: no read yet). */
@@ -360,14 +366,16 @@ export class DocumentsRepo {
     const pages = parsePages(content.pages);
     const tokens = encodeInt32(content.tokens, 'tokens');
     const charMap = content.charMap == null ? null : encodeInt32(content.charMap, 'charMap');
-    return this.db.transaction(() => {
-      this.require(id);
-      this.deletePages.run(id);
-      for (const p of pages) this.insertPage.run(id, p.page, p.text, p.tokenStart, p.tokenEnd);
-      this.setTokens.run(content.tokens.length, pages.length, isoTime(this.scheduler), id);
-      this.putTokens.run(id, tokens, charMap);
-      return this.require(id);
-    }).immediate();
+    return this.db
+      .transaction(() => {
+        this.require(id);
+        this.deletePages.run(id);
+        for (const p of pages) this.insertPage.run(id, p.page, p.text, p.tokenStart, p.tokenEnd);
+        this.setTokens.run(content.tokens.length, pages.length, isoTime(this.scheduler), id);
+        this.putTokens.run(id, tokens, charMap);
+        return this.require(id);
+      })
+      .immediate();
   }
 
   /**
@@ -380,26 +388,28 @@ export class DocumentsRepo {
     const tokens = encodeInt32(read.tokens, 'tokens');
     const charMap = read.charMap == null ? null : encodeInt32(read.charMap, 'charMap');
     const [first, last] = read.range ?? [1, Number.MAX_SAFE_INTEGER];
-    return this.db.transaction(() => {
-      this.require(id);
-      this.unsetPageTokens.run(id);
-      for (const p of pages) {
-        const inRange = p.page >= first && p.page <= last;
-        if (!inRange || this.setPageTokens.run(p.tokenStart, p.tokenEnd, id, p.page, p.text).changes !== 1)
-          throw new StorageError('BAD_REQUEST', `page ${p.page} is not a stored page of the range read`);
-      }
-      if (this.countPages.get(id, first, last) !== pages.length)
-        throw new StorageError('BAD_REQUEST', 'the read leaves out stored pages of its range');
-      this.putTokens.run(id, tokens, charMap);
-      this.setReadTokens.run({
-        id,
-        tokenCount: read.tokens.length,
-        first: read.range?.[0] ?? null,
-        last: read.range?.[1] ?? null,
-        now: isoTime(this.scheduler),
-      });
-      return this.require(id);
-    }).immediate();
+    return this.db
+      .transaction(() => {
+        this.require(id);
+        this.unsetPageTokens.run(id);
+        for (const p of pages) {
+          const inRange = p.page >= first && p.page <= last;
+          if (!inRange || this.setPageTokens.run(p.tokenStart, p.tokenEnd, id, p.page, p.text).changes !== 1)
+            throw new StorageError('BAD_REQUEST', `page ${p.page} is not a stored page of the range read`);
+        }
+        if (this.countPages.get(id, first, last) !== pages.length)
+          throw new StorageError('BAD_REQUEST', 'the read leaves out stored pages of its range');
+        this.putTokens.run(id, tokens, charMap);
+        this.setReadTokens.run({
+          id,
+          tokenCount: read.tokens.length,
+          first: read.range?.[0] ?? null,
+          last: read.range?.[1] ?? null,
+          now: isoTime(this.scheduler),
+        });
+        return this.require(id);
+      })
+      .immediate();
   }
 
   /** Every stored page, read or not (DocumentSummary.readPages says which the cache holds). */
@@ -433,36 +443,40 @@ export class DocumentsRepo {
         compression.error.issues,
       );
     }
-    return this.db.transaction(() => {
-      const before = this.require(id);
-      this.setCache.run({
-        id,
-        kvPath: cache.kvPath,
-        modelId: cache.modelId,
-        modelFingerprint: cache.modelFingerprint ?? null,
-        prefixKey: cache.prefixKey ?? null,
-        compression: JSON.stringify(compression.data),
-        kvBytesFull: cache.kvBytesFull,
-        kvBytesKept: cache.kvBytesKept,
-        contextTokens: cache.contextTokens ?? null,
-        readNote: cache.readNote ?? null,
-        status: cache.status ?? 'ready',
-        now: isoTime(this.scheduler),
-      });
-      if (cache.stats) this.stats.put(id, cache.stats);
-      else this.stats.delete(id);
-      return { replacedKvPath: before.kvPath !== null && before.kvPath !== cache.kvPath ? before.kvPath : null };
-    }).immediate();
+    return this.db
+      .transaction(() => {
+        const before = this.require(id);
+        this.setCache.run({
+          id,
+          kvPath: cache.kvPath,
+          modelId: cache.modelId,
+          modelFingerprint: cache.modelFingerprint ?? null,
+          prefixKey: cache.prefixKey ?? null,
+          compression: JSON.stringify(compression.data),
+          kvBytesFull: cache.kvBytesFull,
+          kvBytesKept: cache.kvBytesKept,
+          contextTokens: cache.contextTokens ?? null,
+          readNote: cache.readNote ?? null,
+          status: cache.status ?? 'ready',
+          now: isoTime(this.scheduler),
+        });
+        if (cache.stats) this.stats.put(id, cache.stats);
+        else this.stats.delete(id);
+        return { replacedKvPath: before.kvPath !== null && before.kvPath !== cache.kvPath ? before.kvPath : null };
+      })
+      .immediate();
   }
 
   /** Forgets the saved cache and its statistics (the model and settings it was made with stay recorded). */
   clearCache(id: string, status: DocumentStatus = 'stale'): { removedKvPath: string | null } {
-    return this.db.transaction(() => {
-      const before = this.require(id);
-      this.unsetCache.run({ id, status, now: isoTime(this.scheduler) });
-      this.stats.delete(id);
-      return { removedKvPath: before.kvPath };
-    }).immediate();
+    return this.db
+      .transaction(() => {
+        const before = this.require(id);
+        this.unsetCache.run({ id, status, now: isoTime(this.scheduler) });
+        this.stats.delete(id);
+        return { removedKvPath: before.kvPath };
+      })
+      .immediate();
   }
 
   /**
@@ -470,12 +484,14 @@ export class DocumentsRepo {
    * Returns the files the caller must remove (the saved KV cache).
    */
   delete(id: string): { deleted: boolean; files: string[] } {
-    return this.db.transaction(() => {
-      const d = this.get(id);
-      if (!d) return { deleted: false, files: [] };
-      this.remove.run(id);
-      return { deleted: true, files: d.kvPath ? [d.kvPath] : [] };
-    }).immediate();
+    return this.db
+      .transaction(() => {
+        const d = this.get(id);
+        if (!d) return { deleted: false, files: [] };
+        this.remove.run(id);
+        return { deleted: true, files: d.kvPath ? [d.kvPath] : [] };
+      })
+      .immediate();
   }
 
   /**
@@ -484,9 +500,11 @@ export class DocumentsRepo {
    * stale, so that it is checked against the current model and settings before a chat uses it.
    */
   recoverInterrupted(): number {
-    return this.db.transaction(() => {
-      const now = isoTime(this.scheduler);
-      return this.recoverNoCache.run(INTERRUPTED_IMPORT, now).changes + this.recoverWithCache.run(now).changes;
-    }).immediate();
+    return this.db
+      .transaction(() => {
+        const now = isoTime(this.scheduler);
+        return this.recoverNoCache.run(INTERRUPTED_IMPORT, now).changes + this.recoverWithCache.run(now).changes;
+      })
+      .immediate();
   }
 }

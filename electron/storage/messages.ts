@@ -245,23 +245,25 @@ export class MessagesRepo {
   }
 
   update(id: string, patch: MessagePatch): Message {
-    this.db.transaction(() => {
-      const row = this.selectOne.get(id) as Row | undefined;
-      if (!row) throw new StorageError('NOT_FOUND', `no message ${id}`);
-      this.updateAll.run({
-        id,
-        text: patch.text ?? row.text,
-        status: patch.status ?? row.status,
-        tokens: patch.tokens === undefined ? row.tokens : patch.tokens,
-        tokensPerSecond: patch.tokensPerSecond === undefined ? row.tokens_per_second : patch.tokensPerSecond,
-        pageRefs: patch.pageRefs === undefined ? row.page_refs : JSON.stringify(patch.pageRefs),
-        citations: patch.citations === undefined ? row.citations : writeCitations(patch.citations),
-        error: patch.error === undefined ? row.error : patch.error,
-        cacheTokens: patch.cacheTokens === undefined ? row.cache_tokens : patch.cacheTokens,
-        now: isoTime(this.scheduler),
-      });
-      this.chats.touch(row.chat_id);
-    }).immediate();
+    this.db
+      .transaction(() => {
+        const row = this.selectOne.get(id) as Row | undefined;
+        if (!row) throw new StorageError('NOT_FOUND', `no message ${id}`);
+        this.updateAll.run({
+          id,
+          text: patch.text ?? row.text,
+          status: patch.status ?? row.status,
+          tokens: patch.tokens === undefined ? row.tokens : patch.tokens,
+          tokensPerSecond: patch.tokensPerSecond === undefined ? row.tokens_per_second : patch.tokensPerSecond,
+          pageRefs: patch.pageRefs === undefined ? row.page_refs : JSON.stringify(patch.pageRefs),
+          citations: patch.citations === undefined ? row.citations : writeCitations(patch.citations),
+          error: patch.error === undefined ? row.error : patch.error,
+          cacheTokens: patch.cacheTokens === undefined ? row.cache_tokens : patch.cacheTokens,
+          now: isoTime(this.scheduler),
+        });
+        this.chats.touch(row.chat_id);
+      })
+      .immediate();
     return this.require(id);
   }
 
@@ -283,20 +285,22 @@ export class MessagesRepo {
    * answer; edit drops a question and what follows). Streaming answers among them are dropped.
    */
   truncateFrom(chatId: string, messageId: string): Truncation {
-    return this.db.transaction(() => {
-      const row = this.selectOne.get(messageId) as Row | undefined;
-      if (!row || row.chat_id !== chatId)
-        throw new StorageError('NOT_FOUND', `no message ${messageId} in chat ${chatId}`);
-      const removed = this.selectFrom.all(chatId, row.seq) as { id: string; cacheTokens: number | null }[];
-      this.deleteFrom.run(chatId, row.seq);
-      this.chats.touch(chatId);
-      for (const r of removed) this.streams.get(r.id)?.drop();
-      return {
-        removed: removed.map((r) => r.id),
-        cacheTokens: removed.reduce((s, r) => s + (r.cacheTokens ?? 0), 0),
-        exact: removed.every((r) => r.cacheTokens !== null),
-      };
-    }).immediate();
+    return this.db
+      .transaction(() => {
+        const row = this.selectOne.get(messageId) as Row | undefined;
+        if (!row || row.chat_id !== chatId)
+          throw new StorageError('NOT_FOUND', `no message ${messageId} in chat ${chatId}`);
+        const removed = this.selectFrom.all(chatId, row.seq) as { id: string; cacheTokens: number | null }[];
+        this.deleteFrom.run(chatId, row.seq);
+        this.chats.touch(chatId);
+        for (const r of removed) this.streams.get(r.id)?.drop();
+        return {
+          removed: removed.map((r) => r.id),
+          cacheTokens: removed.reduce((s, r) => s + (r.cacheTokens ?? 0), 0),
+          exact: removed.every((r) => r.cacheTokens !== null),
+        };
+      })
+      .immediate();
   }
 
   /** Starts an assistant answer: a message marked 'streaming' whose text arrives through append(). */
@@ -417,24 +421,26 @@ export class MessagesRepo {
       this.writeStreamingText.run(text, isoTime(this.scheduler), id);
     },
     finish: (id, text, status, details: FinishDetails) => {
-      return this.db.transaction(() => {
-        const row = this.selectOne.get(id) as Row | undefined;
-        if (!row) return null;
-        this.updateAll.run({
-          id,
-          text,
-          status: status satisfies FinalStatus,
-          tokens: details.tokens ?? row.tokens,
-          tokensPerSecond: details.tokensPerSecond ?? row.tokens_per_second,
-          pageRefs: details.pageRefs ? JSON.stringify(details.pageRefs) : row.page_refs,
-          citations: details.citations === undefined ? row.citations : writeCitations(details.citations),
-          error: details.error ?? row.error,
-          cacheTokens: details.cacheTokens ?? row.cache_tokens,
-          now: isoTime(this.scheduler),
-        });
-        this.chats.touch(row.chat_id);
-        return toMessage(this.selectOne.get(id) as Row);
-      }).immediate();
+      return this.db
+        .transaction(() => {
+          const row = this.selectOne.get(id) as Row | undefined;
+          if (!row) return null;
+          this.updateAll.run({
+            id,
+            text,
+            status: status satisfies FinalStatus,
+            tokens: details.tokens ?? row.tokens,
+            tokensPerSecond: details.tokensPerSecond ?? row.tokens_per_second,
+            pageRefs: details.pageRefs ? JSON.stringify(details.pageRefs) : row.page_refs,
+            citations: details.citations === undefined ? row.citations : writeCitations(details.citations),
+            error: details.error ?? row.error,
+            cacheTokens: details.cacheTokens ?? row.cache_tokens,
+            now: isoTime(this.scheduler),
+          });
+          this.chats.touch(row.chat_id);
+          return toMessage(this.selectOne.get(id) as Row);
+        })
+        .immediate();
     },
     release: (answer) => {
       if (this.streams.get(answer.id) === answer) this.streams.delete(answer.id);

@@ -64,15 +64,17 @@ export class ModelsRepo {
 
   /** Replaces the list (duplicates dropped, first one kept); a folder kept keeps its added time. */
   setFolders(paths: readonly string[]): void {
-    this.db.transaction(() => {
-      const addedAt = new Map(
-        (this.selectFolders.all() as { path: string; addedAt: string }[]).map((r) => [r.path, r.addedAt]),
-      );
-      this.deleteAllFolders.run();
-      const now = isoTime(this.scheduler);
-      let position = 1;
-      for (const path of new Set(paths)) this.insertFolder.run(path, position++, addedAt.get(path) ?? now);
-    }).immediate();
+    this.db
+      .transaction(() => {
+        const addedAt = new Map(
+          (this.selectFolders.all() as { path: string; addedAt: string }[]).map((r) => [r.path, r.addedAt]),
+        );
+        this.deleteAllFolders.run();
+        const now = isoTime(this.scheduler);
+        let position = 1;
+        for (const path of new Set(paths)) this.insertFolder.run(path, position++, addedAt.get(path) ?? now);
+      })
+      .immediate();
   }
 
   files(): ModelFileRecord[] {

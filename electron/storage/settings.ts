@@ -147,11 +147,13 @@ export class SettingsRepo {
    */
   update(patch: SettingsPatch | unknown): Settings {
     const next = this.merged(patch);
-    this.db.transaction(() => {
-      const { modelFolders, ...stored } = next;
-      this.upsertRow.run(JSON.stringify(stored satisfies Stored), isoTime(this.scheduler));
-      if ((patch as SettingsPatch).modelFolders !== undefined) this.models.setFolders(modelFolders);
-    }).immediate();
+    this.db
+      .transaction(() => {
+        const { modelFolders, ...stored } = next;
+        this.upsertRow.run(JSON.stringify(stored satisfies Stored), isoTime(this.scheduler));
+        if ((patch as SettingsPatch).modelFolders !== undefined) this.models.setFolders(modelFolders);
+      })
+      .immediate();
     return this.get();
   }
 
