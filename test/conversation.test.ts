@@ -30,9 +30,12 @@ let L = 0;
 
 /** A fresh conversation over the compressed document (the prefix's Conversation is per chat). */
 async function fork(): Promise<ConversationSession> {
-  const prefix: DocumentPrefix = await documentPrefix((t, o) => engine.tokenize(model, t, o), format, '', [
-    { page: 1, text: lily },
-  ]);
+  const prefix: DocumentPrefix = await documentPrefix(
+    (t, o) => engine.call('tokenize', { modelId: model.engineId, text: t, ...o }),
+    format,
+    '',
+    [{ page: 1, text: lily }],
+  );
   return ConversationSession.fork(engine, model, format, prefix.conversation, documentSession);
 }
 
@@ -47,14 +50,23 @@ before(async () => {
   }));
   model = await engine.ensureModel(stories, stories);
   format = await engine.chatFormat(model);
-  const prefix = await documentPrefix((t, o) => engine.tokenize(model, t, o), format, '', [{ page: 1, text: lily }]);
+  const prefix = await documentPrefix(
+    (t, o) => engine.call('tokenize', { modelId: model.engineId, text: t, ...o }),
+    format,
+    '',
+    [{ page: 1, text: lily }],
+  );
   const h = await engine.createSession(model);
-  const r = await engine.compress(h.sessionId, prefix.tokenized.tokens, {
-    method: 'ada-snapkv',
-    budget: 0.2,
-    alpha: 0.2,
-    window: 32,
-    kernel: 7,
+  const r = await engine.call('compress', {
+    sessionId: h.sessionId,
+    tokens: prefix.tokenized.tokens,
+    options: {
+      method: 'ada-snapkv',
+      budget: 0.2,
+      alpha: 0.2,
+      window: 32,
+      kernel: 7,
+    },
   });
   documentSession = h.sessionId;
   L = r.nPast;
@@ -205,7 +217,14 @@ test('a question that does not fit is refused before anything changes; an answer
 async function filler(n: number): Promise<string> {
   const unit = 'Lily ran to the park with her red kite. ';
   const count = async (k: number) =>
-    (await engine.tokenize(model, unit.repeat(k), { addSpecial: false, parseSpecial: false })).tokens.length;
+    (
+      await engine.call('tokenize', {
+        modelId: model.engineId,
+        text: unit.repeat(k),
+        addSpecial: false,
+        parseSpecial: false,
+      })
+    ).tokens.length;
   let lo = 0,
     hi = n;
   while (lo < hi) {
@@ -276,8 +295,13 @@ test('a long chat never hits the wall: the older turns are compressed by halves,
 
 test('generateAnswer alone: a session that holds a whole prompt, no document', { skip }, async () => {
   const h = await engine.createSession(model);
-  const t = await engine.tokenize(model, 'Once upon a time', { addSpecial: true, parseSpecial: false });
-  await engine.prefill(h.sessionId, t.tokens);
+  const t = await engine.call('tokenize', {
+    modelId: model.engineId,
+    text: 'Once upon a time',
+    addSpecial: true,
+    parseSpecial: false,
+  });
+  await engine.call('prefill', { sessionId: h.sessionId, tokens: t.tokens });
   const r = await generateAnswer(engine, h.sessionId, { ...greedy, maxTokens: 6 });
   assert.equal(r.tokens, 6);
   assert.equal(r.stopReason, 'length');

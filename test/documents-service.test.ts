@@ -273,7 +273,12 @@ test('a range of pages: one that fits from a later page is read at its own posit
   const format = await core.engine.chatFormat(loaded);
   const prefix = core.documents.prefixConversation(r.documentId, format, core.storage.settings.get().systemPrompt);
   for (const p of whole.pageList) assert.equal(prefix.prefixText.includes(p.text), inRange(p.page), `page ${p.page}`);
-  const t = await tokenizeFormatted((x, o) => core.engine.tokenize(loaded, x, o), format, prefix.prefixText, true);
+  const t = await tokenizeFormatted(
+    (x, o) => core.engine.call('tokenize', { modelId: loaded.engineId, text: x, ...o }),
+    format,
+    prefix.prefixText,
+    true,
+  );
   assert.deepEqual(Array.from(t.tokens), Array.from(core.storage.documents.tokens(r.documentId)!));
   assert.equal(t.tokens.length, ranged.tokens);
 

@@ -195,7 +195,7 @@ test('a page on another local port cannot take the server down or drive the engi
     res.writeHead(200, { 'content-type': 'text/html' });
     res.end(`<!doctype html><title>evil</title><body><script>
       const folio = 'http://127.0.0.1:${host.port}';
-      const results = {};
+      const results = (window.results = {});
       const img = (src) => new Promise((r) => { const i = new Image(); i.onload = () => r('load'); i.onerror = () => r('error'); i.src = src; });
       const post = (path, body) => fetch(folio + path, { mode: 'no-cors', method: 'POST', body: JSON.stringify(body), headers: { 'content-type': 'text/plain' } })
         .then((r) => r.type, (e) => 'failed: ' + e.message);
@@ -215,9 +215,18 @@ test('a page on another local port cannot take the server down or drive the engi
   const attacker = await context.newPage();
   try {
     await attacker.goto(`http://127.0.0.1:${(evil.address() as { port: number }).port}/`);
-    const results = await attacker.evaluate(
-      () => (window as unknown as { attack: Promise<Record<string, string>> }).attack,
-    );
+    // Each step records itself, so that a step that never ends is named rather than hanging the run.
+    let timer: NodeJS.Timeout | undefined;
+    const results = await Promise.race([
+      attacker.evaluate(() => (window as unknown as { attack: Promise<Record<string, string>> }).attack),
+      new Promise<never>((_, fail) => {
+        timer = setTimeout(() => {
+          void attacker
+            .evaluate(() => JSON.stringify((window as unknown as { results: object }).results))
+            .then((seen) => fail(new Error(`the attack did not finish in 30 s; the steps done: ${seen}`)), fail);
+        }, 30_000);
+      }),
+    ]).finally(() => clearTimeout(timer));
     assert.equal(results.img, 'error');
     assert.equal(results.ws, 'refused', 'the WebSocket from another origin is refused');
     // The server is alive and nothing ran: no completion, the settings unchanged.

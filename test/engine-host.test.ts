@@ -108,7 +108,7 @@ let snapshots = 0;
  */
 async function snapshot(sessionId: string, modelPath: string): Promise<{ tokens: Int32Array; memory: SessionMemory }> {
   const file = join(dir, `snapshot-${++snapshots}.session`);
-  await client.save(sessionId, file);
+  await client.call('save', { sessionId, path: file });
   const { session } = await (await inProcessModel(modelPath)).loadSession(file);
   try {
     return { tokens: session.tokens(), memory: session.memory() };
@@ -138,12 +138,12 @@ test('the host starts, says hello and answers pings', async () => {
   assert.equal(info.transport, 'node-ipc');
   assert.equal(info.testHooks, true);
   assert.equal(info.addonPath, process.env.FOLIO_ADDON ?? info.addonPath, 'FOLIO_ADDON is inherited');
-  const pong = await client.ping();
+  const pong = await client.call('ping', {});
   assert.equal(pong.pid, s.pid);
   assert.notEqual(pong.pid, process.pid);
-  const small = await client.loadModel(smallModel);
+  const small = await client.call('loadModel', { path: smallModel });
   assert.equal(small.info.architecture, 'llama');
-  await client.unloadModel(small.modelId);
+  await client.call('unloadModel', { modelId: small.modelId });
 });
 
 // ---------------------------------------------------------------------------------------------------------
@@ -159,7 +159,7 @@ const question = [13, 13, 319, 411, 261, 376, 298];
 test("load and tokenize: llama.cpp's tokens, piece lengths, character offsets, long texts off the main thread", {
   skip,
 }, async () => {
-  const loaded = await client.loadModel(stories);
+  const loaded = await client.call('loadModel', { path: stories });
   modelId = loaded.modelId;
   assert.equal(loaded.info.architecture, 'llama');
   assert.equal(loaded.info.path, stories);
@@ -169,7 +169,7 @@ test("load and tokenize: llama.cpp's tokens, piece lengths, character offsets, l
     'the host reports the model as the addon does',
   );
 
-  const t = await client.tokenize(modelId, ref!.prompt);
+  const t = await client.call('tokenize', { modelId, text: ref!.prompt });
   assert.ok(t.tokens instanceof Int32Array);
   assert.deepEqual([...t.tokens], ref!.tokens);
   // Piece lengths are llama.cpp's pieces, the BOS the tokenizer added counting 0.
@@ -181,37 +181,36 @@ test("load and tokenize: llama.cpp's tokens, piece lengths, character offsets, l
   const starts = tokenCharOffsets(ref!.prompt, t.pieceBytes);
   assert.equal(ref!.prompt.slice(starts[1], starts[2]), 'Once', 'the dummy-prefix space is not in the text');
   assert.equal(ref!.prompt.slice(starts[2], starts[3]), ' upon');
-  const back = (await client.detokenize(modelId, t.tokens)).text;
+  const back = (await client.call('detokenize', { modelId, tokens: t.tokens })).text;
   assert.equal(back.trimStart(), ref!.prompt);
 
   // Texts and token lists above the inline limits go through the host's tokenizer worker: the same answers
   // as the addon in-process.
   const long = (ref!.prompt + ' Ünïcödé — 東京 ✓\n').repeat(100);
   const direct = await loadAddon().loadModel(stories);
-  const w = await client.tokenize(modelId, long);
+  const w = await client.call('tokenize', { modelId, text: long });
   assert.deepEqual([...w.tokens], [...direct.tokenize(long)]);
   assert.deepEqual(
     [...w.pieceBytes.slice(1)],
     [...w.tokens.slice(1)].map((id) => direct.tokenToPiece(id).length),
   );
   assert.ok(w.tokens.length > 32 * 1024);
-  assert.equal((await client.detokenize(modelId, [...w.tokens])).text, direct.detokenize(w.tokens));
+  assert.equal((await client.call('detokenize', { modelId, tokens: [...w.tokens] })).text, direct.detokenize(w.tokens));
   assert.equal(
-    (await client.detokenize(modelId, w.tokens.slice(0, 1000))).text,
+    (await client.call('detokenize', { modelId, tokens: w.tokens.slice(0, 1000) })).text,
     direct.detokenize(w.tokens.slice(0, 1000)),
   );
   direct.dispose();
 });
 
 test('compress a document with ada-snapkv, prefill a question, generate with streamed tokens', { skip }, async () => {
-  const s = await client.createSession(modelId, { nCtx: 512, nThreads: 2, kvType: 'f32' });
+  const s = await client.call('createSession', { modelId, options: { nCtx: 512, nThreads: 2, kvType: 'f32' } });
   docSession = s.sessionId;
   assert.equal(s.nCtx, 512);
   const progress: [number, number][] = [];
-  const c = await client.compress(
-    docSession,
-    ref!.tokens,
-    { method: 'ada-snapkv', budget: 0.3 },
+  const c = await client.call(
+    'compress',
+    { sessionId: docSession, tokens: ref!.tokens, options: { method: 'ada-snapkv', budget: 0.3 } },
     { onProgress: (d, t) => progress.push([d, t]) },
   );
   assert.equal(c.stats.method, 'ada-snapkv');
@@ -226,15 +225,15 @@ test('compress a document with ada-snapkv, prefill a question, generate with str
     'progress climbs',
   );
 
-  const p = await client.prefill(docSession, question, { logits: 'last' });
+  const p = await client.call('prefill', { sessionId: docSession, tokens: question, logits: 'last' });
   assert.equal(p.nPast, 415 + question.length);
   assert.ok(p.logits instanceof Float32Array && p.logits.length === 512);
 
   const streamed: { id: number; text: string }[] = [];
   let resolved = false;
-  const gen = client.generate(
-    docSession,
-    { n: 24, temperature: 0 },
+  const gen = client.call(
+    'generate',
+    { sessionId: docSession, n: 24, temperature: 0 },
     {
       onToken: (t) => {
         assert.equal(resolved, false, 'a token after the promise resolved');
@@ -268,15 +267,15 @@ test('compress a document with ada-snapkv, prefill a question, generate with str
 test('fork, truncate, tokens, memory, save and loadSession', { skip }, async () => {
   const before = (await snapshot(docSession, stories)).tokens;
   assert.equal(before.length, 415 + question.length + 24);
-  const f = await client.fork(docSession);
+  const f = await client.call('fork', { sessionId: docSession });
   assert.notEqual(f.sessionId, docSession);
   assert.equal(f.nPast, before.length);
   assert.deepEqual([...(await snapshot(f.sessionId, stories)).tokens], [...before]);
   // The fork goes on as the original does.
-  const fromFork = await client.generate(f.sessionId, { n: 8, temperature: 0 });
-  const fromOriginal = await client.generate(docSession, { n: 8, temperature: 0 });
+  const fromFork = await client.call('generate', { sessionId: f.sessionId, n: 8, temperature: 0 });
+  const fromOriginal = await client.call('generate', { sessionId: docSession, n: 8, temperature: 0 });
   assert.deepEqual(fromFork.tokens, fromOriginal.tokens);
-  const t = await client.truncate(f.sessionId, 415 + question.length);
+  const t = await client.call('truncate', { sessionId: f.sessionId, n: 415 + question.length });
   assert.equal(t.nPast, 415 + question.length);
   assert.equal((await snapshot(f.sessionId, stories)).tokens.length, 415 + question.length);
   assert.equal((await snapshot(docSession, stories)).tokens.length, before.length + 8, 'the original is untouched');
@@ -285,18 +284,22 @@ test('fork, truncate, tokens, memory, save and loadSession', { skip }, async () 
   assert.ok(mem.bytesUsed > 0 && mem.headLengths.length === 5);
 
   const file = join(dir, 'doc.session');
-  assert.deepEqual(await client.save(docSession, file, '{"doc":1}'), { ok: true });
-  const loaded = await client.loadSession(modelId, file, { nCtx: 512, nThreads: 2, kvType: 'f32' });
+  assert.deepEqual(await client.call('save', { sessionId: docSession, path: file, meta: '{"doc":1}' }), { ok: true });
+  const loaded = await client.call('loadSession', {
+    modelId,
+    path: file,
+    options: { nCtx: 512, nThreads: 2, kvType: 'f32' },
+  });
   assert.equal(loaded.meta, '{"doc":1}');
   const saved = (await snapshot(docSession, stories)).tokens;
   assert.deepEqual([...(await snapshot(loaded.sessionId, stories)).tokens], [...saved]);
-  await client.prefill(loaded.sessionId, [13]);
-  await client.prefill(docSession, [13]);
-  const a = await client.generate(loaded.sessionId, { n: 8, temperature: 0 });
-  const b = await client.generate(docSession, { n: 8, temperature: 0 });
+  await client.call('prefill', { sessionId: loaded.sessionId, tokens: [13] });
+  await client.call('prefill', { sessionId: docSession, tokens: [13] });
+  const a = await client.call('generate', { sessionId: loaded.sessionId, n: 8, temperature: 0 });
+  const b = await client.call('generate', { sessionId: docSession, n: 8, temperature: 0 });
   assert.deepEqual(a.tokens, b.tokens);
-  await client.disposeSession(f.sessionId);
-  await client.disposeSession(loaded.sessionId);
+  await client.call('disposeSession', { sessionId: f.sessionId });
+  await client.call('disposeSession', { sessionId: loaded.sessionId });
   assert.equal((await engineRejection(snapshot(f.sessionId, stories))).code, 'UNKNOWN_SESSION');
   assert.deepEqual(
     client.handles().sessions.map((s) => s.sessionId),
@@ -306,47 +309,60 @@ test('fork, truncate, tokens, memory, save and loadSession', { skip }, async () 
 
 test('errors keep their codes across the process boundary; malformed requests do not hurt the host', async () => {
   const pid = client.status().pid;
-  const notFound = await engineRejection(client.loadModel(join(dir, 'missing.gguf')));
+  const notFound = await engineRejection(client.call('loadModel', { path: join(dir, 'missing.gguf') }));
   assert.equal(notFound.code, 'FILE_OPEN');
   assert.equal(notFound.method, 'loadModel');
   assert.match(notFound.message, /missing\.gguf/);
   writeFileSync(join(dir, 'junk.gguf'), 'not a gguf file at all, not at all');
-  assert.match((await engineRejection(client.loadModel(join(dir, 'junk.gguf')))).code, /^GGUF_/);
+  assert.match((await engineRejection(client.call('loadModel', { path: join(dir, 'junk.gguf') }))).code, /^GGUF_/);
 
-  const { modelId: small } = await client.loadModel(smallModel);
-  const { sessionId } = await client.createSession(small, { nCtx: 256, nThreads: 1 });
-  assert.equal((await engineRejection(client.generate(sessionId, { n: 4 }))).code, 'NO_PROMPT');
+  const { modelId: small } = await client.call('loadModel', { path: smallModel });
+  const { sessionId } = await client.call('createSession', { modelId: small, options: { nCtx: 256, nThreads: 1 } });
+  assert.equal((await engineRejection(client.call('generate', { sessionId, n: 4 }))).code, 'NO_PROMPT');
   assert.equal(
-    (await engineRejection(client.compress(sessionId, [1, 5, 6], { method: 'ada-snapkv' }))).code,
+    (
+      await engineRejection(
+        client.call('compress', { sessionId, tokens: [1, 5, 6], options: { method: 'ada-snapkv' } }),
+      )
+    ).code,
     'INVALID_ARGUMENT',
   );
   writeFileSync(join(dir, 'junk.session'), 'not a session');
-  assert.match((await engineRejection(client.loadSession(small, join(dir, 'junk.session')))).code, /^SESSION_FILE_/);
-  assert.equal((await engineRejection(client.prefill('s-nope', [1]))).code, 'UNKNOWN_SESSION');
-  assert.equal((await engineRejection(client.tokenize('m-nope', 'x'))).code, 'UNKNOWN_MODEL');
+  assert.match(
+    (await engineRejection(client.call('loadSession', { modelId: small, path: join(dir, 'junk.session') }))).code,
+    /^SESSION_FILE_/,
+  );
+  assert.equal(
+    (await engineRejection(client.call('prefill', { sessionId: 's-nope', tokens: [1] }))).code,
+    'UNKNOWN_SESSION',
+  );
+  assert.equal(
+    (await engineRejection(client.call('tokenize', { modelId: 'm-nope', text: 'x' }))).code,
+    'UNKNOWN_MODEL',
+  );
 
   // The client checks what it sends...
-  const local = await engineRejection(client.truncate(sessionId, -1));
+  const local = await engineRejection(client.call('truncate', { sessionId, n: -1 }));
   assert.equal(local.code, 'BAD_REQUEST');
   // ...and the host checks what it gets.
-  const bad = await engineRejection(client.requestUnchecked('prefill', { sessionId: 42, tokens: 'abc' }));
+  const bad = await engineRejection(client.callUnchecked('prefill', { sessionId: 42, tokens: 'abc' }));
   assert.equal(bad.code, 'BAD_REQUEST');
   assert.match(bad.message, /^prefill: sessionId/);
   assert.equal(
-    (await engineRejection(client.requestUnchecked('prefill', { sessionId, tokens: [1.5] }))).code,
+    (await engineRejection(client.callUnchecked('prefill', { sessionId, tokens: [1.5] }))).code,
     'BAD_REQUEST',
   );
   assert.equal(
-    (await engineRejection(client.requestUnchecked('generate', { sessionId, temprature: 0 }))).code,
+    (await engineRejection(client.callUnchecked('generate', { sessionId, temprature: 0 }))).code,
     'BAD_REQUEST',
   );
-  assert.equal((await engineRejection(client.requestUnchecked('formatDisk', {}))).code, 'UNKNOWN_METHOD');
+  assert.equal((await engineRejection(client.callUnchecked('formatDisk', {}))).code, 'UNKNOWN_METHOD');
   const notices: string[] = [];
   const off = client.on('notice', (n) => notices.push(n.code));
   client.postRaw('garbage');
   client.postRaw({ type: 'request', id: -3, method: 'ping' });
   client.postRaw(null);
-  const pong = await client.ping();
+  const pong = await client.call('ping', {});
   off();
   assert.deepEqual(notices, ['BAD_REQUEST', 'BAD_REQUEST', 'BAD_REQUEST']);
   assert.equal(pong.pid, pid, 'the same host');
@@ -354,14 +370,17 @@ test('errors keep their codes across the process boundary; malformed requests do
   // Test hooks are off unless the host's environment turns them on.
   const plain = new EngineClient();
   clients.push(plain);
-  assert.equal((await engineRejection(plain.testCrash())).code, 'TEST_HOOKS_DISABLED');
+  assert.equal((await engineRejection(plain.call('testCrash', {}))).code, 'TEST_HOOKS_DISABLED');
   await plain.stop();
-  await client.unloadModel(small);
+  await client.call('unloadModel', { modelId: small });
 });
 
 test('cancellation: a long prefill stops well within a second (the latency is printed); a queued one is dropped', async () => {
-  const { modelId: big } = await client.loadModel(bigModel);
-  const { sessionId } = await client.createSession(big, { nCtx: 4096, nBatch: 128, nThreads: 2 });
+  const { modelId: big } = await client.call('loadModel', { path: bigModel });
+  const { sessionId } = await client.call('createSession', {
+    modelId: big,
+    options: { nCtx: 4096, nBatch: 128, nThreads: 2 },
+  });
   const tokens = Array.from({ length: 4000 }, (_, i) => 3 + ((i * 37) % 300));
   const latencies: number[] = [];
   let dropLatency = 0;
@@ -371,15 +390,19 @@ test('cancellation: a long prefill stops well within a second (the latency is pr
     const ac = new AbortController();
     let abortedAt = 0;
     let events = 0;
-    const running = client.prefill(sessionId, tokens, {
-      signal: ac.signal,
-      onProgress: () => {
-        if (++events === after) {
-          abortedAt = performance.now();
-          ac.abort();
-        }
+    const running = client.call(
+      'prefill',
+      { sessionId, tokens },
+      {
+        signal: ac.signal,
+        onProgress: () => {
+          if (++events === after) {
+            abortedAt = performance.now();
+            ac.abort();
+          }
+        },
       },
-    });
+    );
     const settled = engineRejection(running); // handled from the start: it may reject before it is awaited
     assert.equal(client.status().state, 'busy');
     const err = await settled;
@@ -396,11 +419,13 @@ test('cancellation: a long prefill stops well within a second (the latency is pr
     const running = new Promise<void>((r) => (started = r));
     let firstDone = false;
     const firstErr = engineRejection(
-      client.prefill(sessionId, tokens, { signal: first.signal, onProgress: () => started() }),
+      client.call('prefill', { sessionId, tokens }, { signal: first.signal, onProgress: () => started() }),
     ).finally(() => (firstDone = true));
     await running;
     const queuedAbort = new AbortController();
-    const queued = engineRejection(client.prefill(sessionId, [5, 6, 7], { signal: queuedAbort.signal }));
+    const queued = engineRejection(
+      client.call('prefill', { sessionId, tokens: [5, 6, 7] }, { signal: queuedAbort.signal }),
+    );
     const droppedAt = performance.now();
     queuedAbort.abort();
     assert.equal((await queued).code, 'CANCELLED');
@@ -417,28 +442,31 @@ test('cancellation: a long prefill stops well within a second (the latency is pr
   // An abort before sending never reaches the host.
   const pre = new AbortController();
   pre.abort();
-  assert.equal((await engineRejection(client.prefill(sessionId, tokens, { signal: pre.signal }))).code, 'CANCELLED');
+  assert.equal(
+    (await engineRejection(client.call('prefill', { sessionId, tokens }, { signal: pre.signal }))).code,
+    'CANCELLED',
+  );
 
   // The session still works, and a cancelled generation resolves with what it made.
   assert.equal((await snapshot(sessionId, bigModel)).tokens.length, 0, 'nothing of the cancelled prefill is kept');
-  await client.prefill(sessionId, [1, 5, 6]);
+  await client.call('prefill', { sessionId, tokens: [1, 5, 6] });
   const genAbort = new AbortController();
   let n = 0;
-  const g = await client.generate(
-    sessionId,
-    { n: 2000, temperature: 0 },
+  const g = await client.call(
+    'generate',
+    { sessionId, n: 2000, temperature: 0 },
     { signal: genAbort.signal, onToken: () => void (++n === 3 && genAbort.abort()) },
   );
   assert.equal(g.stopReason, 'cancelled');
   assert.ok(g.tokens.length >= 3 && g.tokens.length < 2000);
-  await client.unloadModel(big);
+  await client.call('unloadModel', { modelId: big });
   assert.equal(client.status().state, 'ready');
 });
 
 test('a host killed mid-generation: ENGINE_CRASHED, crashed → starting → ready, the caller reloads', async () => {
-  const { modelId: m } = await client.loadModel(bigModel);
-  const { sessionId } = await client.createSession(m, { nCtx: 4096, nThreads: 2 });
-  await client.prefill(sessionId, [1, 5, 6, 7]);
+  const { modelId: m } = await client.call('loadModel', { path: bigModel });
+  const { sessionId } = await client.call('createSession', { modelId: m, options: { nCtx: 4096, nThreads: 2 } });
+  await client.call('prefill', { sessionId, tokens: [1, 5, 6, 7] });
   const states: EngineClientStatus[] = [];
   const offStatus = client.on('status', (s) => states.push(s));
   const crashes: CrashEvent[] = [];
@@ -452,9 +480,9 @@ test('a host killed mid-generation: ENGINE_CRASHED, crashed → starting → rea
   const pid = client.status().pid!;
   let killedAfter = -1;
   const streamed: number[] = [];
-  const gen = client.generate(
-    sessionId,
-    { n: 2000, temperature: 0 },
+  const gen = client.call(
+    'generate',
+    { sessionId, n: 2000, temperature: 0 },
     {
       onToken: (t) => {
         streamed.push(t.id);
@@ -489,11 +517,11 @@ test('a host killed mid-generation: ENGINE_CRASHED, crashed → starting → rea
   assert.deepEqual(client.handles(), { models: [], sessions: [] });
 
   // Old ids are gone with the old process; reloading brings the engine back.
-  assert.equal((await engineRejection(client.generate(sessionId, { n: 1 }))).code, 'UNKNOWN_SESSION');
-  const again = await client.loadModel(smallModel);
-  const s2 = await client.createSession(again.modelId, { nCtx: 256, nThreads: 1 });
-  await client.prefill(s2.sessionId, [1, 5, 6, 7]);
-  assert.equal((await client.generate(s2.sessionId, { n: 5, temperature: 0 })).tokens.length, 5);
+  assert.equal((await engineRejection(client.call('generate', { sessionId, n: 1 }))).code, 'UNKNOWN_SESSION');
+  const again = await client.call('loadModel', { path: smallModel });
+  const s2 = await client.call('createSession', { modelId: again.modelId, options: { nCtx: 256, nThreads: 1 } });
+  await client.call('prefill', { sessionId: s2.sessionId, tokens: [1, 5, 6, 7] });
+  assert.equal((await client.call('generate', { sessionId: s2.sessionId, n: 5, temperature: 0 })).tokens.length, 5);
 });
 
 test('the test-only crash request aborts the host: same recovery; the restart cap stops a crash loop', async () => {
@@ -501,23 +529,23 @@ test('the test-only crash request aborts the host: same recovery; the restart ca
   await c.start();
   const states: EngineState[] = [];
   c.on('status', (s) => states.push(s.state));
-  await c.loadModel(smallModel);
-  const first = await engineRejection(c.testCrash());
+  await c.call('loadModel', { path: smallModel });
+  const first = await engineRejection(c.call('testCrash', {}));
   assert.equal(first.code, 'ENGINE_CRASHED');
   await waitFor(c, 'ready');
   assert.deepEqual(states.slice(states.indexOf('crashed')), ['crashed', 'starting', 'ready']);
   assert.equal(c.status().restarts, 1);
-  const { modelId: m } = await c.loadModel(smallModel);
-  assert.equal((await c.tokenize(m, 'ab')).tokens.length > 0, true);
+  const { modelId: m } = await c.call('loadModel', { path: smallModel });
+  assert.equal((await c.call('tokenize', { modelId: m, text: 'ab' })).tokens.length > 0, true);
 
   // A second crash within the window exceeds maxRestarts = 1: no restart, requests fail until start().
-  assert.equal((await engineRejection(c.testCrash())).code, 'ENGINE_CRASHED');
+  assert.equal((await engineRejection(c.call('testCrash', {}))).code, 'ENGINE_CRASHED');
   assert.equal(c.status().state, 'crashed');
   assert.match(c.status().message!, /not restarted/);
-  assert.equal((await engineRejection(c.ping())).code, 'ENGINE_UNAVAILABLE');
+  assert.equal((await engineRejection(c.call('ping', {}))).code, 'ENGINE_UNAVAILABLE');
   await c.start();
   assert.equal(c.status().state, 'ready');
-  assert.ok((await c.ping()).pid > 0);
+  assert.ok((await c.call('ping', {})).pid > 0);
 });
 
 test('an addon that does not load: the client reports it and does not loop', async () => {
@@ -527,16 +555,16 @@ test('an addon that does not load: the client reports it and does not loop', asy
   assert.match(e.message, /no-such-addon\.node/);
   assert.equal(c.status().state, 'crashed');
   assert.equal(c.status().restarts, 0);
-  assert.equal((await engineRejection(c.ping())).code, 'ENGINE_UNAVAILABLE');
+  assert.equal((await engineRejection(c.call('ping', {}))).code, 'ENGINE_UNAVAILABLE');
   await c.stop();
   assert.equal(c.status().state, 'stopped');
 });
 
 test('stop(): a healthy host disposes everything and exits; a hung one is killed after the timeout', async () => {
   const c = newClient({ stopTimeoutMs: 1000 });
-  const { modelId: m } = await c.loadModel(smallModel); // a request starts the host
-  await c.createSession(m, { nCtx: 128, nThreads: 1 });
-  await c.createSession(m, { nCtx: 128, nThreads: 1 });
+  const { modelId: m } = await c.call('loadModel', { path: smallModel }); // a request starts the host
+  await c.call('createSession', { modelId: m, options: { nCtx: 128, nThreads: 1 } });
+  await c.call('createSession', { modelId: m, options: { nCtx: 128, nThreads: 1 } });
   const pid = c.status().pid!;
   const r = await c.stop();
   assert.deepEqual(r, { graceful: true, disposedSessions: 2, disposedModels: 1 });
@@ -545,7 +573,7 @@ test('stop(): a healthy host disposes everything and exits; a hung one is killed
 
   await c.start();
   const pid2 = c.status().pid!;
-  const hung = c.testHang(60_000);
+  const hung = c.call('testHang', { ms: 60_000 });
   await new Promise((res) => setTimeout(res, 100));
   const t0 = performance.now();
   const r2 = await c.stop();
@@ -579,13 +607,13 @@ test("the host speaks Electron's parentPort (MessagePort-style) when it finds on
   });
   await c.start();
   assert.equal(c.hostInfo()!.transport, 'electron-parent-port');
-  const { modelId: m } = await c.loadModel(smallModel);
-  const { sessionId } = await c.createSession(m, { nCtx: 256, nThreads: 1 });
+  const { modelId: m } = await c.call('loadModel', { path: smallModel });
+  const { sessionId } = await c.call('createSession', { modelId: m, options: { nCtx: 256, nThreads: 1 } });
   const progress: number[] = [];
-  await c.prefill(sessionId, [1, 5, 6, 7, 8], { onProgress: (d) => progress.push(d) });
+  await c.call('prefill', { sessionId, tokens: [1, 5, 6, 7, 8] }, { onProgress: (d) => progress.push(d) });
   assert.ok(progress.length > 0);
   const tokens: number[] = [];
-  const g = await c.generate(sessionId, { n: 6, temperature: 0 }, { onToken: (t) => tokens.push(t.id) });
+  const g = await c.call('generate', { sessionId, n: 6, temperature: 0 }, { onToken: (t) => tokens.push(t.id) });
   assert.deepEqual(tokens, g.tokens);
   assert.equal((await c.stop()).graceful, true);
 });
@@ -616,7 +644,7 @@ test('the settings choose the backend: sessions run there, the status says so, a
     if (offer.available) {
       const h = await manager.createSession(model);
       assert.equal(h.backend, choice, `a session on ${choice}`);
-      await client.disposeSession(h.sessionId);
+      await client.call('disposeSession', { sessionId: h.sessionId });
     } else {
       assert.equal(manager.status().backendReason, `chosen in the settings, but ${offer.reason}`);
       const e = await engineRejection(manager.createSession(model));
@@ -629,5 +657,5 @@ test('the settings choose the backend: sessions run there, the status says so, a
   }
   backend = 'auto';
   assert.equal(manager.status().backend, client.status().backend);
-  await client.unloadModel(model.engineId);
+  await client.call('unloadModel', { modelId: model.engineId });
 });

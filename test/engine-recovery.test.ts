@@ -104,7 +104,7 @@ test('a crash loop backs off (the pause doubles), then stays crashed with the la
   assert.equal(c.status().state, 'crashed');
   assert.equal(c.status().pid, null);
   // Requests do not bring it back (a loop of them would make a loop of crashes)...
-  assert.equal((await engineRejection(c.ping())).code, 'ENGINE_UNAVAILABLE');
+  assert.equal((await engineRejection(c.call('ping', {}))).code, 'ENGINE_UNAVAILABLE');
   // ...start() does, with a fresh count: the next crash is restarted by itself again.
   await c.start();
   assert.equal(c.status().state, 'ready');
@@ -112,8 +112,8 @@ test('a crash loop backs off (the pause doubles), then stays crashed with the la
   assert.equal(c.status().willRestart, false);
   assert.equal((await killHost(c)).willRestart, true);
   await nextStatus(c, up);
-  const { modelId } = await c.loadModel(smallModel);
-  assert.ok((await c.tokenize(modelId, 'abc')).tokens.length > 0);
+  const { modelId } = await c.call('loadModel', { path: smallModel });
+  assert.ok((await c.call('tokenize', { modelId, text: 'abc' })).tokens.length > 0);
 });
 
 test('a host whose JavaScript throws mid-generation ends at once: reported as a crash with the error, restarted', {
@@ -126,9 +126,9 @@ test('a host whose JavaScript throws mid-generation ends at once: reported as a 
     restartDelayMs: 0,
   });
   clients.push(c);
-  const { modelId } = await c.loadModel(slowModel);
-  const { sessionId } = await c.createSession(modelId, { nCtx: 4096, nThreads: 1 });
-  await c.prefill(sessionId, [1, 5, 6, 7]);
+  const { modelId } = await c.call('loadModel', { path: slowModel });
+  const { sessionId } = await c.call('createSession', { modelId, options: { nCtx: 4096, nThreads: 1 } });
+  await c.call('prefill', { sessionId, tokens: [1, 5, 6, 7] });
   const pid = c.status().pid!;
   let thrownAt = 0;
   const crash = new Promise<number | null>((resolve) => {
@@ -143,9 +143,9 @@ test('a host whose JavaScript throws mid-generation ends at once: reported as a 
     });
   });
   const gen = engineRejection(
-    c.generate(
-      sessionId,
-      { n: 4000, temperature: 0 },
+    c.call(
+      'generate',
+      { sessionId, n: 4000, temperature: 0 },
       {
         onToken: () => {
           if (thrownAt) return;

@@ -10,6 +10,7 @@ import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
+import type { EngineParams } from '../electron/engine/protocol.ts';
 import type { AppCore } from '../electron/services/app-core.ts';
 import { encryptedPdf } from './helpers/make-pdf.ts';
 import { missing, sharedModel } from './helpers/shared.ts';
@@ -202,13 +203,16 @@ test('regenerate keeps the earlier answer as a version; the next question replay
   assert.equal(shown.text, v1);
   // What the engine is given to read from now on: the conversation replayed with the version shown.
   const read: string[] = [];
-  const tokenize = core.engine.tokenize.bind(core.engine);
-  core.engine.tokenize = (model, text, o) => (read.push(text), tokenize(model, text, o));
+  const call = core.engine.call.bind(core.engine);
+  core.engine.call = (method, params, opts) => {
+    if (method === 'tokenize') read.push((params as EngineParams<'tokenize'>).text);
+    return call(method, params, opts);
+  };
   try {
     core.chats.send({ chatId: chat.id, text: 'And then?' });
     await core.chats.idle(chat.id);
   } finally {
-    core.engine.tokenize = tokenize;
+    core.engine.call = call;
   }
   assert.ok(
     read.some((t) => t.includes(v1)),

@@ -1415,7 +1415,7 @@ describe('engine host: the utilityProcess adapter', () => {
     assert.equal(client.hostInfo()?.transport, 'electron-parent-port');
 
     // A request in flight when the host dies rejects with ENGINE_CRASHED.
-    const pending = client.ping();
+    const pending = client.call('ping', {});
     await tick();
     assert.equal((forks[0].posted.at(-1) as { method: string }).method, 'ping');
     forks[0].stderr.emit('data', 'Segmentation fault in matmul\n');
@@ -1510,14 +1510,14 @@ describe('engine host: the utilityProcess adapter', () => {
       restartDelayMs: 10,
     });
     try {
-      const pong = await client.ping();
+      const pong = await client.call('ping', {});
       assert.equal(client.hostInfo()?.transport, 'electron-parent-port');
       assert.equal(client.hostInfo()?.addonPath, addon);
       assert.equal(pong.models, 0);
       const restarted = new Promise((r) => client.on('restart', r));
-      await assert.rejects(client.testCrash(), (e: { code?: string }) => e.code === 'ENGINE_CRASHED');
+      await assert.rejects(client.call('testCrash', {}), (e: { code?: string }) => e.code === 'ENGINE_CRASHED');
       await restarted;
-      const again = await client.ping();
+      const again = await client.call('ping', {});
       assert.notEqual(again.pid, pong.pid);
       assert.equal(client.status().restarts, 1);
       assert.equal((await client.stop()).graceful, true);
@@ -1922,7 +1922,7 @@ describe('smoke: the compiled core under Node (no tsx)', () => {
 
       const { EngineClient } = await import(out + 'engine/client.js');
       const client = new EngineClient();
-      const pong = await client.ping();
+      const pong = await client.call('ping', {});
       const info = client.hostInfo();
       await client.stop();
       console.log(JSON.stringify({ theme: settings.theme, docs: docs.length, state: status.state, bad, kind: doc.kind, text: doc.pages[0].text, pong, info }));

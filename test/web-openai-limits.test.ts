@@ -8,6 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
+import type { EngineParams } from '../electron/engine/protocol.ts';
 import { createAppCore, type AppCore } from '../electron/services/app-core.ts';
 import { ChatCompletionRequest } from '../electron/web/openai.ts';
 import { missing, sharedModel } from './helpers/shared.ts';
@@ -23,8 +24,11 @@ before(async () => {
   if (skip) return;
   dir = mkdtempSync(join(tmpdir(), 'folio-openai-limits-'));
   core = await createAppCore({ dataDir: dir, model });
-  const tokenize = core.engine.client.tokenize.bind(core.engine.client);
-  core.engine.client.tokenize = (modelId, text, opts) => (tokenized.push(text.length), tokenize(modelId, text, opts));
+  const call = core.engine.client.call.bind(core.engine.client);
+  core.engine.client.call = (method, params, opts) => {
+    if (method === 'tokenize') tokenized.push((params as EngineParams<'tokenize'>).text.length);
+    return call(method, params, opts);
+  };
 });
 
 after(async () => {

@@ -16,13 +16,11 @@ import {
   PROTOCOL_VERSION,
   describeIssue,
   type BackendOffer,
-  type CompressOptions,
   type EngineMethod,
   type EngineParams,
   type EngineResult,
+  type MethodTable,
   type NoticeMessage,
-  type SamplingOptions,
-  type SessionOptions,
 } from './protocol.ts';
 import type { ComputeBackend } from './compute-backends.ts';
 import { defaultHostEntry, spawnNodeHost, type EngineProcess, type SpawnEngine } from './spawn.ts';
@@ -135,19 +133,10 @@ export interface EngineClientOptions {
   restartWindowMs?: number;
   /** Pause before the first restart; it doubles with each further crash within the window. Default 250 ms. */
   restartDelayMs?: number;
+  /** The engine-call table (protocol.ts; a test may add rows of its own). */
+  methods?: MethodTable;
 }
 
-/** Requests that make the engine 'busy' while they run. */
-const LONG_METHODS = new Set<string>([
-  'loadModel',
-  'loadSession',
-  'prefill',
-  'compress',
-  'compressSpan',
-  'generate',
-  'save',
-  'fork',
-]);
 const STDERR_TAIL = 8192;
 
 interface Pending {
@@ -192,7 +181,9 @@ type Listener<T> = (payload: T) => void;
 
 export class EngineClient {
   private readonly spawnFn: SpawnEngine;
-  private readonly opts: Required<Omit<EngineClientOptions, 'spawn' | 'env' | 'entry'>> &
+  /** The engine-call table this client speaks. */
+  private readonly table: MethodTable;
+  private readonly opts: Required<Omit<EngineClientOptions, 'spawn' | 'env' | 'entry' | 'methods'>> &
     Pick<EngineClientOptions, 'env' | 'entry'>;
   private readonly listeners = new Map<keyof EngineClientEvents, Set<Listener<never>>>();
 
@@ -228,6 +219,7 @@ export class EngineClient {
 
   constructor(options: EngineClientOptions = {}) {
     this.spawnFn = options.spawn ?? spawnNodeHost;
+    this.table = options.methods ?? methods;
     this.opts = {
       env: options.env,
       entry: options.entry,
@@ -282,7 +274,7 @@ export class EngineClient {
 
   private updateBusy(): void {
     if (!this.proc || !this.helloReceived || (this.st.state !== 'ready' && this.st.state !== 'busy')) return;
-    const busy = [...this.pending.values()].some((p) => LONG_METHODS.has(p.method));
+    const busy = [...this.pending.values()].some((p) => this.table[p.method]?.long);
     this.setStatus({ state: busy ? 'busy' : 'ready' });
   }
 
@@ -443,7 +435,7 @@ export class EngineClient {
           this.settle(m.id, new EngineRequestError(m.error.code, m.error.message, p.method));
           return;
         }
-        const spec = Object.hasOwn(methods, p.method) ? methods[p.method as EngineMethod] : null;
+        const spec = Object.hasOwn(this.table, p.method) ? this.table[p.method] : null;
         const r = spec ? spec.result.safeParse(m.result) : { success: true as const, data: m.result };
         if (!r.success) {
           this.settle(
@@ -474,20 +466,20 @@ export class EngineClient {
   }
 
   /** Keeps the list of live models and sessions, to say what a crash lost. */
+  /** The handles a result made (the table's `handles`), kept to say what a crash loses. */
   private track(method: string, result: unknown): void {
     const r = result as Record<string, unknown>;
-    if (method === 'loadModel') this.models.set(r.modelId as string, (r.info as { path: string }).path);
-    else if (method === 'createSession' || method === 'fork' || method === 'loadSession')
-      this.sessions.set(r.sessionId as string, r.modelId as string);
-    else if (method === 'unloadModel') {
-      for (const s of r.disposedSessions as string[]) this.sessions.delete(s);
-    }
+    const handles = this.table[method]?.handles;
+    if (handles === 'makesModel') this.models.set(r.modelId as string, (r.info as { path: string }).path);
+    else if (handles === 'makesSession') this.sessions.set(r.sessionId as string, r.modelId as string);
   }
 
+  /** The handles a request disposes, forgotten as it is sent. */
   private untrack(method: string, params: unknown): void {
     const p = params as Record<string, unknown>;
-    if (method === 'disposeSession') this.sessions.delete(p.sessionId as string);
-    else if (method === 'unloadModel') {
+    const handles = this.table[method]?.handles;
+    if (handles === 'disposesSession') this.sessions.delete(p.sessionId as string);
+    else if (handles === 'disposesModel') {
       this.models.delete(p.modelId as string);
       for (const [s, m] of this.sessions) if (m === p.modelId) this.sessions.delete(s);
     }
@@ -660,136 +652,43 @@ export class EngineClient {
         cleanup = () => signal.removeEventListener('abort', onAbort);
       }
       this.pending.set(id, { method, resolve, reject, onProgress: opts.onProgress, onToken: opts.onToken, cleanup });
-      if (method === 'disposeSession' || method === 'unloadModel') this.untrack(method, params);
+      this.untrack(method, params);
       this.updateBusy();
       proc.postMessage({ type: 'request', id, method, params });
     });
   }
 
-  /** A protocol request, its parameters checked here first (BAD_REQUEST) and its result on arrival. */
-  request<M extends EngineMethod>(
+  /**
+   * Any operation of the engine-call table (protocol.ts), its parameters checked here first (BAD_REQUEST) and
+   * its result on arrival; `opts` take its events and its cancellation.
+   */
+  call<M extends EngineMethod>(
     method: M,
     params: EngineParams<M>,
     opts: RequestOptions = {},
   ): Promise<EngineResult<M>> {
-    const r = methods[method].params.safeParse(params);
-    if (!r.success)
-      return Promise.reject(
-        new EngineRequestError(ErrorCodes.BAD_REQUEST, `${method}: ${describeIssue(r.error)}`, method),
-      );
-    return this.post(method, params, opts) as Promise<EngineResult<M>>;
+    return this.callUnchecked(method, params, opts, true) as Promise<EngineResult<M>>;
   }
 
-  /** Sends whatever it is given, unchecked (for tests of the host's validation). */
-  requestUnchecked(method: string, params: unknown, opts: RequestOptions = {}): Promise<unknown> {
+  /** Sends whatever it is given (checked only with `check`: tests of the host's own validation send bad ones). */
+  callUnchecked(method: string, params: unknown, opts: RequestOptions = {}, check = false): Promise<unknown> {
+    const row = Object.hasOwn(this.table, method) ? this.table[method] : null;
+    if (check) {
+      const r = row?.params.safeParse(params);
+      if (!r?.success)
+        return Promise.reject(
+          new EngineRequestError(
+            row ? ErrorCodes.BAD_REQUEST : ErrorCodes.UNKNOWN_METHOD,
+            `${method}: ${r ? describeIssue(r.error) : 'not an operation of the engine-call table'}`,
+            method,
+          ),
+        );
+    }
     return this.post(method, params, opts);
   }
 
   /** Posts a raw message to the host (for tests: a malformed envelope). */
   postRaw(message: unknown): void {
     this.proc?.postMessage(message);
-  }
-
-  ping() {
-    return this.request('ping', {});
-  }
-
-  loadModel(path: string, opts: RequestOptions = {}) {
-    return this.request('loadModel', { path }, opts);
-  }
-
-  unloadModel(modelId: string) {
-    return this.request('unloadModel', { modelId });
-  }
-
-  tokenize(
-    modelId: string,
-    text: string,
-    opts: { addSpecial?: boolean; parseSpecial?: boolean } & RequestOptions = {},
-  ) {
-    const { addSpecial, parseSpecial, ...rest } = opts;
-    return this.request('tokenize', { modelId, text, addSpecial, parseSpecial }, rest);
-  }
-
-  detokenize(modelId: string, tokens: Int32Array | number[], opts: { special?: boolean } = {}) {
-    return this.request('detokenize', { modelId, tokens, special: opts.special });
-  }
-
-  createSession(modelId: string, options: SessionOptions = {}) {
-    return this.request('createSession', { modelId, options });
-  }
-
-  /** Prefills the document into an empty session, compressing its cache; progress as it goes. */
-  compress(
-    sessionId: string,
-    tokens: Int32Array | number[],
-    options: CompressOptions,
-    opts: RequestOptions & { logits?: boolean } = {},
-  ) {
-    const { logits, ...rest } = opts;
-    return this.request('compress', { sessionId, tokens, options, logits }, rest);
-  }
-
-  prefill(
-    sessionId: string,
-    tokens: Int32Array | number[],
-    opts: RequestOptions & { logits?: 'none' | 'last' | 'all' } = {},
-  ) {
-    const { logits, ...rest } = opts;
-    return this.request('prefill', { sessionId, tokens, logits }, rest);
-  }
-
-  /** Streams tokens to opts.onToken, in order, all before the promise resolves. */
-  generate(
-    sessionId: string,
-    options: SamplingOptions & { n?: number; stopAtEog?: boolean; collectAttention?: boolean } = {},
-    opts: RequestOptions = {},
-  ) {
-    return this.request('generate', { ...options, sessionId }, opts);
-  }
-
-  truncate(sessionId: string, n: number) {
-    return this.request('truncate', { sessionId, n });
-  }
-
-  forget(sessionId: string, from: number, to: number) {
-    return this.request('forget', { sessionId, from, to });
-  }
-
-  compressSpan(
-    sessionId: string,
-    from: number,
-    to: number,
-    keepRatio: number,
-    window: Int32Array | number[],
-    opts: RequestOptions = {},
-  ) {
-    return this.request('compressSpan', { sessionId, from, to, keepRatio, window }, opts);
-  }
-
-  fork(sessionId: string) {
-    return this.request('fork', { sessionId });
-  }
-
-  save(sessionId: string, path: string, meta?: string) {
-    return this.request('save', { sessionId, path, meta });
-  }
-
-  loadSession(modelId: string, path: string, options: SessionOptions = {}) {
-    return this.request('loadSession', { modelId, path, options });
-  }
-
-  disposeSession(sessionId: string) {
-    return this.request('disposeSession', { sessionId });
-  }
-
-  /** Test only: the host aborts; needs env { [TEST_HOOKS_ENV]: '1' } in the client's options. */
-  testCrash() {
-    return this.request('testCrash', {});
-  }
-
-  /** Test only: the host blocks its event loop for ms. */
-  testHang(ms: number) {
-    return this.request('testHang', { ms });
   }
 }

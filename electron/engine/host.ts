@@ -23,12 +23,10 @@ import {
 import { startWorker } from '../worker-thread.ts';
 import { endAtOnce, exitNow, TEST_NO_DEATH_SIGNAL_ENV, watchParent } from './host-exit.ts';
 import {
-  describeIssue,
   EngineRequestError,
   ErrorCodes,
   methods,
   PROTOCOL_VERSION,
-  RequestMessage,
   TEST_HOOKS_ENV,
   type BackendOffer,
   type EngineMethod,
@@ -37,6 +35,7 @@ import {
   type Methods,
   type SessionHandle,
 } from './protocol.ts';
+import { type CallContext, errorShape, serveRequests } from './serve.ts';
 import { PieceLengths, specialIdsOfModel, tokenizeWithPieces } from './tokenize.ts';
 import type { WorkerCall, WorkerReply } from './tokenizer-worker.ts';
 import type { z } from 'zod';
@@ -195,7 +194,8 @@ const models = new Map<string, ModelEntry>();
 const sessions = new Map<string, SessionEntry>();
 /** Request id → the session whose queue holds it or which runs it. */
 const jobsByRequest = new Map<number, SessionEntry>();
-const inFlight = new Set<number>();
+/** The requests under way (serve.ts keeps them). */
+let inFlight: ReadonlySet<number> = new Set<number>();
 const tokenizer = new TokenizerWorker();
 let nextHandle = 1;
 const handlePrefix = process.pid.toString(36);
@@ -272,11 +272,10 @@ function pump(entry: SessionEntry): void {
   });
 }
 
-/** Runs `fn` on the session when its earlier operations are done. */
+/** Runs `fn` on the session when its earlier operations are done; cancellable as the table says. */
 function onSession<T>(
   entry: SessionEntry,
-  requestId: number,
-  cancellable: boolean,
+  { id: requestId, cancellable }: Pick<CallContext, 'id' | 'cancellable'>,
   fn: (s: Session) => T | Promise<T>,
 ): Promise<T> {
   return new Promise<T>((resolve, reject) => {
@@ -307,7 +306,7 @@ function disposeSessionEntry(entry: SessionEntry): Promise<void> {
   models.get(entry.modelId)?.sessions.delete(entry.id);
   for (const job of entry.queue.splice(0)) job.drop('cancelled: the session was disposed');
   if (entry.running?.cancellable) entry.session.cancel();
-  return onSession(entry, -1, false, (s) => s.dispose());
+  return onSession(entry, { id: -1, cancellable: false }, (s) => s.dispose());
 }
 
 async function disposeModelEntry(entry: ModelEntry): Promise<string[]> {
@@ -322,14 +321,12 @@ async function disposeModelEntry(entry: ModelEntry): Promise<string[]> {
 // ---------------------------------------------------------------------------------------------------------
 // Handlers
 
-interface Ctx {
-  id: number;
-  progress(done: number, total: number): void;
-  token(t: { id: number; text: string }): void;
-}
-
+/** A handler per row of the table, typed by it (serve.ts runs them). */
 type Handlers = {
-  [M in EngineMethod]: (params: z.output<Methods[M]['params']>, ctx: Ctx) => Promise<EngineResult<M>> | EngineResult<M>;
+  [M in EngineMethod]: (
+    params: z.output<Methods[M]['params']>,
+    ctx: CallContext,
+  ) => Promise<EngineResult<M>> | EngineResult<M>;
 };
 
 function makeHandlers(addon: FolioAddon): Handlers {
@@ -379,13 +376,13 @@ function makeHandlers(addon: FolioAddon): Handlers {
       addSession(modelId, modelEntry(modelId).model.createSession(options ?? {})),
 
     compress: ({ sessionId, tokens, options, logits }, ctx) =>
-      onSession(sessionEntry(sessionId), ctx.id, true, async (s) => {
+      onSession(sessionEntry(sessionId), ctx, async (s) => {
         const r = await s.compress(tokens, { ...options, onProgress: ctx.progress });
         return { stats: r.stats, nPast: r.nPast, logits: logits ? r.logits : null };
       }),
 
     prefill: ({ sessionId, tokens, logits }, ctx) =>
-      onSession(sessionEntry(sessionId), ctx.id, true, async (s) => {
+      onSession(sessionEntry(sessionId), ctx, async (s) => {
         const want = logits ?? 'none';
         const r = await s.prefill(tokens, { allLogits: want === 'all', onProgress: ctx.progress });
         return {
@@ -397,9 +394,7 @@ function makeHandlers(addon: FolioAddon): Handlers {
       }),
 
     generate: ({ sessionId, ...opts }, ctx) =>
-      onSession(sessionEntry(sessionId), ctx.id, true, (s) =>
-        s.generate({ ...opts, onToken: (t) => void ctx.token(t) }),
-      ),
+      onSession(sessionEntry(sessionId), ctx, (s) => s.generate({ ...opts, onToken: (t) => void ctx.token(t) })),
 
     cancel: ({ requestId }) => {
       const entry = jobsByRequest.get(requestId);
@@ -416,23 +411,23 @@ function makeHandlers(addon: FolioAddon): Handlers {
     },
 
     truncate: ({ sessionId, n }, ctx) =>
-      onSession(sessionEntry(sessionId), ctx.id, false, (s) => {
+      onSession(sessionEntry(sessionId), ctx, (s) => {
         s.truncate(n);
         return { nPast: s.nPast };
       }),
 
     forget: ({ sessionId, from, to }, ctx) =>
-      onSession(sessionEntry(sessionId), ctx.id, false, (s) => {
+      onSession(sessionEntry(sessionId), ctx, (s) => {
         s.forget(from, to);
         return { nPast: s.nPast };
       }),
 
     compressSpan: ({ sessionId, from, to, keepRatio, window }, ctx) =>
-      onSession(sessionEntry(sessionId), ctx.id, true, (s) => s.compressSpan(from, to, keepRatio, window)),
+      onSession(sessionEntry(sessionId), ctx, (s) => s.compressSpan(from, to, keepRatio, window)),
 
     fork: ({ sessionId }, ctx) => {
       const entry = sessionEntry(sessionId);
-      return onSession(entry, ctx.id, false, (s) => {
+      return onSession(entry, ctx, (s) => {
         if (!models.has(entry.modelId))
           throw new EngineRequestError(ErrorCodes.UNKNOWN_MODEL, 'the model was unloaded');
         return addSession(entry.modelId, s.fork());
@@ -440,7 +435,7 @@ function makeHandlers(addon: FolioAddon): Handlers {
     },
 
     save: ({ sessionId, path, meta }, ctx) =>
-      onSession(sessionEntry(sessionId), ctx.id, false, async (s) => {
+      onSession(sessionEntry(sessionId), ctx, async (s) => {
         await s.save(path, meta);
         return { ok: true as const };
       }),
@@ -492,59 +487,6 @@ function makeHandlers(addon: FolioAddon): Handlers {
   };
 }
 
-// ---------------------------------------------------------------------------------------------------------
-// Serving
-
-function errorShape(e: unknown): { code: string; message: string } {
-  const err = e as { code?: unknown; message?: unknown } | null;
-  const code = err && typeof err.code === 'string' && err.code ? err.code : ErrorCodes.INTERNAL;
-  const message = err && typeof err.message === 'string' ? err.message : String(e);
-  return { code, message };
-}
-
-function serve(handlers: Handlers | null, loadError: { code: string; message: string } | null): void {
-  transport.onMessage((raw) => {
-    const env = RequestMessage.safeParse(raw);
-    if (!env.success) {
-      const id = (raw as { id?: unknown } | null)?.id;
-      const error = { code: ErrorCodes.BAD_REQUEST, message: `malformed request: ${describeIssue(env.error)}` };
-      if (typeof id === 'number' && Number.isInteger(id) && id >= 0)
-        transport.send({ type: 'response', id, ok: false, error });
-      else transport.send({ type: 'notice', ...error });
-      return;
-    }
-    const { id, method, params } = env.data;
-    const fail = (code: string, message: string) =>
-      transport.send({ type: 'response', id, ok: false, error: { code, message } });
-    if (inFlight.has(id)) return fail(ErrorCodes.BAD_REQUEST, `request id ${id} is already in flight`);
-    if (!Object.hasOwn(methods, method)) return fail(ErrorCodes.UNKNOWN_METHOD, `unknown method '${method}'`);
-    if (!handlers) return fail(ErrorCodes.ENGINE_UNAVAILABLE, loadError!.message);
-    if (shuttingDown && method !== 'ping') return fail(ErrorCodes.ENGINE_STOPPED, 'the engine is shutting down');
-    const m = method as EngineMethod;
-    const parsed = methods[m].params.safeParse(params ?? {});
-    if (!parsed.success) return fail(ErrorCodes.BAD_REQUEST, `${method}: ${describeIssue(parsed.error)}`);
-    const ctx: Ctx = {
-      id,
-      progress: (done, total) => transport.send({ type: 'event', id, event: 'progress', done, total }),
-      token: (t) => transport.send({ type: 'event', id, event: 'token', token: { id: t.id, text: t.text } }),
-    };
-    inFlight.add(id);
-    const handler = handlers[m] as (p: unknown, c: Ctx) => unknown;
-    void (async () => {
-      try {
-        const result = await handler(parsed.data, ctx);
-        inFlight.delete(id);
-        if (m === 'shutdown') transport.send({ type: 'response', id, ok: true, result }, () => process.exit(0));
-        else transport.send({ type: 'response', id, ok: true, result });
-      } catch (e) {
-        inFlight.delete(id);
-        const error = errorShape(e);
-        transport.send({ type: 'response', id, ok: false, error });
-      }
-    })();
-  });
-}
-
 /** Leaves at once, native jobs and all, when the parent is gone (host-exit.ts). */
 function leaveOrphaned(): never {
   exitNow(addon, 0);
@@ -568,7 +510,14 @@ watchParent({
   deathSignal: transport.kind === 'node-ipc' && !(testHooks && process.env[TEST_NO_DEATH_SIGNAL_ENV] === '1'),
   onGone: leaveOrphaned,
 });
-serve(addon ? makeHandlers(addon) : null, loadError);
+inFlight = serveRequests({
+  transport,
+  methods,
+  handlers: addon ? makeHandlers(addon) : null,
+  unavailable: loadError,
+  shuttingDown: () => shuttingDown,
+  exitAfter: 'shutdown',
+});
 if (addon) {
   transport.send({
     type: 'hello',

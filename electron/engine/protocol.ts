@@ -176,7 +176,11 @@ const Ok = z.object({ ok: z.literal(true) });
 const Empty = z.strictObject({});
 
 // ---------------------------------------------------------------------------------------------------------
-// Methods: name → params, result, and which events the request streams.
+// The engine-call table: every operation once, with its parameters and result, the events it streams, whether
+// it is long (the engine shows as busy while it runs) and whether cancelling stops it while it runs (else a
+// cancel only takes it out of its session's queue) and what it does to the host's handles. The client's `call`,
+// the host's dispatch (serve.ts) and the engine manager are derived from it: an operation is a row here and its
+// handler in host.ts, nothing else.
 
 export const methods = {
   /** Liveness and what the host holds. */
@@ -184,18 +188,26 @@ export const methods = {
     params: Empty,
     result: z.object({ pid: Int, uptimeMs: Num, models: Int, sessions: Int, running: Int }),
     events: 'none',
+    long: false,
+    cancels: false,
   },
   /** Maps a GGUF model (weights stay memory-mapped). */
   loadModel: {
     params: z.strictObject({ path: z.string().min(1) }),
     result: z.object({ modelId: HandleId, info: ModelInfo }),
     events: 'none',
+    long: true,
+    cancels: false,
+    handles: 'makesModel',
   },
   /** Disposes a model and every session over it (their running and queued operations are cancelled). */
   unloadModel: {
     params: z.strictObject({ modelId: HandleId }),
     result: z.object({ disposedSessions: z.array(HandleId) }),
     events: 'none',
+    long: false,
+    cancels: false,
+    handles: 'disposesModel',
   },
   /**
    * Text → token ids, with the byte length of each token's piece (special tokens the tokenizer added, such
@@ -212,16 +224,23 @@ export const methods = {
     }),
     result: z.object({ tokens: Int32s, pieceBytes: Int32s, textBytes: Int }),
     events: 'none',
+    long: false,
+    cancels: false,
   },
   detokenize: {
     params: z.strictObject({ modelId: HandleId, tokens: Tokens, special: z.boolean().optional() }),
     result: z.object({ text: z.string() }),
     events: 'none',
+    long: false,
+    cancels: false,
   },
   createSession: {
     params: z.strictObject({ modelId: HandleId, options: SessionOptions.optional() }),
     result: SessionHandle,
     events: 'none',
+    long: false,
+    cancels: false,
+    handles: 'makesSession',
   },
   /** Prefills `tokens` into an empty session, compressing the cache as it goes. Cancellable. */
   compress: {
@@ -233,12 +252,16 @@ export const methods = {
     }),
     result: z.object({ stats: CompressionStats, nPast: Int, logits: Logits }),
     events: 'progress',
+    long: true,
+    cancels: true,
   },
   /** Appends tokens. logits: 'none' (default), 'last' ([nVocab]) or 'all' ([n × nVocab]). Cancellable. */
   prefill: {
     params: z.strictObject({ sessionId: HandleId, tokens: Tokens, logits: z.enum(['none', 'last', 'all']).optional() }),
     result: z.object({ nPast: Int, seconds: Num, tokensPerSecond: Num, logits: Logits }),
     events: 'progress',
+    long: true,
+    cancels: true,
   },
   /** Samples up to n tokens (default 128), streamed as token events. Cancelling stops it: stopReason 'cancelled'. */
   generate: {
@@ -258,22 +281,30 @@ export const methods = {
       attention: z.array(Float32s).nullable(),
     }),
     events: 'token',
+    long: true,
+    cancels: true,
   },
   /** Cancels the request `requestId`: removed if it waits in its session's queue, stopped if it runs. */
   cancel: {
     params: z.strictObject({ requestId: Int.min(0) }),
     result: z.object({ found: z.enum(['queued', 'running', 'none']) }),
     events: 'none',
+    long: false,
+    cancels: false,
   },
   truncate: {
     params: z.strictObject({ sessionId: HandleId, n: Int.min(0) }),
     result: z.object({ nPast: Int }),
     events: 'none',
+    long: false,
+    cancels: false,
   },
   forget: {
     params: z.strictObject({ sessionId: HandleId, from: Int.min(0), to: Int.min(0) }),
     result: z.object({ nPast: Int }),
     events: 'none',
+    long: false,
+    cancels: false,
   },
   /**
    * Compresses positions [from, to) (a conversation's older turns) by the attention of `window` (the next
@@ -290,32 +321,76 @@ export const methods = {
     }),
     result: z.object({ nPast: Int }),
     events: 'none',
+    long: true,
+    cancels: true,
   },
   /** A new session with a copy of this one's cache. */
-  fork: { params: z.strictObject({ sessionId: HandleId }), result: SessionHandle, events: 'none' },
+  fork: {
+    params: z.strictObject({ sessionId: HandleId }),
+    result: SessionHandle,
+    events: 'none',
+    long: true,
+    cancels: false,
+    handles: 'makesSession',
+  },
   save: {
     params: z.strictObject({ sessionId: HandleId, path: z.string().min(1), meta: z.string().optional() }),
     result: Ok,
     events: 'none',
+    long: true,
+    cancels: false,
   },
   loadSession: {
     params: z.strictObject({ modelId: HandleId, path: z.string().min(1), options: SessionOptions.optional() }),
     result: SessionHandle.extend({ meta: z.string() }),
     events: 'none',
+    long: true,
+    cancels: false,
+    handles: 'makesSession',
   },
   /** Cancels what runs or waits on the session, then disposes it. */
-  disposeSession: { params: z.strictObject({ sessionId: HandleId }), result: Ok, events: 'none' },
+  disposeSession: {
+    params: z.strictObject({ sessionId: HandleId }),
+    result: Ok,
+    events: 'none',
+    long: false,
+    cancels: false,
+    handles: 'disposesSession',
+  },
   /** Disposes every session and model (cancelling what runs), answers, then the host exits. */
   shutdown: {
     params: Empty,
     result: z.object({ disposedSessions: Int, disposedModels: Int }),
     events: 'none',
+    long: false,
+    cancels: false,
   },
   /** Test only (FOLIO_ENGINE_TEST_HOOKS=1): the host aborts (process.abort()), as a native crash would. */
-  testCrash: { params: Empty, result: Ok, events: 'none' },
+  testCrash: { params: Empty, result: Ok, events: 'none', long: false, cancels: false },
   /** Test only: the host blocks its event loop for `ms` (a hung host). */
-  testHang: { params: z.strictObject({ ms: Int.min(0).max(600_000) }), result: Ok, events: 'none' },
+  testHang: {
+    params: z.strictObject({ ms: Int.min(0).max(600_000) }),
+    result: Ok,
+    events: 'none',
+    long: false,
+    cancels: false,
+  },
 } as const;
+
+/** A row of the table (what a test's own table must hold too). */
+export interface MethodRow {
+  params: z.ZodType;
+  result: z.ZodType;
+  events: 'none' | 'progress' | 'token';
+  long: boolean;
+  cancels: boolean;
+  /** What it does to the host's handles, which the client keeps track of (for what a crash loses): a result with
+   * modelId (and info.path) or sessionId and modelId; a modelId or sessionId parameter it disposes. */
+  handles?: 'makesModel' | 'makesSession' | 'disposesModel' | 'disposesSession';
+}
+export type MethodTable = Record<string, MethodRow>;
+const _rows: MethodTable = methods;
+void _rows;
 
 export type Methods = typeof methods;
 export type EngineMethod = keyof Methods;

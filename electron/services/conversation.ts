@@ -15,11 +15,8 @@ import type { Conversation, Message } from './chat-format.ts';
 import type { EngineManager, GenerateOptions, LoadedModel } from './engine-manager.ts';
 import { tokenizeFormatted, type ChatFormat } from './prefix.ts';
 
-/** The engine methods a conversation needs (EngineManager's). */
-export type ConversationEngine = Pick<
-  EngineManager,
-  'tokenize' | 'fork' | 'prefill' | 'truncate' | 'forget' | 'compressSpan' | 'generate' | 'disposeSession'
->;
+/** What a conversation needs of the engine (EngineManager's). */
+export type ConversationEngine = Pick<EngineManager, 'call' | 'disposeSession'>;
 
 /** Positions below which older turns are not compressed further: they are set aside whole instead. */
 export const MIN_COMPRESSED_POSITIONS = 8;
@@ -114,7 +111,7 @@ export class ConversationSession {
     conversation: Conversation,
     documentSession: string,
   ): Promise<ConversationSession> {
-    const h = await engine.fork(documentSession);
+    const h = await engine.call('fork', { sessionId: documentSession });
     return new ConversationSession(engine, model, format, documentSession, conversation, {
       sessionId: h.sessionId,
       nPast: h.nPast,
@@ -139,12 +136,17 @@ export class ConversationSession {
   }
 
   private tokenize(text: string, signal?: AbortSignal) {
-    return tokenizeFormatted((t, o) => this.engine.tokenize(this.model, t, { ...o, signal }), this.format, text, false);
+    return tokenizeFormatted(
+      (text, o) => this.engine.call('tokenize', { modelId: this.model.engineId, text, ...o }, { signal }),
+      this.format,
+      text,
+      false,
+    );
   }
 
   private async append(tokens: Int32Array, signal?: AbortSignal): Promise<void> {
     if (tokens.length === 0) return;
-    const r = await this.engine.prefill(this.session.sessionId, tokens, { signal });
+    const r = await this.engine.call('prefill', { sessionId: this.session.sessionId, tokens }, { signal });
     this.session.nPast = r.nPast;
   }
 
@@ -180,7 +182,7 @@ export class ConversationSession {
     if (!fits()) throw new ContextFullError(tokens.length, this.session.nCtx - fromNow(), this.session.nCtx);
     const from = fromNow();
     if (plan.dropLastAnswer) {
-      await this.engine.truncate(this.session.sessionId, from);
+      await this.engine.call('truncate', { sessionId: this.session.sessionId, n: from });
       this.session.nPast = from;
     }
     if (!plan.dropLastAnswer) {
@@ -212,7 +214,11 @@ export class ConversationSession {
     const span = to - from;
     const keep = Math.min(Math.floor(span / 2), span - need);
     if (keep < MIN_COMPRESSED_POSITIONS) return 0;
-    const r = await this.engine.compressSpan(this.session.sessionId, from, to, keep / span, window, { signal });
+    const r = await this.engine.call(
+      'compressSpan',
+      { sessionId: this.session.sessionId, from, to, keepRatio: keep / span, window },
+      { signal },
+    );
     const turns = this.turnCounts.slice(0, regions).reduce((a, b) => a + b, 0);
     this.moveBack(from, to, this.session.nPast - r.nPast, regions);
     this.session.nPast = r.nPast;
@@ -229,7 +235,7 @@ export class ConversationSession {
   private async forgetOldestTurn(): Promise<number> {
     const from = this.turnStarts[0];
     const to = this.turnStarts.length > 1 ? this.turnStarts[1] : this.session.nPast;
-    const r = await this.engine.forget(this.session.sessionId, from, to);
+    const r = await this.engine.call('forget', { sessionId: this.session.sessionId, from, to });
     this.session.nPast = r.nPast;
     const turns = this.turnCounts[0];
     this.forgottenTurns += turns;
@@ -295,7 +301,7 @@ export class ConversationSession {
 
   /** Back to the document alone, in a new fork (the document is not read again). */
   async reset(): Promise<void> {
-    const h = await this.engine.fork(this.documentSession);
+    const h = await this.engine.call('fork', { sessionId: this.documentSession });
     await this.engine.disposeSession(this.session.sessionId);
     this.session = { sessionId: h.sessionId, nPast: h.nPast, nCtx: h.nCtx };
     this.conversation.reset();
@@ -313,7 +319,7 @@ export class ConversationSession {
 
 /** One generation, streamed, with stop sequences (also for a session that holds a whole prompt, without a document). */
 export async function generateAnswer(
-  engine: Pick<ConversationEngine, 'generate'>,
+  engine: Pick<ConversationEngine, 'call'>,
   sessionId: string,
   o: AnswerOptions,
 ): Promise<{
@@ -342,9 +348,9 @@ export async function generateAnswer(
     sent = Math.max(sent, upTo);
   };
   try {
-    const r = await engine.generate(
-      sessionId,
-      { ...sampling, n: Math.max(0, maxTokens), stopAtEog: true },
+    const r = await engine.call(
+      'generate',
+      { ...sampling, sessionId, n: Math.max(0, maxTokens), stopAtEog: true },
       {
         signal: stopper.signal,
         onToken: (t) => {

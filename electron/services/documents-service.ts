@@ -37,12 +37,11 @@ import { toSummary, type DocumentRecord, type Storage } from '../storage/index.t
 import { privateDir } from '../storage/private-files.ts';
 import { sha256Hex, type DocumentFiles } from './document-files.ts';
 import type { EngineManager, LoadedModel } from './engine-manager.ts';
-import { shapeFromInfo } from '../models/estimate.ts';
 import type { Conversation } from './chat-format.ts';
 import { readKeptPositions } from '../engine/session-file.ts';
 import { foldKeptPositions } from './kept-positions.ts';
-import { conversationFor, documentPrefix, type ChatFormat } from './prefix.ts';
-import { planRead } from './read-plan.ts';
+import { conversationFor, type ChatFormat } from './prefix.ts';
+import { readDocument } from './read-document.ts';
 import { conversationRoom, fittingPages, lastFittingPage, pagesRead } from './room.ts';
 import { SessionKey } from './session-key.ts';
 import type { ModelsService } from './models-service.ts';
@@ -493,97 +492,81 @@ export class DocumentsService {
     const pages = range ? pagesRead(stored, range) : stored;
     // A range of every page is the whole document.
     const readPages = range && pages.length < stored.length ? range : null;
-    const format = await this.engine.chatFormat(model);
-    const { tokenized, map } = await documentPrefix(
-      (text, o) => this.engine.tokenize(model, text, { ...o, signal: task.signal }),
-      format,
-      settings.systemPrompt,
+    let readNote = '';
+    let tokens = 0;
+    let chunked = false;
+    const read = await readDocument(this.engine, {
+      model,
       pages,
-    );
-    // The context, one pass or chunks, the document's own positions or re-based (read-plan.ts).
-    const plan = planRead({
-      prefixTokens: tokenized.tokens.length,
-      shape: shapeFromInfo(model.info),
+      systemPrompt: settings.systemPrompt,
       compression: settings.compression,
       kvType: settings.kvType,
       contextCap: settings.nCtx,
       conversationRoom: settings.conversationRoom,
+      checkpoint: { path: this.checkpointPath(documentId), seconds: this.checkpointSeconds },
+      signal: task.signal,
+      onPlanned: async ({ tokenized, map }, plan) => {
+        tokens = tokenized.tokens.length;
+        chunked = !!plan.chunk;
+        readNote = plan.note;
+        if (plan.rebase) {
+          const fit = fittingPages(
+            { pages: map.pages, prefixTokens: tokenized.tokens.length, contextTokens: plan.nCtx },
+            settings.conversationRoom,
+          );
+          if (fit) readNote += ` Pages ${fit[0]} to ${fit[1]} fit.`;
+        }
+        this.storage.documents.update(documentId, { status: 'compressing', error: null });
+        // Recorded before the read, so that a read cut short resumes over the same pages (resumeInterrupted).
+        await this.storage.content.setRead(documentId, {
+          pages: map.pages,
+          tokens: tokenized.tokens,
+          charMap: map.charMap,
+          range: readPages,
+        });
+        this.changed(documentId);
+      },
+      // A scorer that re-reads the document (KVzip) counts both reads in its progress.
+      onProgress: (d, t) =>
+        task.progress(
+          'prefill',
+          d,
+          t,
+          `reading ${tokens} tokens into the model${chunked ? ' in chunks' : ''}` +
+            (t > tokens ? ', each read twice to rank what to keep' : ''),
+        ),
     });
-    let readNote = plan.note;
-    if (plan.rebase) {
-      const fit = fittingPages(
-        { pages: map.pages, prefixTokens: tokenized.tokens.length, contextTokens: plan.nCtx },
-        settings.conversationRoom,
-      );
-      if (fit) readNote += ` Pages ${fit[0]} to ${fit[1]} fit.`;
-    }
-    this.storage.documents.update(documentId, { status: 'compressing', error: null });
-    // Recorded before the read, so that a read cut short resumes over the same pages (resumeInterrupted).
-    await this.storage.content.setRead(documentId, {
-      pages: map.pages,
-      tokens: tokenized.tokens,
-      charMap: map.charMap,
-      range: readPages,
-    });
-    this.changed(documentId);
-
     const compression = settings.compression;
-    const handle = await this.engine.createSession(model, { ...this.engine.sessionOptions(), nCtx: plan.nCtx });
     let kept = false;
     try {
-      const r = await this.engine.compress(
-        handle.sessionId,
-        tokenized.tokens,
-        {
-          method: compression.method,
-          budget: compression.method === 'full' ? undefined : (plan.budget ?? compression.budget),
-          alpha: compression.alpha,
-          window: compression.window,
-          kernel: compression.kernel,
-          beta: compression.beta,
-          chunk: plan.chunk,
-          rebase: plan.rebase,
-          room: plan.room,
-          checkpoint: this.checkpointPath(documentId),
-          checkpointSeconds: this.checkpointSeconds,
-        },
-        {
-          signal: task.signal,
-          // A scorer that re-reads the document (KVzip) counts both reads in its progress.
-          onProgress: (d, t) =>
-            task.progress(
-              'prefill',
-              d,
-              t,
-              `reading ${tokenized.tokens.length} tokens into the model${plan.chunk ? ' in chunks' : ''}` +
-                (t > tokenized.tokens.length ? ', each read twice to rank what to keep' : ''),
-            ),
-        },
-      );
       task.progress('save', 0, 1, 'saving the compressed cache');
       const kvPath = join(this.cacheDir, `${documentId}.folio-kv`);
-      await this.engine.save(handle.sessionId, kvPath, JSON.stringify({ documentId, modelId: model.entryId }));
+      await this.engine.call('save', {
+        sessionId: read.sessionId,
+        path: kvPath,
+        meta: JSON.stringify({ documentId, modelId: model.entryId }),
+      });
       const { replacedKvPath } = this.storage.documents.saveCache(documentId, {
         kvPath,
         modelId: model.entryId,
         prefixKey: prefixKey(settings.systemPrompt),
         compression,
-        kvBytesFull: r.stats.kvBytesFull,
-        kvBytesKept: r.stats.kvBytesKept,
-        contextTokens: plan.nCtx,
+        kvBytesFull: read.stats.kvBytesFull,
+        kvBytesKept: read.stats.kvBytesKept,
+        contextTokens: read.plan.nCtx,
         readNote,
-        stats: r.stats,
+        stats: read.stats,
         status: 'ready',
       });
       if (replacedKvPath && replacedKvPath !== kvPath) rmSync(replacedKvPath, { force: true });
       task.progress('save', 1, 1, 'ready');
       // The new cache replaces the document's session; chats made from the old one are rebuilt on next use.
       await this.engine.dropDocumentSessions(documentId);
-      this.engine.setSession(SessionKey.document(documentId), handle.sessionId);
+      this.engine.setSession(SessionKey.document(documentId), read.sessionId);
       kept = true;
       this.changed(documentId);
     } finally {
-      if (!kept) await this.engine.disposeSession(handle.sessionId);
+      if (!kept) await this.engine.disposeSession(read.sessionId);
     }
   }
 
@@ -660,10 +643,13 @@ export class DocumentsService {
     const run = async (method: CompressionMethod, task: Task) => {
       const h = await this.engine.createSession(model, this.documentSessionOptions(doc));
       try {
-        const r = await this.engine.compress(
-          h.sessionId,
-          tokens,
-          { method, budget, alpha: c.alpha, window: c.window, kernel: c.kernel, ...how },
+        const r = await this.engine.call(
+          'compress',
+          {
+            sessionId: h.sessionId,
+            tokens,
+            options: { method, budget, alpha: c.alpha, window: c.window, kernel: c.kernel, ...how },
+          },
           {
             signal: task.signal,
             onProgress: (d, t) => task.progress('compare', d, t, `${methodLabel(method)} at ${budget}`),

@@ -2,13 +2,23 @@
 // and the engine's status as the API reports it. When the process dies, everything in it is gone: the
 // sessions are forgotten here, and whoever needs one rebuilds it from the saved cache (no new prefill).
 //
-// The services reach the engine only through the typed methods here (never through `client`), so that one
-// place says which engine operations the app uses; `folio chat` drives the same methods.
+// The services reach the engine only through here (never through `client`): `call` runs any operation of the
+// engine-call table (protocol.ts) as it is; the methods below are the operations the core adds something to
+// (the model it loads, the sessions' options, the GPU the settings chose). `folio chat` and `folio compress`
+// drive the same.
 import { ApiError, DEFAULT_CONTEXT_TOKENS, type EngineStatus, type Settings } from '../api/contract.ts';
 import type { EventBus } from '../api/dispatcher.ts';
 import type { EngineClient, RequestOptions } from '../engine/client.ts';
-import { EngineRequestError } from '../engine/protocol.ts';
-import type { BackendOffer, CompressOptions, ModelInfo, SamplingOptions, SessionOptions } from '../engine/protocol.ts';
+import {
+  type BackendOffer,
+  type EngineMethod,
+  type EngineParams,
+  type EngineResult,
+  EngineRequestError,
+  type ModelInfo,
+  type SamplingOptions,
+  type SessionOptions,
+} from '../engine/protocol.ts';
 import { chatFormat, type ChatFormat } from './prefix.ts';
 import { sessionKeyId, type SessionKey } from './session-key.ts';
 
@@ -112,12 +122,12 @@ export class EngineManager {
       if (state === 'stopped' || state === 'crashed') await this.client.start();
       if (this.model) {
         // One model at a time: its sessions go with it.
-        await this.client.unloadModel(this.model.engineId).catch(() => {});
+        await this.client.call('unloadModel', { modelId: this.model.engineId }).catch(() => {});
         this.sessions.clear();
         this.model = null;
         this.format = null;
       }
-      const { modelId, info } = await this.client.loadModel(path);
+      const { modelId, info } = await this.client.call('loadModel', { path });
       this.model = { entryId, path, engineId: modelId, info };
       this.publish();
       return this.model;
@@ -180,11 +190,20 @@ export class EngineManager {
   // -------------------------------------------------------------------------------------------------------
   // Engine operations (protocol.ts says what each does)
 
+  /** Any operation of the engine-call table, as it is. */
+  call<M extends EngineMethod>(
+    method: M,
+    params: EngineParams<M>,
+    opts: RequestOptions = {},
+  ): Promise<EngineResult<M>> {
+    return this.client.call(method, params, opts);
+  }
+
   /** How the model's conversations are rendered and tokenized (prefix.ts). */
   chatFormat(model: LoadedModel): Promise<ChatFormat> {
     if (this.format?.engineId !== model.engineId) {
       const special = async (id: number) =>
-        id < 0 ? '' : (await this.detokenize(model, [id], { special: true })).text;
+        id < 0 ? '' : (await this.call('detokenize', { modelId: model.engineId, tokens: [id], special: true })).text;
       const format = (async () =>
         chatFormat(model.info, await special(model.info.tokenizer.bos), await special(model.info.tokenizer.eos)))();
       this.format = { engineId: model.engineId, format };
@@ -195,26 +214,18 @@ export class EngineManager {
     return this.format.format;
   }
 
-  tokenize(
-    model: LoadedModel,
-    text: string,
-    opts: { addSpecial?: boolean; parseSpecial?: boolean; signal?: AbortSignal } = {},
-  ) {
-    return this.client.tokenize(model.engineId, text, opts);
-  }
-
-  detokenize(model: LoadedModel, tokens: Int32Array | number[], opts: { special?: boolean } = {}) {
-    return this.client.detokenize(model.engineId, tokens, opts);
-  }
-
   /** A new empty session over the model, with sessionOptions() unless told otherwise. */
   createSession(model: LoadedModel, options: SessionOptions = this.sessionOptions()) {
-    return this.client.createSession(model.engineId, options).catch((e) => this.gpuChoiceError(e, options));
+    return this.client
+      .call('createSession', { modelId: model.engineId, options })
+      .catch((e: unknown) => this.gpuChoiceError(e, options));
   }
 
   /** A session read from a saved cache (SESSION_FILE_* errors: damaged, or of another model). */
   loadSession(model: LoadedModel, path: string, options: SessionOptions = this.sessionOptions()) {
-    return this.client.loadSession(model.engineId, path, options).catch((e) => this.gpuChoiceError(e, options));
+    return this.client
+      .call('loadSession', { modelId: model.engineId, path, options })
+      .catch((e: unknown) => this.gpuChoiceError(e, options));
   }
 
   /** A GPU the settings chose that cannot run: its reason, and the way out. */
@@ -233,48 +244,8 @@ export class EngineManager {
     throw e;
   }
 
-  compress(sessionId: string, tokens: Int32Array | number[], options: CompressOptions, opts: RequestOptions = {}) {
-    return this.client.compress(sessionId, tokens, options, opts);
-  }
-
-  save(sessionId: string, path: string, meta?: string) {
-    return this.client.save(sessionId, path, meta);
-  }
-
-  fork(sessionId: string) {
-    return this.client.fork(sessionId);
-  }
-
-  prefill(sessionId: string, tokens: Int32Array | number[], opts: RequestOptions = {}) {
-    return this.client.prefill(sessionId, tokens, opts);
-  }
-
-  truncate(sessionId: string, n: number) {
-    return this.client.truncate(sessionId, n);
-  }
-
-  forget(sessionId: string, from: number, to: number) {
-    return this.client.forget(sessionId, from, to);
-  }
-
-  compressSpan(
-    sessionId: string,
-    from: number,
-    to: number,
-    keepRatio: number,
-    window: Int32Array | number[],
-    opts: RequestOptions = {},
-  ) {
-    return this.client.compressSpan(sessionId, from, to, keepRatio, window, opts);
-  }
-
-  /** Streams tokens to opts.onToken, in order, all before the promise resolves. */
-  generate(sessionId: string, options: GenerateOptions, opts: RequestOptions = {}) {
-    return this.client.generate(sessionId, options, opts);
-  }
-
   /** Disposes a session; one that died with the process is gone already, which is fine. */
   async disposeSession(sessionId: string): Promise<void> {
-    await this.client.disposeSession(sessionId).catch(() => {});
+    await this.client.call('disposeSession', { sessionId }).catch(() => {});
   }
 }

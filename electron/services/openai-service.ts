@@ -176,7 +176,12 @@ export class OpenAiService implements OpenAiBackend {
     const text = format.renderer(messages, true);
     // The session gets at most the context sessionOptions asks for; one token is left for the answer.
     await this.refuseIfCannotFit(model, Buffer.byteLength(text), this.engine.sessionOptions().nCtx - 1);
-    const t = await tokenizeFormatted((x, o) => this.engine.tokenize(model, x, o), format, text, true);
+    const t = await tokenizeFormatted(
+      (x, o) => this.engine.call('tokenize', { modelId: model.engineId, text: x, ...o }),
+      format,
+      text,
+      true,
+    );
     const h = await this.engine.createSession(model);
     try {
       if (t.tokens.length + 1 > h.nCtx)
@@ -184,7 +189,7 @@ export class OpenAiService implements OpenAiBackend {
           'CONTEXT_FULL',
           `the messages are ${t.tokens.length} tokens long; the context holds ${h.nCtx}`,
         );
-      await this.engine.prefill(h.sessionId, t.tokens, { signal: answer.signal });
+      await this.engine.call('prefill', { sessionId: h.sessionId, tokens: t.tokens }, { signal: answer.signal });
       return {
         ...(await generateAnswer(this.engine, h.sessionId, {
           ...answer,

@@ -39,19 +39,19 @@ await client.start();
 const hostPid = client.status().pid!;
 const ready = () => console.log(JSON.stringify({ hostPid, mode, transport }));
 
-const { modelId } = await client.loadModel(modelPath);
+const { modelId } = await client.call('loadModel', { path: modelPath });
 if (mode === 'idle') {
   ready();
 } else if (mode === 'hang') {
-  void client.testHang(120_000).catch(() => {});
+  void client.call('testHang', { ms: 120_000 }).catch(() => {});
   // The request is on its way; the host blocks as soon as it reads it.
   setTimeout(ready, 300);
 } else {
-  const { sessionId } = await client.createSession(modelId, { nCtx: 4096, nThreads: 1 });
-  await client.prefill(sessionId, [1, 5, 6, 7]);
+  const { sessionId } = await client.call('createSession', { modelId, options: { nCtx: 4096, nThreads: 1 } });
+  await client.call('prefill', { sessionId, tokens: [1, 5, 6, 7] });
   let seen = 0;
   void client
-    .generate(sessionId, { n: 4000, temperature: 0 }, { onToken: () => void (++seen === 3 && ready()) })
+    .call('generate', { sessionId, n: 4000, temperature: 0 }, { onToken: () => void (++seen === 3 && ready()) })
     .catch(() => {});
 }
 setInterval(() => {}, 60_000); // wait for the kill

@@ -81,7 +81,7 @@ export const ORACLE_CASES: OracleCase[] = [
   })),
   // The quantized mixes people download (quant-mix.ts), on the llama architecture: the matrices in Q2_K /
   // Q3_K, Q4_K, Q5_K, Q6_K / IQ4_XS; both engines quantize the activations, each its own way
-  // (docs/benchmarks.md, "Q3_K and Q2_K repacked at load"), so these are held to looser bounds.
+  // (docs/benchmarks-log.md, "Q3_K and Q2_K repacked at load"), so these are held to looser bounds.
   ...(['Q2_K', 'Q3_K_M', 'IQ4_XS'] as const).map((mix, i) => ({
     name: `llama-${mix}`,
     model: { arch: 'llama' as const, mix, seed: 31 + i, name: ORACLE_MODEL_NAME },

@@ -11,10 +11,8 @@ import { EventBus } from '../../api/dispatcher.ts';
 import { ChatFormatError } from '../../services/chat-format.ts';
 import { ContextFullError, ConversationSession } from '../../services/conversation.ts';
 import { EngineManager } from '../../services/engine-manager.ts';
-import { shapeFromInfo } from '../../models/estimate.ts';
-import { documentPrefix } from '../../services/prefix.ts';
 import { COMPRESS_DEFAULTS } from '../../kv/options.ts';
-import { planRead } from '../../services/read-plan.ts';
+import { readDocument } from '../../services/read-document.ts';
 import { EngineClient } from '../../engine/client.ts';
 import {
   type Command,
@@ -102,32 +100,20 @@ interface ChatRun {
 async function converse(engine: EngineManager, o: ChatRun) {
   const model = await engine.ensureModel(o.modelPath, o.modelPath);
   const format = await engine.chatFormat(model);
-  const prefix = await documentPrefix((t, opts) => engine.tokenize(model, t, opts), format, o.system, [
-    { page: 1, text: o.docText },
-  ]);
-
-  // Read as the app reads a document (read-plan.ts): a context sized to it, one pass or chunks, re-based
+  // Read as the app reads a document (read-document.ts): a context sized to it, one pass or chunks, re-based
   // beyond the model's context.
-  const plan = planRead({
-    prefixTokens: prefix.tokenized.tokens.length,
-    shape: shapeFromInfo(model.info),
+  const read = await readDocument(engine, {
+    model,
+    pages: [{ page: 1, text: o.docText }],
+    systemPrompt: o.system,
     compression: { ...COMPRESS_DEFAULTS, ...o.copts, budget: o.copts.budget ?? 1 },
     kvType: o.kvType,
     contextCap: o.ctx || null,
     conversationRoom: conversationReserve,
-  });
-  const base = await engine.createSession(model, { ...engine.sessionOptions(), nCtx: plan.nCtx });
-  const nCtx = base.nCtx;
-  const copts = {
-    ...o.copts,
-    budget: plan.budget ?? o.copts.budget,
-    chunk: plan.chunk,
-    rebase: plan.rebase,
-    room: plan.room,
-  };
-  const { stats, nPast: L } = await engine.compress(base.sessionId, prefix.tokenized.tokens, copts, {
     onProgress: process.stderr.isTTY ? (d, t) => process.stderr.write(`\rreading ${d}/${t} tokens`) : undefined,
   });
+  const { prefix, plan, stats, nPast: L, nCtx } = read;
+  const base = { sessionId: read.sessionId };
   if (process.stderr.isTTY) process.stderr.write('\r\x1b[K');
   const saved = 100 * (1 - stats.kvBytesKept / stats.kvBytesFull);
   process.stdout.write(

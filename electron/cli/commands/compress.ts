@@ -1,27 +1,26 @@
-// folio compress: read a document into the model, compress its KV cache, print what the compression did.
+// folio compress: read a document into the model, compress its KV cache, print what the compression did. The
+// document is read exactly as the app reads it (read-document.ts): its pages as the app imports them, the app's
+// system prompt (--system another), the app's plan, the engine in a process of its own.
+import { EventBus } from '../../api/dispatcher.ts';
+import { importDocument } from '../../documents/index.ts';
+import type { CompressionStats } from '../../engine/binding.ts';
+import { EngineClient } from '../../engine/client.ts';
+import { EngineManager } from '../../services/engine-manager.ts';
+import { readDocument } from '../../services/read-document.ts';
+import { DEFAULT_SETTINGS, DEFAULT_SYSTEM_PROMPT } from '../../storage/settings.ts';
 import {
   type Command,
   common,
   compressFlags,
   compressOptions,
-  documentTokens,
-  checkFits,
   int,
   mib,
   need,
-  openModel,
   print,
-  readText,
   sessionOptions,
   str,
   UsageError,
 } from '../args.ts';
-import { importDocument } from '../../documents/index.ts';
-import type { CompressionStats } from '../../engine/binding.ts';
-import { shapeFromInfo } from '../../models/estimate.ts';
-import { PAGE_SEPARATOR } from '../../services/prefix.ts';
-import { COMPRESS_DEFAULTS } from '../../kv/options.ts';
-import { planRead } from '../../services/read-plan.ts';
 
 /** The statistics as a plain JSON value (the retention map as an array). */
 export function statsJson(stats: CompressionStats) {
@@ -60,13 +59,6 @@ export function table(stats: CompressionStats): string {
   return lines.join('\n') + '\n';
 }
 
-/** A document's text: plain text and Markdown as they are, PDF and Word through the app's parser (as pages). */
-async function documentText(path: string): Promise<string> {
-  if (/\.(txt|md|markdown)$/i.test(path) || !/\.(pdf|docx)$/i.test(path)) return readText(path);
-  const doc = await importDocument({ path });
-  return doc.pages.map((p) => p.text).join(PAGE_SEPARATOR);
-}
-
 /** Progress on stderr with the time left, from the rate so far. */
 function progressLine(started: number) {
   return (done: number, total: number) => {
@@ -86,61 +78,71 @@ export const compress: Command = {
   summary: 'read a document (text, Markdown, PDF, Word) and compress its KV cache; print the statistics',
   usage:
     'folio compress --model M --doc FILE --method ada-snapkv --budget 0.2 [--alpha 0.2] [--window 32] [--kernel 7] [--beta 20]\n' +
-    '               [--question Q] [--measure-loss] [--chunk auto|N|0] [--rebase] [--room N] [--ctx N] [--kv-type f16|f32] [--json]\n' +
+    '               [--system "..."] [--question Q] [--measure-loss] [--chunk auto|N|0] [--rebase] [--room N] [--ctx N] [--kv-type f16|f32] [--json]\n' +
     '  A document is read as the app reads it (docs/compression.md, "Reading a long document"): in one pass when it fits,\n' +
     '  else in chunks, with re-based positions when it is longer than the context; --chunk and --rebase choose by hand.',
   options: {
     ...common,
     ...compressFlags,
     'measure-loss': { type: 'boolean' },
+    system: { type: 'string' },
     chunk: { type: 'string' },
     rebase: { type: 'boolean' },
     room: { type: 'string' },
   },
   async run(v) {
-    const opts = { ...compressOptions(v), measureLoss: !!v['measure-loss'] };
-    const sessionOpts = sessionOptions(v);
+    const opts = compressOptions(v);
+    const { nCtx, nThreads, kvType, backend } = sessionOptions(v);
     const chunkFlag = str(v, 'chunk');
     if (chunkFlag !== undefined && chunkFlag !== 'auto' && !/^\d+$/.test(chunkFlag))
       throw new UsageError(`--chunk must be auto, 0 (one pass) or a number of tokens, not '${chunkFlag}'`);
     const docPath = need(v, 'doc');
-    const text = await documentText(docPath);
-    const model = await openModel(v);
-    const { tokens, questionTokens } = documentTokens(model, text, docPath, str(v, 'question'));
-    // How the app would read it: into a context sized to it, one pass or chunks, re-based beyond the model's.
-    const info = model.info();
-    const plan = planRead({
-      prefixTokens: tokens.length,
-      shape: shapeFromInfo(info),
-      compression: { ...COMPRESS_DEFAULTS, ...opts, budget: opts.budget ?? 1 },
-      kvType: sessionOpts.kvType,
-      contextCap: sessionOpts.nCtx || null,
-      conversationRoom: v.room === undefined ? null : int(v, 'room', 0, 1),
-    });
-    const chunk = chunkFlag === undefined ? plan.chunk : chunkFlag === 'auto' ? 'auto' : Number(chunkFlag);
-    const rebase = plan.rebase || !!v.rebase;
-    const session = model.createSession({ ...sessionOpts, nCtx: plan.nCtx });
-    if (!rebase) checkFits(tokens.length, session.nCtx, 0);
-    const { stats } = await session.compress(tokens, {
-      ...opts,
-      budget: plan.budget ?? opts.budget,
-      chunk,
-      rebase,
-      room: plan.room,
-      onProgress: v.json || !process.stderr.isTTY ? undefined : progressLine(performance.now()),
-    });
-    if (!v.json && process.stderr.isTTY) process.stderr.write('\n');
-    const memory = session.memory();
-    session.dispose();
-    print(
-      v,
-      {
-        ...statsJson(stats),
-        question_tokens: questionTokens,
-        cache_bytes_reserved: memory.bytesReserved,
-        context_tokens: plan.nCtx,
-      },
-      table(stats),
-    );
+    const modelPath = need(v, 'model');
+    const question = str(v, 'question');
+    const room = v.room === undefined ? null : int(v, 'room', 0, 1);
+    // The pages as the app imports them (every kind through its parser); a question goes after the last page,
+    // where the observation window reads it (question-aware compression).
+    const pages = (await importDocument({ path: docPath })).pages.map((p) => ({ page: p.page, text: p.text }));
+    if (question !== undefined) pages[pages.length - 1].text += `\n\n${question}`;
+    // The engine in a process of its own behind EngineManager, as in the app; --ctx 0 and --threads 0 mean the
+    // defaults, as null does in the app's settings.
+    const client = new EngineClient();
+    const engine = new EngineManager(client, new EventBus(), () => ({
+      nCtx: nCtx || null,
+      threads: nThreads || null,
+      kvType,
+      backend,
+    }));
+    try {
+      const model = await engine.ensureModel(modelPath, modelPath);
+      const started = performance.now();
+      const read = await readDocument(engine, {
+        model,
+        pages,
+        systemPrompt: str(v, 'system') ?? DEFAULT_SYSTEM_PROMPT,
+        compression: { ...DEFAULT_SETTINGS.compression, ...opts, budget: opts.budget ?? 1 },
+        kvType,
+        contextCap: nCtx || null,
+        conversationRoom: room,
+        chunk: chunkFlag === undefined ? undefined : chunkFlag === 'auto' ? 'auto' : Number(chunkFlag),
+        rebase: !!v.rebase,
+        measureLoss: !!v['measure-loss'],
+        onProgress: v.json || !process.stderr.isTTY ? undefined : progressLine(started),
+      });
+      if (!v.json && process.stderr.isTTY) process.stderr.write('\n');
+      const questionTokens =
+        question === undefined
+          ? 0
+          : (await engine.call('tokenize', { modelId: model.engineId, text: `\n\n${question}`, addSpecial: false }))
+              .tokens.length;
+      await engine.disposeSession(read.sessionId);
+      print(
+        v,
+        { ...statsJson(read.stats), question_tokens: questionTokens, context_tokens: read.plan.nCtx },
+        table(read.stats),
+      );
+    } finally {
+      await client.stop();
+    }
   },
 };

@@ -6,7 +6,7 @@
 // softmax) and accumulates the values as a second small product (probabilities × values); no score matrix
 // over the whole sequence ever exists. Both products run four query rows at a time with their sums in
 // registers, so that each key and value loaded serves four rows (2.3× the speed of one row at a time on
-// prefill: docs/benchmarks.md). The loops are
+// prefill: docs/benchmarks-log.md). The loops are
 // written so the compiler vectorises them without reassociating sums it must not (every inner loop runs
 // over independent outputs), and on x86-64 Linux they are compiled for AVX-512 and AVX2 as well, picked at
 // load time.
@@ -27,7 +27,7 @@ namespace {
 constexpr int kKeyBlock = 64;  // keys per block
 // Query rows (queries × G heads) per work item: each key block is read, converted and transposed once per
 // tile, so larger tiles do that less often (128 rows: 7% faster than 64 on prefill; 256 no faster again,
-// and its larger buffers raised a read's peak RSS by 60 MiB: docs/benchmarks.md).
+// and its larger buffers raised a read's peak RSS by 60 MiB: docs/benchmarks-log.md).
 constexpr int kTileRows = 128;
 constexpr int kTransposeRows = 16;  // from this many rows on, transposing the key block pays off
 

@@ -12,7 +12,7 @@ class LargeBuffer {
  public:
   // The pages a buffer asks the OS for. Huge: 2 MiB pages where it can (Linux transparent huge pages),
   // for large buffers filled once and streamed through often, such as the weights' copies, whose 4 KiB
-  // pages cost the matrix-vector products 2-20% (docs/benchmarks.md, "Huge pages for every matrix").
+  // pages cost the matrix-vector products 2-20% (docs/benchmarks-log.md, "Huge pages for every matrix").
   // Small: 4 KiB pages, also where the OS gives huge ones unasked (to measure the difference). Default:
   // whatever the OS gives.
   enum class Pages { Default, Huge, Small };

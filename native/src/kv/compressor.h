@@ -23,7 +23,7 @@ namespace folio::kv {
 std::vector<int32_t> chunk_starts(int32_t L, int32_t chunk, int32_t w);
 // The chunk size the engine chooses for a budget of B tokens per head in a context of n_ctx positions: about
 // the budget, so that the cache holds at most about twice it, within 512 to 1024 tokens (a chunk's queries
-// attend over half of it on average; larger chunks read no faster: docs/benchmarks.md), and at most a
+// attend over half of it on average; larger chunks read no faster: docs/benchmarks-log.md), and at most a
 // quarter of the positions (a re-based read needs room for the kept entries, a chunk and the conversation).
 int32_t default_chunk(int32_t B, int32_t n_ctx);
 

@@ -172,7 +172,7 @@ namespace {
 
 // Whether w gets a copy of its own: in a layout of isa's kernels, or (as_is) as it is in huge pages,
 // which the matrix-vector products stream through faster than the file's 4 KiB pages
-// (docs/benchmarks.md, "Huge pages for every matrix").
+// (docs/benchmarks-log.md, "Huge pages for every matrix").
 bool copied(const Weight& w, quant::Isa isa, bool as_is) {
   return w && (quant::cpu_layout(w.type, w.rows, isa) != w.type || as_is);
 }

@@ -6,7 +6,7 @@
 // of vpdpbusd in flight (latency 4 on Zen 4, two 256-bit or one 512-bit issued per cycle). Here R rows
 // (8 on 256-bit vectors, 16 on 512-bit ones) are unpacked once per call into a thread buffer, one byte
 // per quant and the scales widened, and the tokens pass over that copy NT at a time with nothing left
-// per token but the products, the scaling and the offsets (docs/benchmarks.md, "Prefill over unpacked
+// per token but the products, the scaling and the offsets (docs/benchmarks-log.md, "Prefill over unpacked
 // weights": 1.45–2.2× on Zen 4).
 //
 // Each output is exactly the group kernels' integer sums, scaled as theirs: the results equal the

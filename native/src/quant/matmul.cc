@@ -22,7 +22,7 @@ constexpr int64_t kGemmMinTokens = 4;
 // Units (rows, or groups of a repacked layout) per step of a matrix-vector product (parallel_ranges): a
 // quarter of a thread's share of the weights, between 32 KiB and 256 KiB. Long steps stream faster when
 // another job shares the cores (on 2 cores of an AMD EPYC Zen 4, 15-25% more GB/s than 32 KiB steps, every
-// type; no difference on the quiet machine: docs/benchmarks.md); a few steps per thread keep the stealing
+// type; no difference on the quiet machine: docs/benchmarks-log.md); a few steps per thread keep the stealing
 // at the end even on the small k and v matrices, and cancellation fine-grained.
 int64_t gemv_units_per_step(const MatrixRef& W, int64_t group, int threads) {
   const size_t unit = std::max<size_t>(1, W.ldw * size_t(group));

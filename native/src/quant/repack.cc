@@ -269,7 +269,7 @@ TensorType cpu_layout(TensorType type, int64_t rows, Isa isa) {
     return env && std::strcmp(env, "0") == 0;
   }();
   if (off || rows % kR8 != 0) return type;
-  // Only where the kernels of the repacked layout are faster (docs/benchmarks.md): the scalar ones are
+  // Only where the kernels of the repacked layout are faster (docs/benchmarks-log.md): the scalar ones are
   // references; AVX-512 has a Q6_K matrix-vector kernel of its own that reads faster than the
   // AVX2 one of Q6_K_R8.
   if (type == TensorType::Q4_K && (isa == Isa::AVX2 || isa == Isa::AVX512)) return TensorType::Q4_K_R8;

@@ -5,13 +5,13 @@
 // it broadcasts 4 activation bytes instead of loading 32, adds the byte products of a sub-block in 16-bit
 // lanes and multiplies by the 8 rows' scales once per sub-block, and never sums horizontally. With AVX2
 // that is about half the instructions per weight byte of the Q4_K kernel, which on two cores could not
-// keep up with this machine's memory (docs/benchmarks.md); the same kernel, a group against every token
+// keep up with this machine's memory (docs/benchmarks-log.md); the same kernel, a group against every token
 // of a block, is also the faster blocked product. Q6_K_R8 does the same for Q6_K, on AVX2 only (AVX-512's
 // own Q6_K kernel reads as fast). Q8_0_R8 does the same for Q8_0 (AVX2 and AVX-512), where it also
 // spares the Q8_0 kernels' horizontal sum per row and token. Q3_K_R8, Q2_K_R8 and IQ4_XS_R8 do the same
 // for Q3_K, Q2_K and IQ4_XS (AVX2 and AVX-512), whose file-layout kernels were compute-bound at about half of Q4_K_R8's
 // GB/s and whose blocked products unpacked panels: 1.1-2x the decode and 1.35-2.9x the prefill speed
-// of products alone (docs/benchmarks.md). All keep the file's bytes per row and its
+// of products alone (docs/benchmarks-log.md). All keep the file's bytes per row and its
 // exact values: only the order of the float accumulation differs.
 //
 // Where the 8 rows' low and high bits lie in a block matters for reading from memory: two interleaved
