@@ -1,5 +1,5 @@
 // The preload of the main window: puts the typed Folio API (contract.ts's FolioApi: call + on) and the
-// small desktop part (shell/bridge.ts's FolioShell: the open dialog, the path of a dropped file, menu
+// small desktop part (api/bridge.ts's FolioShell: the open dialog, the path of a dropped file, menu
 // events, documents opened from the OS) on `window.folio`, through contextBridge. The renderer gets functions, never ipcRenderer.
 // The main process lets the renderer name only paths the user gave (shell/grants.ts): those of the open
 // dialog, and those of real Files (dropped, or picked in an <input type=file>) that pathForFile reports to
@@ -28,7 +28,7 @@ import type {
   OpenedDocument,
   ShellChannel,
   ShellEvent,
-} from './shell/bridge.ts';
+} from './api/bridge.ts';
 
 const CALL: CallChannel = 'folio:call';
 const EVENT: EventChannel = 'folio:event';

@@ -3,7 +3,9 @@
 //   no folder includes one above it (nothing in backend/ includes model/) and the folders form no cycle.
 //   native/cuda, native/vulkan: see the engine only through the C table, backend/gpu-abi.h.
 //   electron/ and renderer/src/: no import cycle between files; renderer/src/api/ (the transport) imports
-//   no store.
+//   no store, renderer/src/lib/ neither; the renderer reaches the app core only through electron/api/ and
+//   electron/shared/ (pure rules, importing no Node module and nothing else of the app); electron/api/ and
+//   electron/engine/ do not import each other.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
@@ -352,6 +354,55 @@ describe('electron/ and renderer/src/: imports', () => {
   test('no import cycle between files', () => {
     const cycles = findCycles(importGraph(imports));
     assert.deepEqual(cycles, [], `import cycles:\n  ${cycles.map((c) => c.join(' → ')).join('\n  ')}`);
+  });
+
+  // Product code only: a test of the renderer may read fixtures through the app core's parsers.
+  const product = imports.filter((i) => !/\.test\.tsx?$/.test(i.file));
+
+  test('the renderer reaches the app core only through electron/api/ and electron/shared/', () => {
+    const bad = product
+      .filter(
+        (i) =>
+          i.file.startsWith('renderer/src/') &&
+          i.target.startsWith('electron/') &&
+          !i.target.startsWith('electron/api/') &&
+          !i.target.startsWith('electron/shared/'),
+      )
+      .map((i) => `${i.file}:${i.line} imports ${i.target}`);
+    assert.deepEqual(bad, [], bad.join('\n'));
+  });
+
+  test('electron/shared/ holds pure rules: it imports nothing else of the app and no Node module', () => {
+    const shared = walk(join(repoRoot, 'electron/shared'), (n) => TS_SOURCE.test(n)).map((f) =>
+      toPosix(relative(repoRoot, f)),
+    );
+    assert.ok(shared.length >= 8, `only ${shared.length} files in electron/shared`);
+    const bad = product
+      .filter((i) => i.file.startsWith('electron/shared/') && !i.target.startsWith('electron/shared/'))
+      .map((i) => `${i.file}:${i.line} imports ${i.target}`);
+    for (const f of shared)
+      for (const i of fileImports(f, readFileSync(join(repoRoot, f), 'utf8')))
+        if (i.spec.startsWith('node:') || /^(fs|path|os|crypto|child_process|worker_threads)$/.test(i.spec))
+          bad.push(`${f}:${i.line} imports ${i.spec}`);
+    assert.deepEqual(bad, [], bad.join('\n'));
+  });
+
+  test('electron/api/ and electron/engine/ do not lean on each other', () => {
+    const bad = product
+      .filter(
+        (i) =>
+          (i.file.startsWith('electron/api/') && i.target.startsWith('electron/engine/')) ||
+          (i.file.startsWith('electron/engine/') && i.target.startsWith('electron/api/')),
+      )
+      .map((i) => `${i.file}:${i.line} imports ${i.target}`);
+    assert.deepEqual(bad, [], bad.join('\n'));
+  });
+
+  test('renderer/src/lib/ holds pure helpers: no store, no hook over one', () => {
+    const bad = product
+      .filter((i) => i.file.startsWith('renderer/src/lib/') && i.target.startsWith('renderer/src/stores/'))
+      .map((i) => `${i.file}:${i.line} imports ${i.target}`);
+    assert.deepEqual(bad, [], bad.join('\n'));
   });
 
   test('renderer/src/api/ imports no store', () => {

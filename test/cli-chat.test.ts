@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-import { RECOMMENDED_METHOD } from '../electron/kv/methods.ts';
+import { RECOMMENDED_METHOD } from '../electron/shared/kv/methods.ts';
 import { readGguf } from './helpers/gguf-reader.ts';
 import { ValueType, arr, writeGguf, type MetaValue } from './helpers/gguf-writer.ts';
 import { missing, repoRoot, sharedModel } from './helpers/shared.ts';

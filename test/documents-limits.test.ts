@@ -13,7 +13,7 @@ import { performance } from 'node:perf_hooks';
 import { join } from 'node:path';
 
 import { ImportError, importDocument, type ImportedDocument } from '../electron/documents/index.ts';
-import { MAX_DOCUMENT_BYTES, MAX_TEXT_CHARS } from '../electron/documents/limits.ts';
+import { MAX_DOCUMENT_BYTES, MAX_TEXT_CHARS } from '../electron/shared/limits.ts';
 import { BoundedZipReader, ZipLimitError, zipEntries } from '../electron/documents/zip.ts';
 import { part, repeatedDocx, repeatedPart, zipOf } from './helpers/make-zip.ts';
 import { importRejection } from './helpers/rejections.ts';

@@ -12,10 +12,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 import { compareCounterpart, methods, type EventPayload } from '../electron/api/contract.ts';
-import { METHOD_NAMES, RECOMMENDED_METHOD } from '../electron/kv/methods.ts';
+import { METHOD_NAMES, RECOMMENDED_METHOD } from '../electron/shared/kv/methods.ts';
 import { createAppCore, type AppCore } from '../electron/services/app-core.ts';
 import { tokenizeFormatted } from '../electron/services/prefix.ts';
-import { fittingEnds, fittingPages } from '../electron/services/room.ts';
+import { fittingEnds, fittingPages } from '../electron/shared/room.ts';
 import { missing, repoRoot, sharedModel } from './helpers/shared.ts';
 import { taskDone, testCore } from './helpers/test-core.ts';
 

@@ -24,7 +24,7 @@ import {
   type ImportOptions,
 } from '../electron/documents/index.ts';
 import { decodeText } from '../electron/documents/text.ts';
-import { joinWrapped, layoutPage, renderParagraphs, type TextRun } from '../electron/documents/pdf-layout.ts';
+import { joinWrapped, layoutPage, renderParagraphs, type TextRun } from '../electron/shared/pdf-layout.ts';
 import { pdfTitle } from '../electron/documents/pdf.ts';
 import { sampleDocx } from './helpers/make-docx.ts';
 import {

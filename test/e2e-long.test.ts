@@ -18,7 +18,7 @@ import type { DocumentSummary } from '../electron/api/contract.ts';
 import type { WsApi } from '../electron/api/ws-client.ts';
 import type { AppCore } from '../electron/services/app-core.ts';
 import type { WebHost } from '../electron/web/server.ts';
-import { fittingPages } from '../electron/services/room.ts';
+import { fittingPages } from '../electron/shared/room.ts';
 import {
   askWatchingAnswer,
   e2eSkip,

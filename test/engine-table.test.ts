@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { z } from 'zod';
 
 import { EngineClient, type EngineProcess } from '../electron/engine/client.ts';
-import { COMPUTE_BACKENDS } from '../electron/engine/compute-backends.ts';
+import { COMPUTE_BACKENDS } from '../electron/shared/compute-backends.ts';
 import { type HostMessage, type MethodRow, methods, PROTOCOL_VERSION } from '../electron/engine/protocol.ts';
 import { type HandlerTable, serveRequests } from '../electron/engine/serve.ts';
 import { EngineManager } from '../electron/services/engine-manager.ts';

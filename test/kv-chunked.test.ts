@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 import { loadAddon, type CompressOptions, type EngineError, type Model } from '../electron/engine/binding.ts';
-import { METHOD_NAMES } from '../electron/kv/methods.ts';
+import { METHOD_NAMES } from '../electron/shared/kv/methods.ts';
 import { estimateMemory, kvBytesPerToken, shapeFromInfo } from '../electron/models/estimate.ts';
 import { missing, sharedModel, sharedReference } from './helpers/shared.ts';
 

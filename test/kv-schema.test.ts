@@ -1,7 +1,7 @@
-// The app's copies of the engine's tables cannot drift: the method table (electron/kv/methods.ts against
-// native/src/kv/method.cc), the statistics' fields (electron/kv/stats.ts against native/src/kv/stats.h),
-// the options' bounds and defaults (electron/kv/options.ts against native/src/napi/options.cc) and the
-// budget rule the memory estimate uses (electron/kv/budget.ts against resolve_budget), each compared in
+// The app's copies of the engine's tables cannot drift: the method table (electron/shared/kv/methods.ts against
+// native/src/kv/method.cc), the statistics' fields (electron/shared/kv/stats.ts against native/src/kv/stats.h),
+// the options' bounds and defaults (electron/shared/kv/options.ts against native/src/napi/options.cc) and the
+// budget rule the memory estimate uses (electron/shared/kv/budget.ts against resolve_budget), each compared in
 // both directions; a real compression's statistics parse strictly; and no other source file
 // lists the methods, so adding a method touches one table on each side.
 import { test } from 'node:test';
@@ -12,10 +12,10 @@ import { join } from 'node:path';
 import { CompressionSettings, Settings } from '../electron/api/contract.ts';
 import { compressOptions, UsageError } from '../electron/cli/args.ts';
 import { loadAddon, type EngineError, type Model } from '../electron/engine/binding.ts';
-import { DEFAULT_BETA, defaultChunk, resolveBudget } from '../electron/kv/budget.ts';
-import { METHOD_NAMES, METHOD_TABLE, type CompressionMethod } from '../electron/kv/methods.ts';
-import { COMPRESS_OPTION_ROWS, SAMPLING_OPTION_ROWS } from '../electron/kv/options.ts';
-import { CompressionStats, EngineCompressionStats, STATS_SCHEMA } from '../electron/kv/stats.ts';
+import { DEFAULT_BETA, defaultChunk, resolveBudget } from '../electron/shared/kv/budget.ts';
+import { METHOD_NAMES, METHOD_TABLE, type CompressionMethod } from '../electron/shared/kv/methods.ts';
+import { COMPRESS_OPTION_ROWS, SAMPLING_OPTION_ROWS } from '../electron/shared/kv/options.ts';
+import { CompressionStats, EngineCompressionStats, STATS_SCHEMA } from '../electron/shared/kv/stats.ts';
 import { DEFAULT_SETTINGS } from '../electron/storage/settings.ts';
 import { keptPrefixTokens } from '../electron/models/estimate.ts';
 import { missing, repoRoot, sharedModel } from './helpers/shared.ts';
@@ -29,7 +29,7 @@ test('the method table: every engine method is in the app table with the same pr
     assert.deepEqual(
       app.find((a) => a.name === m.name),
       m,
-      `engine method ${m.name} in electron/kv/methods.ts`,
+      `engine method ${m.name} in electron/shared/kv/methods.ts`,
     );
   for (const m of app)
     assert.deepEqual(
@@ -55,7 +55,7 @@ test("the statistics schema: the engine reports exactly the app's fields and kin
   const engine = addon.statsSchema();
   for (const part of ['compression', 'layer', 'head'] as const) {
     for (const [name, kind] of Object.entries(engine[part]))
-      assert.equal(STATS_SCHEMA[part][name], kind, `engine ${part}.${name} in electron/kv/stats.ts`);
+      assert.equal(STATS_SCHEMA[part][name], kind, `engine ${part}.${name} in electron/shared/kv/stats.ts`);
     for (const [name, kind] of Object.entries(STATS_SCHEMA[part]))
       assert.equal(engine[part][name], kind, `app ${part}.${name} in native/src/kv/stats.h`);
   }
@@ -71,7 +71,7 @@ test("the options table: the engine's bounds and defaults are the app's, both wa
       assert.deepEqual(
         app[part].find((a) => a.name === row.name),
         row,
-        `engine ${part}.${row.name} in electron/kv/options.ts`,
+        `engine ${part}.${row.name} in electron/shared/kv/options.ts`,
       );
     for (const row of app[part])
       assert.deepEqual(
@@ -255,7 +255,7 @@ test('the chunk a chunked read takes: the estimate’s rule is the engine’s', 
 
 // The places where a list of all the methods could hide: the app's and the engine's sources.
 const SOURCE_DIRS = ['electron', 'renderer/src', 'renderer/bench', 'native/src', 'native/tools', 'native/cuda'];
-const TABLES = new Set(['electron/kv/methods.ts', 'native/src/kv/method.cc']);
+const TABLES = new Set(['electron/shared/kv/methods.ts', 'native/src/kv/method.cc']);
 
 function sourceFiles(dir: string, out: string[] = []): string[] {
   let entries;
@@ -283,7 +283,7 @@ test('adding a method touches one table: no other source file lists the methods'
     // schedule, not its name).
     if (text.includes('pyramidkv')) offenders.push(f);
   }
-  assert.deepEqual(offenders, [], 'derive these from electron/kv/methods.ts (or kv::method_table() in C++)');
+  assert.deepEqual(offenders, [], 'derive these from electron/shared/kv/methods.ts (or kv::method_table() in C++)');
 });
 
 test('beta, the pyramid steepness: the command line reads --beta, the contract and the engine refuse < 1, and it shapes the pyramid', {

@@ -15,7 +15,7 @@ import {
   type Model,
   type Session,
 } from '../electron/engine/binding.ts';
-import { METHOD_NAMES, methodRow } from '../electron/kv/methods.ts';
+import { METHOD_NAMES, methodRow } from '../electron/shared/kv/methods.ts';
 import { missing, sharedModel, sharedReference } from './helpers/shared.ts';
 import { writeRandomModel } from './helpers/random-model.ts';
 

@@ -38,7 +38,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 import { loadAddon } from '../electron/engine/binding.ts';
-import { METHOD_NAMES } from '../electron/kv/methods.ts';
+import { METHOD_NAMES } from '../electron/shared/kv/methods.ts';
 import { ORACLE_CASES, promptOf } from './helpers/oracle-cases.ts';
 import { writeRandomModel } from './helpers/random-model.ts';
 import { referenceForward } from './helpers/reference-forward.ts';

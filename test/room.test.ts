@@ -1,5 +1,5 @@
 // The room a document leaves for its conversation and the ranges of pages that fit a context with it
-// (electron/services/room.ts), one rule for the app core and the UI.
+// (electron/shared/room.ts), one rule for the app core and the UI.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 
@@ -11,7 +11,7 @@ import {
   lastFittingPage,
   pagesRead,
   type PagesRead,
-} from '../electron/services/room.ts';
+} from '../electron/shared/room.ts';
 
 /** Pages of the given token counts, one after the other, after `prompt` tokens and before `after`, in 512
  * positions. */

@@ -51,7 +51,7 @@ import {
   MENU_ACTIONS,
   SHELL_CHANNEL,
   type CallReply,
-} from '../electron/shell/bridge.ts';
+} from '../electron/api/bridge.ts';
 import { MAX_DOWNLOAD_URL_CHARS } from '../electron/shell/download-confirmation.ts';
 import { NOT_GRANTED_DOCUMENT, NOT_GRANTED_FOLDER, NOT_GRANTED_MODEL } from '../electron/shell/grants.ts';
 import type { ElectronApi } from '../electron/shell/electron-api.ts';

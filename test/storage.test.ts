@@ -44,7 +44,7 @@ import {
   type StorageOptions,
 } from '../electron/storage/index.ts';
 import { migrate, type Migration } from '../electron/storage/migrations.ts';
-import { RECOMMENDED_METHOD } from '../electron/kv/methods.ts';
+import { RECOMMENDED_METHOD } from '../electron/shared/kv/methods.ts';
 
 const repoRoot = resolve(fileURLToPath(new URL('..', import.meta.url)));
 
@@ -1361,7 +1361,7 @@ test("the content writer's thread and the main connection write at once: each wa
   while (!done || updates < 20) {
     s.documents.update(docs[updates % docs.length].id, { title: `t${updates}` });
     updates++;
-    await new Promise((ok) => setImmediate(ok));
+    await new Promise((ok) => setTimeout(ok, 2));
   }
   const results = await settled;
   assert.deepEqual(

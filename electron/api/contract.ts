@@ -3,11 +3,11 @@
 // web host (HTTP/WebSocket) both carry exactly this, and both validate with these schemas at run time.
 import { z } from 'zod';
 
-import { BACKEND_CHOICES } from '../engine/compute-backends.ts';
-import { BudgetValue } from '../kv/budget.ts';
-import { CompressionMethod, METHOD_TABLE, RECOMMENDED_METHOD, methodRow } from '../kv/methods.ts';
-import { compressOption, samplingOption } from '../kv/options.ts';
-import { CompressionStats } from '../kv/stats.ts';
+import { BACKEND_CHOICES, ENGINE_STATES } from '../shared/compute-backends.ts';
+import { BudgetValue } from '../shared/kv/budget.ts';
+import { CompressionMethod, METHOD_TABLE, RECOMMENDED_METHOD, methodRow } from '../shared/kv/methods.ts';
+import { compressOption, samplingOption } from '../shared/kv/options.ts';
+import { CompressionStats } from '../shared/kv/stats.ts';
 
 // ---------------------------------------------------------------------------------------------------------
 // Shared shapes
@@ -27,7 +27,7 @@ export function compareCounterpart(method: CompressionMethod): CompressionMethod
 
 /**
  * How a document's KV cache is compressed. budget: a kept ratio (<= 1) or tokens per KV head (> 1). Every
- * bound is the engine's own (kv/options.ts).
+ * bound is the engine's own (shared/kv/options.ts).
  */
 export const CompressionSettings = z.object({
   method: CompressionMethod,
@@ -40,7 +40,7 @@ export const CompressionSettings = z.object({
 });
 export type CompressionSettings = z.infer<typeof CompressionSettings>;
 
-/** How answers are sampled, within the engine's bounds (kv/options.ts). */
+/** How answers are sampled, within the engine's bounds (shared/kv/options.ts). */
 export const SamplingSettings = z.object({
   temperature: samplingOption('temperature'),
   topK: samplingOption('topK'),
@@ -157,7 +157,7 @@ export const MemoryEstimate = z.object({
 export type MemoryEstimate = z.infer<typeof MemoryEstimate>;
 
 export const EngineStatus = z.object({
-  state: z.enum(['stopped', 'starting', 'ready', 'busy', 'crashed']),
+  state: z.enum(ENGINE_STATES),
   modelId: Id.nullable(),
   /** The compute backend in use, e.g. "cpu (avx2)" or "cuda (NVIDIA H200)". */
   backend: z.string(),
@@ -226,7 +226,7 @@ export const DocumentPage = z.object({
 });
 export type DocumentPage = z.infer<typeof DocumentPage>;
 
-/** The engine's compression statistics (docs/compression.md; electron/kv/stats.ts), the retention map as a plain array. */
+/** The engine's compression statistics (docs/compression.md; electron/shared/kv/stats.ts), the retention map as a plain array. */
 export { CompressionStats };
 
 /** A passage of a page and how much of the model's cache kept it: the retention map folded onto text. */
@@ -534,7 +534,7 @@ export const methods = {
       documentId: Id,
       compression: CompressionSettings.optional(),
       /** Only these pages, first to last; refused when they do not fit the context with room for the
-       * conversation (electron/services/room.ts). */
+       * conversation (electron/shared/room.ts). */
       pages: z
         .tuple([z.number().int().min(1), z.number().int().min(1)])
         .refine(([a, b]) => a <= b, 'the first page comes after the last')

@@ -3,10 +3,10 @@ import { readFileSync } from 'node:fs';
 import type { ParseArgsConfig } from 'node:util';
 
 import { loadAddon, type CompressOptions, type Model } from '../engine/binding.ts';
-import { BACKEND_CHOICES, type BackendChoice } from '../engine/compute-backends.ts';
-import { BudgetValue } from '../kv/budget.ts';
-import { isCompressionMethod, METHOD_NAMES, RECOMMENDED_METHOD, type CompressionMethod } from '../kv/methods.ts';
-import { compressRow, describeOption, type OptionRow, optionSchema, samplingRow } from '../kv/options.ts';
+import { BACKEND_CHOICES, type BackendChoice } from '../shared/compute-backends.ts';
+import { BudgetValue } from '../shared/kv/budget.ts';
+import { isCompressionMethod, METHOD_NAMES, RECOMMENDED_METHOD, type CompressionMethod } from '../shared/kv/methods.ts';
+import { compressRow, describeOption, type OptionRow, optionSchema, samplingRow } from '../shared/kv/options.ts';
 
 export type Values = Record<string, string | boolean | undefined>;
 export interface Command {
@@ -119,7 +119,7 @@ export function budgetValue(s: string, flag = 'budget'): number {
   return n;
 }
 
-/** A numeric flag of an engine option (kv/options.ts): checked against the engine's bounds, its default when absent. */
+/** A numeric flag of an engine option (shared/kv/options.ts): checked against the engine's bounds, its default when absent. */
 export function optionFlag(v: Values, flag: string, row: OptionRow): number {
   const s = v[flag];
   if (s === undefined) return row.default!;

@@ -3,7 +3,7 @@
 // output L1 loss per layer at the smallest budget. Each method has its own colour, lightness, dash pattern
 // and marker, so the lines stay apart in grayscale too.
 import type { CompressionMethod } from '../engine/binding.ts';
-import { methodRow, type Allocator, type Schedule, type Scorer } from '../kv/methods.ts';
+import { methodRow, type Allocator, type Schedule, type Scorer } from '../shared/kv/methods.ts';
 
 /** What the plot needs of a fidelity report (see commands/eval.ts). */
 export interface PlotInput {
@@ -21,7 +21,7 @@ interface Style {
   width: number;
 }
 
-// A method's style follows from what it is (its row in electron/kv/methods.ts), so a new method needs
+// A method's style follows from what it is (its row in electron/shared/kv/methods.ts), so a new method needs
 // nothing here: black (full) and grey (streaming); a scored method's hue is its scorer's, dark and dashed for
 // uniform heads, light and solid for Ada; the marker tells the layer schedule (and the marker's fill the
 // allocator), so the lines stay apart in grayscale too.

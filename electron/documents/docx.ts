@@ -13,7 +13,7 @@
 import mammoth from 'mammoth';
 
 import { ImportError } from './errors.ts';
-import { MAX_DOCX_INFLATED_BYTES, MAX_DOCX_PART_BYTES, mib } from './limits.ts';
+import { MAX_DOCX_INFLATED_BYTES, MAX_DOCX_PART_BYTES, mib } from '../shared/limits.ts';
 import { cleanTitle, normalizeText, paginate, titleFromFileName, type Block, type PageText } from './pages.ts';
 import { BoundedZipReader, ZipLimitError, readZipEntry, zipEntries } from './zip.ts';
 

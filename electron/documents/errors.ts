@@ -1,7 +1,7 @@
 // Errors of document import: a stable code the services and the UI can branch on, and a message for people
 // that names the file and says what to do. They are ApiErrors, so the API layer carries them as they are.
 import { ApiError, type FailureRemedy } from '../api/contract.ts';
-import { MAX_PAGES, MAX_TEXT_CHARS } from './limits.ts';
+import { MAX_PAGES, MAX_TEXT_CHARS } from '../shared/limits.ts';
 
 export type ImportErrorCode =
   /** The file could not be read (missing, a folder, no permission). */

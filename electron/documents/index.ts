@@ -5,7 +5,7 @@
 // the caller's event loop never waits on a parse. token-map.ts maps the engine's tokens back to pages.
 import { baseName, type DocumentKind } from './detect.ts';
 import { throwIfAborted } from './errors.ts';
-import { MAX_DOCUMENT_BYTES } from './limits.ts';
+import { MAX_DOCUMENT_BYTES } from '../shared/limits.ts';
 import type { PageText } from './pages.ts';
 import { parseInThread } from './parser-thread.ts';
 import { readDocumentFile, tooLarge } from './read-file.ts';
@@ -89,7 +89,7 @@ export async function importDocument(input: ImportInput, opts: ImportOptions = {
 
 export { ImportError, isImportError, type ImportErrorCode } from './errors.ts';
 export { detectKind, sniff, type DocumentKind } from './detect.ts';
-export { MAX_DOCUMENT_BYTES } from './limits.ts';
+export { MAX_DOCUMENT_BYTES } from '../shared/limits.ts';
 export { readDocumentFile } from './read-file.ts';
 export { PAGE_CHARS, paginate, type Block, type PageText } from './pages.ts';
 export {

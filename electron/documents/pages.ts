@@ -14,6 +14,8 @@
 //   - Every page has text; page numbers run from 1.
 // Plain text with form feeds is paged by the form feeds instead (text.ts).
 
+import { LIGATURES } from '../shared/pdf-layout.ts';
+
 export const PAGE_CHARS = 3000;
 
 export interface Block {
@@ -105,16 +107,6 @@ export function paginate(blocks: readonly Block[], target = PAGE_CHARS): PageTex
     text: blocks.map((b, j) => (j === 0 ? '' : (b.sep ?? '\n\n')) + b.text).join(''),
   }));
 }
-
-const LIGATURES: Record<string, string> = {
-  '\ufb00': 'ff',
-  '\ufb01': 'fi',
-  '\ufb02': 'fl',
-  '\ufb03': 'ffi',
-  '\ufb04': 'ffl',
-  '\ufb05': 'st',
-  '\ufb06': 'st',
-};
 
 /**
  * Clean-up shared by every format: CR/CRLF to LF, no BOM, zero-width spaces or soft hyphens, no C0/C1

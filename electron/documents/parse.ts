@@ -6,7 +6,7 @@ import { createHash } from 'node:crypto';
 import { detectKind, type DocumentKind } from './detect.ts';
 import { importDocx } from './docx.ts';
 import { checkPageCount, checkTextLength } from './errors.ts';
-import { MAX_TEXT_CHARS } from './limits.ts';
+import { MAX_TEXT_CHARS } from '../shared/limits.ts';
 import { importMarkdown } from './markdown.ts';
 import type { PageText } from './pages.ts';
 import { importPdf } from './pdf.ts';

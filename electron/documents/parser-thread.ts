@@ -15,7 +15,7 @@ import type { Worker } from 'node:worker_threads';
 import { startWorker } from '../worker-thread.ts';
 
 import { ImportError, aborted } from './errors.ts';
-import { MAX_PARSER_THREADS, PARSER_HEAP_MB, PARSE_STALL_MS, PARSE_TIME_LIMIT_MS } from './limits.ts';
+import { MAX_PARSER_THREADS, PARSER_HEAP_MB, PARSE_STALL_MS, PARSE_TIME_LIMIT_MS } from '../shared/limits.ts';
 import type { ParsedDocument } from './parse.ts';
 import type { ParseJob, ParserMessage } from './parse-worker.ts';
 

@@ -13,7 +13,7 @@ import { dirname, join } from 'node:path';
 
 import { ImportError, checkPageCount, checkTextLength } from './errors.ts';
 import { cleanTitle, titleFromFileName, type PageText } from './pages.ts';
-import { hyphenatedWords, layoutPage, renderParagraphs, type Paragraph, type TextRun } from './pdf-layout.ts';
+import { hyphenatedWords, layoutPage, renderParagraphs, type Paragraph, type TextRun } from '../shared/pdf-layout.ts';
 
 type Pdfjs = typeof import('pdfjs-dist/legacy/build/pdf.mjs');
 

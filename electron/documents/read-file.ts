@@ -10,7 +10,7 @@ import type { Stats } from 'node:fs';
 
 import { baseName } from './detect.ts';
 import { ImportError, throwIfAborted } from './errors.ts';
-import { MAX_DOCUMENT_BYTES, mib } from './limits.ts';
+import { MAX_DOCUMENT_BYTES, mib } from '../shared/limits.ts';
 
 const CHUNK = 8 * 1024 * 1024;
 

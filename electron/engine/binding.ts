@@ -3,13 +3,13 @@ import { createRequire } from 'node:module';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
-import type { ResolvedBudget } from '../kv/budget.ts';
-import type { CompressionMethod, MethodRow } from '../kv/methods.ts';
-import type { OptionRow } from '../kv/options.ts';
-import type { EngineCompressionStats, StatsSchema } from '../kv/stats.ts';
-import type { BackendChoice, ComputeBackend, GpuBackend } from './compute-backends.ts';
+import type { ResolvedBudget } from '../shared/kv/budget.ts';
+import type { CompressionMethod, MethodRow } from '../shared/kv/methods.ts';
+import type { OptionRow } from '../shared/kv/options.ts';
+import type { EngineCompressionStats, StatsSchema } from '../shared/kv/stats.ts';
+import type { BackendChoice, ComputeBackend, GpuBackend } from '../shared/compute-backends.ts';
 
-export { COMPUTE_BACKENDS, type ComputeBackend, type GpuBackend } from './compute-backends.ts';
+export { COMPUTE_BACKENDS, type ComputeBackend, type GpuBackend } from '../shared/compute-backends.ts';
 
 /** Errors thrown by the addon carry a stable code (GGUF_TRUNCATED, UNSUPPORTED_ARCH, ...). */
 export interface EngineError extends Error {
@@ -213,7 +213,7 @@ export interface GenerateResult {
   attention: Float32Array[] | null;
 }
 
-/** The methods of the engine's table (native/src/kv/method.cc; electron/kv/methods.ts). */
+/** The methods of the engine's table (native/src/kv/method.cc; electron/shared/kv/methods.ts). */
 export type { CompressionMethod };
 
 export interface CompressOptions {
@@ -247,7 +247,7 @@ export interface CompressOptions {
   onProgress?: (done: number, total: number) => void;
 }
 
-/** What a compression did (docs/compression.md, "Statistics"): the shape of electron/kv/stats.ts, the retention map an Int32Array. */
+/** What a compression did (docs/compression.md, "Statistics"): the shape of electron/shared/kv/stats.ts, the retention map an Int32Array. */
 export type CompressionStats = EngineCompressionStats;
 
 export interface CompressResult {
@@ -379,12 +379,12 @@ export interface BackendInfo extends GpuStatus {
 
 export interface FolioAddon {
   kv: KvOps;
-  /** The engine's method table (held equal to electron/kv/methods.ts by test/kv-schema.test.ts). */
+  /** The engine's method table (held equal to electron/shared/kv/methods.ts by test/kv-schema.test.ts). */
   methods(): MethodRow[];
-  /** The fields of the compression statistics and their kinds (held equal to electron/kv/stats.ts). */
+  /** The fields of the compression statistics and their kinds (held equal to electron/shared/kv/stats.ts). */
   statsSchema(): StatsSchema;
   /** The numeric options of a compression and of sampling, with bounds and defaults (held equal to
-   * electron/kv/options.ts). */
+   * electron/shared/kv/options.ts). */
   optionsSchema(): { compress: OptionRow[]; sampling: OptionRow[] };
   napiVersion: number;
   backendInfo(): BackendInfo;

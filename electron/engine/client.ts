@@ -7,7 +7,6 @@
 // next start() — a user's Retry, or choosing a model — starts afresh); once it is up a 'restart' event
 // repeats which models and sessions the caller must reload or restore. Models and sessions are plain ids
 // handed out by the host; they die with it.
-import type { EngineStatus } from '../api/contract.ts';
 import {
   EngineRequestError,
   ErrorCodes,
@@ -22,18 +21,13 @@ import {
   type MethodTable,
   type NoticeMessage,
 } from './protocol.ts';
-import type { ComputeBackend } from './compute-backends.ts';
+import type { ComputeBackend, EngineState } from '../shared/compute-backends.ts';
 import { defaultHostEntry, spawnNodeHost, type EngineProcess, type SpawnEngine } from './spawn.ts';
 
 export { EngineRequestError, ErrorCodes, TEST_HOOKS_ENV } from './protocol.ts';
 export type { EngineProcess, SpawnEngine, SpawnRequest } from './spawn.ts';
 
-/** The states of contract.ts's EngineStatus. */
-export type EngineState = 'stopped' | 'starting' | 'ready' | 'busy' | 'crashed';
-// Both ways, so that the two lists cannot drift apart.
-const _toContract: EngineStatus['state'] = '' as EngineState;
-const _fromContract: EngineState = '' as EngineStatus['state'];
-void [_toContract, _fromContract];
+export type { EngineState };
 
 /** What EngineStatus needs from the engine (the service adds the chat model's id). */
 export interface EngineClientStatus {

@@ -17,12 +17,12 @@
 // died is never mistaken for one of its successor (it answers UNKNOWN_SESSION / UNKNOWN_MODEL).
 import { z } from 'zod';
 
-import { BudgetValue } from '../kv/budget.ts';
-import { CompressionMethod } from '../kv/methods.ts';
-import { compressOption, samplingOption } from '../kv/options.ts';
-import { EngineCompressionStats } from '../kv/stats.ts';
+import { BudgetValue } from '../shared/kv/budget.ts';
+import { CompressionMethod } from '../shared/kv/methods.ts';
+import { compressOption, samplingOption } from '../shared/kv/options.ts';
+import { EngineCompressionStats } from '../shared/kv/stats.ts';
 import type * as B from './binding.ts';
-import { BACKEND_CHOICES, COMPUTE_BACKENDS } from './compute-backends.ts';
+import { BACKEND_CHOICES, COMPUTE_BACKENDS } from '../shared/compute-backends.ts';
 
 export const PROTOCOL_VERSION = 1;
 
@@ -157,7 +157,7 @@ export const ModelInfo = z.object({
   backendReason: z.string(),
 });
 
-/** The statistics as the addon returns them (electron/kv/stats.ts), checked strictly. */
+/** The statistics as the addon returns them (electron/shared/kv/stats.ts), checked strictly. */
 export const CompressionStats = EngineCompressionStats;
 
 /** What a new, forked or loaded session looks like. */

@@ -8,7 +8,7 @@
 //   compressed: the prefix (system prompt + document, L = n_ctx − conversation room) keeps B tokens
 //               per KV head, with B = round(r·L) for a kept ratio r ≤ 1 or B tokens when budget > 1
 //               (docs/compression.md: B includes the observation window w; L ≤ w means no compression, else B ≤ w
-//               is raised to w + 1, then B ≥ L means no compression: electron/kv/budget.ts, the
+//               is raised to w + 1, then B ≥ L means no compression: electron/shared/kv/budget.ts, the
 //               engine's rule), and the conversation's room is kept whole:
 //               tokens = B + conversation room. Ada allocation moves slots between heads but keeps
 //               the layer's total, so the bytes are the same as uniform SnapKV.
@@ -36,8 +36,8 @@ import { freemem, totalmem } from 'node:os';
 
 import { ApiError, type CompressionSettings, type MemoryEstimate } from '../api/contract.ts';
 import { formatBytes } from '../api/units.ts';
-import { DEFAULT_WINDOW, resolveBudget } from '../kv/budget.ts';
-import { methodRow } from '../kv/methods.ts';
+import { DEFAULT_WINDOW, resolveBudget } from '../shared/kv/budget.ts';
+import { methodRow } from '../shared/kv/methods.ts';
 import { inspectGguf, type GgufSummary } from './gguf-header.ts';
 
 /** The numbers of a model that the estimate needs. */
@@ -136,7 +136,7 @@ export type CompressionInput = Pick<CompressionSettings, 'method' | 'budget'> &
 
 /**
  * Tokens each KV head keeps of an L-token prefix under a compression budget (docs/compression.md), resolved as the
- * engine resolves it (electron/kv/budget.ts; test/kv-schema.test.ts compares the two).
+ * engine resolves it (electron/shared/kv/budget.ts; test/kv-schema.test.ts compares the two).
  */
 export function keptPrefixTokens(
   prefixTokens: number,

@@ -24,7 +24,7 @@ import type { DocumentsService } from './documents-service.ts';
 import type { EngineManager } from './engine-manager.ts';
 import { citationsFromAttention, pageRefsOf } from './citations.ts';
 import { evidencePages } from './evidence.ts';
-import { pagesRead } from './room.ts';
+import { pagesRead } from '../shared/room.ts';
 import { SessionKey } from './session-key.ts';
 
 /** Tokens kept free at the end of the context for the answer's first words. */

@@ -14,9 +14,9 @@
 //   conversation to the end of the context, the working buffers) fits the memory. Our cache grows with what it
 //   holds, so a larger context costs memory only as the conversation fills it.
 import { ApiError, type CompressionSettings } from '../api/contract.ts';
-import { DEFAULT_WINDOW, defaultChunk, resolveBudget } from '../kv/budget.ts';
+import { DEFAULT_WINDOW, defaultChunk, resolveBudget } from '../shared/kv/budget.ts';
 import { estimateMemory, type KvType, type ModelShape } from '../models/estimate.ts';
-import { conversationRoom, MIN_CONVERSATION_ROOM } from './room.ts';
+import { conversationRoom, MIN_CONVERSATION_ROOM } from '../shared/room.ts';
 
 /** Documents up to this many tokens are read in one pass when they fit; longer ones in chunks. */
 export const ONE_PASS_MAX_TOKENS = 8192;
@@ -145,7 +145,7 @@ export function planRead(i: ReadPlanInput): ReadPlan {
   };
 }
 
-/** The chunk the engine will take (the engine's rule, electron/kv/budget.ts). */
+/** The chunk the engine will take (the engine's rule, electron/shared/kv/budget.ts). */
 function chunkFor(i: ReadPlanInput, nCtx: number): number {
   const r = resolveBudget({ ...i.compression, window: i.compression.window ?? DEFAULT_WINDOW }, i.prefixTokens);
   return defaultChunk(r.B, nCtx);

@@ -16,7 +16,7 @@ import {
   GRANT_CHANNEL,
   type CallReply,
   type FileDialogKind,
-} from './bridge.ts';
+} from '../api/bridge.ts';
 import type { ElectronApi } from './electron-api.ts';
 import { authorizeCall, type DispatcherLike, isGrantablePath, type Grants } from './grants.ts';
 

@@ -2,7 +2,7 @@
 // Folio's own actions, which go to the renderer as menu events (bridge.ts, MenuAction) for it to act on.
 import type { MenuItemConstructorOptions } from 'electron';
 
-import type { MenuAction } from './bridge.ts';
+import type { MenuAction } from '../api/bridge.ts';
 
 export interface MenuOptions {
   platform: NodeJS.Platform;

@@ -7,7 +7,7 @@ import { extname, isAbsolute, resolve } from 'node:path';
 
 import type { ApiErrorShape } from '../api/contract.ts';
 import { toApiError } from '../api/dispatcher.ts';
-import type { OpenedDocument } from './bridge.ts';
+import type { OpenedDocument } from '../api/bridge.ts';
 import type { DispatcherLike } from './ipc.ts';
 
 /** The document types the open dialog offers and the OS may hand over (electron-builder's fileAssociations too). */

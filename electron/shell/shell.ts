@@ -16,7 +16,13 @@ import type { BrowserWindow, OpenDialogOptions } from 'electron';
 import type { AppCoreOptions } from '../services/app-core.ts';
 import { ApiError, type DocumentFilePart } from '../api/contract.ts';
 import { createAppProtocolHandler, registerAppScheme, type StoredDocumentFile } from './app-protocol.ts';
-import { SHELL_CHANNEL, type FileDialogKind, type MenuAction, type OpenedDocument, type ShellEvent } from './bridge.ts';
+import {
+  SHELL_CHANNEL,
+  type FileDialogKind,
+  type MenuAction,
+  type OpenedDocument,
+  type ShellEvent,
+} from '../api/bridge.ts';
 import { createDownloadConfirmer } from './download-confirmation.ts';
 import type { ElectronApi } from './electron-api.ts';
 import { createUtilitySpawn } from './engine-process.ts';

@@ -164,7 +164,7 @@ export const migrations: readonly Migration[] = [
     version: 6,
     name: 'compression statistics in camelCase',
     up(db) {
-      // The contract names every field in camelCase (electron/kv/stats.ts); statistics stored before were
+      // The contract names every field in camelCase (electron/shared/kv/stats.ts); statistics stored before were
       // snake_case. Rewrites each stored JSON with the new names, keeping every value (and any key it
       // does not know). The names are spelt out here, not taken from the current table: a released step
       // must do the same thing whatever the tables become.

@@ -5,8 +5,8 @@ import type Database from 'better-sqlite3';
 import type { z } from 'zod';
 
 import { CompressionSettings, SamplingSettings, Settings, type SettingsPatch } from '../api/contract.ts';
-import { RECOMMENDED_METHOD } from '../kv/methods.ts';
-import { COMPRESS_DEFAULTS } from '../kv/options.ts';
+import { RECOMMENDED_METHOD } from '../shared/kv/methods.ts';
+import { COMPRESS_DEFAULTS } from '../shared/kv/options.ts';
 import { isoTime, type Scheduler } from './clock.ts';
 import { StorageError } from './errors.ts';
 import type { ModelsRepo } from './models.ts';

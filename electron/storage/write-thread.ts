@@ -59,7 +59,8 @@ export class ContentWriter {
   private thread(): Worker {
     if (this.worker) return this.worker;
     const w = startWorker(new URL('./write-worker.ts', import.meta.url), {
-      workerData: { file: this.file, busyTimeoutMs: this.busyTimeoutMs },
+      // Waiting costs this thread nothing, and the main connection's short writes may come one after another.
+      workerData: { file: this.file, busyTimeoutMs: Math.max(this.busyTimeoutMs, 60_000) },
     });
     w.on('message', (m: WriteDone) => {
       const p = this.pending.get(m.id);

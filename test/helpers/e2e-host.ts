@@ -10,7 +10,7 @@ import type { BrowserContext, Locator, Page } from 'playwright-core';
 import { connectApi, type WsApi } from '../../electron/api/ws-client.ts';
 import { createAppCore, type AppCore } from '../../electron/services/app-core.ts';
 import { dataPaths } from '../../electron/services/paths.ts';
-import { MAX_DOCUMENT_BYTES } from '../../electron/documents/limits.ts';
+import { MAX_DOCUMENT_BYTES } from '../../electron/shared/limits.ts';
 import { startWebHost, type WebHost } from '../../electron/web/server.ts';
 import { missing, repoRoot } from './shared.ts';
 

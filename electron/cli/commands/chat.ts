@@ -11,7 +11,7 @@ import { EventBus } from '../../api/dispatcher.ts';
 import { ChatFormatError } from '../../services/chat-format.ts';
 import { ContextFullError, ConversationSession } from '../../services/conversation.ts';
 import { EngineManager } from '../../services/engine-manager.ts';
-import { COMPRESS_DEFAULTS } from '../../kv/options.ts';
+import { COMPRESS_DEFAULTS } from '../../shared/kv/options.ts';
 import { readDocument } from '../../services/read-document.ts';
 import { EngineClient } from '../../engine/client.ts';
 import {

@@ -25,8 +25,8 @@ import {
   sessionOptions,
   str,
 } from '../args.ts';
-import { METHOD_NAMES } from '../../kv/methods.ts';
-import { compressRow } from '../../kv/options.ts';
+import { METHOD_NAMES } from '../../shared/kv/methods.ts';
+import { compressRow } from '../../shared/kv/options.ts';
 import { fidelitySvg, rulerSvg } from '../eval-plot.ts';
 import { citeTable, runCite } from '../eval-cite.ts';
 import { niahTable, type ReadChoice, readNiahCases, runNiah } from '../eval-niah.ts';

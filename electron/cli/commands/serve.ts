@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 
 import { createAppCore } from '../../services/app-core.ts';
 import { dataPaths, defaultDataDir } from '../../services/paths.ts';
-import { MAX_DOCUMENT_BYTES } from '../../documents/limits.ts';
+import { MAX_DOCUMENT_BYTES } from '../../shared/limits.ts';
 import { parseOriginList } from '../../web/access.ts';
 import { ALLOW_DIRS_ENV, AllowedFolders, parseAllowDirs } from '../../web/allowed-folders.ts';
 import { API_TOKEN_ENV, resolveApiToken } from '../../web/api-token.ts';

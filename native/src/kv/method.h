@@ -2,7 +2,7 @@
 // the recent tokens, or keep what a scorer ranks highest), a layer schedule, a head allocator and a
 // scorer. The methods are the rows of one table (method_table(), kv/method.cc): full, streaming, and every
 // scorer of kv/scorers/ under every allocator and schedule, named [ada-]<scorer>[-pyramid|-global]. The
-// app's copy, electron/kv/methods.ts, derives the same rows and is held equal by test/kv-schema.test.ts.
+// app's copy, electron/shared/kv/methods.ts, derives the same rows and is held equal by test/kv-schema.test.ts.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -59,7 +59,7 @@ void set_budget(CompressOptions& o, double budget);
 // Checks the options that do not depend on the prefix. Throws INVALID_ARGUMENT / BUDGET_TOO_SMALL.
 void validate(const CompressOptions& o);
 
-// The per-head budget for a prefix of L tokens. electron/kv/budget.ts follows the same steps for the
+// The per-head budget for a prefix of L tokens. electron/shared/kv/budget.ts follows the same steps for the
 // memory estimate (which runs before a model is loaded); test/kv-schema.test.ts compares the two.
 struct Budget {
   bool compress = false;  // false: everything is kept

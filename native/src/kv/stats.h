@@ -3,7 +3,7 @@
 // The field tables below are the one definition of the statistics' shape outside C++: each row is
 // (the name in the app's contract, its kind, how to read it from `s`, the struct). They drive the
 // binding's marshalling (napi/kv-schema.cc) and the schema the engine reports (statsSchema()), which
-// test/kv-schema.test.ts holds equal to electron/kv/stats.ts. A new statistic is a struct member and a row.
+// test/kv-schema.test.ts holds equal to electron/shared/kv/stats.ts. A new statistic is a struct member and a row.
 // Kinds: integer, number, boolean, string; numberOrNull, stringOrNull; int32Array (a typed array);
 // layers, heads (arrays of the tables below).
 #pragma once

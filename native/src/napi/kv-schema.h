@@ -15,7 +15,7 @@ kv::CompressOptions compress_options(Napi::Env env, const Napi::Object& o, const
 // How a document is read: { chunk: 'auto' | tokens (0: one pass), rebase, room, checkpoint, checkpointSeconds }.
 ReadOptions read_options(Napi::Env env, const Napi::Object& o);
 
-// The statistics as the app's contract has them (electron/kv/stats.ts), by FOLIO_*_STATS_FIELDS.
+// The statistics as the app's contract has them (electron/shared/kv/stats.ts), by FOLIO_*_STATS_FIELDS.
 Napi::Object stats_to_js(Napi::Env env, const kv::CompressionStats& s);
 
 // exports.methods(): the method table; exports.statsSchema(): { compression, layer, head }, each

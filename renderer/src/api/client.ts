@@ -4,7 +4,7 @@
 // the renderer calls api() and never knows which one it got.
 import type { FolioApi } from '../../../electron/api/contract.ts';
 import { connectApi, type WsApi } from '../../../electron/api/ws-client.ts';
-import type { FolioDesktopApi, FolioShell } from '../../../electron/shell/bridge.ts';
+import type { FolioDesktopApi, FolioShell } from '../../../electron/api/bridge.ts';
 
 /**
  * The API as the renderer holds it: the contract's FolioApi, plus, in the desktop app only, the shell's

@@ -41,7 +41,7 @@ import { ExportMenu } from './ExportMenu.tsx';
 import { VersionPager } from './VersionPager.tsx';
 import { SanitizedHtml } from './SanitizedHtml.tsx';
 import { VirtualList } from './VirtualList.tsx';
-import { pagesRead } from '../../../electron/services/room.ts';
+import { pagesRead } from '../../../electron/shared/room.ts';
 
 export function Markdown({ text, streaming }: { text: string; streaming?: boolean }) {
   // While an answer streams, rendering may lag a token or two behind rather than block typing.

@@ -24,7 +24,7 @@ import {
 import { ReadNote } from './ReadNote.tsx';
 import { HtmlDocView, type HtmlDocViewProps } from './HtmlDocView.tsx';
 import { PdfView } from './PdfView.tsx';
-import { pagesRead } from '../../../electron/services/room.ts';
+import { pagesRead } from '../../../electron/shared/room.ts';
 
 /** What the shading means, its scale (from the data shown) and the window drawn apart. */
 export function RetentionLegend({ max, window }: { max: number; window: KeptWindow | null }) {

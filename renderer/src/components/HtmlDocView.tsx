@@ -14,7 +14,7 @@ import { alignTexts, joinPages, mapRange } from '../lib/html-overlay.ts';
 import { renderMarkdown, sanitizeHtml, type SafeHtml } from '../lib/markdown.ts';
 import { retentionColor, type Citation } from '../lib/retention-overlay.ts';
 import { SanitizedHtml } from './SanitizedHtml.tsx';
-import { pagesRead } from '../../../electron/services/room.ts';
+import { pagesRead } from '../../../electron/shared/room.ts';
 
 export interface HtmlDocViewProps {
   detail: DocumentDetail;

@@ -28,7 +28,7 @@ import {
   type Comparison,
   type Source,
 } from '../stores/inspector.ts';
-import { methodParams, RECOMMENDED_METHOD } from '../../../electron/kv/methods.ts';
+import { methodParams, RECOMMENDED_METHOD } from '../../../electron/shared/kv/methods.ts';
 import { explain, Term } from './Term.tsx';
 import { documentTask, useTasks } from '../stores/tasks.ts';
 import { budgetInline } from '../lib/budget-label.ts';

@@ -8,7 +8,7 @@ import { setTab, useUi, type Tab } from '../stores/ui.ts';
 import { budgetLabel } from '../lib/budget-label.ts';
 import { formatBytes, formatPercent, saving } from '../lib/format.ts';
 import { methodLabel } from '../lib/method-label.ts';
-import { useImportPicker } from '../lib/use-import-picker.tsx';
+import { useImportPicker } from '../hooks/use-import-picker.tsx';
 import { ChatPane } from './ChatPane.tsx';
 import { DocumentPane } from './DocumentPane.tsx';
 import { FailureAction } from './FailedImports.tsx';

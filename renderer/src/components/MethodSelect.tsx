@@ -1,5 +1,5 @@
 // A compression method picker: every method of the table, grouped by scorer.
-import type { CompressionMethod } from '../../../electron/kv/methods.ts';
+import type { CompressionMethod } from '../../../electron/shared/kv/methods.ts';
 import { METHOD_GROUPS } from '../lib/method-label.ts';
 
 export function MethodSelect({

@@ -5,7 +5,7 @@ import { useEffect, useState, type FormEvent } from 'react';
 import { useShallow } from 'zustand/react/shallow';
 
 import type { MemoryEstimate, ModelEntry } from '../../../electron/api/contract.ts';
-import type { FolioShell } from '../../../electron/shell/bridge.ts';
+import type { FolioShell } from '../../../electron/api/bridge.ts';
 import { api } from '../api/client.ts';
 import {
   addModel,

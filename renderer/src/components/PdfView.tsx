@@ -14,7 +14,7 @@ import { loadPdfjs, openPdf, PasswordDeclined } from '../lib/pdfjs.ts';
 import { pageRetention, retentionColor, shadeOf, windowStartOn, type Citation } from '../lib/retention-overlay.ts';
 import { mapItemsToText, offsetsInItem, overlap, type TextRange } from '../lib/text-layer-map.ts';
 import { formatPercent } from '../lib/format.ts';
-import { pagesRead } from '../../../electron/services/room.ts';
+import { pagesRead } from '../../../electron/shared/room.ts';
 import type { HtmlDocViewProps } from './HtmlDocView.tsx';
 
 export const ZOOM_STEPS = [0.5, 0.67, 0.8, 1, 1.25, 1.5, 2, 3] as const;

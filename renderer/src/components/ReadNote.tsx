@@ -11,7 +11,7 @@ import { recompressDocument } from '../stores/documents.ts';
 import { useSettings } from '../stores/settings.ts';
 import { documentTask, useTasks } from '../stores/tasks.ts';
 import { askConfirm } from '../stores/ui.ts';
-import { fittingEnds } from '../../../electron/services/room.ts';
+import { fittingEnds } from '../../../electron/shared/room.ts';
 
 const pageRange = ([a, b]: [number, number]) => (a === b ? `page ${a}` : `pages ${a} to ${b}`);
 

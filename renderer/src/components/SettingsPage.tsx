@@ -9,12 +9,12 @@ import { resetSettings, updateSettings, useSettings } from '../stores/settings.t
 import { askConfirm, notify } from '../stores/ui.ts';
 import { explain } from './Term.tsx';
 import { GLOSSARY } from '../lib/glossary.ts';
-import { methodParams } from '../../../electron/kv/methods.ts';
+import { methodParams } from '../../../electron/shared/kv/methods.ts';
 import { ApiAccess } from './ApiAccess.tsx';
 import { Segmented } from './Segmented.tsx';
 import { METHOD_CHOICES } from '../lib/method-label.ts';
 import { MethodSelect } from './MethodSelect.tsx';
-import { DEFAULT_BETA } from '../../../electron/kv/budget.ts';
+import { DEFAULT_BETA } from '../../../electron/shared/kv/budget.ts';
 
 /** The draft of the form: numbers as the user types them. */
 interface Draft {

@@ -13,7 +13,7 @@ import { askConfirm, go, selectChat, selectDocument, setHelp, useUi } from '../s
 import { budgetShortLabel } from '../lib/budget-label.ts';
 import { formatCount, formatPercent, saving } from '../lib/format.ts';
 import { methodLabel } from '../lib/method-label.ts';
-import { useImportPicker } from '../lib/use-import-picker.tsx';
+import { useImportPicker } from '../hooks/use-import-picker.tsx';
 import { renameDocument } from '../stores/library.ts';
 import { ChatSearch } from './ChatSearch.tsx';
 import { FailedImports } from './FailedImports.tsx';

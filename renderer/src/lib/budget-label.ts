@@ -1,6 +1,6 @@
 // A compression budget for people: a kept ratio as a percentage, tokens per head as a count. What the
-// number means comes from budgetKind (electron/kv/budget.ts), the one reading of a budget.
-import { budgetKind } from '../../../electron/kv/budget.ts';
+// number means comes from budgetKind (electron/shared/kv/budget.ts), the one reading of a budget.
+import { budgetKind } from '../../../electron/shared/kv/budget.ts';
 import { formatCount, formatPercent } from './format.ts';
 
 /** "20% budget", "512 tokens/head". */

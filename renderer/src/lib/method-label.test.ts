@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { METHOD_NAMES, RECOMMENDED_METHOD, SCORER_TABLE } from '../../../electron/kv/methods.ts';
+import { METHOD_NAMES, RECOMMENDED_METHOD, SCORER_TABLE } from '../../../electron/shared/kv/methods.ts';
 import { METHOD_GROUPS } from './method-label.ts';
 
 describe('METHOD_GROUPS', () => {

@@ -1,12 +1,12 @@
 // The compression methods as the UI names them: labels and one-line descriptions from the one method
-// table (electron/kv/methods.ts, held equal to the engine's), grouped by scorer for the pickers.
+// table (electron/shared/kv/methods.ts, held equal to the engine's), grouped by scorer for the pickers.
 import {
   METHOD_TABLE,
   RECOMMENDED_METHOD,
   SCORER_TABLE,
   methodLabel,
   type CompressionMethod,
-} from '../../../electron/kv/methods.ts';
+} from '../../../electron/shared/kv/methods.ts';
 
 export { methodLabel };
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 
-import { hyphenatedWords, layoutPage, renderParagraphs, type TextRun } from '../../../electron/documents/pdf-layout.ts';
+import { hyphenatedWords, layoutPage, renderParagraphs, type TextRun } from '../../../electron/shared/pdf-layout.ts';
 import { itemText, mapItemsToText, offsetsInItem } from './text-layer-map.ts';
 
 const SIZE = 10;

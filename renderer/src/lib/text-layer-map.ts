@@ -8,7 +8,7 @@
 // last). mapItemsToText finds each item's piece: the next occurrence after the previous item's piece when
 // only whitespace lies between (the usual case), else the first unclaimed occurrence anywhere on the page.
 // Pure: the tests run it against pdf-layout.ts's own output.
-import { cleanLine } from '../../../electron/documents/pdf-layout.ts';
+import { cleanLine } from '../../../electron/shared/pdf-layout.ts';
 
 export interface TextRange {
   start: number;

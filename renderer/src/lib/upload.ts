@@ -7,7 +7,7 @@ import {
   UPLOAD_KEEP_DUPLICATE_HEADER,
   UPLOAD_ROUTE,
 } from '../../../electron/api/contract.ts';
-import { MAX_DOCUMENT_BYTES } from '../../../electron/documents/limits.ts';
+import { MAX_DOCUMENT_BYTES } from '../../../electron/shared/limits.ts';
 import { formatBytes } from './format.ts';
 
 export async function uploadDocument(

@@ -1,5 +1,5 @@
 // Actions that span stores: the keyboard shortcuts and the desktop's menu commands run the same code.
-import type { MenuAction, OpenedDocument } from '../../../electron/shell/bridge.ts';
+import type { MenuAction, OpenedDocument } from '../../../electron/api/bridge.ts';
 import type { ShortcutAction } from '../lib/shortcuts.ts';
 import { createChat, stopAnswer, streamingMessage, useChats } from './chats.ts';
 import { openImportDialog } from './documents.ts';

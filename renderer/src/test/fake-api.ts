@@ -16,7 +16,7 @@ import type {
   Settings,
 } from '../../../electron/api/contract.ts';
 import { ApiError } from '../../../electron/api/contract.ts';
-import type { FolioShell, MenuAction, OpenedDocument } from '../../../electron/shell/bridge.ts';
+import type { FolioShell, MenuAction, OpenedDocument } from '../../../electron/api/bridge.ts';
 import type { FolioBridge } from '../api/client.ts';
 
 type ContextUsage = Result<'chats.get'>['usage'];

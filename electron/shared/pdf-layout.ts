@@ -75,7 +75,8 @@ interface Line {
   cells: number;
 }
 
-const LIGATURES: Record<string, string> = {
+/** Latin ligatures spelled out (the page text of every format uses the same table, documents/pages.ts). */
+export const LIGATURES: Record<string, string> = {
   '\ufb00': 'ff',
   '\ufb01': 'fi',
   '\ufb02': 'fl',

@@ -3,7 +3,7 @@
 // the desktop has: the native file dialog and the application menu. The renderer imports these types;
 // the main process imports the channel names. preload.cts cannot import anything at run time (a
 // sandboxed preload may only require 'electron'), so it repeats the names, checked against these types.
-import type { ApiErrorShape, EventName, FolioApi, MethodName } from '../api/contract.ts';
+import type { ApiErrorShape, EventName, FolioApi, MethodName } from './contract.ts';
 
 /** Renderer → main, invoke: `{ method, params }` → CallReply. */
 export const CALL_CHANNEL = 'folio:call';

@@ -2,7 +2,15 @@
 // for the app core (read-plan.ts, the documents service) and the UI (the ranges of pages it offers to compress
 // instead of a document read with re-based positions); and which pages a read took in. Plain functions with
 // no imports of Node, so the renderer imports them as they are.
-import type { DocumentPage } from '../api/contract.ts';
+
+/** A page with the token range a read made of it (the contract's DocumentPage has this shape). */
+export interface DocumentPage {
+  page: number;
+  text: string;
+  /** -1 when the read left the page out. */
+  tokenStart: number;
+  tokenEnd: number;
+}
 
 /** Positions kept for the conversation after a document when the settings say nothing: at most this, and at
  * most a quarter of the context. */
