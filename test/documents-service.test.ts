@@ -36,39 +36,39 @@ after(async () => {
 test('import by path: /dev/zero is refused at once, with no document made', {
   skip: skip || (process.platform === 'win32' && 'POSIX paths'),
 }, async () => {
-  const count = core.documents.list().length;
+  const count = core.documents.library.list().length;
   const t0 = performance.now();
   await assert.rejects(
-    core.documents.import({ path: '/dev/zero' }),
+    core.documents.imports.import({ path: '/dev/zero' }),
     (e: { code: string; message: string }) =>
       e.code === 'READ_FAILED' && /cannot import \/dev\/zero: it is a device, not a document/.test(e.message),
   );
   assert.ok(performance.now() - t0 < 1000, `took ${(performance.now() - t0).toFixed(0)} ms`);
-  assert.equal(core.documents.list().length, count, 'no document record');
-  await assert.rejects(core.documents.import({ path: join(dir, 'nope.txt') }), /there is no such file/);
+  assert.equal(core.documents.library.list().length, count, 'no document record');
+  await assert.rejects(core.documents.imports.import({ path: join(dir, 'nope.txt') }), /there is no such file/);
 });
 
 test('importUpload: the temporary file is imported, then removed; a refused one is removed too', { skip }, async () => {
   const tempPath = join(dir, 'upload-1');
   writeFileSync(tempPath, 'Once upon a time, there was a little dog named Max.\n\nMax liked to run in the park.\n');
-  const r = await core.documents.importUpload({ fileName: 'C:\\Users\\me\\max.txt', tempPath });
+  const r = await core.documents.imports.importUpload({ fileName: 'C:\\Users\\me\\max.txt', tempPath });
   assert.ok(!existsSync(tempPath), 'the service removed the upload once read');
   const done = await taskDone(core, r.taskId);
   assert.equal(done.ok, true, done.error ?? '');
-  const doc = core.documents.get(r.documentId);
+  const doc = core.documents.library.get(r.documentId);
   assert.equal(doc.fileName, 'max.txt');
   assert.equal(doc.title, 'Once upon a time, there was a little dog named Max.');
   assert.match(doc.pageList[0].text, /Max liked to run in the park\./);
 
   const bad = join(dir, 'upload-2');
   writeFileSync(bad, Buffer.from([0x4d, 0x5a, 0x90, 0, 3, 0, 0, 0, 4, 0, 0, 0, 0xff, 0xff, 0, 0]));
-  const count = core.documents.list().length;
+  const count = core.documents.library.list().length;
   await assert.rejects(
-    core.documents.importUpload({ fileName: 'setup.exe', tempPath: bad }),
+    core.documents.imports.importUpload({ fileName: 'setup.exe', tempPath: bad }),
     (e: { code: string }) => e.code === 'UNSUPPORTED',
   );
   assert.ok(!existsSync(bad), 'a refused upload is removed too');
-  assert.equal(core.documents.list().length, count, 'no document record for a refused upload');
+  assert.equal(core.documents.library.list().length, count, 'no document record for a refused upload');
 });
 
 test('a long read killed or quit half-way goes on from its last checkpoint', { skip }, async () => {
@@ -100,7 +100,7 @@ test('a long read killed or quit half-way goes on from its last checkpoint', { s
   };
   writeFileSync(join(dir, 'long.txt'), text);
   let killed = false;
-  const r = await first.documents.import({ path: join(dir, 'long.txt') });
+  const r = await first.documents.imports.import({ path: join(dir, 'long.txt') });
   progressOf(first, r.documentId, (done, total) => {
     if (!killed && done > total / 4 && done < total) {
       killed = true;
@@ -109,20 +109,23 @@ test('a long read killed or quit half-way goes on from its last checkpoint', { s
   });
   const crashed = await taskDone(first, r.taskId);
   assert.equal(crashed.ok, false);
-  assert.match(first.documents.get(r.documentId).error ?? '', /trying again continues the read from where it stopped$/);
+  assert.match(
+    first.documents.library.get(r.documentId).error ?? '',
+    /trying again continues the read from where it stopped$/,
+  );
 
   // Try again: the read goes on from its checkpoint, past the half.
   const again = progressOf(first, r.documentId);
-  const retry = first.documents.recompress({ documentId: r.documentId });
+  const retry = first.documents.reader.recompress({ documentId: r.documentId });
   assert.equal((await taskDone(first, retry.taskId)).ok, true);
   assert.ok(again[0] > 0, `resumed at ${again[0]}`);
-  const read = first.documents.get(r.documentId);
+  const read = first.documents.library.get(r.documentId);
   assert.equal(read.status, 'ready');
   assert.ok(read.stats!.rebased && read.stats!.prefixTokens === read.tokens);
 
   // A quit in the middle of a read: the next start goes on by itself.
   let quit: Promise<void> | null = null;
-  const re = first.documents.recompress({ documentId: r.documentId });
+  const re = first.documents.reader.recompress({ documentId: r.documentId });
   progressOf(first, r.documentId, (done, total) => {
     if (!quit && done > total / 4 && done < total) quit = first.close();
   });
@@ -130,7 +133,7 @@ test('a long read killed or quit half-way goes on from its last checkpoint', { s
   await quit;
   const second = await open();
   // (A read that ended before the quit would leave nothing to resume, and the wait below would never end.)
-  assert.notEqual(second.documents.get(r.documentId).status, 'ready', 'the quit came after the read had ended');
+  assert.notEqual(second.documents.library.get(r.documentId).status, 'ready', 'the quit came after the read had ended');
   const resumed = progressOf(second, r.documentId);
   await new Promise<void>((resolve) => {
     const off = second.bus.subscribe((event, payload) => {
@@ -141,7 +144,11 @@ test('a long read killed or quit half-way goes on from its last checkpoint', { s
       }
     });
   });
-  assert.equal(second.documents.get(r.documentId).status, 'ready', second.documents.get(r.documentId).error ?? '');
+  assert.equal(
+    second.documents.library.get(r.documentId).status,
+    'ready',
+    second.documents.library.get(r.documentId).error ?? '',
+  );
   assert.ok(resumed[0] > 0, `resumed at ${resumed[0]}`);
   await second.close();
 });
@@ -153,7 +160,7 @@ test('a method that re-reads the document (KVzip) says so while it reads, and re
   try {
     const story = readFileSync(join(repoRoot, 'test/docs/sam-builds-a-boat.txt'), 'utf8');
     writeFileSync(join(dir, 'boat.txt'), story);
-    const r = await core.documents.import({ path: join(dir, 'boat.txt') });
+    const r = await core.documents.imports.import({ path: join(dir, 'boat.txt') });
     const messages: string[] = [];
     let last = { done: 0, total: 0 };
     const off = core.bus.subscribe((event, payload) => {
@@ -166,7 +173,7 @@ test('a method that re-reads the document (KVzip) says so while it reads, and re
     const done = await taskDone(core, r.taskId);
     off();
     assert.equal(done.ok, true, done.error ?? '');
-    const doc = core.documents.get(r.documentId);
+    const doc = core.documents.library.get(r.documentId);
     assert.equal(doc.stats?.method, 'ada-kvzip-global');
     assert.ok(messages.length > 0, 'progress was reported');
     assert.match(
@@ -186,14 +193,14 @@ test('compare: by default the document’s method against its counterpart; any t
 }, async () => {
   const tempPath = join(dir, 'upload-compare');
   writeFileSync(tempPath, 'Once upon a time, there was a little cat named Tom.\n\nTom liked to sleep in the sun.\n');
-  const r = await core.documents.importUpload({ fileName: 'tom.txt', tempPath });
+  const r = await core.documents.imports.importUpload({ fileName: 'tom.txt', tempPath });
   const done = await taskDone(core, r.taskId);
   assert.equal(done.ok, true, done.error ?? '');
-  const method = core.documents.get(r.documentId).compression!.method;
-  const byDefault = await core.documents.compare({ documentId: r.documentId, budget: 0.5 });
+  const method = core.documents.library.get(r.documentId).compression!.method;
+  const byDefault = await core.documents.inspector.compare({ documentId: r.documentId, budget: 0.5 });
   assert.deepEqual([byDefault.a.method, byDefault.b.method], [method, compareCounterpart(method)]);
   assert.equal(byDefault.budget, 0.5);
-  const named = await core.documents.compare({
+  const named = await core.documents.inspector.compare({
     documentId: r.documentId,
     budget: 0.5,
     a: 'streaming',
@@ -212,9 +219,9 @@ test('a range of pages: one that fits from a later page is read at its own posit
   // re-based positions, but a few pages fit.
   const story = readFileSync(join(repoRoot, 'test/docs/mia-and-the-rainy-day.txt'), 'utf8');
   writeFileSync(join(dir, 'mia.txt'), story.trim().split(/\n\n+/).join('\f'));
-  const r = await core.documents.import({ path: join(dir, 'mia.txt') });
+  const r = await core.documents.imports.import({ path: join(dir, 'mia.txt') });
   assert.equal((await taskDone(core, r.taskId)).ok, true);
-  const whole = core.documents.get(r.documentId);
+  const whole = core.documents.library.get(r.documentId);
   assert.equal(whole.stats?.rebased, true, `${whole.tokens} tokens in ${whole.contextTokens} positions`);
   const read = { pages: whole.pageList, prefixTokens: whole.tokens, contextTokens: whole.contextTokens! };
   const ends = fittingEnds(read, null);
@@ -230,26 +237,29 @@ test('a range of pages: one that fits from a later page is read at its own posit
   const beyond = whole.pageList.find((p) => p.page > last)!.page;
 
   assert.throws(
-    () => core.documents.recompress({ documentId: r.documentId, pages: [first, beyond] }),
+    () => core.documents.reader.recompress({ documentId: r.documentId, pages: [first, beyond] }),
     (e: { code: string; message: string }) =>
       e.code === 'PAGES_DO_NOT_FIT' &&
       e.message ===
         `pages ${first} to ${beyond} do not fit the context of 512 positions with 128 kept for the conversation: ` +
           `from page ${first}, compress up to page ${last}`,
   );
-  assert.throws(() => core.documents.recompress({ documentId: r.documentId, pages: [90, 99] }), /no pages 90 to 99/);
+  assert.throws(
+    () => core.documents.reader.recompress({ documentId: r.documentId, pages: [90, 99] }),
+    /no pages 90 to 99/,
+  );
   // The contract refuses a range that ends before it starts.
   const params = methods['documents.recompress'].params;
   assert.equal(params.safeParse({ documentId: r.documentId, pages: [3, 2] }).success, false);
-  const unchanged = core.documents.get(r.documentId);
+  const unchanged = core.documents.library.get(r.documentId);
   assert.deepEqual([unchanged.status, unchanged.pageList], ['ready', whole.pageList], 'nothing started');
 
   const done = await taskDone(
     core,
-    core.documents.recompress({ documentId: r.documentId, pages: [first, last] }).taskId,
+    core.documents.reader.recompress({ documentId: r.documentId, pages: [first, last] }).taskId,
   );
   assert.equal(done.ok, true, done.error ?? '');
-  const ranged = core.documents.get(r.documentId);
+  const ranged = core.documents.library.get(r.documentId);
   assert.equal(ranged.stats?.rebased, false, ranged.readNote ?? '');
   assert.deepEqual(ranged.readPages, [first, last]);
   const inRange = (page: number) => page >= first && page <= last;
@@ -271,7 +281,11 @@ test('a range of pages: one that fits from a later page is read at its own posit
   // tokens the cache was made from.
   const loaded = core.engine.requireModel();
   const format = await core.engine.chatFormat(loaded);
-  const prefix = core.documents.prefixConversation(r.documentId, format, core.storage.settings.get().systemPrompt);
+  const prefix = core.documents.reader.prefixConversation(
+    r.documentId,
+    format,
+    core.storage.settings.get().systemPrompt,
+  );
   for (const p of whole.pageList) assert.equal(prefix.prefixText.includes(p.text), inRange(p.page), `page ${p.page}`);
   const t = await tokenizeFormatted(
     (x, o) => core.engine.call('tokenize', { modelId: loaded.engineId, text: x, ...o }),
@@ -290,7 +304,7 @@ test('a range of pages: one that fits from a later page is read at its own posit
     else assert.ok(end === null || end <= last, `a range from page ${page} ends by page ${last}`);
   });
   assert.throws(
-    () => core.documents.recompress({ documentId: r.documentId, pages: [first, beyond] }),
+    () => core.documents.reader.recompress({ documentId: r.documentId, pages: [first, beyond] }),
     (e: { code: string; message: string }) =>
       e.code === 'PAGES_DO_NOT_FIT' &&
       e.message.startsWith(
@@ -299,9 +313,9 @@ test('a range of pages: one that fits from a later page is read at its own posit
   );
 
   // Compressing the whole document again reads every page, as the first read did.
-  const again = await taskDone(core, core.documents.recompress({ documentId: r.documentId }).taskId);
+  const again = await taskDone(core, core.documents.reader.recompress({ documentId: r.documentId }).taskId);
   assert.equal(again.ok, true, again.error ?? '');
-  const restored = core.documents.get(r.documentId);
+  const restored = core.documents.library.get(r.documentId);
   assert.equal(restored.readPages, null);
   assert.deepEqual(restored.pageList, whole.pageList, 'every page has its token range again');
   assert.equal(restored.stats?.rebased, true);
@@ -328,21 +342,21 @@ test('the imported original is kept once by content, served by id, and removed w
     Buffer.from('\nAnd that is the story of the boat.\n'),
   ]);
   const dataBase64 = bytes.toString('base64');
-  const a = await core.documents.import({ fileName: 'sam.txt', dataBase64 });
-  const b = await core.documents.import({ fileName: 'sam again.txt', dataBase64, keepDuplicate: true });
+  const a = await core.documents.imports.import({ fileName: 'sam.txt', dataBase64 });
+  const b = await core.documents.imports.import({ fileName: 'sam again.txt', dataBase64, keepDuplicate: true });
   for (const r of [a, b]) assert.equal((await taskDone(core, r.taskId)).ok, true);
-  const fa = core.documents.file(a.documentId);
-  const fb = core.documents.file(b.documentId);
+  const fa = core.documents.library.file(a.documentId);
+  const fb = core.documents.library.file(b.documentId);
   assert.ok(fa && fb);
   assert.equal(fa.path, fb.path, 'one file for the same content');
   assert.deepEqual(readFileSync(fa.path), bytes);
   assert.equal(fa.type, 'text/plain; charset=utf-8');
-  assert.equal(core.documents.file(a.documentId, 'html'), null, 'only a Word document has HTML');
-  assert.equal(core.documents.get(a.documentId).hasFile, true);
-  assert.equal(core.documents.file('no-such-document'), null);
+  assert.equal(core.documents.library.file(a.documentId, 'html'), null, 'only a Word document has HTML');
+  assert.equal(core.documents.library.get(a.documentId).hasFile, true);
+  assert.equal(core.documents.library.file('no-such-document'), null);
 
   // The retention map leaves the observation window out: it is reported apart, where the read ends.
-  const d = core.documents.get(a.documentId);
+  const d = core.documents.library.get(a.documentId);
   assert.ok(d.stats?.compressed, 'the document was compressed');
   assert.ok(d.keptWindow, 'the window is reported');
   assert.equal(d.keptWindow.tokens, d.stats.window);
@@ -357,9 +371,9 @@ test('the imported original is kept once by content, served by id, and removed w
   const slots = d.stats.layers.length * d.stats.layers[0].heads.length;
   assert.ok(d.stats.tokenRetention.slice(-d.stats.window).every((r) => r === slots));
 
-  await core.documents.delete(a.documentId);
+  await core.documents.library.delete(a.documentId);
   assert.ok(existsSync(fb.path), 'still used by the other document');
-  await core.documents.delete(b.documentId);
+  await core.documents.library.delete(b.documentId);
   assert.ok(!existsSync(fb.path), 'removed with the last document made from it');
 });
 
@@ -368,15 +382,15 @@ test('a Word document keeps the HTML mammoth made of it at import, served as tex
 }, async () => {
   const { sampleDocx } = await import('./helpers/make-docx.ts');
   const bytes = await sampleDocx({ title: 'Kept as written' });
-  const r = await core.documents.import({
+  const r = await core.documents.imports.import({
     fileName: 'written.docx',
     dataBase64: Buffer.from(bytes).toString('base64'),
   });
   assert.equal((await taskDone(core, r.taskId)).ok, true);
-  const d = core.documents.get(r.documentId);
+  const d = core.documents.library.get(r.documentId);
   assert.equal(d.kind, 'docx');
   assert.equal(d.hasHtml, true);
-  const html = core.documents.file(r.documentId, 'html');
+  const html = core.documents.library.file(r.documentId, 'html');
   assert.ok(html);
   assert.equal(html.type, 'text/plain; charset=utf-8', 'never served as a page of the app');
   const text = readFileSync(html.path, 'utf8');
@@ -387,8 +401,8 @@ test('a Word document keeps the HTML mammoth made of it at import, served as tex
       .slice(0, 5)
       .every((w) => text.includes(w.replace(/[•|]/g, ''))),
   );
-  const original = core.documents.file(r.documentId);
+  const original = core.documents.library.file(r.documentId);
   assert.ok(original);
-  await core.documents.delete(r.documentId);
+  await core.documents.library.delete(r.documentId);
   assert.ok(!existsSync(html.path) && !existsSync(original.path), 'both go with the document');
 });

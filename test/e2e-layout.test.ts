@@ -99,7 +99,7 @@ before(async () => {
     'Once upon a time, there was a little dog named Max. Max liked to run in the park. One day, Max found a red ball under a big tree. He was very happy.\n\nHe took the ball home to show his friend Sue. Sue and Max played with the ball all day long.\n',
   );
   const read = taskDone('import');
-  const { documentId } = await core.documents.import({ path: file });
+  const { documentId } = await core.documents.imports.import({ path: file });
   assert.equal((await read).ok, true);
   const chat = await api.call('chats.create', { documentId });
   await api.call('chats.send', { chatId: chat.id, text: 'What did Max find under the big tree in the park?' });

@@ -39,7 +39,7 @@ before(async () => {
       }
     });
   });
-  documentId = (await core.documents.import({ path })).documentId;
+  documentId = (await core.documents.imports.import({ path })).documentId;
   const d = await done;
   assert.equal(d.ok, true, d.error ?? '');
 });
@@ -49,7 +49,7 @@ after(async () => {
 });
 
 test('keptPositions: each head’s entries from the saved cache, as the statistics count them', { skip }, async () => {
-  const doc = core.documents.get(documentId);
+  const doc = core.documents.library.get(documentId);
   const stats = doc.stats!;
   assert.ok(stats.compressed, 'the document was compressed');
   const slots = new Int32Array(stats.prefixTokens);
@@ -100,7 +100,7 @@ test('keptPositions: a head that does not exist and a damaged cache are refused 
     const bytes = readFileSync(kvPath);
     // Cut inside the last head's entries.
     writeFileSync(kvPath, bytes.subarray(0, bytes.length - 100));
-    const stats = core.documents.get(documentId).stats!;
+    const stats = core.documents.library.get(documentId).stats!;
     const last = { layer: stats.layers.length - 1, head: stats.layers[0].heads.length - 1 };
     await assert.rejects(
       call('documents.keptPositions', { documentId, ...last }),

@@ -45,7 +45,7 @@ function modes(root: string): { dirs: string[]; files: string[] } {
 
 async function readOneDocument(core: AppCore): Promise<void> {
   const text = 'Lily had a red kite. She flew it in the park with her dog. '.repeat(8);
-  const { taskId } = await core.documents.import({
+  const { taskId } = await core.documents.imports.import({
     fileName: 'kite.txt',
     dataBase64: Buffer.from(text).toString('base64'),
   });
@@ -117,7 +117,7 @@ test("a library with other users' read rights is tightened when the app starts",
       files.filter((f) => !f.endsWith(': 600')),
       [],
     );
-    assert.equal((await core.documents.list())[0].status, 'ready', 'the library still reads');
+    assert.equal((await core.documents.library.list())[0].status, 'ready', 'the library still reads');
   } finally {
     await core.close();
   }

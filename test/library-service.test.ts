@@ -37,7 +37,7 @@ const story =
 const base64 = (s: string | Uint8Array) => Buffer.from(s).toString('base64');
 
 async function importText(fileName: string, text: string, more: { keepDuplicate?: boolean } = {}) {
-  const r = await core.documents.import({ fileName, dataBase64: base64(text), ...more });
+  const r = await core.documents.imports.import({ fileName, dataBase64: base64(text), ...more });
   const done = await taskDone(core, r.taskId);
   assert.equal(done.ok, true, done.error ?? '');
   return r.documentId;
@@ -55,10 +55,10 @@ let docId = '';
 
 test('a file already in the library is refused before any work, and kept when asked; rename', { skip }, async () => {
   docId = await importText('max.txt', story);
-  const count = core.documents.list().length;
+  const count = core.documents.library.list().length;
   let details: unknown;
   await assert.rejects(
-    core.documents.import({ fileName: 'copy of max.txt', dataBase64: base64(story) }),
+    core.documents.imports.import({ fileName: 'copy of max.txt', dataBase64: base64(story) }),
     (e: { code: string; message: string; details: unknown }) => {
       details = e.details;
       return (
@@ -66,46 +66,50 @@ test('a file already in the library is refused before any work, and kept when as
       );
     },
   );
-  assert.deepEqual(details, { documentId: docId, title: core.documents.get(docId).title });
-  assert.equal(core.documents.list().length, count, 'nothing was added');
+  assert.deepEqual(details, { documentId: docId, title: core.documents.library.get(docId).title });
+  assert.equal(core.documents.library.list().length, count, 'nothing was added');
   const twin = await importText('copy of max.txt', story, { keepDuplicate: true });
   assert.notEqual(twin, docId);
-  assert.equal(core.documents.get(twin).fileName, 'copy of max.txt');
+  assert.equal(core.documents.library.get(twin).fileName, 'copy of max.txt');
 
   const renamed = await core.dispatcher.dispatch('documents.rename', { documentId: twin, title: '  Max,  again ' });
   assert.equal((renamed as { title: string }).title, 'Max, again');
-  assert.equal(core.documents.get(twin).fileName, 'copy of max.txt', 'the file name stays');
+  assert.equal(core.documents.library.get(twin).fileName, 'copy of max.txt', 'the file name stays');
   await assert.rejects(
     core.dispatcher.dispatch('documents.rename', { documentId: twin, title: '   ' }),
     rejection('BAD_REQUEST', /title: the title is empty/),
   );
-  await core.documents.delete(twin);
+  await core.documents.library.delete(twin);
 });
 
 test('an encrypted PDF asks for its password, again when wrong, opens with the right one; it is stored nowhere', {
   skip,
 }, async () => {
   const pdf = encryptedPdf({ pages: [['Max found a red ball in the park.']], userPassword: 'hunter2', bits: 128 });
-  const first = await core.documents.import({ fileName: 'locked.pdf', dataBase64: base64(pdf) });
+  const first = await core.documents.imports.import({ fileName: 'locked.pdf', dataBase64: base64(pdf) });
   assert.equal((await taskDone(core, first.taskId)).ok, false);
-  let d = core.documents.get(first.documentId);
+  let d = core.documents.library.get(first.documentId);
   assert.equal(d.status, 'failed');
   assert.equal(d.errorCode, 'PASSWORD_REQUIRED');
   assert.equal(d.remedy, 'password');
 
-  const wrong = await core.documents.import({ documentId: first.documentId, password: 'not-it' });
+  const wrong = await core.documents.imports.import({ documentId: first.documentId, password: 'not-it' });
   assert.equal(wrong.documentId, first.documentId);
   assert.equal((await taskDone(core, wrong.taskId)).ok, false);
-  d = core.documents.get(first.documentId);
+  d = core.documents.library.get(first.documentId);
   assert.equal(d.errorCode, 'PASSWORD_WRONG');
   assert.equal(d.remedy, 'password');
   assert.match(d.error!, /the password given is wrong/);
 
   // Importing the same file again goes into the failed document rather than beside it.
-  const again = await core.documents.import({ fileName: 'locked.pdf', dataBase64: base64(pdf), password: 'hunter2' });
+  const again = await core.documents.imports.import({
+    fileName: 'locked.pdf',
+    dataBase64: base64(pdf),
+    password: 'hunter2',
+  });
   assert.equal(again.documentId, first.documentId);
   assert.equal((await taskDone(core, again.taskId)).ok, true);
-  d = core.documents.get(first.documentId);
+  d = core.documents.library.get(first.documentId);
   assert.equal(d.status, 'ready');
   assert.equal(d.errorCode, null);
   assert.equal(d.fileName, 'locked.pdf');
@@ -119,20 +123,20 @@ test('an encrypted PDF asks for its password, again when wrong, opens with the r
   }
   // Read again without a failure: nothing to do.
   await assert.rejects(
-    core.documents.import({ documentId: first.documentId }),
+    core.documents.imports.import({ documentId: first.documentId }),
     rejection('FILE_NOT_HELD', /did not fail to import/),
   );
 });
 
 test('a damaged file offers nothing to try again; its file is not held', { skip }, async () => {
   const bad = new TextEncoder().encode('%PDF-1.7\n1 0 obj << /Type /Catalog >> garbage without end');
-  const r = await core.documents.import({ fileName: 'broken.pdf', dataBase64: base64(bad) });
+  const r = await core.documents.imports.import({ fileName: 'broken.pdf', dataBase64: base64(bad) });
   assert.equal((await taskDone(core, r.taskId)).ok, false);
-  const d = core.documents.get(r.documentId);
+  const d = core.documents.library.get(r.documentId);
   assert.equal(d.errorCode, 'CORRUPT');
   assert.equal(d.remedy, null);
-  await assert.rejects(core.documents.import({ documentId: r.documentId }), rejection('FILE_NOT_HELD'));
-  await core.documents.delete(r.documentId);
+  await assert.rejects(core.documents.imports.import({ documentId: r.documentId }), rejection('FILE_NOT_HELD'));
+  await core.documents.library.delete(r.documentId);
 });
 
 test('one empty chat per document; a title from the first question; search and export', { skip }, async () => {

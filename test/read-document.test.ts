@@ -32,7 +32,7 @@ after(async () => {
 test('the app and `folio compress --json` read the same file into the same kept entries', { skip }, async () => {
   // The app's defaults but for the method and budget, which the command line is given too.
   await core.dispatcher.dispatch('settings.update', { compression: { method: 'ada-snapkv', budget: 0.3 } });
-  const { documentId, taskId } = await core.documents.import({ path: doc });
+  const { documentId, taskId } = await core.documents.imports.import({ path: doc });
   assert.equal((await taskDone(core, taskId)).ok, true);
   const app = core.storage.stats.get(documentId)!;
   assert.ok(app.compressed, 'something was compressed');

@@ -36,7 +36,7 @@ before(async () => {
       dir: dataPaths(join(dir, 'library')).tmp,
       maxBytes: 256 * 2 ** 20,
       importUpload: (fileName, tempPath, o) =>
-        core.documents.importUpload({ fileName, tempPath, keepDuplicate: o.keepDuplicate }),
+        core.documents.imports.importUpload({ fileName, tempPath, keepDuplicate: o.keepDuplicate }),
     },
   });
 });
@@ -112,7 +112,7 @@ test('/api/health answers within 200 ms while a 200 MB upload is received, hashe
   await taskDone(result.taskId);
   // The upload's temporary file became the original (moved, not copied): nothing is left in tmp.
   assert.deepEqual(readdirSync(dataPaths(join(dir, 'library')).tmp), []);
-  assert.ok(core.documents.file(result.documentId, 'file'), 'the original is kept');
+  assert.ok(core.documents.library.file(result.documentId, 'file'), 'the original is kept');
 });
 
 test("a 1,938-page Markdown file's pages and tokens are stored without holding the loop", { skip }, async () => {

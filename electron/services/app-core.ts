@@ -7,7 +7,7 @@ import { openStorage, type Storage, type StorageOptions } from '../storage/index
 import { privateDir, tightenTree } from '../storage/private-files.ts';
 import { ChatsService } from './chats-service.ts';
 import { DocumentFiles } from './document-files.ts';
-import { DocumentsService } from './documents-service.ts';
+import { Documents } from './documents/index.ts';
 import { EngineManager } from './engine-manager.ts';
 import { ModelsService, type ModelsServiceOptions } from './models-service.ts';
 import { OpenAiService } from './openai-service.ts';
@@ -33,7 +33,7 @@ export interface AppCore {
   storage: Storage;
   engine: EngineManager;
   openai: OpenAiService;
-  documents: DocumentsService;
+  documents: Documents;
   chats: ChatsService;
   models: ModelsService;
   /** What server.info answers: set by whoever serves this core over HTTP (folio serve); the desktop app serves none. */
@@ -55,19 +55,19 @@ export async function createAppCore(o: AppCoreOptions): Promise<AppCore> {
   const client = new EngineClient(o.engine);
   const engine = new EngineManager(client, bus, () => storage.settings.get());
   const models = new ModelsService(storage, engine, tasks, bus, { ...o.models, downloadDir: paths.models });
-  const documents = new DocumentsService(
+  const documents = new Documents({
     storage,
     engine,
     models,
     tasks,
     bus,
-    paths.caches,
-    o.readCheckpointSeconds,
-    new DocumentFiles(paths.documents),
-  );
-  const chats = new ChatsService(storage, engine, documents, bus);
-  const openai = new OpenAiService(storage, engine, models, documents);
-  const settings = new SettingsService(storage, models, documents, bus);
+    cacheDir: paths.caches,
+    checkpointSeconds: o.readCheckpointSeconds,
+    files: new DocumentFiles(paths.documents),
+  });
+  const chats = new ChatsService(storage, engine, documents.reader, bus);
+  const openai = new OpenAiService(storage, engine, models, documents.reader);
+  const settings = new SettingsService(storage, models, documents.library, bus);
 
   if (o.model) {
     const entry = await models.add(o.model);
@@ -75,7 +75,7 @@ export async function createAppCore(o: AppCoreOptions): Promise<AppCore> {
     openai.preferred = entry.id;
   }
   // Reads cut short when the app last stopped go on from their checkpoints.
-  documents.resumeInterrupted();
+  documents.reader.resumeInterrupted();
 
   const ok = { ok: true as const };
   let serverInfo: ServerInfo = { apiUrl: null, apiToken: null };
@@ -92,14 +92,14 @@ export async function createAppCore(o: AppCoreOptions): Promise<AppCore> {
     'models.download': (p) => models.download(p),
     'models.estimate': (p) => models.estimate(p),
     'models.select': (p) => models.select(p.modelId),
-    'documents.list': () => documents.list(),
-    'documents.get': (p) => documents.get(p.documentId),
-    'documents.import': (p) => documents.import(p),
-    'documents.rename': (p) => documents.rename(p),
-    'documents.delete': async (p) => (await documents.delete(p.documentId), ok),
-    'documents.recompress': (p) => documents.recompress(p),
-    'documents.compare': (p) => documents.compare(p),
-    'documents.keptPositions': (p) => documents.keptPositions(p),
+    'documents.list': () => documents.library.list(),
+    'documents.get': (p) => documents.library.get(p.documentId),
+    'documents.import': (p) => documents.imports.import(p),
+    'documents.rename': (p) => documents.library.rename(p),
+    'documents.delete': async (p) => (await documents.library.delete(p.documentId), ok),
+    'documents.recompress': (p) => documents.reader.recompress(p),
+    'documents.compare': (p) => documents.inspector.compare(p),
+    'documents.keptPositions': (p) => documents.inspector.keptPositions(p),
     'tasks.cancel': (p) => (tasks.cancel(p.taskId), ok),
     'server.info': () => serverInfo,
     'chats.list': (p) => chats.list(p.documentId),

@@ -20,7 +20,7 @@ import { exportChat } from './chat-export.ts';
 import { SEARCH_LIMIT, searchHit } from './chat-search.ts';
 import { isUntitled, titleFromQuestion } from './chat-title.ts';
 import { ConversationSession } from './conversation.ts';
-import type { DocumentsService } from './documents-service.ts';
+import type { DocumentReader } from './documents/reader.ts';
 import type { EngineManager } from './engine-manager.ts';
 import { citationsFromAttention, pageRefsOf } from './citations.ts';
 import { evidencePages } from './evidence.ts';
@@ -37,7 +37,7 @@ export class ChatsService {
   constructor(
     private readonly storage: Storage,
     private readonly engine: EngineManager,
-    private readonly documents: DocumentsService,
+    private readonly documents: DocumentReader,
     private readonly bus: EventBus,
   ) {}
 

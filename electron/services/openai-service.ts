@@ -7,7 +7,7 @@ import type { Storage } from '../storage/index.ts';
 import { contentText, type ChatCompletionRequest, type CompletionResult, type OpenAiBackend } from '../web/openai.ts';
 import type { Message } from './chat-format.ts';
 import { ConversationSession, generateAnswer, type AnswerOptions } from './conversation.ts';
-import type { DocumentsService } from './documents-service.ts';
+import type { DocumentReader } from './documents/reader.ts';
 import type { EngineManager, LoadedModel } from './engine-manager.ts';
 import type { ModelsService } from './models-service.ts';
 import { tokenizeFormatted } from './prefix.ts';
@@ -51,7 +51,7 @@ export class OpenAiService implements OpenAiBackend {
     private readonly storage: Storage,
     private readonly engine: EngineManager,
     private readonly models: ModelsService,
-    private readonly documents: DocumentsService,
+    private readonly documents: DocumentReader,
   ) {}
 
   async listModels() {

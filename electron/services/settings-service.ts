@@ -3,7 +3,7 @@
 import type { Settings, SettingsPatch } from '../api/contract.ts';
 import type { EventBus } from '../api/dispatcher.ts';
 import type { Storage } from '../storage/index.ts';
-import type { DocumentsService } from './documents-service.ts';
+import type { DocumentLibrary } from './documents/library.ts';
 import type { ModelsService } from './models-service.ts';
 import { patchFields, refuseProblems, settingsProblems, type ModelLimits } from './settings-rules.ts';
 
@@ -11,7 +11,7 @@ export class SettingsService {
   constructor(
     private readonly storage: Storage,
     private readonly models: ModelsService,
-    private readonly documents: DocumentsService,
+    private readonly documents: DocumentLibrary,
     private readonly bus: EventBus,
   ) {}
 

@@ -75,7 +75,7 @@ async function isFile(path: string): Promise<boolean> {
   }
 }
 
-/** A document's stored file: where it is, and its media type (the app core's DocumentsService.file). */
+/** A document's stored file: where it is, and its media type (the app core's DocumentLibrary.file). */
 export interface StoredDocumentFile {
   path: string;
   type: string;

@@ -38,7 +38,7 @@ export interface CoreLike {
   dispatcher: DispatcherLike;
   bus: BusLike;
   /** The documents' stored originals, served under the app protocol. */
-  documents?: { file(documentId: string, part: DocumentFilePart): StoredDocumentFile | null };
+  documents?: { library: { file(documentId: string, part: DocumentFilePart): StoredDocumentFile | null } };
   close(): Promise<void>;
 }
 
@@ -305,7 +305,7 @@ export function createShell(electron: ElectronApi, o: ShellOptions): Shell {
   result.ready = app.whenReady().then(async () => {
     protocol.handle(
       APP_SCHEME,
-      createAppProtocolHandler(o.rendererDir, (id, part) => core?.documents?.file(id, part) ?? null),
+      createAppProtocolHandler(o.rendererDir, (id, part) => core?.documents?.library.file(id, part) ?? null),
     );
     security = installSecurityHandlers(electron, session.defaultSession);
     ipc = installIpc({

@@ -150,7 +150,7 @@ function toRecord(r: Row): DocumentRecord {
 
 /**
  * The contract's DocumentSummary of a record (no extra fields). `held`: the app still holds the file of a
- * failed import in memory (documents-service.ts), so reading it again can help.
+ * failed import in memory (services/documents/context.ts HeldFiles), so reading it again can help.
  */
 export function toSummary(d: DocumentRecord, held = false): DocumentSummary {
   const {

@@ -77,9 +77,9 @@ export async function serveApp(o: {
       dir: dataPaths(o.dataDir).tmp,
       maxBytes: MAX_DOCUMENT_BYTES,
       importUpload: (fileName, tempPath, o) =>
-        core.documents.importUpload({ fileName, tempPath, keepDuplicate: o.keepDuplicate }),
+        core.documents.imports.importUpload({ fileName, tempPath, keepDuplicate: o.keepDuplicate }),
     },
-    documentFile: (id, part) => core.documents.file(id, part),
+    documentFile: (id, part) => core.documents.library.file(id, part),
   });
   core.setServerInfo({ apiUrl: host.url, apiToken: o.apiToken });
   const api = connectApi(`ws://127.0.0.1:${host.port}/api/ws`, WebSocket as never, { token: o.apiToken });

@@ -73,9 +73,9 @@ export const serve: Command = {
         dir: dataPaths(dataDir).tmp,
         maxBytes: MAX_DOCUMENT_BYTES,
         importUpload: async (fileName, tempPath, o) =>
-          core.documents.importUpload({ fileName, tempPath, keepDuplicate: o.keepDuplicate }),
+          core.documents.imports.importUpload({ fileName, tempPath, keepDuplicate: o.keepDuplicate }),
       },
-      documentFile: (id, part) => core.documents.file(id, part),
+      documentFile: (id, part) => core.documents.library.file(id, part),
     });
     core.setServerInfo({ apiUrl: host.url, apiToken: apiToken.token });
     // Listening for the signals before saying where we are: whoever waits for that line may stop us next.

@@ -1,0 +1,159 @@
+// Importing a file into the library: refused before any record when its kind is wrong or the library has it
+// already (by content), kept by content as the document's original, parsed in a task (the file held meanwhile,
+// for trying again or a PDF's password), then read into the model (reader.ts).
+import { createHash } from 'node:crypto';
+import { rm } from 'node:fs/promises';
+
+import { ApiError, type Params, type Result } from '../../api/contract.ts';
+import { MAX_DOCUMENT_BYTES, detectKind, importDocument, readDocumentFile } from '../../documents/index.ts';
+import { baseName } from '../../documents/detect.ts';
+import { copyOwned, tooLarge } from '../../documents/read-file.ts';
+import { sha256Hex } from '../document-files.ts';
+import type { DocumentsContext } from './context.ts';
+import type { DocumentReader } from './reader.ts';
+
+export class DocumentImports {
+  constructor(
+    private readonly ctx: DocumentsContext,
+    private readonly reader: DocumentReader,
+  ) {}
+
+  /**
+   * Imports a file and compresses it; returns, once the file is read and its kind known, with the task that
+   * does the work. A path must be a regular file of at most MAX_DOCUMENT_BYTES; bytes come base64-encoded.
+   */
+  async import(params: Params<'documents.import'>): Promise<Result<'documents.import'>> {
+    this.requireModel();
+    if ('documentId' in params) return this.importAgain(params.documentId, params.password);
+    const how = { password: params.password, keepDuplicate: params.keepDuplicate };
+    if ('path' in params) {
+      const hash = createHash('sha256');
+      const bytes = await readDocumentFile(params.path, { hash });
+      return this.start(baseName(params.path), bytes, hash.digest('hex'), how);
+    }
+    const fileName = baseName(params.fileName);
+    // Refused before decoding: base64 takes 4 characters for 3 bytes.
+    const size = Math.floor((params.dataBase64.length * 3) / 4);
+    if (size > MAX_DOCUMENT_BYTES + 2) throw tooLarge(fileName, size, MAX_DOCUMENT_BYTES);
+    // At most a JSON body's worth (MAX_INLINE_BASE64_CHARS): hashed at once in a few milliseconds.
+    const bytes = ownedBytes(Buffer.from(params.dataBase64, 'base64'));
+    return this.start(fileName, bytes, sha256Hex(bytes), how);
+  }
+
+  /** Reads again the held file of a failed import (trying again, or with the PDF's password). */
+  private importAgain(documentId: string, password: string | undefined): Result<'documents.import'> {
+    const doc = this.ctx.storage.documents.require(documentId);
+    const file = this.ctx.held.get(documentId);
+    if (doc.status !== 'failed' || !file)
+      throw new ApiError(
+        'FILE_NOT_HELD',
+        doc.status === 'failed'
+          ? `Folio no longer holds ${doc.fileName}: import the file again`
+          : `${doc.fileName} did not fail to import: there is nothing to read again`,
+      );
+    return { documentId, taskId: this.startImport(documentId, file.fileName, file.bytes, password) };
+  }
+
+  /**
+   * Imports an upload that the web host streamed to `tempPath`. The file becomes this service's: hashed as it
+   * is read, then kept as the document's original (moved, not written again) or removed, whether the import
+   * then goes on, fails or is cancelled (its bytes are in memory).
+   */
+  async importUpload(params: {
+    fileName: string;
+    tempPath: string;
+    keepDuplicate?: boolean;
+  }): Promise<Result<'documents.import'>> {
+    try {
+      this.requireModel();
+      const hash = createHash('sha256');
+      const bytes = await readDocumentFile(params.tempPath, { hash });
+      return await this.start(baseName(params.fileName), bytes, hash.digest('hex'), {
+        keepDuplicate: params.keepDuplicate,
+        original: params.tempPath,
+      });
+    } finally {
+      await rm(params.tempPath, { force: true }).catch(() => {});
+    }
+  }
+
+  private requireModel(): void {
+    if (!this.ctx.storage.settings.get().modelId)
+      throw new ApiError('NO_MODEL', 'choose a model first: documents are compressed for the model they are read with');
+  }
+
+  /**
+   * Checks the kind (a bad file fails here, before any record) and whether the library has the file
+   * already (by its content), then parses and compresses in a task. A file already there is refused with
+   * DUPLICATE unless kept; one whose import failed before is read again into that document.
+   */
+  private async start(
+    fileName: string,
+    bytes: Uint8Array,
+    sha256: string,
+    o: { password?: string; keepDuplicate?: boolean; original?: string } = {},
+  ): Promise<Result<'documents.import'>> {
+    const kind = detectKind(bytes, fileName);
+    const same = this.ctx.storage.documents.findBySha256(sha256);
+    const failed = same.find((d) => d.status === 'failed');
+    const present = same.find((d) => d.status !== 'failed');
+    if (present && !o.keepDuplicate)
+      throw new ApiError(
+        'DUPLICATE',
+        `${fileName} is already in the library as “${present.title}”: open that one, or import it again to keep both`,
+        { documentId: present.id, title: present.title },
+      );
+    // The original is kept by its content before the parser takes the bytes (document-files.ts): an upload's
+    // file is moved into place; other bytes are written, off the event loop.
+    if (this.ctx.files && o.original) await this.ctx.files.adopt(o.original, sha256);
+    else await this.ctx.files?.put(bytes, sha256);
+    const doc =
+      failed ?? this.ctx.storage.documents.create({ title: fileName, kind, fileName, sha256, status: 'importing' });
+    return { documentId: doc.id, taskId: this.startImport(doc.id, fileName, bytes, o.password) };
+  }
+
+  /** The import task: parse (the file held meanwhile, for trying again), store the pages, compress. */
+  private startImport(documentId: string, fileName: string, bytes: Uint8Array, password?: string): string {
+    for (const id of this.ctx.held.hold(documentId, fileName, bytes)) this.ctx.changed(id);
+    const { sha256 } = this.ctx.storage.documents.require(documentId);
+    this.ctx.storage.documents.update(documentId, { status: 'importing', error: null });
+    this.ctx.changed(documentId);
+    const { taskId } = this.ctx.tasks.start('import', documentId, async (task) => {
+      try {
+        const imported = await importDocument(
+          // A copy goes to the parser thread: the file stays held until it is read.
+          { fileName, bytes: await copyOwned(bytes) },
+          {
+            signal: task.signal,
+            transferBytes: true,
+            password,
+            onProgress: (d, t) => task.progress('import', d, t, `reading ${fileName}`),
+          },
+        );
+        this.ctx.held.delete(documentId);
+        this.ctx.storage.documents.update(documentId, { title: imported.title || fileName });
+        if (sha256 && imported.html !== undefined) this.ctx.files?.putHtml(sha256, imported.html);
+        await this.ctx.storage.content.setContent(documentId, {
+          pages: imported.pages.map((p) => ({ ...p, tokenStart: 0, tokenEnd: 0 })),
+          tokens: [],
+        });
+        await this.reader.read(documentId, task, undefined);
+      } catch (e) {
+        this.reader.fail(documentId, e, task);
+        throw e;
+      }
+    });
+    return taskId;
+  }
+}
+
+/**
+ * The bytes of a Buffer as a Uint8Array that owns its whole ArrayBuffer, so that holding them (a failed
+ * import's file) holds nothing else: a big Buffer already does (no copy); a small one lives in Node's
+ * shared pool and is copied.
+ */
+function ownedBytes(b: Buffer): Uint8Array {
+  if (b.byteOffset === 0 && b.byteLength === b.buffer.byteLength && b.buffer instanceof ArrayBuffer)
+    return new Uint8Array(b.buffer);
+  return new Uint8Array(b);
+}

@@ -1,0 +1,90 @@
+// The library's view of its documents: the list with each one's state (stale when its saved cache no longer
+// fits the settings), a document's detail with its retention map, renaming, deleting (with its caches, its
+// read's checkpoint and, with the last document made from it, its original), and the stored files.
+import { rmSync } from 'node:fs';
+
+import {
+  DOCUMENT_FILE_TYPES,
+  type DocumentDetail,
+  type DocumentFilePart,
+  type DocumentSummary,
+  type Params,
+} from '../../api/contract.ts';
+import { pagesRead } from '../../shared/room.ts';
+import { toSummary, type DocumentRecord } from '../../storage/index.ts';
+import { cacheMatches, checkpointPath, type DocumentsContext } from './context.ts';
+import { retentionMap } from './inspector.ts';
+
+/** A document's stored file, for the routes that serve it (web host, app protocol). */
+export interface DocumentFile {
+  path: string;
+  /** The media type it is served with. */
+  type: string;
+}
+
+export class DocumentLibrary {
+  constructor(private readonly ctx: DocumentsContext) {}
+
+  list(): DocumentSummary[] {
+    return this.ctx.storage.documents.list().map((d) => this.summary(this.ctx.storage.documents.require(d.id)));
+  }
+
+  /** What the UI sees of a document: stale when its cache no longer matches, and what can help a failure. */
+  summary(d: DocumentRecord): DocumentSummary {
+    const s = this.ctx.storage.settings.get();
+    // A document whose cache was made with another model, other settings or another system prompt is stale.
+    const stale = d.status === 'ready' && !cacheMatches(s, d);
+    return toSummary(stale ? { ...d, status: 'stale' } : d, this.ctx.held.has(d.id));
+  }
+
+  /** Renames a document (the title the library shows; the file name stays). */
+  rename(params: Params<'documents.rename'>): DocumentSummary {
+    this.ctx.storage.documents.require(params.documentId);
+    this.ctx.storage.documents.update(params.documentId, { title: params.title.replace(/\s+/g, ' ').trim() });
+    this.ctx.changed(params.documentId);
+    return this.summary(this.ctx.storage.documents.require(params.documentId));
+  }
+
+  get(documentId: string): DocumentDetail {
+    const doc = this.ctx.storage.documents.require(documentId);
+    const pages = this.ctx.storage.documents.pages(documentId);
+    const stats = this.ctx.storage.stats.get(documentId);
+    return {
+      ...this.summary(doc),
+      pageList: pages,
+      stats,
+      ...retentionMap(this.ctx.storage.documents.charMap(documentId), pagesRead(pages, doc.readPages), stats),
+      hasFile: this.ctx.files?.path(doc.sha256) != null,
+      hasHtml: this.ctx.files?.htmlPath(doc.sha256) != null,
+    };
+  }
+
+  async delete(documentId: string): Promise<void> {
+    this.ctx.storage.documents.require(documentId);
+    this.ctx.tasks.cancelDocument(documentId);
+    await this.ctx.engine.dropDocumentSessions(documentId);
+    this.ctx.held.delete(documentId);
+    const { sha256 } = this.ctx.storage.documents.require(documentId);
+    const { files } = this.ctx.storage.documents.delete(documentId);
+    for (const f of [...files, checkpointPath(this.ctx.cacheDir, documentId)]) rmSync(f, { force: true });
+    // The original goes with the last document made from it.
+    if (sha256 && this.ctx.storage.documents.findBySha256(sha256).length === 0) this.ctx.files?.remove(sha256);
+    this.ctx.bus.emit('documents.deleted', { documentId });
+  }
+
+  /**
+   * A document's stored original, or its HTML (a Word document's, as mammoth wrote it; served as text: the
+   * renderer sanitises it); null when there is none (unknown id, imported before originals were kept).
+   */
+  file(documentId: string, part: DocumentFilePart = 'file'): DocumentFile | null {
+    const doc = this.ctx.storage.documents.get(documentId);
+    if (!doc || !this.ctx.files) return null;
+    const path = part === 'html' ? this.ctx.files.htmlPath(doc.sha256) : this.ctx.files.path(doc.sha256);
+    return path ? { path, type: part === 'html' ? 'text/plain; charset=utf-8' : DOCUMENT_FILE_TYPES[doc.kind] } : null;
+  }
+
+  changed(documentId: string): void {
+    const d = this.ctx.storage.documents.get(documentId);
+    if (d) this.ctx.bus.emit('documents.changed', this.summary(d));
+  }
+}

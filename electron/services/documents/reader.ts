@@ -1,0 +1,286 @@
+// Reading documents into the model and keeping their compressed sessions: a read (read-document.ts, recorded
+// in the library as it starts, saved as a cache when it ends), a read again with other settings or of a range
+// of pages, the reads a quit cut short resumed at start, a failure recorded with what can help, and a
+// document's pristine session: in the engine, loaded from its saved cache (no prefill), or rebuilt.
+import { existsSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+
+import { ApiError, type Params, type Result } from '../../api/contract.ts';
+import { failureRemedy } from '../../documents/errors.ts';
+import { conversationRoom, fittingPages, lastFittingPage, pagesRead } from '../../shared/room.ts';
+import type { DocumentRecord } from '../../storage/index.ts';
+import type { Conversation } from '../chat-format.ts';
+import { conversationFor, type ChatFormat } from '../prefix.ts';
+import { readDocument } from '../read-document.ts';
+import { SessionKey } from '../session-key.ts';
+import type { Task } from '../tasks.ts';
+import {
+  cacheMatches,
+  chatModel,
+  checkpointPath,
+  documentSessionOptions,
+  type DocumentsContext,
+  prefixKey,
+} from './context.ts';
+
+/** The code a failure is stored with: what failureRemedy (documents/errors.ts) judges by. */
+function failureCode(e: unknown, cancelled: boolean): string | null {
+  const code = (e as { code?: unknown }).code;
+  if (cancelled || code === 'ABORTED') return 'CANCELLED';
+  return typeof code === 'string' ? code : null;
+}
+
+export class DocumentReader {
+  private building = new Map<string, Promise<string>>();
+
+  constructor(private readonly ctx: DocumentsContext) {}
+
+  /**
+   * Reads cut short by a quit or a crash of the app go on from their last checkpoint (once at startup; the
+   * engine starts over instead when the settings have changed since).
+   */
+  resumeInterrupted(): string[] {
+    if (!this.ctx.storage.settings.get().modelId) return [];
+    const resumed: string[] = [];
+    for (const d of this.ctx.storage.documents.list()) {
+      // failed: cut short with no cache yet (or cancelled by a quit); stale: an earlier cache was being replaced
+      if ((d.status !== 'failed' && d.status !== 'stale') || !existsSync(checkpointPath(this.ctx.cacheDir, d.id)))
+        continue;
+      this.ctx.storage.documents.update(d.id, { status: 'compressing', error: null });
+      this.ctx.changed(d.id);
+      // The read goes on over the pages it was taking in (recorded when it started; checked then).
+      this.startBuild(d.id, d.readPages ?? undefined);
+      resumed.push(d.id);
+    }
+    return resumed;
+  }
+
+  /** Compresses the document again (other settings, a range of pages, or a damaged cache): without a range,
+   * the whole document, every page however much of it the last read took in. */
+  recompress(params: Params<'documents.recompress'>): Result<'documents.recompress'> {
+    const doc = this.ctx.storage.documents.require(params.documentId);
+    if (params.pages) this.checkRange(doc, params.pages);
+    if (params.compression) this.ctx.storage.settings.update({ compression: params.compression });
+    return this.startBuild(doc.id, params.pages);
+  }
+
+  private startBuild(documentId: string, range: [number, number] | undefined): { taskId: string } {
+    return this.ctx.tasks.start('compress', documentId, async (task) => {
+      try {
+        await this.read(documentId, task, range);
+      } catch (e) {
+        this.fail(documentId, e, task);
+        throw e;
+      }
+    });
+  }
+
+  /**
+   * A range must hold pages of the document and fit its context with room for the conversation, measured by
+   * the document's last read (room.ts, the rule the UI offers ranges by): a longer one would be read with
+   * re-based positions again, and a page that read left out was not measured. Refused before anything
+   * starts, so the document stays as it is.
+   */
+  private checkRange(doc: DocumentRecord, [a, b]: [number, number]): void {
+    const pages = this.ctx.storage.documents.pages(doc.id);
+    const inRange = pages.filter((p) => p.page >= a && p.page <= b);
+    if (inRange.length === 0) throw new ApiError('BAD_REQUEST', `the document has no pages ${a} to ${b}`);
+    if (!doc.contextTokens) return; // never measured: the read plan decides
+    // What the last read took in, read again (other settings, a failed read): checked when it was chosen,
+    // and rebuilt as it was, as a chat's rebuild of a stale cache does.
+    if (doc.readPages && doc.readPages[0] === a && doc.readPages[1] === b) return;
+    const room = this.ctx.storage.settings.get().conversationRoom;
+    const read = { pages, prefixTokens: doc.tokens, contextTokens: doc.contextTokens };
+    const last = lastFittingPage(read, a, room);
+    if (last !== null && last >= inRange[inRange.length - 1].page) return;
+    const count = (n: number) => n.toLocaleString('en-US');
+    const first = inRange[0];
+    // Pages the last read left out were not measured (room.ts): the message says so rather than 'too long'.
+    const taken = doc.readPages;
+    const unread = (p: number) => !!taken && (p < taken[0] || p > taken[1]);
+    throw new ApiError(
+      'PAGES_DO_NOT_FIT',
+      (taken && (unread(a) || unread(b))
+        ? `pages ${a} to ${b} reach beyond the pages the last read took in (${taken[0]} to ${taken[1]}): ` +
+          'what the others take is unknown until the whole document is compressed again'
+        : `pages ${a} to ${b} do not fit the context of ${count(doc.contextTokens)} positions with ` +
+          `${count(conversationRoom(doc.contextTokens, room))} kept for the conversation`) +
+        (last !== null
+          ? `: from page ${first.page}, compress up to page ${last}`
+          : unread(first.page)
+            ? ''
+            : `: not even page ${first.page} fits`),
+      { pages: [a, b], fit: last === null ? null : [first.page, last] },
+    );
+  }
+
+  fail(documentId: string, e: unknown, task: Task) {
+    if (!this.ctx.storage.documents.get(documentId)) return; // deleted meanwhile
+    const cancelled = task.signal.aborted || (e as { code?: string }).code === 'CANCELLED';
+    const resumable = existsSync(checkpointPath(this.ctx.cacheDir, documentId))
+      ? ': trying again continues the read from where it stopped'
+      : '';
+    const errorCode = failureCode(e, cancelled);
+    const d = this.ctx.storage.documents.update(documentId, {
+      status: 'failed',
+      error: (cancelled ? 'cancelled' : (e as Error).message) + resumable,
+      errorCode,
+    });
+    // A file whose own fault stopped the import cannot be helped by reading it again: let it go.
+    if (!failureRemedy(errorCode, d.pages > 0 ? 'compress' : 'import', true)) this.ctx.held.delete(documentId);
+    this.ctx.changed(documentId);
+  }
+
+  /**
+   * A conversation over the document as its cache holds it: the system prompt and the pages the last read
+   * took in, the prefix text the cache was made from (chats and the OpenAI endpoint go on from there).
+   */
+  prefixConversation(documentId: string, format: ChatFormat, systemPrompt: string): Conversation {
+    const doc = this.ctx.storage.documents.require(documentId);
+    return conversationFor(format, systemPrompt, pagesRead(this.ctx.storage.documents.pages(doc.id), doc.readPages))
+      .conversation;
+  }
+
+  /**
+   * Tokenizes the system prompt and the document (or a range of its pages), checks that it fits the
+   * context, compresses it in a new session, saves the cache and the statistics. The new session becomes
+   * the document's pristine session; chats fork it.
+   */
+  async read(documentId: string, task: Task, range?: [number, number]): Promise<void> {
+    const settings = this.ctx.storage.settings.get();
+    const model = await chatModel(this.ctx);
+    task.progress('prefill', 0, 1, 'reading the document into the model');
+    const stored = this.ctx.storage.documents.pages(documentId).map((p) => ({ page: p.page, text: p.text }));
+    // recompress checked that the range holds pages and fits
+    const pages = range ? pagesRead(stored, range) : stored;
+    // A range of every page is the whole document.
+    const readPages = range && pages.length < stored.length ? range : null;
+    let readNote = '';
+    let tokens = 0;
+    let chunked = false;
+    const read = await readDocument(this.ctx.engine, {
+      model,
+      pages,
+      systemPrompt: settings.systemPrompt,
+      compression: settings.compression,
+      kvType: settings.kvType,
+      contextCap: settings.nCtx,
+      conversationRoom: settings.conversationRoom,
+      checkpoint: { path: checkpointPath(this.ctx.cacheDir, documentId), seconds: this.ctx.checkpointSeconds },
+      signal: task.signal,
+      onPlanned: async ({ tokenized, map }, plan) => {
+        tokens = tokenized.tokens.length;
+        chunked = !!plan.chunk;
+        readNote = plan.note;
+        if (plan.rebase) {
+          const fit = fittingPages(
+            { pages: map.pages, prefixTokens: tokenized.tokens.length, contextTokens: plan.nCtx },
+            settings.conversationRoom,
+          );
+          if (fit) readNote += ` Pages ${fit[0]} to ${fit[1]} fit.`;
+        }
+        this.ctx.storage.documents.update(documentId, { status: 'compressing', error: null });
+        // Recorded before the read, so that a read cut short resumes over the same pages (resumeInterrupted).
+        await this.ctx.storage.content.setRead(documentId, {
+          pages: map.pages,
+          tokens: tokenized.tokens,
+          charMap: map.charMap,
+          range: readPages,
+        });
+        this.ctx.changed(documentId);
+      },
+      // A scorer that re-reads the document (KVzip) counts both reads in its progress.
+      onProgress: (d, t) =>
+        task.progress(
+          'prefill',
+          d,
+          t,
+          `reading ${tokens} tokens into the model${chunked ? ' in chunks' : ''}` +
+            (t > tokens ? ', each read twice to rank what to keep' : ''),
+        ),
+    });
+    const compression = settings.compression;
+    let kept = false;
+    try {
+      task.progress('save', 0, 1, 'saving the compressed cache');
+      const kvPath = join(this.ctx.cacheDir, `${documentId}.folio-kv`);
+      await this.ctx.engine.call('save', {
+        sessionId: read.sessionId,
+        path: kvPath,
+        meta: JSON.stringify({ documentId, modelId: model.entryId }),
+      });
+      const { replacedKvPath } = this.ctx.storage.documents.saveCache(documentId, {
+        kvPath,
+        modelId: model.entryId,
+        prefixKey: prefixKey(settings.systemPrompt),
+        compression,
+        kvBytesFull: read.stats.kvBytesFull,
+        kvBytesKept: read.stats.kvBytesKept,
+        contextTokens: read.plan.nCtx,
+        readNote,
+        stats: read.stats,
+        status: 'ready',
+      });
+      if (replacedKvPath && replacedKvPath !== kvPath) rmSync(replacedKvPath, { force: true });
+      task.progress('save', 1, 1, 'ready');
+      // The new cache replaces the document's session; chats made from the old one are rebuilt on next use.
+      await this.ctx.engine.dropDocumentSessions(documentId);
+      this.ctx.engine.setSession(SessionKey.document(documentId), read.sessionId);
+      kept = true;
+      this.ctx.changed(documentId);
+    } finally {
+      if (!kept) await this.ctx.engine.disposeSession(read.sessionId);
+    }
+  }
+
+  /**
+   * The document's pristine compressed session, ready to fork: in the engine already, or loaded from the
+   * saved cache (no prefill), or rebuilt when there is no usable cache for the current model.
+   */
+  async session(documentId: string): Promise<string> {
+    const pending = this.building.get(documentId);
+    if (pending) return pending;
+    const p = this.openSession(documentId).finally(() => this.building.delete(documentId));
+    this.building.set(documentId, p);
+    return p;
+  }
+
+  private async openSession(documentId: string): Promise<string> {
+    const model = await chatModel(this.ctx);
+    const doc = this.ctx.storage.documents.require(documentId);
+    const existing = this.ctx.engine.session(SessionKey.document(documentId));
+    if (existing && cacheMatches(this.ctx.storage.settings.get(), doc, model.entryId)) return existing;
+    if (existing) {
+      // Made with other settings or another system prompt: new chats get a rebuilt document.
+      await this.ctx.engine.dropSession(SessionKey.document(documentId));
+    }
+    const usable =
+      doc.kvPath && existsSync(doc.kvPath) && cacheMatches(this.ctx.storage.settings.get(), doc, model.entryId);
+    if (usable) {
+      try {
+        const h = await this.ctx.engine.loadSession(model, doc.kvPath!, documentSessionOptions(this.ctx.engine, doc));
+        this.ctx.engine.setSession(SessionKey.document(documentId), h.sessionId);
+        return h.sessionId;
+      } catch (e) {
+        const code = (e as { code?: string }).code ?? '';
+        if (!code.startsWith('SESSION_FILE')) throw e;
+        // A damaged cache, or one of another model file: rebuild it (the message says why).
+        this.ctx.storage.documents.update(documentId, {
+          status: 'stale',
+          error: `the saved cache was refused (${(e as Error).message}); it is being rebuilt`,
+        });
+        this.ctx.changed(documentId);
+      }
+    }
+    // The build's own error (a document that no longer fits, say) is the answer's. The pages the cache held
+    // are read again, a range or the whole document.
+    await this.ctx.tasks.run('compress', documentId, (task) => this.read(documentId, task, doc.readPages ?? undefined));
+    const id = this.ctx.engine.session(SessionKey.document(documentId));
+    if (!id)
+      throw new ApiError(
+        'DOCUMENT_NOT_READY',
+        this.ctx.storage.documents.get(documentId)?.error ?? 'the document could not be compressed',
+      );
+    return id;
+  }
+}
