@@ -185,7 +185,6 @@ function makeDocument(s: Storage, title = 'Report', kvPath = `/cache/${title}.kv
   s.documents.saveCache(d.id, {
     kvPath,
     modelId: 'model-1',
-    modelFingerprint: 'size:123;mtime:456',
     compression: { ...DEFAULT_SETTINGS.compression },
     kvBytesFull: 1_000_000,
     kvBytesKept: 200_000,
@@ -238,7 +237,7 @@ test('a new data folder gets every migration, WAL mode and foreign keys; reopeni
   again.close();
 });
 
-test("version 15: a document's token ids and character map move out of its row, nothing lost", () => {
+test("versions 15 and 16: a document's token ids and character map move out of its row, nothing lost", () => {
   const dir = tempDir();
   const clock = new FakeClock();
   const old = new Database(join(dir, DATABASE_FILE));
@@ -258,13 +257,14 @@ test("version 15: a document's token ids and character map move out of its row, 
   old.close();
 
   const s = open(dir, { scheduler: clock });
-  assert.deepEqual(s.migrated, [15]);
+  assert.deepEqual(s.migrated, [15, 16]);
   assert.deepEqual(s.documents.tokens('read'), tokens);
   assert.deepEqual(s.documents.charMap('read'), charMap);
   assert.equal(s.documents.tokens('unread'), null);
   assert.equal(s.documents.require('read').tokens, 3);
   const columns = (s.db.prepare(`PRAGMA table_info(documents)`).all() as { name: string }[]).map((c) => c.name);
   assert.ok(!columns.includes('tokens') && !columns.includes('char_map'), columns.join(', '));
+  assert.ok(!columns.includes('model_fingerprint'), 'version 16: the unused column is gone');
   // Deleting the document deletes its tokens too.
   s.documents.delete('read');
   assert.equal(s.db.prepare(`SELECT COUNT(*) FROM document_tokens`).pluck().get(), 0);
@@ -667,7 +667,6 @@ test('documents: create, content, cache and statistics round trip', () => {
   const first = s.documents.saveCache(created.id, {
     kvPath: '/cache/a.kv',
     modelId: 'qwen',
-    modelFingerprint: 'fp1',
     compression: { method: 'ada-snapkv', budget: 0.2, alpha: 0.2, window: 32, kernel: 7 },
     kvBytesFull: 5_000_000_000,
     kvBytesKept: 1_000_000_000,
@@ -683,7 +682,6 @@ test('documents: create, content, cache and statistics round trip', () => {
   assert.equal(d.tokens, 10_000);
   assert.equal(d.kvPath, '/cache/a.kv');
   assert.equal(d.modelId, 'qwen');
-  assert.equal(d.modelFingerprint, 'fp1');
   assert.equal(d.sha256, 'cd'.repeat(32));
   assert.equal(d.kvBytesFull, 5_000_000_000);
   assert.deepEqual(d.compression, { method: 'ada-snapkv', budget: 0.2, alpha: 0.2, window: 32, kernel: 7 });
@@ -712,7 +710,6 @@ test('documents: create, content, cache and statistics round trip', () => {
   const second = r.documents.saveCache(created.id, {
     kvPath: '/cache/b.kv',
     modelId: 'qwen',
-    modelFingerprint: 'fp1',
     compression: { method: 'snapkv', budget: 0.1, alpha: 1, window: 16, kernel: 5 },
     kvBytesFull: 5,
     kvBytesKept: 1,
@@ -750,7 +747,6 @@ test('documents: invalid input is refused without partial writes; unknown ids ar
       s.documents.saveCache(id, {
         kvPath: '/x',
         modelId: 'm',
-        modelFingerprint: 'f',
         compression: { ...DEFAULT_SETTINGS.compression, kernel: 4 },
         kvBytesFull: 1,
         kvBytesKept: 1,

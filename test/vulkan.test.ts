@@ -49,8 +49,6 @@ const ops = [
   'kv',
   'attention',
   'window_scores',
-  'topk_per_head',
-  'top_tokens',
 ];
 
 function notBuilt(): string | false {

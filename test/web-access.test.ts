@@ -17,7 +17,7 @@ import { connectApi } from '../electron/api/ws-client.ts';
 import { normalizeOrigin, parseOriginList, SESSION_COOKIE_PREFIX } from '../electron/web/access.ts';
 import { AllowedFolders, parseAllowDirs } from '../electron/web/allowed-folders.ts';
 import { API_TOKEN_ENV, API_TOKEN_FILE, resolveApiToken } from '../electron/web/api-token.ts';
-import type { OpenAiBackend } from '../electron/web/openai.ts';
+import type { OpenAiBackend } from '../electron/api/openai.ts';
 import { startWebHost, type WebHost } from '../electron/web/server.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'folio-web-access-'));

@@ -16,7 +16,7 @@ import {
   UPLOAD_ROUTE,
 } from '../electron/api/contract.ts';
 import { Dispatcher, EventBus, type Handlers } from '../electron/api/dispatcher.ts';
-import type { OpenAiBackend } from '../electron/web/openai.ts';
+import type { OpenAiBackend } from '../electron/api/openai.ts';
 import { startWebHost, type WebHost } from '../electron/web/server.ts';
 import { rawRequest } from './helpers/raw-http.ts';
 

@@ -13,7 +13,7 @@ import { ApiError, type Settings } from '../electron/api/contract.ts';
 import { Dispatcher, EventBus, type Handlers } from '../electron/api/dispatcher.ts';
 import { connectApi } from '../electron/api/ws-client.ts';
 import { startWebHost } from '../electron/web/server.ts';
-import type { OpenAiBackend } from '../electron/web/openai.ts';
+import type { OpenAiBackend } from '../electron/api/openai.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'folio-web-'));
 process.on('exit', () => rmSync(dir, { recursive: true, force: true }));

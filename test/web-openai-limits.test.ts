@@ -10,7 +10,7 @@ import { join } from 'node:path';
 
 import type { EngineParams } from '../electron/engine/protocol.ts';
 import { createAppCore, type AppCore } from '../electron/services/app-core.ts';
-import { ChatCompletionRequest } from '../electron/web/openai.ts';
+import { ChatCompletionRequest } from '../electron/api/openai.ts';
 import { missing, sharedModel } from './helpers/shared.ts';
 
 const model = sharedModel('stories260K.gguf');

@@ -4,7 +4,7 @@
 import { ApiError } from '../api/contract.ts';
 import { readGgufHeader } from '../models/gguf-header.ts';
 import type { Storage } from '../storage/index.ts';
-import { contentText, type ChatCompletionRequest, type CompletionResult, type OpenAiBackend } from '../web/openai.ts';
+import { contentText, type ChatCompletionRequest, type CompletionResult, type OpenAiBackend } from '../api/openai.ts';
 import type { Message } from './chat-format.ts';
 import { ConversationSession, generateAnswer, type AnswerOptions } from './conversation.ts';
 import type { DocumentReader } from './documents/reader.ts';

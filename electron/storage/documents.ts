@@ -37,7 +37,6 @@ export interface NewDocument {
 /** A document's row: the contract's summary plus what only the core needs. */
 export interface DocumentRecord extends DocumentSummary {
   sha256: string | null;
-  modelFingerprint: string | null;
   /** What the cache's prefix was made from besides the document (the system prompt's hash); null: unknown. */
   prefixKey: string | null;
   /** The saved KV cache file, or null when there is none. */
@@ -74,8 +73,6 @@ export interface DocumentRead {
 export interface SavedCache {
   kvPath: string;
   modelId: string;
-  /** A column of an earlier design: nothing reads it and the app no longer writes it (modelId names the file). */
-  modelFingerprint?: string | null;
   /** What the prefix was made from besides the document (see DocumentRecord.prefixKey). */
   prefixKey?: string | null;
   compression: CompressionSettings;
@@ -104,7 +101,6 @@ interface Row {
   page_count: number;
   token_count: number;
   model_id: string | null;
-  model_fingerprint: string | null;
   prefix_key: string | null;
   compression: string | null;
   kv_path: string | null;
@@ -117,7 +113,7 @@ interface Row {
 }
 
 const COLUMNS = `id, title, kind, file_name, file_sha256, status, error, error_code, created_at, updated_at, page_count, token_count,
-  model_id, model_fingerprint, prefix_key, compression, kv_path, kv_bytes_full, kv_bytes_kept, context_tokens, read_note,
+  model_id, prefix_key, compression, kv_path, kv_bytes_full, kv_bytes_kept, context_tokens, read_note,
   read_first, read_last`;
 
 function toRecord(r: Row): DocumentRecord {
@@ -141,7 +137,6 @@ function toRecord(r: Row): DocumentRecord {
     readNote: r.read_note,
     readPages: r.read_first === null || r.read_last === null ? null : [r.read_first, r.read_last],
     sha256: r.file_sha256,
-    modelFingerprint: r.model_fingerprint,
     prefixKey: r.prefix_key,
     kvPath: r.kv_path,
     updatedAt: r.updated_at,
@@ -276,7 +271,7 @@ export class DocumentsRepo {
     this.selectTokens = db.prepare(`SELECT tokens FROM document_tokens WHERE document_id = ?`).pluck();
     this.selectCharMap = db.prepare(`SELECT char_map FROM document_tokens WHERE document_id = ?`).pluck();
     this.setCache = db.prepare(
-      `UPDATE documents SET kv_path = @kvPath, model_id = @modelId, model_fingerprint = @modelFingerprint,
+      `UPDATE documents SET kv_path = @kvPath, model_id = @modelId,
          prefix_key = @prefixKey, compression = @compression, kv_bytes_full = @kvBytesFull, kv_bytes_kept = @kvBytesKept, context_tokens = @contextTokens,
          read_note = @readNote, status = @status, error = NULL, error_code = NULL, updated_at = @now WHERE id = @id`,
     );
@@ -450,7 +445,6 @@ export class DocumentsRepo {
           id,
           kvPath: cache.kvPath,
           modelId: cache.modelId,
-          modelFingerprint: cache.modelFingerprint ?? null,
           prefixKey: cache.prefixKey ?? null,
           compression: JSON.stringify(compression.data),
           kvBytesFull: cache.kvBytesFull,

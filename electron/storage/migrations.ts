@@ -296,6 +296,15 @@ export const migrations: readonly Migration[] = [
       `);
     },
   },
+  {
+    version: 16,
+    name: 'no model fingerprint',
+    up(db) {
+      // A column of an earlier design that nothing wrote or read: the model a cache was made with is its
+      // model_id (the library's model, which names the file).
+      db.exec(`ALTER TABLE documents DROP COLUMN model_fingerprint;`);
+    },
+  },
 ];
 
 export const LATEST_VERSION = migrations[migrations.length - 1].version;

@@ -3,65 +3,9 @@
 // speaks the protocol: request validation, the response and chunk shapes, OpenAI-style error bodies.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { randomUUID } from 'node:crypto';
-import { z } from 'zod';
 
-import { MAX_GENERATE_TOKENS } from '../api/contract.ts';
+import { ChatCompletionRequest, type OpenAiBackend } from '../api/openai.ts';
 import { statusOfCode } from './http-error.ts';
-
-const ContentPart = z.object({ type: z.string(), text: z.string().optional() }).passthrough();
-const ChatMessage = z
-  .object({
-    role: z.enum(['system', 'developer', 'user', 'assistant']),
-    content: z.union([z.string(), z.array(ContentPart), z.null()]),
-  })
-  .passthrough();
-
-export const ChatCompletionRequest = z
-  .object({
-    model: z.string().min(1),
-    messages: z.array(ChatMessage).min(1),
-    stream: z.boolean().optional(),
-    temperature: z.number().min(0).max(2).optional(),
-    top_p: z.number().gt(0).max(1).optional(),
-    max_tokens: z
-      .number()
-      .int()
-      .min(1)
-      .max(MAX_GENERATE_TOKENS, `at most ${MAX_GENERATE_TOKENS} tokens can be generated at once`)
-      .optional(),
-    max_completion_tokens: z
-      .number()
-      .int()
-      .min(1)
-      .max(MAX_GENERATE_TOKENS, `at most ${MAX_GENERATE_TOKENS} tokens can be generated at once`)
-      .optional(),
-    seed: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional(),
-    stop: z.union([z.string(), z.array(z.string()).max(4)]).optional(),
-    /** Folio's extension: answer over a stored, compressed document (an id from the documents API). */
-    document_id: z.string().min(1).optional(),
-  })
-  .passthrough();
-export type ChatCompletionRequest = z.infer<typeof ChatCompletionRequest>;
-
-/** The text of a message's content (string or text parts). */
-export function contentText(content: z.infer<typeof ChatMessage>['content']): string {
-  if (content === null) return '';
-  if (typeof content === 'string') return content;
-  return content.map((p) => (p.type === 'text' ? (p.text ?? '') : '')).join('');
-}
-
-export interface CompletionResult {
-  model: string;
-  text: string;
-  finishReason: 'stop' | 'length';
-  promptTokens: number;
-  completionTokens: number;
-}
-
-export interface OpenAiBackend {
-  listModels(): Promise<{ id: string; created: number; owned_by: string }[]>;
-  complete(req: ChatCompletionRequest, onDelta: (text: string) => void, signal: AbortSignal): Promise<CompletionResult>;
-}
 
 /** An error in OpenAI's shape: { error: { message, type, param, code } }. */
 export class OpenAiError extends Error {

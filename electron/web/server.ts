@@ -30,12 +30,13 @@ import {
   UPLOAD_ROUTE,
 } from '../api/contract.ts';
 import { toApiError, type Dispatcher } from '../api/dispatcher.ts';
+import type { OpenAiBackend } from '../api/openai.ts';
 import { checkPaths, type PathPolicy } from '../api/path-policy.ts';
 import { AccessPolicy, type Caller, corsHeaders, TOKEN_QUERY_PARAM } from './access.ts';
 import { AllowedFolders } from './allowed-folders.ts';
 import { discardBody, readJsonBody } from './body.ts';
 import { HttpError, statusOf } from './http-error.ts';
-import { handleChatCompletions, handleModels, OpenAiError, sendOpenAiError, type OpenAiBackend } from './openai.ts';
+import { handleChatCompletions, handleModels, OpenAiError, sendOpenAiError } from './openai.ts';
 import { decodePath, parseTarget, securityHeaderLines, setSecurityHeaders } from './request-guard.ts';
 import { prepareUploadDir, receiveUpload } from './upload.ts';
 

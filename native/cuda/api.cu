@@ -235,8 +235,6 @@ FOLIO_EXPORT int folio_gpu_open(uint32_t abi_version, int32_t device, folio_gpu_
   api->kv_append = FOLIO_ON_DEVICE(kv_append);
   api->attention = FOLIO_ON_DEVICE(attention);
   api->window_scores = FOLIO_ON_DEVICE(window_scores);
-  api->topk_per_head = FOLIO_ON_DEVICE(topk_per_head);
-  api->top_tokens = FOLIO_ON_DEVICE(top_tokens);
   api->kv_gather = FOLIO_ON_DEVICE(kv_gather);
   api->geglu = FOLIO_ON_DEVICE(geglu);
   api->scale = FOLIO_ON_DEVICE(scale);

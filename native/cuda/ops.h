@@ -45,10 +45,8 @@ int kv_gather(const folio_gpu_kv_layer* src, const folio_gpu_kv_layer* dst, cons
 // attention.cu (flash-style causal prefill and variable-length decode)
 int attention(const float* q, const folio_gpu_kv_layer* layer, int32_t m, int32_t n_head, int32_t n_swa, float* out);
 
-// scoring.cu (the SnapKV window scores and the Ada-KV selection)
+// scoring.cu (the SnapKV window scores)
 int window_scores(const float* qw, const folio_gpu_kv_layer* layer, int32_t n_head, int32_t L, int32_t w,
                   int32_t kernel, float* attn, float* score);
-int topk_per_head(const float* score, int32_t n_head_kv, int32_t n, int64_t k, int32_t* won);
-int top_tokens(const float* score, int32_t n_head_kv, int32_t n, const int32_t* caps, int32_t* out);
 
 }  // namespace folio::cuda

@@ -1,15 +1,10 @@
-// The SnapKV window scores (kv/scorer.cc) and the Ada-KV selections (kv/allocator.cc) on the device.
+// The SnapKV window scores (kv/scorer.cc) on the device; the selections from them run on the host (kv::Compressor).
 //
 // Window scores take three passes over the keys. (1) Per window row (query head, window query) the max
 // and the sum of exp(score − max) over the visible keys, for slices of the keys in parallel (online
 // softmax inside a slice), merged per row into the max and 1/sum. (2) Per key, the probabilities of all
 // G·w rows of its KV head, summed in double (as the CPU does) and scaled by 1/(G·w). (3) Max-pooling.
 //
-// The selections find an exact k-th element by radix select. Every element gets a 64-bit composite that
-// orders it as the CPU's comparison does: the score's order-preserving bit pattern (−0 and +0 alike, since
-// they compare equal) above the complement of its tie-break index. All composites differ, so the k best
-// elements are exactly those whose composite is at least the k-th largest, which eight passes of 8-bit
-// digit histograms find.
 #include <cuda_fp16.h>
 
 #include <cmath>
@@ -23,55 +18,7 @@ namespace folio::cuda {
 
 namespace {
 
-// ---- helpers shared by host and device (checked against the CPU functions on the host) ----
-
-// An unsigned key that orders floats as their values: larger value, larger key; −0 maps as +0 (the CPU
-// compares with != and >, under which they are equal). Finite inputs assumed.
-__host__ __device__ inline uint32_t order_key(float x) {
-  if (x == 0.0f) x = 0.0f;  // −0 → +0
-  uint32_t u;
-#ifdef __CUDA_ARCH__
-  u = __float_as_uint(x);
-#else
-  std::memcpy(&u, &x, 4);
-#endif
-  return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
-}
-
-// The composite of an element: larger is better. `tie` is the tie-break index, lower winning: the token
-// index for top_tokens, token·Hk + head for the global top k (lower token, then lower head).
-__host__ __device__ inline uint64_t composite(float score, uint32_t tie) {
-  return (uint64_t(order_key(score)) << 32) | uint64_t(~tie);
-}
-
-// Radix-select state of one segment (the whole [Hk, n] matrix, or one head's row).
-struct SelectState {
-  uint64_t prefix;     // the settled digits of the k-th largest composite
-  uint64_t mask;       // which bits of prefix are settled
-  uint64_t remaining;  // its rank (1-based, from the largest) among the elements matching prefix; 0: select none
-};
-
-constexpr int kDigitBits = 8, kBins = 1 << kDigitBits;
-constexpr int kPasses = 64 / kDigitBits;
-
-// One digit: given the histogram of the digit at `shift` of the elements that match the prefix, the bin
-// holding the remaining-th largest; the rank is made relative to that bin.
-__host__ __device__ inline void select_step(const uint32_t* hist, SelectState& s, int shift) {
-  if (s.remaining == 0) return;
-  uint64_t above = 0;  // elements in higher bins
-  for (int b = kBins - 1; b >= 0; b--) {
-    if (above + hist[b] >= s.remaining) {
-      s.remaining -= above;
-      s.prefix |= uint64_t(b) << shift;
-      s.mask |= uint64_t(kBins - 1) << shift;
-      return;
-    }
-    above += hist[b];
-  }
-}
-
-// Whether an element is among the selected, once every digit is settled.
-__host__ __device__ inline bool selected(const SelectState& s, uint64_t c) { return s.remaining > 0 && c >= s.prefix; }
+// ---- helpers ----
 
 // Max-pooling at j of x [n]: the max over [j − kernel/2, j + kernel/2] ∩ [0, n), as kv::max_pool.
 __host__ __device__ inline float pool_at(const float* x, int64_t n, int64_t j, int kernel) {
@@ -250,151 +197,6 @@ __global__ void __launch_bounds__(kThreads)
   score[int64_t(g) * n + j] = pool_at(attn + int64_t(g) * L, n, j, kernel);
 }
 
-// ---- selections ----
-
-constexpr int kSelThreads = 256;
-constexpr int kScanTile = 4 * kSelThreads;  // tokens per block of top_tokens' compaction, 4 per thread
-
-// The composite of element (g, j): per head (top_tokens) or across heads (topk_per_head).
-__device__ __forceinline__ uint64_t element(const float* score, int32_t n, int32_t Hk, bool per_head, int g,
-                                            int32_t j) {
-  const float x = score[int64_t(g) * n + j];
-  return composite(x, per_head ? uint32_t(j) : uint32_t(j) * uint32_t(Hk) + uint32_t(g));
-}
-
-// Histogram of the digit at `shift` of the elements matching their segment's prefix: grid (bx, Hk),
-// segment = the head (per_head) or 0. hist: [segments, kBins], zero before the pass.
-__global__ void __launch_bounds__(kSelThreads)
-    select_hist_kernel(const float* score, int32_t n, int32_t Hk, bool per_head, const SelectState* st, uint32_t* hist,
-                       int shift) {
-  __shared__ uint32_t h[kBins];  // [bins] this block's counts
-  for (int b = threadIdx.x; b < kBins; b += blockDim.x) h[b] = 0;
-  __syncthreads();
-  const int g = blockIdx.y, seg = per_head ? g : 0;
-  const SelectState s = st[seg];
-  if (s.remaining > 0)
-    for (int64_t j = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; j < n; j += int64_t(gridDim.x) * blockDim.x) {
-      const uint64_t c = element(score, n, Hk, per_head, g, int32_t(j));
-      if ((c & s.mask) == s.prefix) atomicAdd(&h[(c >> shift) & (kBins - 1)], 1u);
-    }
-  __syncthreads();
-  for (int b = threadIdx.x; b < kBins; b += blockDim.x)
-    if (h[b]) atomicAdd(&hist[seg * kBins + b], h[b]);
-}
-
-// Settles the digit at `shift` of each segment (one block each) and clears its histogram for the next pass.
-__global__ void __launch_bounds__(kBins) select_digit_kernel(SelectState* st, uint32_t* hist, int shift) {
-  __shared__ uint32_t h[kBins];
-  const int seg = blockIdx.x;
-  for (int b = threadIdx.x; b < kBins; b += blockDim.x) {
-    h[b] = hist[seg * kBins + b];
-    hist[seg * kBins + b] = 0;
-  }
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    SelectState s = st[seg];
-    select_step(h, s, shift);
-    st[seg] = s;
-  }
-}
-
-// topk_per_head: won[g] += the selected elements of head g. grid (bx, Hk).
-__global__ void __launch_bounds__(kSelThreads)
-    select_count_kernel(const float* score, int32_t n, int32_t Hk, const SelectState* st, uint32_t* won) {
-  __shared__ uint32_t total;
-  if (threadIdx.x == 0) total = 0;
-  __syncthreads();
-  const int g = blockIdx.y;
-  const SelectState s = st[0];
-  uint32_t cnt = 0;
-  for (int64_t j = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; j < n; j += int64_t(gridDim.x) * blockDim.x)
-    cnt += selected(s, element(score, n, Hk, false, g, int32_t(j))) ? 1u : 0u;
-  atomicAdd(&total, cnt);
-  __syncthreads();
-  if (threadIdx.x == 0 && total) atomicAdd(&won[g], total);
-}
-
-// The selected flags of the 4 consecutive tokens of this thread in block tile b: bits 0..3.
-__device__ __forceinline__ unsigned tile_flags(const float* score, int32_t n, int g, const SelectState& s, int32_t j) {
-  unsigned f = 0;
-  for (int e = 0; e < 4; e++)
-    if (j + e < n && selected(s, element(score, n, 0, true, g, j + e))) f |= 1u << e;
-  return f;
-}
-
-// top_tokens, compaction step 1: selected tokens per tile. grid (tiles, Hk); counts: [Hk, tiles].
-__global__ void __launch_bounds__(kSelThreads)
-    tokens_count_kernel(const float* score, int32_t n, const SelectState* st, int64_t* counts) {
-  __shared__ uint32_t total;
-  if (threadIdx.x == 0) total = 0;
-  __syncthreads();
-  const int g = blockIdx.y;
-  const int32_t j = int32_t(blockIdx.x) * kScanTile + 4 * int32_t(threadIdx.x);
-  atomicAdd(&total, uint32_t(__popc(tile_flags(score, n, g, st[g], j))));
-  __syncthreads();
-  if (threadIdx.x == 0) counts[int64_t(g) * gridDim.x + blockIdx.x] = total;
-}
-
-// Step 2: counts become each tile's first output index, start[g] + the tiles before. One thread per head.
-__global__ void tokens_scan_kernel(int64_t* counts, const int64_t* start, int32_t Hk, int32_t tiles) {
-  const int g = blockIdx.x * blockDim.x + threadIdx.x;
-  if (g >= Hk) return;
-  int64_t at = start[g];
-  for (int32_t b = 0; b < tiles; b++) {
-    const int64_t c = counts[int64_t(g) * tiles + b];
-    counts[int64_t(g) * tiles + b] = at;
-    at += c;
-  }
-}
-
-// Step 3: each tile writes its selected tokens in order from its first index. grid (tiles, Hk).
-__global__ void __launch_bounds__(kSelThreads)
-    tokens_write_kernel(const float* score, int32_t n, const SelectState* st, const int64_t* first, int32_t* out) {
-  __shared__ uint32_t warp_total[kSelThreads / 32];
-  const int g = blockIdx.y;
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  const int32_t j = int32_t(blockIdx.x) * kScanTile + 4 * int32_t(threadIdx.x);
-  const unsigned f = tile_flags(score, n, g, st[g], j);
-  const uint32_t mine = __popc(f);
-  // Exclusive scan of the threads' counts: within the warp, then over the warps.
-  uint32_t incl = mine;
-  for (int o = 1; o < 32; o *= 2) {
-    const uint32_t y = __shfl_up_sync(0xffffffffu, incl, o);
-    if (lane >= o) incl += y;
-  }
-  if (lane == 31) warp_total[warp] = incl;
-  __syncthreads();
-  uint32_t before = incl - mine;
-  for (int w = 0; w < warp; w++) before += warp_total[w];
-  int32_t* o = out + first[int64_t(g) * gridDim.x + blockIdx.x] + before;
-  for (int e = 0; e < 4; e++)
-    if (f & (1u << e)) *o++ = j + e;
-}
-
-// Blocks for a grid-stride pass over n tokens of each head: about 8 tokens per thread.
-unsigned select_blocks(int32_t n) {
-  const int64_t b = (int64_t(n) + 8 * kSelThreads - 1) / (8 * kSelThreads);
-  return unsigned(b < 4096 ? b : 4096);
-}
-
-// The radix select of every segment: states st [segments] hold k in `remaining` on entry and the k-th
-// composite in `prefix` on exit; hist [segments, kBins] must be zero on entry (and is left zero).
-int radix_select(const char* what, const float* score, int32_t n, int32_t Hk, bool per_head, SelectState* st,
-                 uint32_t* hist) {
-  const int segments = per_head ? Hk : 1;
-  const dim3 grid{select_blocks(n), unsigned(Hk)};
-  for (int p = 0; p < kPasses; p++) {
-    const int shift = 64 - kDigitBits * (p + 1);
-    select_hist_kernel<<<grid, kSelThreads, 0, stream()>>>(score, n, Hk, per_head, st, hist, shift);
-    if (int e = check_launch(what)) return e;
-    select_digit_kernel<<<unsigned(segments), kBins, 0, stream()>>>(st, hist, shift);
-    if (int e = check_launch(what)) return e;
-  }
-  return 0;
-}
-
-size_t align_up(size_t x) { return (x + 255) / 256 * 256; }
-
 }  // namespace
 
 int window_scores(const float* qw, const folio_gpu_kv_layer* layer, int32_t n_head, int32_t L, int32_t w,
@@ -462,83 +264,6 @@ int window_scores(const float* qw, const folio_gpu_kv_layer* layer, int32_t n_he
     ws_pool_kernel<<<grid3, kThreads, 0, stream()>>>(attn, score, L, n, kernel);
     if (int e = check_launch("window_scores (max pool)")) return e;
   }
-  return 0;
-}
-
-int topk_per_head(const float* score, int32_t n_head_kv, int32_t n, int64_t k, int32_t* won) {
-  const int Hk = n_head_kv;
-  if (Hk <= 0) return 0;
-  const int64_t total = int64_t(Hk) * (n > 0 ? n : 0);
-  if (k <= 0 || total == 0 || k >= total) {  // none, or every element: no selection needed
-    for (int g = 0; g < Hk; g++) won[g] = k <= 0 || total == 0 ? 0 : n;
-    return 0;
-  }
-  if (total > 0xffffffffLL) return fail("topk_per_head", "more than 2^32 scores");
-  if (Hk > 65535) return fail("topk_per_head", "too many KV heads");
-  // Scratch: the state [1], the histogram [kBins], the counts [Hk].
-  const size_t hist_at = align_up(sizeof(SelectState)), won_at = hist_at + align_up(kBins * sizeof(uint32_t));
-  char* buf = static_cast<char*>(scratch(Scratch::Select, won_at + size_t(Hk) * sizeof(uint32_t)));
-  if (!buf) return 1;
-  auto* st = reinterpret_cast<SelectState*>(buf);
-  auto* hist = reinterpret_cast<uint32_t*>(buf + hist_at);
-  auto* won_dev = reinterpret_cast<uint32_t*>(buf + won_at);
-  const SelectState init{0, 0, uint64_t(k)};
-  cudaError_t ce = cudaMemcpyAsync(st, &init, sizeof init, cudaMemcpyHostToDevice, stream());
-  if (ce == cudaSuccess)
-    ce = cudaMemsetAsync(buf + hist_at, 0, won_at - hist_at + size_t(Hk) * sizeof(uint32_t), stream());
-  if (ce != cudaSuccess) return fail("topk_per_head", ce);
-  if (int e = radix_select("topk_per_head", score, n, Hk, false, st, hist)) return e;
-  select_count_kernel<<<dim3{select_blocks(n), unsigned(Hk)}, kSelThreads, 0, stream()>>>(score, n, Hk, st, won_dev);
-  if (int e = check_launch("topk_per_head")) return e;
-  // won_dev holds counts below 2^31 (each at most n): the same bits as int32.
-  ce = cudaMemcpyAsync(won, won_dev, size_t(Hk) * sizeof(uint32_t), cudaMemcpyDeviceToHost, stream());
-  if (ce == cudaSuccess) ce = cudaStreamSynchronize(stream());
-  if (ce != cudaSuccess) return fail("topk_per_head", ce);
-  return 0;
-}
-
-int top_tokens(const float* score, int32_t n_head_kv, int32_t n, const int32_t* caps, int32_t* out) {
-  const int Hk = n_head_kv;
-  if (Hk <= 0 || n <= 0) return 0;
-  if (Hk > 65535) return fail("top_tokens", "too many KV heads");
-  // Per head: k = caps[g] clamped to [0, n] (as kv::top_tokens), written from start[g] = Σ_{g' < g} caps[g'].
-  std::vector<SelectState> init(static_cast<size_t>(Hk));
-  std::vector<int64_t> start(static_cast<size_t>(Hk));
-  int64_t at = 0, selecting = 0;
-  for (int g = 0; g < Hk; g++) {
-    const int64_t c = caps[g] < 0 ? 0 : caps[g] > n ? n : caps[g];
-    init[size_t(g)] = SelectState{0, 0, uint64_t(c)};
-    start[size_t(g)] = at;
-    at += caps[g];
-    selecting += c;
-  }
-  if (selecting == 0) return 0;
-  const int32_t tiles = int32_t((int64_t(n) + kScanTile - 1) / kScanTile);
-  // Scratch: states [Hk], histograms [Hk, kBins], start [Hk], tile counts [Hk, tiles].
-  const size_t hist_at = align_up(size_t(Hk) * sizeof(SelectState));
-  const size_t start_at = hist_at + align_up(size_t(Hk) * kBins * sizeof(uint32_t));
-  const size_t counts_at = start_at + align_up(size_t(Hk) * sizeof(int64_t));
-  char* buf = static_cast<char*>(scratch(Scratch::Select, counts_at + size_t(Hk) * size_t(tiles) * sizeof(int64_t)));
-  if (!buf) return 1;
-  auto* st = reinterpret_cast<SelectState*>(buf);
-  auto* hist = reinterpret_cast<uint32_t*>(buf + hist_at);
-  auto* start_dev = reinterpret_cast<int64_t*>(buf + start_at);
-  auto* counts = reinterpret_cast<int64_t*>(buf + counts_at);
-  // From pageable memory: staged before cudaMemcpyAsync returns, so the vectors may go.
-  cudaError_t ce = cudaMemcpyAsync(st, init.data(), size_t(Hk) * sizeof(SelectState), cudaMemcpyHostToDevice, stream());
-  if (ce == cudaSuccess)
-    ce = cudaMemcpyAsync(start_dev, start.data(), size_t(Hk) * sizeof(int64_t), cudaMemcpyHostToDevice, stream());
-  if (ce == cudaSuccess) ce = cudaMemsetAsync(hist, 0, size_t(Hk) * kBins * sizeof(uint32_t), stream());
-  if (ce != cudaSuccess) return fail("top_tokens", ce);
-  if (int e = radix_select("top_tokens", score, n, Hk, true, st, hist)) return e;
-  const dim3 grid{unsigned(tiles), unsigned(Hk)};
-  tokens_count_kernel<<<grid, kSelThreads, 0, stream()>>>(score, n, st, counts);
-  if (int e = check_launch("top_tokens")) return e;
-  tokens_scan_kernel<<<unsigned((Hk + 127) / 128), 128, 0, stream()>>>(counts, start_dev, Hk, tiles);
-  if (int e = check_launch("top_tokens")) return e;
-  tokens_write_kernel<<<grid, kSelThreads, 0, stream()>>>(score, n, st, counts, out);
-  if (int e = check_launch("top_tokens")) return e;
-  // The vectors were staged by the copies above; nothing queued reads host memory.
   return 0;
 }
 

@@ -4,7 +4,7 @@
 // same cases.
 //   backend-ops [--seed S] [--op NAME[,NAME...]] [--backend cpu|gpu] [--quick]
 // NAME: matmul get_rows rms_norm rope swiglu geglu add scale add_bias kv (append and compaction through a KV store)
-// attention window_scores topk_per_head top_tokens. Without --backend: the CPU, then the GPU if usable.
+// attention window_scores. Without --backend: the CPU, then the GPU if usable.
 // --quick: every op still runs, with fewer and smaller cases where they cost (matmul: each weight type
 // through both kernels at every row count, no 4096×4096 matrices; attention: shorter caches, one long
 // document; window_scores: L ≤ 1030), for slow devices such as a software Vulkan in CI.
@@ -810,84 +810,6 @@ void test_window_scores() {
     }
 }
 
-// Scores [Hk][n]: continuous (non-negative, like window scores), or drawn from three values (ties
-// everywhere), or all equal.
-std::vector<std::vector<float>> random_scores(int Hk, int32_t n, int kind) {
-  std::vector<std::vector<float>> s(static_cast<size_t>(Hk), std::vector<float>(static_cast<size_t>(n)));
-  std::uniform_real_distribution<float> ud(0.0f, 1.0f);
-  const float few[3] = {0.125f, 0.5f, 0.75f};
-  for (auto& row : s)
-    for (auto& x : row) x = kind == 0 ? ud(rng) : kind == 1 ? few[rand_int(0, 2)] : 0.25f;
-  return s;
-}
-const char* kScoreKinds[] = {"distinct", "ties", "equal"};
-
-void test_topk_per_head() {
-  const int32_t shapes[][2] = {{1, 1}, {1, 50}, {4, 37}, {2, 1000}, {8, 4093}, {8, 20000}};
-  for (const auto& sh : shapes)
-    for (int kind = 0; kind < 3; kind++) {
-      const int Hk = sh[0];
-      const int32_t n = sh[1];
-      const int64_t all = int64_t(Hk) * n;
-      std::vector<int64_t> ks{0, 1, std::min<int64_t>(all, all / 3 + rand_int(1, 7)), all};
-      if (kind == 2) ks = {all / 2};
-      std::sort(ks.begin(), ks.end());
-      ks.erase(std::unique(ks.begin(), ks.end()), ks.end());
-      for (int64_t k : ks) {
-        const std::string desc = strfmt("Hk=%d n=%d k=%lld %s", Hk, n, ll(k), kScoreKinds[kind]);
-        run_case("topk_per_head", desc, [&] {
-          const auto scores = random_scores(Hk, n, kind);
-          std::vector<float> flat;
-          for (const auto& r : scores) flat.insert(flat.end(), r.begin(), r.end());
-          const std::vector<int32_t> want = kv::global_topk_counts(scores, k);
-          std::vector<int32_t> won(size_t(Hk), -1);
-          Dev ds = up(flat);
-          BE->topk_per_head(ds.as<float>(), Hk, n, k, won.data());
-          sync();
-          size_t differ = 0;
-          for (int g = 0; g < Hk; g++) differ += won[size_t(g)] != want[size_t(g)];
-          report_exact("topk_per_head", desc, differ, size_t(Hk));
-        });
-      }
-    }
-}
-
-void test_top_tokens() {
-  const int32_t shapes[][2] = {{1, 1}, {1, 50}, {4, 37}, {2, 1000}, {8, 4093}, {8, 20000}};
-  for (const auto& sh : shapes)
-    for (int kind = 0; kind < 3; kind++)
-      for (int variant = 0; variant < 2; variant++) {
-        const int Hk = sh[0];
-        const int32_t n = sh[1];
-        // caps: random; in the first variant 0 for head 0 and n for the last (one head: 0, or n with ties)
-        std::vector<int32_t> caps(static_cast<size_t>(Hk));
-        for (int g = 0; g < Hk; g++) caps[size_t(g)] = rand_int(0, n);
-        if (variant == 0 && Hk == 1) caps[0] = kind == 1 ? n : 0;
-        if (variant == 0 && Hk > 1) caps[0] = 0, caps[size_t(Hk - 1)] = n;
-        std::string cs;
-        for (int32_t c : caps) cs += strfmt("%s%d", cs.empty() ? "" : ",", c);
-        if (cs.size() > 24) cs = cs.substr(0, 21) + "...";
-        const std::string desc = strfmt("Hk=%d n=%d %s caps=%s", Hk, n, kScoreKinds[kind], cs.c_str());
-        run_case("top_tokens", desc, [&] {
-          const auto scores = random_scores(Hk, n, kind);
-          std::vector<float> flat;
-          std::vector<int32_t> want;
-          for (int g = 0; g < Hk; g++) {
-            flat.insert(flat.end(), scores[size_t(g)].begin(), scores[size_t(g)].end());
-            const auto t = kv::top_tokens(scores[size_t(g)], caps[size_t(g)]);
-            want.insert(want.end(), t.begin(), t.end());
-          }
-          Dev ds = up(flat), dout(want.size() * 4);
-          BE->top_tokens(ds.as<float>(), Hk, n, caps.data(), dout.as<int32_t>());
-          sync();
-          const std::vector<int32_t> got = down<int32_t>(dout, want.size());
-          size_t differ = 0;
-          for (size_t i = 0; i < want.size(); i++) differ += got[i] != want[i];
-          report_exact("top_tokens", desc, differ, want.size());
-        });
-      }
-}
-
 // ---------------------------------------------------------------------------------------------------
 
 // Whether the GPU table has the entries an op of this suite calls ("kv": append and compaction).
@@ -904,8 +826,6 @@ bool gpu_has(const folio_gpu_api& a, const std::string& op) {
   if (op == "kv") return a.kv_append && a.kv_gather;
   if (op == "attention") return a.attention;
   if (op == "window_scores") return a.window_scores;
-  if (op == "topk_per_head") return a.topk_per_head;
-  if (op == "top_tokens") return a.top_tokens;
   return false;
 }
 
@@ -973,9 +893,7 @@ int main(int argc, char** argv) {
                     {"add_bias", test_add_bias},
                     {"kv", test_kv},
                     {"attention", test_attention},
-                    {"window_scores", test_window_scores},
-                    {"topk_per_head", test_topk_per_head},
-                    {"top_tokens", test_top_tokens}};
+                    {"window_scores", test_window_scores}};
   auto wanted = [&](const std::string& name) {
     if (only.empty()) return true;
     for (size_t b = 0; b <= only.size();) {

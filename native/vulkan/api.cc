@@ -97,7 +97,5 @@ extern "C" FOLIO_EXPORT int folio_gpu_open(uint32_t abi_version, int32_t device,
   api->attention = attention;
   api->kv_gather = kv_gather;
   api->window_scores = window_scores;
-  api->topk_per_head = topk_per_head;
-  api->top_tokens = top_tokens;
   return 0;
 }

@@ -1,6 +1,5 @@
 // The table's operations, one file per family: elementwise.cc, matmul.cc (and get_rows), kv.cc (the KV
-// cache's append and compaction, attention), scoring.cc (SnapKV window scores),
-// select.cc (the exact top-k selections).
+// cache's append and compaction, attention), scoring.cc (SnapKV window scores).
 #ifndef FOLIO_VULKAN_OPS_H
 #define FOLIO_VULKAN_OPS_H
 
@@ -27,8 +26,6 @@ int kv_append(const folio_gpu_kv_layer* layer, const float* k, const float* v, c
 int attention(const float* q, const folio_gpu_kv_layer* layer, int32_t m, int32_t n_head, int32_t n_swa, float* out);
 int window_scores(const float* qw, const folio_gpu_kv_layer* layer, int32_t n_head, int32_t L, int32_t w,
                   int32_t kernel, float* attn, float* score);
-int topk_per_head(const float* score, int32_t n_head_kv, int32_t n, int64_t k, int32_t* won_host);
-int top_tokens(const float* score, int32_t n_head_kv, int32_t n, const int32_t* caps_host, int32_t* out);
 // Forgets window_scores' scratch buffer (close frees every allocation).
 void release_scoring_scratch();
 // Forgets attention's scratch buffer (close frees every allocation).

@@ -63,18 +63,6 @@ const uint32_t kWsAttn[] =
 const uint32_t kWsPool[] =
 #include "ws_pool.spv.inc"
     ;
-const uint32_t kSelHist[] =
-#include "sel_hist.spv.inc"
-    ;
-const uint32_t kSelDigit[] =
-#include "sel_digit.spv.inc"
-    ;
-const uint32_t kSelCount[] =
-#include "sel_count.spv.inc"
-    ;
-const uint32_t kSelTokens[] =
-#include "sel_tokens.spv.inc"
-    ;
 
 struct Code {
   const uint32_t* words;
@@ -100,10 +88,6 @@ const Code kCode[size_t(Kernel::Count)] = {
     {kWsStats, sizeof kWsStats, "ws_stats"},
     {kWsAttn, sizeof kWsAttn, "ws_attn"},
     {kWsPool, sizeof kWsPool, "ws_pool"},
-    {kSelHist, sizeof kSelHist, "sel_hist"},
-    {kSelDigit, sizeof kSelDigit, "sel_digit"},
-    {kSelCount, sizeof kSelCount, "sel_count"},
-    {kSelTokens, sizeof kSelTokens, "sel_tokens"},
 };
 
 constexpr uint32_t kPushBytes = 128;

@@ -27,10 +27,6 @@ enum class Kernel {
   WsStats,
   WsAttn,
   WsPool,
-  SelHist,
-  SelDigit,
-  SelCount,
-  SelTokens,
   Count
 };
 

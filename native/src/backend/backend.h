@@ -116,10 +116,6 @@ class Backend {
   // tested against, and what a backend without a kernel of its own runs.
   virtual void watch_attention(const float* q, const KvStore& kv, int l, int64_t m, int n_head, int head_dim, Fold fold,
                                std::vector<std::vector<float>>& acc);
-  // The global top k of score [Hk, n], counted per head into won_host [Hk] (kv::global_topk_counts).
-  virtual void topk_per_head(const float* score, int n_head_kv, int32_t n, int64_t k, int32_t* won_host) = 0;
-  // Per head g the caps_host[g] best tokens of score[g, :], ascending, back to back in out (kv::top_tokens).
-  virtual void top_tokens(const float* score, int n_head_kv, int32_t n, const int32_t* caps_host, int32_t* out) = 0;
 
  protected:
   const std::atomic<bool>* stop_ = nullptr;

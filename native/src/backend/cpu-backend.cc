@@ -4,7 +4,6 @@
 #include <cstring>
 
 #include "core/error.h"
-#include "kv/allocator.h"
 #include "kv/scorer.h"
 #include "quant/quant.h"
 
@@ -157,25 +156,8 @@ class CpuBackend final : public Backend {
                        std::vector<std::vector<float>>& acc) override {
     cpu::watch_attention(pool_, scratch_, q, flat(kv), l, m, n_head, fold, acc);
   }
-  void topk_per_head(const float* score, int n_head_kv, int32_t n, int64_t k, int32_t* won_host) override {
-    const std::vector<int32_t> won = kv::global_topk_counts(rows(score, n_head_kv, n), k);
-    std::memcpy(won_host, won.data(), won.size() * sizeof(int32_t));
-  }
-  void top_tokens(const float* score, int n_head_kv, int32_t n, const int32_t* caps_host, int32_t* out) override {
-    for (int g = 0; g < n_head_kv; g++) {
-      const std::vector<int32_t> t =
-          kv::top_tokens(std::vector<float>(score + int64_t(g) * n, score + int64_t(g + 1) * n), caps_host[g]);
-      out = std::copy(t.begin(), t.end(), out);
-    }
-  }
 
  private:
-  static std::vector<std::vector<float>> rows(const float* x, int n_rows, int32_t n) {
-    std::vector<std::vector<float>> r(static_cast<size_t>(n_rows));
-    for (int g = 0; g < n_rows; g++) r[size_t(g)].assign(x + int64_t(g) * n, x + int64_t(g + 1) * n);
-    return r;
-  }
-
   ThreadPool& pool_;
   cpu::Scratch scratch_;
   bool reference_attention_;

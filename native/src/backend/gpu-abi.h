@@ -23,7 +23,7 @@ extern "C" {
 #endif
 
 /* 2: folio_gpu_rope.mscale; geglu and scale. 3: attention's n_swa; device_type, max_alloc_bytes */
-#define FOLIO_GPU_ABI_VERSION 3
+#define FOLIO_GPU_ABI_VERSION 4
 
 typedef struct {
   char name[256];   /* e.g. "NVIDIA H200" */
@@ -116,12 +116,6 @@ typedef struct {
    * clipped to the row).     attn: [Hk, L]; score: [Hk, L − w]. */
   int (*window_scores)(const float* qw, const folio_gpu_kv_layer* layer_host, int32_t n_head, int32_t L, int32_t w,
                        int32_t kernel, float* attn, float* score);
-  /* The global top k of score [Hk, n] (ties: lower token index first, then lower head), counted per head:
-   * won_host[g] = how many of the k are head g's. 0 ≤ k ≤ Hk·n. */
-  int (*topk_per_head)(const float* score, int32_t n_head_kv, int32_t n, int64_t k, int32_t* won_host);
-  /* Per head g, the caps_host[g] best tokens of score[g, :] (ties: lower index), ascending, written to
-   * out[start_host[g] ..] where start_host[g] = Σ_{g' < g} caps_host[g']. */
-  int (*top_tokens)(const float* score, int32_t n_head_kv, int32_t n, const int32_t* caps_host, int32_t* out);
   /* Compaction: dst head g's entries [0, cnt) become src head g's entries keep[start[g] .. start[g] + cnt)
    * (k, v and pos), cnt = start[g + 1] − start[g]; keep: device, start_host: host [Hk + 1]. src and dst
    * are different buffers with the same shapes and kv_type. */

@@ -144,12 +144,6 @@ class GpuBackend final : public Backend {
     }
     synchronize();  // `group` is freed here
   }
-  void topk_per_head(const float* score, int n_head_kv, int32_t n, int64_t k, int32_t* won_host) override {
-    run(op(api_.topk_per_head, "topk_per_head")(score, n_head_kv, n, k, won_host), "GPU top-k");
-  }
-  void top_tokens(const float* score, int n_head_kv, int32_t n, const int32_t* caps_host, int32_t* out) override {
-    run(op(api_.top_tokens, "top_tokens")(score, n_head_kv, n, caps_host, out), "GPU top tokens");
-  }
 
  private:
   void run(int rc, const char* what) const { gpu::check(api_, rc, what); }

@@ -81,8 +81,6 @@ std::string missing_operations(const folio_gpu_api& a) {
       {"kv_append", reinterpret_cast<const void*>(a.kv_append)},
       {"attention", reinterpret_cast<const void*>(a.attention)},
       {"window_scores", reinterpret_cast<const void*>(a.window_scores)},
-      {"topk_per_head", reinterpret_cast<const void*>(a.topk_per_head)},
-      {"top_tokens", reinterpret_cast<const void*>(a.top_tokens)},
       {"kv_gather", reinterpret_cast<const void*>(a.kv_gather)},
   };
   std::string missing;

@@ -228,29 +228,6 @@ int window_scores(const float* qw, const folio_gpu_kv_layer* L, int32_t n_head, 
   });
 }
 
-std::vector<std::vector<float>> rows_of(const float* score, int32_t H, int32_t n) {
-  std::vector<std::vector<float>> s(static_cast<size_t>(H));
-  for (int g = 0; g < H; g++) s[size_t(g)].assign(score + int64_t(g) * n, score + int64_t(g + 1) * n);
-  return s;
-}
-
-int topk_per_head(const float* score, int32_t H, int32_t n, int64_t k, int32_t* won) {
-  return guarded("topk_per_head", [&] {
-    const std::vector<int32_t> c = kv::global_topk_counts(rows_of(score, H, n), k);
-    std::copy(c.begin(), c.end(), won);
-  });
-}
-
-int top_tokens(const float* score, int32_t H, int32_t n, const int32_t* caps, int32_t* out) {
-  return guarded("top_tokens", [&] {
-    const auto rows = rows_of(score, H, n);
-    for (int g = 0; g < H; g++) {
-      const std::vector<int32_t> t = kv::top_tokens(rows[size_t(g)], caps[g]);
-      out = std::copy(t.begin(), t.end(), out);
-    }
-  });
-}
-
 int kv_gather(const folio_gpu_kv_layer* src, const folio_gpu_kv_layer* dst, const int32_t* keep, const int64_t* start) {
   const size_t es = src->kv_type == 1 ? 2 : 4, kb = size_t(src->head_dim) * es, vb = size_t(src->head_dim_v) * es;
   for (int g = 0; g < src->n_head_kv; g++)
@@ -299,8 +276,6 @@ extern "C" __attribute__((visibility("default"))) int folio_gpu_open(uint32_t ab
   api->kv_append = kv_append;
   api->attention = attention;
   api->window_scores = window_scores;
-  api->topk_per_head = topk_per_head;
-  api->top_tokens = top_tokens;
   api->kv_gather = kv_gather;
   return 0;
 }

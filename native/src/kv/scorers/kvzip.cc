@@ -1,7 +1,7 @@
 // KVzip (arXiv 2505.23416; docs/compression.md, "Scorers"): after a chunk is read, the model is asked to repeat it
 // and re-reads its tokens; an entry scores the largest attention any of those queries gave it (max over the
 // query group and the re-reading's positions), kept across chunks as the largest seen. The driver runs the
-// re-reading (forward/reread.h) and hands the result in as LayerView::seen.
+// re-reading (Context::reread, session/context.cc) and hands the result in as LayerView::seen.
 #include "kv/scorers/scorers.h"
 
 namespace folio::kv {
