@@ -882,18 +882,10 @@ int main(int argc, char** argv) {
     const char* name;
     void (*run)();
   };
-  const Op ops[] = {{"matmul", test_matmul},
-                    {"get_rows", test_get_rows},
-                    {"rms_norm", test_rms_norm},
-                    {"rope", test_rope},
-                    {"swiglu", test_swiglu},
-                    {"geglu", test_geglu},
-                    {"add", test_add},
-                    {"scale", test_scale},
-                    {"add_bias", test_add_bias},
-                    {"kv", test_kv},
-                    {"attention", test_attention},
-                    {"window_scores", test_window_scores}};
+  const Op ops[] = {{"matmul", test_matmul}, {"get_rows", test_get_rows},   {"rms_norm", test_rms_norm},
+                    {"rope", test_rope},     {"swiglu", test_swiglu},       {"geglu", test_geglu},
+                    {"add", test_add},       {"scale", test_scale},         {"add_bias", test_add_bias},
+                    {"kv", test_kv},         {"attention", test_attention}, {"window_scores", test_window_scores}};
   auto wanted = [&](const std::string& name) {
     if (only.empty()) return true;
     for (size_t b = 0; b <= only.size();) {
