@@ -22,7 +22,7 @@ import { spawnNodeHost } from '../electron/engine/spawn.ts';
 import { EventBus } from '../electron/api/dispatcher.ts';
 import { EngineManager } from '../electron/services/engine-manager.ts';
 import { missing, sharedModel, sharedReference } from './helpers/shared.ts';
-import { writeRandomModel } from './helpers/random-model.ts';
+import { SLOW_MODEL, writeRandomModel } from './helpers/random-model.ts';
 import { engineRejection } from './helpers/rejections.ts';
 
 const stories = sharedModel('stories260K.gguf');
@@ -73,16 +73,7 @@ function isAlive(pid: number): boolean {
 let client: EngineClient;
 
 before(async () => {
-  writeRandomModel(bigModel, {
-    nEmbd: 512,
-    nHead: 8,
-    nHeadKv: 4,
-    nFf: 1536,
-    nLayer: 4,
-    nCtx: 4096,
-    nVocab: 320,
-    seed: 7,
-  });
+  writeRandomModel(bigModel, SLOW_MODEL);
   writeRandomModel(smallModel, { nCtx: 2048, seed: 3 });
   client = newClient();
   await client.start();

@@ -13,13 +13,13 @@ import { createInterface } from 'node:readline';
 
 import { TEST_NO_DEATH_SIGNAL_ENV } from '../electron/engine/host-exit.ts';
 import { repoRoot } from './helpers/shared.ts';
-import { writeRandomModel } from './helpers/random-model.ts';
+import { SLOW_MODEL, writeRandomModel } from './helpers/random-model.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'folio-orphan-'));
 process.on('exit', () => rmSync(dir, { recursive: true, force: true }));
 /** Slow enough per token (~50 MB of F32 weights, one thread) that a 4000-token generation runs for minutes. */
 const model = join(dir, 'random.gguf');
-writeRandomModel(model, { nEmbd: 512, nHead: 8, nHeadKv: 4, nFf: 1536, nLayer: 4, nCtx: 4096, nVocab: 320, seed: 7 });
+writeRandomModel(model, SLOW_MODEL);
 
 /** Whether the process has ended. A zombie has ended too: it waits only for its new parent to reap it. */
 function hasExited(pid: number): boolean {

@@ -12,7 +12,7 @@ import type { EngineStatus } from '../electron/api/contract.ts';
 import { createAppCore, type AppCore } from '../electron/services/app-core.ts';
 import { EngineClient, TEST_HOOKS_ENV, type EngineClientStatus } from '../electron/engine/client.ts';
 import { missing, repoRoot, sharedModel } from './helpers/shared.ts';
-import { writeRandomModel } from './helpers/random-model.ts';
+import { SLOW_MODEL, writeRandomModel } from './helpers/random-model.ts';
 import { engineRejection } from './helpers/rejections.ts';
 
 const stories = sharedModel('stories260K.gguf');
@@ -23,16 +23,7 @@ const smallModel = join(dir, 'small-random.gguf');
 writeRandomModel(smallModel, { nCtx: 512, seed: 5 });
 /** Slow per token (~50 MB of F32 weights, one thread): a long generation is still running seconds later. */
 const slowModel = join(dir, 'slow-random.gguf');
-writeRandomModel(slowModel, {
-  nEmbd: 512,
-  nHead: 8,
-  nHeadKv: 4,
-  nFf: 1536,
-  nLayer: 4,
-  nCtx: 4096,
-  nVocab: 320,
-  seed: 7,
-});
+writeRandomModel(slowModel, SLOW_MODEL);
 
 const hooks = { [TEST_HOOKS_ENV]: '1' };
 const clients: EngineClient[] = [];

@@ -11,34 +11,34 @@ import { missing, repoRoot, sharedModel } from './helpers/shared.ts';
 const model = sharedModel('needle-llama.gguf');
 const cases = sharedModel('needle-eval/dev.jsonl');
 
-test('passkey retrieval at 256 tokens, question-agnostic: full, snapkv and ada-snapkv at 36 tokens per head', {
-  skip: missing(model, cases),
-}, () => {
-  const r = spawnSync(
+/** `folio eval --suite SUITE` over the dev set's 256-token cases on needle-llama, in a 1,024-token context, as JSON. */
+function folioEval(suite: string, args: string[]) {
+  return spawnSync(
     process.execPath,
     [
       join(repoRoot, 'electron/cli/folio.mjs'),
       'eval',
       '--suite',
-      'niah',
+      suite,
       '--model',
       model,
       '--cases',
       cases,
-      '--tasks',
-      'passkey',
       '--lengths',
       '256',
-      '--methods',
-      'full,snapkv,ada-snapkv',
-      '--budgets',
-      '36',
       '--ctx',
       '1024',
       '--json',
+      ...args,
     ],
     { encoding: 'utf8' },
   );
+}
+
+test('passkey retrieval at 256 tokens, question-agnostic: full, snapkv and ada-snapkv at 36 tokens per head', {
+  skip: missing(model, cases),
+}, () => {
+  const r = folioEval('niah', ['--tasks', 'passkey', '--methods', 'full,snapkv,ada-snapkv', '--budgets', '36']);
   assert.equal(r.status, 0, r.stderr);
   const rows = JSON.parse(r.stdout).rows as { method: string; accuracy: number; cases: number; kept_ratio: number }[];
   const acc = Object.fromEntries(rows.map((x) => [x.method, x.accuracy]));
@@ -53,25 +53,7 @@ test('passkey retrieval at 256 tokens, question-agnostic: full, snapkv and ada-s
 test('folio eval --suite cite at 256 tokens: the attention cites the needle, the lexical fallback cannot', {
   skip: missing(model, cases),
 }, () => {
-  const r = spawnSync(
-    process.execPath,
-    [
-      join(repoRoot, 'electron/cli/folio.mjs'),
-      'eval',
-      '--suite',
-      'cite',
-      '--model',
-      model,
-      '--cases',
-      cases,
-      '--lengths',
-      '256',
-      '--ctx',
-      '1024',
-      '--json',
-    ],
-    { encoding: 'utf8' },
-  );
+  const r = folioEval('cite', []);
   assert.equal(r.status, 0, r.stderr);
   type Tally = { sentence_first: number; page_first: number; none: number; cases: number };
   const report = JSON.parse(r.stdout) as {

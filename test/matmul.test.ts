@@ -14,46 +14,15 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 
 import { loadAddon, type OpsBinding } from '../electron/engine/binding.ts';
+import { layout, T, WEIGHT_TYPES } from './helpers/ggml-types.ts';
 
 const ops: OpsBinding = loadAddon().ops;
 const isas = ops.isas();
 
-const T = {
-  F32: 0,
-  F16: 1,
-  Q4_0: 2,
-  Q4_1: 3,
-  Q5_0: 6,
-  Q5_1: 7,
-  Q8_0: 8,
-  Q2_K: 10,
-  Q3_K: 11,
-  Q4_K: 12,
-  Q5_K: 13,
-  Q6_K: 14,
-  IQ4_NL: 20,
-  IQ4_XS: 23,
-  BF16: 30,
-} as const;
-const NAME: Record<number, string> = Object.fromEntries(Object.entries(T).map(([k, v]) => [v, k]));
-const BLOCK: Record<number, number> = {
-  [T.F32]: 1,
-  [T.F16]: 1,
-  [T.BF16]: 1,
-  [T.Q4_0]: 32,
-  [T.Q4_1]: 32,
-  [T.Q5_0]: 32,
-  [T.Q5_1]: 32,
-  [T.Q8_0]: 32,
-  [T.Q4_K]: 256,
-  [T.Q5_K]: 256,
-  [T.Q6_K]: 256,
-  [T.Q2_K]: 256,
-  [T.Q3_K]: 256,
-  [T.IQ4_NL]: 32,
-  [T.IQ4_XS]: 256,
-};
-const TYPES = Object.values(T);
+const TYPES = WEIGHT_TYPES;
+const NAME = (type: number) => layout(type).name;
+const BLOCK = (type: number) => layout(type).block;
+
 const U = 2 ** -24;
 
 function prng(seed: number) {
@@ -92,7 +61,7 @@ interface Case {
 /** Weights: random normal rows quantized to `type` (varied magnitudes per row); activations likewise. */
 function makeCase(type: number, rows: number, blocks: number, n: number, seed: number): Case {
   const r = prng(seed);
-  const cols = blocks * BLOCK[type];
+  const cols = blocks * BLOCK(type);
   const wf = new Float32Array(rows * cols);
   for (let i = 0; i < rows; i++) wf.set(randomFloats(cols, r, 0.05 * (1 + (i % 7))), i * cols);
   const w = ops.quantize(type, wf, 'scalar');
@@ -109,7 +78,7 @@ function reference(type: number, c: Case) {
   );
   const wd = wRows.map((w) => ops.dequantize(type, w, c.cols, 'scalar'));
   const xd = xq.map((x) => ops.dequantize(xt, x, c.cols, 'scalar'));
-  const block = BLOCK[type] === 1 ? 1 : BLOCK[type];
+  const block = BLOCK(type) === 1 ? 1 : BLOCK(type);
   const wmag = wd.map((w) => {
     const out = new Float64Array(c.cols);
     for (let b = 0; b < c.cols; b += block) {
@@ -134,7 +103,7 @@ function reference(type: number, c: Case) {
 
 function checkClose(type: number, c: Case, got: Float32Array, ref: ReturnType<typeof reference>, what: string) {
   assert.equal(got.length, c.n * c.rows, `${what}: output length`);
-  const terms = BLOCK[type] === 1 ? c.cols : c.cols / BLOCK[type];
+  const terms = BLOCK(type) === 1 ? c.cols : c.cols / BLOCK(type);
   const f = 2 * (terms + 16) * U;
   for (let i = 0; i < got.length; i++) {
     const tol = f * ref.mag[i];
@@ -163,16 +132,16 @@ const FLOAT_COLS = [1, 7, 33, 100];
 
 describe('matmul: every ISA and path against vec_dot one (row, token) at a time', () => {
   for (const type of TYPES) {
-    test(`${NAME[type]}`, () => {
+    test(`${NAME(type)}`, () => {
       let seed = 100 * type + 1;
       const shapes: [number, number, number][] =
-        BLOCK[type] === 1 ? SHAPES.map(([rows, , n], i) => [rows, FLOAT_COLS[i % FLOAT_COLS.length], n]) : SHAPES;
+        BLOCK(type) === 1 ? SHAPES.map(([rows, , n], i) => [rows, FLOAT_COLS[i % FLOAT_COLS.length], n]) : SHAPES;
       for (const [rows, blocks, n] of shapes) {
         const c = makeCase(type, rows, blocks, n, seed++);
         const ref = reference(type, c);
         for (const isa of isas) {
           for (const threads of [1, 3]) {
-            const shape = `${NAME[type]} ${isa} rows=${rows} cols=${c.cols} n=${n} threads=${threads}`;
+            const shape = `${NAME(type)} ${isa} rows=${rows} cols=${c.cols} n=${n} threads=${threads}`;
             // The vec_dot path must be vecDot exactly (same kernels, same activations).
             const vd = ops.matmul(type, c.w, rows, c.cols, c.x, n, isa, threads, 'vecdot');
             for (let i = 0; i < vd.length; i++) {
@@ -197,12 +166,12 @@ describe('matmul: every ISA and path against vec_dot one (row, token) at a time'
 
   // Enough rows and tokens for several row blocks and token blocks of the driver.
   for (const type of [T.F16, T.Q8_0, T.Q4_K, T.Q6_K]) {
-    test(`${NAME[type]}: several blocks of rows and tokens`, () => {
-      const blocks = BLOCK[type] === 1 ? 64 : BLOCK[type] === 32 ? 16 : 2;
+    test(`${NAME(type)}: several blocks of rows and tokens`, () => {
+      const blocks = BLOCK(type) === 1 ? 64 : BLOCK(type) === 32 ? 16 : 2;
       const c = makeCase(type, 150, blocks, 103, 7000 + type);
       const ref = reference(type, c);
       for (const isa of isas) {
-        checkClose(type, c, ops.matmul(type, c.w, c.rows, c.cols, c.x, c.n, isa, 2), ref, `${NAME[type]} ${isa}`);
+        checkClose(type, c, ops.matmul(type, c.w, c.rows, c.cols, c.x, c.n, isa, 2), ref, `${NAME(type)} ${isa}`);
       }
     });
   }

@@ -6,68 +6,12 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 
 import { loadAddon, type EngineError, type OpsBinding } from '../electron/engine/binding.ts';
+import { layout, T, WEIGHT_TYPES } from './helpers/ggml-types.ts';
 import { dequantize as refDequantize } from './helpers/quant-ref.ts';
 
 const ops: OpsBinding = loadAddon().ops;
 const isas = ops.isas();
 
-// ggml type ids, elements per block, bytes per block.
-const T = {
-  F32: 0,
-  F16: 1,
-  Q4_0: 2,
-  Q4_1: 3,
-  Q5_0: 6,
-  Q5_1: 7,
-  Q8_0: 8,
-  Q8_1: 9,
-  Q2_K: 10,
-  Q3_K: 11,
-  Q4_K: 12,
-  Q5_K: 13,
-  Q6_K: 14,
-  Q8_K: 15,
-  IQ2_XXS: 16,
-  IQ4_NL: 20,
-  IQ4_XS: 23,
-  BF16: 30,
-} as const;
-const LAYOUT: Record<number, { name: string; block: number; bytes: number }> = {
-  [T.F32]: { name: 'F32', block: 1, bytes: 4 },
-  [T.F16]: { name: 'F16', block: 1, bytes: 2 },
-  [T.BF16]: { name: 'BF16', block: 1, bytes: 2 },
-  [T.Q4_0]: { name: 'Q4_0', block: 32, bytes: 18 },
-  [T.Q4_1]: { name: 'Q4_1', block: 32, bytes: 20 },
-  [T.Q5_0]: { name: 'Q5_0', block: 32, bytes: 22 },
-  [T.Q5_1]: { name: 'Q5_1', block: 32, bytes: 24 },
-  [T.Q8_0]: { name: 'Q8_0', block: 32, bytes: 34 },
-  [T.Q8_1]: { name: 'Q8_1', block: 32, bytes: 36 },
-  [T.Q4_K]: { name: 'Q4_K', block: 256, bytes: 144 },
-  [T.Q5_K]: { name: 'Q5_K', block: 256, bytes: 176 },
-  [T.Q6_K]: { name: 'Q6_K', block: 256, bytes: 210 },
-  [T.Q8_K]: { name: 'Q8_K', block: 256, bytes: 292 },
-  [T.Q2_K]: { name: 'Q2_K', block: 256, bytes: 84 },
-  [T.Q3_K]: { name: 'Q3_K', block: 256, bytes: 110 },
-  [T.IQ4_NL]: { name: 'IQ4_NL', block: 32, bytes: 18 },
-  [T.IQ4_XS]: { name: 'IQ4_XS', block: 256, bytes: 136 },
-};
-const WEIGHT_TYPES = [
-  T.F32,
-  T.F16,
-  T.BF16,
-  T.Q4_0,
-  T.Q4_1,
-  T.Q5_0,
-  T.Q5_1,
-  T.Q8_0,
-  T.Q2_K,
-  T.Q3_K,
-  T.Q4_K,
-  T.Q5_K,
-  T.Q6_K,
-  T.IQ4_NL,
-  T.IQ4_XS,
-];
 const ACTIVATION_TYPES = [T.F32, T.F16, T.BF16, T.Q8_0, T.Q8_1, T.Q8_K];
 const ALL_TYPES = [...WEIGHT_TYPES, T.Q8_1, T.Q8_K];
 const VEC_DOT_TYPE: Record<number, number> = {
@@ -87,7 +31,7 @@ const VEC_DOT_TYPE: Record<number, number> = {
   [T.IQ4_NL]: T.Q8_0,
   [T.IQ4_XS]: T.Q8_K,
 };
-const name = (t: number) => LAYOUT[t].name;
+const name = (t: number) => layout(t).name;
 
 // ---------------------------------------------------------------------------------------------------
 // Helpers: a seeded PRNG, fp16 decoding, byte views, random blocks
@@ -144,7 +88,7 @@ const roundF16 = (x: number) => u16(ops.quantize(T.F16, Float32Array.of(x), 'sca
 
 /** Random bytes forming n elements of `type`, with sane scales and consistent sums. */
 function randomRow(type: number, n: number, r: Rng): Uint8Array {
-  const { block, bytes } = LAYOUT[type];
+  const { block, bytes } = layout(type);
   const nb = n / block;
   const out = new Uint8Array(nb * bytes);
   for (let i = 0; i < out.length; i++) out[i] = r.u32() & 255;
@@ -238,7 +182,7 @@ function exactDot(type: number, w: Uint8Array, x: Uint8Array, n: number) {
   if (xt === T.Q8_1) {
     // The format computes the offset term as m·s with s = fp16(d·Σq) stored in the activation block,
     // not m·d·Σq; the reference follows the format.
-    const wb = LAYOUT[type].bytes;
+    const wb = layout(type).bytes;
     for (let ib = 0; ib < n / 32; ib++) {
       const m = f16(u16(w, ib * wb + 2)),
         d = f16(u16(x, ib * 36)),
@@ -256,7 +200,7 @@ function exactDot(type: number, w: Uint8Array, x: Uint8Array, n: number) {
 const DOT_TOL = 2e-6;
 
 function counts(type: number): number[] {
-  const b = LAYOUT[type].block;
+  const b = layout(type).block;
   return b === 1 ? [1, 3, 17, 64, 100, 1000] : [1, 3, 17, 64].map((k) => k * b);
 }
 
@@ -280,6 +224,10 @@ describe('quant: ISAs and types', () => {
 
   test("vecDotType is ggml's vec_dot_type", () => {
     for (const t of WEIGHT_TYPES) assert.equal(ops.vecDotType(t), VEC_DOT_TYPE[t], name(t));
+  });
+
+  test("the test helpers' type ids are the app's table (electron/models/gguf-header.ts GGML_TYPES)", () => {
+    for (const [typeName, id] of Object.entries(T)) assert.equal(layout(id).name, typeName);
   });
 });
 
@@ -307,7 +255,7 @@ describe('quant: every ISA against the scalar reference', () => {
           const x = randomFloats(n, r, scale);
           if (n > 8) x[5] = 0;
           const ref = ops.quantize(type, x, 'scalar');
-          assert.equal(ref.length, (n / LAYOUT[type].block) * LAYOUT[type].bytes);
+          assert.equal(ref.length, (n / layout(type).block) * layout(type).bytes);
           for (const isa of isas) assert.deepEqual(ops.quantize(type, x, isa), ref, `${name(type)} ${isa} n=${n}`);
         }
       }
@@ -419,7 +367,7 @@ describe('quant: quantize → dequantize error bounds', () => {
   for (const type of ALL_TYPES) {
     test(`${name(type)} round trip`, () => {
       const r = prng(5000 + type);
-      const { block } = LAYOUT[type];
+      const { block } = layout(type);
       for (const n of counts(type)) {
         for (const [scale, offset] of [
           [1, 0],
@@ -480,7 +428,7 @@ describe('quant: quantize → dequantize error bounds', () => {
 
   test('zero input quantizes to zeros', () => {
     for (const type of ALL_TYPES) {
-      const n = LAYOUT[type].block === 1 ? 8 : LAYOUT[type].block;
+      const n = layout(type).block === 1 ? 8 : layout(type).block;
       for (const isa of isas) {
         const y = ops.dequantize(type, ops.quantize(type, new Float32Array(n), isa), n, isa);
         assert.ok(
@@ -515,7 +463,7 @@ describe('quant: decoding equals the TS reference (quant-ref.ts)', () => {
   ]) {
     test(`${name(type)}`, () => {
       const r = prng(6000 + type);
-      for (const n of [...counts(type), 5 * LAYOUT[type].block]) {
+      for (const n of [...counts(type), 5 * layout(type).block]) {
         const w = randomRow(type, n, r);
         const want = Float32Array.from(refDequantize(type, w, n));
         for (const isa of isas) {
@@ -536,7 +484,7 @@ describe('quant: decoding equals the TS reference (quant-ref.ts)', () => {
 describe('quant: known-answer blocks', () => {
   function checkDequant(type: number, bytes: number[] | Uint8Array, expect: ArrayLike<number>, where?: number[]) {
     const data = Uint8Array.from(bytes);
-    assert.equal(data.length, LAYOUT[type].bytes * (expect.length / LAYOUT[type].block));
+    assert.equal(data.length, layout(type).bytes * (expect.length / layout(type).block));
     for (const isa of isas) {
       const y = ops.dequantize(type, data, expect.length, isa);
       for (const i of where ?? Array.from(expect, (_, k) => k)) {

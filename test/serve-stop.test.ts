@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 import { openStorage } from '../electron/storage/index.ts';
-import { writeRandomModel } from './helpers/random-model.ts';
+import { SLOW_MODEL, writeRandomModel } from './helpers/random-model.ts';
 import { repoRoot } from './helpers/shared.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'folio-serve-stop-'));
@@ -22,7 +22,7 @@ const auth = { authorization: `Bearer ${token}`, 'content-type': 'application/js
 
 before(() => {
   // ~300 tokens/s on two cores: a 4,000-token answer runs for many seconds.
-  writeRandomModel(model, { nEmbd: 512, nHead: 8, nHeadKv: 4, nFf: 1536, nLayer: 4, nCtx: 4096, nVocab: 320, seed: 7 });
+  writeRandomModel(model, SLOW_MODEL);
 });
 after(() => rmSync(dir, { recursive: true, force: true }));
 

@@ -237,15 +237,21 @@ test('a new data folder gets every migration, WAL mode and foreign keys; reopeni
   again.close();
 });
 
-test("versions 15 and 16: a document's token ids and character map move out of its row, nothing lost", () => {
+/** A new database in a folder of its own, migrated up to `version` only (as a build of that time left it). */
+function databaseAt(version: number) {
   const dir = tempDir();
   const clock = new FakeClock();
   const old = new Database(join(dir, DATABASE_FILE));
   migrate(
     old,
     clock,
-    migrations.filter((m) => m.version <= 14),
+    migrations.filter((m) => m.version <= version),
   );
+  return { dir, clock, old };
+}
+
+test("versions 15 and 16: a document's token ids and character map move out of its row, nothing lost", () => {
+  const { dir, clock, old } = databaseAt(14);
   const insert = old.prepare(
     `INSERT INTO documents (id, title, kind, file_name, status, created_at, updated_at, token_count, tokens, char_map)
        VALUES (?, ?, 'text', 'a.txt', 'ready', 'x', 'x', ?, ?, ?)`,
@@ -272,15 +278,8 @@ test("versions 15 and 16: a document's token ids and character map move out of i
 });
 
 test('statistics stored in snake_case before version 6 open as camelCase and read in one pass, nothing lost', () => {
-  const dir = tempDir();
-  const clock = new FakeClock();
   // A database as version 5 left it, holding statistics in the names of that time.
-  const old = new Database(join(dir, DATABASE_FILE));
-  migrate(
-    old,
-    clock,
-    migrations.filter((m) => m.version <= 5),
-  );
+  const { dir, clock, old } = databaseAt(5);
   old
     .prepare(
       `INSERT INTO documents (id, title, kind, file_name, status, created_at, updated_at) VALUES ('d1', 'Old', 'text', 'old.txt', 'ready', 'x', 'x')`,

@@ -226,25 +226,15 @@ function backendLabel(addon: FolioAddon) {
   return { backend: chosen.label, backendReason: chosen.reason, gpu: chosen.gpu, backends };
 }
 
-function modelEntry(id: string): ModelEntry {
-  const m = models.get(id);
-  if (!m)
-    throw new EngineRequestError(
-      ErrorCodes.UNKNOWN_MODEL,
-      `no model '${id}' in this engine process (unloaded, or lost in a restart)`,
-    );
-  return m;
+/** The entry of a handle the host gave out; UNKNOWN_MODEL / UNKNOWN_SESSION when it holds none by that id. */
+function entryOf<E>(map: Map<string, E>, id: string, code: string, what: string, gone: string): E {
+  const e = map.get(id);
+  if (!e)
+    throw new EngineRequestError(code, `no ${what} '${id}' in this engine process (${gone}, or lost in a restart)`);
+  return e;
 }
-
-function sessionEntry(id: string): SessionEntry {
-  const s = sessions.get(id);
-  if (!s)
-    throw new EngineRequestError(
-      ErrorCodes.UNKNOWN_SESSION,
-      `no session '${id}' in this engine process (disposed, or lost in a restart)`,
-    );
-  return s;
-}
+const modelEntry = (id: string) => entryOf(models, id, ErrorCodes.UNKNOWN_MODEL, 'model', 'unloaded');
+const sessionEntry = (id: string) => entryOf(sessions, id, ErrorCodes.UNKNOWN_SESSION, 'session', 'disposed');
 
 function addSession(modelId: string, session: Session): SessionHandle {
   const id = `s${handlePrefix}-${nextHandle++}`;

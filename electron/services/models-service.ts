@@ -7,7 +7,7 @@ import {
   type CatalogEntry,
   type EngineStatus,
   type MemoryEstimate,
-  type ModelEntry,
+  ModelEntry,
   type Params,
   type Result,
 } from '../api/contract.ts';
@@ -174,38 +174,8 @@ export class ModelsService {
   }
 }
 
-/** A discovered model reduced to the contract's fields. */
+/** A discovered model reduced to the contract's fields (the contract's schema drops the others). */
 function ModelEntryOnly(m: Omit<ModelEntry, 'unsupportedReason'> & { unsupportedReason?: string | null }): ModelEntry {
-  const {
-    id,
-    path,
-    name,
-    source,
-    fileBytes,
-    architecture,
-    quantization,
-    contextLength,
-    parameters,
-    layers,
-    kvHeads,
-    supported,
-    error,
-  } = m;
-  const unsupportedReason = supported ? null : (m.unsupportedReason ?? error ?? 'Folio cannot run this model');
-  return {
-    id,
-    path,
-    name,
-    source,
-    fileBytes,
-    architecture,
-    quantization,
-    contextLength,
-    parameters,
-    layers,
-    kvHeads,
-    supported,
-    unsupportedReason,
-    error,
-  };
+  const unsupportedReason = m.supported ? null : (m.unsupportedReason ?? m.error ?? 'Folio cannot run this model');
+  return ModelEntry.parse({ ...m, unsupportedReason });
 }

@@ -199,6 +199,15 @@ function parsePages(pages: readonly DocumentPage[]): DocumentPage[] {
   throw new StorageError('BAD_REQUEST', `pages.${issue.path.join('.')}: ${issue.message}`, parsed.error.issues);
 }
 
+/** Pages checked, token ids and the character map as stored (int32 little-endian blobs). */
+function encodeContent(c: DocumentContent) {
+  return {
+    pages: parsePages(c.pages),
+    tokens: encodeInt32(c.tokens, 'tokens'),
+    charMap: c.charMap == null ? null : encodeInt32(c.charMap, 'charMap'),
+  };
+}
+
 export const INTERRUPTED_IMPORT = 'Folio closed before this document was ready. Import it again.';
 
 export class DocumentsRepo {
@@ -358,9 +367,7 @@ export class DocumentsRepo {
 
   /** Replaces the pages, token ids and character map, in one transaction (an import: no read yet). */
   setContent(id: string, content: DocumentContent): DocumentRecord {
-    const pages = parsePages(content.pages);
-    const tokens = encodeInt32(content.tokens, 'tokens');
-    const charMap = content.charMap == null ? null : encodeInt32(content.charMap, 'charMap');
+    const { pages, tokens, charMap } = encodeContent(content);
     return this.db
       .transaction(() => {
         this.require(id);
@@ -379,9 +386,7 @@ export class DocumentsRepo {
    * tokens (-1). Refused unless the read's pages are exactly the stored ones of its range, with their text.
    */
   setRead(id: string, read: DocumentRead): DocumentRecord {
-    const pages = parsePages(read.pages);
-    const tokens = encodeInt32(read.tokens, 'tokens');
-    const charMap = read.charMap == null ? null : encodeInt32(read.charMap, 'charMap');
+    const { pages, tokens, charMap } = encodeContent(read);
     const [first, last] = read.range ?? [1, Number.MAX_SAFE_INTEGER];
     return this.db
       .transaction(() => {

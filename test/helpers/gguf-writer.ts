@@ -2,6 +2,7 @@
 // models, and the raw material of the broken-file corpus. The layout is the one the engine's reader
 // documents in native/src/gguf/gguf.h.
 import { writeFileSync } from 'node:fs';
+import { T } from './ggml-types.ts';
 
 export enum ValueType {
   UINT8 = 0,
@@ -19,24 +20,8 @@ export enum ValueType {
   FLOAT64 = 12,
 }
 
-/** ggml tensor type ids, as numbered in GGUF files. */
-export const TensorType = {
-  F32: 0,
-  F16: 1,
-  Q4_0: 2,
-  Q4_1: 3,
-  Q5_0: 6,
-  Q5_1: 7,
-  Q8_0: 8,
-  Q8_1: 9,
-  Q2_K: 10,
-  Q3_K: 11,
-  Q4_K: 12,
-  Q5_K: 13,
-  Q6_K: 14,
-  Q8_K: 15,
-  BF16: 30,
-} as const;
+/** ggml tensor type ids, as numbered in GGUF files (ggml-types.ts). */
+export const TensorType = T;
 export type TensorTypeName = keyof typeof TensorType;
 
 /** A metadata value with an explicit GGUF type (plain JS values are typed by `inferValue`). */

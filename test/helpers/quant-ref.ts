@@ -12,26 +12,13 @@
 // than clever: ggml's own quantizers search for better scales, so the bytes differ from ggml's, but any
 // engine that decodes the layout correctly reproduces dequantize(quantize(x)).
 
-/** ggml type ids, as numbered in GGUF files. */
-export const GGML_TYPE = {
-  F32: 0,
-  F16: 1,
-  Q4_0: 2,
-  Q4_1: 3,
-  Q5_0: 6,
-  Q5_1: 7,
-  Q8_0: 8,
-  Q2_K: 10,
-  Q3_K: 11,
-  Q4_K: 12,
-  Q5_K: 13,
-  Q6_K: 14,
-  IQ4_NL: 20,
-  IQ4_XS: 23,
-  BF16: 30,
-} as const;
-export type GgmlTypeName = keyof typeof GGML_TYPE;
-export const GGML_TYPE_NAMES = Object.keys(GGML_TYPE) as GgmlTypeName[];
+import { T, WEIGHT_TYPE_NAMES, type WeightTypeName } from './ggml-types.ts';
+
+/** The types this reference encodes and decodes: every weight type of the engine (ggml-types.ts). */
+export type GgmlTypeName = WeightTypeName;
+export const GGML_TYPE_NAMES: readonly GgmlTypeName[] = WEIGHT_TYPE_NAMES;
+/** ggml type ids by name. */
+export const GGML_TYPE = T;
 
 /** Elements per block and bytes per block of each type (ggml's blck_size and type_size). */
 export const GGML_TYPE_INFO: Record<number, { name: string; blockSize: number; typeSize: number }> = {

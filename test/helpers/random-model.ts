@@ -439,6 +439,21 @@ export function buildRandomModel(options: RandomModelOptions = {}): { bytes: Uin
   return { bytes: buildGguf({ version: 3, alignment: 32, metadata: meta, tensors }), config: c };
 }
 
+/**
+ * A model slow per token (about 50 MB of F32 weights, ~300 tokens/s on two cores): a long generation or a long
+ * read is still running seconds after it starts (the engine's crash, cancellation and stopping tests).
+ */
+export const SLOW_MODEL: RandomModelOptions = {
+  nEmbd: 512,
+  nHead: 8,
+  nHeadKv: 4,
+  nFf: 1536,
+  nLayer: 4,
+  nCtx: 4096,
+  nVocab: 320,
+  seed: 7,
+};
+
 /** Writes a random-weight model file and returns the resolved options it was made with. */
 export function writeRandomModel(path: string, options: RandomModelOptions = {}): RandomModelConfig {
   const { bytes, config } = buildRandomModel(options);

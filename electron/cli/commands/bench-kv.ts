@@ -138,21 +138,17 @@ function runLongReads(
   const long: LongRead[] = [];
   for (const L of lengths)
     for (const chunked of L <= onePassMax ? [false, true] : [true]) {
-      const r = spawnSync(
-        process.execPath,
+      const r = benchChild(
+        path,
         [
-          join(repoRoot, 'electron/cli/folio.mjs'),
-          'bench-kv',
-          '--model',
-          path,
           '--child-long',
           String(L),
           ...(chunked ? ['--child-chunked', String(o.chunk || 'auto')] : []),
           '--budget',
           String(budget),
-          ...(threads ? ['--threads', String(threads)] : []),
         ],
-        { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] },
+        threads,
+        'inherit',
       );
       if (r.status !== 0) throw new Error(`the long read of ${L} tokens failed`);
       const one = JSON.parse(r.stdout) as LongRead;
@@ -160,6 +156,22 @@ function runLongReads(
       log(`  ${longLine(one).trim()}`);
     }
   return long;
+}
+
+/** This command in a process of its own on `path` (a measurement that must not share this one's memory). */
+function benchChild(path: string, args: string[], threads: number, stderr: 'pipe' | 'inherit' = 'pipe') {
+  return spawnSync(
+    process.execPath,
+    [
+      join(repoRoot, 'electron/cli/folio.mjs'),
+      'bench-kv',
+      '--model',
+      path,
+      ...args,
+      ...(threads ? ['--threads', String(threads)] : []),
+    ],
+    { encoding: 'utf8', stdio: ['ignore', 'pipe', stderr] },
+  );
 }
 
 function longLine(l: LongRead): string {
@@ -291,22 +303,10 @@ export const benchKv: Command = {
 
     // Peak resident memory of a full and a compressed prefill, each in a fresh process.
     const child = (m: string) => {
-      const r = spawnSync(
-        process.execPath,
-        [
-          join(repoRoot, 'electron/cli/folio.mjs'),
-          'bench-kv',
-          '--model',
-          path,
-          '--child',
-          m,
-          '--doc-tokens',
-          String(docTokens),
-          '--budget',
-          String(budget),
-          ...(threads ? ['--threads', String(threads)] : []),
-        ],
-        { encoding: 'utf8' },
+      const r = benchChild(
+        path,
+        ['--child', m, '--doc-tokens', String(docTokens), '--budget', String(budget)],
+        threads,
       );
       if (r.status !== 0) throw new Error(`the ${m} child failed: ${r.stderr}`);
       return JSON.parse(r.stdout) as { ms: number; kvBytes: number; peak: number };

@@ -7,13 +7,11 @@
 import { basename } from 'node:path';
 import { createInterface } from 'node:readline';
 
-import { EventBus } from '../../api/dispatcher.ts';
 import { ChatFormatError } from '../../services/chat-format.ts';
 import { ContextFullError, ConversationSession } from '../../services/conversation.ts';
-import { EngineManager } from '../../services/engine-manager.ts';
+import type { EngineManager } from '../../services/engine-manager.ts';
 import { COMPRESS_DEFAULTS } from '../../shared/kv/options.ts';
 import { readDocument } from '../../services/read-document.ts';
-import { EngineClient } from '../../engine/client.ts';
 import {
   type Command,
   common,
@@ -28,6 +26,7 @@ import {
   sessionOptions,
   str,
 } from '../args.ts';
+import { withEngine } from '../engine.ts';
 import { table as statsTable } from './compress.ts';
 
 /** Positions the context keeps free after the document for the conversation (the app's room is a setting). */
@@ -62,25 +61,16 @@ export const chat: Command = {
     const copts = compressOptions(v);
     const nMax = int(v, 'n', 256, 1);
     const sampling = samplingOptions(v);
-    const { nCtx: ctx, nThreads, kvType, backend } = sessionOptions(v);
+    const flags = sessionOptions(v);
+    const { nCtx: ctx, kvType } = flags;
     const docPath = need(v, 'doc');
     const docText = readText(docPath);
     const system = str(v, 'system') ?? '';
     const modelPath = need(v, 'model');
 
-    // --ctx 0 and --threads 0 mean the defaults, as null does in the app's settings.
-    const client = new EngineClient();
-    const engine = new EngineManager(client, new EventBus(), () => ({
-      nCtx: ctx || null,
-      threads: nThreads || null,
-      kvType,
-      backend,
-    }));
-    try {
-      await converse(engine, { ctx, kvType, modelPath, docPath, docText, system, copts, nMax, sampling });
-    } finally {
-      await client.stop();
-    }
+    await withEngine(flags, (engine) =>
+      converse(engine, { ctx, kvType, modelPath, docPath, docText, system, copts, nMax, sampling }),
+    );
   },
 };
 

@@ -1,11 +1,8 @@
 // folio compress: read a document into the model, compress its KV cache, print what the compression did. The
 // document is read exactly as the app reads it (read-document.ts): its pages as the app imports them, the app's
 // system prompt (--system another), the app's plan, the engine in a process of its own.
-import { EventBus } from '../../api/dispatcher.ts';
 import { importDocument } from '../../documents/index.ts';
 import type { CompressionStats } from '../../engine/binding.ts';
-import { EngineClient } from '../../engine/client.ts';
-import { EngineManager } from '../../services/engine-manager.ts';
 import { readDocument } from '../../services/read-document.ts';
 import { DEFAULT_SETTINGS, DEFAULT_SYSTEM_PROMPT } from '../../storage/settings.ts';
 import {
@@ -21,6 +18,7 @@ import {
   str,
   UsageError,
 } from '../args.ts';
+import { withEngine } from '../engine.ts';
 
 /** The statistics as a plain JSON value (the retention map as an array). */
 export function statsJson(stats: CompressionStats) {
@@ -92,7 +90,8 @@ export const compress: Command = {
   },
   async run(v) {
     const opts = compressOptions(v);
-    const { nCtx, nThreads, kvType, backend } = sessionOptions(v);
+    const flags = sessionOptions(v);
+    const { nCtx, kvType } = flags;
     const chunkFlag = str(v, 'chunk');
     if (chunkFlag !== undefined && chunkFlag !== 'auto' && !/^\d+$/.test(chunkFlag))
       throw new UsageError(`--chunk must be auto, 0 (one pass) or a number of tokens, not '${chunkFlag}'`);
@@ -104,16 +103,7 @@ export const compress: Command = {
     // where the observation window reads it (question-aware compression).
     const pages = (await importDocument({ path: docPath })).pages.map((p) => ({ page: p.page, text: p.text }));
     if (question !== undefined) pages[pages.length - 1].text += `\n\n${question}`;
-    // The engine in a process of its own behind EngineManager, as in the app; --ctx 0 and --threads 0 mean the
-    // defaults, as null does in the app's settings.
-    const client = new EngineClient();
-    const engine = new EngineManager(client, new EventBus(), () => ({
-      nCtx: nCtx || null,
-      threads: nThreads || null,
-      kvType,
-      backend,
-    }));
-    try {
+    await withEngine(flags, async (engine) => {
       const model = await engine.ensureModel(modelPath, modelPath);
       const started = performance.now();
       const read = await readDocument(engine, {
@@ -141,8 +131,6 @@ export const compress: Command = {
         { ...statsJson(read.stats), question_tokens: questionTokens, context_tokens: read.plan.nCtx },
         table(read.stats),
       );
-    } finally {
-      await client.stop();
-    }
+    });
   },
 };

@@ -14,7 +14,8 @@ import { ApiAccess } from './ApiAccess.tsx';
 import { Segmented } from './Segmented.tsx';
 import { METHOD_CHOICES } from '../lib/method-label.ts';
 import { MethodSelect } from './MethodSelect.tsx';
-import { DEFAULT_BETA } from '../../../electron/shared/kv/budget.ts';
+import { BudgetValue, DEFAULT_BETA } from '../../../electron/shared/kv/budget.ts';
+import { compressRow, type OptionRow, samplingRow } from '../../../electron/shared/kv/options.ts';
 
 /** The draft of the form: numbers as the user types them. */
 interface Draft {
@@ -92,14 +93,19 @@ export function patchOf(
     }
     return v;
   };
-  const budget = num('budget', 0.01, 1 << 24);
-  const alpha = num('alpha', 0, 1);
-  const window = num('window', 1, 4096, true);
-  const kernel = num('kernel', 1, 255, true);
-  const beta = num('beta', 1, 1 << 20, true, true);
-  if (kernel !== null && kernel % 2 === 0) errors.kernel = 'an odd number';
-  if (budget !== null && budget > 1 && !Number.isInteger(budget))
-    errors.budget = 'a ratio up to 1, or a whole number of tokens';
+  // The engine's own bounds (shared/kv/options.ts), so that nothing accepted here is refused later.
+  const option = (k: keyof Draft, row: OptionRow, optional = false) => {
+    const v = num(k, row.min, row.max, row.integer, optional);
+    if (v !== null && row.odd && v % 2 === 0) errors[k] = 'an odd number';
+    return v;
+  };
+  const budget = num('budget', 0, compressRow('budget').max);
+  if (budget !== null && !BudgetValue.safeParse(budget).success)
+    errors.budget = 'a ratio above 0 up to 1, or a whole number of tokens';
+  const alpha = option('alpha', compressRow('alpha'));
+  const window = option('window', compressRow('window'));
+  const kernel = option('kernel', compressRow('kernel'));
+  const beta = option('beta', compressRow('beta'), true);
   const patch: SettingsPatch = {
     compression: {
       method: d.method,
@@ -110,13 +116,13 @@ export function patchOf(
       beta: beta ?? (stored?.beta !== undefined && !errors.beta ? DEFAULT_BETA : undefined),
     },
     sampling: {
-      temperature: num('temperature', 0, 10) ?? undefined,
-      topK: num('topK', 0, 1_000_000, true) ?? undefined,
-      topP: num('topP', 0.001, 1) ?? undefined,
-      minP: num('minP', 0, 1) ?? undefined,
-      repeatPenalty: num('repeatPenalty', 0.01, 10) ?? undefined,
+      temperature: option('temperature', samplingRow('temperature')) ?? undefined,
+      topK: option('topK', samplingRow('topK')) ?? undefined,
+      topP: option('topP', samplingRow('topP')) ?? undefined,
+      minP: option('minP', samplingRow('minP')) ?? undefined,
+      repeatPenalty: option('repeatPenalty', samplingRow('repeatPenalty')) ?? undefined,
       maxTokens: num('maxTokens', 1, 1 << 20, true) ?? undefined,
-      seed: num('seed', 0, 2 ** 32 - 1, true, true),
+      seed: option('seed', samplingRow('seed'), true),
     },
     systemPrompt: d.systemPrompt,
     nCtx: num('nCtx', 64, 1 << 22, true, true),
