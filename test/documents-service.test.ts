@@ -207,6 +207,22 @@ test('compare: by default the document’s method against its counterpart; any t
     b: 'critical-global',
   });
   assert.deepEqual([named.a.method, named.b.method], ['streaming', 'critical-global']);
+  // A pyramid method is compared with the settings' steepness (beta), as a read with them compresses.
+  const layerBudgets = async (beta: number) => {
+    core.storage.settings.update({ compression: { ...core.storage.settings.get().compression, beta } });
+    const c = await core.documents.inspector.compare({
+      documentId: r.documentId,
+      budget: 0.5,
+      a: 'pyramidkv',
+      b: 'pyramidkv',
+    });
+    return c.a.layers.map((l) => l.budget);
+  };
+  try {
+    assert.notDeepEqual(await layerBudgets(1), await layerBudgets(1000));
+  } finally {
+    core.storage.settings.update({ compression: { ...core.storage.settings.get().compression, beta: undefined } });
+  }
   // The contract names the methods from the table: an unknown one is refused before the service sees it.
   const params = methods['documents.compare'].params;
   assert.equal(params.safeParse({ documentId: r.documentId, a: 'snapkv', b: 'bogus' }).success, false);

@@ -10,6 +10,7 @@ import {
   existsSync,
   mkdtempSync,
   openSync,
+  readdirSync,
   readFileSync,
   rmSync,
   writeFileSync,
@@ -1334,6 +1335,20 @@ test('a reader keeps reading while another thread writes', async () => {
   assert.equal(s.messages.list(chat.id).length, 300);
   assert.ok(reads > 1);
   s.close();
+});
+
+test('every write of the app runs through writeTransaction (IMMEDIATE), which the test below holds to', () => {
+  const deferred: string[] = [];
+  const walk = (dir: string) => {
+    for (const e of readdirSync(dir, { withFileTypes: true })) {
+      const path = join(dir, e.name);
+      if (e.isDirectory()) walk(path);
+      else if (e.name.endsWith('.ts') && path !== join(repoRoot, 'electron/storage/transaction.ts'))
+        if (/\.transaction\(/.test(readFileSync(path, 'utf8'))) deferred.push(path.slice(repoRoot.length + 1));
+    }
+  };
+  walk(join(repoRoot, 'electron'));
+  assert.deepEqual(deferred, [], 'use writeTransaction (electron/storage/transaction.ts) instead of db.transaction');
 });
 
 test("the content writer's thread and the main connection write at once: each waits its turn, none fails", async () => {

@@ -339,6 +339,7 @@ test('imports by path: only from the allowed folders, with every link resolved f
   mkdirSync(allowed, { recursive: true });
   mkdirSync(outside, { recursive: true });
   writeFileSync(join(allowed, 'paper.txt'), 'a paper');
+  writeFileSync(join(allowed, '..notes.txt'), 'a paper whose name starts with two dots');
   writeFileSync(join(outside, 'secret.txt'), 'a secret');
   symlinkSync(join(outside, 'secret.txt'), join(allowed, 'p.txt'));
   symlinkSync('/etc/passwd', join(allowed, 'passwd.txt'));
@@ -378,6 +379,8 @@ test('imports by path: only from the allowed folders, with every link resolved f
       assert.equal(imported.length, 0, 'nothing reached the importer');
       assert.equal((await importPath(host, join(allowed, 'paper.txt'))).status, 200);
       assert.deepEqual(imported, [join(allowed, 'paper.txt')]);
+      // A name that starts with '..' lies inside the folder, not above it.
+      assert.equal((await importPath(host, join(allowed, '..notes.txt'))).status, 200);
     },
     parseAllowDirs(allowed, 'test'),
   );

@@ -13,6 +13,12 @@ const ChatMessage = z
   })
   .passthrough();
 
+const MaxTokens = z
+  .number()
+  .int()
+  .min(1)
+  .max(MAX_GENERATE_TOKENS, `at most ${MAX_GENERATE_TOKENS} tokens can be generated at once`);
+
 export const ChatCompletionRequest = z
   .object({
     model: z.string().min(1),
@@ -20,18 +26,9 @@ export const ChatCompletionRequest = z
     stream: z.boolean().optional(),
     temperature: z.number().min(0).max(2).optional(),
     top_p: z.number().gt(0).max(1).optional(),
-    max_tokens: z
-      .number()
-      .int()
-      .min(1)
-      .max(MAX_GENERATE_TOKENS, `at most ${MAX_GENERATE_TOKENS} tokens can be generated at once`)
-      .optional(),
-    max_completion_tokens: z
-      .number()
-      .int()
-      .min(1)
-      .max(MAX_GENERATE_TOKENS, `at most ${MAX_GENERATE_TOKENS} tokens can be generated at once`)
-      .optional(),
+    max_tokens: MaxTokens.optional(),
+    /** OpenAI's newer name of max_tokens. */
+    max_completion_tokens: MaxTokens.optional(),
     seed: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional(),
     stop: z.union([z.string(), z.array(z.string()).max(4)]).optional(),
     /** Folio's extension: answer over a stored, compressed document (an id from the documents API). */

@@ -6,7 +6,15 @@ import { loadAddon, type CompressOptions, type Model } from '../engine/binding.t
 import { BACKEND_CHOICES, type BackendChoice } from '../shared/compute-backends.ts';
 import { BudgetValue } from '../shared/kv/budget.ts';
 import { isCompressionMethod, METHOD_NAMES, RECOMMENDED_METHOD, type CompressionMethod } from '../shared/kv/methods.ts';
-import { compressRow, describeOption, type OptionRow, optionSchema, samplingRow } from '../shared/kv/options.ts';
+import {
+  COMPRESS_DEFAULTS,
+  compressRow,
+  describeOption,
+  type OptionRow,
+  optionSchema,
+  samplingRow,
+} from '../shared/kv/options.ts';
+import type { CompressionSettings } from '../api/contract.ts';
 
 export type Values = Record<string, string | boolean | undefined>;
 export interface Command {
@@ -142,6 +150,22 @@ export function compressOptions(v: Values): CompressOptions {
     window: optionFlag(v, 'window', compressRow('window')),
     kernel: optionFlag(v, 'kernel', compressRow('kernel')),
     beta: optionFlag(v, 'beta', compressRow('beta')),
+  };
+}
+
+/**
+ * The compression flags as the app's compression settings, which a read takes (read-document.ts): an option
+ * left out is the engine's default, and `full` (which takes no budget) reads the whole document.
+ */
+export function compressionSettings(v: Values): CompressionSettings {
+  const o = compressOptions(v);
+  return {
+    method: o.method,
+    budget: o.budget ?? 1,
+    alpha: o.alpha ?? COMPRESS_DEFAULTS.alpha,
+    window: o.window ?? COMPRESS_DEFAULTS.window,
+    kernel: o.kernel ?? COMPRESS_DEFAULTS.kernel,
+    beta: o.beta,
   };
 }
 

@@ -5,6 +5,7 @@
 // compressed together. Then the answer is greedy-decoded and must match exactly.
 import { readFileSync } from 'node:fs';
 
+import { compressOptionsFor } from '../shared/kv/budget.ts';
 import type { CompressionMethod, Model } from '../engine/binding.ts';
 import { UsageError } from './args.ts';
 import { fmtBudget, methodWidth } from './text-table.ts';
@@ -89,15 +90,7 @@ export function evalCompressOptions(
   o: { alpha: number; window: number; kernel: number; read?: ReadChoice },
   after: number,
 ) {
-  return {
-    method,
-    budget: method === 'full' ? undefined : budget,
-    alpha: o.alpha,
-    window: o.window,
-    kernel: o.kernel,
-    ...o.read,
-    room: o.read?.rebase ? after : undefined,
-  };
+  return { ...compressOptionsFor(method, budget, o), ...o.read, room: o.read?.rebase ? after : undefined };
 }
 
 export async function runNiah(model: Model, cases: NiahCase[], o: NiahOptions): Promise<NiahRow[]> {

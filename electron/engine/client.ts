@@ -459,7 +459,6 @@ export class EngineClient {
     this.updateBusy();
   }
 
-  /** Keeps the list of live models and sessions, to say what a crash lost. */
   /** The handles a result made (the table's `handles`), kept to say what a crash loses. */
   private track(method: string, result: unknown): void {
     const r = result as Record<string, unknown>;

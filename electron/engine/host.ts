@@ -29,16 +29,13 @@ import {
   PROTOCOL_VERSION,
   TEST_HOOKS_ENV,
   type BackendOffer,
-  type EngineMethod,
-  type EngineResult,
   type HostMessage,
   type Methods,
   type SessionHandle,
 } from './protocol.ts';
-import { type CallContext, errorShape, serveRequests } from './serve.ts';
+import { type CallContext, errorShape, type HandlerTable, serveRequests } from './serve.ts';
 import { PieceLengths, specialIdsOfModel, tokenizeWithPieces } from './tokenize.ts';
 import type { WorkerCall, WorkerReply } from './tokenizer-worker.ts';
-import type { z } from 'zod';
 
 /** Texts up to this many UTF-16 units are tokenized on the main thread (a few ms at most), longer ones in the worker. */
 const INLINE_TOKENIZE_CHARS = 16 * 1024;
@@ -312,12 +309,7 @@ async function disposeModelEntry(entry: ModelEntry): Promise<string[]> {
 // Handlers
 
 /** A handler per row of the table, typed by it (serve.ts runs them). */
-type Handlers = {
-  [M in EngineMethod]: (
-    params: z.output<Methods[M]['params']>,
-    ctx: CallContext,
-  ) => Promise<EngineResult<M>> | EngineResult<M>;
-};
+type Handlers = HandlerTable<Methods>;
 
 function makeHandlers(addon: FolioAddon): Handlers {
   return {

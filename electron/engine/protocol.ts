@@ -375,7 +375,7 @@ export const methods = {
     long: false,
     cancels: false,
   },
-} as const;
+} as const satisfies MethodTable;
 
 /** A row of the table (what a test's own table must hold too). */
 export interface MethodRow {
@@ -389,8 +389,6 @@ export interface MethodRow {
   handles?: 'makesModel' | 'makesSession' | 'disposesModel' | 'disposesSession';
 }
 export type MethodTable = Record<string, MethodRow>;
-const _rows: MethodTable = methods;
-void _rows;
 
 export type Methods = typeof methods;
 export type EngineMethod = keyof Methods;

@@ -16,8 +16,12 @@ export interface CallContext {
   token(t: { id: number; text: string }): void;
 }
 
+/** A handler per row of a table, typed by the row: its parameters as checked, its result as the row's. */
 export type HandlerTable<T extends MethodTable> = {
-  [M in keyof T]: (params: z.output<T[M]['params']>, ctx: CallContext) => unknown;
+  [M in keyof T]: (
+    params: z.output<T[M]['params']>,
+    ctx: CallContext,
+  ) => Promise<z.output<T[M]['result']>> | z.output<T[M]['result']>;
 };
 
 export interface HostTransport {

@@ -16,7 +16,6 @@ import {
   type EngineResult,
   EngineRequestError,
   type ModelInfo,
-  type SamplingOptions,
   type SessionOptions,
 } from '../engine/protocol.ts';
 import { chatFormat, type ChatFormat } from './prefix.ts';
@@ -35,7 +34,7 @@ export interface LoadedModel {
 export type SessionSettings = Pick<Settings, 'nCtx' | 'threads' | 'kvType' | 'backend'>;
 
 /** Options of a generation: sampling, how many tokens at most, whether an end-of-generation token stops it. */
-export type GenerateOptions = SamplingOptions & { n?: number; stopAtEog?: boolean; collectAttention?: boolean };
+export type GenerateOptions = Omit<EngineParams<'generate'>, 'sessionId'>;
 
 export class EngineManager {
   private model: LoadedModel | null = null;

@@ -8,6 +8,7 @@ import type { CompressionSettings } from '../api/contract.ts';
 import type { RequestOptions } from '../engine/client.ts';
 import type { CompressionStats } from '../engine/protocol.ts';
 import { type KvType, shapeFromInfo } from '../models/estimate.ts';
+import { compressOptionsFor } from '../shared/kv/budget.ts';
 import type { EngineManager, LoadedModel } from './engine-manager.ts';
 import { type DocumentPrefix, documentPrefix } from './prefix.ts';
 import { planRead, type ReadPlan } from './read-plan.ts';
@@ -71,12 +72,7 @@ export async function readDocument(engine: EngineManager, r: ReadRequest): Promi
         sessionId: handle.sessionId,
         tokens: prefix.tokenized.tokens,
         options: {
-          method: c.method,
-          budget: c.method === 'full' ? undefined : (plan.budget ?? c.budget),
-          alpha: c.alpha,
-          window: c.window,
-          kernel: c.kernel,
-          beta: c.beta,
+          ...compressOptionsFor(c.method, plan.budget ?? c.budget, c),
           measureLoss: r.measureLoss,
           chunk: r.chunk ?? plan.chunk,
           rebase: plan.rebase || !!r.rebase,

@@ -14,7 +14,7 @@
 //   conversation to the end of the context, the working buffers) fits the memory. Our cache grows with what it
 //   holds, so a larger context costs memory only as the conversation fills it.
 import { ApiError, type CompressionSettings } from '../api/contract.ts';
-import { DEFAULT_WINDOW, defaultChunk, resolveBudget } from '../shared/kv/budget.ts';
+import { defaultChunk, resolveBudget } from '../shared/kv/budget.ts';
 import { estimateMemory, type KvType, type ModelShape } from '../models/estimate.ts';
 import { conversationRoom, MIN_CONVERSATION_ROOM } from '../shared/room.ts';
 
@@ -86,12 +86,9 @@ export function planRead(i: ReadPlanInput): ReadPlan {
     const e = est(positions, true);
     if (!e.fits) throw notEnoughMemory(e.message);
     // Kept entries beyond the free positions would share the oldest position: keep no more than fit.
-    const resolved = resolveBudget({ ...i.compression, window: i.compression.window ?? DEFAULT_WINDOW }, L);
+    const resolved = resolveBudget(i.compression, L);
     const fitting = positions - room - chunkFor(i, positions);
-    const budget =
-      resolved.compress && resolved.B > fitting && fitting > (i.compression.window ?? DEFAULT_WINDOW)
-        ? fitting
-        : undefined;
+    const budget = resolved.compress && resolved.B > fitting && fitting > i.compression.window ? fitting : undefined;
     return {
       nCtx: positions,
       room,
@@ -147,7 +144,7 @@ export function planRead(i: ReadPlanInput): ReadPlan {
 
 /** The chunk the engine will take (the engine's rule, electron/shared/kv/budget.ts). */
 function chunkFor(i: ReadPlanInput, nCtx: number): number {
-  const r = resolveBudget({ ...i.compression, window: i.compression.window ?? DEFAULT_WINDOW }, i.prefixTokens);
+  const r = resolveBudget(i.compression, i.prefixTokens);
   return defaultChunk(r.B, nCtx);
 }
 

@@ -29,6 +29,19 @@ export interface OpenedDatabase {
   journalMode: string;
 }
 
+/**
+ * What every connection to the library sets (the main one and the content writer's, write-worker.ts): WAL with
+ * synchronous FULL, so that every commit is on disk when it returns (durable across power loss too; writes are
+ * few, answers are written at a bounded rate, so the fsyncs cost nothing noticeable), and foreign keys.
+ * Returns the journal mode in effect ('wal', unless the file system does not support it).
+ */
+export function configureConnection(db: Database.Database): string {
+  const journalMode = String(db.pragma('journal_mode = WAL', { simple: true })).toLowerCase();
+  db.pragma('synchronous = FULL');
+  db.pragma('foreign_keys = ON');
+  return journalMode;
+}
+
 /** Opens (creating if needed) the database file in `dir`, checks it and brings its schema up to date. */
 export function openDatabase(dir: string, options: OpenDatabaseOptions = {}): OpenedDatabase {
   const scheduler = options.scheduler ?? systemScheduler;
@@ -50,11 +63,7 @@ export function openDatabase(dir: string, options: OpenDatabaseOptions = {}): Op
   }
   try {
     checkBeforeWriting(db, file, options.integrityCheck ?? true);
-    const journalMode = String(db.pragma('journal_mode = WAL', { simple: true })).toLowerCase();
-    // WAL with synchronous FULL: every commit is on disk when it returns (durable across power loss too).
-    // Writes are few (answers are written at a bounded rate), so the fsyncs cost nothing noticeable.
-    db.pragma('synchronous = FULL');
-    db.pragma('foreign_keys = ON');
+    const journalMode = configureConnection(db);
     const migrated = migrate(db, scheduler);
     return { db, file, migrated, journalMode };
   } catch (e) {

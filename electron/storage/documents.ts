@@ -19,6 +19,7 @@ import { decodeInt32, encodeInt32 } from './blob.ts';
 import { isoTime, newId, type Scheduler } from './clock.ts';
 import { StorageError } from './errors.ts';
 import type { StatsInput, StatsRepo } from './stats.ts';
+import { writeTransaction } from './transaction.ts';
 
 export type DocumentKind = z.infer<typeof DocumentKind>;
 export type DocumentStatus = z.infer<typeof DocumentStatus>;
@@ -344,40 +345,32 @@ export class DocumentsRepo {
   }
 
   update(id: string, patch: DocumentPatch): DocumentRecord {
-    return this.db
-      .transaction(() => {
-        const d = this.require(id);
-        this.updateFields.run({
-          id,
-          title: patch.title ?? d.title,
-          status: patch.status ?? d.status,
-          error: patch.error === undefined ? d.error : patch.error,
-          errorCode:
-            patch.errorCode !== undefined
-              ? patch.errorCode
-              : patch.error === null
-                ? null
-                : (this.errorCode(id) ?? null),
-          now: isoTime(this.scheduler),
-        });
-        return this.require(id);
-      })
-      .immediate();
+    return writeTransaction(this.db, () => {
+      const d = this.require(id);
+      this.updateFields.run({
+        id,
+        title: patch.title ?? d.title,
+        status: patch.status ?? d.status,
+        error: patch.error === undefined ? d.error : patch.error,
+        errorCode:
+          patch.errorCode !== undefined ? patch.errorCode : patch.error === null ? null : (this.errorCode(id) ?? null),
+        now: isoTime(this.scheduler),
+      });
+      return this.require(id);
+    });
   }
 
   /** Replaces the pages, token ids and character map, in one transaction (an import: no read yet). */
   setContent(id: string, content: DocumentContent): DocumentRecord {
     const { pages, tokens, charMap } = encodeContent(content);
-    return this.db
-      .transaction(() => {
-        this.require(id);
-        this.deletePages.run(id);
-        for (const p of pages) this.insertPage.run(id, p.page, p.text, p.tokenStart, p.tokenEnd);
-        this.setTokens.run(content.tokens.length, pages.length, isoTime(this.scheduler), id);
-        this.putTokens.run(id, tokens, charMap);
-        return this.require(id);
-      })
-      .immediate();
+    return writeTransaction(this.db, () => {
+      this.require(id);
+      this.deletePages.run(id);
+      for (const p of pages) this.insertPage.run(id, p.page, p.text, p.tokenStart, p.tokenEnd);
+      this.setTokens.run(content.tokens.length, pages.length, isoTime(this.scheduler), id);
+      this.putTokens.run(id, tokens, charMap);
+      return this.require(id);
+    });
   }
 
   /**
@@ -388,28 +381,26 @@ export class DocumentsRepo {
   setRead(id: string, read: DocumentRead): DocumentRecord {
     const { pages, tokens, charMap } = encodeContent(read);
     const [first, last] = read.range ?? [1, Number.MAX_SAFE_INTEGER];
-    return this.db
-      .transaction(() => {
-        this.require(id);
-        this.unsetPageTokens.run(id);
-        for (const p of pages) {
-          const inRange = p.page >= first && p.page <= last;
-          if (!inRange || this.setPageTokens.run(p.tokenStart, p.tokenEnd, id, p.page, p.text).changes !== 1)
-            throw new StorageError('BAD_REQUEST', `page ${p.page} is not a stored page of the range read`);
-        }
-        if (this.countPages.get(id, first, last) !== pages.length)
-          throw new StorageError('BAD_REQUEST', 'the read leaves out stored pages of its range');
-        this.putTokens.run(id, tokens, charMap);
-        this.setReadTokens.run({
-          id,
-          tokenCount: read.tokens.length,
-          first: read.range?.[0] ?? null,
-          last: read.range?.[1] ?? null,
-          now: isoTime(this.scheduler),
-        });
-        return this.require(id);
-      })
-      .immediate();
+    return writeTransaction(this.db, () => {
+      this.require(id);
+      this.unsetPageTokens.run(id);
+      for (const p of pages) {
+        const inRange = p.page >= first && p.page <= last;
+        if (!inRange || this.setPageTokens.run(p.tokenStart, p.tokenEnd, id, p.page, p.text).changes !== 1)
+          throw new StorageError('BAD_REQUEST', `page ${p.page} is not a stored page of the range read`);
+      }
+      if (this.countPages.get(id, first, last) !== pages.length)
+        throw new StorageError('BAD_REQUEST', 'the read leaves out stored pages of its range');
+      this.putTokens.run(id, tokens, charMap);
+      this.setReadTokens.run({
+        id,
+        tokenCount: read.tokens.length,
+        first: read.range?.[0] ?? null,
+        last: read.range?.[1] ?? null,
+        now: isoTime(this.scheduler),
+      });
+      return this.require(id);
+    });
   }
 
   /** Every stored page, read or not (DocumentSummary.readPages says which the cache holds). */
@@ -443,39 +434,35 @@ export class DocumentsRepo {
         compression.error.issues,
       );
     }
-    return this.db
-      .transaction(() => {
-        const before = this.require(id);
-        this.setCache.run({
-          id,
-          kvPath: cache.kvPath,
-          modelId: cache.modelId,
-          prefixKey: cache.prefixKey ?? null,
-          compression: JSON.stringify(compression.data),
-          kvBytesFull: cache.kvBytesFull,
-          kvBytesKept: cache.kvBytesKept,
-          contextTokens: cache.contextTokens ?? null,
-          readNote: cache.readNote ?? null,
-          status: cache.status ?? 'ready',
-          now: isoTime(this.scheduler),
-        });
-        if (cache.stats) this.stats.put(id, cache.stats);
-        else this.stats.delete(id);
-        return { replacedKvPath: before.kvPath !== null && before.kvPath !== cache.kvPath ? before.kvPath : null };
-      })
-      .immediate();
+    return writeTransaction(this.db, () => {
+      const before = this.require(id);
+      this.setCache.run({
+        id,
+        kvPath: cache.kvPath,
+        modelId: cache.modelId,
+        prefixKey: cache.prefixKey ?? null,
+        compression: JSON.stringify(compression.data),
+        kvBytesFull: cache.kvBytesFull,
+        kvBytesKept: cache.kvBytesKept,
+        contextTokens: cache.contextTokens ?? null,
+        readNote: cache.readNote ?? null,
+        status: cache.status ?? 'ready',
+        now: isoTime(this.scheduler),
+      });
+      if (cache.stats) this.stats.put(id, cache.stats);
+      else this.stats.delete(id);
+      return { replacedKvPath: before.kvPath !== null && before.kvPath !== cache.kvPath ? before.kvPath : null };
+    });
   }
 
   /** Forgets the saved cache and its statistics (the model and settings it was made with stay recorded). */
   clearCache(id: string, status: DocumentStatus = 'stale'): { removedKvPath: string | null } {
-    return this.db
-      .transaction(() => {
-        const before = this.require(id);
-        this.unsetCache.run({ id, status, now: isoTime(this.scheduler) });
-        this.stats.delete(id);
-        return { removedKvPath: before.kvPath };
-      })
-      .immediate();
+    return writeTransaction(this.db, () => {
+      const before = this.require(id);
+      this.unsetCache.run({ id, status, now: isoTime(this.scheduler) });
+      this.stats.delete(id);
+      return { removedKvPath: before.kvPath };
+    });
   }
 
   /**
@@ -483,14 +470,12 @@ export class DocumentsRepo {
    * Returns the files the caller must remove (the saved KV cache).
    */
   delete(id: string): { deleted: boolean; files: string[] } {
-    return this.db
-      .transaction(() => {
-        const d = this.get(id);
-        if (!d) return { deleted: false, files: [] };
-        this.remove.run(id);
-        return { deleted: true, files: d.kvPath ? [d.kvPath] : [] };
-      })
-      .immediate();
+    return writeTransaction(this.db, () => {
+      const d = this.get(id);
+      if (!d) return { deleted: false, files: [] };
+      this.remove.run(id);
+      return { deleted: true, files: d.kvPath ? [d.kvPath] : [] };
+    });
   }
 
   /**
@@ -499,11 +484,9 @@ export class DocumentsRepo {
    * stale, so that it is checked against the current model and settings before a chat uses it.
    */
   recoverInterrupted(): number {
-    return this.db
-      .transaction(() => {
-        const now = isoTime(this.scheduler);
-        return this.recoverNoCache.run(INTERRUPTED_IMPORT, now).changes + this.recoverWithCache.run(now).changes;
-      })
-      .immediate();
+    return writeTransaction(this.db, () => {
+      const now = isoTime(this.scheduler);
+      return this.recoverNoCache.run(INTERRUPTED_IMPORT, now).changes + this.recoverWithCache.run(now).changes;
+    });
   }
 }

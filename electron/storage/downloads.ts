@@ -5,6 +5,7 @@ import type Database from 'better-sqlite3';
 
 import { isoTime, newId, type Scheduler } from './clock.ts';
 import { StorageError } from './errors.ts';
+import { writeTransaction } from './transaction.ts';
 
 export type DownloadStatus = 'queued' | 'running' | 'paused' | 'done' | 'failed' | 'cancelled';
 
@@ -112,21 +113,19 @@ export class DownloadsRepo {
    * is plenty: on resume the partial file's size is the truth, bytesDone is what the UI shows meanwhile).
    */
   update(id: string, patch: DownloadPatch): DownloadRecord {
-    return this.db
-      .transaction(() => {
-        const d = this.require(id);
-        this.updateAll.run({
-          id,
-          status: patch.status ?? d.status,
-          error: patch.error === undefined ? d.error : patch.error,
-          bytesDone: patch.bytesDone ?? d.bytesDone,
-          totalBytes: patch.totalBytes === undefined ? d.totalBytes : patch.totalBytes,
-          etag: patch.etag === undefined ? d.etag : patch.etag,
-          now: isoTime(this.scheduler),
-        });
-        return this.require(id);
-      })
-      .immediate();
+    return writeTransaction(this.db, () => {
+      const d = this.require(id);
+      this.updateAll.run({
+        id,
+        status: patch.status ?? d.status,
+        error: patch.error === undefined ? d.error : patch.error,
+        bytesDone: patch.bytesDone ?? d.bytesDone,
+        totalBytes: patch.totalBytes === undefined ? d.totalBytes : patch.totalBytes,
+        etag: patch.etag === undefined ? d.etag : patch.etag,
+        now: isoTime(this.scheduler),
+      });
+      return this.require(id);
+    });
   }
 
   delete(id: string): boolean {

@@ -62,6 +62,7 @@ export {
   type DownloadStatus,
   type NewDownload,
 } from './downloads.ts';
+import { writeTransaction } from './transaction.ts';
 
 export interface StorageOptions extends OpenDatabaseOptions {
   /** Streaming answers are written at most this often (ms, default 250). */
@@ -130,13 +131,11 @@ export class Storage {
    * when this process is the only Folio on the data folder (the app's single-instance lock).
    */
   recover(): RecoveryReport {
-    return this.db
-      .transaction(() => ({
-        messages: this.messages.recoverInterrupted(),
-        documents: this.documents.recoverInterrupted(),
-        downloads: this.downloads.recoverInterrupted(),
-      }))
-      .immediate();
+    return writeTransaction(this.db, () => ({
+      messages: this.messages.recoverInterrupted(),
+      documents: this.documents.recoverInterrupted(),
+      downloads: this.downloads.recoverInterrupted(),
+    }));
   }
 
   get open(): boolean {

@@ -15,6 +15,7 @@ import {
   type FinishDetails,
   type StreamHost,
 } from './streaming.ts';
+import { writeTransaction } from './transaction.ts';
 
 export type MessageStatus = z.infer<typeof MessageStatusSchema>;
 export type MessageRole = Message['role'];
@@ -204,27 +205,25 @@ export class MessagesRepo {
   /** Appends a message to the chat (and marks the chat active), in one transaction. */
   add(chatId: string, m: NewMessage): Message {
     const id = newId();
-    this.db
-      .transaction(() => {
-        this.chats.require(chatId);
-        this.insert.run({
-          id,
-          chatId,
-          seq: this.nextSeq.get(chatId) as number,
-          role: m.role,
-          text: m.text,
-          status: m.status ?? 'complete',
-          now: isoTime(this.scheduler),
-          tokens: m.tokens ?? null,
-          tokensPerSecond: m.tokensPerSecond ?? null,
-          pageRefs: JSON.stringify(m.pageRefs ?? []),
-          citations: writeCitations(m.citations),
-          error: m.error ?? null,
-          cacheTokens: m.cacheTokens ?? null,
-        });
-        this.chats.touch(chatId);
-      })
-      .immediate();
+    writeTransaction(this.db, () => {
+      this.chats.require(chatId);
+      this.insert.run({
+        id,
+        chatId,
+        seq: this.nextSeq.get(chatId) as number,
+        role: m.role,
+        text: m.text,
+        status: m.status ?? 'complete',
+        now: isoTime(this.scheduler),
+        tokens: m.tokens ?? null,
+        tokensPerSecond: m.tokensPerSecond ?? null,
+        pageRefs: JSON.stringify(m.pageRefs ?? []),
+        citations: writeCitations(m.citations),
+        error: m.error ?? null,
+        cacheTokens: m.cacheTokens ?? null,
+      });
+      this.chats.touch(chatId);
+    });
     return this.require(id);
   }
 
@@ -245,25 +244,23 @@ export class MessagesRepo {
   }
 
   update(id: string, patch: MessagePatch): Message {
-    this.db
-      .transaction(() => {
-        const row = this.selectOne.get(id) as Row | undefined;
-        if (!row) throw new StorageError('NOT_FOUND', `no message ${id}`);
-        this.updateAll.run({
-          id,
-          text: patch.text ?? row.text,
-          status: patch.status ?? row.status,
-          tokens: patch.tokens === undefined ? row.tokens : patch.tokens,
-          tokensPerSecond: patch.tokensPerSecond === undefined ? row.tokens_per_second : patch.tokensPerSecond,
-          pageRefs: patch.pageRefs === undefined ? row.page_refs : JSON.stringify(patch.pageRefs),
-          citations: patch.citations === undefined ? row.citations : writeCitations(patch.citations),
-          error: patch.error === undefined ? row.error : patch.error,
-          cacheTokens: patch.cacheTokens === undefined ? row.cache_tokens : patch.cacheTokens,
-          now: isoTime(this.scheduler),
-        });
-        this.chats.touch(row.chat_id);
-      })
-      .immediate();
+    writeTransaction(this.db, () => {
+      const row = this.selectOne.get(id) as Row | undefined;
+      if (!row) throw new StorageError('NOT_FOUND', `no message ${id}`);
+      this.updateAll.run({
+        id,
+        text: patch.text ?? row.text,
+        status: patch.status ?? row.status,
+        tokens: patch.tokens === undefined ? row.tokens : patch.tokens,
+        tokensPerSecond: patch.tokensPerSecond === undefined ? row.tokens_per_second : patch.tokensPerSecond,
+        pageRefs: patch.pageRefs === undefined ? row.page_refs : JSON.stringify(patch.pageRefs),
+        citations: patch.citations === undefined ? row.citations : writeCitations(patch.citations),
+        error: patch.error === undefined ? row.error : patch.error,
+        cacheTokens: patch.cacheTokens === undefined ? row.cache_tokens : patch.cacheTokens,
+        now: isoTime(this.scheduler),
+      });
+      this.chats.touch(row.chat_id);
+    });
     return this.require(id);
   }
 
@@ -285,22 +282,20 @@ export class MessagesRepo {
    * answer; edit drops a question and what follows). Streaming answers among them are dropped.
    */
   truncateFrom(chatId: string, messageId: string): Truncation {
-    return this.db
-      .transaction(() => {
-        const row = this.selectOne.get(messageId) as Row | undefined;
-        if (!row || row.chat_id !== chatId)
-          throw new StorageError('NOT_FOUND', `no message ${messageId} in chat ${chatId}`);
-        const removed = this.selectFrom.all(chatId, row.seq) as { id: string; cacheTokens: number | null }[];
-        this.deleteFrom.run(chatId, row.seq);
-        this.chats.touch(chatId);
-        for (const r of removed) this.streams.get(r.id)?.drop();
-        return {
-          removed: removed.map((r) => r.id),
-          cacheTokens: removed.reduce((s, r) => s + (r.cacheTokens ?? 0), 0),
-          exact: removed.every((r) => r.cacheTokens !== null),
-        };
-      })
-      .immediate();
+    return writeTransaction(this.db, () => {
+      const row = this.selectOne.get(messageId) as Row | undefined;
+      if (!row || row.chat_id !== chatId)
+        throw new StorageError('NOT_FOUND', `no message ${messageId} in chat ${chatId}`);
+      const removed = this.selectFrom.all(chatId, row.seq) as { id: string; cacheTokens: number | null }[];
+      this.deleteFrom.run(chatId, row.seq);
+      this.chats.touch(chatId);
+      for (const r of removed) this.streams.get(r.id)?.drop();
+      return {
+        removed: removed.map((r) => r.id),
+        cacheTokens: removed.reduce((s, r) => s + (r.cacheTokens ?? 0), 0),
+        exact: removed.every((r) => r.cacheTokens !== null),
+      };
+    });
   }
 
   /** Starts an assistant answer: a message marked 'streaming' whose text arrives through append(). */
@@ -321,32 +316,30 @@ export class MessagesRepo {
    * message becomes the new version, streaming.
    */
   reviseAnswer(messageId: string): StreamingAnswer {
-    const m = this.db
-      .transaction(() => {
-        const row = this.selectOne.get(messageId) as Row | undefined;
-        if (row?.role !== 'assistant') throw new StorageError('NOT_FOUND', `no answer ${messageId}`);
-        if (row.status === 'streaming')
-          throw new StorageError('BAD_REQUEST', 'the answer is still being written: stop it first');
-        const keep = row.text !== '' || row.status === 'complete';
-        if (keep) this.archiveVersion.run(messageId);
-        this.restoreVersion.run({
-          id: messageId,
-          version: keep ? (this.lastVersion.get(messageId) as number) + 1 : row.version,
-          text: '',
-          status: 'streaming',
-          createdAt: isoTime(this.scheduler),
-          tokens: null,
-          tokensPerSecond: null,
-          pageRefs: '[]',
-          citations: null,
-          error: null,
-          cacheTokens: null,
-          now: isoTime(this.scheduler),
-        });
-        this.chats.touch(row.chat_id);
-        return toMessage(this.selectOne.get(messageId) as Row);
-      })
-      .immediate();
+    const m = writeTransaction(this.db, () => {
+      const row = this.selectOne.get(messageId) as Row | undefined;
+      if (row?.role !== 'assistant') throw new StorageError('NOT_FOUND', `no answer ${messageId}`);
+      if (row.status === 'streaming')
+        throw new StorageError('BAD_REQUEST', 'the answer is still being written: stop it first');
+      const keep = row.text !== '' || row.status === 'complete';
+      if (keep) this.archiveVersion.run(messageId);
+      this.restoreVersion.run({
+        id: messageId,
+        version: keep ? (this.lastVersion.get(messageId) as number) + 1 : row.version,
+        text: '',
+        status: 'streaming',
+        createdAt: isoTime(this.scheduler),
+        tokens: null,
+        tokensPerSecond: null,
+        pageRefs: '[]',
+        citations: null,
+        error: null,
+        cacheTokens: null,
+        now: isoTime(this.scheduler),
+      });
+      this.chats.touch(row.chat_id);
+      return toMessage(this.selectOne.get(messageId) as Row);
+    });
     return this.startStream(m.id, m.chatId, '');
   }
 
@@ -355,37 +348,35 @@ export class MessagesRepo {
    * the version shown before joins the others. Refused while the answer is being written.
    */
   selectVersion(messageId: string, version: number): Message {
-    return this.db
-      .transaction(() => {
-        const row = this.selectOne.get(messageId) as Row | undefined;
-        if (!row) throw new StorageError('NOT_FOUND', `no message ${messageId}`);
-        if (row.version === version) return toMessage(row);
-        if (row.status === 'streaming')
-          throw new StorageError('BAD_REQUEST', 'the answer is still being written: stop it first');
-        const v = this.selectVersionRow.get(messageId, version) as
-          | (Omit<Row, 'id' | 'chat_id' | 'seq' | 'role' | 'others'> & { message_id: string })
-          | undefined;
-        if (!v) throw new StorageError('NOT_FOUND', `the answer has no version ${version} (it has ${row.others + 1})`);
-        this.archiveVersion.run(messageId);
-        this.deleteVersion.run(messageId, version);
-        this.restoreVersion.run({
-          id: messageId,
-          version,
-          text: v.text,
-          status: v.status,
-          createdAt: v.created_at,
-          tokens: v.tokens,
-          tokensPerSecond: v.tokens_per_second,
-          pageRefs: v.page_refs,
-          citations: v.citations,
-          error: v.error,
-          cacheTokens: v.cache_tokens,
-          now: isoTime(this.scheduler),
-        });
-        this.chats.touch(row.chat_id);
-        return toMessage(this.selectOne.get(messageId) as Row);
-      })
-      .immediate();
+    return writeTransaction(this.db, () => {
+      const row = this.selectOne.get(messageId) as Row | undefined;
+      if (!row) throw new StorageError('NOT_FOUND', `no message ${messageId}`);
+      if (row.version === version) return toMessage(row);
+      if (row.status === 'streaming')
+        throw new StorageError('BAD_REQUEST', 'the answer is still being written: stop it first');
+      const v = this.selectVersionRow.get(messageId, version) as
+        | (Omit<Row, 'id' | 'chat_id' | 'seq' | 'role' | 'others'> & { message_id: string })
+        | undefined;
+      if (!v) throw new StorageError('NOT_FOUND', `the answer has no version ${version} (it has ${row.others + 1})`);
+      this.archiveVersion.run(messageId);
+      this.deleteVersion.run(messageId, version);
+      this.restoreVersion.run({
+        id: messageId,
+        version,
+        text: v.text,
+        status: v.status,
+        createdAt: v.created_at,
+        tokens: v.tokens,
+        tokensPerSecond: v.tokens_per_second,
+        pageRefs: v.page_refs,
+        citations: v.citations,
+        error: v.error,
+        cacheTokens: v.cache_tokens,
+        now: isoTime(this.scheduler),
+      });
+      this.chats.touch(row.chat_id);
+      return toMessage(this.selectOne.get(messageId) as Row);
+    });
   }
 
   /** Messages (the versions shown) whose text holds `query`, ignoring case; newest first. */
@@ -421,26 +412,24 @@ export class MessagesRepo {
       this.writeStreamingText.run(text, isoTime(this.scheduler), id);
     },
     finish: (id, text, status, details: FinishDetails) => {
-      return this.db
-        .transaction(() => {
-          const row = this.selectOne.get(id) as Row | undefined;
-          if (!row) return null;
-          this.updateAll.run({
-            id,
-            text,
-            status: status satisfies FinalStatus,
-            tokens: details.tokens ?? row.tokens,
-            tokensPerSecond: details.tokensPerSecond ?? row.tokens_per_second,
-            pageRefs: details.pageRefs ? JSON.stringify(details.pageRefs) : row.page_refs,
-            citations: details.citations === undefined ? row.citations : writeCitations(details.citations),
-            error: details.error ?? row.error,
-            cacheTokens: details.cacheTokens ?? row.cache_tokens,
-            now: isoTime(this.scheduler),
-          });
-          this.chats.touch(row.chat_id);
-          return toMessage(this.selectOne.get(id) as Row);
-        })
-        .immediate();
+      return writeTransaction(this.db, () => {
+        const row = this.selectOne.get(id) as Row | undefined;
+        if (!row) return null;
+        this.updateAll.run({
+          id,
+          text,
+          status: status satisfies FinalStatus,
+          tokens: details.tokens ?? row.tokens,
+          tokensPerSecond: details.tokensPerSecond ?? row.tokens_per_second,
+          pageRefs: details.pageRefs ? JSON.stringify(details.pageRefs) : row.page_refs,
+          citations: details.citations === undefined ? row.citations : writeCitations(details.citations),
+          error: details.error ?? row.error,
+          cacheTokens: details.cacheTokens ?? row.cache_tokens,
+          now: isoTime(this.scheduler),
+        });
+        this.chats.touch(row.chat_id);
+        return toMessage(this.selectOne.get(id) as Row);
+      });
     },
     release: (answer) => {
       if (this.streams.get(answer.id) === answer) this.streams.delete(answer.id);

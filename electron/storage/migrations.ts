@@ -7,6 +7,7 @@
 import type Database from 'better-sqlite3';
 
 import { isoTime, type Scheduler } from './clock.ts';
+import { writeTransaction } from './transaction.ts';
 
 export interface Migration {
   version: number;
@@ -403,13 +404,13 @@ export function migrate(
   const record = db.prepare(`INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`);
   const done: number[] = [];
   for (const m of list) {
-    const step = db.transaction(() => {
+    const applied = writeTransaction(db, () => {
       if (isApplied.get(m.version) !== undefined) return false;
       m.up(db);
       record.run(m.version, m.name, isoTime(scheduler));
       return true;
     });
-    if (step.immediate()) done.push(m.version);
+    if (applied) done.push(m.version);
   }
   return done;
 }

@@ -3,6 +3,7 @@
 import type Database from 'better-sqlite3';
 
 import { isoTime, type Scheduler } from './clock.ts';
+import { writeTransaction } from './transaction.ts';
 
 export type ModelFileSource = 'added' | 'download';
 
@@ -49,13 +50,11 @@ export class ModelsRepo {
 
   /** Adds a folder at the end; false when it is already there. */
   addFolder(path: string): boolean {
-    return this.db
-      .transaction(() => {
-        if (this.selectFolder.get(path) !== undefined) return false;
-        this.insertFolder.run(path, this.nextPosition.get() as number, isoTime(this.scheduler));
-        return true;
-      })
-      .immediate();
+    return writeTransaction(this.db, () => {
+      if (this.selectFolder.get(path) !== undefined) return false;
+      this.insertFolder.run(path, this.nextPosition.get() as number, isoTime(this.scheduler));
+      return true;
+    });
   }
 
   removeFolder(path: string): boolean {
@@ -64,17 +63,15 @@ export class ModelsRepo {
 
   /** Replaces the list (duplicates dropped, first one kept); a folder kept keeps its added time. */
   setFolders(paths: readonly string[]): void {
-    this.db
-      .transaction(() => {
-        const addedAt = new Map(
-          (this.selectFolders.all() as { path: string; addedAt: string }[]).map((r) => [r.path, r.addedAt]),
-        );
-        this.deleteAllFolders.run();
-        const now = isoTime(this.scheduler);
-        let position = 1;
-        for (const path of new Set(paths)) this.insertFolder.run(path, position++, addedAt.get(path) ?? now);
-      })
-      .immediate();
+    writeTransaction(this.db, () => {
+      const addedAt = new Map(
+        (this.selectFolders.all() as { path: string; addedAt: string }[]).map((r) => [r.path, r.addedAt]),
+      );
+      this.deleteAllFolders.run();
+      const now = isoTime(this.scheduler);
+      let position = 1;
+      for (const path of new Set(paths)) this.insertFolder.run(path, position++, addedAt.get(path) ?? now);
+    });
   }
 
   files(): ModelFileRecord[] {

@@ -10,6 +10,7 @@ import { COMPRESS_DEFAULTS } from '../shared/kv/options.ts';
 import { isoTime, type Scheduler } from './clock.ts';
 import { StorageError } from './errors.ts';
 import type { ModelsRepo } from './models.ts';
+import { writeTransaction } from './transaction.ts';
 
 // Short on purpose: it is read with every document and takes room in the context.
 export const DEFAULT_SYSTEM_PROMPT = 'Answer from the document and name the pages you used.';
@@ -147,13 +148,11 @@ export class SettingsRepo {
    */
   update(patch: SettingsPatch | unknown): Settings {
     const next = this.merged(patch);
-    this.db
-      .transaction(() => {
-        const { modelFolders, ...stored } = next;
-        this.upsertRow.run(JSON.stringify(stored satisfies Stored), isoTime(this.scheduler));
-        if ((patch as SettingsPatch).modelFolders !== undefined) this.models.setFolders(modelFolders);
-      })
-      .immediate();
+    writeTransaction(this.db, () => {
+      const { modelFolders, ...stored } = next;
+      this.upsertRow.run(JSON.stringify(stored satisfies Stored), isoTime(this.scheduler));
+      if ((patch as SettingsPatch).modelFolders !== undefined) this.models.setFolders(modelFolders);
+    });
     return this.get();
   }
 

@@ -6,6 +6,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import Database from 'better-sqlite3';
 
 import type { Scheduler } from './clock.ts';
+import { configureConnection } from './database.ts';
 import { DocumentsRepo, type DocumentContent, type DocumentRead } from './documents.ts';
 import { StatsRepo } from './stats.ts';
 
@@ -19,9 +20,7 @@ export interface WriteDone {
 
 const { file, busyTimeoutMs } = workerData as { file: string; busyTimeoutMs: number };
 const db = new Database(file, { timeout: busyTimeoutMs });
-db.pragma('journal_mode = WAL');
-db.pragma('synchronous = FULL');
-db.pragma('foreign_keys = ON');
+configureConnection(db);
 // The time of each write is the caller's, so that a test's clock holds here too.
 let now = 0;
 const clock: Scheduler = { now: () => now, setTimeout: () => 0, clearTimeout: () => {} };

@@ -4,7 +4,7 @@
 // resolved with every symlink before it is compared, and the resolved path is what gets imported, so a
 // link named `p.txt` inside an allowed folder that points at /etc/passwd is refused.
 import { realpathSync } from 'node:fs';
-import { delimiter, isAbsolute, relative, resolve } from 'node:path';
+import { delimiter, isAbsolute, relative, resolve, sep } from 'node:path';
 
 import { ApiError } from '../api/contract.ts';
 import type { PathPolicy } from '../api/path-policy.ts';
@@ -27,10 +27,10 @@ export function parseAllowDirs(list: string | undefined, where: string): string[
     });
 }
 
-/** `inner` is `outer` or lies below it (both resolved). */
+/** `inner` is `outer` or lies below it (both resolved); a name that only starts with '..' ('..notes') is below. */
 function isWithin(outer: string, inner: string): boolean {
   const r = relative(outer, inner);
-  return r === '' || (!r.startsWith('..') && !isAbsolute(r));
+  return r !== '..' && !r.startsWith(`..${sep}`) && !isAbsolute(r);
 }
 
 export class AllowedFolders implements PathPolicy {

@@ -79,6 +79,9 @@ export interface WebHostOptions {
   documentFile?: (documentId: string, part: DocumentFilePart) => StoredDocumentFile | null;
 }
 
+/** How long the requests under way may take to finish once the host stops (ms). */
+export const STOP_GRACE_MS = 3000;
+
 export interface WebHost {
   url: string;
   /** The link that signs a browser in: the UI's address with ?token=, for the user's eyes only. */
@@ -87,7 +90,7 @@ export interface WebHost {
   server: Server;
   /**
    * Stops: takes no new connection at once, lets the requests under way finish for up to `graceMs` (default
-   * 3 s; whoever runs them should cancel them first), then closes every connection and socket.
+   * STOP_GRACE_MS; whoever runs them should cancel them first), then closes every connection and socket.
    */
   close(o?: { graceMs?: number }): Promise<void>;
 }
@@ -387,7 +390,7 @@ export async function startWebHost(o: WebHostOptions): Promise<WebHost> {
     signInUrl: `${url}/?${TOKEN_QUERY_PARAM}=${encodeURIComponent(o.apiToken)}`,
     port,
     server,
-    close({ graceMs = 3000 } = {}) {
+    close({ graceMs = STOP_GRACE_MS } = {}) {
       closing ??= (async () => {
         // No new connection from here on; connections idle between requests are closed now (server.close).
         const drained = new Promise<void>((ok) => server.close(() => ok()));

@@ -10,13 +10,13 @@ import { createInterface } from 'node:readline';
 import { ChatFormatError } from '../../services/chat-format.ts';
 import { ContextFullError, ConversationSession } from '../../services/conversation.ts';
 import type { EngineManager } from '../../services/engine-manager.ts';
-import { COMPRESS_DEFAULTS } from '../../shared/kv/options.ts';
+import type { CompressionSettings } from '../../api/contract.ts';
 import { readDocument } from '../../services/read-document.ts';
 import {
   type Command,
   common,
   compressFlags,
-  compressOptions,
+  compressionSettings,
   int,
   mib,
   need,
@@ -58,7 +58,7 @@ export const chat: Command = {
   },
   async run(v) {
     // Every flag is checked before the engine starts.
-    const copts = compressOptions(v);
+    const compression = compressionSettings(v);
     const nMax = int(v, 'n', 256, 1);
     const sampling = samplingOptions(v);
     const flags = sessionOptions(v);
@@ -69,7 +69,7 @@ export const chat: Command = {
     const modelPath = need(v, 'model');
 
     await withEngine(flags, (engine) =>
-      converse(engine, { ctx, kvType, modelPath, docPath, docText, system, copts, nMax, sampling }),
+      converse(engine, { ctx, kvType, modelPath, docPath, docText, system, compression, nMax, sampling }),
     );
   },
 };
@@ -81,7 +81,7 @@ interface ChatRun {
   docPath: string;
   docText: string;
   system: string;
-  copts: ReturnType<typeof compressOptions>;
+  compression: CompressionSettings;
   nMax: number;
   sampling: ReturnType<typeof samplingOptions>;
 }
@@ -96,7 +96,7 @@ async function converse(engine: EngineManager, o: ChatRun) {
     model,
     pages: [{ page: 1, text: o.docText }],
     systemPrompt: o.system,
-    compression: { ...COMPRESS_DEFAULTS, ...o.copts, budget: o.copts.budget ?? 1 },
+    compression: o.compression,
     kvType: o.kvType,
     contextCap: o.ctx || null,
     conversationRoom: conversationReserve,
@@ -109,7 +109,7 @@ async function converse(engine: EngineManager, o: ChatRun) {
   process.stdout.write(
     `[document ${basename(o.docPath)}: ${stats.prefixTokens} tokens${format.template ? ' (with the chat template)' : ''}, ${stats.method}` +
       (stats.compressed
-        ? ` at budget ${o.copts.budget} (${stats.budget} tokens per head)`
+        ? ` at budget ${o.compression.budget} (${stats.budget} tokens per head)`
         : ` (nothing compressed: ${stats.reason})`) +
       `, KV cache ${mib(stats.kvBytesFull)} -> ${mib(stats.kvBytesKept)} (${saved.toFixed(1)}% saved); ` +
       `${nCtx - L} of ${nCtx} context tokens free for the conversation; ${format.template ? 'chat template' : 'plain question/answer format'}]\n` +

@@ -4,12 +4,12 @@
 import { importDocument } from '../../documents/index.ts';
 import type { CompressionStats } from '../../engine/binding.ts';
 import { readDocument } from '../../services/read-document.ts';
-import { DEFAULT_SETTINGS, DEFAULT_SYSTEM_PROMPT } from '../../storage/settings.ts';
+import { DEFAULT_SYSTEM_PROMPT } from '../../storage/settings.ts';
 import {
   type Command,
   common,
   compressFlags,
-  compressOptions,
+  compressionSettings,
   int,
   mib,
   need,
@@ -89,7 +89,7 @@ export const compress: Command = {
     room: { type: 'string' },
   },
   async run(v) {
-    const opts = compressOptions(v);
+    const compression = compressionSettings(v);
     const flags = sessionOptions(v);
     const { nCtx, kvType } = flags;
     const chunkFlag = str(v, 'chunk');
@@ -110,7 +110,7 @@ export const compress: Command = {
         model,
         pages,
         systemPrompt: str(v, 'system') ?? DEFAULT_SYSTEM_PROMPT,
-        compression: { ...DEFAULT_SETTINGS.compression, ...opts, budget: opts.budget ?? 1 },
+        compression,
         kvType,
         contextCap: nCtx || null,
         conversationRoom: room,

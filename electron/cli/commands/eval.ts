@@ -25,6 +25,7 @@ import {
   sessionOptions,
   str,
 } from '../args.ts';
+import { compressOptionsFor } from '../../shared/kv/budget.ts';
 import { METHOD_NAMES } from '../../shared/kv/methods.ts';
 import { compressRow } from '../../shared/kv/options.ts';
 import { fidelitySvg, rulerSvg } from '../eval-plot.ts';
@@ -304,11 +305,7 @@ export async function runFidelity(model: Model, modelPath: string, o: FidelityOp
         if (!run) {
           const session = model.createSession(sessionOpts);
           const c = await session.compress(prefix, {
-            method,
-            budget: method === 'full' ? undefined : budget,
-            alpha: o.alpha,
-            window: o.window,
-            kernel: o.kernel,
+            ...compressOptionsFor(method, budget, o),
             measureLoss: true,
             ...o.read,
           });

@@ -11,7 +11,7 @@ import { MAX_DOCUMENT_BYTES } from '../../shared/limits.ts';
 import { parseOriginList } from '../../web/access.ts';
 import { ALLOW_DIRS_ENV, AllowedFolders, parseAllowDirs } from '../../web/allowed-folders.ts';
 import { API_TOKEN_ENV, resolveApiToken } from '../../web/api-token.ts';
-import { startWebHost } from '../../web/server.ts';
+import { startWebHost, STOP_GRACE_MS } from '../../web/server.ts';
 import { type Command, common, int, str, UsageError } from '../args.ts';
 import { canOpenBrowser, openSignInPage } from '../open-browser.ts';
 
@@ -19,9 +19,6 @@ import { canOpenBrowser, openSignInPage } from '../open-browser.ts';
 export const rendererDist = fileURLToPath(new URL('../../../dist/renderer/', import.meta.url));
 
 export const ORIGINS_ENV = 'FOLIO_ORIGINS';
-
-/** How long the requests under way may take to finish once the server stops (ms). */
-const STOP_GRACE_MS = 3000;
 
 export const serve: Command = {
   summary: 'serve the app and an OpenAI-compatible API on 127.0.0.1',
@@ -109,7 +106,7 @@ export const serve: Command = {
     process.stdout.write(`stopping: answers cancelled, connections closed within ${STOP_GRACE_MS / 1000} s...\n`);
     if (opened) rmSync(opened, { force: true });
     const answers = core.chats.stopAll();
-    await host.close({ graceMs: STOP_GRACE_MS });
+    await host.close();
     await answers;
     await core.close();
     process.stdout.write('stopped\n');

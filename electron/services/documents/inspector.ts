@@ -14,6 +14,7 @@ import {
 } from '../../api/contract.ts';
 import { passages as splitPassages } from '../../documents/index.ts';
 import { readKeptPositions } from '../../engine/session-file.ts';
+import { compressOptionsFor } from '../../shared/kv/budget.ts';
 import { methodLabel } from '../../shared/kv/methods.ts';
 import { pagesRead } from '../../shared/room.ts';
 import { foldKeptPositions } from '../kept-positions.ts';
@@ -86,7 +87,7 @@ export class DocumentInspector {
           {
             sessionId: h.sessionId,
             tokens,
-            options: { method, budget, alpha: c.alpha, window: c.window, kernel: c.kernel, ...how },
+            options: { ...compressOptionsFor(method, budget, c), ...how },
           },
           {
             signal: task.signal,

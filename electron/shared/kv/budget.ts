@@ -19,6 +19,26 @@ export const BudgetValue = compressOption('budget').refine(
 export const DEFAULT_WINDOW = COMPRESS_DEFAULTS.window;
 export const DEFAULT_BETA = COMPRESS_DEFAULTS.beta;
 
+/**
+ * The engine's compression options for `method` at `budget` with the rest of a compression's settings (the
+ * app's settings, an eval's flags): `full` keeps everything and takes no budget; an option left out is the
+ * engine's default.
+ */
+export function compressOptionsFor(
+  method: CompressionMethod,
+  budget: number,
+  o: { alpha?: number; window?: number; kernel?: number; beta?: number },
+) {
+  return {
+    method,
+    budget: method === 'full' ? undefined : budget,
+    alpha: o.alpha,
+    window: o.window,
+    kernel: o.kernel,
+    beta: o.beta,
+  };
+}
+
 export type BudgetKind = { ratio: number } | { tokensPerHead: number };
 
 /** What a budget number means. */

@@ -1,7 +1,7 @@
 // The numeric options the binding takes: a compression's (budget, alpha, window, kernel, beta) and a
 // generation's sampling (temperature, topK, topP, minP, repeatPenalty, repeatLastN, seed), each row with its
 // bounds and default. Every such option is read through its row, and the addon exports the rows
-// (optionsSchema()), so the app's copy (electron/engine/options.ts), its settings, its contract and its
+// (optionsSchema()), so the app's copy (electron/shared/kv/options.ts), its settings, its contract and its
 // command line check values against the engine's own limits; test/kv-schema.test.ts holds the two equal.
 #pragma once
 #include <napi.h>
