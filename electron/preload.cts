@@ -63,6 +63,7 @@ const METHODS = [
   'chats.create',
   'chats.get',
   'chats.rename',
+  'chats.setStyle',
   'chats.delete',
   'chats.send',
   'chats.stop',

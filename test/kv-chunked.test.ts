@@ -156,6 +156,34 @@ test('streaming read in chunks keeps exactly the sinks and the most recent token
   r.s.dispose();
 });
 
+test('packed positions: a document that fits takes only the positions of what it keeps, and answers', {
+  skip,
+}, async () => {
+  // 415 tokens in 512 positions leave 97: packed at 20%, the document takes what its fullest head keeps.
+  const own = await read(doc, { method: 'ada-snapkv', budget: 0.2 });
+  const packed = await read(doc, { method: 'ada-snapkv', budget: 0.2, packPositions: true });
+  assert.equal(own.nPast, 415);
+  assert.equal(own.stats.rebased, false);
+  const fullest = Math.max(...packed.s.memory().headLengths.flat());
+  assert.equal(packed.nPast, fullest, 'the frontier is the most entries a head keeps');
+  assert.equal(packed.stats.positions, fullest);
+  assert.ok(fullest < 415 / 2, `${fullest} positions`);
+  assert.equal(packed.stats.rebased, true);
+  // The same entries kept (packing moves positions, not entries), and the same statistics of what was kept.
+  assert.deepEqual(packed.s.memory().headLengths, own.s.memory().headLengths);
+  assert.deepEqual(packed.stats.tokenRetention, own.stats.tokenRetention);
+  // The conversation goes on after the frontier, with the room compression freed.
+  await packed.s.prefill([13, 13, 319, 411, 261]);
+  assert.equal(packed.s.nPast, fullest + 5);
+  const answer = await packed.s.generate({ n: 200, temperature: 0 });
+  assert.equal(answer.tokens.length, 200, 'an answer longer than the 97 positions the document would leave');
+  assert.ok(answer.text.trim().length > 0);
+  // Nothing dropped, nothing to pack: the full cache keeps its positions.
+  const full = await read(doc, { method: 'full', packPositions: true });
+  assert.deepEqual([full.nPast, full.stats.rebased], [415, false]);
+  for (const r of [own, packed, full]) r.s.dispose();
+});
+
 test('a document four times the context is read with re-based positions and answers', { skip }, async () => {
   // A budget whose kept entries alone outnumber the free positions: the longest heads' oldest entries share
   // position 0, and the read still leaves the conversation its room.

@@ -71,6 +71,17 @@ test('a file already in the library is refused before any work, and kept when as
   const twin = await importText('copy of max.txt', story, { keepDuplicate: true });
   assert.notEqual(twin, docId);
   assert.equal(core.documents.library.get(twin).fileName, 'copy of max.txt');
+  // A kept copy is told apart by its title (the same file name gives the same title), a further one too; the
+  // first keeps its own.
+  const title = core.documents.library.get(docId).title;
+  const kept = [await importText('max.txt', story, { keepDuplicate: true })];
+  kept.push(await importText('max.txt', story, { keepDuplicate: true }));
+  assert.deepEqual(
+    kept.map((id) => core.documents.library.get(id).title),
+    [`${title} (2)`, `${title} (3)`],
+  );
+  assert.equal(core.documents.library.get(docId).title, title);
+  for (const id of kept) await core.documents.library.delete(id);
 
   const renamed = await core.dispatcher.dispatch('documents.rename', { documentId: twin, title: '  Max,  again ' });
   assert.equal((renamed as { title: string }).title, 'Max, again');

@@ -95,6 +95,58 @@ test('a regenerated answer keeps its earlier versions in place; the one shown is
   s.close();
 });
 
+test('an edited question keeps its earlier version with what followed it: a branch the user can go back to', () => {
+  const s = open();
+  const { chat, q, answerId } = chatWithAnswer(s);
+  // A second turn, whose answer was regenerated once (two versions).
+  const q2 = s.messages.add(chat.id, { role: 'user', text: 'And then?', cacheTokens: 4 });
+  const a2 = s.messages.beginAnswer(chat.id);
+  a2.append('They went home.');
+  a2.finish('complete', {});
+  s.messages.reviseAnswer(a2.id).finish('complete', { text: 'They ate cake.' });
+  const branch = () => s.messages.list(chat.id).map((m) => `${m.role}:${m.text}:${m.version.index}/${m.version.count}`);
+  const before = branch();
+  assert.deepEqual(before, [
+    'user:Who flew the kite?:1/1',
+    'assistant:Lily flew it.:1/1',
+    'user:And then?:1/1',
+    'assistant:They ate cake.:2/2',
+  ]);
+
+  // Edit the first question: a new version in place; what followed it leaves with the old one.
+  const edited = s.messages.reviseQuestion(q.id, 'Who had a kite?');
+  assert.equal(edited.id, q.id);
+  assert.deepEqual(edited.version, { index: 2, count: 2 });
+  assert.deepEqual(branch(), ['user:Who had a kite?:2/2']);
+  const a3 = s.messages.beginAnswer(chat.id);
+  a3.append('Lily had one.');
+  a3.finish('complete', {});
+  const after = branch();
+
+  // Back to the first version: the whole conversation that followed it, its versions too.
+  s.messages.selectVersion(q.id, 1);
+  assert.deepEqual(branch(), [
+    'user:Who flew the kite?:1/2',
+    'assistant:Lily flew it.:1/1',
+    'user:And then?:1/1',
+    'assistant:They ate cake.:2/2',
+  ]);
+  assert.equal(s.messages.selectVersion(a2.id, 1).text, 'They went home.', "the branch's answer kept its versions");
+  s.messages.selectVersion(a2.id, 2);
+  assert.deepEqual(s.messages.require(answerId).text, 'Lily flew it.');
+  assert.deepEqual(s.messages.require(q2.id).text, 'And then?');
+  // And forward again to the edited branch, as it was.
+  s.messages.selectVersion(q.id, 2);
+  assert.deepEqual(branch(), after);
+  // Only a question's versions carry a branch; an unknown version, or a question being answered, is refused.
+  expectStorageError(() => s.messages.selectVersion(q.id, 3), 'NOT_FOUND');
+  const streaming = s.messages.beginAnswer(chat.id);
+  expectStorageError(() => s.messages.reviseQuestion(q.id, 'Again?'), 'BAD_REQUEST');
+  streaming.finish('complete', {});
+  expectStorageError(() => s.messages.reviseQuestion(answerId, 'not a question'), 'NOT_FOUND');
+  s.close();
+});
+
 test('search: the versions shown, case-insensitive, in one document’s chats or in all, newest first', () => {
   const s = open();
   const a = chatWithAnswer(s);

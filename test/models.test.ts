@@ -46,6 +46,7 @@ import {
 } from '../electron/models/estimate.ts';
 import {
   fileTypeName,
+  LLAMA_FILE_TYPES,
   inspectGguf,
   parseGgufHeader,
   readGgufHeader,
@@ -131,7 +132,7 @@ test('header: the shared real models read like the reference reader reads them',
       [s.layers, s.embeddingLength, s.heads, s.kvHeads, s.headSize, s.vocabSize, s.contextLength],
       [5, 64, 8, 4, 8, 512, 512],
     );
-    assert.ok(s.quantization === 'ALL_F32' || s.quantization === 'F32', String(s.quantization));
+    assert.equal(s.quantization, 'F32');
     assert.equal(s.tensorTypes[0].type, 'F32');
     assert.equal(s.fileBytes, statSync(sharedModel('stories260K.gguf')).size);
   });
@@ -149,7 +150,7 @@ test('header: the shared real models read like the reference reader reads them',
 
 test('header: generated models of every architecture and file type', async () => {
   const cases: [Parameters<typeof buildRandomModel>[0], string][] = [
-    [{ arch: 'llama', type: 'F32' }, 'ALL_F32'],
+    [{ arch: 'llama', type: 'F32' }, 'F32'],
     [{ arch: 'llama', type: 'F16' }, 'F16'],
     [{ arch: 'qwen2', type: 'Q8_0' }, 'Q8_0'],
     [{ arch: 'qwen3', type: 'Q4_0' }, 'Q4_0'],
@@ -189,7 +190,7 @@ test('header: llama.cpp file type names', () => {
     'Q4_K_M',
     'Q8_0',
     'F16',
-    'ALL_F32',
+    'F32',
     'Q4_0',
     'Q5_K_M',
     'Q6_K',
@@ -199,6 +200,8 @@ test('header: llama.cpp file type names', () => {
     'BF16',
     null,
   ]);
+  // The model list shows these names: the hubs' names, never the enum's (ALL_F32, MOSTLY_Q4_0).
+  for (const name of Object.values(LLAMA_FILE_TYPES)) assert.doesNotMatch(name, /^(ALL|MOSTLY)_/);
 });
 
 /** A small model file with hand-picked metadata (tensor data zero-filled). */
@@ -881,7 +884,7 @@ test('discovery: LM Studio, Ollama and Hugging Face stores, user folders and fil
   assert.equal(hf.source, 'huggingface');
   assert.match(hf.path, /snapshots.bbbbbbb222/, 'the revision refs/main names comes first');
   assert.equal(hf.realPath, realpathSync(join(repo, 'blobs', sha256(hfBytes))));
-  assert.equal(byName.get('org/two-files/sub/b-F32')!.quantization, 'ALL_F32');
+  assert.equal(byName.get('org/two-files/sub/b-F32')!.quantization, 'F32');
 
   assert.equal(byName.get('Mine')!.source, 'folder');
   assert.equal(byName.get('Single')!.source, 'added');

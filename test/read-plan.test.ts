@@ -58,11 +58,34 @@ test('a setting caps the context; a cap beyond the model’s trained context is 
 
 test('a document that fits but not with the whole room is read at its own positions with what is left', () => {
   const small: ModelShape = { ...llama1b, contextLength: 512 };
-  const p = plan(420, { shape: small });
-  assert.deepEqual([p.nCtx, p.room, p.chunk, p.rebase], [512, 92, 0, false]);
+  const own = { ...compression, positions: 'own' as const };
+  const p = plan(420, { shape: small, compression: own });
+  assert.deepEqual([p.nCtx, p.room, p.chunk, p.rebase, p.pack], [512, 92, 0, false, false]);
   assert.match(p.note, /leaves 92 positions for the conversation, whose older turns are compressed \(or set aside\)/);
   // Less than 64 left: re-based instead.
-  assert.equal(plan(460, { shape: small }).rebase, true);
+  assert.equal(plan(460, { shape: small, compression: own }).rebase, true);
+});
+
+test('automatic positions: packed where the document would leave the conversation less than its room', () => {
+  const small: ModelShape = { ...llama1b, contextLength: 512 };
+  // 393 of 512 positions (the walk's story-garden.pdf on stories260K): 119 left, under the room of 128.
+  const p = plan(393, { shape: small });
+  assert.deepEqual([p.nCtx, p.rebase, p.pack], [512, false, true]);
+  assert.match(
+    p.note,
+    /would leave the conversation 119 of 512 positions, less than its room of 128: its kept entries were packed/,
+  );
+  assert.match(p.note, /less accurate, and their page chips come from the words they share/);
+  // With room to spare the document keeps its own positions (and its citations).
+  assert.equal(plan(300, { shape: small }).pack, false);
+  // Nothing to pack when nothing is dropped: the full cache, or a budget above the document's length.
+  assert.equal(plan(393, { shape: small, compression: { ...compression, method: 'full' } }).pack, false);
+  assert.equal(plan(393, { shape: small, compression: { ...compression, budget: 400 } }).pack, false);
+  // Asked for: packed even with room to spare; the document's own: never (but beyond the context, re-based).
+  assert.equal(plan(300, { shape: small, compression: { ...compression, positions: 'packed' } }).pack, true);
+  const long = plan(200_000, { compression: { ...compression, positions: 'own' } });
+  assert.deepEqual([long.rebase, long.pack], [true, false]);
+  assert.equal(plan(200_000).pack, true);
 });
 
 test('longer than one pass reads, or a one pass that does not fit the memory: chunks', () => {

@@ -447,6 +447,7 @@ function fakeCore() {
         architecture: 'llama',
         quantization: null,
         contextLength: null,
+        chatTemplate: null,
         parameters: null,
         layers: null,
         kvHeads: null,

@@ -251,7 +251,7 @@ function databaseAt(version: number) {
   return { dir, clock, old };
 }
 
-test("versions 15 and 16: a document's token ids and character map move out of its row, nothing lost", () => {
+test("versions 15 to 17: a document's token ids and character map move out of its row, nothing lost; chats get a style", () => {
   const { dir, clock, old } = databaseAt(14);
   const insert = old.prepare(
     `INSERT INTO documents (id, title, kind, file_name, status, created_at, updated_at, token_count, tokens, char_map)
@@ -264,7 +264,7 @@ test("versions 15 and 16: a document's token ids and character map move out of i
   old.close();
 
   const s = open(dir, { scheduler: clock });
-  assert.deepEqual(s.migrated, [15, 16]);
+  assert.deepEqual(s.migrated, [15, 16, 17]);
   assert.deepEqual(s.documents.tokens('read'), tokens);
   assert.deepEqual(s.documents.charMap('read'), charMap);
   assert.equal(s.documents.tokens('unread'), null);
@@ -272,6 +272,11 @@ test("versions 15 and 16: a document's token ids and character map move out of i
   const columns = (s.db.prepare(`PRAGMA table_info(documents)`).all() as { name: string }[]).map((c) => c.name);
   assert.ok(!columns.includes('tokens') && !columns.includes('char_map'), columns.join(', '));
   assert.ok(!columns.includes('model_fingerprint'), 'version 16: the unused column is gone');
+  // Version 17: a chat made before keeps the model's style (null); a style set is kept.
+  const chat = s.chats.create('read');
+  assert.equal(chat.style, null);
+  assert.equal(s.chats.setStyle(chat.id, 'completion').style, 'completion');
+  assert.throws(() => s.db.prepare(`UPDATE chats SET style = 'poem' WHERE id = ?`).run(chat.id), /CHECK/);
   // Deleting the document deletes its tokens too.
   s.documents.delete('read');
   assert.equal(s.db.prepare(`SELECT COUNT(*) FROM document_tokens`).pluck().get(), 0);
@@ -531,7 +536,14 @@ test('settings: the defaults', () => {
   const v = s.settings.get();
   assert.deepEqual(Settings.parse(v), v);
   assert.equal(v.modelId, null);
-  assert.deepEqual(v.compression, { method: RECOMMENDED_METHOD, budget: 0.2, alpha: 0.2, window: 32, kernel: 7 });
+  assert.deepEqual(v.compression, {
+    method: RECOMMENDED_METHOD,
+    budget: 0.2,
+    alpha: 0.2,
+    window: 32,
+    kernel: 7,
+    positions: 'auto',
+  });
   assert.deepEqual(v.sampling, {
     temperature: 0.7,
     topK: 40,
@@ -565,7 +577,14 @@ test('settings: updates merge nested fields and persist', () => {
     nCtx: 8192,
     modelFolders: ['/models/a', '/models/b', '/models/a'],
   });
-  assert.deepEqual(b.compression, { method: 'snapkv', budget: 0.5, alpha: 0.2, window: 32, kernel: 7 });
+  assert.deepEqual(b.compression, {
+    method: 'snapkv',
+    budget: 0.5,
+    alpha: 0.2,
+    window: 32,
+    kernel: 7,
+    positions: 'auto',
+  });
   assert.equal(b.sampling.temperature, 0, 'earlier update kept');
   assert.deepEqual(b.modelFolders, ['/models/a', '/models/b']);
   assert.deepEqual(s.models.folders(), ['/models/a', '/models/b']);

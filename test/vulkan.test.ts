@@ -51,8 +51,12 @@ const ops = [
   'window_scores',
 ];
 
+/** Why a Vulkan test did not run on a machine without a device, and what gives one. */
+const NO_DEVICE = "no usable Vulkan device (Debian's mesa-vulkan-drivers package has a software one)";
+
 function notBuilt(): string | false {
-  if (!library) return `libfolio-vulkan is not built (no Vulkan headers or glslc when native/ was built)`;
+  if (!library)
+    return `libfolio-vulkan is not built (no Vulkan headers or glslc when native/ was built: Debian's libvulkan-dev and glslc packages)`;
   if (!existsSync(opsBin)) return `${opsBin} is not built (npm run build:native)`;
   return false;
 }
@@ -68,7 +72,7 @@ test('backend-ops: every operation of libfolio-vulkan against the CPU', {
   });
   const out = r.stdout ?? '';
   if (r.status === 0 && out.startsWith('backend-ops: SKIP:')) {
-    t.skip(`no usable Vulkan device: ${out.split('\n')[0].slice('backend-ops: SKIP:'.length).trim()}`);
+    t.skip(`${NO_DEVICE}: ${out.split('\n')[0].slice('backend-ops: SKIP:'.length).trim()}`);
     return;
   }
   assert.equal(r.status, 0, `backend-ops failed (status ${r.status}, signal ${r.signal}):\n${out}\n${r.stderr}`);
@@ -92,7 +96,7 @@ test('the engine takes the Vulkan table for its forward pass, and names the devi
   assert.equal(r.status, 0, r.stderr);
   const line = r.stdout.trim();
   if (/not usable/.test(line)) {
-    t.skip(`no usable Vulkan device: ${line}`);
+    t.skip(`${NO_DEVICE}: ${line}`);
     return;
   }
   assert.match(line, /^gpu-status: available=1 backend=vulkan reason=.*\(.*GiB, Vulkan 1\.\d+, driver .*\)$/);
@@ -117,7 +121,7 @@ test('the GPU path end to end on Vulkan (stories260K against the CPU backend)', 
   delete env.NODE_TEST_CONTEXT; // a runner of its own, printing its report (not feeding this one's)
   const status = spawnSync(statusBin, [], { env, encoding: 'utf8', timeout: 60_000 }).stdout ?? '';
   if (!status.startsWith('gpu-status: available=1')) {
-    t.skip(`no usable Vulkan device: ${status.trim()}`);
+    t.skip(`${NO_DEVICE}: ${status.trim()}`);
     return;
   }
   const r = spawnSync(
@@ -171,7 +175,7 @@ test('the engine picks Vulkan by name (--backend vulkan), auto by device type, a
     encoding: 'utf8',
   }).stdout;
   if (!/available=1/.test(vulkan)) {
-    t.skip(`no usable Vulkan device: ${vulkan.trim()}`);
+    t.skip(`${NO_DEVICE}: ${vulkan.trim()}`);
     return;
   }
   const gpuDevice = /llvmpipe|lavapipe|SwiftShader/i.test(vulkan) ? 'software' : 'gpu';
@@ -213,7 +217,7 @@ test('Vulkan: weights larger than the largest allocation run in parts', {
   const run = (limit?: number) => runOnGpu(library!, stories, limit ? { FOLIO_VULKAN_MAX_ALLOC: String(limit) } : {});
   const whole = run();
   if (whole.status !== 0 && /no GPU/.test(whole.stderr)) {
-    t.skip(`no usable Vulkan device: ${whole.stderr.trim().split('\n')[0]}`);
+    t.skip(`${NO_DEVICE}: ${whole.stderr.trim().split('\n')[0]}`);
     return;
   }
   // 100,000 bytes: less than the token embedding (512 x 64 F32, 128 KiB), more than the attention's scratch

@@ -29,6 +29,16 @@ export function compareCounterpart(method: CompressionMethod): CompressionMethod
  * How a document's KV cache is compressed. budget: a kept ratio (<= 1) or tokens per KV head (> 1). Every
  * bound is the engine's own (shared/kv/options.ts).
  */
+/**
+ * Where a compressed document sits in the context (docs/compression.md, "Packed positions"): 'own', at its
+ * tokens' positions (re-based only when it is longer than the context); 'packed', its kept entries at
+ * contiguous positions, so that the document takes as many positions as the most entries a head keeps and the
+ * conversation gets what compression freed (answers somewhat less accurate, no citations: docs/quality.md);
+ * 'auto', packed when the document at its own positions would leave the conversation less than its room.
+ */
+export const DocumentPositions = z.enum(['auto', 'own', 'packed']);
+export type DocumentPositions = z.infer<typeof DocumentPositions>;
+
 export const CompressionSettings = z.object({
   method: CompressionMethod,
   budget: BudgetValue,
@@ -37,6 +47,8 @@ export const CompressionSettings = z.object({
   kernel: compressOption('kernel'),
   /** Pyramid steepness, for the methods with the pyramid schedule; absent: the engine's default (20). */
   beta: compressOption('beta').optional(),
+  /** Absent: 'auto'. */
+  positions: DocumentPositions.optional(),
 });
 export type CompressionSettings = z.infer<typeof CompressionSettings>;
 
@@ -117,6 +129,8 @@ export const ModelEntry = z.object({
   /** e.g. Q4_K_M, Q8_0, F16 (general.file_type), or the dominant tensor type. */
   quantization: z.string().nullable(),
   contextLength: z.number().nullable(),
+  /** Whether the file carries a chat template; without one (a base model) its chats continue text (ChatStyle). */
+  chatTemplate: z.boolean().nullable(),
   parameters: z.number().nullable(),
   layers: z.number().nullable(),
   kvHeads: z.number().nullable(),
@@ -214,6 +228,17 @@ export const DocumentSummary = z.object({
   /** The pages the last read took in (first, last) when it read a range of them: the cache knows only those,
    * and the others keep their text with no tokens (-1). Null: the whole document. */
   readPages: z.tuple([z.number().int(), z.number().int()]).nullable(),
+  /** What the last read kept (null before a read recorded it): the budget it came to in tokens per head (null:
+   * nothing compressed), the positions the document takes, and where its kept entries sit: 'own', at their
+   * tokens' positions; 'packed', packed by choice (DocumentPositions); 'rebased', re-based because the
+   * document is longer than its context (lower quality; a range of pages that fits is the way out). */
+  kept: z
+    .object({
+      perHead: z.number().int().nullable(),
+      positions: z.number().int(),
+      placement: z.enum(['own', 'packed', 'rebased']),
+    })
+    .nullable(),
 });
 export type DocumentSummary = z.infer<typeof DocumentSummary>;
 
@@ -324,8 +349,8 @@ export const Message = z.object({
    * measured (the OpenAI endpoint, answers stored before, a document read with re-based positions). */
   citations: z.array(CitedPage).nullable(),
   error: z.string().nullable(),
-  /** An answer regenerated keeps its earlier versions: which one this is (1 = the first) of how many. The
-   * conversation goes on from the version shown. */
+  /** An answer regenerated, or a question edited, keeps its earlier versions (a question's with what followed
+   * it): which one this is (1 = the first) of how many. The conversation goes on from the version shown. */
   version: z.object({ index: z.number().int().min(1), count: z.number().int().min(1) }),
 });
 export type Message = z.infer<typeof Message>;
@@ -348,6 +373,14 @@ export type ChatSearchHit = z.infer<typeof ChatSearchHit>;
 export const ChatExportFormat = z.enum(['markdown', 'json']);
 export type ChatExportFormat = z.infer<typeof ChatExportFormat>;
 
+/**
+ * How a chat's turns are written for the model: 'chat', a conversation (the model's chat template, else
+ * "Question: … Answer:" turns); 'completion', the document and then the text as typed, which the model
+ * continues (what a base model can do). null: 'completion' for a model without a chat template, else 'chat'.
+ */
+export const ChatStyle = z.enum(['chat', 'completion']);
+export type ChatStyle = z.infer<typeof ChatStyle>;
+
 export const ChatSummary = z.object({
   id: Id,
   documentId: Id,
@@ -355,6 +388,7 @@ export const ChatSummary = z.object({
   createdAt: z.string(),
   updatedAt: z.string(),
   messageCount: z.number().int(),
+  style: ChatStyle.nullable(),
 });
 export type ChatSummary = z.infer<typeof ChatSummary>;
 
@@ -365,6 +399,9 @@ export const ContextUsage = z.object({
   systemTokens: z.number().int(),
   /** Positions of the document itself (fewer than its tokens when it was read with re-based positions). */
   documentTokens: z.number().int(),
+  /** The document's kept entries sit at packed (re-based) positions: it takes fewer positions than its tokens. */
+  documentPacked: z.boolean(),
+  /** Positions the conversation holds, never more than the context leaves it. */
   conversationTokens: z.number().int(),
   contextTokens: z.number().int(),
   /** The document's cache as kept, and as it would be uncompressed (null before it is read). */
@@ -570,7 +607,10 @@ export const methods = {
   'chats.list': { params: z.object({ documentId: Id }), result: z.array(ChatSummary) },
   /** A chat to start with: the document's empty chat when it has one (no pile of empty chats), else a new
    * one. Untitled, it takes its title from its first question. */
-  'chats.create': { params: z.object({ documentId: Id, title: z.string().max(200).optional() }), result: ChatSummary },
+  'chats.create': {
+    params: z.object({ documentId: Id, title: z.string().max(200).optional(), style: ChatStyle.nullable().optional() }),
+    result: ChatSummary,
+  },
   /** Messages whose text holds `query` (case-insensitive), newest first: in the chats of `documentId`, or in
    * every document's chats when it is absent. */
   'chats.search': {
@@ -586,7 +626,8 @@ export const methods = {
     params: z.object({ chatId: Id, format: ChatExportFormat }),
     result: z.object({ fileName: z.string(), mimeType: z.string(), text: z.string() }),
   },
-  /** Shows another version of a regenerated answer; the conversation goes on from it. */
+  /** Shows another version of a regenerated answer, or of an edited question with what followed it then (its
+   * branch); the conversation goes on from it. */
   'chats.selectVersion': {
     params: z.object({ chatId: Id, messageId: Id, version: z.number().int().min(1) }),
     result: Message,
@@ -596,6 +637,8 @@ export const methods = {
     result: z.object({ chat: ChatSummary, messages: z.array(Message), usage: ContextUsage }),
   },
   'chats.rename': { params: z.object({ chatId: Id, title: z.string().min(1).max(200) }), result: ChatSummary },
+  /** How the chat's turns are written (ChatStyle; null: by the model); the next question uses it. */
+  'chats.setStyle': { params: z.object({ chatId: Id, style: ChatStyle.nullable() }), result: ChatSummary },
   'chats.delete': { params: z.object({ chatId: Id }), result: Ok },
   /** Asks a question; the answer streams as chat.token events and ends with a chat.message event. */
   'chats.send': {
@@ -605,7 +648,8 @@ export const methods = {
   'chats.stop': { params: z.object({ chatId: Id }), result: Ok },
   /** Answers the last question again; the answer it replaces stays as an earlier version. */
   'chats.regenerate': { params: z.object({ chatId: Id }), result: z.object({ assistant: Message }) },
-  /** Replaces a question, drops everything after it and answers again. */
+  /** Replaces a question with a new version and answers it; the version it replaces keeps everything that
+   * followed it (a branch, chats.selectVersion goes back to it). */
   'chats.edit': {
     params: z.object({ chatId: Id, messageId: Id, text: z.string().min(1).max(100_000) }),
     result: z.object({ user: Message, assistant: Message }),
@@ -627,8 +671,8 @@ export const events = {
   'documents.changed': DocumentSummary,
   'documents.deleted': z.object({ documentId: Id }),
   'models.changed': z.array(ModelEntry),
-  /** A piece of a streaming answer. */
-  'chat.token': z.object({ chatId: Id, messageId: Id, text: z.string() }),
+  /** A piece of a streaming answer: of version `version` of the message (a regenerated answer is a new one). */
+  'chat.token': z.object({ chatId: Id, messageId: Id, version: z.number().int().min(1), text: z.string() }),
   /** A message was created or changed (e.g. an answer finished, was stopped or interrupted). */
   'chat.message': Message,
   'settings.changed': Settings,

@@ -6,15 +6,9 @@ import { loadAddon, type CompressOptions, type Model } from '../engine/binding.t
 import { BACKEND_CHOICES, type BackendChoice } from '../shared/compute-backends.ts';
 import { BudgetValue } from '../shared/kv/budget.ts';
 import { isCompressionMethod, METHOD_NAMES, RECOMMENDED_METHOD, type CompressionMethod } from '../shared/kv/methods.ts';
-import {
-  COMPRESS_DEFAULTS,
-  compressRow,
-  describeOption,
-  type OptionRow,
-  optionSchema,
-  samplingRow,
-} from '../shared/kv/options.ts';
-import type { CompressionSettings } from '../api/contract.ts';
+import { compressRow, describeOption, type OptionRow, optionSchema, samplingRow } from '../shared/kv/options.ts';
+import { type CompressionSettings, DocumentPositions } from '../api/contract.ts';
+import { DEFAULT_SETTINGS } from '../storage/settings.ts';
 
 export type Values = Record<string, string | boolean | undefined>;
 export interface Command {
@@ -111,6 +105,7 @@ export const compressFlags = {
   window: { type: 'string' },
   kernel: { type: 'string' },
   beta: { type: 'string' },
+  positions: { type: 'string' },
   question: { type: 'string' },
 } as const;
 
@@ -154,18 +149,24 @@ export function compressOptions(v: Values): CompressOptions {
 }
 
 /**
- * The compression flags as the app's compression settings, which a read takes (read-document.ts): an option
- * left out is the engine's default, and `full` (which takes no budget) reads the whole document.
+ * The compression flags as the app's compression settings, which a read takes (read-document.ts): a flag left
+ * out is the app's default setting (DEFAULT_SETTINGS), so that the command line reads a document exactly as
+ * the app does.
  */
 export function compressionSettings(v: Values): CompressionSettings {
-  const o = compressOptions(v);
+  const d = DEFAULT_SETTINGS.compression;
+  const budget = str(v, 'budget');
+  const positions = str(v, 'positions') ?? d.positions ?? 'auto';
+  if (!DocumentPositions.safeParse(positions).success)
+    throw new UsageError(`--positions must be ${DocumentPositions.options.join(', ')}, not '${positions}'`);
   return {
-    method: o.method,
-    budget: o.budget ?? 1,
-    alpha: o.alpha ?? COMPRESS_DEFAULTS.alpha,
-    window: o.window ?? COMPRESS_DEFAULTS.window,
-    kernel: o.kernel ?? COMPRESS_DEFAULTS.kernel,
-    beta: o.beta,
+    method: compressionMethod(str(v, 'method') ?? d.method),
+    budget: budget === undefined ? d.budget : budgetValue(budget),
+    alpha: optionFlag(v, 'alpha', compressRow('alpha')),
+    window: optionFlag(v, 'window', compressRow('window')),
+    kernel: optionFlag(v, 'kernel', compressRow('kernel')),
+    beta: v.beta === undefined ? undefined : optionFlag(v, 'beta', compressRow('beta')),
+    positions: positions as DocumentPositions,
   };
 }
 

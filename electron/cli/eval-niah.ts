@@ -77,10 +77,12 @@ export interface NiahOptions {
   read?: ReadChoice;
 }
 
-/** One pass (chunk 0), or chunks; re-based positions for a haystack longer than the context. */
+/** One pass (chunk 0), or chunks; re-based positions for a haystack longer than the context; packed positions
+ * (the kept entries at contiguous positions after the read, where the haystack fits too). */
 export interface ReadChoice {
   chunk: 'auto' | number;
   rebase: boolean;
+  packPositions?: boolean;
 }
 
 /** An eval's compression options: `after` tokens follow the document, room a re-based read keeps for them. */

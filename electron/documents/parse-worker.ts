@@ -5,6 +5,7 @@ import { parentPort } from 'node:worker_threads';
 
 import { ImportError } from './errors.ts';
 import { parseDocument, type ParsedDocument } from './parse.ts';
+import { loadPdfjs } from './pdf.ts';
 
 export interface ParseJob {
   id: number;
@@ -15,6 +16,8 @@ export interface ParseJob {
 
 export type ParserMessage =
   | { type: 'ready' }
+  /** pdf.js is loaded (the thread loads it as it starts). */
+  | { type: 'pdfjs' }
   | { id: number; type: 'progress'; done: number; total: number }
   | { id: number; type: 'phase'; phase: string; allowanceMs?: number }
   | { id: number; type: 'done'; doc: ParsedDocument }
@@ -50,3 +53,9 @@ port.on('message', async (job: ParseJob) => {
   }
 });
 post({ type: 'ready' });
+// pdf.js is most of what a first PDF waited for (a second of a one-page file's import, measured): loaded now,
+// while the thread idles, a parse that comes meanwhile waits on the same load.
+loadPdfjs().then(
+  () => post({ type: 'pdfjs' }),
+  () => {},
+);

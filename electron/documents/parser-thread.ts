@@ -8,8 +8,9 @@
 // Whatever happens, the caller gets an ImportError, and the next import gets a fresh thread.
 //
 // At most MAX_PARSER_THREADS parses run at once (each may use PARSER_HEAP_MB); others wait their turn. After a
-// clean parse the thread is kept, idle and unreferenced (it keeps no process alive), for a while, so a batch of
-// imports does not pay a thread's start each time.
+// clean parse the thread is kept, idle and unreferenced (it keeps no process alive), for a while, so that the
+// next import does not pay a thread's start and pdf.js's load (a one-page PDF's import was seconds of that);
+// the app starts one such thread as it starts (warmParserThread).
 import type { Worker } from 'node:worker_threads';
 
 import { startWorker } from '../worker-thread.ts';
@@ -36,10 +37,14 @@ interface ParserThread {
   heapMb: number;
   /** It said 'ready': its modules loaded (an error before that is a failure to start, not the file's fault). */
   started: boolean;
+  /** It said 'pdfjs': a PDF parsed now waits for no module. */
+  pdfjs: boolean;
   idleTimer: ReturnType<typeof setTimeout> | null;
 }
 
-const IDLE_MS = 15_000;
+/** How long an idle thread is kept: an import after a pause pays no start. A thread with pdf.js loaded holds
+ * a few tens of MiB. */
+const IDLE_MS = 10 * 60_000;
 const idle: ParserThread[] = [];
 let running = 0;
 const waiting: (() => void)[] = [];
@@ -52,9 +57,10 @@ function startThread(heapMb: number): ParserThread {
     stdout: true,
     stderr: true,
   });
-  const t: ParserThread = { worker, heapMb, started: false, idleTimer: null };
+  const t: ParserThread = { worker, heapMb, started: false, pdfjs: false, idleTimer: null };
   worker.on('message', (m: ParserMessage) => {
     if (m.type === 'ready') t.started = true;
+    if (m.type === 'pdfjs') t.pdfjs = true;
   });
   return t;
 }
@@ -82,6 +88,17 @@ function release(t: ParserThread, healthy: boolean): void {
     return;
   }
   void t.worker.terminate();
+}
+
+/** Starts a parser thread to wait, idle, for the first import (when none is idle or parsing already). */
+export function warmParserThread(heapMb = PARSER_HEAP_MB): void {
+  if (idle.length > 0 || running > 0) return;
+  release(startThread(heapMb), true);
+}
+
+/** The threads waiting for a parse, and whether each has pdf.js loaded (diagnostics and tests). */
+export function idleParserThreads(): { pdfjs: boolean }[] {
+  return idle.map((t) => ({ pdfjs: t.pdfjs }));
 }
 
 /** Waits for one of the MAX_PARSER_THREADS slots; rejects when the signal fires first. */
@@ -175,7 +192,7 @@ export async function parseInThread(
       kick();
 
       const onMessage = (m: ParserMessage) => {
-        if (m.type === 'ready' || m.id !== id) return;
+        if (m.type === 'ready' || m.type === 'pdfjs' || m.id !== id) return;
         kick(m.type === 'phase' && m.allowanceMs ? Math.max(stallMs, m.allowanceMs) : stallMs);
         if (m.type === 'progress') onProgress?.(m.done, m.total);
         else if (m.type === 'phase') phase = m.phase;

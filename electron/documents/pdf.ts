@@ -33,8 +33,9 @@ export interface PdfImport {
 
 let pdfjsModule: Promise<Pdfjs> | null = null;
 
-/** pdf.js with its parser side loaded into this thread, so that getDocument uses it as its (fake) worker. */
-function loadPdfjs(): Promise<Pdfjs> {
+/** pdf.js with its parser side loaded into this thread, so that getDocument uses it as its (fake) worker. A
+ * parser thread loads it as it starts (parse-worker.ts), so that the first PDF does not wait for it. */
+export function loadPdfjs(): Promise<Pdfjs> {
   pdfjsModule ??= (async () => {
     (globalThis as { pdfjsWorker?: unknown }).pdfjsWorker = await import('pdfjs-dist/legacy/build/pdf.worker.mjs');
     return import('pdfjs-dist/legacy/build/pdf.mjs');

@@ -238,6 +238,9 @@ export interface CompressOptions {
   /** When the document's positions would run out of the context, give the kept entries contiguous
    * positions (lower quality; a document longer than the model's context). */
   rebase?: boolean;
+  /** After the read, give the kept entries contiguous positions even where the document fits: it then takes as
+   * many positions as the most entries a head keeps, and the conversation the rest (lower quality, as rebase). */
+  packPositions?: boolean;
   /** Positions a re-based read keeps free after the document for the conversation. */
   room?: number;
   /** A chunked read saves where it stands in this file (at most every checkpointSeconds, default 30) and a read

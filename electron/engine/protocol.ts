@@ -102,6 +102,8 @@ export const CompressOptions = z.strictObject({
   measureLoss: z.boolean().optional(),
   chunk: z.union([z.literal('auto'), Int]).optional(),
   rebase: z.boolean().optional(),
+  /** After the read, the kept entries get contiguous positions even where the document fits (ReadOptions). */
+  packPositions: z.boolean().optional(),
   room: Int.optional(),
   checkpoint: z.string().min(1).optional(),
   checkpointSeconds: Num.optional(),

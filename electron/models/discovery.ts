@@ -581,6 +581,7 @@ async function describeCandidate(c: Candidate, o: DiscoveryOptions): Promise<Des
     architecture: summary?.architecture ?? null,
     quantization: summary?.quantization ?? null,
     contextLength: summary?.contextLength ?? null,
+    chatTemplate: summary?.chatTemplate ?? null,
     parameters: parameters && parameters > 0 ? parameters : null,
     layers: summary?.layers ?? null,
     kvHeads: summary?.kvHeads ?? null,

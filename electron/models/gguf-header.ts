@@ -79,10 +79,11 @@ export const GGML_TYPES: Readonly<Record<number, GgmlTypeInfo>> = {
 
 /**
  * llama.cpp's general.file_type values (enum llama_ftype in llama.cpp include/llama.h) with the names
- * llama-quantize and the model hubs use. 4-6 and 33-35 were removed from llama.cpp; 1024 means "guessed".
+ * llama-quantize and the model hubs use, not the enum's (ALL_F32, MOSTLY_Q4_0): the model list shows them.
+ * 4-6 and 33-35 were removed from llama.cpp; 1024 means "guessed".
  */
 export const LLAMA_FILE_TYPES: Readonly<Record<number, string>> = {
-  0: 'ALL_F32',
+  0: 'F32',
   1: 'F16',
   2: 'Q4_0',
   3: 'Q4_1',
@@ -677,6 +678,8 @@ export interface GgufSummary {
   /** general.file_type as stored, or null. */
   fileType: number | null;
   contextLength: number | null;
+  /** Whether the file carries a chat template (tokenizer.chat_template): a base model does not. */
+  chatTemplate: boolean;
   /** Sum of the tensors' element counts (this file's tensors only, for a split file's first part). */
   parameters: number;
   layers: number | null;
@@ -809,6 +812,7 @@ export function summarizeGguf(h: GgufHeader): GgufSummary {
     quantization,
     fileType,
     contextLength: metaNumber(h, `${p}context_length`), // the engine's limit, sliding-window models too
+    chatTemplate: (metaString(h, 'tokenizer.chat_template') ?? '').trim() !== '',
     parameters,
     layers: metaNumber(h, `${p}block_count`),
     heads,

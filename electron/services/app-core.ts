@@ -12,7 +12,8 @@ import { EngineManager } from './engine-manager.ts';
 import { ModelsService, type ModelsServiceOptions } from './models-service.ts';
 import { OpenAiService } from './openai-service.ts';
 import { dataPaths } from './paths.ts';
-import { SettingsService } from './settings-service.ts';
+import { warmParserThread } from '../documents/parser-thread.ts';
+import { announceSettingsChanges, SettingsService } from './settings-service.ts';
 import { Tasks } from './tasks.ts';
 
 export interface AppCoreOptions {
@@ -67,7 +68,8 @@ export async function createAppCore(o: AppCoreOptions): Promise<AppCore> {
   });
   const chats = new ChatsService(storage, engine, documents.reader, bus);
   const openai = new OpenAiService(storage, engine, models, documents.reader);
-  const settings = new SettingsService(storage, models, documents.library, bus);
+  const settings = new SettingsService(storage, models);
+  announceSettingsChanges(storage, documents.library, bus);
 
   if (o.model) {
     const entry = await models.add(o.model);
@@ -76,6 +78,8 @@ export async function createAppCore(o: AppCoreOptions): Promise<AppCore> {
   }
   // Reads cut short when the app last stopped go on from their checkpoints.
   documents.reader.resumeInterrupted();
+  // The first import should not wait for a parser thread and pdf.js to load.
+  warmParserThread();
 
   const ok = { ok: true as const };
   let serverInfo: ServerInfo = { apiUrl: null, apiToken: null };
@@ -106,6 +110,7 @@ export async function createAppCore(o: AppCoreOptions): Promise<AppCore> {
     'chats.create': (p) => chats.create(p),
     'chats.get': (p) => chats.get(p.chatId),
     'chats.rename': (p) => chats.rename(p),
+    'chats.setStyle': (p) => chats.setStyle(p),
     'chats.delete': async (p) => (await chats.delete(p.chatId), ok),
     'chats.send': (p) => chats.send(p),
     'chats.stop': async (p) => {

@@ -6,7 +6,9 @@
 // cache already holds is the next prompt. With the model's chat template (Jinja, rendered by
 // @huggingface/jinja) that is the end of the previous answer (the end-of-turn marker the model stopped at,
 // which generation does not feed back), the user's message and the assistant header. Models without a
-// template get a plain format: the document, then "\n\nQuestion: ...\nAnswer:" turns.
+// template get a plain format: the document, then "\n\nQuestion: ...\nAnswer:" turns. A chat in the
+// completion style (what a base model can do) writes the text as typed after the document, and the model
+// continues it (completionRenderer).
 import { Template } from '@huggingface/jinja';
 
 export type Role = 'system' | 'user' | 'assistant';
@@ -57,6 +59,46 @@ export const plainRenderer: Renderer = (messages, addGenerationPrompt) => {
   void addGenerationPrompt;
   return text;
 };
+
+/**
+ * The completion style over a format: the prefix (system message and document) as `base` renders it, then
+ * each text as typed and each continuation as generated, nothing around them: the model continues the
+ * document's text. A text follows the document (or the last continuation) after a space, as the next
+ * sentence of its prose, unless it starts with its own whitespace (a new paragraph, typed), or the text
+ * before it already ends with whitespace. Nothing is trimmed: a text ending in a space asks for what follows
+ * it (a base model tokenizes " 7306" as a space and digits).
+ */
+export function completionRenderer(base: Renderer): Renderer {
+  return (messages, _addGenerationPrompt) => {
+    let text = base(
+      messages.filter((m) => m.role === 'system'),
+      false,
+    );
+    for (const m of messages) {
+      if (m.role === 'system') continue;
+      if (m.role === 'user' && !/^\s/.test(m.content) && !/\s$/.test(text)) text += ' ';
+      text += m.content;
+    }
+    return text;
+  };
+}
+
+/**
+ * Where an answer ends besides the model's end of turn: a base model's (no chat template, or the completion
+ * style) at a blank line, where it would go on to write the next question itself, and at BASE_MODEL_MAX_TOKENS
+ * (it rarely ends on its own). A chat template's answer ends at its end-of-turn token.
+ */
+export function answerEnds(o: { template: boolean; style: 'chat' | 'completion' }): {
+  stops: string[];
+  maxTokens: number;
+} {
+  if (o.template && o.style === 'chat') return { stops: [], maxTokens: Number.POSITIVE_INFINITY };
+  return { stops: o.style === 'chat' ? ['\n\n', '\nQuestion:'] : ['\n\n'], maxTokens: BASE_MODEL_MAX_TOKENS };
+}
+
+/** The longest answer of a base model (answerEnds): a paragraph, as a reader of a chat expects; a base model
+ * rarely ends by itself, and on a small context every token it adds is one the next question lacks. */
+export const BASE_MODEL_MAX_TOKENS = 128;
 
 /** The system message's content: the optional instructions, then the document. */
 export function systemContent(document: string, system?: string): string {

@@ -5,6 +5,7 @@
 // from the document's saved cache plus the stored conversation.
 import {
   ApiError,
+  type ChatStyle,
   type ChatSummary,
   type CitedPage,
   type DocumentPage,
@@ -19,7 +20,9 @@ import type { StreamingAnswer } from '../storage/streaming.ts';
 import { exportChat } from './chat-export.ts';
 import { SEARCH_LIMIT, searchHit } from './chat-search.ts';
 import { isUntitled, titleFromQuestion } from './chat-title.ts';
+import { answerEnds } from './chat-format.ts';
 import { ConversationSession } from './conversation.ts';
+import type { ChatFormat } from './prefix.ts';
 import type { DocumentReader } from './documents/reader.ts';
 import type { EngineManager } from './engine-manager.ts';
 import { citationsFromAttention, pageRefsOf } from './citations.ts';
@@ -59,10 +62,27 @@ export class ChatsService {
     const doc = this.storage.documents.require(params.documentId);
     const title = params.title?.trim();
     const empty = this.emptyChat(doc.id);
-    if (!empty) return this.storage.chats.create(doc.id, title);
+    if (!empty) return this.storage.chats.create(doc.id, title, params.style ?? null);
+    if (params.style !== undefined) this.storage.chats.setStyle(empty.id, params.style);
     if (title) return this.storage.chats.rename(empty.id, title);
     this.storage.chats.touch(empty.id);
     return this.storage.chats.require(empty.id);
+  }
+
+  /** How the chat's turns are written from its next question on; what was said is replayed in that style. */
+  async setStyle(params: Params<'chats.setStyle'>): Promise<ChatSummary> {
+    const chat = this.storage.chats.require(params.chatId);
+    if (this.running.has(chat.id))
+      throw new ApiError('BUSY', 'an answer is still being written in this chat: stop it first');
+    if (chat.style === params.style) return chat;
+    const changed = this.storage.chats.setStyle(chat.id, params.style);
+    await this.forget(changed);
+    return changed;
+  }
+
+  /** The style the chat's turns are written in: its own, else completion for a model without a chat template. */
+  private style(chat: ChatSummary, format: ChatFormat): ChatStyle {
+    return chat.style ?? (format.template ? 'chat' : 'completion');
   }
 
   /** Messages holding the query, in one document's chats or in all of them. */
@@ -90,8 +110,7 @@ export class ChatsService {
     if (this.running.has(chat.id))
       throw new ApiError('BUSY', 'an answer is still being written in this chat: stop it first');
     const m = this.storage.messages.require(params.messageId);
-    if (m.chatId !== chat.id || m.role !== 'assistant')
-      throw new ApiError('BAD_REQUEST', 'only an answer of this chat has versions');
+    if (m.chatId !== chat.id) throw new ApiError('BAD_REQUEST', 'only a message of this chat has versions');
     if (m.version.index === params.version) return m;
     const shown = this.storage.messages.selectVersion(m.id, params.version);
     await this.forget(chat);
@@ -115,14 +134,18 @@ export class ChatsService {
     const pageTokens = this.pagesRead(doc).reduce((n, p) => n + (p.tokenEnd - p.tokenStart), 0);
     const systemTokens = Math.max(0, doc.tokens - pageTokens);
     const positions = this.prefixPositions(doc.id);
+    const contextTokens = doc.contextTokens ?? this.engine.sessionOptions().nCtx;
     // What the cache held after the last answer (older turns may have been compressed or set aside,
-    // conversation.ts), else the messages' own tokens.
+    // conversation.ts), else the messages' own tokens: more than the cache can hold once older turns were
+    // compressed or set aside, so at most what the context leaves after the document.
     const held = this.storage.chats.conversationPositions(chatId);
+    const said = held ?? this.storage.messages.conversationTokens(chatId).tokens;
     return {
       systemTokens,
       documentTokens: Math.max(0, positions - systemTokens),
-      conversationTokens: held ?? this.storage.messages.conversationTokens(chatId).tokens,
-      contextTokens: doc.contextTokens ?? this.engine.sessionOptions().nCtx,
+      documentPacked: !!this.storage.stats.get(doc.id)?.rebased,
+      conversationTokens: Math.min(said, Math.max(0, contextTokens - positions)),
+      contextTokens,
       kvBytesKept: doc.kvBytesKept,
       kvBytesFull: doc.kvBytesFull,
     };
@@ -185,6 +208,7 @@ export class ChatsService {
       chat.documentId,
       format,
       this.storage.settings.get().systemPrompt,
+      this.style(chat, format),
     );
     const live = await ConversationSession.fork(this.engine, model, format, conversation, docSession);
     this.engine.setSession(this.key(chat), live.sessionId);
@@ -209,12 +233,17 @@ export class ChatsService {
       if (title) this.storage.chats.rename(chat.id, title);
     }
     const user = this.storage.messages.add(chat.id, { role: 'user', text: params.text, status: 'complete' });
+    return this.answerQuestion(chat, user);
+  }
+
+  /** Answers `user`, the chat's last message: the answer streams in the background. */
+  private answerQuestion(chat: ChatSummary, user: Message): Result<'chats.send'> {
     const answer = this.storage.messages.beginAnswer(chat.id);
     this.start(
       chat,
       answer,
       async (live, signal) => {
-        const { promptTokens } = await live.ask(params.text, { answerRoom: ANSWER_ROOM, signal });
+        const { promptTokens } = await live.ask(user.text, { answerRoom: ANSWER_ROOM, signal });
         this.storage.messages.update(user.id, { cacheTokens: promptTokens });
       },
       user.id,
@@ -242,7 +271,8 @@ export class ChatsService {
     return { assistant: this.storage.messages.require(answer.id) };
   }
 
-  /** Replaces a question, drops what followed it and answers again. */
+  /** Replaces a question with a new version and answers it; the earlier version keeps what followed it (a
+   * branch, selectVersion goes back to it). */
   edit(params: Params<'chats.edit'>): Result<'chats.edit'> {
     const chat = this.storage.chats.require(params.chatId);
     if (this.running.has(chat.id))
@@ -250,9 +280,9 @@ export class ChatsService {
     const m = this.storage.messages.require(params.messageId);
     if (m.chatId !== chat.id || m.role !== 'user')
       throw new ApiError('BAD_REQUEST', 'only a question of this chat can be edited');
-    this.storage.messages.truncateFrom(chat.id, m.id);
+    const user = this.storage.messages.reviseQuestion(m.id, params.text);
     void this.forget(chat);
-    return this.send({ chatId: chat.id, text: params.text });
+    return this.answerQuestion(chat, user);
   }
 
   async stop(chatId: string): Promise<void> {
@@ -275,8 +305,10 @@ export class ChatsService {
         const live = await this.liveChat(chat, upTo);
         await prepare(live, controller.signal);
         const s = this.storage.settings.get().sampling;
+        const ends = answerEnds({ template: live.format.template, style: this.style(chat, live.format) });
         const r = await live.answer({
-          maxTokens: s.maxTokens,
+          maxTokens: Math.min(s.maxTokens, ends.maxTokens),
+          stops: ends.stops,
           temperature: s.temperature,
           topK: s.topK,
           topP: s.topP,
@@ -287,7 +319,7 @@ export class ChatsService {
           signal: controller.signal,
           onText: (text) => {
             answer.append(text);
-            this.bus.emit('chat.token', { chatId: chat.id, messageId: answer.id, text });
+            this.bus.emit('chat.token', { chatId: chat.id, messageId: answer.id, version: answer.version, text });
           },
         });
         // Recorded before the answer is announced, so that the meter read on that event counts it.

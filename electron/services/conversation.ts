@@ -95,7 +95,8 @@ export class ConversationSession {
   private constructor(
     private readonly engine: ConversationEngine,
     private readonly model: LoadedModel,
-    private readonly format: ChatFormat,
+    /** How the model's conversations are rendered and tokenized. */
+    readonly format: ChatFormat,
     /** The document's pristine session, forked again by reset(). */
     private readonly documentSession: string,
     /** The text side: what the cache holds, what each turn appends. */
@@ -357,10 +358,15 @@ export async function generateAnswer(
           pieces.push(t.text);
           if (stopped) return;
           text += t.text;
-          const hit = stops
-            .map((x) => text.indexOf(x))
-            .filter((i) => i >= 0)
-            .sort((a, b) => a - b)[0];
+          // A stop sequence ends an answer once it has begun: a base model's answer may open with a blank line.
+          const begun = text.search(/\S/);
+          const hit =
+            begun < 0
+              ? undefined
+              : stops
+                  .map((x) => text.indexOf(x, begun))
+                  .filter((i) => i >= 0)
+                  .sort((a, b) => a - b)[0];
           if (hit !== undefined) {
             stopped = true;
             text = text.slice(0, hit);

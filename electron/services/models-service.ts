@@ -168,8 +168,7 @@ export class ModelsService {
       await this.engine.ensureModel(m.id, m.path);
       task.progress('load-model', 1, 1, `${m.name} is ready`);
     });
-    const settings = this.storage.settings.update({ modelId: m.id });
-    this.bus.emit('settings.changed', settings);
+    this.storage.settings.update({ modelId: m.id });
     return this.engine.status();
   }
 }

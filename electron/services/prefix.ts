@@ -1,8 +1,9 @@
 // The compressed prefix of a document: the system prompt and the document's pages rendered as the system
 // message of the model's chat format, tokenized, with every token mapped back to the page and characters
 // it came from (so the retention map and the answers can point at pages).
-import type { DocumentPage } from '../api/contract.ts';
+import type { ChatStyle, DocumentPage } from '../api/contract.ts';
 import {
+  completionRenderer,
   Conversation,
   needsBos,
   plainRenderer,
@@ -32,14 +33,17 @@ export function chatFormat(info: ModelInfo, bosText: string, eosText: string): C
   };
 }
 
-/** A conversation over a document: the rendered prefix holds the system prompt and the document. */
+/** A conversation over a document: the rendered prefix holds the system prompt and the document (the same in
+ * either style, so one compressed cache serves both); its turns are written in `style`. */
 export function conversationFor(
   format: ChatFormat,
   systemPrompt: string,
   pages: readonly { text: string }[],
+  style: ChatStyle = 'chat',
 ): { conversation: Conversation; documentStart: number } {
   const document = pages.map((p) => p.text).join(PAGE_SEPARATOR);
-  const conversation = new Conversation(format.renderer, systemContent(document, systemPrompt));
+  const renderer = style === 'completion' ? completionRenderer(format.renderer) : format.renderer;
+  const conversation = new Conversation(renderer, systemContent(document, systemPrompt));
   const documentStart = conversation.prefixText.indexOf(document);
   return { conversation, documentStart };
 }

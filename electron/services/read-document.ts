@@ -76,6 +76,7 @@ export async function readDocument(engine: EngineManager, r: ReadRequest): Promi
           measureLoss: r.measureLoss,
           chunk: r.chunk ?? plan.chunk,
           rebase: plan.rebase || !!r.rebase,
+          packPositions: plan.pack,
           room: plan.room,
           checkpoint: r.checkpoint?.path,
           checkpointSeconds: r.checkpoint?.seconds,

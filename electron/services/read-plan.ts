@@ -10,6 +10,11 @@
 // - Otherwise chunks: the cache never holds more than the budget plus one chunk and the time grows linearly.
 // - A document longer than the positions is read in chunks with re-based positions (lower quality: the
 //   model sees its kept entries as contiguous); the user is offered a page range that fits instead.
+// - Packed positions (the settings' compression.positions): after the read the kept entries get contiguous
+//   positions, so the document takes as many as the most entries a head keeps and the conversation the rest.
+//   'auto' packs where positions, not memory, would end the chat: when the document at its own positions
+//   leaves the conversation less than its room (conversationRoom: a quarter of the context, at most 1,024),
+//   and compression keeps fewer entries than the document has.
 // - The context: the largest, up to the model's, whose estimate (weights, the compressed document, a full
 //   conversation to the end of the context, the working buffers) fits the memory. Our cache grows with what it
 //   holds, so a larger context costs memory only as the conversation fills it.
@@ -42,6 +47,8 @@ export interface ReadPlan {
   /** 0: one pass; 'auto': chunks of the engine's size. */
   chunk: 0 | 'auto';
   rebase: boolean;
+  /** Pack the kept entries' positions after the read (the engine's packPositions). */
+  pack: boolean;
   /** A budget in tokens per head that replaces the settings' for this read: a re-based read keeps no more per
    * head than the positions left after a chunk and the room (undefined: the settings' budget). */
   budget?: number;
@@ -71,7 +78,12 @@ export function planRead(i: ReadPlanInput): ReadPlan {
   // A document that fits but leaves less than that room is read at its own positions with what is left (the
   // conversation sets its oldest turns aside when it fills), rather than re-based.
   const shrunk = L + room > positions && L + Math.min(room, MIN_CONVERSATION_ROOM) <= positions;
+  const fullRoom = room;
   if (shrunk) room = positions - L;
+  // Packing frees positions only where compression keeps fewer entries than the document has.
+  const choice = i.compression.positions ?? 'auto';
+  const frees = resolveBudget(i.compression, L).compress;
+  const pack = frees && (choice === 'packed' || (choice === 'auto' && (shrunk || L + room > positions)));
   const est = (nCtx: number, chunked: boolean) =>
     estimateMemory(i.shape, {
       nCtx,
@@ -94,12 +106,14 @@ export function planRead(i: ReadPlanInput): ReadPlan {
       room,
       chunk: 'auto',
       rebase: true,
+      pack,
       budget,
       note:
         `The document (${count(L)} tokens with the system prompt, and ${count(room)} kept for the conversation) does not fit ` +
         `the model's context of ${count(positions)}: ` +
         `it was read in chunks with re-based positions, which answers less accurately than a document that fits` +
         (budget ? `, keeping ${count(budget)} tokens per head (what the positions hold)` : '') +
+        (pack ? '; its kept entries then took only the positions they need' : '') +
         `. ` +
         `Compressing a range of pages that fits avoids that.`,
       totalBytes: e.totalBytes,
@@ -122,21 +136,28 @@ export function planRead(i: ReadPlanInput): ReadPlan {
   const e = est(lo, chunked);
   const memoryNote =
     (lo < positions ? `; the context is ${count(lo)} positions, what the memory allows` : '') +
-    (shrunk
+    (shrunk && !pack
       ? `; it leaves ${count(room)} positions for the conversation, whose older turns are compressed (or set aside) when it fills`
       : '');
+  const packNote = !pack
+    ? ''
+    : choice === 'packed'
+      ? ' Its kept entries were packed into contiguous positions (the settings ask for it), so the conversation has what compression freed; answers are somewhat less accurate, and their page chips come from the words they share with the pages, not from the model’s attention.'
+      : ` At its own positions it would leave the conversation ${count(positions - L)} of ${count(positions)} positions, less than its room of ${count(fullRoom)}: its kept entries were packed into contiguous positions, so the conversation has what compression freed; answers are somewhat less accurate, and their page chips come from the words they share with the pages, not from the model’s attention.`;
   return {
     nCtx: lo,
     room,
     chunk: chunked ? 'auto' : 0,
     rebase: false,
-    note: chunked
-      ? `Read in chunks, each compressed as it came, so that the cache never held more than the budget and one chunk (${
-          L > ONE_PASS_MAX_TOKENS
-            ? `the document is longer than ${count(ONE_PASS_MAX_TOKENS)} tokens`
-            : 'one pass would not fit the memory'
-        })${memoryNote}.`
-      : `Read in one pass, then compressed${memoryNote}.`,
+    pack,
+    note:
+      (chunked
+        ? `Read in chunks, each compressed as it came, so that the cache never held more than the budget and one chunk (${
+            L > ONE_PASS_MAX_TOKENS
+              ? `the document is longer than ${count(ONE_PASS_MAX_TOKENS)} tokens`
+              : 'one pass would not fit the memory'
+          })${memoryNote}.`
+        : `Read in one pass, then compressed${memoryNote}.`) + packNote,
     totalBytes: e.totalBytes,
     availableBytes: e.availableBytes,
   };

@@ -1,5 +1,6 @@
 // Settings: changes and the reset to defaults, checked against the chosen model (settings-rules.ts) before
-// anything is stored, then announced; documents compressed with other settings show as stale at once.
+// anything is stored; every stored change is announced from one place (announceSettingsChanges), and the
+// documents compressed with other settings show as stale at once.
 import type { Settings, SettingsPatch } from '../api/contract.ts';
 import type { EventBus } from '../api/dispatcher.ts';
 import type { Storage } from '../storage/index.ts';
@@ -11,8 +12,6 @@ export class SettingsService {
   constructor(
     private readonly storage: Storage,
     private readonly models: ModelsService,
-    private readonly documents: DocumentLibrary,
-    private readonly bus: EventBus,
   ) {}
 
   get(): Settings {
@@ -26,26 +25,12 @@ export class SettingsService {
     const next = this.storage.settings.merged(patch);
     const fields = patch.modelId !== undefined ? null : patchFields(patch);
     refuseProblems(settingsProblems(next, await this.limits(next.modelId)), fields);
-    return this.store(() => this.storage.settings.update(patch));
+    return this.storage.settings.update(patch);
   }
 
   /** Every setting to its default; the model and the model folders stay. */
   async reset(): Promise<Settings> {
-    return this.store(() => this.storage.settings.reset());
-  }
-
-  private store(write: () => Settings): Settings {
-    const before = this.storage.settings.get();
-    const s = write();
-    this.bus.emit('settings.changed', s);
-    // Documents compressed with other settings show as stale now.
-    if (
-      before.modelId !== s.modelId ||
-      JSON.stringify(before.compression) !== JSON.stringify(s.compression) ||
-      before.systemPrompt !== s.systemPrompt
-    )
-      for (const d of this.storage.documents.list()) this.documents.changed(d.id);
-    return s;
+    return this.storage.settings.reset();
   }
 
   /** A model id the library knows (models.list, after a rescan); else INVALID_SETTING naming the field. */
@@ -75,4 +60,22 @@ export class SettingsService {
       return null;
     }
   }
+}
+
+/**
+ * Announces every stored change of the settings, whoever made it (settings.update and reset, a model chosen,
+ * a recompress with other options), and announces the documents again when a setting their cache depends on
+ * changed (cacheMatches: the model, the compression, the system prompt), so that they show as stale, or as
+ * ready again, at once. Returns the unsubscribe.
+ */
+export function announceSettingsChanges(storage: Storage, documents: DocumentLibrary, bus: EventBus): () => void {
+  return storage.settings.onChange((after, before) => {
+    bus.emit('settings.changed', after);
+    if (
+      before.modelId !== after.modelId ||
+      JSON.stringify(before.compression) !== JSON.stringify(after.compression) ||
+      before.systemPrompt !== after.systemPrompt
+    )
+      for (const d of storage.documents.list()) documents.changed(d.id);
+  });
 }

@@ -1,20 +1,21 @@
 // Chats: conversations about one document. Messages are in messages.ts.
 import type Database from 'better-sqlite3';
 
-import type { ChatSummary } from '../api/contract.ts';
+import type { ChatStyle, ChatSummary } from '../api/contract.ts';
 import { isoTime, newId, type Scheduler } from './clock.ts';
 import { StorageError } from './errors.ts';
 
 export const DEFAULT_CHAT_TITLE = 'New chat';
 
 const SUMMARY = `SELECT c.id, c.document_id AS documentId, c.title, c.created_at AS createdAt, c.updated_at AS updatedAt,
-  (SELECT COUNT(*) FROM messages m WHERE m.chat_id = c.id) AS messageCount FROM chats c`;
+  c.style, (SELECT COUNT(*) FROM messages m WHERE m.chat_id = c.id) AS messageCount FROM chats c`;
 
 export class ChatsRepo {
   private readonly insert;
   private readonly selectOne;
   private readonly selectByDocument;
   private readonly renameStmt;
+  private readonly styleStmt;
   private readonly touchStmt;
   private readonly remove;
   private readonly setPositionsStmt;
@@ -25,11 +26,12 @@ export class ChatsRepo {
     private readonly scheduler: Scheduler,
   ) {
     this.insert = db.prepare(
-      `INSERT INTO chats (id, document_id, title, created_at, updated_at) VALUES (?, ?, ?, ?, ?)`,
+      `INSERT INTO chats (id, document_id, title, style, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)`,
     );
     this.selectOne = db.prepare(`${SUMMARY} WHERE c.id = ?`);
     this.selectByDocument = db.prepare(`${SUMMARY} WHERE c.document_id = ? ORDER BY c.updated_at DESC, c.rowid DESC`);
     this.renameStmt = db.prepare(`UPDATE chats SET title = ?, updated_at = ? WHERE id = ?`);
+    this.styleStmt = db.prepare(`UPDATE chats SET style = ? WHERE id = ?`);
     this.touchStmt = db.prepare(`UPDATE chats SET updated_at = ? WHERE id = ?`);
     this.remove = db.prepare(`DELETE FROM chats WHERE id = ?`);
     this.setPositionsStmt = db.prepare(
@@ -40,11 +42,11 @@ export class ChatsRepo {
     );
   }
 
-  create(documentId: string, title?: string): ChatSummary {
+  create(documentId: string, title?: string, style: ChatStyle | null = null): ChatSummary {
     const id = newId();
     const now = isoTime(this.scheduler);
     try {
-      this.insert.run(id, documentId, title?.trim() || DEFAULT_CHAT_TITLE, now, now);
+      this.insert.run(id, documentId, title?.trim() || DEFAULT_CHAT_TITLE, style, now, now);
     } catch (e) {
       if ((e as { code?: string }).code === 'SQLITE_CONSTRAINT_FOREIGNKEY')
         throw new StorageError('NOT_FOUND', `no document ${documentId}`);
@@ -71,6 +73,12 @@ export class ChatsRepo {
   rename(id: string, title: string): ChatSummary {
     if (this.renameStmt.run(title, isoTime(this.scheduler), id).changes === 0)
       throw new StorageError('NOT_FOUND', `no chat ${id}`);
+    return this.require(id);
+  }
+
+  /** How the chat's turns are written from its next question on (null: by the model). */
+  setStyle(id: string, style: ChatStyle | null): ChatSummary {
+    if (this.styleStmt.run(style, id).changes === 0) throw new StorageError('NOT_FOUND', `no chat ${id}`);
     return this.require(id);
   }
 

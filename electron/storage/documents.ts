@@ -84,6 +84,8 @@ export interface SavedCache {
   /** How it was read, for the user (one pass, chunks, re-based). */
   readNote?: string | null;
   stats?: StatsInput | null;
+  /** Where the kept entries sit (DocumentSummary.kept); absent: 'rebased' when the statistics say re-based. */
+  placement?: 'own' | 'packed' | 'rebased';
   /** Default 'ready'. */
   status?: DocumentStatus;
 }
@@ -111,11 +113,14 @@ interface Row {
   read_note: string | null;
   read_first: number | null;
   read_last: number | null;
+  kept_per_head: number | null;
+  kept_positions: number | null;
+  kept_placement: 'own' | 'packed' | 'rebased' | null;
 }
 
 const COLUMNS = `id, title, kind, file_name, file_sha256, status, error, error_code, created_at, updated_at, page_count, token_count,
   model_id, prefix_key, compression, kv_path, kv_bytes_full, kv_bytes_kept, context_tokens, read_note,
-  read_first, read_last`;
+  read_first, read_last, kept_per_head, kept_positions, kept_placement`;
 
 function toRecord(r: Row): DocumentRecord {
   return {
@@ -137,6 +142,10 @@ function toRecord(r: Row): DocumentRecord {
     contextTokens: r.context_tokens,
     readNote: r.read_note,
     readPages: r.read_first === null || r.read_last === null ? null : [r.read_first, r.read_last],
+    kept:
+      r.kept_positions === null || r.kept_placement === null
+        ? null
+        : { perHead: r.kept_per_head, positions: r.kept_positions, placement: r.kept_placement },
     sha256: r.file_sha256,
     prefixKey: r.prefix_key,
     kvPath: r.kv_path,
@@ -167,6 +176,7 @@ export function toSummary(d: DocumentRecord, held = false): DocumentSummary {
     contextTokens,
     readNote,
     readPages,
+    kept,
   } = d;
   const remedy = status === 'failed' ? failureRemedy(errorCode, pages > 0 ? 'compress' : 'import', held) : null;
   return {
@@ -188,6 +198,7 @@ export function toSummary(d: DocumentRecord, held = false): DocumentSummary {
     contextTokens,
     readNote,
     readPages,
+    kept,
   };
 }
 
@@ -283,10 +294,12 @@ export class DocumentsRepo {
     this.setCache = db.prepare(
       `UPDATE documents SET kv_path = @kvPath, model_id = @modelId,
          prefix_key = @prefixKey, compression = @compression, kv_bytes_full = @kvBytesFull, kv_bytes_kept = @kvBytesKept, context_tokens = @contextTokens,
-         read_note = @readNote, status = @status, error = NULL, error_code = NULL, updated_at = @now WHERE id = @id`,
+         read_note = @readNote, kept_per_head = @keptPerHead, kept_positions = @keptPositions, kept_placement = @keptPlacement,
+         status = @status, error = NULL, error_code = NULL, updated_at = @now WHERE id = @id`,
     );
     this.unsetCache = db.prepare(
-      `UPDATE documents SET kv_path = NULL, kv_bytes_full = NULL, kv_bytes_kept = NULL, status = @status, updated_at = @now WHERE id = @id`,
+      `UPDATE documents SET kv_path = NULL, kv_bytes_full = NULL, kv_bytes_kept = NULL, kept_per_head = NULL, kept_positions = NULL,
+         kept_placement = NULL, status = @status, updated_at = @now WHERE id = @id`,
     );
     this.remove = db.prepare(`DELETE FROM documents WHERE id = ?`);
     this.recoverNoCache = db.prepare(
@@ -446,6 +459,9 @@ export class DocumentsRepo {
         kvBytesKept: cache.kvBytesKept,
         contextTokens: cache.contextTokens ?? null,
         readNote: cache.readNote ?? null,
+        keptPerHead: cache.stats?.compressed ? cache.stats.budget : null,
+        keptPositions: cache.stats?.positions ?? null,
+        keptPlacement: cache.stats ? (cache.placement ?? (cache.stats.rebased ? 'rebased' : 'own')) : null,
         status: cache.status ?? 'ready',
         now: isoTime(this.scheduler),
       });

@@ -63,6 +63,12 @@ interface Row {
   others: number;
 }
 
+/** What followed a question when it was edited (a question's earlier version keeps it): the rows as read. */
+interface Branch {
+  messages: Record<string, unknown>[];
+  versions: Record<string, unknown>[];
+}
+
 /** Every read of a message counts its other versions. */
 const SELECT_MESSAGE = `SELECT m.*, (SELECT COUNT(*) FROM answer_versions v WHERE v.message_id = m.id) AS others FROM messages m`;
 
@@ -134,6 +140,12 @@ export class MessagesRepo {
   private readonly recover;
   private readonly archiveVersion;
   private readonly selectVersionRow;
+  private readonly archiveQuestion;
+  private readonly selectAfter;
+  private readonly deleteAfter;
+  private readonly selectVersionsOf;
+  private readonly insertMessageRow: Database.Statement;
+  private readonly insertVersionRow: Database.Statement;
   private readonly deleteVersion;
   private readonly lastVersion;
   private readonly restoreVersion;
@@ -181,6 +193,22 @@ export class MessagesRepo {
        SELECT id, version, text, status, created_at, tokens, tokens_per_second, page_refs, citations, error, cache_tokens FROM messages WHERE id = ?`,
     );
     this.selectVersionRow = db.prepare(`SELECT * FROM answer_versions WHERE message_id = ? AND version = ?`);
+    this.archiveQuestion = db.prepare(
+      `INSERT INTO answer_versions (message_id, version, text, status, created_at, tokens, tokens_per_second, page_refs, citations, error, cache_tokens, branch)
+       SELECT id, version, text, status, created_at, tokens, tokens_per_second, page_refs, citations, error, cache_tokens, ? FROM messages WHERE id = ?`,
+    );
+    this.selectAfter = db.prepare(`SELECT * FROM messages WHERE chat_id = ? AND seq > ? ORDER BY seq`);
+    this.deleteAfter = db.prepare(`DELETE FROM messages WHERE chat_id = ? AND seq > ?`);
+    this.selectVersionsOf = db.prepare(`SELECT * FROM answer_versions WHERE message_id = ? ORDER BY version`);
+    // A branch's rows go back as they were read (SELECT *): every column, by name.
+    const columns = (table: string) =>
+      (db.prepare(`PRAGMA table_info(${table})`).all() as { name: string }[]).map((c) => c.name);
+    const insertAll = (table: string) => {
+      const cols = columns(table);
+      return db.prepare(`INSERT INTO ${table} (${cols.join(', ')}) VALUES (${cols.map((c) => `@${c}`).join(', ')})`);
+    };
+    this.insertMessageRow = insertAll('messages');
+    this.insertVersionRow = insertAll('answer_versions');
     this.deleteVersion = db.prepare(`DELETE FROM answer_versions WHERE message_id = ? AND version = ?`);
     this.lastVersion = db
       .prepare(`SELECT MAX(m.version, COALESCE((SELECT MAX(version) FROM answer_versions WHERE message_id = m.id), 0))
@@ -298,15 +326,75 @@ export class MessagesRepo {
     });
   }
 
+  /**
+   * Replaces a question with a new version, in place, as a branch: the version it held is kept (like an
+   * answer's, answer_versions) together with everything that followed it (its branch), and what followed is
+   * removed; the next answer follows the new text. Refused while an answer after it is being written.
+   */
+  reviseQuestion(messageId: string, text: string): Message {
+    return writeTransaction(this.db, () => {
+      const row = this.requireQuestion(messageId);
+      const branch = this.cutBranch(row);
+      this.archiveQuestion.run(JSON.stringify(branch), messageId);
+      this.restoreVersion.run({
+        id: messageId,
+        version: (this.lastVersion.get(messageId) as number) + 1,
+        text,
+        status: 'complete',
+        createdAt: isoTime(this.scheduler),
+        tokens: null,
+        tokensPerSecond: null,
+        pageRefs: '[]',
+        citations: null,
+        error: null,
+        cacheTokens: null,
+        now: isoTime(this.scheduler),
+      });
+      this.chats.touch(row.chat_id);
+      return toMessage(this.selectOne.get(messageId) as Row);
+    });
+  }
+
+  private requireQuestion(messageId: string): Row {
+    const row = this.selectOne.get(messageId) as Row | undefined;
+    if (row?.role !== 'user') throw new StorageError('NOT_FOUND', `no question ${messageId}`);
+    return row;
+  }
+
+  /** Removes what follows a question (its branch) and returns it: the messages and their earlier versions. */
+  private cutBranch(row: Row): Branch {
+    const messages = this.selectAfter.all(row.chat_id, row.seq) as Record<string, unknown>[];
+    if (messages.some((m) => m.status === 'streaming'))
+      throw new StorageError('BAD_REQUEST', 'an answer is still being written: stop it first');
+    const versions = messages.flatMap((m) => this.selectVersionsOf.all(m.id) as Record<string, unknown>[]);
+    this.deleteAfter.run(row.chat_id, row.seq);
+    return { messages, versions };
+  }
+
+  /** Puts a branch back after its question (selectVersion of a question), with its messages' earlier versions. */
+  private restoreBranch(branch: Branch): void {
+    for (const m of branch.messages) this.insertMessageRow.run(m);
+    for (const v of branch.versions) this.insertVersionRow.run(v);
+  }
+
   /** Starts an assistant answer: a message marked 'streaming' whose text arrives through append(). */
   beginAnswer(chatId: string, options: { text?: string } = {}): StreamingAnswer {
     const m = this.add(chatId, { role: 'assistant', text: options.text ?? '', status: 'streaming' });
-    return this.startStream(m.id, chatId, m.text);
+    return this.startStream(m, m.text);
   }
 
-  private startStream(id: string, chatId: string, text: string): StreamingAnswer {
-    const answer = new StreamingAnswer(this.host, id, chatId, text, this.scheduler, this.flushIntervalMs, this.onError);
-    this.streams.set(id, answer);
+  private startStream(m: Message, text: string): StreamingAnswer {
+    const answer = new StreamingAnswer(
+      this.host,
+      m.id,
+      m.chatId,
+      m.version.index,
+      text,
+      this.scheduler,
+      this.flushIntervalMs,
+      this.onError,
+    );
+    this.streams.set(m.id, answer);
     return answer;
   }
 
@@ -340,12 +428,13 @@ export class MessagesRepo {
       this.chats.touch(row.chat_id);
       return toMessage(this.selectOne.get(messageId) as Row);
     });
-    return this.startStream(m.id, m.chatId, '');
+    return this.startStream(m, '');
   }
 
   /**
-   * Shows version `version` of an answer: it takes the message's place (what the conversation replays) and
-   * the version shown before joins the others. Refused while the answer is being written.
+   * Shows version `version` of an answer, or of an edited question with its branch (what followed it then):
+   * it takes the message's place (what the conversation replays) and the version shown before joins the
+   * others, a question's with its own branch. Refused while an answer is being written.
    */
   selectVersion(messageId: string, version: number): Message {
     return writeTransaction(this.db, () => {
@@ -355,10 +444,14 @@ export class MessagesRepo {
       if (row.status === 'streaming')
         throw new StorageError('BAD_REQUEST', 'the answer is still being written: stop it first');
       const v = this.selectVersionRow.get(messageId, version) as
-        | (Omit<Row, 'id' | 'chat_id' | 'seq' | 'role' | 'others'> & { message_id: string })
+        | (Omit<Row, 'id' | 'chat_id' | 'seq' | 'role' | 'others'> & { message_id: string; branch: string | null })
         | undefined;
-      if (!v) throw new StorageError('NOT_FOUND', `the answer has no version ${version} (it has ${row.others + 1})`);
-      this.archiveVersion.run(messageId);
+      const what = row.role === 'user' ? 'question' : 'answer';
+      if (!v) throw new StorageError('NOT_FOUND', `the ${what} has no version ${version} (it has ${row.others + 1})`);
+      if (row.role === 'user') {
+        this.archiveQuestion.run(JSON.stringify(this.cutBranch(row)), messageId);
+        if (v.branch) this.restoreBranch(JSON.parse(v.branch) as Branch);
+      } else this.archiveVersion.run(messageId);
       this.deleteVersion.run(messageId, version);
       this.restoreVersion.run({
         id: messageId,

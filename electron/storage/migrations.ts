@@ -306,6 +306,39 @@ export const migrations: readonly Migration[] = [
       db.exec(`ALTER TABLE documents DROP COLUMN model_fingerprint;`);
     },
   },
+  {
+    version: 17,
+    name: 'chat style; what a read kept; edited questions keep their branch',
+    up(db) {
+      // An edited question keeps its earlier version as an answer's does, with what followed it (JSON: the
+      // messages after it and their earlier versions), so that the user can go back to that branch.
+      db.exec(`ALTER TABLE answer_versions ADD COLUMN branch TEXT;`);
+      // How a chat's turns are written (contract ChatStyle); NULL: by the model, as every chat was before.
+      db.exec(`ALTER TABLE chats ADD COLUMN style TEXT CHECK (style IN ('chat', 'completion'));`);
+      // What the library shows of a read without its statistics (DocumentSummary.kept), from them.
+      db.exec(`ALTER TABLE documents ADD COLUMN kept_per_head INTEGER;
+        ALTER TABLE documents ADD COLUMN kept_positions INTEGER;
+        ALTER TABLE documents ADD COLUMN kept_placement TEXT CHECK (kept_placement IN ('own', 'packed', 'rebased'));`);
+      const update = db.prepare(
+        `UPDATE documents SET kept_per_head = ?, kept_positions = ?, kept_placement = ? WHERE id = ?`,
+      );
+      const rows = db.prepare(`SELECT document_id AS id, json FROM compression_stats`).all() as {
+        id: string;
+        json: string;
+      }[];
+      for (const r of rows) {
+        const s = JSON.parse(r.json) as {
+          compressed?: boolean;
+          budget?: number;
+          positions?: number;
+          rebased?: boolean;
+        };
+        if (typeof s.positions !== 'number') continue;
+        // Before packed positions, a read was re-based only where the document was longer than its context.
+        update.run(s.compressed ? (s.budget ?? null) : null, s.positions, s.rebased ? 'rebased' : 'own', r.id);
+      }
+    },
+  },
 ];
 
 export const LATEST_VERSION = migrations[migrations.length - 1].version;

@@ -23,6 +23,7 @@ export const DEFAULT_SETTINGS: Settings = Object.freeze({
     alpha: COMPRESS_DEFAULTS.alpha,
     window: COMPRESS_DEFAULTS.window,
     kernel: COMPRESS_DEFAULTS.kernel,
+    positions: 'auto',
   }),
   sampling: Object.freeze({
     temperature: 0.7,
@@ -79,9 +80,13 @@ export interface SettingsRead {
   ignored: string[];
 }
 
+/** Told of every stored change of the settings, with the settings before and after it. */
+export type SettingsListener = (after: Settings, before: Settings) => void;
+
 export class SettingsRepo {
   private readonly selectRow;
   private readonly upsertRow;
+  private readonly listeners = new Set<SettingsListener>();
 
   constructor(
     private readonly db: Database.Database,
@@ -147,20 +152,37 @@ export class SettingsRepo {
    * that fails validation, alone or merged, throws StorageError BAD_REQUEST and changes nothing.
    */
   update(patch: SettingsPatch | unknown): Settings {
+    const before = this.get();
     const next = this.merged(patch);
     writeTransaction(this.db, () => {
       const { modelFolders, ...stored } = next;
       this.upsertRow.run(JSON.stringify(stored satisfies Stored), isoTime(this.scheduler));
       if ((patch as SettingsPatch).modelFolders !== undefined) this.models.setFolders(modelFolders);
     });
-    return this.get();
+    return this.changed(before);
   }
 
   /** Every setting to its default but the model and the model folders (kept: they say what is on this machine). */
   reset(): Settings {
-    const { modelFolders: _folders, ...stored } = { ...copyDefaults(), modelId: this.get().modelId };
+    const before = this.get();
+    const { modelFolders: _folders, ...stored } = { ...copyDefaults(), modelId: before.modelId };
     this.upsertRow.run(JSON.stringify(stored satisfies Stored), isoTime(this.scheduler));
-    return this.get();
+    return this.changed(before);
+  }
+
+  /**
+   * Calls `listener` after every write that changed the settings, whoever wrote them (the settings page, a
+   * model chosen, a recompress with other options): the one place a change is announced from.
+   */
+  onChange(listener: SettingsListener): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  private changed(before: Settings): Settings {
+    const after = this.get();
+    if (JSON.stringify(after) !== JSON.stringify(before)) for (const l of this.listeners) l(after, before);
+    return after;
   }
 
   /** The settings a patch would make, checked, without storing them (throws as update does). */

@@ -43,6 +43,8 @@ export class StreamingAnswer {
     private readonly host: StreamHost,
     readonly id: string,
     readonly chatId: string,
+    /** The version of the answer being written (1 for a new answer; a revision's own number). */
+    readonly version: number,
     initialText: string,
     private readonly scheduler: Scheduler,
     private readonly intervalMs: number,

@@ -88,7 +88,7 @@ async function heatmap(runs = 60) {
   canvas.width = layout.width * dpr;
   canvas.height = layout.height * dpr;
   const ctx = canvas.getContext('2d')!;
-  const domain = metricDomain([grid], 'budget');
+  const domain = metricDomain([grid]);
   const draw: number[] = [];
   for (let i = 0; i < runs; i++) {
     const t = performance.now();
@@ -107,7 +107,7 @@ async function heatmap(runs = 60) {
   const hroot = createRoot(host);
   const render = (m: Metric) => {
     const g = metricGrid(st, m);
-    hroot.render(<Heatmap stats={st} metric={m} domain={metricDomain([g], m)} label="bench" testId="bench-heatmap" />);
+    hroot.render(<Heatmap stats={st} metric={m} domain={metricDomain([g])} label="bench" testId="bench-heatmap" />);
   };
   let t = performance.now();
   flushSync(() => render('budget'));

@@ -40,7 +40,7 @@ export function startApp(
   const offs = [
     bridge.on('engine.status', setEngineStatus),
     bridge.on('task.progress', onTaskProgress),
-    bridge.on('task.done', onTaskDone),
+    bridge.on('task.done', (d) => onTaskDone(d, d.documentId ? useDocuments.getState().byId[d.documentId] : undefined)),
     bridge.on('documents.changed', upsertDocument),
     bridge.on('documents.deleted', (p) => removeDocument(p.documentId)),
     bridge.on('models.changed', setModels),

@@ -1,17 +1,21 @@
 // folio chat: questions over one compressed document, on the app's own path. The engine runs in its own
-// process behind EngineManager, as in the app; the document becomes its prefix as the app's documents do
-// (prefix.ts documentPrefix, as one page, with --system as the system prompt) and is compressed once; the
-// conversation is the app's chat driver (conversation.ts) in a fork of that untouched session, so /reset is
+// process behind EngineManager, as in the app; the document is imported and read as the app reads it (its
+// parser's pages, the app's system prompt, room and compression settings unless flags say otherwise) and is
+// compressed once; the conversation is the app's chat driver (conversation.ts), in the chat style the app
+// would take for the model (a base model continues text), in a fork of that untouched session, so /reset is
 // a new fork, never a new prefill. Questions come line by line from stdin (a terminal or a pipe), answers
 // stream token by token, and a status line after every turn says where the cache stands.
 import { basename } from 'node:path';
 import { createInterface } from 'node:readline';
 
-import { ChatFormatError } from '../../services/chat-format.ts';
+import { ChatStyle, type CompressionSettings } from '../../api/contract.ts';
+import { importDocument } from '../../documents/index.ts';
+import { answerEnds, ChatFormatError } from '../../services/chat-format.ts';
 import { ContextFullError, ConversationSession } from '../../services/conversation.ts';
 import type { EngineManager } from '../../services/engine-manager.ts';
-import type { CompressionSettings } from '../../api/contract.ts';
+import { conversationFor } from '../../services/prefix.ts';
 import { readDocument } from '../../services/read-document.ts';
+import { DEFAULT_SETTINGS } from '../../storage/settings.ts';
 import {
   type Command,
   common,
@@ -20,23 +24,20 @@ import {
   int,
   mib,
   need,
-  readText,
   samplingFlags,
   samplingOptions,
   sessionOptions,
   str,
+  UsageError,
 } from '../args.ts';
 import { withEngine } from '../engine.ts';
 import { table as statsTable } from './compress.ts';
 
-/** Positions the context keeps free after the document for the conversation (the app's room is a setting). */
-export const conversationReserve = 64;
-
 export const chat: Command = {
   summary: 'ask questions about one compressed document, line by line from stdin',
   usage:
-    'folio chat --model M --doc FILE --method ada-snapkv --budget 0.2 [--alpha 0.2] [--window 32] [--kernel 7] [--beta 20]\n' +
-    '           [--system "..."] [--n 256] [--temp 0.8] [--top-k 40] [--top-p 0.95] [--min-p 0.05] [--repeat-penalty 1] [--repeat-last-n 64]\n' +
+    'folio chat --model M --doc FILE [--method ada-snapkv-global] [--budget 0.2] [--alpha 0.2] [--window 32] [--kernel 7] [--beta 20]\n' +
+    '           [--positions auto|own|packed] [--style chat|completion] [--room N] [--system "..."] [--n 512] [--temp 0.8] [--top-k 40] [--top-p 0.95] [--min-p 0.05] [--repeat-penalty 1] [--repeat-last-n 64]\n' +
     '           [--seed S] [--ctx N] [--threads N] [--kv-type f16|f32]\n' +
     '      then type questions; /reset drops the conversation (the document stays compressed), /stats, /quit',
   options: {
@@ -52,6 +53,9 @@ export const chat: Command = {
     window: compressFlags.window,
     kernel: compressFlags.kernel,
     beta: compressFlags.beta,
+    positions: compressFlags.positions,
+    style: { type: 'string' },
+    room: { type: 'string' },
     system: { type: 'string' },
     n: { type: 'string' },
     ...samplingFlags,
@@ -59,17 +63,34 @@ export const chat: Command = {
   async run(v) {
     // Every flag is checked before the engine starts.
     const compression = compressionSettings(v);
-    const nMax = int(v, 'n', 256, 1);
+    const nMax = int(v, 'n', DEFAULT_SETTINGS.sampling.maxTokens, 1);
     const sampling = samplingOptions(v);
     const flags = sessionOptions(v);
     const { nCtx: ctx, kvType } = flags;
     const docPath = need(v, 'doc');
-    const docText = readText(docPath);
-    const system = str(v, 'system') ?? '';
+    const system = str(v, 'system') ?? DEFAULT_SETTINGS.systemPrompt;
+    const room = v.room === undefined ? null : int(v, 'room', 0, 1);
+    const styleFlag = str(v, 'style');
+    if (styleFlag !== undefined && !ChatStyle.safeParse(styleFlag).success)
+      throw new UsageError(`--style must be ${ChatStyle.options.join(' or ')}, not '${styleFlag}'`);
     const modelPath = need(v, 'model');
+    // The pages as the app imports them (every kind through its parser).
+    const pages = (await importDocument({ path: docPath })).pages.map((p) => ({ page: p.page, text: p.text }));
 
     await withEngine(flags, (engine) =>
-      converse(engine, { ctx, kvType, modelPath, docPath, docText, system, compression, nMax, sampling }),
+      converse(engine, {
+        ctx,
+        kvType,
+        modelPath,
+        docPath,
+        pages,
+        system,
+        room,
+        style: styleFlag as ChatStyle | undefined,
+        compression,
+        nMax,
+        sampling,
+      }),
     );
   },
 };
@@ -79,8 +100,12 @@ interface ChatRun {
   kvType: 'f16' | 'f32';
   modelPath: string;
   docPath: string;
-  docText: string;
+  pages: { page: number; text: string }[];
   system: string;
+  /** The room for the conversation (null: the app's default). */
+  room: number | null;
+  /** Absent: the app's choice for the model (ChatStyle). */
+  style?: ChatStyle;
   compression: CompressionSettings;
   nMax: number;
   sampling: ReturnType<typeof samplingOptions>;
@@ -94,15 +119,17 @@ async function converse(engine: EngineManager, o: ChatRun) {
   // beyond the model's context.
   const read = await readDocument(engine, {
     model,
-    pages: [{ page: 1, text: o.docText }],
+    pages: o.pages,
     systemPrompt: o.system,
     compression: o.compression,
     kvType: o.kvType,
     contextCap: o.ctx || null,
-    conversationRoom: conversationReserve,
+    conversationRoom: o.room,
     onProgress: process.stderr.isTTY ? (d, t) => process.stderr.write(`\rreading ${d}/${t} tokens`) : undefined,
   });
-  const { prefix, plan, stats, nPast: L, nCtx } = read;
+  const { plan, stats, nPast: L, nCtx } = read;
+  const style = o.style ?? (format.template ? 'chat' : 'completion');
+  const ends = answerEnds({ template: format.template, style });
   const base = { sessionId: read.sessionId };
   if (process.stderr.isTTY) process.stderr.write('\r\x1b[K');
   const saved = 100 * (1 - stats.kvBytesKept / stats.kvBytesFull);
@@ -112,14 +139,21 @@ async function converse(engine: EngineManager, o: ChatRun) {
         ? ` at budget ${o.compression.budget} (${stats.budget} tokens per head)`
         : ` (nothing compressed: ${stats.reason})`) +
       `, KV cache ${mib(stats.kvBytesFull)} -> ${mib(stats.kvBytesKept)} (${saved.toFixed(1)}% saved); ` +
-      `${nCtx - L} of ${nCtx} context tokens free for the conversation; ${format.template ? 'chat template' : 'plain question/answer format'}]\n` +
-      (plan.chunk || plan.rebase ? `[${plan.note}]\n` : ''),
+      `${nCtx - L} of ${nCtx} context tokens free for the conversation; ${
+        style === 'completion'
+          ? 'completion: each line continues the document'
+          : format.template
+            ? 'chat template'
+            : 'plain question/answer format'
+      }]\n` +
+      (plan.chunk || plan.rebase || plan.pack ? `[${plan.note}]\n` : ''),
   );
   // Each token after the compressed prefix adds one entry per (layer, KV head): a full-cache token's bytes.
   const cacheBytes = (position: number) => stats.kvBytesKept + (position - L) * (stats.kvBytesFull / L);
 
   // The conversation lives in a fork; `base` stays untouched for /reset.
-  const chat = await ConversationSession.fork(engine, model, format, prefix.conversation, base.sessionId);
+  const conversation = conversationFor(format, o.system, o.pages, style).conversation;
+  const chat = await ConversationSession.fork(engine, model, format, conversation, base.sessionId);
   /** Stops the answer being written (Ctrl-C in a terminal); null between answers. */
   let answering: AbortController | null = null;
   const interactive = !!process.stdin.isTTY;
@@ -163,7 +197,8 @@ async function converse(engine: EngineManager, o: ChatRun) {
     try {
       a = await chat.answer({
         ...o.sampling,
-        maxTokens: o.nMax,
+        maxTokens: Math.min(o.nMax, ends.maxTokens),
+        stops: ends.stops,
         signal: answering.signal,
         onText: (t) => void process.stdout.write(t),
       });
@@ -187,6 +222,8 @@ async function converse(engine: EngineManager, o: ChatRun) {
   try {
     for await (const raw of rl) {
       const line = raw.trim();
+      // Text to continue is given as typed (a trailing space asks for the next word); a question trimmed.
+      const said = style === 'completion' ? raw : line;
       if (line === '') {
         if (interactive) rl.prompt();
         continue;
@@ -204,7 +241,7 @@ async function converse(engine: EngineManager, o: ChatRun) {
       } else if (line.startsWith('/')) {
         process.stderr.write(`unknown command ${line}: /reset, /stats or /quit (a question cannot start with '/')\n`);
       } else {
-        await turn(line);
+        await turn(said);
       }
       if (interactive) rl.prompt();
     }

@@ -35,13 +35,13 @@ export function table(stats: CompressionStats): string {
     `KV cache ${mib(stats.kvBytesFull)} -> ${mib(stats.kvBytesKept)} ` +
       `(${(100 * (1 - stats.kvBytesKept / stats.kvBytesFull)).toFixed(1)}% saved), ` +
       `prefill ${(stats.msPrefill / 1000).toFixed(2)} s, compression ${(stats.msCompress / 1000).toFixed(3)} s`,
-    stats.chunks > 1
+    (stats.chunks > 1
       ? `read in ${stats.chunks} chunks of ${stats.chunkTokens} tokens; the cache peaked at ${mib(stats.kvBytesPeak)} ` +
-        `(bound ${mib(stats.kvBytesBound)})` +
-        (stats.rebased
-          ? `; positions re-based: ${stats.positions} for ${stats.prefixTokens} tokens (lower quality)`
-          : '')
-      : `read in one pass; the cache peaked at ${mib(stats.kvBytesPeak)}`,
+        `(bound ${mib(stats.kvBytesBound)})`
+      : `read in one pass; the cache peaked at ${mib(stats.kvBytesPeak)}`) +
+      (stats.rebased
+        ? `; positions re-based: ${stats.positions} for ${stats.prefixTokens} tokens (lower quality)`
+        : ''),
     '',
     'layer  budget  kept per KV head                     retained mass per head               eps/C' +
       (stats.layers.some((l) => l.attnL1 !== null) ? '   L1 loss' : ''),

@@ -471,7 +471,7 @@ export const evalCommand: Command = {
     "      RULER cases generated from the documents of DIR with the model's tokenizer; lengths in its tokens\n" +
     '      (default: powers of two from 512 up to the context)\n' +
     'all suites: [--chunk auto|N] reads each document in chunks (default 0: one pass); [--rebase] with re-based\n' +
-    '      positions where it is longer than --ctx',
+    '      positions where it is longer than --ctx; [--pack] with packed positions (the kept entries contiguous) after it',
   options: {
     model: common.model,
     json: common.json,
@@ -497,6 +497,7 @@ export const evalCommand: Command = {
     'kv-type': common['kv-type'],
     chunk: { type: 'string' },
     rebase: { type: 'boolean' },
+    pack: { type: 'boolean' },
   },
   async run(v) {
     const suite = str(v, 'suite') ?? 'fidelity';
@@ -519,7 +520,11 @@ export const evalCommand: Command = {
     const chunkFlag = str(v, 'chunk') ?? '0';
     if (chunkFlag !== 'auto' && !/^\d+$/.test(chunkFlag))
       throw new UsageError(`--chunk must be auto, 0 (one pass) or a number of tokens, not '${chunkFlag}'`);
-    const read: ReadChoice = { chunk: chunkFlag === 'auto' ? 'auto' : Number(chunkFlag), rebase: !!v.rebase };
+    const read: ReadChoice = {
+      chunk: chunkFlag === 'auto' ? 'auto' : Number(chunkFlag),
+      rebase: !!v.rebase,
+      packPositions: !!v.pack,
+    };
     const docsDir = resolve(str(v, 'docs') ?? defaultDocsDir);
     const { nThreads, nCtx } = sessionOptions(v);
     const svg = str(v, 'svg');

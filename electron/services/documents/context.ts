@@ -98,6 +98,7 @@ function sameCompression(a: CompressionSettings | null, b: CompressionSettings):
         a.alpha === b.alpha &&
         a.window === b.window &&
         a.kernel === b.kernel &&
+        (a.positions ?? 'auto') === (b.positions ?? 'auto') &&
         (!pyramid || (a.beta ?? DEFAULT_BETA) === (b.beta ?? DEFAULT_BETA))))
   );
 }

@@ -131,7 +131,9 @@ export class DocumentImports {
           },
         );
         this.ctx.held.delete(documentId);
-        this.ctx.storage.documents.update(documentId, { title: imported.title || fileName });
+        this.ctx.storage.documents.update(documentId, {
+          title: this.keptTitle(documentId, sha256, imported.title || fileName),
+        });
         if (sha256 && imported.html !== undefined) this.ctx.files?.putHtml(sha256, imported.html);
         await this.ctx.storage.content.setContent(documentId, {
           pages: imported.pages.map((p) => ({ ...p, tokenStart: 0, tokenEnd: 0 })),
@@ -144,6 +146,18 @@ export class DocumentImports {
       }
     });
     return taskId;
+  }
+
+  /**
+   * The title of a document, told apart from the other copies of its file (a duplicate kept beside them):
+   * `title (2)`, `title (3)`… when one of them has `title` already.
+   */
+  private keptTitle(documentId: string, sha256: string | null, title: string): string {
+    const copies = sha256 ? this.ctx.storage.documents.findBySha256(sha256) : [];
+    const taken = new Set(copies.filter((d) => d.id !== documentId).map((d) => d.title));
+    let kept = title;
+    for (let n = 2; taken.has(kept); n++) kept = `${title} (${n})`;
+    return kept;
   }
 }
 

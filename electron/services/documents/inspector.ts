@@ -46,7 +46,7 @@ export class DocumentInspector {
     if (stats.rebased)
       throw new ApiError(
         'NOT_AVAILABLE',
-        'this document was read with re-based positions, so its cache no longer says which token each entry came from: compress a range of pages that fits the context to see them',
+        'this document was read with re-based (or packed) positions, so its cache no longer says which token each entry came from: compress a range of pages that fits the context, with the document positions set to "own" in Settings, to see them',
       );
     const { header, positions } = await readKeptPositions(doc.kvPath, layer, head);
     if (header.tokens !== tokens.length || header.layers !== stats.layers.length)

@@ -5,7 +5,7 @@
 import { existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 
-import { ApiError, type Params, type Result } from '../../api/contract.ts';
+import { ApiError, type ChatStyle, type Params, type Result } from '../../api/contract.ts';
 import { failureRemedy } from '../../documents/errors.ts';
 import { conversationRoom, fittingPages, lastFittingPage, pagesRead } from '../../shared/room.ts';
 import type { DocumentRecord } from '../../storage/index.ts';
@@ -135,10 +135,10 @@ export class DocumentReader {
    * A conversation over the document as its cache holds it: the system prompt and the pages the last read
    * took in, the prefix text the cache was made from (chats and the OpenAI endpoint go on from there).
    */
-  prefixConversation(documentId: string, format: ChatFormat, systemPrompt: string): Conversation {
+  prefixConversation(documentId: string, format: ChatFormat, systemPrompt: string, style?: ChatStyle): Conversation {
     const doc = this.ctx.storage.documents.require(documentId);
-    return conversationFor(format, systemPrompt, pagesRead(this.ctx.storage.documents.pages(doc.id), doc.readPages))
-      .conversation;
+    const pages = pagesRead(this.ctx.storage.documents.pages(doc.id), doc.readPages);
+    return conversationFor(format, systemPrompt, pages, style).conversation;
   }
 
   /**
@@ -219,6 +219,8 @@ export class DocumentReader {
         contextTokens: read.plan.nCtx,
         readNote,
         stats: read.stats,
+        // Re-based because it had to be (longer than the context), or packed by choice.
+        placement: !read.stats.rebased ? 'own' : read.plan.rebase ? 'rebased' : 'packed',
         status: 'ready',
       });
       if (replacedKvPath && replacedKvPath !== kvPath) rmSync(replacedKvPath, { force: true });

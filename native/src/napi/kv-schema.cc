@@ -35,6 +35,7 @@ ReadOptions read_options(Napi::Env env, const Napi::Object& o) {
   else if (!chunk.IsUndefined())
     throw js_error(env, "INVALID_ARGUMENT", "chunk must be 'auto' or a number of tokens (0: one pass)");
   r.rebase = bool_opt(env, o, "rebase", false);
+  r.pack_positions = bool_opt(env, o, "packPositions", false);
   r.room = int32_t(num_opt(env, o, "room", 0, 0, 1 << 24));
   r.checkpoint = str_opt(env, o, "checkpoint", "");
   r.checkpoint_seconds = num_opt(env, o, "checkpointSeconds", r.checkpoint_seconds, 0, 1e9);

@@ -12,7 +12,8 @@ namespace folio::napi {
 // { method, budget, alpha, window, kernel, beta, measureLoss } → checked options (INVALID_* errors).
 // `default_method` when the object names none.
 kv::CompressOptions compress_options(Napi::Env env, const Napi::Object& o, const char* default_method);
-// How a document is read: { chunk: 'auto' | tokens (0: one pass), rebase, room, checkpoint, checkpointSeconds }.
+// How a document is read: { chunk: 'auto' | tokens (0: one pass), rebase, packPositions, room, checkpoint,
+// checkpointSeconds }.
 ReadOptions read_options(Napi::Env env, const Napi::Object& o);
 
 // The statistics as the app's contract has them (electron/shared/kv/stats.ts), by FOLIO_*_STATS_FIELDS.

@@ -343,6 +343,11 @@ kv::CompressionStats Context::compress(const std::vector<int32_t>& tokens, const
                                 n_chunks, st.kv_bytes_peak, st.kv_bytes_bound));
       if (on_chunk && c + 1 < n_chunks) on_chunk(c + 1, starts[size_t(c) + 1], {c + 1, st.rebased, comp.save_state()});
     }
+    // Packed: the kept entries end at the most any head keeps (rebase_positions), wherever the read left them.
+    if (read.pack_positions && comp.budget().compress) {
+      n_past_ = forward::rebase_positions(*kv_, hp, freq_factors, pool_, n_past_);
+      st.rebased = true;
+    }
   } catch (...) {
     kv_ = backend_->make_kv_store(hp.n_layer, hp.n_head_kv, hp.head_dim, hp.head_dim_v, params_.kv_type);
     host_stale_ = true;

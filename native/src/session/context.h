@@ -52,6 +52,9 @@ struct ReadOptions {
   int32_t chunk = 0;
   bool rebase = false;  // beyond the context's positions: give the kept entries contiguous positions
   int32_t room = 0;     // positions a re-based read keeps free after the document for the conversation
+  // After the read, give the kept entries contiguous positions even where the document fits: it then takes as
+  // many positions as the most entries a head keeps, not its length, and the conversation gets the rest.
+  bool pack_positions = false;
   // A chunked read saves its state here (Session::compress) at most every checkpoint_seconds, and a read of
   // the same tokens with the same options picks it up from there; empty: no checkpoints.
   std::string checkpoint;

@@ -42,6 +42,7 @@ uint64_t read_key(const std::vector<int32_t>& tokens, const kv::CompressOptions&
   for (double x : {o.budget_ratio, o.alpha}) h.update_value(x);
   for (int32_t x : {o.budget_tokens, o.window, o.kernel, o.beta, o.sinks, r.chunk, r.room, p.n_ctx}) h.update_value(x);
   h.update_value(uint8_t(r.rebase));
+  h.update_value(uint8_t(r.pack_positions));
   h.update_value(uint8_t(p.kv_type));
   return h.digest();
 }

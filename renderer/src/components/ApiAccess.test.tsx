@@ -3,7 +3,9 @@ import userEvent from '@testing-library/user-event';
 import { describe, expect, it } from 'vitest';
 
 import { setApi } from '../api/client.ts';
-import { createFakeApi } from '../test/fake-api.ts';
+import { setModels } from '../stores/models.ts';
+import { setSettings } from '../stores/settings.ts';
+import { createFakeApi, model, settings } from '../test/fake-api.ts';
 import { ApiAccess } from './ApiAccess.tsx';
 
 describe('API access', () => {
@@ -19,6 +21,24 @@ describe('API access', () => {
     );
     await userEvent.click(screen.getByRole('button', { name: 'Copy' }));
     expect(navigator.clipboard.writeText).toHaveBeenCalledWith('tok-0123456789abcdef');
+  });
+
+  it('names in its example the chat model as GET /v1/models lists it (by name), not an alias', async () => {
+    setApi(createFakeApi({ 'server.info': () => ({ apiUrl: 'http://127.0.0.1:8080', apiToken: 'tok' }) }));
+    setSettings(settings({ modelId: 'm2' }));
+    setModels([
+      model({ id: 'm1', name: 'tiny' }),
+      model({ id: 'm2', name: "stories260K's" }),
+      model({ id: 'm3', name: 'broken', supported: false }),
+    ]);
+    render(<ApiAccess />);
+    const example = (await screen.findByTestId('api-example')).textContent!;
+    // The body sits in single quotes for the shell: a quote in the name is closed, escaped and reopened.
+    expect(example).toContain(`-d '{"model":"stories260K'\\''s","messages":[{"role":"user","content":"Hello"}]}'`);
+
+    // The chosen model is not listed (unsupported): the first one listed is.
+    setSettings(settings({ modelId: 'm3' }));
+    expect((await screen.findByTestId('api-example')).textContent).toContain('"model":"tiny"');
   });
 
   it('shows nothing in the desktop app, which serves no HTTP', async () => {

@@ -2,9 +2,11 @@
 // desktop app serves no HTTP, so there the section is not shown.
 import { useEffect, useState } from 'react';
 
-import type { ServerInfo } from '../../../electron/api/contract.ts';
+import type { ModelEntry, ServerInfo } from '../../../electron/api/contract.ts';
 import { api, hasApi } from '../api/client.ts';
 import { copyText } from '../lib/clipboard.ts';
+import { useModels } from '../stores/models.ts';
+import { useSettings } from '../stores/settings.ts';
 import { notify } from '../stores/ui.ts';
 
 async function copy(text: string, what: string) {
@@ -12,8 +14,19 @@ async function copy(text: string, what: string) {
   else notify('Could not copy: the clipboard is not available', 'error');
 }
 
+/**
+ * The model the example names, as GET /v1/models lists it (by name, supported models only): the chat model,
+ * else the first listed; 'folio' (the server's alias for the chat model) only when none is listed.
+ */
+export function exampleModelName(list: ModelEntry[], modelId: string | null): string {
+  const listed = list.filter((m) => m.supported);
+  return (listed.find((m) => m.id === modelId) ?? listed[0])?.name ?? 'folio';
+}
+
 export function ApiAccess() {
   const [info, setInfo] = useState<ServerInfo | null>(null);
+  const modelId = useSettings((s) => s.settings?.modelId ?? null);
+  const model = useModels((s) => exampleModelName(s.list, modelId));
   useEffect(() => {
     let live = true;
     if (hasApi())
@@ -29,9 +42,10 @@ export function ApiAccess() {
   }, []);
   if (!info?.apiUrl || !info.apiToken) return null;
   const base = `${info.apiUrl}/v1`;
+  const body = JSON.stringify({ model, messages: [{ role: 'user', content: 'Hello' }] });
   const curl =
     `curl ${base}/chat/completions -H 'Authorization: Bearer ${info.apiToken}' -H 'Content-Type: application/json' ` +
-    `-d '{"model":"folio","messages":[{"role":"user","content":"Hello"}]}'`;
+    `-d '${body.replaceAll("'", "'\\''")}'`;
   return (
     <section className="card" aria-labelledby="api-heading" data-testid="api-access">
       <h3 id="api-heading">API access</h3>

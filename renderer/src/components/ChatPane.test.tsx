@@ -3,9 +3,10 @@ import userEvent from '@testing-library/user-event';
 import { describe, expect, it } from 'vitest';
 
 import type { Message } from '../../../electron/api/contract.ts';
-import { chat, createFakeApi, detail, doc, type FakeApi, message, usage } from '../test/fake-api.ts';
+import { chat, createFakeApi, detail, doc, type FakeApi, message, rebasedDetail, usage } from '../test/fake-api.ts';
 import { renderApp } from '../test/render-app.tsx';
 import { useUi } from '../stores/ui.ts';
+import { usageParts } from './ContextMeter.tsx';
 
 const m = message;
 
@@ -33,9 +34,11 @@ function chatApi(messages: Message[] = []): FakeApi & { finish(message: Message)
       stored = [...stored.slice(0, stored.at(-1)?.role === 'assistant' ? -1 : undefined), assistant];
       return { assistant };
     },
+    // An edit is a new version of the question, in place; what followed it goes with the old version.
     'chats.edit': (p) => {
       const at = stored.findIndex((x) => x.id === p.messageId);
-      const user = m({ id: 'u-ed', role: 'user', text: p.text });
+      const v = stored[at].version.count + 1;
+      const user = m({ id: p.messageId, role: 'user', text: p.text, version: { index: v, count: v } });
       const assistant = m({ id: 'a-ed', status: 'streaming' });
       stored = [...stored.slice(0, at), user, assistant];
       return { user, assistant };
@@ -62,8 +65,8 @@ describe('the chat', () => {
     expect(answer.getAttribute('aria-busy')).toBe('true');
     expect(screen.getByRole('button', { name: 'Stop' })).toBeTruthy();
     act(() => {
-      api.emit('chat.token', { chatId: 'c1', messageId: 'a0', text: '**Lily**' });
-      api.emit('chat.token', { chatId: 'c1', messageId: 'a0', text: ' had it.' });
+      api.emit('chat.token', { chatId: 'c1', messageId: 'a0', version: 1, text: '**Lily**' });
+      api.emit('chat.token', { chatId: 'c1', messageId: 'a0', version: 1, text: ' had it.' });
     });
     await waitFor(() => expect(answer.querySelector('strong')?.textContent).toBe('Lily'));
     expect(answer.textContent).toMatch(/Lily had it\./);
@@ -154,6 +157,11 @@ describe('the chat', () => {
     await userEvent.type(edit, 'Where did Lily go?');
     await userEvent.click(screen.getByRole('button', { name: 'Ask again' }));
     expect(api.callsOf('chats.edit')).toEqual([{ chatId: 'c1', messageId: 'u1', text: 'Where did Lily go?' }]);
+    // The edited question replaces the conversation on screen, and offers its earlier version (a branch).
+    await screen.findByText('Where did Lily go?');
+    expect(screen.queryByText('Q2')).toBeNull();
+    const pager = screen.getByRole('group', { name: 'Versions of this question' });
+    expect(pager.textContent).toContain('2/2');
     // Renaming the chat puts the cursor in the name box.
     await userEvent.click(screen.getByTitle('Rename this chat'));
     expect(document.activeElement).toBe(screen.getByRole('textbox', { name: 'Chat name' }));
@@ -180,12 +188,12 @@ describe('the chat', () => {
     expect(within(answers[1]).getByRole('alert').textContent).toBe('out of memory');
   });
 
-  it('shows how full the context is: system prompt, document and conversation, and the cache kept', async () => {
+  it('shows how full the context is in positions: system prompt, document and conversation; and the memory kept', async () => {
     await renderApp(chatApi([m({ id: 'u1', role: 'user', text: 'Q' })]));
     const meter = await screen.findByRole('meter', { name: 'Context used' });
     await waitFor(() =>
       expect(meter.getAttribute('aria-valuetext')).toBe(
-        '387 of 512 tokens (76%): system prompt 24, document 351, conversation 12',
+        '387 of 512 positions (76%): system prompt 24, document 351, conversation 12',
       ),
     );
     expect((meter as HTMLMeterElement).value).toBe(387);
@@ -193,10 +201,43 @@ describe('the chat', () => {
     const bar = screen.getByTestId('context-meter');
     expect(within(bar).getByText('387 / 512')).toBeTruthy();
     // The cache as kept against full, in the app's byte format (72,000 and 240,000 bytes).
-    expect(screen.getByTestId('context-cache').textContent).toBe('cache 70.3 KiB of 234.4 KiB');
+    expect(screen.getByTestId('context-cache').textContent).toBe('memory 70.3 KiB kept of 234.4 KiB');
     // Each part of the bar is its share of the context.
     const widths = ['sys', 'doc', 'conv'].map((k) => bar.querySelector<HTMLElement>(`.meter-${k}`)?.style.width);
     expect(widths.map((w) => Number.parseFloat(w ?? '')).map((w) => w.toFixed(2))).toEqual(['4.69', '68.55', '2.34']);
+  });
+
+  it('never reads above its maximum, and says when the document takes only the positions of what it kept', () => {
+    // The walk: a regenerate refused on a full context once showed "606 / 512, nearly full".
+    const over = usageParts(usage({ documentTokens: 369, conversationTokens: 213 }));
+    expect([over.used, over.fraction, over.level]).toEqual([512, 1, 'full']);
+    expect(over.text).toMatch(/^512 of 512 positions \(100%\)/);
+    const packed = usageParts(usage({ documentTokens: 74, documentPacked: true, conversationTokens: 60 }));
+    expect(packed.text).toBe(
+      '158 of 512 positions (31%): system prompt 24, document 74 (packed: its kept entries only), conversation 60',
+    );
+  });
+
+  it('a document longer than the context says so on the chat, its library card and its header, with the budget kept', async () => {
+    // Six stories (630 tokens) in 512 positions, read re-based keeping 96 per head: not the settings' 30%.
+    const api = chatApi();
+    api.handlers['documents.list'] = () => [rebasedDetail()];
+    api.handlers['documents.get'] = () => rebasedDetail();
+    await renderApp(api);
+    const warning = await screen.findByTestId('chat-long-read');
+    expect(warning.textContent).toBe(
+      '⚠ Lower quality: the document (630 tokens) is longer than the model’s context of 512 positions, so it was read ' +
+        'with re-based positions, keeping 96 per head ≈ 15%. Compress a range of pages that fits for better answers.',
+    );
+    expect(screen.getByTestId('doc-long-read').textContent).toMatch(
+      /Longer than the context: read with re-based positions/,
+    );
+    const budget = screen.getByTestId('doc-budget');
+    expect(budget.textContent).toBe('Ada-SnapKV · 96 per head ≈ 15% (not the settings’ 30% budget)');
+    expect(budget.getAttribute('title')).toMatch(/the context's positions hold no more than 96 per head/);
+    // The way out is one click away: the Document tab, where the ranges that fit are offered.
+    await userEvent.click(within(warning).getByRole('button', { name: 'Compress a range of pages that fits' }));
+    expect(useUi.getState().tab).toBe('document');
   });
 
   it('before any chat, meters the document against the context it was read into', async () => {
@@ -207,10 +248,10 @@ describe('the chat', () => {
     // The split comes with the document's detail: its pages hold 30 of its 375 tokens, the rest is the prompt.
     await waitFor(() =>
       expect(meter.getAttribute('aria-valuetext')).toBe(
-        '375 of 512 tokens (73%): system prompt 345, document 30, conversation 0',
+        '375 of 512 positions (73%): system prompt 345, document 30, conversation 0',
       ),
     );
-    expect(screen.getByTestId('context-cache').textContent).toBe('cache 70.3 KiB of 234.4 KiB');
+    expect(screen.getByTestId('context-cache').textContent).toBe('memory 70.3 KiB kept of 234.4 KiB');
   });
 
   it('an answer stopped by a full context offers a new chat over the same document', async () => {

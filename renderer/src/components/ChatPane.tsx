@@ -13,7 +13,7 @@ import {
 } from 'react';
 import { useShallow } from 'zustand/react/shallow';
 
-import type { DocumentDetail, Message } from '../../../electron/api/contract.ts';
+import type { ChatStyle, DocumentDetail, Message } from '../../../electron/api/contract.ts';
 import {
   createChat,
   editQuestion,
@@ -24,6 +24,7 @@ import {
   regenerateAnswer,
   renameChat,
   sendQuestion,
+  setChatStyle,
   stopAnswer,
   streamingMessage,
   useChats,
@@ -32,7 +33,8 @@ import {
 import { loadDetail, recompressDocument, useDocuments } from '../stores/documents.ts';
 import { useModels } from '../stores/models.ts';
 import { useSettings } from '../stores/settings.ts';
-import { notify, openCitation, openPage, useUi } from '../stores/ui.ts';
+import { notify, openCitation, openPage, setTab, useUi } from '../stores/ui.ts';
+import { keptBudget, readKind } from '../lib/read-kind.ts';
 import { copyText } from '../lib/clipboard.ts';
 import { formatCount, formatPercent, formatRate } from '../lib/format.ts';
 import { renderMarkdown } from '../lib/markdown.ts';
@@ -208,7 +210,7 @@ export const MessageRow = memo(function MessageRow({ id, isLast }: { id: string;
               <button
                 type="button"
                 className="link-button"
-                onClick={() => void copyMessage(m.text)}
+                onClick={() => void copyMessage(m.text.trim())}
                 aria-label={m.role === 'user' ? 'Copy question' : 'Copy answer'}
               >
                 Copy
@@ -227,7 +229,7 @@ export const MessageRow = memo(function MessageRow({ id, isLast }: { id: string;
                 Edit
               </button>
             )}
-            {m.role === 'assistant' && <VersionPager m={m} disabled={chatBusy} />}
+            <VersionPager m={m} disabled={chatBusy} />
             {m.role === 'assistant' && isLast && !chatBusy && (
               <button
                 type="button"
@@ -296,9 +298,50 @@ function ChatTitle({ chatId }: { chatId: string | null }) {
   );
 }
 
+/** The style the model writes a chat in when the chat names none (the contract's ChatStyle rule). */
+function useModelStyle(): ChatStyle {
+  const modelId = useSettings((s) => s.settings?.modelId ?? null);
+  const template = useModels((s) => s.list.find((m) => m.id === modelId)?.chatTemplate ?? null);
+  return template === false ? 'completion' : 'chat';
+}
+
+const STYLE_TEXT: Record<ChatStyle, string> = {
+  chat: 'Chat: question and answer',
+  completion: 'Continue text',
+};
+
+/** How the chat's turns are written: by the model (a base model continues text), or as chosen. */
+function StyleSelect({ value, onChange }: { value: ChatStyle | null; onChange: (style: ChatStyle | null) => void }) {
+  const byModel = useModelStyle();
+  return (
+    <label className="style-select small">
+      <span className="muted">Answers:</span>{' '}
+      <select
+        value={value ?? ''}
+        onChange={(e) => onChange(e.target.value === '' ? null : (e.target.value as ChatStyle))}
+        title="How your text is given to the model: as a question in a chat, or as the start of text it continues (for a base model, which has no chat template)"
+      >
+        <option value="">
+          By the model ({byModel === 'completion' ? 'continue text: it has no chat template' : 'chat'})
+        </option>
+        {(Object.keys(STYLE_TEXT) as ChatStyle[]).map((s) => (
+          <option key={s} value={s}>
+            {STYLE_TEXT[s]}
+          </option>
+        ))}
+      </select>
+    </label>
+  );
+}
+
 function Composer({ documentId, chatId }: { documentId: string; chatId: string | null }) {
   const [text, setText] = useState('');
   const [sending, setSending] = useState(false);
+  // The style of a chat not made yet: it is made with it.
+  const [newStyle, setNewStyle] = useState<ChatStyle | null>(null);
+  const chatStyle = useChats((s) => (chatId ? (s.chats[chatId]?.style ?? null) : newStyle));
+  const byModel = useModelStyle();
+  const style = chatStyle ?? byModel;
   const doc = useDocuments((s) => s.byId[documentId]);
   const streaming = useChats((s) => !!streamingMessage(s, chatId));
   const ref = useRef<HTMLTextAreaElement>(null);
@@ -313,11 +356,12 @@ function Composer({ documentId, chatId }: { documentId: string; chatId: string |
           : null;
   const submit = async (e?: FormEvent) => {
     e?.preventDefault();
-    const q = text.trim();
-    if (!q || blocked || streaming || sending) return;
+    // Text to continue is sent as typed (a trailing space asks for the next word); a question trimmed.
+    const q = style === 'completion' ? text : text.trim();
+    if (!q.trim() || blocked || streaming || sending) return;
     setSending(true);
     try {
-      const cid = chatId ?? (await createChat(documentId));
+      const cid = chatId ?? (await createChat(documentId, newStyle));
       if (cid && (await sendQuestion(cid, q))) setText('');
     } finally {
       setSending(false);
@@ -341,7 +385,12 @@ function Composer({ documentId, chatId }: { documentId: string; chatId: string |
         value={text}
         onChange={(e) => setText(e.target.value)}
         onKeyDown={onKeyDown}
-        placeholder={blocked ?? `Ask about ${doc?.title ?? 'this document'}…`}
+        placeholder={
+          blocked ??
+          (style === 'completion'
+            ? 'Write the start of a sentence; the model continues it after the document…'
+            : `Ask about ${doc?.title ?? 'this document'}…`)
+        }
         rows={Math.min(8, Math.max(2, text.split('\n').length))}
         disabled={!!blocked}
         aria-describedby="composer-hint"
@@ -361,6 +410,7 @@ function Composer({ documentId, chatId }: { documentId: string; chatId: string |
         {doc?.status === 'stale'
           ? 'The saved cache was made with other settings; it is rebuilt before the first answer. '
           : ''}
+        <StyleSelect value={chatStyle} onChange={(v) => (chatId ? void setChatStyle(chatId, v) : setNewStyle(v))} />{' '}
         Enter to send · Shift + Enter for a new line · Esc stops
         {doc?.status === 'failed' && (
           <>
@@ -382,11 +432,17 @@ function Composer({ documentId, chatId }: { documentId: string; chatId: string |
 /** The document's share of the context as the app core counts it (chats-service.ts usage): the pages' tokens
  * are the document, the rest of the prefix the system prompt and template; re-based, the document takes fewer
  * positions than its tokens. Null until the document's detail is loaded. */
-function prefixSplit(d: DocumentDetail | undefined): { systemTokens: number; documentTokens: number } | null {
+function prefixSplit(
+  d: DocumentDetail | undefined,
+): { systemTokens: number; documentTokens: number; documentPacked: boolean } | null {
   if (!d) return null;
   const pageTokens = pagesRead(d.pageList, d.readPages).reduce((n, p) => n + (p.tokenEnd - p.tokenStart), 0);
   const systemTokens = Math.max(0, d.tokens - pageTokens);
-  return { systemTokens, documentTokens: Math.max(0, (d.stats?.positions ?? d.tokens) - systemTokens) };
+  return {
+    systemTokens,
+    documentTokens: Math.max(0, (d.stats?.positions ?? d.tokens) - systemTokens),
+    documentPacked: !!d.stats?.rebased,
+  };
 }
 
 /**
@@ -411,11 +467,34 @@ function useDocumentOnlyUsage(documentId: string): ContextUsage | null {
   return {
     systemTokens: split?.systemTokens ?? 0,
     documentTokens: split?.documentTokens ?? Math.min(doc.tokens, ctx),
+    documentPacked: split?.documentPacked ?? false,
     conversationTokens: 0,
     contextTokens: ctx,
     kvBytesKept: doc.kvBytesKept,
     kvBytesFull: doc.kvBytesFull,
   };
+}
+
+/** A document longer than its context, on the chat where its answers are read: their quality is lower, and a
+ * range of pages that fits (offered on the Document tab) answers better. */
+function LongReadWarning({ documentId }: { documentId: string }) {
+  const doc = useDocuments((s) => s.byId[documentId]);
+  if (!doc || doc.status === 'failed' || readKind(doc) !== 'rebased') return null;
+  const kept = keptBudget(doc);
+  return (
+    <p className="read-note warning small chat-warning" role="note" data-testid="chat-long-read">
+      <strong>
+        <span aria-hidden="true">⚠ </span>Lower quality:
+      </strong>{' '}
+      the document ({formatCount(doc.tokens)} tokens) is longer than the model’s context of{' '}
+      {formatCount(doc.contextTokens ?? 0)} positions, so it was read with re-based positions
+      {kept ? `, keeping ${kept.text}` : ''}.{' '}
+      <button type="button" className="link-button" onClick={() => setTab('document')}>
+        Compress a range of pages that fits
+      </button>{' '}
+      for better answers.
+    </p>
+  );
 }
 
 export function ChatPane({ documentId }: { documentId: string }) {
@@ -446,6 +525,7 @@ export function ChatPane({ documentId }: { documentId: string }) {
         <ContextMeter usage={usage} />
         {chatId && ids.length > 0 && <ExportMenu chatId={chatId} />}
       </div>
+      <LongReadWarning documentId={documentId} />
       {ids.length ? (
         <VirtualList
           keys={ids}

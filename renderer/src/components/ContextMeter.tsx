@@ -1,6 +1,8 @@
 // How full the chat's context is, in positions: the system prompt (and the chat template around the
 // document), the document and the conversation, against the context the document was read into; and beside
-// it what compression bought in memory, the document's cache as kept against as it would be in full.
+// it what compression bought in memory, the document's cache as kept against as it would be in full. The two
+// are apart on purpose: compression frees memory, but a document takes its own length in positions unless
+// its kept entries were packed (DocumentPositions), and on a small context positions end a chat first.
 import type { ContextUsage } from '../stores/chats.ts';
 import { formatBytes, formatCount, formatPercent } from '../lib/format.ts';
 
@@ -16,7 +18,8 @@ export interface UsageParts {
 }
 
 export function usageParts(u: ContextUsage): UsageParts {
-  const used = u.systemTokens + u.documentTokens + u.conversationTokens;
+  // Never above the maximum: the cache cannot hold more positions than its context has.
+  const used = Math.min(u.systemTokens + u.documentTokens + u.conversationTokens, u.contextTokens);
   const ctx = Math.max(1, u.contextTokens);
   const fraction = used / ctx;
   let left = 100;
@@ -31,16 +34,16 @@ export function usageParts(u: ContextUsage): UsageParts {
     conversation: take(u.conversationTokens),
   };
   const text =
-    `${formatCount(used)} of ${formatCount(u.contextTokens)} tokens (${formatPercent(fraction)}): ` +
-    `system prompt ${formatCount(u.systemTokens)}, document ${formatCount(u.documentTokens)}, ` +
-    `conversation ${formatCount(u.conversationTokens)}`;
+    `${formatCount(used)} of ${formatCount(u.contextTokens)} positions (${formatPercent(fraction)}): ` +
+    `system prompt ${formatCount(u.systemTokens)}, document ${formatCount(u.documentTokens)}` +
+    `${u.documentPacked ? ' (packed: its kept entries only)' : ''}, conversation ${formatCount(u.conversationTokens)}`;
   return { used, fraction, level: fraction >= 0.9 ? 'full' : fraction >= 0.75 ? 'high' : 'ok', widths, text };
 }
 
-/** "cache 70.3 KiB of 234.4 KiB", or null while the document has no cache. */
+/** "memory 70.3 KiB kept of 234.4 KiB", or null while the document has no cache. */
 export function cacheText(u: ContextUsage): string | null {
   if (u.kvBytesKept === null || u.kvBytesFull === null || u.kvBytesFull <= 0) return null;
-  return `cache ${formatBytes(u.kvBytesKept)} of ${formatBytes(u.kvBytesFull)}`;
+  return `memory ${formatBytes(u.kvBytesKept)} kept of ${formatBytes(u.kvBytesFull)}`;
 }
 
 export function ContextMeter({ usage }: { usage: ContextUsage | null }) {
@@ -52,7 +55,7 @@ export function ContextMeter({ usage }: { usage: ContextUsage | null }) {
   // prompt's, the document's and the conversation's shares, which one <meter> cannot, and is hidden from it.
   return (
     <div className={`context-meter level-${p.level}`} title={p.text} data-testid="context-meter">
-      <span className="context-label">Context</span>
+      <span className="context-label">Positions</span>
       <meter
         className="sr-only"
         aria-label="Context used"
@@ -69,17 +72,31 @@ export function ContextMeter({ usage }: { usage: ContextUsage | null }) {
       <span className="context-numbers">
         {formatCount(p.used)} / {formatCount(usage.contextTokens)}
       </span>
+      {usage.documentPacked && (
+        <span
+          className="badge context-packed"
+          title="The document's kept entries were packed into contiguous positions: it takes only the positions of what it kept, and the conversation has the rest"
+        >
+          packed
+        </span>
+      )}
       {cache && (
         <span
           className="context-cache"
           data-testid="context-cache"
-          title={`The document's cache as compressed, against uncompressed${saved !== null ? `: saves ${formatPercent(saved)}` : ''}`}
+          title={`The memory the document's cache takes as compressed, against uncompressed${saved !== null ? `: saves ${formatPercent(saved)}` : ''}`}
         >
           {cache}
         </span>
       )}
       {p.level === 'full' && (
-        <span className="context-warning">nearly full: the older turns will be compressed, or set aside</span>
+        // Short, so that it fits the chat bar of a small window; what happens next is on hover.
+        <span
+          className="context-warning"
+          title="The context is nearly full: the older turns will be compressed, or set aside, to make room"
+        >
+          nearly full
+        </span>
       )}
     </div>
   );

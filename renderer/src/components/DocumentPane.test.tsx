@@ -38,7 +38,7 @@ describe('the document view', () => {
     // The legend says what the shading means, and its scale ends at the highest value shown.
     const legend = screen.getByTestId('retention-legend');
     expect(legend.textContent).toMatch(/share of the model’s cache .* kept each sentence/);
-    expect(legend.textContent).toContain('0%90%');
+    expect(legend.textContent).toContain('0% (not kept)90% (the most kept)');
     expect(screen.queryByTestId('window-label')).toBeNull();
     await userEvent.click(screen.getByRole('button', { name: 'Next page' }));
     expect(await screen.findByRole('article', { name: 'Page 2' })).toBeTruthy();
@@ -68,7 +68,7 @@ describe('the document view', () => {
       ' Always kept: the last 16 tokens, from which the scores were computed (not on the scale)',
     );
     // The scale's top is 6%, not the window's 100%: the 3% sentence is well tinted.
-    expect(screen.getByTestId('retention-legend').textContent).toContain('0%6.0%');
+    expect(screen.getByTestId('retention-legend').textContent).toContain('0% (not kept)6.0% (the most kept)');
     const low = page.querySelector<HTMLElement>('.passage[data-retention="0.030"]')!;
     const alpha = Number(/([\d.]+)\)$/.exec(low.style.backgroundColor)?.[1]);
     expect(alpha).toBeGreaterThan(0.4);
@@ -360,6 +360,7 @@ describe('after a range of pages was read', () => {
           : { ...p, tokenStart: -1, tokenEnd: -1 },
       ),
       stats: { ...rebasedDetail().stats!, rebased: false, chunks: 1, positions: 230, prefixTokens: 230 },
+      kept: { perHead: 96, positions: 230, placement: 'own' },
       passages: [{ page: 2, start: 0, end: 8, retention: 0.5 }],
     });
 

@@ -36,11 +36,11 @@ export function RetentionLegend({ max, window }: { max: number; window: KeptWind
       {/* How to read the scale, on hover: on a small window the legend must not push the page off screen. */}
       <span
         className="retention-scale-wrap"
-        title="The top is the highest share outside the window; a square-root scale, so faint tints are small shares, not none"
+        title="No tint: no head kept it. The top is the highest share outside the window; a square-root scale, so faint tints are small shares"
       >
-        <span className="small">0%</span>
+        <span className="small">0% (not kept)</span>
         <span className="retention-scale" aria-hidden="true" />
-        <span className="small">{formatPercent(max, max < 0.1 ? 1 : 0)}</span>
+        <span className="small">{formatPercent(max, max < 0.1 ? 1 : 0)} (the most kept)</span>
       </span>
       {window && (
         <span className="small window-key" data-testid="window-label">

@@ -28,7 +28,7 @@ function recordingCanvas() {
 
 describe('the heatmap component', () => {
   const s = stats();
-  const domain = metricDomain([metricGrid(s, 'budget')], 'budget');
+  const domain = metricDomain([metricGrid(s, 'budget')]);
 
   it('draws from the stats: one cell per (layer, head)', () => {
     const fills = recordingCanvas();

@@ -9,6 +9,7 @@ import {
   cellAt,
   cellRect,
   computeLayout,
+  domainEnds,
   drawHeatmap,
   formatMetric,
   metricGrid,
@@ -262,6 +263,7 @@ export function HeatmapLegend({
   testId?: string;
 }) {
   const info = METRICS.find((m) => m.id === metric)!;
+  const ends = domainEnds(metric, domain);
   return (
     <div className="heatmap-legend" data-testid={testId} data-domain={JSON.stringify(domain)}>
       <span className="legend-title small" title={info.explain}>
@@ -269,8 +271,14 @@ export function HeatmapLegend({
       </span>
       <span className="legend-bar" style={{ backgroundImage: cssGradient() }} aria-hidden="true" />
       <span className="legend-ends small">
-        <span>{formatMetric(metric, domain[0])}</span>
-        <span>{formatMetric(metric, domain[1])}</span>
+        {typeof ends === 'string' ? (
+          <span>{ends}</span>
+        ) : (
+          <>
+            <span>{ends[0]}</span>
+            <span>{ends[1]}</span>
+          </>
+        )}
       </span>
     </div>
   );

@@ -29,6 +29,20 @@ describe('the inspector', () => {
     expect(screen.getByRole('rowheader', { name: 'Layer 2' })).toBeTruthy();
   });
 
+  it('gives the range of the grid as its lowest and highest cell, and says when every cell is equal', async () => {
+    const even = stats([
+      [39, 39],
+      [39, 39],
+    ]);
+    const api = createFakeApi({ 'documents.list': () => [doc()], 'documents.get': () => detail({ stats: even }) });
+    await renderApp(api);
+    await screen.findAllByTestId('document');
+    act(() => setTab('inspector'));
+    await screen.findByTestId('heatmap');
+    expect(screen.getByText(/Range of the grid/).textContent).toMatch(/Range of the grid: every cell 39$/);
+    expect(screen.getByTestId('heatmap-legend').textContent).toMatch(/every cell 39$/);
+  });
+
   it('shows no sliding-window note for a model without such layers', async () => {
     const api = createFakeApi({ 'documents.list': () => [doc()], 'documents.get': () => detail() });
     await renderApp(api);
@@ -99,9 +113,10 @@ describe('the inspector', () => {
     expect(screen.getByTestId('heatmap-b').dataset.domain).toBe(screen.getByTestId('heatmap-a').dataset.domain);
     expect(JSON.parse(screen.getByTestId('heatmap').dataset.domain!)).toEqual([61, 186]);
     await userEvent.click(screen.getByRole('radio', { name: 'CriticalKV' }));
-    // CriticalKV's grid is even (113 everywhere): its legend runs from 0, never from Ada-SnapKV's 61.
-    expect(JSON.parse(screen.getByTestId('heatmap').dataset.domain!)).toEqual([0, 113]);
-    expect(JSON.parse(screen.getByTestId('heatmap-legend').dataset.domain!)).toEqual([0, 113]);
+    // CriticalKV's grid is even (113 everywhere): its legend says so, never runs from Ada-SnapKV's 61.
+    expect(JSON.parse(screen.getByTestId('heatmap').dataset.domain!)).toEqual([113, 113]);
+    expect(JSON.parse(screen.getByTestId('heatmap-legend').dataset.domain!)).toEqual([113, 113]);
+    expect(screen.getByTestId('heatmap-legend').textContent).toMatch(/every cell 113$/);
   });
 });
 

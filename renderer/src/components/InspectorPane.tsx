@@ -33,7 +33,7 @@ import { explain, Term } from './Term.tsx';
 import { documentTask, useTasks } from '../stores/tasks.ts';
 import { budgetInline } from '../lib/budget-label.ts';
 import { formatBytes, formatCount, formatDuration, formatPercent } from '../lib/format.ts';
-import { formatMetric, metricDomain, metricGrid, METRICS, type Metric } from '../lib/heatmap.ts';
+import { formatDomain, metricDomain, metricGrid, METRICS, type Metric } from '../lib/heatmap.ts';
 import { methodLabel } from '../lib/method-label.ts';
 import { Heatmap, HeatmapLegend } from './Heatmap.tsx';
 import { MethodSelect } from './MethodSelect.tsx';
@@ -405,7 +405,7 @@ function CompareSection({
   const domain = useMemo(
     () =>
       comparison
-        ? metricDomain([metricGrid(comparison.a, metric), metricGrid(comparison.b, metric)], metric)
+        ? metricDomain([metricGrid(comparison.a, metric), metricGrid(comparison.b, metric)])
         : ([0, 1] as const),
     [comparison, metric],
   );
@@ -552,7 +552,7 @@ export function InspectorPane({ documentId }: { documentId: string }) {
   const fromCache = source === 'cache' || !comparison;
   const shown: CompressionStats | null = fromCache ? cache : comparison[source as 'a' | 'b'];
   // The legend's range is the shown grid's own, never one kept from another grid.
-  const domain = useMemo(() => metricDomain(shown ? [metricGrid(shown, metric)] : [], metric), [shown, metric]);
+  const domain = useMemo(() => metricDomain(shown ? [metricGrid(shown, metric)] : []), [shown, metric]);
   if (!detail)
     return (
       <div className="pane-pad muted">
@@ -657,7 +657,7 @@ export function InspectorPane({ documentId }: { documentId: string }) {
                 Mean <Term id="retainedMass">attention retained</Term>:{' '}
                 <strong>{formatPercent(meanMass(shown), 1)}</strong>
                 <br />
-                Range of the grid: {formatMetric(metric, domain[0])} to {formatMetric(metric, domain[1])}
+                Range of the grid: {formatDomain(metric, domain)}
               </p>
             </section>
           )}

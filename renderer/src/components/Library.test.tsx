@@ -30,8 +30,8 @@ function libraryApi() {
       failed('d3', {
         title: 'report',
         fileName: 'report.pdf',
-        error: 'cancelled',
-        errorCode: 'CANCELLED',
+        error: 'the engine stopped',
+        errorCode: 'ENGINE_CRASHED',
         remedy: 'import',
         createdAt: '2026-01-02T00:00:00Z',
       }),
@@ -54,7 +54,7 @@ describe('failed imports', () => {
     const rows = within(section).getAllByTestId('failed-document');
     expect(rows.map((r) => r.textContent)).toEqual([
       expect.stringMatching(/^scanscan\.pdfscan\.pdf is damagedDismiss$/),
-      expect.stringMatching(/^reportreport\.pdfcancelledTry againDismiss$/),
+      expect.stringMatching(/^reportreport\.pdfthe engine stoppedTry againDismiss$/),
     ]);
     await userEvent.click(within(rows[1]).getByRole('button', { name: 'Try again' }));
     expect(api.callsOf('documents.import')).toEqual([{ documentId: 'd3' }]);
@@ -64,6 +64,34 @@ describe('failed imports', () => {
     await userEvent.click(within(section).getByRole('button', { name: 'Dismiss all' }));
     await waitFor(() => expect(api.callsOf('documents.delete')).toEqual([{ documentId: 'd2' }, { documentId: 'd3' }]));
     await waitFor(() => expect(screen.queryByRole('region', { name: 'Failed imports' })).toBeNull());
+  });
+
+  it('leaves out an import its user cancelled: it stays in the library, to be read again', async () => {
+    const api = createFakeApi({
+      'documents.list': () => [
+        doc({ id: 'd1' }),
+        failed('d2', {
+          title: 'report',
+          fileName: 'report.pdf',
+          error: 'cancelled',
+          errorCode: 'CANCELLED',
+          remedy: 'import',
+        }),
+      ],
+      'documents.get': (p) => detail({ id: p.documentId }),
+      'documents.import': (p) => ({ documentId: 'documentId' in p ? p.documentId : 'd9', taskId: 't9' }),
+      'chats.list': () => [],
+    });
+    await renderApp(api);
+    await waitFor(() => expect(screen.getAllByTestId('document')).toHaveLength(2));
+    expect(screen.queryByRole('region', { name: 'Failed imports' })).toBeNull();
+    const row = screen.getAllByTestId('document')[1];
+    expect(row.textContent).toMatch(/^reportreport\.pdf.*Cancelledcancelled✎/);
+    expect(row.querySelector('.doc-error')).toBeNull();
+    await userEvent.click(within(row).getByRole('button', { name: /^report/ }));
+    expect(screen.queryByRole('alert')).toBeNull();
+    await userEvent.click(await screen.findByRole('button', { name: 'Try again' }));
+    expect(api.callsOf('documents.import')).toEqual([{ documentId: 'd2' }]);
   });
 
   it('asks for a PDF’s password when its import stops for one, and again, saying so, when it was wrong', async () => {
@@ -213,6 +241,32 @@ function chatApi() {
 }
 
 describe('chats', () => {
+  it('lists the empty chat "New chat" reuses only while it is open: leaving it unused leaves no entry behind', async () => {
+    const empty = chat({ id: 'c9', title: 'New chat', updatedAt: '2026-01-03T00:00:00.000Z', messageCount: 0 });
+    const said = chat({ id: 'c1', title: 'Who had a kite?', updatedAt: '2026-01-02T00:00:00.000Z', messageCount: 2 });
+    // As the core lists them: the newest empty chat first, then the chats with messages.
+    const api = createFakeApi({
+      'documents.list': () => [doc()],
+      'documents.get': () => detail(),
+      'chats.list': () => [empty, said],
+      'chats.create': () => empty,
+      'chats.get': (p) => ({ chat: p.chatId === 'c9' ? empty : said, messages: [], usage: usage() }),
+    });
+    await renderApp(api);
+    const list = await screen.findByRole('region', { name: 'Chats' });
+    const entries = () =>
+      within(list)
+        .queryAllByRole('listitem')
+        .map((li) => li.textContent);
+    // The document opens on its conversation, not on the empty chat.
+    await waitFor(() => expect(useUi.getState().chatId).toBe('c1'));
+    expect(entries()).toEqual(['Who had a kite?2']);
+    await userEvent.click(within(list).getByRole('button', { name: 'New chat' }));
+    await waitFor(() => expect(entries()).toEqual(['New chat0', 'Who had a kite?2']));
+    await userEvent.click(within(list).getByRole('button', { name: /^Who had a kite/ }));
+    expect(entries()).toEqual(['Who had a kite?2']);
+  });
+
   it('browses the versions of a regenerated answer', async () => {
     const api = chatApi();
     await renderApp(api);

@@ -3,9 +3,11 @@
 import { useEffect, useRef, type KeyboardEvent } from 'react';
 
 import { loadDetail, recompressDocument, useDocuments } from '../stores/documents.ts';
+import { wasCancelled } from '../stores/library.ts';
 import { documentTask, useTasks } from '../stores/tasks.ts';
 import { setTab, useUi, type Tab } from '../stores/ui.ts';
 import { budgetLabel } from '../lib/budget-label.ts';
+import { keptBudget } from '../lib/read-kind.ts';
 import { formatBytes, formatPercent, saving } from '../lib/format.ts';
 import { methodLabel } from '../lib/method-label.ts';
 import { useImportPicker } from '../hooks/use-import-picker.tsx';
@@ -94,20 +96,22 @@ export function MainPane() {
   }, [documentId, tab, hasDetail]);
   if (!documentId || !doc) return <EmptyLibrary />;
   const saved = saving(doc.kvBytesFull, doc.kvBytesKept);
+  const kept = keptBudget(doc);
   return (
     <div className="main-pane">
       <header className="doc-header">
         <div className="doc-header-title">
           <h1>{doc.title}</h1>
           <div className="doc-header-meta">
-            <StatusBadge status={doc.status} />
+            <StatusBadge doc={doc} />
             <span className="doc-header-file" title="The imported file">
               {doc.fileName}
             </span>
             {doc.compression && (
-              <span>
+              <span title={kept?.why ?? undefined} data-testid="doc-budget">
                 {methodLabel(doc.compression.method)}
-                {doc.compression.method !== 'full' && ` · ${budgetLabel(doc.compression.budget)}`}
+                {doc.compression.method !== 'full' && ` · ${kept ? kept.text : budgetLabel(doc.compression.budget)}`}
+                {kept?.why && <span className="muted"> (not the settings’ {budgetLabel(doc.compression.budget)})</span>}
               </span>
             )}
             {saved && (
@@ -133,7 +137,7 @@ export function MainPane() {
         <Tabs tab={tab} />
       </header>
       {doc.status === 'failed' && doc.error && (
-        <div className="banner error" role="alert">
+        <div className={wasCancelled(doc) ? 'banner' : 'banner error'} role={wasCancelled(doc) ? 'status' : 'alert'}>
           {doc.error}
         </div>
       )}

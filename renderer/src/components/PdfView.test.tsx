@@ -1,7 +1,7 @@
 // The PDF view over a stand-in pdf.js (jsdom has no canvas): pages are laid out, those in view are drawn with
 // their text layer, and the overlay lands on the text layer's spans: the retention of the passages each
 // span's text is part of, the window, a citation's and a search hit's own characters.
-import { cleanup, render, screen, waitFor } from '@testing-library/react';
+import { act, cleanup, render, screen, waitFor, within } from '@testing-library/react';
 import userEvent from '@testing-library/user-event';
 import type { PDFDocumentProxy } from 'pdfjs-dist';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
@@ -131,6 +131,57 @@ describe('the PDF view', () => {
     expect(screen.getByRole('button', { name: 'Fit width' }).getAttribute('aria-pressed')).toBe('false');
     await userEvent.click(screen.getByRole('button', { name: 'Fit width' }));
     expect(page1.style.width).toBe(before);
+    stop();
+  });
+
+  it('keeps the page box on the page in view: scrolled to, turned to by a thumbnail, opened at', async () => {
+    // An IntersectionObserver the test moves: `inView(n)` puts page n most in view.
+    const observers: { cb: IntersectionObserverCallback; targets: HTMLElement[] }[] = [];
+    class Moved {
+      targets: HTMLElement[] = [];
+      constructor(public cb: IntersectionObserverCallback) {
+        observers.push(this);
+      }
+      observe(t: HTMLElement) {
+        this.targets.push(t);
+      }
+      disconnect() {}
+      unobserve() {}
+    }
+    vi.stubGlobal('IntersectionObserver', Moved);
+    const inView = (page: number) =>
+      act(() => {
+        for (const o of observers) {
+          const pages = o.targets.filter((t) => t.dataset.page);
+          const at = (t: HTMLElement) => Number(t.dataset.page) === page;
+          const entries = pages.map((t) => ({ target: t, isIntersecting: at(t), intersectionRatio: at(t) ? 0.8 : 0 }));
+          if (entries.length) o.cb(entries as unknown as IntersectionObserverEntry[], o as never);
+        }
+      });
+    const scrolled = vi.spyOn(Element.prototype, 'scrollIntoView');
+    const scrolledTo = () => scrolled.mock.contexts.map((el) => (el as HTMLElement).dataset.page).filter(Boolean);
+    const box = () => (screen.getByRole('spinbutton', { name: /^Page number/ }) as HTMLInputElement).value;
+
+    let stop = showPdf();
+    await screen.findByRole('navigation', { name: /^Page thumbnails/ });
+    inView(2);
+    expect(box()).toBe('2');
+    inView(1);
+    expect(box()).toBe('1');
+    const thumbs = screen.getByRole('navigation', { name: /^Page thumbnails/ });
+    await userEvent.click(within(thumbs).getByRole('button', { name: /^Page 2/ }));
+    expect(scrolledTo()).toEqual(['2']);
+    expect(box()).toBe('2');
+    cleanup();
+    stop();
+
+    // Opened again on page 2 (back from another tab): the view turns to it rather than showing page 1.
+    scrolled.mockClear();
+    act(() => useUi.setState({ docPage: 2 }));
+    stop = showPdf();
+    await screen.findByRole('navigation', { name: /^Page thumbnails/ });
+    await waitFor(() => expect(scrolledTo()).toEqual(['2']));
+    expect(box()).toBe('2');
     stop();
   });
 

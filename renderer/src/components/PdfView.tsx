@@ -55,7 +55,7 @@ const EMPTY_OVERLAY: Overlay = {
 export interface PdfViewProps extends HtmlDocViewProps {
   /** The page to show (the ui store's docPage); changed from outside, the view scrolls to it. */
   page: number;
-  /** The page most in view, as the user scrolls. */
+  /** The page most in view as the user scrolls, and a page the view turned to (a thumbnail, a citation). */
   onPageShown: (page: number) => void;
 }
 
@@ -72,7 +72,17 @@ export function PdfView({ detail, page, onPageShown, shade, scaleMax, citation, 
   const [sizes, setSizes] = useState<Record<number, Size>>({});
   const [pagesEl, setPagesEl] = useState<HTMLDivElement | null>(null);
   const placeholders = useRef(new Map<number, HTMLElement>());
-  const reported = useRef(page);
+  // The page the view last reported as shown (it opens at the first); a page asked for is reported too, so
+  // that the pager always names the page in view.
+  const reported = useRef(1);
+  const report = useCallback(
+    (n: number) => {
+      if (n === reported.current) return;
+      reported.current = n;
+      onPageShown(n);
+    },
+    [onPageShown],
+  );
   const [near, setNear] = useState<ReadonlySet<number>>(new Set());
 
   useEffect(() => {
@@ -159,10 +169,7 @@ export function PdfView({ detail, page, onPageShown, shade, scaleMax, citation, 
         let best = 0,
           bestRatio = 0;
         for (const [n, r] of ratios) if (r > bestRatio) [best, bestRatio] = [n, r];
-        if (best && best !== reported.current) {
-          reported.current = best;
-          onPageShown(best);
-        }
+        if (best) report(best);
       },
       { threshold: [0, 0.25, 0.5, 0.75, 1] },
     );
@@ -174,13 +181,16 @@ export function PdfView({ detail, page, onPageShown, shade, scaleMax, citation, 
       nearIo.disconnect();
       shownIo.disconnect();
     };
-  }, [pdf, onPageShown]);
+  }, [pdf, report]);
 
   // A page asked for from outside (the pager, a thumbnail, a citation, a search hit): scroll to it.
-  const scrollTo = useCallback((n: number) => {
-    reported.current = n;
-    placeholders.current.get(n)?.scrollIntoView({ block: 'start' });
-  }, []);
+  const scrollTo = useCallback(
+    (n: number) => {
+      report(n);
+      placeholders.current.get(n)?.scrollIntoView({ block: 'start' });
+    },
+    [report],
+  );
   useEffect(() => {
     if (pdf && page !== reported.current) scrollTo(page);
   }, [pdf, page, scrollTo]);

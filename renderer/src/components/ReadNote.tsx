@@ -12,14 +12,48 @@ import { useSettings } from '../stores/settings.ts';
 import { documentTask, useTasks } from '../stores/tasks.ts';
 import { askConfirm } from '../stores/ui.ts';
 import { fittingEnds } from '../../../electron/shared/room.ts';
+import { readKind } from '../lib/read-kind.ts';
+import { formatBytes, formatCount, formatPercent } from '../lib/format.ts';
 
 const pageRange = ([a, b]: [number, number]) => (a === b ? `page ${a}` : `pages ${a} to ${b}`);
+
+/**
+ * What the read bought and what limits the chat, apart: the positions the document takes of the context (its
+ * length, or with packed positions only what it kept) and so what is left to talk in; the memory its cache
+ * takes, kept against full. Null before the document was read.
+ */
+export function readSummary(d: DocumentDetail): string | null {
+  const st = d.stats;
+  if (!st || !d.contextTokens) return null;
+  const kind = readKind(d);
+  const packed =
+    kind === 'rebased' || kind === 'packed'
+      ? ` (${kind === 'rebased' ? 're-based' : 'packed'}: only what it kept)`
+      : '';
+  const left = Math.max(0, d.contextTokens - st.positions);
+  let text =
+    `Positions: the document takes ${formatCount(st.positions)} of ${formatCount(d.contextTokens)}${packed}, ` +
+    `leaving ${formatCount(left)} for the conversation.`;
+  if (d.kvBytesKept !== null && d.kvBytesFull)
+    text +=
+      ` Memory: ${formatBytes(d.kvBytesKept)} kept of ${formatBytes(d.kvBytesFull)}` +
+      ` (saves ${formatPercent(1 - d.kvBytesKept / d.kvBytesFull)}).`;
+  return text;
+}
 
 export function ReadNote({ detail }: { detail: DocumentDetail }) {
   const roomSetting = useSettings((s) => s.settings?.conversationRoom ?? null);
   const busy = useTasks((s) => !!documentTask(s, detail.id));
   if (!detail.readNote) return null;
-  const rebased = !!detail.stats?.rebased;
+  const summary = readSummary(detail);
+  const summaryLine = summary && (
+    <p className="read-summary small" data-testid="read-summary">
+      {summary}
+    </p>
+  );
+  // Re-based because the document is longer than the context: a quality warning with the way out. Packed by
+  // choice (it fits): the note says so, and why.
+  const rebased = readKind(detail) === 'rebased';
   const disabled = busy || detail.status === 'compressing' || detail.status === 'importing';
   if (!rebased)
     return (
@@ -27,6 +61,7 @@ export function ReadNote({ detail }: { detail: DocumentDetail }) {
         <p className="read-note muted small" data-testid="read-note">
           {detail.readNote}
         </p>
+        {summaryLine}
         <PagesRead detail={detail} disabled={disabled} />
       </>
     );
@@ -42,6 +77,7 @@ export function ReadNote({ detail }: { detail: DocumentDetail }) {
         </strong>{' '}
         {detail.readNote}
       </p>
+      {summaryLine}
       <PagesRead detail={detail} disabled={disabled} />
       <PageRangeOffer detail={detail} roomSetting={roomSetting} disabled={disabled} />
     </section>

@@ -67,7 +67,14 @@ describe('settings', () => {
     await userEvent.click(screen.getByRole('button', { name: 'Save settings' }));
     await waitFor(() => expect(api.callsOf('settings.update')).toHaveLength(1));
     const patch = api.callsOf('settings.update')[0] as SettingsPatch;
-    expect(patch.compression).toEqual({ method: 'snapkv', budget: 0.5, alpha: 0.2, window: 32, kernel: 9 });
+    expect(patch.compression).toEqual({
+      method: 'snapkv',
+      budget: 0.5,
+      alpha: 0.2,
+      window: 32,
+      kernel: 9,
+      positions: 'auto',
+    });
     expect(patch.systemPrompt).toBe('Be brief.');
     expect(patch.sampling?.seed).toBeNull();
     expect(await screen.findByText('Saved.')).toBeTruthy();

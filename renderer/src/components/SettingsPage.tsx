@@ -3,7 +3,7 @@
 // until saved; what would make compressed documents stale says so.
 import { useEffect, useState, type FormEvent, type ReactNode } from 'react';
 
-import type { CompressionMethod, Settings, SettingsPatch } from '../../../electron/api/contract.ts';
+import type { CompressionMethod, DocumentPositions, Settings, SettingsPatch } from '../../../electron/api/contract.ts';
 import { api, hasApi } from '../api/client.ts';
 import { resetSettings, updateSettings, useSettings } from '../stores/settings.ts';
 import { askConfirm, notify } from '../stores/ui.ts';
@@ -25,6 +25,7 @@ interface Draft {
   window: string;
   kernel: string;
   beta: string;
+  positions: DocumentPositions;
   temperature: string;
   topK: string;
   topP: string;
@@ -39,6 +40,13 @@ interface Draft {
   kvType: Settings['kvType'];
   backend: Settings['backend'];
 }
+
+/** Where a compressed document sits in the context (the contract's DocumentPositions), as the page names it. */
+const POSITIONS_LABELS: Record<DocumentPositions, string> = {
+  auto: 'Automatic: packed when the document would leave the conversation too little room',
+  own: 'The document’s own positions (citations, best answers)',
+  packed: 'Packed: only the kept entries’ positions (more room to talk)',
+};
 
 /** The settings' backend choices as the page names them (a Record: a choice added to the contract must be named). */
 const BACKEND_LABELS: Record<Settings['backend'], string> = {
@@ -58,6 +66,7 @@ function draftOf(s: Settings): Draft {
     window: String(c.window),
     kernel: String(c.kernel),
     beta: c.beta === undefined ? '' : String(c.beta),
+    positions: c.positions ?? 'auto',
     temperature: String(p.temperature),
     topK: String(p.topK),
     topP: String(p.topP),
@@ -114,6 +123,7 @@ export function patchOf(
       window: window ?? undefined,
       kernel: kernel ?? undefined,
       beta: beta ?? (stored?.beta !== undefined && !errors.beta ? DEFAULT_BETA : undefined),
+      positions: d.positions,
     },
     sampling: {
       temperature: option('temperature', samplingRow('temperature')) ?? undefined,
@@ -283,7 +293,7 @@ export function SettingsPage() {
     </Field>
   );
   const dirty = JSON.stringify(draft) !== JSON.stringify(draftOf(settings));
-  const compressionChanged = (['method', 'budget', 'alpha', 'window', 'kernel', 'beta'] as const).some(
+  const compressionChanged = (['method', 'budget', 'alpha', 'window', 'kernel', 'beta', 'positions'] as const).some(
     (k) => String(draft[k]) !== String(draftOf(settings)[k]),
   );
   const submit = async (e: FormEvent) => {
@@ -349,6 +359,26 @@ export function SettingsPage() {
           {params.beta &&
             text('beta', GLOSSARY.beta.label, `${explain('beta')} Empty: ${DEFAULT_BETA}.`, { inputMode: 'numeric' })}
         </div>
+        {draft.method !== 'full' && (
+          <Field
+            id="set-positions"
+            label="Document positions"
+            hint="Compression frees memory, but a document still takes its own length in positions, which a small context runs out of. Packed, it takes only what it keeps: the conversation gets the rest; answers are somewhat less accurate, and their page chips come from shared words, not the model’s attention (docs/quality.md)."
+          >
+            <select
+              id="set-positions"
+              value={draft.positions}
+              onChange={(e) => set('positions', e.target.value as DocumentPositions)}
+              aria-describedby="set-positions-msg"
+            >
+              {(Object.keys(POSITIONS_LABELS) as DocumentPositions[]).map((p) => (
+                <option key={p} value={p}>
+                  {POSITIONS_LABELS[p]}
+                </option>
+              ))}
+            </select>
+          </Field>
+        )}
         {compressionChanged && (
           <p className="notice small">
             Documents compressed with the old settings become stale and are compressed again when you next use them.

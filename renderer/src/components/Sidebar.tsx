@@ -3,6 +3,7 @@
 import { useEffect, useState } from 'react';
 import { useShallow } from 'zustand/react/shallow';
 
+import type { ChatSummary } from '../../../electron/api/contract.ts';
 import { createChat, deleteChat, EMPTY, loadChats, useChats } from '../stores/chats.ts';
 import { deleteDocument, useDocuments } from '../stores/documents.ts';
 import { useEngine } from '../stores/engine.ts';
@@ -11,10 +12,11 @@ import { useSettings } from '../stores/settings.ts';
 import { documentTask, runningTasks, useTasks } from '../stores/tasks.ts';
 import { askConfirm, go, selectChat, selectDocument, setHelp, useUi } from '../stores/ui.ts';
 import { budgetShortLabel } from '../lib/budget-label.ts';
+import { readKind } from '../lib/read-kind.ts';
 import { formatCount, formatPercent, saving } from '../lib/format.ts';
 import { methodLabel } from '../lib/method-label.ts';
 import { useImportPicker } from '../hooks/use-import-picker.tsx';
-import { renameDocument } from '../stores/library.ts';
+import { renameDocument, wasCancelled, workingIds } from '../stores/library.ts';
 import { ChatSearch } from './ChatSearch.tsx';
 import { FailedImports } from './FailedImports.tsx';
 import { DuplicateDialog, PasswordDialog } from './LibraryDialogs.tsx';
@@ -52,7 +54,7 @@ function DocumentRow({ id, selected }: { id: string; selected: boolean }) {
           {d.tokens > 0 ? `${formatCount(d.tokens)} tokens` : d.kind.toUpperCase()}
         </span>
         <span className="doc-meta">
-          <StatusBadge status={d.status} />
+          <StatusBadge doc={d} />
           {d.compression && d.status !== 'failed' && (
             <span>
               {' '}
@@ -64,10 +66,20 @@ function DocumentRow({ id, selected }: { id: string; selected: boolean }) {
         {saved && d.status !== 'failed' && (
           <span className="doc-meta saved">saves {formatPercent(saved.fraction)} of the cache</span>
         )}
+        {d.status !== 'failed' && readKind(d) === 'rebased' && (
+          <span className="doc-note warning" data-testid="doc-long-read">
+            ⚠ Longer than the context: read with re-based positions, lower quality
+          </span>
+        )}
+        {d.status !== 'failed' && readKind(d) === 'packed' && (
+          <span className="doc-note">Packed positions: more room to talk, citations by shared words</span>
+        )}
         {d.status === 'stale' && (
           <span className="doc-note">Compressed for another model or settings; rebuilt when you next ask.</span>
         )}
-        {d.status === 'failed' && d.error && <span className="doc-error">{d.error}</span>}
+        {d.status === 'failed' && d.error && (
+          <span className={wasCancelled(d) ? 'doc-meta' : 'doc-error'}>{d.error}</span>
+        )}
       </button>
       {renaming && (
         <div className="doc-rename">
@@ -107,17 +119,29 @@ function DocumentRow({ id, selected }: { id: string; selected: boolean }) {
   );
 }
 
+/** A chat with something said in it. */
+const said = (c: ChatSummary | undefined) => !!c && c.messageCount > 0;
+
 function ChatList({ documentId }: { documentId: string }) {
   const ids = useChats((s) => s.byDoc[documentId] ?? EMPTY);
   const chatId = useUi((s) => s.chatId);
-  const chats = useChats(useShallow((s) => ids.map((id) => s.chats[id])));
+  // The core lists the document's empty chat (the one "New chat" reuses) as its most recent: listed, and
+  // opened with the document, only while it is the open one, so that leaving a new chat unused leaves no
+  // "New chat (0)" behind and the document opens on a conversation.
+  const chats = useChats(
+    useShallow((s) =>
+      ids.map((id) => s.chats[id]).filter((c): c is ChatSummary => !!c && (said(c) || c.id === chatId)),
+    ),
+  );
+  const firstSaid = useChats((s) => ids.find((id) => said(s.chats[id])) ?? null);
   useEffect(() => {
     void loadChats(documentId);
   }, [documentId]);
-  // The most recent chat opens with its document.
+  // The most recent conversation opens with its document (the empty chat when there is none), unless the chat
+  // the user was in (remembered over a reload, ui.ts) is one of its chats.
   useEffect(() => {
-    if (!chatId && ids.length) useUi.setState({ chatId: ids[0] });
-  }, [chatId, ids]);
+    if (ids.length && (!chatId || !ids.includes(chatId))) useUi.setState({ chatId: firstSaid ?? ids[0] });
+  }, [chatId, ids, firstSaid]);
   return (
     <section className="chat-list" aria-labelledby="chats-heading">
       <div className="section-head">
@@ -136,38 +160,36 @@ function ChatList({ documentId }: { documentId: string }) {
         <p className="muted small">No chats yet: ask a question to start one.</p>
       ) : (
         <ul>
-          {chats.map((c) =>
-            c ? (
-              <li key={c.id} className={c.id === chatId ? 'selected' : ''}>
-                <button
-                  type="button"
-                  className="chat-select"
-                  aria-current={c.id === chatId ? 'true' : undefined}
-                  onClick={() => selectChat(c.id)}
-                >
-                  <span className="chat-title">{c.title}</span>
-                  <span className="chat-count">{c.messageCount}</span>
-                </button>
-                <button
-                  type="button"
-                  className="icon-button"
-                  aria-label={`Delete chat ${c.title}`}
-                  title="Delete chat"
-                  onClick={() =>
-                    askConfirm({
-                      title: `Delete “${c.title}”?`,
-                      body: 'Its messages are removed. The document stays.',
-                      confirmLabel: 'Delete chat',
-                      danger: true,
-                      onConfirm: () => void deleteChat(c.id),
-                    })
-                  }
-                >
-                  <TrashIcon />
-                </button>
-              </li>
-            ) : null,
-          )}
+          {chats.map((c) => (
+            <li key={c.id} className={c.id === chatId ? 'selected' : ''}>
+              <button
+                type="button"
+                className="chat-select"
+                aria-current={c.id === chatId ? 'true' : undefined}
+                onClick={() => selectChat(c.id)}
+              >
+                <span className="chat-title">{c.title}</span>
+                <span className="chat-count">{c.messageCount}</span>
+              </button>
+              <button
+                type="button"
+                className="icon-button"
+                aria-label={`Delete chat ${c.title}`}
+                title="Delete chat"
+                onClick={() =>
+                  askConfirm({
+                    title: `Delete “${c.title}”?`,
+                    body: 'Its messages are removed. The document stays.',
+                    confirmLabel: 'Delete chat',
+                    danger: true,
+                    onConfirm: () => void deleteChat(c.id),
+                  })
+                }
+              >
+                <TrashIcon />
+              </button>
+            </li>
+          ))}
         </ul>
       )}
     </section>
@@ -215,7 +237,7 @@ export function EngineBadge() {
 export function Sidebar() {
   const order = useDocuments((s) => s.order);
   // Failed imports are listed apart (FailedImports).
-  const working = useDocuments(useShallow((s) => s.order.filter((id) => s.byId[id]?.status !== 'failed')));
+  const working = useDocuments(useShallow(workingIds));
   const loaded = useDocuments((s) => s.loaded);
   const { documentId, route } = useUi(useShallow((s) => ({ documentId: s.documentId, route: s.route })));
   const hasModel = useSettings((s) => !!s.settings?.modelId);

@@ -1,5 +1,6 @@
 // A document's status as a coloured badge (the library list and the document's header).
 import type { DocumentSummary } from '../../../electron/api/contract.ts';
+import { wasCancelled } from '../stores/library.ts';
 
 export const STATUS_TEXT: Record<DocumentSummary['status'], string> = {
   importing: 'Reading the file',
@@ -9,6 +10,7 @@ export const STATUS_TEXT: Record<DocumentSummary['status'], string> = {
   failed: 'Failed',
 };
 
-export function StatusBadge({ status }: { status: DocumentSummary['status'] }) {
-  return <span className={`badge status-${status}`}>{STATUS_TEXT[status]}</span>;
+export function StatusBadge({ doc }: { doc: Pick<DocumentSummary, 'status' | 'errorCode'> }) {
+  if (wasCancelled(doc)) return <span className="badge status-cancelled">Cancelled</span>;
+  return <span className={`badge status-${doc.status}`}>{STATUS_TEXT[doc.status]}</span>;
 }

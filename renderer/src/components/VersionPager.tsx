@@ -1,5 +1,5 @@
-// "‹ 2/3 ›" on an answer that was regenerated: browse its versions; the conversation goes on from the one
-// shown.
+// "‹ 2/3 ›" on an answer that was regenerated, or a question that was edited: browse its versions (a
+// question's each with the conversation that followed it); the conversation goes on from the one shown.
 import type { Message } from '../../../electron/api/contract.ts';
 import { selectVersion } from '../stores/chats.ts';
 
@@ -8,7 +8,7 @@ export function VersionPager({ m, disabled }: { m: Message; disabled: boolean })
   if (count < 2) return null;
   const go = (v: number) => void selectVersion(m.chatId, m.id, v);
   return (
-    <fieldset className="version-pager" aria-label="Versions of this answer">
+    <fieldset className="version-pager" aria-label={`Versions of this ${m.role === 'user' ? 'question' : 'answer'}`}>
       <button
         type="button"
         className="link-button"

@@ -14,6 +14,8 @@ import {
   metricDomain,
   metricGrid,
   normalize,
+  domainEnds,
+  formatDomain,
   type Ctx2D,
 } from './heatmap.ts';
 
@@ -64,10 +66,19 @@ describe('the heatmap values', () => {
   it('shares one domain across grids shown together', () => {
     const a = metricGrid(stats([[10, 20]]), 'budget');
     const b = metricGrid(stats([[5, 40]]), 'budget');
-    expect(metricDomain([a, b], 'budget')).toEqual([5, 40]);
-    // Uniform budgets (all equal): [0, max], so they show at the top of the scale.
-    expect(metricDomain([metricGrid(stats([[7, 7]]), 'budget')], 'budget')).toEqual([0, 7]);
-    expect(metricDomain([metricGrid(stats([[7, 7]]), 'mass')], 'mass')[1]).toBeGreaterThan(0);
+    expect(metricDomain([a, b])).toEqual([5, 40]);
+    expect(formatDomain('budget', metricDomain([a, b]))).toBe('5 to 40');
+  });
+
+  it('gives the actual lowest and highest value, and says so when every cell is equal', () => {
+    // Not [0, 39]: no cell holds 0.
+    const even = metricDomain([metricGrid(stats([[39, 39]]), 'budget')]);
+    expect(even).toEqual([39, 39]);
+    expect(formatDomain('budget', even)).toBe('every cell 39');
+    expect(domainEnds('budget', even)).toBe('every cell 39');
+    expect(normalize(39, even)).toBe(1);
+    expect(formatDomain('mass', [0.921, 0.924])).toBe('every cell 92%');
+    expect(formatDomain('mass', metricDomain([]))).toBe('no values');
   });
 
   it('normalises into [0, 1]', () => {
@@ -123,7 +134,7 @@ describe('drawing', () => {
   it('fills one cell per (layer, head) with the colour of its budget, in order', () => {
     const s = stats();
     const g = metricGrid(s, 'budget');
-    const domain = metricDomain([g], 'budget');
+    const domain = metricDomain([g]);
     const l = computeLayout(g.rows, g.cols, 400);
     const ctx = recorder();
     drawHeatmap(ctx, l, g, domain, { selected: { row: 1, col: 2 } });
@@ -154,7 +165,7 @@ describe('drawing', () => {
     expect(Number.isNaN(mass.values[4]) && Number.isFinite(mass.values[0])).toBe(true);
     const l = computeLayout(g.rows, g.cols, 400);
     const ctx = recorder();
-    drawHeatmap(ctx, l, g, metricDomain([g], 'budget'));
+    drawHeatmap(ctx, l, g, metricDomain([g]));
     const hatch = ctx.fills.filter((f) => f.style === HATCH_STYLE);
     expect(hatch.length).toBeGreaterThan(1);
     // every line lies across row 1 only, from its first cell to its last

@@ -47,10 +47,10 @@ export type Domain = readonly [number, number];
 
 /**
  * The colour domain shared by the grids shown together (a comparison uses one domain, so equal colours
- * mean equal values in both). The data's range; when every value is equal, [0, max] for budgets and
- * [0, 1] for fractions.
+ * mean equal values in both): the lowest and highest value shown, equal when every cell is (they all sit at
+ * the top of the scale), NaN when there is none.
  */
-export function metricDomain(grids: Grid[], metric: Metric): Domain {
+export function metricDomain(grids: Grid[]): Domain {
   let lo = Infinity,
     hi = -Infinity;
   for (const g of grids)
@@ -59,9 +59,20 @@ export function metricDomain(grids: Grid[], metric: Metric): Domain {
         if (v < lo) lo = v;
         if (v > hi) hi = v;
       }
-  if (!Number.isFinite(lo)) return metric === 'budget' ? [0, 1] : [0, 1];
-  if (hi > lo) return [lo, hi];
-  return metric === 'budget' ? [0, Math.max(hi, 1)] : [0, 1];
+  return Number.isFinite(lo) ? [lo, hi] : [NaN, NaN];
+}
+
+/** The domain's ends as shown, or one phrase when there are not two: "every cell 39", "no values". */
+export function domainEnds(metric: Metric, [lo, hi]: Domain): readonly [string, string] | string {
+  if (!Number.isFinite(lo)) return 'no values';
+  const [a, b] = [formatMetric(metric, lo), formatMetric(metric, hi)];
+  return a === b ? `every cell ${a}` : [a, b];
+}
+
+/** The domain in words: "5 to 40", "every cell 39", "no values". */
+export function formatDomain(metric: Metric, domain: Domain): string {
+  const ends = domainEnds(metric, domain);
+  return typeof ends === 'string' ? ends : `${ends[0]} to ${ends[1]}`;
 }
 
 /** Position of a value in the domain, in [0, 1]. */

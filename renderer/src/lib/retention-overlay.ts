@@ -2,8 +2,8 @@
 // page's text, a Word or Markdown document's HTML). Pure: what each piece of text is drawn with.
 //
 // The scale: the colour runs from 0 to the highest retention outside the observation window (the app core
-// leaves the window out of the passages), on a square-root curve with a floor, so a page kept at 3% still
-// shows when others are kept at 60%. The window (the read's last tokens, kept by every head whatever the
+// leaves the window out of the passages), on a square-root curve from zero: text no head kept has no tint
+// at all, and a page kept at 3% still shows when others are kept at 60%. The window (the read's last tokens, kept by every head whatever the
 // scores) is drawn apart, hatched, and is not on the scale.
 import type { KeptWindow, RetainedPassage } from '../../../electron/api/contract.ts';
 import { overlap, type TextRange } from './text-layer-map.ts';
@@ -29,13 +29,14 @@ export function scaleMax(passages: readonly Pick<RetainedPassage, 'retention'>[]
   return Math.max(0.01, Math.min(1, max));
 }
 
-const FLOOR = 0.08;
-const SPAN = 0.62;
+/** The alpha at the top of the scale. */
+const TOP = 0.7;
 
-/** Background alpha of a retention on a scale topped at `max`: a floor, then a square-root curve. */
+/** Background alpha of a retention on a scale topped at `max`: a square-root curve from 0 (nothing kept: no
+ * tint, never a floor that makes a page kept at 0% look kept). */
 export function retentionAlpha(retention: number, max: number): number {
   const t = Math.min(1, Math.max(0, retention / max));
-  return FLOOR + SPAN * Math.sqrt(t);
+  return TOP * Math.sqrt(t);
 }
 
 /** The CSS background of a retention (the theme's --keep-rgb at that alpha). */

@@ -30,8 +30,8 @@ describe('streaming answers, by message id', () => {
   it('grows the message a token names, and only that message', () => {
     openChat([msg({ id: 'u1', role: 'user', text: 'Q' }), msg({ id: 'a1', status: 'streaming' })]);
     const before = useChats.getState().messages.u1;
-    onChatToken({ chatId: 'c1', messageId: 'a1', text: 'Once' });
-    onChatToken({ chatId: 'c1', messageId: 'a1', text: ' upon' });
+    onChatToken({ chatId: 'c1', messageId: 'a1', version: 1, text: 'Once' });
+    onChatToken({ chatId: 'c1', messageId: 'a1', version: 1, text: ' upon' });
     const s = useChats.getState();
     expect(s.messages.a1.text).toBe('Once upon');
     expect(s.messages.u1).toBe(before); // untouched object: its row does not re-render
@@ -48,9 +48,9 @@ describe('streaming answers, by message id', () => {
         b1: msg({ id: 'b1', chatId: 'c2', status: 'streaming' }),
       },
     });
-    onChatToken({ chatId: 'c1', messageId: 'a1', text: 'A' });
-    onChatToken({ chatId: 'c2', messageId: 'b1', text: 'B' });
-    onChatToken({ chatId: 'c1', messageId: 'a1', text: 'A' });
+    onChatToken({ chatId: 'c1', messageId: 'a1', version: 1, text: 'A' });
+    onChatToken({ chatId: 'c2', messageId: 'b1', version: 1, text: 'B' });
+    onChatToken({ chatId: 'c1', messageId: 'a1', version: 1, text: 'A' });
     expect(useChats.getState().messages.a1.text).toBe('AA');
     expect(useChats.getState().messages.b1.text).toBe('B');
   });
@@ -62,8 +62,8 @@ describe('streaming answers, by message id', () => {
     const api = createFakeApi({
       'chats.send': () => {
         // The core streams the first tokens before the answer to the call reaches the UI.
-        onChatToken({ chatId: 'c1', messageId: 'a1', text: 'Lily' });
-        onChatToken({ chatId: 'c1', messageId: 'a1', text: ' did' });
+        onChatToken({ chatId: 'c1', messageId: 'a1', version: 1, text: 'Lily' });
+        onChatToken({ chatId: 'c1', messageId: 'a1', version: 1, text: ' did' });
         return { user, assistant };
       },
       'chats.get': () => ({
@@ -95,7 +95,7 @@ describe('streaming answers, by message id', () => {
   });
 
   it('ignores tokens of chats this window has not opened', () => {
-    onChatToken({ chatId: 'other', messageId: 'z', text: 'x' });
+    onChatToken({ chatId: 'other', messageId: 'z', version: 1, text: 'x' });
     expect(useChats.getState().messages.z).toBeUndefined();
   });
 
@@ -126,7 +126,7 @@ describe('streaming answers, by message id', () => {
       }),
     );
     // A token may come before the call returns: it starts the new version, not the old text.
-    onChatToken({ chatId: 'c1', messageId: 'a1', text: 'New' });
+    onChatToken({ chatId: 'c1', messageId: 'a1', version: 2, text: 'New' });
     expect(useChats.getState().messages.a1).toMatchObject({ text: 'New', status: 'streaming', version: { index: 2 } });
     await regenerateAnswer('c1');
     expect(useChats.getState().order.c1).toEqual(['u1', 'a1']);
@@ -139,6 +139,23 @@ describe('streaming answers, by message id', () => {
     // Browsing back to the first version shows it.
     onChatMessage(msg({ id: 'a1', text: 'Old answer.', version: { index: 1, count: 2 } }));
     expect(useChats.getState().messages.a1.text).toBe('Old answer.');
+  });
+
+  it('an answer stopped before its first word and regenerated ends when its final copy comes (no endless "Writing")', async () => {
+    // The server rewrites an empty stopped answer in place under its own number (nothing to keep as a version).
+    openChat([msg({ id: 'u1', role: 'user' }), msg({ id: 'a1', text: '', status: 'cancelled' })]);
+    setApi(
+      createFakeApi({
+        'chats.regenerate': () => ({ assistant: msg({ id: 'a1', text: '', status: 'streaming' }) }),
+      }),
+    );
+    await regenerateAnswer('c1');
+    expect(useChats.getState().messages.a1.status).toBe('streaming');
+    onChatToken({ chatId: 'c1', messageId: 'a1', version: 1, text: 'Lily' });
+    expect(useChats.getState().messages.a1).toMatchObject({ text: 'Lily', version: { index: 1, count: 1 } });
+    onChatMessage(msg({ id: 'a1', text: 'Lily ran.' }));
+    expect(useChats.getState().messages.a1).toMatchObject({ text: 'Lily ran.', status: 'complete' });
+    expect(streamingMessage(useChats.getState(), 'c1')).toBeNull();
   });
 
   it('a refresh keeps unchanged messages as they were (no re-render) and adopts changed ones', async () => {

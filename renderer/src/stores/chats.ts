@@ -6,6 +6,7 @@ import { create } from 'zustand';
 import type {
   ChatExportFormat,
   ChatSearchHit,
+  ChatStyle,
   ChatSummary,
   EventPayload,
   Message,
@@ -63,13 +64,29 @@ function sameMessage(a: Message, b: Message): boolean {
 function merged(existing: Message | undefined, incoming: Message): Message {
   if (!existing) return incoming;
   // Another version of an answer (regenerated in place, or browsed to) replaces the one shown, unless the
-  // one shown is being written: a stale copy cannot end a stream.
+  // one shown is being written: a stale copy cannot end a stream. The version being written is the server's
+  // number (the token events and the replies carry it), so its own final copy always has the same number.
   if (incoming.version.index !== existing.version.index) return existing.status === 'streaming' ? existing : incoming;
   // A finished version never streams again (regenerating makes a new version): a stale copy cannot undo it.
   if (incoming.status === 'streaming' && existing.status !== 'streaming') return existing;
+  return kept(existing, incoming);
+}
+
+/** `incoming`, keeping text already streamed when it is behind `existing`, or `existing` when nothing changed. */
+function kept(existing: Message, incoming: Message): Message {
   if (incoming.status === 'streaming' && existing.status === 'streaming' && existing.text.length > incoming.text.length)
     return { ...incoming, text: existing.text };
   return sameMessage(existing, incoming) ? existing : incoming;
+}
+
+/**
+ * The server's reply to an action that starts an answer (send, regenerate, edit): what it says is being
+ * written is, even where this window still shows a finished version of the same number (an empty stopped
+ * answer is rewritten in place under its own number); only text already streamed into it is kept.
+ */
+function started(existing: Message | undefined, incoming: Message): Message {
+  if (existing?.status !== 'streaming' || existing.version.index !== incoming.version.index) return incoming;
+  return kept(existing, incoming);
 }
 
 function sortChats(ids: string[], chats: Record<string, ChatSummary>): string[] {
@@ -84,18 +101,20 @@ export function onChatToken(t: EventPayload<'chat.token'>): void {
     const order = s.order[t.chatId];
     const existing = s.messages[t.messageId];
     if (!existing && !order) return s; // a chat this window has not opened
-    // The first words of a new version of a finished answer (regenerated in place): it starts empty.
+    // The first words of a version this window does not show as being written (an answer regenerated in
+    // place, started from another window): it starts empty, under the server's number.
     const revised: Message | undefined =
-      existing && existing.status !== 'streaming'
+      existing && (existing.status !== 'streaming' || existing.version.index !== t.version)
         ? {
             ...existing,
             text: '',
             status: 'streaming',
             pageRefs: [],
+            citations: null,
             error: null,
             tokens: null,
             tokensPerSecond: null,
-            version: { index: existing.version.count + 1, count: existing.version.count + 1 },
+            version: { index: t.version, count: Math.max(existing.version.count, t.version) },
           }
         : existing;
     const base: Message = revised ?? {
@@ -110,7 +129,7 @@ export function onChatToken(t: EventPayload<'chat.token'>): void {
       pageRefs: [],
       citations: null,
       error: null,
-      version: { index: 1, count: 1 },
+      version: { index: t.version, count: t.version },
     };
     const at = now();
     const live = s.live[t.messageId];
@@ -199,9 +218,9 @@ export async function refreshChat(chatId: string): Promise<void> {
   });
 }
 
-export async function createChat(documentId: string): Promise<string | null> {
+export async function createChat(documentId: string, style?: ChatStyle | null): Promise<string | null> {
   try {
-    const chat = await api().call('chats.create', { documentId });
+    const chat = await api().call('chats.create', style === undefined ? { documentId } : { documentId, style });
     useChats.setState((s) => ({
       chats: { ...s.chats, [chat.id]: chat },
       byDoc: { ...s.byDoc, [documentId]: [chat.id, ...(s.byDoc[documentId] ?? []).filter((id) => id !== chat.id)] },
@@ -249,15 +268,28 @@ export async function renameChat(chatId: string, title: string): Promise<void> {
   }
 }
 
+/** How the chat's turns are written from its next question on (null: by the model). */
+export async function setChatStyle(chatId: string, style: ChatStyle | null): Promise<void> {
+  try {
+    const chat = await api().call('chats.setStyle', { chatId, style });
+    useChats.setState((s) => ({ chats: { ...s.chats, [chatId]: chat } }));
+  } catch (e) {
+    notify(`The chat's style was not changed: ${errorMessage(e)}`);
+  }
+}
+
 /** Puts a question and its (streaming) answer at the end of the chat, dropping `cutFrom` and what followed. */
 function placeExchange(chatId: string, user: Message | null, assistant: Message, cutFrom?: string): void {
   useChats.setState((s) => {
-    let ids = (s.order[chatId] ?? []).filter((id) => id !== user?.id && id !== assistant.id);
+    // What followed `cutFrom` goes (an edited question keeps it as its earlier version's branch), then the
+    // exchange takes its place: the question may be `cutFrom` itself, revised.
+    let ids = s.order[chatId] ?? [];
     if (cutFrom) {
       const at = ids.indexOf(cutFrom);
       if (at >= 0) ids = ids.slice(0, at);
     }
-    const messages = { ...s.messages, [assistant.id]: merged(s.messages[assistant.id], assistant) };
+    ids = ids.filter((id) => id !== user?.id && id !== assistant.id);
+    const messages = { ...s.messages, [assistant.id]: started(s.messages[assistant.id], assistant) };
     if (user) messages[user.id] = merged(s.messages[user.id], user);
     return { messages, order: { ...s.order, [chatId]: [...ids, ...(user ? [user.id] : []), assistant.id] } };
   });

@@ -28,6 +28,15 @@ describe('the library', () => {
     expect(useDocuments.getState().byId.a.status).toBe('stale');
   });
 
+  it("a document read again drops the old answer's highlights on it, not another document's", () => {
+    const citation = { documentId: 'a', page: 1, ranges: [{ start: 0, end: 5, share: 1 }] };
+    useUi.setState({ citation });
+    upsertDocument(doc({ id: 'b', status: 'compressing' }));
+    expect(useUi.getState().citation).toBe(citation);
+    upsertDocument(doc({ id: 'a', status: 'compressing' }));
+    expect(useUi.getState().citation).toBeNull();
+  });
+
   it('uploads a picked file to the web host as raw bytes in the browser', async () => {
     const api = createFakeApi({ 'documents.import': () => ({ documentId: 'd0', taskId: 't0' }) });
     setApi(api);

@@ -8,7 +8,7 @@ import { fileToBase64 } from '../lib/base64.ts';
 import { uploadDocument } from '../lib/upload.ts';
 import { askDuplicate, duplicateOf } from './duplicate.ts';
 import { registerTask } from './tasks.ts';
-import { notify, selectDocument, useUi } from './ui.ts';
+import { clearCitation, notify, selectDocument, useUi } from './ui.ts';
 
 export interface DocumentsState {
   byId: Record<string, DocumentSummary>;
@@ -56,6 +56,8 @@ export function upsertDocument(d: DocumentSummary): void {
     };
   });
   if (hadDetail && (d.status === 'ready' || d.status === 'failed' || d.status === 'stale')) void loadDetail(d.id);
+  // A document read again: an answer's highlights were measured on the old cache, so they go.
+  if (d.status === 'compressing' && useUi.getState().citation?.documentId === d.id) clearCitation();
 }
 
 export function removeDocument(documentId: string): void {

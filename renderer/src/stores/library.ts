@@ -97,7 +97,26 @@ export function setFailedOpen(open: boolean): void {
   useLibrary.setState({ failedOpen: open });
 }
 
-/** Failed documents, newest first. */
-export function failedIds(s: { order: string[]; byId: Record<string, DocumentSummary> }): string[] {
-  return s.order.filter((id) => s.byId[id]?.status === 'failed');
+/**
+ * A document whose import or read its user cancelled: the core keeps it as failed (CANCELLED), to be read
+ * again or go on from its checkpoint, but it is no failure and stays in the library's list.
+ */
+export function wasCancelled(d: Pick<DocumentSummary, 'status' | 'errorCode'>): boolean {
+  return d.status === 'failed' && d.errorCode === 'CANCELLED';
+}
+
+function isFailure(d: DocumentSummary | undefined): boolean {
+  return d?.status === 'failed' && !wasCancelled(d);
+}
+
+type DocumentList = { order: string[]; byId: Record<string, DocumentSummary> };
+
+/** Failed documents, newest first: the failed imports, listed apart. */
+export function failedIds(s: DocumentList): string[] {
+  return s.order.filter((id) => isFailure(s.byId[id]));
+}
+
+/** The library's list: every document but the failed imports. */
+export function workingIds(s: DocumentList): string[] {
+  return s.order.filter((id) => !isFailure(s.byId[id]));
 }

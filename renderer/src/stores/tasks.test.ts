@@ -1,7 +1,7 @@
 import { describe, expect, it, vi } from 'vitest';
 
 import { setApi } from '../api/client.ts';
-import { createFakeApi } from '../test/fake-api.ts';
+import { createFakeApi, doc, rebasedDetail } from '../test/fake-api.ts';
 import {
   cancelTask,
   documentTask,
@@ -58,6 +58,21 @@ describe('tasks', () => {
     registerTask('c', 'compare', 'd1');
     expect(documentTask(useTasks.getState(), 'd1')).toBeUndefined();
     expect(documentTask(useTasks.getState(), 'd1', 'compare')?.taskId).toBe('c');
+  });
+
+  it('a document read with re-based positions is not "ask away": the notice says what it costs and the way out', () => {
+    registerTask('t4', 'import', 'long', 'gpl3.pdf');
+    const done = { kind: 'import', ok: true, cancelled: false, error: null } as const;
+    onTaskDone({ ...done, taskId: 't4', documentId: 'long' }, rebasedDetail({ id: 'long' }));
+    registerTask('t5', 'import', 'short', 'lily.txt');
+    onTaskDone({ ...done, taskId: 't5', documentId: 'short' }, doc({ id: 'short' }));
+    expect(useUi.getState().notices.map((n) => [n.kind, n.text])).toEqual([
+      [
+        'info',
+        "gpl3.pdf is longer than the model's context: it was read with re-based positions, so answers are less accurate. The Document tab offers the pages that fit.",
+      ],
+      ['success', 'lily.txt is read and compressed: ask away'],
+    ]);
   });
 
   it('a failed task without a document becomes a notice', () => {

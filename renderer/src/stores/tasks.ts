@@ -3,8 +3,9 @@
 // file, then prefills, then saves); `kind` is what it was started as.
 import { create } from 'zustand';
 
-import type { EventPayload, TaskProgress } from '../../../electron/api/contract.ts';
+import type { DocumentSummary, EventPayload, TaskProgress } from '../../../electron/api/contract.ts';
 import { api, errorMessage } from '../api/client.ts';
+import { readKind } from '../lib/read-kind.ts';
 import { notify } from './ui.ts';
 
 export type TaskKind = TaskProgress['kind'];
@@ -104,7 +105,8 @@ export function onTaskProgress(p: EventPayload<'task.progress'>): void {
   });
 }
 
-export function onTaskDone(d: EventPayload<'task.done'>): void {
+/** A task finished; `doc`: its document as the library has it now (wire.ts), whose last read the notice names. */
+export function onTaskDone(d: EventPayload<'task.done'>, doc?: DocumentSummary): void {
   const before = useTasks.getState().byId[d.taskId];
   useTasks.setState((s) => {
     const t = s.byId[d.taskId] ?? blank(d.taskId, d.kind, d.documentId);
@@ -118,7 +120,14 @@ export function onTaskDone(d: EventPayload<'task.done'>): void {
   // A finished import, compression or download says so; a failed document task shows on the document
   // itself, anything else failed gets a notice.
   const success = d.ok && SUCCESS_TEXT[d.kind];
-  if (success) notify(`${before?.label ?? (d.documentId ? 'The document' : 'It')} ${success}`, 'success');
+  const what = before?.label ?? (d.documentId ? 'The document' : 'It');
+  // A document longer than the context was read with re-based positions: not "ask away", a warning.
+  if (success && doc && readKind(doc) === 'rebased')
+    notify(
+      `${what} is longer than the model's context: it was read with re-based positions, so answers are less accurate. The Document tab offers the pages that fit.`,
+      'info',
+    );
+  else if (success) notify(`${what} ${success}`, 'success');
   if (!d.ok && !d.cancelled && !d.documentId)
     notify(`${KIND_LABEL[d.kind]}${before?.label ? ` ${before.label}` : ''} failed: ${d.error ?? 'unknown error'}`);
   setTimeout(() => forgetTask(d.taskId), d.ok || d.cancelled ? LINGER_MS : LINGER_MS * 3);

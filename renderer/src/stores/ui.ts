@@ -62,9 +62,41 @@ const initial: UiState = {
   notices: [],
 };
 
-export const useUi = create<UiState>()(() => ({ ...initial }));
+// Where the user was (the document, the chat, the tab) survives a reload and a restart: a reload used to open
+// the most recently added document, not the chat the user was in. Kept in the page's storage (per origin: the
+// desktop's app:// page, or the web host's), checked against the library when it loads (loadDocuments, the
+// sidebar's chat list).
+const PLACE_KEY = 'folio.place';
+type Place = Pick<UiState, 'documentId' | 'chatId' | 'tab'>;
+
+function storedPlace(): Partial<Place> {
+  try {
+    const p = JSON.parse(globalThis.localStorage?.getItem(PLACE_KEY) ?? 'null') as Partial<Place> | null;
+    if (!p || typeof p !== 'object') return {};
+    const id = (v: unknown) => (typeof v === 'string' && v.length > 0 && v.length <= 64 ? v : null);
+    const tab = p.tab === 'chat' || p.tab === 'document' || p.tab === 'inspector' ? p.tab : 'chat';
+    return { documentId: id(p.documentId), chatId: id(p.chatId), tab };
+  } catch {
+    return {}; // no storage (a sandbox), or something else's text under the key
+  }
+}
+
+export const useUi = create<UiState>()(() => ({ ...initial, ...storedPlace() }));
+
+useUi.subscribe((s, before) => {
+  if (s.documentId === before.documentId && s.chatId === before.chatId && s.tab === before.tab) return;
+  try {
+    globalThis.localStorage?.setItem(
+      PLACE_KEY,
+      JSON.stringify({ documentId: s.documentId, chatId: s.chatId, tab: s.tab } satisfies Place),
+    );
+  } catch {
+    // storage full or denied: the place is not remembered, nothing else changes
+  }
+});
 
 export function resetUi(): void {
+  globalThis.localStorage?.removeItem(PLACE_KEY);
   useUi.setState({ ...initial }, true);
 }
 

@@ -66,6 +66,7 @@ export const model = (over: Partial<ModelEntry> = {}): ModelEntry => ({
   architecture: 'llama',
   quantization: 'Q8_0',
   contextLength: 512,
+  chatTemplate: true,
   parameters: 260_000,
   layers: 5,
   kvHeads: 4,
@@ -94,6 +95,7 @@ export const doc = (over: Partial<DocumentSummary> = {}): DocumentSummary => ({
   contextTokens: 512,
   readNote: 'Read in one pass, then compressed.',
   readPages: null,
+  kept: { perHead: 112, positions: 375, placement: 'own' },
   ...over,
 });
 
@@ -170,6 +172,7 @@ export const detail = (over: Partial<DocumentDetail> = {}): DocumentDetail => ({
 export const usage = (over: Partial<ContextUsage> = {}): ContextUsage => ({
   systemTokens: 24,
   documentTokens: 351,
+  documentPacked: false,
   conversationTokens: 0,
   contextTokens: 512,
   kvBytesKept: 72_000,
@@ -208,6 +211,7 @@ export const rebasedDetail = (over: Partial<DocumentDetail> = {}): DocumentDetai
       positions: 380,
       rebased: true,
     },
+    kept: { perHead: 96, positions: 380, placement: 'rebased' },
     passages: [],
     ...over,
   });
@@ -219,6 +223,7 @@ export const chat = (over: Partial<ChatSummary> = {}): ChatSummary => ({
   createdAt: '2026-01-01T00:00:00.000Z',
   updatedAt: '2026-01-01T00:00:00.000Z',
   messageCount: 0,
+  style: null,
   ...over,
 });
 
