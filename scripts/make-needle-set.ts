@@ -9,6 +9,7 @@ import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 
+import { Rng } from '../electron/cli/ruler/random.ts';
 import { loadAddon } from '../electron/engine/binding.ts';
 
 const root = join(import.meta.dirname, '..');
@@ -22,19 +23,10 @@ const { values: v } = parseArgs({
 });
 if (!v.out) throw new Error('--out FILE is required');
 
-/** mulberry32: a small seeded generator, so that the set is the same on every machine. */
-function rng(seed: number) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-const random = rng(Number(v.seed));
-const pick = <T>(xs: readonly T[]): T => xs[Math.floor(random() * xs.length)];
+// The RULER generator's seeded PRNG: the same set on every machine.
+const rng = new Rng(Number(v.seed));
+const random = () => rng.next();
+const pick = <T>(xs: readonly T[]): T => rng.pick(xs);
 
 const ADJECTIVES = ['red', 'secret', 'little', 'shiny', 'old', 'happy', 'blue', 'magic'];
 const NOUNS = ['box', 'door', 'garden', 'boat', 'kite', 'treasure', 'house', 'star'];

@@ -227,6 +227,7 @@ test('a toast stays clear of Send, and goes by itself', { skip }, async () => {
   for (const [name, control] of [
     ['Send', page.getByRole('button', { name: 'Send' })],
     ['the tabs', page.getByRole('tablist').first()],
+    ['Models & settings', page.getByRole('button', { name: 'Models & settings' })],
   ] as const) {
     const c = (await control.boundingBox())!;
     const apart = t.x + t.width <= c.x || c.x + c.width <= t.x || t.y + t.height <= c.y || c.y + c.height <= t.y;

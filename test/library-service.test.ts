@@ -139,13 +139,14 @@ test('an encrypted PDF asks for its password, again when wrong, opens with the r
   );
 });
 
-test('a damaged file offers nothing to try again; its file is not held', { skip }, async () => {
+test('a damaged file offers nothing to try again; its file is not held, nor kept', { skip }, async () => {
   const bad = new TextEncoder().encode('%PDF-1.7\n1 0 obj << /Type /Catalog >> garbage without end');
   const r = await core.documents.imports.import({ fileName: 'broken.pdf', dataBase64: base64(bad) });
   assert.equal((await taskDone(core, r.taskId)).ok, false);
   const d = core.documents.library.get(r.documentId);
   assert.equal(d.errorCode, 'CORRUPT');
   assert.equal(d.remedy, null);
+  assert.equal(d.hasFile, false, 'its bytes are not kept: reading them again cannot help');
   await assert.rejects(core.documents.imports.import({ documentId: r.documentId }), rejection('FILE_NOT_HELD'));
   await core.documents.library.delete(r.documentId);
 });

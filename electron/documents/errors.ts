@@ -57,9 +57,14 @@ const FILE_FAULT: Record<ImportErrorCode, boolean> = {
  */
 export function failureRemedy(code: string | null, stage: 'import' | 'compress', held: boolean): FailureRemedy | null {
   if (code === 'PASSWORD_REQUIRED' || code === 'PASSWORD_WRONG') return held ? 'password' : null;
-  if (code !== null && Object.hasOwn(FILE_FAULT, code) && FILE_FAULT[code as ImportErrorCode]) return null;
+  if (isFileFault(code)) return null;
   if (stage === 'compress') return 'compress';
   return held ? 'import' : null;
+}
+
+/** The file itself is at fault (damaged, empty, unsupported, too large...): reading it again cannot help. */
+export function isFileFault(code: string | null): boolean {
+  return code !== null && Object.hasOwn(FILE_FAULT, code) && FILE_FAULT[code as ImportErrorCode];
 }
 
 export class ImportError extends ApiError {

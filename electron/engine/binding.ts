@@ -306,6 +306,12 @@ export interface Session {
   fork(): Session;
   /** Writes the session atomically with a checksum; `meta` is stored as given. */
   save(path: string, meta?: string): Promise<void>;
+  /**
+   * Appends the entries of the saved session at `path` whose positions are in [from, to) (default: all it
+   * holds) after this session's, with their tokens, their keys rotated to their new positions: a document
+   * placed beside others. Refused (NOT_SUPPORTED) for a session read with re-based or packed positions.
+   */
+  appendSaved(path: string, o?: { from?: number; to?: number }): Promise<{ nPast: number }>;
   memory(): SessionMemory;
   dispose(): void;
 }

@@ -422,6 +422,9 @@ function makeHandlers(addon: FolioAddon): Handlers {
         return { ok: true as const };
       }),
 
+    appendSaved: ({ sessionId, path, from, to }, ctx) =>
+      onSession(sessionEntry(sessionId), ctx, (s) => s.appendSaved(path, { from, to })),
+
     loadSession: async ({ modelId, path, options }) => {
       const { session, meta } = await modelEntry(modelId).model.loadSession(path, options ?? {});
       if (!models.has(modelId)) {

@@ -342,6 +342,19 @@ export const methods = {
     long: true,
     cancels: false,
   },
+  /** A saved session's entries of positions [from, to) appended after the session's (Session.appendSaved). */
+  appendSaved: {
+    params: z.strictObject({
+      sessionId: HandleId,
+      path: z.string().min(1),
+      from: Int.min(0).optional(),
+      to: Int.min(0).optional(),
+    }),
+    result: z.object({ nPast: Int }),
+    events: 'none',
+    long: true,
+    cancels: false,
+  },
   loadSession: {
     params: z.strictObject({ modelId: HandleId, path: z.string().min(1), options: SessionOptions.optional() }),
     result: SessionHandle.extend({ meta: z.string() }),

@@ -336,23 +336,30 @@ export class MessagesRepo {
       const row = this.requireQuestion(messageId);
       const branch = this.cutBranch(row);
       this.archiveQuestion.run(JSON.stringify(branch), messageId);
-      this.restoreVersion.run({
-        id: messageId,
-        version: (this.lastVersion.get(messageId) as number) + 1,
-        text,
-        status: 'complete',
-        createdAt: isoTime(this.scheduler),
-        tokens: null,
-        tokensPerSecond: null,
-        pageRefs: '[]',
-        citations: null,
-        error: null,
-        cacheTokens: null,
-        now: isoTime(this.scheduler),
-      });
-      this.chats.touch(row.chat_id);
-      return toMessage(this.selectOne.get(messageId) as Row);
+      return this.newVersion(row, (this.lastVersion.get(messageId) as number) + 1, text, 'complete');
     });
+  }
+
+  /** The message becomes a new version of itself, in place: `text`, and none of the numbers, pages or error
+   * of the version it held (archived already, or replaced). */
+  private newVersion(row: Row, version: number, text: string, status: 'complete' | 'streaming'): Message {
+    const now = isoTime(this.scheduler);
+    this.restoreVersion.run({
+      id: row.id,
+      version,
+      text,
+      status,
+      createdAt: now,
+      tokens: null,
+      tokensPerSecond: null,
+      pageRefs: '[]',
+      citations: null,
+      error: null,
+      cacheTokens: null,
+      now,
+    });
+    this.chats.touch(row.chat_id);
+    return toMessage(this.selectOne.get(row.id) as Row);
   }
 
   private requireQuestion(messageId: string): Row {
@@ -411,22 +418,12 @@ export class MessagesRepo {
         throw new StorageError('BAD_REQUEST', 'the answer is still being written: stop it first');
       const keep = row.text !== '' || row.status === 'complete';
       if (keep) this.archiveVersion.run(messageId);
-      this.restoreVersion.run({
-        id: messageId,
-        version: keep ? (this.lastVersion.get(messageId) as number) + 1 : row.version,
-        text: '',
-        status: 'streaming',
-        createdAt: isoTime(this.scheduler),
-        tokens: null,
-        tokensPerSecond: null,
-        pageRefs: '[]',
-        citations: null,
-        error: null,
-        cacheTokens: null,
-        now: isoTime(this.scheduler),
-      });
-      this.chats.touch(row.chat_id);
-      return toMessage(this.selectOne.get(messageId) as Row);
+      return this.newVersion(
+        row,
+        keep ? (this.lastVersion.get(messageId) as number) + 1 : row.version,
+        '',
+        'streaming',
+      );
     });
     return this.startStream(m, '');
   }

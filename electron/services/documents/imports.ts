@@ -7,6 +7,7 @@ import { rm } from 'node:fs/promises';
 import { ApiError, type Params, type Result } from '../../api/contract.ts';
 import { MAX_DOCUMENT_BYTES, detectKind, importDocument, readDocumentFile } from '../../documents/index.ts';
 import { baseName } from '../../documents/detect.ts';
+import { isFileFault } from '../../documents/errors.ts';
 import { copyOwned, tooLarge } from '../../documents/read-file.ts';
 import { sha256Hex } from '../document-files.ts';
 import type { DocumentsContext } from './context.ts';
@@ -142,10 +143,21 @@ export class DocumentImports {
         await this.reader.read(documentId, task, undefined);
       } catch (e) {
         this.reader.fail(documentId, e, task);
+        // A damaged (or empty, unsupported...) file cannot be read by trying again: its bytes are not kept.
+        if (isFileFault((e as { code?: string }).code ?? null)) this.letGo(documentId, sha256);
         throw e;
       }
     });
     return taskId;
+  }
+
+  /** Lets go of a failed import's file: the copy held for trying again, and the stored original unless
+   * another document was made from it. */
+  private letGo(documentId: string, sha256: string | null): void {
+    this.ctx.held.delete(documentId);
+    const others = sha256 ? this.ctx.storage.documents.findBySha256(sha256).filter((d) => d.id !== documentId) : [];
+    if (sha256 && others.length === 0) this.ctx.files?.remove(sha256);
+    this.ctx.changed(documentId);
   }
 
   /**

@@ -33,7 +33,7 @@ void move_keys(backend::KvStore& kv, const HParams& hp, const float* freq_factor
   if (!moves) return;
   std::vector<float> k(size_t(n) * size_t(hp.head_dim));
   kv.read_k(l, g, n, k.data());  // k [n, head_dim]
-  cpu::rope(pool, k.data(), n, 1, hp.head_dim, delta.data(), rope_of(hp, l), freq_factors);
+  rotate_keys(hp, freq_factors, pool, l, k.data(), n, delta.data());
   kv.rewrite_keys(l, g, n, k.data(), next.data());
 }
 
@@ -41,6 +41,11 @@ void move_keys(backend::KvStore& kv, const HParams& hp, const float* freq_factor
 int32_t right_aligned(int32_t i, int32_t n, int32_t end) { return end - n + i; }
 
 }  // namespace
+
+void rotate_keys(const HParams& hp, const float* freq_factors, ThreadPool& pool, int l, float* k, int32_t n,
+                 const int32_t* delta) {
+  cpu::rope(pool, k, n, 1, hp.head_dim, delta, rope_of(hp, l), freq_factors);
+}
 
 int32_t rebase_positions(backend::KvStore& kv, const HParams& hp, const float* freq_factors, ThreadPool& pool,
                          int32_t max_frontier) {

@@ -14,6 +14,11 @@
 
 namespace folio::forward {
 
+// Rotates n keys of layer l, floats [n, head_dim] stored after RoPE, by delta[i] positions each: the key at p
+// becomes exactly the key at p + delta[i] (RoPE turns a pair by an angle linear in the position).
+void rotate_keys(const HParams& hp, const float* freq_factors, ThreadPool& pool, int l, float* k, int32_t n,
+                 const int32_t* delta);
+
 // The frontier R = the most entries any head holds, at most max_frontier. Head g of layer l, holding n
 // entries, gets the positions R − n .. R − 1, its keys rotated to them; a head holding more than R (Ada gives
 // some heads far more than others) has its oldest entries share position 0, as if at the context's far end.

@@ -38,10 +38,10 @@ class SessionWrap : public Napi::ObjectWrap<SessionWrap> {
          InstanceMethod("generate", &SessionWrap::Generate), InstanceMethod("cancel", &SessionWrap::Cancel),
          InstanceMethod("truncate", &SessionWrap::Truncate), InstanceMethod("forget", &SessionWrap::Forget),
          InstanceMethod("compressSpan", &SessionWrap::CompressSpan), InstanceMethod("fork", &SessionWrap::Fork),
-         InstanceMethod("save", &SessionWrap::Save), InstanceMethod("tokens", &SessionWrap::Tokens),
-         InstanceMethod("lastLogits", &SessionWrap::LastLogits), InstanceMethod("memory", &SessionWrap::Memory),
-         InstanceMethod("dispose", &SessionWrap::Dispose), InstanceAccessor("nPast", &SessionWrap::NPast, nullptr),
-         InstanceAccessor("nCtx", &SessionWrap::NCtx, nullptr),
+         InstanceMethod("save", &SessionWrap::Save), InstanceMethod("appendSaved", &SessionWrap::AppendSaved),
+         InstanceMethod("tokens", &SessionWrap::Tokens), InstanceMethod("lastLogits", &SessionWrap::LastLogits),
+         InstanceMethod("memory", &SessionWrap::Memory), InstanceMethod("dispose", &SessionWrap::Dispose),
+         InstanceAccessor("nPast", &SessionWrap::NPast, nullptr), InstanceAccessor("nCtx", &SessionWrap::NCtx, nullptr),
          InstanceAccessor("nThreads", &SessionWrap::NThreads, nullptr),
          InstanceAccessor("backend", &SessionWrap::BackendName, nullptr),
          InstanceAccessor("busy", &SessionWrap::Busy, nullptr)});
@@ -231,6 +231,28 @@ class SessionWrap : public Napi::ObjectWrap<SessionWrap> {
     auto st = state_;
     return run(
         env, [st, path, meta](const Job::Emit&) { st->session->save(path, meta); }, nullptr);
+  }
+
+  // appendSaved(path, { from?, to? }): a saved session's entries of positions [from, to) after this one's
+  // (Session::append_saved), off the JS thread (it reads the file).
+  Napi::Value AppendSaved(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    if (info.Length() < 1 || !info[0].IsString())
+      throw js_error(env, "INVALID_ARGUMENT", "appendSaved(path, { from, to }) needs a path");
+    const std::string path = info[0].As<Napi::String>().Utf8Value();
+    const Napi::Object o =
+        info.Length() > 1 && info[1].IsObject() ? info[1].As<Napi::Object>() : Napi::Object::New(env);
+    const int32_t from = int32_t(num_opt(env, o, "from", 0, 0, 1 << 30));
+    const int32_t to = int32_t(num_opt(env, o, "to", -1, -1, 1 << 30));
+    auto st = state_;
+    auto n_past = std::make_shared<int32_t>(0);
+    return run(
+        env, [st, path, from, to, n_past](const Job::Emit&) { *n_past = st->session->append_saved(path, from, to); },
+        [n_past](Napi::Env env) {
+          Napi::Object r = Napi::Object::New(env);
+          r.Set("nPast", *n_past);
+          return r;
+        });
   }
 
   Napi::Value Fork(const Napi::CallbackInfo& info) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 
 #include "backend/cpu-backend.h"
 #include "backend/gpu-backend.h"
@@ -11,6 +12,7 @@
 #include "forward/compress-layer.h"
 #include "forward/rebase.h"
 #include "kv/compressor.h"
+#include "quant/quant.h"
 
 namespace folio {
 
@@ -74,6 +76,55 @@ void Context::restore(FlatKvCache cache, int32_t n_past) {
   kv_ = backend_->kv_store_from_host(std::move(cache));
   host_stale_ = true;
   n_past_ = n_past;
+}
+
+int32_t Context::append_part(const FlatKvCache& part, int32_t from, int32_t to) {
+  const HParams& hp = model_.hparams();
+  if (part.type() != kv_->type() || part.n_layer() != hp.n_layer || part.n_head_kv() != hp.n_head_kv)
+    fail("INVALID_ARGUMENT", "a saved cache of another precision or layout cannot join this one");
+  if (from < 0 || to < from) fail("INVALID_ARGUMENT", strfmt("no positions %d to %d", from, to));
+  const int32_t span = to - from;
+  if (n_past_ + span > params_.n_ctx)
+    fail("CONTEXT_FULL",
+         strfmt("the context holds %d positions: %d taken and %d more do not fit", params_.n_ctx, n_past_, span));
+  FlatKvCache host = cache().clone();
+  const int32_t shift = n_past_ - from;
+  const size_t kb = host.k_entry_bytes();
+  const float* freq_factors = rope_factors_host();
+  std::vector<float> k;
+  std::vector<uint8_t> kbytes;
+  std::vector<int32_t> pos, delta;
+  for (int l = 0; l < hp.n_layer; l++) {
+    const LayerKv& P = part.layer(l);
+    // Each head's entries in [from, to): contiguous, as a head's positions ascend.
+    std::vector<int32_t> first(size_t(hp.n_head_kv)), count(size_t(hp.n_head_kv)), caps(size_t(hp.n_head_kv));
+    for (int g = 0; g < hp.n_head_kv; g++) {
+      const int32_t* p = P.positions(g);
+      const int32_t n = part.len(l, g);
+      first[size_t(g)] = int32_t(std::lower_bound(p, p + n, from) - p);
+      count[size_t(g)] = int32_t(std::lower_bound(p, p + n, to) - p) - first[size_t(g)];
+      caps[size_t(g)] =
+          host.len(l, g) + count[size_t(g)] + std::min(FlatKvCache::kSpare, params_.n_ctx - n_past_ - span);
+    }
+    host.reserve_heads(l, caps);
+    for (int g = 0; g < hp.n_head_kv; g++) {
+      const int32_t n = count[size_t(g)], j0 = first[size_t(g)];
+      if (n == 0) continue;
+      k.resize(size_t(n) * size_t(hp.head_dim));
+      part.read_k(l, g, j0, n, k.data());
+      delta.assign(size_t(n), shift);
+      forward::rotate_keys(hp, freq_factors, pool_, l, k.data(), n, delta.data());
+      kbytes.resize(size_t(n) * kb);
+      if (host.type() == KvType::F32) std::memcpy(kbytes.data(), k.data(), kbytes.size());
+      else quant::kernels(TensorType::F16).quantize_row(k.data(), kbytes.data(), int64_t(n) * hp.head_dim);
+      pos.resize(size_t(n));
+      for (int32_t i = 0; i < n; i++) pos[size_t(i)] = P.positions(g)[j0 + i] + shift;
+      const uint8_t* v = P.v.data() + size_t(P.heads[size_t(g)].offset + j0) * part.v_entry_bytes();
+      host.append_raw(l, g, pos.data(), kbytes.data(), v, n);
+    }
+  }
+  restore(std::move(host), n_past_ + span);
+  return n_past_;
 }
 
 void Context::truncate(int32_t n) {

@@ -118,6 +118,12 @@ class Context {
                                 const std::atomic<bool>* cancel = nullptr, const ReadOptions& read = {},
                                 const ChunkHook& on_chunk = nullptr, const ReadResume* resume = nullptr);
 
+  // Appends the entries of `part` (another context's cache of the same model and element type) whose positions
+  // are in [from, to) at positions n_past + (p − from), their keys rotated by n_past − from (the RoPE
+  // composition of re-based positions). Throws CONTEXT_FULL when to − from positions do not fit. Returns the
+  // new n_past.
+  int32_t append_part(const FlatKvCache& part, int32_t from, int32_t to);
+
   // Forgets every position from n onwards (regenerate, edit).
   void truncate(int32_t n);
   // Forgets positions [from, to) (a conversation's oldest turns) and moves what follows back to `from`, its

@@ -172,8 +172,7 @@ void Session::save(const std::string& path, const std::string& meta) const {
   }
 }
 
-std::unique_ptr<Session> Session::load(std::shared_ptr<const Model> model, const std::string& path,
-                                       const ContextParams& params, std::string* meta) {
+SavedSession read_saved_session(const Model& model, const std::string& path, int32_t n_ctx) {
   MappedFile file(path);
   const uint8_t* data = file.data();
   const size_t size = file.size();
@@ -194,9 +193,9 @@ std::unique_ptr<Session> Session::load(std::shared_ptr<const Model> model, const
 
   const uint64_t fingerprint = r.value<uint64_t>("the model fingerprint");
   r.value<uint64_t>("the model size");
-  if (fingerprint != model->fingerprint())
+  if (fingerprint != model.fingerprint())
     fail("SESSION_FILE_MODEL", path + " was saved with another model file: it has to be rebuilt for this one");
-  const HParams& hp = model->hparams();
+  const HParams& hp = model.hparams();
   const uint32_t type = r.value<uint32_t>("the cache type");
   const uint32_t n_layer = r.value<uint32_t>("the layer count");
   const uint32_t n_head_kv = r.value<uint32_t>("the head count");
@@ -205,28 +204,26 @@ std::unique_ptr<Session> Session::load(std::shared_ptr<const Model> model, const
   if ((type != uint32_t(KvType::F16) && type != uint32_t(KvType::F32)) || n_layer != uint32_t(hp.n_layer) ||
       n_head_kv != uint32_t(hp.n_head_kv) || head_dim != uint32_t(hp.head_dim) || head_dim_v != uint32_t(hp.head_dim_v))
     fail("SESSION_FILE_MODEL", path + " does not match the model's cache layout");
-  const int32_t n_past = r.value<int32_t>("the position");
-
-  ContextParams cp = params;
-  cp.kv_type = KvType(type);  // the saved cache decides its element type
-  auto s = std::make_unique<Session>(model, cp);
-  if (n_past < 0 || n_past > s->ctx_->n_ctx())
+  SavedSession s;
+  s.n_past = r.value<int32_t>("the position");
+  if (s.n_past < 0 || (n_ctx > 0 && s.n_past > n_ctx))
     fail("SESSION_FILE_CONTEXT",
-         strfmt("%s holds %d positions, more than this context's %d", path.c_str(), n_past, s->ctx_->n_ctx()));
+         strfmt("%s holds %d positions, more than this context's %d", path.c_str(), s.n_past, n_ctx));
   const uint32_t n_tokens = r.count(4, "the token list");
-  s->tokens_.resize(n_tokens);
-  std::memcpy(s->tokens_.data(), r.take(size_t(n_tokens) * 4, "the token list"), size_t(n_tokens) * 4);
+  s.tokens.resize(n_tokens);
+  std::memcpy(s.tokens.data(), r.take(size_t(n_tokens) * 4, "the token list"), size_t(n_tokens) * 4);
   const uint32_t n_logits = r.count(4, "the logits");
   // As many tokens as positions, or more after a re-based read (docs/compression.md).
-  if (n_tokens < uint32_t(n_past) || (n_logits != 0 && n_logits != uint32_t(hp.n_vocab)))
+  if (n_tokens < uint32_t(s.n_past) || (n_logits != 0 && n_logits != uint32_t(hp.n_vocab)))
     fail("SESSION_FILE_CORRUPT", path + " is damaged: its token list, position and logits disagree");
-  s->last_logits_.resize(n_logits);
-  std::memcpy(s->last_logits_.data(), r.take(size_t(n_logits) * 4, "the logits"), size_t(n_logits) * 4);
+  s.logits.resize(n_logits);
+  std::memcpy(s.logits.data(), r.take(size_t(n_logits) * 4, "the logits"), size_t(n_logits) * 4);
   const uint32_t meta_len = r.count(1, "the metadata");
   const uint8_t* m = r.take(meta_len, "the metadata");
-  if (meta) meta->assign(reinterpret_cast<const char*>(m), meta_len);
+  s.meta.assign(reinterpret_cast<const char*>(m), meta_len);
 
-  FlatKvCache cache{int(n_layer), int(n_head_kv), int(head_dim), int(head_dim_v), KvType(type)};
+  s.cache = FlatKvCache{int(n_layer), int(n_head_kv), int(head_dim), int(head_dim_v), KvType(type)};
+  FlatKvCache& cache = s.cache;
   const size_t kb = cache.k_entry_bytes(), vb = cache.v_entry_bytes();
   for (int l = 0; l < int(n_layer); l++) {
     // Read the head lengths and data positions first, then lay the layer out once.
@@ -234,7 +231,7 @@ std::unique_ptr<Session> Session::load(std::shared_ptr<const Model> model, const
     std::vector<const uint8_t*> at(n_head_kv);
     for (uint32_t g = 0; g < n_head_kv; g++) {
       const int32_t len = r.value<int32_t>("a head length");
-      if (len < 0 || len > n_past)
+      if (len < 0 || len > s.n_past)
         fail("SESSION_FILE_CORRUPT", path + " is damaged: a head holds more entries than positions");
       lens[g] = len;
       at[g] = r.take(size_t(len) * (4 + kb + vb), "the cache entries");
@@ -242,12 +239,12 @@ std::unique_ptr<Session> Session::load(std::shared_ptr<const Model> model, const
     for (uint32_t g = 0; g < n_head_kv; g++) {
       const int32_t* pos = reinterpret_cast<const int32_t*>(at[g]);
       for (int32_t j = 0; j < lens[g]; j++)
-        if (pos[j] < 0 || pos[j] >= n_past || (j && pos[j] <= pos[j - 1]))
+        if (pos[j] < 0 || pos[j] >= s.n_past || (j && pos[j] <= pos[j - 1]))
           fail("SESSION_FILE_CORRUPT", path + " is damaged: cache positions out of order");
     }
     std::vector<int32_t> caps(n_head_kv);
-    for (uint32_t g = 0; g < n_head_kv; g++)
-      caps[g] = lens[g] + std::min(FlatKvCache::kSpare, s->ctx_->n_ctx() - n_past);
+    const int32_t spare = n_ctx > 0 ? std::min(FlatKvCache::kSpare, n_ctx - s.n_past) : FlatKvCache::kSpare;
+    for (uint32_t g = 0; g < n_head_kv; g++) caps[g] = lens[g] + spare;
     cache.reserve_heads(l, caps);
     for (uint32_t g = 0; g < n_head_kv; g++) {
       const uint8_t* p = at[g];
@@ -257,8 +254,42 @@ std::unique_ptr<Session> Session::load(std::shared_ptr<const Model> model, const
     }
   }
   if (r.pos() != size - 8) fail("SESSION_FILE_CORRUPT", path + " is damaged: it has trailing bytes");
-  s->ctx_->restore(std::move(cache), n_past);
   return s;
+}
+
+std::unique_ptr<Session> Session::load(std::shared_ptr<const Model> model, const std::string& path,
+                                       const ContextParams& params, std::string* meta) {
+  // The context's positions are known once it is made (params.n_ctx 0: the model's default), and it is made
+  // with the saved cache's element type: the file is checked against them after.
+  SavedSession saved = read_saved_session(*model, path, 0);
+  ContextParams cp = params;
+  cp.kv_type = saved.cache.type();  // the saved cache decides its element type
+  auto s = std::make_unique<Session>(model, cp);
+  if (saved.n_past > s->ctx_->n_ctx())
+    fail("SESSION_FILE_CONTEXT",
+         strfmt("%s holds %d positions, more than this context's %d", path.c_str(), saved.n_past, s->ctx_->n_ctx()));
+  s->tokens_ = std::move(saved.tokens);
+  s->last_logits_ = std::move(saved.logits);
+  if (meta) *meta = std::move(saved.meta);
+  s->ctx_->restore(std::move(saved.cache), saved.n_past);
+  return s;
+}
+
+int32_t Session::append_saved(const std::string& path, int32_t from, int32_t to) {
+  SavedSession saved = read_saved_session(*model_, path, ctx_->n_ctx());
+  // Positions must be tokens: a re-based (or packed) read's entries no longer say which token they are.
+  if (saved.tokens.size() != size_t(saved.n_past))
+    fail("NOT_SUPPORTED", path +
+                              " was read with re-based (or packed) positions: read the document again at its "
+                              "own positions to put it beside others");
+  if (to < 0) to = saved.n_past;
+  if (from < 0 || to < from || to > saved.n_past)
+    fail("INVALID_ARGUMENT",
+         strfmt("positions %d to %d are not within the %d positions of %s", from, to, saved.n_past, path.c_str()));
+  const int32_t n_past = ctx_->append_part(saved.cache, from, to);
+  tokens_.insert(tokens_.end(), saved.tokens.begin() + from, saved.tokens.begin() + to);
+  last_logits_.clear();  // the next prefill computes them
+  return n_past;
 }
 
 }  // namespace folio

@@ -38,6 +38,18 @@ struct GenerateResult {
   std::vector<std::vector<float>> attention;
 };
 
+// A saved session as its file holds it (session-file.cc), checked against the model: SESSION_FILE_* errors for
+// a damaged file, one of another model or cache layout, or one of more positions than n_ctx (n_ctx 0: not
+// checked, the heads' spare room the usual).
+struct SavedSession {
+  int32_t n_past = 0;
+  std::vector<int32_t> tokens;
+  std::vector<float> logits;
+  std::string meta;
+  FlatKvCache cache;  // with room for the spare entries a context of n_ctx positions gives after n_past
+};
+SavedSession read_saved_session(const Model& model, const std::string& path, int32_t n_ctx);
+
 // Called for every generated token with the complete UTF-8 text it finished (may be empty).
 using TokenFn = std::function<void(int32_t id, const std::string& text)>;
 
@@ -82,6 +94,13 @@ class Session {
   // Writes the session to `path` atomically (a temporary file renamed into place), with a checksum;
   // `meta` is kept as given (the app stores the compression statistics there).
   void save(const std::string& path, const std::string& meta) const;
+  // Appends the entries of a saved session whose positions are in [from, to) (to < 0: all it holds) after
+  // what this session holds, with their tokens: a document placed beside others (docs/compression.md, "Many
+  // documents"). Their keys are rotated to their new positions. Refused (NOT_SUPPORTED) for a session read
+  // with re-based or packed positions; CONTEXT_FULL when they do not fit. The logits to sample from are gone
+  // until the next prefill. Returns the new n_past.
+  int32_t append_saved(const std::string& path, int32_t from, int32_t to);
+
   // Reads a saved session. Throws SESSION_FILE_* errors for damaged files, files of another model or
   // another cache layout; `meta` receives what was saved with it.
   static std::unique_ptr<Session> load(std::shared_ptr<const Model> model, const std::string& path,

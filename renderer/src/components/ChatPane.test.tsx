@@ -3,7 +3,17 @@ import userEvent from '@testing-library/user-event';
 import { describe, expect, it } from 'vitest';
 
 import type { Message } from '../../../electron/api/contract.ts';
-import { chat, createFakeApi, detail, doc, type FakeApi, message, rebasedDetail, usage } from '../test/fake-api.ts';
+import {
+  chat,
+  createFakeApi,
+  detail,
+  doc,
+  type FakeApi,
+  message,
+  model,
+  rebasedDetail,
+  usage,
+} from '../test/fake-api.ts';
 import { renderApp } from '../test/render-app.tsx';
 import { useUi } from '../stores/ui.ts';
 import { usageParts } from './ContextMeter.tsx';
@@ -286,5 +296,35 @@ describe('the chat', () => {
     const box = await screen.findByRole('textbox', { name: /Ask about/ });
     await waitFor(() => expect(box.getAttribute('placeholder')).toBe('The document is being compressed.'));
     expect(box.hasAttribute('disabled')).toBe(true);
+  });
+
+  it('a base model continues text by default; a chat can be asked as a conversation instead', async () => {
+    const api = chatApi([m({ id: 'u1', role: 'user', text: 'Q' })]);
+    api.handlers['models.list'] = () => [model({ chatTemplate: false })];
+    api.handlers['chats.setStyle'] = (p) => chat({ id: p.chatId, style: p.style, messageCount: 1 });
+    await renderApp(api);
+    const box = await screen.findByRole('textbox', { name: /Ask about/ });
+    const style = screen.getByRole('combobox', { name: 'Answers:' }) as HTMLSelectElement;
+    await waitFor(() =>
+      expect(style.selectedOptions[0].textContent).toBe('By the model (continue text: it has no chat template)'),
+    );
+    expect(box.getAttribute('placeholder')).toMatch(/^Write the start of a sentence/);
+    // Text to continue is sent as typed: a trailing space asks for the next word.
+    await userEvent.type(box, 'The secret code is {Enter}');
+    expect(api.callsOf('chats.send')).toEqual([{ chatId: 'c1', text: 'The secret code is ' }]);
+    await userEvent.selectOptions(style, 'chat');
+    expect(api.callsOf('chats.setStyle')).toEqual([{ chatId: 'c1', style: 'chat' }]);
+    await waitFor(() => expect(box.getAttribute('placeholder')).toMatch(/^Ask about/));
+  });
+
+  it('a failed document offers under the question box only what can help: nothing for a damaged file', async () => {
+    const api = chatApi();
+    const failed = { status: 'failed' as const, error: 'broken.pdf is damaged', errorCode: 'CORRUPT' };
+    api.handlers['documents.list'] = () => [doc({ ...failed, remedy: null })];
+    await renderApp(api);
+    const hint = await screen.findByText(/Enter to send/);
+    expect(within(hint).queryByRole('button')).toBeNull();
+    api.emit('documents.changed', doc({ ...failed, errorCode: 'ENGINE_CRASHED', remedy: 'compress' }));
+    await waitFor(() => expect(within(hint).getByRole('button', { name: 'Try again' })).toBeTruthy());
   });
 });

@@ -30,7 +30,7 @@ import {
   useChats,
   type ContextUsage,
 } from '../stores/chats.ts';
-import { loadDetail, recompressDocument, useDocuments } from '../stores/documents.ts';
+import { loadDetail, useDocuments } from '../stores/documents.ts';
 import { useModels } from '../stores/models.ts';
 import { useSettings } from '../stores/settings.ts';
 import { notify, openCitation, openPage, setTab, useUi } from '../stores/ui.ts';
@@ -40,6 +40,7 @@ import { formatCount, formatPercent, formatRate } from '../lib/format.ts';
 import { renderMarkdown } from '../lib/markdown.ts';
 import { ContextMeter } from './ContextMeter.tsx';
 import { ExportMenu } from './ExportMenu.tsx';
+import { FailureAction } from './FailedImports.tsx';
 import { VersionPager } from './VersionPager.tsx';
 import { SanitizedHtml } from './SanitizedHtml.tsx';
 import { VirtualList } from './VirtualList.tsx';
@@ -412,16 +413,11 @@ function Composer({ documentId, chatId }: { documentId: string; chatId: string |
           : ''}
         <StyleSelect value={chatStyle} onChange={(v) => (chatId ? void setChatStyle(chatId, v) : setNewStyle(v))} />{' '}
         Enter to send · Shift + Enter for a new line · Esc stops
-        {doc?.status === 'failed' && (
+        {/* Only what can help (a damaged file gets nothing: reading it again cannot work). */}
+        {doc?.status === 'failed' && doc.remedy && (
           <>
             {' · '}
-            <button
-              type="button"
-              className="link-button"
-              onClick={() => void recompressDocument(documentId, doc.readPages ?? undefined)}
-            >
-              Try reading it again
-            </button>
+            <FailureAction doc={doc} />
           </>
         )}
       </p>
