@@ -73,3 +73,37 @@ test('folio eval --suite cite at 256 tokens: the attention cites the needle, the
   // The planted copying head's layer alone finds it nearly always.
   assert.ok(row.by_layer[1].sentence_first / row.by_layer[1].cases > 0.9);
 });
+
+test('folio eval --suite niah --set 3: each needle document in a set of three, read together or assembled', {
+  skip: missing(model, cases),
+}, () => {
+  const r = folioEval('niah', [
+    '--tasks',
+    'passkey',
+    '--set',
+    '3',
+    '--methods',
+    'ada-snapkv-global',
+    '--budgets',
+    '0.4',
+  ]);
+  assert.equal(r.status, 0, r.stderr);
+  const out = JSON.parse(r.stdout) as {
+    settings: { set: number };
+    rows: { mode: string; method: string; cases: number; accuracy: number; by_place: Record<string, number> }[];
+  };
+  assert.equal(out.settings.set, 3);
+  assert.deepEqual(
+    out.rows.map((x) => x.mode),
+    ['full', 'assembled', 'together', 'assembled'],
+  );
+  for (const row of out.rows) {
+    assert.equal(row.cases, 50);
+    assert.deepEqual(Object.keys(row.by_place), ['0', '1', '2'], 'the needle is in each place of the set');
+  }
+  const [full, , , assembled] = out.rows;
+  // The model finds the needle in the last document of three (the nearest): with the full cache, and from
+  // caches compressed alone and placed side by side.
+  assert.ok(full.by_place['2'] >= 0.9, `full, last document: ${full.by_place['2']}`);
+  assert.ok(assembled.by_place['2'] >= 0.8, `assembled, last document: ${assembled.by_place['2']}`);
+});

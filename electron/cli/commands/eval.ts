@@ -31,6 +31,7 @@ import { compressRow } from '../../shared/kv/options.ts';
 import { fidelitySvg, rulerSvg } from '../eval-plot.ts';
 import { citeTable, runCite } from '../eval-cite.ts';
 import { niahTable, type ReadChoice, readNiahCases, runNiah } from '../eval-niah.ts';
+import { niahSetTable, runNiahSets } from '../eval-niah-set.ts';
 import { citationLayers } from '../../services/citations.ts';
 import { RULER_TASKS, isRulerTask } from '../ruler/tasks.ts';
 import { rulerTable, runRulerSuite } from '../ruler/suite.ts';
@@ -461,7 +462,8 @@ export const evalCommand: Command = {
     '      documents: every .txt/.md in DIR but README.md (default test/docs); KV caches are F32\n' +
     'folio eval --model M --suite niah --cases FILE.jsonl [--tasks passkey] [--lengths 256,512] [--question-aware]\n' +
     '           [--methods ...] [--budgets ...] [--alpha 0.2] [--window 32] [--kernel 7] [--json]\n' +
-    '      cases in the needle-eval format (../shared/models/needle-eval); budgets as ratios or tokens per head\n' +
+    '      cases in the needle-eval format (../shared/models/needle-eval); budgets as ratios or tokens per head;\n' +
+    '      [--set N]: each case in a set of N documents, read together or compressed alone and assembled\n' +
     'folio eval --model M --suite cite --cases FILE.jsonl [--tasks passkey] [--lengths 256,512]\n' +
     '           [--methods full] [--budgets ...] [--alpha 0.2] [--window 32] [--kernel 7] [--json]\n' +
     "      the same cases: does the answer's attention (or the lexical fallback) cite the needle's sentence first?\n" +
@@ -498,6 +500,7 @@ export const evalCommand: Command = {
     chunk: { type: 'string' },
     rebase: { type: 'boolean' },
     pack: { type: 'boolean' },
+    set: { type: 'string' },
   },
   async run(v) {
     const suite = str(v, 'suite') ?? 'fidelity';
@@ -619,6 +622,31 @@ export const evalCommand: Command = {
       const model = await openModel(v);
       const cases = readNiahCases(casesPath, tasks, lengths.length ? lengths : undefined);
       if (cases.length === 0) throw new UsageError(`--cases: no case of ${casesPath} matches --tasks and --lengths`);
+      if (v.set !== undefined) {
+        const size = int(v, 'set', 3, 2);
+        const rows = await runNiahSets(model, cases, {
+          size,
+          methods,
+          budgets,
+          alpha,
+          window,
+          kernel,
+          sessionOpts: sessionOptions(v),
+        });
+        model.dispose();
+        print(
+          v,
+          {
+            suite: 'niah',
+            model: modelPath,
+            cases: casesPath,
+            settings: { set: size, methods, budgets, alpha, window, kernel, tasks, lengths },
+            rows,
+          },
+          niahSetTable(rows, size),
+        );
+        return;
+      }
       const rows = await runNiah(model, cases, {
         methods,
         budgets,

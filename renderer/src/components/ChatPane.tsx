@@ -40,7 +40,6 @@ import { formatCount, formatPercent, formatRate } from '../lib/format.ts';
 import { renderMarkdown } from '../lib/markdown.ts';
 import { ContextMeter } from './ContextMeter.tsx';
 import { ExportMenu } from './ExportMenu.tsx';
-import { FailureAction } from './FailedImports.tsx';
 import { VersionPager } from './VersionPager.tsx';
 import { SanitizedHtml } from './SanitizedHtml.tsx';
 import { VirtualList } from './VirtualList.tsx';
@@ -413,13 +412,6 @@ function Composer({ documentId, chatId }: { documentId: string; chatId: string |
           : ''}
         <StyleSelect value={chatStyle} onChange={(v) => (chatId ? void setChatStyle(chatId, v) : setNewStyle(v))} />{' '}
         Enter to send · Shift + Enter for a new line · Esc stops
-        {/* Only what can help (a damaged file gets nothing: reading it again cannot work). */}
-        {doc?.status === 'failed' && doc.remedy && (
-          <>
-            {' · '}
-            <FailureAction doc={doc} />
-          </>
-        )}
       </p>
     </form>
   );

@@ -1,0 +1,167 @@
+// folio eval --suite niah --set N: the needle suite over sets of documents (issue 41, "Quality"). Each case's
+// haystack (its needle in it) is one document of N; the others are the haystacks of the next cases of the same
+// length, their own needles taken out (needle-llama cannot tell needles apart by name). The question comes after
+// the last document. Three ways to hold the set, at equal ratio budgets, question-agnostic:
+//   full       the documents' text one after the other, nothing compressed;
+//   together   that text read as one document and compressed (later documents attend to earlier ones);
+//   assembled  each document read and compressed alone, saved, and the saved caches placed side by side
+//              (Session.appendSaved: the first whole, each next one after its BOS), as a chat over stored
+//              documents opens: no document attends to another.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+import type { CompressionMethod, Model, Session } from '../engine/binding.ts';
+import { compressOptionsFor } from '../shared/kv/budget.ts';
+import { type NiahCase, splitQuestion } from './eval-niah.ts';
+import { fmtBudget, methodWidth } from './text-table.ts';
+
+export type SetMode = 'full' | 'together' | 'assembled';
+
+export interface NiahSetRow {
+  mode: SetMode;
+  method: CompressionMethod;
+  budget: number;
+  cases: number;
+  accuracy: number;
+  /** Accuracy by the needle document's place in the set (0: first). */
+  by_place: Record<string, number>;
+}
+
+export interface NiahSetOptions {
+  /** Documents per set. */
+  size: number;
+  methods: CompressionMethod[];
+  budgets: number[];
+  alpha: number;
+  window: number;
+  kernel: number;
+  sessionOpts: { nThreads: number; nCtx: number; kvType: 'f16' | 'f32' };
+}
+
+/** A case's haystack without its needle sentence: a document with nothing to find. */
+function withoutNeedle(c: NiahCase): string {
+  const hay = c.prompt.slice(0, c.prompt.lastIndexOf(' What is'));
+  return hay
+    .split(/(?<=[.!?]) /)
+    .filter((s) => !s.includes(c.answer))
+    .join(' ');
+}
+
+interface SetCase {
+  c: NiahCase;
+  /** Each document's tokens, BOS first (read alone). */
+  docs: Int32Array[];
+  /** The documents' text one after the other, BOS first. */
+  together: Int32Array;
+  question: Int32Array;
+  place: number;
+}
+
+function sets(model: Model, cases: NiahCase[], size: number): SetCase[] {
+  const tok = (text: string) => model.tokenize(text, { addSpecial: true, parseSpecial: false });
+  return cases.map((c, i) => {
+    const same = cases.filter((x) => x.length === c.length && x.id !== c.id);
+    const others = Array.from({ length: size - 1 }, (_, j) => withoutNeedle(same[(i + j) % same.length]));
+    const place = i % size;
+    const { tokens, questionStart } = splitQuestion(model, c);
+    const texts = [
+      ...others.slice(0, place),
+      c.prompt.slice(0, c.prompt.lastIndexOf(' What is')),
+      ...others.slice(place),
+    ];
+    return {
+      c,
+      docs: texts.map(tok),
+      together: tok(texts.join(' ')),
+      question: tokens.subarray(questionStart),
+      place,
+    };
+  });
+}
+
+async function answerOf(session: Session, s: SetCase): Promise<boolean> {
+  await session.prefill(s.question);
+  const g = await session.generate({ n: s.c.answer_tokens.length, temperature: 0 });
+  return g.tokens.length === s.c.answer_tokens.length && g.tokens.every((t, i) => t === s.c.answer_tokens[i]);
+}
+
+export async function runNiahSets(model: Model, cases: NiahCase[], o: NiahSetOptions): Promise<NiahSetRow[]> {
+  const all = sets(model, cases, o.size);
+  const dir = mkdtempSync(join(tmpdir(), 'folio-niah-set-'));
+  const rows: NiahSetRow[] = [];
+  const row = (mode: SetMode, method: CompressionMethod, budget: number, ok: boolean[]) => {
+    const by = new Map<number, [number, number]>();
+    all.forEach((s, i) => {
+      const [a, n] = by.get(s.place) ?? [0, 0];
+      by.set(s.place, [a + (ok[i] ? 1 : 0), n + 1]);
+    });
+    rows.push({
+      mode,
+      method,
+      budget,
+      cases: all.length,
+      accuracy: ok.filter(Boolean).length / all.length,
+      by_place: Object.fromEntries([...by].sort(([a], [b]) => a - b).map(([k, [a, n]]) => [String(k), a / n])),
+    });
+  };
+  /** The set read as one document with `options`. */
+  const together = async (s: SetCase, options: Parameters<Session['compress']>[1]) => {
+    const one = model.createSession(o.sessionOpts);
+    await one.compress(s.together, options);
+    const ok = await answerOf(one, s);
+    one.dispose();
+    return ok;
+  };
+  /** Each document read alone with `options`, saved, and the saved caches placed side by side. */
+  const assembled = async (s: SetCase, options: Parameters<Session['compress']>[1]) => {
+    const set = model.createSession(o.sessionOpts);
+    for (const [i, doc] of s.docs.entries()) {
+      const alone = model.createSession(o.sessionOpts);
+      await alone.compress(doc, options);
+      const path = join(dir, `${i}.folio-kv`);
+      await alone.save(path);
+      alone.dispose();
+      await set.appendSaved(path, { from: i === 0 ? 0 : 1 });
+    }
+    const ok = await answerOf(set, s);
+    set.dispose();
+    return ok;
+  };
+  const each = async (f: (s: SetCase) => Promise<boolean>) => {
+    const ok: boolean[] = [];
+    for (const s of all) ok.push(await f(s));
+    return ok;
+  };
+  try {
+    // Nothing compressed: what reading the set together gives, and what encoding each document alone costs.
+    row('full', 'full', 1, await each((s) => together(s, { method: 'full' })));
+    row('assembled', 'full', 1, await each((s) => assembled(s, { method: 'full' })));
+    for (const method of o.methods.filter((m) => m !== 'full'))
+      for (const budget of o.budgets) {
+        const options = compressOptionsFor(method, budget, o);
+        row('together', method, budget, await each((s) => together(s, options)));
+        row('assembled', method, budget, await each((s) => assembled(s, options)));
+      }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+  return rows;
+}
+
+export function niahSetTable(rows: NiahSetRow[], size: number): string {
+  const places = Object.keys(rows[0]?.by_place ?? {});
+  const mw = methodWidth(rows.map((r) => r.method));
+  const out = [
+    `needle in a set of ${size} documents, question-agnostic: the needle's document first, second, ... in the set`,
+    '',
+    `${'mode'.padEnd(10)}${'method'.padEnd(mw)}  budget   accuracy  ` +
+      places.map((p) => `doc ${Number(p) + 1}`.padStart(8)).join(''),
+  ];
+  for (const r of rows)
+    out.push(
+      `${r.mode.padEnd(10)}${r.method.padEnd(mw)}  ${(r.method === 'full' ? 'all' : fmtBudget(r.budget)).padStart(6)}   ` +
+        `${r.accuracy.toFixed(3).padStart(8)}  ${places.map((p) => r.by_place[p].toFixed(2).padStart(8)).join('')}`,
+    );
+  return `${out.join('\n')}\n`;
+}
