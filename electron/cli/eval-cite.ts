@@ -13,7 +13,7 @@ import { citationLayers, rankCitations, sentenceMass } from '../services/citatio
 import { evidencePages } from '../services/evidence.ts';
 import { mapPages, type PrefixMap } from '../services/prefix.ts';
 import { UsageError } from './args.ts';
-import { evalCompressOptions, type NiahCase, splitQuestion } from './eval-niah.ts';
+import { evalCompressOptions, type NeedleRunOptions, type NiahCase, splitQuestion } from './eval-niah.ts';
 import { fmtBudget, methodWidth } from './text-table.ts';
 
 /** Characters per page of a haystack: small, so that the shortest (256 tokens) has several pages to choose from. */
@@ -64,14 +64,7 @@ export interface CiteRow {
   needle_share_right: number;
 }
 
-export interface CiteOptions {
-  methods: CompressionMethod[];
-  budgets: number[];
-  alpha: number;
-  window: number;
-  kernel: number;
-  sessionOpts: { nThreads: number; nCtx: number; kvType: 'f16' | 'f32' };
-}
+export type CiteOptions = NeedleRunOptions;
 
 /** A case read as a document: its pages over the prompt, the token map, and where the needle is. */
 interface CiteCase {

@@ -13,7 +13,7 @@ import { join } from 'node:path';
 
 import type { CompressionMethod, Model, Session } from '../engine/binding.ts';
 import { compressOptionsFor } from '../shared/kv/budget.ts';
-import { type NiahCase, splitQuestion } from './eval-niah.ts';
+import { type NeedleRunOptions, type NiahCase, splitQuestion } from './eval-niah.ts';
 import { fmtBudget, methodWidth } from './text-table.ts';
 
 export type SetMode = 'full' | 'together' | 'assembled';
@@ -28,15 +28,9 @@ export interface NiahSetRow {
   by_place: Record<string, number>;
 }
 
-export interface NiahSetOptions {
+export interface NiahSetOptions extends NeedleRunOptions {
   /** Documents per set. */
   size: number;
-  methods: CompressionMethod[];
-  budgets: number[];
-  alpha: number;
-  window: number;
-  kernel: number;
-  sessionOpts: { nThreads: number; nCtx: number; kvType: 'f16' | 'f32' };
 }
 
 /** A case's haystack without its needle sentence: a document with nothing to find. */

@@ -65,14 +65,18 @@ export interface NiahRow {
   kept_ratio: number;
 }
 
-export interface NiahOptions {
+/** What every needle-set run takes: the methods and budgets to run, their options, the sessions'. */
+export interface NeedleRunOptions {
   methods: CompressionMethod[];
   budgets: number[];
   alpha: number;
   window: number;
   kernel: number;
-  questionAware: boolean;
   sessionOpts: { nThreads: number; nCtx: number; kvType: 'f16' | 'f32' };
+}
+
+export interface NiahOptions extends NeedleRunOptions {
+  questionAware: boolean;
   /** How the haystack is read (docs/compression.md, "Reading a long document"). */
   read?: ReadChoice;
 }

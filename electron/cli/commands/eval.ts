@@ -30,7 +30,7 @@ import { METHOD_NAMES } from '../../shared/kv/methods.ts';
 import { compressRow } from '../../shared/kv/options.ts';
 import { fidelitySvg, rulerSvg } from '../eval-plot.ts';
 import { citeTable, runCite } from '../eval-cite.ts';
-import { niahTable, type ReadChoice, readNiahCases, runNiah } from '../eval-niah.ts';
+import { type NeedleRunOptions, niahTable, type ReadChoice, readNiahCases, runNiah } from '../eval-niah.ts';
 import { niahSetTable, runNiahSets } from '../eval-niah-set.ts';
 import { citationLayers } from '../../services/citations.ts';
 import { RULER_TASKS, isRulerTask } from '../ruler/tasks.ts';
@@ -543,6 +543,8 @@ export const evalCommand: Command = {
       'lengths',
     );
     const questionAware = !!v['question-aware'];
+    // What the needle suites (niah, its sets, cite) all take.
+    const needleRun: NeedleRunOptions = { methods, budgets, alpha, window, kernel, sessionOpts: sessionOptions(v) };
     if (suite === 'ruler') {
       const tasks = list(
         str(v, 'tasks'),
@@ -591,14 +593,7 @@ export const evalCommand: Command = {
       const model = await openModel(v);
       const cases = readNiahCases(casesPath, tasks, lengths.length ? lengths : undefined);
       if (cases.length === 0) throw new UsageError(`--cases: no case of ${casesPath} matches --tasks and --lengths`);
-      const rows = await runCite(model, cases, {
-        methods,
-        budgets,
-        alpha,
-        window,
-        kernel,
-        sessionOpts: sessionOptions(v),
-      });
+      const rows = await runCite(model, cases, needleRun);
       const nLayer = model.info().nLayer;
       model.dispose();
       const layers = citationLayers(nLayer);
@@ -624,15 +619,7 @@ export const evalCommand: Command = {
       if (cases.length === 0) throw new UsageError(`--cases: no case of ${casesPath} matches --tasks and --lengths`);
       if (v.set !== undefined) {
         const size = int(v, 'set', 3, 2);
-        const rows = await runNiahSets(model, cases, {
-          size,
-          methods,
-          budgets,
-          alpha,
-          window,
-          kernel,
-          sessionOpts: sessionOptions(v),
-        });
+        const rows = await runNiahSets(model, cases, { ...needleRun, size });
         model.dispose();
         print(
           v,
@@ -647,16 +634,7 @@ export const evalCommand: Command = {
         );
         return;
       }
-      const rows = await runNiah(model, cases, {
-        methods,
-        budgets,
-        alpha,
-        window,
-        kernel,
-        questionAware,
-        sessionOpts: sessionOptions(v),
-        read,
-      });
+      const rows = await runNiah(model, cases, { ...needleRun, questionAware, read });
       model.dispose();
       print(
         v,
