@@ -11,12 +11,8 @@ import { join } from 'node:path';
 
 import type { Message } from '../electron/api/contract.ts';
 import type { AppCore } from '../electron/services/app-core.ts';
-import {
-  answerEnds,
-  BASE_MODEL_MAX_TOKENS,
-  completionRenderer,
-  plainRenderer,
-} from '../electron/services/chat-format.ts';
+import { answerEnds, completionRenderer, plainRenderer } from '../electron/services/chat-format.ts';
+import { BASE_MODEL_MAX_TOKENS } from '../electron/shared/chat-style.ts';
 import { missing, repoRoot, sharedModel } from './helpers/shared.ts';
 import { taskDone, testCore } from './helpers/test-core.ts';
 

@@ -3,6 +3,7 @@
 // web host (HTTP/WebSocket) both carry exactly this, and both validate with these schemas at run time.
 import { z } from 'zod';
 
+import { CHAT_STYLES } from '../shared/chat-style.ts';
 import { BACKEND_CHOICES, ENGINE_STATES } from '../shared/compute-backends.ts';
 import { BudgetValue } from '../shared/kv/budget.ts';
 import { CompressionMethod, METHOD_TABLE, RECOMMENDED_METHOD, methodRow } from '../shared/kv/methods.ts';
@@ -373,12 +374,8 @@ export type ChatSearchHit = z.infer<typeof ChatSearchHit>;
 export const ChatExportFormat = z.enum(['markdown', 'json']);
 export type ChatExportFormat = z.infer<typeof ChatExportFormat>;
 
-/**
- * How a chat's turns are written for the model: 'chat', a conversation (the model's chat template, else
- * "Question: … Answer:" turns); 'completion', the document and then the text as typed, which the model
- * continues (what a base model can do). null: 'completion' for a model without a chat template, else 'chat'.
- */
-export const ChatStyle = z.enum(['chat', 'completion']);
+/** How a chat's turns are written for the model (shared/chat-style.ts); a chat's null: by the model (chatStyleFor). */
+export const ChatStyle = z.enum(CHAT_STYLES);
 export type ChatStyle = z.infer<typeof ChatStyle>;
 
 export const ChatSummary = z.object({

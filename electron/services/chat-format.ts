@@ -11,6 +11,8 @@
 // continues it (completionRenderer).
 import { Template } from '@huggingface/jinja';
 
+import { BASE_MODEL_MAX_TOKENS } from '../shared/chat-style.ts';
+
 export type Role = 'system' | 'user' | 'assistant';
 export interface Message {
   role: Role;
@@ -95,10 +97,6 @@ export function answerEnds(o: { template: boolean; style: 'chat' | 'completion' 
   if (o.template && o.style === 'chat') return { stops: [], maxTokens: Number.POSITIVE_INFINITY };
   return { stops: o.style === 'chat' ? ['\n\n', '\nQuestion:'] : ['\n\n'], maxTokens: BASE_MODEL_MAX_TOKENS };
 }
-
-/** The longest answer of a base model (answerEnds): a paragraph, as a reader of a chat expects; a base model
- * rarely ends by itself, and on a small context every token it adds is one the next question lacks. */
-export const BASE_MODEL_MAX_TOKENS = 128;
 
 /** The system message's content: the optional instructions, then the document. */
 export function systemContent(document: string, system?: string): string {

@@ -20,6 +20,7 @@ import type { StreamingAnswer } from '../storage/streaming.ts';
 import { exportChat } from './chat-export.ts';
 import { SEARCH_LIMIT, searchHit } from './chat-search.ts';
 import { isUntitled, titleFromQuestion } from './chat-title.ts';
+import { chatStyleFor } from '../shared/chat-style.ts';
 import { answerEnds } from './chat-format.ts';
 import { ConversationSession } from './conversation.ts';
 import type { ChatFormat } from './prefix.ts';
@@ -80,9 +81,9 @@ export class ChatsService {
     return changed;
   }
 
-  /** The style the chat's turns are written in: its own, else completion for a model without a chat template. */
+  /** The style the chat's turns are written in (chatStyleFor). */
   private style(chat: ChatSummary, format: ChatFormat): ChatStyle {
-    return chat.style ?? (format.template ? 'chat' : 'completion');
+    return chatStyleFor(chat.style, format.template);
   }
 
   /** Messages holding the query, in one document's chats or in all of them. */
@@ -143,7 +144,7 @@ export class ChatsService {
     return {
       systemTokens,
       documentTokens: Math.max(0, positions - systemTokens),
-      documentPacked: !!this.storage.stats.get(doc.id)?.rebased,
+      documentPacked: !!doc.kept && doc.kept.placement !== 'own',
       conversationTokens: Math.min(said, Math.max(0, contextTokens - positions)),
       contextTokens,
       kvBytesKept: doc.kvBytesKept,

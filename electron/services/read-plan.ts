@@ -139,11 +139,16 @@ export function planRead(i: ReadPlanInput): ReadPlan {
     (shrunk && !pack
       ? `; it leaves ${count(room)} positions for the conversation, whose older turns are compressed (or set aside) when it fills`
       : '');
+  // What packing did and costs, after why it was done.
+  const packed = (its: string, why: string) =>
+    `${its} kept entries were packed into contiguous positions${why}, so the conversation has what compression ` +
+    'freed; answers are somewhat less accurate, and their page chips come from the words they share with the ' +
+    'pages, not from the model’s attention.';
   const packNote = !pack
     ? ''
     : choice === 'packed'
-      ? ' Its kept entries were packed into contiguous positions (the settings ask for it), so the conversation has what compression freed; answers are somewhat less accurate, and their page chips come from the words they share with the pages, not from the model’s attention.'
-      : ` At its own positions it would leave the conversation ${count(positions - L)} of ${count(positions)} positions, less than its room of ${count(fullRoom)}: its kept entries were packed into contiguous positions, so the conversation has what compression freed; answers are somewhat less accurate, and their page chips come from the words they share with the pages, not from the model’s attention.`;
+      ? ` ${packed('Its', ' (the settings ask for it)')}`
+      : ` At its own positions it would leave the conversation ${count(positions - L)} of ${count(positions)} positions, less than its room of ${count(fullRoom)}: ${packed('its', '')}`;
   return {
     nCtx: lo,
     room,

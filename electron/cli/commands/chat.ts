@@ -14,6 +14,7 @@ import { answerEnds, ChatFormatError } from '../../services/chat-format.ts';
 import { ContextFullError, ConversationSession } from '../../services/conversation.ts';
 import type { EngineManager } from '../../services/engine-manager.ts';
 import { conversationFor } from '../../services/prefix.ts';
+import { chatStyleFor } from '../../shared/chat-style.ts';
 import { readDocument } from '../../services/read-document.ts';
 import { DEFAULT_SETTINGS } from '../../storage/settings.ts';
 import {
@@ -128,7 +129,7 @@ async function converse(engine: EngineManager, o: ChatRun) {
     onProgress: process.stderr.isTTY ? (d, t) => process.stderr.write(`\rreading ${d}/${t} tokens`) : undefined,
   });
   const { plan, stats, nPast: L, nCtx } = read;
-  const style = o.style ?? (format.template ? 'chat' : 'completion');
+  const style = chatStyleFor(o.style, format.template);
   const ends = answerEnds({ template: format.template, style });
   const base = { sessionId: read.sessionId };
   if (process.stderr.isTTY) process.stderr.write('\r\x1b[K');

@@ -44,6 +44,7 @@ import { VersionPager } from './VersionPager.tsx';
 import { SanitizedHtml } from './SanitizedHtml.tsx';
 import { VirtualList } from './VirtualList.tsx';
 import { pagesRead } from '../../../electron/shared/room.ts';
+import { CHAT_STYLES, chatStyleFor } from '../../../electron/shared/chat-style.ts';
 
 export function Markdown({ text, streaming }: { text: string; streaming?: boolean }) {
   // While an answer streams, rendering may lag a token or two behind rather than block typing.
@@ -302,7 +303,7 @@ function ChatTitle({ chatId }: { chatId: string | null }) {
 function useModelStyle(): ChatStyle {
   const modelId = useSettings((s) => s.settings?.modelId ?? null);
   const template = useModels((s) => s.list.find((m) => m.id === modelId)?.chatTemplate ?? null);
-  return template === false ? 'completion' : 'chat';
+  return chatStyleFor(null, template);
 }
 
 const STYLE_TEXT: Record<ChatStyle, string> = {
@@ -324,7 +325,7 @@ function StyleSelect({ value, onChange }: { value: ChatStyle | null; onChange: (
         <option value="">
           By the model ({byModel === 'completion' ? 'continue text: it has no chat template' : 'chat'})
         </option>
-        {(Object.keys(STYLE_TEXT) as ChatStyle[]).map((s) => (
+        {CHAT_STYLES.map((s) => (
           <option key={s} value={s}>
             {STYLE_TEXT[s]}
           </option>
@@ -429,7 +430,8 @@ function prefixSplit(
   return {
     systemTokens,
     documentTokens: Math.max(0, (d.stats?.positions ?? d.tokens) - systemTokens),
-    documentPacked: !!d.stats?.rebased,
+    // As the core counts it: any placement but the document's own positions.
+    documentPacked: (readKind(d) ?? 'own') !== 'own',
   };
 }
 

@@ -10,6 +10,7 @@ import { askConfirm, notify } from '../stores/ui.ts';
 import { explain } from './Term.tsx';
 import { GLOSSARY } from '../lib/glossary.ts';
 import { methodParams } from '../../../electron/shared/kv/methods.ts';
+import { BASE_MODEL_MAX_TOKENS } from '../../../electron/shared/chat-style.ts';
 import { ApiAccess } from './ApiAccess.tsx';
 import { Segmented } from './Segmented.tsx';
 import { METHOD_CHOICES } from '../lib/method-label.ts';
@@ -393,7 +394,12 @@ export function SettingsPage() {
           {text('topP', 'Top-p')}
           {text('minP', 'Min-p')}
           {text('repeatPenalty', 'Repeat penalty')}
-          {text('maxTokens', 'Longest answer (tokens)', undefined, { inputMode: 'numeric' })}
+          {text(
+            'maxTokens',
+            'Longest answer (tokens)',
+            `A base model's (no chat template, or a chat that continues text) at most ${BASE_MODEL_MAX_TOKENS}`,
+            { inputMode: 'numeric' },
+          )}
           {text('seed', 'Seed', 'Empty = random', { inputMode: 'numeric', placeholder: 'random' })}
         </div>
         <Field
