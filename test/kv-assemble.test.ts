@@ -125,3 +125,45 @@ test('a set takes a part of each saved cache: positions, tokens and memory add u
   }
   for (const s of [one.s, two.s, set, full, packed.s]) s.dispose();
 });
+
+test('packed, a saved cache takes the positions its fullest head keeps: appended or packed in place it is the packed read itself, and a set fits where its own spacing would not', {
+  skip,
+}, async () => {
+  const model = await addon.loadModel(stories);
+  const doc: number[] = JSON.parse(readFileSync(longCase, 'utf8')).tokens;
+  const o = { method: 'ada-snapkv', budget: 0.2 };
+  const own = await saved(model, 'own-spacing', doc.slice(0, 300), o);
+  const packedRead = model.createSession(opts);
+  const r = await packedRead.compress(doc.slice(0, 300), { ...o, packPositions: true } as never);
+  // The packed read and the packed append keep the same entries at the same positions: the same answer.
+  const alone = model.createSession(opts);
+  assert.deepEqual(await alone.appendSaved(own.path, { pack: true }), { nPast: r.nPast });
+  assert.ok(r.nPast < 300, `packed into ${r.nPast} of 300 positions`);
+  assert.deepEqual([...alone.tokens()], doc.slice(300 - r.nPast, 300), 'positions count the span’s last tokens');
+  assert.deepEqual(alone.memory().headLengths, own.s.memory().headLengths, 'every kept entry, none dropped');
+  // And a session loaded at its own positions, then packed where it stands (packSpan), is the same again.
+  const loaded = (await model.loadSession(own.path, opts)).session;
+  assert.equal(loaded.packSpan(0, 300), r.nPast);
+  assert.deepEqual([...loaded.tokens()], doc.slice(300 - r.nPast, 300));
+  const x = (await alone.prefill(question)).logits;
+  const y = (await packedRead.prefill(question)).logits;
+  const z = (await loaded.prefill(question)).logits;
+  assert.ok(maxDiff(x, y) < 1e-4, `packed on append as by the read: the logits differ by ${maxDiff(x, y)}`);
+  assert.ok(maxDiff(z, y) < 1e-4, `packed in place as by the read: the logits differ by ${maxDiff(z, y)}`);
+  loaded.dispose();
+
+  // Two such documents after a prefix: each takes only its fullest head's count, so a context too small for
+  // their own spacing holds them.
+  const small = model.createSession({ ...opts, nCtx: 320 });
+  await small.appendSaved(own.path, { to: 1 });
+  await assert.rejects(small.appendSaved(own.path, { from: 1 }).then(() => small.appendSaved(own.path, { from: 1 })));
+  const set = model.createSession({ ...opts, nCtx: 320 });
+  await set.appendSaved(own.path, { to: 1 });
+  const first = await set.appendSaved(own.path, { from: 1, pack: true });
+  const second = await set.appendSaved(own.path, { from: 1, pack: true });
+  assert.equal(second.nPast - first.nPast, first.nPast - 1, 'the same document packs to the same positions');
+  assert.ok(second.nPast <= 1 + 2 * r.nPast, `the set took ${second.nPast} positions`);
+  await set.prefill(question);
+  assert.equal((await set.generate({ n: 4, temperature: 0 })).tokens.length, 4);
+  for (const s of [own.s, packedRead, alone, small, set]) s.dispose();
+});

@@ -293,6 +293,9 @@ export interface Session {
   truncate(n: number): void;
   /** Forgets positions [from, to) (a conversation's oldest turns); what follows moves back to `from`. */
   forget(from: number, to: number): void;
+  /** Gives positions [from, to)'s entries contiguous positions, each head's ending together: the span takes as
+   * many as its fullest head holds, and what follows moves back. Returns the new nPast. */
+  packSpan(from: number, to: number): number;
   /**
    * Compresses positions [from, to) (a conversation's older turns) by the attention `window` (the next
    * question's tokens, run and not kept) gives them: each layer keeps about keepRatio of the span's entries,
@@ -311,7 +314,7 @@ export interface Session {
    * holds) after this session's, with their tokens, their keys rotated to their new positions: a document
    * placed beside others. Refused (NOT_SUPPORTED) for a session read with re-based or packed positions.
    */
-  appendSaved(path: string, o?: { from?: number; to?: number }): Promise<{ nPast: number }>;
+  appendSaved(path: string, o?: { from?: number; to?: number; pack?: boolean }): Promise<{ nPast: number }>;
   memory(): SessionMemory;
   dispose(): void;
 }

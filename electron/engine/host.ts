@@ -404,6 +404,9 @@ function makeHandlers(addon: FolioAddon): Handlers {
         return { nPast: s.nPast };
       }),
 
+    packSpan: ({ sessionId, from, to }, ctx) =>
+      onSession(sessionEntry(sessionId), ctx, (s) => ({ nPast: s.packSpan(from, to) })),
+
     compressSpan: ({ sessionId, from, to, keepRatio, window }, ctx) =>
       onSession(sessionEntry(sessionId), ctx, (s) => s.compressSpan(from, to, keepRatio, window)),
 
@@ -422,8 +425,8 @@ function makeHandlers(addon: FolioAddon): Handlers {
         return { ok: true as const };
       }),
 
-    appendSaved: ({ sessionId, path, from, to }, ctx) =>
-      onSession(sessionEntry(sessionId), ctx, (s) => s.appendSaved(path, { from, to })),
+    appendSaved: ({ sessionId, path, from, to, pack }, ctx) =>
+      onSession(sessionEntry(sessionId), ctx, (s) => s.appendSaved(path, { from, to, pack })),
 
     loadSession: async ({ modelId, path, options }) => {
       const { session, meta } = await modelEntry(modelId).model.loadSession(path, options ?? {});

@@ -308,6 +308,15 @@ export const methods = {
     long: false,
     cancels: false,
   },
+  /** Positions [from, to)'s entries on contiguous positions, the span taking as many as its fullest head holds
+   * (Session.packSpan): a document's kept entries packed. */
+  packSpan: {
+    params: z.strictObject({ sessionId: HandleId, from: Int.min(0), to: Int.min(0) }),
+    result: z.object({ nPast: Int }),
+    events: 'none',
+    long: false,
+    cancels: false,
+  },
   /**
    * Compresses positions [from, to) (a conversation's older turns) by the attention of `window` (the next
    * question's tokens) instead of dropping them: about keepRatio of the span's entries stay, on fewer positions
@@ -342,13 +351,15 @@ export const methods = {
     long: true,
     cancels: false,
   },
-  /** A saved session's entries of positions [from, to) appended after the session's (Session.appendSaved). */
+  /** A saved session's entries of positions [from, to) appended after the session's, at their own spacing or
+   * packed (Session.appendSaved). */
   appendSaved: {
     params: z.strictObject({
       sessionId: HandleId,
       path: z.string().min(1),
       from: Int.min(0).optional(),
       to: Int.min(0).optional(),
+      pack: z.boolean().optional(),
     }),
     result: z.object({ nPast: Int }),
     events: 'none',

@@ -34,6 +34,9 @@ export interface ReadRequest {
   onProgress?: RequestOptions['onProgress'];
   /** Called once the prefix and the plan are known, before anything is read (the app records the read). */
   onPlanned?: (prefix: DocumentPrefix, plan: ReadPlan) => Promise<void> | void;
+  /** Called once the read is compressed, at the document's own positions, before a packed read packs them:
+   * the app saves its cache here, so that a saved cache can always be placed beside others. */
+  onCompressed?: (read: { sessionId: string; stats: CompressionStats }) => Promise<void>;
 }
 
 export interface DocumentRead {
@@ -66,7 +69,7 @@ export async function readDocument(engine: EngineManager, r: ReadRequest): Promi
   const handle = await engine.createSession(r.model, { ...engine.sessionOptions(), nCtx: plan.nCtx });
   try {
     const c = r.compression;
-    const { stats, nPast } = await engine.call(
+    const compressed = await engine.call(
       'compress',
       {
         sessionId: handle.sessionId,
@@ -76,7 +79,6 @@ export async function readDocument(engine: EngineManager, r: ReadRequest): Promi
           measureLoss: r.measureLoss,
           chunk: r.chunk ?? plan.chunk,
           rebase: plan.rebase || !!r.rebase,
-          packPositions: plan.pack,
           room: plan.room,
           checkpoint: r.checkpoint?.path,
           checkpointSeconds: r.checkpoint?.seconds,
@@ -84,6 +86,14 @@ export async function readDocument(engine: EngineManager, r: ReadRequest): Promi
       },
       { signal: r.signal, onProgress: r.onProgress },
     );
+    let { stats, nPast } = compressed;
+    await r.onCompressed?.({ sessionId: handle.sessionId, stats });
+    // Packed after the read (and after the app saved it at its own positions): each head's kept entries end
+    // together, the document taking as many positions as its fullest head keeps. A re-based read is already so.
+    if (plan.pack && !stats.rebased) {
+      nPast = (await engine.call('packSpan', { sessionId: handle.sessionId, from: 0, to: nPast })).nPast;
+      stats = { ...stats, positions: nPast, rebased: true };
+    }
     return { prefix, plan, sessionId: handle.sessionId, nCtx: handle.nCtx, nPast, stats };
   } catch (e) {
     await engine.disposeSession(handle.sessionId);

@@ -155,6 +155,7 @@ export class DocumentReader {
     const pages = range ? pagesRead(stored, range) : stored;
     // A range of every page is the whole document.
     const readPages = range && pages.length < stored.length ? range : null;
+    const kvPath = join(this.ctx.cacheDir, `${documentId}.folio-kv`);
     let readNote = '';
     let tokens = 0;
     let chunked = false;
@@ -198,17 +199,20 @@ export class DocumentReader {
           `reading ${tokens} tokens into the model${chunked ? ' in chunks' : ''}` +
             (t > tokens ? ', each read twice to rank what to keep' : ''),
         ),
+      // Saved at the document's own positions, packed or not: so it can be placed beside others (a chat over a
+      // set of documents); a packed document is packed again when it is loaded (session()).
+      onCompressed: async ({ sessionId }) => {
+        task.progress('save', 0, 1, 'saving the compressed cache');
+        await this.ctx.engine.call('save', {
+          sessionId,
+          path: kvPath,
+          meta: JSON.stringify({ documentId, modelId: model.entryId }),
+        });
+      },
     });
     const compression = settings.compression;
     let kept = false;
     try {
-      task.progress('save', 0, 1, 'saving the compressed cache');
-      const kvPath = join(this.ctx.cacheDir, `${documentId}.folio-kv`);
-      await this.ctx.engine.call('save', {
-        sessionId: read.sessionId,
-        path: kvPath,
-        meta: JSON.stringify({ documentId, modelId: model.entryId }),
-      });
       const { replacedKvPath } = this.ctx.storage.documents.saveCache(documentId, {
         kvPath,
         modelId: model.entryId,
@@ -261,6 +265,9 @@ export class DocumentReader {
     if (usable) {
       try {
         const h = await this.ctx.engine.loadSession(model, doc.kvPath!, documentSessionOptions(this.ctx.engine, doc));
+        // Saved at its own positions: a packed document is packed again as it was read (readDocument).
+        if (doc.kept?.placement === 'packed')
+          await this.ctx.engine.call('packSpan', { sessionId: h.sessionId, from: 0, to: h.nPast });
         this.ctx.engine.setSession(SessionKey.document(documentId), h.sessionId);
         return h.sessionId;
       } catch (e) {

@@ -118,6 +118,21 @@ void forget_positions(backend::KvStore& kv, const HParams& hp, const float* freq
   squeeze_span(kv, hp, freq_factors, pool, from, to, nothing);
 }
 
+int32_t pack_span(backend::KvStore& kv, const HParams& hp, const float* freq_factors, ThreadPool& pool, int32_t from,
+                  int32_t to) {
+  SpanKeep all(size_t(kv.n_layer()), std::vector<std::vector<int32_t>>(size_t(kv.n_head_kv())));
+  std::vector<int32_t> pos;
+  for (int l = 0; l < kv.n_layer(); l++)
+    for (int g = 0; g < kv.n_head_kv(); g++) {
+      pos.resize(size_t(kv.len(l, g)));
+      kv.read_pos(l, g, kv.len(l, g), pos.data());
+      const auto n = std::count_if(pos.begin(), pos.end(), [&](int32_t p) { return p >= from && p < to; });
+      auto& keep = all[size_t(l)][size_t(g)];
+      for (int32_t j = 0; j < int32_t(n); j++) keep.push_back(j);
+    }
+  return squeeze_span(kv, hp, freq_factors, pool, from, to, all);
+}
+
 SpanKeep top_of_span(const backend::KvStore& kv, int32_t from, int32_t to, double keep_ratio,
                      const std::vector<std::vector<std::vector<float>>>& scores) {
   const int Hk = kv.n_head_kv();

@@ -42,6 +42,11 @@ int32_t squeeze_span(backend::KvStore& kv, const HParams& hp, const float* freq_
 void forget_positions(backend::KvStore& kv, const HParams& hp, const float* freq_factors, ThreadPool& pool,
                       int32_t from, int32_t to);
 
+// Keeps every entry whose position is in [from, to) on contiguous positions (squeeze_span keeping all): the
+// span then takes as many positions as its fullest head holds. Returns that count.
+int32_t pack_span(backend::KvStore& kv, const HParams& hp, const float* freq_factors, ThreadPool& pool, int32_t from,
+                  int32_t to);
+
 // The entries of the span [from, to) to keep by their scores (docs/compression.md, "The conversation"): in each
 // layer its heads compete for ceil(keep_ratio · the span's entries over the heads) slots, no head more than
 // ceil(keep_ratio · (to − from)), the positions the span keeps (kv::capped_top). scores: [layer][head][entry],

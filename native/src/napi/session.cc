@@ -32,19 +32,27 @@ struct SessionState {
 class SessionWrap : public Napi::ObjectWrap<SessionWrap> {
  public:
   static Napi::Function Define(Napi::Env env) {
-    return DefineClass(
-        env, "Session",
-        {InstanceMethod("prefill", &SessionWrap::Prefill), InstanceMethod("compress", &SessionWrap::Compress),
-         InstanceMethod("generate", &SessionWrap::Generate), InstanceMethod("cancel", &SessionWrap::Cancel),
-         InstanceMethod("truncate", &SessionWrap::Truncate), InstanceMethod("forget", &SessionWrap::Forget),
-         InstanceMethod("compressSpan", &SessionWrap::CompressSpan), InstanceMethod("fork", &SessionWrap::Fork),
-         InstanceMethod("save", &SessionWrap::Save), InstanceMethod("appendSaved", &SessionWrap::AppendSaved),
-         InstanceMethod("tokens", &SessionWrap::Tokens), InstanceMethod("lastLogits", &SessionWrap::LastLogits),
-         InstanceMethod("memory", &SessionWrap::Memory), InstanceMethod("dispose", &SessionWrap::Dispose),
-         InstanceAccessor("nPast", &SessionWrap::NPast, nullptr), InstanceAccessor("nCtx", &SessionWrap::NCtx, nullptr),
-         InstanceAccessor("nThreads", &SessionWrap::NThreads, nullptr),
-         InstanceAccessor("backend", &SessionWrap::BackendName, nullptr),
-         InstanceAccessor("busy", &SessionWrap::Busy, nullptr)});
+    return DefineClass(env, "Session",
+                       {InstanceMethod("prefill", &SessionWrap::Prefill),
+                        InstanceMethod("compress", &SessionWrap::Compress),
+                        InstanceMethod("generate", &SessionWrap::Generate),
+                        InstanceMethod("cancel", &SessionWrap::Cancel),
+                        InstanceMethod("truncate", &SessionWrap::Truncate),
+                        InstanceMethod("forget", &SessionWrap::Forget),
+                        InstanceMethod("packSpan", &SessionWrap::PackSpan),
+                        InstanceMethod("compressSpan", &SessionWrap::CompressSpan),
+                        InstanceMethod("fork", &SessionWrap::Fork),
+                        InstanceMethod("save", &SessionWrap::Save),
+                        InstanceMethod("appendSaved", &SessionWrap::AppendSaved),
+                        InstanceMethod("tokens", &SessionWrap::Tokens),
+                        InstanceMethod("lastLogits", &SessionWrap::LastLogits),
+                        InstanceMethod("memory", &SessionWrap::Memory),
+                        InstanceMethod("dispose", &SessionWrap::Dispose),
+                        InstanceAccessor("nPast", &SessionWrap::NPast, nullptr),
+                        InstanceAccessor("nCtx", &SessionWrap::NCtx, nullptr),
+                        InstanceAccessor("nThreads", &SessionWrap::NThreads, nullptr),
+                        InstanceAccessor("backend", &SessionWrap::BackendName, nullptr),
+                        InstanceAccessor("busy", &SessionWrap::Busy, nullptr)});
   }
 
   explicit SessionWrap(const Napi::CallbackInfo& info) : Napi::ObjectWrap<SessionWrap>(info) {
@@ -233,7 +241,7 @@ class SessionWrap : public Napi::ObjectWrap<SessionWrap> {
         env, [st, path, meta](const Job::Emit&) { st->session->save(path, meta); }, nullptr);
   }
 
-  // appendSaved(path, { from?, to? }): a saved session's entries of positions [from, to) after this one's
+  // appendSaved(path, { from?, to?, pack? }): a saved session's entries of positions [from, to) after this one's
   // (Session::append_saved), off the JS thread (it reads the file).
   Napi::Value AppendSaved(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
@@ -244,10 +252,14 @@ class SessionWrap : public Napi::ObjectWrap<SessionWrap> {
         info.Length() > 1 && info[1].IsObject() ? info[1].As<Napi::Object>() : Napi::Object::New(env);
     const int32_t from = int32_t(num_opt(env, o, "from", 0, 0, 1 << 30));
     const int32_t to = int32_t(num_opt(env, o, "to", -1, -1, 1 << 30));
+    const bool pack = o.Has("pack") && o.Get("pack").ToBoolean().Value();
     auto st = state_;
     auto n_past = std::make_shared<int32_t>(0);
     return run(
-        env, [st, path, from, to, n_past](const Job::Emit&) { *n_past = st->session->append_saved(path, from, to); },
+        env,
+        [st, path, from, to, pack, n_past](const Job::Emit&) {
+          *n_past = st->session->append_saved(path, from, to, pack);
+        },
         [n_past](Napi::Env env) {
           Napi::Object r = Napi::Object::New(env);
           r.Set("nPast", *n_past);
@@ -282,6 +294,18 @@ class SessionWrap : public Napi::ObjectWrap<SessionWrap> {
     guard(env,
           [&] { s.session->forget(info[0].As<Napi::Number>().Int32Value(), info[1].As<Napi::Number>().Int32Value()); });
     return env.Undefined();
+  }
+
+  // packSpan(from, to) → n_past: the span's entries on contiguous positions (Session::pack_span).
+  Napi::Value PackSpan(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    if (info.Length() < 2 || !info[0].IsNumber() || !info[1].IsNumber())
+      throw js_error(env, "INVALID_ARGUMENT", "packSpan(from, to) needs two numbers");
+    SessionState& s = idle(env);
+    const int32_t n = guard(env, [&] {
+      return s.session->pack_span(info[0].As<Napi::Number>().Int32Value(), info[1].As<Napi::Number>().Int32Value());
+    });
+    return Napi::Number::New(env, n);
   }
 
   // compressSpan(from, to, keepRatio, windowTokens): a conversation's older turns compressed by the attention of

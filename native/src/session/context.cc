@@ -78,47 +78,58 @@ void Context::restore(FlatKvCache cache, int32_t n_past) {
   n_past_ = n_past;
 }
 
-int32_t Context::append_part(const FlatKvCache& part, int32_t from, int32_t to) {
+int32_t Context::append_part(const FlatKvCache& part, int32_t from, int32_t to, bool pack) {
   const HParams& hp = model_.hparams();
   if (part.type() != kv_->type() || part.n_layer() != hp.n_layer || part.n_head_kv() != hp.n_head_kv)
     fail("INVALID_ARGUMENT", "a saved cache of another precision or layout cannot join this one");
   if (from < 0 || to < from) fail("INVALID_ARGUMENT", strfmt("no positions %d to %d", from, to));
-  const int32_t span = to - from;
+  // Each head's entries in [from, to), [layer][head]: contiguous, as a head's positions ascend.
+  std::vector<std::vector<int32_t>> first(size_t(hp.n_layer)), count(size_t(hp.n_layer));
+  int32_t most = 0;  // the most entries any head holds in the span
+  for (int l = 0; l < hp.n_layer; l++)
+    for (int g = 0; g < hp.n_head_kv; g++) {
+      const int32_t* p = part.layer(l).positions(g);
+      const int32_t n = part.len(l, g);
+      const int32_t j0 = int32_t(std::lower_bound(p, p + n, from) - p);
+      first[size_t(l)].push_back(j0);
+      count[size_t(l)].push_back(int32_t(std::lower_bound(p, p + n, to) - p) - j0);
+      most = std::max(most, count[size_t(l)].back());
+    }
+  // Packed, the span takes as many positions as its fullest head keeps (rebase_positions' rule).
+  const int32_t span = pack ? most : to - from;
   if (n_past_ + span > params_.n_ctx)
     fail("CONTEXT_FULL",
          strfmt("the context holds %d positions: %d taken and %d more do not fit", params_.n_ctx, n_past_, span));
   FlatKvCache host = cache().clone();
-  const int32_t shift = n_past_ - from;
   const size_t kb = host.k_entry_bytes();
   const float* freq_factors = rope_factors_host();
   std::vector<float> k;
   std::vector<uint8_t> kbytes;
-  std::vector<int32_t> pos, delta;
+  std::vector<int32_t> pos, delta, caps(size_t(hp.n_head_kv));
   for (int l = 0; l < hp.n_layer; l++) {
     const LayerKv& P = part.layer(l);
-    // Each head's entries in [from, to): contiguous, as a head's positions ascend.
-    std::vector<int32_t> first(size_t(hp.n_head_kv)), count(size_t(hp.n_head_kv)), caps(size_t(hp.n_head_kv));
-    for (int g = 0; g < hp.n_head_kv; g++) {
-      const int32_t* p = P.positions(g);
-      const int32_t n = part.len(l, g);
-      first[size_t(g)] = int32_t(std::lower_bound(p, p + n, from) - p);
-      count[size_t(g)] = int32_t(std::lower_bound(p, p + n, to) - p) - first[size_t(g)];
+    for (int g = 0; g < hp.n_head_kv; g++)
       caps[size_t(g)] =
-          host.len(l, g) + count[size_t(g)] + std::min(FlatKvCache::kSpare, params_.n_ctx - n_past_ - span);
-    }
+          host.len(l, g) + count[size_t(l)][size_t(g)] + std::min(FlatKvCache::kSpare, params_.n_ctx - n_past_ - span);
     host.reserve_heads(l, caps);
     for (int g = 0; g < hp.n_head_kv; g++) {
-      const int32_t n = count[size_t(g)], j0 = first[size_t(g)];
+      const int32_t n = count[size_t(l)][size_t(g)], j0 = first[size_t(l)][size_t(g)];
       if (n == 0) continue;
+      // Own spacing: every entry moves by n_past − from. Packed: head g's n entries end at the span's last
+      // position, n_past + span − n .. n_past + span − 1, in their order.
+      pos.resize(size_t(n));
+      delta.resize(size_t(n));
+      for (int32_t i = 0; i < n; i++) {
+        const int32_t old = P.positions(g)[j0 + i];
+        pos[size_t(i)] = pack ? n_past_ + span - n + i : old + n_past_ - from;
+        delta[size_t(i)] = pos[size_t(i)] - old;
+      }
       k.resize(size_t(n) * size_t(hp.head_dim));
       part.read_k(l, g, j0, n, k.data());
-      delta.assign(size_t(n), shift);
       forward::rotate_keys(hp, freq_factors, pool_, l, k.data(), n, delta.data());
       kbytes.resize(size_t(n) * kb);
       if (host.type() == KvType::F32) std::memcpy(kbytes.data(), k.data(), kbytes.size());
       else quant::kernels(TensorType::F16).quantize_row(k.data(), kbytes.data(), int64_t(n) * hp.head_dim);
-      pos.resize(size_t(n));
-      for (int32_t i = 0; i < n; i++) pos[size_t(i)] = P.positions(g)[j0 + i] + shift;
       const uint8_t* v = P.v.data() + size_t(P.heads[size_t(g)].offset + j0) * part.v_entry_bytes();
       host.append_raw(l, g, pos.data(), kbytes.data(), v, n);
     }
@@ -133,6 +144,15 @@ void Context::truncate(int32_t n) {
   kv_->truncate(n);
   host_stale_ = true;
   n_past_ = n;
+}
+
+int32_t Context::pack_span(int32_t from, int32_t to) {
+  if (from < 0 || to < from || to > n_past_)
+    fail("INVALID_ARGUMENT", strfmt("cannot pack positions %d to %d: the context holds %d", from, to, n_past_));
+  const int32_t R = forward::pack_span(*kv_, model_.hparams(), rope_factors_host(), pool_, from, to);
+  host_stale_ = true;
+  n_past_ -= to - from - R;
+  return n_past_;
 }
 
 void Context::forget(int32_t from, int32_t to) {

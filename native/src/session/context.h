@@ -120,15 +120,20 @@ class Context {
 
   // Appends the entries of `part` (another context's cache of the same model and element type) whose positions
   // are in [from, to) at positions n_past + (p − from), their keys rotated by n_past − from (the RoPE
-  // composition of re-based positions). Throws CONTEXT_FULL when to − from positions do not fit. Returns the
-  // new n_past.
-  int32_t append_part(const FlatKvCache& part, int32_t from, int32_t to);
+  // composition of re-based positions); packed, at contiguous positions instead, each head's ending at the
+  // span's last, the span taking as many positions as its fullest head keeps (rebase_positions' rule). Throws
+  // CONTEXT_FULL when the span's positions do not fit. Returns the new n_past.
+  int32_t append_part(const FlatKvCache& part, int32_t from, int32_t to, bool pack = false);
 
   // Forgets every position from n onwards (regenerate, edit).
   void truncate(int32_t n);
   // Forgets positions [from, to) (a conversation's oldest turns) and moves what follows back to `from`, its
   // keys rotated to the new positions (docs/compression.md, "The conversation").
   void forget(int32_t from, int32_t to);
+  // Gives the entries of positions [from, to) contiguous positions, each head's ending at from + R, R the most
+  // any head holds there (forward::pack_span), and moves what follows back to it: a document's kept entries on
+  // the positions they need (docs/compression.md, "Packed positions"). Returns the new n_past.
+  int32_t pack_span(int32_t from, int32_t to);
   // Compresses positions [from, to) (a conversation's older turns) by score instead (docs/compression.md, "The
   // conversation"): the `window` tokens (the next question) run at positions n_past, n_past + 1, ... without
   // staying in the cache, and their attention ranks the span's entries; each layer keeps ceil(keep_ratio · its

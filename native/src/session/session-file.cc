@@ -275,7 +275,7 @@ std::unique_ptr<Session> Session::load(std::shared_ptr<const Model> model, const
   return s;
 }
 
-int32_t Session::append_saved(const std::string& path, int32_t from, int32_t to) {
+int32_t Session::append_saved(const std::string& path, int32_t from, int32_t to, bool pack) {
   SavedSession saved = read_saved_session(*model_, path, ctx_->n_ctx());
   // Positions must be tokens: a re-based (or packed) read's entries no longer say which token they are.
   if (saved.tokens.size() != size_t(saved.n_past))
@@ -286,8 +286,10 @@ int32_t Session::append_saved(const std::string& path, int32_t from, int32_t to)
   if (from < 0 || to < from || to > saved.n_past)
     fail("INVALID_ARGUMENT",
          strfmt("positions %d to %d are not within the %d positions of %s", from, to, saved.n_past, path.c_str()));
-  const int32_t n_past = ctx_->append_part(saved.cache, from, to);
-  tokens_.insert(tokens_.end(), saved.tokens.begin() + from, saved.tokens.begin() + to);
+  const int32_t before = ctx_->n_past();
+  const int32_t n_past = ctx_->append_part(saved.cache, from, to, pack);
+  // Positions count the last n_past tokens (as after compress_span): packed, the span's last ones.
+  tokens_.insert(tokens_.end(), saved.tokens.begin() + (to - (n_past - before)), saved.tokens.begin() + to);
   last_logits_.clear();  // the next prefill computes them
   return n_past;
 }

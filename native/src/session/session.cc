@@ -187,14 +187,22 @@ void Session::forget(int32_t from, int32_t to) {
 int32_t Session::compress_span(int32_t from, int32_t to, double keep_ratio, const std::vector<int32_t>& window,
                                const std::atomic<bool>* cancel) {
   const int32_t before = ctx_->n_past();
-  const int32_t after = ctx_->compress_span(from, to, keep_ratio, window, cancel);
-  const int32_t freed = before - after;
-  // Positions count the last n_past tokens (as in forget).
+  squeezed(from, before, ctx_->compress_span(from, to, keep_ratio, window, cancel));
+  return ctx_->n_past();
+}
+
+int32_t Session::pack_span(int32_t from, int32_t to) {
+  const int32_t before = ctx_->n_past();
+  squeezed(from, before, ctx_->pack_span(from, to));
+  return ctx_->n_past();
+}
+
+void Session::squeezed(int32_t from, int32_t before, int32_t after) {
+  // Positions count the last n_past tokens (as in forget): the span keeps its last ones.
   const size_t offset = tokens_.size() - size_t(before);
   tokens_.erase(tokens_.begin() + std::ptrdiff_t(offset + size_t(from)),
-                tokens_.begin() + std::ptrdiff_t(offset + size_t(from + freed)));
+                tokens_.begin() + std::ptrdiff_t(offset + size_t(from + before - after)));
   last_logits_.clear();
-  return after;
 }
 
 void Session::truncate(int32_t n) {

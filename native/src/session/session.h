@@ -91,15 +91,20 @@ class Session {
   int32_t compress_span(int32_t from, int32_t to, double keep_ratio, const std::vector<int32_t>& window,
                         const std::atomic<bool>* cancel);
 
+  // Packs positions [from, to) (Context::pack_span); the span's positions keep its last tokens, as after
+  // compress_span. The logits to sample from are gone until the next prefill. Returns the new n_past.
+  int32_t pack_span(int32_t from, int32_t to);
+
   // Writes the session to `path` atomically (a temporary file renamed into place), with a checksum;
   // `meta` is kept as given (the app stores the compression statistics there).
   void save(const std::string& path, const std::string& meta) const;
   // Appends the entries of a saved session whose positions are in [from, to) (to < 0: all it holds) after
   // what this session holds, with their tokens: a document placed beside others (docs/compression.md, "Many
-  // documents"). Their keys are rotated to their new positions. Refused (NOT_SUPPORTED) for a session read
-  // with re-based or packed positions; CONTEXT_FULL when they do not fit. The logits to sample from are gone
-  // until the next prefill. Returns the new n_past.
-  int32_t append_saved(const std::string& path, int32_t from, int32_t to);
+  // documents"). Their keys are rotated to their new positions: the span's own spacing, or packed
+  // (Context::append_part), when it takes as many positions as its fullest head keeps and its last tokens.
+  // Refused (NOT_SUPPORTED) for a session saved with re-based or packed positions; CONTEXT_FULL when they do
+  // not fit. The logits to sample from are gone until the next prefill. Returns the new n_past.
+  int32_t append_saved(const std::string& path, int32_t from, int32_t to, bool pack = false);
 
   // Reads a saved session. Throws SESSION_FILE_* errors for damaged files, files of another model or
   // another cache layout; `meta` receives what was saved with it.
@@ -107,6 +112,9 @@ class Session {
                                        const ContextParams& params, std::string* meta);
 
  private:
+  // The tokens' bookkeeping after a span starting at `from` took fewer positions (n_past went from before to after).
+  void squeezed(int32_t from, int32_t before, int32_t after);
+
   std::shared_ptr<const Model> model_;
   std::unique_ptr<Context> ctx_;
   std::vector<int32_t> tokens_;
