@@ -5,6 +5,7 @@ import { z } from 'zod';
 
 import { CHAT_STYLES } from '../shared/chat-style.ts';
 import { BACKEND_CHOICES, ENGINE_STATES } from '../shared/compute-backends.ts';
+import { MAX_CHAT_DOCUMENTS } from '../shared/limits.ts';
 import { BudgetValue } from '../shared/kv/budget.ts';
 import { CompressionMethod, METHOD_TABLE, RECOMMENDED_METHOD, methodRow } from '../shared/kv/methods.ts';
 import { compressOption, samplingOption } from '../shared/kv/options.ts';
@@ -327,6 +328,8 @@ export type CitedSentence = z.infer<typeof CitedSentence>;
 /** A page an answer looked at, with its share of the attention the answer paid the document and its sentences
  * that took the most, best first. */
 export const CitedPage = z.object({
+  /** In a chat over a set of documents, the document of the page. */
+  documentId: Id.optional(),
   page: z.number().int().min(1),
   share: z.number().min(0).max(1),
   sentences: z.array(CitedSentence),
@@ -380,7 +383,10 @@ export type ChatStyle = z.infer<typeof ChatStyle>;
 
 export const ChatSummary = z.object({
   id: Id,
+  /** The first of its documents. */
   documentId: Id,
+  /** The documents the chat is over, in the order the model reads them (one, or a set). */
+  documentIds: z.array(Id).min(1),
   title: z.string(),
   createdAt: z.string(),
   updatedAt: z.string(),
@@ -602,10 +608,19 @@ export const methods = {
 
   /** A document's chats that hold messages, and its one empty chat if it has one. */
   'chats.list': { params: z.object({ documentId: Id }), result: z.array(ChatSummary) },
-  /** A chat to start with: the document's empty chat when it has one (no pile of empty chats), else a new
-   * one. Untitled, it takes its title from its first question. */
+  /** A chat to start with, over the document, or over it and `others` (a set, read in that order): the empty
+   * chat over exactly those when there is one (no pile of empty chats), else a new one. Untitled, it takes its
+   * title from its first question. */
   'chats.create': {
-    params: z.object({ documentId: Id, title: z.string().max(200).optional(), style: ChatStyle.nullable().optional() }),
+    params: z.object({
+      documentId: Id,
+      others: z
+        .array(Id)
+        .max(MAX_CHAT_DOCUMENTS - 1)
+        .optional(),
+      title: z.string().max(200).optional(),
+      style: ChatStyle.nullable().optional(),
+    }),
     result: ChatSummary,
   },
   /** Messages whose text holds `query` (case-insensitive), newest first: in the chats of `documentId`, or in

@@ -1,5 +1,6 @@
-// Chats over a compressed document. Each chat forks the document's compressed session, so a new chat costs
-// no prefill; its conversation lives in that fork. Answers stream as chat.token events and are written to
+// Chats over a compressed document, or a set of them. A chat over one document forks the document's compressed
+// session, so a new chat costs no prefill; a chat over a set assembles its documents' saved caches side by side
+// (chat-set.ts), nothing read again. Its conversation lives in that session. Answers stream as chat.token events and are written to
 // the database as they grow; stop, regenerate and edit truncate the conversation. When the engine dies
 // mid-answer the answer is kept as interrupted, and the chat's session is rebuilt on the next question
 // from the document's saved cache plus the stored conversation.
@@ -28,7 +29,9 @@ import type { DocumentReader } from './documents/reader.ts';
 import type { EngineManager } from './engine-manager.ts';
 import { citationsFromAttention, pageRefsOf } from './citations.ts';
 import { evidencePages } from './evidence.ts';
-import { pagesRead } from '../shared/room.ts';
+import { MAX_CHAT_DOCUMENTS } from '../shared/limits.ts';
+import { conversationRoom, pagesRead } from '../shared/room.ts';
+import { assembleSet, setCitations, type AssembledSet, type SetDocument } from './chat-set.ts';
 import { SessionKey } from './session-key.ts';
 
 /** Tokens kept free at the end of the context for the answer's first words. */
@@ -36,6 +39,8 @@ const ANSWER_ROOM = 16;
 
 export class ChatsService {
   private live = new Map<string, Promise<ConversationSession>>();
+  /** The chats over a set as their sessions were assembled: where each document's entries lie. */
+  private sets = new Map<string, AssembledSet & { documents: SetDocument[] }>();
   private running = new Map<string, { controller: AbortController; done: Promise<void> }>();
 
   constructor(
@@ -45,25 +50,32 @@ export class ChatsService {
     private readonly bus: EventBus,
   ) {}
 
-  /** The chats that hold messages, and the newest empty one (the one "New chat" reuses); other empty
-   * chats (left by an older version of the app) are not listed. */
+  /** The chats over the document (alone or in a set) that hold messages, and its newest empty chat over it alone
+   * (the one "New chat" reuses); other empty chats (left by an older version of the app) are not listed. */
   list(documentId: string): ChatSummary[] {
     this.storage.documents.require(documentId);
-    const empty = this.emptyChat(documentId);
+    const empty = this.emptyChat([documentId]);
     return this.storage.chats.list(documentId).filter((c) => c.messageCount > 0 || c.id === empty?.id);
   }
 
-  /** The document's newest chat without messages, if any. */
-  private emptyChat(documentId: string): ChatSummary | undefined {
-    return this.storage.chats.list(documentId).find((c) => c.messageCount === 0);
+  /** The newest chat without messages over exactly these documents, if any. */
+  private emptyChat(documentIds: readonly string[]): ChatSummary | undefined {
+    const same = (c: ChatSummary) =>
+      c.documentIds.length === documentIds.length && c.documentIds.every((d, i) => d === documentIds[i]);
+    return this.storage.chats.list(documentIds[0]).find((c) => c.messageCount === 0 && same(c));
   }
 
-  /** The document's empty chat (renamed when a title is given, and made the most recent), else a new one. */
+  /** The empty chat over the document, or the set (renamed when a title is given, and made the most recent),
+   * else a new one. */
   create(params: Params<'chats.create'>): ChatSummary {
-    const doc = this.storage.documents.require(params.documentId);
+    const ids = [params.documentId, ...(params.others ?? [])];
+    if (new Set(ids).size !== ids.length) throw new ApiError('BAD_REQUEST', 'a chat lists each document once');
+    if (ids.length > MAX_CHAT_DOCUMENTS)
+      throw new ApiError('BAD_REQUEST', `a chat reads at most ${MAX_CHAT_DOCUMENTS} documents together`);
+    for (const id of ids) this.storage.documents.require(id);
     const title = params.title?.trim();
-    const empty = this.emptyChat(doc.id);
-    if (!empty) return this.storage.chats.create(doc.id, title, params.style ?? null);
+    const empty = this.emptyChat(ids);
+    if (!empty) return this.storage.chats.create(ids, title, params.style ?? null);
     if (params.style !== undefined) this.storage.chats.setStyle(empty.id, params.style);
     if (title) return this.storage.chats.rename(empty.id, title);
     this.storage.chats.touch(empty.id);
@@ -98,8 +110,8 @@ export class ChatsService {
 
   export(params: Params<'chats.export'>): Result<'chats.export'> {
     const chat = this.storage.chats.require(params.chatId);
-    const doc = toSummary(this.storage.documents.require(chat.documentId));
-    return exportChat(chat, doc, this.storage.messages.list(chat.id), params.format);
+    const docs = chat.documentIds.map((id) => toSummary(this.storage.documents.require(id)));
+    return exportChat(chat, docs, this.storage.messages.list(chat.id), params.format);
   }
 
   /**
@@ -121,35 +133,63 @@ export class ChatsService {
 
   get(chatId: string): Result<'chats.get'> {
     const chat = this.storage.chats.require(chatId);
-    const doc = this.storage.documents.require(chat.documentId);
     const messages = this.storage.messages.list(chatId);
     return {
       chat,
       messages,
-      usage: this.usage(doc, chatId),
+      usage: chat.documentIds.length > 1 ? this.setUsage(chat) : this.usage(chat),
     };
   }
 
   /** The context meter: the prefix's positions split into the system prompt (and template) and the document. */
-  private usage(doc: DocumentRecord, chatId: string): Result<'chats.get'>['usage'] {
+  private usage(chat: ChatSummary): Result<'chats.get'>['usage'] {
+    const doc = this.storage.documents.require(chat.documentId);
     const pageTokens = this.pagesRead(doc).reduce((n, p) => n + (p.tokenEnd - p.tokenStart), 0);
     const systemTokens = Math.max(0, doc.tokens - pageTokens);
-    const positions = this.prefixPositions(doc.id);
-    const contextTokens = doc.contextTokens ?? this.engine.sessionOptions().nCtx;
+    return this.meter(chat, {
+      systemTokens,
+      documentTokens: Math.max(0, this.prefixPositions(chat) - systemTokens),
+      documentPacked: !!doc.kept && doc.kept.placement !== 'own',
+      contextTokens: doc.contextTokens ?? this.engine.sessionOptions().nCtx,
+      kvBytesKept: doc.kvBytesKept,
+      kvBytesFull: doc.kvBytesFull,
+    });
+  }
+
+  /** A set's meter: as assembled when it was (the template, system prompt and headers apart from the
+   * documents), else by the documents' own reads; the memory is the sum of theirs. */
+  private setUsage(chat: ChatSummary): Result<'chats.get'>['usage'] {
+    const docs = chat.documentIds.map((id) => this.storage.documents.require(id));
+    const sum = (f: (d: DocumentRecord) => number | null) =>
+      docs.some((d) => f(d) === null) ? null : docs.reduce((n, d) => n + f(d)!, 0);
+    const set = this.sets.get(chat.id);
+    const own = docs.map((d) => this.pagesRead(d).reduce((n, p) => n + (p.tokenEnd - p.tokenStart), 0));
+    const documentTokens = set ? set.parts.reduce((n, p) => n + p.end - p.start, 0) : own.reduce((a, b) => a + b, 0);
+    return this.meter(chat, {
+      systemTokens: set ? set.nPast - documentTokens : Math.max(0, docs[0].tokens - own[0]),
+      documentTokens,
+      documentPacked: set?.packed ?? false,
+      contextTokens: set?.nCtx ?? Math.max(...docs.map((d) => d.contextTokens ?? this.engine.sessionOptions().nCtx)),
+      kvBytesKept: sum((d) => d.kvBytesKept),
+      kvBytesFull: sum((d) => d.kvBytesFull),
+    });
+  }
+
+  /** The meter with the conversation's positions: what the cache held after the last answer, at most what the
+   * context leaves after the prefix. */
+  private meter(
+    chat: ChatSummary,
+    m: Omit<Result<'chats.get'>['usage'], 'conversationTokens'>,
+  ): Result<'chats.get'>['usage'] {
+    const positions = m.systemTokens + m.documentTokens;
+    const contextTokens = m.contextTokens;
+    const chatId = chat.id;
     // What the cache held after the last answer (older turns may have been compressed or set aside,
     // conversation.ts), else the messages' own tokens: more than the cache can hold once older turns were
     // compressed or set aside, so at most what the context leaves after the document.
     const held = this.storage.chats.conversationPositions(chatId);
     const said = held ?? this.storage.messages.conversationTokens(chatId).tokens;
-    return {
-      systemTokens,
-      documentTokens: Math.max(0, positions - systemTokens),
-      documentPacked: !!doc.kept && doc.kept.placement !== 'own',
-      conversationTokens: Math.min(said, Math.max(0, contextTokens - positions)),
-      contextTokens,
-      kvBytesKept: doc.kvBytesKept,
-      kvBytesFull: doc.kvBytesFull,
-    };
+    return { ...m, conversationTokens: Math.min(said, Math.max(0, contextTokens - positions)) };
   }
 
   /** An answer's attention folded onto the document's sentences; null where its positions are not the
@@ -160,14 +200,38 @@ export class ChatsService {
     return charMap ? citationsFromAttention(attention, { pages, charMap }) : null;
   }
 
+  /**
+   * Where an answer's evidence is. Only the pages the model read can hold it: ranked by the answer's attention to
+   * them, else (no attention measured) by the words they share with it. In a set, the pages name their documents
+   * (citations); a packed set's answers have none.
+   */
+  private evidence(
+    chat: ChatSummary,
+    text: string,
+    attention: Float32Array[] | null,
+  ): { citations: CitedPage[] | null; pageRefs: number[] } {
+    if (chat.documentIds.length > 1) {
+      const set = this.sets.get(chat.id);
+      const citations = set ? setCitations(attention, set, set.documents) : null;
+      return { citations, pageRefs: citations ? pageRefsOf(citations) : [] };
+    }
+    const doc = this.storage.documents.require(chat.documentId);
+    const pages = this.pagesRead(doc);
+    const citations = this.citations(doc, pages, attention);
+    return { citations, pageRefs: citations ? pageRefsOf(citations) : evidencePages(text, pages) };
+  }
+
   /** The pages the document's cache holds: what the meter counts and what answers may cite. */
   private pagesRead(doc: DocumentRecord) {
     return pagesRead(this.storage.documents.pages(doc.id), doc.readPages);
   }
 
-  /** Positions the document's prefix takes in its cache (fewer than its tokens when read with re-based positions). */
-  private prefixPositions(documentId: string): number {
-    return this.storage.stats.get(documentId)?.positions ?? this.storage.documents.require(documentId).tokens;
+  /** Positions the chat's prefix takes in its session: the document's (fewer than its tokens when read with
+   * re-based positions), or the set's as assembled. */
+  private prefixPositions(chat: ChatSummary): number {
+    const set = this.sets.get(chat.id);
+    if (set) return set.nPast;
+    return this.storage.stats.get(chat.documentId)?.positions ?? this.storage.documents.require(chat.documentId).tokens;
   }
 
   rename(params: Params<'chats.rename'>): ChatSummary {
@@ -182,11 +246,12 @@ export class ChatsService {
   }
 
   private key(chat: ChatSummary): SessionKey {
-    return SessionKey.chat(chat.documentId, chat.id);
+    return SessionKey.chat(chat.documentIds, chat.id);
   }
 
   private async forget(chat: ChatSummary): Promise<void> {
     this.live.delete(chat.id);
+    this.sets.delete(chat.id);
     this.storage.chats.setConversationPositions(chat.id, null);
     await this.engine.dropSession(this.key(chat));
   }
@@ -202,16 +267,7 @@ export class ChatsService {
   }
 
   private async build(chat: ChatSummary, upTo?: string): Promise<ConversationSession> {
-    const docSession = await this.documents.session(chat.documentId);
-    const model = this.engine.requireModel();
-    const format = await this.engine.chatFormat(model);
-    const conversation = this.documents.prefixConversation(
-      chat.documentId,
-      format,
-      this.storage.settings.get().systemPrompt,
-      this.style(chat, format),
-    );
-    const live = await ConversationSession.fork(this.engine, model, format, conversation, docSession);
+    const live = chat.documentIds.length > 1 ? await this.assemble(chat) : await this.fork(chat);
     this.engine.setSession(this.key(chat), live.sessionId);
     // Replay what was said (finished answers only; an interrupted one is replayed as far as it got).
     const said = this.storage.messages.list(chat.id);
@@ -221,6 +277,55 @@ export class ChatsService {
       { answerRoom: ANSWER_ROOM },
     );
     return live;
+  }
+
+  /** A chat over one document: a fork of the document's session. */
+  private async fork(chat: ChatSummary): Promise<ConversationSession> {
+    const docSession = await this.documents.session(chat.documentId);
+    const model = this.engine.requireModel();
+    const format = await this.engine.chatFormat(model);
+    const conversation = this.documents.prefixConversation(
+      chat.documentId,
+      format,
+      this.storage.settings.get().systemPrompt,
+      this.style(chat, format),
+    );
+    return ConversationSession.fork(this.engine, model, format, conversation, docSession);
+  }
+
+  /** A chat over a set: its documents' saved caches side by side (each read first where it has none). */
+  private async assemble(chat: ChatSummary): Promise<ConversationSession> {
+    const documents: SetDocument[] = [];
+    for (const id of chat.documentIds) {
+      const doc = await this.documents.savedCache(id);
+      documents.push({
+        id,
+        title: doc.title,
+        kvPath: doc.kvPath,
+        pages: this.pagesRead(doc),
+        charMap: this.storage.documents.charMap(id),
+      });
+    }
+    const model = this.engine.requireModel();
+    const format = await this.engine.chatFormat(model);
+    const settings = this.storage.settings.get();
+    const nCtx = Math.max(
+      ...chat.documentIds.map(
+        (id) => this.storage.documents.require(id).contextTokens ?? this.engine.sessionOptions().nCtx,
+      ),
+    );
+    const set = await assembleSet(this.engine, {
+      model,
+      format,
+      systemPrompt: settings.systemPrompt,
+      style: this.style(chat, format),
+      documents,
+      nCtx,
+      room: conversationRoom(nCtx, settings.conversationRoom),
+      positions: settings.compression.positions ?? 'auto',
+    });
+    this.sets.set(chat.id, { ...set, documents });
+    return ConversationSession.over(this.engine, model, format, set.conversation, set);
   }
 
   /** Asks a question; the answer streams in the background. */
@@ -325,21 +430,17 @@ export class ChatsService {
         });
         // Recorded before the answer is announced, so that the meter read on that event counts it.
         this.storage.chats.setConversationPositions(chat.id, {
-          positions: Math.max(0, live.status().position - this.prefixPositions(chat.documentId)),
+          positions: Math.max(0, live.status().position - this.prefixPositions(chat)),
           messages: this.storage.chats.require(chat.id).messageCount,
         });
-        // Only the pages the model read can hold an answer's evidence: ranked by the answer's attention to them,
-        // else (no attention measured) by the words they share with it.
-        const doc = this.storage.documents.require(chat.documentId);
-        const pages = this.pagesRead(doc);
-        const citations = this.citations(doc, pages, r.attention);
+        const { citations, pageRefs } = this.evidence(chat, r.text, r.attention);
         const status = r.stopReason === 'cancelled' ? 'cancelled' : 'complete';
         const error = r.stopReason === 'context' ? 'the answer stopped because the context is full' : null;
         this.finish(answer, status, {
           text: r.text,
           tokens: r.tokens,
           tokensPerSecond: r.tokensPerSecond,
-          pageRefs: citations ? pageRefsOf(citations) : evidencePages(r.text, pages),
+          pageRefs,
           citations,
           cacheTokens: r.cacheTokens,
           error,

@@ -4,13 +4,11 @@
 // (token-map.ts passages, the prefix's character map). Plain functions with no imports of Node.
 import type { CitedPage, DocumentPage } from '../api/contract.ts';
 import { passages } from '../documents/token-map.ts';
+import { citedChips } from '../shared/citation-chips.ts';
 
 /** Pages a message cites at most, and sentences per page. */
 export const MAX_CITED_PAGES = 5;
 export const MAX_CITED_SENTENCES = 3;
-/** Page chips (Message.pageRefs) at most, and the least share of the best page's a page needs for one. */
-export const MAX_PAGE_REFS = 3;
-const PAGE_REF_MIN_OF_BEST = 0.25;
 /** A sentence is highlighted when it holds at least this much of its page's best sentence's share. */
 const SENTENCE_MIN_OF_BEST = 0.25;
 
@@ -42,6 +40,8 @@ export interface CitationMap {
 
 /** Per-sentence attention mass, before it is normalised and cut: every sentence of every page read. */
 export interface SentenceMass {
+  /** In a set of documents, the document the sentence is of. */
+  documentId?: string;
   page: number;
   start: number;
   end: number;
@@ -85,12 +85,18 @@ export function sentenceMass(
 export function rankCitations(sentences: readonly SentenceMass[]): CitedPage[] | null {
   const total = sentences.reduce((s, x) => s + x.mass, 0);
   if (!(total > 0)) return null;
-  const byPage = new Map<number, SentenceMass[]>();
-  for (const s of sentences) if (s.mass > 0) byPage.set(s.page, [...(byPage.get(s.page) ?? []), s]);
-  const pages = [...byPage].map(([page, ss]) => {
+  // By page (of its document, in a set).
+  const byPage = new Map<string, SentenceMass[]>();
+  for (const s of sentences) {
+    const key = `${s.documentId ?? ''}\u0000${s.page}`;
+    if (s.mass > 0) byPage.set(key, [...(byPage.get(key) ?? []), s]);
+  }
+  const pages = [...byPage.values()].map((ss) => {
     const ranked = [...ss].sort((a, b) => b.mass - a.mass || a.start - b.start);
     const best = ranked[0].mass;
+    const { page, documentId } = ss[0];
     return {
+      ...(documentId === undefined ? {} : { documentId }),
       page,
       best,
       share: clampShare(ss.reduce((s, x) => s + x.mass, 0) / total),
@@ -117,9 +123,5 @@ export function citationsFromAttention(
 
 /** The page chips of an answer with citations: its best pages, those with at least a quarter of the first's share. */
 export function pageRefsOf(citations: readonly CitedPage[]): number[] {
-  const best = citations[0]?.share ?? 0;
-  return citations
-    .filter((c) => c.share >= best * PAGE_REF_MIN_OF_BEST)
-    .slice(0, MAX_PAGE_REFS)
-    .map((c) => c.page);
+  return citedChips(citations).map((c) => c.page);
 }

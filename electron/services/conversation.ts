@@ -97,8 +97,9 @@ export class ConversationSession {
     private readonly model: LoadedModel,
     /** How the model's conversations are rendered and tokenized. */
     readonly format: ChatFormat,
-    /** The document's pristine session, forked again by reset(). */
-    private readonly documentSession: string,
+    /** The document's pristine session, forked again by reset(); null when the conversation was made in place
+     * (a set's assembled session, rebuilt rather than reset). */
+    private readonly documentSession: string | null,
     /** The text side: what the cache holds, what each turn appends. */
     readonly conversation: Conversation,
     private session: { sessionId: string; nPast: number; nCtx: number },
@@ -118,6 +119,18 @@ export class ConversationSession {
       nPast: h.nPast,
       nCtx: h.nCtx,
     });
+  }
+
+  /** A conversation in a session that holds its prefix already (a set's documents assembled, chat-set.ts). */
+  static over(
+    engine: ConversationEngine,
+    model: LoadedModel,
+    format: ChatFormat,
+    conversation: Conversation,
+    session: { sessionId: string; nPast: number; nCtx: number },
+  ): ConversationSession {
+    const { sessionId, nPast, nCtx } = session;
+    return new ConversationSession(engine, model, format, null, conversation, { sessionId, nPast, nCtx });
   }
 
   get sessionId(): string {
@@ -302,6 +315,7 @@ export class ConversationSession {
 
   /** Back to the document alone, in a new fork (the document is not read again). */
   async reset(): Promise<void> {
+    if (this.documentSession === null) throw new ApiError('NOT_SUPPORTED', 'this conversation is rebuilt, not reset');
     const h = await this.engine.call('fork', { sessionId: this.documentSession });
     await this.engine.disposeSession(this.session.sessionId);
     this.session = { sessionId: h.sessionId, nPast: h.nPast, nCtx: h.nCtx };

@@ -19,7 +19,7 @@ import {
   type SessionOptions,
 } from '../engine/protocol.ts';
 import { chatFormat, type ChatFormat } from './prefix.ts';
-import { sessionKeyId, type SessionKey } from './session-key.ts';
+import { sessionKeyId, sessionUses, type SessionKey } from './session-key.ts';
 
 export interface LoadedModel {
   /** The model's id in the library (models.list). */
@@ -176,7 +176,7 @@ export class EngineManager {
 
   /** A document's chats' sessions, then its own: what goes when its cache is replaced or it is deleted. */
   async dropDocumentSessions(documentId: string): Promise<void> {
-    const all = [...this.sessions.values()].filter((e) => e.key.documentId === documentId);
+    const all = [...this.sessions.values()].filter((e) => sessionUses(e.key, documentId));
     for (const e of [...all.filter((x) => x.key.kind === 'chat'), ...all.filter((x) => x.key.kind === 'document')])
       await this.dropSession(e.key);
   }

@@ -33,6 +33,11 @@ export function chatFormat(info: ModelInfo, bosText: string, eosText: string): C
   };
 }
 
+/** A document's text as its prefix holds it: its pages joined. */
+export function documentText(pages: readonly { text: string }[]): string {
+  return pages.map((p) => p.text).join(PAGE_SEPARATOR);
+}
+
 /** A conversation over a document: the rendered prefix holds the system prompt and the document (the same in
  * either style, so one compressed cache serves both); its turns are written in `style`. */
 export function conversationFor(
@@ -41,7 +46,16 @@ export function conversationFor(
   pages: readonly { text: string }[],
   style: ChatStyle = 'chat',
 ): { conversation: Conversation; documentStart: number } {
-  const document = pages.map((p) => p.text).join(PAGE_SEPARATOR);
+  return conversationOver(format, systemPrompt, documentText(pages), style);
+}
+
+/** A conversation over a text in the system message (a document, or a set's documents with their headers). */
+export function conversationOver(
+  format: ChatFormat,
+  systemPrompt: string,
+  document: string,
+  style: ChatStyle = 'chat',
+): { conversation: Conversation; documentStart: number } {
   const renderer = style === 'completion' ? completionRenderer(format.renderer) : format.renderer;
   const conversation = new Conversation(renderer, systemContent(document, systemPrompt));
   const documentStart = conversation.prefixText.indexOf(document);

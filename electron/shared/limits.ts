@@ -21,6 +21,9 @@ export const MAX_DOCX_PART_BYTES = 64 * 1024 * 1024;
  */
 export const MAX_DOCX_INFLATED_BYTES = 128 * 1024 * 1024;
 
+/** Most documents one chat reads together (the memory they take is checked apart, by the model and budget). */
+export const MAX_CHAT_DOCUMENTS = 16;
+
 /** Most pages of a document (PDF pages, or pages made by pages.ts's rule). */
 export const MAX_PAGES = 10_000;
 

@@ -1,14 +1,21 @@
-// Chats: conversations about one document. Messages are in messages.ts.
+// Chats: conversations about one document or a set of them (chat_documents, in the order the model reads
+// them). Messages are in messages.ts.
 import type Database from 'better-sqlite3';
 
 import type { ChatStyle, ChatSummary } from '../api/contract.ts';
 import { isoTime, newId, type Scheduler } from './clock.ts';
 import { StorageError } from './errors.ts';
+import { writeTransaction } from './transaction.ts';
 
 export const DEFAULT_CHAT_TITLE = 'New chat';
 
 const SUMMARY = `SELECT c.id, c.document_id AS documentId, c.title, c.created_at AS createdAt, c.updated_at AS updatedAt,
-  c.style, (SELECT COUNT(*) FROM messages m WHERE m.chat_id = c.id) AS messageCount FROM chats c`;
+  c.style, (SELECT COUNT(*) FROM messages m WHERE m.chat_id = c.id) AS messageCount,
+  (SELECT json_group_array(document_id) FROM (SELECT document_id FROM chat_documents d WHERE d.chat_id = c.id
+    ORDER BY d.ordinal)) AS documentIds FROM chats c`;
+
+type SummaryRow = Omit<ChatSummary, 'documentIds'> & { documentIds: string };
+const summary = (r: SummaryRow): ChatSummary => ({ ...r, documentIds: JSON.parse(r.documentIds) as string[] });
 
 export class ChatsRepo {
   private readonly insert;
@@ -25,11 +32,20 @@ export class ChatsRepo {
     db: Database.Database,
     private readonly scheduler: Scheduler,
   ) {
-    this.insert = db.prepare(
+    const insertChat = db.prepare(
       `INSERT INTO chats (id, document_id, title, style, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)`,
     );
+    const insertDocument = db.prepare(`INSERT INTO chat_documents (chat_id, document_id, ordinal) VALUES (?, ?, ?)`);
+    this.insert = (id: string, documentIds: readonly string[], title: string, style: ChatStyle | null, now: string) =>
+      writeTransaction(db, () => {
+        insertChat.run(id, documentIds[0], title, style, now, now);
+        documentIds.forEach((d, i) => insertDocument.run(id, d, i));
+      });
     this.selectOne = db.prepare(`${SUMMARY} WHERE c.id = ?`);
-    this.selectByDocument = db.prepare(`${SUMMARY} WHERE c.document_id = ? ORDER BY c.updated_at DESC, c.rowid DESC`);
+    this.selectByDocument = db.prepare(
+      `${SUMMARY} WHERE c.id IN (SELECT chat_id FROM chat_documents WHERE document_id = ?)
+       ORDER BY c.updated_at DESC, c.rowid DESC`,
+    );
     this.renameStmt = db.prepare(`UPDATE chats SET title = ?, updated_at = ? WHERE id = ?`);
     this.styleStmt = db.prepare(`UPDATE chats SET style = ? WHERE id = ?`);
     this.touchStmt = db.prepare(`UPDATE chats SET updated_at = ? WHERE id = ?`);
@@ -42,21 +58,26 @@ export class ChatsRepo {
     );
   }
 
-  create(documentId: string, title?: string, style: ChatStyle | null = null): ChatSummary {
+  /** A chat over a document, or a set of them (each once), read in that order. */
+  create(documents: string | readonly string[], title?: string, style: ChatStyle | null = null): ChatSummary {
+    const documentIds = typeof documents === 'string' ? [documents] : documents;
+    if (documentIds.length === 0 || new Set(documentIds).size !== documentIds.length)
+      throw new StorageError('BAD_REQUEST', 'a chat is over one or more different documents');
     const id = newId();
     const now = isoTime(this.scheduler);
     try {
-      this.insert.run(id, documentId, title?.trim() || DEFAULT_CHAT_TITLE, style, now, now);
+      this.insert(id, documentIds, title?.trim() || DEFAULT_CHAT_TITLE, style, now);
     } catch (e) {
       if ((e as { code?: string }).code === 'SQLITE_CONSTRAINT_FOREIGNKEY')
-        throw new StorageError('NOT_FOUND', `no document ${documentId}`);
+        throw new StorageError('NOT_FOUND', `no document ${documentIds.join(' or ')}`);
       throw e;
     }
     return this.require(id);
   }
 
   get(id: string): ChatSummary | null {
-    return (this.selectOne.get(id) as ChatSummary | undefined) ?? null;
+    const r = this.selectOne.get(id) as SummaryRow | undefined;
+    return r ? summary(r) : null;
   }
 
   require(id: string): ChatSummary {
@@ -65,9 +86,9 @@ export class ChatsRepo {
     return c;
   }
 
-  /** A document's chats, most recently active first. */
+  /** The chats over a document, alone or in a set, most recently active first. */
   list(documentId: string): ChatSummary[] {
-    return this.selectByDocument.all(documentId) as ChatSummary[];
+    return (this.selectByDocument.all(documentId) as SummaryRow[]).map(summary);
   }
 
   rename(id: string, title: string): ChatSummary {

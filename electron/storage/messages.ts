@@ -226,7 +226,8 @@ export class MessagesRepo {
       WHERE instr(lower(m.text), lower(@query)) > 0`;
     this.searchAll = db.prepare(`${search} ORDER BY m.created_at DESC, m.rowid DESC LIMIT @limit`);
     this.searchDocument = db.prepare(
-      `${search} AND c.document_id = @documentId ORDER BY m.created_at DESC, m.rowid DESC LIMIT @limit`,
+      `${search} AND c.id IN (SELECT chat_id FROM chat_documents WHERE document_id = @documentId)
+        ORDER BY m.created_at DESC, m.rowid DESC LIMIT @limit`,
     );
   }
 

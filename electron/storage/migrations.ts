@@ -339,6 +339,26 @@ export const migrations: readonly Migration[] = [
       }
     },
   },
+  {
+    version: 18,
+    name: 'a chat over a set of documents',
+    up(db) {
+      // A chat's documents, in the order the model reads them (chats.document_id stays the first, the one its
+      // chats are listed under before). A chat goes with any of its documents, as it went with its one.
+      db.exec(`
+        CREATE TABLE chat_documents (
+          chat_id     TEXT NOT NULL REFERENCES chats (id) ON DELETE CASCADE,
+          document_id TEXT NOT NULL REFERENCES documents (id) ON DELETE CASCADE,
+          ordinal     INTEGER NOT NULL,
+          PRIMARY KEY (chat_id, document_id)
+        );
+        CREATE INDEX chat_documents_by_document ON chat_documents (document_id);
+        INSERT INTO chat_documents (chat_id, document_id, ordinal) SELECT id, document_id, 0 FROM chats;
+        CREATE TRIGGER chat_goes_with_its_documents AFTER DELETE ON chat_documents
+          BEGIN DELETE FROM chats WHERE id = OLD.chat_id; END;
+      `);
+    },
+  },
 ];
 
 export const LATEST_VERSION = migrations[migrations.length - 1].version;

@@ -251,6 +251,23 @@ export class DocumentReader {
     return p;
   }
 
+  /**
+   * The document with a saved cache for the current model and settings, at its own positions (what a set
+   * assembles): read first where there is none, as session() does.
+   */
+  async savedCache(documentId: string): Promise<DocumentRecord & { kvPath: string }> {
+    const model = await chatModel(this.ctx);
+    const usable = (d: DocumentRecord): d is DocumentRecord & { kvPath: string } =>
+      !!d.kvPath && existsSync(d.kvPath) && cacheMatches(this.ctx.storage.settings.get(), d, model.entryId);
+    const doc = this.ctx.storage.documents.require(documentId);
+    if (usable(doc)) return doc;
+    await this.session(documentId);
+    const read = this.ctx.storage.documents.require(documentId);
+    if (!usable(read))
+      throw new ApiError('DOCUMENT_NOT_READY', read.error ?? `“${read.title}” could not be compressed`);
+    return read;
+  }
+
   private async openSession(documentId: string): Promise<string> {
     const model = await chatModel(this.ctx);
     const doc = this.ctx.storage.documents.require(documentId);

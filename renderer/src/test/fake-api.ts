@@ -218,13 +218,14 @@ export const rebasedDetail = (over: Partial<DocumentDetail> = {}): DocumentDetai
 
 export const chat = (over: Partial<ChatSummary> = {}): ChatSummary => ({
   id: 'c1',
-  documentId: 'd1',
   title: 'Chat 1',
   createdAt: '2026-01-01T00:00:00.000Z',
   updatedAt: '2026-01-01T00:00:00.000Z',
   messageCount: 0,
   style: null,
   ...over,
+  documentId: over.documentId ?? over.documentIds?.[0] ?? 'd1',
+  documentIds: over.documentIds ?? [over.documentId ?? 'd1'],
 });
 
 export const message = (over: Partial<Message> = {}): Message => ({
