@@ -127,7 +127,7 @@ test('a set chat is saved with its documents and reopened; it goes with any of i
   const ids = [haystack[0], withNeedle[1], haystack[2]];
   const chatId = core.chats.create({ documentId: ids[0], others: ids.slice(1), title: 'three' }).id;
   const first = await ask(chatId, 'What is the secret code? The secret code is ');
-  assert.match(first.text, /^8146/);
+  assert.match(first.text, /^8146/, `${first.status} ${first.error}`);
   // Listed under each of its documents, found by a search in any.
   for (const id of ids) assert.ok(core.chats.list(id).some((c) => c.id === chatId));
   assert.ok(core.chats.search({ query: 'secret code', documentId: ids[2] }).some((h) => h.chatId === chatId));
@@ -142,7 +142,7 @@ test('a set chat is saved with its documents and reopened; it goes with any of i
   assert.deepEqual(reopened.chat.documentIds, ids);
   assert.equal(reopened.messages.length, 2);
   const again = await ask(chatId, 'What is the secret code again? The secret code is ');
-  assert.match(again.text, /^8146/, JSON.stringify(again.text));
+  assert.match(again.text, /^8146/, `${JSON.stringify(again.text)} ${again.status} ${again.error}`);
   // A document of the set deleted (not the first): the chat goes with it.
   await core.documents.library.delete(ids[2]);
   assert.throws(() => core.chats.get(chatId), /no chat/);
@@ -184,4 +184,28 @@ test('a set too long for its own spacing is packed, or refused with the ways out
     `packed into ${usage.documentTokens} of their own ${ownPositions} positions`,
   );
   assert.ok(usage.systemTokens + usage.documentTokens + usage.conversationTokens <= 1024);
+});
+
+test('the OpenAI endpoint answers over a set (document_ids), as the chat does; bad sets are refused', {
+  skip,
+}, async () => {
+  const ids = [haystack[0], haystack[1], withNeedle[2]];
+  const signal = new AbortController().signal;
+  const req = (over: Record<string, unknown>) => ({
+    model: 'folio',
+    messages: [{ role: 'user' as const, content: 'What is the secret code? The secret code is ' }],
+    max_tokens: 4,
+    temperature: 0,
+    ...over,
+  });
+  const r = await core.openai.complete(req({ document_ids: ids }), () => {}, signal);
+  assert.match(r.text, /^9052/, JSON.stringify(r.text));
+  await assert.rejects(
+    core.openai.complete(req({ document_ids: [ids[0], 'nope'] }), () => {}, signal),
+    (e: { code?: string }) => e.code === 'DOCUMENT_NOT_FOUND',
+  );
+  await assert.rejects(
+    core.openai.complete(req({ document_ids: [ids[0], ids[0]] }), () => {}, signal),
+    /more than once/,
+  );
 });

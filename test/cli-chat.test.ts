@@ -3,7 +3,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -280,4 +280,50 @@ test("with no flags but the model and the document, a chat reads it as the app d
   assert.ok(t && t.position < 407, `the conversation goes on after the packed document: position ${t?.position}`);
   // The line is continued where it stops ("Lily had a" + "n idea. She w" when this was written).
   assert.ok(t.text.length > 0 && t.stop === 'length', JSON.stringify(t));
+});
+
+test('--doc more than once: the documents read side by side, as a chat over a set in the app; /reset assembles them again', {
+  skip: missing(sharedModel('needle-llama.gguf')),
+}, () => {
+  const dir = mkdtempSync(join(tmpdir(), 'folio-chat-set-'));
+  try {
+    const lilyCode = join(dir, 'lily.txt');
+    const tom = join(dir, 'tom.txt');
+    writeFileSync(
+      lilyCode,
+      'Once upon a time, there was a little girl named Lily. Lily had a red kite. The secret code is 8146. She loved to fly it.',
+    );
+    writeFileSync(
+      tom,
+      'Once upon a time, there was a boy named Tom. Tom heard a sad sound in the garden. Under a bush, there was a puppy.',
+    );
+    const r = spawnSync(
+      process.execPath,
+      [
+        folioJs,
+        'chat',
+        '--model',
+        sharedModel('needle-llama.gguf'),
+        '--doc',
+        lilyCode,
+        '--doc',
+        tom,
+        '--n',
+        '4',
+        '--temp',
+        '0',
+      ],
+      { encoding: 'utf8', input: 'What is the secret code? The secret code is \n/reset\n/stats\n' },
+    );
+    assert.equal(r.status, 0, r.stderr);
+    assert.match(
+      r.stdout,
+      /^\[document lily\.txt: \d+ tokens, .*\]\n\[document tom\.txt: .*\]\n\[2 documents side by side, at their own positions: \d+ of 1024 context tokens free/,
+    );
+    assert.match(r.stdout, /\n8146\n\[turn 1:/, 'the needle of the first document, answered over both');
+    assert.match(r.stdout, /\[reset: conversation dropped, the compressed documents kept; position (\d+) of 1024\]/);
+    assert.match(r.stdout, /\nlily\.txt:\n[^]*\ntom\.txt:\n/, '/stats shows each document');
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });

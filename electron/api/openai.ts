@@ -4,6 +4,7 @@
 import { z } from 'zod';
 
 import { MAX_GENERATE_TOKENS } from './contract.ts';
+import { MAX_CHAT_DOCUMENTS } from '../shared/limits.ts';
 
 const ContentPart = z.object({ type: z.string(), text: z.string().optional() }).passthrough();
 const ChatMessage = z
@@ -31,10 +32,13 @@ export const ChatCompletionRequest = z
     max_completion_tokens: MaxTokens.optional(),
     seed: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional(),
     stop: z.union([z.string(), z.array(z.string()).max(4)]).optional(),
-    /** Folio's extension: answer over a stored, compressed document (an id from the documents API). */
+    /** Folio's extension: answer over a stored, compressed document (an id from the documents API)... */
     document_id: z.string().min(1).optional(),
+    /** ...or over a set of them, read side by side in this order (their saved caches assembled, none read again). */
+    document_ids: z.array(z.string().min(1)).min(1).max(MAX_CHAT_DOCUMENTS).optional(),
   })
-  .passthrough();
+  .passthrough()
+  .refine((r) => !(r.document_id && r.document_ids), 'give document_id or document_ids, not both');
 export type ChatCompletionRequest = z.infer<typeof ChatCompletionRequest>;
 
 /** The text of a message's content (string or text parts). */

@@ -40,6 +40,7 @@ export interface SetPart {
 }
 
 export interface AssembledSet {
+  documents: readonly SetDocument[];
   sessionId: string;
   nPast: number;
   nCtx: number;
@@ -181,7 +182,15 @@ export async function assembleSet(
       parts.push({ documentId: d.id, start, end: nPast, from: d.own[0], to: d.own[1] });
     }
     await prefill(pieces[pieces.length - 1].tokens);
-    return { sessionId: handle.sessionId, nPast, nCtx: handle.nCtx, conversation, packed, parts };
+    return {
+      documents: r.documents,
+      sessionId: handle.sessionId,
+      nPast,
+      nCtx: handle.nCtx,
+      conversation,
+      packed,
+      parts,
+    };
   } catch (e) {
     await engine.disposeSession(handle.sessionId);
     throw e;
@@ -217,13 +226,12 @@ function partError(e: unknown, title: string, index: number, count: number, nCtx
  */
 export function setCitations(
   attention: Float32Array[] | null,
-  set: Pick<AssembledSet, 'packed' | 'parts'>,
-  documents: readonly SetDocument[],
+  set: Pick<AssembledSet, 'packed' | 'parts' | 'documents'>,
 ): CitedPage[] | null {
   if (!attention || attention.length === 0 || set.packed) return null;
   const masses: SentenceMass[] = [];
   for (const part of set.parts) {
-    const d = documents.find((x) => x.id === part.documentId);
+    const d = set.documents.find((x) => x.id === part.documentId);
     if (!d?.charMap) continue;
     // The document's own positions [from, to) are the set's [start, end): attention read at an offset.
     const shift = part.start - part.from;

@@ -30,8 +30,8 @@ import type { EngineManager } from './engine-manager.ts';
 import { citationsFromAttention, pageRefsOf } from './citations.ts';
 import { evidencePages } from './evidence.ts';
 import { MAX_CHAT_DOCUMENTS } from '../shared/limits.ts';
-import { conversationRoom, pagesRead } from '../shared/room.ts';
-import { assembleSet, setCitations, type AssembledSet, type SetDocument } from './chat-set.ts';
+import { pagesRead } from '../shared/room.ts';
+import { setCitations, type AssembledSet } from './chat-set.ts';
 import { SessionKey } from './session-key.ts';
 
 /** Tokens kept free at the end of the context for the answer's first words. */
@@ -40,7 +40,7 @@ const ANSWER_ROOM = 16;
 export class ChatsService {
   private live = new Map<string, Promise<ConversationSession>>();
   /** The chats over a set as their sessions were assembled: where each document's entries lie. */
-  private sets = new Map<string, AssembledSet & { documents: SetDocument[] }>();
+  private sets = new Map<string, AssembledSet>();
   private running = new Map<string, { controller: AbortController; done: Promise<void> }>();
 
   constructor(
@@ -212,7 +212,7 @@ export class ChatsService {
   ): { citations: CitedPage[] | null; pageRefs: number[] } {
     if (chat.documentIds.length > 1) {
       const set = this.sets.get(chat.id);
-      const citations = set ? setCitations(attention, set, set.documents) : null;
+      const citations = set ? setCitations(attention, set) : null;
       return { citations, pageRefs: citations ? pageRefsOf(citations) : [] };
     }
     const doc = this.storage.documents.require(chat.documentId);
@@ -295,36 +295,14 @@ export class ChatsService {
 
   /** A chat over a set: its documents' saved caches side by side (each read first where it has none). */
   private async assemble(chat: ChatSummary): Promise<ConversationSession> {
-    const documents: SetDocument[] = [];
-    for (const id of chat.documentIds) {
-      const doc = await this.documents.savedCache(id);
-      documents.push({
-        id,
-        title: doc.title,
-        kvPath: doc.kvPath,
-        pages: this.pagesRead(doc),
-        charMap: this.storage.documents.charMap(id),
-      });
-    }
-    const model = this.engine.requireModel();
+    const model = await this.documents.model();
     const format = await this.engine.chatFormat(model);
-    const settings = this.storage.settings.get();
-    const nCtx = Math.max(
-      ...chat.documentIds.map(
-        (id) => this.storage.documents.require(id).contextTokens ?? this.engine.sessionOptions().nCtx,
-      ),
-    );
-    const set = await assembleSet(this.engine, {
-      model,
+    const set = await this.documents.assemble(chat.documentIds, {
       format,
-      systemPrompt: settings.systemPrompt,
+      systemPrompt: this.storage.settings.get().systemPrompt,
       style: this.style(chat, format),
-      documents,
-      nCtx,
-      room: conversationRoom(nCtx, settings.conversationRoom),
-      positions: settings.compression.positions ?? 'auto',
     });
-    this.sets.set(chat.id, { ...set, documents });
+    this.sets.set(chat.id, set);
     return ConversationSession.over(this.engine, model, format, set.conversation, set);
   }
 

@@ -7,6 +7,7 @@ import type { Storage } from '../storage/index.ts';
 import { contentText, type ChatCompletionRequest, type CompletionResult, type OpenAiBackend } from '../api/openai.ts';
 import type { Message } from './chat-format.ts';
 import { ConversationSession, generateAnswer, type AnswerOptions } from './conversation.ts';
+import { chatStyleFor } from '../shared/chat-style.ts';
 import type { DocumentReader } from './documents/reader.ts';
 import type { EngineManager, LoadedModel } from './engine-manager.ts';
 import type { ModelsService } from './models-service.ts';
@@ -116,8 +117,9 @@ export class OpenAiService implements OpenAiBackend {
       signal,
       onText: onDelta,
     };
-    const r = req.document_id
-      ? await this.overDocument(req, req.document_id, messages, answer)
+    const ids = req.document_ids ?? (req.document_id ? [req.document_id] : []);
+    const r = ids.length
+      ? await this.overDocuments(req, ids, messages, answer)
       : await this.withoutDocument(req, messages, answer);
     if (signal.aborted)
       throw new ApiError('CANCELLED', signal.reason instanceof Error ? signal.reason.message : 'the client went away');
@@ -130,21 +132,28 @@ export class OpenAiService implements OpenAiBackend {
     };
   }
 
-  /** A conversation over a stored document: its saved cache is forked and the messages are replayed after it. */
-  private async overDocument(
+  /**
+   * A conversation over stored documents: one document's saved cache is forked, a set's are assembled side by
+   * side (chat-set.ts); the messages are replayed after them.
+   */
+  private async overDocuments(
     req: ChatCompletionRequest,
-    documentId: string,
+    documentIds: readonly string[],
     messages: Message[],
     answer: AnswerOptions,
   ) {
-    const doc = this.storage.documents.get(documentId);
-    if (!doc) throw new ApiError('DOCUMENT_NOT_FOUND', `no stored document has the id '${documentId}'`);
-    const docSession = await this.documents.session(doc.id);
-    const model = this.engine.requireModel();
+    if (new Set(documentIds).size !== documentIds.length)
+      throw new ApiError('BAD_REQUEST', 'document_ids lists a document more than once');
+    const docs = documentIds.map((id) => {
+      const doc = this.storage.documents.get(id);
+      if (!doc) throw new ApiError('DOCUMENT_NOT_FOUND', `no stored document has the id '${id}'`);
+      return doc;
+    });
+    const model = await this.documents.model();
     if (req.model !== 'folio' && req.model !== 'default' && (await this.model(req.model)).entryId !== model.entryId)
       throw new ApiError(
         'BAD_REQUEST',
-        `the document '${doc.title}' is compressed for another model: use model 'folio'`,
+        `${docs.length === 1 ? `the document '${docs[0].title}' is` : 'the documents are'} compressed for another model: use model 'folio'`,
       );
     const format = await this.engine.chatFormat(model);
     const system = [
@@ -153,8 +162,20 @@ export class OpenAiService implements OpenAiBackend {
     ]
       .filter(Boolean)
       .join('\n\n');
-    const conversation = this.documents.prefixConversation(doc.id, format, system);
-    const chat = await ConversationSession.fork(this.engine, model, format, conversation, docSession);
+    // Written as the app's chats are by default: by the model (a base model continues text, chat-style.ts).
+    const style = chatStyleFor(null, format.template);
+    const chat =
+      docs.length === 1
+        ? await ConversationSession.fork(
+            this.engine,
+            model,
+            format,
+            this.documents.prefixConversation(docs[0].id, format, system, style),
+            await this.documents.session(docs[0].id),
+          )
+        : await this.documents
+            .assemble(documentIds, { format, systemPrompt: system, style, signal: answer.signal })
+            .then((set) => ConversationSession.over(this.engine, model, format, set.conversation, set));
     try {
       // The messages' own text is part of what is prefilled: too many bytes for the room left, refuse now.
       const said = messages.filter((m) => m.role !== 'system');

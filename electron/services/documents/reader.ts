@@ -10,6 +10,8 @@ import { failureRemedy } from '../../documents/errors.ts';
 import { conversationRoom, fittingPages, lastFittingPage, pagesRead } from '../../shared/room.ts';
 import type { DocumentRecord } from '../../storage/index.ts';
 import type { Conversation } from '../chat-format.ts';
+import { assembleSet, type AssembledSet, type SetDocument } from '../chat-set.ts';
+import type { LoadedModel } from '../engine-manager.ts';
 import { conversationFor, type ChatFormat } from '../prefix.ts';
 import { readDocument } from '../read-document.ts';
 import { SessionKey } from '../session-key.ts';
@@ -251,6 +253,11 @@ export class DocumentReader {
     return p;
   }
 
+  /** The settings' model, loaded if it is not (a rebuilt chat after a restart starts here). */
+  model(): Promise<LoadedModel> {
+    return chatModel(this.ctx);
+  }
+
   /**
    * The document with a saved cache for the current model and settings, at its own positions (what a set
    * assembles): read first where there is none, as session() does.
@@ -266,6 +273,41 @@ export class DocumentReader {
     if (!usable(read))
       throw new ApiError('DOCUMENT_NOT_READY', read.error ?? `“${read.title}” could not be compressed`);
     return read;
+  }
+
+  /**
+   * A session over a set of documents: their saved caches side by side (chat-set.ts), each read first where it
+   * has none, in a context as large as the largest of their reads, packed as the settings' positions say.
+   */
+  async assemble(
+    documentIds: readonly string[],
+    o: { format: ChatFormat; systemPrompt: string; style: ChatStyle; signal?: AbortSignal },
+  ): Promise<AssembledSet> {
+    const documents: SetDocument[] = [];
+    for (const id of documentIds) {
+      const doc = await this.savedCache(id);
+      documents.push({
+        id,
+        title: doc.title,
+        kvPath: doc.kvPath,
+        pages: pagesRead(this.ctx.storage.documents.pages(id), doc.readPages),
+        charMap: this.ctx.storage.documents.charMap(id),
+      });
+    }
+    const settings = this.ctx.storage.settings.get();
+    const nCtx = Math.max(
+      ...documentIds.map(
+        (id) => this.ctx.storage.documents.require(id).contextTokens ?? this.ctx.engine.sessionOptions().nCtx,
+      ),
+    );
+    return assembleSet(this.ctx.engine, {
+      ...o,
+      model: await chatModel(this.ctx),
+      documents,
+      nCtx,
+      room: conversationRoom(nCtx, settings.conversationRoom),
+      positions: settings.compression.positions ?? 'auto',
+    });
   }
 
   private async openSession(documentId: string): Promise<string> {

@@ -13,7 +13,7 @@ import {
 } from 'react';
 import { useShallow } from 'zustand/react/shallow';
 
-import type { ChatStyle, DocumentDetail, Message } from '../../../electron/api/contract.ts';
+import type { ChatStyle, CitedPage, DocumentDetail, Message } from '../../../electron/api/contract.ts';
 import {
   createChat,
   editQuestion,
@@ -33,7 +33,7 @@ import {
 import { loadDetail, useDocuments } from '../stores/documents.ts';
 import { useModels } from '../stores/models.ts';
 import { useSettings } from '../stores/settings.ts';
-import { notify, openCitation, openPage, setTab, useUi } from '../stores/ui.ts';
+import { notify, openCitation, openPage, setTab, showChatDocument, useUi } from '../stores/ui.ts';
 import { keptBudget, readKind } from '../lib/read-kind.ts';
 import { copyText } from '../lib/clipboard.ts';
 import { formatCount, formatPercent, formatRate } from '../lib/format.ts';
@@ -45,6 +45,7 @@ import { SanitizedHtml } from './SanitizedHtml.tsx';
 import { VirtualList } from './VirtualList.tsx';
 import { pagesRead } from '../../../electron/shared/room.ts';
 import { CHAT_STYLES, chatStyleFor } from '../../../electron/shared/chat-style.ts';
+import { citedChips } from '../../../electron/shared/citation-chips.ts';
 
 export function Markdown({ text, streaming }: { text: string; streaming?: boolean }) {
   // While an answer streams, rendering may lag a token or two behind rather than block typing.
@@ -97,6 +98,7 @@ export function PageChips({ m }: { m: Message }) {
   const shown = useUi((s) => s.documentId);
   const cited = new Map((m.citations ?? []).map((c) => [c.page, c]));
   const docId = documentId ?? shown;
+  if (m.citations?.some((c) => c.documentId)) return <SetChips citations={m.citations} />;
   return (
     <span className="page-refs">
       {m.citations ? 'Looked at' : 'Evidence on'}
@@ -118,6 +120,60 @@ export function PageChips({ m }: { m: Message }) {
         );
       })}
     </span>
+  );
+}
+
+/** An answer's chips in a chat over a set: each names its document; it opens that document at the page. */
+function SetChips({ citations }: { citations: readonly CitedPage[] }) {
+  const chips = citedChips(citations);
+  const titles = useDocuments(useShallow((s) => chips.map((c) => (c.documentId && s.byId[c.documentId]?.title) || '')));
+  return (
+    <span className="page-refs">
+      Looked at
+      {chips.map((c, i) => {
+        const title = titles[i] || 'a deleted document';
+        return (
+          <button
+            key={`${c.documentId}:${c.page}`}
+            type="button"
+            className="page-ref"
+            disabled={!titles[i]}
+            onClick={() =>
+              c.documentId && openCitation({ documentId: c.documentId, page: c.page, ranges: c.sentences })
+            }
+            aria-label={`Open ${title}, page ${c.page}, where ${formatPercent(c.share)} of the answer's attention to the documents went`}
+            title={`${formatPercent(c.share)} of the answer's attention to the documents`}
+          >
+            {title} · p. {c.page}
+          </button>
+        );
+      })}
+    </span>
+  );
+}
+
+/** The documents a chat over a set reads, in order; each opens in the document view, the chat staying open. */
+function ChatDocuments({ chatId }: { chatId: string | null }) {
+  const ids = useChats(useShallow((s) => (chatId ? (s.chats[chatId]?.documentIds ?? EMPTY) : EMPTY)));
+  const titles = useDocuments(useShallow((s) => ids.map((id) => s.byId[id]?.title ?? '')));
+  const shown = useUi((s) => s.documentId);
+  if (ids.length < 2) return null;
+  return (
+    <nav className="chat-documents small" aria-label="The chat's documents" data-testid="chat-documents">
+      <span className="muted">Over {ids.length} documents:</span>
+      {ids.map((id, i) => (
+        <button
+          key={id}
+          type="button"
+          className={`doc-chip${id === shown ? ' current' : ''}`}
+          aria-current={id === shown ? 'true' : undefined}
+          onClick={() => showChatDocument(id)}
+          title={`Show “${titles[i]}” in the document view`}
+        >
+          {titles[i]}
+        </button>
+      ))}
+    </nav>
   );
 }
 
@@ -515,6 +571,7 @@ export function ChatPane({ documentId }: { documentId: string }) {
         <ContextMeter usage={usage} />
         {chatId && ids.length > 0 && <ExportMenu chatId={chatId} />}
       </div>
+      <ChatDocuments chatId={chatId} />
       <LongReadWarning documentId={documentId} />
       {ids.length ? (
         <VirtualList

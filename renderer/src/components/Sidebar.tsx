@@ -13,10 +13,11 @@ import { documentTask, runningTasks, useTasks } from '../stores/tasks.ts';
 import { askConfirm, go, selectChat, selectDocument, setHelp, useUi } from '../stores/ui.ts';
 import { budgetShortLabel } from '../lib/budget-label.ts';
 import { readKind } from '../lib/read-kind.ts';
-import { formatCount, formatPercent, saving } from '../lib/format.ts';
+import { formatBytes, formatCount, formatPercent, saving } from '../lib/format.ts';
 import { methodLabel } from '../lib/method-label.ts';
 import { useImportPicker } from '../hooks/use-import-picker.tsx';
-import { renameDocument, wasCancelled, workingIds } from '../stores/library.ts';
+import { clearPicked, renameDocument, togglePicked, useLibrary, wasCancelled, workingIds } from '../stores/library.ts';
+import { conversationRoom } from '../../../electron/shared/room.ts';
 import { ChatSearch } from './ChatSearch.tsx';
 import { FailedImports } from './FailedImports.tsx';
 import { DuplicateDialog, PasswordDialog } from './LibraryDialogs.tsx';
@@ -27,6 +28,7 @@ import { StatusBadge } from './StatusBadge.tsx';
 function DocumentRow({ id, selected }: { id: string; selected: boolean }) {
   const d = useDocuments((s) => s.byId[id]);
   const task = useTasks((s) => documentTask(s, id));
+  const picked = useLibrary((s) => s.picked.includes(id));
   const [renaming, setRenaming] = useState(false);
   if (!d) return null;
   const saved = saving(d.kvBytesFull, d.kvBytesKept);
@@ -39,7 +41,11 @@ function DocumentRow({ id, selected }: { id: string; selected: boolean }) {
       onConfirm: () => void deleteDocument(id),
     });
   return (
-    <li className={`doc-item${selected ? ' selected' : ''}`} data-testid="document" data-status={d.status}>
+    <li
+      className={`doc-item${selected ? ' selected' : ''}${picked ? ' picked' : ''}`}
+      data-testid="document"
+      data-status={d.status}
+    >
       <button
         type="button"
         className="doc-select"
@@ -92,6 +98,16 @@ function DocumentRow({ id, selected }: { id: string; selected: boolean }) {
           />
         </div>
       )}
+      {(d.status === 'ready' || d.status === 'stale') && (
+        <label className="doc-pick" title="Pick for a chat over several documents">
+          <input
+            type="checkbox"
+            checked={picked}
+            onChange={() => togglePicked(id)}
+            aria-label={`Pick ${d.title} for a chat over several documents`}
+          />
+        </label>
+      )}
       <button
         type="button"
         className="icon-button doc-rename-button"
@@ -116,6 +132,54 @@ function DocumentRow({ id, selected }: { id: string; selected: boolean }) {
         </div>
       )}
     </li>
+  );
+}
+
+/**
+ * The documents picked for a chat over a set: what they take (their caches' memory, their positions against the
+ * model's context, and so whether they keep their own positions or are packed), and the chat over them.
+ */
+function PickedBar() {
+  const picked = useLibrary((s) => s.picked);
+  const docs = useDocuments(useShallow((s) => picked.map((id) => s.byId[id]).filter((d) => !!d)));
+  const room = useSettings((s) => s.settings?.conversationRoom ?? null);
+  if (picked.length === 0) return null;
+  const bytes = docs.reduce((n, d) => n + (d.kvBytesKept ?? 0), 0);
+  const positions = docs.reduce((n, d) => n + d.tokens, 0);
+  const ctx = Math.max(0, ...docs.map((d) => d.contextTokens ?? 0));
+  const fits = ctx > 0 && positions + conversationRoom(ctx, room) <= ctx;
+  const start = async () => {
+    const [first, ...others] = picked;
+    selectDocument(first);
+    if (await createChat(first, undefined, others)) clearPicked();
+  };
+  return (
+    <section className="picked-bar small" aria-label="Documents picked for one chat" data-testid="picked-bar">
+      <span>
+        {picked.length} picked · caches {formatBytes(bytes)}
+        {picked.length > 1 && ctx > 0 && (
+          <>
+            {' '}
+            · {formatCount(positions)} of {formatCount(ctx)} positions:{' '}
+            {fits ? 'at their own positions' : 'packed to fit (answers cite by shared words)'}
+          </>
+        )}
+      </span>
+      <span className="picked-actions">
+        <button
+          type="button"
+          className="button small primary"
+          disabled={picked.length < 2}
+          title={picked.length < 2 ? 'Pick at least two documents' : 'One chat that reads all of them'}
+          onClick={() => void start()}
+        >
+          Chat over {picked.length > 1 ? `these ${picked.length}` : 'several'}
+        </button>
+        <button type="button" className="button small" onClick={clearPicked}>
+          Clear
+        </button>
+      </span>
+    </section>
   );
 }
 
@@ -169,6 +233,11 @@ function ChatList({ documentId }: { documentId: string }) {
                 onClick={() => selectChat(c.id)}
               >
                 <span className="chat-title">{c.title}</span>
+                {c.documentIds.length > 1 && (
+                  <span className="chat-set muted" title="A chat over several documents">
+                    {c.documentIds.length} docs
+                  </span>
+                )}
                 <span className="chat-count">{c.messageCount}</span>
               </button>
               <button
@@ -279,6 +348,7 @@ export function Sidebar() {
         )}
         <FailedImports />
       </section>
+      <PickedBar />
       {documentId && <ChatList documentId={documentId} />}
       <DuplicateDialog />
       <PasswordDialog />

@@ -204,28 +204,33 @@ export async function refreshChat(chatId: string): Promise<void> {
     // An answer that started after the server read the list stays at the end.
     for (const id of s.order[chatId] ?? []) if (!ids.includes(id) && messages[id]?.status === 'streaming') ids.push(id);
     const chats = { ...s.chats, [chatId]: r.chat };
-    const docChats = s.byDoc[r.chat.documentId] ?? [];
-    return {
-      messages,
-      chats,
-      order: { ...s.order, [chatId]: ids },
-      usage: { ...s.usage, [chatId]: r.usage },
-      byDoc: {
-        ...s.byDoc,
-        [r.chat.documentId]: sortChats(docChats.includes(chatId) ? docChats : [chatId, ...docChats], chats),
-      },
-    };
+    // Listed under each of its documents (a chat over a set is one of each one's chats).
+    const byDoc = { ...s.byDoc };
+    for (const d of r.chat.documentIds) {
+      const docChats = byDoc[d] ?? [];
+      byDoc[d] = sortChats(docChats.includes(chatId) ? docChats : [chatId, ...docChats], chats);
+    }
+    return { messages, chats, order: { ...s.order, [chatId]: ids }, usage: { ...s.usage, [chatId]: r.usage }, byDoc };
   });
 }
 
-export async function createChat(documentId: string, style?: ChatStyle | null): Promise<string | null> {
+/** A chat over the document, or over it and `others` (a set, read in that order). */
+export async function createChat(
+  documentId: string,
+  style?: ChatStyle | null,
+  others: readonly string[] = [],
+): Promise<string | null> {
   try {
-    const chat = await api().call('chats.create', style === undefined ? { documentId } : { documentId, style });
-    useChats.setState((s) => ({
-      chats: { ...s.chats, [chat.id]: chat },
-      byDoc: { ...s.byDoc, [documentId]: [chat.id, ...(s.byDoc[documentId] ?? []).filter((id) => id !== chat.id)] },
-      order: { ...s.order, [chat.id]: [] },
-    }));
+    const chat = await api().call('chats.create', {
+      documentId,
+      ...(style === undefined ? {} : { style }),
+      ...(others.length ? { others: [...others] } : {}),
+    });
+    useChats.setState((s) => {
+      const byDoc = { ...s.byDoc };
+      for (const d of chat.documentIds) byDoc[d] = [chat.id, ...(byDoc[d] ?? []).filter((id) => id !== chat.id)];
+      return { chats: { ...s.chats, [chat.id]: chat }, byDoc, order: { ...s.order, [chat.id]: [] } };
+    });
     selectChat(chat.id);
     void refreshChat(chat.id);
     return chat.id;
@@ -248,13 +253,13 @@ export async function deleteChat(chatId: string): Promise<void> {
     delete chats[chatId];
     const order = { ...s.order };
     delete order[chatId];
-    const byDoc = chat
-      ? { ...s.byDoc, [chat.documentId]: (s.byDoc[chat.documentId] ?? []).filter((id) => id !== chatId) }
-      : s.byDoc;
+    const byDoc = { ...s.byDoc };
+    for (const d of chat?.documentIds ?? []) byDoc[d] = (byDoc[d] ?? []).filter((id) => id !== chatId);
     return { chats, order, byDoc };
   });
   if (useUi.getState().chatId === chatId) {
-    const next = chat ? (useChats.getState().byDoc[chat.documentId]?.[0] ?? null) : null;
+    const shown = useUi.getState().documentId;
+    const next = shown ? (useChats.getState().byDoc[shown]?.[0] ?? null) : null;
     useUi.setState({ chatId: next });
   }
 }

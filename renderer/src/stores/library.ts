@@ -21,13 +21,26 @@ export interface LibraryState {
   password: PasswordQuestion | null;
   /** The failed imports' section is open. */
   failedOpen: boolean;
+  /** Documents picked for a chat over a set, in the order picked (the order the model reads them). */
+  picked: string[];
 }
 
-const initial: LibraryState = { password: null, failedOpen: true };
+const initial: LibraryState = { password: null, failedOpen: true, picked: [] };
 export const useLibrary = create<LibraryState>()(() => ({ ...initial }));
 
 export function resetLibrary(): void {
   useLibrary.setState({ ...initial }, true);
+}
+
+/** Picks a document for a chat over a set, or puts it back. */
+export function togglePicked(documentId: string): void {
+  useLibrary.setState((s) => ({
+    picked: s.picked.includes(documentId) ? s.picked.filter((id) => id !== documentId) : [...s.picked, documentId],
+  }));
+}
+
+export function clearPicked(): void {
+  useLibrary.setState({ picked: [] });
 }
 
 export function askPassword(d: Pick<DocumentSummary, 'id' | 'fileName' | 'errorCode'>): void {

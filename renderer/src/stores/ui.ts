@@ -31,9 +31,6 @@ export interface ConfirmRequest {
 /** The sidebar: shown or hidden by its toggle, or 'auto' (shown, but hidden on its own in a narrow window). */
 export type SidebarMode = 'auto' | 'shown' | 'hidden';
 
-/** Sentences an answer looked at on a page of a document (Message.citations): character ranges in the page's
- * text with their share of the answer's attention to the document. The document view highlights them. */
-
 export interface UiState {
   route: Route;
   sidebar: SidebarMode;
@@ -126,9 +123,22 @@ export function openPage(page: number): void {
   useUi.setState({ docPage: Math.max(1, Math.floor(page)), citation: null, tab: 'document', route: 'main' });
 }
 
-/** Opens the document view at a cited page with the sentences the answer looked at highlighted. */
+/** Opens the document view at a cited page with the sentences the answer looked at highlighted: in a chat over
+ * a set, the page's document, the chat staying open (it is one of that document's chats too). */
 export function openCitation(citation: Citation): void {
-  useUi.setState({ citation, docPage: Math.max(1, Math.floor(citation.page)), tab: 'document', route: 'main' });
+  useUi.setState({
+    citation,
+    documentId: citation.documentId,
+    docPage: Math.max(1, Math.floor(citation.page)),
+    tab: 'document',
+    route: 'main',
+  });
+}
+
+/** Shows another document of the open chat's set, the chat staying open. */
+export function showChatDocument(documentId: string): void {
+  const s = useUi.getState();
+  if (s.documentId !== documentId) useUi.setState({ documentId, docPage: 1, citation: null, route: 'main' });
 }
 
 export function clearCitation(): void {
