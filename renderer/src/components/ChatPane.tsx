@@ -400,6 +400,8 @@ function Composer({ documentId, chatId }: { documentId: string; chatId: string |
   const byModel = useModelStyle();
   const style = chatStyle ?? byModel;
   const doc = useDocuments((s) => s.byId[documentId]);
+  const setSize = useChats((s) => (chatId ? (s.chats[chatId]?.documentIds.length ?? 1) : 1));
+  const about = setSize > 1 ? `these ${setSize} documents` : (doc?.title ?? 'the document');
   const streaming = useChats((s) => !!streamingMessage(s, chatId));
   const ref = useRef<HTMLTextAreaElement>(null);
   const blocked = !doc
@@ -434,7 +436,7 @@ function Composer({ documentId, chatId }: { documentId: string; chatId: string |
   return (
     <form className="composer" onSubmit={submit}>
       <label htmlFor="question" className="sr-only">
-        Ask about {doc?.title ?? 'the document'}
+        Ask about {about}
       </label>
       <textarea
         id="question"
@@ -445,8 +447,8 @@ function Composer({ documentId, chatId }: { documentId: string; chatId: string |
         placeholder={
           blocked ??
           (style === 'completion'
-            ? 'Write the start of a sentence; the model continues it after the document…'
-            : `Ask about ${doc?.title ?? 'this document'}…`)
+            ? `Write the start of a sentence; the model continues it after ${setSize > 1 ? 'the documents' : 'the document'}…`
+            : `Ask about ${about}…`)
         }
         rows={Math.min(8, Math.max(2, text.split('\n').length))}
         disabled={!!blocked}

@@ -327,6 +327,7 @@ export function Sidebar() {
           </button>
           {picker.input}
         </div>
+        <PickedBar />
         {!hasModel && loaded && (
           <p className="callout small">
             Choose a model first.{' '}
@@ -348,7 +349,6 @@ export function Sidebar() {
         )}
         <FailedImports />
       </section>
-      <PickedBar />
       {documentId && <ChatList documentId={documentId} />}
       <DuplicateDialog />
       <PasswordDialog />
