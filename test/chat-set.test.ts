@@ -106,8 +106,18 @@ test('five documents in one chat: the needle is answered and cited in whichever 
     assert.equal(top.documentId, withNeedle[k], `cited document for the needle in document ${k + 1}`);
     const page = core.documents.library.get(withNeedle[k]).pageList.find((p) => p.page === top.page)!;
     assert.equal(page.text.slice(top.sentences[0].start, top.sentences[0].end).trim(), needle(CODES[k]));
-    // The meter: the documents at their own spacing, the memory the sum of their caches.
+    // The meter: the documents at their own spacing, the memory the sum of their caches; the library's estimate
+    // before the chat opened said as much.
     const { usage } = core.chats.get(chat.id);
+    const estimate = core.documents.library.setEstimate({ documentIds: ids });
+    assert.equal(estimate.placement, 'own');
+    assert.equal(estimate.keptBytes, usage.kvBytesKept);
+    const assembled = usage.systemTokens + usage.documentTokens;
+    assert.ok(
+      Math.abs(estimate.positions - assembled) <= 5 * 8,
+      `estimated ${estimate.positions} positions, assembled ${assembled}`,
+    );
+    assert.ok(estimate.moreByPositions >= 1 && estimate.moreByMemory! > 1000);
     assert.equal(usage.documentPacked, false);
     const docs = ids.map((id) => core.storage.documents.require(id));
     assert.equal(
@@ -160,6 +170,9 @@ test('a set too long for its own spacing is packed, or refused with the ways out
   }
   const compression = core.storage.settings.get().compression;
   core.storage.settings.update({ compression: { ...compression, positions: 'own' } });
+  const estimate = core.documents.library.setEstimate({ documentIds: whole });
+  assert.equal(estimate.placement, 'packed', 'the library says so before the chat opens');
+  assert.equal(estimate.moreByPositions, 0);
   const own = core.chats.create({ documentId: whole[0], others: whole.slice(1) }).id;
   const refused = await ask(own, 'What is the secret code? The secret code is ');
   assert.equal(refused.status, 'failed');

@@ -299,6 +299,30 @@ export const KeptWindow = z.object({
 });
 export type KeptWindow = z.infer<typeof KeptWindow>;
 
+/**
+ * What a chat over a set of documents takes (docs/compression.md, "Many documents"), before it is opened: the
+ * sum of their kept caches, the positions they take at their own spacing, and so whether they keep them or are
+ * packed; how many more documents like these would fit, by positions and by memory.
+ */
+export const SetEstimate = z.object({
+  /** The documents' kept caches together, and uncompressed (null where one is not read yet). */
+  keptBytes: z.number().nullable(),
+  fullBytes: z.number().nullable(),
+  /** Positions at their own spacing: the system prompt once, each document's pages and header. */
+  positions: z.number().int(),
+  contextTokens: z.number().int(),
+  /** Positions kept for the conversation. */
+  roomTokens: z.number().int(),
+  /** 'own': they fit at their own positions with the room; 'packed': only packed (which may not suffice). */
+  placement: z.enum(['own', 'packed']),
+  /** Memory free now, and how many more documents of their average kept size it would hold. */
+  freeBytes: z.number(),
+  moreByMemory: z.number().int().nullable(),
+  /** How many more documents of their average length fit the context at their own positions, with the room. */
+  moreByPositions: z.number().int(),
+});
+export type SetEstimate = z.infer<typeof SetEstimate>;
+
 export const DocumentDetail = DocumentSummary.extend({
   pageList: z.array(DocumentPage),
   stats: CompressionStats.nullable(),
@@ -595,6 +619,11 @@ export const methods = {
     result: z.object({ budget: BudgetValue, a: CompressionStats, b: CompressionStats }),
   },
 
+  /** What a chat over these documents would take (the library's picked documents), and how many more fit. */
+  'documents.setEstimate': {
+    params: z.object({ documentIds: z.array(Id).min(1).max(MAX_CHAT_DOCUMENTS) }),
+    result: SetEstimate,
+  },
   /** The positions one KV head of the saved cache kept, folded onto the document's pages. */
   'documents.keptPositions': {
     params: z.object({ documentId: Id, layer: z.number().int().min(0), head: z.number().int().min(0) }),

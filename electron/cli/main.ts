@@ -11,6 +11,7 @@ import { logits } from './commands/logits.ts';
 import { compress } from './commands/compress.ts';
 import { bench } from './commands/bench.ts';
 import { benchKv } from './commands/bench-kv.ts';
+import { benchSet } from './commands/bench-set.ts';
 import { benchCompare } from './commands/bench-compare.ts';
 import { evalCommand } from './commands/eval.ts';
 import { chat } from './commands/chat.ts';
@@ -24,6 +25,7 @@ const commands: Record<string, Command> = {
   compress,
   bench,
   'bench-kv': benchKv,
+  'bench-set': benchSet,
   'bench-compare': benchCompare,
   eval: evalCommand,
   chat,

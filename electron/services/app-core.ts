@@ -104,6 +104,7 @@ export async function createAppCore(o: AppCoreOptions): Promise<AppCore> {
     'documents.recompress': (p) => documents.reader.recompress(p),
     'documents.compare': (p) => documents.inspector.compare(p),
     'documents.keptPositions': (p) => documents.inspector.keptPositions(p),
+    'documents.setEstimate': (p) => documents.library.setEstimate(p),
     'tasks.cancel': (p) => (tasks.cancel(p.taskId), ok),
     'server.info': () => serverInfo,
     'chats.list': (p) => chats.list(p.documentId),

@@ -78,6 +78,9 @@ export function setHeader(index: number, count: number, title: string): string {
   return `Document ${inWords(index + 1)} of ${inWords(count)}: ${title}\n\n`;
 }
 
+/** About the tokens a header takes (its words and the title), for estimates before a set is assembled. */
+export const SET_HEADER_TOKENS = 16;
+
 /** Between one document of a set and the next header. */
 const SET_SEPARATOR = '\n\n';
 /** What the text after a document is tokenized behind (assembleSet). */

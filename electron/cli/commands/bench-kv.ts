@@ -17,10 +17,10 @@ import { loadAddon, type CompressionMethod, type Model } from '../../engine/bind
 import { type Command, type Values, budgetValue, common, int, mib, print, str, UsageError } from '../args.ts';
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
-const median = (a: number[]) => [...a].sort((x, y) => x - y)[Math.floor((a.length - 1) / 2)];
+export const median = (a: number[]) => [...a].sort((x, y) => x - y)[Math.floor((a.length - 1) / 2)];
 
 /** A document of n tokens: BOS, then fixed pseudo-random ids from the ordinary part of the vocabulary. */
-function document(model: Model, n: number): Int32Array {
+export function document(model: Model, n: number): Int32Array {
   const info = model.info();
   const t = new Int32Array(n);
   const span = Math.min(info.nVocab, info.tokenizer.nTokens) - 300;
@@ -188,7 +188,7 @@ function childChunk(v: Values): number | 'auto' {
   return c === undefined ? 0 : c === 'auto' ? 'auto' : int(v, 'child-chunked', 0, 1);
 }
 
-function defaultModel(): string {
+export function defaultModel(): string {
   const path = join(repoRoot, 'bench-models', 'llama-1b-q4_k_m.gguf');
   if (!existsSync(path)) {
     const r = spawnSync(

@@ -2,6 +2,7 @@
 // fits the settings), a document's detail with its retention map, renaming, deleting (with its caches, its
 // read's checkpoint and, with the last document made from it, its original), and the stored files.
 import { rmSync } from 'node:fs';
+import { freemem } from 'node:os';
 
 import {
   DOCUMENT_FILE_TYPES,
@@ -9,8 +10,10 @@ import {
   type DocumentFilePart,
   type DocumentSummary,
   type Params,
+  type SetEstimate,
 } from '../../api/contract.ts';
-import { pagesRead } from '../../shared/room.ts';
+import { conversationRoom, pagesRead } from '../../shared/room.ts';
+import { SET_HEADER_TOKENS } from '../chat-set.ts';
 import { toSummary, type DocumentRecord } from '../../storage/index.ts';
 import { cacheMatches, checkpointPath, type DocumentsContext } from './context.ts';
 import { retentionMap } from './inspector.ts';
@@ -35,6 +38,41 @@ export class DocumentLibrary {
     // A document whose cache was made with another model, other settings or another system prompt is stale.
     const stale = d.status === 'ready' && !cacheMatches(s, d);
     return toSummary(stale ? { ...d, status: 'stale' } : d, this.ctx.held.has(d.id));
+  }
+
+  /** What a chat over these documents would take, and how many more like them fit (SetEstimate). */
+  setEstimate(params: Params<'documents.setEstimate'>): SetEstimate {
+    const docs = params.documentIds.map((id) => this.ctx.storage.documents.require(id));
+    const sum = (f: (d: DocumentRecord) => number | null) =>
+      docs.some((d) => f(d) === null) ? null : docs.reduce((n, d) => n + f(d)!, 0);
+    const pageTokens = docs.map((d) =>
+      pagesRead(this.ctx.storage.documents.pages(d.id), d.readPages).reduce((n, p) => n + p.tokenEnd - p.tokenStart, 0),
+    );
+    // The system prompt and template once (the first document's prefix around its pages), each document's pages
+    // and its header (a line: counted at SET_HEADER_TOKENS).
+    const system = Math.max(0, docs[0].tokens - pageTokens[0]);
+    const each = pageTokens.map((n) => n + SET_HEADER_TOKENS);
+    const positions = system + each.reduce((a, b) => a + b, 0);
+    const settings = this.ctx.storage.settings.get();
+    const contextTokens = Math.max(...docs.map((d) => d.contextTokens ?? this.ctx.engine.sessionOptions().nCtx));
+    const roomTokens = conversationRoom(contextTokens, settings.conversationRoom);
+    const keptBytes = sum((d) => d.kvBytesKept);
+    const freeBytes = freemem();
+    const average = (n: number) => n / docs.length;
+    return {
+      keptBytes,
+      fullBytes: sum((d) => d.kvBytesFull),
+      positions,
+      contextTokens,
+      roomTokens,
+      placement: positions + roomTokens <= contextTokens ? 'own' : 'packed',
+      freeBytes,
+      moreByMemory: keptBytes ? Math.floor(freeBytes / Math.max(1, average(keptBytes))) : null,
+      moreByPositions: Math.max(
+        0,
+        Math.floor((contextTokens - roomTokens - positions) / Math.max(1, average(each.reduce((a, b) => a + b, 0)))),
+      ),
+    };
   }
 
   /** Renames a document (the title the library shows; the file name stays). */

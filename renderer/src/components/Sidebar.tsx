@@ -3,7 +3,8 @@
 import { useEffect, useState } from 'react';
 import { useShallow } from 'zustand/react/shallow';
 
-import type { ChatSummary } from '../../../electron/api/contract.ts';
+import type { ChatSummary, SetEstimate } from '../../../electron/api/contract.ts';
+import { api } from '../api/client.ts';
 import { createChat, deleteChat, EMPTY, loadChats, useChats } from '../stores/chats.ts';
 import { deleteDocument, useDocuments } from '../stores/documents.ts';
 import { useEngine } from '../stores/engine.ts';
@@ -17,7 +18,6 @@ import { formatBytes, formatCount, formatPercent, saving } from '../lib/format.t
 import { methodLabel } from '../lib/method-label.ts';
 import { useImportPicker } from '../hooks/use-import-picker.tsx';
 import { clearPicked, renameDocument, togglePicked, useLibrary, wasCancelled, workingIds } from '../stores/library.ts';
-import { conversationRoom } from '../../../electron/shared/room.ts';
 import { ChatSearch } from './ChatSearch.tsx';
 import { FailedImports } from './FailedImports.tsx';
 import { DuplicateDialog, PasswordDialog } from './LibraryDialogs.tsx';
@@ -136,32 +136,45 @@ function DocumentRow({ id, selected }: { id: string; selected: boolean }) {
 }
 
 /**
- * The documents picked for a chat over a set: what they take (their caches' memory, their positions against the
- * model's context, and so whether they keep their own positions or are packed), and the chat over them.
+ * The documents picked for a chat over a set: what they take (the core's SetEstimate: their caches' memory, their
+ * positions against the model's context, and so whether they keep their own positions or are packed), how many
+ * more like them fit, and the chat over them.
  */
 function PickedBar() {
   const picked = useLibrary((s) => s.picked);
-  const docs = useDocuments(useShallow((s) => picked.map((id) => s.byId[id]).filter((d) => !!d)));
-  const room = useSettings((s) => s.settings?.conversationRoom ?? null);
+  // The estimate follows the picks and the documents' reads (a pick read again changes its cache).
+  const reads = useDocuments((s) => picked.map((id) => `${id}:${s.byId[id]?.kvBytesKept}`).join(','));
+  const [estimate, setEstimate] = useState<SetEstimate | null>(null);
+  useEffect(() => {
+    let live = true;
+    if (picked.length === 0) setEstimate(null);
+    else
+      api()
+        .call('documents.setEstimate', { documentIds: picked })
+        .then((e) => live && setEstimate(e))
+        .catch(() => live && setEstimate(null));
+    return () => {
+      live = false;
+    };
+  }, [picked, reads]);
   if (picked.length === 0) return null;
-  const bytes = docs.reduce((n, d) => n + (d.kvBytesKept ?? 0), 0);
-  const positions = docs.reduce((n, d) => n + d.tokens, 0);
-  const ctx = Math.max(0, ...docs.map((d) => d.contextTokens ?? 0));
-  const fits = ctx > 0 && positions + conversationRoom(ctx, room) <= ctx;
   const start = async () => {
     const [first, ...others] = picked;
     selectDocument(first);
     if (await createChat(first, undefined, others)) clearPicked();
   };
+  const more = estimate && moreFit(estimate);
   return (
     <section className="picked-bar small" aria-label="Documents picked for one chat" data-testid="picked-bar">
       <span>
-        {picked.length} picked · caches {formatBytes(bytes)}
-        {picked.length > 1 && ctx > 0 && (
+        {picked.length} picked
+        {estimate && (
           <>
             {' '}
-            · {formatCount(positions)} of {formatCount(ctx)} positions:{' '}
-            {fits ? 'at their own positions' : 'packed to fit (answers cite by shared words)'}
+            · caches {formatBytes(estimate.keptBytes)} · about {formatCount(estimate.positions)} of{' '}
+            {formatCount(estimate.contextTokens)} positions:{' '}
+            {estimate.placement === 'own' ? 'at their own positions' : 'packed to fit (answers cite by shared words)'}
+            {more && ` · ${more}`}
           </>
         )}
       </span>
@@ -181,6 +194,14 @@ function PickedBar() {
       </span>
     </section>
   );
+}
+
+/** How many more documents like the picked ones fit: by positions where they keep their own, and by memory. */
+function moreFit(e: SetEstimate): string | null {
+  const memory = e.moreByMemory === null ? null : `memory for ${formatCount(e.moreByMemory)} more`;
+  if (e.placement !== 'own') return memory;
+  const positions = `room for ${formatCount(e.moreByPositions)} more like these`;
+  return memory && e.moreByMemory! < e.moreByPositions ? `${positions}, ${memory}` : positions;
 }
 
 /** A chat with something said in it. */
