@@ -142,21 +142,22 @@ function DocumentRow({ id, selected }: { id: string; selected: boolean }) {
  */
 function PickedBar() {
   const picked = useLibrary((s) => s.picked);
-  // The estimate follows the picks and the documents' reads (a pick read again changes its cache).
-  const reads = useDocuments((s) => picked.map((id) => `${id}:${s.byId[id]?.kvBytesKept}`).join(','));
+  // The estimate follows the picks and their reads (a pick read again has another cache): "id:kept bytes" each.
+  const reads = useDocuments((s) => picked.map((id) => `${id}:${s.byId[id]?.kvBytesKept ?? ''}`).join(','));
   const [estimate, setEstimate] = useState<SetEstimate | null>(null);
   useEffect(() => {
     let live = true;
-    if (picked.length === 0) setEstimate(null);
+    const documentIds = reads ? reads.split(',').map((r) => r.slice(0, r.lastIndexOf(':'))) : [];
+    if (documentIds.length === 0) setEstimate(null);
     else
       api()
-        .call('documents.setEstimate', { documentIds: picked })
+        .call('documents.setEstimate', { documentIds })
         .then((e) => live && setEstimate(e))
         .catch(() => live && setEstimate(null));
     return () => {
       live = false;
     };
-  }, [picked, reads]);
+  }, [reads]);
   if (picked.length === 0) return null;
   const start = async () => {
     const [first, ...others] = picked;
