@@ -159,6 +159,35 @@ test('a set chat is saved with its documents and reopened; it goes with any of i
   haystack[2] = await importText('Sam again', halves[2].join(' ') + ' ');
 });
 
+test('read together: the set read as one document, saved for the chat and loaded again; it answers and cites as well', {
+  skip,
+}, async () => {
+  const ids = haystack.map((h, i) => (i === 2 ? withNeedle[i] : h));
+  const chatId = core.chats.create({ documentId: ids[0], others: ids.slice(1) }).id;
+  assert.equal((await core.chats.setReading({ chatId, reading: 'together' })).reading, 'together');
+  const a = await ask(chatId, 'What is the secret code? The secret code is ');
+  assert.equal(a.status, 'complete', `${a.error}`);
+  assert.match(a.text, /^9052/, JSON.stringify(a.text));
+  assert.equal(a.citations?.[0]?.documentId, withNeedle[2], 'cited in the document that holds it');
+  // Its own cache: one read of the whole set, not the documents' sum.
+  const { usage } = core.chats.get(chatId);
+  const sum = ids.reduce((n, id) => n + core.storage.documents.require(id).kvBytesKept!, 0);
+  assert.ok(usage.kvBytesKept! > 0 && usage.kvBytesKept !== sum);
+  const saved = join(dir, 'library', 'caches', `set-${chatId}.folio-kv`);
+  const when = statSync(saved).mtimeMs;
+  // Reopened: loaded, not read again; the same answer.
+  await core.close();
+  core = await testCore(join(dir, 'library'), model);
+  const b = await ask(chatId, 'What is the secret code again? The secret code is ');
+  assert.match(b.text, /^9052/, JSON.stringify(b.text));
+  assert.equal(statSync(saved).mtimeMs, when, 'the saved read was loaded');
+  // A chat over one document has nothing to read together; deleting the chat removes its read.
+  const one = core.chats.create({ documentId: ids[0] }).id;
+  await assert.rejects(core.chats.setReading({ chatId: one, reading: 'together' }), /only a set/);
+  await core.chats.delete(chatId);
+  assert.throws(() => statSync(saved), /ENOENT/);
+});
+
 test('a set too long for its own spacing is packed, or refused with the ways out when packing is not allowed', {
   skip,
 }, async () => {

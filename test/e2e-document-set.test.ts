@@ -82,7 +82,10 @@ test('pick three documents, one chat over them: the chip names the document and 
     await page.getByRole('checkbox', { name: `Pick ${title} for a chat over several documents` }).check();
   const bar = page.getByTestId('picked-bar');
   await bar.getByText(/^3 picked · caches .* more like these/).waitFor();
-  assert.match(await bar.innerText(), /about [\d,]+ of 1,024 positions: at their own positions · room for \d+ more like these/);
+  assert.match(
+    await bar.innerText(),
+    /about [\d,]+ of 1,024 positions: at their own positions · room for \d+ more like these/,
+  );
   await shot('01-picked');
   await bar.getByRole('button', { name: 'Chat over these 3' }).click();
   await bar.waitFor({ state: 'detached' });
@@ -111,5 +114,17 @@ test('pick three documents, one chat over them: the chip names the document and 
   // The chat is listed under each of its documents, marked as over three.
   await page.getByText('3 docs').first().waitFor();
   await shot('03-cited-page');
+
+  // Read together instead: the set read again as one document, for this chat; the next answer comes from it.
+  await header.getByRole('combobox', { name: /Read/ }).selectOption('together');
+  await box.fill('What is the secret code again? The secret code is ');
+  await box.press('Enter');
+  await answer.nth(1).waitFor({ timeout: 60_000 });
+  assert.match((await answer.nth(1).locator('.markdown').innerText()).trim(), new RegExp(`^${CODE}`));
+  const [chat] = (await api.call('chats.list', { documentId: (await api.call('documents.list', {}))[0].id })).filter(
+    (c) => c.documentIds.length === 3,
+  );
+  assert.equal(chat.reading, 'together');
+  await shot('04-together');
   assert.deepEqual(errors, []);
 });

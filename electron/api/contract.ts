@@ -405,6 +405,13 @@ export type ChatExportFormat = z.infer<typeof ChatExportFormat>;
 export const ChatStyle = z.enum(CHAT_STYLES);
 export type ChatStyle = z.infer<typeof ChatStyle>;
 
+/** How a chat over a set reads its documents (docs/compression.md, "Many documents"): 'assembled', their saved
+ * caches side by side (opens at once; no document attended to another); 'together', read again as one document
+ * (later documents attend to earlier ones; a read of the whole set, saved for the chat). */
+export const SET_READINGS = ['assembled', 'together'] as const;
+export const SetReading = z.enum(SET_READINGS);
+export type SetReading = z.infer<typeof SetReading>;
+
 export const ChatSummary = z.object({
   id: Id,
   /** The first of its documents. */
@@ -416,6 +423,8 @@ export const ChatSummary = z.object({
   updatedAt: z.string(),
   messageCount: z.number().int(),
   style: ChatStyle.nullable(),
+  /** How a set is read (one document: 'assembled', which is its own cache). */
+  reading: SetReading,
 });
 export type ChatSummary = z.infer<typeof ChatSummary>;
 
@@ -680,6 +689,8 @@ export const methods = {
   'chats.rename': { params: z.object({ chatId: Id, title: z.string().min(1).max(200) }), result: ChatSummary },
   /** How the chat's turns are written (ChatStyle; null: by the model); the next question uses it. */
   'chats.setStyle': { params: z.object({ chatId: Id, style: ChatStyle.nullable() }), result: ChatSummary },
+  /** How a chat over a set reads its documents (SetReading); the next question uses it. */
+  'chats.setReading': { params: z.object({ chatId: Id, reading: SetReading }), result: ChatSummary },
   'chats.delete': { params: z.object({ chatId: Id }), result: Ok },
   /** Asks a question; the answer streams as chat.token events and ends with a chat.message event. */
   'chats.send': {

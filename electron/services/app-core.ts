@@ -67,6 +67,8 @@ export async function createAppCore(o: AppCoreOptions): Promise<AppCore> {
     files: new DocumentFiles(paths.documents),
   });
   const chats = new ChatsService(storage, engine, documents.reader, bus);
+  // Sets read together whose chats are gone (deleted with one of their documents) leave their reads behind.
+  documents.reader.forgetTogether(new Set(storage.chats.ids()));
   const openai = new OpenAiService(storage, engine, models, documents.reader);
   const settings = new SettingsService(storage, models);
   announceSettingsChanges(storage, documents.library, bus);
@@ -112,6 +114,7 @@ export async function createAppCore(o: AppCoreOptions): Promise<AppCore> {
     'chats.get': (p) => chats.get(p.chatId),
     'chats.rename': (p) => chats.rename(p),
     'chats.setStyle': (p) => chats.setStyle(p),
+    'chats.setReading': (p) => chats.setReading(p),
     'chats.delete': async (p) => (await chats.delete(p.chatId), ok),
     'chats.send': (p) => chats.send(p),
     'chats.stop': async (p) => {

@@ -48,7 +48,19 @@ export interface AssembledSet {
   conversation: Conversation;
   /** The documents' kept entries were packed (fewer positions; no attention citations). */
   packed: boolean;
+  /** Assembled: where each document's entries lie. Empty when read together. */
   parts: SetPart[];
+  /** Positions the documents themselves take (the rest: the template, the system prompt, the headers). */
+  documentTokens: number;
+  /** Read together: the one read's page map (its pages numbered in order, each header a page of its own),
+   * each document page's owner, and its cache's kept and full bytes. */
+  together?: {
+    pages: readonly DocumentPage[];
+    charMap: Int32Array;
+    owner: ReadonlyMap<number, { documentId: string; page: number }>;
+    kvBytesKept: number;
+    kvBytesFull: number;
+  };
 }
 
 const NUMBER_WORDS = [
@@ -85,6 +97,26 @@ export const SET_HEADER_TOKENS = 16;
 const SET_SEPARATOR = '\n\n';
 /** What the text after a document is tokenized behind (assembleSet). */
 const ANCHOR = '\n';
+
+/**
+ * A set's documents as the pages of one read (read together): each header a page of its own, then the document's
+ * pages, numbered in order, joined as any document's pages are (PAGE_SEPARATOR), so that the read's text is the
+ * assembled set's; and each document page's owner.
+ */
+export function setPages(
+  documents: readonly { id: string; title: string; pages: readonly { page: number; text: string }[] }[],
+): { pages: { page: number; text: string }[]; owner: Map<number, { documentId: string; page: number }> } {
+  const pages: { page: number; text: string }[] = [];
+  const owner = new Map<number, { documentId: string; page: number }>();
+  documents.forEach((d, i) => {
+    pages.push({ page: pages.length + 1, text: setHeader(i, documents.length, d.title).trimEnd() });
+    for (const p of d.pages) {
+      pages.push({ page: pages.length + 1, text: p.text });
+      owner.set(pages.length, { documentId: d.id, page: p.page });
+    }
+  });
+  return { pages, owner };
+}
 
 /** A set's documents as one text (each after its header), with each document's own text's [start, end) in it. */
 export function setText(documents: readonly { title: string; text: string }[]): {
@@ -193,6 +225,7 @@ export async function assembleSet(
       conversation,
       packed,
       parts,
+      documentTokens: parts.reduce((n, p) => n + p.end - p.start, 0),
     };
   } catch (e) {
     await engine.disposeSession(handle.sessionId);
@@ -229,9 +262,19 @@ function partError(e: unknown, title: string, index: number, count: number, nCtx
  */
 export function setCitations(
   attention: Float32Array[] | null,
-  set: Pick<AssembledSet, 'packed' | 'parts' | 'documents'>,
+  set: Pick<AssembledSet, 'packed' | 'parts' | 'documents' | 'together'>,
 ): CitedPage[] | null {
   if (!attention || attention.length === 0 || set.packed) return null;
+  if (set.together) {
+    // One read: its pages are the documents' pages (and the headers, which no document owns) in order.
+    const { pages, charMap, owner } = set.together;
+    return rankCitations(
+      sentenceMass(attention, { pages, charMap }).flatMap((m) => {
+        const o = owner.get(m.page);
+        return o ? [{ ...m, documentId: o.documentId, page: o.page }] : [];
+      }),
+    );
+  }
   const masses: SentenceMass[] = [];
   for (const part of set.parts) {
     const d = set.documents.find((x) => x.id === part.documentId);

@@ -93,6 +93,19 @@ export class ChatsService {
     return changed;
   }
 
+  /** How a chat over a set reads its documents from its next question on (SetReading); what was said is replayed. */
+  async setReading(params: Params<'chats.setReading'>): Promise<ChatSummary> {
+    const chat = this.storage.chats.require(params.chatId);
+    if (this.running.has(chat.id))
+      throw new ApiError('BUSY', 'an answer is still being written in this chat: stop it first');
+    if (chat.documentIds.length < 2 && params.reading !== 'assembled')
+      throw new ApiError('BAD_REQUEST', 'a chat over one document reads it as it is: only a set is read together');
+    if (chat.reading === params.reading) return chat;
+    const changed = this.storage.chats.setReading(chat.id, params.reading);
+    await this.forget(changed);
+    return changed;
+  }
+
   /** The style the chat's turns are written in (chatStyleFor). */
   private style(chat: ChatSummary, format: ChatFormat): ChatStyle {
     return chatStyleFor(chat.style, format.template);
@@ -164,14 +177,15 @@ export class ChatsService {
       docs.some((d) => f(d) === null) ? null : docs.reduce((n, d) => n + f(d)!, 0);
     const set = this.sets.get(chat.id);
     const own = docs.map((d) => this.pagesRead(d).reduce((n, p) => n + (p.tokenEnd - p.tokenStart), 0));
-    const documentTokens = set ? set.parts.reduce((n, p) => n + p.end - p.start, 0) : own.reduce((a, b) => a + b, 0);
+    const documentTokens = set ? set.documentTokens : own.reduce((a, b) => a + b, 0);
     return this.meter(chat, {
       systemTokens: set ? set.nPast - documentTokens : Math.max(0, docs[0].tokens - own[0]),
       documentTokens,
       documentPacked: set?.packed ?? false,
       contextTokens: set?.nCtx ?? Math.max(...docs.map((d) => d.contextTokens ?? this.engine.sessionOptions().nCtx)),
-      kvBytesKept: sum((d) => d.kvBytesKept),
-      kvBytesFull: sum((d) => d.kvBytesFull),
+      // Read together, the set's own cache; assembled, the documents'.
+      kvBytesKept: set?.together?.kvBytesKept ?? sum((d) => d.kvBytesKept),
+      kvBytesFull: set?.together?.kvBytesFull ?? sum((d) => d.kvBytesFull),
     });
   }
 
@@ -243,6 +257,7 @@ export class ChatsService {
     await this.stop(chatId);
     await this.forget(chat);
     this.storage.chats.delete(chatId);
+    this.documents.forgetTogether(chatId);
   }
 
   private key(chat: ChatSummary): SessionKey {
@@ -297,11 +312,11 @@ export class ChatsService {
   private async assemble(chat: ChatSummary): Promise<ConversationSession> {
     const model = await this.documents.model();
     const format = await this.engine.chatFormat(model);
-    const set = await this.documents.assemble(chat.documentIds, {
-      format,
-      systemPrompt: this.storage.settings.get().systemPrompt,
-      style: this.style(chat, format),
-    });
+    const o = { format, systemPrompt: this.storage.settings.get().systemPrompt, style: this.style(chat, format) };
+    const set =
+      chat.reading === 'together'
+        ? await this.documents.readTogether(chat.id, chat.documentIds, o)
+        : await this.documents.assemble(chat.documentIds, o);
     this.sets.set(chat.id, set);
     return ConversationSession.over(this.engine, model, format, set.conversation, set);
   }

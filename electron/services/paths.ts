@@ -18,7 +18,7 @@ export function defaultDataDir(
 export function dataPaths(dataDir: string) {
   return {
     root: dataDir,
-    caches: join(dataDir, 'caches'), // saved compressed KV caches, one per document
+    caches: join(dataDir, 'caches'), // saved compressed KV caches, one per document, and of sets read together
     models: join(dataDir, 'models'), // downloaded models
     documents: join(dataDir, 'documents'), // the imported originals, by content (document-files.ts)
     tmp: join(dataDir, 'tmp'), // uploads on their way in (web host), removed once imported

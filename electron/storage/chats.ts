@@ -2,7 +2,7 @@
 // them). Messages are in messages.ts.
 import type Database from 'better-sqlite3';
 
-import type { ChatStyle, ChatSummary } from '../api/contract.ts';
+import type { ChatStyle, ChatSummary, SetReading } from '../api/contract.ts';
 import { isoTime, newId, type Scheduler } from './clock.ts';
 import { StorageError } from './errors.ts';
 import { writeTransaction } from './transaction.ts';
@@ -10,7 +10,7 @@ import { writeTransaction } from './transaction.ts';
 export const DEFAULT_CHAT_TITLE = 'New chat';
 
 const SUMMARY = `SELECT c.id, c.document_id AS documentId, c.title, c.created_at AS createdAt, c.updated_at AS updatedAt,
-  c.style, (SELECT COUNT(*) FROM messages m WHERE m.chat_id = c.id) AS messageCount,
+  c.style, c.reading, (SELECT COUNT(*) FROM messages m WHERE m.chat_id = c.id) AS messageCount,
   (SELECT json_group_array(document_id) FROM (SELECT document_id FROM chat_documents d WHERE d.chat_id = c.id
     ORDER BY d.ordinal)) AS documentIds FROM chats c`;
 
@@ -23,8 +23,10 @@ export class ChatsRepo {
   private readonly selectByDocument;
   private readonly renameStmt;
   private readonly styleStmt;
+  private readonly readingStmt;
   private readonly touchStmt;
   private readonly remove;
+  private readonly selectIds;
   private readonly setPositionsStmt;
   private readonly selectPositions;
 
@@ -48,8 +50,10 @@ export class ChatsRepo {
     );
     this.renameStmt = db.prepare(`UPDATE chats SET title = ?, updated_at = ? WHERE id = ?`);
     this.styleStmt = db.prepare(`UPDATE chats SET style = ? WHERE id = ?`);
+    this.readingStmt = db.prepare(`UPDATE chats SET reading = ? WHERE id = ?`);
     this.touchStmt = db.prepare(`UPDATE chats SET updated_at = ? WHERE id = ?`);
     this.remove = db.prepare(`DELETE FROM chats WHERE id = ?`);
+    this.selectIds = db.prepare(`SELECT id FROM chats`).pluck();
     this.setPositionsStmt = db.prepare(
       `UPDATE chats SET conversation_positions = ?, conversation_messages = ? WHERE id = ?`,
     );
@@ -86,6 +90,11 @@ export class ChatsRepo {
     return c;
   }
 
+  /** Every chat's id. */
+  ids(): string[] {
+    return this.selectIds.all() as string[];
+  }
+
   /** The chats over a document, alone or in a set, most recently active first. */
   list(documentId: string): ChatSummary[] {
     return (this.selectByDocument.all(documentId) as SummaryRow[]).map(summary);
@@ -100,6 +109,12 @@ export class ChatsRepo {
   /** How the chat's turns are written from its next question on (null: by the model). */
   setStyle(id: string, style: ChatStyle | null): ChatSummary {
     if (this.styleStmt.run(style, id).changes === 0) throw new StorageError('NOT_FOUND', `no chat ${id}`);
+    return this.require(id);
+  }
+
+  /** How a chat over a set reads its documents from its next question on. */
+  setReading(id: string, reading: SetReading): ChatSummary {
+    if (this.readingStmt.run(reading, id).changes === 0) throw new StorageError('NOT_FOUND', `no chat ${id}`);
     return this.require(id);
   }
 

@@ -357,6 +357,9 @@ export const migrations: readonly Migration[] = [
         CREATE TRIGGER chat_goes_with_its_documents AFTER DELETE ON chat_documents
           BEGIN DELETE FROM chats WHERE id = OLD.chat_id; END;
       `);
+      // How a set is read (contract SetReading): its saved caches side by side, or together as one read.
+      db.exec(`ALTER TABLE chats ADD COLUMN reading TEXT NOT NULL DEFAULT 'assembled'
+        CHECK (reading IN ('assembled', 'together'));`);
     },
   },
 ];

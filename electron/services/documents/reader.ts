@@ -2,7 +2,8 @@
 // in the library as it starts, saved as a cache when it ends), a read again with other settings or of a range
 // of pages, the reads a quit cut short resumed at start, a failure recorded with what can help, and a
 // document's pristine session: in the engine, loaded from its saved cache (no prefill), or rebuilt.
-import { existsSync, rmSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 import { ApiError, type ChatStyle, type Params, type Result } from '../../api/contract.ts';
@@ -10,10 +11,11 @@ import { failureRemedy } from '../../documents/errors.ts';
 import { conversationRoom, fittingPages, lastFittingPage, pagesRead } from '../../shared/room.ts';
 import type { DocumentRecord } from '../../storage/index.ts';
 import type { Conversation } from '../chat-format.ts';
-import { assembleSet, type AssembledSet, type SetDocument } from '../chat-set.ts';
+import { assembleSet, setPages, type AssembledSet, type SetDocument } from '../chat-set.ts';
 import type { LoadedModel } from '../engine-manager.ts';
-import { conversationFor, type ChatFormat } from '../prefix.ts';
+import { conversationFor, documentPrefix, type ChatFormat, type DocumentPrefix } from '../prefix.ts';
 import { readDocument } from '../read-document.ts';
+import type { ReadPlan } from '../read-plan.ts';
 import { SessionKey } from '../session-key.ts';
 import type { Task } from '../tasks.ts';
 import {
@@ -31,6 +33,22 @@ function failureCode(e: unknown, cancelled: boolean): string | null {
   if (cancelled || code === 'ABORTED') return 'CANCELLED';
   return typeof code === 'string' ? code : null;
 }
+
+/** What a set's saved read (readTogether) was made of and how to load it, beside it as JSON. */
+interface SavedSetMeta {
+  /** The documents' pages, the model and the settings it was read with, hashed. */
+  key: string;
+  nCtx: number;
+  /** Saved at its own positions, packed when loaded. */
+  pack: boolean;
+  bytes: { kvBytesKept: number; kvBytesFull: number };
+}
+
+/** Where a chat's set read together is saved (its documents' caches are theirs). */
+function setCachePath(cacheDir: string, chatId: string): string {
+  return join(cacheDir, `set-${chatId}.folio-kv`);
+}
+const setMetaPath = (kvPath: string) => `${kvPath}.json`;
 
 export class DocumentReader {
   private building = new Map<string, Promise<string>>();
@@ -308,6 +326,133 @@ export class DocumentReader {
       room: conversationRoom(nCtx, settings.conversationRoom),
       positions: settings.compression.positions ?? 'auto',
     });
+  }
+
+  /**
+   * A set read together as one document (later documents attend to earlier ones), for the chat `chatId`: read as
+   * any document is (read-document.ts, its text the assembled set's), saved for the chat at its own positions
+   * (setCachePath) and loaded next time while the documents, the model and the settings are the same; else read
+   * again (a task of its own).
+   */
+  async readTogether(
+    chatId: string,
+    documentIds: readonly string[],
+    o: { format: ChatFormat; systemPrompt: string; style: ChatStyle; signal?: AbortSignal },
+  ): Promise<AssembledSet> {
+    const model = await chatModel(this.ctx);
+    const settings = this.ctx.storage.settings.get();
+    const docs = documentIds.map((id) => this.ctx.storage.documents.require(id));
+    const { pages, owner } = setPages(
+      docs.map((d) => ({
+        id: d.id,
+        title: d.title,
+        pages: pagesRead(this.ctx.storage.documents.pages(d.id), d.readPages),
+      })),
+    );
+    const { compression, kvType, nCtx, conversationRoom: room } = settings;
+    const key = createHash('sha256')
+      .update(JSON.stringify({ model: model.entryId, compression, kvType, nCtx, room, system: o.systemPrompt, pages }))
+      .digest('hex');
+    const path = setCachePath(this.ctx.cacheDir, chatId);
+    const documents: SetDocument[] = docs.map((d) => ({
+      id: d.id,
+      title: d.title,
+      kvPath: path,
+      pages: [],
+      charMap: null,
+    }));
+    const conversation = conversationFor(o.format, o.systemPrompt, pages, o.style).conversation;
+    const made = (
+      read: { sessionId: string; nPast: number; nCtx: number; packed: boolean },
+      prefix: DocumentPrefix,
+      bytes: SavedSetMeta['bytes'],
+    ): AssembledSet => {
+      const first = prefix.map.pages[0];
+      const last = prefix.map.pages[prefix.map.pages.length - 1];
+      const around = prefix.tokenized.tokens.length - (last.tokenEnd - first.tokenStart);
+      return {
+        ...read,
+        documents,
+        conversation,
+        parts: [],
+        documentTokens: Math.max(0, read.nPast - around),
+        together: { pages: prefix.map.pages, charMap: prefix.map.charMap, owner, ...bytes },
+      };
+    };
+    // Saved for this chat, of this set and these settings: loaded (packed again where it was), not read again.
+    if (existsSync(path)) {
+      const saved = await this.loadTogether(model, path, key);
+      if (saved) {
+        const prefix = await documentPrefix(
+          (text, t) => this.ctx.engine.call('tokenize', { modelId: model.engineId, text, ...t }, { signal: o.signal }),
+          o.format,
+          o.systemPrompt,
+          pages,
+        );
+        return made(saved.session, prefix, saved.bytes);
+      }
+    }
+    // A task of no one document (each stays as it is), shown with the running tasks.
+    return this.ctx.tasks.run('prefill', null, async (task) => {
+      let plan: ReadPlan | null = null;
+      let bytes = { kvBytesKept: 0, kvBytesFull: 0 };
+      const read = await readDocument(this.ctx.engine, {
+        model,
+        pages,
+        systemPrompt: o.systemPrompt,
+        compression,
+        kvType,
+        contextCap: nCtx,
+        conversationRoom: room,
+        signal: task.signal,
+        onProgress: (d, t) => task.progress('prefill', d, t, `reading the ${docs.length} documents together`),
+        onPlanned: (_prefix, p) => {
+          plan = p;
+        },
+        // Saved at its own positions before a packed read packs them, as a document's cache is; packed on load.
+        onCompressed: async ({ sessionId, stats }) => {
+          bytes = { kvBytesKept: stats.kvBytesKept, kvBytesFull: stats.kvBytesFull };
+          const meta: SavedSetMeta = { key, nCtx: plan!.nCtx, pack: plan!.pack && !stats.rebased, bytes };
+          await this.ctx.engine.call('save', { sessionId, path, meta: '' });
+          writeFileSync(setMetaPath(path), JSON.stringify(meta));
+        },
+      });
+      const { sessionId, nPast } = read;
+      return made({ sessionId, nPast, nCtx: read.nCtx, packed: read.stats.rebased }, read.prefix, bytes);
+    });
+  }
+
+  /** A set's saved read (readTogether) when it is of `key`: loaded, packed again where it was; else null. */
+  private async loadTogether(model: LoadedModel, path: string, key: string) {
+    let meta: SavedSetMeta;
+    try {
+      meta = JSON.parse(readFileSync(setMetaPath(path), 'utf8')) as SavedSetMeta;
+    } catch {
+      return null; // none, or damaged: read again
+    }
+    if (meta.key !== key) return null;
+    try {
+      const h = await this.ctx.engine.loadSession(model, path, {
+        ...this.ctx.engine.sessionOptions(),
+        nCtx: meta.nCtx,
+      });
+      const nPast = meta.pack
+        ? (await this.ctx.engine.call('packSpan', { sessionId: h.sessionId, from: 0, to: h.nPast })).nPast
+        : h.nPast;
+      return { session: { sessionId: h.sessionId, nPast, nCtx: h.nCtx, packed: meta.pack }, bytes: meta.bytes };
+    } catch (e) {
+      if (((e as { code?: string }).code ?? '').startsWith('SESSION_FILE')) return null; // damaged: read again
+      throw e;
+    }
+  }
+
+  /** Removes the saved reads of sets whose chats are gone (`chatIds`: those that remain), or of one chat. */
+  forgetTogether(chatIds: ReadonlySet<string> | string): void {
+    const keep = typeof chatIds === 'string' ? null : chatIds;
+    for (const f of readdirSync(this.ctx.cacheDir)) {
+      const m = /^set-(.+)\.folio-kv(\.json)?$/.exec(f);
+      if (m && (keep ? !keep.has(m[1]) : m[1] === chatIds)) rmSync(join(this.ctx.cacheDir, f), { force: true });
+    }
   }
 
   private async openSession(documentId: string): Promise<string> {

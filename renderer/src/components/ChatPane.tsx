@@ -13,7 +13,14 @@ import {
 } from 'react';
 import { useShallow } from 'zustand/react/shallow';
 
-import type { ChatStyle, CitedPage, DocumentDetail, Message } from '../../../electron/api/contract.ts';
+import {
+  SET_READINGS,
+  type ChatStyle,
+  type CitedPage,
+  type DocumentDetail,
+  type Message,
+  type SetReading,
+} from '../../../electron/api/contract.ts';
 import {
   createChat,
   editQuestion,
@@ -24,6 +31,7 @@ import {
   regenerateAnswer,
   renameChat,
   sendQuestion,
+  setChatReading,
   setChatStyle,
   stopAnswer,
   streamingMessage,
@@ -152,15 +160,40 @@ function SetChips({ citations }: { citations: readonly CitedPage[] }) {
   );
 }
 
-/** The documents a chat over a set reads, in order; each opens in the document view, the chat staying open. */
+const READING_TEXT: Record<SetReading, string> = {
+  assembled: 'side by side: opens at once, each read alone',
+  together: 'together: better across documents, one slower read',
+};
+
+/** The documents a chat over a set reads, in order (each opens in the document view, the chat staying open), and
+ * how it reads them. */
 function ChatDocuments({ chatId }: { chatId: string | null }) {
   const ids = useChats(useShallow((s) => (chatId ? (s.chats[chatId]?.documentIds ?? EMPTY) : EMPTY)));
+  const reading = useChats((s) => (chatId ? (s.chats[chatId]?.reading ?? 'assembled') : 'assembled'));
+  const busy = useChats((s) => !!streamingMessage(s, chatId));
   const titles = useDocuments(useShallow((s) => ids.map((id) => s.byId[id]?.title ?? '')));
   const shown = useUi((s) => s.documentId);
-  if (ids.length < 2) return null;
+  if (!chatId || ids.length < 2) return null;
   return (
     <nav className="chat-documents small" aria-label="The chat's documents" data-testid="chat-documents">
-      <span className="muted">Over {ids.length} documents:</span>
+      <label
+        className="muted"
+        title="Side by side: each document's saved cache, placed after the others (no document saw another). Together: the set read again as one document, so later documents attend to earlier ones (kept for this chat; read again when a document or the settings change)."
+      >
+        Read{' '}
+        <select
+          value={reading}
+          disabled={busy}
+          onChange={(e) => void setChatReading(chatId, e.target.value as SetReading)}
+        >
+          {SET_READINGS.map((r) => (
+            <option key={r} value={r}>
+              {READING_TEXT[r]}
+            </option>
+          ))}
+        </select>
+      </label>
+      <span className="muted">· {ids.length} documents:</span>
       {ids.map((id, i) => (
         <button
           key={id}

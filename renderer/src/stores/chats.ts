@@ -11,6 +11,7 @@ import type {
   EventPayload,
   Message,
   Result,
+  SetReading,
 } from '../../../electron/api/contract.ts';
 import { api, errorMessage } from '../api/client.ts';
 import { saveTextFile } from '../lib/save-file.ts';
@@ -280,6 +281,16 @@ export async function setChatStyle(chatId: string, style: ChatStyle | null): Pro
     useChats.setState((s) => ({ chats: { ...s.chats, [chatId]: chat } }));
   } catch (e) {
     notify(`The chat's style was not changed: ${errorMessage(e)}`);
+  }
+}
+
+/** How a chat over a set reads its documents from its next question on. */
+export async function setChatReading(chatId: string, reading: SetReading): Promise<void> {
+  try {
+    const chat = await api().call('chats.setReading', { chatId, reading });
+    useChats.setState((s) => ({ chats: { ...s.chats, [chatId]: chat } }));
+  } catch (e) {
+    notify(`The way the documents are read was not changed: ${errorMessage(e)}`);
   }
 }
 

@@ -223,6 +223,7 @@ export const chat = (over: Partial<ChatSummary> = {}): ChatSummary => ({
   updatedAt: '2026-01-01T00:00:00.000Z',
   messageCount: 0,
   style: null,
+  reading: 'assembled',
   ...over,
   documentId: over.documentId ?? over.documentIds?.[0] ?? 'd1',
   documentIds: over.documentIds ?? [over.documentId ?? 'd1'],
