@@ -43,6 +43,7 @@ class CpuKvStore final : public KvStore {
   std::unique_ptr<KvStore> clone() const override { return std::make_unique<CpuKvStore>(c_.clone()); }
   FlatKvCache to_host() const override { return c_.clone(); }
   const FlatKvCache* host() const override { return &c_; }
+  FlatKvCache release_host() override { return std::move(c_); }
 
  private:
   FlatKvCache c_;

@@ -49,6 +49,9 @@ class KvStore {
   // A host copy (saving a session, statistics); host() is the cache itself where the store is one.
   virtual FlatKvCache to_host() const = 0;
   virtual const FlatKvCache* host() const { return nullptr; }
+  // The cache on the host to change and give back (kv_store_from_host): moved out of a store that is one
+  // (the CPU's, which is left empty), else a copy. What a change that is not a forward pass starts from.
+  virtual FlatKvCache release_host() { return to_host(); }
 };
 
 }  // namespace folio::backend

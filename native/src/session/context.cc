@@ -100,39 +100,47 @@ int32_t Context::append_part(const FlatKvCache& part, int32_t from, int32_t to, 
   if (n_past_ + span > params_.n_ctx)
     fail("CONTEXT_FULL",
          strfmt("the context holds %d positions: %d taken and %d more do not fit", params_.n_ctx, n_past_, span));
-  FlatKvCache host = cache().clone();
-  const size_t kb = host.k_entry_bytes();
-  const float* freq_factors = rope_factors_host();
-  std::vector<float> k;
-  std::vector<uint8_t> kbytes;
-  std::vector<int32_t> pos, delta, caps(size_t(hp.n_head_kv));
-  for (int l = 0; l < hp.n_layer; l++) {
-    const LayerKv& P = part.layer(l);
-    for (int g = 0; g < hp.n_head_kv; g++)
-      caps[size_t(g)] =
-          host.len(l, g) + count[size_t(l)][size_t(g)] + std::min(FlatKvCache::kSpare, params_.n_ctx - n_past_ - span);
-    host.reserve_heads(l, caps);
-    for (int g = 0; g < hp.n_head_kv; g++) {
-      const int32_t n = count[size_t(l)][size_t(g)], j0 = first[size_t(l)][size_t(g)];
-      if (n == 0) continue;
-      // Own spacing: every entry moves by n_past − from. Packed: head g's n entries end at the span's last
-      // position, n_past + span − n .. n_past + span − 1, in their order.
-      pos.resize(size_t(n));
-      delta.resize(size_t(n));
-      for (int32_t i = 0; i < n; i++) {
-        const int32_t old = P.positions(g)[j0 + i];
-        pos[size_t(i)] = pack ? n_past_ + span - n + i : old + n_past_ - from;
-        delta[size_t(i)] = pos[size_t(i)] - old;
+  // Changed in place where the store is on the host (a set of N parts costs N appends, not N copies).
+  FlatKvCache host = kv_->release_host();
+  host_stale_ = true;
+  try {
+    const size_t kb = host.k_entry_bytes();
+    const float* freq_factors = rope_factors_host();
+    std::vector<float> k;
+    std::vector<uint8_t> kbytes;
+    std::vector<int32_t> pos, delta, caps(size_t(hp.n_head_kv));
+    for (int l = 0; l < hp.n_layer; l++) {
+      const LayerKv& P = part.layer(l);
+      for (int g = 0; g < hp.n_head_kv; g++)
+        caps[size_t(g)] = host.len(l, g) + count[size_t(l)][size_t(g)] +
+                          std::min(FlatKvCache::kSpare, params_.n_ctx - n_past_ - span);
+      host.reserve_heads(l, caps);
+      for (int g = 0; g < hp.n_head_kv; g++) {
+        const int32_t n = count[size_t(l)][size_t(g)], j0 = first[size_t(l)][size_t(g)];
+        if (n == 0) continue;
+        // Own spacing: every entry moves by n_past − from. Packed: head g's n entries end at the span's last
+        // position, n_past + span − n .. n_past + span − 1, in their order.
+        pos.resize(size_t(n));
+        delta.resize(size_t(n));
+        for (int32_t i = 0; i < n; i++) {
+          const int32_t old = P.positions(g)[j0 + i];
+          pos[size_t(i)] = pack ? n_past_ + span - n + i : old + n_past_ - from;
+          delta[size_t(i)] = pos[size_t(i)] - old;
+        }
+        k.resize(size_t(n) * size_t(hp.head_dim));
+        part.read_k(l, g, j0, n, k.data());
+        forward::rotate_keys(hp, freq_factors, pool_, l, k.data(), n, delta.data());
+        kbytes.resize(size_t(n) * kb);
+        if (host.type() == KvType::F32) std::memcpy(kbytes.data(), k.data(), kbytes.size());
+        else quant::kernels(TensorType::F16).quantize_row(k.data(), kbytes.data(), int64_t(n) * hp.head_dim);
+        const uint8_t* v = P.v.data() + size_t(P.heads[size_t(g)].offset + j0) * part.v_entry_bytes();
+        host.append_raw(l, g, pos.data(), kbytes.data(), v, n);
       }
-      k.resize(size_t(n) * size_t(hp.head_dim));
-      part.read_k(l, g, j0, n, k.data());
-      forward::rotate_keys(hp, freq_factors, pool_, l, k.data(), n, delta.data());
-      kbytes.resize(size_t(n) * kb);
-      if (host.type() == KvType::F32) std::memcpy(kbytes.data(), k.data(), kbytes.size());
-      else quant::kernels(TensorType::F16).quantize_row(k.data(), kbytes.data(), int64_t(n) * hp.head_dim);
-      const uint8_t* v = P.v.data() + size_t(P.heads[size_t(g)].offset + j0) * part.v_entry_bytes();
-      host.append_raw(l, g, pos.data(), kbytes.data(), v, n);
     }
+  } catch (...) {
+    host.truncate(n_past_);  // what was appended goes: the cache is as it was
+    restore(std::move(host), n_past_);
+    throw;
   }
   restore(std::move(host), n_past_ + span);
   return n_past_;
