@@ -35,6 +35,7 @@ import { niahSetTable, runNiahSets } from '../eval-niah-set.ts';
 import { citationLayers } from '../../services/citations.ts';
 import { RULER_TASKS, isRulerTask } from '../ruler/tasks.ts';
 import { rulerTable, runRulerSuite } from '../ruler/suite.ts';
+import { runSetFidelity, setFidelityTable } from '../eval-fidelity-set.ts';
 import { fmtBudget, methodWidth } from '../text-table.ts';
 
 const defaultMethods: CompressionMethod[] = [...METHOD_NAMES];
@@ -60,7 +61,7 @@ export function documentFiles(dir: string): string[] {
 }
 
 /** Per-position log-probabilities of a logits matrix, in float64 (rows × nVocab). */
-function logSoftmaxRows(rows: Float32Array[], nVocab: number): Float64Array {
+export function logSoftmaxRows(rows: Float32Array[], nVocab: number): Float64Array {
   const out = new Float64Array(rows.length * nVocab);
   rows.forEach((row, r) => {
     let max = -Infinity;
@@ -74,7 +75,7 @@ function logSoftmaxRows(rows: Float32Array[], nVocab: number): Float64Array {
 }
 
 /** Index of the largest value (the lowest index wins ties, as in greedy sampling). */
-function argmax(x: ArrayLike<number>, from: number, n: number): number {
+export function argmax(x: ArrayLike<number>, from: number, n: number): number {
   let best = 0;
   for (let i = 1; i < n; i++) if (x[from + i] > x[from + best]) best = i;
   return best;
@@ -82,7 +83,7 @@ function argmax(x: ArrayLike<number>, from: number, n: number): number {
 
 /** The predictions for the continuation: the logits after the prefix, then those after each continuation
  * token but the last (row i predicts continuation token i). */
-async function continuationRows(
+export async function continuationRows(
   session: Session,
   afterPrefix: Float32Array,
   rest: Int32Array,
@@ -96,20 +97,20 @@ async function continuationRows(
   return rows;
 }
 
-interface Reference {
+export interface Reference {
   logp: Float64Array;
   top: number[];
 }
 
 /** Sums over the positions of one document (one method × budget). */
-interface PositionSums {
+export interface PositionSums {
   positions: number;
   kl: number;
   agree: number;
   nll: number;
 }
 
-function compare(ref: Reference, rows: Float32Array[], rest: Int32Array, nVocab: number): PositionSums {
+export function compare(ref: Reference, rows: Float32Array[], rest: Int32Array, nVocab: number): PositionSums {
   const logq = logSoftmaxRows(rows, nVocab);
   let kl = 0,
     agree = 0,
@@ -459,7 +460,8 @@ export const evalCommand: Command = {
     `folio eval --model M --suite fidelity [--methods ${METHOD_NAMES.join(',')}]\n` +
     '           [--budgets 0.2,0.4,0.6,0.8] [--docs DIR] [--split 0.75] [--alpha 0.2] [--window 32] [--kernel 7]\n' +
     '           [--svg FILE] [--threads N] [--ctx N] [--json]\n' +
-    '      documents: every .txt/.md in DIR but README.md (default test/docs); KV caches are F32\n' +
+    '      documents: every .txt/.md in DIR but README.md (default test/docs); KV caches are F32;\n' +
+    '      [--set N]: N documents in a row read apart and assembled, or together, against together with the full cache\n' +
     'folio eval --model M --suite niah --cases FILE.jsonl [--tasks passkey] [--lengths 256,512] [--question-aware]\n' +
     '           [--methods ...] [--budgets ...] [--alpha 0.2] [--window 32] [--kernel 7] [--json]\n' +
     '      cases in the needle-eval format (../shared/models/needle-eval); budgets as ratios or tokens per head;\n' +
@@ -650,6 +652,23 @@ export const evalCommand: Command = {
       return;
     }
     const model = await openModel(v);
+    if (v.set !== undefined) {
+      const size = int(v, 'set', 3, 2);
+      const rows = await runSetFidelity(model, docsDir, { ...needleRun, size });
+      model.dispose();
+      print(
+        v,
+        {
+          suite: 'fidelity',
+          model: modelPath,
+          docs: docsDir,
+          settings: { set: size, methods, budgets, alpha, window, kernel },
+          rows,
+        },
+        setFidelityTable(rows, size),
+      );
+      return;
+    }
     const report = await runFidelity(model, modelPath!, {
       methods,
       budgets,
