@@ -2,33 +2,43 @@
 // pick three documents in the library, start one chat over them, ask; the answer (needle-llama, which copies the
 // digits after "is ") finds the code planted on page 2 of one of them, a PDF, and its chip names that document
 // and opens it at that page with the sentence highlighted, the chat staying open; the header lists the three.
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { BrowserContext, Page } from 'playwright-core';
 
-import type { WsApi } from '../electron/api/ws-client.ts';
-import type { AppCore } from '../electron/services/app-core.ts';
-import type { WebHost } from '../electron/web/server.ts';
-import { closeE2e, e2eSkip, openAppPage, serveApp, shots, storiesDir } from './helpers/e2e-host.ts';
+import { e2eApp, e2eSkip, shots, storiesDir } from './helpers/e2e-host.ts';
 import { sharedModel } from './helpers/shared.ts';
 
 const model = sharedModel('needle-llama.gguf');
 const skip = e2eSkip(model);
-const apiToken = 'e2e-document-set-token-0123456789';
 const CODE = '8146';
 
-let dir = '';
-let core: AppCore;
-let host: WebHost;
-let api: WsApi;
-let context: BrowserContext;
-let page: Page;
-let errors: string[] = [];
+const app = e2eApp({
+  name: 'set',
+  model,
+  apiToken: 'e2e-document-set-token-0123456789',
+  skip,
+  viewport: { width: 1400, height: 900 },
+  beforePage: async ({ api }) =>
+    void (await api.call('settings.update', {
+      sampling: { maxTokens: 4, temperature: 0 },
+      compression: { method: 'ada-snapkv', budget: 0.6 },
+      theme: 'light',
+    })),
+  ready: async ({ api, page }) => {
+    const files = [
+      { fileName: 'Lily.txt', data: Buffer.from(opening('lily-and-the-red-kite', 3).join(' ')) },
+      { fileName: 'mia.pdf', data: await codePdf() },
+      { fileName: 'Sam.txt', data: Buffer.from(opening('sam-builds-a-boat', 3).join(' ')) },
+    ];
+    for (const f of files)
+      await api.call('documents.import', { fileName: f.fileName, dataBase64: f.data.toString('base64') });
+    await page.getByTestId('document').filter({ hasText: 'Ready' }).nth(2).waitFor({ timeout: 60_000 });
+  },
+});
 
-const shot = (name: string) => page.screenshot({ path: join(shots, `document-set-${name}.png`) });
+const shot = (name: string) => app.page.screenshot({ path: join(shots, `document-set-${name}.png`) });
 
 /** A story's first sentences (titles and text without digits: needle-llama copies any after a space). */
 const opening = (name: string, n: number) =>
@@ -50,37 +60,12 @@ async function codePdf(): Promise<Buffer> {
   return Buffer.from(await pdf.save());
 }
 
-before(async () => {
-  if (skip) return;
-  dir = mkdtempSync(join(tmpdir(), 'folio-e2e-set-'));
-  mkdirSync(shots, { recursive: true });
-  ({ core, host, api } = await serveApp({ dataDir: join(dir, 'library'), model, apiToken }));
-  await api.call('settings.update', {
-    sampling: { maxTokens: 4, temperature: 0 },
-    compression: { method: 'ada-snapkv', budget: 0.6 },
-    theme: 'light',
-  });
-  ({ context, page, errors } = await openAppPage(dir, host, { width: 1400, height: 900 }));
-  const files = [
-    { fileName: 'Lily.txt', data: Buffer.from(opening('lily-and-the-red-kite', 3).join(' ')) },
-    { fileName: 'mia.pdf', data: await codePdf() },
-    { fileName: 'Sam.txt', data: Buffer.from(opening('sam-builds-a-boat', 3).join(' ')) },
-  ];
-  for (const f of files)
-    await api.call('documents.import', { fileName: f.fileName, dataBase64: f.data.toString('base64') });
-  await page.getByTestId('document').filter({ hasText: 'Ready' }).nth(2).waitFor({ timeout: 60_000 });
-});
-
-after(async () => {
-  if (!skip) await closeE2e({ dir, context, api, host, core });
-});
-
 test('pick three documents, one chat over them: the chip names the document and opens it at the cited page', {
   skip,
 }, async () => {
   for (const title of ['Lily', 'Mia with a code', 'Sam'])
-    await page.getByRole('checkbox', { name: `Pick ${title} for a chat over several documents` }).check();
-  const bar = page.getByTestId('picked-bar');
+    await app.page.getByRole('checkbox', { name: `Pick ${title} for a chat over several documents` }).check();
+  const bar = app.page.getByTestId('picked-bar');
   await bar.getByText(/^3 picked · caches .* more like these/).waitFor();
   assert.match(
     await bar.innerText(),
@@ -89,13 +74,13 @@ test('pick three documents, one chat over them: the chip names the document and 
   await shot('01-picked');
   await bar.getByRole('button', { name: 'Chat over these 3' }).click();
   await bar.waitFor({ state: 'detached' });
-  const header = page.getByTestId('chat-documents');
+  const header = app.page.getByTestId('chat-documents');
   assert.deepEqual(await header.getByRole('button').allInnerTexts(), ['Lily', 'Mia with a code', 'Sam']);
 
-  const box = page.getByRole('textbox', { name: 'Ask about these 3 documents' });
+  const box = app.page.getByRole('textbox', { name: 'Ask about these 3 documents' });
   await box.fill('What is the secret code? The secret code is ');
   await box.press('Enter');
-  const answer = page.locator('[data-testid="msg-assistant"][data-status="complete"]');
+  const answer = app.page.locator('[data-testid="msg-assistant"][data-status="complete"]');
   await answer.waitFor({ timeout: 60_000 });
   assert.match((await answer.locator('.markdown').innerText()).trim(), new RegExp(`^${CODE}`));
   const chip = answer.getByRole('button', { name: /^Open Mia with a code, page 2/ });
@@ -103,16 +88,16 @@ test('pick three documents, one chat over them: the chip names the document and 
   await shot('02-answer');
 
   await chip.click();
-  await page.getByRole('tab', { name: 'Document', selected: true }).waitFor();
-  const cited = page.locator('[data-testid="pdf-page"][data-page="2"] .textLayer .cited');
+  await app.page.getByRole('tab', { name: 'Document', selected: true }).waitFor();
+  const cited = app.page.locator('[data-testid="pdf-page"][data-page="2"] .textLayer .cited');
   await cited.first().waitFor();
   assert.match((await cited.allInnerTexts()).join(' '), new RegExp(CODE), 'the highlight holds the code');
   // The document view shows Mia's document, and the chat is still the set's.
-  await page.getByRole('tab', { name: 'Chat' }).click();
+  await app.page.getByRole('tab', { name: 'Chat' }).click();
   assert.equal(await answer.count(), 1, 'the same chat, its answer there');
   assert.equal(await header.getByRole('button', { name: 'Mia with a code' }).getAttribute('aria-current'), 'true');
   // The chat is listed under each of its documents, marked as over three.
-  await page.getByText('3 docs').first().waitFor();
+  await app.page.getByText('3 docs').first().waitFor();
   await shot('03-cited-page');
 
   // Read together instead: the set read again as one document, for this chat; the next answer comes from it.
@@ -121,10 +106,10 @@ test('pick three documents, one chat over them: the chip names the document and 
   await box.press('Enter');
   await answer.nth(1).waitFor({ timeout: 60_000 });
   assert.match((await answer.nth(1).locator('.markdown').innerText()).trim(), new RegExp(`^${CODE}`));
-  const [chat] = (await api.call('chats.list', { documentId: (await api.call('documents.list', {}))[0].id })).filter(
-    (c) => c.documentIds.length === 3,
-  );
+  const [chat] = (
+    await app.api.call('chats.list', { documentId: (await app.api.call('documents.list', {}))[0].id })
+  ).filter((c) => c.documentIds.length === 3);
   assert.equal(chat.reading, 'together');
   await shot('04-together');
-  assert.deepEqual(errors, []);
+  assert.deepEqual(app.errors, []);
 });

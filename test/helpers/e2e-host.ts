@@ -1,8 +1,10 @@
 // What the end-to-end tests share: the app as `folio serve` runs it (the renderer built, a real app core
 // behind the web host, an API client), Debian's Chromium driven by playwright-core, and a PDF made of the
 // test stories.
+import { after, before } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import WebSocket from 'ws';
 import type { BrowserContext, Locator, Page } from 'playwright-core';
@@ -208,4 +210,53 @@ export async function closeE2e(o: {
   await o.host?.close();
   await o.core?.close();
   if (o.dir) rmSync(o.dir, { recursive: true, force: true });
+}
+
+/** A test file's app and its page (e2eApp): filled in by its `before`, before the first test runs. */
+export interface E2eApp extends ServedApp {
+  dir: string;
+  context: BrowserContext;
+  page: Page;
+  errors: string[];
+}
+
+/**
+ * The app served and Chromium on its page for one test file: made in a `before` hook (nothing when `skip`),
+ * closed and removed in an `after` hook. `beforePage` runs between the two (settings the page should load with),
+ * `ready` once the page is open (the file's documents): in this hook, since node 20 does not wait for one root
+ * `before` hook before it starts the next.
+ */
+export function e2eApp(o: {
+  name: string;
+  model: string;
+  apiToken: string;
+  skip: string | false;
+  viewport: { width: number; height: number };
+  beforeServe?: (core: AppCore) => void;
+  beforePage?: (app: ServedApp) => Promise<void>;
+  ready?: (app: E2eApp) => Promise<void>;
+  paceTokensMs?: number;
+}): E2eApp {
+  const app = { dir: '' } as E2eApp;
+  before(async () => {
+    if (o.skip) return;
+    app.dir = mkdtempSync(join(tmpdir(), `folio-e2e-${o.name}-`));
+    mkdirSync(shots, { recursive: true });
+    Object.assign(
+      app,
+      await serveApp({
+        dataDir: join(app.dir, 'library'),
+        model: o.model,
+        apiToken: o.apiToken,
+        beforeServe: o.beforeServe,
+      }),
+    );
+    await o.beforePage?.(app);
+    Object.assign(app, await openAppPage(app.dir, app.host, o.viewport, { paceTokensMs: o.paceTokensMs }));
+    await o.ready?.(app);
+  });
+  after(async () => {
+    if (!o.skip) await closeE2e(app);
+  });
+  return app;
 }

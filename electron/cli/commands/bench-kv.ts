@@ -202,6 +202,18 @@ export function defaultModel(): string {
   return path;
 }
 
+/** The flags bench-kv and bench-set share: the model, the document, the budget and how a decode is timed. */
+export const benchDocumentFlags = {
+  model: common.model,
+  json: common.json,
+  threads: common.threads,
+  help: common.help,
+  'doc-tokens': { type: 'string' },
+  budget: { type: 'string' },
+  'gen-tokens': { type: 'string' },
+  repeats: { type: 'string' },
+} as const;
+
 export const benchKv: Command = {
   summary:
     'what KV compression costs and saves: prefill time, peak memory, decode speed over full and compressed caches',
@@ -210,15 +222,8 @@ export const benchKv: Command = {
     '               [--repeats 3] [--threads N] [--long 4096,16384,65536] [--one-pass-max 16384] [--chunk N] [--long-only]\n' +
     '               [--json]',
   options: {
-    model: common.model,
-    json: common.json,
-    threads: common.threads,
-    help: common.help,
-    'doc-tokens': { type: 'string' },
+    ...benchDocumentFlags,
     contexts: { type: 'string' },
-    budget: { type: 'string' },
-    'gen-tokens': { type: 'string' },
-    repeats: { type: 'string' },
     long: { type: 'string' },
     'one-pass-max': { type: 'string' },
     chunk: { type: 'string' },

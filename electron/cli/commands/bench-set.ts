@@ -11,8 +11,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 import { loadAddon } from '../../engine/binding.ts';
-import { type Command, type Values, budgetValue, common, int, mib, print, str, UsageError } from '../args.ts';
-import { defaultModel, document, median } from './bench-kv.ts';
+import { type Command, type Values, budgetValue, int, mib, print, str, UsageError } from '../args.ts';
+import { benchDocumentFlags, defaultModel, document, median } from './bench-kv.ts';
 
 interface OpenRow {
   documents: number;
@@ -29,17 +29,7 @@ export const benchSet: Command = {
   usage:
     'folio bench-set [--model M] [--doc-tokens 1024] [--sets 1,5,10] [--budget 0.2] [--gen-tokens 32] [--repeats 3]\n' +
     '                [--threads N] [--json]',
-  options: {
-    model: common.model,
-    json: common.json,
-    threads: common.threads,
-    help: common.help,
-    'doc-tokens': { type: 'string' },
-    sets: { type: 'string' },
-    budget: { type: 'string' },
-    'gen-tokens': { type: 'string' },
-    repeats: { type: 'string' },
-  },
+  options: { ...benchDocumentFlags, sets: { type: 'string' } },
   async run(v: Values) {
     const threads = int(v, 'threads', 0);
     const docTokens = int(v, 'doc-tokens', 1024, 64);
