@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 import { loadAddon } from '../electron/engine/binding.ts';
-import { documentFiles } from '../electron/cli/commands/eval.ts';
+import { documentFiles } from '../electron/cli/predictions.ts';
 import { generateCases, modelTokenizer } from '../electron/cli/ruler/generate.ts';
 import { readCorpus } from '../electron/cli/ruler/haystack.ts';
 import { runRuler } from '../electron/cli/ruler/run.ts';

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 
 import { loadAddon, type Model } from '../electron/engine/binding.ts';
-import { documentFiles } from '../electron/cli/commands/eval.ts';
+import { documentFiles } from '../electron/cli/predictions.ts';
 import { generateCase, generateCases, modelTokenizer, type RulerCase } from '../electron/cli/ruler/generate.ts';
 import { readCorpus, splitSentences } from '../electron/cli/ruler/haystack.ts';
 import { Rng } from '../electron/cli/ruler/random.ts';

@@ -21,7 +21,7 @@ import {
   logSoftmaxRows,
   type PositionSums,
   type Reference,
-} from './commands/eval.ts';
+} from './predictions.ts';
 import type { NeedleRunOptions } from './eval-niah.ts';
 import { fmtBudget, methodWidth } from './text-table.ts';
 

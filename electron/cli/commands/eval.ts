@@ -3,11 +3,11 @@
 // agnostically, teacher-force the rest through the compressed cache and through the full cache, and compare
 // the next-token distributions position by position (KL, top-1 agreement, perplexity of the true tokens),
 // next to the engine's own measure of the window queries' attention-output change per layer.
-import { readdirSync, statSync, writeFileSync } from 'node:fs';
-import { basename, extname, join, resolve } from 'node:path';
+import { writeFileSync } from 'node:fs';
+import { basename, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-import type { CompressionMethod, CompressionStats, Model, Session } from '../../engine/binding.ts';
+import type { CompressionMethod, CompressionStats, Model } from '../../engine/binding.ts';
 import {
   type Command,
   UsageError,
@@ -36,99 +36,21 @@ import { citationLayers } from '../../services/citations.ts';
 import { RULER_TASKS, isRulerTask } from '../ruler/tasks.ts';
 import { rulerTable, runRulerSuite } from '../ruler/suite.ts';
 import { runSetFidelity, setFidelityTable } from '../eval-fidelity-set.ts';
+import {
+  argmax,
+  compare,
+  continuationRows,
+  documentFiles,
+  logSoftmaxRows,
+  type PositionSums,
+  type Reference,
+} from '../predictions.ts';
 import { fmtBudget, methodWidth } from '../text-table.ts';
 
 const defaultMethods: CompressionMethod[] = [...METHOD_NAMES];
 const defaultBudgets = [0.2, 0.4, 0.6, 0.8];
 /** The project's own documents: test/docs/ (short stories written for the project). */
 export const defaultDocsDir = fileURLToPath(new URL('../../../test/docs/', import.meta.url));
-
-/** The documents of a folder: every .txt and .md file except README.md, by name. */
-export function documentFiles(dir: string): string[] {
-  let names: string[];
-  try {
-    names = readdirSync(dir);
-  } catch (e) {
-    throw new UsageError(`--docs: cannot read the folder ${dir}: ${(e as Error).message}`);
-  }
-  const files = names
-    .filter((n) => ['.txt', '.md'].includes(extname(n).toLowerCase()) && n.toLowerCase() !== 'readme.md')
-    .sort()
-    .map((n) => join(dir, n))
-    .filter((p) => statSync(p).isFile());
-  if (files.length === 0) throw new UsageError(`--docs: no .txt or .md documents in ${dir}`);
-  return files;
-}
-
-/** Per-position log-probabilities of a logits matrix, in float64 (rows × nVocab). */
-export function logSoftmaxRows(rows: Float32Array[], nVocab: number): Float64Array {
-  const out = new Float64Array(rows.length * nVocab);
-  rows.forEach((row, r) => {
-    let max = -Infinity;
-    for (let i = 0; i < nVocab; i++) if (row[i] > max) max = row[i];
-    let sum = 0;
-    for (let i = 0; i < nVocab; i++) sum += Math.exp(row[i] - max);
-    const lse = max + Math.log(sum);
-    for (let i = 0; i < nVocab; i++) out[r * nVocab + i] = row[i] - lse;
-  });
-  return out;
-}
-
-/** Index of the largest value (the lowest index wins ties, as in greedy sampling). */
-export function argmax(x: ArrayLike<number>, from: number, n: number): number {
-  let best = 0;
-  for (let i = 1; i < n; i++) if (x[from + i] > x[from + best]) best = i;
-  return best;
-}
-
-/** The predictions for the continuation: the logits after the prefix, then those after each continuation
- * token but the last (row i predicts continuation token i). */
-export async function continuationRows(
-  session: Session,
-  afterPrefix: Float32Array,
-  rest: Int32Array,
-  nVocab: number,
-): Promise<Float32Array[]> {
-  const rows = [afterPrefix];
-  if (rest.length > 1) {
-    const { logits } = await session.prefill(rest.subarray(0, rest.length - 1), { allLogits: true });
-    for (let r = 0; r < rest.length - 1; r++) rows.push(logits.subarray(r * nVocab, (r + 1) * nVocab));
-  }
-  return rows;
-}
-
-export interface Reference {
-  logp: Float64Array;
-  top: number[];
-}
-
-/** Sums over the positions of one document (one method × budget). */
-export interface PositionSums {
-  positions: number;
-  kl: number;
-  agree: number;
-  nll: number;
-}
-
-export function compare(ref: Reference, rows: Float32Array[], rest: Int32Array, nVocab: number): PositionSums {
-  const logq = logSoftmaxRows(rows, nVocab);
-  let kl = 0,
-    agree = 0,
-    nll = 0;
-  for (let r = 0; r < rows.length; r++) {
-    const o = r * nVocab;
-    let k = 0;
-    for (let i = 0; i < nVocab; i++) {
-      const lp = ref.logp[o + i];
-      const p = Math.exp(lp);
-      if (p > 0) k += p * (lp - logq[o + i]);
-    }
-    kl += Math.max(0, k); // KL >= 0; clamp the last-bit rounding of identical distributions
-    if (argmax(rows[r], 0, nVocab) === ref.top[r]) agree++;
-    nll -= logq[o + rest[r]];
-  }
-  return { positions: rows.length, kl, agree, nll };
-}
 
 export interface FidelityDocRow {
   document: string;
