@@ -1,9 +1,9 @@
 // Chats over a compressed document, or a set of them. A chat over one document forks the document's compressed
 // session, so a new chat costs no prefill; a chat over a set assembles its documents' saved caches side by side
-// (chat-set.ts), nothing read again. Its conversation lives in that session. Answers stream as chat.token events and are written to
-// the database as they grow; stop, regenerate and edit truncate the conversation. When the engine dies
-// mid-answer the answer is kept as interrupted, and the chat's session is rebuilt on the next question
-// from the document's saved cache plus the stored conversation.
+// (chat-set.ts), nothing read again, or reads them together once (its reading). Its conversation lives in that
+// session. Answers stream as chat.token events and are written to the database as they grow; stop, regenerate
+// and edit truncate the conversation. When the engine dies mid-answer the answer is kept as interrupted, and the
+// chat's session is rebuilt on the next question from the saved caches plus the stored conversation.
 import {
   ApiError,
   type ChatStyle,
