@@ -75,7 +75,8 @@ test('pick three documents, one chat over them: the chip names the document and 
   await bar.getByRole('button', { name: 'Chat over these 3' }).click();
   await bar.waitFor({ state: 'detached' });
   const header = app.page.getByTestId('chat-documents');
-  assert.deepEqual(await header.getByRole('button').allInnerTexts(), ['Lily', 'Mia with a code', 'Sam']);
+  const chips = header.locator('.doc-chip > button:first-child');
+  assert.deepEqual(await chips.allInnerTexts(), ['Lily', 'Mia with a code', 'Sam']);
 
   const box = app.page.getByRole('textbox', { name: 'Ask about these 3 documents' });
   await box.fill('What is the secret code? The secret code is ');
@@ -95,7 +96,10 @@ test('pick three documents, one chat over them: the chip names the document and 
   // The document view shows Mia's document, and the chat is still the set's.
   await app.page.getByRole('tab', { name: 'Chat' }).click();
   assert.equal(await answer.count(), 1, 'the same chat, its answer there');
-  assert.equal(await header.getByRole('button', { name: 'Mia with a code' }).getAttribute('aria-current'), 'true');
+  assert.equal(
+    await header.getByRole('button', { name: 'Mia with a code', exact: true }).getAttribute('aria-current'),
+    'true',
+  );
   // The chat is listed under each of its documents, marked as over three.
   await app.page.getByText('3 docs').first().waitFor();
   await shot('03-cited-page');
@@ -111,5 +115,15 @@ test('pick three documents, one chat over them: the chip names the document and 
   ).filter((c) => c.documentIds.length === 3);
   assert.equal(chat.reading, 'together');
   await shot('04-together');
+
+  // Without Sam: another chat, over the other two; the set's chat stays as it was.
+  await header.getByRole('button', { name: 'A new chat without Sam' }).click();
+  await app.page.getByTestId('msg-assistant').first().waitFor({ state: 'detached' });
+  assert.deepEqual(await chips.allInnerTexts(), ['Lily', 'Mia with a code']);
+  const byTwo = await app.api.call('chats.list', { documentId: chat.documentIds[0] });
+  assert.ok(
+    byTwo.some((c) => c.id === chat.id && c.messageCount === 4),
+    'the chat over the three is kept',
+  );
   assert.deepEqual(app.errors, []);
 });

@@ -31,6 +31,7 @@ import {
   regenerateAnswer,
   renameChat,
   sendQuestion,
+  chatOver,
   setChatReading,
   setChatStyle,
   stopAnswer,
@@ -54,6 +55,7 @@ import { VirtualList } from './VirtualList.tsx';
 import { pagesRead } from '../../../electron/shared/room.ts';
 import { CHAT_STYLES, chatStyleFor } from '../../../electron/shared/chat-style.ts';
 import { citedChips } from '../../../electron/shared/citation-chips.ts';
+import { MAX_CHAT_DOCUMENTS } from '../../../electron/shared/limits.ts';
 
 export function Markdown({ text, streaming }: { text: string; streaming?: boolean }) {
   // While an answer streams, rendering may lag a token or two behind rather than block typing.
@@ -195,18 +197,55 @@ function ChatDocuments({ chatId }: { chatId: string | null }) {
       </label>
       <span className="muted">· {ids.length} documents:</span>
       {ids.map((id, i) => (
-        <button
-          key={id}
-          type="button"
-          className={`doc-chip${id === shown ? ' current' : ''}`}
-          aria-current={id === shown ? 'true' : undefined}
-          onClick={() => showChatDocument(id)}
-          title={`Show “${titles[i]}” in the document view`}
-        >
-          {titles[i]}
-        </button>
+        <span key={id} className={`doc-chip${id === shown ? ' current' : ''}`}>
+          <button
+            type="button"
+            className="link-button"
+            aria-current={id === shown ? 'true' : undefined}
+            onClick={() => showChatDocument(id)}
+            title={`Show “${titles[i]}” in the document view`}
+          >
+            {titles[i]}
+          </button>
+          <button
+            type="button"
+            className="link-button doc-chip-remove"
+            aria-label={`A new chat without ${titles[i]}`}
+            title="A new chat over the others (this one stays as it is)"
+            onClick={() => void chatOver(ids.filter((d) => d !== id))}
+          >
+            ×
+          </button>
+        </span>
       ))}
+      <AddToSet ids={ids} />
     </nav>
+  );
+}
+
+/** Another ready document for a new chat over the set and it (the set's own chat stays as it is). */
+function AddToSet({ ids }: { ids: readonly string[] }) {
+  const others = useDocuments(
+    useShallow((s) =>
+      s.order.filter((id) => !ids.includes(id) && (s.byId[id]?.status === 'ready' || s.byId[id]?.status === 'stale')),
+    ),
+  );
+  const titles = useDocuments(useShallow((s) => others.map((id) => s.byId[id]?.title ?? '')));
+  if (others.length === 0 || ids.length >= MAX_CHAT_DOCUMENTS) return null;
+  return (
+    <select
+      className="small"
+      aria-label="A new chat with another document"
+      value=""
+      onChange={(e) => e.target.value && void chatOver([...ids, e.target.value])}
+    >
+      <option value="">+ document…</option>
+      {others.map((id, i) => (
+        <option key={id} value={id}>
+          {titles[i]}
+        </option>
+      ))}
+    </select>
   );
 }
 

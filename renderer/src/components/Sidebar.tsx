@@ -5,7 +5,7 @@ import { useShallow } from 'zustand/react/shallow';
 
 import type { ChatSummary, SetEstimate } from '../../../electron/api/contract.ts';
 import { api } from '../api/client.ts';
-import { createChat, deleteChat, EMPTY, loadChats, useChats } from '../stores/chats.ts';
+import { chatOver, createChat, deleteChat, EMPTY, loadChats, useChats } from '../stores/chats.ts';
 import { deleteDocument, useDocuments } from '../stores/documents.ts';
 import { useEngine } from '../stores/engine.ts';
 import { useModels } from '../stores/models.ts';
@@ -70,7 +70,9 @@ function DocumentRow({ id, selected }: { id: string; selected: boolean }) {
           )}
         </span>
         {saved && d.status !== 'failed' && (
-          <span className="doc-meta saved">saves {formatPercent(saved.fraction)} of the cache</span>
+          <span className="doc-meta saved">
+            saves {formatPercent(saved.fraction)} of the cache ({formatBytes(d.kvBytesKept)} kept)
+          </span>
         )}
         {d.status !== 'failed' && readKind(d) === 'rebased' && (
           <span className="doc-note warning" data-testid="doc-long-read">
@@ -160,9 +162,7 @@ function PickedBar() {
   }, [reads]);
   if (picked.length === 0) return null;
   const start = async () => {
-    const [first, ...others] = picked;
-    selectDocument(first);
-    if (await createChat(first, undefined, others)) clearPicked();
+    if (await chatOver(picked)) clearPicked();
   };
   const more = estimate && moreFit(estimate);
   return (

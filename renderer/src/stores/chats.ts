@@ -241,6 +241,16 @@ export async function createChat(
   }
 }
 
+/** A new chat over these documents (a set, in this order; or one), shown with one of them: the one on screen when
+ * it is of the set, else the first. Picking documents in the library, and adding or removing one of a set's,
+ * come here: another set is another chat. */
+export async function chatOver(documentIds: readonly string[]): Promise<string | null> {
+  const [first, ...others] = documentIds;
+  if (!first) return null;
+  if (!documentIds.includes(useUi.getState().documentId ?? '')) selectDocument(first);
+  return createChat(first, undefined, others);
+}
+
 export async function deleteChat(chatId: string): Promise<void> {
   const chat = useChats.getState().chats[chatId];
   try {
