@@ -4,6 +4,8 @@ import type { Message } from '../../../electron/api/contract.ts';
 import { setApi } from '../api/client.ts';
 import { chat, createFakeApi, message, usage } from '../test/fake-api.ts';
 import {
+  chatOver,
+  deleteChat,
   editQuestion,
   liveRate,
   liveUsage,
@@ -178,5 +180,24 @@ describe('streaming answers, by message id', () => {
   it('measures tokens per second while streaming', () => {
     expect(liveRate({ firstAt: 0, lastAt: 1000, tokens: 11 })).toBe(10);
     expect(liveRate({ firstAt: 0, lastAt: 0, tokens: 1 })).toBeNull();
+  });
+});
+
+describe('a chat over a set of documents', () => {
+  it('is listed under each of its documents, and leaves each list when deleted', async () => {
+    const set = chat({ id: 's1', documentIds: ['d1', 'd2', 'd3'] });
+    const api = createFakeApi({
+      'chats.create': () => set,
+      'chats.get': () => ({ chat: set, messages: [], usage: usage() }),
+      'chats.delete': () => ({ ok: true }),
+    });
+    setApi(api);
+    useChats.setState({ byDoc: { d2: ['c9'] }, chats: {}, order: {} });
+    expect(await chatOver(['d1', 'd2', 'd3'])).toBe('s1');
+    expect(api.callsOf('chats.create')).toEqual([{ documentId: 'd1', others: ['d2', 'd3'] }]);
+    const byDoc = useChats.getState().byDoc;
+    expect([byDoc.d1, byDoc.d2, byDoc.d3]).toEqual([['s1'], ['s1', 'c9'], ['s1']]);
+    await deleteChat('s1');
+    expect(useChats.getState().byDoc).toEqual({ d1: [], d2: ['c9'], d3: [] });
   });
 });
