@@ -188,6 +188,31 @@ test('read together: the set read as one document, saved for the chat and loaded
   assert.throws(() => statSync(saved), /ENOENT/);
 });
 
+test('a cache saved packed (by an earlier version) is read again, once, when its document joins a set', {
+  skip,
+}, async () => {
+  const [a, b] = [haystack[3], withNeedle[4]];
+  const doc = core.storage.documents.require(a);
+  // What an earlier version saved for a packed document: the read packed by the engine, every token kept.
+  const model = await core.documents.reader.model();
+  const h = await core.engine.createSession(model, { ...core.engine.sessionOptions(), nCtx: doc.contextTokens! });
+  const { compression } = core.storage.settings.get();
+  await core.engine.call('compress', {
+    sessionId: h.sessionId,
+    tokens: core.storage.documents.tokens(a)!,
+    options: { method: compression.method, budget: compression.budget, packPositions: true },
+  });
+  await core.engine.call('save', { sessionId: h.sessionId, path: doc.kvPath!, meta: '' });
+  await core.engine.disposeSession(h.sessionId);
+  core.storage.db.prepare(`UPDATE documents SET kept_placement = 'packed' WHERE id = ?`).run(a);
+  const before = statSync(doc.kvPath!).mtimeMs;
+  const chatId = core.chats.create({ documentId: a, others: [b] }).id;
+  const r = await ask(chatId, 'What is the secret code? The secret code is ');
+  assert.equal(r.status, 'complete', `${r.error}`);
+  assert.match(r.text, /^5843/, JSON.stringify(r.text));
+  assert.ok(statSync(doc.kvPath!).mtimeMs > before, 'the packed cache was read again');
+});
+
 test('a set too long for its own spacing is packed, or refused with the ways out when packing is not allowed', {
   skip,
 }, async () => {

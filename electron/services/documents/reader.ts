@@ -300,6 +300,25 @@ export class DocumentReader {
   async assemble(
     documentIds: readonly string[],
     o: { format: ChatFormat; systemPrompt: string; style: ChatStyle; signal?: AbortSignal },
+    again = true,
+  ): Promise<AssembledSet> {
+    try {
+      return await this.assembleOnce(documentIds, o);
+    } catch (e) {
+      // A packed document's cache saved packed (by a version before caches were saved at their own positions)
+      // cannot be placed: it is read again, once, as any stale cache is, and the set assembled again.
+      const at = (e as { code?: string; details?: { document?: number } }).details?.document;
+      const doc = at ? this.ctx.storage.documents.get(documentIds[at - 1]) : null;
+      if (!again || (e as { code?: string }).code !== 'DOCUMENT_NOT_ASSEMBLABLE' || doc?.kept?.placement !== 'packed')
+        throw e;
+      await this.ctx.tasks.run('compress', doc.id, (task) => this.read(doc.id, task, doc.readPages ?? undefined));
+      return this.assemble(documentIds, o, false);
+    }
+  }
+
+  private async assembleOnce(
+    documentIds: readonly string[],
+    o: { format: ChatFormat; systemPrompt: string; style: ChatStyle; signal?: AbortSignal },
   ): Promise<AssembledSet> {
     const documents: SetDocument[] = [];
     for (const id of documentIds) {
