@@ -242,7 +242,8 @@ function partError(e: unknown, title: string, index: number, count: number, nCtx
       `the ${count} documents do not fit the model's context of ${nCtx.toLocaleString('en-US')} positions` +
         `${packed ? ', even packed' : ''} (it was full at “${title}”, document ${index + 1}): choose fewer documents, ` +
         'compress them to a smaller budget' +
-        (packed ? '' : ', or let their positions be packed (Settings → Document positions: auto or packed)'),
+        (packed ? '' : ', let their positions be packed (Settings → Document positions: auto or packed)') +
+        ', or read them together (the chat header’s Read), which reads a set longer than the context in chunks',
       { document: index + 1, nCtx, packed },
     );
   if (code === 'NOT_SUPPORTED')

@@ -143,7 +143,9 @@ function DocumentRow({ id, selected }: { id: string; selected: boolean }) {
  * more like them fit, and the chat over them.
  */
 function PickedBar() {
-  const picked = useLibrary((s) => s.picked);
+  // A picked document deleted meanwhile is no longer picked.
+  const all = useLibrary((s) => s.picked);
+  const picked = useDocuments(useShallow((s) => all.filter((id) => s.byId[id])));
   // The estimate follows the picks and their reads (a pick read again has another cache): "id:kept bytes" each.
   const reads = useDocuments((s) => picked.map((id) => `${id}:${s.byId[id]?.kvBytesKept ?? ''}`).join(','));
   const [estimate, setEstimate] = useState<SetEstimate | null>(null);
@@ -174,7 +176,7 @@ function PickedBar() {
             {' '}
             · caches {formatBytes(estimate.keptBytes)} · about {formatCount(estimate.positions)} of{' '}
             {formatCount(estimate.contextTokens)} positions:{' '}
-            {estimate.placement === 'own' ? 'at their own positions' : 'packed to fit (answers cite by shared words)'}
+            {estimate.placement === 'own' ? 'at their own positions' : 'packed to fit (answers without citations)'}
             {more && ` · ${more}`}
           </>
         )}
