@@ -7,8 +7,8 @@
 //   <opening + system prompt>  Document one of three: <title>\n\n  [document 1's kept entries]  \n\nDocument two of …
 //
 // Positions keep each document's spacing where the context allows it with room for the conversation; else
-// each document's kept entries are packed onto as many positions as its fullest head keeps (answers cite by
-// shared words then, as a packed document's do).
+// each document's kept entries are packed onto as many positions as its fullest head keeps (its answers then
+// carry no citations: a packed entry's position no longer names its token).
 import { ApiError, type ChatStyle, type CitedPage, type DocumentPage } from '../api/contract.ts';
 import type { Conversation } from './chat-format.ts';
 import { rankCitations, sentenceMass, type SentenceMass } from './citations.ts';
