@@ -11,7 +11,7 @@ import { join } from 'node:path';
 
 import type { Message } from '../electron/api/contract.ts';
 import type { AppCore } from '../electron/services/app-core.ts';
-import { setText } from '../electron/services/chat-set.ts';
+import { setEvidence, setText } from '../electron/services/chat-set.ts';
 import { missing, repoRoot, sharedModel } from './helpers/shared.ts';
 import { taskDone, testCore } from './helpers/test-core.ts';
 
@@ -86,6 +86,33 @@ test("a set's text: each document after a header naming it, its own text where t
     spans.map(([a, b]) => text.slice(a, b)),
     ['one.', 'two.'],
   );
+});
+
+test("a packed set's evidence: the pages of any document that share the most words with the answer, each named", () => {
+  const page = (n: number, text: string) => ({ page: n, text, tokenStart: 0, tokenEnd: 0 });
+  const documents = [
+    {
+      id: 'lily',
+      title: 'Lily',
+      kvPath: '',
+      charMap: null,
+      pages: [page(1, 'Lily had a red kite with a long blue tail.')],
+    },
+    {
+      id: 'tom',
+      title: 'Tom',
+      kvPath: '',
+      charMap: null,
+      pages: [page(1, 'Tom heard a sad sound.'), page(2, 'The puppy was wet and cold under the bush.')],
+    },
+  ];
+  const cited = setEvidence('The puppy was wet and cold, Tom said.', { documents })!;
+  assert.deepEqual(
+    cited.map((c) => [c.documentId, c.page, c.basis, c.share, c.sentences.length]),
+    [['tom', 2, 'words', 1, 0]],
+    'the page that shares three-word runs; not the one that shares only a name',
+  );
+  assert.equal(setEvidence('Hello there friend.', { documents }), null, 'nothing shared, nothing cited');
 });
 
 test('five documents in one chat: the needle is answered and cited in whichever document holds it', {
@@ -239,7 +266,10 @@ test('a set too long for its own spacing is packed, or refused with the ways out
   const a = await ask(packed, 'What is the secret code? The secret code is ');
   assert.equal(a.status, 'complete', `${a.error}`);
   assert.ok(a.text.length > 0);
-  assert.equal(a.citations, null);
+  assert.ok(
+    (a.citations ?? []).every((c) => c.basis === 'words'),
+    'no attention citations: by shared words only',
+  );
   const { usage } = core.chats.get(packed);
   assert.equal(usage.documentPacked, true);
   const ownPositions = whole.reduce(

@@ -354,6 +354,9 @@ export type CitedSentence = z.infer<typeof CitedSentence>;
 export const CitedPage = z.object({
   /** In a chat over a set of documents, the document of the page. */
   documentId: Id.optional(),
+  /** 'words': found by the words the answer shares with the page, not by attention (a set whose attention cannot
+   * be read: packed); no sentences then. Absent: attention. */
+  basis: z.literal('words').optional(),
   page: z.number().int().min(1),
   share: z.number().min(0).max(1),
   sentences: z.array(CitedSentence),
@@ -374,7 +377,8 @@ export const Message = z.object({
    * the answer shares with each page. */
   pageRefs: z.array(z.number().int()),
   /** The pages the model's attention looked at while it wrote the answer, best first; null where none was
-   * measured (the OpenAI endpoint, answers stored before, a document read with re-based positions). */
+   * measured (the OpenAI endpoint, answers stored before, a document read with re-based positions). In a chat over
+   * a set whose attention cannot be read (packed), the pages that share the most words with it (basis 'words'). */
   citations: z.array(CitedPage).nullable(),
   error: z.string().nullable(),
   /** An answer regenerated, or a question edited, keeps its earlier versions (a question's with what followed

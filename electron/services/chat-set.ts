@@ -8,10 +8,11 @@
 //
 // Positions keep each document's spacing where the context allows it with room for the conversation; else
 // each document's kept entries are packed onto as many positions as its fullest head keeps (its answers then
-// carry no citations: a packed entry's position no longer names its token).
+// cite by shared words: a packed entry's position no longer names its token).
 import { ApiError, type ChatStyle, type CitedPage, type DocumentPage } from '../api/contract.ts';
 import type { Conversation } from './chat-format.ts';
 import { rankCitations, sentenceMass, type SentenceMass } from './citations.ts';
+import { evidenceScores } from './evidence.ts';
 import type { EngineManager, LoadedModel } from './engine-manager.ts';
 import { conversationOver, documentText, tokenizeFormatted, type ChatFormat } from './prefix.ts';
 
@@ -254,6 +255,35 @@ function partError(e: unknown, title: string, index: number, count: number, nCtx
       { document: index + 1 },
     );
   return e;
+}
+
+/**
+ * Where an answer's evidence is in a set whose attention cannot be read (packed): the pages, of any document,
+ * that share the most words with it (evidence.ts), each naming its document, marked basis 'words'; null when
+ * none shares enough.
+ */
+export function setEvidence(answer: string, set: Pick<AssembledSet, 'documents' | 'together'>): CitedPage[] | null {
+  const together = set.together;
+  const pages = together
+    ? together.pages.flatMap((p) => {
+        const o = together.owner.get(p.page);
+        return o ? [{ ...o, text: p.text }] : [];
+      })
+    : set.documents.flatMap((d) => d.pages.map((p) => ({ documentId: d.id, page: p.page, text: p.text })));
+  // Numbered in order across the documents, as evidenceScores wants pages.
+  const scored = evidenceScores(
+    answer,
+    pages.map((p, i) => ({ page: i + 1, text: p.text })),
+  );
+  const total = scored.reduce((n, s) => n + s.score, 0);
+  if (!(total > 0)) return null;
+  return scored.map((s) => ({
+    documentId: pages[s.page - 1].documentId,
+    page: pages[s.page - 1].page,
+    basis: 'words' as const,
+    share: s.score / total,
+    sentences: [],
+  }));
 }
 
 /**

@@ -31,7 +31,7 @@ import { citationsFromAttention, pageRefsOf } from './citations.ts';
 import { evidencePages } from './evidence.ts';
 import { MAX_CHAT_DOCUMENTS } from '../shared/limits.ts';
 import { pagesRead } from '../shared/room.ts';
-import { setCitations, type AssembledSet } from './chat-set.ts';
+import { setCitations, setEvidence, type AssembledSet } from './chat-set.ts';
 import { SessionKey } from './session-key.ts';
 
 /** Tokens kept free at the end of the context for the answer's first words. */
@@ -217,7 +217,7 @@ export class ChatsService {
   /**
    * Where an answer's evidence is. Only the pages the model read can hold it: ranked by the answer's attention to
    * them, else (no attention measured) by the words they share with it. In a set, the pages name their documents
-   * (citations); a packed set's answers have none.
+   * (citations; by shared words, basis 'words', where the set's attention cannot be read).
    */
   private evidence(
     chat: ChatSummary,
@@ -226,7 +226,7 @@ export class ChatsService {
   ): { citations: CitedPage[] | null; pageRefs: number[] } {
     if (chat.documentIds.length > 1) {
       const set = this.sets.get(chat.id);
-      const citations = set ? setCitations(attention, set) : null;
+      const citations = set ? (setCitations(attention, set) ?? setEvidence(text, set)) : null;
       return { citations, pageRefs: citations ? pageRefsOf(citations) : [] };
     }
     const doc = this.storage.documents.require(chat.documentId);

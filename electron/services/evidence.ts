@@ -10,6 +10,16 @@ function words(text: string): string[] {
 
 /** Up to `max` page numbers, best first, whose text shares enough with the answer. */
 export function evidencePages(answer: string, pages: readonly { page: number; text: string }[], max = 3): number[] {
+  return evidenceScores(answer, pages, max).map((s) => s.page);
+}
+
+/** evidencePages with each page's score (shared three-word sequences count twice, then rare words by their
+ * rarity over the pages). */
+export function evidenceScores(
+  answer: string,
+  pages: readonly { page: number; text: string }[],
+  max = 3,
+): { page: number; score: number }[] {
   const a = words(answer);
   if (a.length < 3) return [];
   const trigrams = new Set<string>();
@@ -28,5 +38,5 @@ export function evidencePages(answer: string, pages: readonly { page: number; te
     return { page: p.page, score: shared * 2 + rare, shared };
   });
   const best = scored.filter((s) => s.shared > 0 || s.score >= 2).sort((x, y) => y.score - x.score || x.page - y.page);
-  return best.slice(0, max).map((s) => s.page);
+  return best.slice(0, max).map(({ page, score }) => ({ page, score }));
 }

@@ -133,13 +133,19 @@ export function PageChips({ m }: { m: Message }) {
   );
 }
 
-/** An answer's chips in a chat over a set: each names its document; it opens that document at the page. */
+/** An answer's chips in a chat over a set: each names its document; it opens that document at the page (the
+ * sentences the answer looked at highlighted, where they were found by its attention). */
 function SetChips({ citations }: { citations: readonly CitedPage[] }) {
   const chips = citedChips(citations);
   const titles = useDocuments(useShallow((s) => chips.map((c) => (c.documentId && s.byId[c.documentId]?.title) || '')));
+  const byWords = chips[0]?.basis === 'words';
+  const share = (c: CitedPage) =>
+    byWords
+      ? `${formatPercent(c.share)} of the evidence by the words it shares with the answer`
+      : `${formatPercent(c.share)} of the answer's attention to the documents`;
   return (
     <span className="page-refs">
-      Looked at
+      {byWords ? 'Evidence on' : 'Looked at'}
       {chips.map((c, i) => {
         const title = titles[i] || 'a deleted document';
         return (
@@ -151,8 +157,8 @@ function SetChips({ citations }: { citations: readonly CitedPage[] }) {
             onClick={() =>
               c.documentId && openCitation({ documentId: c.documentId, page: c.page, ranges: c.sentences })
             }
-            aria-label={`Open ${title}, page ${c.page}, where ${formatPercent(c.share)} of the answer's attention to the documents went`}
-            title={`${formatPercent(c.share)} of the answer's attention to the documents`}
+            aria-label={`Open ${title}, page ${c.page}: ${share(c)}`}
+            title={share(c)}
           >
             {title} · p. {c.page}
           </button>

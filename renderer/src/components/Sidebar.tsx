@@ -176,7 +176,7 @@ function PickedBar() {
             {' '}
             · caches {formatBytes(estimate.keptBytes)} · about {formatCount(estimate.positions)} of{' '}
             {formatCount(estimate.contextTokens)} positions:{' '}
-            {estimate.placement === 'own' ? 'at their own positions' : 'packed to fit (answers without citations)'}
+            {estimate.placement === 'own' ? 'at their own positions' : 'packed to fit (answers cite by shared words)'}
             {more && ` · ${more}`}
           </>
         )}
