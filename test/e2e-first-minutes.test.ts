@@ -7,17 +7,12 @@
 // (they used to end "the context is full", the meter at 606 / 512). A document 41 times the context (a
 // generated PDF the size of the GPL) says so on the chat and the library card, the header shows the budget it
 // actually kept and why, and a page nothing was kept of has no tint.
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { BrowserContext, Page } from 'playwright-core';
 
-import type { WsApi } from '../electron/api/ws-client.ts';
-import type { AppCore } from '../electron/services/app-core.ts';
-import type { WebHost } from '../electron/web/server.ts';
-import { closeE2e, e2eSkip, openAppPage, serveApp, shots, storiesDir, storyFiles } from './helpers/e2e-host.ts';
+import { e2eApp, e2eSkip, shots, storiesDir, storyFiles } from './helpers/e2e-host.ts';
 import { repoRoot, sharedModel } from './helpers/shared.ts';
 
 const model = sharedModel('stories260K.gguf');
@@ -26,80 +21,72 @@ const skip = e2eSkip(model) || e2eSkip(otherModel);
 const apiToken = 'e2e-first-minutes-token-01234567';
 const docFile = join(repoRoot, 'test/docs/lily-and-the-red-kite.txt');
 
-let dir = '';
-let core: AppCore;
-let host: WebHost;
-let api: WsApi;
-let context: BrowserContext;
-let page: Page;
-let errors: string[] = [];
 let documentId = '';
 /** While set, the engine's next generation waits this long before it starts (a slow model's first word). */
 let firstWordDelayMs = 0;
 
-const shot = (name: string) => page.screenshot({ path: join(shots, `first-minutes-${name}.png`) });
-
-before(async () => {
-  if (skip) return;
-  dir = mkdtempSync(join(tmpdir(), 'folio-e2e-first-'));
-  mkdirSync(shots, { recursive: true });
-  ({ core, host, api } = await serveApp({
-    dataDir: join(dir, 'library'),
-    model,
-    apiToken,
-    beforeServe: (c) => {
-      // stories260K writes its first word within milliseconds: a stop "before the first word" needs a model
-      // that takes its time, so the next generation waits (once) before it starts, as a large model's does.
-      const call = c.engine.call.bind(c.engine);
-      c.engine.call = (async (method: string, params: unknown, opts: unknown) => {
-        if (method === 'generate' && firstWordDelayMs > 0) {
-          const ms = firstWordDelayMs;
-          firstWordDelayMs = 0;
-          await new Promise((r) => setTimeout(r, ms));
-        }
-        return call(method as never, params as never, opts as never);
-      }) as typeof c.engine.call;
-    },
-  }));
-  await api.call('settings.update', {
-    sampling: { maxTokens: 24, temperature: 0 },
-    compression: { method: 'ada-snapkv', budget: 0.3 },
-    theme: 'light',
-  });
-  ({ context, page, errors } = await openAppPage(dir, host, { width: 1400, height: 900 }));
-  const r = await api.call('documents.import', {
-    fileName: 'lily-and-the-red-kite.txt',
-    dataBase64: readFileSync(docFile).toString('base64'),
-  });
-  documentId = r.documentId;
-  await page.getByTestId('document').filter({ hasText: 'Ready' }).waitFor({ timeout: 60_000 });
+const app = e2eApp({
+  name: 'first',
+  model,
+  apiToken,
+  skip,
+  viewport: { width: 1400, height: 900 },
+  beforeServe: (c) => {
+    // stories260K writes its first word within milliseconds: a stop "before the first word" needs a model
+    // that takes its time, so the next generation waits (once) before it starts, as a large model's does.
+    const call = c.engine.call.bind(c.engine);
+    c.engine.call = (async (method: string, params: unknown, opts: unknown) => {
+      if (method === 'generate' && firstWordDelayMs > 0) {
+        const ms = firstWordDelayMs;
+        firstWordDelayMs = 0;
+        await new Promise((r) => setTimeout(r, ms));
+      }
+      return call(method as never, params as never, opts as never);
+    }) as typeof c.engine.call;
+  },
+  beforePage: async ({ api }) =>
+    void (await api.call('settings.update', {
+      sampling: { maxTokens: 24, temperature: 0 },
+      compression: { method: 'ada-snapkv', budget: 0.3 },
+      theme: 'light',
+    })),
+  ready: async ({ api, page }) => {
+    const r = await api.call('documents.import', {
+      fileName: 'lily-and-the-red-kite.txt',
+      dataBase64: readFileSync(docFile).toString('base64'),
+    });
+    documentId = r.documentId;
+    await page.getByTestId('document').filter({ hasText: 'Ready' }).waitFor({ timeout: 60_000 });
+  },
 });
 
-after(async () => {
-  if (!skip) await closeE2e({ dir, context, api, host, core });
-});
+const shot = (name: string) => app.page.screenshot({ path: join(shots, `first-minutes-${name}.png`) });
 
 test('Stop before the first word, then Regenerate: the new answer finishes and shows as finished', {
   skip,
 }, async () => {
-  await page.getByTestId('document').first().click();
-  await page.getByRole('tab', { name: 'Chat' }).click();
-  const box = page.getByRole('textbox', { name: /Ask about/ });
+  await app.page.getByTestId('document').first().click();
+  await app.page.getByRole('tab', { name: 'Chat' }).click();
+  const box = app.page.getByRole('textbox', { name: /Ask about/ });
   firstWordDelayMs = 1500;
   await box.fill('Who flew the kite?');
   await box.press('Enter');
-  const answer = page.getByTestId('msg-assistant').last();
-  await page.locator('[data-testid="msg-assistant"][data-status="streaming"]').waitFor();
-  await page.keyboard.press('Escape');
-  await page.locator('[data-testid="msg-assistant"][data-status="cancelled"]').waitFor();
-  const chatId = (await api.call('chats.list', { documentId }))[0].id;
-  assert.equal((await api.call('chats.get', { chatId })).messages.at(-1)?.text, '', 'stopped before its first word');
-  await page.getByRole('button', { name: 'Regenerate answer' }).click();
+  const answer = app.page.getByTestId('msg-assistant').last();
+  await app.page.locator('[data-testid="msg-assistant"][data-status="streaming"]').waitFor();
+  await app.page.keyboard.press('Escape');
+  await app.page.locator('[data-testid="msg-assistant"][data-status="cancelled"]').waitFor();
+  const chatId = (await app.api.call('chats.list', { documentId }))[0].id;
+  assert.equal(
+    (await app.api.call('chats.get', { chatId })).messages.at(-1)?.text,
+    '',
+    'stopped before its first word',
+  );
+  await app.page.getByRole('button', { name: 'Regenerate answer' }).click();
   // The stored answer finishes within a second here; the page must show it finished, not "Writing…".
-  await page.locator('[data-testid="msg-assistant"][data-status="complete"]').waitFor({ timeout: 15_000 });
+  await app.page.locator('[data-testid="msg-assistant"][data-status="complete"]').waitFor({ timeout: 15_000 });
   assert.ok(((await answer.locator('.markdown').textContent()) ?? '').trim().length > 0, 'the new answer has words');
-  assert.equal(await page.getByRole('button', { name: 'Stop' }).count(), 0, 'no Stop button is left');
-  const chat = await api.call('chats.get', { chatId });
+  assert.equal(await app.page.getByRole('button', { name: 'Stop' }).count(), 0, 'no Stop button is left');
+  const chat = await app.api.call('chats.get', { chatId });
   assert.equal(chat.messages.at(-1)?.status, 'complete');
   assert.equal(chat.messages.at(-1)?.text.trim(), (await answer.locator('.markdown').textContent())?.trim());
   await shot('regenerate-after-stop');
@@ -108,41 +95,41 @@ test('Stop before the first word, then Regenerate: the new answer finishes and s
 test('another model: the badges say at once which documents are stale and which are ready again', {
   skip,
 }, async () => {
-  const badge = page.getByTestId('document').filter({ hasText: 'lily' });
+  const badge = app.page.getByTestId('document').filter({ hasText: 'lily' });
   await assert.doesNotReject(badge.filter({ hasText: 'Ready' }).waitFor());
-  const other = await core.models.add(otherModel);
-  const first = (await api.call('settings.get', {})).modelId!;
-  await api.call('models.select', { modelId: other.id });
+  const other = await app.core.models.add(otherModel);
+  const first = (await app.api.call('settings.get', {})).modelId!;
+  await app.api.call('models.select', { modelId: other.id });
   // The document's cache was made with the first model: it must be read again.
   await badge.filter({ hasText: 'Stale' }).waitFor({ timeout: 5_000 });
-  assert.equal((await api.call('documents.list', {}))[0].status, 'stale');
+  assert.equal((await app.api.call('documents.list', {}))[0].status, 'stale');
   await shot('model-switch-stale');
-  await api.call('models.select', { modelId: first });
+  await app.api.call('models.select', { modelId: first });
   // Back to the model it was read with: usable again, without a reload.
   await badge.filter({ hasText: 'Ready' }).waitFor({ timeout: 5_000 });
-  assert.equal((await api.call('documents.list', {}))[0].status, 'ready');
-  assert.deepEqual(errors, []);
+  assert.equal((await app.api.call('documents.list', {}))[0].status, 'ready');
+  assert.deepEqual(app.errors, []);
 });
 
 test('positions, not memory, ran out: the story is packed by default, and three answers in a row have room', {
   skip,
 }, async () => {
   // Lily's story with the app's system prompt is 407 tokens of stories260K's 512: 105 left, under the room.
-  const meter = page.getByTestId('context-meter');
-  await page.getByTestId('document').first().click();
-  const detail = await api.call('documents.get', { documentId });
+  const meter = app.page.getByTestId('context-meter');
+  await app.page.getByTestId('document').first().click();
+  const detail = await app.api.call('documents.get', { documentId });
   assert.deepEqual(detail.kept?.placement, 'packed', detail.readNote ?? '');
   assert.ok(detail.kept!.positions < 407 / 2, `${detail.kept!.positions} positions`);
   // Answers of 60 tokens: three of them and their questions need about 200 positions, twice what the document
   // at its own positions would leave.
-  await api.call('settings.update', { sampling: { maxTokens: 60 } });
-  await page.getByRole('tab', { name: 'Chat' }).click();
-  const box = page.getByRole('textbox', { name: /Ask about/ });
+  await app.api.call('settings.update', { sampling: { maxTokens: 60 } });
+  await app.page.getByRole('tab', { name: 'Chat' }).click();
+  const box = app.page.getByRole('textbox', { name: /Ask about/ });
   for (const q of ['Who had a kite?', 'What colour was it?', 'Where did she fly it?']) {
-    const before = await page.locator('[data-testid="msg-assistant"][data-status="complete"]').count();
+    const before = await app.page.locator('[data-testid="msg-assistant"][data-status="complete"]').count();
     await box.fill(q);
     await box.press('Enter');
-    await page
+    await app.page
       .locator('[data-testid="msg-assistant"][data-status="complete"]')
       .nth(before)
       .waitFor({ timeout: 30_000 });
@@ -152,12 +139,12 @@ test('positions, not memory, ran out: the story is packed by default, and three 
       .map((x) => Number(x.replace(/[^\d]/g, '')));
     assert.ok(used <= max, `the meter reads ${used} / ${max}`);
   }
-  assert.equal(await page.getByTestId('context-full').count(), 0, 'no answer ended for want of positions');
+  assert.equal(await app.page.getByTestId('context-full').count(), 0, 'no answer ended for want of positions');
   await meter.getByText('packed').waitFor();
   assert.match((await meter.getByTestId('context-cache').innerText()) ?? '', /^memory .* kept of /);
-  await page.getByRole('tab', { name: 'Document' }).click();
+  await app.page.getByRole('tab', { name: 'Document' }).click();
   assert.match(
-    await page.getByTestId('read-summary').innerText(),
+    await app.page.getByTestId('read-summary').innerText(),
     /^Positions: the document takes \d+ of 512 \(packed: only what it kept\), leaving \d+ for the conversation\. Memory: /,
   );
   await shot('packed-three-answers');
@@ -176,28 +163,28 @@ test('a document 41 times the context: warned on the chat and the card, the budg
     pdf
       .addPage([612, 792])
       .drawText(texts[i % texts.length], { x: 50, y: 740, size: 11, font, maxWidth: 512, lineHeight: 15 });
-  const r = await api.call('documents.import', {
+  const r = await app.api.call('documents.import', {
     fileName: 'long-stories.pdf',
     dataBase64: Buffer.from(await pdf.save()).toString('base64'),
   });
-  const card = page.getByTestId('document').filter({ hasText: 'Long stories' });
+  const card = app.page.getByTestId('document').filter({ hasText: 'Long stories' });
   await card.filter({ hasText: 'Ready' }).waitFor({ timeout: 180_000 });
-  const d = await api.call('documents.get', { documentId: r.documentId });
+  const d = await app.api.call('documents.get', { documentId: r.documentId });
   assert.ok(d.tokens > 40 * 512, `${d.tokens} tokens`);
   assert.equal(d.kept?.placement, 'rebased');
   await card.getByTestId('doc-long-read').waitFor();
   await card.click();
   // The header: the budget kept, not the settings' 30%, and why.
-  const budget = page.getByTestId('doc-budget');
+  const budget = app.page.getByTestId('doc-budget');
   const perHead = d.kept!.perHead!;
   assert.match(
     await budget.innerText(),
     new RegExp(`${perHead} per head ≈ [\\d.]+% \\(not the settings’ 30% budget\\)`),
   );
   assert.match((await budget.getAttribute('title')) ?? '', /positions hold no more/);
-  await page.getByRole('tab', { name: 'Chat' }).click();
+  await app.page.getByRole('tab', { name: 'Chat' }).click();
   assert.match(
-    await page.getByTestId('chat-long-read').innerText(),
+    await app.page.getByTestId('chat-long-read').innerText(),
     /longer than the model’s context of 512 positions/,
   );
   await shot('long-read-chat');
@@ -206,42 +193,42 @@ test('a document 41 times the context: warned on the chat and the card, the budg
     d.passages.some((p) => p.retention === 0),
     'some passage was kept by no head',
   );
-  await page.getByRole('tab', { name: 'Document' }).click();
-  const legend = await page.getByTestId('retention-legend').innerText();
+  await app.page.getByRole('tab', { name: 'Document' }).click();
+  const legend = await app.page.getByTestId('retention-legend').innerText();
   assert.match(legend, /0% \(not kept\)[\s\S]*% \(the most kept\)/);
   await shot('long-read-document');
-  assert.deepEqual(errors, []);
+  assert.deepEqual(app.errors, []);
 });
 
 test('a reload opens the document and the chat the user was in, not the newest document', { skip }, async () => {
   // The newest document is "Long stories"; the user was in the story's chat.
-  await page.getByTestId('document').filter({ hasText: 'lily' }).locator('.doc-select').click();
-  await page.getByRole('tab', { name: 'Chat' }).click();
-  const chats = await api.call('chats.list', { documentId });
+  await app.page.getByTestId('document').filter({ hasText: 'lily' }).locator('.doc-select').click();
+  await app.page.getByRole('tab', { name: 'Chat' }).click();
+  const chats = await app.api.call('chats.list', { documentId });
   const chatTitle = chats[0].title;
-  await page.getByRole('heading', { level: 2, name: chatTitle }).waitFor();
-  const before = errors.length;
-  await page.reload();
-  await page.getByRole('heading', { level: 1, name: /lily/i }).waitFor();
-  await page.getByRole('tab', { name: 'Chat', selected: true }).waitFor();
-  await page.getByRole('heading', { level: 2, name: chatTitle }).waitFor();
-  assert.ok((await page.locator('[data-testid="msg-assistant"]').count()) > 0, 'its conversation is on screen');
+  await app.page.getByRole('heading', { level: 2, name: chatTitle }).waitFor();
+  const before = app.errors.length;
+  await app.page.reload();
+  await app.page.getByRole('heading', { level: 1, name: /lily/i }).waitFor();
+  await app.page.getByRole('tab', { name: 'Chat', selected: true }).waitFor();
+  await app.page.getByRole('heading', { level: 2, name: chatTitle }).waitFor();
+  assert.ok((await app.page.locator('[data-testid="msg-assistant"]').count()) > 0, 'its conversation is on screen');
   // The old page's socket is torn down by the reload (Chromium logs "Transport destroyed"): not the app's error.
   assert.deepEqual(
-    errors.slice(before).filter((e) => e !== 'Transport destroyed'),
+    app.errors.slice(before).filter((e) => e !== 'Transport destroyed'),
     [],
   );
-  errors.splice(before);
-  assert.deepEqual(errors, []);
+  app.errors.splice(before);
+  assert.deepEqual(app.errors, []);
 });
 
 test('at 800×600 the conversation keeps most of the height, not ~170 px under the header bands', { skip }, async () => {
-  await page.setViewportSize({ width: 800, height: 600 });
-  await page.getByRole('tab', { name: 'Chat' }).click();
-  const list = page.getByLabel('Conversation');
+  await app.page.setViewportSize({ width: 800, height: 600 });
+  await app.page.getByRole('tab', { name: 'Chat' }).click();
+  const list = app.page.getByLabel('Conversation');
   await list.waitFor();
   const height = (await list.boundingBox())!.height;
   await shot('chat-800x600');
-  await page.setViewportSize({ width: 1400, height: 900 });
+  await app.page.setViewportSize({ width: 1400, height: 900 });
   assert.ok(height >= 250, `the conversation is ${Math.round(height)} px of 600`);
 });
