@@ -48,6 +48,14 @@ async function importText(name: string, text: string): Promise<string> {
   return r.documentId;
 }
 
+/** The bytes of one cache entry, from a document's own read (its kept bytes over its kept entries). */
+function entryBytes(documentId: string): number {
+  const kept = core.storage.stats
+    .get(documentId)!
+    .layers.reduce((n, l) => n + l.heads.reduce((a, h) => a + h.kept, 0), 0);
+  return core.storage.documents.require(documentId).kvBytesKept! / kept;
+}
+
 async function ask(chatId: string, text: string): Promise<Message> {
   await core.chats.send({ chatId, text });
   await core.chats.idle(chatId);
@@ -138,7 +146,12 @@ test('five documents in one chat: the needle is answered and cited in whichever 
     const { usage } = core.chats.get(chat.id);
     const estimate = core.documents.library.setEstimate({ documentIds: ids });
     assert.equal(estimate.placement, 'own');
-    assert.equal(estimate.keptBytes, usage.kvBytesKept);
+    // The meter's memory is the engine's: every entry of the set's prefix, the documents' (as their shares count
+    // them) and the text between them, read whole (each document's own cache held its compressed prefix instead).
+    const held = usage.setShares!.reduce((n, d) => n + d.entries.flat().reduce((a, b) => a + b, 0), 0);
+    const perEntry = entryBytes(ids[0]);
+    assert.ok(usage.kvBytesKept! > held * perEntry && usage.kvBytesKept! % perEntry === 0, `${usage.kvBytesKept}`);
+    assert.ok(usage.kvBytesKept! < 1.5 * estimate.keptBytes!, `${usage.kvBytesKept} against ${estimate.keptBytes}`);
     const assembled = usage.systemTokens + usage.documentTokens;
     assert.ok(
       Math.abs(estimate.positions - assembled) <= 5 * 8,
@@ -148,8 +161,8 @@ test('five documents in one chat: the needle is answered and cited in whichever 
     assert.equal(usage.documentPacked, false);
     const docs = ids.map((id) => core.storage.documents.require(id));
     assert.equal(
-      usage.kvBytesKept,
-      docs.reduce((n, d) => n + d.kvBytesKept!, 0),
+      usage.kvBytesFull,
+      docs.reduce((n, d) => n + d.kvBytesFull!, 0),
     );
     assert.ok(usage.systemTokens + usage.documentTokens + usage.conversationTokens <= usage.contextTokens);
   }
@@ -184,6 +197,57 @@ test('a set chat is saved with its documents and reopened; it goes with any of i
   await core.documents.library.delete(ids[2]);
   assert.throws(() => core.chats.get(chatId), /no chat/);
   haystack[2] = await importText('Sam again', halves[2].join(' ') + ' ');
+});
+
+test('one budget over a set: its documents’ entries chosen again together; the meter, the shares and the memory follow', {
+  skip,
+}, async () => {
+  const ids = [haystack[0], withNeedle[1], haystack[3]];
+  const chatId = core.chats.create({ documentId: ids[0], others: ids.slice(1) }).id;
+  const first = await ask(chatId, 'What is the secret code? The secret code is ');
+  assert.match(first.text, /^8146/, `${first.status} ${first.error}`);
+  const entries = (u: { setShares?: { entries: number[][] }[] }) =>
+    (u.setShares ?? []).map((d) => d.entries.flat().reduce((a, b) => a + b, 0));
+  const own = core.chats.get(chatId).usage;
+  assert.equal(own.setShares?.length, 3, 'each document’s share');
+  assert.deepEqual(
+    own.setShares!.map((d) => d.before),
+    entries(own),
+    'without one budget, each keeps what its read kept',
+  );
+
+  const changed = await core.chats.setReading({ chatId, reading: 'assembled', setBudget: 0.5 });
+  assert.equal(changed.setBudget, 0.5);
+  const second = await ask(chatId, 'What is the secret code again? The secret code is ');
+  assert.equal(second.status, 'complete', `${second.error}`);
+  const shared = core.chats.get(chatId).usage;
+  const [was, now] = [entries(own), entries(shared)];
+  const sum = (a: number[]) => a.reduce((x, y) => x + y, 0);
+  assert.deepEqual(
+    shared.setShares!.map((d) => d.before),
+    was,
+    'the shares say what each kept before the budget',
+  );
+  assert.ok(sum(now) < sum(was) && sum(now) > sum(was) / 3, `${sum(now)} of ${sum(was)} entries`);
+  assert.equal(
+    own.kvBytesKept! - shared.kvBytesKept!,
+    (sum(was) - sum(now)) * entryBytes(ids[0]),
+    'the meter’s memory is the engine’s, less the entries the budget dropped',
+  );
+  // Saved with the chat: reopened, it is read the same way.
+  await core.close();
+  core = await testCore(join(dir, 'library'), model);
+  assert.equal(core.chats.get(chatId).chat.setBudget, 0.5);
+  await ask(chatId, 'And the code? The secret code is ');
+  assert.deepEqual(entries(core.chats.get(chatId).usage), now, 'the same entries chosen again');
+  // Only an assembled set takes one: read together it already is one read; one document has none to share.
+  await assert.rejects(
+    core.chats.setReading({ chatId, reading: 'together', setBudget: 0.5 }),
+    /already has one budget/,
+  );
+  const one = core.chats.create({ documentId: ids[0] }).id;
+  await assert.rejects(core.chats.setReading({ chatId: one, reading: 'assembled', setBudget: 0.5 }), /only a set/);
+  assert.equal((await core.chats.setReading({ chatId, reading: 'assembled', setBudget: null })).setBudget, null);
 });
 
 test('read together: the set read as one document, saved for the chat and loaded again; it answers and cites as well', {

@@ -104,17 +104,39 @@ test('pick three documents, one chat over them: the chip names the document and 
   await app.page.getByText('3 docs').first().waitFor();
   await shot('03-cited-page');
 
+  // One budget over the set: half the documents' entries, chosen again together; the inspector shows each
+  // document's share of the cache.
+  await header
+    .getByRole('combobox', { name: /Budget/ })
+    .selectOption({ label: 'one over the set: keep 50% of what they chose' });
+  await box.fill('And the secret code? The secret code is ');
+  await box.press('Enter');
+  await answer.nth(1).waitFor({ timeout: 60_000 });
+  await app.page.getByRole('tab', { name: 'Inspector' }).click();
+  const shares = app.page.getByTestId('set-shares');
+  await shares.waitFor();
+  const lines = await shares.getByTestId('set-share-line').allInnerTexts();
+  assert.equal(lines.length, 3, lines.join(' | '));
+  for (const line of lines) assert.match(line, /· [\d,]+ entries( of [\d,]+)?, \d+% of the set/);
+  assert.ok(
+    lines.some((l) => / of [\d,]+,/.test(l)),
+    `some document keeps less: ${lines.join(' | ')}`,
+  );
+  assert.match(await shares.innerText(), /One budget over the set: 50%/);
+  await shot('04-one-budget');
+  await app.page.getByRole('tab', { name: 'Chat' }).click();
+
   // Read together instead: the set read again as one document, for this chat; the next answer comes from it.
   await header.getByRole('combobox', { name: /Read/ }).selectOption('together');
   await box.fill('What is the secret code again? The secret code is ');
   await box.press('Enter');
-  await answer.nth(1).waitFor({ timeout: 60_000 });
-  assert.match((await answer.nth(1).locator('.markdown').innerText()).trim(), new RegExp(`^${CODE}`));
+  await answer.nth(2).waitFor({ timeout: 60_000 });
+  assert.match((await answer.nth(2).locator('.markdown').innerText()).trim(), new RegExp(`^${CODE}`));
   const [chat] = (
     await app.api.call('chats.list', { documentId: (await app.api.call('documents.list', {}))[0].id })
   ).filter((c) => c.documentIds.length === 3);
   assert.equal(chat.reading, 'together');
-  await shot('04-together');
+  await shot('05-together');
 
   // Without Sam: another chat, over the other two; the set's chat stays as it was.
   await header.getByRole('button', { name: 'A new chat without Sam' }).click();
@@ -122,7 +144,7 @@ test('pick three documents, one chat over them: the chip names the document and 
   assert.deepEqual(await chips.allInnerTexts(), ['Lily', 'Mia with a code']);
   const byTwo = await app.api.call('chats.list', { documentId: chat.documentIds[0] });
   assert.ok(
-    byTwo.some((c) => c.id === chat.id && c.messageCount === 4),
+    byTwo.some((c) => c.id === chat.id && c.messageCount === 6),
     'the chat over the three is kept',
   );
   assert.deepEqual(app.errors, []);

@@ -191,7 +191,14 @@ test('--set N: sets read apart and assembled, or together, against together with
     '--json',
   );
   assert.equal(r.code, 0, r.err);
-  const rows = JSON.parse(r.out).rows as { mode: string; method: string; kl: number; top1: number; sets: number }[];
+  const rows = JSON.parse(r.out).rows as {
+    mode: string;
+    method: string;
+    kl: number;
+    top1: number;
+    sets: number;
+    kept: number;
+  }[];
   const row = (mode: string, method: string) => rows.find((x) => x.mode === mode && x.method === method)!;
   assert.equal(row('assembled', 'full').sets, 6, 'a set starting at each document');
   // Independent encoding moves the predictions, a little; identical text, so far from a different document.
@@ -199,4 +206,9 @@ test('--set N: sets read apart and assembled, or together, against together with
   assert.ok(row('assembled', 'full').top1 > 0.9);
   // At a budget where each document alone is really compressed, compressing alone costs more than at once.
   assert.ok(row('assembled', 'snapkv').kl > row('together', 'snapkv').kl);
+  // One budget over the set: each read at twice the budget, half kept over the set, about the same memory.
+  const one = row('one budget', 'snapkv');
+  assert.equal(row('assembled', 'full').kept, 1);
+  assert.ok(Math.abs(one.kept - row('assembled', 'snapkv').kept) < 0.1, `kept ${one.kept}`);
+  assert.ok(one.kl > 0 && Number.isFinite(one.kl));
 });

@@ -167,3 +167,78 @@ test('packed, a saved cache takes the positions its fullest head keeps: appended
   assert.equal((await set.generate({ n: 4, temperature: 0 })).tokens.length, 4);
   for (const s of [own.s, packedRead, alone, small, set]) s.dispose();
 });
+
+test('one budget over a set keeps the best-scored share of the documents’ entries, by the scores their saved reads kept', {
+  skip,
+}, async () => {
+  const model = await addon.loadModel(stories);
+  const doc: number[] = JSON.parse(readFileSync(longCase, 'utf8')).tokens;
+  const w = 8;
+  const o = { method: 'ada-snapkv', budget: 0.6, window: w };
+  const one = await saved(model, 'scored-one', doc.slice(0, 200), o);
+  const two = await saved(model, 'scored-two', [doc[0], ...doc.slice(200, 400)], o);
+  const assembled = async () => {
+    const s = model.createSession(opts);
+    await s.appendSaved(one.path);
+    await s.appendSaved(two.path, { from: 1 });
+    return s;
+  };
+  const spans = [0, 200, 200, 400];
+  const set = await assembled();
+  const layers = set.memory().headLengths;
+  const Hk = layers[0].length;
+
+  // keep 1 only counts: the spans hold every entry.
+  const counted = set.reselect(spans, { keep: 1 }).entries;
+  assert.deepEqual(
+    layers.flat(),
+    [...counted[0]].map((n, i) => n + counted[1][i]),
+    'the two spans hold every entry of the set',
+  );
+
+  // Half of what the reads scored (each head's entries but its window), per layer (Ada, the flat schedule): the
+  // layer's best ceil(N/2 / Hk)·Hk, the windows all kept.
+  const after = set.reselect(spans, { keep: 0.5, alpha: 0.2 }).entries;
+  for (let l = 0; l < layers.length; l++) {
+    const slot = (e: Int32Array[], g: number) => e[0][l * Hk + g] + e[1][l * Hk + g];
+    let candidates = 0,
+      kept = 0;
+    for (let g = 0; g < Hk; g++) {
+      candidates += counted[0][l * Hk + g] - w + (counted[1][l * Hk + g] - w);
+      kept += slot(after, g) - 2 * w;
+    }
+    assert.equal(kept, Math.min(candidates, Math.ceil(candidates / 2 / Hk) * Hk), `layer ${l}: kept of ${candidates}`);
+  }
+  assert.deepEqual(
+    set.memory().headLengths.flat(),
+    [...after[0]].map((n, i) => n + after[1][i]),
+    'the engine holds what reselect says',
+  );
+  assert.equal(set.nPast, 400, 'nothing moves');
+  const x = (await set.prefill(question)).logits;
+  assert.ok(x.every(Number.isFinite));
+
+  // The scores were saved with each document: the set assembled again from the files keeps the same entries and
+  // answers the same. (Unsaved scores would leave nothing to choose by: every entry would stay.)
+  const again = await assembled();
+  assert.deepEqual(again.reselect(spans, { keep: 0.5, alpha: 0.2 }).entries, after);
+  const y = (await again.prefill(question)).logits;
+  assert.equal(maxDiff(x, y), 0, 'the same entries, the same answer');
+
+  // Across layers (the global schedule): the same total, the layers' shares by one ranking.
+  const global = await assembled();
+  const g = global.reselect(spans, { keep: 0.5, alpha: 0.2, acrossLayers: true }).entries;
+  const total = (e: Int32Array[]) => e.flatMap((a) => [...a]).reduce((n, v) => n + v, 0);
+  assert.ok(Math.abs(total(g) - total(after)) <= Hk * layers.length, `${total(g)} against ${total(after)}`);
+
+  const code = (e: unknown) => (e as EngineError).code;
+  assert.throws(
+    () => set.reselect([0, 300, 200, 400], { keep: 0.5 }),
+    (e) => code(e) === 'INVALID_ARGUMENT',
+  );
+  assert.throws(
+    () => set.reselect(spans, { keep: 0 }),
+    (e) => code(e) === 'INVALID_ARGUMENT',
+  );
+  for (const s of [one.s, two.s, set, again, global]) s.dispose();
+});

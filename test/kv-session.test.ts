@@ -265,9 +265,9 @@ test('save and load: identical next logits; damaged and foreign files are refuse
   await expectLoad(bytes.subarray(0, bytes.length - 1000), 'SESSION_FILE_CORRUPT');
   await expectLoad(bytes.subarray(0, 10), 'SESSION_FILE_CORRUPT');
   await expectLoad(Buffer.from('not a session at all'), 'SESSION_FILE_FORMAT');
-  const v2 = Buffer.from(bytes);
-  v2.writeUInt32LE(2, 8);
-  await expectLoad(v2, 'SESSION_FILE_VERSION');
+  const v3 = Buffer.from(bytes);
+  v3.writeUInt32LE(3, 8);
+  await expectLoad(v3, 'SESSION_FILE_VERSION');
   // the same session file opened with another model
   const otherPath = join(dir, 'other.gguf');
   writeRandomModel(otherPath, { seed: 3 });

@@ -416,6 +416,13 @@ export const SET_READINGS = ['assembled', 'together'] as const;
 export const SetReading = z.enum(SET_READINGS);
 export type SetReading = z.infer<typeof SetReading>;
 
+/** One budget over an assembled set (docs/compression.md, "One budget over the set"): the share of the entries its
+ * documents' reads chose by score that the set keeps (each head's observation window always stays), chosen over
+ * them all by those scores, so that a document the scorer finds less needed keeps less. */
+export const SetBudget = z.number().gt(0).max(1);
+/** The one budgets the app offers (any SetBudget may be asked for through the API). */
+export const SET_BUDGET_CHOICES = [0.5, 0.25] as const;
+
 export const ChatSummary = z.object({
   id: Id,
   /** The first of its documents. */
@@ -429,8 +436,20 @@ export const ChatSummary = z.object({
   style: ChatStyle.nullable(),
   /** How a set is read (one document: 'assembled', which is its own cache). */
   reading: SetReading,
+  /** An assembled set's one budget (SetBudget); null: each document keeps what its own read kept. */
+  setBudget: SetBudget.nullable(),
 });
 export type ChatSummary = z.infer<typeof ChatSummary>;
+
+/** A document's part of an assembled set's cache. */
+export const SetShare = z.object({
+  documentId: Id,
+  /** [layer][KV head] its entries in the set. */
+  entries: z.array(z.array(z.number().int())),
+  /** Its entries before the set's one budget (without one, their sum). */
+  before: z.number().int(),
+});
+export type SetShare = z.infer<typeof SetShare>;
 
 /** How full the context is: the compressed document plus the conversation, against the model's context, in
  * positions; and what the compression bought, in memory. */
@@ -447,6 +466,9 @@ export const ContextUsage = z.object({
   /** The document's cache as kept, and as it would be uncompressed (null before it is read). */
   kvBytesKept: z.number().nullable(),
   kvBytesFull: z.number().nullable(),
+  /** A set as assembled: each document's kept entries per layer and KV head (the inspector's shares); absent
+   * for one document, a set read together, or one not assembled yet. */
+  setShares: z.array(SetShare).optional(),
 });
 
 // ---------------------------------------------------------------------------------------------------------
@@ -694,7 +716,10 @@ export const methods = {
   /** How the chat's turns are written (ChatStyle; null: by the model); the next question uses it. */
   'chats.setStyle': { params: z.object({ chatId: Id, style: ChatStyle.nullable() }), result: ChatSummary },
   /** How a chat over a set reads its documents (SetReading); the next question uses it. */
-  'chats.setReading': { params: z.object({ chatId: Id, reading: SetReading }), result: ChatSummary },
+  'chats.setReading': {
+    params: z.object({ chatId: Id, reading: SetReading, setBudget: SetBudget.nullable().optional() }),
+    result: ChatSummary,
+  },
   'chats.delete': { params: z.object({ chatId: Id }), result: Ok },
   /** Asks a question; the answer streams as chat.token events and ends with a chat.message event. */
   'chats.send': {

@@ -6,13 +6,18 @@
 // together with the full cache; against it, by KL and top-1 agreement over the continuation:
 //   assembled, full   each document's full cache alone, placed side by side: what independent encoding costs;
 //   together, M@B     the set read as one document and compressed;
-//   assembled, M@B    each compressed alone and placed side by side.
+//   assembled, M@B    each compressed alone and placed side by side;
+//   one budget, M@B   each compressed alone to twice B, placed, then as many entries kept as assembled at B keeps,
+//                     chosen by one budget over the set (Session.reselect with the reads' scores): the same memory,
+//                     spent where the scores say.
+// Each row says the share of the full cache's entries it kept, so that rows compare at their real memory.
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 
 import type { CompressionMethod, Model, Session } from '../engine/binding.ts';
-import { compressOptionsFor } from '../shared/kv/budget.ts';
+import { compressOptionsFor, type SetBudgetChoice } from '../shared/kv/budget.ts';
+import { budgetToMatch, placeApart, type PlacedSet } from './eval-set-assembly.ts';
 import {
   argmax,
   compare,
@@ -26,7 +31,7 @@ import type { NeedleRunOptions } from './eval-niah.ts';
 import { fmtBudget, methodWidth } from './text-table.ts';
 
 export interface SetFidelityRow {
-  mode: 'together' | 'assembled';
+  mode: 'together' | 'assembled' | 'one budget';
   method: CompressionMethod;
   budget: number;
   sets: number;
@@ -34,6 +39,8 @@ export interface SetFidelityRow {
   /** Mean KL(together, full ‖ this) in nats over every continuation position of every set. */
   kl: number;
   top1: number;
+  /** The entries kept, over the full cache's (every set's). */
+  kept: number;
 }
 
 interface FidelitySet {
@@ -71,15 +78,21 @@ export async function runSetFidelity(
   const sessionOpts = { ...o.sessionOpts, kvType: 'f32' as const };
   const all = sets(model, documentFiles(docsDir), o.size);
   const dir = mkdtempSync(join(tmpdir(), 'folio-fidelity-set-'));
-  const sums = new Map<string, { row: Omit<SetFidelityRow, 'positions' | 'kl' | 'top1' | 'sets'>; s: PositionSums }>();
-  const add = (mode: SetFidelityRow['mode'], method: CompressionMethod, budget: number, s: PositionSums) => {
+  type Sums = PositionSums & { kept: number; full: number };
+  const sums = new Map<string, { row: Pick<SetFidelityRow, 'mode' | 'method' | 'budget'>; s: Sums }>();
+  const add = (mode: SetFidelityRow['mode'], method: CompressionMethod, budget: number, s: Sums) => {
     const key = `${mode} ${method} ${budget}`;
-    const t = sums.get(key) ?? { row: { mode, method, budget }, s: { positions: 0, kl: 0, agree: 0, nll: 0 } };
+    const t = sums.get(key) ?? {
+      row: { mode, method, budget },
+      s: { positions: 0, kl: 0, agree: 0, nll: 0, kept: 0, full: 0 },
+    };
     t.s = {
       positions: t.s.positions + s.positions,
       kl: t.s.kl + s.kl,
       agree: t.s.agree + s.agree,
       nll: t.s.nll + s.nll,
+      kept: t.s.kept + s.kept,
+      full: t.s.full + s.full,
     };
     sums.set(key, t);
   };
@@ -104,24 +117,29 @@ export async function runSetFidelity(
       refSession.dispose();
       const ref: Reference = { logp: logSoftmaxRows(refRows, nVocab), top: refRows.map((r) => argmax(r, 0, nVocab)) };
       const target = forced.subarray(1);
-      const score = async (session: Session) => compare(ref, await rows(session, forced), target, nVocab);
-      /** Each document read alone with `options` (the last without its final token, which is forced), placed. */
-      const assembled = async (options: Parameters<Session['compress']>[1]) => {
-        const s = model.createSession(sessionOpts);
-        for (const [i, d] of set.docs.entries()) {
-          const alone = model.createSession(sessionOpts);
-          // A document after the first has no BOS of its own: read alone it gets one (as the app's prefix has
-          // its system prompt), which the set leaves out (from: 1).
-          const own = i === 0 ? d : Int32Array.from([model.info().tokenizer.bos, ...d]);
-          await alone.compress(i === set.docs.length - 1 ? own.subarray(0, own.length - 1) : own, options);
-          const path = join(dir, `${i}.folio-kv`);
-          await alone.save(path);
-          alone.dispose();
-          await s.appendSaved(path, { from: i === 0 ? 0 : 1 });
-        }
-        const r = await score(s);
-        s.dispose();
-        return r;
+      /** The session's predictions against the reference, and the entries it keeps against the full cache's. */
+      const score = async (session: Session) => {
+        const heads = session.memory().headLengths;
+        const kept = heads.flat().reduce((n, x) => n + x, 0);
+        const full = heads.length * (heads[0]?.length ?? 0) * session.nPast;
+        return { ...compare(ref, await rows(session, forced), target, nVocab), kept, full };
+      };
+      // Each document as read alone: the first with its BOS, each next with one of its own (as the app's prefix has
+      // its system prompt), which the set leaves out; the last without its final token, which is forced.
+      const docs = set.docs.map((d, i) => {
+        const own = i === 0 ? d : Int32Array.from([model.info().tokenizer.bos, ...d]);
+        return i === set.docs.length - 1 ? own.subarray(0, own.length - 1) : own;
+      });
+      /** The documents read apart with `options` and placed; then one budget over them where asked. */
+      const assembled = async (
+        options: Parameters<Session['compress']>[1],
+        budget?: (placed: PlacedSet) => SetBudgetChoice,
+      ) => {
+        const placed = await placeApart(model, sessionOpts, dir, docs, options);
+        if (budget) placed.session.reselect(placed.spans, budget(placed));
+        const r = await score(placed.session);
+        placed.session.dispose();
+        return { ...r, held: placed.held };
       };
       add('assembled', 'full', 1, await assembled({ method: 'full' }));
       for (const method of o.methods.filter((m) => m !== 'full'))
@@ -131,7 +149,12 @@ export async function runSetFidelity(
           await t.compress(first, options);
           add('together', method, budget, await score(t));
           t.dispose();
-          add('assembled', method, budget, await assembled(options));
+          const apart = await assembled(options);
+          add('assembled', method, budget, apart);
+          if (budget > 0.5) continue;
+          // Read at twice the budget, then cut to as many entries in all as the documents keep apart at it.
+          const share = (placed: PlacedSet) => budgetToMatch(placed, apart.held, docs, o.window, method, o.alpha);
+          add('one budget', method, budget, await assembled(compressOptionsFor(method, 2 * budget, o), share));
         }
     }
   } finally {
@@ -143,6 +166,7 @@ export async function runSetFidelity(
     positions: s.positions,
     kl: s.kl / s.positions,
     top1: s.agree / s.positions,
+    kept: s.kept / s.full,
   }));
 }
 
@@ -151,12 +175,12 @@ export function setFidelityTable(rows: SetFidelityRow[], size: number): string {
   const out = [
     `fidelity of a set of ${size} documents against the set read together with the full cache (${rows[0]?.sets ?? 0} sets, ${rows[0]?.positions ?? 0} positions)`,
     '',
-    `${'mode'.padEnd(10)}${'method'.padEnd(mw)}  budget        KL   top-1`,
+    `${'mode'.padEnd(11)}${'method'.padEnd(mw)}  budget    kept        KL   top-1`,
   ];
   for (const r of rows)
     out.push(
-      `${r.mode.padEnd(10)}${r.method.padEnd(mw)}  ${(r.method === 'full' ? 'all' : fmtBudget(r.budget)).padStart(6)}  ` +
-        `${r.kl.toFixed(4).padStart(8)}  ${r.top1.toFixed(3).padStart(6)}`,
+      `${r.mode.padEnd(11)}${r.method.padEnd(mw)}  ${(r.method === 'full' ? 'all' : fmtBudget(r.budget)).padStart(6)}  ` +
+        `${(100 * r.kept).toFixed(1).padStart(5)}%  ${r.kl.toFixed(4).padStart(8)}  ${r.top1.toFixed(3).padStart(6)}`,
     );
   return `${out.join('\n')}\n`;
 }

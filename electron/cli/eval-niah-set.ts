@@ -6,17 +6,21 @@
 //   together   that text read as one document and compressed (later documents attend to earlier ones);
 //   assembled  each document read and compressed alone, saved, and the saved caches placed side by side
 //              (Session.appendSaved: the first whole, each next one after its BOS), as a chat over stored
-//              documents opens: no document attends to another.
+//              documents opens: no document attends to another;
+//   one budget each read alone at twice the budget, placed, then cut to the entries assembled keeps, by one
+//              budget over the set (Session.reselect with the reads' scores): the same memory, spent where the
+//              scores say.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 import type { CompressionMethod, Model, Session } from '../engine/binding.ts';
-import { compressOptionsFor } from '../shared/kv/budget.ts';
+import { compressOptionsFor, type SetBudgetChoice } from '../shared/kv/budget.ts';
+import { budgetToMatch, placeApart, type PlacedSet } from './eval-set-assembly.ts';
 import { type NeedleRunOptions, type NiahCase, splitQuestion } from './eval-niah.ts';
 import { fmtBudget, methodWidth } from './text-table.ts';
 
-export type SetMode = 'full' | 'together' | 'assembled';
+export type SetMode = 'full' | 'together' | 'assembled' | 'one budget';
 
 export interface NiahSetRow {
   mode: SetMode;
@@ -107,20 +111,18 @@ export async function runNiahSets(model: Model, cases: NiahCase[], o: NiahSetOpt
     one.dispose();
     return ok;
   };
-  /** Each document read alone with `options`, saved, and the saved caches placed side by side. */
-  const assembled = async (s: SetCase, options: Parameters<Session['compress']>[1]) => {
-    const set = model.createSession(o.sessionOpts);
-    for (const [i, doc] of s.docs.entries()) {
-      const alone = model.createSession(o.sessionOpts);
-      await alone.compress(doc, options);
-      const path = join(dir, `${i}.folio-kv`);
-      await alone.save(path);
-      alone.dispose();
-      await set.appendSaved(path, { from: i === 0 ? 0 : 1 });
-    }
-    const ok = await answerOf(set, s);
-    set.dispose();
-    return ok;
+  /** Each document read alone with `options`, saved, and the saved caches placed side by side; with one budget
+   * over them where asked. Whether it answers, and the entries the documents held before the budget. */
+  const assembled = async (
+    s: SetCase,
+    options: Parameters<Session['compress']>[1],
+    budget?: (placed: PlacedSet) => SetBudgetChoice,
+  ) => {
+    const placed = await placeApart(model, o.sessionOpts, dir, s.docs, options);
+    if (budget) placed.session.reselect(placed.spans, budget(placed));
+    const ok = await answerOf(placed.session, s);
+    placed.session.dispose();
+    return { ok, held: placed.held };
   };
   const each = async (f: (s: SetCase) => Promise<boolean>) => {
     const ok: boolean[] = [];
@@ -130,12 +132,27 @@ export async function runNiahSets(model: Model, cases: NiahCase[], o: NiahSetOpt
   try {
     // Nothing compressed: what reading the set together gives, and what encoding each document alone costs.
     row('full', 'full', 1, await each((s) => together(s, { method: 'full' })));
-    row('assembled', 'full', 1, await each((s) => assembled(s, { method: 'full' })));
+    row('assembled', 'full', 1, await each(async (s) => (await assembled(s, { method: 'full' })).ok));
     for (const method of o.methods.filter((m) => m !== 'full'))
       for (const budget of o.budgets) {
         const options = compressOptionsFor(method, budget, o);
         row('together', method, budget, await each((s) => together(s, options)));
-        row('assembled', method, budget, await each((s) => assembled(s, options)));
+        const held = new Map<SetCase, number>();
+        row(
+          'assembled',
+          method,
+          budget,
+          await each(async (s) => {
+            const r = await assembled(s, options);
+            held.set(s, r.held);
+            return r.ok;
+          }),
+        );
+        if (budget > 0.5) continue;
+        const twice = compressOptionsFor(method, 2 * budget, o);
+        const share = (s: SetCase) => (placed: PlacedSet) =>
+          budgetToMatch(placed, held.get(s)!, s.docs, o.window, method, o.alpha);
+        row('one budget', method, budget, await each(async (s) => (await assembled(s, twice, share(s))).ok));
       }
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -149,12 +166,12 @@ export function niahSetTable(rows: NiahSetRow[], size: number): string {
   const out = [
     `needle in a set of ${size} documents, question-agnostic: the needle's document first, second, ... in the set`,
     '',
-    `${'mode'.padEnd(10)}${'method'.padEnd(mw)}  budget   accuracy  ` +
+    `${'mode'.padEnd(11)}${'method'.padEnd(mw)}  budget   accuracy  ` +
       places.map((p) => `doc ${Number(p) + 1}`.padStart(8)).join(''),
   ];
   for (const r of rows)
     out.push(
-      `${r.mode.padEnd(10)}${r.method.padEnd(mw)}  ${(r.method === 'full' ? 'all' : fmtBudget(r.budget)).padStart(6)}   ` +
+      `${r.mode.padEnd(11)}${r.method.padEnd(mw)}  ${(r.method === 'full' ? 'all' : fmtBudget(r.budget)).padStart(6)}   ` +
         `${r.accuracy.toFixed(3).padStart(8)}  ${places.map((p) => r.by_place[p].toFixed(2).padStart(8)).join('')}`,
     );
   return `${out.join('\n')}\n`;

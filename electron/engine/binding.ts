@@ -297,6 +297,17 @@ export interface Session {
    * many as its fullest head holds, and what follows moves back. Returns the new nPast. */
   packSpan(from: number, to: number): number;
   /**
+   * One budget over a set (docs/compression.md, "One budget over the set"): of the entries at positions `spans`
+   * ([from, to) pairs back to back) that a read scored, about `keep` stay, chosen over all spans at once by the
+   * scores the reads kept them by (Ada's alpha within a layer; acrossLayers: the global schedule's shares); every
+   * other entry stays and nothing moves. Returns each span's entries per (layer · kvHeads + head) after; keep 1
+   * only counts them.
+   */
+  reselect(
+    spans: Int32Array | number[],
+    o: { keep: number; alpha?: number; acrossLayers?: boolean },
+  ): { entries: Int32Array[] };
+  /**
    * Compresses positions [from, to) (a conversation's older turns) by the attention `window` (the next
    * question's tokens, run and not kept) gives them: each layer keeps about keepRatio of the span's entries,
    * on ceil(keepRatio·(to − from)) positions at most, and what follows moves back. keepRatio 0 is forget().

@@ -407,6 +407,18 @@ function makeHandlers(addon: FolioAddon): Handlers {
     packSpan: ({ sessionId, from, to }, ctx) =>
       onSession(sessionEntry(sessionId), ctx, (s) => ({ nPast: s.packSpan(from, to) })),
 
+    reselect: ({ sessionId, spans, keep, alpha, acrossLayers }, ctx) =>
+      onSession(sessionEntry(sessionId), ctx, (s) => {
+        const { entries } = s.reselect(spans.flat(), { keep, alpha, acrossLayers });
+        const memory = s.memory();
+        return {
+          entries: entries.map((a) => Array.from(a)),
+          heads: memory.headLengths[0]?.length ?? 0,
+          entryBytes: memory.entryBytes,
+          bytesUsed: memory.bytesUsed,
+        };
+      }),
+
     compressSpan: ({ sessionId, from, to, keepRatio, window }, ctx) =>
       onSession(sessionEntry(sessionId), ctx, (s) => s.compressSpan(from, to, keepRatio, window)),
 

@@ -317,6 +317,22 @@ export const methods = {
     long: false,
     cancels: false,
   },
+  /** One budget over a set's documents at positions `spans` (Session.reselect): each span's entries per (layer ·
+   * heads + head) after, the KV heads per layer, the bytes of one entry and of every entry the session holds. keep
+   * 1 only counts. */
+  reselect: {
+    params: z.strictObject({
+      sessionId: HandleId,
+      spans: z.array(z.tuple([Int.min(0), Int.min(0)])).max(64),
+      keep: Num.gt(0).max(1),
+      alpha: Num.min(0).max(1).optional(),
+      acrossLayers: z.boolean().optional(),
+    }),
+    result: z.object({ entries: z.array(z.array(Int)), heads: Int, entryBytes: Int, bytesUsed: Int }),
+    events: 'none',
+    long: false,
+    cancels: false,
+  },
   /**
    * Compresses positions [from, to) (a conversation's older turns) by the attention of `window` (the next
    * question's tokens) instead of dropping them: about keepRatio of the span's entries stay, on fewer positions

@@ -8,7 +8,9 @@ import { open, type FileHandle } from 'node:fs/promises';
 
 /** The layout's constants, as session-file.cc writes them. */
 const MAGIC = 'FOLIOKV\0';
-const VERSION = 1;
+const VERSION = 2;
+/** The oldest format still read (version 2 added the read's kept scores after the entries). */
+const OLDEST_VERSION = 1;
 /** KvType in native/src/kv/flat-cache.h: the ggml type ids, and their element sizes. */
 const ELEMENT_BYTES: Record<number, number> = { 0: 4, 1: 2 };
 const CHECKSUM_BYTES = 8;
@@ -73,9 +75,9 @@ async function readHeader(c: Cursor, path: string): Promise<SessionFileHeader> {
   const magic = (await c.take(8, 'the magic')).toString('latin1');
   if (magic !== MAGIC) throw new SessionFileError(`${path} is not a Folio session file`);
   const version = await c.u32('the version');
-  if (version !== VERSION)
+  if (version < OLDEST_VERSION || version > VERSION)
     throw new SessionFileError(
-      `${path} was written by another version of Folio (format ${version}, this one reads ${VERSION})`,
+      `${path} was written by another version of Folio (format ${version}, this one reads ${OLDEST_VERSION} to ${VERSION})`,
     );
   c.skip(16, 'the model fingerprint'); // fingerprint and model size: the engine checks them when it loads the file
   const type = await c.u32('the cache type');

@@ -9,7 +9,11 @@
 // Positions keep each document's spacing where the context allows it with room for the conversation; else
 // each document's kept entries are packed onto as many positions as its fullest head keeps (its answers then
 // cite by shared words: a packed entry's position no longer names its token).
-import { ApiError, type ChatStyle, type CitedPage, type DocumentPage } from '../api/contract.ts';
+//
+// With one budget over the set, the assembled entries are then re-selected together by the scores their reads
+// kept them by (the engine's reselect), so that a document the scorer finds less needed keeps less.
+import { ApiError, type ChatStyle, type CitedPage, type DocumentPage, type SetShare } from '../api/contract.ts';
+import type { SetBudgetChoice } from '../shared/kv/budget.ts';
 import type { Conversation } from './chat-format.ts';
 import { rankCitations, sentenceMass, type SentenceMass } from './citations.ts';
 import { evidenceScores } from './evidence.ts';
@@ -53,6 +57,10 @@ export interface AssembledSet {
   parts: SetPart[];
   /** Positions the documents themselves take (the rest: the template, the system prompt, the headers). */
   documentTokens: number;
+  /** Assembled: each document's entries per layer and KV head, and the bytes of every entry of the prefix (the
+   * documents', the headers', the template's) as the engine holds them. */
+  shares?: SetShare[];
+  keptBytes?: number;
   /** Read together: the one read's page map (its pages numbered in order, each header a page of its own),
    * each document page's owner, and its cache's kept and full bytes. */
   together?: {
@@ -153,14 +161,13 @@ export interface AssembleRequest {
   /** Positions kept for the conversation: 'auto' packs the documents when their own spacing leaves less. */
   room: number;
   positions: SetPositions;
+  /** One budget over the set (reselectSet); none: each document keeps what its read kept. */
+  budget?: SetBudgetChoice;
   signal?: AbortSignal;
 }
 
 /** Builds the set's session from the documents' saved caches (none is read again). */
-export async function assembleSet(
-  engine: Pick<EngineManager, 'call' | 'createSession' | 'disposeSession' | 'sessionOptions'>,
-  r: AssembleRequest,
-): Promise<AssembledSet> {
+export async function assembleSet(engine: SetEngine, r: AssembleRequest): Promise<AssembledSet> {
   const docs = r.documents.map((d) => ({ ...d, text: documentText(d.pages), own: documentTokens(d.pages) }));
   const { text, spans } = setText(docs.map((d) => ({ title: d.title, text: d.text })));
   const { conversation, documentStart } = conversationOver(r.format, r.systemPrompt, text, r.style);
@@ -218,7 +225,7 @@ export async function assembleSet(
       parts.push({ documentId: d.id, start, end: nPast, from: d.own[0], to: d.own[1] });
     }
     await prefill(pieces[pieces.length - 1].tokens);
-    return {
+    const set: AssembledSet = {
       documents: r.documents,
       sessionId: handle.sessionId,
       nPast,
@@ -226,12 +233,77 @@ export async function assembleSet(
       conversation,
       packed,
       parts,
-      documentTokens: parts.reduce((n, p) => n + p.end - p.start, 0),
+      documentTokens: 0,
     };
+    await reselectSet(engine, set, r.budget, r.signal);
+    set.documentTokens = set.parts.reduce((n, p) => n + p.end - p.start, 0);
+    return set;
   } catch (e) {
     await engine.disposeSession(handle.sessionId);
     throw e;
   }
+}
+
+type SetEngine = Pick<EngineManager, 'call' | 'createSession' | 'disposeSession' | 'sessionOptions'>;
+
+/**
+ * The set's shares (each document's entries per layer and head) and its bytes, after its one budget where it
+ * has one: the documents' entries re-selected together by their kept scores (the engine's reselect), and packed
+ * again where they were packed, so that the positions they no longer need go to the conversation.
+ */
+async function reselectSet(
+  engine: SetEngine,
+  set: AssembledSet,
+  budget: SetBudgetChoice | undefined,
+  signal?: AbortSignal,
+): Promise<void> {
+  const counted = () =>
+    engine.call(
+      'reselect',
+      { sessionId: set.sessionId, spans: set.parts.map((p) => [p.start, p.end] as [number, number]), keep: 1 },
+      { signal },
+    );
+  const before = await counted();
+  let after = before;
+  if (budget && budget.keep < 1) {
+    after = await engine.call(
+      'reselect',
+      {
+        sessionId: set.sessionId,
+        spans: set.parts.map((p) => [p.start, p.end] as [number, number]),
+        keep: budget.keep,
+        alpha: budget.alpha,
+        acrossLayers: budget.acrossLayers,
+      },
+      { signal },
+    );
+    if (set.packed) {
+      // Last first, so that the parts before keep their positions while each is packed.
+      for (let i = set.parts.length - 1; i >= 0; i--) {
+        const p = set.parts[i];
+        const nPast = (
+          await engine.call('packSpan', { sessionId: set.sessionId, from: p.start, to: p.end }, { signal })
+        ).nPast;
+        const freed = set.nPast - nPast;
+        set.nPast = nPast;
+        p.end -= freed;
+        for (const later of set.parts.slice(i + 1)) {
+          later.start -= freed;
+          later.end -= freed;
+        }
+      }
+    }
+  }
+  const heads = before.heads;
+  const sum = (a: number[]) => a.reduce((n, x) => n + x, 0);
+  set.shares = set.parts.map((p, i) => ({
+    documentId: p.documentId,
+    entries: Array.from({ length: after.entries[i].length / heads }, (_, l) =>
+      after.entries[i].slice(l * heads, (l + 1) * heads),
+    ),
+    before: sum(before.entries[i]),
+  }));
+  set.keptBytes = after.bytesUsed;
 }
 
 /** Why a document could not join the set, and what to do. */

@@ -32,6 +32,7 @@ import { evidencePages } from './evidence.ts';
 import { MAX_CHAT_DOCUMENTS } from '../shared/limits.ts';
 import { pagesRead } from '../shared/room.ts';
 import { setCitations, setEvidence, type AssembledSet } from './chat-set.ts';
+import { setBudgetChoice } from '../shared/kv/budget.ts';
 import { SessionKey } from './session-key.ts';
 
 /** Tokens kept free at the end of the context for the answer's first words. */
@@ -93,15 +94,26 @@ export class ChatsService {
     return changed;
   }
 
-  /** How a chat over a set reads its documents from its next question on (SetReading); what was said is replayed. */
+  /** How a chat over a set reads its documents from its next question on (SetReading), and an assembled set's one
+   * budget (SetBudget, 1 or null: none); what was said is replayed. */
   async setReading(params: Params<'chats.setReading'>): Promise<ChatSummary> {
     const chat = this.storage.chats.require(params.chatId);
     if (this.running.has(chat.id))
       throw new ApiError('BUSY', 'an answer is still being written in this chat: stop it first');
-    if (chat.documentIds.length < 2 && params.reading !== 'assembled')
-      throw new ApiError('BAD_REQUEST', 'a chat over one document reads it as it is: only a set is read together');
-    if (chat.reading === params.reading) return chat;
-    const changed = this.storage.chats.setReading(chat.id, params.reading);
+    const setBudget = params.setBudget === 1 ? null : (params.setBudget ?? null);
+    if (chat.documentIds.length < 2 && (params.reading !== 'assembled' || setBudget !== null))
+      throw new ApiError(
+        'BAD_REQUEST',
+        'a chat over one document reads it as it is: only a set is read together or given one budget',
+      );
+    if (params.reading === 'together' && setBudget !== null)
+      throw new ApiError(
+        'BAD_REQUEST',
+        'a set read together already has one budget (its read chooses over all of it): one budget is for a set ' +
+          'assembled side by side',
+      );
+    if (chat.reading === params.reading && chat.setBudget === setBudget) return chat;
+    const changed = this.storage.chats.setReading(chat.id, params.reading, setBudget);
     await this.forget(changed);
     return changed;
   }
@@ -183,9 +195,10 @@ export class ChatsService {
       documentTokens,
       documentPacked: set?.packed ?? false,
       contextTokens: set?.nCtx ?? Math.max(...docs.map((d) => d.contextTokens ?? this.engine.sessionOptions().nCtx)),
-      // Read together, the set's own cache; assembled, the documents'.
-      kvBytesKept: set?.together?.kvBytesKept ?? sum((d) => d.kvBytesKept),
+      // Read together, the set's own cache; assembled, the entries the engine holds for the documents.
+      kvBytesKept: set?.together?.kvBytesKept ?? set?.keptBytes ?? sum((d) => d.kvBytesKept),
       kvBytesFull: set?.together?.kvBytesFull ?? sum((d) => d.kvBytesFull),
+      ...(set?.shares ? { setShares: set.shares } : {}),
     });
   }
 
@@ -312,11 +325,18 @@ export class ChatsService {
   private async assemble(chat: ChatSummary): Promise<ConversationSession> {
     const model = await this.documents.model();
     const format = await this.engine.chatFormat(model);
-    const o = { format, systemPrompt: this.storage.settings.get().systemPrompt, style: this.style(chat, format) };
+    const settings = this.storage.settings.get();
+    const o = { format, systemPrompt: settings.systemPrompt, style: this.style(chat, format) };
     const set =
       chat.reading === 'together'
         ? await this.documents.readTogether(chat.id, chat.documentIds, o)
-        : await this.documents.assemble(chat.documentIds, o);
+        : await this.documents.assemble(chat.documentIds, {
+            ...o,
+            budget:
+              chat.setBudget === null
+                ? undefined
+                : setBudgetChoice(chat.setBudget, settings.compression.method, settings.compression.alpha),
+          });
     this.sets.set(chat.id, set);
     return ConversationSession.over(this.engine, model, format, set.conversation, set);
   }

@@ -10,7 +10,7 @@ import { writeTransaction } from './transaction.ts';
 export const DEFAULT_CHAT_TITLE = 'New chat';
 
 const SUMMARY = `SELECT c.id, c.document_id AS documentId, c.title, c.created_at AS createdAt, c.updated_at AS updatedAt,
-  c.style, c.reading, (SELECT COUNT(*) FROM messages m WHERE m.chat_id = c.id) AS messageCount,
+  c.style, c.reading, c.set_budget AS setBudget, (SELECT COUNT(*) FROM messages m WHERE m.chat_id = c.id) AS messageCount,
   (SELECT json_group_array(document_id) FROM (SELECT document_id FROM chat_documents d WHERE d.chat_id = c.id
     ORDER BY d.ordinal)) AS documentIds FROM chats c`;
 
@@ -50,7 +50,7 @@ export class ChatsRepo {
     );
     this.renameStmt = db.prepare(`UPDATE chats SET title = ?, updated_at = ? WHERE id = ?`);
     this.styleStmt = db.prepare(`UPDATE chats SET style = ? WHERE id = ?`);
-    this.readingStmt = db.prepare(`UPDATE chats SET reading = ? WHERE id = ?`);
+    this.readingStmt = db.prepare(`UPDATE chats SET reading = ?, set_budget = ? WHERE id = ?`);
     this.touchStmt = db.prepare(`UPDATE chats SET updated_at = ? WHERE id = ?`);
     this.remove = db.prepare(`DELETE FROM chats WHERE id = ?`);
     this.selectIds = db.prepare(`SELECT id FROM chats`).pluck();
@@ -112,9 +112,10 @@ export class ChatsRepo {
     return this.require(id);
   }
 
-  /** How a chat over a set reads its documents from its next question on. */
-  setReading(id: string, reading: SetReading): ChatSummary {
-    if (this.readingStmt.run(reading, id).changes === 0) throw new StorageError('NOT_FOUND', `no chat ${id}`);
+  /** How a chat over a set reads its documents from its next question on, and its one budget (null: none). */
+  setReading(id: string, reading: SetReading, setBudget: number | null = null): ChatSummary {
+    if (this.readingStmt.run(reading, setBudget, id).changes === 0)
+      throw new StorageError('NOT_FOUND', `no chat ${id}`);
     return this.require(id);
   }
 

@@ -362,6 +362,17 @@ export const migrations: readonly Migration[] = [
         CHECK (reading IN ('assembled', 'together'));`);
     },
   },
+  {
+    version: 19,
+    name: 'one budget over a set',
+    up(db) {
+      // The share of its documents' kept entries an assembled set keeps, chosen over them all by the reads' scores
+      // (contract ChatSummary.setBudget); null: each document keeps what its own read kept.
+      db.exec(
+        `ALTER TABLE chats ADD COLUMN set_budget REAL CHECK (set_budget IS NULL OR (set_budget > 0 AND set_budget <= 1));`,
+      );
+    },
+  },
 ];
 
 export const LATEST_VERSION = migrations[migrations.length - 1].version;

@@ -67,10 +67,16 @@ export const benchSet: Command = {
       }
       log(`${path}: ${most} documents of ${docTokens} tokens at budget ${budget}, backend ${model.info().backend}`);
 
-      /** A chat's session over the first n documents: the first whole, each next after its BOS. */
+      /** A chat's session over the first n documents: the first whole, each next after its BOS; and each one's
+       * positions ([from, to) pairs back to back). */
+      const spans: number[] = [];
       const assemble = async (n: number) => {
         const s = model.createSession({ nCtx, nThreads: threads });
-        for (let i = 0; i < n; i++) await s.appendSaved(docs[i].path, { from: i === 0 ? 0 : 1 });
+        spans.length = 0;
+        for (let i = 0; i < n; i++) {
+          const start = s.nPast;
+          spans.push(start, (await s.appendSaved(docs[i].path, { from: i === 0 ? 0 : 1 })).nPast);
+        }
         return s;
       };
       const open: OpenRow[] = [];
@@ -101,6 +107,21 @@ export const benchSet: Command = {
         );
       }
 
+      // One budget over the largest set (half of what the reads chose, Ada within each layer): how long the
+      // re-selection takes, and the cache after it.
+      const reselectRuns: number[] = [];
+      let reselectBytes = 0;
+      for (let r = 0; r < repeats; r++) {
+        const s = await assemble(most);
+        const t0 = performance.now();
+        s.reselect(spans, { keep: 0.5, alpha: 0.2 });
+        reselectRuns.push(performance.now() - t0);
+        reselectBytes = s.memory().bytesUsed;
+        s.dispose();
+      }
+      const oneBudget = { keep: 0.5, median_ms: median(reselectRuns), runs_ms: reselectRuns, kv_bytes: reselectBytes };
+      log(`  one budget over ${most}: ${oneBudget.median_ms.toFixed(0)} ms, cache ${mib(reselectBytes)}`);
+
       // Decode over the assembled set and over one document of about its kept size, interleaved.
       const one = model.createSession({ nCtx, nThreads: threads });
       const oneStats = (
@@ -129,7 +150,17 @@ export const benchSet: Command = {
       model.dispose();
       print(
         v,
-        { model: path, name: info.name, backend: info.backend, threads, doc_tokens: docTokens, budget, open, decode },
+        {
+          model: path,
+          name: info.name,
+          backend: info.backend,
+          threads,
+          doc_tokens: docTokens,
+          budget,
+          open,
+          one_budget: oneBudget,
+          decode,
+        },
         open
           .map(
             (o) =>
@@ -137,6 +168,8 @@ export const benchSet: Command = {
               `(median of ${repeats}), ${mib(o.bytes_loaded)} loaded; the session's cache ${mib(o.kv_bytes)}, the kept caches' sum ${mib(o.kept_bytes_sum)}\n`,
           )
           .join('') +
+          `one budget over the ${most} (keep half of what the reads chose): ${oneBudget.median_ms.toFixed(0)} ms, the cache ` +
+          `${mib(open.find((o) => o.documents === most)?.kv_bytes ?? 0)} → ${mib(oneBudget.kv_bytes)}\n` +
           `decode over the ${most} documents assembled: ${decode.set_tokens_per_s.toFixed(1)} t/s (cache ${mib(decode.set_kept_bytes)}); ` +
           `over one document of ${most * (docTokens - 1) + 1} tokens at the same budget: ${decode.one_tokens_per_s.toFixed(1)} t/s (cache ${mib(decode.one_kept_bytes)})\n`,
       );

@@ -12,6 +12,7 @@ import { conversationRoom, fittingPages, lastFittingPage, pagesRead } from '../.
 import type { DocumentRecord } from '../../storage/index.ts';
 import type { Conversation } from '../chat-format.ts';
 import { assembleSet, setPages, type AssembledSet, type SetDocument } from '../chat-set.ts';
+import type { SetBudgetChoice } from '../../shared/kv/budget.ts';
 import type { LoadedModel } from '../engine-manager.ts';
 import { conversationFor, documentPrefix, type ChatFormat, type DocumentPrefix } from '../prefix.ts';
 import { readDocument } from '../read-document.ts';
@@ -32,6 +33,15 @@ function failureCode(e: unknown, cancelled: boolean): string | null {
   const code = (e as { code?: unknown }).code;
   if (cancelled || code === 'ABORTED') return 'CANCELLED';
   return typeof code === 'string' ? code : null;
+}
+
+/** How a set's conversation is written; assembled, its one budget where it has one. */
+interface SetOptions {
+  format: ChatFormat;
+  systemPrompt: string;
+  style: ChatStyle;
+  budget?: SetBudgetChoice;
+  signal?: AbortSignal;
 }
 
 /** What a set's saved read (readTogether) was made of and how to load it, beside it as JSON. */
@@ -297,11 +307,7 @@ export class DocumentReader {
    * A session over a set of documents: their saved caches side by side (chat-set.ts), each read first where it
    * has none, in a context as large as the largest of their reads, packed as the settings' positions say.
    */
-  async assemble(
-    documentIds: readonly string[],
-    o: { format: ChatFormat; systemPrompt: string; style: ChatStyle; signal?: AbortSignal },
-    again = true,
-  ): Promise<AssembledSet> {
+  async assemble(documentIds: readonly string[], o: SetOptions, again = true): Promise<AssembledSet> {
     try {
       return await this.assembleOnce(documentIds, o);
     } catch (e) {
@@ -316,10 +322,7 @@ export class DocumentReader {
     }
   }
 
-  private async assembleOnce(
-    documentIds: readonly string[],
-    o: { format: ChatFormat; systemPrompt: string; style: ChatStyle; signal?: AbortSignal },
-  ): Promise<AssembledSet> {
+  private async assembleOnce(documentIds: readonly string[], o: SetOptions): Promise<AssembledSet> {
     const documents: SetDocument[] = [];
     for (const id of documentIds) {
       const doc = await this.savedCache(id);
@@ -356,7 +359,7 @@ export class DocumentReader {
   async readTogether(
     chatId: string,
     documentIds: readonly string[],
-    o: { format: ChatFormat; systemPrompt: string; style: ChatStyle; signal?: AbortSignal },
+    o: Omit<SetOptions, 'budget'>,
   ): Promise<AssembledSet> {
     const model = await chatModel(this.ctx);
     const settings = this.ctx.storage.settings.get();

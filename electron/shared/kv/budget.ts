@@ -84,3 +84,20 @@ export function resolveBudget(
 export function defaultChunk(B: number, nCtx: number): number {
   return Math.min(Math.min(Math.max(B, 512), 1024), Math.max(Math.floor(nCtx / 4), 1));
 }
+
+/** One budget over a set of documents, as the engine's reselect takes it (docs/compression.md, "One budget over
+ * the set"). */
+export interface SetBudgetChoice {
+  /** The share of the documents' kept entries the set keeps (contract SetBudget). */
+  keep: number;
+  /** Ada's floor within a layer (1: every head alike, as a uniform allocator). */
+  alpha: number;
+  /** The layers' shares from one ranking over them all (the global schedule). */
+  acrossLayers: boolean;
+}
+
+/** One budget of `keep` chosen as the documents' reads chose: by their method's allocator and schedule. */
+export function setBudgetChoice(keep: number, method: CompressionMethod, alpha: number): SetBudgetChoice {
+  const m = methodRow(method);
+  return { keep, alpha: m.allocator === 'ada' ? alpha : 1, acrossLayers: m.schedule === 'global' };
+}

@@ -122,4 +122,51 @@ std::vector<std::vector<int32_t>> capped_top(const std::vector<std::vector<float
   return keep;
 }
 
+std::vector<std::vector<std::vector<int32_t>>> keep_over_set(const std::vector<std::vector<std::vector<float>>>& rows,
+                                                             double ratio, double alpha, bool across_layers) {
+  const size_t layers = rows.size();
+  std::vector<std::vector<std::vector<int32_t>>> keep(layers);
+  if (layers == 0) return keep;
+  const int64_t Hk = int64_t(rows[0].size());
+  std::vector<int64_t> n_layer(layers, 0);  // each layer's candidates
+  for (size_t l = 0; l < layers; l++)
+    for (const auto& row : rows[l]) n_layer[l] += int64_t(row.size());
+  // b[l]: the layer's kept candidates per head, on average (its share is Hk · b[l]).
+  auto per_head = [&](int64_t n) { return int64_t(std::ceil(ratio * double(n) / double(Hk) - 1e-9)); };
+  std::vector<int64_t> b(layers);
+  if (across_layers && Hk > 0) {
+    std::vector<std::vector<float>> all;  // every layer's heads, layer by layer
+    for (const auto& layer : rows) all.insert(all.end(), layer.begin(), layer.end());
+    const int64_t n = std::accumulate(n_layer.begin(), n_layer.end(), int64_t(0));
+    const int64_t total = per_head(n) * Hk;
+    if (total >= n) {  // every candidate fits: each layer keeps all of its own
+      for (size_t l = 0; l < layers; l++) b[l] = (n_layer[l] + Hk - 1) / Hk;
+    } else {
+      const std::vector<int32_t> won = global_topk_counts(all, total);
+      std::vector<int64_t> won_layer(layers, 0);
+      for (size_t r = 0; r < won.size(); r++) won_layer[r / size_t(Hk)] += won[r];
+      // Each layer's share per head, rounded so that the shares still sum to the total (a multiple of Hk).
+      b = largest_remainder(won_layer, Hk, total / Hk);
+    }
+  } else {
+    for (size_t l = 0; l < layers; l++) b[l] = per_head(n_layer[l]);
+  }
+  for (size_t l = 0; l < layers; l++) {
+    const auto& layer = rows[l];
+    keep[l].resize(layer.size());
+    if (Hk * b[l] >= n_layer[l]) {  // the layer's share holds every candidate
+      for (size_t g = 0; g < layer.size(); g++) {
+        keep[l][g].resize(layer[g].size());
+        std::iota(keep[l][g].begin(), keep[l][g].end(), 0);
+      }
+      continue;
+    }
+    std::vector<int64_t> n(layer.size());
+    for (size_t g = 0; g < layer.size(); g++) n[g] = int64_t(layer[g].size());
+    const std::vector<int32_t> caps = ada_caps_from_won(global_topk_counts(layer, Hk * b[l]), n, int32_t(b[l]), alpha);
+    for (size_t g = 0; g < layer.size(); g++) keep[l][g] = top_tokens(layer[g], caps[g]);
+  }
+  return keep;
+}
+
 }  // namespace folio::kv

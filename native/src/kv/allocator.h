@@ -32,4 +32,13 @@ std::vector<int32_t> top_tokens(const std::vector<float>& scores, int32_t cap);
 // least one of each head that has any when k > 0. Per head its kept entries, ascending.
 std::vector<std::vector<int32_t>> capped_top(const std::vector<std::vector<float>>& scores, int64_t k, int32_t cap);
 
+// One budget over a set of documents (docs/compression.md, "One budget over the set"): of the candidates'
+// scores [layer][head][n] (the entries a read scored, of every document of the set), keep about ratio of them,
+// chosen as a read chooses: with across_layers (the global schedule) the layers' shares come from the global
+// top k over every layer's heads, else each layer keeps its own share; within a layer Ada's caps (alpha its
+// floor) divide the share among the heads, and each head keeps its cap best. Documents compete as the entries
+// of one head do: by score alone. Per layer and head the kept indices into the row, ascending.
+std::vector<std::vector<std::vector<int32_t>>> keep_over_set(const std::vector<std::vector<std::vector<float>>>& rows,
+                                                             double ratio, double alpha, bool across_layers);
+
 }  // namespace folio::kv

@@ -69,6 +69,7 @@ Compressor::Compressor(const CompressOptions& opts, const WindowShape& shape, in
   stats_.token_retention.assign(size_t(shape.L), 0);
   for (auto& ls : stats_.layers) ls.bytes_full = size_t(shape.L) * Hk * entry_bytes_;
   source_.assign(layers, std::vector<std::vector<int32_t>>(Hk));
+  kept_scores_.assign(layers, std::vector<std::vector<float>>(Hk));
   if (scorer_ && scorer_->rereads) seen_.assign(layers, std::vector<std::vector<float>>(Hk));
   if (scorer_ && scorer_->query_stats) queries_.resize(layers);
   value_gram_.resize(layers);
@@ -276,7 +277,16 @@ std::vector<std::vector<int32_t>> Compressor::plan_layer(ThreadPool& pool, int l
   }
   std::vector<std::vector<uint8_t>> mask(static_cast<size_t>(Hk));
   bool drops = false;
+  // The ranking the kept entries were chosen by (none for a sliding layer, a method that does not score, or
+  // the window, whose last w entries the rows leave out).
+  const auto& ranked = sc.scores.first.empty() ? sc.scores.score : sc.scores.first;
   for (int g = 0; g < Hk; g++) {
+    std::vector<float>& kept_scores = kept_scores_[size_t(l)][size_t(g)];
+    kept_scores.clear();
+    for (int32_t j : keep[size_t(g)]) {
+      const bool scored = !window_layer && scorer_ && size_t(g) < ranked.size() && size_t(j) < ranked[size_t(g)].size();
+      kept_scores.push_back(scored ? ranked[size_t(g)][size_t(j)] : std::numeric_limits<float>::infinity());
+    }
     drops = drops || int32_t(keep[size_t(g)].size()) < lens[size_t(g)];
     if (window_layer) {  // no window scores: the statistics of attention stay unmeasured (finish: 1)
       keep_sources(l, g, keep[size_t(g)]);

@@ -27,6 +27,12 @@ std::vector<int32_t> chunk_starts(int32_t L, int32_t chunk, int32_t w);
 // quarter of the positions (a re-based read needs room for the kept entries, a chunk and the conversation).
 int32_t default_chunk(int32_t B, int32_t n_ctx);
 
+// [layer][head][entry]: the score each kept entry had when the read last chose what to keep (the method's
+// ranking, its first stage for two), +infinity where an entry was kept without one (the window, a sliding layer,
+// a method that does not score): what a set's one budget re-selects by (keep_over_set). A head may hold more
+// entries than its row has scores: those it holds after have none.
+using KeptScores = std::vector<std::vector<std::vector<float>>>;
+
 class Compressor {
  public:
   // shape.L: the prefix's tokens, the whole document however it is read (the budget, the layer schedule
@@ -95,6 +101,8 @@ class Compressor {
   size_t chunked_bound(int32_t chunk, int32_t reread = 0) const;
   // Closes the statistics once every token has been read: what each head holds, per-token retention.
   void finish();
+  // The kept entries' scores (KeptScores), in step with the cache after the read; moved out.
+  KeptScores take_kept_scores() { return std::move(kept_scores_); }
   // What a chunked read carries from one chunk to the next (the tokens each entry came from, the sums of
   // the statistics, the scorer's running state), as bytes for a checkpoint, and back into a compressor made
   // with the same options and shape (INTERNAL when the bytes do not fit it).
@@ -144,6 +152,7 @@ class Compressor {
   // kvzip also the largest re-reading attention of each.
   std::vector<std::vector<std::vector<int32_t>>> source_;
   std::vector<std::vector<std::vector<float>>> seen_;
+  KeptScores kept_scores_;         // set by every plan, so the last one's stands
   std::vector<uint8_t> compacts_;  // [layer]
   // [layer][head] sums over the steps of a layer, averaged by finish(); attention loss: sum and count.
   std::vector<std::vector<double>> mass_sum_, conc_sum_;

@@ -40,6 +40,7 @@ class SessionWrap : public Napi::ObjectWrap<SessionWrap> {
                         InstanceMethod("truncate", &SessionWrap::Truncate),
                         InstanceMethod("forget", &SessionWrap::Forget),
                         InstanceMethod("packSpan", &SessionWrap::PackSpan),
+                        InstanceMethod("reselect", &SessionWrap::Reselect),
                         InstanceMethod("compressSpan", &SessionWrap::CompressSpan),
                         InstanceMethod("fork", &SessionWrap::Fork),
                         InstanceMethod("save", &SessionWrap::Save),
@@ -306,6 +307,34 @@ class SessionWrap : public Napi::ObjectWrap<SessionWrap> {
       return s.session->pack_span(info[0].As<Napi::Number>().Int32Value(), info[1].As<Napi::Number>().Int32Value());
     });
     return Napi::Number::New(env, n);
+  }
+
+  // reselect(spans, { keep, alpha?, acrossLayers? }) → { entries: Int32Array[] }: one budget over the documents
+  // at positions spans ([from, to) pairs, back to back: [from0, to0, from1, to1, ...]), each span's entries per
+  // (layer, head) after (Session::reselect). keep 1 re-selects nothing: it only counts.
+  Napi::Value Reselect(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    if (info.Length() < 2 || !info[1].IsObject())
+      throw js_error(env, "INVALID_ARGUMENT", "reselect(spans, { keep }) needs the spans and the share to keep");
+    const std::vector<int32_t> flat = token_array(env, info[0], "spans");
+    if (flat.size() % 2) throw js_error(env, "INVALID_ARGUMENT", "reselect: spans come in [from, to) pairs");
+    std::vector<std::pair<int32_t, int32_t>> spans;
+    for (size_t i = 0; i < flat.size(); i += 2) spans.emplace_back(flat[i], flat[i + 1]);
+    const Napi::Object o = info[1].As<Napi::Object>();
+    const double keep = num_opt(env, o, "keep", 1, 0, 1);
+    const double alpha = num_opt(env, o, "alpha", 0, 0, 1);
+    const bool across = o.Has("acrossLayers") && o.Get("acrossLayers").ToBoolean().Value();
+    SessionState& s = idle(env);
+    const auto entries = guard(env, [&] { return s.session->reselect(spans, keep, alpha, across); });
+    Napi::Array out = Napi::Array::New(env, entries.size());
+    for (size_t i = 0; i < entries.size(); i++) {
+      Napi::Int32Array a = Napi::Int32Array::New(env, entries[i].size());
+      std::copy(entries[i].begin(), entries[i].end(), a.Data());
+      out.Set(uint32_t(i), a);
+    }
+    Napi::Object r = Napi::Object::New(env);
+    r.Set("entries", out);
+    return r;
   }
 
   // compressSpan(from, to, keepRatio, windowTokens): a conversation's older turns compressed by the attention of

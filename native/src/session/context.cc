@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "backend/cpu-backend.h"
 #include "backend/gpu-backend.h"
@@ -11,6 +12,7 @@
 #include "core/error.h"
 #include "forward/compress-layer.h"
 #include "forward/rebase.h"
+#include "kv/allocator.h"
 #include "kv/compressor.h"
 #include "quant/quant.h"
 
@@ -60,6 +62,7 @@ std::unique_ptr<Context> Context::fork() const {
   auto c = std::make_unique<Context>(model_, params_);
   c->kv_ = kv_->clone();
   c->n_past_ = n_past_;
+  c->scores_ = scores_;
   return c;
 }
 
@@ -72,13 +75,15 @@ const FlatKvCache& Context::cache() const {
   return host_;
 }
 
-void Context::restore(FlatKvCache cache, int32_t n_past) {
+void Context::restore(FlatKvCache cache, int32_t n_past, kv::KeptScores scores) {
   kv_ = backend_->kv_store_from_host(std::move(cache));
   host_stale_ = true;
   n_past_ = n_past;
+  scores_ = std::move(scores);
 }
 
-int32_t Context::append_part(const FlatKvCache& part, int32_t from, int32_t to, bool pack) {
+int32_t Context::append_part(const FlatKvCache& part, int32_t from, int32_t to, bool pack,
+                             const kv::KeptScores* part_scores) {
   const HParams& hp = model_.hparams();
   if (part.type() != kv_->type() || part.n_layer() != hp.n_layer || part.n_head_kv() != hp.n_head_kv)
     fail("INVALID_ARGUMENT", "a saved cache of another precision or layout cannot join this one");
@@ -139,11 +144,103 @@ int32_t Context::append_part(const FlatKvCache& part, int32_t from, int32_t to, 
     }
   } catch (...) {
     host.truncate(n_past_);  // what was appended goes: the cache is as it was
-    restore(std::move(host), n_past_);
+    restore(std::move(host), n_past_, std::move(scores_));
     throw;
   }
-  restore(std::move(host), n_past_ + span);
+  // The part's scores follow its entries, each head's own scored up to what it held before (none: +infinity).
+  const bool scored = !scores_.empty() || (part_scores && !part_scores->empty());
+  if (scored) {
+    const float none = std::numeric_limits<float>::infinity();
+    scores_.resize(size_t(hp.n_layer), std::vector<std::vector<float>>(size_t(hp.n_head_kv)));
+    for (int l = 0; l < hp.n_layer; l++)
+      for (int g = 0; g < hp.n_head_kv; g++) {
+        std::vector<float>& row = scores_[size_t(l)][size_t(g)];
+        const int32_t n = count[size_t(l)][size_t(g)], j0 = first[size_t(l)][size_t(g)];
+        row.resize(size_t(host.len(l, g) - n), none);
+        const std::vector<float>* theirs =
+            part_scores && !part_scores->empty() ? &(*part_scores)[size_t(l)][size_t(g)] : nullptr;
+        for (int32_t i = 0; i < n; i++)
+          row.push_back(theirs && size_t(j0 + i) < theirs->size() ? (*theirs)[size_t(j0 + i)] : none);
+      }
+  }
+  restore(std::move(host), n_past_ + span, std::move(scores_));
   return n_past_;
+}
+
+std::vector<std::vector<int32_t>> Context::span_entries(const std::vector<std::pair<int32_t, int32_t>>& spans) const {
+  const HParams& hp = model_.hparams();
+  std::vector<std::vector<int32_t>> out(spans.size(), std::vector<int32_t>(size_t(hp.n_layer) * size_t(hp.n_head_kv)));
+  std::vector<int32_t> pos;
+  for (int l = 0; l < hp.n_layer; l++)
+    for (int g = 0; g < hp.n_head_kv; g++) {
+      pos.resize(size_t(kv_->len(l, g)));
+      kv_->read_pos(l, g, kv_->len(l, g), pos.data());
+      for (size_t s = 0; s < spans.size(); s++) {
+        const auto lo = std::lower_bound(pos.begin(), pos.end(), spans[s].first);
+        out[s][size_t(l) * size_t(hp.n_head_kv) + size_t(g)] =
+            int32_t(std::lower_bound(lo, pos.end(), spans[s].second) - lo);
+      }
+    }
+  return out;
+}
+
+std::vector<std::vector<int32_t>> Context::reselect(const std::vector<std::pair<int32_t, int32_t>>& spans,
+                                                    double keep_ratio, double alpha, bool across_layers) {
+  if (!(keep_ratio > 0 && keep_ratio <= 1))
+    fail("INVALID_ARGUMENT", strfmt("the kept share must be above 0 and at most 1, not %g", keep_ratio));
+  if (!(alpha >= 0 && alpha <= 1)) fail("INVALID_ARGUMENT", strfmt("alpha must be within 0 and 1, not %g", alpha));
+  for (size_t s = 0; s < spans.size(); s++)
+    if (spans[s].first < 0 || spans[s].second < spans[s].first || spans[s].second > n_past_ ||
+        (s > 0 && spans[s].first < spans[s - 1].second))
+      fail("INVALID_ARGUMENT", strfmt("the spans must be ascending, apart and within the %d positions held", n_past_));
+  const HParams& hp = model_.hparams();
+  if (keep_ratio < 1 && !scores_.empty()) {
+    // The candidates: per head, the entries in a span that a read scored, and where each is in the head.
+    kv::KeptScores rows(size_t(hp.n_layer), std::vector<std::vector<float>>(size_t(hp.n_head_kv)));
+    std::vector<std::vector<std::vector<int32_t>>> at(size_t(hp.n_layer),
+                                                      std::vector<std::vector<int32_t>>(size_t(hp.n_head_kv)));
+    std::vector<int32_t> pos;
+    for (int l = 0; l < hp.n_layer; l++)
+      for (int g = 0; g < hp.n_head_kv; g++) {
+        const std::vector<float>& sc = scores_[size_t(l)][size_t(g)];
+        pos.resize(size_t(kv_->len(l, g)));
+        kv_->read_pos(l, g, kv_->len(l, g), pos.data());
+        for (size_t i = 0; i < pos.size() && i < sc.size(); i++) {
+          const auto s =
+              std::upper_bound(spans.begin(), spans.end(), pos[i],
+                               [](int32_t p, const std::pair<int32_t, int32_t>& sp) { return p < sp.first; });
+          const bool in_span = s != spans.begin() && pos[i] < std::prev(s)->second;
+          if (in_span && std::isfinite(sc[i])) {
+            rows[size_t(l)][size_t(g)].push_back(sc[i]);
+            at[size_t(l)][size_t(g)].push_back(int32_t(i));
+          }
+        }
+      }
+    const auto chosen = kv::keep_over_set(rows, keep_ratio, alpha, across_layers);
+    host_stale_ = true;
+    for (int l = 0; l < hp.n_layer; l++) {
+      std::vector<std::vector<int32_t>> entries(size_t(hp.n_head_kv));
+      bool drops = false;
+      for (int g = 0; g < hp.n_head_kv; g++) {
+        // Every entry but the candidates not chosen, in order.
+        const std::vector<int32_t>& cand = at[size_t(l)][size_t(g)];
+        std::vector<uint8_t> keep(size_t(kv_->len(l, g)), 1);
+        for (int32_t i : cand) keep[size_t(i)] = 0;
+        for (int32_t c : chosen[size_t(l)][size_t(g)]) keep[size_t(cand[size_t(c)])] = 1;
+        std::vector<float>& sc = scores_[size_t(l)][size_t(g)];
+        std::vector<float> kept_scores;
+        for (int32_t i = 0; i < int32_t(keep.size()); i++)
+          if (keep[size_t(i)]) {
+            entries[size_t(g)].push_back(i);
+            if (size_t(i) < sc.size()) kept_scores.push_back(sc[size_t(i)]);
+          }
+        drops = drops || entries[size_t(g)].size() < keep.size();
+        sc.swap(kept_scores);
+      }
+      if (drops) kv_->compact(l, entries, std::min(FlatKvCache::kSpare, params_.n_ctx - n_past_));
+    }
+  }
+  return span_entries(spans);
 }
 
 void Context::truncate(int32_t n) {
@@ -152,6 +249,11 @@ void Context::truncate(int32_t n) {
   kv_->truncate(n);
   host_stale_ = true;
   n_past_ = n;
+  for (int l = 0; l < int(scores_.size()); l++)
+    for (int g = 0; g < int(scores_[size_t(l)].size()); g++) {
+      std::vector<float>& row = scores_[size_t(l)][size_t(g)];
+      row.resize(std::min(row.size(), size_t(kv_->len(l, g))));
+    }
 }
 
 int32_t Context::pack_span(int32_t from, int32_t to) {
@@ -170,6 +272,7 @@ void Context::forget(int32_t from, int32_t to) {
   const float* freq_factors = rope_factors_host();
   forward::forget_positions(*kv_, model_.hparams(), freq_factors, pool_, from, to);
   host_stale_ = true;
+  scores_.clear();
   n_past_ -= to - from;
 }
 
@@ -204,6 +307,7 @@ int32_t Context::compress_span(int32_t from, int32_t to, double keep_ratio, cons
   const int32_t R = forward::squeeze_span(*kv_, hp, freq_factors, pool_, from, to,
                                           forward::top_of_span(*kv_, from, to, keep_ratio, seen));
   host_stale_ = true;
+  scores_.clear();
   n_past_ -= to - from - R;
   return n_past_;
 }
@@ -431,9 +535,11 @@ kv::CompressionStats Context::compress(const std::vector<int32_t>& tokens, const
     kv_ = backend_->make_kv_store(hp.n_layer, hp.n_head_kv, hp.head_dim, hp.head_dim_v, params_.kv_type);
     host_stale_ = true;
     n_past_ = 0;
+    scores_.clear();
     throw;
   }
   comp.finish();
+  scores_ = comp.take_kept_scores();
   st.positions = n_past_;
   st.ms_prefill = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   return st;

@@ -88,8 +88,12 @@ class Context {
   BackendKind backend() const { return params_.backend; }
   // The cache (on the GPU backend, a host copy made when asked for).
   const FlatKvCache& cache() const;
-  // Replaces the cache (loading a saved session); n_past is the next position.
-  void restore(FlatKvCache cache, int32_t n_past);
+  // Replaces the cache (loading a saved session); n_past is the next position, scores its entries' (or none).
+  void restore(FlatKvCache cache, int32_t n_past, kv::KeptScores scores = {});
+  // The score each entry had when a read kept it (kv::KeptScores), in step with the cache: set by compress(),
+  // carried by append_part, fork, truncate and pack_span; gone (empty) once entries in the middle are dropped
+  // (forget, compress_span), where nothing re-selects by them any more.
+  const kv::KeptScores& kept_scores() const { return scores_; }
 
   // Runs `tokens` at positions n_past, n_past + 1, ... and appends them to the cache. Writes the logits of
   // every position ([n, n_vocab]) when all_logits, else of the last one ([n_vocab]).
@@ -123,7 +127,18 @@ class Context {
   // composition of re-based positions); packed, at contiguous positions instead, each head's ending at the
   // span's last, the span taking as many positions as its fullest head keeps (rebase_positions' rule). Throws
   // CONTEXT_FULL when the span's positions do not fit. Returns the new n_past.
-  int32_t append_part(const FlatKvCache& part, int32_t from, int32_t to, bool pack = false);
+  // part_scores: the part's kept entries' scores (a saved session's), carried with them; none: kept unscored.
+  int32_t append_part(const FlatKvCache& part, int32_t from, int32_t to, bool pack = false,
+                      const kv::KeptScores* part_scores = nullptr);
+
+  // One budget over a set (docs/compression.md, "One budget over the set"): of the entries in the spans
+  // [from, to) (the set's documents, ascending, apart) that a read scored, keeps about keep_ratio, chosen over
+  // all spans at once by their kept scores (kv::keep_over_set: Ada's alpha, across_layers for the global
+  // schedule); every other entry stays, and nothing moves. Returns span_entries(spans) after.
+  std::vector<std::vector<int32_t>> reselect(const std::vector<std::pair<int32_t, int32_t>>& spans, double keep_ratio,
+                                             double alpha, bool across_layers);
+  // The entries each span holds: [span][layer · n_head_kv + head].
+  std::vector<std::vector<int32_t>> span_entries(const std::vector<std::pair<int32_t, int32_t>>& spans) const;
 
   // Forgets every position from n onwards (regenerate, edit).
   void truncate(int32_t n);
@@ -173,6 +188,7 @@ class Context {
   mutable FlatKvCache host_;  // where the store is not a host cache: its copy, refreshed by cache() when stale
   mutable bool host_stale_ = true;
   int32_t n_past_ = 0;
+  kv::KeptScores scores_;  // kept_scores()
 };
 
 }  // namespace folio

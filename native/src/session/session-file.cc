@@ -5,13 +5,17 @@
 //   u32 n_logits  f32 logits[n_logits]
 //   u32 meta_len  meta bytes
 //   per layer, per KV head: i32 len, i32 pos[len], K entries [len], V entries [len]
+//   u8 scored; when 1, per layer, per KV head: f32 score[len]   (version 2 on: the read's kept scores,
+//                                                                 kv::KeptScores, +inf for an unscored entry)
 //   u64 checksum of every byte before it
 // The file is written to a temporary name, flushed to disk, then renamed over the target, so a crash
 // leaves either the old file or the new one.
-#include <cerrno>
-#include <cstdio>
 #include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -36,7 +40,8 @@ namespace folio {
 namespace {
 
 constexpr char kMagic[8] = {'F', 'O', 'L', 'I', 'O', 'K', 'V', '\0'};
-constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersion = 2;
+constexpr uint32_t kOldestVersion = 1;  // before the kept scores
 
 class Writer {
  public:
@@ -164,6 +169,16 @@ void Session::save(const std::string& path, const std::string& meta) const {
         w.bytes(L.v.data() + size_t(s.offset) * c.v_entry_bytes(), size_t(s.len) * c.v_entry_bytes());
       }
     }
+    const kv::KeptScores& scores = ctx_->kept_scores();
+    w.value<uint8_t>(scores.empty() ? 0 : 1);
+    std::vector<float> row;
+    for (int l = 0; l < c.n_layer() && !scores.empty(); l++)
+      for (int h = 0; h < c.n_head_kv(); h++) {
+        // A score for every entry: those the row has none for (appended after the read) unscored.
+        row = scores[size_t(l)][size_t(h)];
+        row.resize(size_t(c.len(l, h)), std::numeric_limits<float>::infinity());
+        w.bytes(row.data(), row.size() * 4);
+      }
     w.finish();
     replace_file(tmp, path);
   } catch (...) {
@@ -185,9 +200,10 @@ SavedSession read_saved_session(const Model& model, const std::string& path, int
   Reader r(data, size - 8, path);
   r.take(8, "the magic");
   const uint32_t version = r.value<uint32_t>("the version");
-  if (version != kVersion)
-    fail("SESSION_FILE_VERSION", strfmt("%s was written by another version of Folio (format %u, this one reads %u)",
-                                        path.c_str(), version, kVersion));
+  if (version < kOldestVersion || version > kVersion)
+    fail("SESSION_FILE_VERSION",
+         strfmt("%s was written by another version of Folio (format %u, this one reads %u to %u)", path.c_str(),
+                version, kOldestVersion, kVersion));
   if (h.digest() != stored)
     fail("SESSION_FILE_CORRUPT", path + " is damaged: its checksum does not match its contents");
 
@@ -253,6 +269,17 @@ SavedSession read_saved_session(const Model& model, const std::string& path, int
                        len);
     }
   }
+  if (version >= 2 && r.value<uint8_t>("the scores' flag") != 0) {
+    s.scores.assign(n_layer, std::vector<std::vector<float>>(n_head_kv));
+    for (int l = 0; l < int(n_layer); l++)
+      for (uint32_t g = 0; g < n_head_kv; g++) {
+        std::vector<float>& row = s.scores[size_t(l)][g];
+        row.resize(size_t(cache.len(l, int(g))));
+        std::memcpy(row.data(), r.take(row.size() * 4, "the kept scores"), row.size() * 4);
+        for (float x : row)
+          if (std::isnan(x)) fail("SESSION_FILE_CORRUPT", path + " is damaged: a kept score is not a number");
+      }
+  }
   if (r.pos() != size - 8) fail("SESSION_FILE_CORRUPT", path + " is damaged: it has trailing bytes");
   return s;
 }
@@ -271,7 +298,7 @@ std::unique_ptr<Session> Session::load(std::shared_ptr<const Model> model, const
   s->tokens_ = std::move(saved.tokens);
   s->last_logits_ = std::move(saved.logits);
   if (meta) *meta = std::move(saved.meta);
-  s->ctx_->restore(std::move(saved.cache), saved.n_past);
+  s->ctx_->restore(std::move(saved.cache), saved.n_past, std::move(saved.scores));
   return s;
 }
 
@@ -287,7 +314,7 @@ int32_t Session::append_saved(const std::string& path, int32_t from, int32_t to,
     fail("INVALID_ARGUMENT",
          strfmt("positions %d to %d are not within the %d positions of %s", from, to, saved.n_past, path.c_str()));
   const int32_t before = ctx_->n_past();
-  const int32_t n_past = ctx_->append_part(saved.cache, from, to, pack);
+  const int32_t n_past = ctx_->append_part(saved.cache, from, to, pack, &saved.scores);
   // Positions count the last n_past tokens (as after compress_span): packed, the span's last ones.
   tokens_.insert(tokens_.end(), saved.tokens.begin() + (to - (n_past - before)), saved.tokens.begin() + to);
   last_logits_.clear();  // the next prefill computes them

@@ -46,7 +46,8 @@ struct SavedSession {
   std::vector<int32_t> tokens;
   std::vector<float> logits;
   std::string meta;
-  FlatKvCache cache;  // with room for the spare entries a context of n_ctx positions gives after n_past
+  FlatKvCache cache;      // with room for the spare entries a context of n_ctx positions gives after n_past
+  kv::KeptScores scores;  // its entries' kept scores (Context::kept_scores); empty when it has none
 };
 SavedSession read_saved_session(const Model& model, const std::string& path, int32_t n_ctx);
 
@@ -105,6 +106,12 @@ class Session {
   // Refused (NOT_SUPPORTED) for a session saved with re-based or packed positions; CONTEXT_FULL when they do
   // not fit. The logits to sample from are gone until the next prefill. Returns the new n_past.
   int32_t append_saved(const std::string& path, int32_t from, int32_t to, bool pack = false);
+  // One budget over the set's documents, at positions `spans` (Context::reselect); the tokens and positions stay.
+  // Returns the entries each span holds after, [span][layer · n_head_kv + head].
+  std::vector<std::vector<int32_t>> reselect(const std::vector<std::pair<int32_t, int32_t>>& spans, double keep_ratio,
+                                             double alpha, bool across_layers) {
+    return ctx_->reselect(spans, keep_ratio, alpha, across_layers);
+  }
 
   // Reads a saved session. Throws SESSION_FILE_* errors for damaged files, files of another model or
   // another cache layout; `meta` receives what was saved with it.

@@ -14,6 +14,7 @@ import {
 import { useShallow } from 'zustand/react/shallow';
 
 import {
+  SET_BUDGET_CHOICES,
   SET_READINGS,
   type ChatStyle,
   type CitedPage,
@@ -173,11 +174,15 @@ const READING_TEXT: Record<SetReading, string> = {
   together: 'together: better across documents, one slower read',
 };
 
+/** An assembled set's one budget, for people: the share of what the documents' reads chose that the set keeps. */
+const budgetText = (b: number) => `one over the set: keep ${formatPercent(b)} of what they chose`;
+
 /** The documents a chat over a set reads, in order (each opens in the document view, the chat staying open), and
  * how it reads them. */
 function ChatDocuments({ chatId }: { chatId: string | null }) {
   const ids = useChats(useShallow((s) => (chatId ? (s.chats[chatId]?.documentIds ?? EMPTY) : EMPTY)));
   const reading = useChats((s) => (chatId ? (s.chats[chatId]?.reading ?? 'assembled') : 'assembled'));
+  const setBudget = useChats((s) => (chatId ? (s.chats[chatId]?.setBudget ?? null) : null));
   const busy = useChats((s) => !!streamingMessage(s, chatId));
   const titles = useDocuments(useShallow((s) => ids.map((id) => s.byId[id]?.title ?? '')));
   const shown = useUi((s) => s.documentId);
@@ -201,6 +206,26 @@ function ChatDocuments({ chatId }: { chatId: string | null }) {
           ))}
         </select>
       </label>
+      {reading === 'assembled' && (
+        <label
+          className="muted"
+          title="Each document's own: every document keeps what its own read kept. One over the set: the documents' kept entries chosen again together, by the scores their reads kept them by, so that a document the model needs less keeps less (less memory, a faster answer; the inspector shows each document's share)."
+        >
+          Budget{' '}
+          <select
+            value={setBudget === null ? '' : String(setBudget)}
+            disabled={busy}
+            onChange={(e) => void setChatReading(chatId, reading, e.target.value ? Number(e.target.value) : null)}
+          >
+            <option value="">each document’s own</option>
+            {[...new Set([...SET_BUDGET_CHOICES, ...(setBudget === null ? [] : [setBudget])])].map((b) => (
+              <option key={b} value={String(b)}>
+                {budgetText(b)}
+              </option>
+            ))}
+          </select>
+        </label>
+      )}
       <span className="muted">· {ids.length} documents:</span>
       {ids.map((id, i) => (
         <span key={id} className={`doc-chip${id === shown ? ' current' : ''}`}>

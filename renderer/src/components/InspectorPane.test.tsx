@@ -3,13 +3,43 @@ import userEvent from '@testing-library/user-event';
 import { describe, expect, it } from 'vitest';
 
 import type { Result } from '../../../electron/api/contract.ts';
-import { createFakeApi, detail, doc, rebasedDetail, settings, stats } from '../test/fake-api.ts';
+import { chat, createFakeApi, detail, doc, rebasedDetail, settings, stats, usage } from '../test/fake-api.ts';
 import type { KeptPositions } from '../../../electron/api/contract.ts';
 import { GLOSSARY } from '../lib/glossary.ts';
 import { renderApp } from '../test/render-app.tsx';
 import { setTab } from '../stores/ui.ts';
 
 describe('the inspector', () => {
+  it("shows a set chat's documents' shares of its cache: their entries, before one budget, and a grid each", async () => {
+    const over = chat({ documentIds: ['d1', 'd2'], setBudget: 0.5, messageCount: 1 });
+    const api = createFakeApi({
+      'documents.list': () => [doc(), doc({ id: 'd2', title: 'The second' })],
+      'documents.get': () => detail(),
+      'chats.list': () => [over],
+      'chats.get': () => ({
+        chat: over,
+        messages: [],
+        usage: usage({
+          setShares: [
+            { documentId: 'd1', entries: [[30, 10]], before: 60 },
+            { documentId: 'd2', entries: [[10, 10]], before: 20 },
+          ],
+        }),
+      }),
+    });
+    await renderApp(api);
+    await screen.findAllByTestId('document');
+    act(() => setTab('inspector'));
+    const card = await screen.findByTestId('set-shares');
+    expect(card.textContent).toMatch(/One budget over the set: 50% of the entries the documents’ reads chose/);
+    expect(
+      within(card)
+        .getAllByTestId('set-share-line')
+        .map((l) => l.textContent?.trim()),
+    ).toEqual(['· 40 entries of 60, 67% of the set', '· 20 entries, 33% of the set']);
+    expect(within(card).getAllByRole('img').length).toBe(2);
+  });
+
   it("says which rows are sliding-window layers (gemma3's), hatched in the heatmap", async () => {
     const s = stats();
     s.layers = s.layers.map((l, i) => (i < 2 ? { ...l, slidingWindow: 512 } : l));

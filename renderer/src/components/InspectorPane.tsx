@@ -38,6 +38,7 @@ import { methodLabel } from '../lib/method-label.ts';
 import { Heatmap, HeatmapLegend } from './Heatmap.tsx';
 import { MethodSelect } from './MethodSelect.tsx';
 import { ReadNote } from './ReadNote.tsx';
+import { SetSharesCard } from './SetShares.tsx';
 import { TaskProgress } from './Progress.tsx';
 import { Segmented } from './Segmented.tsx';
 
@@ -579,6 +580,7 @@ export function InspectorPane({ documentId }: { documentId: string }) {
   return (
     <div className="inspector">
       <ReadNote detail={detail} />
+      <SetSharesCard />
       {detail.status === 'stale' && (
         <div className="notice stale-notice" role="status" data-testid="cache-stale">
           <span>

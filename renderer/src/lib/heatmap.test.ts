@@ -16,8 +16,32 @@ import {
   normalize,
   domainEnds,
   formatDomain,
+  shareGrid,
   type Ctx2D,
 } from './heatmap.ts';
+
+describe('a set document’s share grid', () => {
+  it('is its entries over all the documents’ in each layer and head, none where no document keeps any', () => {
+    const shares = [
+      {
+        entries: [
+          [3, 0],
+          [1, 2],
+        ],
+      },
+      {
+        entries: [
+          [1, 0],
+          [3, 2],
+        ],
+      },
+    ];
+    const g = shareGrid(shares, 0);
+    expect([g.rows, g.cols]).toEqual([2, 2]);
+    expect([...g.values]).toEqual([0.75, NaN, 0.25, 0.5]);
+    expect([...shareGrid(shares, 1).values]).toEqual([0.25, NaN, 0.75, 0.5]);
+  });
+});
 
 function recorder() {
   const fills: { style: string; x: number; y: number; w: number; h: number }[] = [];

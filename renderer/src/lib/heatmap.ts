@@ -43,6 +43,22 @@ export function metricGrid(stats: CompressionStats, metric: Metric): Grid {
   return { rows, cols, values, sliding };
 }
 
+/**
+ * A set's document's share of each (layer, KV head) of the set's cache: its entries there over all the documents'
+ * (contract SetShare), in [0, 1]; NaN where no document keeps any.
+ */
+export function shareGrid(shares: readonly { entries: number[][] }[], index: number): Grid {
+  const rows = shares[0]?.entries.length ?? 0;
+  const cols = rows ? Math.max(...shares[0].entries.map((l) => l.length)) : 0;
+  const values = new Float64Array(rows * cols).fill(NaN);
+  for (let r = 0; r < rows; r++)
+    for (let c = 0; c < cols; c++) {
+      const all = shares.reduce((n, s) => n + (s.entries[r]?.[c] ?? 0), 0);
+      if (all > 0) values[r * cols + c] = (shares[index].entries[r]?.[c] ?? 0) / all;
+    }
+  return { rows, cols, values, sliding: new Array<boolean>(rows).fill(false) };
+}
+
 export type Domain = readonly [number, number];
 
 /**

@@ -294,10 +294,15 @@ export async function setChatStyle(chatId: string, style: ChatStyle | null): Pro
   }
 }
 
-/** How a chat over a set reads its documents from its next question on. */
-export async function setChatReading(chatId: string, reading: SetReading): Promise<void> {
+/** How a chat over a set reads its documents from its next question on, and an assembled set's one budget (null:
+ * none). */
+export async function setChatReading(
+  chatId: string,
+  reading: SetReading,
+  setBudget: number | null = null,
+): Promise<void> {
   try {
-    const chat = await api().call('chats.setReading', { chatId, reading });
+    const chat = await api().call('chats.setReading', { chatId, reading, setBudget });
     useChats.setState((s) => ({ chats: { ...s.chats, [chatId]: chat } }));
   } catch (e) {
     notify(`The way the documents are read was not changed: ${errorMessage(e)}`);

@@ -224,6 +224,7 @@ export const chat = (over: Partial<ChatSummary> = {}): ChatSummary => ({
   messageCount: 0,
   style: null,
   reading: 'assembled',
+  setBudget: null,
   ...over,
   documentId: over.documentId ?? over.documentIds?.[0] ?? 'd1',
   documentIds: over.documentIds ?? [over.documentId ?? 'd1'],
