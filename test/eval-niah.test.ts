@@ -95,15 +95,35 @@ test('folio eval --suite niah --set 3: each needle document in a set of three, r
   assert.equal(out.settings.set, 3);
   assert.deepEqual(
     out.rows.map((x) => x.mode),
-    ['full', 'assembled', 'together', 'assembled'],
+    ['full', 'assembled', 'together', 'assembled', 'one budget'],
   );
   for (const row of out.rows) {
     assert.equal(row.cases, 50);
     assert.deepEqual(Object.keys(row.by_place), ['0', '1', '2'], 'the needle is in each place of the set');
   }
-  const [full, , , assembled] = out.rows;
+  const [full, , , assembled, oneBudget] = out.rows;
   // The model finds the needle in the last document of three (the nearest): with the full cache, and from
-  // caches compressed alone and placed side by side.
+  // caches compressed alone and placed side by side, and with one budget over them at the same memory.
   assert.ok(full.by_place['2'] >= 0.9, `full, last document: ${full.by_place['2']}`);
   assert.ok(assembled.by_place['2'] >= 0.8, `assembled, last document: ${assembled.by_place['2']}`);
+  assert.ok(oneBudget.by_place['2'] >= 0.8, `one budget, last document: ${oneBudget.by_place['2']}`);
+
+  // Two facts in two documents (--pair): the key's halves apart, the answer needing both. needle-llama copies one
+  // span, so it rarely answers whole, read any way; what it answers is the first half it copied.
+  const p = folioEval('niah', ['--tasks', 'passkey', '--set', '3', '--pair', '--methods', 'full', '--budgets', '0.4']);
+  assert.equal(p.status, 0, p.stderr);
+  const pair = JSON.parse(p.stdout) as {
+    settings: { pair: boolean };
+    rows: { mode: string; accuracy: number; half: number }[];
+  };
+  assert.equal(pair.settings.pair, true);
+  assert.deepEqual(
+    pair.rows.map((x) => x.mode),
+    ['full', 'assembled'],
+  );
+  assert.ok(pair.rows[0].accuracy < full.accuracy / 2, `two facts, full cache: ${pair.rows[0].accuracy}`);
+  assert.ok(pair.rows[0].half > pair.rows[0].accuracy, 'the first half is found more often than both');
+  const bad = folioEval('niah', ['--tasks', 'passkey', '--pair']);
+  assert.notEqual(bad.status, 0);
+  assert.match(bad.stdout, /--pair needs --set N/);
 });

@@ -188,8 +188,13 @@ test('one budget over a set keeps the best-scored share of the documents’ entr
   const layers = set.memory().headLengths;
   const Hk = layers[0].length;
 
-  // keep 1 only counts: the spans hold every entry.
+  // keep 1 only counts (the spans hold every entry), and gives back what appending reserved ahead: each head keeps
+  // only its spare room (32 entries).
+  const roomFor = (entries: number) => entries * (set.memory().entryBytes + 4);
+  const slots = layers.flat().length;
   const counted = set.reselect(spans, { keep: 1 }).entries;
+  const held = layers.flat().reduce((n, x) => n + x, 0);
+  assert.ok(set.memory().bytesReserved <= roomFor(held + 32 * slots), `${set.memory().bytesReserved} reserved`);
   assert.deepEqual(
     layers.flat(),
     [...counted[0]].map((n, i) => n + counted[1][i]),

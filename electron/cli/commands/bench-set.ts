@@ -67,8 +67,9 @@ export const benchSet: Command = {
       }
       log(`${path}: ${most} documents of ${docTokens} tokens at budget ${budget}, backend ${model.info().backend}`);
 
-      /** A chat's session over the first n documents: the first whole, each next after its BOS; and each one's
-       * positions ([from, to) pairs back to back). */
+      /** A chat's session over the first n documents: the first whole, each next after its BOS, then closed as
+       * the app closes a set (reselect keeping all: it counts them and gives back the room appending reserved
+       * ahead); and each one's positions ([from, to) pairs back to back). */
       const spans: number[] = [];
       const assemble = async (n: number) => {
         const s = model.createSession({ nCtx, nThreads: threads });
@@ -77,6 +78,7 @@ export const benchSet: Command = {
           const start = s.nPast;
           spans.push(start, (await s.appendSaved(docs[i].path, { from: i === 0 ? 0 : 1 })).nPast);
         }
+        s.reselect(spans, { keep: 1 });
         return s;
       };
       const open: OpenRow[] = [];

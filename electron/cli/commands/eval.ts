@@ -387,7 +387,8 @@ export const evalCommand: Command = {
     'folio eval --model M --suite niah --cases FILE.jsonl [--tasks passkey] [--lengths 256,512] [--question-aware]\n' +
     '           [--methods ...] [--budgets ...] [--alpha 0.2] [--window 32] [--kernel 7] [--json]\n' +
     '      cases in the needle-eval format (../shared/models/needle-eval); budgets as ratios or tokens per head;\n' +
-    '      [--set N]: each case in a set of N documents, read together or compressed alone and assembled\n' +
+    '      [--set N]: each case in a set of N documents, read together or compressed alone and assembled;\n' +
+    '      [--pair]: with --set, the needle split into two facts in two documents, the answer needing both\n' +
     'folio eval --model M --suite cite --cases FILE.jsonl [--tasks passkey] [--lengths 256,512]\n' +
     '           [--methods full] [--budgets ...] [--alpha 0.2] [--window 32] [--kernel 7] [--json]\n' +
     "      the same cases: does the answer's attention (or the lexical fallback) cite the needle's sentence first?\n" +
@@ -425,6 +426,7 @@ export const evalCommand: Command = {
     rebase: { type: 'boolean' },
     pack: { type: 'boolean' },
     set: { type: 'string' },
+    pair: { type: 'boolean' },
   },
   async run(v) {
     const suite = str(v, 'suite') ?? 'fidelity';
@@ -541,9 +543,12 @@ export const evalCommand: Command = {
       const model = await openModel(v);
       const cases = readNiahCases(casesPath, tasks, lengths.length ? lengths : undefined);
       if (cases.length === 0) throw new UsageError(`--cases: no case of ${casesPath} matches --tasks and --lengths`);
+      if (v.pair && v.set === undefined)
+        throw new UsageError('--pair needs --set N: its two facts are said in two documents of a set');
       if (v.set !== undefined) {
         const size = int(v, 'set', 3, 2);
-        const rows = await runNiahSets(model, cases, { ...needleRun, size });
+        const pair = !!v.pair;
+        const rows = await runNiahSets(model, cases, { ...needleRun, size, pair });
         model.dispose();
         print(
           v,
@@ -551,10 +556,10 @@ export const evalCommand: Command = {
             suite: 'niah',
             model: modelPath,
             cases: casesPath,
-            settings: { set: size, methods, budgets, alpha, window, kernel, tasks, lengths },
+            settings: { set: size, pair, methods, budgets, alpha, window, kernel, tasks, lengths },
             rows,
           },
-          niahSetTable(rows, size),
+          niahSetTable(rows, size, pair),
         );
         return;
       }

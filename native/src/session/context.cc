@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <numeric>
 
 #include "backend/cpu-backend.h"
 #include "backend/gpu-backend.h"
@@ -116,9 +117,17 @@ int32_t Context::append_part(const FlatKvCache& part, int32_t from, int32_t to, 
     std::vector<int32_t> pos, delta, caps(size_t(hp.n_head_kv));
     for (int l = 0; l < hp.n_layer; l++) {
       const LayerKv& P = part.layer(l);
-      for (int g = 0; g < hp.n_head_kv; g++)
+      // A layer that must grow gives every head twice what it needs (never past the context's positions), so that
+      // a set of N parts lays each layer out O(log N) times, not N; reselect trims what is left once the set is
+      // whole.
+      bool grows = false;
+      for (int g = 0; g < hp.n_head_kv; g++) {
         caps[size_t(g)] = host.len(l, g) + count[size_t(l)][size_t(g)] +
                           std::min(FlatKvCache::kSpare, params_.n_ctx - n_past_ - span);
+        grows = grows || caps[size_t(g)] > host.layer(l).heads[size_t(g)].cap;
+      }
+      if (grows)
+        for (int32_t& c : caps) c = std::max(c, std::min(2 * c, params_.n_ctx));
       host.reserve_heads(l, caps);
       for (int g = 0; g < hp.n_head_kv; g++) {
         const int32_t n = count[size_t(l)][size_t(g)], j0 = first[size_t(l)][size_t(g)];
@@ -194,6 +203,8 @@ std::vector<std::vector<int32_t>> Context::reselect(const std::vector<std::pair<
         (s > 0 && spans[s].first < spans[s - 1].second))
       fail("INVALID_ARGUMENT", strfmt("the spans must be ascending, apart and within the %d positions held", n_past_));
   const HParams& hp = model_.hparams();
+  // Whatever it keeps, each head is left with only its spare room (appending the set may have left more).
+  const int32_t spare = std::min(FlatKvCache::kSpare, params_.n_ctx - n_past_);
   if (keep_ratio < 1 && !scores_.empty()) {
     // The candidates: per head, the entries in a span that a read scored, and where each is in the head.
     kv::KeptScores rows(size_t(hp.n_layer), std::vector<std::vector<float>>(size_t(hp.n_head_kv)));
@@ -220,7 +231,6 @@ std::vector<std::vector<int32_t>> Context::reselect(const std::vector<std::pair<
     host_stale_ = true;
     for (int l = 0; l < hp.n_layer; l++) {
       std::vector<std::vector<int32_t>> entries(size_t(hp.n_head_kv));
-      bool drops = false;
       for (int g = 0; g < hp.n_head_kv; g++) {
         // Every entry but the candidates not chosen, in order.
         const std::vector<int32_t>& cand = at[size_t(l)][size_t(g)];
@@ -234,11 +244,21 @@ std::vector<std::vector<int32_t>> Context::reselect(const std::vector<std::pair<
             entries[size_t(g)].push_back(i);
             if (size_t(i) < sc.size()) kept_scores.push_back(sc[size_t(i)]);
           }
-        drops = drops || entries[size_t(g)].size() < keep.size();
         sc.swap(kept_scores);
       }
-      if (drops) kv_->compact(l, entries, std::min(FlatKvCache::kSpare, params_.n_ctx - n_past_));
+      kv_->compact(l, entries, spare);
     }
+  } else {
+    // Nothing to drop: each layer laid out once more, its heads keeping only their spare room.
+    for (int l = 0; l < hp.n_layer; l++) {
+      std::vector<std::vector<int32_t>> all(size_t(hp.n_head_kv));
+      for (int g = 0; g < hp.n_head_kv; g++) {
+        all[size_t(g)].resize(size_t(kv_->len(l, g)));
+        std::iota(all[size_t(g)].begin(), all[size_t(g)].end(), 0);
+      }
+      kv_->compact(l, all, spare);
+    }
+    host_stale_ = true;
   }
   return span_entries(spans);
 }

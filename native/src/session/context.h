@@ -134,7 +134,9 @@ class Context {
   // One budget over a set (docs/compression.md, "One budget over the set"): of the entries in the spans
   // [from, to) (the set's documents, ascending, apart) that a read scored, keeps about keep_ratio, chosen over
   // all spans at once by their kept scores (kv::keep_over_set: Ada's alpha, across_layers for the global
-  // schedule); every other entry stays, and nothing moves. Returns span_entries(spans) after.
+  // schedule); every other entry stays, and nothing moves. Every head is left with only its spare room (what
+  // appending the set reserved ahead is given back), so the app calls it once a set is whole, keep_ratio 1 to only
+  // count. Returns span_entries(spans) after.
   std::vector<std::vector<int32_t>> reselect(const std::vector<std::pair<int32_t, int32_t>>& spans, double keep_ratio,
                                              double alpha, bool across_layers);
   // The entries each span holds: [span][layer · n_head_kv + head].
