@@ -57,6 +57,7 @@ const METHODS = [
   'documents.compare',
   'documents.rename',
   'documents.keptPositions',
+  'documents.pageWords',
   'documents.setEstimate',
   'tasks.cancel',
   'server.info',

@@ -90,7 +90,7 @@ test('PDF: pages in order with numbers, accents, paragraphs, hyphenation, two co
   assert.match(doc.pages[2].text, /^Landscape text reads upright\.\s+Its second line follows\.$/);
   // Page 4 has no text: kept (page numbers stay those of the PDF), with a warning.
   assert.equal(doc.pages[3].text, '');
-  assert.deepEqual(doc.warnings, ['page 4 has no text (images only?); OCR is not supported']);
+  assert.deepEqual(doc.warnings, ['page 4 has no text']);
 });
 
 test('PDF: without a metadata title, or with a placeholder one, the title is the file name, not page text', async () => {
@@ -113,12 +113,11 @@ test('PDF: placeholder metadata titles are ignored; concurrent imports each get 
   assert.equal(docs[0].pages[1].text, docs[2].pages[1].text);
 });
 
-test('PDF: an image-only (scanned) PDF is NO_TEXT_LAYER; blank pages are EMPTY', async () => {
+test('PDF: pictures and drawings without writing are NO_TEXT_LAYER once OCR finds none; blank pages are EMPTY', async () => {
   await importRejection(
     imp('scan.pdf', await imageOnlyPdf()),
     'NO_TEXT_LAYER',
-    /scan\.pdf has no text layer/,
-    /OCR is not supported/,
+    /scan\.pdf has no text layer, and OCR \(English\) found no writing on its 2 pages/,
   );
   await importRejection(
     imp('blank.pdf', await blankPdf()),

@@ -264,7 +264,7 @@ test("versions 15 to 17: a document's token ids and character map move out of it
   old.close();
 
   const s = open(dir, { scheduler: clock });
-  assert.deepEqual(s.migrated, [15, 16, 17, 18, 19]);
+  assert.deepEqual(s.migrated, [15, 16, 17, 18, 19, 20]);
   assert.deepEqual(s.documents.tokens('read'), tokens);
   assert.deepEqual(s.documents.charMap('read'), charMap);
   assert.equal(s.documents.tokens('unread'), null);
@@ -1399,5 +1399,35 @@ test("the content writer's thread and the main connection write at once: each wa
   );
   for (const d of docs) assert.equal(s.documents.pages(d.id).length, 200);
   await s.content.close();
+  s.close();
+});
+
+test('a page read by OCR keeps how (language, confidence) with the page, and its words apart', () => {
+  const s = open(tempDir());
+  const d = s.documents.create({ title: 'scan', kind: 'pdf', fileName: 'scan.pdf' });
+  const words = [
+    { text: 'Once', x: 56, y: 62, width: 28, size: 12, confidence: 96 },
+    { text: 'upon', x: 88, y: 62, width: 27, size: 12, confidence: 95 },
+  ];
+  s.documents.setContent(d.id, {
+    pages: [
+      { page: 1, text: 'A text layer.', tokenStart: 0, tokenEnd: 0 },
+      {
+        page: 2,
+        text: 'Once upon',
+        tokenStart: 0,
+        tokenEnd: 0,
+        ocr: { language: 'eng', confidence: 95.5 },
+        ocrWords: words,
+      },
+    ],
+    tokens: [],
+  });
+  const pages = s.documents.pages(d.id);
+  assert.equal(pages[0].ocr, undefined);
+  assert.deepEqual(pages[1].ocr, { language: 'eng', confidence: 95.5 });
+  assert.deepEqual(s.documents.pageWords(d.id, 2), words);
+  assert.deepEqual(s.documents.pageWords(d.id, 1), [], 'a page with a text layer has no OCR words');
+  assert.deepEqual(s.documents.pageWords(d.id, 9), []);
   s.close();
 });

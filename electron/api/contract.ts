@@ -245,11 +245,30 @@ export const DocumentSummary = z.object({
 export type DocumentSummary = z.infer<typeof DocumentSummary>;
 
 /** A page (PDF) or paragraph group (other formats) with the token range it became. */
+/** How a page without a text layer was read by OCR (electron/documents/ocr.ts): the language, and the mean
+ * confidence (0–100) of its words. */
+export const PageOcr = z.object({ language: z.string(), confidence: z.number().min(0).max(100) });
+export type PageOcr = z.infer<typeof PageOcr>;
+
+/** A word OCR recognised: its baseline's start, advance and size in the page's display points (y down), as a
+ * text layer's item has them, and the recogniser's confidence (0–100). */
+export const OcrWord = z.object({
+  text: z.string(),
+  x: z.number(),
+  y: z.number(),
+  width: z.number(),
+  size: z.number(),
+  confidence: z.number(),
+});
+export type OcrWord = z.infer<typeof OcrWord>;
+
 export const DocumentPage = z.object({
   page: z.number().int().min(1),
   text: z.string(),
   tokenStart: z.number().int(),
   tokenEnd: z.number().int(),
+  /** Read by OCR (the page has no text layer): how; its words are documents.pageWords'. */
+  ocr: PageOcr.optional(),
 });
 export type DocumentPage = z.infer<typeof DocumentPage>;
 
@@ -474,7 +493,9 @@ export const ContextUsage = z.object({
 // ---------------------------------------------------------------------------------------------------------
 // Tasks (long operations: import, prefill, compression, model load, downloads)
 
-export const TaskKind = z.enum(['import', 'prefill', 'compress', 'save', 'load-model', 'download', 'compare']);
+/** ocr: the import's recognition of the pages without a text layer (per page, slow: its own progress and time). */
+export const TaskKind = z.enum(['import', 'ocr', 'prefill', 'compress', 'save', 'load-model', 'download', 'compare']);
+export type TaskKind = z.infer<typeof TaskKind>;
 
 export const TaskProgress = z.object({
   taskId: Id,
@@ -599,6 +620,12 @@ export const methods = {
 
   'documents.list': { params: Empty, result: z.array(DocumentSummary) },
   'documents.get': { params: z.object({ documentId: Id }), result: DocumentDetail },
+  /** The words OCR recognised on a page (none for a page with a text layer): the document view draws them as
+   * the scan's text layer. */
+  'documents.pageWords': {
+    params: z.object({ documentId: Id, page: z.number().int().min(1) }),
+    result: z.object({ words: z.array(OcrWord) }),
+  },
   /**
    * Imports a file by path (desktop) or by content (browser upload), then compresses it. A file already in
    * the library is refused with DUPLICATE (details: { documentId, title }) before any work: open that one,

@@ -6,7 +6,7 @@
 import { baseName, type DocumentKind } from './detect.ts';
 import { throwIfAborted } from './errors.ts';
 import { MAX_DOCUMENT_BYTES } from '../shared/limits.ts';
-import type { PageText } from './pages.ts';
+import type { PageText, ParseStage } from './pages.ts';
 import { parseInThread } from './parser-thread.ts';
 import { readDocumentFile, tooLarge } from './read-file.ts';
 import type { TextEncoding } from './text.ts';
@@ -15,8 +15,9 @@ export type ImportInput = { path: string } | { fileName: string; bytes: Uint8Arr
 
 export interface ImportOptions {
   signal?: AbortSignal;
-  /** Pages done of pages in all (PDF: per page; other formats: 0 of 1, then n of n). */
-  onProgress?: (done: number, total: number) => void;
+  /** Pages done of pages in all (PDF: per page, then per page read by OCR, stage 'ocr'; other formats: 0 of 1,
+   * then n of n). */
+  onProgress?: (done: number, total: number, stage?: ParseStage) => void;
   /** The password of an encrypted PDF, when the user gave one. */
   password?: string;
   /** Largest file read (default MAX_DOCUMENT_BYTES). */

@@ -13,6 +13,7 @@
 //     pages; a heading is never left as the last block of a page (it moves to the next page with its text).
 //   - Every page has text; page numbers run from 1.
 // Plain text with form feeds is paged by the form feeds instead (text.ts).
+import type { RecognizedPage } from './ocr.ts';
 
 import { LIGATURES } from '../shared/pdf-layout.ts';
 
@@ -30,7 +31,12 @@ export interface PageText {
   /** 1-based. */
   page: number;
   text: string;
+  /** For a page read by OCR: its words, where they are on the page, and how sure the recogniser was. */
+  ocr?: RecognizedPage;
 }
+
+/** What a parse reports progress on: reading the pages (their text layers), then recognising those without. */
+export type ParseStage = 'read' | 'ocr';
 
 /** Cuts a text longer than `max` into pieces of at most `max` characters at the best boundary available. */
 export function splitLong(text: string, max: number): string[] {

@@ -5,6 +5,7 @@ import { parentPort } from 'node:worker_threads';
 
 import { ImportError } from './errors.ts';
 import { parseDocument, type ParsedDocument } from './parse.ts';
+import type { ParseStage } from './pages.ts';
 import { loadPdfjs } from './pdf.ts';
 
 export interface ParseJob {
@@ -18,7 +19,7 @@ export type ParserMessage =
   | { type: 'ready' }
   /** pdf.js is loaded (the thread loads it as it starts). */
   | { type: 'pdfjs' }
-  | { id: number; type: 'progress'; done: number; total: number }
+  | { id: number; type: 'progress'; done: number; total: number; stage?: ParseStage }
   | { id: number; type: 'phase'; phase: string; allowanceMs?: number }
   | { id: number; type: 'done'; doc: ParsedDocument }
   | { id: number; type: 'failed'; error: { code?: string; message: string; details?: unknown } };
@@ -40,7 +41,7 @@ port.on('message', async (job: ParseJob) => {
   try {
     const doc = await parseDocument(job.bytes, fileName, {
       password: job.password,
-      onProgress: (done, total) => post({ id, type: 'progress', done, total }),
+      onProgress: (done, total, stage) => post({ id, type: 'progress', done, total, stage }),
       onPhase: (phase, allowanceMs) => post({ id, type: 'phase', phase, allowanceMs }),
     });
     post({ id, type: 'done', doc });

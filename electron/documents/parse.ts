@@ -8,7 +8,7 @@ import { importDocx } from './docx.ts';
 import { checkPageCount, checkTextLength } from './errors.ts';
 import { MAX_TEXT_CHARS } from '../shared/limits.ts';
 import { importMarkdown } from './markdown.ts';
-import type { PageText } from './pages.ts';
+import type { PageText, ParseStage } from './pages.ts';
 import { importPdf } from './pdf.ts';
 import { importText, type TextEncoding } from './text.ts';
 
@@ -24,8 +24,8 @@ export interface ParsedDocument {
 }
 
 export interface ParseHooks {
-  /** Pages done of pages in all (PDF: per page; other formats: 0 of 1, then n of n). */
-  onProgress?: (done: number, total: number) => void;
+  /** Pages done of pages in all (PDF: per page, then per page read by OCR; other formats: 0 of 1, then n of n). */
+  onProgress?: (done: number, total: number, stage?: ParseStage) => void;
   /**
    * What is being done now, for the message should the parse stall or die; `allowanceMs`, for a step that
    * reports no progress of its own, is how long it may take (instead of the stall limit).

@@ -17,12 +17,13 @@ import { startWorker } from '../worker-thread.ts';
 
 import { ImportError, aborted } from './errors.ts';
 import { MAX_PARSER_THREADS, PARSER_HEAP_MB, PARSE_STALL_MS, PARSE_TIME_LIMIT_MS } from '../shared/limits.ts';
+import type { ParseStage } from './pages.ts';
 import type { ParsedDocument } from './parse.ts';
 import type { ParseJob, ParserMessage } from './parse-worker.ts';
 
 export interface ParseOptions {
   signal?: AbortSignal;
-  onProgress?: (done: number, total: number) => void;
+  onProgress?: (done: number, total: number, stage?: ParseStage) => void;
   password?: string;
   /** Longest wait for the next sign of progress (default PARSE_STALL_MS). */
   stallTimeoutMs?: number;
@@ -194,7 +195,7 @@ export async function parseInThread(
       const onMessage = (m: ParserMessage) => {
         if (m.type === 'ready' || m.type === 'pdfjs' || m.id !== id) return;
         kick(m.type === 'phase' && m.allowanceMs ? Math.max(stallMs, m.allowanceMs) : stallMs);
-        if (m.type === 'progress') onProgress?.(m.done, m.total);
+        if (m.type === 'progress') onProgress?.(m.done, m.total, m.stage);
         else if (m.type === 'phase') phase = m.phase;
         else if (m.type === 'done') {
           healthy = true;

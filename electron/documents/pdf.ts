@@ -8,19 +8,28 @@
 // pdf-layout.ts. The title is the document's Title (Info dictionary, else XMP dc:title) unless it is
 // missing or a placeholder ("Untitled", "Microsoft Word - x.docx", a file name), else the file's name: text
 // from a page (its first line, its biggest words) names a document wrongly too often to stand for it.
+//
+// A page without a text layer (a scan; the rule is ocr.ts's needsOcr) is drawn and read by OCR (ocr.ts) once
+// every page's text layer is read, so a mixed PDF reads its text where it has some and OCR elsewhere.
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 
 import { ImportError, checkPageCount, checkTextLength } from './errors.ts';
-import { cleanTitle, titleFromFileName, type PageText } from './pages.ts';
+import { listPages, ocrNotes } from '../shared/ocr.ts';
+import { OCR_LANGUAGE, Recognizer, needsOcr, ocrRuns, ocrScale, type RecognizedPage } from './ocr.ts';
+import { cleanTitle, titleFromFileName, type PageText, type ParseStage } from './pages.ts';
 import { hyphenatedWords, layoutPage, renderParagraphs, type Paragraph, type TextRun } from '../shared/pdf-layout.ts';
 
 type Pdfjs = typeof import('pdfjs-dist/legacy/build/pdf.mjs');
 
+/** How long one page's recognition may take before the parse is taken for stuck (it reports no progress). */
+const OCR_PAGE_ALLOWANCE_MS = 180_000;
+
 export interface PdfOptions {
-  onProgress?: (done: number, total: number) => void;
+  /** Pages done of pages in all, for each stage: the text layers, then the pages read by OCR. */
+  onProgress?: (done: number, total: number, stage?: ParseStage) => void;
   /** What is being done now ("reading page 12"), for the messages of a stall or a crash. */
-  onPhase?: (phase: string) => void;
+  onPhase?: (phase: string, allowanceMs?: number) => void;
   /** The user password of an encrypted PDF, when the user gave one. */
   password?: string;
 }
@@ -130,7 +139,7 @@ function textRuns(pdfjs: Pdfjs, viewport: number[], items: readonly unknown[]): 
 /** Reads the PDF. `bytes` are handed to pdf.js, which takes them (their buffer is detached). */
 export async function importPdf(bytes: Uint8Array, fileName: string, opts: PdfOptions = {}): Promise<PdfImport> {
   const { onProgress, password } = opts;
-  const phase = (p: string) => opts.onPhase?.(p);
+  const phase = (p: string, allowanceMs?: number) => opts.onPhase?.(p, allowanceMs);
   phase('opening the file');
   const pdfjs = await loadPdfjs();
   const truncated = !hasEofMarker(bytes);
@@ -163,10 +172,10 @@ export async function importPdf(bytes: Uint8Array, fileName: string, opts: PdfOp
     const fetchPage = (i: number) => {
       const p = (async () => {
         const page = await doc.getPage(i);
-        const viewport = page.getViewport({ scale: 1 }).transform;
+        const { transform: viewport, width, height } = page.getViewport({ scale: 1 });
         const content = await page.getTextContent();
         page.cleanup();
-        return { viewport, items: content.items };
+        return { viewport, items: content.items, width, height };
       })();
       p.catch(() => {});
       return p;
@@ -175,35 +184,85 @@ export async function importPdf(bytes: Uint8Array, fileName: string, opts: PdfOp
     const pending = new Map<number, ReturnType<typeof fetchPage>>();
     const layouts: Paragraph[][] = [];
     const failed: number[] = [];
+    const sizes: { width: number; height: number }[] = [];
+    const charsOf = (layout: Paragraph[]) =>
+      layout.reduce((n, para) => n + para.lines.reduce((m, line) => m + line.replace(/\s/g, '').length, 0), 0);
     let chars = 0;
     for (let i = 1; i <= n; i++) {
       for (let j = i; j <= Math.min(n, i + AHEAD); j++) if (!pending.has(j)) pending.set(j, fetchPage(j));
       phase(`reading page ${i}`);
       try {
-        const { viewport, items } = await pending.get(i)!;
+        const { viewport, items, width, height } = await pending.get(i)!;
         const layout = layoutPage(textRuns(pdfjs, viewport, items));
-        for (const para of layout) for (const line of para.lines) chars += line.length;
+        chars += charsOf(layout);
         layouts.push(layout);
+        sizes.push({ width, height });
       } catch {
         failed.push(i);
         layouts.push([]);
+        sizes.push({ width: 0, height: 0 });
       }
       pending.delete(i);
       checkTextLength(fileName, chars);
       onProgress?.(i, n);
     }
-
-    const hyphenated = hyphenatedWords(layouts);
-    const pages: PageText[] = layouts.map((paras, i) => ({ page: i + 1, text: renderParagraphs(paras, hyphenated) }));
-    const warnings: string[] = [];
     if (failed.length === n)
       throw new ImportError('CORRUPT', `${fileName} is damaged: pdf.js cannot parse any of its ${n} pages`);
+
+    // The pages with (almost) no text that draw something: read by OCR, each in place of its text layer.
+    const sparse = layouts
+      .map((_, i) => i + 1)
+      .filter(
+        (p) => !failed.includes(p) && needsOcr(charsOf(layouts[p - 1]), sizes[p - 1].width, sizes[p - 1].height, true),
+      );
+    const toRead: number[] = [];
+    for (const p of sparse) {
+      phase(`looking for images on page ${p}`);
+      if (await hasDrawing(pdfjs, doc, [p])) toRead.push(p);
+    }
+    const ocr = new Map<number, RecognizedPage>();
+    if (toRead.length) {
+      const recognizer = new Recognizer();
+      try {
+        onProgress?.(0, toRead.length, 'ocr');
+        for (const [k, p] of toRead.entries()) {
+          phase(`recognising page ${p} (OCR, ${k + 1} of ${toRead.length})`, OCR_PAGE_ALLOWANCE_MS);
+          const page = await doc.getPage(p);
+          const scale = ocrScale(sizes[p - 1].width, sizes[p - 1].height);
+          const image = await drawPage(page, scale);
+          page.cleanup();
+          const read = await recognizer.recognize(image, scale);
+          ocr.set(p, read);
+          layouts[p - 1] = layoutPage(ocrRuns(read));
+          chars += charsOf(layouts[p - 1]);
+          checkTextLength(fileName, chars);
+          onProgress?.(k + 1, toRead.length, 'ocr');
+        }
+      } finally {
+        await recognizer.close();
+      }
+    }
+
+    const hyphenated = hyphenatedWords(layouts);
+    const pages: PageText[] = layouts.map((paras, i) => {
+      const read = ocr.get(i + 1);
+      return { page: i + 1, text: renderParagraphs(paras, hyphenated), ...(read ? { ocr: read } : {}) };
+    });
+    const warnings: string[] = [];
     if (failed.length)
       warnings.push(
         `page${failed.length > 1 ? 's' : ''} ${listPages(failed)} could not be read (damaged) and ${failed.length > 1 ? 'are' : 'is'} left empty`,
       );
+    warnings.push(...ocrNotes(pages));
 
     const textless = pages.filter((p) => !p.text.trim()).map((p) => p.page);
+    if (textless.length === n && ocr.size > 0)
+      throw new ImportError(
+        'NO_TEXT_LAYER',
+        `${fileName} has no text layer, and OCR (${OCR_LANGUAGE.name}) found no writing on its ${n === 1 ? 'page' : `${n} pages`}: ` +
+          'they hold images without text, or text too small, faint or skewed to read; a clearer scan (300 dpi, ' +
+          'black on white) reads better',
+      );
     if (textless.length === n) {
       phase('looking for images');
       // A few pages spread over the document: a scan may start with blank pages.
@@ -227,10 +286,10 @@ export async function importPdf(bytes: Uint8Array, fileName: string, opts: PdfOp
         `${fileName} is empty: its ${n === 1 ? 'page has' : `${n} pages have`} no text and nothing drawn`,
       );
     }
-    const missing = textless.filter((p) => !failed.includes(p));
+    const missing = textless.filter((p) => !failed.includes(p) && !ocr.has(p));
     if (missing.length)
       warnings.push(
-        `page${missing.length > 1 ? 's' : ''} ${listPages(missing)} ha${missing.length > 1 ? 've' : 's'} no text (images only?); OCR is not supported`,
+        `page${missing.length > 1 ? 's' : ''} ${listPages(missing)} ha${missing.length > 1 ? 've' : 's'} no text`,
       );
     if (truncated) warnings.push('the file seems truncated (no %%EOF marker at the end); some text may be missing');
 
@@ -288,13 +347,20 @@ async function hasDrawing(
   return false;
 }
 
-function listPages(pages: number[]): string {
-  const parts: string[] = [];
-  for (let i = 0; i < pages.length; ) {
-    let j = i;
-    while (j + 1 < pages.length && pages[j + 1] === pages[j] + 1) j++;
-    parts.push(i === j ? `${pages[i]}` : `${pages[i]}–${pages[j]}`);
-    i = j + 1;
-  }
-  return parts.length > 12 ? parts.slice(0, 12).join(', ') + ', …' : parts.join(', ');
+/** A page drawn for recognition at `scale` pixels per point, on white, as PNG bytes. */
+async function drawPage(
+  page: {
+    getViewport(o: { scale: number }): { width: number; height: number };
+    render(o: unknown): { promise: Promise<void> };
+  },
+  scale: number,
+): Promise<Uint8Array> {
+  const { createCanvas } = await import('@napi-rs/canvas');
+  const viewport = page.getViewport({ scale });
+  const canvas = createCanvas(Math.ceil(viewport.width), Math.ceil(viewport.height));
+  const ctx = canvas.getContext('2d');
+  ctx.fillStyle = '#ffffff';
+  ctx.fillRect(0, 0, canvas.width, canvas.height);
+  await page.render({ canvasContext: ctx, canvas, viewport }).promise;
+  return canvas.encode('png');
 }

@@ -100,6 +100,7 @@ export async function createAppCore(o: AppCoreOptions): Promise<AppCore> {
     'models.select': (p) => models.select(p.modelId),
     'documents.list': () => documents.library.list(),
     'documents.get': (p) => documents.library.get(p.documentId),
+    'documents.pageWords': (p) => documents.library.pageWords(p),
     'documents.import': (p) => documents.imports.import(p),
     'documents.rename': (p) => documents.library.rename(p),
     'documents.delete': async (p) => (await documents.library.delete(p.documentId), ok),

@@ -3,9 +3,7 @@
 import { randomUUID } from 'node:crypto';
 
 import type { EventBus } from '../api/dispatcher.ts';
-import { ApiError } from '../api/contract.ts';
-
-type TaskKind = 'import' | 'prefill' | 'compress' | 'save' | 'load-model' | 'download' | 'compare';
+import { ApiError, type TaskKind } from '../api/contract.ts';
 
 export interface Task {
   readonly id: string;

@@ -13,6 +13,7 @@ import {
   DocumentPage,
   DocumentStatus,
   type DocumentSummary,
+  type OcrWord,
 } from '../api/contract.ts';
 import { failureRemedy } from '../documents/errors.ts';
 import { decodeInt32, encodeInt32 } from './blob.ts';
@@ -54,7 +55,8 @@ export interface DocumentPatch {
 }
 
 export interface DocumentContent {
-  pages: readonly DocumentPage[];
+  /** With, for a page read by OCR, its words (stored apart: documents.pageWords). */
+  pages: readonly (DocumentPage & { ocrWords?: readonly OcrWord[] })[];
   tokens: Int32Array | readonly number[];
   /** Per token, where it is in the text (the document service's layout); null: not stored. */
   charMap?: Int32Array | readonly number[] | null;
@@ -231,6 +233,7 @@ export class DocumentsRepo {
   private readonly updateFields;
   private readonly deletePages;
   private readonly insertPage;
+  private readonly selectWords;
   private readonly setTokens;
   private readonly putTokens;
   private readonly unsetPageTokens;
@@ -264,8 +267,10 @@ export class DocumentsRepo {
     );
     this.deletePages = db.prepare(`DELETE FROM document_pages WHERE document_id = ?`);
     this.insertPage = db.prepare(
-      `INSERT INTO document_pages (document_id, page, text, token_start, token_end) VALUES (?, ?, ?, ?, ?)`,
+      `INSERT INTO document_pages (document_id, page, text, token_start, token_end, ocr_language, ocr_confidence, ocr_words)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
     );
+    this.selectWords = db.prepare(`SELECT ocr_words FROM document_pages WHERE document_id = ? AND page = ?`).pluck();
     this.setTokens = db.prepare(
       `UPDATE documents SET token_count = ?, page_count = ?, read_first = NULL, read_last = NULL, updated_at = ? WHERE id = ?`,
     );
@@ -287,7 +292,8 @@ export class DocumentsRepo {
          WHERE id = @id`,
     );
     this.selectPages = db.prepare(
-      `SELECT page, text, token_start AS tokenStart, token_end AS tokenEnd FROM document_pages WHERE document_id = ? ORDER BY page`,
+      `SELECT page, text, token_start AS tokenStart, token_end AS tokenEnd, ocr_language AS ocrLanguage,
+         ocr_confidence AS ocrConfidence FROM document_pages WHERE document_id = ? ORDER BY page`,
     );
     this.selectTokens = db.prepare(`SELECT tokens FROM document_tokens WHERE document_id = ?`).pluck();
     this.selectCharMap = db.prepare(`SELECT char_map FROM document_tokens WHERE document_id = ?`).pluck();
@@ -379,7 +385,19 @@ export class DocumentsRepo {
     return writeTransaction(this.db, () => {
       this.require(id);
       this.deletePages.run(id);
-      for (const p of pages) this.insertPage.run(id, p.page, p.text, p.tokenStart, p.tokenEnd);
+      pages.forEach((p, i) => {
+        const words = content.pages[i].ocrWords;
+        this.insertPage.run(
+          id,
+          p.page,
+          p.text,
+          p.tokenStart,
+          p.tokenEnd,
+          p.ocr?.language ?? null,
+          p.ocr?.confidence ?? null,
+          p.ocr ? JSON.stringify(words ?? []) : null,
+        );
+      });
       this.setTokens.run(content.tokens.length, pages.length, isoTime(this.scheduler), id);
       this.putTokens.run(id, tokens, charMap);
       return this.require(id);
@@ -418,7 +436,16 @@ export class DocumentsRepo {
 
   /** Every stored page, read or not (DocumentSummary.readPages says which the cache holds). */
   pages(id: string): DocumentPage[] {
-    return this.selectPages.all(id) as DocumentPage[];
+    type Row = Omit<DocumentPage, 'ocr'> & { ocrLanguage: string | null; ocrConfidence: number | null };
+    return (this.selectPages.all(id) as Row[]).map(({ ocrLanguage, ocrConfidence, ...p }) =>
+      ocrLanguage === null ? p : { ...p, ocr: { language: ocrLanguage, confidence: ocrConfidence ?? 0 } },
+    );
+  }
+
+  /** The words OCR recognised on a page; none for a page with a text layer (or no such page). */
+  pageWords(id: string, page: number): OcrWord[] {
+    const json = this.selectWords.get(id, page) as string | null | undefined;
+    return json ? (JSON.parse(json) as OcrWord[]) : [];
   }
 
   /** The token ids; null when the document has none yet (or does not exist). */

@@ -373,6 +373,19 @@ export const migrations: readonly Migration[] = [
       );
     },
   },
+  {
+    version: 20,
+    name: 'pages read by OCR',
+    up(db) {
+      // A page without a text layer read by OCR (contract PageOcr): the language, its words' mean confidence, and
+      // the words where they are on the page (JSON, contract OcrWord[]), which the document view draws.
+      db.exec(`
+        ALTER TABLE document_pages ADD COLUMN ocr_language TEXT;
+        ALTER TABLE document_pages ADD COLUMN ocr_confidence REAL;
+        ALTER TABLE document_pages ADD COLUMN ocr_words TEXT;
+      `);
+    },
+  },
 ];
 
 export const LATEST_VERSION = migrations[migrations.length - 1].version;

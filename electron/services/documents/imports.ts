@@ -128,7 +128,15 @@ export class DocumentImports {
             signal: task.signal,
             transferBytes: true,
             password,
-            onProgress: (d, t) => task.progress('import', d, t, `reading ${fileName}`),
+            onProgress: (d, t, stage) =>
+              stage === 'ocr'
+                ? task.progress(
+                    'ocr',
+                    d,
+                    t,
+                    `recognising the text of ${fileName} (OCR): page ${Math.min(d + 1, t)} of ${t}`,
+                  )
+                : task.progress('import', d, t, `reading ${fileName}`),
           },
         );
         this.ctx.held.delete(documentId);
@@ -137,7 +145,12 @@ export class DocumentImports {
         });
         if (sha256 && imported.html !== undefined) this.ctx.files?.putHtml(sha256, imported.html);
         await this.ctx.storage.content.setContent(documentId, {
-          pages: imported.pages.map((p) => ({ ...p, tokenStart: 0, tokenEnd: 0 })),
+          pages: imported.pages.map(({ ocr, ...p }) => ({
+            ...p,
+            tokenStart: 0,
+            tokenEnd: 0,
+            ...(ocr ? { ocr: { language: ocr.language, confidence: ocr.confidence }, ocrWords: ocr.words } : {}),
+          })),
           tokens: [],
         });
         await this.reader.read(documentId, task, undefined);

@@ -10,6 +10,7 @@ import {
   type DocumentFilePart,
   type DocumentSummary,
   type Params,
+  type Result,
   type SetEstimate,
 } from '../../api/contract.ts';
 import { conversationRoom, pagesRead } from '../../shared/room.ts';
@@ -81,6 +82,12 @@ export class DocumentLibrary {
     this.ctx.storage.documents.update(params.documentId, { title: params.title.replace(/\s+/g, ' ').trim() });
     this.ctx.changed(params.documentId);
     return this.summary(this.ctx.storage.documents.require(params.documentId));
+  }
+
+  /** The words OCR recognised on one of the document's pages (none where the page has a text layer). */
+  pageWords(p: Params<'documents.pageWords'>): Result<'documents.pageWords'> {
+    this.ctx.storage.documents.require(p.documentId);
+    return { words: this.ctx.storage.documents.pageWords(p.documentId, p.page) };
   }
 
   get(documentId: string): DocumentDetail {

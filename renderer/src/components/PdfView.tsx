@@ -6,8 +6,10 @@
 import { useCallback, useEffect, useMemo, useRef, useState, type FormEvent } from 'react';
 import type { PDFDocumentProxy, PDFPageProxy } from 'pdfjs-dist';
 
-import type { DocumentDetail } from '../../../electron/api/contract.ts';
-import { errorMessage } from '../api/client.ts';
+import type { DocumentDetail, DocumentPage } from '../../../electron/api/contract.ts';
+import { LOW_OCR_CONFIDENCE } from '../../../electron/shared/ocr.ts';
+import { api, errorMessage } from '../api/client.ts';
+import { ocrTextContent } from '../lib/ocr-text-layer.ts';
 import type { SearchHit } from '../lib/doc-search.ts';
 import { fetchDocumentFile } from '../lib/document-file.ts';
 import { loadPdfjs, openPdf, PasswordDeclined } from '../lib/pdfjs.ts';
@@ -36,6 +38,8 @@ interface Overlay {
   cited: Citation['ranges'];
   hits: SearchHit[];
   focus: TextRange | null;
+  /** A page read by OCR: its words are its text layer (documents.pageWords). */
+  ocrWordsOf: { documentId: string; page: number } | null;
 }
 
 /** Passwords the user gave for documents, kept in memory for this session only (never stored). */
@@ -50,6 +54,7 @@ const EMPTY_OVERLAY: Overlay = {
   cited: [],
   hits: [],
   focus: null,
+  ocrWordsOf: null,
 };
 
 export interface PdfViewProps extends HtmlDocViewProps {
@@ -203,6 +208,10 @@ export function PdfView({ detail, page, onPageShown, shade, scaleMax, citation, 
   }, [pdf, hit, scrollTo]);
 
   const perPage = useMemo(() => pageRetention(detail.passages), [detail.passages]);
+  const ocrOf = useMemo(
+    () => new Map(detail.pageList.flatMap((p) => (p.ocr ? [[p.page, p.ocr] as const] : []))),
+    [detail.pageList],
+  );
   // After a range was read, the pages the model knows nothing of are dimmed and labelled so.
   const read = useMemo(
     () => new Set(pagesRead(detail.pageList, detail.readPages).map((p) => p.page)),
@@ -227,6 +236,7 @@ export function PdfView({ detail, page, onPageShown, shade, scaleMax, citation, 
         cited: citation?.documentId === detail.id && citation.page === p.page ? citation.ranges : [],
         hits: hits.filter((h) => h.page === p.page),
         focus: hit?.page === p.page ? hit : null,
+        ocrWordsOf: p.ocr ? { documentId: detail.id, page: p.page } : null,
       });
     return out;
   }, [detail, scaleMax, shade, citation, hits, hit]);
@@ -292,6 +302,7 @@ export function PdfView({ detail, page, onPageShown, shade, scaleMax, citation, 
                 size={sizeOf(n)}
                 current={n === page}
                 unread={!read.has(n)}
+                ocr={ocrOf.get(n) ?? null}
                 retention={shade ? perPage.get(n) : undefined}
                 scaleMax={scaleMax}
                 onPick={() => scrollTo(n)}
@@ -412,6 +423,7 @@ function PdfPage({
   }, [pdf, page, onSize]);
 
   const pageText = overlay.pageText;
+  const ocrDoc = overlay.ocrWordsOf?.documentId ?? null;
   useEffect(() => {
     const canvas = canvasRef.current;
     const container = layerRef.current;
@@ -431,9 +443,14 @@ function PdfPage({
     let textLayer: { cancel(): void } | null = null;
     void (async () => {
       const { TextLayer } = await loadPdfjs();
-      const content = await proxy.getTextContent();
+      // A scan's text layer is the words OCR recognised on it, where they are.
+      const content = ocrDoc
+        ? ocrTextContent((await api().call('documents.pageWords', { documentId: ocrDoc, page })).words, (x, y) =>
+            proxy.getViewport({ scale: 1 }).convertToPdfPoint(x, y),
+          )
+        : await proxy.getTextContent();
       if (!alive) return;
-      const tl = new TextLayer({ textContentSource: content, container, viewport });
+      const tl = new TextLayer({ textContentSource: content as never, container, viewport });
       textLayer = tl;
       await tl.render();
       if (!alive) return;
@@ -447,7 +464,7 @@ function PdfPage({
       textLayer?.cancel();
       setLayer(null);
     };
-  }, [proxy, scale, pageText]);
+  }, [proxy, scale, pageText, ocrDoc, page]);
 
   useEffect(
     () => () => {
@@ -561,6 +578,14 @@ function drawMarks(div: HTMLElement, str: string, marks: Mark[]): void {
   div.replaceChildren(...nodes);
 }
 
+/** How a page was read by OCR, for people. */
+function ocrLabel(ocr: NonNullable<DocumentPage['ocr']>): string {
+  const sure = `${Math.round(ocr.confidence)}% confident`;
+  return ocr.confidence < LOW_OCR_CONFIDENCE
+    ? `read by OCR, uncertain (${sure}): check the text against the page`
+    : `read by OCR (${sure})`;
+}
+
 /** A page's thumbnail, drawn when the thumbnail column scrolls near it; its frame shaded by the page's retention. */
 function PdfThumb({
   pdf,
@@ -568,6 +593,7 @@ function PdfThumb({
   size,
   current,
   unread,
+  ocr,
   retention,
   scaleMax,
   onPick,
@@ -578,6 +604,8 @@ function PdfThumb({
   current: boolean;
   /** Not read by the model (a range of pages was read): dimmed and labelled, as the page strip does. */
   unread: boolean;
+  /** Read by OCR: marked, and marked uncertain below LOW_OCR_CONFIDENCE. */
+  ocr: DocumentPage['ocr'] | null;
   retention: number | undefined;
   scaleMax: number;
   onPick: () => void;
@@ -618,12 +646,21 @@ function PdfThumb({
       type="button"
       className={`pdf-thumb${current ? ' current' : ''}${unread ? ' unread' : ''}`}
       onClick={onPick}
-      aria-label={`Page ${page}${unread ? ', not read' : retention !== undefined ? `, ${formatPercent(retention)} kept` : ''}`}
+      aria-label={`Page ${page}${unread ? ', not read' : retention !== undefined ? `, ${formatPercent(retention)} kept` : ''}${ocr ? `, ${ocrLabel(ocr)}` : ''}`}
       aria-current={current ? 'page' : undefined}
       style={retention !== undefined ? { borderColor: retentionColor(retention, scaleMax) } : undefined}
     >
       <canvas ref={canvasRef} style={{ width: THUMB_WIDTH, height }} />
       <span className="small">{page}</span>
+      {ocr && (
+        <span
+          className={`pdf-thumb-ocr${ocr.confidence < LOW_OCR_CONFIDENCE ? ' uncertain' : ''}`}
+          title={ocrLabel(ocr)}
+          data-testid="thumb-ocr"
+        >
+          {ocr.confidence < LOW_OCR_CONFIDENCE ? 'OCR?' : 'OCR'}
+        </span>
+      )}
       {retention !== undefined && (
         <span className="pdf-thumb-heat" style={{ backgroundColor: retentionColor(retention, scaleMax) }} />
       )}

@@ -11,6 +11,7 @@ import { recompressDocument } from '../stores/documents.ts';
 import { useSettings } from '../stores/settings.ts';
 import { documentTask, useTasks } from '../stores/tasks.ts';
 import { askConfirm } from '../stores/ui.ts';
+import { ocrNotes } from '../../../electron/shared/ocr.ts';
 import { fittingEnds } from '../../../electron/shared/room.ts';
 import { readKind } from '../lib/read-kind.ts';
 import { formatBytes, formatCount, formatPercent } from '../lib/format.ts';
@@ -44,7 +45,8 @@ export function readSummary(d: DocumentDetail): string | null {
 export function ReadNote({ detail }: { detail: DocumentDetail }) {
   const roomSetting = useSettings((s) => s.settings?.conversationRoom ?? null);
   const busy = useTasks((s) => !!documentTask(s, detail.id));
-  if (!detail.readNote) return null;
+  const ocr = <OcrNote detail={detail} />;
+  if (!detail.readNote) return ocr;
   const summary = readSummary(detail);
   const summaryLine = summary && (
     <p className="read-summary small" data-testid="read-summary">
@@ -61,6 +63,7 @@ export function ReadNote({ detail }: { detail: DocumentDetail }) {
         <p className="read-note muted small" data-testid="read-note">
           {detail.readNote}
         </p>
+        {ocr}
         {summaryLine}
         <PagesRead detail={detail} disabled={disabled} />
       </>
@@ -77,10 +80,23 @@ export function ReadNote({ detail }: { detail: DocumentDetail }) {
         </strong>{' '}
         {detail.readNote}
       </p>
+      {ocr}
       {summaryLine}
       <PagesRead detail={detail} disabled={disabled} />
       <PageRangeOffer detail={detail} roomSetting={roomSetting} disabled={disabled} />
     </section>
+  );
+}
+
+/** The pages read by OCR, and those whose recognition is uncertain (marked on their thumbnails too). */
+function OcrNote({ detail }: { detail: DocumentDetail }) {
+  const notes = ocrNotes(detail.pageList);
+  if (!notes.length) return null;
+  const text = notes.join('; ');
+  return (
+    <p className={`read-note small${notes.length > 1 ? ' uncertain' : ' muted'}`} data-testid="ocr-note">
+      {text.charAt(0).toUpperCase() + text.slice(1)}.
+    </p>
   );
 }
 

@@ -34,6 +34,7 @@ export const useTasks = create<TasksState>()(() => ({ byId: {} }));
 
 export const KIND_LABEL: Record<TaskKind, string> = {
   import: 'Importing',
+  ocr: 'Recognising the text (OCR)',
   prefill: 'Reading into the model',
   compress: 'Compressing',
   save: 'Saving the compressed cache',

@@ -1,0 +1,144 @@
+// Optical character recognition, for the pages that have no text layer (a scan, a photographed page, a fax) and
+// for images imported as documents. It runs in the parser thread, inside its limits, and on this machine only:
+// Tesseract 5's LSTM recogniser compiled to WebAssembly (tesseract.js 7, which runs it in a worker thread of its
+// own), with the English model shipped as an npm package (@tesseract.js-data/eng, its 4.0.0_best_int data) and
+// nothing fetched at run time. A page is drawn by pdf.js onto a canvas (@napi-rs/canvas, the one pdf.js itself
+// uses under Node) at OCR_DPI; the recognised words become text runs in the page's display space, one run a
+// word, so the page's text is laid out from them as from a text layer (pdf-layout.ts), and the document view
+// draws the same words as its text layer over the scan (citations, the retention map and search land there).
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+
+import type { OcrWord, PageOcr } from '../api/contract.ts';
+import type { TextRun } from '../shared/pdf-layout.ts';
+
+import { languageName } from '../shared/ocr.ts';
+
+export { LOW_OCR_CONFIDENCE } from '../shared/ocr.ts';
+
+/** Pages are drawn at this resolution for recognition: Tesseract reads print best with capitals 20–30 pixels
+ * high, which 300 dpi gives 10–12 pt type. */
+export const OCR_DPI = 300;
+/** The most pixels a page is drawn with (a poster-sized page is drawn at less than OCR_DPI): 40 MP, a letter page
+ * at 300 dpi being 8.4 MP, so the canvas and Tesseract's copies stay within a few hundred MB. */
+export const OCR_MAX_PIXELS = 40_000_000;
+/**
+ * Which pages are read by OCR: those whose text layer holds fewer than this many characters per square inch of
+ * page and that draw something (an image or paths). A page of print holds 25–40 a square inch; a scan that
+ * carries a stamped date, a page number or a header in real text holds a few. Such a page is read whole by OCR
+ * (the recogniser reads the stamped text too); a page that draws nothing stays empty.
+ */
+export const OCR_MIN_CHARS_PER_SQUARE_INCH = 0.5;
+/** A one-character "word" below this confidence is dropped: the recogniser reads stray marks, rules and the
+ * strokes of drawings as single letters ("C" for a circle) with little confidence; a real one-letter word of a
+ * legible scan scores far above it. */
+export const STRAY_MARK_CONFIDENCE = 50;
+/** The language shipped (Tesseract's code), and its name for people. */
+export const OCR_LANGUAGE = { code: 'eng', name: languageName('eng') } as const;
+
+/** What recognition made of a page: the words in reading order (contract OcrWord), their mean confidence and
+ * the language read (contract PageOcr, what is kept of it with the page). */
+export interface RecognizedPage extends PageOcr {
+  words: OcrWord[];
+}
+
+/** Whether a page with `chars` characters of text, `width` × `height` points and something drawn is read by OCR. */
+export function needsOcr(chars: number, width: number, height: number, draws: boolean): boolean {
+  const squareInches = (width / 72) * (height / 72);
+  return draws && chars < OCR_MIN_CHARS_PER_SQUARE_INCH * squareInches;
+}
+
+/** The scale (pixels per point) a page of `width` × `height` points is drawn at: OCR_DPI, less for a huge page. */
+export function ocrScale(width: number, height: number): number {
+  const s = OCR_DPI / 72;
+  const pixels = width * s * height * s;
+  return pixels > OCR_MAX_PIXELS ? s * Math.sqrt(OCR_MAX_PIXELS / pixels) : s;
+}
+
+/** A page's words as text runs (pdf-layout.ts lays them out as it lays out a text layer's items). */
+export function ocrRuns(ocr: RecognizedPage): TextRun[] {
+  return ocr.words.map((w) => ({ str: w.text, x: w.x, y: w.y, width: w.width, size: w.size, dx: 1, dy: 0 }));
+}
+
+interface Box {
+  x0: number;
+  y0: number;
+  x1: number;
+  y1: number;
+}
+interface TessLine {
+  bbox: Box;
+  baseline?: Box & { has_baseline?: boolean };
+  rowAttributes?: { row_height?: number };
+  words: { text: string; confidence: number; bbox: Box }[];
+}
+
+/** The words of Tesseract's lines in display points (pixels / `scale`): each on its line's baseline, sized by the
+ * line's row height, so that a line's words lie on one baseline as a text layer's do. */
+export function wordsOfLines(lines: readonly TessLine[], scale: number): OcrWord[] {
+  const words: OcrWord[] = [];
+  for (const line of lines) {
+    const b = line.baseline?.has_baseline === false ? undefined : line.baseline;
+    const height = line.rowAttributes?.row_height || line.bbox.y1 - line.bbox.y0;
+    for (const w of line.words) {
+      const text = w.text.trim();
+      if (!text || ([...text].length === 1 && w.confidence < STRAY_MARK_CONFIDENCE)) continue;
+      // The baseline where the word starts (a line may slope a little on a scan); else the word's bottom.
+      const y = b && b.x1 !== b.x0 ? b.y0 + ((b.y1 - b.y0) * (w.bbox.x0 - b.x0)) / (b.x1 - b.x0) : w.bbox.y1;
+      words.push({
+        text,
+        x: w.bbox.x0 / scale,
+        y: y / scale,
+        width: (w.bbox.x1 - w.bbox.x0) / scale,
+        size: height / scale,
+        confidence: w.confidence,
+      });
+    }
+  }
+  return words;
+}
+
+type TessWorker = Awaited<ReturnType<typeof import('tesseract.js').createWorker>>;
+
+/** Where the shipped English model is: its folder in the npm package (Tesseract reads <code>.traineddata.gz). */
+function shippedModel(): string {
+  const root = dirname(createRequire(import.meta.url).resolve('@tesseract.js-data/eng/package.json'));
+  return join(root, '4.0.0_best_int');
+}
+
+/**
+ * A recogniser for one parse: Tesseract started on first use (about half a second), closed with the parse. Its
+ * worker thread is this thread's child, so a parse ended for a stall, a cancel or its time limit ends it too.
+ */
+export class Recognizer {
+  private worker: Promise<TessWorker> | null = null;
+
+  private start(): Promise<TessWorker> {
+    this.worker ??= (async () => {
+      const { createWorker, OEM } = await import('tesseract.js');
+      return createWorker(OCR_LANGUAGE.code, OEM.LSTM_ONLY, {
+        langPath: shippedModel(),
+        gzip: true,
+        // Never written to a cache folder, never fetched: the model is read from the package each time.
+        cacheMethod: 'none',
+      });
+    })();
+    return this.worker;
+  }
+
+  /** Recognises an image (PNG or JPEG bytes) whose pixels are `scale` times the page's points. */
+  async recognize(image: Uint8Array, scale: number): Promise<RecognizedPage> {
+    const worker = await this.start();
+    const r = await worker.recognize(Buffer.from(image), {}, { blocks: true, text: false });
+    const lines = (r.data.blocks ?? []).flatMap((b) => b.paragraphs.flatMap((p) => p.lines)) as TessLine[];
+    const words = wordsOfLines(lines, scale);
+    const confidence = words.length ? words.reduce((n, w) => n + w.confidence, 0) / words.length : 0;
+    return { language: OCR_LANGUAGE.code, confidence, words };
+  }
+
+  async close(): Promise<void> {
+    const w = this.worker;
+    this.worker = null;
+    if (w) await (await w).terminate().catch(() => {});
+  }
+}
