@@ -62,9 +62,9 @@ test('the store keeps a file once by its sha256 and names nothing but sha256s', 
 test('the startup sweep removes files no document uses and stale half-writes, and nothing else', async () => {
   const store = new DocumentFiles(join(dir, 'sweep'));
   const kept = await store.put(new TextEncoder().encode('kept'));
-  store.putHtml(kept, '<p>kept</p>');
+  store.putDerived(kept, 'html', '<p>kept</p>');
   const orphan = await store.put(new TextEncoder().encode('orphan'));
-  store.putHtml(orphan, '<p>orphan</p>');
+  store.putDerived(orphan, 'html', '<p>orphan</p>');
   const oldPart = join(dir, 'sweep', `.${orphan}.aaaaaa.part`);
   const newPart = join(dir, 'sweep', `.${orphan}.bbbbbb.part`);
   writeFileSync(oldPart, 'x');
@@ -73,7 +73,7 @@ test('the startup sweep removes files no document uses and stale half-writes, an
   writeFileSync(join(dir, 'sweep', 'notes.txt'), 'not ours to judge');
   const removed = store.sweep(new Set([kept]));
   assert.deepEqual(removed.sort(), [`.${orphan}.aaaaaa.part`, orphan, `${orphan}.html`].sort());
-  assert.ok(store.path(kept) && store.htmlPath(kept));
+  assert.ok(store.path(kept) && store.derivedPath(kept, 'html'));
   assert.ok(existsSync(newPart), 'a write that may be under way is left alone');
   assert.ok(existsSync(join(dir, 'sweep', 'notes.txt')));
 });

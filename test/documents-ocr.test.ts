@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 
 import { importDocument, type ImportedDocument } from '../electron/documents/index.ts';
 import { LOW_OCR_CONFIDENCE, needsOcr } from '../electron/documents/ocr.ts';
-import { scannedPdf } from './helpers/make-pdf.ts';
+import { scannedPdf, tinyPng, typesetImage } from './helpers/make-pdf.ts';
 
 const KITE =
   'Lily had a red kite with a long tail. Every morning she ran to the top of the hill behind her house and let ' +
@@ -102,4 +102,28 @@ test('a scan being recognised can be cancelled', async () => {
     }),
     (e: { code?: string }) => e.code === 'ABORTED',
   );
+});
+
+test('a PNG is a document of one page read by OCR, kept as the page it was put on; a damaged one is CORRUPT', async () => {
+  const doc = await imp('Lily note.png', await typesetImage(KITE));
+  assert.equal(doc.kind, 'image');
+  assert.equal(doc.title, 'Lily note');
+  assert.equal(doc.pages.length, 1);
+  assert.ok(inOrder(KITE, doc.pages[0].text) >= 0.95, doc.pages[0].text);
+  assert.ok(doc.pages[0].ocr);
+  assert.ok(doc.pdf && Buffer.from(doc.pdf.subarray(0, 5)).toString('latin1') === '%PDF-', 'the page is kept');
+  const broken = (await typesetImage(BOAT)).slice(0, 2000);
+  await assert.rejects(
+    imp('torn.png', broken),
+    (e: { code?: string; message: string }) =>
+      e.code === 'CORRUPT' && /torn\.png is damaged: its PNG image is cut short/.test(e.message),
+  );
+  const header = Buffer.from(await typesetImage(BOAT));
+  header.writeUInt32BE(50_000, 16); // IHDR width: 50,000 × 2,200 pixels
+  await assert.rejects(
+    imp('huge.png', header),
+    (e: { code?: string; message: string }) => e.code === 'TOO_LARGE' && /more than 100 megapixels/.test(e.message),
+  );
+  // A picture with no writing in it: nothing recognised, said so.
+  await assert.rejects(imp('dot.png', tinyPng()), (e: { code?: string }) => e.code === 'NO_TEXT_LAYER');
 });

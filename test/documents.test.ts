@@ -418,9 +418,8 @@ test('detection: the content decides; a wrong extension is MISMATCH; unknown for
   await importRejection(imp('report.md', docx), 'MISMATCH', /content is a Word document \(DOCX\)/);
   await importRejection(
     imp('scan.pdf', tinyPng()),
-    'UNSUPPORTED',
-    /scan\.pdf is a PNG image although its extension is \.pdf/,
-    /OCR/,
+    'MISMATCH',
+    /scan\.pdf has the extension \.pdf, which means a PDF, but its content is an image \(PNG or JPEG\); rename it to \.png/,
   );
   await importRejection(
     imp('data.bin', new Uint8Array([0, 1, 2, 3, 0, 0, 7, 8, 0, 250])),

@@ -877,7 +877,7 @@ describe('security: IPC', () => {
       unknown,
       { filters: { extensions: string[] }[]; properties: string[] },
     ];
-    assert.deepEqual(options.filters[0].extensions, ['pdf', 'docx', 'md', 'markdown', 'txt']);
+    assert.deepEqual(options.filters[0].extensions, ['pdf', 'docx', 'md', 'markdown', 'txt', 'png', 'jpg', 'jpeg']);
     assert.ok(options.properties.includes('multiSelections'));
     await dialog(ipcEvent(wc, wc.mainFrame), 'model');
     const [, modelOptions] = s.fake.calls.dialogs[1] as [unknown, { filters: { extensions: string[] }[] }];
@@ -1564,7 +1564,7 @@ describe('opening files', () => {
     assert.deepEqual(filesFromArgv(['electron', '.', '/x/README.TXT', '/x/README.TXT'], '/', exists), [
       '/x/README.TXT',
     ]);
-    assert.deepEqual([...DOCUMENT_EXTENSIONS], ['pdf', 'docx', 'md', 'markdown', 'txt']);
+    assert.deepEqual([...DOCUMENT_EXTENSIONS], ['pdf', 'docx', 'md', 'markdown', 'txt', 'png', 'jpg', 'jpeg']);
   });
 
   test('argv at launch, open-file before ready, second-instance: imported once the core is up, the renderer told', async () => {

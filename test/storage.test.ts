@@ -1431,3 +1431,30 @@ test('a page read by OCR keeps how (language, confidence) with the page, and its
   assert.deepEqual(s.documents.pageWords(d.id, 9), []);
   s.close();
 });
+
+test('version 20 rebuilds the documents table for images: every row and link kept, foreign keys on again', () => {
+  const { dir, clock, old } = databaseAt(19);
+  old.pragma('foreign_keys = ON');
+  old.exec(`
+    INSERT INTO documents (id, title, kind, file_name, status, created_at, updated_at)
+      VALUES ('d1', 'Report', 'pdf', 'r.pdf', 'ready', 'x', 'x');
+    INSERT INTO document_pages (document_id, page, text, token_start, token_end) VALUES ('d1', 1, 'text', 0, 1);
+    INSERT INTO chats (id, document_id, title, created_at, updated_at) VALUES ('c1', 'd1', 'A chat', 'x', 'x');
+    INSERT INTO chat_documents (chat_id, document_id, ordinal) VALUES ('c1', 'd1', 0);
+  `);
+  old.close();
+  const s = open(dir, { scheduler: clock });
+  assert.deepEqual(s.migrated, [20]);
+  assert.equal(s.documents.require('d1').title, 'Report');
+  assert.equal(s.documents.pages('d1')[0].text, 'text');
+  assert.deepEqual(s.chats.require('c1').documentIds, ['d1']);
+  const image = s.documents.create({ title: 'photo', kind: 'image', fileName: 'photo.png' });
+  assert.equal(s.documents.require(image.id).kind, 'image');
+  assert.equal(Number(s.db.pragma('foreign_keys', { simple: true })), 1);
+  // The links still hold: a document deleted takes its pages and its chats.
+  s.documents.delete('d1');
+  assert.equal(count(s, `SELECT COUNT(*) FROM document_pages WHERE document_id = 'd1'`), 0);
+  assert.equal(count(s, `SELECT COUNT(*) FROM chats WHERE id = 'c1'`), 0);
+  assert.deepEqual(s.db.pragma('foreign_key_check'), []);
+  s.close();
+});

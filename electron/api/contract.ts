@@ -190,7 +190,8 @@ export type EngineStatus = z.infer<typeof EngineStatus>;
 // ---------------------------------------------------------------------------------------------------------
 // Documents
 
-export const DocumentKind = z.enum(['pdf', 'docx', 'markdown', 'text']);
+/** image: a PNG or JPEG, read by OCR as a page of its own. */
+export const DocumentKind = z.enum(['pdf', 'docx', 'markdown', 'text', 'image']);
 export const DocumentStatus = z.enum(['importing', 'compressing', 'ready', 'failed', 'stale']);
 
 /**
@@ -352,6 +353,8 @@ export const DocumentDetail = DocumentSummary.extend({
   hasFile: z.boolean(),
   /** A Word document's HTML is stored (documentFileRoute(id, 'html') serves it). */
   hasHtml: z.boolean(),
+  /** An image's page is stored (documentFileRoute(id, 'pdf') serves it): the view shows it as a PDF's. */
+  hasPdf: z.boolean(),
 });
 export type DocumentDetail = z.infer<typeof DocumentDetail>;
 
@@ -555,7 +558,7 @@ const Password = z.string().max(1024);
  * renderer to sanitise and show).
  */
 export const DOCUMENT_FILE_ROUTE = '/api/documents/{id}/{part}';
-export const DOCUMENT_FILE_PARTS = ['file', 'html'] as const;
+export const DOCUMENT_FILE_PARTS = ['file', 'html', 'pdf'] as const;
 export type DocumentFilePart = (typeof DOCUMENT_FILE_PARTS)[number];
 export function documentFileRoute(documentId: string, part: DocumentFilePart = 'file'): string {
   return DOCUMENT_FILE_ROUTE.replace('{id}', encodeURIComponent(documentId)).replace('{part}', part);
@@ -580,6 +583,8 @@ export const DOCUMENT_FILE_TYPES: Record<z.infer<typeof DocumentKind>, string> =
   docx: 'application/vnd.openxmlformats-officedocument.wordprocessingml.document',
   markdown: 'text/markdown; charset=utf-8',
   text: 'text/plain; charset=utf-8',
+  // PNG or JPEG: the page it was put on (part 'pdf') is what the view shows; the original is served as bytes.
+  image: 'application/octet-stream',
 };
 
 /** The most tokens the engine generates in one call (native/src/napi/session.cc, Generate: `n`). */

@@ -5,7 +5,7 @@
 import { ImportError } from './errors.ts';
 import { isZip, zipEntries } from './zip.ts';
 
-export type DocumentKind = 'pdf' | 'docx' | 'markdown' | 'text';
+export type DocumentKind = 'pdf' | 'docx' | 'markdown' | 'text' | 'image';
 
 export const markdownExtensions = new Set([
   'md',
@@ -27,6 +27,7 @@ export type Sniffed =
   | { type: 'pdf' }
   | { type: 'docx' }
   | { type: 'text' }
+  | { type: 'image'; format: 'png' | 'jpeg' }
   | { type: 'other'; what: string; advice: string; damaged?: boolean }
   | { type: 'binary' };
 
@@ -126,9 +127,9 @@ export function sniff(bytes: Uint8Array): Sniffed {
   }
   if (startsWith(bytes, ascii('{\\rtf')))
     return { type: 'other', what: 'an RTF document', advice: 'save it as a Word document (.docx) or PDF' };
-  const image = 'Folio reads text, and OCR (reading text from images) is not supported';
-  if (startsWith(bytes, [0x89, 0x50, 0x4e, 0x47])) return { type: 'other', what: 'a PNG image', advice: image };
-  if (startsWith(bytes, [0xff, 0xd8, 0xff])) return { type: 'other', what: 'a JPEG image', advice: image };
+  const image = 'convert it to PNG, JPEG or PDF, which Folio reads by OCR';
+  if (startsWith(bytes, [0x89, 0x50, 0x4e, 0x47])) return { type: 'image', format: 'png' };
+  if (startsWith(bytes, [0xff, 0xd8, 0xff])) return { type: 'image', format: 'jpeg' };
   if (startsWith(bytes, ascii('GIF8'))) return { type: 'other', what: 'a GIF image', advice: image };
   if (startsWith(bytes, [0x49, 0x49, 0x2a, 0]) || startsWith(bytes, [0x4d, 0x4d, 0, 0x2a]))
     return { type: 'other', what: 'a TIFF image', advice: image };
@@ -149,6 +150,7 @@ const kindName: Record<DocumentKind, string> = {
   docx: 'a Word document (DOCX)',
   markdown: 'Markdown text',
   text: 'plain text',
+  image: 'an image (PNG or JPEG)',
 };
 
 /** The kind an extension claims, or null for an extension that claims none of ours. */
@@ -157,6 +159,7 @@ export function kindOfExtension(ext: string): DocumentKind | null {
   if (docxExtensions.has(ext)) return 'docx';
   if (markdownExtensions.has(ext)) return 'markdown';
   if (ext === 'txt' || ext === 'text') return 'text';
+  if (ext === 'png' || ext === 'jpg' || ext === 'jpeg') return 'image';
   return null;
 }
 
@@ -185,8 +188,11 @@ export function detectKind(bytes: Uint8Array, fileName: string): DocumentKind {
       if (claimed && claimed !== 'docx') throw mismatch('docx', 'docx');
       return 'docx';
     case 'text':
-      if (claimed === 'pdf' || claimed === 'docx') throw mismatch('text', 'txt');
+      if (claimed === 'pdf' || claimed === 'docx' || claimed === 'image') throw mismatch('text', 'txt');
       return claimed === 'markdown' ? 'markdown' : 'text';
+    case 'image':
+      if (claimed && claimed !== 'image') throw mismatch('image', s.format === 'png' ? 'png' : 'jpg');
+      return 'image';
     case 'other':
       if (s.damaged && claimed === 'docx') {
         throw new ImportError(
@@ -196,7 +202,7 @@ export function detectKind(bytes: Uint8Array, fileName: string): DocumentKind {
       }
       throw new ImportError(
         'UNSUPPORTED',
-        `${name} is ${s.what}${claimed ? ` although its extension is .${ext}` : ''}; Folio reads PDF, Word (.docx), Markdown and text: ${s.advice}`,
+        `${name} is ${s.what}${claimed ? ` although its extension is .${ext}` : ''}; Folio reads PDF, Word (.docx), Markdown, text and images (PNG, JPEG): ${s.advice}`,
         { details: { content: s.what } },
       );
     case 'binary':

@@ -48,6 +48,8 @@ export interface ImportedDocument {
   warnings: string[];
   /** A Word document's HTML (mammoth's), which the document view shows. */
   html?: string;
+  /** An image's page (a one-page PDF, documents/image.ts), which the document view shows. */
+  pdf?: Uint8Array;
 }
 
 async function readInput(input: ImportInput, opts: ImportOptions): Promise<{ fileName: string; bytes: Uint8Array }> {
@@ -84,6 +86,7 @@ export async function importDocument(input: ImportInput, opts: ImportOptions = {
     sha256: doc.sha256,
     ...(doc.encoding ? { encoding: doc.encoding } : {}),
     ...(doc.html !== undefined ? { html: doc.html } : {}),
+    ...(doc.pdf !== undefined ? { pdf: doc.pdf } : {}),
     warnings: doc.warnings,
   };
 }

@@ -9,6 +9,7 @@ import { checkPageCount, checkTextLength } from './errors.ts';
 import { MAX_TEXT_CHARS } from '../shared/limits.ts';
 import { importMarkdown } from './markdown.ts';
 import type { PageText, ParseStage } from './pages.ts';
+import { importImage } from './image.ts';
 import { importPdf } from './pdf.ts';
 import { importText, type TextEncoding } from './text.ts';
 
@@ -21,6 +22,8 @@ export interface ParsedDocument {
   warnings: string[];
   /** A Word document's HTML (mammoth's), for the document view. */
   html?: string;
+  /** An image's page (image.ts), for the document view. */
+  pdf?: Uint8Array;
 }
 
 export interface ParseHooks {
@@ -49,8 +52,11 @@ export async function parseDocument(
   let encoding: TextEncoding | undefined;
   let warnings: string[] = [];
   let html: string | undefined;
+  let pdf: Uint8Array | undefined;
   if (kind === 'pdf') {
     ({ title, pages, warnings } = await importPdf(bytes, fileName, { onProgress, onPhase, password: hooks.password }));
+  } else if (kind === 'image') {
+    ({ title, pages, warnings, pdf } = await importImage(bytes, fileName, { onProgress, onPhase }));
   } else {
     onProgress?.(0, 1);
     if (kind === 'docx') {
@@ -74,7 +80,7 @@ export async function parseDocument(
     fileName,
     pages.reduce((n, p) => n + p.text.length, 0),
   );
-  if (kind !== 'pdf') onProgress?.(pages.length, pages.length);
+  if (kind !== 'pdf' && kind !== 'image') onProgress?.(pages.length, pages.length);
   return {
     kind,
     title,
@@ -82,6 +88,7 @@ export async function parseDocument(
     sha256,
     ...(encoding ? { encoding } : {}),
     ...(html !== undefined ? { html } : {}),
+    ...(pdf !== undefined ? { pdf } : {}),
     warnings,
   };
 }

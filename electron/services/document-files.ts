@@ -1,14 +1,19 @@
 // The imported originals, kept so the document view can show the file itself (the PDF's pages, the Word
 // document's formatting). Content-addressed: a file is stored once under its sha256, whatever it was named
 // and however often it was imported, and removed when the last document made from it is deleted. Beside a
-// Word document, the HTML mammoth made of it at import (<sha256>.html), which the view shows. Names in the
-// folder are only ever 64 hex digits (and .html), so a name that reaches here from a request cannot leave it.
+// Word document, the HTML mammoth made of it at import (<sha256>.html), and beside an image the PDF page it was
+// put on (<sha256>.pdf), which the view shows. Names in the folder are only ever 64 hex digits (and .html or
+// .pdf), so a name that reaches here from a request cannot leave it.
 import { createHash, randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { copyFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 
 const SHA256_HEX = /^[0-9a-f]{64}$/;
+/** What an import may keep beside an original (putDerived). */
+const DERIVED_EXTS = ['html', 'pdf'] as const;
+export type DerivedExt = (typeof DERIVED_EXTS)[number];
+const DERIVED_SUFFIX = new RegExp(`\\.(${DERIVED_EXTS.join('|')})$`);
 /** A file being written is left alone this long by the startup sweep (another process may be writing it). */
 const PART_STALE_MS = 60 * 60 * 1000;
 
@@ -73,24 +78,25 @@ export class DocumentFiles {
     }
   }
 
-  /** Keeps what the import made of a file beside it (a Word document's HTML), under the same name. */
-  putHtml(sha256: string, html: string): void {
+  /** Keeps what the import made of a file beside it, under the same name: a Word document's HTML (.html), the
+   * page an image was put on (.pdf). */
+  putDerived(sha256: string, ext: DerivedExt, data: string | Uint8Array): void {
     if (!SHA256_HEX.test(sha256)) return;
-    const part = join(this.dir, `.${sha256}.${randomBytes(6).toString('hex')}.html.part`);
+    const part = join(this.dir, `.${sha256}.${randomBytes(6).toString('hex')}.${ext}.part`);
     try {
-      writeFileSync(part, html, { mode: 0o600, flag: 'wx' });
-      renameSync(part, join(this.dir, `${sha256}.html`));
+      writeFileSync(part, data, { mode: 0o600, flag: 'wx' });
+      renameSync(part, join(this.dir, `${sha256}.${ext}`));
     } finally {
       rmSync(part, { force: true });
     }
   }
 
-  /** The stored HTML of a sha256, or null. */
-  htmlPath(sha256: string | null | undefined): string | null {
+  /** What the import made of a sha256's file (putDerived), or null. */
+  derivedPath(sha256: string | null | undefined, ext: DerivedExt): string | null {
     const original = this.path(sha256);
     if (!original) return null;
     try {
-      return statSync(`${original}.html`).isFile() ? `${original}.html` : null;
+      return statSync(`${original}.${ext}`).isFile() ? `${original}.${ext}` : null;
     } catch {
       return null;
     }
@@ -104,7 +110,7 @@ export class DocumentFiles {
     const removed: string[] = [];
     for (const name of readdirSync(this.dir)) {
       const path = join(this.dir, name);
-      const sha = name.replace(/\.html$/, '');
+      const sha = name.replace(DERIVED_SUFFIX, '');
       let stale = false;
       if (name.endsWith('.part')) {
         try {
@@ -124,6 +130,6 @@ export class DocumentFiles {
   remove(sha256: string): void {
     if (!SHA256_HEX.test(sha256)) return;
     rmSync(join(this.dir, sha256), { force: true });
-    rmSync(join(this.dir, `${sha256}.html`), { force: true });
+    for (const ext of DERIVED_EXTS) rmSync(join(this.dir, `${sha256}.${ext}`), { force: true });
   }
 }

@@ -11,7 +11,8 @@ import type { OpenedDocument } from '../api/bridge.ts';
 import type { DispatcherLike } from './ipc.ts';
 
 /** The document types the open dialog offers and the OS may hand over (electron-builder's fileAssociations too). */
-export const DOCUMENT_EXTENSIONS = ['pdf', 'docx', 'md', 'markdown', 'txt'] as const;
+export { DOCUMENT_EXTENSIONS } from '../shared/document-extensions.ts';
+import { DOCUMENT_EXTENSIONS } from '../shared/document-extensions.ts';
 export const MODEL_EXTENSIONS = ['gguf'] as const;
 
 export function isDocumentPath(path: string): boolean {

@@ -2,8 +2,9 @@
 // the ones applied. Every step runs in its own transaction together with its row in that table, so a step
 // is applied completely or not at all. Append new steps at the end; never edit or renumber a released one.
 //
-// A step that has to rebuild a table (SQLite's ALTER TABLE cannot change a column) must turn foreign keys
-// off around the transaction, following https://sqlite.org/lang_altertable.html#otheralter; none does yet.
+// A step that has to rebuild a table (SQLite's ALTER TABLE cannot change a column or a CHECK) says so
+// (`rebuilds`): foreign keys are turned off around its transaction and checked before it commits, following
+// https://sqlite.org/lang_altertable.html#otheralter (rebuildTable).
 import type Database from 'better-sqlite3';
 
 import { isoTime, type Scheduler } from './clock.ts';
@@ -13,6 +14,30 @@ export interface Migration {
   version: number;
   name: string;
   up(db: Database.Database): void;
+  /** It rebuilds a table (rebuildTable): foreign keys off around its transaction. */
+  rebuilds?: true;
+}
+
+/**
+ * Rebuilds `table` with its CREATE statement changed by `change` (SQLite's way to change what ALTER TABLE cannot):
+ * a new table of the changed schema, every row copied, the old one dropped, the new one renamed, its indexes made
+ * again. Only within a step marked `rebuilds` (foreign keys off: dropping the old table must not cascade).
+ */
+export function rebuildTable(db: Database.Database, table: string, change: (sql: string) => string): void {
+  const sql = db
+    .prepare(`SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?`)
+    .pluck()
+    .get(table) as string;
+  const indexes = db
+    .prepare(`SELECT sql FROM sqlite_master WHERE type = 'index' AND tbl_name = ? AND sql IS NOT NULL`)
+    .pluck()
+    .all(table) as string[];
+  const changed = change(sql);
+  if (changed === sql) throw new Error(`migration: rebuilding ${table} changes nothing`);
+  const temp = `${table}_rebuilt`;
+  db.exec(changed.replace(/^CREATE TABLE "?\w+"?/, `CREATE TABLE ${temp}`));
+  db.exec(`INSERT INTO ${temp} SELECT * FROM ${table}; DROP TABLE ${table}; ALTER TABLE ${temp} RENAME TO ${table};`);
+  for (const index of indexes) db.exec(index);
 }
 
 /** 'Foli' in ASCII: the SQLite header's application id of a Folio database. */
@@ -384,7 +409,15 @@ export const migrations: readonly Migration[] = [
         ALTER TABLE document_pages ADD COLUMN ocr_confidence REAL;
         ALTER TABLE document_pages ADD COLUMN ocr_words TEXT;
       `);
+      // Images (PNG, JPEG) are documents of their own kind (contract DocumentKind).
+      rebuildTable(db, 'documents', (sql) =>
+        sql.replace(
+          "CHECK (kind IN ('pdf', 'docx', 'markdown', 'text'))",
+          "CHECK (kind IN ('pdf', 'docx', 'markdown', 'text', 'image'))",
+        ),
+      );
     },
+    rebuilds: true,
   },
 ];
 
@@ -484,13 +517,22 @@ export function migrate(
   const record = db.prepare(`INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`);
   const done: number[] = [];
   for (const m of list) {
-    const applied = writeTransaction(db, () => {
-      if (isApplied.get(m.version) !== undefined) return false;
-      m.up(db);
-      record.run(m.version, m.name, isoTime(scheduler));
-      return true;
-    });
-    if (applied) done.push(m.version);
+    const keys = m.rebuilds ? (db.pragma('foreign_keys', { simple: true }) as number) : 0;
+    if (m.rebuilds) db.pragma('foreign_keys = OFF');
+    try {
+      const applied = writeTransaction(db, () => {
+        if (isApplied.get(m.version) !== undefined) return false;
+        m.up(db);
+        // What the rebuild left must still hold together: no row pointing at nothing.
+        if (m.rebuilds && (db.pragma('foreign_key_check') as unknown[]).length)
+          throw new Error(`migration ${m.version}: a rebuilt table breaks a foreign key`);
+        record.run(m.version, m.name, isoTime(scheduler));
+        return true;
+      });
+      if (applied) done.push(m.version);
+    } finally {
+      if (m.rebuilds && keys) db.pragma('foreign_keys = ON');
+    }
   }
   return done;
 }

@@ -143,7 +143,8 @@ export class DocumentImports {
         this.ctx.storage.documents.update(documentId, {
           title: this.keptTitle(documentId, sha256, imported.title || fileName),
         });
-        if (sha256 && imported.html !== undefined) this.ctx.files?.putHtml(sha256, imported.html);
+        if (sha256 && imported.html !== undefined) this.ctx.files?.putDerived(sha256, 'html', imported.html);
+        if (sha256 && imported.pdf !== undefined) this.ctx.files?.putDerived(sha256, 'pdf', imported.pdf);
         await this.ctx.storage.content.setContent(documentId, {
           pages: imported.pages.map(({ ocr, ...p }) => ({
             ...p,

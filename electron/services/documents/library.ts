@@ -100,7 +100,8 @@ export class DocumentLibrary {
       stats,
       ...retentionMap(this.ctx.storage.documents.charMap(documentId), pagesRead(pages, doc.readPages), stats),
       hasFile: this.ctx.files?.path(doc.sha256) != null,
-      hasHtml: this.ctx.files?.htmlPath(doc.sha256) != null,
+      hasHtml: this.ctx.files?.derivedPath(doc.sha256, 'html') != null,
+      hasPdf: this.ctx.files?.derivedPath(doc.sha256, 'pdf') != null,
     };
   }
 
@@ -118,14 +119,21 @@ export class DocumentLibrary {
   }
 
   /**
-   * A document's stored original, or its HTML (a Word document's, as mammoth wrote it; served as text: the
-   * renderer sanitises it); null when there is none (unknown id, imported before originals were kept).
+   * A document's stored original, its HTML (a Word document's, as mammoth wrote it; served as text: the renderer
+   * sanitises it) or its page (an image's); null when there is none (unknown id, imported before originals were
+   * kept).
    */
   file(documentId: string, part: DocumentFilePart = 'file'): DocumentFile | null {
     const doc = this.ctx.storage.documents.get(documentId);
     if (!doc || !this.ctx.files) return null;
-    const path = part === 'html' ? this.ctx.files.htmlPath(doc.sha256) : this.ctx.files.path(doc.sha256);
-    return path ? { path, type: part === 'html' ? 'text/plain; charset=utf-8' : DOCUMENT_FILE_TYPES[doc.kind] } : null;
+    const path = part === 'file' ? this.ctx.files.path(doc.sha256) : this.ctx.files.derivedPath(doc.sha256, part);
+    const type =
+      part === 'html'
+        ? 'text/plain; charset=utf-8'
+        : part === 'pdf'
+          ? 'application/pdf'
+          : DOCUMENT_FILE_TYPES[doc.kind];
+    return path ? { path, type } : null;
   }
 
   changed(documentId: string): void {

@@ -134,7 +134,7 @@ describe('the document view', () => {
     });
     await openDocumentTab(detail({ kind: 'pdf', hasFile: true }));
     const form = await screen.findByRole('form', { name: 'PDF password' });
-    expect(vi.mocked(fetchDocumentFile)).toHaveBeenCalledWith('d1');
+    expect(vi.mocked(fetchDocumentFile)).toHaveBeenCalledWith('d1', 'file');
     expect(screen.queryByRole('article', { name: 'Page 1' })).toBeNull();
     await userEvent.type(within(form).getByLabelText('Password'), 'wrong');
     await userEvent.click(within(form).getByRole('button', { name: 'Open' }));

@@ -206,7 +206,8 @@ export function DocumentPane({ documentId }: { documentId: string }) {
   const go = (i: number) => setDocPage(Math.min(pages.length, Math.max(1, i + 1)));
   const mean = perPage.get(currentPage.page);
   const unread = !read.has(currentPage.page);
-  const showPdf = detail.kind === 'pdf' && detail.hasFile;
+  // An image is shown as the page it was put on at import (with its recognised words).
+  const showPdf = (detail.kind === 'pdf' && detail.hasFile) || (detail.kind === 'image' && detail.hasPdf);
   // Word and Markdown as written; plain text (and anything imported before files were kept) as page text.
   const showHtml = (detail.kind === 'docx' && detail.hasHtml) || (detail.kind === 'markdown' && detail.hasFile);
   const citedHere = citation?.documentId === detail.id ? citation : null;

@@ -95,7 +95,7 @@ export function PdfView({ detail, page, onPageShown, shade, scaleMax, citation, 
     let pdf: PDFDocumentProxy | null = null;
     setOpening({ state: 'loading' });
     (async () => {
-      const bytes = await fetchDocumentFile(detail.id);
+      const bytes = await fetchDocumentFile(detail.id, detail.kind === 'image' ? 'pdf' : 'file');
       pdf = await openPdf(bytes, (wrong) => {
         // A password given earlier in this session opens the document again without asking.
         const known = sessionPasswords.get(detail.id);
@@ -130,7 +130,7 @@ export function PdfView({ detail, page, onPageShown, shade, scaleMax, citation, 
       alive = false;
       void pdf?.destroy();
     };
-  }, [detail.id]);
+  }, [detail.id, detail.kind]);
 
   // The width of the pane, for "fit width".
   useEffect(() => {

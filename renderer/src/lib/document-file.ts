@@ -16,8 +16,8 @@ async function fetchPart(documentId: string, part: DocumentFilePart): Promise<Re
 }
 
 /** The stored original's bytes; an Error with the host's message when there is none. */
-export async function fetchDocumentFile(documentId: string): Promise<Uint8Array> {
-  return new Uint8Array(await (await fetchPart(documentId, 'file')).arrayBuffer());
+export async function fetchDocumentFile(documentId: string, part: 'file' | 'pdf' = 'file'): Promise<Uint8Array> {
+  return new Uint8Array(await (await fetchPart(documentId, part)).arrayBuffer());
 }
 
 /**

@@ -1,5 +1,6 @@
 // The library: document summaries (kept current by documents.changed / documents.deleted events) and, for
 // the documents the user opens, their detail (pages, compression statistics, retention passages).
+import { DOCUMENT_EXTENSIONS } from '../../../electron/shared/document-extensions.ts';
 import { create } from 'zustand';
 
 import type { DocumentDetail, DocumentSummary } from '../../../electron/api/contract.ts';
@@ -110,7 +111,7 @@ function stripDetail(d: DocumentDetail): DocumentSummary {
   return summary;
 }
 
-export const ACCEPTED_EXTENSIONS = ['.pdf', '.docx', '.md', '.markdown', '.txt'];
+export const ACCEPTED_EXTENSIONS = DOCUMENT_EXTENSIONS.map((e) => `.${e}`);
 
 /**
  * Imports files picked or dropped by the user. In the desktop app: by path where the shell can tell it (the

@@ -164,6 +164,7 @@ export const detail = (over: Partial<DocumentDetail> = {}): DocumentDetail => ({
   keptWindow: null,
   hasFile: false,
   hasHtml: false,
+  hasPdf: false,
   ...over,
 });
 
