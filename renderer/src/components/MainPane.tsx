@@ -73,8 +73,9 @@ function EmptyLibrary() {
     <div className="empty-state">
       <h1>Chat with your documents, on your machine</h1>
       <p>
-        Import a PDF, Word, Markdown or text file. Folio reads it into the local model once, compresses the model’s
-        memory of it with Ada-SnapKV, and keeps that cache so every later question starts at once.
+        Import a PDF, Word, Markdown or text file, or a scan or photo of a page (read by OCR). Folio reads it into the
+        local model once, compresses the model’s memory of it with Ada-SnapKV, and keeps that cache so every later
+        question starts at once.
       </p>
       <button type="button" className="button primary" onClick={picker.open}>
         Import a document…

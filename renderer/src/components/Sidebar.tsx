@@ -362,7 +362,8 @@ export function Sidebar() {
         )}
         {loaded && order.length === 0 ? (
           <p className="muted small">
-            No documents yet. Import a PDF, Word, Markdown or text file, or drop one anywhere in the window.
+            No documents yet. Import a PDF, Word, Markdown or text file or an image of a page, or drop one anywhere in
+            the window.
           </p>
         ) : (
           <ul className="doc-list">
