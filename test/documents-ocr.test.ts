@@ -3,11 +3,14 @@
 // read them. Most of the words come back in order; a mixed PDF keeps its text layer where it has one; a page of
 // noise is marked uncertain or found empty, never a crash; the recognition reports its own progress stage and
 // can be cancelled.
-import { test } from 'node:test';
+import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 
 import { importDocument, type ImportedDocument } from '../electron/documents/index.ts';
-import { LOW_OCR_CONFIDENCE, needsOcr } from '../electron/documents/ocr.ts';
+import { LOW_OCR_CONFIDENCE, OcrCache, needsOcr } from '../electron/documents/ocr.ts';
 import { scannedPdf, tinyPng, typesetImage } from './helpers/make-pdf.ts';
 
 const KITE =
@@ -91,7 +94,7 @@ test('a mixed PDF reads its text layer where it has one and OCR elsewhere; a pag
     );
 });
 
-test('a scan being recognised can be cancelled', async () => {
+test("a scan being recognised can be cancelled, and is stopped at the parse's time limit", async () => {
   const controller = new AbortController();
   await assert.rejects(
     imp('long-scan.pdf', await scannedPdf([KITE, BOAT, KITE, BOAT]), {
@@ -102,6 +105,13 @@ test('a scan being recognised can be cancelled', async () => {
     }),
     (e: { code?: string }) => e.code === 'ABORTED',
   );
+  await assert.rejects(
+    imp('slow-scan.pdf', await scannedPdf([KITE, BOAT, KITE, BOAT]), { timeLimitMs: 1500 }),
+    (e: { code?: string; message: string }) => e.code === 'TIMEOUT' && /slow-scan\.pdf.*took more than/.test(e.message),
+  );
+  // The parser that was stopped is not reused: the next import reads as before.
+  const after = await imp('after.pdf', await scannedPdf([BOAT]));
+  assert.ok(inOrder(BOAT, after.pages[0].text) >= 0.95);
 });
 
 test('a PNG is a document of one page read by OCR, kept as the page it was put on; a damaged one is CORRUPT', async () => {
@@ -126,4 +136,41 @@ test('a PNG is a document of one page read by OCR, kept as the page it was put o
   );
   // A picture with no writing in it: nothing recognised, said so.
   await assert.rejects(imp('dot.png', tinyPng()), (e: { code?: string }) => e.code === 'NO_TEXT_LAYER');
+});
+
+test('a scan stopped part-way goes on from the pages it recognised when the same file is imported again', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'folio-ocr-cache-'));
+  after(() => rmSync(dir, { recursive: true, force: true }));
+  const bytes = await scannedPdf([KITE, BOAT, KITE, BOAT]);
+  const controller = new AbortController();
+  await assert.rejects(
+    imp('resumed.pdf', bytes.slice(), {
+      ocrCache: dir,
+      signal: controller.signal,
+      onProgress: (done, _t, stage) => {
+        if (stage === 'ocr' && done === 2) controller.abort();
+      },
+    }),
+    (e: { code?: string }) => e.code === 'ABORTED',
+  );
+  // Two pages were kept as they were done (the stop comes after the second's progress).
+  const { createHash } = await import('node:crypto');
+  const sha = createHash('sha256').update(bytes).digest('hex');
+  const kept = [1, 2].map((p) => join(dir, `${sha}-${p}.json`));
+  assert.ok(
+    kept.every((f) => existsSync(f)),
+    'pages 1 and 2 kept',
+  );
+  const when = kept.map((f) => statSync(f).mtimeMs);
+  const doc = await imp('resumed.pdf', bytes.slice(), { ocrCache: dir });
+  assert.deepEqual(
+    kept.map((f) => statSync(f).mtimeMs),
+    when,
+    'pages 1 and 2 were not read again',
+  );
+  assert.ok(existsSync(join(dir, `${sha}-4.json`)), 'the rest were read and kept');
+  for (const [i, want] of [KITE, BOAT, KITE, BOAT].entries())
+    assert.ok(inOrder(want, doc.pages[i].text) >= 0.95, `page ${i + 1}`);
+  OcrCache.clear(dir, sha);
+  assert.ok(!existsSync(kept[0]), 'cleared once the import is stored');
 });

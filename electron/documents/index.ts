@@ -31,6 +31,11 @@ export interface ImportOptions {
   stallTimeoutMs?: number;
   /** The parser thread's heap in MiB (default PARSER_HEAP_MB); for tests of what happens past it. */
   parserHeapMb?: number;
+  /** The longest parse in all (default PARSE_TIME_LIMIT_MS); for tests of what happens past it. */
+  timeLimitMs?: number;
+  /** A folder where each page OCR recognises is kept as it is done (ocr.ts OcrCache), so that a parse stopped by a
+   * quit, a cancel or a crash resumes from the pages done; the caller clears them once the import is stored. */
+  ocrCache?: string;
 }
 
 export interface ImportedDocument {
@@ -76,7 +81,9 @@ export async function importDocument(input: ImportInput, opts: ImportOptions = {
     onProgress: opts.onProgress,
     password: opts.password,
     stallTimeoutMs: opts.stallTimeoutMs,
+    timeLimitMs: opts.timeLimitMs,
     heapMb: opts.parserHeapMb,
+    ocrCache: opts.ocrCache,
   });
   return {
     kind: doc.kind,

@@ -6,6 +6,7 @@
 // uses under Node) at OCR_DPI; the recognised words become text runs in the page's display space, one run a
 // word, so the page's text is laid out from them as from a text layer (pdf-layout.ts), and the document view
 // draws the same words as its text layer over the scan (citations, the retention map and search land there).
+import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 
@@ -140,5 +141,67 @@ export class Recognizer {
     const w = this.worker;
     this.worker = null;
     if (w) await (await w).terminate().catch(() => {});
+  }
+}
+
+/** What a kept page must match to be used again: how it was read (a change here reads the pages again). */
+const CACHE_FORMAT = `folio-ocr-1 ${OCR_DPI}dpi ${OCR_LANGUAGE.code} 4.0.0_best_int`;
+
+/**
+ * The pages of one file recognised so far, kept in a folder as each is done (`<sha256>-<page>.json`, written aside
+ * and renamed), so that a parse stopped by a quit, a cancel or a crash goes on from them when the same file is
+ * imported again. A kept page that is damaged or of another format is read again.
+ */
+export class OcrCache {
+  constructor(
+    private readonly dir: string,
+    private readonly sha256: string,
+  ) {}
+
+  private path(page: number): string {
+    return join(this.dir, `${this.sha256}-${page}.json`);
+  }
+
+  get(page: number): RecognizedPage | null {
+    try {
+      const kept = JSON.parse(readFileSync(this.path(page), 'utf8')) as { format?: string; page?: RecognizedPage };
+      const p = kept.page;
+      const ok =
+        kept.format === CACHE_FORMAT &&
+        !!p &&
+        typeof p.language === 'string' &&
+        typeof p.confidence === 'number' &&
+        Array.isArray(p.words) &&
+        p.words.every(
+          (w) =>
+            typeof w.text === 'string' &&
+            [w.x, w.y, w.width, w.size, w.confidence].every((n) => typeof n === 'number' && Number.isFinite(n)),
+        );
+      return ok ? p : null;
+    } catch {
+      return null; // none, or damaged: read again
+    }
+  }
+
+  put(page: number, read: RecognizedPage): void {
+    try {
+      mkdirSync(this.dir, { recursive: true, mode: 0o700 });
+      const part = `${this.path(page)}.${process.pid}.part`;
+      writeFileSync(part, JSON.stringify({ format: CACHE_FORMAT, page: read }), { mode: 0o600 });
+      renameSync(part, this.path(page));
+    } catch {
+      // A page that cannot be kept costs only the resume.
+    }
+  }
+
+  /** Forgets the file's kept pages (its import is stored). */
+  static clear(dir: string, sha256: string): void {
+    let names: string[] = [];
+    try {
+      names = readdirSync(dir);
+    } catch {
+      return;
+    }
+    for (const n of names) if (n.startsWith(`${sha256}-`)) rmSync(join(dir, n), { force: true });
   }
 }

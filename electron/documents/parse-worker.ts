@@ -13,6 +13,7 @@ export interface ParseJob {
   fileName: string;
   bytes: Uint8Array;
   password?: string;
+  ocrCache?: string;
 }
 
 export type ParserMessage =
@@ -41,6 +42,7 @@ port.on('message', async (job: ParseJob) => {
   try {
     const doc = await parseDocument(job.bytes, fileName, {
       password: job.password,
+      ocrCache: job.ocrCache,
       onProgress: (done, total, stage) => post({ id, type: 'progress', done, total, stage }),
       onPhase: (phase, allowanceMs) => post({ id, type: 'phase', phase, allowanceMs }),
     });

@@ -10,6 +10,7 @@ import { MAX_TEXT_CHARS } from '../shared/limits.ts';
 import { importMarkdown } from './markdown.ts';
 import type { PageText, ParseStage } from './pages.ts';
 import { importImage } from './image.ts';
+import { OcrCache } from './ocr.ts';
 import { importPdf } from './pdf.ts';
 import { importText, type TextEncoding } from './text.ts';
 
@@ -35,6 +36,8 @@ export interface ParseHooks {
    */
   onPhase?: (phase: string, allowanceMs?: number) => void;
   password?: string;
+  /** Where recognised pages are kept (ImportOptions.ocrCache). */
+  ocrCache?: string;
 }
 
 /** Parses a document; `bytes` may be consumed (pdf.js detaches them). Throws ImportError. */
@@ -46,6 +49,8 @@ export async function parseDocument(
   const { onProgress, onPhase } = hooks;
   const sha256 = createHash('sha256').update(bytes).digest('hex');
   const kind = detectKind(bytes, fileName);
+  // Recognised pages are kept by the file's content: the same file imported again finds them.
+  const ocr = hooks.ocrCache ? new OcrCache(hooks.ocrCache, sha256) : undefined;
 
   let title: string;
   let pages: PageText[];
@@ -54,9 +59,14 @@ export async function parseDocument(
   let html: string | undefined;
   let pdf: Uint8Array | undefined;
   if (kind === 'pdf') {
-    ({ title, pages, warnings } = await importPdf(bytes, fileName, { onProgress, onPhase, password: hooks.password }));
+    ({ title, pages, warnings } = await importPdf(bytes, fileName, {
+      onProgress,
+      onPhase,
+      password: hooks.password,
+      ocr,
+    }));
   } else if (kind === 'image') {
-    ({ title, pages, warnings, pdf } = await importImage(bytes, fileName, { onProgress, onPhase }));
+    ({ title, pages, warnings, pdf } = await importImage(bytes, fileName, { onProgress, onPhase, ocr }));
   } else {
     onProgress?.(0, 1);
     if (kind === 'docx') {

@@ -31,6 +31,8 @@ export interface ParseOptions {
   timeLimitMs?: number;
   /** The thread's old-generation heap in MiB (default PARSER_HEAP_MB). */
   heapMb?: number;
+  /** Where recognised pages are kept (ImportOptions.ocrCache). */
+  ocrCache?: string;
 }
 
 interface ParserThread {
@@ -245,7 +247,7 @@ export async function parseInThread(
         t.worker.off('exit', onExit);
         signal?.removeEventListener('abort', onAbort);
       });
-      const job: ParseJob = { id, fileName, bytes, password: opts.password };
+      const job: ParseJob = { id, fileName, bytes, password: opts.password, ocrCache: opts.ocrCache };
       t.worker.postMessage(job, bytes.buffer instanceof ArrayBuffer ? [bytes.buffer] : []);
     });
     return doc;

@@ -16,7 +16,7 @@ import { dirname, join } from 'node:path';
 
 import { ImportError, checkPageCount, checkTextLength } from './errors.ts';
 import { listPages, ocrNotes } from '../shared/ocr.ts';
-import { OCR_LANGUAGE, Recognizer, needsOcr, ocrRuns, ocrScale, type RecognizedPage } from './ocr.ts';
+import { OCR_LANGUAGE, Recognizer, needsOcr, ocrRuns, ocrScale, type OcrCache, type RecognizedPage } from './ocr.ts';
 import { cleanTitle, titleFromFileName, type PageText, type ParseStage } from './pages.ts';
 import { hyphenatedWords, layoutPage, renderParagraphs, type Paragraph, type TextRun } from '../shared/pdf-layout.ts';
 
@@ -32,6 +32,8 @@ export interface PdfOptions {
   onPhase?: (phase: string, allowanceMs?: number) => void;
   /** The user password of an encrypted PDF, when the user gave one. */
   password?: string;
+  /** Where each recognised page is kept, and found again by a parse of the same file (a resume). */
+  ocr?: OcrCache;
 }
 
 export interface PdfImport {
@@ -226,12 +228,16 @@ export async function importPdf(bytes: Uint8Array, fileName: string, opts: PdfOp
       try {
         onProgress?.(0, toRead.length, 'ocr');
         for (const [k, p] of toRead.entries()) {
-          phase(`recognising page ${p} (OCR, ${k + 1} of ${toRead.length})`, OCR_PAGE_ALLOWANCE_MS);
-          const page = await doc.getPage(p);
-          const scale = ocrScale(sizes[p - 1].width, sizes[p - 1].height);
-          const image = await drawPage(page, scale);
-          page.cleanup();
-          const read = await recognizer.recognize(image, scale);
+          let read = opts.ocr?.get(p) ?? null;
+          if (!read) {
+            phase(`recognising page ${p} (OCR, ${k + 1} of ${toRead.length})`, OCR_PAGE_ALLOWANCE_MS);
+            const page = await doc.getPage(p);
+            const scale = ocrScale(sizes[p - 1].width, sizes[p - 1].height);
+            const image = await drawPage(page, scale);
+            page.cleanup();
+            read = await recognizer.recognize(image, scale);
+            opts.ocr?.put(p, read);
+          }
           ocr.set(p, read);
           layouts[p - 1] = layoutPage(ocrRuns(read));
           chars += charsOf(layouts[p - 1]);

@@ -70,6 +70,11 @@ export class HeldFiles {
 }
 
 /** Where a document's read saves where it stands, so that a crash or a quit does not lose it. */
+/** Where an import keeps the pages OCR recognised until the import is stored (documents/ocr.ts OcrCache). */
+export function ocrCacheDir(cacheDir: string): string {
+  return join(cacheDir, 'ocr');
+}
+
 export function checkpointPath(cacheDir: string, documentId: string): string {
   return join(cacheDir, `${documentId}.reading`);
 }

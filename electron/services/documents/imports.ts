@@ -8,9 +8,10 @@ import { ApiError, type Params, type Result } from '../../api/contract.ts';
 import { MAX_DOCUMENT_BYTES, detectKind, importDocument, readDocumentFile } from '../../documents/index.ts';
 import { baseName } from '../../documents/detect.ts';
 import { isFileFault } from '../../documents/errors.ts';
+import { OcrCache } from '../../documents/ocr.ts';
 import { copyOwned, tooLarge } from '../../documents/read-file.ts';
 import { sha256Hex } from '../document-files.ts';
-import type { DocumentsContext } from './context.ts';
+import { ocrCacheDir, type DocumentsContext } from './context.ts';
 import type { DocumentReader } from './reader.ts';
 
 export class DocumentImports {
@@ -128,6 +129,7 @@ export class DocumentImports {
             signal: task.signal,
             transferBytes: true,
             password,
+            ocrCache: ocrCacheDir(this.ctx.cacheDir),
             onProgress: (d, t, stage) =>
               stage === 'ocr'
                 ? task.progress(
@@ -143,6 +145,8 @@ export class DocumentImports {
         this.ctx.storage.documents.update(documentId, {
           title: this.keptTitle(documentId, sha256, imported.title || fileName),
         });
+        // Its recognised pages are stored with it now: their resume copies go.
+        OcrCache.clear(ocrCacheDir(this.ctx.cacheDir), imported.sha256);
         if (sha256 && imported.html !== undefined) this.ctx.files?.putDerived(sha256, 'html', imported.html);
         if (sha256 && imported.pdf !== undefined) this.ctx.files?.putDerived(sha256, 'pdf', imported.pdf);
         await this.ctx.storage.content.setContent(documentId, {
