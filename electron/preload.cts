@@ -58,6 +58,7 @@ const METHODS = [
   'documents.rename',
   'documents.keptPositions',
   'documents.pageWords',
+  'documents.ocrLanguages',
   'documents.setEstimate',
   'tasks.cancel',
   'server.info',

@@ -5,12 +5,12 @@
 // can be cancelled.
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 
 import { importDocument, type ImportedDocument } from '../electron/documents/index.ts';
-import { LOW_OCR_CONFIDENCE, OcrCache, needsOcr } from '../electron/documents/ocr.ts';
+import { LOW_OCR_CONFIDENCE, OcrCache, needsOcr, ocrLanguages } from '../electron/documents/ocr.ts';
 import { scannedPdf, tinyPng, typesetImage } from './helpers/make-pdf.ts';
 
 const KITE =
@@ -173,4 +173,35 @@ test('a scan stopped part-way goes on from the pages it recognised when the same
     assert.ok(inOrder(want, doc.pages[i].text) >= 0.95, `page ${i + 1}`);
   OcrCache.clear(dir, sha);
   assert.ok(!existsSync(kept[0]), 'cleared once the import is stored');
+});
+
+test('more languages are Tesseract models the user adds to a folder: listed, and read with when chosen', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'folio-ocr-languages-'));
+  after(() => rmSync(dir, { recursive: true, force: true }));
+  assert.deepEqual(
+    ocrLanguages(dir).map((l) => l.code),
+    ['eng'],
+    'English is shipped',
+  );
+  // A model as the tessdata repositories name it (here the npm package's French one), and files that are not models.
+  const { createRequire } = await import('node:module');
+  const fra = join(
+    dirname(createRequire(import.meta.url).resolve('@tesseract.js-data/fra/package.json')),
+    '4.0.0_best_int',
+    'fra.traineddata.gz',
+  );
+  copyFileSync(fra, join(dir, 'fra.traineddata.gz'));
+  writeFileSync(join(dir, 'notes.txt'), 'not a model');
+  assert.deepEqual(
+    ocrLanguages(dir).map((l) => l.code),
+    ['eng', 'fra'],
+  );
+  const FRENCH =
+    'Le café du coin sert une crème brûlée délicieuse. Élise a noté le code secret 7306 dans son cahier, ' +
+    'puis elle est rentrée à la maison avant la pluie.';
+  const doc = await imp('note.pdf', await scannedPdf([FRENCH]), { ocrLanguages: ocrLanguages(dir) });
+  assert.equal(doc.pages[0].ocr?.language, 'eng+fra');
+  assert.ok(inOrder(FRENCH, doc.pages[0].text) >= 0.9, doc.pages[0].text);
+  assert.match(doc.pages[0].text, /crème brûlée/);
+  assert.ok(doc.warnings[0].includes('read by OCR (English, French)'), doc.warnings[0]);
 });

@@ -34,6 +34,7 @@ let settings: Settings = {
   backend: 'auto',
   theme: 'system',
   modelFolders: [],
+  ocrLanguages: ['eng'],
 };
 const bus = new EventBus();
 const handlers = {

@@ -2,6 +2,7 @@
 // schemas, every event the core pushes, and the error shape. Defined once; the Electron IPC bridge and the
 // web host (HTTP/WebSocket) both carry exactly this, and both validate with these schemas at run time.
 import { z } from 'zod';
+import { OCR_LANGUAGE_CODE } from '../shared/ocr.ts';
 
 import { CHAT_STYLES } from '../shared/chat-style.ts';
 import { BACKEND_CHOICES, ENGINE_STATES } from '../shared/compute-backends.ts';
@@ -106,6 +107,9 @@ export const Settings = z.object({
   theme: Theme,
   /** Folders searched for GGUF models besides the known places. */
   modelFolders: z.array(z.string().min(1)),
+  /** The languages OCR reads scans in (Tesseract's codes): English is shipped, others are files the user adds to
+   * the library's OCR folder (documents.ocrLanguages). */
+  ocrLanguages: z.array(z.string().regex(OCR_LANGUAGE_CODE)).min(1).max(6),
 });
 export type Settings = z.infer<typeof Settings>;
 
@@ -625,6 +629,15 @@ export const methods = {
 
   'documents.list': { params: Empty, result: z.array(DocumentSummary) },
   'documents.get': { params: z.object({ documentId: Id }), result: DocumentDetail },
+  /** The languages OCR can read: English (shipped) and the Tesseract data files (<code>.traineddata, or .gz) in
+   * the folder named, which the user adds; nothing is ever downloaded. */
+  'documents.ocrLanguages': {
+    params: Empty,
+    result: z.object({
+      folder: z.string(),
+      available: z.array(z.object({ code: z.string(), name: z.string(), shipped: z.boolean() })),
+    }),
+  },
   /** The words OCR recognised on a page (none for a page with a text layer): the document view draws them as
    * the scan's text layer. */
   'documents.pageWords': {

@@ -6,6 +6,7 @@
 import { baseName, type DocumentKind } from './detect.ts';
 import { throwIfAborted } from './errors.ts';
 import { MAX_DOCUMENT_BYTES } from '../shared/limits.ts';
+import type { OcrLanguage } from './ocr.ts';
 import type { PageText, ParseStage } from './pages.ts';
 import { parseInThread } from './parser-thread.ts';
 import { readDocumentFile, tooLarge } from './read-file.ts';
@@ -36,6 +37,8 @@ export interface ImportOptions {
   /** A folder where each page OCR recognises is kept as it is done (ocr.ts OcrCache), so that a parse stopped by a
    * quit, a cancel or a crash resumes from the pages done; the caller clears them once the import is stored. */
   ocrCache?: string;
+  /** The languages OCR reads scans in (ocr.ts ocrLanguages lists those there are; default: English). */
+  ocrLanguages?: OcrLanguage[];
 }
 
 export interface ImportedDocument {
@@ -84,6 +87,7 @@ export async function importDocument(input: ImportInput, opts: ImportOptions = {
     timeLimitMs: opts.timeLimitMs,
     heapMb: opts.parserHeapMb,
     ocrCache: opts.ocrCache,
+    ocrLanguages: opts.ocrLanguages,
   });
   return {
     kind: doc.kind,

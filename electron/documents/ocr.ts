@@ -6,14 +6,16 @@
 // uses under Node) at OCR_DPI; the recognised words become text runs in the page's display space, one run a
 // word, so the page's text is laid out from them as from a text layer (pdf-layout.ts), and the document view
 // draws the same words as its text layer over the scan (citations, the retention map and search land there).
-import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { gunzipSync } from 'node:zlib';
 import { dirname, join } from 'node:path';
 
 import type { OcrWord, PageOcr } from '../api/contract.ts';
 import type { TextRun } from '../shared/pdf-layout.ts';
 
-import { languageName } from '../shared/ocr.ts';
+import { OCR_LANGUAGE_CODE, SHIPPED_OCR_LANGUAGE } from '../shared/ocr.ts';
 
 export { LOW_OCR_CONFIDENCE } from '../shared/ocr.ts';
 
@@ -34,8 +36,39 @@ export const OCR_MIN_CHARS_PER_SQUARE_INCH = 0.5;
  * strokes of drawings as single letters ("C" for a circle) with little confidence; a real one-letter word of a
  * legible scan scores far above it. */
 export const STRAY_MARK_CONFIDENCE = 50;
-/** The language shipped (Tesseract's code), and its name for people. */
-export const OCR_LANGUAGE = { code: 'eng', name: languageName('eng') } as const;
+/** A language OCR can read (Tesseract's code) and the file of its model (.traineddata, or gzipped). */
+export interface OcrLanguage {
+  code: string;
+  file: string;
+}
+
+/** The languages' key, as Tesseract joins their codes ("eng+fra"). */
+export const languagesKey = (languages: readonly OcrLanguage[]) => languages.map((l) => l.code).join('+');
+
+/** The language shipped: English, from its npm package. */
+export function shippedLanguage(): OcrLanguage {
+  return { code: SHIPPED_OCR_LANGUAGE, file: join(shippedModel(), `${SHIPPED_OCR_LANGUAGE}.traineddata.gz`) };
+}
+
+/**
+ * The languages OCR can read: English, shipped, and each Tesseract model the user put in `folder`
+ * (`<code>.traineddata`, or `.traineddata.gz`, as the tessdata repositories name them). Nothing is downloaded.
+ */
+export function ocrLanguages(folder: string | null): OcrLanguage[] {
+  const found = new Map<string, OcrLanguage>([[SHIPPED_OCR_LANGUAGE, shippedLanguage()]]);
+  let names: string[] = [];
+  try {
+    names = folder ? readdirSync(folder).sort() : [];
+  } catch {
+    // no folder yet: English only
+  }
+  for (const name of names) {
+    const m = /^(.+)\.traineddata(\.gz)?$/.exec(name);
+    if (m && OCR_LANGUAGE_CODE.test(m[1]) && !found.has(m[1]))
+      found.set(m[1], { code: m[1], file: join(folder!, name) });
+  }
+  return [...found.values()];
+}
 
 /** What recognition made of a page: the words in reading order (contract OcrWord), their mean confidence and
  * the language read (contract PageOcr, what is kept of it with the page). */
@@ -113,16 +146,26 @@ function shippedModel(): string {
  */
 export class Recognizer {
   private worker: Promise<TessWorker> | null = null;
+  /** The languages read, as Tesseract joins them ("eng+fra"). */
+  readonly language: string;
+
+  constructor(private readonly languages: readonly OcrLanguage[] = [shippedLanguage()]) {
+    this.language = languagesKey(languages);
+  }
+
+  private models: string | null = null;
 
   private start(): Promise<TessWorker> {
     this.worker ??= (async () => {
       const { createWorker, OEM } = await import('tesseract.js');
-      return createWorker(OCR_LANGUAGE.code, OEM.LSTM_ONLY, {
-        langPath: shippedModel(),
-        gzip: true,
-        // Never written to a cache folder, never fetched: the model is read from the package each time.
-        cacheMethod: 'none',
-      });
+      // Tesseract reads every language from one folder under one name each (<code>.traineddata): the models are
+      // laid out in a folder of this parse's own, unpacked, and read from there; never fetched, never cached.
+      const dir = (this.models = mkdtempSync(join(tmpdir(), 'folio-ocr-')));
+      for (const l of this.languages) {
+        const data = readFileSync(l.file);
+        writeFileSync(join(dir, `${l.code}.traineddata`), l.file.endsWith('.gz') ? gunzipSync(data) : data);
+      }
+      return createWorker(this.language, OEM.LSTM_ONLY, { langPath: dir, gzip: false, cacheMethod: 'none' });
     })();
     return this.worker;
   }
@@ -134,18 +177,20 @@ export class Recognizer {
     const lines = (r.data.blocks ?? []).flatMap((b) => b.paragraphs.flatMap((p) => p.lines)) as TessLine[];
     const words = wordsOfLines(lines, scale);
     const confidence = words.length ? words.reduce((n, w) => n + w.confidence, 0) / words.length : 0;
-    return { language: OCR_LANGUAGE.code, confidence, words };
+    return { language: this.language, confidence, words };
   }
 
   async close(): Promise<void> {
     const w = this.worker;
     this.worker = null;
-    if (w) await (await w).terminate().catch(() => {});
+    if (w) await (await w.catch(() => null))?.terminate().catch(() => {});
+    if (this.models) rmSync(this.models, { recursive: true, force: true });
+    this.models = null;
   }
 }
 
 /** What a kept page must match to be used again: how it was read (a change here reads the pages again). */
-const CACHE_FORMAT = `folio-ocr-1 ${OCR_DPI}dpi ${OCR_LANGUAGE.code} 4.0.0_best_int`;
+const cacheFormat = (language: string) => `folio-ocr-1 ${OCR_DPI}dpi ${language}`;
 
 /**
  * The pages of one file recognised so far, kept in a folder as each is done (`<sha256>-<page>.json`, written aside
@@ -156,6 +201,8 @@ export class OcrCache {
   constructor(
     private readonly dir: string,
     private readonly sha256: string,
+    /** The languages read (Recognizer.language): a page read in others is read again. */
+    private readonly language: string,
   ) {}
 
   private path(page: number): string {
@@ -167,7 +214,7 @@ export class OcrCache {
       const kept = JSON.parse(readFileSync(this.path(page), 'utf8')) as { format?: string; page?: RecognizedPage };
       const p = kept.page;
       const ok =
-        kept.format === CACHE_FORMAT &&
+        kept.format === cacheFormat(this.language) &&
         !!p &&
         typeof p.language === 'string' &&
         typeof p.confidence === 'number' &&
@@ -187,7 +234,7 @@ export class OcrCache {
     try {
       mkdirSync(this.dir, { recursive: true, mode: 0o700 });
       const part = `${this.path(page)}.${process.pid}.part`;
-      writeFileSync(part, JSON.stringify({ format: CACHE_FORMAT, page: read }), { mode: 0o600 });
+      writeFileSync(part, JSON.stringify({ format: cacheFormat(this.language), page: read }), { mode: 0o600 });
       renameSync(part, this.path(page));
     } catch {
       // A page that cannot be kept costs only the resume.

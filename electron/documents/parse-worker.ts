@@ -5,6 +5,7 @@ import { parentPort } from 'node:worker_threads';
 
 import { ImportError } from './errors.ts';
 import { parseDocument, type ParsedDocument } from './parse.ts';
+import type { OcrLanguage } from './ocr.ts';
 import type { ParseStage } from './pages.ts';
 import { loadPdfjs } from './pdf.ts';
 
@@ -14,6 +15,7 @@ export interface ParseJob {
   bytes: Uint8Array;
   password?: string;
   ocrCache?: string;
+  ocrLanguages?: OcrLanguage[];
 }
 
 export type ParserMessage =
@@ -43,6 +45,7 @@ port.on('message', async (job: ParseJob) => {
     const doc = await parseDocument(job.bytes, fileName, {
       password: job.password,
       ocrCache: job.ocrCache,
+      ocrLanguages: job.ocrLanguages,
       onProgress: (done, total, stage) => post({ id, type: 'progress', done, total, stage }),
       onPhase: (phase, allowanceMs) => post({ id, type: 'phase', phase, allowanceMs }),
     });

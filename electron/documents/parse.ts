@@ -10,7 +10,7 @@ import { MAX_TEXT_CHARS } from '../shared/limits.ts';
 import { importMarkdown } from './markdown.ts';
 import type { PageText, ParseStage } from './pages.ts';
 import { importImage } from './image.ts';
-import { OcrCache } from './ocr.ts';
+import { OcrCache, languagesKey, shippedLanguage, type OcrLanguage } from './ocr.ts';
 import { importPdf } from './pdf.ts';
 import { importText, type TextEncoding } from './text.ts';
 
@@ -38,6 +38,8 @@ export interface ParseHooks {
   password?: string;
   /** Where recognised pages are kept (ImportOptions.ocrCache). */
   ocrCache?: string;
+  /** The languages OCR reads (ImportOptions.ocrLanguages). */
+  ocrLanguages?: OcrLanguage[];
 }
 
 /** Parses a document; `bytes` may be consumed (pdf.js detaches them). Throws ImportError. */
@@ -50,7 +52,8 @@ export async function parseDocument(
   const sha256 = createHash('sha256').update(bytes).digest('hex');
   const kind = detectKind(bytes, fileName);
   // Recognised pages are kept by the file's content: the same file imported again finds them.
-  const ocr = hooks.ocrCache ? new OcrCache(hooks.ocrCache, sha256) : undefined;
+  const languages = hooks.ocrLanguages?.length ? hooks.ocrLanguages : [shippedLanguage()];
+  const ocr = hooks.ocrCache ? new OcrCache(hooks.ocrCache, sha256, languagesKey(languages)) : undefined;
 
   let title: string;
   let pages: PageText[];
@@ -64,9 +67,10 @@ export async function parseDocument(
       onPhase,
       password: hooks.password,
       ocr,
+      languages,
     }));
   } else if (kind === 'image') {
-    ({ title, pages, warnings, pdf } = await importImage(bytes, fileName, { onProgress, onPhase, ocr }));
+    ({ title, pages, warnings, pdf } = await importImage(bytes, fileName, { onProgress, onPhase, ocr, languages }));
   } else {
     onProgress?.(0, 1);
     if (kind === 'docx') {

@@ -17,6 +17,7 @@ import { startWorker } from '../worker-thread.ts';
 
 import { ImportError, aborted } from './errors.ts';
 import { MAX_PARSER_THREADS, PARSER_HEAP_MB, PARSE_STALL_MS, PARSE_TIME_LIMIT_MS } from '../shared/limits.ts';
+import type { OcrLanguage } from './ocr.ts';
 import type { ParseStage } from './pages.ts';
 import type { ParsedDocument } from './parse.ts';
 import type { ParseJob, ParserMessage } from './parse-worker.ts';
@@ -33,6 +34,8 @@ export interface ParseOptions {
   heapMb?: number;
   /** Where recognised pages are kept (ImportOptions.ocrCache). */
   ocrCache?: string;
+  /** The languages OCR reads (ImportOptions.ocrLanguages). */
+  ocrLanguages?: OcrLanguage[];
 }
 
 interface ParserThread {
@@ -247,7 +250,14 @@ export async function parseInThread(
         t.worker.off('exit', onExit);
         signal?.removeEventListener('abort', onAbort);
       });
-      const job: ParseJob = { id, fileName, bytes, password: opts.password, ocrCache: opts.ocrCache };
+      const job: ParseJob = {
+        id,
+        fileName,
+        bytes,
+        password: opts.password,
+        ocrCache: opts.ocrCache,
+        ocrLanguages: opts.ocrLanguages,
+      };
       t.worker.postMessage(job, bytes.buffer instanceof ArrayBuffer ? [bytes.buffer] : []);
     });
     return doc;

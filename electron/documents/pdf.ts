@@ -15,8 +15,17 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 
 import { ImportError, checkPageCount, checkTextLength } from './errors.ts';
-import { listPages, ocrNotes } from '../shared/ocr.ts';
-import { OCR_LANGUAGE, Recognizer, needsOcr, ocrRuns, ocrScale, type OcrCache, type RecognizedPage } from './ocr.ts';
+import { languageName, listPages, ocrNotes } from '../shared/ocr.ts';
+import {
+  Recognizer,
+  needsOcr,
+  ocrRuns,
+  ocrScale,
+  shippedLanguage,
+  type OcrCache,
+  type OcrLanguage,
+  type RecognizedPage,
+} from './ocr.ts';
 import { cleanTitle, titleFromFileName, type PageText, type ParseStage } from './pages.ts';
 import { hyphenatedWords, layoutPage, renderParagraphs, type Paragraph, type TextRun } from '../shared/pdf-layout.ts';
 
@@ -34,6 +43,8 @@ export interface PdfOptions {
   password?: string;
   /** Where each recognised page is kept, and found again by a parse of the same file (a resume). */
   ocr?: OcrCache;
+  /** The languages OCR reads (default: English, shipped). */
+  languages?: readonly OcrLanguage[];
 }
 
 export interface PdfImport {
@@ -224,7 +235,7 @@ export async function importPdf(bytes: Uint8Array, fileName: string, opts: PdfOp
     }
     const ocr = new Map<number, RecognizedPage>();
     if (toRead.length) {
-      const recognizer = new Recognizer();
+      const recognizer = new Recognizer(opts.languages ?? [shippedLanguage()]);
       try {
         onProgress?.(0, toRead.length, 'ocr');
         for (const [k, p] of toRead.entries()) {
@@ -265,7 +276,7 @@ export async function importPdf(bytes: Uint8Array, fileName: string, opts: PdfOp
     if (textless.length === n && ocr.size > 0)
       throw new ImportError(
         'NO_TEXT_LAYER',
-        `${fileName} has no text layer, and OCR (${OCR_LANGUAGE.name}) found no writing on its ${n === 1 ? 'page' : `${n} pages`}: ` +
+        `${fileName} has no text layer, and OCR (${languageName((opts.languages ?? [shippedLanguage()]).map((l) => l.code).join('+'))}) found no writing on its ${n === 1 ? 'page' : `${n} pages`}: ` +
           'they hold images without text, or text too small, faint or skewed to read; a clearer scan (300 dpi, ' +
           'black on white) reads better',
       );

@@ -63,6 +63,7 @@ export async function createAppCore(o: AppCoreOptions): Promise<AppCore> {
     tasks,
     bus,
     cacheDir: paths.caches,
+    ocrLanguagesDir: paths.ocrLanguages,
     checkpointSeconds: o.readCheckpointSeconds,
     files: new DocumentFiles(paths.documents),
   });
@@ -101,6 +102,7 @@ export async function createAppCore(o: AppCoreOptions): Promise<AppCore> {
     'documents.list': () => documents.library.list(),
     'documents.get': (p) => documents.library.get(p.documentId),
     'documents.pageWords': (p) => documents.library.pageWords(p),
+    'documents.ocrLanguages': () => documents.library.ocrLanguages(),
     'documents.import': (p) => documents.imports.import(p),
     'documents.rename': (p) => documents.library.rename(p),
     'documents.delete': async (p) => (await documents.library.delete(p.documentId), ok),

@@ -22,5 +22,6 @@ export function dataPaths(dataDir: string) {
     models: join(dataDir, 'models'), // downloaded models
     documents: join(dataDir, 'documents'), // the imported originals, by content (document-files.ts)
     tmp: join(dataDir, 'tmp'), // uploads on their way in (web host), removed once imported
+    ocrLanguages: join(dataDir, 'ocr-languages'), // Tesseract models the user adds (<code>.traineddata): OCR languages
   };
 }

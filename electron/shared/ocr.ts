@@ -6,9 +6,38 @@
  * note, on its thumbnail. */
 export const LOW_OCR_CONFIDENCE = 60;
 
-/** The languages' names, by Tesseract's code. */
-const LANGUAGE_NAMES: Record<string, string> = { eng: 'English' };
-export const languageName = (code: string) => LANGUAGE_NAMES[code] ?? code;
+/** Languages' names, by Tesseract's code (its tessdata files' names); others are named by their code. */
+const LANGUAGE_NAMES: Record<string, string> = {
+  eng: 'English',
+  fra: 'French',
+  deu: 'German',
+  spa: 'Spanish',
+  ita: 'Italian',
+  por: 'Portuguese',
+  nld: 'Dutch',
+  pol: 'Polish',
+  swe: 'Swedish',
+  rus: 'Russian',
+  ukr: 'Ukrainian',
+  tur: 'Turkish',
+  ara: 'Arabic',
+  heb: 'Hebrew',
+  hin: 'Hindi',
+  jpn: 'Japanese',
+  kor: 'Korean',
+  chi_sim: 'Chinese (simplified)',
+  chi_tra: 'Chinese (traditional)',
+};
+/** A language's name, or several's ("eng+fra": "English, French"), as Tesseract joins them. */
+export const languageName = (code: string) =>
+  code
+    .split('+')
+    .map((c) => LANGUAGE_NAMES[c] ?? c)
+    .join(', ');
+/** What a language's code looks like (Tesseract's: "eng", "chi_sim", "deu_latf"). */
+export const OCR_LANGUAGE_CODE = /^[a-z]{3}(_[a-z]{3,4})?$/;
+/** The language shipped with the app. */
+export const SHIPPED_OCR_LANGUAGE = 'eng';
 
 /** Pages as people list them: "3", "1–4, 7", the first twelve runs and "…". */
 export function listPages(pages: readonly number[]): string {
@@ -32,7 +61,7 @@ export const uncertain = (ocr: { confidence: number }) => ocr.confidence > 0 && 
 export function ocrNotes(pages: readonly { page: number; ocr?: { language: string; confidence: number } }[]): string[] {
   const read = pages.filter((p) => p.ocr);
   if (!read.length) return [];
-  const languages = [...new Set(read.map((p) => languageName(p.ocr!.language)))].join(', ');
+  const languages = [...new Set(read.map((p) => languageName(p.ocr!.language)))].join('; ');
   const s = read.length > 1;
   const out = [
     `page${s ? 's' : ''} ${listPages(read.map((p) => p.page))} ${s ? 'were' : 'was'} read by OCR (${languages}): ` +

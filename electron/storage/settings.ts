@@ -1,6 +1,7 @@
 // Settings: one JSON document (the contract's Settings) in a one-row table, over defaults. The model
 // folders live in model_folders (one source of truth, shared with the models repository); the settings
 // document shows them as Settings.modelFolders.
+import { SHIPPED_OCR_LANGUAGE } from '../shared/ocr.ts';
 import type Database from 'better-sqlite3';
 import type { z } from 'zod';
 
@@ -42,6 +43,7 @@ export const DEFAULT_SETTINGS: Settings = Object.freeze({
   backend: 'auto',
   theme: 'system',
   modelFolders: Object.freeze([]) as unknown as string[],
+  ocrLanguages: Object.freeze([SHIPPED_OCR_LANGUAGE]) as unknown as string[],
 }) as Settings;
 
 /** The patch the repository accepts: the contract's SettingsPatch, refusing unknown keys at every level. */
@@ -61,6 +63,7 @@ function copyDefaults(): Settings {
     compression: { ...DEFAULT_SETTINGS.compression },
     sampling: { ...DEFAULT_SETTINGS.sampling },
     modelFolders: [],
+    ocrLanguages: [...DEFAULT_SETTINGS.ocrLanguages],
   };
 }
 

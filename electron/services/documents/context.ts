@@ -25,6 +25,8 @@ export interface DocumentsContext {
   files?: DocumentFiles;
   /** Where the compressed caches are saved. */
   cacheDir: string;
+  /** Where the user adds OCR languages (documents/ocr.ts ocrLanguages); none: English only. */
+  ocrLanguagesDir?: string;
   /** How often a chunked read saves where it stands (seconds). */
   checkpointSeconds: number;
   held: HeldFiles;

@@ -8,7 +8,7 @@ import { ApiError, type Params, type Result } from '../../api/contract.ts';
 import { MAX_DOCUMENT_BYTES, detectKind, importDocument, readDocumentFile } from '../../documents/index.ts';
 import { baseName } from '../../documents/detect.ts';
 import { isFileFault } from '../../documents/errors.ts';
-import { OcrCache } from '../../documents/ocr.ts';
+import { OcrCache, ocrLanguages, type OcrLanguage } from '../../documents/ocr.ts';
 import { copyOwned, tooLarge } from '../../documents/read-file.ts';
 import { sha256Hex } from '../document-files.ts';
 import { ocrCacheDir, type DocumentsContext } from './context.ts';
@@ -130,6 +130,7 @@ export class DocumentImports {
             transferBytes: true,
             password,
             ocrCache: ocrCacheDir(this.ctx.cacheDir),
+            ocrLanguages: this.languages(),
             onProgress: (d, t, stage) =>
               stage === 'ocr'
                 ? task.progress(
@@ -167,6 +168,13 @@ export class DocumentImports {
       }
     });
     return taskId;
+  }
+
+  /** The languages the settings ask OCR to read in, of those there are (one removed from the folder is left out). */
+  private languages(): OcrLanguage[] {
+    const there = ocrLanguages(this.ctx.ocrLanguagesDir ?? null);
+    const chosen = there.filter((l) => this.ctx.storage.settings.get().ocrLanguages.includes(l.code));
+    return chosen.length ? chosen : there.slice(0, 1);
   }
 
   /** Lets go of a failed import's file: the copy held for trying again, and the stored original unless

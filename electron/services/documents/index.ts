@@ -30,6 +30,8 @@ export interface DocumentsOptions {
   checkpointSeconds?: number;
   /** The imported originals, which the document view shows. */
   files?: DocumentFiles;
+  /** Where the user adds OCR languages (Tesseract's <code>.traineddata files); none: English only. */
+  ocrLanguagesDir?: string;
 }
 
 export class Documents {

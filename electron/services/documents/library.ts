@@ -14,6 +14,8 @@ import {
   type SetEstimate,
 } from '../../api/contract.ts';
 import { conversationRoom, pagesRead } from '../../shared/room.ts';
+import { languageName, SHIPPED_OCR_LANGUAGE } from '../../shared/ocr.ts';
+import { ocrLanguages } from '../../documents/ocr.ts';
 import { SET_HEADER_TOKENS } from '../chat-set.ts';
 import { toSummary, type DocumentRecord } from '../../storage/index.ts';
 import { cacheMatches, checkpointPath, type DocumentsContext } from './context.ts';
@@ -82,6 +84,19 @@ export class DocumentLibrary {
     this.ctx.storage.documents.update(params.documentId, { title: params.title.replace(/\s+/g, ' ').trim() });
     this.ctx.changed(params.documentId);
     return this.summary(this.ctx.storage.documents.require(params.documentId));
+  }
+
+  /** The languages OCR can read: English, shipped, and those the user added to the folder. */
+  ocrLanguages(): Result<'documents.ocrLanguages'> {
+    const folder = this.ctx.ocrLanguagesDir ?? '';
+    return {
+      folder,
+      available: ocrLanguages(folder || null).map((l) => ({
+        code: l.code,
+        name: languageName(l.code),
+        shipped: l.code === SHIPPED_OCR_LANGUAGE,
+      })),
+    };
   }
 
   /** The words OCR recognised on one of the document's pages (none where the page has a text layer). */

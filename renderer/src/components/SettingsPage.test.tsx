@@ -26,6 +26,27 @@ function settingsApi() {
 }
 
 describe('settings', () => {
+  it('chooses the languages of scans among English and those added to the library folder, never none', async () => {
+    const api = settingsApi();
+    api.handlers['documents.ocrLanguages'] = () => ({
+      folder: '/library/ocr-languages',
+      available: [
+        { code: 'eng', name: 'English', shipped: true },
+        { code: 'fra', name: 'French', shipped: false },
+      ],
+    });
+    await renderApp(api);
+    act(() => go('settings'));
+    const box = await screen.findByTestId('ocr-languages');
+    expect(box.textContent).toMatch(/put Tesseract models .* in \/library\/ocr-languages/);
+    const english = within(box).getByRole('checkbox', { name: 'English (shipped)' }) as HTMLInputElement;
+    expect(english.checked).toBe(true);
+    expect(english.disabled).toBe(true); // the only one: OCR needs a language
+    await userEvent.click(within(box).getByRole('checkbox', { name: 'French' }));
+    await waitFor(() => expect(api.callsOf('settings.update')).toEqual([{ ocrLanguages: ['eng', 'fra'] }]));
+    await waitFor(() => expect(english.disabled).toBe(false));
+  });
+
   it('switches the theme at once: light and dark, or the system’s', async () => {
     const api = settingsApi();
     await renderApp(api);

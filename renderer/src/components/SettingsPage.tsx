@@ -3,7 +3,13 @@
 // until saved; what would make compressed documents stale says so.
 import { useEffect, useState, type FormEvent, type ReactNode } from 'react';
 
-import type { CompressionMethod, DocumentPositions, Settings, SettingsPatch } from '../../../electron/api/contract.ts';
+import type {
+  CompressionMethod,
+  DocumentPositions,
+  Result,
+  Settings,
+  SettingsPatch,
+} from '../../../electron/api/contract.ts';
 import { api, hasApi } from '../api/client.ts';
 import { resetSettings, updateSettings, useSettings } from '../stores/settings.ts';
 import { askConfirm, notify } from '../stores/ui.ts';
@@ -189,6 +195,53 @@ export function ThemePicker() {
         { value: 'dark', label: 'Dark' },
       ]}
     />
+  );
+}
+
+/** The languages OCR reads scans in: English (shipped) and the Tesseract models the user put in the library's
+ * folder, each a checkbox; the folder named, since nothing is ever downloaded. */
+function OcrLanguages() {
+  const chosen = useSettings((s) => s.settings?.ocrLanguages ?? ['eng']);
+  const [there, setThere] = useState<Result<'documents.ocrLanguages'> | null>(null);
+  useEffect(() => {
+    let alive = true;
+    void api()
+      .call('documents.ocrLanguages', {})
+      .then(
+        (r) => alive && setThere(r),
+        () => {},
+      );
+    return () => {
+      alive = false;
+    };
+  }, []);
+  if (!there) return <span className="muted small">Looking for languages…</span>;
+  const toggle = (code: string, on: boolean) => {
+    const next = on ? [...chosen, code] : chosen.filter((c) => c !== code);
+    if (next.length) void updateSettings({ ocrLanguages: next });
+  };
+  return (
+    <div data-testid="ocr-languages">
+      <div className="inline-row">
+        {there.available.map((l) => (
+          <label key={l.code} className="check-row">
+            <input
+              type="checkbox"
+              checked={chosen.includes(l.code)}
+              disabled={chosen.length === 1 && chosen.includes(l.code)}
+              onChange={(e) => toggle(l.code, e.target.checked)}
+            />{' '}
+            {l.name}
+            {l.shipped ? ' (shipped)' : ''}
+          </label>
+        ))}
+      </div>
+      <span className="field-hint small muted">
+        More languages: put Tesseract models (<code>fra.traineddata</code>, from the tessdata repositories) in{' '}
+        <code>{there.folder}</code>; each language chosen slows the reading of scans. Scans already imported keep what
+        they were read with.
+      </span>
+    </div>
   );
 }
 
@@ -461,6 +514,10 @@ export function SettingsPage() {
               ))}
             </select>
           </Field>
+        </div>
+        <div className="field">
+          <span className="label-like">Languages of scans (OCR)</span>
+          <OcrLanguages />
         </div>
         <div className="field">
           <span className="label-like">Model folders</span>

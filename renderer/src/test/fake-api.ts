@@ -43,6 +43,7 @@ export const settings = (over: Partial<Settings> = {}): Settings => ({
   backend: 'auto',
   theme: 'light',
   modelFolders: [],
+  ocrLanguages: ['eng'],
   ...over,
 });
 
@@ -253,6 +254,10 @@ export function createFakeApi(handlers: Handlers = {}, extras: Partial<FolioBrid
     'settings.get': () => settings(),
     'engine.status': () => engine(),
     'documents.list': () => [],
+    'documents.ocrLanguages': () => ({
+      folder: '/library/ocr-languages',
+      available: [{ code: 'eng', name: 'English', shipped: true }],
+    }),
     'models.list': () => [model()],
     'models.catalog': () => [],
     'chats.list': () => [],
