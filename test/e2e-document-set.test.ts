@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
-import { e2eApp, e2eSkip, shots, storiesDir } from './helpers/e2e-host.ts';
+import { e2eApp, e2eSkip, needleSettings, shots, storiesDir } from './helpers/e2e-host.ts';
 import { sharedModel } from './helpers/shared.ts';
 
 const model = sharedModel('needle-llama.gguf');
@@ -20,12 +20,7 @@ const app = e2eApp({
   apiToken: 'e2e-document-set-token-0123456789',
   skip,
   viewport: { width: 1400, height: 900 },
-  beforePage: async ({ api }) =>
-    void (await api.call('settings.update', {
-      sampling: { maxTokens: 4, temperature: 0 },
-      compression: { method: 'ada-snapkv', budget: 0.6 },
-      theme: 'light',
-    })),
+  beforePage: needleSettings,
   ready: async ({ api, page }) => {
     const files = [
       { fileName: 'Lily.txt', data: Buffer.from(opening('lily-and-the-red-kite', 3).join(' ')) },

@@ -6,7 +6,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 
-import { e2eApp, e2eSkip, shots } from './helpers/e2e-host.ts';
+import { e2eApp, e2eSkip, needleSettings, shots } from './helpers/e2e-host.ts';
 import { scannedPdf } from './helpers/make-pdf.ts';
 import { sharedModel } from './helpers/shared.ts';
 
@@ -20,12 +20,7 @@ const app = e2eApp({
   apiToken: 'e2e-ocr-token-0123456789abcdef',
   skip,
   viewport: { width: 1400, height: 900 },
-  beforePage: async ({ api }) =>
-    void (await api.call('settings.update', {
-      sampling: { maxTokens: 4, temperature: 0 },
-      compression: { method: 'ada-snapkv', budget: 0.6 },
-      theme: 'light',
-    })),
+  beforePage: needleSettings,
   ready: async ({ api, page }) => {
     const pdf = await scannedPdf(
       [

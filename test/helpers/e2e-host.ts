@@ -213,6 +213,18 @@ export async function closeE2e(o: {
 }
 
 /** A test file's app and its page (e2eApp): filled in by its `before`, before the first test runs. */
+/**
+ * The settings of an e2e test on needle-llama (it copies the digits after "is "): greedy four-token answers, a cache
+ * compressed no harder than a 60-token document's needle survives question-agnostically, the light theme for the
+ * screenshots. As an e2eApp's beforePage.
+ */
+export const needleSettings = async ({ api }: { api: ServedApp['api'] }) =>
+  void (await api.call('settings.update', {
+    sampling: { maxTokens: 4, temperature: 0 },
+    compression: { method: 'ada-snapkv', budget: 0.6 },
+    theme: 'light',
+  }));
+
 export interface E2eApp extends ServedApp {
   dir: string;
   context: BrowserContext;
