@@ -18,6 +18,7 @@ import { ImportError, checkPageCount, checkTextLength } from './errors.ts';
 import { languageName, listPages, ocrNotes } from '../shared/ocr.ts';
 import {
   Recognizer,
+  languagesKey,
   needsOcr,
   ocrRuns,
   ocrScale,
@@ -276,28 +277,12 @@ export async function importPdf(bytes: Uint8Array, fileName: string, opts: PdfOp
     if (textless.length === n && ocr.size > 0)
       throw new ImportError(
         'NO_TEXT_LAYER',
-        `${fileName} has no text layer, and OCR (${languageName((opts.languages ?? [shippedLanguage()]).map((l) => l.code).join('+'))}) found no writing on its ${n === 1 ? 'page' : `${n} pages`}: ` +
+        `${fileName} has no text layer, and OCR (${languageName(languagesKey(opts.languages ?? [shippedLanguage()]))}) found no writing on its ${n === 1 ? 'page' : `${n} pages`}: ` +
           'they hold images without text, or text too small, faint or skewed to read; a clearer scan (300 dpi, ' +
           'black on white) reads better',
       );
+    // Every page that draws something was read by OCR above: a document with no text left draws nothing.
     if (textless.length === n) {
-      phase('looking for images');
-      // A few pages spread over the document: a scan may start with blank pages.
-      const sample = [
-        ...new Set(
-          Array.from(
-            { length: Math.min(n, 5) },
-            (_, k) => 1 + Math.round((k * (n - 1)) / Math.max(1, Math.min(n, 5) - 1)),
-          ),
-        ),
-      ];
-      if (await hasDrawing(pdfjs, doc, sample)) {
-        throw new ImportError(
-          'NO_TEXT_LAYER',
-          `${fileName} has no text layer: its ${n === 1 ? 'page is' : `${n} pages are`} images or drawings only (a scan?), and OCR is not supported; ` +
-            `run it through an OCR tool first (e.g. ocrmypdf) and import the result`,
-        );
-      }
       throw new ImportError(
         'EMPTY',
         `${fileName} is empty: its ${n === 1 ? 'page has' : `${n} pages have`} no text and nothing drawn`,
