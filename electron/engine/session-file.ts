@@ -16,6 +16,8 @@ const ELEMENT_BYTES: Record<number, number> = { 0: 4, 1: 2 };
 const CHECKSUM_BYTES = 8;
 
 export interface SessionFileHeader {
+  /** The file's format (1: before the kept scores). */
+  version: number;
   kvType: 'f32' | 'f16';
   layers: number;
   kvHeads: number;
@@ -95,7 +97,7 @@ async function readHeader(c: Cursor, path: string): Promise<SessionFileHeader> {
   c.skip(logits * 4, 'the logits');
   const metaLen = await c.u32('the meta length');
   const meta = (await c.take(metaLen, 'the meta')).toString('utf8');
-  return { kvType: type === 0 ? 'f32' : 'f16', layers, kvHeads, headDim, headDimV, nPast, tokens, meta };
+  return { version, kvType: type === 0 ? 'f32' : 'f16', layers, kvHeads, headDim, headDimV, nPast, tokens, meta };
 }
 
 /**
@@ -119,20 +121,27 @@ export async function readKeptPositions(
       );
     const el = ELEMENT_BYTES[header.kvType === 'f32' ? 0 : 1];
     const entryBytes = (header.headDim + header.headDimV) * el;
+    // Every head's length is read (the rest skipped), so that the file's layout is checked to its end.
+    let positions: Int32Array | null = null;
+    let entries = 0;
     for (let l = 0; l < header.layers; l++)
       for (let h = 0; h < header.kvHeads; h++) {
         const len = await c.i32('a head’s length');
         if (len < 0 || len * (4 + entryBytes) > c.left)
           throw new SessionFileError(`${path} is damaged: layer ${l}, head ${h} is larger than the file`);
+        entries += len;
         if (l === layer && h === head) {
           const b = await c.take(len * 4, 'the positions');
-          const positions = new Int32Array(len);
+          positions = new Int32Array(len);
           for (let i = 0; i < len; i++) positions[i] = b.readInt32LE(i * 4);
-          return { header, positions };
-        }
-        c.skip(len * (4 + entryBytes), 'the cache entries');
+          c.skip(len * entryBytes, 'the cache entries');
+        } else c.skip(len * (4 + entryBytes), 'the cache entries');
       }
-    throw new SessionFileError(`${path} is damaged: it ends before layer ${layer}, head ${head}`);
+    // Format 2: the kept scores, a float per entry, after a flag.
+    if (header.version >= 2 && (await c.take(1, 'the scores’ flag'))[0] === 1) c.skip(entries * 4, 'the kept scores');
+    if (c.left !== 0) throw new SessionFileError(`${path} is damaged: it has trailing bytes`);
+    if (!positions) throw new SessionFileError(`${path} is damaged: it ends before layer ${layer}, head ${head}`);
+    return { header, positions };
   } finally {
     await fh.close();
   }
