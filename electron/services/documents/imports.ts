@@ -146,8 +146,6 @@ export class DocumentImports {
         this.ctx.storage.documents.update(documentId, {
           title: this.keptTitle(documentId, sha256, imported.title || fileName),
         });
-        // Its recognised pages are stored with it now: their resume copies go.
-        OcrCache.clear(ocrCacheDir(this.ctx.cacheDir), imported.sha256);
         if (sha256 && imported.html !== undefined) this.ctx.files?.putDerived(sha256, 'html', imported.html);
         if (sha256 && imported.pdf !== undefined) this.ctx.files?.putDerived(sha256, 'pdf', imported.pdf);
         await this.ctx.storage.content.setContent(documentId, {
@@ -159,6 +157,8 @@ export class DocumentImports {
           })),
           tokens: [],
         });
+        // Its recognised pages are stored with it now: their resume copies go.
+        OcrCache.clear(ocrCacheDir(this.ctx.cacheDir), imported.sha256);
         await this.reader.read(documentId, task, undefined);
       } catch (e) {
         this.reader.fail(documentId, e, task);

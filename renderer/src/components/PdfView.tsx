@@ -7,7 +7,7 @@ import { useCallback, useEffect, useMemo, useRef, useState, type FormEvent } fro
 import type { PDFDocumentProxy, PDFPageProxy } from 'pdfjs-dist';
 
 import type { DocumentDetail, DocumentPage } from '../../../electron/api/contract.ts';
-import { LOW_OCR_CONFIDENCE } from '../../../electron/shared/ocr.ts';
+import { uncertain } from '../../../electron/shared/ocr.ts';
 import { api, errorMessage } from '../api/client.ts';
 import { ocrTextContent } from '../lib/ocr-text-layer.ts';
 import type { SearchHit } from '../lib/doc-search.ts';
@@ -581,9 +581,7 @@ function drawMarks(div: HTMLElement, str: string, marks: Mark[]): void {
 /** How a page was read by OCR, for people. */
 function ocrLabel(ocr: NonNullable<DocumentPage['ocr']>): string {
   const sure = `${Math.round(ocr.confidence)}% confident`;
-  return ocr.confidence < LOW_OCR_CONFIDENCE
-    ? `read by OCR, uncertain (${sure}): check the text against the page`
-    : `read by OCR (${sure})`;
+  return uncertain(ocr) ? `read by OCR, uncertain (${sure}): check the text against the page` : `read by OCR (${sure})`;
 }
 
 /** A page's thumbnail, drawn when the thumbnail column scrolls near it; its frame shaded by the page's retention. */
@@ -604,7 +602,7 @@ function PdfThumb({
   current: boolean;
   /** Not read by the model (a range of pages was read): dimmed and labelled, as the page strip does. */
   unread: boolean;
-  /** Read by OCR: marked, and marked uncertain below LOW_OCR_CONFIDENCE. */
+  /** Read by OCR: marked, and marked uncertain as the read note says (shared/ocr.ts uncertain). */
   ocr: DocumentPage['ocr'] | null;
   retention: number | undefined;
   scaleMax: number;
@@ -654,11 +652,11 @@ function PdfThumb({
       <span className="small">{page}</span>
       {ocr && (
         <span
-          className={`pdf-thumb-ocr${ocr.confidence < LOW_OCR_CONFIDENCE ? ' uncertain' : ''}`}
+          className={`pdf-thumb-ocr${uncertain(ocr) ? ' uncertain' : ''}`}
           title={ocrLabel(ocr)}
           data-testid="thumb-ocr"
         >
-          {ocr.confidence < LOW_OCR_CONFIDENCE ? 'OCR?' : 'OCR'}
+          {uncertain(ocr) ? 'OCR?' : 'OCR'}
         </span>
       )}
       {retention !== undefined && (
