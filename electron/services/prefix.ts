@@ -138,8 +138,11 @@ export function mapPrefix(
   return mapPages(rendered, t, documentStart < 0 ? null : pageStart, pages);
 }
 
-/** Tokens mapped between two turns of the event loop (a long document's map takes a few of them). */
-const MAP_SLICE = 1 << 17;
+/**
+ * How long the map runs before it lets the event loop turn (a long document's map takes a few turns). A
+ * time, not a count of tokens: a count sized on a fast machine held the loop ~200 ms on a loaded one.
+ */
+const MAP_SLICE_MS = 10;
 
 /**
  * Maps tokens of `rendered` to pages that start at the given offsets of it, in order (null: no document text).
@@ -157,8 +160,12 @@ export async function mapPages(
   const out: DocumentPage[] = pages.map((p) => ({ page: p.page, text: p.text, tokenStart: -1, tokenEnd: -1 }));
   let k = 0; // pages are in order, and so are the tokens
   let next = n > 0 ? starts.next() : 0;
+  let sliceStart = performance.now();
   for (let i = 0; i < n; i++) {
-    if (i % MAP_SLICE === MAP_SLICE - 1) await new Promise((ok) => setImmediate(ok));
+    if ((i & 4095) === 4095 && performance.now() - sliceStart > MAP_SLICE_MS) {
+      await new Promise((ok) => setImmediate(ok));
+      sliceStart = performance.now();
+    }
     const s = next;
     next = i + 1 < n ? starts.next() : rendered.length;
     const e = next;
