@@ -60,6 +60,7 @@ const METHODS = [
   'documents.pageWords',
   'documents.ocrLanguages',
   'documents.setEstimate',
+  'documents.chooseOcrPages',
   'tasks.cancel',
   'server.info',
   'chats.list',

@@ -10,7 +10,16 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 
 import { importDocument, type ImportedDocument } from '../electron/documents/index.ts';
-import { LOW_OCR_CONFIDENCE, OcrCache, needsOcr, ocrLanguages } from '../electron/documents/ocr.ts';
+import {
+  DEFAULT_OCR_SECONDS_PER_PAGE,
+  LOW_OCR_CONFIDENCE,
+  OcrCache,
+  needsOcr,
+  ocrLanguages,
+  ocrSpeed,
+  recordOcrSpeed,
+} from '../electron/documents/ocr.ts';
+import { ocrNotes, parseOcrPages } from '../electron/shared/ocr.ts';
 import { scannedPdf, tinyPng, typesetImage } from './helpers/make-pdf.ts';
 
 const KITE =
@@ -204,4 +213,84 @@ test('more languages are Tesseract models the user adds to a folder: listed, and
   assert.ok(inOrder(FRENCH, doc.pages[0].text) >= 0.9, doc.pages[0].text);
   assert.match(doc.pages[0].text, /crème brûlée/);
   assert.ok(doc.warnings[0].includes('read by OCR (English, French)'), doc.warnings[0]);
+});
+
+test('a long scan stops before its OCR for the choice of pages; a range reads only those, and the resume keeps working', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'folio-ocr-range-'));
+  after(() => rmSync(dir, { recursive: true, force: true }));
+  const bytes = await scannedPdf([KITE, BOAT, KITE]);
+  const ask = { overSeconds: 5, secondsPerPage: 2 };
+  // Three pages at 2 s a page is 6 s, over the 5 s asked for: nothing is recognised, the plan says what would be.
+  const stages: string[] = [];
+  await assert.rejects(
+    imp('long.pdf', bytes.slice(), { ocrCache: dir, ocrAsk: ask, onProgress: (_d, _t, st) => stages.push(st ?? '') }),
+    (e: { code?: string; message: string; details?: unknown }) => {
+      assert.equal(e.code, 'OCR_CHOICE');
+      assert.match(e.message, /long\.pdf has 3 pages without a text layer to read by OCR \(about 5 s here\)/);
+      assert.deepEqual(e.details, { pages: 3, ocrPages: [1, 2, 3], pending: [1, 2, 3], secondsPerPage: 2 });
+      return true;
+    },
+  );
+  assert.ok(!stages.includes('ocr'), 'no page was recognised before the choice');
+  // Page 2 only: the others are kept as pages, empty and marked unread, and the warnings say so.
+  const one = await imp('long.pdf', bytes.slice(), { ocrCache: dir, ocrAsk: ask, ocrPages: [2, 2] });
+  assert.equal(one.pages.length, 3);
+  assert.ok(inOrder(BOAT, one.pages[1].text) >= 0.95, one.pages[1].text);
+  for (const i of [0, 2]) {
+    assert.equal(one.pages[i].text, '');
+    assert.equal(one.pages[i].ocr?.unread, true, `page ${i + 1} is marked unread`);
+  }
+  assert.equal(one.ocrSeconds.length, 1, 'one page recognised, its time measured');
+  assert.ok(
+    one.warnings.some((w) =>
+      /^pages 1, 3 were not read: they have no text layer and lay outside the pages chosen/.test(w),
+    ),
+    one.warnings.join(' | '),
+  );
+  assert.ok(
+    one.warnings.some((w) => /^page 2 was read by OCR/.test(w)),
+    one.warnings.join(' | '),
+  );
+  // The same file again: page 2 is kept, so the plan counts only the two others, and a range over pages 2–3
+  // reads page 3 alone.
+  await assert.rejects(
+    imp('long.pdf', bytes.slice(), { ocrCache: dir, ocrAsk: { ...ask, overSeconds: 3 } }),
+    (e: { details?: { pending?: number[] } }) => {
+      assert.deepEqual(e.details?.pending, [1, 3]);
+      return true;
+    },
+  );
+  const { createHash } = await import('node:crypto');
+  const kept2 = join(dir, `${createHash('sha256').update(bytes).digest('hex')}-2.json`);
+  const when = statSync(kept2).mtimeMs;
+  const two = await imp('long.pdf', bytes.slice(), { ocrCache: dir, ocrPages: [2, 3] });
+  assert.equal(statSync(kept2).mtimeMs, when, 'page 2 was not read again');
+  assert.equal(two.ocrSeconds.length, 1);
+  assert.ok(inOrder(KITE, two.pages[2].text) >= 0.95 && two.pages[0].ocr?.unread);
+  // A range past the last page is refused, saying which pages there are.
+  await assert.rejects(
+    imp('long.pdf', bytes.slice(), { ocrPages: [5, 9] }),
+    (e: { code?: string; message: string }) =>
+      e.code === 'BAD_RANGE' &&
+      /long\.pdf has 3 pages: pages 5–9 are not among them; choose pages from 1 to 3/.test(e.message),
+  );
+});
+
+test("this machine's OCR speed is the median of its last pages, the documented default before any", () => {
+  const dir = mkdtempSync(join(tmpdir(), 'folio-ocr-speed-'));
+  after(() => rmSync(dir, { recursive: true, force: true }));
+  assert.deepEqual(ocrSpeed(dir), { secondsPerPage: DEFAULT_OCR_SECONDS_PER_PAGE, measured: false });
+  recordOcrSpeed(dir, [3, 1]);
+  recordOcrSpeed(dir, [2]);
+  assert.deepEqual(ocrSpeed(dir), { secondsPerPage: 2, measured: true });
+  writeFileSync(join(dir, 'speed.json'), '{"seconds": "damaged"');
+  assert.equal(ocrSpeed(dir).measured, false, 'a damaged file is the default');
+  assert.deepEqual(parseOcrPages('3-40'), [3, 40]);
+  assert.deepEqual(parseOcrPages('7'), [7, 7]);
+  assert.equal(parseOcrPages('all'), 'all');
+  assert.equal(parseOcrPages('9-3'), null);
+  assert.equal(parseOcrPages('0'), null);
+  assert.deepEqual(ocrNotes([{ page: 1, ocr: { language: 'eng', confidence: 0, unread: true } }]), [
+    'page 1 was not read: it has no text layer and lay outside the pages chosen for OCR at import, so answers know nothing of it (import the file again to read it)',
+  ]);
 });

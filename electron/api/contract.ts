@@ -207,6 +207,31 @@ export const DocumentStatus = z.enum(['importing', 'compressing', 'ready', 'fail
 export const FailureRemedy = z.enum(['compress', 'import', 'password']);
 export type FailureRemedy = z.infer<typeof FailureRemedy>;
 
+/** Which of a scan's pages OCR reads (shared/ocr.ts OcrPages): all, or a range (first, last); the text-layer pages of
+ * a mixed PDF are read whatever the range. */
+export const OcrPages = z.union([
+  z.literal('all'),
+  z
+    .tuple([z.number().int().min(1), z.number().int().min(1)])
+    .refine(([a, b]) => a <= b, 'the first page comes after the last'),
+]);
+export type OcrPages = z.infer<typeof OcrPages>;
+
+/**
+ * An import waiting for the user's choice before a long OCR (shared/ocr.ts OcrPlan): the document's pages, those
+ * without a text layer that OCR would read, those of them not recognised yet (an earlier try kept the others),
+ * and the seconds a page takes on this machine (`measured` here by the imports before, else the documented
+ * default). documents.chooseOcrPages answers it; cancelling the import's task ends it.
+ */
+export const OcrChoice = z.object({
+  pages: z.number().int(),
+  ocrPages: z.array(z.number().int()),
+  pending: z.array(z.number().int()),
+  secondsPerPage: z.number(),
+  measured: z.boolean(),
+});
+export type OcrChoice = z.infer<typeof OcrChoice>;
+
 export const DocumentSummary = z.object({
   id: Id,
   title: z.string(),
@@ -246,13 +271,20 @@ export const DocumentSummary = z.object({
       placement: z.enum(['own', 'packed', 'rebased']),
     })
     .nullable(),
+  /** Present while the import waits for the choice of the pages to read by OCR (a long scan). */
+  ocrChoice: OcrChoice.optional(),
 });
 export type DocumentSummary = z.infer<typeof DocumentSummary>;
 
 /** A page (PDF) or paragraph group (other formats) with the token range it became. */
 /** How a page without a text layer was read by OCR (electron/documents/ocr.ts): the language, and the mean
- * confidence (0–100) of its words. */
-export const PageOcr = z.object({ language: z.string(), confidence: z.number().min(0).max(100) });
+ * confidence (0–100) of its words; `unread`: it needs OCR but lay outside the pages chosen at import, so it has no
+ * text (confidence 0). */
+export const PageOcr = z.object({
+  language: z.string(),
+  confidence: z.number().min(0).max(100),
+  unread: z.literal(true).optional(),
+});
 export type PageOcr = z.infer<typeof PageOcr>;
 
 /** A word OCR recognised: its baseline's start, advance and size in the page's display points (y down), as a
@@ -654,7 +686,12 @@ export const methods = {
    */
   'documents.import': {
     params: z.union([
-      z.object({ path: z.string().min(1), password: Password.optional(), keepDuplicate: z.boolean().optional() }),
+      z.object({
+        path: z.string().min(1),
+        password: Password.optional(),
+        keepDuplicate: z.boolean().optional(),
+        ocrPages: OcrPages.optional(),
+      }),
       z.object({
         fileName: z.string().min(1).max(1024),
         dataBase64: z
@@ -662,10 +699,17 @@ export const methods = {
           .max(MAX_INLINE_BASE64_CHARS, 'the file is too large to send inline: upload it (POST ' + UPLOAD_ROUTE + ')'),
         password: Password.optional(),
         keepDuplicate: z.boolean().optional(),
+        ocrPages: OcrPages.optional(),
       }),
-      z.object({ documentId: Id, password: Password.optional() }),
+      z.object({ documentId: Id, password: Password.optional(), ocrPages: OcrPages.optional() }),
     ]),
     result: z.object({ documentId: Id, taskId: Id }),
+  },
+  /** Answers an import waiting before a long OCR (DocumentSummary.ocrChoice): read all its pages, or a range of
+   * them. (Cancelling the import's task is the third answer.) */
+  'documents.chooseOcrPages': {
+    params: z.object({ documentId: Id, pages: OcrPages }),
+    result: Ok,
   },
   'documents.rename': {
     params: z.object({ documentId: Id, title: z.string().trim().min(1, 'the title is empty').max(200) }),

@@ -26,6 +26,11 @@ export type ImportErrorCode =
   | 'NO_TEXT_LAYER'
   /** Bigger than the limits (bytes, pages, memory while parsing). */
   | 'TOO_LARGE'
+  /** Many pages need OCR (longer than the caller's limit, ImportOptions.ocrAsk): the parse stopped before reading
+   * them, for the choice of pages (details: contract OcrChoice less `measured`); not a failure of the file. */
+  | 'OCR_CHOICE'
+  /** The pages asked for (ImportOptions.ocrPages) are not among the document's. */
+  | 'BAD_RANGE'
   /** Parsing made no progress for too long (hostile or pathological input). */
   | 'TIMEOUT'
   /** Cancelled through the AbortSignal. */
@@ -44,6 +49,8 @@ const FILE_FAULT: Record<ImportErrorCode, boolean> = {
   PASSWORD_WRONG: false,
   CORRUPT: true,
   NO_TEXT_LAYER: true,
+  OCR_CHOICE: false,
+  BAD_RANGE: false,
   TOO_LARGE: true,
   TIMEOUT: true,
   ABORTED: false,
@@ -109,4 +116,14 @@ export function checkPageCount(fileName: string, pages: number): void {
       { details: { pages, limit: MAX_PAGES } },
     );
   }
+}
+
+/** BAD_RANGE when the pages asked to read by OCR (a range, first to last) start past the document's last page. */
+export function checkOcrRange(fileName: string, pages: number, range: 'all' | readonly [number, number]): void {
+  if (range !== 'all' && range[0] > pages)
+    throw new ImportError(
+      'BAD_RANGE',
+      `${fileName} has ${pages === 1 ? 'one page' : `${pages} pages`}: pages ${range[0]}–${range[1]} are not among them; choose pages from 1 to ${pages}`,
+      { details: { pages } },
+    );
 }

@@ -7,6 +7,7 @@ import { baseName, type DocumentKind } from './detect.ts';
 import { throwIfAborted } from './errors.ts';
 import { MAX_DOCUMENT_BYTES } from '../shared/limits.ts';
 import type { OcrLanguage } from './ocr.ts';
+import type { OcrPages } from '../shared/ocr.ts';
 import type { PageText, ParseStage } from './pages.ts';
 import { parseInThread } from './parser-thread.ts';
 import { readDocumentFile, tooLarge } from './read-file.ts';
@@ -39,6 +40,13 @@ export interface ImportOptions {
   ocrCache?: string;
   /** The languages OCR reads scans in (ocr.ts ocrLanguages lists those there are; default: English). */
   ocrLanguages?: OcrLanguage[];
+  /** Which of the pages without a text layer OCR reads (default all); those outside the range are kept unread
+   * (empty, PageOcr.unread). The pages with a text layer are read whatever the range. */
+  ocrPages?: OcrPages;
+  /** Without ocrPages: an OCR whose pages not yet recognised would take longer than `overSeconds` at
+   * `secondsPerPage` (ocr.ts ocrSpeed) is not started; the import fails with OCR_CHOICE, its details the plan
+   * (shared/ocr.ts OcrPlan), for the caller to ask which pages to read. Absent: never asked. */
+  ocrAsk?: { overSeconds: number; secondsPerPage: number };
 }
 
 export interface ImportedDocument {
@@ -58,6 +66,8 @@ export interface ImportedDocument {
   html?: string;
   /** An image's page (a one-page PDF, documents/image.ts), which the document view shows. */
   pdf?: Uint8Array;
+  /** The seconds each page recognised by OCR took (ocr.ts recordOcrSpeed keeps them as this machine's speed). */
+  ocrSeconds: number[];
 }
 
 async function readInput(input: ImportInput, opts: ImportOptions): Promise<{ fileName: string; bytes: Uint8Array }> {
@@ -88,6 +98,8 @@ export async function importDocument(input: ImportInput, opts: ImportOptions = {
     heapMb: opts.parserHeapMb,
     ocrCache: opts.ocrCache,
     ocrLanguages: opts.ocrLanguages,
+    ocrPages: opts.ocrPages,
+    ocrAsk: opts.ocrAsk,
   });
   return {
     kind: doc.kind,
@@ -99,6 +111,7 @@ export async function importDocument(input: ImportInput, opts: ImportOptions = {
     ...(doc.html !== undefined ? { html: doc.html } : {}),
     ...(doc.pdf !== undefined ? { pdf: doc.pdf } : {}),
     warnings: doc.warnings,
+    ocrSeconds: doc.ocrSeconds,
   };
 }
 

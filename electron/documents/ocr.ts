@@ -13,7 +13,7 @@ import { gunzipSync } from 'node:zlib';
 import { dirname, join } from 'node:path';
 
 import type { OcrWord, PageOcr } from '../api/contract.ts';
-import type { TextRun } from '../shared/pdf-layout.ts';
+import { median, type TextRun } from '../shared/pdf-layout.ts';
 
 import { OCR_LANGUAGE_CODE, SHIPPED_OCR_LANGUAGE } from '../shared/ocr.ts';
 
@@ -36,6 +36,52 @@ export const OCR_MIN_CHARS_PER_SQUARE_INCH = 0.5;
  * strokes of drawings as single letters ("C" for a circle) with little confidence; a real one-letter word of a
  * legible scan scores far above it. */
 export const STRAY_MARK_CONFIDENCE = 50;
+/**
+ * Seconds a page takes to draw at OCR_DPI and recognise until this machine has measured its own (ocrSpeed): a dense
+ * page of print took 2.0–2.2 s on the 2-core AMD EPYC the project is measured on (`folio bench-ocr`,
+ * docs/benchmarks.md); a page with less on it takes less, so the estimate errs long.
+ */
+export const DEFAULT_OCR_SECONDS_PER_PAGE = 2.2;
+/** How many of the last recognised pages this machine's speed is the median of. */
+const SPEED_PAGES = 50;
+/** The file, in the folder of kept pages, that holds this machine's last page times. */
+const SPEED_FILE = 'speed.json';
+
+/** The page times kept in `dir` (none when there are none, or the file is damaged). */
+function keptSeconds(dir: string | null): number[] {
+  try {
+    const kept = JSON.parse(readFileSync(join(dir!, SPEED_FILE), 'utf8')) as { seconds?: unknown };
+    return Array.isArray(kept.seconds)
+      ? kept.seconds.filter((x): x is number => typeof x === 'number' && Number.isFinite(x) && x > 0)
+      : [];
+  } catch {
+    return [];
+  }
+}
+
+/** The seconds a page takes to read by OCR here: the median of the last SPEED_PAGES pages recognised (kept in
+ * `dir` by recordOcrSpeed), else DEFAULT_OCR_SECONDS_PER_PAGE (`measured` false). */
+export function ocrSpeed(dir: string | null): { secondsPerPage: number; measured: boolean } {
+  const seconds = keptSeconds(dir);
+  return seconds.length
+    ? { secondsPerPage: median(seconds), measured: true }
+    : { secondsPerPage: DEFAULT_OCR_SECONDS_PER_PAGE, measured: false };
+}
+
+/** Adds the times of pages just recognised (seconds each) to this machine's speed, written aside and renamed. */
+export function recordOcrSpeed(dir: string, seconds: readonly number[]): void {
+  if (!seconds.length) return;
+  try {
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    const part = join(dir, `${SPEED_FILE}.${process.pid}.part`);
+    const all = [...keptSeconds(dir), ...seconds].slice(-SPEED_PAGES);
+    writeFileSync(part, JSON.stringify({ seconds: all }), { mode: 0o600 });
+    renameSync(part, join(dir, SPEED_FILE));
+  } catch {
+    // A speed not kept costs only the estimate's accuracy.
+  }
+}
+
 /** A language OCR can read (Tesseract's code) and the file of its model (.traineddata, or gzipped). */
 export interface OcrLanguage {
   code: string;

@@ -6,6 +6,7 @@ import { parentPort } from 'node:worker_threads';
 import { ImportError } from './errors.ts';
 import { parseDocument, type ParsedDocument } from './parse.ts';
 import type { OcrLanguage } from './ocr.ts';
+import type { OcrPages } from '../shared/ocr.ts';
 import type { ParseStage } from './pages.ts';
 import { loadPdfjs } from './pdf.ts';
 
@@ -16,6 +17,8 @@ export interface ParseJob {
   password?: string;
   ocrCache?: string;
   ocrLanguages?: OcrLanguage[];
+  ocrPages?: OcrPages;
+  ocrAsk?: { overSeconds: number; secondsPerPage: number };
 }
 
 export type ParserMessage =
@@ -46,6 +49,8 @@ port.on('message', async (job: ParseJob) => {
       password: job.password,
       ocrCache: job.ocrCache,
       ocrLanguages: job.ocrLanguages,
+      ocrPages: job.ocrPages,
+      ocrAsk: job.ocrAsk,
       onProgress: (done, total, stage) => post({ id, type: 'progress', done, total, stage }),
       onPhase: (phase, allowanceMs) => post({ id, type: 'phase', phase, allowanceMs }),
     });

@@ -11,6 +11,7 @@ import { importMarkdown } from './markdown.ts';
 import type { PageText, ParseStage } from './pages.ts';
 import { importImage } from './image.ts';
 import { OcrCache, languagesKey, shippedLanguage, type OcrLanguage } from './ocr.ts';
+import type { OcrPages } from '../shared/ocr.ts';
 import { importPdf } from './pdf.ts';
 import { importText, type TextEncoding } from './text.ts';
 
@@ -25,6 +26,8 @@ export interface ParsedDocument {
   html?: string;
   /** An image's page (image.ts), for the document view. */
   pdf?: Uint8Array;
+  /** The seconds each page recognised by OCR took (this machine's speed, ocr.ts recordOcrSpeed). */
+  ocrSeconds: number[];
 }
 
 export interface ParseHooks {
@@ -40,6 +43,10 @@ export interface ParseHooks {
   ocrCache?: string;
   /** The languages OCR reads (ImportOptions.ocrLanguages). */
   ocrLanguages?: OcrLanguage[];
+  /** Which pages OCR reads (ImportOptions.ocrPages). */
+  ocrPages?: OcrPages;
+  /** When to stop for the choice of pages (ImportOptions.ocrAsk). */
+  ocrAsk?: { overSeconds: number; secondsPerPage: number };
 }
 
 /** Parses a document; `bytes` may be consumed (pdf.js detaches them). Throws ImportError. */
@@ -61,16 +68,15 @@ export async function parseDocument(
   let warnings: string[] = [];
   let html: string | undefined;
   let pdf: Uint8Array | undefined;
+  let ocrSeconds: number[] = [];
+  const ocrOptions = { onProgress, onPhase, ocr, languages, ocrPages: hooks.ocrPages, ocrAsk: hooks.ocrAsk };
   if (kind === 'pdf') {
-    ({ title, pages, warnings } = await importPdf(bytes, fileName, {
-      onProgress,
-      onPhase,
+    ({ title, pages, warnings, ocrSeconds } = await importPdf(bytes, fileName, {
+      ...ocrOptions,
       password: hooks.password,
-      ocr,
-      languages,
     }));
   } else if (kind === 'image') {
-    ({ title, pages, warnings, pdf } = await importImage(bytes, fileName, { onProgress, onPhase, ocr, languages }));
+    ({ title, pages, warnings, pdf, ocrSeconds } = await importImage(bytes, fileName, ocrOptions));
   } else {
     onProgress?.(0, 1);
     if (kind === 'docx') {
@@ -104,5 +110,6 @@ export async function parseDocument(
     ...(html !== undefined ? { html } : {}),
     ...(pdf !== undefined ? { pdf } : {}),
     warnings,
+    ocrSeconds,
   };
 }

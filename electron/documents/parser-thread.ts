@@ -18,6 +18,7 @@ import { startWorker } from '../worker-thread.ts';
 import { ImportError, aborted } from './errors.ts';
 import { MAX_PARSER_THREADS, PARSER_HEAP_MB, PARSE_STALL_MS, PARSE_TIME_LIMIT_MS } from '../shared/limits.ts';
 import type { OcrLanguage } from './ocr.ts';
+import type { OcrPages } from '../shared/ocr.ts';
 import type { ParseStage } from './pages.ts';
 import type { ParsedDocument } from './parse.ts';
 import type { ParseJob, ParserMessage } from './parse-worker.ts';
@@ -36,6 +37,10 @@ export interface ParseOptions {
   ocrCache?: string;
   /** The languages OCR reads (ImportOptions.ocrLanguages). */
   ocrLanguages?: OcrLanguage[];
+  /** Which pages OCR reads (ImportOptions.ocrPages). */
+  ocrPages?: OcrPages;
+  /** When to stop for the choice of pages (ImportOptions.ocrAsk). */
+  ocrAsk?: { overSeconds: number; secondsPerPage: number };
 }
 
 interface ParserThread {
@@ -257,6 +262,8 @@ export async function parseInThread(
         password: opts.password,
         ocrCache: opts.ocrCache,
         ocrLanguages: opts.ocrLanguages,
+        ocrPages: opts.ocrPages,
+        ocrAsk: opts.ocrAsk,
       };
       t.worker.postMessage(job, bytes.buffer instanceof ArrayBuffer ? [bytes.buffer] : []);
     });

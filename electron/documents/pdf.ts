@@ -14,8 +14,17 @@
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 
-import { ImportError, checkPageCount, checkTextLength } from './errors.ts';
-import { languageName, listPages, ocrNotes } from '../shared/ocr.ts';
+import { ImportError, checkOcrRange, checkPageCount, checkTextLength } from './errors.ts';
+import {
+  aboutDuration,
+  inRange,
+  languageName,
+  listPages,
+  ocrNotes,
+  ocrSeconds,
+  type OcrPages,
+  type OcrPlan,
+} from '../shared/ocr.ts';
 import {
   Recognizer,
   languagesKey,
@@ -46,12 +55,19 @@ export interface PdfOptions {
   ocr?: OcrCache;
   /** The languages OCR reads (default: English, shipped). */
   languages?: readonly OcrLanguage[];
+  /** Which of the pages without a text layer OCR reads (default all); those outside are kept unread. */
+  ocrPages?: OcrPages;
+  /** Without ocrPages: stop with OCR_CHOICE (details: the OcrPlan) before an OCR whose pages not yet recognised
+   * would take longer than `overSeconds` at `secondsPerPage`. */
+  ocrAsk?: { overSeconds: number; secondsPerPage: number };
 }
 
 export interface PdfImport {
   title: string;
   pages: PageText[];
   warnings: string[];
+  /** The seconds each page recognised by this parse took (drawing included; pages kept before not counted). */
+  ocrSeconds: number[];
 }
 
 let pdfjsModule: Promise<Pdfjs> | null = null;
@@ -234,27 +250,53 @@ export async function importPdf(bytes: Uint8Array, fileName: string, opts: PdfOp
       phase(`looking for images on page ${p}`);
       if (await hasDrawing(pdfjs, doc, [p])) toRead.push(p);
     }
+    const language = languagesKey(opts.languages ?? [shippedLanguage()]);
+    const range = opts.ocrPages ?? 'all';
+    checkOcrRange(fileName, n, range);
+    if (opts.ocrPages === undefined && opts.ocrAsk && toRead.length) {
+      const plan: OcrPlan = {
+        pages: n,
+        ocrPages: toRead,
+        pending: toRead.filter((p) => !opts.ocr?.get(p)),
+        secondsPerPage: opts.ocrAsk.secondsPerPage,
+      };
+      const seconds = ocrSeconds(plan);
+      if (seconds > opts.ocrAsk.overSeconds)
+        throw new ImportError(
+          'OCR_CHOICE',
+          `${fileName} has ${toRead.length} page${toRead.length > 1 ? 's' : ''} without a text layer to read by OCR ` +
+            `(${aboutDuration(seconds)} here): choose to read them all, or a range of them`,
+          { details: plan },
+        );
+    }
+    const chosen = inRange(toRead, range);
     const ocr = new Map<number, RecognizedPage>();
-    if (toRead.length) {
+    // The pages left out of the range keep what text they have (none, or a stamped line) and say they were not read.
+    const reading = new Set(chosen);
+    for (const p of toRead) if (!reading.has(p)) ocr.set(p, { language, confidence: 0, unread: true, words: [] });
+    const took: number[] = [];
+    if (chosen.length) {
       const recognizer = new Recognizer(opts.languages ?? [shippedLanguage()]);
       try {
-        onProgress?.(0, toRead.length, 'ocr');
-        for (const [k, p] of toRead.entries()) {
+        onProgress?.(0, chosen.length, 'ocr');
+        for (const [k, p] of chosen.entries()) {
           let read = opts.ocr?.get(p) ?? null;
           if (!read) {
-            phase(`recognising page ${p} (OCR, ${k + 1} of ${toRead.length})`, OCR_PAGE_ALLOWANCE_MS);
+            phase(`recognising page ${p} (OCR, ${k + 1} of ${chosen.length})`, OCR_PAGE_ALLOWANCE_MS);
+            const started = performance.now();
             const page = await doc.getPage(p);
             const scale = ocrScale(sizes[p - 1].width, sizes[p - 1].height);
             const image = await drawPage(page, scale);
             page.cleanup();
             read = await recognizer.recognize(image, scale);
+            took.push((performance.now() - started) / 1000);
             opts.ocr?.put(p, read);
           }
           ocr.set(p, read);
           layouts[p - 1] = layoutPage(ocrRuns(read));
           chars += charsOf(layouts[p - 1]);
           checkTextLength(fileName, chars);
-          onProgress?.(k + 1, toRead.length, 'ocr');
+          onProgress?.(k + 1, chosen.length, 'ocr');
         }
       } finally {
         await recognizer.close();
@@ -274,10 +316,12 @@ export async function importPdf(bytes: Uint8Array, fileName: string, opts: PdfOp
     warnings.push(...ocrNotes(pages));
 
     const textless = pages.filter((p) => !p.text.trim()).map((p) => p.page);
+    const where =
+      chosen.length === n ? (n === 1 ? 'its page' : `its ${n} pages`) : `the pages it read (${listPages(chosen)})`;
     if (textless.length === n && ocr.size > 0)
       throw new ImportError(
         'NO_TEXT_LAYER',
-        `${fileName} has no text layer, and OCR (${languageName(languagesKey(opts.languages ?? [shippedLanguage()]))}) found no writing on its ${n === 1 ? 'page' : `${n} pages`}: ` +
+        `${fileName} has no text layer, and OCR (${languageName(language)}) found no writing on ${where}: ` +
           'they hold images without text, or text too small, faint or skewed to read; a clearer scan (300 dpi, ' +
           'black on white) reads better',
       );
@@ -300,7 +344,7 @@ export async function importPdf(bytes: Uint8Array, fileName: string, opts: PdfOp
     const info = (meta?.info ?? {}) as Record<string, unknown>;
     const xmpTitle = meta?.metadata?.get('dc:title');
     const title = pdfTitle(info.Title) ?? pdfTitle(xmpTitle) ?? titleFromFileName(fileName);
-    return { title, pages, warnings };
+    return { title, pages, warnings, ocrSeconds: took };
   } finally {
     // Not awaited: a parse that failed badly may never answer; its thread is then ended by its owner.
     task.destroy().catch(() => {});

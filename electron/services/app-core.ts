@@ -26,6 +26,9 @@ export interface AppCoreOptions {
   model?: string;
   /** How often a long document's read saves where it stands (seconds; default 30). */
   readCheckpointSeconds?: number;
+  /** An import stops for the choice of pages when its OCR would take longer than this (seconds; default
+   * OCR_ASK_OVER_SECONDS); tests make a short scan ask. */
+  ocrAskOverSeconds?: number;
 }
 
 export interface AppCore {
@@ -65,6 +68,7 @@ export async function createAppCore(o: AppCoreOptions): Promise<AppCore> {
     cacheDir: paths.caches,
     ocrLanguagesDir: paths.ocrLanguages,
     checkpointSeconds: o.readCheckpointSeconds,
+    ocrAskOverSeconds: o.ocrAskOverSeconds,
     files: new DocumentFiles(paths.documents),
   });
   const chats = new ChatsService(storage, engine, documents.reader, bus);
@@ -104,6 +108,7 @@ export async function createAppCore(o: AppCoreOptions): Promise<AppCore> {
     'documents.pageWords': (p) => documents.library.pageWords(p),
     'documents.ocrLanguages': () => documents.library.ocrLanguages(),
     'documents.import': (p) => documents.imports.import(p),
+    'documents.chooseOcrPages': (p) => (documents.imports.chooseOcrPages(p), ok),
     'documents.rename': (p) => documents.library.rename(p),
     'documents.delete': async (p) => (await documents.library.delete(p.documentId), ok),
     'documents.recompress': (p) => documents.reader.recompress(p),

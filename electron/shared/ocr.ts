@@ -51,22 +51,86 @@ export function listPages(pages: readonly number[]): string {
   return parts.length > 12 ? parts.slice(0, 12).join(', ') + ', …' : parts.join(', ');
 }
 
-/** Whether a page's recognition is uncertain (a page where nothing was recognised has nothing to doubt). */
-export const uncertain = (ocr: { confidence: number }) => ocr.confidence > 0 && ocr.confidence < LOW_OCR_CONFIDENCE;
+/** Whether a page's recognition is uncertain (a page where nothing was recognised, or that was not read, has
+ * nothing to doubt). */
+export const uncertain = (ocr: { confidence: number; unread?: boolean }) =>
+  !ocr.unread && ocr.confidence > 0 && ocr.confidence < LOW_OCR_CONFIDENCE;
+
+/**
+ * Before a long OCR starts the import stops for the user's choice (all the pages, a range of them, or cancel) when
+ * the pages to recognise would take longer than this: a minute is about 27 dense pages at this project's measured
+ * 0.45 pages a second, so a scanned letter or a short paper just runs, a book waits to be asked.
+ */
+export const OCR_ASK_OVER_SECONDS = 60;
+
+/** Which of a scan's pages OCR reads: all of them, or those of a range (first, last; the text-layer pages of a mixed
+ * PDF are read whatever the range). */
+export type OcrPages = 'all' | readonly [number, number];
+
+/** What an import that stopped before a long OCR knows (contract OcrChoice): the pages needing OCR, those of them
+ * not recognised yet (a resume keeps the others), and the time a page takes here. */
+export interface OcrPlan {
+  pages: number;
+  ocrPages: readonly number[];
+  pending: readonly number[];
+  secondsPerPage: number;
+}
+
+/** `all`, `7` or `3-40` (a command line's or a form's pages to read by OCR) as OcrPages; null when it is none. */
+export function parseOcrPages(text: string): OcrPages | null {
+  if (text.trim() === 'all') return 'all';
+  const m = /^\s*(\d+)\s*(?:[-–]\s*(\d+))?\s*$/.exec(text);
+  if (!m) return null;
+  const a = Number(m[1]);
+  const b = Number(m[2] ?? m[1]);
+  return a >= 1 && a <= b ? [a, b] : null;
+}
+
+/** The pages of `pages` within `range` (all of them for 'all'). */
+export const inRange = (pages: readonly number[], range: OcrPages) =>
+  range === 'all' ? [...pages] : pages.filter((p) => p >= range[0] && p <= range[1]);
+
+/** How long the OCR of `range` would take: its pages not recognised yet, each at the plan's seconds a page. */
+export const ocrSeconds = (plan: OcrPlan, range: OcrPages = 'all') =>
+  inRange(plan.pending, range).length * plan.secondsPerPage;
+
+/** "about 40 s", "about 3 min", "about 1 h 20 min": an estimate, rounded as one. */
+export function aboutDuration(seconds: number): string {
+  if (seconds < 60) return `about ${Math.max(1, Math.round(seconds / 5) * 5 || 1)} s`;
+  const min = Math.round(seconds / 60);
+  return min < 60 ? `about ${min} min` : `about ${Math.floor(min / 60)} h ${min % 60} min`;
+}
+
+/** "3", "2–7": a range as people write it. */
+export const rangeText = (range: readonly [number, number]) =>
+  range[0] === range[1] ? `${range[0]}` : `${range[0]}–${range[1]}`;
 
 /**
  * What the note says of the pages read by OCR: which, in what language, and which are uncertain (the import's
  * warnings and the document view's read note say the same). Empty when no page was.
  */
-export function ocrNotes(pages: readonly { page: number; ocr?: { language: string; confidence: number } }[]): string[] {
-  const read = pages.filter((p) => p.ocr);
-  if (!read.length) return [];
-  const languages = [...new Set(read.map((p) => languageName(p.ocr!.language)))].join('; ');
-  const s = read.length > 1;
-  const out = [
-    `page${s ? 's' : ''} ${listPages(read.map((p) => p.page))} ${s ? 'were' : 'was'} read by OCR (${languages}): ` +
-      'the text is recognised from the image and may hold mistakes',
-  ];
+export function ocrNotes(
+  pages: readonly { page: number; ocr?: { language: string; confidence: number; unread?: boolean } }[],
+): string[] {
+  const read = pages.filter((p) => p.ocr && !p.ocr.unread);
+  const unread = pages.filter((p) => p.ocr?.unread).map((p) => p.page);
+  const out: string[] = [];
+  if (read.length) {
+    const languages = [...new Set(read.map((p) => languageName(p.ocr!.language)))].join('; ');
+    const s = read.length > 1;
+    out.push(
+      `page${s ? 's' : ''} ${listPages(read.map((p) => p.page))} ${s ? 'were' : 'was'} read by OCR (${languages}): ` +
+        'the text is recognised from the image and may hold mistakes',
+    );
+  }
+  if (unread.length) {
+    const s = unread.length > 1;
+    out.push(
+      `page${s ? 's' : ''} ${listPages(unread)} ${s ? 'were' : 'was'} not read: ${s ? 'they have' : 'it has'} no text ` +
+        'layer and lay outside the pages chosen for OCR at import, so answers know nothing of ' +
+        `${s ? 'them' : 'it'} (import the file again to read ${s ? 'them' : 'it'})`,
+    );
+  }
   const unsure = read.filter((p) => uncertain(p.ocr!));
   if (unsure.length)
     out.push(

@@ -96,7 +96,8 @@ export function cleanLine(s: string): string {
     .normalize('NFC');
 }
 
-function median(xs: number[]): number {
+/** The middle value (the upper of the two middle ones for an even count); 0 for none. */
+export function median(xs: readonly number[]): number {
   if (!xs.length) return 0;
   const s = [...xs].sort((a, b) => a - b);
   return s[s.length >> 1];

@@ -393,9 +393,10 @@ export class DocumentsRepo {
           p.text,
           p.tokenStart,
           p.tokenEnd,
+          // A page OCR left unread (PageOcr.unread) keeps its language alone: no confidence, no words.
           p.ocr?.language ?? null,
-          p.ocr?.confidence ?? null,
-          p.ocr ? JSON.stringify(words ?? []) : null,
+          p.ocr && !p.ocr.unread ? p.ocr.confidence : null,
+          p.ocr && !p.ocr.unread ? JSON.stringify(words ?? []) : null,
         );
       });
       this.setTokens.run(content.tokens.length, pages.length, isoTime(this.scheduler), id);
@@ -438,7 +439,15 @@ export class DocumentsRepo {
   pages(id: string): DocumentPage[] {
     type Row = Omit<DocumentPage, 'ocr'> & { ocrLanguage: string | null; ocrConfidence: number | null };
     return (this.selectPages.all(id) as Row[]).map(({ ocrLanguage, ocrConfidence, ...p }) =>
-      ocrLanguage === null ? p : { ...p, ocr: { language: ocrLanguage, confidence: ocrConfidence ?? 0 } },
+      ocrLanguage === null
+        ? p
+        : {
+            ...p,
+            ocr:
+              ocrConfidence === null
+                ? { language: ocrLanguage, confidence: 0, unread: true as const }
+                : { language: ocrLanguage, confidence: ocrConfidence },
+          },
     );
   }
 

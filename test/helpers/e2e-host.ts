@@ -10,7 +10,7 @@ import WebSocket from 'ws';
 import type { BrowserContext, Locator, Page } from 'playwright-core';
 
 import { connectApi, type WsApi } from '../../electron/api/ws-client.ts';
-import { createAppCore, type AppCore } from '../../electron/services/app-core.ts';
+import { createAppCore, type AppCore, type AppCoreOptions } from '../../electron/services/app-core.ts';
 import { dataPaths } from '../../electron/services/paths.ts';
 import { MAX_DOCUMENT_BYTES } from '../../electron/shared/limits.ts';
 import { startWebHost, type WebHost } from '../../electron/web/server.ts';
@@ -65,10 +65,12 @@ export async function serveApp(o: {
   model: string;
   apiToken: string;
   beforeServe?: (core: AppCore) => void;
+  /** What the test sets of the app core otherwise (e.g. when an import asks before a long OCR). */
+  core?: Partial<AppCoreOptions>;
 }): Promise<ServedApp> {
   const { build } = await import('vite');
   await build({ configFile: join(repoRoot, 'renderer/vite.config.ts'), logLevel: 'warn' });
-  const core = await createAppCore({ dataDir: o.dataDir, model: o.model });
+  const core = await createAppCore({ dataDir: o.dataDir, model: o.model, ...o.core });
   o.beforeServe?.(core);
   const host = await startWebHost({
     dispatcher: core.dispatcher,
@@ -245,6 +247,7 @@ export function e2eApp(o: {
   skip: string | false;
   viewport: { width: number; height: number };
   beforeServe?: (core: AppCore) => void;
+  core?: Partial<AppCoreOptions>;
   beforePage?: (app: ServedApp) => Promise<void>;
   ready?: (app: E2eApp) => Promise<void>;
   paceTokensMs?: number;
@@ -261,6 +264,7 @@ export function e2eApp(o: {
         model: o.model,
         apiToken: o.apiToken,
         beforeServe: o.beforeServe,
+        core: o.core,
       }),
     );
     await o.beforePage?.(app);

@@ -1,7 +1,9 @@
 // folio compress: read a document into the model, compress its KV cache, print what the compression did. The
 // document is read exactly as the app reads it (read-document.ts): its pages as the app imports them, the app's
 // system prompt (--system another), the app's plan, the engine in a process of its own.
-import { importDocument } from '../../documents/index.ts';
+import { importDocument, isImportError } from '../../documents/index.ts';
+import { ocrSpeed } from '../../documents/ocr.ts';
+import { OCR_ASK_OVER_SECONDS, parseOcrPages } from '../../shared/ocr.ts';
 import type { CompressionStats } from '../../engine/binding.ts';
 import { readDocument } from '../../services/read-document.ts';
 import { DEFAULT_SYSTEM_PROMPT } from '../../storage/settings.ts';
@@ -77,8 +79,11 @@ export const compress: Command = {
   usage:
     'folio compress --model M --doc FILE --method ada-snapkv --budget 0.2 [--alpha 0.2] [--window 32] [--kernel 7] [--beta 20]\n' +
     '               [--system "..."] [--question Q] [--measure-loss] [--chunk auto|N|0] [--rebase] [--room N] [--ctx N] [--kv-type f16|f32] [--json]\n' +
+    '               [--ocr-pages all|A-B]\n' +
     '  A document is read as the app reads it (docs/compression.md, "Reading a long document"): in one pass when it fits,\n' +
-    '  else in chunks, with re-based positions when it is longer than the context; --chunk and --rebase choose by hand.',
+    '  else in chunks, with re-based positions when it is longer than the context; --chunk and --rebase choose by hand.\n' +
+    '  A scan whose OCR would take more than a minute is read only with --ocr-pages: all, or a range of pages (the\n' +
+    '  pages with a text layer are read whatever the range).',
   options: {
     ...common,
     ...compressFlags,
@@ -87,6 +92,7 @@ export const compress: Command = {
     chunk: { type: 'string' },
     rebase: { type: 'boolean' },
     room: { type: 'string' },
+    'ocr-pages': { type: 'string' },
   },
   async run(v) {
     const compression = compressionSettings(v);
@@ -101,7 +107,22 @@ export const compress: Command = {
     const room = v.room === undefined ? null : int(v, 'room', 0, 1);
     // The pages as the app imports them (every kind through its parser); a question goes after the last page,
     // where the observation window reads it (question-aware compression).
-    const pages = (await importDocument({ path: docPath })).pages.map((p) => ({ page: p.page, text: p.text }));
+    const pagesFlag = str(v, 'ocr-pages');
+    const ocrPages = pagesFlag === undefined ? undefined : parseOcrPages(pagesFlag);
+    if (ocrPages === null)
+      throw new UsageError(`--ocr-pages must be all, a page or a range of pages (3-40), not '${pagesFlag}'`);
+    const imported = await importDocument(
+      { path: docPath },
+      // Without --ocr-pages a long OCR is not started: the error says how long it would take and what to pass.
+      { ocrPages, ocrAsk: { overSeconds: OCR_ASK_OVER_SECONDS, secondsPerPage: ocrSpeed(null).secondsPerPage } },
+    ).catch((e: unknown) => {
+      if (!isImportError(e, 'OCR_CHOICE')) throw e;
+      throw new UsageError(
+        `${e.message.replace(/: choose .*$/, '')}: pass --ocr-pages all, or a range (--ocr-pages 1-20)`,
+      );
+    });
+    for (const w of imported.warnings) if (!v.json) process.stderr.write(`${docPath}: ${w}\n`);
+    const pages = imported.pages.map((p) => ({ page: p.page, text: p.text }));
     if (question !== undefined) pages[pages.length - 1].text += `\n\n${question}`;
     await withEngine(flags, async (engine) => {
       const model = await engine.ensureModel(modelPath, modelPath);

@@ -5,7 +5,14 @@
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 
-import { ApiError, type CompressionSettings, type Settings } from '../../api/contract.ts';
+import {
+  ApiError,
+  type CompressionSettings,
+  type OcrChoice,
+  type OcrPages,
+  type Settings,
+} from '../../api/contract.ts';
+import { aborted } from '../../documents/errors.ts';
 import type { EventBus } from '../../api/dispatcher.ts';
 import { DEFAULT_BETA } from '../../shared/kv/budget.ts';
 import { methodRow } from '../../shared/kv/methods.ts';
@@ -27,6 +34,10 @@ export interface DocumentsContext {
   cacheDir: string;
   /** Where the user adds OCR languages (documents/ocr.ts ocrLanguages); none: English only. */
   ocrLanguagesDir?: string;
+  /** An import stops for the choice of pages when its OCR would take longer than this (seconds). */
+  ocrAskOverSeconds: number;
+  /** The imports waiting for that choice. */
+  ocrChoices: OcrChoices;
   /** How often a chunked read saves where it stands (seconds). */
   checkpointSeconds: number;
   held: HeldFiles;
@@ -68,6 +79,46 @@ export class HeldFiles {
       dropped.push(id);
     }
     return dropped;
+  }
+}
+
+/**
+ * The imports that stopped before a long OCR, waiting for the user's choice of pages (documents.chooseOcrPages), by
+ * document: in memory, as the import's task is (a quit ends both; the document is then a failed import).
+ */
+export class OcrChoices {
+  private readonly waits = new Map<string, { choice: OcrChoice; answer: (pages: OcrPages) => void }>();
+
+  /** What the import of the document waits on, if it does. */
+  get(documentId: string): OcrChoice | undefined {
+    return this.waits.get(documentId)?.choice;
+  }
+
+  /** Waits for the answer; rejects with ABORTED when `signal` fires first (the import was cancelled). */
+  wait(documentId: string, fileName: string, choice: OcrChoice, signal: AbortSignal): Promise<OcrPages> {
+    return new Promise<OcrPages>((resolve, reject) => {
+      const onAbort = () => {
+        this.waits.delete(documentId);
+        reject(aborted(signal, fileName));
+      };
+      if (signal.aborted) return onAbort();
+      signal.addEventListener('abort', onAbort, { once: true });
+      this.waits.set(documentId, {
+        choice,
+        answer: (pages) => {
+          signal.removeEventListener('abort', onAbort);
+          this.waits.delete(documentId);
+          resolve(pages);
+        },
+      });
+    });
+  }
+
+  /** Answers the document's wait; false when it waits for nothing. */
+  answer(documentId: string, pages: OcrPages): boolean {
+    const w = this.waits.get(documentId);
+    w?.answer(pages);
+    return !!w;
   }
 }
 

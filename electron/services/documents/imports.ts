@@ -4,11 +4,17 @@
 import { createHash } from 'node:crypto';
 import { rm } from 'node:fs/promises';
 
-import { ApiError, type Params, type Result } from '../../api/contract.ts';
-import { MAX_DOCUMENT_BYTES, detectKind, importDocument, readDocumentFile } from '../../documents/index.ts';
+import { ApiError, type OcrChoice, type OcrPages, type Params, type Result } from '../../api/contract.ts';
+import {
+  MAX_DOCUMENT_BYTES,
+  detectKind,
+  importDocument,
+  readDocumentFile,
+  type ImportedDocument,
+} from '../../documents/index.ts';
 import { baseName } from '../../documents/detect.ts';
-import { isFileFault } from '../../documents/errors.ts';
-import { OcrCache, ocrLanguages, type OcrLanguage } from '../../documents/ocr.ts';
+import { checkOcrRange, isFileFault, isImportError } from '../../documents/errors.ts';
+import { OcrCache, ocrLanguages, ocrSpeed, recordOcrSpeed, type OcrLanguage } from '../../documents/ocr.ts';
 import { copyOwned, tooLarge } from '../../documents/read-file.ts';
 import { sha256Hex } from '../document-files.ts';
 import { ocrCacheDir, type DocumentsContext } from './context.ts';
@@ -26,8 +32,8 @@ export class DocumentImports {
    */
   async import(params: Params<'documents.import'>): Promise<Result<'documents.import'>> {
     this.requireModel();
-    if ('documentId' in params) return this.importAgain(params.documentId, params.password);
-    const how = { password: params.password, keepDuplicate: params.keepDuplicate };
+    if ('documentId' in params) return this.importAgain(params.documentId, params.password, params.ocrPages);
+    const how = { password: params.password, keepDuplicate: params.keepDuplicate, ocrPages: params.ocrPages };
     if ('path' in params) {
       const hash = createHash('sha256');
       const bytes = await readDocumentFile(params.path, { hash });
@@ -43,7 +49,11 @@ export class DocumentImports {
   }
 
   /** Reads again the held file of a failed import (trying again, or with the PDF's password). */
-  private importAgain(documentId: string, password: string | undefined): Result<'documents.import'> {
+  private importAgain(
+    documentId: string,
+    password: string | undefined,
+    ocrPages: OcrPages | undefined,
+  ): Result<'documents.import'> {
     const doc = this.ctx.storage.documents.require(documentId);
     const file = this.ctx.held.get(documentId);
     if (doc.status !== 'failed' || !file)
@@ -53,7 +63,20 @@ export class DocumentImports {
           ? `Folio no longer holds ${doc.fileName}: import the file again`
           : `${doc.fileName} did not fail to import: there is nothing to read again`,
       );
-    return { documentId, taskId: this.startImport(documentId, file.fileName, file.bytes, password) };
+    return { documentId, taskId: this.startImport(documentId, file.fileName, file.bytes, { password, ocrPages }) };
+  }
+
+  /** Answers an import waiting before a long OCR: all its pages, or a range of them (checked against its pages). */
+  chooseOcrPages({ documentId, pages }: Params<'documents.chooseOcrPages'>): void {
+    const doc = this.ctx.storage.documents.require(documentId);
+    const choice = this.ctx.ocrChoices.get(documentId);
+    if (!choice)
+      throw new ApiError(
+        'NOT_WAITING',
+        `the import of ${doc.fileName} is not waiting for a choice of pages to read by OCR (it was cancelled, or goes on already)`,
+      );
+    checkOcrRange(doc.fileName, choice.pages, pages);
+    this.ctx.ocrChoices.answer(documentId, pages);
   }
 
   /**
@@ -93,7 +116,7 @@ export class DocumentImports {
     fileName: string,
     bytes: Uint8Array,
     sha256: string,
-    o: { password?: string; keepDuplicate?: boolean; original?: string } = {},
+    o: { password?: string; keepDuplicate?: boolean; original?: string; ocrPages?: OcrPages } = {},
   ): Promise<Result<'documents.import'>> {
     const kind = detectKind(bytes, fileName);
     const same = this.ctx.storage.documents.findBySha256(sha256);
@@ -111,37 +134,69 @@ export class DocumentImports {
     else await this.ctx.files?.put(bytes, sha256);
     const doc =
       failed ?? this.ctx.storage.documents.create({ title: fileName, kind, fileName, sha256, status: 'importing' });
-    return { documentId: doc.id, taskId: this.startImport(doc.id, fileName, bytes, o.password) };
+    return { documentId: doc.id, taskId: this.startImport(doc.id, fileName, bytes, o) };
   }
 
-  /** The import task: parse (the file held meanwhile, for trying again), store the pages, compress. */
-  private startImport(documentId: string, fileName: string, bytes: Uint8Array, password?: string): string {
+  /** The import task: parse (the file held meanwhile, for trying again), store the pages, compress. A scan whose
+   * OCR would be long stops before it for the user's choice of pages (ocrChoices), then is parsed again with it. */
+  private startImport(
+    documentId: string,
+    fileName: string,
+    bytes: Uint8Array,
+    o: { password?: string; ocrPages?: OcrPages },
+  ): string {
     for (const id of this.ctx.held.hold(documentId, fileName, bytes)) this.ctx.changed(id);
     const { sha256 } = this.ctx.storage.documents.require(documentId);
     this.ctx.storage.documents.update(documentId, { status: 'importing', error: null });
     this.ctx.changed(documentId);
     const { taskId } = this.ctx.tasks.start('import', documentId, async (task) => {
       try {
-        const imported = await importDocument(
-          // A copy goes to the parser thread: the file stays held until it is read.
-          { fileName, bytes: await copyOwned(bytes) },
-          {
-            signal: task.signal,
-            transferBytes: true,
-            password,
-            ocrCache: ocrCacheDir(this.ctx.cacheDir),
-            ocrLanguages: this.languages(),
-            onProgress: (d, t, stage) =>
-              stage === 'ocr'
-                ? task.progress(
-                    'ocr',
-                    d,
-                    t,
-                    `recognising the text of ${fileName} (OCR): page ${Math.min(d + 1, t)} of ${t}`,
-                  )
-                : task.progress('import', d, t, `reading ${fileName}`),
-          },
-        );
+        const kept = ocrCacheDir(this.ctx.cacheDir);
+        let imported: ImportedDocument | undefined;
+        for (let ocrPages = o.ocrPages; !imported; ) {
+          const speed = ocrSpeed(kept);
+          try {
+            imported = await importDocument(
+              // A copy goes to the parser thread: the file stays held until it is read.
+              { fileName, bytes: await copyOwned(bytes) },
+              {
+                signal: task.signal,
+                transferBytes: true,
+                password: o.password,
+                ocrCache: kept,
+                ocrLanguages: this.languages(),
+                ocrPages,
+                ocrAsk: { overSeconds: this.ctx.ocrAskOverSeconds, secondsPerPage: speed.secondsPerPage },
+                onProgress: (d, t, stage) =>
+                  stage === 'ocr'
+                    ? task.progress(
+                        'ocr',
+                        d,
+                        t,
+                        `recognising the text of ${fileName} (OCR): page ${Math.min(d + 1, t)} of ${t}`,
+                      )
+                    : task.progress('import', d, t, `reading ${fileName}`),
+              },
+            );
+          } catch (e) {
+            if (!isImportError(e, 'OCR_CHOICE')) throw e;
+            // A long OCR: nothing is recognised until the user chooses (the UI shows the summary's ocrChoice).
+            const wait = this.ctx.ocrChoices.wait(
+              documentId,
+              fileName,
+              { ...(e.details as Omit<OcrChoice, 'measured'>), measured: speed.measured },
+              task.signal,
+            );
+            task.progress('ocr', 0, 0, e.message);
+            this.ctx.changed(documentId);
+            try {
+              ocrPages = await wait;
+            } finally {
+              this.ctx.changed(documentId);
+            }
+          }
+        }
+        recordOcrSpeed(kept, imported.ocrSeconds);
         this.ctx.held.delete(documentId);
         this.ctx.storage.documents.update(documentId, {
           title: this.keptTitle(documentId, sha256, imported.title || fileName),
@@ -153,12 +208,17 @@ export class DocumentImports {
             ...p,
             tokenStart: 0,
             tokenEnd: 0,
-            ...(ocr ? { ocr: { language: ocr.language, confidence: ocr.confidence }, ocrWords: ocr.words } : {}),
+            ...(ocr
+              ? {
+                  ocr: { language: ocr.language, confidence: ocr.confidence, ...(ocr.unread ? { unread: true } : {}) },
+                  ocrWords: ocr.words,
+                }
+              : {}),
           })),
           tokens: [],
         });
         // Its recognised pages are stored with it now: their resume copies go.
-        OcrCache.clear(ocrCacheDir(this.ctx.cacheDir), imported.sha256);
+        OcrCache.clear(kept, imported.sha256);
         await this.reader.read(documentId, task, undefined);
       } catch (e) {
         this.reader.fail(documentId, e, task);

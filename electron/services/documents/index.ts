@@ -10,7 +10,8 @@ import type { DocumentFiles } from '../document-files.ts';
 import type { EngineManager } from '../engine-manager.ts';
 import type { ModelsService } from '../models-service.ts';
 import type { Tasks } from '../tasks.ts';
-import { type DocumentsContext, HeldFiles } from './context.ts';
+import { type DocumentsContext, HeldFiles, OcrChoices } from './context.ts';
+import { OCR_ASK_OVER_SECONDS } from '../../shared/ocr.ts';
 import { DocumentImports } from './imports.ts';
 import { DocumentInspector } from './inspector.ts';
 import { DocumentLibrary } from './library.ts';
@@ -32,6 +33,9 @@ export interface DocumentsOptions {
   files?: DocumentFiles;
   /** Where the user adds OCR languages (Tesseract's <code>.traineddata files); none: English only. */
   ocrLanguagesDir?: string;
+  /** An import stops for the choice of pages when its OCR would take longer than this (seconds; default
+   * OCR_ASK_OVER_SECONDS). */
+  ocrAskOverSeconds?: number;
 }
 
 export class Documents {
@@ -46,6 +50,8 @@ export class Documents {
     const ctx: DocumentsContext = {
       ...o,
       checkpointSeconds: o.checkpointSeconds ?? 30,
+      ocrAskOverSeconds: o.ocrAskOverSeconds ?? OCR_ASK_OVER_SECONDS,
+      ocrChoices: new OcrChoices(),
       held: new HeldFiles(),
       changed: (id) => this.library.changed(id),
     };

@@ -40,7 +40,9 @@ export class DocumentLibrary {
     const s = this.ctx.storage.settings.get();
     // A document whose cache was made with another model, other settings or another system prompt is stale.
     const stale = d.status === 'ready' && !cacheMatches(s, d);
-    return toSummary(stale ? { ...d, status: 'stale' } : d, this.ctx.held.has(d.id));
+    const summary = toSummary(stale ? { ...d, status: 'stale' } : d, this.ctx.held.has(d.id));
+    const ocrChoice = this.ctx.ocrChoices.get(d.id);
+    return ocrChoice ? { ...summary, ocrChoice } : summary;
   }
 
   /** What a chat over these documents would take, and how many more like them fit (SetEstimate). */

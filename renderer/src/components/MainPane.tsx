@@ -14,6 +14,7 @@ import { useImportPicker } from '../hooks/use-import-picker.tsx';
 import { ChatPane } from './ChatPane.tsx';
 import { DocumentPane } from './DocumentPane.tsx';
 import { FailureAction } from './FailedImports.tsx';
+import { OcrChoiceNotice } from './OcrChoice.tsx';
 import { InspectorPane } from './InspectorPane.tsx';
 import { TaskProgress } from './Progress.tsx';
 import { StatusBadge } from './StatusBadge.tsx';
@@ -142,10 +143,16 @@ export function MainPane() {
           {doc.error}
         </div>
       )}
-      {task && (
+      {doc.ocrChoice ? (
         <div className="doc-header-task">
-          <TaskProgress task={task} />
+          <OcrChoiceNotice doc={doc} />
         </div>
+      ) : (
+        task && (
+          <div className="doc-header-task">
+            <TaskProgress task={task} />
+          </div>
+        )
       )}
       <div className="tab-panel" role="tabpanel" id={`panel-${tab}`} aria-labelledby={`tab-${tab}`}>
         {tab === 'chat' && <ChatPane documentId={documentId} />}

@@ -212,9 +212,15 @@ export function PdfView({ detail, page, onPageShown, shade, scaleMax, citation, 
     () => new Map(detail.pageList.flatMap((p) => (p.ocr ? [[p.page, p.ocr] as const] : []))),
     [detail.pageList],
   );
-  // After a range was read, the pages the model knows nothing of are dimmed and labelled so.
+  // After a range was read, the pages the model knows nothing of are dimmed and labelled so; so are the pages of a
+  // scan that OCR left unread (outside the pages chosen at import).
   const read = useMemo(
-    () => new Set(pagesRead(detail.pageList, detail.readPages).map((p) => p.page)),
+    () =>
+      new Set(
+        pagesRead(detail.pageList, detail.readPages)
+          .filter((p) => !p.ocr?.unread)
+          .map((p) => p.page),
+      ),
     [detail.pageList, detail.readPages],
   );
   // Each page's overlay, made again only when what it draws changes (a new object redraws the spans).
@@ -580,6 +586,7 @@ function drawMarks(div: HTMLElement, str: string, marks: Mark[]): void {
 
 /** How a page was read by OCR, for people. */
 function ocrLabel(ocr: NonNullable<DocumentPage['ocr']>): string {
+  if (ocr.unread) return 'not read by OCR: outside the pages chosen at import';
   const sure = `${Math.round(ocr.confidence)}% confident`;
   return uncertain(ocr) ? `read by OCR, uncertain (${sure}): check the text against the page` : `read by OCR (${sure})`;
 }
@@ -652,11 +659,11 @@ function PdfThumb({
       <span className="small">{page}</span>
       {ocr && (
         <span
-          className={`pdf-thumb-ocr${uncertain(ocr) ? ' uncertain' : ''}`}
+          className={`pdf-thumb-ocr${uncertain(ocr) ? ' uncertain' : ''}${ocr.unread ? ' unread' : ''}`}
           title={ocrLabel(ocr)}
           data-testid="thumb-ocr"
         >
-          {uncertain(ocr) ? 'OCR?' : 'OCR'}
+          {ocr.unread ? 'no OCR' : uncertain(ocr) ? 'OCR?' : 'OCR'}
         </span>
       )}
       {retention !== undefined && (

@@ -4,19 +4,18 @@
 // only a range of pages that fits, from any page. The ranges are computed here from the page list (the rule
 // the app core checks them by, room.ts), never read back from the note. After a range was read, the note says
 // which pages the model knows, with the way back: compressing the whole document.
-import { useId, useMemo, useState } from 'react';
+import { useMemo } from 'react';
 
 import type { DocumentDetail } from '../../../electron/api/contract.ts';
 import { recompressDocument } from '../stores/documents.ts';
 import { useSettings } from '../stores/settings.ts';
 import { documentTask, useTasks } from '../stores/tasks.ts';
 import { askConfirm } from '../stores/ui.ts';
-import { ocrNotes } from '../../../electron/shared/ocr.ts';
+import { ocrNotes, uncertain } from '../../../electron/shared/ocr.ts';
 import { fittingEnds } from '../../../electron/shared/room.ts';
 import { readKind } from '../lib/read-kind.ts';
 import { formatBytes, formatCount, formatPercent } from '../lib/format.ts';
-
-const pageRange = ([a, b]: [number, number]) => (a === b ? `page ${a}` : `pages ${a} to ${b}`);
+import { PageRangeFields, pageRangeText as pageRange, usePageRange } from './PageRange.tsx';
 
 /**
  * What the read bought and what limits the chat, apart: the positions the document takes of the context (its
@@ -88,13 +87,15 @@ export function ReadNote({ detail }: { detail: DocumentDetail }) {
   );
 }
 
-/** The pages read by OCR, and those whose recognition is uncertain (marked on their thumbnails too). */
+/** The pages read by OCR, those left unread (outside the pages chosen at import) and those whose recognition is
+ * uncertain (marked on their thumbnails too). */
 function OcrNote({ detail }: { detail: DocumentDetail }) {
   const notes = ocrNotes(detail.pageList);
   if (!notes.length) return null;
   const text = notes.join('; ');
+  const warn = detail.pageList.some((p) => p.ocr && (p.ocr.unread || uncertain(p.ocr)));
   return (
-    <p className={`read-note small${notes.length > 1 ? ' uncertain' : ' muted'}`} data-testid="ocr-note">
+    <p className={`read-note small${warn ? ' uncertain' : ' muted'}`} data-testid="ocr-note">
       {text.charAt(0).toUpperCase() + text.slice(1)}.
     </p>
   );
@@ -135,10 +136,6 @@ function PageRangeOffer({
   roomSetting: number | null;
   disabled: boolean;
 }) {
-  const id = useId();
-  const [chosenFrom, setFrom] = useState<number | null>(null);
-  // null: as far as fits from the chosen first page
-  const [chosenTo, setTo] = useState<number | null>(null);
   const { pageList, tokens, contextTokens } = detail;
   // Each page that fits on its own may start a range, with the last page that fits after it; pages the last
   // read left out were not measured, so no range holds them (room.ts).
@@ -152,6 +149,8 @@ function PageRangeOffer({
     });
     return out;
   }, [pageList, tokens, contextTokens, roomSetting]);
+  const pages = useMemo(() => pageList.map((p) => p.page), [pageList]);
+  const chosen = usePageRange(starts, pages);
   if (starts.size === 0)
     return (
       <p className="small">
@@ -160,12 +159,7 @@ function PageRangeOffer({
           : 'Not even the first page fits the context with room for the conversation.'}
       </p>
     );
-  // A choice the page list no longer offers (the document was read again) falls back to the default.
-  const from = chosenFrom !== null && starts.has(chosenFrom) ? chosenFrom : starts.keys().next().value!;
-  const longest = starts.get(from)!;
-  const ends = pageList.filter((p) => p.page >= from && p.page <= longest).map((p) => p.page);
-  const to = chosenTo !== null && ends.includes(chosenTo) ? chosenTo : longest;
-  const range: [number, number] = [from, to];
+  const range = chosen.range;
   const compress = () =>
     askConfirm({
       title: `Compress ${pageRange(range)} only?`,
@@ -176,34 +170,10 @@ function PageRangeOffer({
       onConfirm: () => void recompressDocument(detail.id, range),
     });
   return (
-    <fieldset className="page-range">
-      <legend className="sr-only">A range of pages that fits the context</legend>
-      <label htmlFor={`${id}-from`}>From page</label>
-      <select
-        id={`${id}-from`}
-        value={from}
-        onChange={(e) => {
-          setFrom(Number(e.target.value));
-          setTo(null);
-        }}
-      >
-        {[...starts.keys()].map((p) => (
-          <option key={p} value={p}>
-            {p}
-          </option>
-        ))}
-      </select>
-      <label htmlFor={`${id}-to`}>to page</label>
-      <select id={`${id}-to`} value={to} onChange={(e) => setTo(Number(e.target.value))}>
-        {ends.map((p) => (
-          <option key={p} value={p}>
-            {p}
-          </option>
-        ))}
-      </select>
+    <PageRangeFields legend="A range of pages that fits the context" range={chosen}>
       <button type="button" className="button small" onClick={compress} disabled={disabled}>
         Compress {pageRange(range)}
       </button>
-    </fieldset>
+    </PageRangeFields>
   );
 }

@@ -20,6 +20,7 @@ import { useImportPicker } from '../hooks/use-import-picker.tsx';
 import { clearPicked, renameDocument, togglePicked, useLibrary, wasCancelled, workingIds } from '../stores/library.ts';
 import { ChatSearch } from './ChatSearch.tsx';
 import { FailedImports } from './FailedImports.tsx';
+import { OcrChoiceNotice } from './OcrChoice.tsx';
 import { DuplicateDialog, PasswordDialog } from './LibraryDialogs.tsx';
 import { TaskProgress } from './Progress.tsx';
 import { RenameForm } from './RenameForm.tsx';
@@ -128,10 +129,17 @@ function DocumentRow({ id, selected }: { id: string; selected: boolean }) {
       >
         <TrashIcon />
       </button>
-      {task && (
+      {/* Waiting before a long OCR: the choice, with its own cancel, in place of a bar that would not move. */}
+      {d.ocrChoice ? (
         <div className="doc-task">
-          <TaskProgress task={task} compact />
+          <OcrChoiceNotice doc={d} />
         </div>
+      ) : (
+        task && (
+          <div className="doc-task">
+            <TaskProgress task={task} compact />
+          </div>
+        )
       )}
     </li>
   );

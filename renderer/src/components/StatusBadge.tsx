@@ -10,7 +10,9 @@ export const STATUS_TEXT: Record<DocumentSummary['status'], string> = {
   failed: 'Failed',
 };
 
-export function StatusBadge({ doc }: { doc: Pick<DocumentSummary, 'status' | 'errorCode'> }) {
+export function StatusBadge({ doc }: { doc: Pick<DocumentSummary, 'status' | 'errorCode' | 'ocrChoice'> }) {
   if (wasCancelled(doc)) return <span className="badge status-cancelled">Cancelled</span>;
+  // An import stopped before a long OCR waits for its user, not for the file.
+  if (doc.ocrChoice) return <span className="badge status-importing">Waiting for your choice</span>;
   return <span className={`badge status-${doc.status}`}>{STATUS_TEXT[doc.status]}</span>;
 }

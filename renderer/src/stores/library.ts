@@ -77,6 +77,15 @@ export async function importAgain(documentId: string, password?: string): Promis
   }
 }
 
+/** Answers an import waiting before a long OCR: all its pages, or a range of them. */
+export async function chooseOcrPages(documentId: string, pages: 'all' | [number, number]): Promise<void> {
+  try {
+    await api().call('documents.chooseOcrPages', { documentId, pages });
+  } catch (e) {
+    notify(`The pages were not chosen: ${errorMessage(e)}`);
+  }
+}
+
 export async function submitPassword(password: string): Promise<void> {
   const q = useLibrary.getState().password;
   closePassword();
