@@ -2,11 +2,13 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { PDFDocument } from 'pdf-lib';
 
 import { storiesPdf, storyFiles } from './helpers/e2e-host.ts';
+import { typesetImage } from './helpers/make-pdf.ts';
 import { missing, repoRoot, sharedModel, sharedReference } from './helpers/shared.ts';
 
 const stories = sharedModel('stories260K.gguf');
@@ -133,6 +135,45 @@ test('compress reads a PDF four times longer than the context in chunks, with re
     // By hand, one pass is refused for what does not fit, saying how to read it.
     const one = folio('compress', '--model', stories260K, '--doc', file, '--budget', '0.2', '--chunk', '0', '--json');
     assert.equal(one.code, 1);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('compress of a long scan stops before its OCR, saying how long it would take; --ocr-pages reads a range', {
+  skip,
+}, async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'folio-cli-scan-'));
+  const file = join(dir, 'scan.pdf');
+  // Thirty pages of one picture (made once): at the default 2.2 s a page, over the minute that asks first.
+  const pdf = await PDFDocument.create();
+  const png = await pdf.embedPng(await typesetImage('Lily had a red kite. The secret code is 7306, she said.'));
+  for (let i = 0; i < 30; i++) pdf.addPage([612, 792]).drawImage(png, { x: 0, y: 0, width: 612, height: 792 });
+  writeFileSync(file, await pdf.save());
+  try {
+    const asked = folio('compress', '--model', stories260K, '--doc', file, '--budget', '0.2');
+    assert.equal(asked.code, 2, asked.err);
+    assert.match(
+      asked.err,
+      /scan\.pdf has 30 pages without a text layer to read by OCR \(about 1 min here\): pass --ocr-pages all, or a range/,
+    );
+    const bad = folio('compress', '--model', stories260K, '--doc', file, '--ocr-pages', '9-3');
+    assert.match(bad.err, /--ocr-pages must be all, a page or a range of pages/);
+    const r = folio(
+      'compress',
+      '--model',
+      stories260K,
+      '--doc',
+      file,
+      '--budget',
+      '0.2',
+      '--ocr-pages',
+      '2-2',
+      '--json',
+    );
+    assert.equal(r.code, 0, r.err);
+    assert.ok(JSON.parse(r.out).prefixTokens > 10);
+    assert.match(r.err, /pages 1, 3–30 were not read: they have no text layer and lay outside the pages chosen/);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

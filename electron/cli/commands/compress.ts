@@ -121,7 +121,8 @@ export const compress: Command = {
         `${e.message.replace(/: choose .*$/, '')}: pass --ocr-pages all, or a range (--ocr-pages 1-20)`,
       );
     });
-    for (const w of imported.warnings) if (!v.json) process.stderr.write(`${docPath}: ${w}\n`);
+    // What the reader could not read (pages left out of OCR, damaged pages) goes to stderr, --json or not.
+    for (const w of imported.warnings) process.stderr.write(`${docPath}: ${w}\n`);
     const pages = imported.pages.map((p) => ({ page: p.page, text: p.text }));
     if (question !== undefined) pages[pages.length - 1].text += `\n\n${question}`;
     await withEngine(flags, async (engine) => {
