@@ -46,6 +46,8 @@ before(async () => {
     nCtx: null,
     threads: null,
     kvType: 'f16',
+    kvTypeV: null,
+    kvRotate: false,
     backend: 'auto',
   }));
   model = await engine.ensureModel(stories, stories);

@@ -50,6 +50,8 @@ async function engineSession(path: string): Promise<{ options: number; session: 
       nCtx: null,
       threads: null,
       kvType: 'f16',
+      kvTypeV: null,
+      kvRotate: false,
       backend: 'auto',
     }));
     const model = await engine.ensureModel(path, path);

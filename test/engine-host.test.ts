@@ -623,7 +623,14 @@ test('the settings choose the backend: sessions run there, the status says so, a
   skip: missing(stories),
 }, async () => {
   let backend: 'auto' | 'cpu' | 'cuda' | 'vulkan' = 'cpu';
-  const manager = new EngineManager(client, new EventBus(), () => ({ nCtx: 256, threads: 1, kvType: 'f16', backend }));
+  const manager = new EngineManager(client, new EventBus(), () => ({
+    nCtx: 256,
+    threads: 1,
+    kvType: 'f16',
+    kvTypeV: null,
+    kvRotate: false,
+    backend,
+  }));
   const model = await manager.ensureModel('stories', stories);
   const offers = client.hostInfo()!.backends;
   for (const choice of ['cpu', 'cuda', 'vulkan'] as const) {

@@ -11,6 +11,7 @@ import { join } from 'node:path';
 
 import { loadAddon, type CompressOptions, type EngineError, type Model } from '../electron/engine/binding.ts';
 import { METHOD_NAMES } from '../electron/shared/kv/methods.ts';
+import { kvEntryBytes } from '../electron/shared/kv/precision.ts';
 import { estimateMemory, kvBytesPerToken, shapeFromInfo } from '../electron/models/estimate.ts';
 import { missing, sharedModel, sharedReference } from './helpers/shared.ts';
 
@@ -82,6 +83,7 @@ test('every method keeps the cache within the budget plus one chunk, at every ch
     const bounds: number[] = [];
     for (const n of [512, 1024, 2048]) {
       const r = await read(longDoc(n), { method, budget: 48, chunk: 64, rebase: true, room: 32 });
+
       const st = r.stats;
       assert.equal(st.compressed, true, `${method} at ${n}`);
       assert.ok(st.kvBytesBound > 0, `${method} at ${n}: a bound`);
@@ -113,13 +115,43 @@ test('every method keeps the cache within the budget plus one chunk, at every ch
   }
 });
 
+test('a chunked read in q4_0 stays within its memory bound, which is q4_0 entries, not f16 ones', {
+  skip,
+}, async () => {
+  // stories260K's heads are 8 numbers: a q4_0 entry is one short block, 2 + 4 bytes, against f32's 32.
+  const f32 = await read(longDoc(1024), { method: 'ada-snapkv', budget: 48, chunk: 64, rebase: true, room: 32 });
+  const q4 = await read(
+    longDoc(1024),
+    { method: 'ada-snapkv', budget: 48, chunk: 64, rebase: true, room: 32 },
+    {
+      kvType: 'q4_0',
+    },
+  );
+  const entry = q4.s.memory().entryBytes;
+  assert.equal(entry, 2 * kvEntryBytes('q4_0', 8));
+  assert.equal(q4.s.memory().kvType, 'q4_0');
+  assert.ok(q4.stats.kvBytesPeak > 0 && q4.stats.kvBytesPeak <= q4.stats.kvBytesBound, `peak ${q4.stats.kvBytesPeak}`);
+  assert.ok(q4.s.memory().bytesReserved <= q4.stats.kvBytesBound);
+  // The same entries kept; each in 12 bytes (and a 4-byte position) instead of 64.
+  assert.equal(q4.s.memory().bytesUsed * 64, f32.s.memory().bytesUsed * 12);
+  assert.ok(
+    q4.stats.kvBytesBound * 3 < f32.stats.kvBytesBound,
+    `${q4.stats.kvBytesBound} against ${f32.stats.kvBytesBound}`,
+  );
+  // and it still answers
+  const a = await q4.s.generate({ n: 8, temperature: 0 });
+  assert.ok(a.text.length > 0);
+  f32.s.dispose();
+  q4.s.dispose();
+});
+
 test('the memory estimate is never under what the engine reserves: every method, in one pass and in chunks', {
   skip,
 }, async () => {
   const shape = shapeFromInfo(model.info());
-  const kvType = 'f32' as const;
+  const kv = { k: 'f32', v: 'f32', rotate: false } as const;
   // The engine's bytes count each entry's position (4 bytes per layer and head); the estimate leaves them out.
-  const perEntry = kvBytesPerToken(shape, kvType) / (shape.layers * shape.kvHeads);
+  const perEntry = kvBytesPerToken(shape, kv) / (shape.layers * shape.kvHeads);
   const withoutPositions = (bytes: number) => (bytes * perEntry) / (perEntry + 4);
   for (const method of METHOD_NAMES.filter((m) => m !== 'full')) {
     for (const chunk of [0, 128]) {
@@ -128,7 +160,7 @@ test('the memory estimate is never under what the engine reserves: every method,
         nCtx: 512,
         conversationTokens: 512 - doc.length,
         compression: { method, budget: 0.25 },
-        kvType,
+        kv,
         chunkTokens: chunk || undefined,
         memory: { free: () => 1e12, total: () => 1e12 },
       });

@@ -15,6 +15,7 @@ import {
   type Model,
   type Session,
 } from '../electron/engine/binding.ts';
+import { readKeptPositions } from '../electron/engine/session-file.ts';
 import { METHOD_NAMES, methodRow } from '../electron/shared/kv/methods.ts';
 import { missing, sharedModel, sharedReference } from './helpers/shared.ts';
 import { writeRandomModel } from './helpers/random-model.ts';
@@ -265,9 +266,9 @@ test('save and load: identical next logits; damaged and foreign files are refuse
   await expectLoad(bytes.subarray(0, bytes.length - 1000), 'SESSION_FILE_CORRUPT');
   await expectLoad(bytes.subarray(0, 10), 'SESSION_FILE_CORRUPT');
   await expectLoad(Buffer.from('not a session at all'), 'SESSION_FILE_FORMAT');
-  const v3 = Buffer.from(bytes);
-  v3.writeUInt32LE(3, 8);
-  await expectLoad(v3, 'SESSION_FILE_VERSION');
+  const v4 = Buffer.from(bytes);
+  v4.writeUInt32LE(4, 8);
+  await expectLoad(v4, 'SESSION_FILE_VERSION');
   // the same session file opened with another model
   const otherPath = join(dir, 'other.gguf');
   writeRandomModel(otherPath, { seed: 3 });
@@ -281,6 +282,36 @@ test('save and load: identical next logits; damaged and foreign files are refuse
   await assert.rejects(s.save(join(dir, 'no/such/dir/x.kv')), (e: EngineError) => e.code === 'SESSION_FILE_WRITE');
   assert.ok(existsSync(path));
   s.dispose();
+});
+
+test('a quantized cache (q8_0 keys, q4_0 values, rotated) is saved and loaded block for block', { skip }, async () => {
+  const s = model.createSession({ ...opts, kvTypeK: 'q8_0', kvTypeV: 'q4_0', kvRotate: true });
+  const { stats } = await s.compress(prefix, { method: 'ada-snapkv', budget: 0.3 });
+  assert.equal(stats.kvType, 'q8_0/q4_0+rot');
+  // stories260K's heads of 8: a q8_0 key 2 + 8 bytes, a q4_0 value 2 + 4
+  assert.equal(s.memory().entryBytes, 10 + 6);
+  const path = join(dir, 'quantized.folio-kv');
+  await s.save(path, '{}');
+  const next = await s.prefill(question);
+  // The file decides the format, whatever the options ask for.
+  const { session: loaded } = await model.loadSession(path, opts);
+  assert.equal(loaded.memory().kvType, 'q8_0/q4_0+rot');
+  assert.deepEqual(
+    loaded.memory().headLengths,
+    s.memory().headLengths.map((l) => l.map((n) => n - question.length)),
+  );
+  sameArray((await loaded.prefill(question)).logits, next.logits, 'logits after the question');
+  // The app's reader of kept positions reads the layout (format 3) to the file's end.
+  const { header, positions } = await readKeptPositions(path, 2, 1);
+  assert.deepEqual(header.kv, { k: 'q8_0', v: 'q4_0', rotate: true });
+  assert.equal(positions.length, stats.layers[2].heads[1].kept);
+  // A quantized cache answers close to the f32 one: the same greedy continuation on this model.
+  const exact = model.createSession(opts);
+  await exact.compress(prefix, { method: 'ada-snapkv', budget: 0.3 });
+  const want = await exact.generate({ n: 12, temperature: 0 });
+  const { session: again } = await model.loadSession(path, opts);
+  assert.equal((await again.generate({ n: 12, temperature: 0 })).text, want.text);
+  for (const x of [s, loaded, exact, again]) x.dispose();
 });
 
 // End to end on F32 caches: on F16 caches the two would differ by more than their arithmetic, because a

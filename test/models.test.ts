@@ -1401,7 +1401,10 @@ const plenty = { free: () => 64 * GiB, total: () => 128 * GiB };
 
 test('estimate: KV cache per token, full and compressed, and the working buffers', () => {
   assert.equal(kvBytesPerToken(llama1b), 32 * 1024, '16 × 8 × (64 + 64) × 2 bytes');
-  assert.equal(kvBytesPerToken(llama1b, 'f32'), 64 * 1024);
+  assert.equal(kvBytesPerToken(llama1b, { k: 'f32', v: 'f32', rotate: false }), 64 * 1024);
+  // q8_0: 2 blocks of 34 bytes per 64 numbers; q4_0: 2 of 18 (GGUF's blocks)
+  assert.equal(kvBytesPerToken(llama1b, { k: 'q8_0', v: 'q8_0', rotate: true }), 16 * 8 * 2 * 68);
+  assert.equal(kvBytesPerToken(llama1b, { k: 'q8_0', v: 'q4_0', rotate: false }), 16 * 8 * (68 + 36));
 
   const full = estimateMemory(llama1b, { nCtx: 8192, memory: plenty });
   assert.equal(full.kvBytesFull, 8192 * 32768);

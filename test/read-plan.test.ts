@@ -18,7 +18,7 @@ function plan(prefixTokens: number, o: Partial<ReadPlanInput> = {}) {
     prefixTokens,
     shape: llama1b,
     compression,
-    kvType: 'f16',
+    kv: { k: 'f16', v: 'f16', rotate: false },
     contextCap: null,
     conversationRoom: null,
     memory: memory(64 * GiB),

@@ -31,6 +31,8 @@ let settings: Settings = {
   conversationRoom: null,
   threads: null,
   kvType: 'f16',
+  kvTypeV: null,
+  kvRotate: false,
   backend: 'auto',
   theme: 'system',
   modelFolders: [],

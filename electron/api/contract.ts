@@ -10,6 +10,7 @@ import { MAX_CHAT_DOCUMENTS } from '../shared/limits.ts';
 import { BudgetValue } from '../shared/kv/budget.ts';
 import { CompressionMethod, METHOD_TABLE, RECOMMENDED_METHOD, methodRow } from '../shared/kv/methods.ts';
 import { compressOption, samplingOption } from '../shared/kv/options.ts';
+import { KvType } from '../shared/kv/precision.ts';
 import { CompressionStats } from '../shared/kv/stats.ts';
 
 // ---------------------------------------------------------------------------------------------------------
@@ -100,7 +101,13 @@ export const Settings = z.object({
     .nullable(),
   /** Engine threads; null: all cores. */
   threads: z.number().int().min(1).max(1024).nullable(),
-  kvType: z.enum(['f16', 'f32']),
+  /** Cache precision: how each kept key and value is stored (shared/kv/precision.ts); f16 by default. A document's
+   * cache is read again when it changes. */
+  kvType: KvType,
+  /** The values' type where it differs from the keys' (kvType); null: the same. */
+  kvTypeV: KvType.nullable(),
+  /** Rotate quantized keys and values before quantizing (a Hadamard transform over each head). */
+  kvRotate: z.boolean(),
   /** Where the engine computes: 'auto' (CUDA, else a discrete Vulkan GPU, else the CPU) or a backend by name
    * (an integrated GPU runs only when named). The chats and reads that start after a change use it. */
   backend: z.enum(BACKEND_CHOICES),

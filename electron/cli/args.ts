@@ -7,6 +7,7 @@ import { BACKEND_CHOICES, type BackendChoice } from '../shared/compute-backends.
 import { BudgetValue } from '../shared/kv/budget.ts';
 import { isCompressionMethod, METHOD_NAMES, RECOMMENDED_METHOD, type CompressionMethod } from '../shared/kv/methods.ts';
 import { compressRow, describeOption, type OptionRow, optionSchema, samplingRow } from '../shared/kv/options.ts';
+import { KV_TYPES, type KvType } from '../shared/kv/precision.ts';
 import { type CompressionSettings, DocumentPositions } from '../api/contract.ts';
 import { DEFAULT_SETTINGS } from '../storage/settings.ts';
 
@@ -26,9 +27,21 @@ export const common = {
   threads: { type: 'string' },
   ctx: { type: 'string' },
   'kv-type': { type: 'string' },
+  'kv-type-k': { type: 'string' },
+  'kv-type-v': { type: 'string' },
+  'kv-rotate': { type: 'boolean' },
   backend: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
+
+/** The cache's precision flags (sessionOptions reads them), for a command's options and its usage. */
+export const precisionFlags = {
+  'kv-type': common['kv-type'],
+  'kv-type-k': common['kv-type-k'],
+  'kv-type-v': common['kv-type-v'],
+  'kv-rotate': common['kv-rotate'],
+} as const;
+export const PRECISION_USAGE = `[--kv-type ${KV_TYPES.join('|')}] [--kv-type-k T] [--kv-type-v T] [--kv-rotate]`;
 
 export function int(v: Values, name: string, def: number, min = 0): number {
   const s = v[name];
@@ -69,18 +82,37 @@ export async function openModel(v: Values): Promise<Model> {
 }
 
 export function sessionOptions(v: Values) {
-  const kvType = str(v, 'kv-type') ?? 'f16';
-  if (kvType !== 'f16' && kvType !== 'f32') throw new UsageError(`--kv-type must be f16 or f32, not '${kvType}'`);
+  const kvTypeFlag = (flag: string): KvType | undefined => {
+    const t = str(v, flag);
+    if (t !== undefined && !(KV_TYPES as readonly string[]).includes(t))
+      throw new UsageError(`--${flag} must be ${KV_TYPES.join(', ')}, not '${t}'`);
+    return t as KvType | undefined;
+  };
+  const kvType = kvTypeFlag('kv-type') ?? 'f16';
+  const kvTypeK = kvTypeFlag('kv-type-k');
+  const kvTypeV = kvTypeFlag('kv-type-v');
   const backend = str(v, 'backend') ?? 'auto';
   if (!(BACKEND_CHOICES as readonly string[]).includes(backend))
     throw new UsageError(`--backend must be ${BACKEND_CHOICES.join(', ')}, not '${backend}'`);
   return {
     nThreads: int(v, 'threads', 0),
     nCtx: int(v, 'ctx', 0),
-    kvType: kvType as 'f16' | 'f32',
+    // --kv-type-k sets the keys' type; --kv-type both, where the other flags do not say
+    kvType: kvTypeK ?? kvType,
+    kvTypeV: kvTypeV ?? kvType,
+    kvRotate: !!v['kv-rotate'],
     backend: backend as BackendChoice,
   };
 }
+
+/** The session options of the command line. */
+export type SessionFlags = ReturnType<typeof sessionOptions>;
+/** The cache precision of the flags: what an evaluation's compressed runs use. */
+export type PrecisionFlags = Pick<SessionFlags, 'kvType'> & Partial<Pick<SessionFlags, 'kvTypeV' | 'kvRotate'>>;
+
+/** Whether any precision flag was given (an evaluation otherwise measures compression alone, in f32). */
+export const precisionGiven = (v: Values) =>
+  Object.keys(precisionFlags).some((f) => (v as Record<string, unknown>)[f] !== undefined);
 
 /** Bytes in MiB for people. */
 export const mib = (b: number) => (b / 2 ** 20).toFixed(2) + ' MiB';

@@ -15,6 +15,8 @@ export async function withEngine<T>(
     nCtx: flags.nCtx || null,
     threads: flags.nThreads || null,
     kvType: flags.kvType,
+    kvTypeV: flags.kvTypeV,
+    kvRotate: flags.kvRotate,
     backend: flags.backend,
   }));
   try {

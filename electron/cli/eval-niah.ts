@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 
 import { compressOptionsFor } from '../shared/kv/budget.ts';
 import type { CompressionMethod, Model } from '../engine/binding.ts';
-import { UsageError } from './args.ts';
+import { type PrecisionFlags, UsageError } from './args.ts';
 import { fmtBudget, methodWidth } from './text-table.ts';
 
 /** One case of a needle-eval set (JSON lines: ../shared/models/needle-eval/README.md). */
@@ -72,7 +72,7 @@ export interface NeedleRunOptions {
   alpha: number;
   window: number;
   kernel: number;
-  sessionOpts: { nThreads: number; nCtx: number; kvType: 'f16' | 'f32' };
+  sessionOpts: { nThreads: number; nCtx: number } & PrecisionFlags;
 }
 
 export interface NiahOptions extends NeedleRunOptions {

@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 import type { ResolvedBudget } from '../shared/kv/budget.ts';
 import type { CompressionMethod, MethodRow } from '../shared/kv/methods.ts';
 import type { OptionRow } from '../shared/kv/options.ts';
+import type { KvType } from '../shared/kv/precision.ts';
 import type { EngineCompressionStats, StatsSchema } from '../shared/kv/stats.ts';
 import type { BackendChoice, ComputeBackend, GpuBackend } from '../shared/compute-backends.ts';
 
@@ -159,8 +160,13 @@ export interface SessionOptions {
   nBatch?: number;
   /** Threads (default: all hardware threads). */
   nThreads?: number;
-  /** Element type of the cached keys and values (default 'f16'). */
-  kvType?: 'f16' | 'f32';
+  /** How the cached keys and values are stored (default 'f16'; shared/kv/precision.ts). */
+  kvType?: KvType;
+  /** The keys' or the values' type where it differs from kvType. */
+  kvTypeK?: KvType;
+  kvTypeV?: KvType;
+  /** Rotate the quantized ones before quantizing (a Hadamard transform over the head). */
+  kvRotate?: boolean;
   /** 'reference': the slow, obviously correct attention and window scores the fast ones are tested against (CPU only). */
   attention?: 'fast' | 'reference';
   /** Where the forward pass runs: 'auto' (default: backendInfo().backend), or a backend by name (a GPU one
@@ -261,7 +267,8 @@ export interface CompressResult {
 }
 
 export interface SessionMemory {
-  kvType: 'f16' | 'f32';
+  /** The cache's format, as shared/kv/precision.ts kvFormatName names it ('f16', 'q8_0/q4_0+rot'). */
+  kvType: string;
   /** Bytes of the keys and values the cache holds. */
   bytesUsed: number;
   /** Bytes the cache has allocated (spare room and positions included). */

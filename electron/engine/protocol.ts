@@ -20,6 +20,7 @@ import { z } from 'zod';
 import { BudgetValue } from '../shared/kv/budget.ts';
 import { CompressionMethod } from '../shared/kv/methods.ts';
 import { compressOption, samplingOption } from '../shared/kv/options.ts';
+import { KvType } from '../shared/kv/precision.ts';
 import { EngineCompressionStats } from '../shared/kv/stats.ts';
 import type * as B from './binding.ts';
 import { BACKEND_CHOICES, COMPUTE_BACKENDS } from '../shared/compute-backends.ts';
@@ -84,7 +85,10 @@ export const SessionOptions = z.strictObject({
   nCtx: Int.min(1).optional(),
   nBatch: Int.min(1).optional(),
   nThreads: Int.min(0).max(1024).optional(),
-  kvType: z.enum(['f16', 'f32']).optional(),
+  kvType: KvType.optional(),
+  kvTypeK: KvType.optional(),
+  kvTypeV: KvType.optional(),
+  kvRotate: z.boolean().optional(),
   attention: z.enum(['fast', 'reference']).optional(),
   backend: z.enum(BACKEND_CHOICES).optional(),
 });

@@ -6,19 +6,20 @@
 // when it loads the file).
 import { open, type FileHandle } from 'node:fs/promises';
 
+import { KV_TYPE_ID, KV_TYPES, type KvFormat, type KvType, kvEntryBytes } from '../shared/kv/precision.ts';
+
 /** The layout's constants, as session-file.cc writes them. */
 const MAGIC = 'FOLIOKV\0';
-const VERSION = 2;
-/** The oldest format still read (version 2 added the read's kept scores after the entries). */
+/** 2 added the read's kept scores after the entries; 3 the keys' and values' types apart, and the rotation. */
+const VERSION = 3;
 const OLDEST_VERSION = 1;
-/** KvType in native/src/kv/flat-cache.h: the ggml type ids, and their element sizes. */
-const ELEMENT_BYTES: Record<number, number> = { 0: 4, 1: 2 };
+const TYPE_OF_ID = new Map<number, KvType>(KV_TYPES.map((t) => [KV_TYPE_ID[t], t]));
 const CHECKSUM_BYTES = 8;
 
 export interface SessionFileHeader {
-  /** The file's format (1: before the kept scores). */
+  /** The file's format (1: before the kept scores; before 3 keys and values of one type, unrotated). */
   version: number;
-  kvType: 'f32' | 'f16';
+  kv: KvFormat;
   layers: number;
   kvHeads: number;
   headDim: number;
@@ -82,8 +83,16 @@ async function readHeader(c: Cursor, path: string): Promise<SessionFileHeader> {
       `${path} was written by another version of Folio (format ${version}, this one reads ${OLDEST_VERSION} to ${VERSION})`,
     );
   c.skip(16, 'the model fingerprint'); // fingerprint and model size: the engine checks them when it loads the file
-  const type = await c.u32('the cache type');
-  if (!(type in ELEMENT_BYTES)) throw new SessionFileError(`${path} is damaged: unknown cache type ${type}`);
+  const type = async (what: string) => {
+    const id = await c.u32(what);
+    const t = TYPE_OF_ID.get(id);
+    if (!t) throw new SessionFileError(`${path} is damaged: unknown cache type ${id}`);
+    return t;
+  };
+  const k = await type('the cache type');
+  const v = version >= 3 ? await type('the values’ type') : k;
+  const rotation = version >= 3 ? await c.u32('the rotation') : 0;
+  if (rotation > 3) throw new SessionFileError(`${path} is damaged: unknown rotation ${rotation}`);
   const layers = await c.u32('the layer count');
   const kvHeads = await c.u32('the head count');
   const headDim = await c.u32('the head size');
@@ -97,7 +106,8 @@ async function readHeader(c: Cursor, path: string): Promise<SessionFileHeader> {
   c.skip(logits * 4, 'the logits');
   const metaLen = await c.u32('the meta length');
   const meta = (await c.take(metaLen, 'the meta')).toString('utf8');
-  return { version, kvType: type === 0 ? 'f32' : 'f16', layers, kvHeads, headDim, headDimV, nPast, tokens, meta };
+  const kv = { k, v, rotate: rotation !== 0 };
+  return { version, kv, layers, kvHeads, headDim, headDimV, nPast, tokens, meta };
 }
 
 /**
@@ -119,8 +129,7 @@ export async function readKeptPositions(
       throw new SessionFileError(
         `the cache has ${header.layers} layers of ${header.kvHeads} KV heads: there is no layer ${layer}, head ${head}`,
       );
-    const el = ELEMENT_BYTES[header.kvType === 'f32' ? 0 : 1];
-    const entryBytes = (header.headDim + header.headDimV) * el;
+    const entryBytes = kvEntryBytes(header.kv.k, header.headDim) + kvEntryBytes(header.kv.v, header.headDimV);
     // Every head's length is read (the rest skipped), so that the file's layout is checked to its end.
     let positions: Int32Array | null = null;
     let entries = 0;

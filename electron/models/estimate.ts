@@ -38,6 +38,7 @@ import { ApiError, type CompressionSettings, type MemoryEstimate } from '../api/
 import { formatBytes } from '../api/units.ts';
 import { DEFAULT_WINDOW, resolveBudget } from '../shared/kv/budget.ts';
 import { methodRow } from '../shared/kv/methods.ts';
+import { type KvFormat, kvEntryBytes } from '../shared/kv/precision.ts';
 import { inspectGguf, type GgufSummary } from './gguf-header.ts';
 
 /** The numbers of a model that the estimate needs. */
@@ -119,16 +120,20 @@ export function shapeFromInfo(i: {
   };
 }
 
-export type KvType = 'f16' | 'f32';
-const KV_ELEMENT_BYTES: Record<KvType, number> = { f16: 2, f32: 4 };
 const F32 = 4;
+const F16_CACHE: KvFormat = { k: 'f16', v: 'f16', rotate: false };
 
-/** KV cache bytes per token: layers × KV heads × (key + value head size) × element bytes. */
+/** Bytes of one token's key and value in one KV head, in the cache's format. */
+function kvBytesPerEntry(shape: Pick<ModelShape, 'headSize' | 'valueHeadSize'>, kv: KvFormat): number {
+  return kvEntryBytes(kv.k, shape.headSize) + kvEntryBytes(kv.v, shape.valueHeadSize);
+}
+
+/** KV cache bytes per token: layers × KV heads × (a key and a value in the cache's format). */
 export function kvBytesPerToken(
   shape: Pick<ModelShape, 'layers' | 'kvHeads' | 'headSize' | 'valueHeadSize'>,
-  kvType: KvType = 'f16',
+  kv: KvFormat = F16_CACHE,
 ): number {
-  return shape.layers * shape.kvHeads * (shape.headSize + shape.valueHeadSize) * KV_ELEMENT_BYTES[kvType];
+  return shape.layers * shape.kvHeads * kvBytesPerEntry(shape, kv);
 }
 
 export type CompressionInput = Pick<CompressionSettings, 'method' | 'budget'> &
@@ -154,7 +159,8 @@ export interface EstimateOptions {
   compression?: CompressionInput;
   /** Room kept whole for the conversation after the document; default min(2048, n_ctx / 4). */
   conversationTokens?: number;
-  kvType?: KvType;
+  /** How the cache stores its entries; default f16. */
+  kv?: KvFormat;
   /** Tokens per prefill step; default 512. */
   batchTokens?: number;
   /** The document is read in chunks of this many tokens (docs/compression.md); default one pass. */
@@ -189,10 +195,10 @@ const CACHE_SPARE_TOKENS = 32;
 /** Memory needed to run a model with a context and compression, against the memory available now. */
 export function estimateMemory(shape: ModelShape, o: EstimateOptions = {}): MemoryBreakdown {
   const nCtx = Math.max(1, Math.floor(o.nCtx ?? shape.contextLength ?? 4096));
-  const kvType = o.kvType ?? 'f16';
+  const kv = o.kv ?? F16_CACHE;
   const conversationTokens = Math.min(nCtx, Math.max(0, Math.floor(o.conversationTokens ?? Math.min(2048, nCtx / 4))));
   const prefixTokens = nCtx - conversationTokens;
-  const perToken = kvBytesPerToken(shape, kvType);
+  const perToken = kvBytesPerToken(shape, kv);
   const { kept, compressed, clamped } = keptPrefixTokens(prefixTokens, o.compression);
 
   // Compressed, a sliding-window layer keeps its window instead of the budget: the prefix entries kept per KV
@@ -233,7 +239,7 @@ export function estimateMemory(shape: ModelShape, o: EstimateOptions = {}): Memo
         ? keptBytes + perToken * (chunk + w)
         : cutsAtEnd
           ? perToken * prefixTokens
-          : keptBytes + perToken * CACHE_SPARE_TOKENS + prefixTokens * Hk * (dk + dv) * KV_ELEMENT_BYTES[kvType]) +
+          : keptBytes + perToken * CACHE_SPARE_TOKENS + prefixTokens * Hk * kvBytesPerEntry(shape, kv)) +
       (rereads ? perToken * (rereadTokens + Math.max(32, Math.floor(rereadTokens / 4))) : 0);
   const compressionBytes = !compressed
     ? 0

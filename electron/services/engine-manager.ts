@@ -31,7 +31,7 @@ export interface LoadedModel {
 }
 
 /** The settings new sessions are made with. */
-export type SessionSettings = Pick<Settings, 'nCtx' | 'threads' | 'kvType' | 'backend'>;
+export type SessionSettings = Pick<Settings, 'nCtx' | 'threads' | 'kvType' | 'kvTypeV' | 'kvRotate' | 'backend'>;
 
 /** Options of a generation: sampling, how many tokens at most, whether an end-of-generation token stops it. */
 export type GenerateOptions = Omit<EngineParams<'generate'>, 'sessionId'>;
@@ -150,6 +150,8 @@ export class EngineManager {
       nCtx: modelContext ? Math.min(nCtx, modelContext) : nCtx,
       nThreads: s.threads ?? 0,
       kvType: s.kvType,
+      ...(s.kvTypeV ? { kvTypeV: s.kvTypeV } : {}),
+      kvRotate: s.kvRotate,
       backend: s.backend,
     };
   }

@@ -18,6 +18,7 @@ import { downloadModel } from '../models/download.ts';
 import { estimateForFile } from '../models/estimate.ts';
 import type { Storage } from '../storage/index.ts';
 import { privateDir } from '../storage/private-files.ts';
+import { kvFormat } from '../shared/kv/precision.ts';
 import type { EngineManager } from './engine-manager.ts';
 import { settingsProblems } from './settings-rules.ts';
 import type { Tasks } from './tasks.ts';
@@ -126,7 +127,7 @@ export class ModelsService {
     const e = await estimateForFile(m.path, {
       nCtx: params.nCtx ?? s.nCtx ?? undefined,
       compression: params.compression ?? s.compression,
-      kvType: s.kvType,
+      kv: kvFormat(s),
       ...this.memorySource(),
     });
     const { weightBytes, kvBytesFull, kvBytesCompressed, workingBytes, totalBytes, availableBytes, fits, message } = e;

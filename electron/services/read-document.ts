@@ -7,7 +7,8 @@
 import type { CompressionSettings } from '../api/contract.ts';
 import type { RequestOptions } from '../engine/client.ts';
 import type { CompressionStats } from '../engine/protocol.ts';
-import { type KvType, shapeFromInfo } from '../models/estimate.ts';
+import { shapeFromInfo } from '../models/estimate.ts';
+import type { KvFormat } from '../shared/kv/precision.ts';
 import { compressOptionsFor } from '../shared/kv/budget.ts';
 import type { EngineManager, LoadedModel } from './engine-manager.ts';
 import { type DocumentPrefix, documentPrefix } from './prefix.ts';
@@ -18,7 +19,7 @@ export interface ReadRequest {
   pages: readonly { page: number; text: string }[];
   systemPrompt: string;
   compression: CompressionSettings;
-  kvType: KvType;
+  kv: KvFormat;
   /** The settings' context cap (null: the model's own, up to DEFAULT_CONTEXT_TOKENS). */
   contextCap: number | null;
   /** The settings' room for the conversation (null: the default). */
@@ -61,7 +62,7 @@ export async function readDocument(engine: EngineManager, r: ReadRequest): Promi
     prefixTokens: prefix.tokenized.tokens.length,
     shape: shapeFromInfo(r.model.info),
     compression: r.compression,
-    kvType: r.kvType,
+    kv: r.kv,
     contextCap: r.contextCap,
     conversationRoom: r.conversationRoom,
   });

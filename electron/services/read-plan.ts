@@ -20,7 +20,8 @@
 //   holds, so a larger context costs memory only as the conversation fills it.
 import { ApiError, type CompressionSettings } from '../api/contract.ts';
 import { defaultChunk, resolveBudget } from '../shared/kv/budget.ts';
-import { estimateMemory, type KvType, type ModelShape } from '../models/estimate.ts';
+import { estimateMemory, type ModelShape } from '../models/estimate.ts';
+import type { KvFormat } from '../shared/kv/precision.ts';
 import { conversationRoom, MIN_CONVERSATION_ROOM } from '../shared/room.ts';
 
 /** Documents up to this many tokens are read in one pass when they fit; longer ones in chunks. */
@@ -31,7 +32,7 @@ export interface ReadPlanInput {
   prefixTokens: number;
   shape: ModelShape;
   compression: CompressionSettings;
-  kvType: KvType;
+  kv: KvFormat;
   /** The settings' context cap (null: the model's own). */
   contextCap: number | null;
   /** The settings' room for the conversation (null: the default). */
@@ -89,7 +90,7 @@ export function planRead(i: ReadPlanInput): ReadPlan {
       nCtx,
       conversationTokens: Math.max(0, nCtx - Math.min(L, nCtx)),
       compression: i.compression,
-      kvType: i.kvType,
+      kv: i.kv,
       memory: i.memory,
       chunkTokens: chunked ? chunkFor(i, nCtx) : undefined,
     });

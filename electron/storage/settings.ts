@@ -40,6 +40,8 @@ export const DEFAULT_SETTINGS: Settings = Object.freeze({
   conversationRoom: null,
   threads: null,
   kvType: 'f16',
+  kvTypeV: null,
+  kvRotate: false,
   backend: 'auto',
   theme: 'system',
   modelFolders: Object.freeze([]) as unknown as string[],

@@ -1,4 +1,6 @@
-// The fast attention against the reference attention on random flat caches: F16 and F32 entries, heads
+// The fast attention against the reference attention on random flat caches: F32, F16, Q8_0 and Q4_0 entries
+// (the quantized ones also rotated, which the fast path undoes on its queries and outputs, the reference on
+// every entry it reads; kv/hadamard.h), heads
 // of different lengths (as after compression), awkward sizes, GQA, several queries appended at once, and
 // the shapes of real models (head sizes 64 and 128, groups of 4 and 8) with long caches, where the fast
 // path's register blocks are full. Two trials in three slide a window over the keys (backend/sliding-window.h)
@@ -23,14 +25,21 @@ int main(int argc, char** argv) {
   ThreadPool pool(2);
   cpu::Scratch scratch;
   int failures = 0, cases = 0;
-  for (KvType type : {KvType::F32, KvType::F16})
+  const KvFormat formats[] = {KvType::F32,
+                              KvType::F16,
+                              KvType::Q8_0,
+                              KvType::Q4_0,
+                              KvFormat(KvType::Q8_0, KvType::Q4_0, true),
+                              KvFormat(KvType::Q4_0, KvType::Q4_0, true)};
+  for (const KvFormat& type : formats)
     for (int trial = 0; trial < 44; trial++) {
       HParams hp;
       const bool real = trial >= 40;  // Llama-3.2-1B's heads (64, G = 4), then Llama-3.1-8B's (128, G = 8)
       hp.n_head_kv = real ? 2 : 1 + int(rng() % 4);
       hp.n_head = hp.n_head_kv * (real ? (trial % 2 ? 8 : 4) : 1 + int(rng() % 4));
-      hp.head_dim = real ? (trial % 2 ? 128 : 64) : 1 + int(rng() % 70);
-      hp.head_dim_v = real || trial % 3 ? hp.head_dim : 1 + int(rng() % 70);
+      // Head sizes are even, as RoPE makes them (Q4_0's blocks pair their halves).
+      hp.head_dim = real ? (trial % 2 ? 128 : 64) : 2 + 2 * int(rng() % 35);
+      hp.head_dim_v = real || trial % 3 ? hp.head_dim : 2 + 2 * int(rng() % 35);
       const int32_t m = real ? 37 + int32_t(rng() % 40)
                              : 1 + int32_t(rng() % 60);  // queries appended now (tiles of 128 rows: several)
       FlatKvCache cache(1, hp.n_head_kv, hp.head_dim, hp.head_dim_v, type);
@@ -74,8 +83,9 @@ int main(int argc, char** argv) {
       // Outputs are convex combinations of N(0,1) values: float reordering gives ~1e-6.
       if (max_err > 1e-5) {
         failures++;
-        std::printf("FAIL %s Hk=%d H=%d D=%d Dv=%d m=%d n_swa=%d: max |fast - reference| = %g\n", kv_type_name(type),
-                    hp.n_head_kv, hp.n_head, hp.head_dim, hp.head_dim_v, m, n_swa, max_err);
+        std::printf("FAIL %s Hk=%d H=%d D=%d Dv=%d m=%d n_swa=%d: max |fast - reference| = %g\n",
+                    kv_format_name(type).c_str(), hp.n_head_kv, hp.n_head, hp.head_dim, hp.head_dim_v, m, n_swa,
+                    max_err);
       }
     }
   std::printf("attention-selftest: %d cases, %d failures\n", cases, failures);

@@ -4,7 +4,7 @@
 // keeps them.
 //
 //   attention-bench [--keys 2048] [--queries 512] [--heads-kv 8] [--group 4] [--dim 64] [--threads N]
-//                   [--type f16|f32] [--reps 5] [--reference 0] [--swa 0]
+//                   [--type f16|f32|q8_0|q4_0] [--rotate 0] [--reps 5] [--reference 0] [--swa 0]
 //
 // Prints the median time and the arithmetic rate: each query head's scores and weighted sum over the
 // keys it sees take 4·D flops a key (2·D for q·k, 2·D for p·v). --swa N: a sliding window of N positions
@@ -26,7 +26,7 @@ int main(int argc, char** argv) {
   int32_t keys = 2048, m = 512;
   int hk = 8, group = 4, dim = 64, threads = ThreadPool::default_threads(), reps = 5;
   KvType type = KvType::F16;
-  bool reference = false;
+  bool reference = false, rotate = false;
   int32_t swa = 0;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i], v = argv[i + 1];
@@ -39,7 +39,8 @@ int main(int argc, char** argv) {
     else if (a == "--reps") reps = std::atoi(v.c_str());
     else if (a == "--reference") reference = v == "1";
     else if (a == "--swa") swa = std::atoi(v.c_str());
-    else if (a == "--type" && (v == "f16" || v == "f32")) type = v == "f16" ? KvType::F16 : KvType::F32;
+    else if (a == "--type" && kv_type_from_name(v, &type)) continue;
+    else if (a == "--rotate") rotate = v == "1";
     else {
       std::fprintf(stderr, "unknown argument %s %s\n", a.c_str(), v.c_str());
       return 2;
@@ -52,7 +53,8 @@ int main(int argc, char** argv) {
   const int H = hk * group;
   std::mt19937 rng(1);
   std::normal_distribution<float> nd(0.0f, 1.0f);
-  FlatKvCache cache(1, hk, dim, dim, type);
+  const KvFormat format(type, type, rotate);
+  FlatKvCache cache(1, hk, dim, dim, format);
   cache.reserve(0, keys + m, 0);
   std::vector<int32_t> pos(size_t(keys + m));
   for (int32_t j = 0; j < keys + m; j++) pos[size_t(j)] = j;
@@ -79,7 +81,7 @@ int main(int argc, char** argv) {
   for (int32_t t = 0; t < m; t++) seen += double(swa > 0 ? std::min(swa, keys + t + 1) : keys + t + 1);
   const double flops = 4.0 * double(dim) * seen * double(H);
   std::printf("attention %s keys=%d queries=%d Hk=%d G=%d D=%d threads=%d swa=%d%s: %.2f ms, %.1f GFLOP/s\n",
-              type == KvType::F16 ? "f16" : "f32", keys, m, hk, group, dim, threads, swa,
-              reference ? " (reference)" : "", median, flops / median * 1e-6);
+              kv_format_name(format).c_str(), keys, m, hk, group, dim, threads, swa, reference ? " (reference)" : "",
+              median, flops / median * 1e-6);
   return 0;
 }

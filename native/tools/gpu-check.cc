@@ -62,7 +62,7 @@ float max_diff(const std::vector<float>& a, const std::vector<float>& b) {
 ContextParams params(BackendKind b, int32_t n_ctx) {
   ContextParams p;
   p.n_ctx = n_ctx;
-  p.kv_type = KvType::F32;
+  p.kv = KvType::F32;
   p.backend = b;
   return p;
 }

@@ -6,6 +6,7 @@
 // would take for the model (a base model continues text), in a fork of that untouched session, so /reset is
 // a new fork, never a new prefill. Questions come line by line from stdin (a terminal or a pipe), answers
 // stream token by token, and a status line after every turn says where the cache stands.
+import { type KvFormat, kvFormat } from '../../shared/kv/precision.ts';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
@@ -37,6 +38,8 @@ import {
   sessionOptions,
   str,
   UsageError,
+  PRECISION_USAGE,
+  precisionFlags,
 } from '../args.ts';
 import { withEngine } from '../engine.ts';
 import { table as statsTable } from './compress.ts';
@@ -46,13 +49,13 @@ export const chat: Command = {
   usage:
     'folio chat --model M --doc FILE [--doc FILE2 ...] [--method ada-snapkv-global] [--budget 0.2] [--alpha 0.2] [--window 32] [--kernel 7] [--beta 20]\n' +
     '           [--positions auto|own|packed] [--style chat|completion] [--room N] [--system "..."] [--n 512] [--temp 0.8] [--top-k 40] [--top-p 0.95] [--min-p 0.05] [--repeat-penalty 1] [--repeat-last-n 64]\n' +
-    '           [--seed S] [--ctx N] [--threads N] [--kv-type f16|f32]\n' +
+    `           [--seed S] [--ctx N] [--threads N] ${PRECISION_USAGE}\n` +
     '      then type questions; /reset drops the conversation (the document stays compressed), /stats, /quit',
   options: {
     model: common.model,
     threads: common.threads,
     ctx: common.ctx,
-    'kv-type': common['kv-type'],
+    ...precisionFlags,
     help: common.help,
     doc: { ...compressFlags.doc, multiple: true },
     method: compressFlags.method,
@@ -74,7 +77,8 @@ export const chat: Command = {
     const nMax = int(v, 'n', DEFAULT_SETTINGS.sampling.maxTokens, 1);
     const sampling = samplingOptions(v);
     const flags = sessionOptions(v);
-    const { nCtx: ctx, kvType } = flags;
+    const { nCtx: ctx } = flags;
+    const kv = kvFormat(flags);
     // --doc once, or more than once for a set of documents read side by side.
     const docPaths = (Array.isArray(v.doc) ? v.doc : [v.doc]).filter((d): d is string => typeof d === 'string');
     if (docPaths.length === 0) throw new UsageError('--doc is required');
@@ -94,7 +98,7 @@ export const chat: Command = {
     await withEngine(flags, (engine) =>
       converse(engine, {
         ctx,
-        kvType,
+        kv,
         modelPath,
         docs,
         system,
@@ -116,7 +120,7 @@ interface ChatDoc {
 
 interface ChatRun {
   ctx: number;
-  kvType: 'f16' | 'f32';
+  kv: KvFormat;
   modelPath: string;
   /** One document, or a set read side by side (--doc more than once). */
   docs: ChatDoc[];
@@ -159,7 +163,7 @@ async function readOne(
     pages: doc.pages,
     systemPrompt: o.system,
     compression: o.compression,
-    kvType: o.kvType,
+    kv: o.kv,
     contextCap: o.ctx || null,
     conversationRoom: o.room,
     onProgress: process.stderr.isTTY ? (d, t) => process.stderr.write(`\rreading ${d}/${t} tokens`) : undefined,

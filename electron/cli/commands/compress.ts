@@ -1,6 +1,7 @@
 // folio compress: read a document into the model, compress its KV cache, print what the compression did. The
 // document is read exactly as the app reads it (read-document.ts): its pages as the app imports them, the app's
 // system prompt (--system another), the app's plan, the engine in a process of its own.
+import { kvFormat } from '../../shared/kv/precision.ts';
 import { importDocument, isImportError } from '../../documents/index.ts';
 import { ocrSpeed } from '../../documents/ocr.ts';
 import { OCR_ASK_OVER_SECONDS, parseOcrPages } from '../../shared/ocr.ts';
@@ -19,6 +20,7 @@ import {
   sessionOptions,
   str,
   UsageError,
+  PRECISION_USAGE,
 } from '../args.ts';
 import { withEngine } from '../engine.ts';
 
@@ -78,7 +80,7 @@ export const compress: Command = {
   summary: 'read a document (text, Markdown, PDF, Word) and compress its KV cache; print the statistics',
   usage:
     'folio compress --model M --doc FILE --method ada-snapkv --budget 0.2 [--alpha 0.2] [--window 32] [--kernel 7] [--beta 20]\n' +
-    '               [--system "..."] [--question Q] [--measure-loss] [--chunk auto|N|0] [--rebase] [--room N] [--ctx N] [--kv-type f16|f32] [--json]\n' +
+    `               [--system "..."] [--question Q] [--measure-loss] [--chunk auto|N|0] [--rebase] [--room N] [--ctx N] ${PRECISION_USAGE} [--json]\n` +
     '               [--ocr-pages all|A-B]\n' +
     '  A document is read as the app reads it (docs/compression.md, "Reading a long document"): in one pass when it fits,\n' +
     '  else in chunks, with re-based positions when it is longer than the context; --chunk and --rebase choose by hand.\n' +
@@ -97,7 +99,7 @@ export const compress: Command = {
   async run(v) {
     const compression = compressionSettings(v);
     const flags = sessionOptions(v);
-    const { nCtx, kvType } = flags;
+    const { nCtx } = flags;
     const chunkFlag = str(v, 'chunk');
     if (chunkFlag !== undefined && chunkFlag !== 'auto' && !/^\d+$/.test(chunkFlag))
       throw new UsageError(`--chunk must be auto, 0 (one pass) or a number of tokens, not '${chunkFlag}'`);
@@ -133,7 +135,7 @@ export const compress: Command = {
         pages,
         systemPrompt: str(v, 'system') ?? DEFAULT_SYSTEM_PROMPT,
         compression,
-        kvType,
+        kv: kvFormat(flags),
         contextCap: nCtx || null,
         conversationRoom: room,
         chunk: chunkFlag === undefined ? undefined : chunkFlag === 'auto' ? 'auto' : Number(chunkFlag),

@@ -24,6 +24,9 @@ import {
   print,
   sessionOptions,
   str,
+  precisionFlags,
+  type PrecisionFlags,
+  precisionGiven,
 } from '../args.ts';
 import { compressOptionsFor } from '../../shared/kv/budget.ts';
 import { METHOD_NAMES } from '../../shared/kv/methods.ts';
@@ -151,6 +154,8 @@ export interface FidelityOptions {
   kernel: number;
   docsDir: string;
   sessionOpts: { nThreads: number; nCtx: number };
+  /** The compressed runs' cache precision; default f32 (the reference is f32 always). */
+  precision?: PrecisionFlags;
   /** How each document's prefix is read: one pass (default) or chunks. */
   read?: ReadChoice;
   progress?: (line: string) => void;
@@ -163,6 +168,7 @@ export async function runFidelity(model: Model, modelPath: string, o: FidelityOp
   const nVocab = info.nVocab;
   const files = documentFiles(o.docsDir);
   const sessionOpts = { ...o.sessionOpts, kvType: 'f32' as const };
+  const compressedOpts = { ...o.sessionOpts, ...(o.precision ?? { kvType: 'f32' as const }) };
   const documents: FidelityDoc[] = [];
   const perDoc: FidelityDocRow[] = [];
   const sums = new Map<string, PositionSums>();
@@ -227,7 +233,7 @@ export async function runFidelity(model: Model, modelPath: string, o: FidelityOp
       for (const budget of o.budgets) {
         let run = fullRun;
         if (!run) {
-          const session = model.createSession(sessionOpts);
+          const session = model.createSession(compressedOpts);
           const c = await session.compress(prefix, {
             ...compressOptionsFor(method, budget, o),
             measureLoss: true,
@@ -421,7 +427,7 @@ export const evalCommand: Command = {
     'multi-question': { type: 'boolean' },
     samples: { type: 'string' },
     seed: { type: 'string' },
-    'kv-type': common['kv-type'],
+    ...precisionFlags,
     chunk: { type: 'string' },
     rebase: { type: 'boolean' },
     pack: { type: 'boolean' },
@@ -605,6 +611,7 @@ export const evalCommand: Command = {
       kernel,
       docsDir,
       sessionOpts: { nThreads, nCtx },
+      precision: precisionGiven(v) ? sessionOptions(v) : undefined,
       read,
       progress: v.json ? undefined : (line) => process.stderr.write(line + '\n'),
     });

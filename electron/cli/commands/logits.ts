@@ -1,9 +1,19 @@
 // folio logits
-import { type Command, common, int, promptText, openModel, sessionOptions, print, promptTokens } from '../args.ts';
+import {
+  type Command,
+  common,
+  int,
+  PRECISION_USAGE,
+  promptText,
+  openModel,
+  sessionOptions,
+  print,
+  promptTokens,
+} from '../args.ts';
 
 export const logits: Command = {
   summary: 'logits after a prompt (the last position, or every position with --all)',
-  usage: 'folio logits --model M --prompt "..." [--all] [--top 10] [--kv-type f16|f32] [--json]',
+  usage: `folio logits --model M --prompt "..." [--all] [--top 10] ${PRECISION_USAGE} [--json]`,
   options: {
     ...common,
     prompt: { type: 'string' },

@@ -8,6 +8,7 @@
 //     SCBench's shared-context mode does.
 import type { CompressionMethod, CompressionStats, Model, Session } from '../../engine/binding.ts';
 import { ChatFormatError, Conversation, formatTokens, systemContent } from '../../services/chat-format.ts';
+import type { PrecisionFlags } from '../args.ts';
 import { evalCompressOptions, type ReadChoice } from '../eval-niah.ts';
 import { answerText, type CaseQuestion, type RulerCase, type Tokenizer } from './generate.ts';
 import { score } from './score.ts';
@@ -22,7 +23,7 @@ export interface RulerRunOptions {
   window: number;
   kernel: number;
   mode: RulerMode;
-  sessionOpts: { nThreads: number; nCtx: number; kvType: 'f16' | 'f32' };
+  sessionOpts: { nThreads: number; nCtx: number } & PrecisionFlags;
   read?: ReadChoice;
   progress?: (line: string) => void;
 }

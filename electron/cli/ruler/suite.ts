@@ -4,6 +4,7 @@
 import { basename } from 'node:path';
 
 import type { CompressionMethod, Model } from '../../engine/binding.ts';
+import { kvFormat, kvFormatName } from '../../shared/kv/precision.ts';
 import { UsageError } from '../args.ts';
 import { generateCases, modelTokenizer } from './generate.ts';
 import { readCorpus } from './haystack.ts';
@@ -46,7 +47,7 @@ export interface RulerReport {
     alpha: number;
     window: number;
     kernel: number;
-    kv_type: 'f16' | 'f32';
+    kv_type: string;
     n_ctx: number;
     docs: string;
     /** How each document was read (docs/compression.md, "Reading a long document"): 0 in one pass. */
@@ -104,7 +105,7 @@ export async function runRulerSuite(model: Model, modelPath: string, o: RulerSui
       alpha: o.alpha,
       window: o.window,
       kernel: o.kernel,
-      kv_type: o.sessionOpts.kvType,
+      kv_type: kvFormatName(kvFormat(o.sessionOpts)),
       n_ctx: nCtx,
       docs: o.docsDir,
       chunk: o.read?.chunk ?? 0,

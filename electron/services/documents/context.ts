@@ -18,6 +18,7 @@ import { DEFAULT_BETA } from '../../shared/kv/budget.ts';
 import { methodRow } from '../../shared/kv/methods.ts';
 import type { DocumentRecord, Storage } from '../../storage/index.ts';
 import type { DocumentFiles } from '../document-files.ts';
+import { kvFormat, kvFormatName } from '../../shared/kv/precision.ts';
 import type { EngineManager, LoadedModel } from '../engine-manager.ts';
 import type { ModelsService } from '../models-service.ts';
 import type { Tasks } from '../tasks.ts';
@@ -137,13 +138,20 @@ export function cacheMatches(s: Settings, d: DocumentRecord, modelId: string | n
   return (
     d.modelId === modelId &&
     sameCompression(d.compression, s.compression) &&
-    (d.prefixKey === null || d.prefixKey === prefixKey(s.systemPrompt))
+    (d.prefixKey === null || d.prefixKey === prefixKey(s))
   );
 }
 
-/** What a compressed prefix was made from besides the document and the model: the system prompt. */
-export function prefixKey(systemPrompt: string): string {
-  return createHash('sha256').update(systemPrompt).digest('hex').slice(0, 32);
+/**
+ * What a compressed prefix was made from besides the document and the model: the system prompt, and the cache's
+ * precision where it is not f16 (so that the keys of caches saved before there was a choice still hold).
+ */
+export function prefixKey(s: Pick<Settings, 'systemPrompt' | 'kvType' | 'kvTypeV' | 'kvRotate'>): string {
+  const precision = kvFormatName(kvFormat(s));
+  return createHash('sha256')
+    .update(precision === 'f16' ? s.systemPrompt : `${s.systemPrompt}\0${precision}`)
+    .digest('hex')
+    .slice(0, 32);
 }
 
 function sameCompression(a: CompressionSettings | null, b: CompressionSettings): boolean {

@@ -13,6 +13,7 @@ import type { DocumentRecord } from '../../storage/index.ts';
 import type { Conversation } from '../chat-format.ts';
 import { assembleSet, setPages, type AssembledSet, type SetDocument } from '../chat-set.ts';
 import type { SetBudgetChoice } from '../../shared/kv/budget.ts';
+import { kvFormat } from '../../shared/kv/precision.ts';
 import type { LoadedModel } from '../engine-manager.ts';
 import { conversationFor, documentPrefix, type ChatFormat, type DocumentPrefix } from '../prefix.ts';
 import { readDocument } from '../read-document.ts';
@@ -194,7 +195,7 @@ export class DocumentReader {
       pages,
       systemPrompt: settings.systemPrompt,
       compression: settings.compression,
-      kvType: settings.kvType,
+      kv: kvFormat(settings),
       contextCap: settings.nCtx,
       conversationRoom: settings.conversationRoom,
       checkpoint: { path: checkpointPath(this.ctx.cacheDir, documentId), seconds: this.ctx.checkpointSeconds },
@@ -246,7 +247,7 @@ export class DocumentReader {
       const { replacedKvPath } = this.ctx.storage.documents.saveCache(documentId, {
         kvPath,
         modelId: model.entryId,
-        prefixKey: prefixKey(settings.systemPrompt),
+        prefixKey: prefixKey(settings),
         compression,
         kvBytesFull: read.stats.kvBytesFull,
         kvBytesKept: read.stats.kvBytesKept,
@@ -371,9 +372,10 @@ export class DocumentReader {
         pages: pagesRead(this.ctx.storage.documents.pages(d.id), d.readPages),
       })),
     );
-    const { compression, kvType, nCtx, conversationRoom: room } = settings;
+    const { compression, nCtx, conversationRoom: room } = settings;
+    const kv = kvFormat(settings);
     const key = createHash('sha256')
-      .update(JSON.stringify({ model: model.entryId, compression, kvType, nCtx, room, system: o.systemPrompt, pages }))
+      .update(JSON.stringify({ model: model.entryId, compression, kv, nCtx, room, system: o.systemPrompt, pages }))
       .digest('hex');
     const path = setCachePath(this.ctx.cacheDir, chatId);
     const documents: SetDocument[] = docs.map((d) => ({
@@ -423,7 +425,7 @@ export class DocumentReader {
         pages,
         systemPrompt: o.systemPrompt,
         compression,
-        kvType,
+        kv,
         contextCap: nCtx,
         conversationRoom: room,
         signal: task.signal,

@@ -5,6 +5,7 @@
 import { z } from 'zod';
 
 import { CompressionMethod } from './methods.ts';
+import { KvFormatName } from './precision.ts';
 
 /** A field's kind, as statsSchema() names it. */
 export type StatsKind =
@@ -117,8 +118,6 @@ function objectOf<
   >;
 }
 
-export const KvType = z.enum(['f16', 'f32']);
-
 export const HeadStats = objectOf(HEAD_STATS_FIELDS, {});
 export const LayerStats = objectOf(LAYER_STATS_FIELDS, { heads: z.array(HeadStats) });
 
@@ -126,7 +125,7 @@ export const LayerStats = objectOf(LAYER_STATS_FIELDS, { heads: z.array(HeadStat
 function compressionStats<R extends z.ZodType>(retention: R) {
   return objectOf(COMPRESSION_STATS_FIELDS, {
     method: CompressionMethod,
-    kvType: KvType,
+    kvType: KvFormatName,
     layers: z.array(LayerStats),
     tokenRetention: retention,
   });

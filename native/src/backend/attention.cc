@@ -18,6 +18,7 @@
 #include "backend/cpu-ops.h"
 #include "backend/sliding-window.h"
 #include "backend/vector-math.h"
+#include "kv/hadamard.h"
 #include "quant/quant.h"
 
 namespace folio::cpu {
@@ -216,6 +217,8 @@ void attention(ThreadPool& pool, Scratch& s, const float* q, const FlatKvCache& 
   const size_t per_thread = tile_floats(D, Dv);
   s.reserve(pool.size(), per_thread);
   const quant::Kernels& f32 = quant::kernels(TensorType::F32);
+  // Rotated entries (kv/hadamard.h) are read as stored: the queries are rotated instead, and the outputs back.
+  const bool rotate_k = cache.format().rotate_k(), rotate_v = cache.format().rotate_v();
 
   pool.parallel_for(int64_t(Hk) * tiles, [&](int64_t item, int thread) {
     if (stop && stop->load(std::memory_order_relaxed)) return;  // cancelled: the output is thrown away
@@ -233,6 +236,7 @@ void attention(ThreadPool& pool, Scratch& s, const float* q, const FlatKvCache& 
         b.visible[r] = before + int32_t(t) + 1;
         b.first[r] = backend::first_in_window(kpos, b.visible[r], kpos[b.visible[r] - 1], n_swa);
       }
+    if (rotate_k) kv::hadamard(b.q, D, rows);
     std::fill(b.mx, b.mx + rows, -std::numeric_limits<float>::infinity());
     std::fill(b.sum, b.sum + rows, 0.0f);
     std::fill(b.o, b.o + size_t(rows) * size_t(Dv), 0.0f);
@@ -243,8 +247,8 @@ void attention(ThreadPool& pool, Scratch& s, const float* q, const FlatKvCache& 
     const int32_t k_first = b.first[0] / kKeyBlock * kKeyBlock;
     for (int32_t j0 = k_first; j0 < n_keys; j0 += kKeyBlock) {
       const int nb = std::min<int32_t>(kKeyBlock, n_keys - j0);
-      cache.read_k(l, g, j0, nb, b.kraw);
-      cache.read_v(l, g, j0, nb, b.v);
+      cache.read_k_stored(l, g, j0, nb, b.kraw);
+      cache.read_v_stored(l, g, j0, nb, b.v);
       if (rows >= kTransposeRows) {
         transpose_block(b.kraw, b.kt, nb, D);
         block_scores_transposed(b, rows, D);
@@ -260,6 +264,7 @@ void attention(ThreadPool& pool, Scratch& s, const float* q, const FlatKvCache& 
         const float inv = 1.0f / b.sum[r];
         float* o = out + t * ow + int64_t(g * G + hh) * Dv;
         for (int d = 0; d < Dv; d++) o[d] = b.o[size_t(r) * size_t(Dv) + size_t(d)] * inv;
+        if (rotate_v) kv::hadamard(o, Dv, 1);
       }
   });
 }

@@ -89,7 +89,7 @@ class Backend {
 
   // KV stores in this backend's memory: empty, or a copy of a host cache.
   virtual std::unique_ptr<KvStore> make_kv_store(int n_layer, int n_head_kv, int head_dim, int head_dim_v,
-                                                 KvType type) = 0;
+                                                 KvFormat format) = 0;
   virtual std::unique_ptr<KvStore> kv_store_from_host(FlatKvCache cache) = 0;
 
   // Causal attention of the m newest tokens over layer l, whose heads all end with their m entries: query

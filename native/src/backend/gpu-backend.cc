@@ -20,7 +20,7 @@ class GpuKvStore final : public KvStore {
 
   int n_layer() const override { return c_.n_layer(); }
   int n_head_kv() const override { return c_.n_head_kv(); }
-  KvType type() const override { return c_.type(); }
+  KvFormat format() const override { return c_.format(); }
   size_t k_entry_bytes() const override { return c_.k_entry_bytes(); }
   size_t v_entry_bytes() const override { return c_.v_entry_bytes(); }
   int32_t len(int l, int h) const override { return c_.len(l, h); }
@@ -106,8 +106,8 @@ class GpuBackend final : public Backend {
   }
 
   std::unique_ptr<KvStore> make_kv_store(int n_layer, int n_head_kv, int head_dim, int head_dim_v,
-                                         KvType type) override {
-    return std::make_unique<GpuKvStore>(gpu::KvCache(api_, n_layer, n_head_kv, head_dim, head_dim_v, type));
+                                         KvFormat format) override {
+    return std::make_unique<GpuKvStore>(gpu::KvCache(api_, n_layer, n_head_kv, head_dim, head_dim_v, format));
   }
   std::unique_ptr<KvStore> kv_store_from_host(FlatKvCache cache) override {
     return std::make_unique<GpuKvStore>(gpu::KvCache::from_host(api_, cache));

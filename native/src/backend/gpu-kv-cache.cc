@@ -8,13 +8,25 @@
 
 namespace folio::gpu {
 
-KvCache::KvCache(const folio_gpu_api& api, int n_layer, int n_head_kv, int head_dim, int head_dim_v, KvType type)
+namespace {
+
+KvType device_type(const KvFormat& f) {
+  if (f.k != f.v || kv_type_quantized(f.k))
+    fail("NOT_SUPPORTED", "a " + kv_format_name(f) +
+                              " cache runs on the CPU only for now: choose the f16 cache precision (--kv-type f16) "
+                              "on the GPU, or run on the CPU (--backend cpu)");
+  return f.k;
+}
+
+}  // namespace
+
+KvCache::KvCache(const folio_gpu_api& api, int n_layer, int n_head_kv, int head_dim, int head_dim_v, KvFormat format)
     : api_(&api),
       layers_(size_t(n_layer)),
       n_head_kv_(n_head_kv),
       head_dim_(head_dim),
       head_dim_v_(head_dim_v),
-      type_(type) {
+      type_(device_type(format)) {
   for (int l = 0; l < n_layer; l++) {
     Layer& L = layers_[size_t(l)];
     L.heads.resize(size_t(n_head_kv));
@@ -49,7 +61,7 @@ void KvCache::upload_segments(int l) {
 }
 
 KvCache KvCache::clone() const {
-  KvCache c(*api_, n_layer(), n_head_kv_, head_dim_, head_dim_v_, type_);
+  KvCache c(*api_, n_layer(), n_head_kv_, head_dim_, head_dim_v_, format());
   const folio_gpu_api& g = *api_;
   for (size_t l = 0; l < layers_.size(); l++) {
     const Layer& s = layers_[l];
@@ -228,7 +240,7 @@ size_t KvCache::bytes_reserved() const {
 void KvCache::read_v(int l, int h, int32_t n, float* out) const { read(l, h, n, out, true); }
 
 FlatKvCache KvCache::to_host() const {
-  FlatKvCache c(n_layer(), n_head_kv_, head_dim_, head_dim_v_, type_);
+  FlatKvCache c(n_layer(), n_head_kv_, head_dim_, head_dim_v_, format());
   std::vector<uint8_t> k, v;
   for (int l = 0; l < n_layer(); l++) {
     const Layer& L = layers_[size_t(l)];
@@ -248,7 +260,7 @@ FlatKvCache KvCache::to_host() const {
 }
 
 KvCache KvCache::from_host(const folio_gpu_api& api, const FlatKvCache& c) {
-  KvCache d(api, c.n_layer(), c.n_head_kv(), c.head_dim(), c.head_dim_v(), c.type());
+  KvCache d(api, c.n_layer(), c.n_head_kv(), c.head_dim(), c.head_dim_v(), c.format());
   for (int l = 0; l < c.n_layer(); l++) {
     const LayerKv& src = c.layer(l);
     Layer& L = d.layers_[size_t(l)];

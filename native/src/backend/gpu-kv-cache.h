@@ -15,7 +15,8 @@ namespace folio::gpu {
 class KvCache {
  public:
   KvCache() = default;
-  KvCache(const folio_gpu_api& api, int n_layer, int n_head_kv, int head_dim, int head_dim_v, KvType type);
+  // The GPU backends hold f16 or f32 entries, keys and values alike; another format fails NOT_SUPPORTED.
+  KvCache(const folio_gpu_api& api, int n_layer, int n_head_kv, int head_dim, int head_dim_v, KvFormat format);
   KvCache(KvCache&&) = default;
   KvCache& operator=(KvCache&&) = default;
   KvCache clone() const;
@@ -23,6 +24,7 @@ class KvCache {
   int n_layer() const { return int(layers_.size()); }
   int n_head_kv() const { return n_head_kv_; }
   KvType type() const { return type_; }
+  KvFormat format() const { return type_; }
   size_t k_entry_bytes() const { return size_t(head_dim_) * elem_size(); }
   size_t v_entry_bytes() const { return size_t(head_dim_v_) * elem_size(); }
   int32_t len(int l, int h) const { return layers_[size_t(l)].heads[size_t(h)].len; }

@@ -19,7 +19,7 @@ class KvStore {
 
   virtual int n_layer() const = 0;
   virtual int n_head_kv() const = 0;
-  virtual KvType type() const = 0;
+  virtual KvFormat format() const = 0;
   virtual size_t k_entry_bytes() const = 0;
   virtual size_t v_entry_bytes() const = 0;
   virtual int32_t len(int l, int h) const = 0;

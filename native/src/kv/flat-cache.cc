@@ -4,19 +4,16 @@
 #include <cstring>
 
 #include "core/error.h"
-#include "quant/quant.h"
 
 namespace folio {
 
-const char* kv_type_name(KvType t) { return t == KvType::F16 ? "f16" : "f32"; }
-
-FlatKvCache::FlatKvCache(int n_layer, int n_head_kv, int head_dim, int head_dim_v, KvType type)
-    : layers_(size_t(n_layer)), n_head_kv_(n_head_kv), head_dim_(head_dim), head_dim_v_(head_dim_v), type_(type) {
+FlatKvCache::FlatKvCache(int n_layer, int n_head_kv, int head_dim, int head_dim_v, KvFormat format)
+    : layers_(size_t(n_layer)), n_head_kv_(n_head_kv), head_dim_(head_dim), head_dim_v_(head_dim_v), format_(format) {
   for (auto& L : layers_) L.heads.resize(size_t(n_head_kv));
 }
 
 FlatKvCache FlatKvCache::clone() const {
-  FlatKvCache c(n_layer(), n_head_kv_, head_dim_, head_dim_v_, type_);
+  FlatKvCache c(n_layer(), n_head_kv_, head_dim_, head_dim_v_, format_);
   for (size_t l = 0; l < layers_.size(); l++) {
     const LayerKv& src = layers_[l];
     LayerKv& dst = c.layers_[l];
@@ -104,7 +101,6 @@ void FlatKvCache::append_raw(int l, int h, const int32_t* pos, const uint8_t* k,
 
 void FlatKvCache::append(int l, const float* k, const float* v, const int32_t* pos, int32_t n) {
   LayerKv& L = layers_[size_t(l)];
-  const quant::Kernels* conv = type_ == KvType::F16 ? &quant::kernels(TensorType::F16) : nullptr;
   for (int h = 0; h < n_head_kv_; h++) {
     HeadSegment& s = L.heads[size_t(h)];
     if (s.len + n > s.cap) fail("INTERNAL", "KV cache append without reserved room");
@@ -112,15 +108,8 @@ void FlatKvCache::append(int l, const float* k, const float* v, const int32_t* p
       const int64_t e = s.offset + s.len + t;
       const float* kr = k + (int64_t(t) * n_head_kv_ + h) * head_dim_;
       const float* vr = v + (int64_t(t) * n_head_kv_ + h) * head_dim_v_;
-      uint8_t* kd = L.k.data() + size_t(e) * k_entry_bytes();
-      uint8_t* vd = L.v.data() + size_t(e) * v_entry_bytes();
-      if (conv) {
-        conv->quantize_row(kr, kd, head_dim_);
-        conv->quantize_row(vr, vd, head_dim_v_);
-      } else {
-        std::memcpy(kd, kr, k_entry_bytes());
-        std::memcpy(vd, vr, v_entry_bytes());
-      }
+      kv::encode(format_.k, format_.rotate_k(), kr, L.k.data() + size_t(e) * k_entry_bytes(), head_dim_, 1);
+      kv::encode(format_.v, format_.rotate_v(), vr, L.v.data() + size_t(e) * v_entry_bytes(), head_dim_v_, 1);
       reinterpret_cast<int32_t*>(L.pos.data())[e] = pos[t];
     }
     s.len += n;
@@ -164,25 +153,33 @@ void FlatKvCache::truncate(int32_t p) {
 
 void FlatKvCache::read_k(int l, int h, int32_t j0, int32_t n, float* out) const {
   const LayerKv& L = layers_[size_t(l)];
-  const uint8_t* src = L.k.data() + size_t(L.heads[size_t(h)].offset + j0) * k_entry_bytes();
-  if (type_ == KvType::F32) std::memcpy(out, src, size_t(n) * k_entry_bytes());
-  else quant::kernels(TensorType::F16).dequantize_row(src, out, int64_t(n) * head_dim_);
+  kv::decode(format_.k, format_.rotate_k(), L.k.data() + size_t(L.heads[size_t(h)].offset + j0) * k_entry_bytes(), out,
+             head_dim_, n);
 }
 
 void FlatKvCache::read_v(int l, int h, int32_t j0, int32_t n, float* out) const {
   const LayerKv& L = layers_[size_t(l)];
-  const uint8_t* src = L.v.data() + size_t(L.heads[size_t(h)].offset + j0) * v_entry_bytes();
-  if (type_ == KvType::F32) std::memcpy(out, src, size_t(n) * v_entry_bytes());
-  else quant::kernels(TensorType::F16).dequantize_row(src, out, int64_t(n) * head_dim_v_);
+  kv::decode(format_.v, format_.rotate_v(), L.v.data() + size_t(L.heads[size_t(h)].offset + j0) * v_entry_bytes(), out,
+             head_dim_v_, n);
+}
+
+void FlatKvCache::read_k_stored(int l, int h, int32_t j0, int32_t n, float* out) const {
+  const LayerKv& L = layers_[size_t(l)];
+  kv::decode_stored(format_.k, L.k.data() + size_t(L.heads[size_t(h)].offset + j0) * k_entry_bytes(), out, head_dim_,
+                    n);
+}
+
+void FlatKvCache::read_v_stored(int l, int h, int32_t j0, int32_t n, float* out) const {
+  const LayerKv& L = layers_[size_t(l)];
+  kv::decode_stored(format_.v, L.v.data() + size_t(L.heads[size_t(h)].offset + j0) * v_entry_bytes(), out, head_dim_v_,
+                    n);
 }
 
 void FlatKvCache::rewrite_keys(int l, int h, int32_t n, const float* k, const int32_t* pos) {
   LayerKv& L = layers_[size_t(l)];
   const HeadSegment& s = L.heads[size_t(h)];
   if (n > s.len) fail("INTERNAL", "rewriting more keys than the head holds");
-  uint8_t* dst = L.k.data() + size_t(s.offset) * k_entry_bytes();
-  if (type_ == KvType::F32) std::memcpy(dst, k, size_t(n) * k_entry_bytes());
-  else quant::kernels(TensorType::F16).quantize_row(k, dst, int64_t(n) * head_dim_);
+  kv::encode(format_.k, format_.rotate_k(), k, L.k.data() + size_t(s.offset) * k_entry_bytes(), head_dim_, n);
   std::memcpy(L.pos.data() + size_t(s.offset) * 4, pos, size_t(n) * 4);
 }
 

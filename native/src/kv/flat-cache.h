@@ -8,11 +8,9 @@
 #include <vector>
 
 #include "core/large-buffer.h"
+#include "kv/entry-format.h"
 
 namespace folio {
-
-enum class KvType : uint8_t { F32 = 0, F16 = 1 };  // the ggml type ids of the element types
-const char* kv_type_name(KvType t);
 
 struct HeadSegment {
   int64_t offset = 0;  // index of the head's first entry in the layer's buffers
@@ -26,8 +24,8 @@ std::vector<HeadSegment> lay_out(const std::vector<HeadSegment>& heads, const st
                                  int64_t* total);
 
 struct LayerKv {
-  LargeBuffer k;    // [capacity, head_dim] elements
-  LargeBuffer v;    // [capacity, head_dim_v] elements
+  LargeBuffer k;    // [capacity] keys of head_dim numbers, k_entry_bytes each (kv/entry-format.h)
+  LargeBuffer v;    // [capacity] values of head_dim_v numbers, v_entry_bytes each
   LargeBuffer pos;  // [capacity] int32: the source position of each entry
   std::vector<HeadSegment> heads;
   int64_t capacity = 0;  // Σ_h cap_h
@@ -44,7 +42,7 @@ class FlatKvCache {
   static constexpr int32_t kSpare = 32;
 
   FlatKvCache() = default;
-  FlatKvCache(int n_layer, int n_head_kv, int head_dim, int head_dim_v, KvType type);
+  FlatKvCache(int n_layer, int n_head_kv, int head_dim, int head_dim_v, KvFormat format);
   FlatKvCache(FlatKvCache&&) = default;
   FlatKvCache& operator=(FlatKvCache&&) = default;
   FlatKvCache clone() const;  // a deep copy (fork a chat from a compressed document)
@@ -53,10 +51,9 @@ class FlatKvCache {
   int n_head_kv() const { return n_head_kv_; }
   int head_dim() const { return head_dim_; }
   int head_dim_v() const { return head_dim_v_; }
-  KvType type() const { return type_; }
-  size_t elem_size() const { return type_ == KvType::F16 ? 2 : 4; }
-  size_t k_entry_bytes() const { return size_t(head_dim_) * elem_size(); }
-  size_t v_entry_bytes() const { return size_t(head_dim_v_) * elem_size(); }
+  const KvFormat& format() const { return format_; }
+  size_t k_entry_bytes() const { return kv::entry_bytes(format_.k, head_dim_); }
+  size_t v_entry_bytes() const { return kv::entry_bytes(format_.v, head_dim_v_); }
   const LayerKv& layer(int l) const { return layers_[size_t(l)]; }
   LayerKv& layer(int l) { return layers_[size_t(l)]; }
   int32_t len(int l, int h) const { return layers_[size_t(l)].heads[size_t(h)].len; }
@@ -66,8 +63,8 @@ class FlatKvCache {
   void reserve(int l, int32_t n, int32_t slack);
   // Gives every head h of layer l room for at least caps[h] entries (laying the layer out anew if needed).
   void reserve_heads(int l, const std::vector<int32_t>& caps);
-  // Appends n entries already in the cache's element type to head h of layer l: pos [n], k [n] and v [n]
-  // entries. Room must have been reserved.
+  // Appends n entries already in the cache's format to head h of layer l: pos [n], k [n] and v [n] entries.
+  // Room must have been reserved.
   void append_raw(int l, int h, const int32_t* pos, const uint8_t* k, const uint8_t* v, int32_t n);
   // Appends n tokens to every head of layer l, from the projections' layout: k [n, Hk·head_dim],
   // v [n, Hk·head_dim_v] (float), pos [n]. Room must have been reserved.
@@ -77,10 +74,14 @@ class FlatKvCache {
   void compact(int l, const std::vector<std::vector<int32_t>>& keep, int32_t spare);
   // Drops every entry whose source position is >= p (truncating a conversation).
   void truncate(int32_t p);
-  // Entries [j0, j0 + n) of head h of layer l as floats: out [n, head_dim] / [n, head_dim_v].
+  // Entries [j0, j0 + n) of head h of layer l as the model made them: out [n, head_dim] / [n, head_dim_v].
   void read_k(int l, int h, int32_t j0, int32_t n, float* out) const;
   void read_v(int l, int h, int32_t j0, int32_t n, float* out) const;
-  // Replaces the keys (floats, converted to the element type) and positions of entries [0, n) of head h
+  // The same in the stored basis: Hadamard-rotated where format().rotate_k() / rotate_v() (the attention
+  // rotates its queries and outputs instead of every entry it reads).
+  void read_k_stored(int l, int h, int32_t j0, int32_t n, float* out) const;
+  void read_v_stored(int l, int h, int32_t j0, int32_t n, float* out) const;
+  // Replaces the keys (floats, encoded in the cache's format) and positions of entries [0, n) of head h
   // of layer l: re-based positions, the keys rotated to them.
   void rewrite_keys(int l, int h, int32_t n, const float* k, const int32_t* pos);
 
@@ -93,7 +94,7 @@ class FlatKvCache {
 
   std::vector<LayerKv> layers_;
   int n_head_kv_ = 0, head_dim_ = 0, head_dim_v_ = 0;
-  KvType type_ = KvType::F16;
+  KvFormat format_;
 };
 
 }  // namespace folio

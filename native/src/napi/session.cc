@@ -379,7 +379,7 @@ class SessionWrap : public Napi::ObjectWrap<SessionWrap> {
     Napi::Env env = info.Env();
     const FlatKvCache& c = idle(env).session->context().cache();
     Napi::Object o = Napi::Object::New(env);
-    o.Set("kvType", kv_type_name(c.type()));
+    o.Set("kvType", kv_format_name(c.format()));
     o.Set("bytesUsed", double(c.bytes_used()));
     o.Set("bytesReserved", double(c.bytes_reserved()));
     o.Set("entryBytes", double(c.k_entry_bytes() + c.v_entry_bytes()));
@@ -423,9 +423,16 @@ ContextParams context_params(Napi::Env env, const Napi::Object& o) {
   cp.n_ctx = int32_t(num_opt(env, o, "nCtx", 0, 0, 1 << 30));
   cp.n_batch = int32_t(num_opt(env, o, "nBatch", 512, 1, 1 << 20));
   cp.n_threads = int(num_opt(env, o, "nThreads", 0, 0, 1024));
-  const std::string kv = str_opt(env, o, "kvType", "f16");
-  if (kv != "f16" && kv != "f32") throw js_error(env, "INVALID_ARGUMENT", "kvType must be 'f16' or 'f32'");
-  cp.kv_type = kv == "f32" ? KvType::F32 : KvType::F16;
+  // kvType: keys and values; kvTypeK / kvTypeV: one of them otherwise; kvRotate: the quantized ones rotated.
+  const auto kv_type = [&](const char* key, KvType fallback) {
+    const std::string name = str_opt(env, o, key, kv_type_name(fallback));
+    KvType t;
+    if (!kv_type_from_name(name, &t))
+      throw js_error(env, "INVALID_ARGUMENT", std::string(key) + " must be 'f32', 'f16', 'q8_0' or 'q4_0'");
+    return t;
+  };
+  const KvType both = kv_type("kvType", KvType::F16);
+  cp.kv = KvFormat{kv_type("kvTypeK", both), kv_type("kvTypeV", both), bool_opt(env, o, "kvRotate", false)};
   const std::string att = str_opt(env, o, "attention", "fast");
   if (att != "fast" && att != "reference")
     throw js_error(env, "INVALID_ARGUMENT", "attention must be 'fast' or 'reference'");

@@ -55,7 +55,7 @@ Context::Context(const Model& model, const ContextParams& params)
   } else {
     backend_ = backend::make_cpu_backend(pool_, params_.reference_attention);
   }
-  kv_ = backend_->make_kv_store(hp.n_layer, hp.n_head_kv, hp.head_dim, hp.head_dim_v, params_.kv_type);
+  kv_ = backend_->make_kv_store(hp.n_layer, hp.n_head_kv, hp.head_dim, hp.head_dim_v, params_.kv);
   pass_ = std::make_unique<forward::ForwardPass>(hp, *backend_, pool_, params_.n_batch);
 }
 
@@ -86,7 +86,7 @@ void Context::restore(FlatKvCache cache, int32_t n_past, kv::KeptScores scores) 
 int32_t Context::append_part(const FlatKvCache& part, int32_t from, int32_t to, bool pack,
                              const kv::KeptScores* part_scores) {
   const HParams& hp = model_.hparams();
-  if (part.type() != kv_->type() || part.n_layer() != hp.n_layer || part.n_head_kv() != hp.n_head_kv)
+  if (part.format() != kv_->format() || part.n_layer() != hp.n_layer || part.n_head_kv() != hp.n_head_kv)
     fail("INVALID_ARGUMENT", "a saved cache of another precision or layout cannot join this one");
   if (from < 0 || to < from) fail("INVALID_ARGUMENT", strfmt("no positions %d to %d", from, to));
   // Each head's entries in [from, to), [layer][head]: contiguous, as a head's positions ascend.
@@ -145,8 +145,7 @@ int32_t Context::append_part(const FlatKvCache& part, int32_t from, int32_t to, 
         part.read_k(l, g, j0, n, k.data());
         forward::rotate_keys(hp, freq_factors, pool_, l, k.data(), n, delta.data());
         kbytes.resize(size_t(n) * kb);
-        if (host.type() == KvType::F32) std::memcpy(kbytes.data(), k.data(), kbytes.size());
-        else quant::kernels(TensorType::F16).quantize_row(k.data(), kbytes.data(), int64_t(n) * hp.head_dim);
+        kv::encode(host.format().k, host.format().rotate_k(), k.data(), kbytes.data(), hp.head_dim, n);
         const uint8_t* v = P.v.data() + size_t(P.heads[size_t(g)].offset + j0) * part.v_entry_bytes();
         host.append_raw(l, g, pos.data(), kbytes.data(), v, n);
       }
@@ -476,7 +475,8 @@ kv::CompressionStats Context::compress(const std::vector<int32_t>& tokens, const
   shape.head_dim = hp.head_dim;
   shape.head_dim_v = hp.head_dim_v;
   shape.L = L;
-  kv::Compressor comp(opts, shape, hp.n_layer, kv_->k_entry_bytes(), kv_->v_entry_bytes(), kv_type_name(kv_->type()));
+  kv::Compressor comp(opts, shape, hp.n_layer, kv_->k_entry_bytes(), kv_->v_entry_bytes(),
+                      kv_format_name(kv_->format()));
   prepare_scorer(comp);
   std::vector<int32_t> windows(static_cast<size_t>(hp.n_layer));
   for (int l = 0; l < hp.n_layer; l++) windows[size_t(l)] = hp.layer_window(l);
@@ -552,7 +552,7 @@ kv::CompressionStats Context::compress(const std::vector<int32_t>& tokens, const
       st.rebased = true;
     }
   } catch (...) {
-    kv_ = backend_->make_kv_store(hp.n_layer, hp.n_head_kv, hp.head_dim, hp.head_dim_v, params_.kv_type);
+    kv_ = backend_->make_kv_store(hp.n_layer, hp.n_head_kv, hp.head_dim, hp.head_dim_v, params_.kv);
     host_stale_ = true;
     n_past_ = 0;
     scores_.clear();

@@ -39,7 +39,7 @@ struct ContextParams {
   int32_t n_ctx = 0;                 // positions the context can hold; 0: the model's, capped at kDefaultContext
   int32_t n_batch = 512;             // tokens per step of a prefill
   int n_threads = 0;                 // 0: all hardware threads
-  KvType kv_type = KvType::F16;      // element type of the cached keys and values
+  KvFormat kv;                       // how the cached keys and values are stored (f16 by default)
   bool reference_attention = false;  // the slow reference attention and window scores (tests; CPU only)
   BackendKind backend = BackendKind::Cpu;
 };

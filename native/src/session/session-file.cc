@@ -40,8 +40,10 @@ namespace folio {
 namespace {
 
 constexpr char kMagic[8] = {'F', 'O', 'L', 'I', 'O', 'K', 'V', '\0'};
-constexpr uint32_t kVersion = 2;
-constexpr uint32_t kOldestVersion = 1;  // before the kept scores
+// 2 added the kept scores after the entries; 3 the keys' and values' types apart and the rotation (one type
+// before, both the same).
+constexpr uint32_t kVersion = 3;
+constexpr uint32_t kOldestVersion = 1;
 
 class Writer {
  public:
@@ -147,7 +149,9 @@ void Session::save(const std::string& path, const std::string& meta) const {
     w.value<uint32_t>(kVersion);
     w.value<uint64_t>(model_->fingerprint());
     w.value<uint64_t>(model_->file().file_size());
-    w.value<uint32_t>(uint32_t(c.type()));
+    w.value<uint32_t>(uint32_t(c.format().k));
+    w.value<uint32_t>(uint32_t(c.format().v));
+    w.value<uint32_t>(uint32_t(c.format().rotate_k()) | uint32_t(c.format().rotate_v()) << 1);
     w.value<uint32_t>(uint32_t(c.n_layer()));
     w.value<uint32_t>(uint32_t(c.n_head_kv()));
     w.value<uint32_t>(uint32_t(c.head_dim()));
@@ -212,13 +216,21 @@ SavedSession read_saved_session(const Model& model, const std::string& path, int
   if (fingerprint != model.fingerprint())
     fail("SESSION_FILE_MODEL", path + " was saved with another model file: it has to be rebuilt for this one");
   const HParams& hp = model.hparams();
-  const uint32_t type = r.value<uint32_t>("the cache type");
+  const uint32_t type_k = r.value<uint32_t>("the cache type");
+  const uint32_t type_v = version >= 3 ? r.value<uint32_t>("the values' type") : type_k;
+  const uint32_t rotation = version >= 3 ? r.value<uint32_t>("the rotation") : 0;
   const uint32_t n_layer = r.value<uint32_t>("the layer count");
   const uint32_t n_head_kv = r.value<uint32_t>("the head count");
   const uint32_t head_dim = r.value<uint32_t>("the head size");
   const uint32_t head_dim_v = r.value<uint32_t>("the value head size");
-  if ((type != uint32_t(KvType::F16) && type != uint32_t(KvType::F32)) || n_layer != uint32_t(hp.n_layer) ||
-      n_head_kv != uint32_t(hp.n_head_kv) || head_dim != uint32_t(hp.head_dim) || head_dim_v != uint32_t(hp.head_dim_v))
+  // Rotation flags: bit 0 the keys, bit 1 the values; only a quantized type is rotated, and both or none.
+  const bool rotated = rotation != 0;
+  const KvFormat format{KvType(type_k), KvType(type_v), rotated};
+  if (!kv_type_valid(type_k) || !kv_type_valid(type_v) || rotation > 3 ||
+      rotation != (uint32_t(format.rotate_k()) | uint32_t(format.rotate_v()) << 1))
+    fail("SESSION_FILE_CORRUPT", path + " is damaged: its cache type is not one this version of Folio knows");
+  if (n_layer != uint32_t(hp.n_layer) || n_head_kv != uint32_t(hp.n_head_kv) || head_dim != uint32_t(hp.head_dim) ||
+      head_dim_v != uint32_t(hp.head_dim_v))
     fail("SESSION_FILE_MODEL", path + " does not match the model's cache layout");
   SavedSession s;
   s.n_past = r.value<int32_t>("the position");
@@ -238,7 +250,7 @@ SavedSession read_saved_session(const Model& model, const std::string& path, int
   const uint8_t* m = r.take(meta_len, "the metadata");
   s.meta.assign(reinterpret_cast<const char*>(m), meta_len);
 
-  s.cache = FlatKvCache{int(n_layer), int(n_head_kv), int(head_dim), int(head_dim_v), KvType(type)};
+  s.cache = FlatKvCache{int(n_layer), int(n_head_kv), int(head_dim), int(head_dim_v), format};
   FlatKvCache& cache = s.cache;
   const size_t kb = cache.k_entry_bytes(), vb = cache.v_entry_bytes();
   for (int l = 0; l < int(n_layer); l++) {
@@ -290,7 +302,7 @@ std::unique_ptr<Session> Session::load(std::shared_ptr<const Model> model, const
   // with the saved cache's element type: the file is checked against them after.
   SavedSession saved = read_saved_session(*model, path, 0);
   ContextParams cp = params;
-  cp.kv_type = saved.cache.type();  // the saved cache decides its element type
+  cp.kv = saved.cache.format();  // the saved cache decides its format
   auto s = std::make_unique<Session>(model, cp);
   if (saved.n_past > s->ctx_->n_ctx())
     fail("SESSION_FILE_CONTEXT",

@@ -43,7 +43,8 @@ uint64_t read_key(const std::vector<int32_t>& tokens, const kv::CompressOptions&
   for (int32_t x : {o.budget_tokens, o.window, o.kernel, o.beta, o.sinks, r.chunk, r.room, p.n_ctx}) h.update_value(x);
   h.update_value(uint8_t(r.rebase));
   h.update_value(uint8_t(r.pack_positions));
-  h.update_value(uint8_t(p.kv_type));
+  for (uint8_t x : {uint8_t(p.kv.k), uint8_t(p.kv.v), uint8_t(p.kv.rotate_k()), uint8_t(p.kv.rotate_v())})
+    h.update_value(x);
   return h.digest();
 }
 
@@ -81,7 +82,7 @@ kv::CompressionStats Session::compress(const std::vector<int32_t>& tokens, const
     try {
       std::string meta;
       const std::unique_ptr<Session> saved = load(model_, read.checkpoint, ctx_->params(), &meta);
-      if (decode_checkpoint(meta, key, &resume) && saved->ctx_->params().kv_type == ctx_->params().kv_type) {
+      if (decode_checkpoint(meta, key, &resume) && saved->ctx_->params().kv == ctx_->params().kv) {
         ctx_->restore(saved->ctx_->cache().clone(), saved->ctx_->n_past());
         resuming = true;
       }
