@@ -28,7 +28,7 @@ const BOAT = 'Sam built a small boat from the planks his grandfather kept in the
 
 before(async () => {
   if (skip) return;
-  // Two pages at the default 2.2 s a page take 4.4 s: over a limit of 3 s, so the import asks.
+  // Two pages at the default 5 s a page take 10 s: over a limit of 3 s, so the import asks.
   core = await testCore(join(dir, 'library'), model, { ocrAskOverSeconds: 3 });
 });
 after(async () => {

@@ -12,6 +12,7 @@ import { compress } from './commands/compress.ts';
 import { bench } from './commands/bench.ts';
 import { benchKv } from './commands/bench-kv.ts';
 import { benchSet } from './commands/bench-set.ts';
+import { benchOcr } from './commands/bench-ocr.ts';
 import { benchCompare } from './commands/bench-compare.ts';
 import { evalCommand } from './commands/eval.ts';
 import { chat } from './commands/chat.ts';
@@ -26,6 +27,7 @@ const commands: Record<string, Command> = {
   bench,
   'bench-kv': benchKv,
   'bench-set': benchSet,
+  'bench-ocr': benchOcr,
   'bench-compare': benchCompare,
   eval: evalCommand,
   chat,

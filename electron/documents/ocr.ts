@@ -38,10 +38,10 @@ export const OCR_MIN_CHARS_PER_SQUARE_INCH = 0.5;
 export const STRAY_MARK_CONFIDENCE = 50;
 /**
  * Seconds a page takes to draw at OCR_DPI and recognise until this machine has measured its own (ocrSpeed): a dense
- * page of print took 2.0–2.2 s on the 2-core AMD EPYC the project is measured on (`folio bench-ocr`,
- * docs/benchmarks.md); a page with less on it takes less, so the estimate errs long.
+ * page of print (500 words) took 5.2–5.8 s on the 2-core AMD EPYC the project is measured on (`folio bench-ocr`,
+ * docs/benchmarks.md); a page with less on it takes less (2 s for 165 words), so the estimate errs long.
  */
-export const DEFAULT_OCR_SECONDS_PER_PAGE = 2.2;
+export const DEFAULT_OCR_SECONDS_PER_PAGE = 5;
 /** How many of the last recognised pages this machine's speed is the median of. */
 const SPEED_PAGES = 50;
 /** The file, in the folder of kept pages, that holds this machine's last page times. */

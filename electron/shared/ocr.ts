@@ -58,8 +58,8 @@ export const uncertain = (ocr: { confidence: number; unread?: boolean }) =>
 
 /**
  * Before a long OCR starts the import stops for the user's choice (all the pages, a range of them, or cancel) when
- * the pages to recognise would take longer than this: a minute is about 27 dense pages at this project's measured
- * 0.45 pages a second, so a scanned letter or a short paper just runs, a book waits to be asked.
+ * the pages to recognise would take longer than this: a minute is 12 dense pages at the default 5 s a page, 30 of a
+ * short letter's, so a scanned letter or a short paper just runs, a report or a book waits to be asked.
  */
 export const OCR_ASK_OVER_SECONDS = 60;
 

@@ -3,38 +3,11 @@
 // standard security handler (RC4, 40-bit R2 and 128-bit R3, PDF 32000-1 §7.6.3), which pdf-lib cannot do.
 import { createHash } from 'node:crypto';
 import { deflateSync } from 'node:zlib';
-import { PDFDocument, StandardFonts, degrees, rgb, type PDFFont, type PDFPage } from 'pdf-lib';
+import { PDFDocument, StandardFonts, degrees, rgb, type PDFFont } from 'pdf-lib';
 
-/** Greedy word wrap at `width` points, as a typesetter without hyphenation would do it. */
-export function wrap(text: string, font: PDFFont, size: number, width: number): string[] {
-  const lines: string[] = [];
-  let line = '';
-  for (const word of text.split(/\s+/).filter(Boolean)) {
-    const next = line ? `${line} ${word}` : word;
-    if (line && font.widthOfTextAtSize(next, size) > width) {
-      lines.push(line);
-      line = word;
-    } else line = next;
-  }
-  if (line) lines.push(line);
-  return lines;
-}
+import { drawLines, wrap } from '../../electron/documents/synthetic-scan.ts';
 
-/** Draws lines from (x, y) downwards with a leading of 1.2 em; returns the y below the last line. */
-export function drawLines(
-  page: PDFPage,
-  lines: readonly string[],
-  x: number,
-  y: number,
-  font: PDFFont,
-  size: number,
-): number {
-  for (const l of lines) {
-    page.drawText(l, { x, y, size, font });
-    y -= size * 1.2;
-  }
-  return y;
-}
+export { drawLines, wrap };
 
 export const para1 =
   'Folio reads long documents on your own machine. The café on the corner serves crème brûlée, and the naïve ' +
@@ -335,65 +308,5 @@ export function encryptedPdf(opts: {
 }
 
 // --------------------------------------------------------------------------------------------------------
-// Scans: known text typeset, drawn to pixels and put back on a page as a picture alone (no text layer).
-
-/** `text` typeset in Helvetica 12 pt on a letter page (pdf-lib), drawn by pdf.js at `dpi` (@napi-rs/canvas): PNG. */
-export async function typesetImage(text: string, dpi = 200): Promise<Uint8Array> {
-  const doc = await PDFDocument.create();
-  const font = await doc.embedFont(StandardFonts.Helvetica);
-  const page = doc.addPage([612, 792]);
-  drawLines(page, wrap(text, font, 12, 500), 56, 730, font, 12);
-  const { loadPdfjs } = await import('../../electron/documents/pdf.ts');
-  const pdfjs = await loadPdfjs();
-  const pdf = await pdfjs.getDocument({ data: await doc.save(), verbosity: 0 }).promise;
-  const p = await pdf.getPage(1);
-  const viewport = p.getViewport({ scale: dpi / 72 });
-  const { createCanvas } = await import('@napi-rs/canvas');
-  const canvas = createCanvas(Math.ceil(viewport.width), Math.ceil(viewport.height));
-  const ctx = canvas.getContext('2d');
-  ctx.fillStyle = '#ffffff';
-  ctx.fillRect(0, 0, canvas.width, canvas.height);
-  await p.render({ canvasContext: ctx as never, canvas: canvas as never, viewport }).promise;
-  await pdf.destroy();
-  return canvas.encode('png');
-}
-
-/** A page of grey noise, `width` × `height` pixels: PNG. */
-export async function noiseImage(width = 1200, height = 1600, seed = 7): Promise<Uint8Array> {
-  const { createCanvas } = await import('@napi-rs/canvas');
-  const canvas = createCanvas(width, height);
-  const ctx = canvas.getContext('2d');
-  const img = ctx.createImageData(width, height);
-  let s = seed;
-  for (let i = 0; i < img.data.length; i += 4) {
-    s = (s * 1103515245 + 12345) >>> 0;
-    const v = s >>> 24;
-    img.data[i] = img.data[i + 1] = img.data[i + 2] = v;
-    img.data[i + 3] = 255;
-  }
-  ctx.putImageData(img, 0, 0);
-  return canvas.encode('png');
-}
-
-/**
- * A scanned PDF: each page a picture of its text typeset (typesetImage), or of noise for 'noise', filling a
- * letter page, with no text layer; the pages of `withText` keep their typeset text instead (a mixed PDF).
- */
-export async function scannedPdf(
-  pages: readonly string[],
-  o: { dpi?: number; withText?: readonly number[]; title?: string } = {},
-): Promise<Uint8Array> {
-  const doc = await PDFDocument.create();
-  if (o.title) doc.setTitle(o.title);
-  const font = await doc.embedFont(StandardFonts.Helvetica);
-  for (const [i, text] of pages.entries()) {
-    const page = doc.addPage([612, 792]);
-    if (o.withText?.includes(i + 1)) {
-      drawLines(page, wrap(text, font, 12, 500), 56, 730, font, 12);
-      continue;
-    }
-    const png = await doc.embedPng(text === 'noise' ? await noiseImage() : await typesetImage(text, o.dpi));
-    page.drawImage(png, { x: 0, y: 0, width: 612, height: 792 });
-  }
-  return doc.save();
-}
+// Scans: made by electron/documents/synthetic-scan.ts, which the OCR benchmark shares.
+export { noiseImage, scannedPdf, typesetImage } from '../../electron/documents/synthetic-scan.ts';
