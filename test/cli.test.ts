@@ -78,6 +78,29 @@ test('tokenize, logits and info', { skip }, () => {
   assert.match(text, /5 layers, embedding 64, 8 query heads, 4 KV heads/);
 });
 
+test('the cache precision flags: 8 and 4 bits, keys and values apart, rotated unless told otherwise', { skip }, () => {
+  // heads of 8 numbers: a q8_0 key is one short block, 2 + 8 bytes; a q4_0 value 2 + 4
+  const q = JSON.parse(folio('info', '--model', stories, '--kv-type-k', 'q8_0', '--kv-type-v', 'q4_0', '--json').out);
+  assert.equal(q.memory.kvType, 'q8_0/q4_0+rot');
+  assert.equal(q.memory.kvBytes, 5 * 512 * 4 * (10 + 6));
+  const off = JSON.parse(folio('info', '--model', stories, '--kv-type', 'q4_0', '--kv-rotate', 'off', '--json').out);
+  assert.equal(off.memory.kvType, 'q4_0');
+  // The logits of a q8_0 cache stay near the f32 ones (the reference's).
+  const ref = JSON.parse(readFileSync(sharedReference('stories260K/p1_once.json'), 'utf8'));
+  const l = JSON.parse(
+    folio('logits', '--model', stories, '--prompt', 'Once upon a time', '--kv-type', 'q8_0', '--json').out,
+  );
+  const worst = Math.max(...l.logits.map((x: number, i: number) => Math.abs(x - ref.last_logits[i])));
+  assert.ok(worst > 0 && worst < 0.5, `max |q8_0 - f32| ${worst}`); // seen: 0.15, of logits spread over ~20
+  assert.equal(l.top[0][0], ref.greedy.tokens[0]);
+  let r = folio('info', '--model', stories, '--kv-type', 'q3_k');
+  assert.equal(r.code, 2);
+  assert.match(r.err, /--kv-type must be f16, q8_0, q4_0, f32, not 'q3_k'/);
+  r = folio('info', '--model', stories, '--kv-rotate', 'maybe');
+  assert.equal(r.code, 2);
+  assert.match(r.err, /--kv-rotate must be on or off/);
+});
+
 test('errors: unknown command, bad flags, missing model, broken file', () => {
   let r = folio('frobnicate');
   assert.equal(r.code, 2);

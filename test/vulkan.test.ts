@@ -148,17 +148,21 @@ test('the GPU path end to end on Vulkan (stories260K against the CPU backend)', 
 // software device (lavapipe) and an integrated GPU to the CPU and says so; `--backend vulkan` runs on it,
 // with the CPU's greedy tokens; `folio bench --backend vulkan` runs and marks lavapipe's numbers.
 const stories = sharedModel('stories260K.gguf');
-const folio = (args: string[]) => {
+/** folio with --json, the GPU as the engine finds it by itself. */
+const folioRun = (args: string[]) => {
   const env: NodeJS.ProcessEnv = { ...process.env };
   delete env.FOLIO_GPU_LIBRARY;
   delete env.FOLIO_GPU;
   delete env.FOLIO_GPU_PARTIAL;
-  const r = spawnSync(process.execPath, ['electron/cli/folio.mjs', ...args, '--json'], {
+  return spawnSync(process.execPath, ['electron/cli/folio.mjs', ...args, '--json'], {
     cwd: repoRoot,
     env,
     encoding: 'utf8',
     timeout: 600_000,
   });
+};
+const folio = (args: string[]) => {
+  const r = folioRun(args);
   assert.equal(r.status, 0, `folio ${args.join(' ')}: ${r.stdout}\n${r.stderr}`);
   return JSON.parse(r.stdout.trim().split('\n').at(-1) ?? '');
 };
@@ -206,6 +210,14 @@ test('the engine picks Vulkan by name (--backend vulkan), auto by device type, a
   assert.equal(bench.backend, 'vulkan');
   assert.ok(bench.device && bench.prefill_tokens_per_s > 0 && bench.decode_tokens_per_s > 0);
   assert.equal(bench.software_device, gpuDevice === 'software');
+  // A quantized cache runs on the CPU for now: the GPU by name refuses it, saying what to do instead, and auto runs
+  // it (on the CPU: context_params leaves quantized caches to it).
+  const refused = folioRun(['generate', ...args, '--backend', 'vulkan', '--kv-type', 'q8_0']);
+  assert.equal(refused.status, 1);
+  const error = JSON.parse(refused.stdout.trim().split('\n').at(-1) ?? '').error;
+  assert.equal(error.code, 'NOT_SUPPORTED');
+  assert.match(error.message, /a q8_0\+rot cache runs on the CPU only for now: choose the f16 cache precision/);
+  assert.equal(folio(['generate', ...args, '--kv-type', 'q8_0']).tokens.length, 24);
 });
 
 // A weight larger than the device allocates at once (FOLIO_VULKAN_MAX_ALLOC lowers lavapipe's 2 GiB) runs in

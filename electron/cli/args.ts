@@ -29,7 +29,7 @@ export const common = {
   'kv-type': { type: 'string' },
   'kv-type-k': { type: 'string' },
   'kv-type-v': { type: 'string' },
-  'kv-rotate': { type: 'boolean' },
+  'kv-rotate': { type: 'string' },
   backend: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
@@ -41,7 +41,7 @@ export const precisionFlags = {
   'kv-type-v': common['kv-type-v'],
   'kv-rotate': common['kv-rotate'],
 } as const;
-export const PRECISION_USAGE = `[--kv-type ${KV_TYPES.join('|')}] [--kv-type-k T] [--kv-type-v T] [--kv-rotate]`;
+export const PRECISION_USAGE = `[--kv-type ${KV_TYPES.join('|')}] [--kv-type-k T] [--kv-type-v T] [--kv-rotate on|off]`;
 
 export function int(v: Values, name: string, def: number, min = 0): number {
   const s = v[name];
@@ -91,6 +91,9 @@ export function sessionOptions(v: Values) {
   const kvType = kvTypeFlag('kv-type') ?? 'f16';
   const kvTypeK = kvTypeFlag('kv-type-k');
   const kvTypeV = kvTypeFlag('kv-type-v');
+  // On by default, as in the app's settings (it helped every quantized type measured: docs/quality.md).
+  const rotate = str(v, 'kv-rotate') ?? 'on';
+  if (rotate !== 'on' && rotate !== 'off') throw new UsageError(`--kv-rotate must be on or off, not '${rotate}'`);
   const backend = str(v, 'backend') ?? 'auto';
   if (!(BACKEND_CHOICES as readonly string[]).includes(backend))
     throw new UsageError(`--backend must be ${BACKEND_CHOICES.join(', ')}, not '${backend}'`);
@@ -100,7 +103,7 @@ export function sessionOptions(v: Values) {
     // --kv-type-k sets the keys' type; --kv-type both, where the other flags do not say
     kvType: kvTypeK ?? kvType,
     kvTypeV: kvTypeV ?? kvType,
-    kvRotate: !!v['kv-rotate'],
+    kvRotate: rotate === 'on',
     backend: backend as BackendChoice,
   };
 }

@@ -41,7 +41,7 @@ export const DEFAULT_SETTINGS: Settings = Object.freeze({
   threads: null,
   kvType: 'f16',
   kvTypeV: null,
-  kvRotate: false,
+  kvRotate: true,
   backend: 'auto',
   theme: 'system',
   modelFolders: Object.freeze([]) as unknown as string[],

@@ -6,7 +6,11 @@
 //   - decode tokens/s over a full and over a compressed cache at growing context lengths;
 //   - with --long 4096,16384,...: long documents read in one pass (up to --one-pass-max tokens) and in chunks
 //     (docs/compression.md, "Reading a long document"), each read in a child process of its own: time,
-//     tokens/s, peak resident memory, the cache's peak and kept bytes, and decode speed after.
+//     tokens/s, peak resident memory, the cache's peak and kept bytes, and decode speed after;
+//   - with --precision-contexts 4096,16384,32768: decode speed and cache bytes over a `--budget` cache of each
+//     context in each cache precision (--precisions f16,q8_0,q4_0), side by side, interleaved. The cache is made
+//     by reading budget × context tokens whole: as many entries per head as a compressed read of the context
+//     keeps (a decode step reads every kept entry once, whatever chose them), without reading 32K tokens first.
 // Without --model it uses the 1B Q4_K_M file of `folio bench` (bench-models/, made if missing).
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -15,6 +19,7 @@ import { fileURLToPath } from 'node:url';
 
 import { loadAddon, type CompressionMethod, type Model } from '../../engine/binding.ts';
 import { type Command, type Values, budgetValue, common, int, mib, print, str, UsageError } from '../args.ts';
+import { KV_TYPES, type KvType } from '../../shared/kv/precision.ts';
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
 export const median = (a: number[]) => [...a].sort((x, y) => x - y)[Math.floor((a.length - 1) / 2)];
@@ -68,6 +73,73 @@ async function decodeRate(
   const g = await s.generate({ n, temperature: 0 });
   s.dispose();
   return { tokensPerSecond: g.tokensPerSecond, kvBytes };
+}
+
+interface PrecisionDecode {
+  context: number;
+  /** Entries per head: budget × context. */
+  entries: number;
+  precision: KvType;
+  tokens_per_s: number;
+  runs_tokens_per_s: number[];
+  /** The cache's keys and values, and what it holds with positions and spare room. */
+  kv_bytes: number;
+  kv_bytes_reserved: number;
+}
+
+/**
+ * Decode over a cache of budget × context entries per head in each precision, side by side: for each context, one
+ * cache per precision, then `repeats` rounds of genTokens decoded over each in turn, so that the machine's noise
+ * hits all alike (each round adds genTokens entries: a few against thousands).
+ */
+async function precisionDecode(
+  model: Model,
+  contexts: number[],
+  precisions: KvType[],
+  o: { budget: number; threads: number; genTokens: number; repeats: number },
+  log: (s: string) => void,
+): Promise<PrecisionDecode[]> {
+  const out: PrecisionDecode[] = [];
+  for (const L of contexts) {
+    const entries = o.budget > 1 ? Math.min(L, Math.round(o.budget)) : Math.max(1, Math.round(o.budget * L));
+    const doc = document(model, entries);
+    const runs = new Map<KvType, { tps: number[]; bytes: number; reserved: number }>();
+    const sessions = [];
+    for (const t of precisions) {
+      const nCtx = entries + o.genTokens * o.repeats + 64;
+      const s = model.createSession({ nCtx, nThreads: o.threads, kvType: t, kvRotate: true }); // as the app stores them
+      await s.prefill(doc);
+      const m = s.memory();
+      runs.set(t, { tps: [], bytes: m.bytesUsed, reserved: m.bytesReserved });
+      sessions.push({ t, s });
+    }
+    for (let r = 0; r < o.repeats; r++)
+      for (const { t, s } of sessions)
+        runs.get(t)!.tps.push((await s.generate({ n: o.genTokens, temperature: 0 })).tokensPerSecond);
+    for (const { s } of sessions) s.dispose();
+    for (const t of precisions) {
+      const row = runs.get(t)!;
+      out.push({
+        context: L,
+        entries,
+        precision: t,
+        tokens_per_s: median(row.tps),
+        runs_tokens_per_s: row.tps,
+        kv_bytes: row.bytes,
+        kv_bytes_reserved: row.reserved,
+      });
+      log(`  ${precisionLine(out.at(-1)!, out.find((p) => p.context === L)!).trim()}`);
+    }
+  }
+  return out;
+}
+
+function precisionLine(p: PrecisionDecode, base: PrecisionDecode): string {
+  return (
+    `decode over a ${p.entries}-entry cache (${p.context} tokens kept at the budget) in ${p.precision}: ${p.tokens_per_s.toFixed(1)} t/s ` +
+    `(${(p.tokens_per_s / base.tokens_per_s).toFixed(2)}x ${base.precision}), cache ${mib(p.kv_bytes)} ` +
+    `(${((100 * p.kv_bytes_reserved) / base.kv_bytes_reserved).toFixed(0)}% of ${base.precision}'s with positions)\n`
+  );
 }
 
 interface LongRead {
@@ -220,7 +292,7 @@ export const benchKv: Command = {
   usage:
     'folio bench-kv [--model M] [--doc-tokens 2048] [--contexts 512,1024,2048] [--budget 0.2] [--gen-tokens 32]\n' +
     '               [--repeats 3] [--threads N] [--long 4096,16384,65536] [--one-pass-max 16384] [--chunk N] [--long-only]\n' +
-    '               [--json]',
+    '               [--precision-contexts 4096,16384,32768] [--precisions f16,q8_0,q4_0] [--precision-only] [--json]',
   options: {
     ...benchDocumentFlags,
     contexts: { type: 'string' },
@@ -232,6 +304,9 @@ export const benchKv: Command = {
     'child-long': { type: 'string' },
     'child-chunked': { type: 'string' },
     'long-only': { type: 'boolean' },
+    'precision-contexts': { type: 'string' },
+    precisions: { type: 'string' },
+    'precision-only': { type: 'boolean' },
   },
   async run(v: Values) {
     const threads = int(v, 'threads', 0);
@@ -278,6 +353,31 @@ export const benchKv: Command = {
         if (!Number.isInteger(n) || n < 64) throw new UsageError(`--long: '${x}' is not a length of at least 64`);
         return n;
       });
+    const precisionContexts = (str(v, 'precision-contexts') ?? '')
+      .split(',')
+      .filter((x) => x !== '')
+      .map((x) => {
+        const n = Number(x);
+        if (!Number.isInteger(n) || n < 64)
+          throw new UsageError(`--precision-contexts: '${x}' is not a context length of at least 64`);
+        return n;
+      });
+    const precisions = (str(v, 'precisions') ?? 'f16,q8_0,q4_0').split(',').map((x) => {
+      if (!(KV_TYPES as readonly string[]).includes(x))
+        throw new UsageError(`--precisions: '${x}' is not one of ${KV_TYPES.join(', ')}`);
+      return x as KvType;
+    });
+    const precisionOptions = { budget, threads, genTokens, repeats };
+    if (v['precision-only']) {
+      const rows = await precisionDecode(model, precisionContexts, precisions, precisionOptions, log);
+      model.dispose();
+      print(
+        v,
+        { model: path, budget, threads, precision: rows },
+        rows.map((p) => precisionLine(p, rows.find((b) => b.context === p.context)!)).join(''),
+      );
+      return;
+    }
     const onePassMax = int(v, 'one-pass-max', 16384, 0);
     const longOptions = { onePassMax, chunk: int(v, 'chunk', 0, 0), budget, threads };
     if (v['long-only']) {
@@ -374,6 +474,7 @@ export const benchKv: Command = {
     );
 
     const long = runLongReads(path, longLengths, longOptions, log);
+    const precision = await precisionDecode(model, precisionContexts, precisions, precisionOptions, log);
 
     const info = model.info();
     model.dispose();
@@ -395,6 +496,7 @@ export const benchKv: Command = {
       },
       decode,
       long,
+      precision,
       cancel_ms: {
         compress: { median: median(cancelMs.compress), max: Math.max(...cancelMs.compress), runs: cancelMs.compress },
         generate: { median: median(cancelMs.generate), max: Math.max(...cancelMs.generate), runs: cancelMs.generate },
@@ -416,7 +518,8 @@ export const benchKv: Command = {
         '\n' +
         `cancellation lands in: compress median ${result.cancel_ms.compress.median.toFixed(0)} ms (max ${result.cancel_ms.compress.max.toFixed(0)}), ` +
         `generate median ${result.cancel_ms.generate.median.toFixed(0)} ms (max ${result.cancel_ms.generate.max.toFixed(0)})\n` +
-        long.map(longLine).join(''),
+        long.map(longLine).join('') +
+        precision.map((p) => precisionLine(p, precision.find((b) => b.context === p.context)!)).join(''),
     );
   },
 };

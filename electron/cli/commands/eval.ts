@@ -26,6 +26,7 @@ import {
   str,
   precisionFlags,
   type PrecisionFlags,
+  PRECISION_USAGE,
   precisionGiven,
 } from '../args.ts';
 import { compressOptionsFor } from '../../shared/kv/budget.ts';
@@ -388,7 +389,8 @@ export const evalCommand: Command = {
     `folio eval --model M --suite fidelity [--methods ${METHOD_NAMES.join(',')}]\n` +
     '           [--budgets 0.2,0.4,0.6,0.8] [--docs DIR] [--split 0.75] [--alpha 0.2] [--window 32] [--kernel 7]\n' +
     '           [--svg FILE] [--threads N] [--ctx N] [--json]\n' +
-    '      documents: every .txt/.md in DIR but README.md (default test/docs); KV caches are F32;\n' +
+    '      documents: every .txt/.md in DIR but README.md (default test/docs); the full-cache reference is F32,\n' +
+    `      the compressed runs too unless a precision is given (${PRECISION_USAGE});\n` +
     '      [--set N]: N documents in a row read apart and assembled, or together, against together with the full cache\n' +
     'folio eval --model M --suite niah --cases FILE.jsonl [--tasks passkey] [--lengths 256,512] [--question-aware]\n' +
     '           [--methods ...] [--budgets ...] [--alpha 0.2] [--window 32] [--kernel 7] [--json]\n' +

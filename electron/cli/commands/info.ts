@@ -1,17 +1,20 @@
 // folio info
-import { type Command, common, int, openModel, print, sessionOptions } from '../args.ts';
+import { type Command, common, int, openModel, PRECISION_USAGE, print, sessionOptions } from '../args.ts';
 import { DEFAULT_CONTEXT_TOKENS } from '../../api/contract.ts';
+import { kvBytesPerToken, shapeFromInfo } from '../../models/estimate.ts';
+import { kvFormat, kvFormatName } from '../../shared/kv/precision.ts';
 
 export const info: Command = {
   summary: 'architecture, sizes, tensor types, tokenizer and memory of a model',
-  usage: 'folio info --model M.gguf [--ctx N] [--json]',
+  usage: `folio info --model M.gguf [--ctx N] ${PRECISION_USAGE} [--json]`,
   options: { ...common },
   async run(v) {
     const model = await openModel(v);
     const info = model.info();
     const nCtx = int(v, 'ctx', Math.min(info.contextLength, DEFAULT_CONTEXT_TOKENS), 1);
-    const kvType = sessionOptions(v).kvType;
-    const kvBytes = info.nLayer * nCtx * info.nHeadKv * (info.headDim + info.headDimV) * (kvType === 'f32' ? 4 : 2);
+    const kv = kvFormat(sessionOptions(v));
+    const kvType = kvFormatName(kv);
+    const kvBytes = nCtx * kvBytesPerToken(shapeFromInfo(info), kv);
     const memory = { weightBytes: info.weightBytes, kvBytes, kvType, nCtx, totalBytes: info.weightBytes + kvBytes };
     const gib = (b: number) => (b / 2 ** 30).toFixed(2) + ' GiB';
     const types = Object.entries(info.tensorTypes)

@@ -22,14 +22,6 @@ export interface KvFormat {
 
 export const quantized = (t: KvType) => t === 'q8_0' || t === 'q4_0';
 
-/** What people read for a type. */
-export const KV_TYPE_LABEL: Readonly<Record<KvType, string>> = {
-  f32: '32-bit (f32)',
-  f16: '16-bit (f16)',
-  q8_0: '8-bit (q8_0)',
-  q4_0: '4-bit (q4_0)',
-};
-
 /** Bytes of one entry of `dim` numbers: entry-format.h's rule. */
 export function kvEntryBytes(t: KvType, dim: number): number {
   if (t === 'f32') return 4 * dim;
@@ -58,4 +50,30 @@ export function parseKvFormatName(name: string): KvFormat {
 /** The format of settings or options that name the keys' type, the values' if different, and the rotation. */
 export function kvFormat(o: { kvType: KvType; kvTypeV?: KvType | null; kvRotate?: boolean }): KvFormat {
   return { k: o.kvType, v: o.kvTypeV ?? o.kvType, rotate: o.kvRotate ?? false };
+}
+
+/** The precisions the settings offer: keys and values alike, or 8-bit keys with 4-bit values (keys suffer more). */
+export const KV_PRESETS: readonly { k: KvType; v: KvType; label: string }[] = [
+  { k: 'f16', v: 'f16', label: '16-bit (f16)' },
+  { k: 'q8_0', v: 'q8_0', label: '8-bit (q8_0): about half the memory of f16' },
+  { k: 'q8_0', v: 'q4_0', label: '8-bit keys, 4-bit values: about 40% of f16' },
+  { k: 'q4_0', v: 'q4_0', label: '4-bit (q4_0): about a quarter; keys lose the most' },
+  { k: 'f32', v: 'f32', label: '32-bit (f32)' },
+];
+
+/** A preset's key in a select: its types as kvFormatName names them, unrotated. */
+export const presetKey = (p: { k: KvType; v: KvType }) => kvFormatName({ ...p, rotate: false });
+
+/**
+ * The head size behind an entry's bytes in a format (keys and values of one size, as in every architecture the
+ * engine runs): the statistics give a cache's bytes, and this gives back what an f16 entry would take; null where
+ * no head size gives those bytes.
+ */
+export function headSizeOf(f: Pick<KvFormat, 'k' | 'v'>, entryBytes: number): number | null {
+  for (let d = 2; d <= 1024; d += 2) {
+    const b = kvEntryBytes(f.k, d) + kvEntryBytes(f.v, d);
+    if (b === entryBytes) return d;
+    if (b > entryBytes) return null;
+  }
+  return null;
 }

@@ -438,9 +438,11 @@ ContextParams context_params(Napi::Env env, const Napi::Object& o) {
     throw js_error(env, "INVALID_ARGUMENT", "attention must be 'fast' or 'reference'");
   cp.reference_attention = att == "reference";
   // 'auto': the GPU the loader chose (CUDA, else a discrete Vulkan GPU), else the CPU (the reference attention
-  // is CPU-only). A named GPU that is unusable fails when the context is made (GPU_UNAVAILABLE, with why).
+  // and quantized caches are CPU-only for now). A named GPU that is unusable fails when the context is made
+  // (GPU_UNAVAILABLE, with why; NOT_SUPPORTED for a quantized cache).
   const std::string be = str_opt(env, o, "backend", "auto");
-  if (be == "auto") cp.backend = cp.reference_attention ? BackendKind::Cpu : automatic_backend();
+  const bool cpu_only = cp.reference_attention || kv_type_quantized(cp.kv.k) || kv_type_quantized(cp.kv.v);
+  if (be == "auto") cp.backend = cpu_only ? BackendKind::Cpu : automatic_backend();
   else if (!backend_from_name(be, cp.backend))
     throw js_error(env, "INVALID_ARGUMENT", "backend must be 'auto', 'cpu', 'cuda' or 'vulkan'");
   return cp;

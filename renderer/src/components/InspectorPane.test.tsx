@@ -82,6 +82,35 @@ describe('the inspector', () => {
     expect(screen.queryByTestId('sliding-note')).toBeNull();
   });
 
+  it('shows what eviction and precision each save on a quantized cache, against a full f16 one', async () => {
+    // Heads of 8 numbers: a q8_0 key 2 + 8 bytes, a q4_0 value 2 + 4: 16 bytes an entry against f16's 32.
+    const base = stats();
+    const s = {
+      ...base,
+      kvType: 'q8_0/q4_0+rot',
+      kvBytesFull: 72_000,
+      kvBytesKept: 21_600,
+      layers: base.layers.map((l) => ({ ...l, bytesFull: 375 * 4 * 16, bytesKept: 7_200 })),
+    };
+    const api = createFakeApi({ 'documents.list': () => [doc()], 'documents.get': () => detail({ stats: s }) });
+    await renderApp(api);
+    await screen.findAllByTestId('document');
+    act(() => setTab('inspector'));
+    expect((await screen.findByTestId('memory-saved')).textContent).toBe('saves 85%');
+    expect(screen.getByTestId('memory-apart').textContent).toBe(
+      'Eviction saves 70% (the entries dropped); precision saves 50%: each kept entry takes 16 bytes in q8_0/q4_0+rot instead of 32 in f16.',
+    );
+  });
+
+  it('an f16 cache says nothing of precision', async () => {
+    const api = createFakeApi({ 'documents.list': () => [doc()], 'documents.get': () => detail() });
+    await renderApp(api);
+    await screen.findAllByTestId('document');
+    act(() => setTab('inspector'));
+    expect((await screen.findByTestId('memory-saved')).textContent).toBe('saves 70%');
+    expect(screen.queryByTestId('memory-apart')).toBeNull();
+  });
+
   it('switches metrics, shows memory saved, and compares two chosen methods on demand with progress', async () => {
     let finish: (r: Result<'documents.compare'>) => void = () => {};
     const api = createFakeApi({

@@ -28,6 +28,7 @@ import {
   type Comparison,
   type Source,
 } from '../stores/inspector.ts';
+import { headSizeOf, parseKvFormatName } from '../../../electron/shared/kv/precision.ts';
 import { methodParams, RECOMMENDED_METHOD } from '../../../electron/shared/kv/methods.ts';
 import { explain, Term } from './Term.tsx';
 import { documentTask, useTasks } from '../stores/tasks.ts';
@@ -50,11 +51,28 @@ export function meanMass(stats: CompressionStats): number {
   return mean(stats.layers.flatMap((l) => l.heads.map((h) => h.retainedMass)));
 }
 
+/**
+ * What the cache's precision saves apart from what eviction saves: one entry's bytes (a key and a value of one
+ * head) in the cache's format and in f16; null where the statistics do not say (an empty read).
+ */
+export function precisionSaving(stats: CompressionStats): { format: string; bytes: number; f16Bytes: number } | null {
+  const layer = stats.layers[0];
+  if (!layer || stats.prefixTokens <= 0 || !layer.heads.length) return null;
+  const bytes = layer.bytesFull / (stats.prefixTokens * layer.heads.length);
+  const format = parseKvFormatName(stats.kvType);
+  const d = headSizeOf(format, bytes);
+  return d === null ? null : { format: stats.kvType, bytes, f16Bytes: 4 * d };
+}
+
 function MemorySummary({ stats }: { stats: CompressionStats }) {
   // Only the settings this method reads (α for the Ada allocator, window and kernel for the scored ones).
   const params = methodParams(stats.method);
-  const saved = stats.kvBytesFull - stats.kvBytesKept;
-  const f = stats.kvBytesFull > 0 ? saved / stats.kvBytesFull : 0;
+  const precision = precisionSaving(stats);
+  // Against a full f16 cache (what an engine without either keeps): eviction and precision apart.
+  const f16Full = precision ? (stats.kvBytesFull * precision.f16Bytes) / precision.bytes : stats.kvBytesFull;
+  const saved = f16Full - stats.kvBytesKept;
+  const f = f16Full > 0 ? saved / f16Full : 0;
+  const evicted = stats.kvBytesFull > 0 ? 1 - stats.kvBytesKept / stats.kvBytesFull : 0;
   return (
     <section className="card memory-summary" aria-labelledby="memory-heading">
       <h3 id="memory-heading">
@@ -65,8 +83,16 @@ function MemorySummary({ stats }: { stats: CompressionStats }) {
       </p>
       <p className="small">
         The cache of this document takes <strong>{formatBytes(stats.kvBytesKept)}</strong> instead of{' '}
-        {formatBytes(stats.kvBytesFull)}: {formatBytes(saved)} less.
+        {formatBytes(f16Full)}
+        {precision && precision.bytes !== precision.f16Bytes ? ' (full, in f16)' : ''}: {formatBytes(saved)} less.
       </p>
+      {precision && precision.bytes !== precision.f16Bytes && (
+        <p className="small" data-testid="memory-apart">
+          Eviction saves {formatPercent(evicted)} (the entries dropped); precision saves{' '}
+          {formatPercent(1 - precision.bytes / precision.f16Bytes)}: each kept entry takes {precision.bytes} bytes in{' '}
+          {precision.format} instead of {precision.f16Bytes} in f16.
+        </p>
+      )}
       <div className="stack-bar" aria-hidden="true">
         <span style={{ width: `${100 - 100 * f}%` }} />
       </div>

@@ -169,6 +169,25 @@ describe('settings', () => {
     await waitFor(() => expect(api.callsOf('settings.update')).toHaveLength(1));
     expect((api.callsOf('settings.update')[0] as SettingsPatch).backend).toBe('vulkan');
   });
+
+  it('chooses the cache precision: 16-bit by default, 8 or 4 bits, keys and values apart, rotated', async () => {
+    const api = settingsApi();
+    await renderApp(api);
+    act(() => go('settings'));
+    const precision = (await screen.findByRole('combobox', { name: 'Cache precision' })) as HTMLSelectElement;
+    expect(precision.value).toBe('f16');
+    expect([...precision.options].map((o) => o.value)).toEqual(['f16', 'q8_0', 'q8_0/q4_0', 'q4_0', 'f32']);
+    const rotate = screen.getByRole('checkbox', { name: /Rotate before quantizing/ }) as HTMLInputElement;
+    expect(rotate.disabled).toBe(true); // nothing to rotate in f16
+    await userEvent.selectOptions(precision, 'q8_0/q4_0');
+    expect(rotate.disabled).toBe(false);
+    expect(rotate.checked).toBe(true);
+    await userEvent.click(rotate);
+    await userEvent.click(screen.getByRole('button', { name: 'Save settings' }));
+    await waitFor(() => expect(api.callsOf('settings.update')).toHaveLength(1));
+    const patch = api.callsOf('settings.update')[0] as SettingsPatch;
+    expect([patch.kvType, patch.kvTypeV, patch.kvRotate]).toEqual(['q8_0', 'q4_0', false]);
+  });
 });
 
 describe('settings the model cannot take, and the defaults', () => {

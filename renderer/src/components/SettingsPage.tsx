@@ -23,6 +23,7 @@ import { METHOD_CHOICES } from '../lib/method-label.ts';
 import { MethodSelect } from './MethodSelect.tsx';
 import { BudgetValue, DEFAULT_BETA } from '../../../electron/shared/kv/budget.ts';
 import { compressRow, type OptionRow, samplingRow } from '../../../electron/shared/kv/options.ts';
+import { KV_PRESETS, presetKey, quantized } from '../../../electron/shared/kv/precision.ts';
 
 /** The draft of the form: numbers as the user types them. */
 interface Draft {
@@ -44,7 +45,9 @@ interface Draft {
   nCtx: string;
   conversationRoom: string;
   threads: string;
-  kvType: Settings['kvType'];
+  /** The cache precision preset (precision.ts presetKey: 'f16', 'q8_0/q4_0', ...). */
+  kvPreset: string;
+  kvRotate: boolean;
   backend: Settings['backend'];
 }
 
@@ -85,7 +88,8 @@ function draftOf(s: Settings): Draft {
     nCtx: s.nCtx === null ? '' : String(s.nCtx),
     conversationRoom: s.conversationRoom === null ? '' : String(s.conversationRoom),
     threads: s.threads === null ? '' : String(s.threads),
-    kvType: s.kvType,
+    kvPreset: presetKey({ k: s.kvType, v: s.kvTypeV ?? s.kvType }),
+    kvRotate: s.kvRotate,
     backend: s.backend,
   };
 }
@@ -145,10 +149,17 @@ export function patchOf(
     nCtx: num('nCtx', 64, 1 << 22, true, true),
     conversationRoom: num('conversationRoom', 16, 1 << 20, true, true),
     threads: num('threads', 1, 1024, true, true),
-    kvType: d.kvType,
+    ...presetSettings(d.kvPreset),
+    kvRotate: d.kvRotate,
     backend: d.backend,
   };
   return { patch, errors };
+}
+
+/** A preset's settings (the keys' type, the values' where they differ), and whether any of it is quantized. */
+function presetSettings(key: string): Pick<Settings, 'kvType' | 'kvTypeV'> & { quantized: boolean } {
+  const p = KV_PRESETS.find((x) => presetKey(x) === key) ?? KV_PRESETS[0];
+  return { kvType: p.k, kvTypeV: p.v === p.k ? null : p.v, quantized: quantized(p.k) || quantized(p.v) };
 }
 
 function Field({
@@ -485,16 +496,33 @@ export function SettingsPage() {
             { inputMode: 'numeric', placeholder: 'default' },
           )}
           {text('threads', 'Threads', 'Empty = all cores', { inputMode: 'numeric', placeholder: 'all cores' })}
-          <Field id="set-kvType" label="Cache precision" hint="f16 halves the cache’s memory">
+          <Field
+            id="set-kvType"
+            label="Cache precision"
+            hint="How each kept key and value is stored, on top of what compression drops. Documents are read again after a change; 8 and 4 bits run on the CPU for now"
+          >
             <select
               id="set-kvType"
-              value={draft.kvType}
-              onChange={(e) => set('kvType', e.target.value as Settings['kvType'])}
+              value={draft.kvPreset}
+              onChange={(e) => set('kvPreset', e.target.value)}
               aria-describedby="set-kvType-msg"
             >
-              <option value="f16">f16</option>
-              <option value="f32">f32</option>
+              {KV_PRESETS.map((p) => (
+                <option key={presetKey(p)} value={presetKey(p)}>
+                  {p.label}
+                </option>
+              ))}
             </select>
+            <label className="check-row">
+              <input
+                type="checkbox"
+                id="set-kvRotate"
+                checked={draft.kvRotate}
+                disabled={!presetSettings(draft.kvPreset).quantized}
+                onChange={(e) => set('kvRotate', e.target.checked)}
+              />{' '}
+              Rotate before quantizing (spreads outliers; better answers at 8 and 4 bits)
+            </label>
           </Field>
           <Field
             id="set-backend"

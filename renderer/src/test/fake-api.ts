@@ -40,6 +40,8 @@ export const settings = (over: Partial<Settings> = {}): Settings => ({
   conversationRoom: null,
   threads: null,
   kvType: 'f16',
+  kvTypeV: null,
+  kvRotate: true,
   backend: 'auto',
   theme: 'light',
   modelFolders: [],
