@@ -47,6 +47,9 @@ export interface ImportOptions {
    * `secondsPerPage` (ocr.ts ocrSpeed) is not started; the import fails with OCR_CHOICE, its details the plan
    * (shared/ocr.ts OcrPlan), for the caller to ask which pages to read. Absent: never asked. */
   ocrAsk?: { overSeconds: number; secondsPerPage: number };
+  /** The most pixels a page is drawn with for OCR (default OCR_MAX_PIXELS, which keeps one page's recognition within
+   * Tesseract's heap); for tests of what happens past it. */
+  ocrMaxPixels?: number;
 }
 
 export interface ImportedDocument {
@@ -100,6 +103,7 @@ export async function importDocument(input: ImportInput, opts: ImportOptions = {
     ocrLanguages: opts.ocrLanguages,
     ocrPages: opts.ocrPages,
     ocrAsk: opts.ocrAsk,
+    ocrMaxPixels: opts.ocrMaxPixels,
   });
   return {
     kind: doc.kind,

@@ -13,6 +13,7 @@ import { gunzipSync } from 'node:zlib';
 import { dirname, join } from 'node:path';
 
 import type { OcrWord, PageOcr } from '../api/contract.ts';
+import { ImportError } from './errors.ts';
 import { median, type TextRun } from '../shared/pdf-layout.ts';
 
 import { OCR_LANGUAGE_CODE, SHIPPED_OCR_LANGUAGE } from '../shared/ocr.ts';
@@ -23,8 +24,12 @@ export { LOW_OCR_CONFIDENCE } from '../shared/ocr.ts';
  * high, which 300 dpi gives 10–12 pt type. */
 export const OCR_DPI = 300;
 /** The most pixels a page is drawn with (a poster-sized page is drawn at less than OCR_DPI): 40 MP, a letter page
- * at 300 dpi being 8.4 MP, so the canvas and Tesseract's copies stay within a few hundred MB. */
+ * at 300 dpi being 8.4 MP. What one page's OCR takes grows with them: 1.4 GiB more for 40 MP of print, 1.6 GiB for 40
+ * MP of noise (measured here, docs/architecture.md), within Tesseract's heap (TESSERACT_HEAP_BYTES). */
 export const OCR_MAX_PIXELS = 40_000_000;
+/** The most memory tesseract.js-core's WebAssembly heap grows to (its build's maximum; the JavaScript heap caps of the
+ * parser thread do not reach it): a page whose recognition needs more fails, as a page of 140 MP does. */
+export const TESSERACT_HEAP_BYTES = 2 ** 31;
 /**
  * Which pages are read by OCR: those whose text layer holds fewer than this many characters per square inch of
  * page and that draw something (an image or paths). A page of print holds 25–40 a square inch; a scan that
@@ -128,11 +133,25 @@ export function needsOcr(chars: number, width: number, height: number, draws: bo
   return draws && chars < OCR_MIN_CHARS_PER_SQUARE_INCH * squareInches;
 }
 
-/** The scale (pixels per point) a page of `width` × `height` points is drawn at: OCR_DPI, less for a huge page. */
-export function ocrScale(width: number, height: number): number {
+/** The scale (pixels per point) a page of `width` × `height` points is drawn at: OCR_DPI, less for a huge page
+ * (`maxPixels` at most). */
+export function ocrScale(width: number, height: number, maxPixels = OCR_MAX_PIXELS): number {
   const s = OCR_DPI / 72;
   const pixels = width * s * height * s;
-  return pixels > OCR_MAX_PIXELS ? s * Math.sqrt(OCR_MAX_PIXELS / pixels) : s;
+  return pixels > maxPixels ? s * Math.sqrt(maxPixels / pixels) : s;
+}
+
+/** TOO_LARGE for a page the recogniser failed on: with the pages OCR draws capped (OCR_MAX_PIXELS), what fails it is
+ * its heap's end (TESSERACT_HEAP_BYTES), which a page too large or too busy reaches. */
+export function recognitionFailed(fileName: string, page: number, pixels: number, cause: unknown): ImportError {
+  const why = (cause instanceof Error ? cause.message : String(cause)).slice(0, 200);
+  return new ImportError(
+    'TOO_LARGE',
+    `${fileName}: page ${page} could not be read by OCR: the recogniser failed on it (${why}), most likely out of ` +
+      `memory (it has ${TESSERACT_HEAP_BYTES / 2 ** 30} GiB; the page was drawn at ${Math.round(pixels / 1e6)} megapixels): ` +
+      'scan that page again at 300 dpi or less, or cut it into smaller pages',
+    { cause, details: { page, pixels } },
+  );
 }
 
 /** A page's words as text runs (pdf-layout.ts lays them out as it lays out a text layer's items). */
@@ -211,7 +230,15 @@ export class Recognizer {
         const data = readFileSync(l.file);
         writeFileSync(join(dir, `${l.code}.traineddata`), l.file.endsWith('.gz') ? gunzipSync(data) : data);
       }
-      return createWorker(this.language, OEM.LSTM_ONLY, { langPath: dir, gzip: false, cacheMethod: 'none' });
+      // errorHandler: a failed job rejects its promise, which recognize's caller handles; without one tesseract.js
+      // also throws it from its message handler, uncaught, which ended the parser thread with a garbled message
+      // (a page past its heap, here).
+      return createWorker(this.language, OEM.LSTM_ONLY, {
+        langPath: dir,
+        gzip: false,
+        cacheMethod: 'none',
+        errorHandler: () => {},
+      });
     })();
     return this.worker;
   }

@@ -19,6 +19,7 @@ export interface ParseJob {
   ocrLanguages?: OcrLanguage[];
   ocrPages?: OcrPages;
   ocrAsk?: { overSeconds: number; secondsPerPage: number };
+  ocrMaxPixels?: number;
 }
 
 export type ParserMessage =
@@ -31,6 +32,9 @@ export type ParserMessage =
   | { id: number; type: 'failed'; error: { code?: string; message: string; details?: unknown } };
 
 for (const k of ['log', 'info', 'warn', 'error', 'debug', 'trace'] as const) console[k] = () => {};
+// So is what this thread's own threads print (Tesseract's prints Leptonica's errors, as for a page past its heap):
+// it comes here as this thread's output, and output left unread in the parent kept the process alive.
+for (const stream of [process.stdout, process.stderr]) stream.write = () => true;
 
 // No native zlib streams in this thread: pdf.js inflates FlateDecode (and Brotli) streams through
 // DecompressionStream when there is one, and Node 20 aborts the whole process (node_zlib.cc: "close before
@@ -51,6 +55,7 @@ port.on('message', async (job: ParseJob) => {
       ocrLanguages: job.ocrLanguages,
       ocrPages: job.ocrPages,
       ocrAsk: job.ocrAsk,
+      ocrMaxPixels: job.ocrMaxPixels,
       onProgress: (done, total, stage) => post({ id, type: 'progress', done, total, stage }),
       onPhase: (phase, allowanceMs) => post({ id, type: 'phase', phase, allowanceMs }),
     });

@@ -47,6 +47,8 @@ export interface ParseHooks {
   ocrPages?: OcrPages;
   /** When to stop for the choice of pages (ImportOptions.ocrAsk). */
   ocrAsk?: { overSeconds: number; secondsPerPage: number };
+  /** The most pixels a page is drawn with for OCR (ImportOptions.ocrMaxPixels). */
+  ocrMaxPixels?: number;
 }
 
 /** Parses a document; `bytes` may be consumed (pdf.js detaches them). Throws ImportError. */
@@ -69,7 +71,15 @@ export async function parseDocument(
   let html: string | undefined;
   let pdf: Uint8Array | undefined;
   let ocrSeconds: number[] = [];
-  const ocrOptions = { onProgress, onPhase, ocr, languages, ocrPages: hooks.ocrPages, ocrAsk: hooks.ocrAsk };
+  const ocrOptions = {
+    onProgress,
+    onPhase,
+    ocr,
+    languages,
+    ocrPages: hooks.ocrPages,
+    ocrAsk: hooks.ocrAsk,
+    ocrMaxPixels: hooks.ocrMaxPixels,
+  };
   if (kind === 'pdf') {
     ({ title, pages, warnings, ocrSeconds } = await importPdf(bytes, fileName, {
       ...ocrOptions,

@@ -41,6 +41,8 @@ export interface ParseOptions {
   ocrPages?: OcrPages;
   /** When to stop for the choice of pages (ImportOptions.ocrAsk). */
   ocrAsk?: { overSeconds: number; secondsPerPage: number };
+  /** The most pixels a page is drawn with for OCR (ImportOptions.ocrMaxPixels). */
+  ocrMaxPixels?: number;
 }
 
 interface ParserThread {
@@ -264,6 +266,7 @@ export async function parseInThread(
         ocrLanguages: opts.ocrLanguages,
         ocrPages: opts.ocrPages,
         ocrAsk: opts.ocrAsk,
+        ocrMaxPixels: opts.ocrMaxPixels,
       };
       t.worker.postMessage(job, bytes.buffer instanceof ArrayBuffer ? [bytes.buffer] : []);
     });

@@ -31,6 +31,7 @@ import {
   needsOcr,
   ocrRuns,
   ocrScale,
+  recognitionFailed,
   shippedLanguage,
   type OcrCache,
   type OcrLanguage,
@@ -60,6 +61,8 @@ export interface PdfOptions {
   /** Without ocrPages: stop with OCR_CHOICE (details: the OcrPlan) before an OCR whose pages not yet recognised
    * would take longer than `overSeconds` at `secondsPerPage`. */
   ocrAsk?: { overSeconds: number; secondsPerPage: number };
+  /** The most pixels a page is drawn with for OCR (default OCR_MAX_PIXELS); for tests of what happens past it. */
+  ocrMaxPixels?: number;
 }
 
 export interface PdfImport {
@@ -285,10 +288,15 @@ export async function importPdf(bytes: Uint8Array, fileName: string, opts: PdfOp
             phase(`recognising page ${p} (OCR, ${k + 1} of ${chosen.length})`, OCR_PAGE_ALLOWANCE_MS);
             const started = performance.now();
             const page = await doc.getPage(p);
-            const scale = ocrScale(sizes[p - 1].width, sizes[p - 1].height);
+            const { width, height } = sizes[p - 1];
+            const scale = ocrScale(width, height, opts.ocrMaxPixels);
             const image = await drawPage(page, scale);
             page.cleanup();
-            read = await recognizer.recognize(image, scale);
+            try {
+              read = await recognizer.recognize(image, scale);
+            } catch (e) {
+              throw recognitionFailed(fileName, p, width * height * scale * scale, e);
+            }
             took.push((performance.now() - started) / 1000);
             opts.ocr?.put(p, read);
           }
