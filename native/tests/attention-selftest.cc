@@ -80,8 +80,12 @@ int main(int argc, char** argv) {
       double max_err = 0;
       for (size_t i = 0; i < fast.size(); i++) max_err = std::max(max_err, double(std::fabs(fast[i] - ref[i])));
       cases++;
-      // Outputs are convex combinations of N(0,1) values: float reordering gives ~1e-6.
-      if (max_err > 1e-5) {
+      // Outputs are convex combinations of N(0,1) values: float reordering gives ~1e-6. Over quantized keys of
+      // whole blocks, a tile of fewer than 16 rows (decode; a last short tile) scores with the query in 8 bits as
+      // well (integer dot products), which moves the outputs by ~1e-2 more where the softmax is peaked (a window of
+      // few keys); an indexing error moves them by ~1.
+      const double tol = kv_type_quantized(type.k) && hp.head_dim % 32 == 0 ? 3e-2 : 1e-5;
+      if (max_err > tol) {
         failures++;
         std::printf("FAIL %s Hk=%d H=%d D=%d Dv=%d m=%d n_swa=%d: max |fast - reference| = %g\n",
                     kv_format_name(type).c_str(), hp.n_head_kv, hp.n_head, hp.head_dim, hp.head_dim_v, m, n_swa,

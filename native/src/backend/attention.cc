@@ -44,11 +44,15 @@ struct TileBuffers {
   float* carry;      // [rows]        what each row's output is scaled by before a block is added
   int32_t* first;    // [rows]        the first key each row may see (the sliding window's oldest)
   int32_t* visible;  // [rows]        keys [first, visible) are the row's
+  uint8_t* q8;       // [kTransposeRows, D/32 blocks of Q8_0] a few rows' queries in 8 bits (quantized keys)
 };
+
+// Bytes of one query row in Q8_0 (D a multiple of 32).
+size_t q8_row_bytes(int D) { return size_t(D / 32) * 34; }
 
 size_t tile_floats(int D, int Dv) {
   return size_t(kTileRows) * size_t(D) + size_t(kKeyBlock) * size_t(2 * D + Dv) +
-         size_t(kTileRows) * (size_t(kKeyBlock) + size_t(Dv) + 5);
+         size_t(kTileRows) * (size_t(kKeyBlock) + size_t(Dv) + 5) + (kTransposeRows * q8_row_bytes(D) + 3) / 4;
 }
 
 TileBuffers carve(float* base, int D, int Dv) {
@@ -64,6 +68,7 @@ TileBuffers carve(float* base, int D, int Dv) {
   b.carry = b.sum + kTileRows;
   b.first = reinterpret_cast<int32_t*>(b.carry + kTileRows);
   b.visible = b.first + kTileRows;
+  b.q8 = reinterpret_cast<uint8_t*>(b.visible + kTileRows);
   return b;
 }
 
@@ -105,6 +110,17 @@ void block_scores_dot(const TileBuffers& b, int rows, int D, int nb, const quant
     const float* qr = b.q + size_t(r) * size_t(D);
     float* sr = b.s + size_t(r) * kKeyBlock;
     for (int j = 0; j < nb; j++) sr[j] = f32.vec_dot(D, b.kraw + size_t(j) * size_t(D), qr);
+  }
+}
+
+// The same over quantized keys as stored (Q8_0 or Q4_0 blocks, keb bytes an entry): each score an integer dot
+// product of the key's blocks with the row's query in Q8_0, as the matrix products do with their activations.
+void block_scores_quantized(const TileBuffers& b, int rows, int D, int nb, const uint8_t* keys, size_t keb,
+                            const quant::Kernels& kdot) {
+  for (int r = 0; r < rows; r++) {
+    const uint8_t* qr = b.q8 + size_t(r) * q8_row_bytes(D);
+    float* sr = b.s + size_t(r) * kKeyBlock;
+    for (int j = 0; j < nb; j++) sr[j] = kdot.vec_dot(D, keys + size_t(j) * keb, qr);
   }
 }
 
@@ -219,6 +235,13 @@ void attention(ThreadPool& pool, Scratch& s, const float* q, const FlatKvCache& 
   const quant::Kernels& f32 = quant::kernels(TensorType::F32);
   // Rotated entries (kv/hadamard.h) are read as stored: the queries are rotated instead, and the outputs back.
   const bool rotate_k = cache.format().rotate_k(), rotate_v = cache.format().rotate_v();
+  // Decoding over quantized keys of whole blocks, the scores are integer dot products with the query in Q8_0
+  // (llama.cpp's q8_0 cache does the same): the keys are read once, as bytes, never made floats.
+  const KvType key_type = cache.format().k;
+  const quant::Kernels* kdot =
+      kv_type_quantized(key_type) && D % 32 == 0 ? &quant::kernels(TensorType(int(key_type))) : nullptr;
+  const quant::Kernels& q8 = quant::kernels(TensorType::Q8_0);
+  const size_t keb = cache.k_entry_bytes();
 
   pool.parallel_for(int64_t(Hk) * tiles, [&](int64_t item, int thread) {
     if (stop && stop->load(std::memory_order_relaxed)) return;  // cancelled: the output is thrown away
@@ -237,6 +260,11 @@ void attention(ThreadPool& pool, Scratch& s, const float* q, const FlatKvCache& 
         b.first[r] = backend::first_in_window(kpos, b.visible[r], kpos[b.visible[r] - 1], n_swa);
       }
     if (rotate_k) kv::hadamard(b.q, D, rows);
+    const bool int_scores = kdot && rows < kTransposeRows;
+    if (int_scores)
+      for (int r = 0; r < rows; r++)
+        q8.quantize_row(b.q + size_t(r) * size_t(D), b.q8 + size_t(r) * q8_row_bytes(D), D);
+    const LayerKv& L = cache.layer(l);
     std::fill(b.mx, b.mx + rows, -std::numeric_limits<float>::infinity());
     std::fill(b.sum, b.sum + rows, 0.0f);
     std::fill(b.o, b.o + size_t(rows) * size_t(Dv), 0.0f);
@@ -247,12 +275,15 @@ void attention(ThreadPool& pool, Scratch& s, const float* q, const FlatKvCache& 
     const int32_t k_first = b.first[0] / kKeyBlock * kKeyBlock;
     for (int32_t j0 = k_first; j0 < n_keys; j0 += kKeyBlock) {
       const int nb = std::min<int32_t>(kKeyBlock, n_keys - j0);
-      cache.read_k_stored(l, g, j0, nb, b.kraw);
       cache.read_v_stored(l, g, j0, nb, b.v);
-      if (rows >= kTransposeRows) {
+      if (int_scores) {
+        block_scores_quantized(b, rows, D, nb, L.k.data() + size_t(L.heads[size_t(g)].offset + j0) * keb, keb, *kdot);
+      } else if (rows >= kTransposeRows) {
+        cache.read_k_stored(l, g, j0, nb, b.kraw);
         transpose_block(b.kraw, b.kt, nb, D);
         block_scores_transposed(b, rows, D);
       } else {
+        cache.read_k_stored(l, g, j0, nb, b.kraw);
         block_scores_dot(b, rows, D, nb, f32);
       }
       block_softmax(b, rows, nb, j0, scale);
