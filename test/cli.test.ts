@@ -175,8 +175,10 @@ test('compress of a long scan stops before its OCR, saying how long it would tak
   const png = await pdf.embedPng(await typesetImage('Lily had a red kite. The secret code is 7306, she said.'));
   for (let i = 0; i < 30; i++) pdf.addPage([612, 792]).drawImage(png, { x: 0, y: 0, width: 612, height: 792 });
   writeFileSync(file, await pdf.save());
+  const compressScan = (...flags: string[]) =>
+    folio('compress', '--model', stories260K, '--doc', file, '--budget', '0.2', ...flags);
   try {
-    const asked = folio('compress', '--model', stories260K, '--doc', file, '--budget', '0.2');
+    const asked = compressScan();
     assert.equal(asked.code, 2, asked.err);
     assert.ok(
       asked.err.includes(
@@ -184,20 +186,9 @@ test('compress of a long scan stops before its OCR, saying how long it would tak
       ),
       asked.err,
     );
-    const bad = folio('compress', '--model', stories260K, '--doc', file, '--ocr-pages', '9-3');
+    const bad = compressScan('--ocr-pages', '9-3');
     assert.match(bad.err, /--ocr-pages must be all, a page or a range of pages/);
-    const r = folio(
-      'compress',
-      '--model',
-      stories260K,
-      '--doc',
-      file,
-      '--budget',
-      '0.2',
-      '--ocr-pages',
-      '2-2',
-      '--json',
-    );
+    const r = compressScan('--ocr-pages', '2-2', '--json');
     assert.equal(r.code, 0, r.err);
     assert.ok(JSON.parse(r.out).prefixTokens > 10);
     assert.match(r.err, /pages 1, 3–30 were not read: they have no text layer and lay outside the pages chosen/);

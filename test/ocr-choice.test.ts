@@ -36,34 +36,29 @@ after(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-/** The next documents.changed of `documentId` that `when` accepts. */
-function changed(documentId: () => string, when: (d: DocumentSummary) => boolean): Promise<DocumentSummary> {
-  return new Promise((resolve) => {
+/** Imports through the API, and waits for the import to stop for the choice of pages (its summary then). */
+async function importWaiting(params: Record<string, unknown>) {
+  let id = '';
+  const waiting = new Promise<DocumentSummary>((resolve) => {
     const off = core.bus.subscribe((event, payload) => {
       const d = payload as EventPayload<'documents.changed'>;
-      if (event === 'documents.changed' && d.id === documentId() && when(d)) {
+      if (event === 'documents.changed' && d.id === id && d.ocrChoice) {
         off();
         resolve(d);
       }
     });
   });
+  const r = await call<{ documentId: string; taskId: string }>('documents.import', params);
+  id = r.documentId;
+  return { r, asked: await waiting };
 }
 
 test('a long scan waits for the choice with its pages and estimate; a range reads only those pages', {
   skip,
 }, async () => {
   const pdf = Buffer.from(await scannedPdf([KITE, BOAT])).toString('base64');
-  let id = '';
-  const waiting = changed(
-    () => id,
-    (d) => !!d.ocrChoice,
-  );
-  const r = await call<{ documentId: string; taskId: string }>('documents.import', {
-    fileName: 'scan.pdf',
-    dataBase64: pdf,
-  });
-  id = r.documentId;
-  const asked = await waiting;
+  const { r, asked } = await importWaiting({ fileName: 'scan.pdf', dataBase64: pdf });
+  const id = r.documentId;
   assert.equal(asked.status, 'importing');
   assert.deepEqual(asked.ocrChoice, {
     pages: 2,
@@ -90,18 +85,9 @@ test('a long scan waits for the choice with its pages and estimate; a range read
   assert.ok(doc.pageList[1].ocr && !doc.pageList[1].ocr.unread && doc.pageList[1].ocr.confidence > 60);
   assert.ok(doc.tokens > 0);
   // The page recognised measured this machine's speed: the next choice is estimated from it.
-  let again = '';
-  const next = changed(
-    () => again,
-    (d) => !!d.ocrChoice,
-  );
-  const r2 = await call<{ documentId: string; taskId: string }>('documents.import', {
-    fileName: 'scan.pdf',
-    dataBase64: pdf,
-    keepDuplicate: true,
-  });
-  again = r2.documentId;
-  const second = (await next).ocrChoice!;
+  const { r: r2, asked: next } = await importWaiting({ fileName: 'scan.pdf', dataBase64: pdf, keepDuplicate: true });
+  const again = r2.documentId;
+  const second = next.ocrChoice!;
   assert.equal(second.measured, true);
   assert.notEqual(second.secondsPerPage, DEFAULT_OCR_SECONDS_PER_PAGE);
 
