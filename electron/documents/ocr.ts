@@ -43,7 +43,7 @@ export const OCR_MIN_CHARS_PER_SQUARE_INCH = 0.5;
 export const STRAY_MARK_CONFIDENCE = 50;
 /**
  * Seconds a page takes to draw at OCR_DPI and recognise until this machine has measured its own (ocrSpeed): a dense
- * page of print (500 words) took 5.2–5.8 s on the 2-core AMD EPYC the project is measured on (`folio bench-ocr`,
+ * page of print (500 words) took 4.4–5.5 s on the 2-core AMD EPYC the project is measured on (`folio bench-ocr`,
  * docs/benchmarks.md); a page with less on it takes less (2 s for 165 words), so the estimate errs long.
  */
 export const DEFAULT_OCR_SECONDS_PER_PAGE = 5;
