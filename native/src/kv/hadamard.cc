@@ -3,7 +3,6 @@
 #include <cmath>
 #include <vector>
 
-
 namespace folio::kv {
 
 int hadamard_block(int dim) { return dim > 0 ? dim & -dim : 1; }
