@@ -441,8 +441,8 @@ ContextParams context_params(Napi::Env env, const Napi::Object& o) {
   // and quantized caches are CPU-only for now). A named GPU that is unusable fails when the context is made
   // (GPU_UNAVAILABLE, with why; NOT_SUPPORTED for a quantized cache).
   const std::string be = str_opt(env, o, "backend", "auto");
-  const bool cpu_only = cp.reference_attention || kv_type_quantized(cp.kv.k) || kv_type_quantized(cp.kv.v);
-  if (be == "auto") cp.backend = cpu_only ? BackendKind::Cpu : automatic_backend();
+  cp.backend_named = be != "auto";
+  if (be == "auto") cp.backend = automatic_backend(cp);
   else if (!backend_from_name(be, cp.backend))
     throw js_error(env, "INVALID_ARGUMENT", "backend must be 'auto', 'cpu', 'cuda' or 'vulkan'");
   return cp;

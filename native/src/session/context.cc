@@ -34,6 +34,11 @@ bool backend_from_name(const std::string& name, BackendKind& out) {
   return false;
 }
 
+BackendKind automatic_backend(const ContextParams& p) {
+  const bool cpu_only = p.reference_attention || kv_type_quantized(p.kv.k) || kv_type_quantized(p.kv.v);
+  return cpu_only ? BackendKind::Cpu : automatic_backend();
+}
+
 BackendKind automatic_backend() {
   BackendKind b = BackendKind::Cpu;
   if (gpu::status().available) backend_from_name(gpu::status().backend, b);
