@@ -97,5 +97,6 @@ extern "C" FOLIO_EXPORT int folio_gpu_open(uint32_t abi_version, int32_t device,
   api->attention = attention;
   api->kv_gather = kv_gather;
   api->window_scores = window_scores;
+  api->hadamard = hadamard;
   return 0;
 }

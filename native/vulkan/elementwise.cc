@@ -1,4 +1,5 @@
-// Element-wise and row-wise operations (shaders/add, add_bias, swiglu, geglu, scale, rms_norm, rope .comp).
+// Element-wise and row-wise operations (shaders/add, add_bias, swiglu, geglu, scale, rms_norm, rope, hadamard
+// .comp).
 // Each follows its CPU version (backend/cpu-ops.cc) operation for operation; the push-constant structs
 // mirror the shaders' `Push` blocks (std430: addresses 8 bytes, then 4-byte fields).
 #include <cmath>
@@ -85,6 +86,22 @@ int rope(float* x, int64_t n, int32_t n_heads, int32_t head_dim, const int32_t* 
   } push{addr(x),     addr(pos), addr(freq_factors), int32_t(n),    n_heads,  head_dim,
          p->rope_dim, p->neox,   theta_scale,        p->freq_scale, p->mscale};
   return dispatch_rows(Kernel::Rope, &push, sizeof push, n);
+}
+
+int hadamard(float* x, int64_t rows, int32_t block) {
+  if (block < 2 || block > 1024 || (block & (block - 1)))
+    return fail("hadamard", "block must be a power of two from 2 to 1024");
+  if (rows <= 0) return 0;
+  if (rows > (int64_t(1) << 40) / block) return fail("hadamard", "more than 2^40 elements");
+  // kv/hadamard.cc's factor, evaluated on the host so that both scale by the same float.
+  const float norm = 1.0f / std::sqrt(float(block));
+  struct {
+    uint64_t x;
+    int64_t total;
+    int32_t block;
+    float norm;
+  } push{addr(x), rows * block, block, norm};
+  return dispatch_rows(Kernel::Hadamard, &push, sizeof push, (rows * block + 1023) / 1024);  // tiles of 1024
 }
 
 }  // namespace folio::vulkan

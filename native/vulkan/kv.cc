@@ -14,18 +14,45 @@ namespace {
 
 constexpr int kMaxHeadDim = 256;  // attention.comp's shared query and per-invocation outputs
 constexpr int kSlices = 16;       // attention's key slices per (query, head); see attention.comp
+// The cache types (ggml ids, KvType).
+constexpr int32_t kF32 = 0, kF16 = 1, kQ4_0 = 2, kQ8_0 = 8;
 
 // attention.comp's partial results, [m·n_head, kSlices, 2 + Dv] floats, kept between calls and grown.
 void* g_part = nullptr;
 size_t g_part_bytes = 0;
 
-int check_layer(const char* what, const folio_gpu_kv_layer& L) {
-  if (L.kv_type != 0 && L.kv_type != 1) return fail(what, "KV type must be F32 (0) or F16 (1)");
-  if (L.n_head_kv <= 0 || L.head_dim <= 0 || L.head_dim_v <= 0) return fail(what, "empty KV layer shape");
+// The bytes of an entry of dim numbers of a cache type (kv::entry_bytes): blocks of 32 of 34 (Q8_0) or 18
+// (Q4_0) bytes, the last one shorter (2 + len, 2 + len/2); 0 for a type the kernels do not read.
+int64_t entry_bytes(int32_t type, int32_t dim) {
+  switch (type) {
+    case kF32: return int64_t(dim) * 4;
+    case kF16: return int64_t(dim) * 2;
+    case kQ8_0: return int64_t(dim / 32) * 34 + (dim % 32 ? 2 + dim % 32 : 0);
+    case kQ4_0: return int64_t(dim / 32) * 18 + (dim % 32 ? 2 + dim % 32 / 2 : 0);
+  }
   return 0;
 }
 
+// A unit of a kv_gather copy: 4, 2 or 1 bytes, the largest that divides the entry size and both addresses.
+int32_t copy_unit(int32_t bytes, const void* a, const void* b) {
+  for (int32_t u : {4, 2})
+    if (bytes % u == 0 && addr(a) % uint64_t(u) == 0 && addr(b) % uint64_t(u) == 0) return u;
+  return 1;
+}
+
 }  // namespace
+
+int check_layer(const char* what, const folio_gpu_kv_layer& L) {
+  if (L.n_head_kv <= 0 || L.head_dim <= 0 || L.head_dim_v <= 0) return fail(what, "empty KV layer shape");
+  for (int32_t type : {L.k_type, L.v_type})
+    if (!entry_bytes(type, 1)) return fail(what, "KV types must be F32 (0), F16 (1), Q8_0 (8) or Q4_0 (2)");
+  if ((L.k_type == kQ4_0 && L.head_dim % 2) || (L.v_type == kQ4_0 && L.head_dim_v % 2))
+    return fail(what, "a Q4_0 cache needs heads of an even size");
+  // The kernels address entries by these sizes and read blocks by the layout: the two must agree.
+  if (L.k_bytes != entry_bytes(L.k_type, L.head_dim) || L.v_bytes != entry_bytes(L.v_type, L.head_dim_v))
+    return fail(what, "k_bytes / v_bytes are not the entry sizes of k_type / v_type");
+  return 0;
+}
 
 int kv_append(const folio_gpu_kv_layer* L, const float* k, const float* v, const int32_t* pos, int32_t n) {
   if (n <= 0) return 0;
@@ -34,9 +61,9 @@ int kv_append(const folio_gpu_kv_layer* L, const float* k, const float* v, const
     return fail("kv_append", "more than 2^31 values");
   struct {
     uint64_t kc, vc, pos_c, offset, len, k, v, pos;
-    int32_t n, Hk, D, Dv, kv_type;
-  } push{addr(L->k), addr(L->v), addr(L->pos), addr(L->offset), addr(L->len),  addr(k),   addr(v),
-         addr(pos),  n,          L->n_head_kv, L->head_dim,     L->head_dim_v, L->kv_type};
+    int32_t n, Hk, D, Dv, k_type, v_type, kb, vb;
+  } push{addr(L->k), addr(L->v),   addr(L->pos), addr(L->offset), addr(L->len), addr(k),   addr(v),    addr(pos),
+         n,          L->n_head_kv, L->head_dim,  L->head_dim_v,   L->k_type,    L->v_type, L->k_bytes, L->v_bytes};
   if (int e = dispatch_rows(Kernel::KvAppend, &push, sizeof push, int64_t(n) * L->n_head_kv)) return e;
   struct {
     uint64_t len;
@@ -64,24 +91,12 @@ int attention(const float* q, const folio_gpu_kv_layer* L, int32_t m, int32_t n_
   }
   struct {
     uint64_t kc, vc, offset, len, pos, q, part;
-    int32_t m, n_head, Hk, D, Dv, kv_type, S;
+    int32_t m, n_head, Hk, D, Dv, k_type, v_type, kb, vb, S;
     float scale;
     int32_t n_swa;
-  } push{addr(L->k),
-         addr(L->v),
-         addr(L->offset),
-         addr(L->len),
-         addr(L->pos),
-         addr(q),
-         addr(g_part),
-         m,
-         n_head,
-         L->n_head_kv,
-         L->head_dim,
-         L->head_dim_v,
-         L->kv_type,
-         kSlices,
-         1.0f / std::sqrt(float(L->head_dim)),
+  } push{addr(L->k),   addr(L->v), addr(L->offset), addr(L->len), addr(L->pos), addr(q),
+         addr(g_part), m,          n_head,          L->n_head_kv, L->head_dim,  L->head_dim_v,
+         L->k_type,    L->v_type,  L->k_bytes,      L->v_bytes,   kSlices,      1.0f / std::sqrt(float(L->head_dim)),
          n_swa};
   const uint32_t gx = uint32_t(items < 65535 ? items : 65535), gy = uint32_t((items + 65534) / 65535);
   if (int e = dispatch(Kernel::Attention, &push, sizeof push, gx, gy, kSlices)) return e;
@@ -97,7 +112,8 @@ void release_attention_scratch() { g_part = nullptr, g_part_bytes = 0; }
 int kv_gather(const folio_gpu_kv_layer* src, const folio_gpu_kv_layer* dst, const int32_t* keep,
               const int64_t* start_host) {
   if (int e = check_layer("kv_gather", *src)) return e;
-  if (src->kv_type != dst->kv_type || src->head_dim != dst->head_dim || src->head_dim_v != dst->head_dim_v ||
+  if (src->k_type != dst->k_type || src->v_type != dst->v_type || src->k_bytes != dst->k_bytes ||
+      src->v_bytes != dst->v_bytes || src->head_dim != dst->head_dim || src->head_dim_v != dst->head_dim_v ||
       src->n_head_kv != dst->n_head_kv)
     return fail("kv_gather", "source and destination layers differ in shape or type");
   for (int32_t g = 0; g < src->n_head_kv; g++) {
@@ -106,7 +122,7 @@ int kv_gather(const folio_gpu_kv_layer* src, const folio_gpu_kv_layer* dst, cons
     struct {
       uint64_t sk, sv, dk, dv, spos, dpos, soff, doff, keep;
       int64_t start;
-      int32_t g, cnt, D, Dv, kv_type;
+      int32_t g, cnt, kb, vb, ku, vu;
     } push{addr(src->k),
            addr(src->v),
            addr(dst->k),
@@ -119,9 +135,10 @@ int kv_gather(const folio_gpu_kv_layer* src, const folio_gpu_kv_layer* dst, cons
            start_host[g],
            g,
            int32_t(cnt),
-           src->head_dim,
-           src->head_dim_v,
-           src->kv_type};
+           src->k_bytes,
+           src->v_bytes,
+           copy_unit(src->k_bytes, src->k, dst->k),
+           copy_unit(src->v_bytes, src->v, dst->v)};
     if (int e = dispatch_rows(Kernel::KvGather, &push, sizeof push, cnt)) return e;
   }
   return 0;

@@ -1,5 +1,5 @@
-// The table's operations, one file per family: elementwise.cc, matmul.cc (and get_rows), kv.cc (the KV
-// cache's append and compaction, attention), scoring.cc (SnapKV window scores).
+// The table's operations, one file per family: elementwise.cc (and hadamard), matmul.cc (and get_rows), kv.cc
+// (the KV cache's append and compaction, attention), scoring.cc (SnapKV window scores).
 #ifndef FOLIO_VULKAN_OPS_H
 #define FOLIO_VULKAN_OPS_H
 
@@ -32,6 +32,11 @@ void release_scoring_scratch();
 void release_attention_scratch();
 int kv_gather(const folio_gpu_kv_layer* src, const folio_gpu_kv_layer* dst, const int32_t* keep,
               const int64_t* start_host);
+int hadamard(float* x, int64_t rows, int32_t block);
+
+// Whether the kernels can read a KV layer (its shape, types F32/F16/Q8_0/Q4_0 and entry sizes): 0, or fail()
+// naming `what` (kv.cc; kv_append, attention, kv_gather and window_scores check with it).
+int check_layer(const char* what, const folio_gpu_kv_layer& L);
 
 }  // namespace folio::vulkan
 

@@ -63,6 +63,9 @@ const uint32_t kWsAttn[] =
 const uint32_t kWsPool[] =
 #include "ws_pool.spv.inc"
     ;
+const uint32_t kHadamard[] =
+#include "hadamard.spv.inc"
+    ;
 
 struct Code {
   const uint32_t* words;
@@ -88,6 +91,7 @@ const Code kCode[size_t(Kernel::Count)] = {
     {kWsStats, sizeof kWsStats, "ws_stats"},
     {kWsAttn, sizeof kWsAttn, "ws_attn"},
     {kWsPool, sizeof kWsPool, "ws_pool"},
+    {kHadamard, sizeof kHadamard, "hadamard"},
 };
 
 constexpr uint32_t kPushBytes = 128;

@@ -27,6 +27,7 @@ enum class Kernel {
   WsStats,
   WsAttn,
   WsPool,
+  Hadamard,
   Count
 };
 

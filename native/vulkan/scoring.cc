@@ -21,7 +21,7 @@ int window_scores(const float* qw, const folio_gpu_kv_layer* L, int32_t n_head, 
                   float* attn, float* score) {
   const int32_t Hk = L->n_head_kv;
   if (Hk <= 0 || n_head <= 0 || n_head % Hk) return fail("window_scores", "n_head must be a multiple of n_head_kv");
-  if (L->kv_type != 0 && L->kv_type != 1) return fail("window_scores", "KV type must be F32 (0) or F16 (1)");
+  if (int e = check_layer("window_scores", *L)) return e;
   if (w <= 0 || w > Ln) return fail("window_scores", "the window must hold 1 to L entries");
   if (kernel < 1) return fail("window_scores", "the pooling kernel must be at least 1");
   const int64_t R = int64_t(n_head / Hk) * w;
@@ -36,26 +36,18 @@ int window_scores(const float* qw, const folio_gpu_kv_layer* L, int32_t n_head, 
   }
   struct {
     uint64_t kc, offset, qw, stats;
-    int32_t Hk, n_head, L, w, D, kv_type;
+    int32_t Hk, n_head, L, w, D, k_type, kb;
     float scale;
-  } stats{addr(L->k),
-          addr(L->offset),
-          addr(qw),
-          addr(g_stats),
-          Hk,
-          n_head,
-          Ln,
-          w,
-          L->head_dim,
-          L->kv_type,
-          1.0f / std::sqrt(float(L->head_dim))};
+  } stats{addr(L->k),  addr(L->offset), addr(qw),   addr(g_stats),
+          Hk,          n_head,          Ln,         w,
+          L->head_dim, L->k_type,       L->k_bytes, 1.0f / std::sqrt(float(L->head_dim))};
   if (int e = dispatch_rows(Kernel::WsStats, &stats, sizeof stats, int64_t(Hk) * R)) return e;
   struct {
     uint64_t kc, offset, qw, stats, attn;
-    int32_t Hk, n_head, L, w, D, kv_type;
+    int32_t Hk, n_head, L, w, D, k_type, kb;
     float scale;
-  } pass2{addr(L->k), addr(L->offset), addr(qw),   addr(g_stats), addr(attn), Hk, n_head, Ln,
-          w,          L->head_dim,     L->kv_type, stats.scale};
+  } pass2{addr(L->k), addr(L->offset), addr(qw),  addr(g_stats), addr(attn), Hk, n_head, Ln,
+          w,          L->head_dim,     L->k_type, L->k_bytes,    stats.scale};
   if (int e = dispatch_1d(Kernel::WsAttn, &pass2, sizeof pass2, int64_t(Hk) * Ln)) return e;
   struct {
     uint64_t attn, score;

@@ -9,16 +9,17 @@
 // rescaled per tile), and each invocation accumulates its output dims d = tid, tid + 64, ... (Dv ≤ 256).
 // q: [m, n_head·D]; part: [m·n_head, S, 2 + Dv] = the slice's max, sum and unnormalized output.
 #include "common.glsl"
+#include "dequant.glsl"
 #include "kv.glsl"
 #include "sliding.glsl"
 layout(local_size_x = 64) in;
 layout(push_constant) uniform Push {
-  uint64_t kc, vc;  // k [capacity, D], v [capacity, Dv]
+  uint64_t kc, vc;  // k [capacity] entries of kb bytes (D numbers of k_type), v [capacity] of vb (Dv of v_type)
   Int64s offset;    // [Hk]
   Ints len;         // [Hk]
   uint64_t posc;    // [capacity] int: each entry's position
   Floats q, part;
-  int m, n_head, Hk, D, Dv, kv_type, S;
+  int m, n_head, Hk, D, Dv, k_type, v_type, kb, vb, S;
   float scale;  // 1/sqrt(D)
   int n_swa;    // the sliding window, 0: none
 } p;
@@ -42,9 +43,9 @@ void main() {
     const int j = j0 + tid;
     float s = -1.0 / 0.0;
     if (j < hi) {
-      const uint64_t row = kv_row(p.kc, p.kv_type, off + j, p.D);
+      const uint64_t row = kv_row(p.kc, off + j, p.kb);
       float dot = 0.0;
-      for (int d = 0; d < p.D; d++) dot += qs[d] * kv_load(row, p.kv_type, d);
+      for (int d = 0; d < p.D; d++) dot += qs[d] * kv_load(row, p.k_type, p.D, d);
       s = dot * p.scale;
     }
     red[tid] = s;
@@ -70,7 +71,7 @@ void main() {
       const int d = tid + 64 * i;
       if (d >= p.Dv) break;
       float a = acc[i] * corr;
-      for (int jj = 0; jj < nj; jj++) a += ps[jj] * kv_load(kv_row(p.vc, p.kv_type, off + j0 + jj, p.Dv), p.kv_type, d);
+      for (int jj = 0; jj < nj; jj++) a += ps[jj] * kv_load(kv_row(p.vc, off + j0 + jj, p.vb), p.v_type, p.Dv, d);
       acc[i] = a;
     }
     mx = nmx;

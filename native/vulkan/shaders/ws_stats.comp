@@ -4,14 +4,15 @@
 // strided keys (rescaling the sum when the max grows), then the group merges them.
 // stats: [Hk, R, 2] = (max, 1/sum).
 #include "common.glsl"
+#include "dequant.glsl"
 #include "kv.glsl"
 #include "window.glsl"
 layout(local_size_x = 64) in;
 layout(push_constant) uniform Push {
-  uint64_t kc;    // the cache's k [capacity, D]
+  uint64_t kc;    // the cache's k [capacity] entries of kb bytes (D numbers of k_type)
   Int64s offset;  // [Hk]
   Floats qw, stats;
-  int Hk, n_head, L, w, D, kv_type;
+  int Hk, n_head, L, w, D, k_type, kb;
   float scale;
 } p;
 shared float smax[64], ssum[64];
@@ -24,7 +25,7 @@ void main() {
   const int64_t off = p.offset.v[g];
   float mx = -1.0 / 0.0, sum = 0.0;
   for (int j = tid; j < visible; j += 64) {
-    const float s = window_dot(p.qw, kv_row(p.kc, p.kv_type, off + j, p.D), p.kv_type, qbase, p.D, p.scale);
+    const float s = window_dot(p.qw, kv_row(p.kc, off + j, p.kb), p.k_type, qbase, p.D, p.scale);
     if (s > mx) {
       sum = sum * exp(mx - s) + 1.0;  // exp(−inf) = 0 for the first key
       mx = s;
