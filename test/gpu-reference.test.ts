@@ -61,7 +61,7 @@ const opsBin = join(dirname(dirname(addonPath())), process.platform === 'win32' 
 test('backend-ops on the reference backend', {
   skip: existsSync(library) && existsSync(opsBin) ? false : 'backend-ops or the reference backend is not built',
 }, () => {
-  const ops = 'get_rows,rms_norm,rope,swiglu,geglu,add,scale,add_bias,kv,window_scores';
+  const ops = 'get_rows,rms_norm,rope,swiglu,geglu,add,scale,add_bias,kv,window_scores,hadamard';
   const r = spawnSync(opsBin, ['--op', ops], {
     env: { ...process.env, FOLIO_GPU_LIBRARY: library },
     encoding: 'utf8',

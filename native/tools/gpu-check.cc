@@ -64,7 +64,6 @@ ContextParams params(BackendKind b, int32_t n_ctx) {
   p.n_ctx = n_ctx;
   p.kv = KvType::F32;
   p.backend = b;
-  p.backend_named = true;  // as asked, whatever the file (Session::load)
   return p;
 }
 

@@ -22,8 +22,9 @@
 extern "C" {
 #endif
 
-/* 2: folio_gpu_rope.mscale; geglu and scale. 3: attention's n_swa; device_type, max_alloc_bytes */
-#define FOLIO_GPU_ABI_VERSION 4
+/* 2: folio_gpu_rope.mscale; geglu and scale. 3: attention's n_swa; device_type, max_alloc_bytes.
+ * 5: the cache's key and value types apart, quantized entries (Q8_0, Q4_0) and their sizes; hadamard */
+#define FOLIO_GPU_ABI_VERSION 5
 
 typedef struct {
   char name[256];   /* e.g. "NVIDIA H200" */
@@ -41,16 +42,34 @@ typedef struct {
 #define FOLIO_GPU_DEVICE_CPU 3 /* a software device (lavapipe, the test library) */
 
 /* One layer of the flat per-head KV cache on the device (kv/flat-cache.h): KV head g's entries are
- * k[offset[g] .. offset[g] + len[g]) (rows of head_dim elements), the same rows of v (head_dim_v) and
- * pos (the source position of each entry). `offset` and `len` are device arrays of n_head_kv. */
+ * k[offset[g] .. offset[g] + len[g]) (entries of k_bytes bytes, each head_dim numbers of k_type), the same
+ * entries of v (head_dim_v numbers of v_type) and pos (the source position of each entry). `offset` and
+ * `len` are device arrays of n_head_kv.
+ *
+ * The entry types (kv/entry-format.h): F32 and F16 hold the numbers as they are. Q8_0 and Q4_0 hold them in
+ * blocks of 32, byte for byte GGUF's, each an f16 scale d and then
+ *   Q8_0 (34 bytes): 32 int8 q;                                            x = d·q
+ *   Q4_0 (18 bytes): 16 bytes, element j the low nibble of byte j, element j + 16 the high one; x = d·(q − 8)
+ * An entry whose size is no multiple of 32 ends in a shorter block of the same kind, of len = dim mod 32
+ * numbers: d, then len int8 (Q8_0), or len/2 bytes with element j low and element j + len/2 high (Q4_0).
+ * Entries and blocks are packed without padding: a block starts at any even byte (a Q4_0 entry whose short
+ * block has an odd number of bytes, at any byte), so the kernels read them as bytes or 16-bit words.
+ * Quantizing a block of n numbers x (kv_append), as the CPU does (kv/entry-format.cc, quant/quant-scalar.cc):
+ *   Q8_0: amax = max |x_i|; d = amax / 127; id = d ≠ 0 ? 1/d : 0; q_i = round(x_i·id), halves away from 0
+ *   Q4_0: m = the x_i of largest magnitude (the first of equals), with its sign; d = m / −8;
+ *         id = d ≠ 0 ? 1/d : 0; q_i = min(15, int(x_i·id + 8.5)) (truncation toward 0)
+ * d is stored as f16, rounded to nearest even; the q use the float d, before that rounding.
+ * Quantized entries may have been rotated (kv/hadamard.h) before they were stored: the table's operations
+ * never rotate them; the engine rotates what goes in and comes out (hadamard below). */
 typedef struct {
-  void* k;               /* [capacity, head_dim] of kv_type */
-  void* v;               /* [capacity, head_dim_v] of kv_type */
+  void* k;               /* [capacity] entries of k_bytes */
+  void* v;               /* [capacity] entries of v_bytes */
   int32_t* pos;          /* [capacity] */
   const int64_t* offset; /* [n_head_kv] */
   int32_t* len;          /* [n_head_kv] */
   int32_t n_head_kv, head_dim, head_dim_v;
-  int32_t kv_type; /* 0: F32, 1: F16 (the ggml type ids, as KvType) */
+  int32_t k_type, v_type;   /* 0: F32, 1: F16, 8: Q8_0, 2: Q4_0 (the ggml type ids, as KvType) */
+  int32_t k_bytes, v_bytes; /* the bytes of one entry of keys and of values (kv::entry_bytes) */
 } folio_gpu_kv_layer;
 
 typedef struct {
@@ -98,7 +117,7 @@ typedef struct {
 
   /* Appends n tokens to every head of the layer, after each head's current len entries: head g takes
    * k[t, g·head_dim ..], v[t, g·head_dim_v ..] and pos[t] for t < n (k: [n, Hk·head_dim], v: [n, Hk·head_dim_v],
-   * float32, converted to kv_type), then adds n to every len[g] on the device (so that a decode step
+   * float32, converted to k_type and v_type), then adds n to every len[g] on the device (so that a decode step
    * needs no upload of the lengths; the caller keeps its host copy in step). The caller has made room. */
   int (*kv_append)(const folio_gpu_kv_layer* layer_host, const float* k, const float* v, const int32_t* pos, int32_t n);
   /* Causal attention of m new queries over the layer, whose len already includes their m entries:
@@ -118,7 +137,7 @@ typedef struct {
                        int32_t kernel, float* attn, float* score);
   /* Compaction: dst head g's entries [0, cnt) become src head g's entries keep[start[g] .. start[g] + cnt)
    * (k, v and pos), cnt = start[g + 1] − start[g]; keep: device, start_host: host [Hk + 1]. src and dst
-   * are different buffers with the same shapes and kv_type. */
+   * are different buffers with the same shapes and types. */
   int (*kv_gather)(const folio_gpu_kv_layer* src_host, const folio_gpu_kv_layer* dst_host, const int32_t* keep,
                    const int64_t* start_host);
 
@@ -127,6 +146,12 @@ typedef struct {
   int (*geglu)(const float* g, const float* u, float* h, int64_t count);
   /* x[i] *= s for i < count. */
   int (*scale)(float* x, float s, int64_t count);
+
+  /* x [rows, block] ← each row times the normalised Walsh–Hadamard matrix of order `block`, in place:
+   * y_i = Σ_j (−1)^popcount(i & j) · x_j / √block; block a power of two, 2 to 1024. The rotation of
+   * quantized entries (kv/hadamard.h): the engine rotates keys and values before kv_append, queries before
+   * attention and window_scores, and the attention's output back (H is its own inverse). */
+  int (*hadamard)(float* x, int64_t rows, int32_t block);
 } folio_gpu_api;
 
 /* The library's one export. Fills *api for device `device` (0: the first). Returns 0, or nonzero with a

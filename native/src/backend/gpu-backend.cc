@@ -113,14 +113,21 @@ class GpuBackend final : public Backend {
     return std::make_unique<GpuKvStore>(gpu::KvCache::from_host(api_, cache));
   }
 
+  // Over rotated entries (a quantized cache, kv/hadamard.h) the queries are rotated as the keys were, and the
+  // output, made of rotated values, is rotated back: the products are the model's.
   void attention(const float* q, const KvStore& kv, int l, int64_t m, int n_head, int32_t n_swa, float* out) override {
-    const folio_gpu_kv_layer layer = device(kv).layer(l);
+    const gpu::KvCache& c = device(kv);
+    const folio_gpu_kv_layer layer = c.layer(l);
+    q = c.rotated_queries(q, m * n_head);
     run(op(api_.attention, "attention")(q, &layer, int32_t(m), n_head, n_swa, out), "GPU attention");
+    if (c.format().rotate_v()) gpu::rotate_rows(api_, out, m * n_head, c.head_dim_v());
   }
   void window_scores(const float* qw, const KvStore& kv, int l, int n_head, const int32_t* lens_host, int32_t w,
                      int kernel, float* attn, float* score) override {
-    const folio_gpu_kv_layer layer = device(kv).layer(l);
+    const gpu::KvCache& c = device(kv);
+    const folio_gpu_kv_layer layer = c.layer(l);
     const int Hk = layer.n_head_kv;
+    qw = c.rotated_queries(qw, int64_t(w) * n_head);  // the keys' basis (only the scores are made)
     const int32_t M = *std::max_element(lens_host, lens_host + Hk);
     if (std::all_of(lens_host, lens_host + Hk, [&](int32_t n) { return n == M; })) {
       run(op(api_.window_scores, "window_scores")(qw, &layer, n_head, M, w, kernel, attn, score), "GPU window scores");

@@ -4,21 +4,25 @@
 #include <cstring>
 
 #include "core/error.h"
-#include "quant/quant.h"
+#include "kv/hadamard.h"
 
 namespace folio::gpu {
 
 namespace {
 
-KvType device_type(const KvFormat& f) {
-  if (f.k != f.v || kv_type_quantized(f.k))
-    fail("NOT_SUPPORTED", "a " + kv_format_name(f) +
-                              " cache runs on the CPU only for now: choose the f16 cache precision (--kv-type f16) "
-                              "on the GPU, or run on the CPU (--backend cpu)");
-  return f.k;
+KvFormat checked(const KvFormat& f, int head_dim, int head_dim_v) {
+  kv::check_format(f, head_dim, head_dim_v);
+  return f;
 }
 
 }  // namespace
+
+void rotate_rows(const folio_gpu_api& api, float* x, int64_t rows, int dim) {
+  const int block = kv::hadamard_block(dim);
+  if (block < 2 || rows <= 0) return;
+  if (!api.hadamard) fail("GPU_ERROR", "hadamard is missing from the GPU operation table");
+  check(api, api.hadamard(x, rows * (dim / block), block), "GPU rotation");
+}
 
 KvCache::KvCache(const folio_gpu_api& api, int n_layer, int n_head_kv, int head_dim, int head_dim_v, KvFormat format)
     : api_(&api),
@@ -26,7 +30,7 @@ KvCache::KvCache(const folio_gpu_api& api, int n_layer, int n_head_kv, int head_
       n_head_kv_(n_head_kv),
       head_dim_(head_dim),
       head_dim_v_(head_dim_v),
-      type_(device_type(format)) {
+      format_(checked(format, head_dim, head_dim_v)) {
   for (int l = 0; l < n_layer; l++) {
     Layer& L = layers_[size_t(l)];
     L.heads.resize(size_t(n_head_kv));
@@ -47,7 +51,10 @@ folio_gpu_kv_layer KvCache::layer(int l) const {
   d.n_head_kv = n_head_kv_;
   d.head_dim = head_dim_;
   d.head_dim_v = head_dim_v_;
-  d.kv_type = int32_t(type_);
+  d.k_type = int32_t(format_.k);
+  d.v_type = int32_t(format_.v);
+  d.k_bytes = int32_t(k_entry_bytes());
+  d.v_bytes = int32_t(v_entry_bytes());
   return d;
 }
 
@@ -131,6 +138,22 @@ void KvCache::append(int l, const float* k, const float* v, const int32_t* pos, 
   for (const HeadSegment& s : L.heads)
     if (s.len + n > s.cap) fail("INTERNAL", "KV cache append without reserved room");
   const folio_gpu_kv_layer d = layer(l);
+  if (format_.rotate_k() || format_.rotate_v()) {  // the new entries rotated, in a copy (the caller's stay)
+    const int64_t rows = int64_t(n) * n_head_kv_;
+    const size_t kn = size_t(rows) * size_t(head_dim_), vn = size_t(rows) * size_t(head_dim_v_);
+    float* rk = scratch(kn + vn);
+    float* rv = rk + kn;
+    if (format_.rotate_k()) {
+      check(*api_, api_->copy(rk, k, kn * sizeof(float)), "GPU copy");
+      rotate_rows(*api_, rk, rows, head_dim_);
+      k = rk;
+    }
+    if (format_.rotate_v()) {
+      check(*api_, api_->copy(rv, v, vn * sizeof(float)), "GPU copy");
+      rotate_rows(*api_, rv, rows, head_dim_v_);
+      v = rv;
+    }
+  }
   check(*api_, api_->kv_append(&d, k, v, pos, n), "GPU KV append");
   for (HeadSegment& s : L.heads) {  // the device lengths were advanced by kv_append
     std::memcpy(L.pos_host.data() + s.offset + s.len, pos_host, size_t(n) * 4);
@@ -204,13 +227,9 @@ void KvCache::read(int l, int h, int32_t n, float* out, bool values) const {
   const size_t eb = values ? v_entry_bytes() : k_entry_bytes();
   const Buffer& b = values ? L.v : L.k;
   const size_t off = size_t(L.heads[size_t(h)].offset) * eb;
-  if (type_ == KvType::F32) {
-    b.download(out, size_t(n) * eb, off);
-    return;
-  }
   std::vector<uint8_t> raw(size_t(n) * eb);
   b.download(raw.data(), raw.size(), off);
-  quant::kernels(TensorType::F16).dequantize_row(raw.data(), out, int64_t(n) * dim);
+  kv::decode(values ? format_.v : format_.k, values ? format_.rotate_v() : format_.rotate_k(), raw.data(), out, dim, n);
 }
 
 void KvCache::read_k(int l, int h, int32_t n, float* out) const { read(l, h, n, out, false); }
@@ -225,11 +244,26 @@ void KvCache::rewrite_keys(int l, int h, int32_t n, const float* k, const int32_
   const HeadSegment& s = L.heads[size_t(h)];
   if (n > s.len) fail("INTERNAL", "rewriting more keys than the head holds");
   std::vector<uint8_t> raw(size_t(n) * k_entry_bytes());
-  if (type_ == KvType::F32) std::memcpy(raw.data(), k, raw.size());
-  else quant::kernels(TensorType::F16).quantize_row(k, raw.data(), int64_t(n) * head_dim_);
+  kv::encode(format_.k, format_.rotate_k(), k, raw.data(), head_dim_, n);
   L.k.upload(raw.data(), raw.size(), size_t(s.offset) * k_entry_bytes());
   L.pos.upload(pos, size_t(n) * 4, size_t(s.offset) * 4);
   std::memcpy(L.pos_host.data() + s.offset, pos, size_t(n) * 4);
+}
+
+float* KvCache::scratch(size_t floats) const {
+  if (scratch_.bytes() < floats * sizeof(float)) {
+    check(*api_, api_->synchronize(), "GPU scratch");  // queued operations may still read the old one
+    scratch_ = Buffer(*api_, floats * sizeof(float));
+  }
+  return scratch_.as<float>();
+}
+
+const float* KvCache::rotated_queries(const float* q, int64_t rows) const {
+  if (!format_.rotate_k()) return q;
+  float* r = scratch(size_t(rows) * size_t(head_dim_));
+  check(*api_, api_->copy(r, q, size_t(rows) * size_t(head_dim_) * sizeof(float)), "GPU copy");
+  rotate_rows(*api_, r, rows, head_dim_);
+  return r;
 }
 
 size_t KvCache::bytes_reserved() const {

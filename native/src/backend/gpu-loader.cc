@@ -82,6 +82,7 @@ std::string missing_operations(const folio_gpu_api& a) {
       {"attention", reinterpret_cast<const void*>(a.attention)},
       {"window_scores", reinterpret_cast<const void*>(a.window_scores)},
       {"kv_gather", reinterpret_cast<const void*>(a.kv_gather)},
+      {"hadamard", reinterpret_cast<const void*>(a.hadamard)},
   };
   std::string missing;
   for (const auto& [name, f] : ops)

@@ -103,6 +103,12 @@ size_t entry_bytes(KvType t, int dim) {
   }
 }
 
+void check_format(const KvFormat& f, int head_dim, int head_dim_v) {
+  // Q4_0 pairs the halves of a block (RoPE makes every head size even; a model with an odd one cannot use it).
+  if ((f.k == KvType::Q4_0 && head_dim % 2) || (f.v == KvType::Q4_0 && head_dim_v % 2))
+    fail("NOT_SUPPORTED", "a q4_0 cache needs heads of an even size: choose q8_0 or f16 for this model");
+}
+
 void encode(KvType t, bool rotate, const float* src, uint8_t* dst, int dim, int64_t n) {
   if (rotate) {
     rotated.assign(src, src + n * dim);

@@ -45,6 +45,9 @@ namespace kv {
 
 // Bytes of one entry of `dim` numbers in type t.
 size_t entry_bytes(KvType t, int dim);
+// Fails NOT_SUPPORTED where the format cannot hold a model's heads (Q4_0 needs an even size): every cache,
+// on every backend, checks this when it is made.
+void check_format(const KvFormat& f, int head_dim, int head_dim_v);
 
 // n entries: src [n, dim] floats → dst [n, entry_bytes(t, dim)]; rotate: each row through the Hadamard
 // transform first (a quantized type's rotation).

@@ -9,9 +9,7 @@ namespace folio {
 
 FlatKvCache::FlatKvCache(int n_layer, int n_head_kv, int head_dim, int head_dim_v, KvFormat format)
     : layers_(size_t(n_layer)), n_head_kv_(n_head_kv), head_dim_(head_dim), head_dim_v_(head_dim_v), format_(format) {
-  // Q4_0 pairs the halves of a block (RoPE makes every head size even; a model with an odd one cannot use it).
-  if ((format.k == KvType::Q4_0 && head_dim % 2) || (format.v == KvType::Q4_0 && head_dim_v % 2))
-    fail("NOT_SUPPORTED", "a q4_0 cache needs heads of an even size: choose q8_0 or f16 for this model");
+  kv::check_format(format, head_dim, head_dim_v);
   for (auto& L : layers_) L.heads.resize(size_t(n_head_kv));
 }
 

@@ -438,10 +438,8 @@ ContextParams context_params(Napi::Env env, const Napi::Object& o) {
     throw js_error(env, "INVALID_ARGUMENT", "attention must be 'fast' or 'reference'");
   cp.reference_attention = att == "reference";
   // 'auto': the GPU the loader chose (CUDA, else a discrete Vulkan GPU), else the CPU (the reference attention
-  // and quantized caches are CPU-only for now). A named GPU that is unusable fails when the context is made
-  // (GPU_UNAVAILABLE, with why; NOT_SUPPORTED for a quantized cache).
+  // is CPU-only). A named GPU that is unusable fails when the context is made (GPU_UNAVAILABLE, with why).
   const std::string be = str_opt(env, o, "backend", "auto");
-  cp.backend_named = be != "auto";
   if (be == "auto") cp.backend = automatic_backend(cp);
   else if (!backend_from_name(be, cp.backend))
     throw js_error(env, "INVALID_ARGUMENT", "backend must be 'auto', 'cpu', 'cuda' or 'vulkan'");

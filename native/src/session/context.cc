@@ -35,8 +35,7 @@ bool backend_from_name(const std::string& name, BackendKind& out) {
 }
 
 BackendKind automatic_backend(const ContextParams& p) {
-  const bool cpu_only = p.reference_attention || kv_type_quantized(p.kv.k) || kv_type_quantized(p.kv.v);
-  return cpu_only ? BackendKind::Cpu : automatic_backend();
+  return p.reference_attention ? BackendKind::Cpu : automatic_backend();
 }
 
 BackendKind automatic_backend() {

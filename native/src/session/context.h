@@ -42,11 +42,9 @@ struct ContextParams {
   KvFormat kv;                       // how the cached keys and values are stored (f16 by default)
   bool reference_attention = false;  // the slow reference attention and window scores (tests; CPU only)
   BackendKind backend = BackendKind::Cpu;
-  bool backend_named = false;  // the caller named the backend; else `auto` chose it (automatic_backend(params))
 };
 
-// What `auto` runs a context on: automatic_backend(), but the CPU for the reference attention and for quantized
-// caches (CPU-only for now). Session::load asks again once the saved cache has decided the format.
+// What `auto` runs a context on: automatic_backend(), but the CPU for the reference attention (CPU-only).
 BackendKind automatic_backend(const ContextParams& p);
 
 // How compress() reads a prefix (docs/compression.md, "Reading a long document").

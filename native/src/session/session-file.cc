@@ -302,8 +302,7 @@ std::unique_ptr<Session> Session::load(std::shared_ptr<const Model> model, const
   // with the saved cache's element type: the file is checked against them after.
   SavedSession saved = read_saved_session(*model, path, 0);
   ContextParams cp = params;
-  cp.kv = saved.cache.format();  // the saved cache decides its format, and with it where `auto` runs it
-  if (!cp.backend_named) cp.backend = automatic_backend(cp);
+  cp.kv = saved.cache.format();  // the saved cache decides its format
   auto s = std::make_unique<Session>(model, cp);
   if (saved.n_past > s->ctx_->n_ctx())
     fail("SESSION_FILE_CONTEXT",

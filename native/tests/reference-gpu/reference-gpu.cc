@@ -16,7 +16,10 @@
 #include "backend/cpu-ops.h"
 #include "backend/gpu-abi.h"
 #include "backend/sliding-window.h"
+#include "core/error.h"
 #include "kv/allocator.h"
+#include "kv/entry-format.h"
+#include "kv/hadamard.h"
 #include "kv/scorer.h"
 #include "quant/quant.h"
 
@@ -41,13 +44,12 @@ int guarded(const char* what, const std::function<void()>& f) {
   }
 }
 
-// Entry j of KV head g as floats.
+// Entry j of KV head g as the floats stored (number by number, by the formulas of kv/entry-format.h).
 void read_entry(const folio_gpu_kv_layer& L, bool values, int g, int64_t j, float* out) {
   const int dim = values ? L.head_dim_v : L.head_dim;
-  const size_t es = L.kv_type == 1 ? 2 : 4;
-  const uint8_t* base = static_cast<const uint8_t*>(values ? L.v : L.k) + size_t(L.offset[g] + j) * size_t(dim) * es;
-  if (L.kv_type == 1) scalar(int32_t(TensorType::F16)).dequantize_row(base, out, dim);
-  else std::memcpy(out, base, size_t(dim) * 4);
+  const size_t eb = size_t(values ? L.v_bytes : L.k_bytes);
+  const uint8_t* e = static_cast<const uint8_t*>(values ? L.v : L.k) + size_t(L.offset[g] + j) * eb;
+  for (int i = 0; i < dim; i++) out[i] = kv::decode_reference(KvType(values ? L.v_type : L.k_type), e, dim, i);
 }
 
 const char* last_error() { return g_error.c_str(); }
@@ -152,21 +154,15 @@ int add_bias(float* x, const float* b, int64_t n, int64_t width) {
 }
 
 int kv_append(const folio_gpu_kv_layer* L, const float* k, const float* v, const int32_t* pos, int32_t n) {
-  const size_t es = L->kv_type == 1 ? 2 : 4;
   for (int g = 0; g < L->n_head_kv; g++) {
     for (int32_t t = 0; t < n; t++) {
       const int64_t e = L->offset[g] + L->len[g] + t;
       const float* kr = k + (int64_t(t) * L->n_head_kv + g) * L->head_dim;
       const float* vr = v + (int64_t(t) * L->n_head_kv + g) * L->head_dim_v;
-      uint8_t* kd = static_cast<uint8_t*>(L->k) + size_t(e) * size_t(L->head_dim) * es;
-      uint8_t* vd = static_cast<uint8_t*>(L->v) + size_t(e) * size_t(L->head_dim_v) * es;
-      if (es == 2) {
-        scalar(int32_t(TensorType::F16)).quantize_row(kr, kd, L->head_dim);
-        scalar(int32_t(TensorType::F16)).quantize_row(vr, vd, L->head_dim_v);
-      } else {
-        std::memcpy(kd, kr, size_t(L->head_dim) * 4);
-        std::memcpy(vd, vr, size_t(L->head_dim_v) * 4);
-      }
+      kv::encode_reference(KvType(L->k_type), kr, static_cast<uint8_t*>(L->k) + size_t(e) * size_t(L->k_bytes),
+                           L->head_dim);
+      kv::encode_reference(KvType(L->v_type), vr, static_cast<uint8_t*>(L->v) + size_t(e) * size_t(L->v_bytes),
+                           L->head_dim_v);
       L->pos[e] = pos[t];
     }
     L->len[g] += n;
@@ -229,7 +225,7 @@ int window_scores(const float* qw, const folio_gpu_kv_layer* L, int32_t n_head, 
 }
 
 int kv_gather(const folio_gpu_kv_layer* src, const folio_gpu_kv_layer* dst, const int32_t* keep, const int64_t* start) {
-  const size_t es = src->kv_type == 1 ? 2 : 4, kb = size_t(src->head_dim) * es, vb = size_t(src->head_dim_v) * es;
+  const size_t kb = size_t(src->k_bytes), vb = size_t(src->v_bytes);
   for (int g = 0; g < src->n_head_kv; g++)
     for (int64_t i = 0; i < start[g + 1] - start[g]; i++) {
       const int64_t from = src->offset[g] + keep[start[g] + i], to = dst->offset[g] + i;
@@ -240,6 +236,16 @@ int kv_gather(const folio_gpu_kv_layer* src, const folio_gpu_kv_layer* dst, cons
       dst->pos[to] = src->pos[from];
     }
   return 0;
+}
+
+// The engine's butterfly, not its matrix reference: a device that makes its passes in the same order rounds
+// exactly as the CPU does, so the rotated rows it quantizes are the CPU's bit for bit (a value on the edge of
+// two Q4_0 steps would otherwise go one way here and the other there).
+int hadamard(float* x, int64_t rows, int32_t block) {
+  return guarded("hadamard", [&] {
+    if (block < 2 || block > 1024 || (block & (block - 1))) fail("INVALID_ARGUMENT", "block must be a power of two");
+    kv::hadamard(x, block, rows);
+  });
 }
 
 }  // namespace
@@ -277,5 +283,6 @@ extern "C" __attribute__((visibility("default"))) int folio_gpu_open(uint32_t ab
   api->attention = attention;
   api->window_scores = window_scores;
   api->kv_gather = kv_gather;
+  api->hadamard = hadamard;
   return 0;
 }
