@@ -12,6 +12,9 @@
 #define FOLIO_EXPORT extern "C" __attribute__((visibility("default")))
 #endif
 
+// The table below is ABI 5's (backend/gpu-abi.h): a header that moves on must move this library with it.
+static_assert(FOLIO_GPU_ABI_VERSION == 5, "libfolio-cuda implements GPU ABI 5: update it with backend/gpu-abi.h");
+
 namespace folio::cuda {
 
 namespace {
@@ -238,5 +241,6 @@ FOLIO_EXPORT int folio_gpu_open(uint32_t abi_version, int32_t device, folio_gpu_
   api->kv_gather = FOLIO_ON_DEVICE(kv_gather);
   api->geglu = FOLIO_ON_DEVICE(geglu);
   api->scale = FOLIO_ON_DEVICE(scale);
+  api->hadamard = FOLIO_ON_DEVICE(hadamard);
   return 0;
 }

@@ -15,10 +15,15 @@
 //
 // A sliding window (n_swa > 0, sliding-window.cuh) masks each row's keys by position; a block's key range
 // starts at its first row's oldest visible key (the later rows' windows start no earlier).
+//
+// Keys and values may be of any of the cache types, each its own (kv-entry.cuh): a tile is converted to
+// float as it is loaded to shared memory, by a branch on the type per tile, so the rest of the kernel is the
+// same for all.
 #include <cuda_fp16.h>
 
 #include <cmath>
 
+#include "kv-entry.cuh"
 #include "ops.h"
 #include "sliding-window.cuh"
 #include "warp.cuh"
@@ -37,8 +42,8 @@ constexpr size_t kSmemLimit = 48 * 1024;  // without opting in, on every archite
 
 struct AttnArgs {
   const float* q;         // [m, H·D]
-  const void* k;          // the layer's keys: [capacity, D] of T
-  const void* v;          // [capacity, Dv] of T
+  const uint8_t* k;       // the layer's keys: [capacity] entries of k_bytes (D numbers of k_type)
+  const uint8_t* v;       // [capacity] entries of v_bytes (Dv numbers of v_type)
   const int64_t* offset;  // [Hk] device
   const int32_t* len;     // [Hk] device
   const int32_t* pos;     // [capacity] device: each entry's position
@@ -47,14 +52,16 @@ struct AttnArgs {
   float* part_m;          // [splits, Hk, R] each slice's max score (−inf: the slice saw no key)
   float* part_l;          // [splits, Hk, R] each slice's Σ exp(score − max)
   int32_t m, H, Hk, G, D, Dv, splits;
+  int32_t k_type, v_type, k_bytes, v_bytes;
   int32_t n_swa;  // the sliding window, 0: none
   float scale;    // 1/sqrt(D), computed as the CPU does
 };
 
-// grid (ceil(R / (kWarps·RW)), splits, Hk), kThreads threads; warp w owns rows r0 + w·RW .. + RW.
+// grid (ceil(R / (kWarps·RW)), splits, Hk), kThreads threads; warp w owns rows r0 + w·RW .. + RW. Quant: the
+// keys or the values are quantized (the F32/F16 kernel is built without those readers: fewer registers).
 // Shared memory: Qs [kWarps·RW, D] the rows' queries, then KV [kTile, D + 1] (keys; the padding makes lane j's
 // reads of row j conflict-free) reused as [kTile, Dv] (values).
-template <typename T, int RW>
+template <int RW, bool Quant>
 __global__ void __launch_bounds__(kThreads) attention_kernel(AttnArgs a) {
   extern __shared__ float smem[];
   constexpr int RB = kWarps * RW;  // rows per block
@@ -100,16 +107,13 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(AttnArgs a) {
     for (int k = 0; k < kMaxDvLane; k++) o[rr][k] = 0.0f;
   }
 
-  const T* kb = static_cast<const T*>(a.k) + off * D;   // [len, D] head g's keys
-  const T* vb = static_cast<const T*>(a.v) + off * Dv;  // [len, Dv]
-  const float* qw = Qs + warp * RW * D;                 // [RW, D] this warp's rows
-  for (int32_t j0 = k0; j0 < k1; j0 += kTile) {         // k0, k1 are the same for the whole block
+  const uint8_t* kb = a.k + off * a.k_bytes;     // [len] head g's key entries
+  const uint8_t* vb = a.v + off * a.v_bytes;     // [len] its value entries
+  const float* qw = Qs + warp * RW * D;          // [RW, D] this warp's rows
+  for (int32_t j0 = k0; j0 < k1; j0 += kTile) {  // k0, k1 are the same for the whole block
     const int nb = min(kTile, k1 - j0);
     __syncthreads();  // the queries are stored / the previous tile's values have been read
-    for (int idx = threadIdx.x; idx < kTile * D; idx += kThreads) {
-      const int j = idx / D, d = idx - j * D;
-      KV[j * ldk + d] = j < nb ? to_float(kb[int64_t(j0 + j) * D + d]) : 0.0f;
-    }
+    entry::load_rows<kTile, Quant>(a.k_type, KV, ldk, kb, a.k_bytes, D, j0, nb);
     __syncthreads();
     // Scores of key j0 + lane for the warp's rows, masked to what each row may see.
     float s[RW];
@@ -129,10 +133,7 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(AttnArgs a) {
         s[rr] = lane < nb && j0 + lane < vis[rr] && in_window(qpos[rr], p_key, a.n_swa) ? dot[rr] * a.scale : -INFINITY;
     }
     __syncthreads();  // every warp is done with the keys: the buffer takes the values
-    for (int idx = threadIdx.x; idx < kTile * Dv; idx += kThreads) {
-      const int j = idx / Dv;
-      KV[idx] = j < nb ? to_float(vb[int64_t(j0) * Dv + idx]) : 0.0f;
-    }
+    entry::load_rows<kTile, Quant>(a.v_type, KV, Dv, vb, a.v_bytes, Dv, j0, nb);
     __syncthreads();
     // Online softmax: a row that sees none of the tile keeps its state (p = 0, carry = 1).
     float p[RW];
@@ -231,11 +232,11 @@ size_t smem_bytes(int rw, int D, int Dv) {
   return sizeof(float) * (size_t(kWarps) * rw * D + size_t(kTile) * size_t(D + 1 > Dv ? D + 1 : Dv));
 }
 
-template <typename T>
+template <bool Quant>
 void launch(int rw, dim3 grid, size_t smem, const AttnArgs& a) {
-  if (rw == 1) attention_kernel<T, 1><<<grid, kThreads, smem, stream()>>>(a);
-  else if (rw == 2) attention_kernel<T, 2><<<grid, kThreads, smem, stream()>>>(a);
-  else attention_kernel<T, 4><<<grid, kThreads, smem, stream()>>>(a);
+  if (rw == 1) attention_kernel<1, Quant><<<grid, kThreads, smem, stream()>>>(a);
+  else if (rw == 2) attention_kernel<2, Quant><<<grid, kThreads, smem, stream()>>>(a);
+  else attention_kernel<4, Quant><<<grid, kThreads, smem, stream()>>>(a);
 }
 
 }  // namespace
@@ -246,7 +247,7 @@ int attention(const float* q, const folio_gpu_kv_layer* layer, int32_t m, int32_
   const int Hk = L.n_head_kv, D = L.head_dim, Dv = L.head_dim_v;
   if (n_head % Hk != 0) return fail("attention", "n_head is not a multiple of n_head_kv");
   if (D <= 0 || D > kMaxDim || Dv <= 0 || Dv > kMaxDim) return fail("attention", "head_dim above 256");
-  if (L.kv_type != 0 && L.kv_type != 1) return fail("attention", "unsupported KV type");
+  if (int e = check_layer("attention", L)) return e;
   if (Hk > 65535) return fail("attention", "too many KV heads");
   const int G = n_head / Hk;
   const int64_t R = int64_t(m) * G;  // rows per KV head
@@ -264,8 +265,12 @@ int attention(const float* q, const folio_gpu_kv_layer* layer, int32_t m, int32_
 
   AttnArgs a{};
   a.q = q;
-  a.k = L.k;
-  a.v = L.v;
+  a.k = static_cast<const uint8_t*>(L.k);
+  a.v = static_cast<const uint8_t*>(L.v);
+  a.k_type = L.k_type;
+  a.v_type = L.v_type;
+  a.k_bytes = L.k_bytes;
+  a.v_bytes = L.v_bytes;
   a.offset = L.offset;
   a.len = L.len;
   a.pos = L.pos;
@@ -289,8 +294,8 @@ int attention(const float* q, const folio_gpu_kv_layer* layer, int32_t m, int32_
   }
 
   const dim3 grid{unsigned(row_tiles), unsigned(splits), unsigned(Hk)};
-  if (L.kv_type == 1) launch<__half>(rw, grid, smem, a);
-  else launch<float>(rw, grid, smem, a);
+  if (entry::type_quantized(L.k_type) || entry::type_quantized(L.v_type)) launch<true>(rw, grid, smem, a);
+  else launch<false>(rw, grid, smem, a);
   if (int e = check_launch("attention")) return e;
   if (splits > 1) {
     attention_combine_kernel<<<dim3(unsigned(R), unsigned(Hk)), kThreads, 0, stream()>>>(a);

@@ -1,9 +1,11 @@
 // Element-wise and row-wise operations: RMS norm, rotary embedding, SwiGLU and GEGLU, residual and bias
-// additions, scaling.
+// additions, scaling, the Hadamard rotation of quantized cache entries.
 // Each follows its CPU version (backend/cpu-ops.cc) operation for operation, so that results differ only
 // by the last-bit differences of the device's expf / sincosf.
 #include <cmath>
+#include <cstdio>
 
+#include "hadamard.cuh"
 #include "ops.h"
 
 namespace folio::cuda {
@@ -115,6 +117,25 @@ __global__ void __launch_bounds__(kThreads) add_bias_flat_kernel(float* x, const
     x[i] += b[i % width];
 }
 
+// x [rows, block] ← each row times the normalised Walsh–Hadamard matrix, in tiles of kHadamardTile floats
+// (whole rows: block ≤ 1024 divides it), one tile per block: the tile goes to shared memory, the log2(block)
+// butterfly passes run over it with a barrier between them, then each number is multiplied by norm =
+// 1/√block (computed on the host as the CPU does) on the way back. The CPU's operations exactly
+// (kv::hadamard, hadamard.cuh).     x: [total] = [rows·block].
+constexpr int kHadamardTile = 2048;
+__global__ void __launch_bounds__(kThreads) hadamard_kernel(float* x, int64_t total, int32_t block, float norm) {
+  __shared__ float tile[kHadamardTile];  // [count] the tile's rows
+  const int64_t base = int64_t(blockIdx.x) * kHadamardTile;
+  const int count = int(total - base < kHadamardTile ? total - base : kHadamardTile);
+  for (int i = threadIdx.x; i < count; i += blockDim.x) tile[i] = x[base + i];
+  for (int h = 1; h < block; h *= 2) {
+    __syncthreads();  // the tile is loaded / the previous pass is done
+    for (int p = threadIdx.x; p < count / 2; p += blockDim.x) had::butterfly(tile, p, h);
+  }
+  __syncthreads();
+  for (int i = threadIdx.x; i < count; i += blockDim.x) x[base + i] = tile[i] * norm;
+}
+
 }  // namespace
 
 int rms_norm(const float* x, const float* g, float* y, int64_t n, int64_t width, float eps) {
@@ -175,6 +196,22 @@ int add_bias(float* x, const float* b, int64_t n, int64_t width) {
     add_bias_flat_kernel<<<grid_for(n * width), kThreads, 0, stream()>>>(x, b, n, width);
   }
   if (int e = check_launch("add_bias")) return e;
+  return 0;
+}
+
+int hadamard(float* x, int64_t rows, int32_t block) {
+  if (block < 2 || block > 1024 || (block & (block - 1))) {
+    char msg[96];
+    std::snprintf(msg, sizeof msg, "block %d is not a power of two from 2 to 1024", int(block));
+    return fail("hadamard", msg);
+  }
+  if (rows < 0) return fail("hadamard", "a negative number of rows");
+  if (rows == 0) return 0;
+  if (rows > (int64_t(1) << 40) / block) return fail("hadamard", "too many rows");
+  const int64_t total = rows * block, tiles = (total + kHadamardTile - 1) / kHadamardTile;  // ≤ 2^29
+  const float norm = 1.0f / std::sqrt(float(block));                                        // kv::hadamard's expression
+  hadamard_kernel<<<unsigned(tiles), kThreads, 0, stream()>>>(x, total, block, norm);
+  if (int e = check_launch("hadamard")) return e;
   return 0;
 }
 

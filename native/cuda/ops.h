@@ -35,10 +35,13 @@ int rope(float* x, int64_t n, int32_t n_heads, int32_t head_dim, const int32_t* 
 int swiglu(const float* g, const float* u, float* h, int64_t count);
 int geglu(const float* g, const float* u, float* h, int64_t count);
 int scale(float* x, float s, int64_t count);
+int hadamard(float* x, int64_t rows, int32_t block);
 int add(float* x, const float* y, int64_t count);
 int add_bias(float* x, const float* b, int64_t n, int64_t width);
 
 // kv.cu (the flat per-head cache: appends in place, compaction)
+// The layer's entry types, sizes and head sizes against one another: 0, or fail(what, ...)'s code.
+int check_layer(const char* what, const folio_gpu_kv_layer& layer);
 int kv_append(const folio_gpu_kv_layer* layer, const float* k, const float* v, const int32_t* pos, int32_t n);
 int kv_gather(const folio_gpu_kv_layer* src, const folio_gpu_kv_layer* dst, const int32_t* keep, const int64_t* start);
 

@@ -4,13 +4,15 @@
 // and the sum of exp(score − max) over the visible keys, for slices of the keys in parallel (online
 // softmax inside a slice), merged per row into the max and 1/sum. (2) Per key, the probabilities of all
 // G·w rows of its KV head, summed in double (as the CPU does) and scaled by 1/(G·w). (3) Max-pooling.
-//
+// The keys may be of any cache type (kv-entry.cuh): converted to float as a tile is loaded, exactly as the
+// CPU's scorer decodes them (kv::decode_stored), so that the scores still agree bit for bit.
 #include <cuda_fp16.h>
 
 #include <cmath>
 #include <cstring>
 #include <vector>
 
+#include "kv-entry.cuh"
 #include "ops.h"
 #include "warp.cuh"
 
@@ -39,9 +41,10 @@ constexpr int kMaxDim = 256;
 
 struct WsArgs {
   const float* qw;        // [w, H·D] window queries
-  const void* k;          // the layer's keys: [capacity, D] of T
+  const uint8_t* k;       // the layer's keys: [capacity] entries of k_bytes (D numbers of k_type)
   const int64_t* offset;  // [Hk] device
   int32_t H, Hk, G, D, L, w;
+  int32_t k_type, k_bytes;
   int32_t chunks, chunk;  // pass 1: slices of `chunk` keys (a multiple of kTile)
   float scale;            // 1/sqrt(D), as the CPU computes it
   double norm;            // 1/(G·w)
@@ -54,14 +57,10 @@ struct WsArgs {
 // Row r of KV head g (0 ≤ r < R = G·w) is query head g·G + r / w at window query i = r % w, which sees
 // keys [0, L − w + i].
 
-// Loads keys [j0, j0 + nb) of the head (kb: [L, D]) into Ks [kTile, D + 1] as floats, zero past nb. The
+// Loads keys [j0, j0 + nb) of the head (kb: [L] entries) into Ks [kTile, D + 1] as floats, zero past nb. The
 // padding makes lane j's reads of row j conflict-free.
-template <typename T>
-__device__ void load_keys(float* Ks, const T* kb, int32_t j0, int nb, int D) {
-  for (int idx = threadIdx.x; idx < kTile * D; idx += blockDim.x) {
-    const int j = idx / D, d = idx - j * D;
-    Ks[j * (D + 1) + d] = j < nb ? to_float(kb[int64_t(j0 + j) * D + d]) : 0.0f;
-  }
+__device__ __forceinline__ void load_keys(float* Ks, const WsArgs& a, const uint8_t* kb, int32_t j0, int nb) {
+  entry::load_rows<kTile>(a.k_type, Ks, a.D + 1, kb, a.k_bytes, a.D, j0, nb);
 }
 
 // The warp's dot product of its staged query qs [D] with key `lane` of Ks, one lane per key: in index
@@ -86,16 +85,15 @@ __device__ __forceinline__ void stage_query(float* qs, const WsArgs& a, int g, i
 
 // Pass 1: grid (chunks, ceil(R / kRowsPerBlock), Hk), kThreads threads. Shared: Ks [kTile, D + 1],
 // Qs [kWarps, D] (each warp's current query). Warp w runs the rows rb0 + w, rb0 + w + kWarps, ...
-template <typename T>
 __global__ void __launch_bounds__(kThreads) ws_stats_kernel(WsArgs a) {
   extern __shared__ float smem[];
   __shared__ float sm_m[kRowsPerBlock], sm_l[kRowsPerBlock];  // [rows] running max and sum of the block's rows
   const int D = a.D, R = a.G * a.w;
   const int c = blockIdx.x, g = blockIdx.z, rb0 = blockIdx.y * kRowsPerBlock;
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  float* Ks = smem;                                            // [kTile, D + 1]
-  float* qs = smem + kTile * (D + 1) + warp * D;               // [D]
-  const T* kb = static_cast<const T*>(a.k) + a.offset[g] * D;  // [L, D] head g's keys
+  float* Ks = smem;                                   // [kTile, D + 1]
+  float* qs = smem + kTile * (D + 1) + warp * D;      // [D]
+  const uint8_t* kb = a.k + a.offset[g] * a.k_bytes;  // [L] head g's key entries
   const int32_t c0 = c * a.chunk, c1 = min(a.L, c0 + a.chunk);
   for (int rr = threadIdx.x; rr < kRowsPerBlock; rr += blockDim.x) {
     sm_m[rr] = -INFINITY;
@@ -104,7 +102,7 @@ __global__ void __launch_bounds__(kThreads) ws_stats_kernel(WsArgs a) {
   for (int32_t j0 = c0; j0 < c1; j0 += kTile) {  // the same bounds for the whole block
     const int nb = min(kTile, c1 - j0);
     __syncthreads();  // the previous tile has been read (and sm_m / sm_l are initialised)
-    load_keys(Ks, kb, j0, nb, D);
+    load_keys(Ks, a, kb, j0, nb);
     __syncthreads();
     for (int rr = warp; rr < kRowsPerBlock; rr += kWarps) {  // warp-uniform loop
       const int r = rb0 + rr;
@@ -153,7 +151,6 @@ __global__ void __launch_bounds__(kThreads) ws_row_stats_kernel(WsArgs a) {
 // Pass 2: grid (ceil(L / kTile), Hk), kThreads threads: keys j0 .. j0 + 32 of head g, lane j owning key
 // j0 + j; each warp sums in double the probabilities of its rows (w, w + kWarps, ...), then the warps' sums
 // are added. Shared: Ks [kTile, D + 1], Qs [kWarps, D].
-template <typename T>
 __global__ void __launch_bounds__(kThreads) ws_attn_kernel(WsArgs a) {
   extern __shared__ float smem[];
   __shared__ double acc_w[kWarps][kTile];  // [warps, keys] each warp's sums
@@ -164,8 +161,8 @@ __global__ void __launch_bounds__(kThreads) ws_attn_kernel(WsArgs a) {
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   float* Ks = smem;
   float* qs = smem + kTile * (D + 1) + warp * D;
-  const T* kb = static_cast<const T*>(a.k) + a.offset[g] * D;
-  load_keys(Ks, kb, j0, nb, D);
+  const uint8_t* kb = a.k + a.offset[g] * a.k_bytes;
+  load_keys(Ks, a, kb, j0, nb);
   __syncthreads();
   double acc = 0;  // Σ over the warp's rows of p(row, key j0 + lane)
   for (int r = warp; r < R; r += kWarps) {
@@ -207,7 +204,7 @@ int window_scores(const float* qw, const folio_gpu_kv_layer* layer, int32_t n_he
   if (w > L) return fail("window_scores", "window longer than the prefix");
   if (n_head % Hk != 0) return fail("window_scores", "n_head is not a multiple of n_head_kv");
   if (D <= 0 || D > kMaxDim) return fail("window_scores", "head_dim above 256");
-  if (Ly.kv_type != 0 && Ly.kv_type != 1) return fail("window_scores", "unsupported KV type");
+  if (int e = check_layer("window_scores", Ly)) return e;
   if (Hk > 65535) return fail("window_scores", "too many KV heads");
   const int G = n_head / Hk;
   const int64_t R = int64_t(G) * w;  // window rows per KV head
@@ -225,7 +222,9 @@ int window_scores(const float* qw, const folio_gpu_kv_layer* layer, int32_t n_he
 
   WsArgs a{};
   a.qw = qw;
-  a.k = Ly.k;
+  a.k = static_cast<const uint8_t*>(Ly.k);
+  a.k_type = Ly.k_type;
+  a.k_bytes = Ly.k_bytes;
   a.offset = Ly.offset;
   a.H = n_head;
   a.Hk = Hk;
@@ -247,16 +246,13 @@ int window_scores(const float* qw, const folio_gpu_kv_layer* layer, int32_t n_he
   a.row_inv = a.row_m + rows;   // [Hk, R]
 
   const size_t smem = sizeof(float) * (size_t(kTile) * (D + 1) + size_t(kWarps) * D);  // Ks and Qs
-  const bool f16 = Ly.kv_type == 1;
   const dim3 grid1{unsigned(chunks), unsigned(row_groups), unsigned(Hk)};
-  if (f16) ws_stats_kernel<__half><<<grid1, kThreads, smem, stream()>>>(a);
-  else ws_stats_kernel<float><<<grid1, kThreads, smem, stream()>>>(a);
+  ws_stats_kernel<<<grid1, kThreads, smem, stream()>>>(a);
   if (int e = check_launch("window_scores (row stats)")) return e;
   ws_row_stats_kernel<<<unsigned((rows + kThreads - 1) / kThreads), kThreads, 0, stream()>>>(a);
   if (int e = check_launch("window_scores (row stats merge)")) return e;
   const dim3 grid2{unsigned(tiles), unsigned(Hk)};
-  if (f16) ws_attn_kernel<__half><<<grid2, kThreads, smem, stream()>>>(a);
-  else ws_attn_kernel<float><<<grid2, kThreads, smem, stream()>>>(a);
+  ws_attn_kernel<<<grid2, kThreads, smem, stream()>>>(a);
   if (int e = check_launch("window_scores (attention)")) return e;
   const int32_t n = L - w;
   if (n > 0) {

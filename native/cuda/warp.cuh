@@ -1,11 +1,7 @@
-// Small device helpers the kernels share: reading a cache element as float, reductions across a warp.
+// Small device helpers the kernels share: reductions across a warp. (Cache entries are read by kv-entry.cuh.)
 #pragma once
-#include <cuda_fp16.h>
 
 namespace folio::cuda {
-
-__device__ __forceinline__ float to_float(float x) { return x; }
-__device__ __forceinline__ float to_float(__half x) { return __half2float(x); }
 
 // The max / sum of x over the 32 lanes, in every lane.
 __device__ __forceinline__ float warp_max(float x) {
