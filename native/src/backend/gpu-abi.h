@@ -150,7 +150,10 @@ typedef struct {
   /* x [rows, block] ← each row times the normalised Walsh–Hadamard matrix of order `block`, in place:
    * y_i = Σ_j (−1)^popcount(i & j) · x_j / √block; block a power of two, 2 to 1024. The rotation of
    * quantized entries (kv/hadamard.h): the engine rotates keys and values before kv_append, queries before
-   * attention and window_scores, and the attention's output back (H is its own inverse). */
+   * attention and window_scores, and the attention's output back (H is its own inverse). A library that
+   * makes the CPU's passes in the CPU's order (kv/hadamard.cc: for h = 1, 2, 4, … < block, each pair
+   * (i, i + h) within a run of 2h becomes (x_i + x_{i+h}, x_i − x_{i+h})), then multiplies by the float
+   * 1/√block, rotates bit for bit as the CPU does, so that the rows it quantizes are the CPU's. */
   int (*hadamard)(float* x, int64_t rows, int32_t block);
 } folio_gpu_api;
 

@@ -56,28 +56,10 @@ size_t block_bytes(KvType t, int len) { return t == KvType::Q8_0 ? 2 + size_t(le
 
 TensorType tensor_type(KvType t) { return TensorType(int(t)); }  // the same ggml ids
 
-// One block by the formulas (quant-scalar.cc's quantizers, for a block of any even length).
+// One block of len ≤ 32 numbers by the reference formulas (quant-scalar.cc).
 void encode_block(KvType t, const float* x, uint8_t* out, int len) {
-  if (t == KvType::Q8_0) {
-    float amax = 0;
-    for (int i = 0; i < len; i++) amax = std::max(amax, std::fabs(x[i]));
-    const float d = amax / 127.0f, id = d != 0 ? 1.0f / d : 0.0f;
-    const uint16_t dh = f32_to_fp16(d);
-    std::memcpy(out, &dh, 2);
-    for (int i = 0; i < len; i++) out[2 + i] = uint8_t(int8_t(std::round(x[i] * id)));
-    return;
-  }
-  float amax = 0, max = 0;  // the number of largest magnitude, with its sign (the first on ties)
-  for (int i = 0; i < len; i++)
-    if (std::fabs(x[i]) > amax) amax = std::fabs(x[i]), max = x[i];
-  const float d = max / -8, id = d != 0 ? 1.0f / d : 0.0f;
-  const uint16_t dh = f32_to_fp16(d);
-  std::memcpy(out, &dh, 2);
-  const int half = len / 2;
-  for (int j = 0; j < half; j++) {
-    const int q0 = std::min(15, int(x[j] * id + 8.5f)), q1 = std::min(15, int(x[j + half] * id + 8.5f));
-    out[2 + j] = uint8_t(q0 | (q1 << 4));
-  }
+  if (t == KvType::Q8_0) quant::quantize_block_q8_0(x, out, len);
+  else quant::quantize_block_q4_0(x, out, len);
 }
 
 float decode_element(KvType t, const uint8_t* block, int len, int i) {

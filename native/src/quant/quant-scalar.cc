@@ -78,16 +78,8 @@ void dequantize_q8_0(const void* src, float* dst, int64_t n) {
 }
 
 void quantize_q8_0(const float* src, void* dst, int64_t n) {
-  BlockQ8_0* b = static_cast<BlockQ8_0*>(dst);
-  for (int64_t ib = 0; ib < n / QK; ++ib) {
-    const float* x = src + ib * QK;
-    float amax = 0;
-    for (int i = 0; i < QK; ++i) amax = std::max(amax, std::fabs(x[i]));
-    const float d = amax / 127.0f;
-    const float id = d != 0 ? 1.0f / d : 0.0f;
-    b[ib].d = f2h(d);
-    for (int i = 0; i < QK; ++i) b[ib].qs[i] = int8_t(std::round(x[i] * id));
-  }
+  for (int64_t ib = 0; ib < n / QK; ++ib)
+    quantize_block_q8_0(src + ib * QK, static_cast<uint8_t*>(dst) + size_t(ib) * sizeof(BlockQ8_0), QK);
 }
 
 float vec_dot_q8_0(int64_t n, const void* w, const void* x) {
@@ -160,19 +152,8 @@ float signed_absmax(const float* x, int n) {
 }
 
 void quantize_q4_0(const float* src, void* dst, int64_t n) {
-  BlockQ4_0* b = static_cast<BlockQ4_0*>(dst);
-  for (int64_t ib = 0; ib < n / QK; ++ib) {
-    const float* x = src + ib * QK;
-    const float d = signed_absmax(x, QK) / -8;
-    const float id = d != 0 ? 1.0f / d : 0.0f;
-    b[ib].d = f2h(d);
-    for (int j = 0; j < QK / 2; ++j) {
-      // +8.5 then truncation: round half up into 0..16, clamped to 15
-      const int q0 = std::min(15, int(x[j] * id + 8.5f));
-      const int q1 = std::min(15, int(x[j + QK / 2] * id + 8.5f));
-      b[ib].qs[j] = uint8_t(q0 | (q1 << 4));
-    }
-  }
+  for (int64_t ib = 0; ib < n / QK; ++ib)
+    quantize_block_q4_0(src + ib * QK, static_cast<uint8_t*>(dst) + size_t(ib) * sizeof(BlockQ4_0), QK);
 }
 
 float vec_dot_q4_0(int64_t n, const void* w, const void* x) {
@@ -964,6 +945,31 @@ float vec_dot_iq4_xs(int64_t n, const void* w, const void* x) {
 }
 
 }  // namespace
+
+// The Q8_0 and Q4_0 quantizers' formulas (above), one block of any length at a time (quant.h).
+void quantize_block_q8_0(const float* x, uint8_t* out, int len) {
+  float amax = 0;
+  for (int i = 0; i < len; ++i) amax = std::max(amax, std::fabs(x[i]));
+  const float d = amax / 127.0f;
+  const float id = d != 0 ? 1.0f / d : 0.0f;
+  const uint16_t dh = f32_to_fp16(d);
+  std::memcpy(out, &dh, 2);
+  for (int i = 0; i < len; ++i) out[2 + i] = uint8_t(int8_t(std::round(x[i] * id)));
+}
+
+void quantize_block_q4_0(const float* x, uint8_t* out, int len) {
+  const float d = signed_absmax(x, len) / -8;
+  const float id = d != 0 ? 1.0f / d : 0.0f;
+  const uint16_t dh = f32_to_fp16(d);
+  std::memcpy(out, &dh, 2);
+  const int half = len / 2;
+  for (int j = 0; j < half; ++j) {
+    // +8.5 then truncation: round half up into 0..16, clamped to 15
+    const int q0 = std::min(15, int(x[j] * id + 8.5f));
+    const int q1 = std::min(15, int(x[j + half] * id + 8.5f));
+    out[2 + j] = uint8_t(q0 | (q1 << 4));
+  }
+}
 
 void add_scalar_kernels(KernelTable& t) {
   slot(t, TensorType::F32) = {dequantize_f32, quantize_f32, vec_dot_f32};

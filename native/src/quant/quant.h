@@ -52,6 +52,12 @@ struct Kernels {
                int64_t n) = nullptr;
 };
 
+// One Q8_0 or Q4_0 block by the reference formulas (the scalar quantize_row's), of len ≤ 32 numbers: 32 is
+// GGUF's block; fewer, the KV cache's short last block (kv/entry-format.h). out gets the f16 scale d, then
+// len int8 (Q8_0), or len/2 bytes with element j in the low nibble and j + len/2 in the high (Q4_0, len even).
+void quantize_block_q8_0(const float* x, uint8_t* out, int len);
+void quantize_block_q4_0(const float* x, uint8_t* out, int len);
+
 // Whether the engine computes with weights of this type: the kernel table has a row dequantizer and a dot
 // product for it (every ISA's table starts from the scalar one). This is the one list of supported weight
 // types; the model loader asks it.
