@@ -499,7 +499,7 @@ export function SettingsPage() {
           <Field
             id="set-kvType"
             label="Cache precision"
-            hint="How each kept key and value is stored, on top of what compression drops. Documents are read again after a change; 8 and 4 bits run on the CPU for now"
+            hint="How each kept key and value is stored, on top of what compression drops. Documents are read again after a change"
           >
             <select
               id="set-kvType"
