@@ -4,8 +4,9 @@
 // and the sum of exp(score − max) over the visible keys, for slices of the keys in parallel (online
 // softmax inside a slice), merged per row into the max and 1/sum. (2) Per key, the probabilities of all
 // G·w rows of its KV head, summed in double (as the CPU does) and scaled by 1/(G·w). (3) Max-pooling.
-// The keys may be of any cache type (kv-entry.cuh): converted to float as a tile is loaded, exactly as the
-// CPU's scorer decodes them (kv::decode_stored), so that the scores still agree bit for bit.
+// The keys may be of any cache type (kv-entry.cuh): converted to float as a tile is loaded, to exactly the
+// numbers the CPU decodes (kv::decode_stored); rotated keys are scored against rotated queries (the engine
+// rotates them), which the CPU's scorer reads rotated back instead.
 #include <cuda_fp16.h>
 
 #include <cmath>
